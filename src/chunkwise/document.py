@@ -1,0 +1,185 @@
+"""The data model: a :class:`Document` to be chunked and the :class:`Chunk` objects cut from it.
+
+Offsets are the contract everything else rests on: a chunk's ``start``/``end`` are character offsets into
+``Document.text`` and ``doc.text[chunk.start:chunk.end] == chunk.text`` always holds. Structure that loaders
+find (PDF pages, heading sections, subtitle cues) is kept as character spans over the same text, so every
+strategy can attach provenance to every chunk without knowing where the document came from.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+
+def stable_hash(*parts: Any, length: int = 16) -> str:
+    """A short hex digest of ``parts`` that is the same on every run, machine and Python version."""
+    h = hashlib.sha256()
+    for part in parts:
+        if not isinstance(part, (str, bytes)):
+            part = json.dumps(part, sort_keys=True, ensure_ascii=False, default=str)
+        if isinstance(part, str):
+            part = part.encode("utf-8", "surrogatepass")
+        h.update(len(part).to_bytes(8, "little"))
+        h.update(part)
+    return h.hexdigest()[:length]
+
+
+@dataclass(frozen=True)
+class Page:
+    """A page of the source (1-based ``number``) as the span ``[start, end)`` of the document text."""
+
+    number: int
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Section:
+    """A heading's section: the span it governs and its heading path, e.g. ``("Guide", "Install")``.
+
+    ``level`` is the heading level (1 for ``#``/``<h1>``/a top-level PDF outline entry). ``heading_start`` and
+    ``heading_end`` locate the heading line itself inside the span (equal to ``start`` when there is none).
+    """
+
+    start: int
+    end: int
+    path: tuple[str, ...]
+    level: int
+    heading_start: int = -1
+    heading_end: int = -1
+
+
+@dataclass(frozen=True)
+class Cue:
+    """A timed unit of a transcript (a subtitle cue, or several merged into one sentence)."""
+
+    start: int
+    end: int
+    start_time: float
+    end_time: float
+    speaker: str | None = None
+
+
+@dataclass
+class Document:
+    """A text to chunk plus the structure found by its loader.
+
+    ``pages``, ``sections`` and ``cues`` are sorted by ``start``; sections may nest (a level-2 section lies
+    inside its level-1 parent) and the innermost one gives a chunk its ``section`` path.
+    """
+
+    text: str
+    source: str = "<text>"
+    metadata: dict[str, Any] = field(default_factory=dict)
+    pages: list[Page] = field(default_factory=list)
+    sections: list[Section] = field(default_factory=list)
+    cues: list[Cue] = field(default_factory=list)
+    title: str | None = None
+
+    @property
+    def content_hash(self) -> str:
+        """Hash of the text alone: unchanged content means nothing to re-index."""
+        return stable_hash(self.text)
+
+    @property
+    def id(self) -> str:
+        """Deterministic document id: from the source when it names a file, else from the content."""
+        if self.source and not self.source.startswith("<"):
+            return stable_hash("doc", self.source)
+        return stable_hash("doc", self.source, self.text)
+
+    # -- provenance look-ups, used by every strategy -------------------------------------------------
+    def page_span(self, start: int, end: int) -> tuple[int | None, int | None]:
+        """First and last page that ``[start, end)`` touches, or ``(None, None)`` without pages."""
+        if not self.pages:
+            return None, None
+        starts = [p.start for p in self.pages]
+        first = max(0, bisect.bisect_right(starts, start) - 1)
+        last = max(0, bisect.bisect_right(starts, max(start, end - 1)) - 1)
+        return self.pages[first].number, self.pages[last].number
+
+    def section_at(self, start: int, end: int | None = None) -> list[str]:
+        """Heading path of the innermost section containing ``start`` (a chunk belongs where it begins).
+
+        A chunk that starts on whitespace before a heading belongs to the section of its first
+        non-whitespace character.
+        """
+        if not self.sections:
+            return []
+        pos = start
+        stop = len(self.text) if end is None else end
+        while pos < stop and self.text[pos].isspace():
+            pos += 1
+        best: Section | None = None
+        for s in self.sections:
+            if s.start > pos:
+                break
+            if s.start <= pos < s.end and (best is None or s.level >= best.level):
+                best = s
+        return list(best.path) if best else []
+
+    def time_span(self, start: int, end: int) -> tuple[float | None, float | None, list[str]]:
+        """Start time, end time and speakers of the cues that ``[start, end)`` overlaps."""
+        if not self.cues:
+            return None, None, []
+        hit = [c for c in self.cues if c.start < end and c.end > start]
+        if not hit:
+            return None, None, []
+        speakers: list[str] = []
+        for c in hit:
+            if c.speaker and c.speaker not in speakers:
+                speakers.append(c.speaker)
+        return min(c.start_time for c in hit), max(c.end_time for c in hit), speakers
+
+
+#: The fields of a chunk that are written to JSONL and stored in an index, in this order.
+CHUNK_FIELDS = (
+    "id", "doc_id", "source", "index", "start", "end", "text", "token_count",
+    "page_start", "page_end", "section", "strategy", "start_time", "end_time", "speakers", "context",
+)
+
+
+@dataclass
+class Chunk:
+    """A piece of a document: an exact slice ``doc.text[start:end]`` plus where it came from.
+
+    ``context`` is the optional contextual text (headings, neighbours or an LLM's situating sentence) that
+    is embedded and indexed beside ``text``; it never replaces it. ``vector`` and ``sentence_vectors`` keep
+    embeddings made while chunking so nothing is embedded twice; they are not serialised.
+    """
+
+    text: str
+    start: int
+    end: int
+    index: int
+    id: str
+    doc_id: str
+    source: str
+    token_count: int
+    strategy: str
+    page_start: int | None = None
+    page_end: int | None = None
+    section: list[str] = field(default_factory=list)
+    start_time: float | None = None
+    end_time: float | None = None
+    speakers: list[str] = field(default_factory=list)
+    context: str | None = None
+    vector: Any = field(default=None, repr=False, compare=False)
+    sentence_vectors: Any = field(default=None, repr=False, compare=False)
+    sentence_spans: list[tuple[int, int]] | None = field(default=None, repr=False, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The serialisable fields (see :data:`CHUNK_FIELDS`)."""
+        d = {name: getattr(self, name) for name in CHUNK_FIELDS}
+        d["section"] = list(d["section"])
+        d["speakers"] = list(d["speakers"])
+        return d
+
+    @property
+    def embed_text(self) -> str:
+        """The text to embed and index for BM25: the contextual text when present, else the chunk text."""
+        return f"{self.context}\n\n{self.text}" if self.context else self.text

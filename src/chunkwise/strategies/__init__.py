@@ -1,0 +1,46 @@
+"""Chunking strategies, by name. Each is a plain object: parameters in, ``chunk(doc)`` does the work."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from ..errors import ConfigError
+from .base import Strategy, build_chunks, regions, trim_span
+
+#: name -> "module:Class", imported on first use so `chunkwise chunk` never loads embedding code it skips
+_REGISTRY: dict[str, str] = {
+    "fixed": "fixed:FixedTokenChunker",
+    "sentence": "sentence:SentenceChunker",
+    "recursive": "recursive:RecursiveChunker",
+    "markdown": "markdown:MarkdownChunker",
+    "semantic": "semantic:SemanticChunker",
+    "maxmin": "maxmin:MaxMinChunker",
+    "cohesion": "cohesion:CohesionChunker",
+}
+STRATEGY_NAMES = tuple(_REGISTRY)
+#: strategies that embed while chunking (they take an ``embedder``)
+SEMANTIC_STRATEGIES = ("semantic", "maxmin", "cohesion")
+
+
+def strategy_class(name: str) -> type[Strategy]:
+    if name not in _REGISTRY:
+        raise ConfigError(f"unknown strategy {name!r}; choose one of {', '.join(STRATEGY_NAMES)}")
+    module, cls = _REGISTRY[name].split(":")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), cls)
+
+
+def get_strategy(name: str, **params: Any) -> Strategy:
+    """Build a strategy by name; unknown parameters are an error that lists the valid ones."""
+    cls = strategy_class(name)
+    valid = cls.param_names()
+    unknown = sorted(set(params) - set(valid))
+    if unknown:
+        raise ConfigError(
+            f"strategy {name!r} has no parameter {', '.join(unknown)}; valid: {', '.join(valid)}"
+        )
+    return cls(**params)
+
+
+__all__ = ["Strategy", "build_chunks", "regions", "trim_span", "get_strategy", "strategy_class",
+           "STRATEGY_NAMES", "SEMANTIC_STRATEGIES"]

@@ -1,0 +1,181 @@
+"""What every strategy shares: parameters, validation, regions, and turning spans into chunks.
+
+A strategy only decides *where to cut*: ``split(doc, start, end, tokenizer)`` returns character spans inside
+one region of the text. Everything else is common and lives here, so it is right once for all strategies:
+parameter checks, cutting the document into regions that must not be crossed (``respect_sections``), exact
+slices, token counts, deterministic ids, and page/section/time provenance.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from ..document import Chunk, Document, stable_hash
+from ..errors import ConfigError
+from ..segmentation.tokens import Tokenizer, resolve_tokenizer
+
+Span = tuple[int, int]
+
+
+class Strategy:
+    """Base class. Subclasses store their parameters in ``__init__`` (nothing else) and implement ``split``.
+
+    Shared parameters, with the same names in every strategy:
+
+    - ``max_tokens``: hard cap on every chunk, counted with ``tokenizer``.
+    - ``min_tokens``: chunks smaller than this are merged with a neighbour where the cap allows.
+    - ``overlap``: tokens (or whole sentences' worth of tokens) repeated between consecutive chunks.
+    - ``tokenizer``: ``minilm`` (the default embedding model's own), ``cl100k``, ``chars``, ``words``.
+    - ``respect_sections``: never let a chunk cross a heading of this level or higher (1 = ``#``).
+    """
+
+    #: registry name, also recorded on every chunk
+    name: str = ""
+
+    def __init__(
+        self,
+        max_tokens: int = 256,
+        min_tokens: int = 0,
+        overlap: int = 0,
+        tokenizer: str | Tokenizer = "minilm",
+        respect_sections: int | None = None,
+    ):
+        self.max_tokens = max_tokens
+        self.min_tokens = min_tokens
+        self.overlap = overlap
+        self.tokenizer = tokenizer
+        self.respect_sections = respect_sections
+
+    # -- scikit-learn style parameter access -----------------------------------------------------------
+    @classmethod
+    def param_names(cls) -> list[str]:
+        """Constructor parameter names, collected over the class hierarchy."""
+        names: list[str] = []
+        for klass in cls.__mro__:
+            if klass is object or "__init__" not in vars(klass):
+                continue
+            for p in inspect.signature(klass.__init__).parameters.values():
+                if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and p.name not in names:
+                    names.append(p.name)
+        return names
+
+    def get_params(self) -> dict[str, Any]:
+        return {n: getattr(self, n) for n in self.param_names() if hasattr(self, n)}
+
+    def config_id(self) -> str:
+        """Fingerprint of the strategy and its parameters: part of every chunk id."""
+        params = {}
+        for k, v in sorted(self.get_params().items()):
+            if isinstance(v, Tokenizer):
+                v = v.name
+            elif hasattr(v, "model_id"):
+                v = v.model_id
+            params[k] = v
+        return stable_hash(self.name, params)
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({args})"
+
+    # -- the work ----------------------------------------------------------------------------------------
+    def validate(self) -> None:
+        """Reject parameters that cannot work, with a message a person can act on."""
+        mt = self.max_tokens
+        if not isinstance(mt, int) or isinstance(mt, bool) or mt < 1:
+            raise ConfigError(f"max_tokens must be an integer >= 1, got {mt!r}")
+        if not isinstance(self.min_tokens, int) or self.min_tokens < 0:
+            raise ConfigError(f"min_tokens must be an integer >= 0, got {self.min_tokens!r}")
+        if self.min_tokens > mt:
+            raise ConfigError(f"min_tokens ({self.min_tokens}) must not exceed max_tokens ({mt})")
+        if not isinstance(self.overlap, int) or self.overlap < 0:
+            raise ConfigError(f"overlap must be an integer >= 0, got {self.overlap!r}")
+        if self.overlap >= mt:
+            raise ConfigError(f"overlap ({self.overlap}) must be smaller than max_tokens ({mt})")
+        rs = self.respect_sections
+        if rs is not None and (not isinstance(rs, int) or rs < 1):
+            raise ConfigError(f"respect_sections must be a heading level >= 1, got {rs!r}")
+
+    def chunk(self, doc: Document | str) -> list[Chunk]:
+        """Cut ``doc`` into chunks (a plain string is wrapped in a :class:`Document`)."""
+        if isinstance(doc, str):
+            doc = Document(doc)
+        self.validate()
+        tokenizer = resolve_tokenizer(self.tokenizer)
+        spans: list[Span] = []
+        for start, end in regions(doc, self.respect_sections):
+            spans.extend(self.split(doc, start, end, tokenizer))
+        return build_chunks(doc, spans, tokenizer, self)
+
+    def split(self, doc: Document, start: int, end: int, tokenizer: Tokenizer) -> list[Span]:
+        """Spans ``(a, b)`` with ``start <= a < b <= end`` covering every non-whitespace character of
+        ``doc.text[start:end]``, each within ``max_tokens``. Implemented by each strategy."""
+        raise NotImplementedError
+
+
+def regions(doc: Document, level: int | None) -> list[Span]:
+    """The parts of the document a chunk must not cross: split at every heading of ``level`` or higher."""
+    n = len(doc.text)
+    if not level or not doc.sections:
+        return [(0, n)] if n else []
+    cuts = sorted({s.start for s in doc.sections if s.level <= level and 0 < s.start < n})
+    bounds = [0, *cuts, n]
+    return [(a, b) for a, b in zip(bounds, bounds[1:]) if b > a]
+
+
+def trim_span(text: str, start: int, end: int) -> Span:
+    """Shrink ``[start, end)`` so it neither starts nor ends with whitespace (may become empty)."""
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
+def build_chunks(
+    doc: Document,
+    spans: list[Span],
+    tokenizer: Tokenizer,
+    strategy: Strategy,
+    token_counts: list[int] | None = None,
+) -> list[Chunk]:
+    """Turn spans into :class:`Chunk` objects: exact text, token count, deterministic id, provenance.
+
+    Whitespace-only spans are dropped. The cap is checked here for every strategy: a chunk over
+    ``max_tokens`` is a bug in the strategy, reported as such rather than passed on to the user.
+    """
+    kept = [(a, b) for a, b in spans if b > a and not doc.text[a:b].isspace()]
+    kept.sort(key=lambda s: (s[0], s[1]))
+    texts = [doc.text[a:b] for a, b in kept]
+    counts = token_counts if token_counts is not None and len(token_counts) == len(kept) else tokenizer.count_batch(texts)
+    config = strategy.config_id()
+    doc_id = doc.id
+    chunks: list[Chunk] = []
+    for i, ((a, b), text, n) in enumerate(zip(kept, texts, counts)):
+        if n > strategy.max_tokens:
+            raise RuntimeError(
+                f"internal error: strategy {strategy.name!r} produced a chunk of {n} tokens "
+                f"(max_tokens={strategy.max_tokens}) at {doc.source}[{a}:{b}]"
+            )
+        page_start, page_end = doc.page_span(a, b)
+        t0, t1, speakers = doc.time_span(a, b)
+        chunks.append(
+            Chunk(
+                text=text,
+                start=a,
+                end=b,
+                index=i,
+                id=stable_hash("chunk", doc_id, config, a, b),
+                doc_id=doc_id,
+                source=doc.source,
+                token_count=n,
+                strategy=strategy.name,
+                page_start=page_start,
+                page_end=page_end,
+                section=doc.section_at(a, b),
+                start_time=t0,
+                end_time=t1,
+                speakers=speakers,
+            )
+        )
+    return chunks

@@ -1,0 +1,70 @@
+"""Shared test fixtures.
+
+``FakeEmbedder`` is a deterministic, dependency-free :class:`Embedder` (hashed bag of words) for tests that
+exercise strategies, indexing and evaluation logic without the ONNX model. Tests that check real semantic
+behaviour use the real ``minilm`` back-end instead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from chunkwise.embeddings.base import Embedder, l2_normalize
+from chunkwise.segmentation.tokens import get_tokenizer
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "data"
+CHROMA = SHARED / "chroma-eval"
+
+
+class FakeEmbedder(Embedder):
+    """Hashed bag-of-words vectors: texts that share words are similar, others are nearly orthogonal."""
+
+    def __init__(self, dim: int = 64, max_tokens: int = 510, tokenizer: str = "words"):
+        self.dim = dim
+        self.max_tokens = max_tokens
+        self.model_id = f"fake-bow-{dim}"
+        self._tokenizer = get_tokenizer(tokenizer)
+        self.calls: list[list[str]] = []
+        self.texts_embedded = 0
+
+    @property
+    def tokenizer(self):
+        return self._tokenizer
+
+    def _vec(self, text: str) -> np.ndarray:
+        v = np.zeros(self.dim, dtype=np.float32)
+        for w in re.findall(r"\w+", text.lower()):
+            h = int(hashlib.md5(w.encode()).hexdigest(), 16)
+            v[h % self.dim] += 1.0 if (h >> 64) & 1 else -1.0
+        if not v.any():
+            v[0] = 1.0
+        return v
+
+    def embed(self, texts):
+        texts = list(texts)
+        self.calls.append(texts)
+        self.texts_embedded += len(texts)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return l2_normalize(np.stack([self._vec(t) for t in texts]))
+
+    def embed_tokens(self, text):
+        spans = [m.span() for m in re.finditer(r"\w+", text)][: self.max_tokens]
+        if not spans:
+            return np.zeros((0, self.dim), dtype=np.float32), []
+        return l2_normalize(np.stack([self._vec(text[a:b]) for a, b in spans])), spans
+
+
+@pytest.fixture
+def fake_embedder() -> FakeEmbedder:
+    return FakeEmbedder()
+
+
+def needs_chroma():
+    return pytest.mark.skipif(not CHROMA.exists(), reason="../shared/data/chroma-eval not present")
