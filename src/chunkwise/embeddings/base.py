@@ -8,15 +8,19 @@ Strategies, the index, evaluation and late chunking only ever see an :class:`Emb
   longer texts are truncated by the back-end and counted in ``truncated``;
 - ``tokenizer``: the :class:`~chunkwise.segmentation.tokens.Tokenizer` whose counts match the model;
 - ``embed_tokens(text) -> (token vectors (t, dim), [(start, end)] character offsets)`` for late chunking.
+
+Helpers shared by the back-ends live here too: :func:`check_texts` (one place that rejects non-text input)
+and :meth:`Embedder.embed_stream` (bounded-memory embedding of an iterable of any length).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
+from ..errors import InputError
 from ..segmentation.tokens import Tokenizer
 
 
@@ -25,6 +29,26 @@ def l2_normalize(x: np.ndarray) -> np.ndarray:
     x = np.asarray(x, dtype=np.float32)
     norms = np.linalg.norm(x, axis=-1, keepdims=True)
     return x / np.maximum(norms, 1e-12)
+
+
+def check_texts(texts: Any) -> list[str]:
+    """``texts`` as a list of ``str``, or an :class:`InputError` that says what was wrong.
+
+    A bare string is rejected rather than embedded character by character (it is a ``Sequence[str]`` too,
+    and silently returning one vector per character is the classic bug); ``None``, bytes and numbers are
+    rejected with their position, so a caller with a million texts learns *which* one is bad.
+    """
+    if isinstance(texts, (str, bytes)):
+        raise InputError(f"embed() expects a list of strings, got a single {type(texts).__name__} "
+                         "(wrap it in a list)")
+    try:
+        items = list(texts)
+    except TypeError:
+        raise InputError(f"embed() expects a list of strings, got {type(texts).__name__}") from None
+    for i, t in enumerate(items):
+        if not isinstance(t, str):
+            raise InputError(f"embed() expects strings; item {i} is {type(t).__name__}")
+    return items
 
 
 class Embedder(ABC):
@@ -53,6 +77,24 @@ class Embedder(ABC):
         from ..errors import ConfigError
 
         raise ConfigError(f"embedder {self.model_id!r} cannot give token vectors (needed for late chunking)")
+
+    def embed_stream(self, texts: Iterable[str], batch_size: int = 4096) -> Iterator[np.ndarray]:
+        """Embed an iterable of any length, yielding one ``(<= batch_size, dim)`` array per batch.
+
+        Memory stays bounded by one batch of texts and vectors, however many texts there are (the
+        1,000,000-text benchmark in ``benchmarks/bench_embeddings.py`` runs through this).
+        """
+        batch: list[str] = []
+        for t in texts:
+            batch.append(t)
+            if len(batch) >= batch_size:
+                yield self.embed(batch)
+                batch = []
+        if batch:
+            yield self.embed(batch)
+
+    def close(self) -> None:
+        """Release files and connections (the cache's SQLite connection); safe to call twice."""
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.model_id!r}, dim={self.dim})"

@@ -17,6 +17,17 @@ from ..segmentation.tokens import Tokenizer, resolve_tokenizer
 
 Span = tuple[int, int]
 
+#: A chunk never holds more than this many characters per token of ``max_tokens``. Token caps alone do not
+#: bound size: MiniLM's WordPiece maps any word longer than 100 characters to one ``[UNK]`` token, and the
+#: ``words`` tokenizer counts a 5 MB run without spaces as one word. 16 is about three times the characters
+#: per token of real prose in every tokenizer, so the bound only ever bites on pathological input.
+MAX_CHARS_PER_TOKEN = 16
+
+
+def max_chars_for(max_tokens: int) -> int:
+    """The character bound that goes with a token cap (see :data:`MAX_CHARS_PER_TOKEN`)."""
+    return max(1, max_tokens * MAX_CHARS_PER_TOKEN)
+
 
 class Strategy:
     """Base class. Subclasses store their parameters in ``__init__`` (nothing else) and implement ``split``.
@@ -102,15 +113,33 @@ class Strategy:
             doc = Document(doc)
         self.validate()
         tokenizer = resolve_tokenizer(self.tokenizer)
+        doc = self.prepare_document(doc)
         spans: list[Span] = []
+        counts: list[int] | None = []
         for start, end in regions(doc, self.respect_sections):
-            spans.extend(self.split(doc, start, end, tokenizer))
-        return build_chunks(doc, spans, tokenizer, self)
+            region_spans, region_counts = self.split_with_counts(doc, start, end, tokenizer)
+            spans.extend(region_spans)
+            if counts is not None and region_counts is not None and len(region_counts) == len(region_spans):
+                counts.extend(region_counts)
+            else:
+                counts = None
+        return build_chunks(doc, spans, tokenizer, self, counts)
+
+    def prepare_document(self, doc: Document) -> Document:
+        """Hook: a strategy may add structure the document lacks (the Markdown one adds sections)."""
+        return doc
 
     def split(self, doc: Document, start: int, end: int, tokenizer: Tokenizer) -> list[Span]:
         """Spans ``(a, b)`` with ``start <= a < b <= end`` covering every non-whitespace character of
         ``doc.text[start:end]``, each within ``max_tokens``. Implemented by each strategy."""
         raise NotImplementedError
+
+    def split_with_counts(
+        self, doc: Document, start: int, end: int, tokenizer: Tokenizer
+    ) -> tuple[list[Span], list[int] | None]:
+        """``split`` plus the exact token count of each span when the strategy already has it (it counted
+        to verify the cap), so :func:`build_chunks` does not tokenise everything a second time."""
+        return self.split(doc, start, end, tokenizer), None
 
 
 def regions(doc: Document, level: int | None) -> list[Span]:
@@ -144,10 +173,20 @@ def build_chunks(
     Whitespace-only spans are dropped. The cap is checked here for every strategy: a chunk over
     ``max_tokens`` is a bug in the strategy, reported as such rather than passed on to the user.
     """
-    kept = [(a, b) for a, b in spans if b > a and not doc.text[a:b].isspace()]
-    kept.sort(key=lambda s: (s[0], s[1]))
-    texts = [doc.text[a:b] for a, b in kept]
-    counts = token_counts if token_counts is not None and len(token_counts) == len(kept) else tokenizer.count_batch(texts)
+    text_all = doc.text
+    if token_counts is not None and len(token_counts) == len(spans):
+        pairs = sorted(
+            ((a, b), n) for (a, b), n in zip(spans, token_counts) if b > a and not text_all[a:b].isspace()
+        )
+        kept = [p for p, _ in pairs]
+        counts_given: list[int] | None = [n for _, n in pairs]
+    else:
+        kept = sorted((a, b) for a, b in spans if b > a and not text_all[a:b].isspace())
+        counts_given = None
+    texts = [text_all[a:b] for a, b in kept]
+    if counts_given is None and token_counts is not None and len(token_counts) == len(kept):
+        counts_given = list(token_counts)
+    counts = counts_given if counts_given is not None else tokenizer.count_batch(texts)
     config = strategy.config_id()
     doc_id = doc.id
     chunks: list[Chunk] = []
@@ -179,3 +218,72 @@ def build_chunks(
             )
         )
     return chunks
+
+
+# -- helpers shared by the strategies -------------------------------------------------------------------
+def fit_exact(text: str, start: int, end: int, tokenizer: Tokenizer, max_tokens: int,
+              max_chars: int | None = None) -> tuple[list[Span], list[int]]:
+    """Cover ``text[start:end]`` with consecutive spans whose *exact* counts are within ``max_tokens``.
+
+    The last resort of every strategy (a word longer than the cap, a span whose estimate was too low):
+    cuts fall on token boundaries of the span's own tokenisation, each piece is counted exactly, and a
+    piece over the cap shrinks by its excess until it fits. Returns the spans and their counts.
+    Raises :class:`ConfigError` when a single character needs more tokens than ``max_tokens`` allows.
+    """
+    max_chars = max_chars or max_chars_for(max_tokens)
+    spans: list[Span] = []
+    counts: list[int] = []
+    a = start
+    while a < end:
+        a, _ = trim_span(text, a, end)
+        if a >= end:
+            break
+        piece = text[a:end]
+        # token ends of the remaining text, relative to a
+        ends = [e for _, e in tokenizer.offsets(piece[: max_chars + 1]) if e > 0]
+        limit = min(len(piece), max_chars)
+        cands = sorted({e for e in ends if e <= limit} | {limit})
+        k = min(len(cands), max_tokens) - 1 if len(cands) > max_tokens else len(cands) - 1
+        while True:
+            b = a + cands[k]
+            n = tokenizer.count(text[a:b])
+            if n <= max_tokens:
+                break
+            if k == 0:
+                # cut inside the first token: characters one by one
+                c = cands[0]
+                while c > 1 and tokenizer.count(text[a:a + c]) > max_tokens:
+                    c = max(1, c // 2) if c > 8 else c - 1
+                b = a + c
+                n = tokenizer.count(text[a:b])
+                if n > max_tokens:
+                    raise ConfigError(
+                        f"max_tokens={max_tokens} is too small: the character {text[a]!r} at offset {a} alone "
+                        f"is {n} {tokenizer.name} tokens"
+                    )
+                break
+            k = max(0, k - max(1, n - max_tokens))
+        spans.append((a, b))
+        counts.append(n)
+        a = b
+    return spans, counts
+
+
+def merge_small(spans: list[Span], estimate, min_tokens: int, max_tokens: int, max_chars: int) -> list[Span]:
+    """Merge spans under ``min_tokens`` into a neighbour (the smaller one first) where the cap allows.
+
+    ``estimate(a, b)`` counts a span; spans are sorted and do not overlap. One pass each way keeps this
+    linear; a small span between two full ones stays as it is, since the cap comes first.
+    """
+    if min_tokens <= 0 or len(spans) < 2:
+        return spans
+    out: list[Span] = []
+    for a, b in spans:
+        if out:
+            pa, pb = out[-1]
+            small = estimate(a, b) < min_tokens or estimate(pa, pb) < min_tokens
+            if small and b - pa <= max_chars and estimate(pa, b) <= max_tokens:
+                out[-1] = (pa, b)
+                continue
+        out.append((a, b))
+    return out

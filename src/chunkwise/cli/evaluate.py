@@ -1,0 +1,274 @@
+"""``chunkwise eval`` and ``chunkwise tune``: measure retrieval on a dataset, and search a parameter grid.
+
+Several strategies are compared in one ``eval`` run with repeated ``--run SPEC``, each spec carrying its
+own parameters::
+
+    chunkwise eval ../shared/data/chroma-eval \\
+        --run 'recursive:max_tokens=200,overlap=0,tokenizer=cl100k' \\
+        --run 'fixed:max_tokens=250,overlap=125,tokenizer=cl100k' --report report.html
+
+The shared chunking flags (``--strategy``, ``--max-tokens``, ``-p``, ``--config``) describe one more run,
+and the only one when no ``--run`` is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from ..errors import ConfigError
+from .options import add_chunking_options, parse_params
+
+
+def _add_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dataset", metavar="DATASET",
+                   help="folder in Chroma's layout (corpora/ + questions_df.csv) or the neutral layout "
+                        "(docs/ + queries.jsonl [+ boundaries.jsonl])")
+    p.add_argument("--embedder", default=argparse.SUPPRESS,
+                   help="embedding back-end (same as the global --embedder; default minilm)")
+    p.add_argument("--embed-window", type=int, default=None, metavar="N",
+                   help="minilm positions per text (256 reproduces sentence-transformers' truncation; "
+                        "default 512)")
+    p.add_argument("-k", type=int, default=5, help="n of doc recall@k and of tokens retrieved (default 5)")
+    p.add_argument("--late", action="store_true", help="embed chunks by late chunking (every run)")
+    p.add_argument("--context", default=None, metavar="MODE",
+                   help="contextual chunk text for every run: headings | neighbors | ...")
+    p.add_argument("--count-tokenizer", default="cl100k",
+                   help="tokenizer for chunk sizes and tokens retrieved (default cl100k)")
+    p.add_argument("--docs", default=None, metavar="ID,ID",
+                   help="evaluate on these documents only (and the queries about them)")
+    p.add_argument("--limit", type=int, default=None, metavar="N", help="first N queries only")
+    p.add_argument("--report", default=None, metavar="FILE.html", help="write a self-contained HTML report")
+    p.add_argument("--format", choices=("table", "json"), default="table", help="output on stdout")
+    p.add_argument("--bootstrap", type=int, default=1000, metavar="N", help="bootstrap resamples (default 1000)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "eval", help="measure retrieval quality of chunking strategies on a dataset",
+        description="Chunk every document, embed the chunks, retrieve for every query with an exact in-process "
+                    "index pooled over all documents, and score: Chroma's span metrics (recall, precision, "
+                    "precision_Ω, IoU at n=5, 10 and min), their corrected set variant, doc recall@k, nDCG@10, "
+                    "MRR, Pk/WindowDiff when gold boundaries exist, and paired-bootstrap CIs between runs.",
+    )
+    _add_common(p)
+    p.add_argument("--run", action="append", default=[], metavar="SPEC", dest="runs",
+                   help="a configuration to evaluate, repeatable: [LABEL=]STRATEGY[:key=value,...], e.g. "
+                        "'recursive:max_tokens=200,overlap=0,tokenizer=cl100k'; values are JSON where they "
+                        "parse; keys late/context set run options; a .json path is read like --config")
+    p.add_argument("-o", "--output", default=None, metavar="FILE.json", help="also write the JSON results here")
+    add_chunking_options(p)
+    p.set_defaults(func=run_eval)
+
+    t = subparsers.add_parser(
+        "tune", help="grid-search a strategy's parameters on a dataset and write the best --config",
+        description="Evaluate every combination of --grid values (each text embedded once over the whole "
+                    "search), print a leaderboard and write the best configuration as JSON for --config.",
+    )
+    _add_common(t)
+    t.add_argument("--grid", action="append", default=[], metavar="NAME=V1,V2,...",
+                   help="parameter values to try, repeatable (values JSON where they parse)")
+    t.add_argument("--metric", default="recall@5",
+                   help="what to maximise: recall@N, iou@N, precision@N (Chroma), recall_set@N, iou_set@N, "
+                        "ndcg@10, mrr, doc_recall@N (default recall@5)")
+    t.add_argument("--max-tokens-retrieved", type=float, default=None, metavar="N",
+                   help="only configurations retrieving at most N tokens per query (at the metric's n) can win")
+    t.add_argument("-o", "--output", default="best.json", metavar="FILE.json",
+                   help="where to write the best configuration (default best.json)")
+    t.add_argument("--top", type=int, default=20, help="leaderboard rows to print (default 20)")
+    add_chunking_options(t)
+    t.set_defaults(func=run_tune)
+
+
+# -- shared plumbing ----------------------------------------------------------------------------------
+
+
+def _progress(args):
+    if getattr(args, "quiet", False):
+        return None
+    return lambda msg: print(f"chunkwise: {msg}", file=sys.stderr, flush=True)
+
+
+def _dataset(args):
+    from ..evaluation.datasets import load_dataset
+
+    ds = load_dataset(args.dataset)
+    if args.docs or args.limit is not None:
+        docs = [d.strip() for d in args.docs.split(",") if d.strip()] if args.docs else None
+        if args.limit is not None and args.limit < 1:
+            raise ConfigError("--limit must be >= 1")
+        ds = ds.subset(docs, args.limit)
+    if ds.problems and not getattr(args, "quiet", False):
+        print(f"chunkwise: {args.dataset}: skipped {ds.skipped_references} reference(s) and "
+              f"{ds.skipped_queries} query(ies):", file=sys.stderr)
+        for line in ds.problems[:20]:
+            print(f"  {line}", file=sys.stderr)
+        if len(ds.problems) > 20:
+            print(f"  ... and {len(ds.problems) - 20} more (all listed in --format json / the report)",
+                  file=sys.stderr)
+    return ds
+
+
+def _embedder(args):
+    from ..embeddings import embedder_from_args
+
+    kw = {}
+    if args.embed_window is not None:
+        kw["window"] = args.embed_window
+    return embedder_from_args(args, **kw)
+
+
+def _evaluator(args, ds, k=None):
+    from ..evaluation.runner import Evaluator
+
+    return Evaluator(ds, _embedder(args), k=k or args.k, count_tokenizer=args.count_tokenizer,
+                     n_boot=args.bootstrap, seed=args.seed, progress=_progress(args))
+
+
+def _shared_flags_given(args) -> bool:
+    return any(getattr(args, f, None) not in (None, []) for f in
+               ("strategy", "config", "max_tokens", "min_tokens", "overlap", "tokenizer", "respect_sections", "param"))
+
+
+def _config_file(path: str):
+    """Strategy, params and run options of a ``--config`` JSON file."""
+    from .options import load_config
+
+    name, params = load_config(path)
+    run = {}
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        run = data.get("run") or {}
+    except (OSError, ValueError):  # already reported by load_config
+        pass
+    if not name:
+        raise ConfigError('the configuration names no "strategy"', source=path)
+    return name, params, run
+
+
+def _shared_spec(args):
+    from ..evaluation.runner import spec_from_params
+
+    name, params, run = None, {}, {}
+    if args.config:
+        name, params, run = _config_file(args.config)
+    name = args.strategy or name or args._default_strategy
+    for flag in ("max_tokens", "min_tokens", "overlap", "tokenizer", "respect_sections"):
+        value = getattr(args, flag, None)
+        if value is not None:
+            params[flag] = value
+    params.update(parse_params(args.param))
+    return spec_from_params(name, params, run=run)
+
+
+def _specs(args):
+    from ..evaluation.runner import parse_run_spec, spec_from_params
+
+    specs = []
+    if not args.runs or _shared_flags_given(args):
+        specs.append(_shared_spec(args))
+    for text in args.runs:
+        if text.endswith(".json") and Path(text).is_file():
+            name, params, run = _config_file(text)
+            specs.append(spec_from_params(name, params, label=Path(text).stem, run=run))
+        else:
+            specs.append(parse_run_spec(text))
+    for s in specs:
+        if args.late:
+            s.late = True
+        if args.context and not s.context:
+            s.context = args.context
+    return specs
+
+
+def _write(path: str, text: str) -> None:
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot write ({exc.strerror})", source=path) from None
+
+
+def _emit(args, report, title: str) -> None:
+    from ..evaluation.report import format_html, format_json
+
+    if args.report:
+        _write(args.report, format_html(report, title=title))
+        if not args.quiet:
+            print(f"chunkwise: wrote {args.report}", file=sys.stderr)
+    if getattr(args, "output", None) and args.func is run_eval:
+        _write(args.output, format_json(report) + "\n")
+
+
+# -- commands -----------------------------------------------------------------------------------------
+
+
+def run_eval(args) -> int:
+    from ..evaluation.report import format_json, format_table
+
+    t0 = time.perf_counter()
+    specs = _specs(args)
+    ds = _dataset(args)
+    report = _evaluator(args, ds).evaluate(specs)
+    _emit(args, report, f"chunkwise eval: {Path(args.dataset).name}")
+    print(format_json(report) if args.format == "json" else format_table(report))
+    if not args.quiet and args.format == "table":
+        print(f"\n{time.perf_counter() - t0:.1f} s in all", file=sys.stderr)
+    return 0
+
+
+def run_tune(args) -> int:
+    from ..evaluation.report import format_html, format_leaderboard
+    from ..evaluation.runner import EvaluationReport
+    from ..evaluation.tune import check_grid, parse_grid, parse_metric, tune, write_config
+
+    if not args.strategy and not args.config:
+        raise ConfigError("tune needs --strategy NAME (or --config FILE) and at least one --grid NAME=V1,V2")
+    if not args.grid:
+        raise ConfigError("tune needs at least one --grid NAME=V1,V2,...")
+    metric, metric_k = parse_metric(args.metric)
+    grid = parse_grid(args.grid)
+    base = _shared_spec(args)
+    fixed = dict(base.params)
+    if base.late or args.late:
+        fixed["late"] = True
+    if base.context or args.context:
+        fixed["context"] = base.context or args.context
+    for name in grid:
+        fixed.pop(name, None)
+    check_grid(base.strategy, grid, fixed)
+    ds = _dataset(args)
+    k = metric_k or args.k  # tokens retrieved (and the budget) are counted at the metric's n
+    evaluator = _evaluator(args, ds, k=k)
+    result = tune(evaluator, base.strategy, grid, metric, fixed, args.max_tokens_retrieved, _progress(args))
+    board = format_leaderboard(result, evaluator.k)
+    lines = board.splitlines()
+    print("\n".join(lines[: 2 + args.top]))
+    if len(lines) > 2 + args.top:
+        print(f"... {len(lines) - 2 - args.top} more")
+    print(f"\n{len(result.rows)} configurations in {result.seconds:.1f} s; {result.texts_embedded} texts sent to "
+          f"the embedder (the rest came from the memo or the cache)")
+    config = result.best_config(dataset=str(args.dataset), embedder=evaluator.embedder.model_id)
+    write_config(args.output, config)
+    print(f"best ({metric} = {fmt_score(metric, result.best.score)}): {json.dumps({k: config[k] for k in config if k != 'tuned'})}")
+    print(f"wrote {args.output}; use it with: chunkwise chunk --config {args.output} FILES / chunkwise eval "
+          f"{args.dataset} --config {args.output}")
+    if args.report:
+        done = [r.result for r in result.rows if r.result is not None][:10]
+        report = EvaluationReport(ds.path, ds.summary(), evaluator.embedder.model_id, evaluator.k,
+                                  evaluator.count_tokenizer.name, len(ds.queries), done,
+                                  evaluator.compare(done, metrics=(metric, "recall@5", "iou@5")),
+                                  list(ds.problems), result.seconds)
+        _write(args.report, format_html(report, title=f"chunkwise tune: {base.strategy} by {metric}"))
+        if not args.quiet:
+            print(f"chunkwise: wrote {args.report}", file=sys.stderr)
+    return 0
+
+
+def fmt_score(metric: str, value: float) -> str:
+    from ..evaluation.report import fmt
+
+    return fmt(metric, value)

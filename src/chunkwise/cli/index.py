@@ -1,0 +1,188 @@
+"""``chunkwise index PATH...`` and ``chunkwise search "QUERY"``: the main job from the command line.
+
+Both talk to the same store options: ``--db DIR.db`` (Milvus Lite, the default ``./chunkwise.db``) or
+``--uri http://host:19530 [--token ...]`` (a Milvus server or cluster), and ``--collection NAME``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import textwrap
+
+from ..errors import ConfigError, InputError
+from ..store.milvus import DEFAULT_COLLECTION, DEFAULT_DB
+
+
+def add_store_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("store")
+    where = g.add_mutually_exclusive_group()
+    where.add_argument("--db", default=None, metavar="PATH.db",
+                       help=f"Milvus Lite database directory, created on first use (default: ./{DEFAULT_DB})")
+    where.add_argument("--uri", default=None, metavar="URL",
+                       help="Milvus server instead of Milvus Lite, e.g. http://localhost:19530")
+    g.add_argument("--token", default=None,
+                   help="Milvus token (user:password or API key; default: $MILVUS_TOKEN)")
+    g.add_argument("--collection", default=DEFAULT_COLLECTION,
+                   help=f"collection name (default: {DEFAULT_COLLECTION})")
+    g.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
+                   help="give up connecting to a server (and on any single call) after this long (default 10)")
+
+
+def open_index(args: argparse.Namespace):
+    from ..retrieval.index import Index
+
+    if args.timeout is not None and args.timeout <= 0:
+        raise ConfigError(f"--timeout must be > 0, got {args.timeout}")
+    options = {"base_url": args.base_url} if getattr(args, "base_url", None) else {}
+    return Index(db=args.db, uri=args.uri, token=args.token or os.environ.get("MILVUS_TOKEN"),
+                 collection=args.collection, embedder=getattr(args, "embedder", None),
+                 cache=not getattr(args, "no_cache", False), cache_dir=getattr(args, "cache_dir", None),
+                 embedder_options=options, timeout=args.timeout)
+
+
+def register(subparsers) -> None:
+    from .options import add_chunking_options
+
+    p = subparsers.add_parser(
+        "index", help="chunk, embed and store documents in Milvus (incremental)",
+        description="Chunk files and folders, embed the chunks and store them in Milvus Lite (default) or a "
+                    "Milvus server. Re-running is incremental: unchanged documents are skipped, changed ones "
+                    "replaced; a run interrupted at any point can simply be run again.")
+    p.add_argument("paths", nargs="*", metavar="PATH", help="files or folders to index")
+    p.add_argument("--include", action="append", default=None, metavar="GLOB",
+                   help="only files matching this glob when walking folders (repeatable)")
+    p.add_argument("--exclude", action="append", default=None, metavar="GLOB",
+                   help="skip files matching this glob (repeatable)")
+    add_store_options(p)
+    add_chunking_options(p)
+    g = p.add_argument_group("vectors and context")
+    g.add_argument("--vectors", choices=("text", "pool"), default="text",
+                   help="text: embed each chunk (default); pool: mean-pool the sentence vectors a semantic "
+                        "strategy computed while chunking (no second embedding pass)")
+    g.add_argument("--late", action="store_true",
+                   help="late chunking: pool chunk vectors from token vectors of the whole document")
+    g.add_argument("--late-window", type=int, default=None, metavar="TOKENS",
+                   help="late chunking macro-window size (default: the model's window)")
+    g.add_argument("--late-overlap", type=int, default=None, metavar="TOKENS",
+                   help="tokens shared by consecutive late-chunking windows")
+    g.add_argument("--context", default=None, metavar="MODE",
+                   help="contextual chunk text to embed and BM25-index: headings | neighbors | llm")
+    g.add_argument("--context-neighbors", type=int, default=None, metavar="N",
+                   help="sentences each side for --context neighbors (default 2)")
+    g.add_argument("--llm-base-url", default=None, metavar="URL",
+                   help="OpenAI-compatible endpoint for --context llm")
+    g.add_argument("--llm-model", default=None, help="chat model for --context llm")
+    g = p.add_argument_group("maintenance")
+    g.add_argument("--prune", action="store_true", help="remove documents whose files no longer exist")
+    g.add_argument("--delete", action="append", default=[], metavar="SOURCE_OR_ID",
+                   help="remove a document (by source path or doc id) and exit (repeatable)")
+    g.add_argument("--recreate", action="store_true",
+                   help="drop the collection and build it again (e.g. with another embedder or strategy)")
+    g.add_argument("--batch-size", type=int, default=256, metavar="CHUNKS",
+                   help="chunks gathered before each embed-and-write round (default 256)")
+    p.set_defaults(func=run_index)
+
+    s = subparsers.add_parser("search", help="search an index built by `chunkwise index`",
+                              description="Retrieve the chunks closest to a query, by vectors or hybrid "
+                                          "(BM25 + vectors, reciprocal rank fusion).")
+    s.add_argument("query", help="the question or keywords")
+    s.add_argument("-k", type=int, default=5, help="number of chunks to return (default 5)")
+    s.add_argument("--filter", default=None, metavar="EXPR",
+                   help="Milvus boolean expression, e.g. 'source like \"%%manual%%\" and page_start >= 3'")
+    s.add_argument("--hybrid", action="store_true", help="fuse BM25 and vector rankings (RRF)")
+    s.add_argument("--format", choices=("table", "jsonl"), default="table", help="output format")
+    s.add_argument("--max-chars", type=int, default=400, metavar="N",
+                   help="table format: cut each text at N characters (0 = whole text; default 400)")
+    add_store_options(s)
+    s.set_defaults(func=run_search)
+
+
+def _context_options(args: argparse.Namespace) -> dict:
+    if args.context == "neighbors":
+        return {"neighbors": args.context_neighbors}
+    if args.context == "llm":
+        return {"base_url": args.llm_base_url, "model": args.llm_model,
+                "cache_dir": getattr(args, "cache_dir", None)}
+    if args.context_neighbors is not None or args.llm_base_url or args.llm_model:
+        raise ConfigError("--context-neighbors needs --context neighbors; --llm-* options need --context llm")
+    return {}
+
+
+def run_index(args: argparse.Namespace) -> int:
+    from .options import strategy_params_from_args
+
+    if not args.paths and not args.delete and not args.prune:
+        raise ConfigError("nothing to do: give files or folders to index (or --delete / --prune)")
+    if args.batch_size < 1:
+        raise ConfigError(f"--batch-size must be >= 1, got {args.batch_size}")
+    if not args.late and (args.late_window is not None or args.late_overlap is not None):
+        raise ConfigError("--late-window and --late-overlap need --late")
+    quiet = args.quiet
+    with open_index(args) as index:
+        if args.delete:
+            for key in args.delete:
+                n = index.delete(key)
+                if not quiet:
+                    print(f"deleted {key}: {n} chunks", file=sys.stderr)
+            return 0
+        name, params = strategy_params_from_args(args)
+        report = index.add(
+            args.paths, strategy=name, params=params, vectors=args.vectors, late=args.late,
+            late_options={"window": args.late_window, "overlap": args.late_overlap} if args.late else None,
+            context=args.context, context_options=_context_options(args), prune=args.prune,
+            include=args.include, exclude=args.exclude, batch_size=args.batch_size, recreate=args.recreate,
+            progress=not quiet)
+    for source, problem in report.failed:
+        print(f"chunkwise: error: {source}: {problem}", file=sys.stderr)
+    if not quiet:
+        print(f"chunkwise: {report.summary()}", file=sys.stderr)
+    if report.failed:
+        return 1 if report.documents else 2
+    return 0
+
+
+def _format_table(results, max_chars: int) -> str:
+    width = max(40, shutil.get_terminal_size((100, 20)).columns)
+    lines = []
+    for r in results:
+        page = ""
+        if r.page_start is not None:
+            page = f"p.{r.page_start}" + (f"-{r.page_end}" if r.page_end not in (None, r.page_start) else "")
+        elif r.start_time is not None:
+            page = f"{r.start_time:.1f}s-{r.end_time:.1f}s"
+        head = [f"#{r.rank}", f"{r.score:.4f}", r.source]
+        if page:
+            head.append(page)
+        if r.section:
+            head.append(" > ".join(r.section))
+        lines.append("  ".join(head))
+        text = " ".join(r.text.split())
+        if max_chars and len(text) > max_chars:
+            text = text[:max_chars].rstrip() + " …"
+        lines.extend(textwrap.wrap(text, width=width - 4, initial_indent="    ", subsequent_indent="    ")
+                     or ["    "])
+        lines.append("")
+    return "\n".join(lines).rstrip("\n")
+
+
+def run_search(args: argparse.Namespace) -> int:
+    if not args.query.strip():
+        raise InputError("the query is empty")
+    if args.k < 1:
+        raise ConfigError(f"-k must be >= 1, got {args.k}")
+    if args.max_chars < 0:
+        raise ConfigError(f"--max-chars must be >= 0, got {args.max_chars}")
+    with open_index(args) as index:
+        results = index.search(args.query, k=args.k, filter=args.filter, hybrid=args.hybrid)
+    if args.format == "jsonl":
+        for r in results:
+            sys.stdout.write(json.dumps(r.to_dict(), ensure_ascii=False) + "\n")
+    elif results:
+        print(_format_table(results, args.max_chars))
+    elif not args.quiet:
+        print("chunkwise: no results", file=sys.stderr)
+    return 0

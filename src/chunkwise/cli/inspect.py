@@ -1,0 +1,99 @@
+"""``chunkwise inspect PATH --strategy NAME [params]``: why the chunks were cut where they were.
+
+Prints JSONL, one line per sentence (unit) of each document::
+
+    {"source", "index", "sentence", "start", "end", "tokens", "distance_to_next", "threshold",
+     "breakpoint", "cause", "chunk"}
+
+``distance_to_next`` is the cosine distance the strategy compared (window to window for ``semantic``,
+sentence to chunk for ``maxmin``, sentence to sentence for ``cohesion``); ``threshold`` is what it was
+compared with (``null`` for ``cohesion``, whose cuts come from a global objective); ``breakpoint`` is true
+when a chunk ends after the sentence and ``cause`` says why (``threshold``, ``objective``, ``max_tokens``,
+``section``, ``end``). ``chunk`` is the index of the chunk the sentence starts in. Non-semantic strategies
+are inspected too: their rows carry the breakpoints, with no distances.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import json
+import sys
+import warnings
+
+from ..errors import ChunkwiseError, InputError
+
+
+def register(subparsers) -> None:
+    from .chunk import add_input_options
+    from .options import add_chunking_options
+
+    p = subparsers.add_parser(
+        "inspect", help="explain a chunking: one JSON line per sentence with distances and breakpoints",
+        description="Print one JSON object per sentence: its span, the distance to the next sentence, the "
+                    "threshold it was compared with, and whether (and why) a chunk ends there.",
+    )
+    p.add_argument("paths", nargs="+", metavar="PATH", help="files, folders, or - for standard input")
+    add_chunking_options(p, default_strategy="semantic")
+    p.add_argument("-o", "--output", default=None, metavar="FILE", help="write here instead of stdout")
+    add_input_options(p)
+    p.set_defaults(func=run)
+
+
+def explain_rows(strategy, doc) -> list[dict]:
+    """Rows for ``doc``: the strategy's own ``explain`` when it has one, else breakpoints from its chunks."""
+    if hasattr(strategy, "explain"):
+        rows = strategy.explain(doc)
+    else:
+        from ..segmentation.sentences import split_sentences
+
+        ends = sorted(c.end for c in strategy.chunk(doc))
+        rows = []
+        spans = split_sentences(doc.text)
+        for k, (a, b) in enumerate(spans):
+            last = k == len(spans) - 1
+            # a chunk ends between this sentence's end and the next sentence's start
+            i = bisect.bisect_left(ends, b)
+            cut = last or (i < len(ends) and ends[i] <= spans[k + 1][0])
+            rows.append({"sentence": doc.text[a:b], "start": a, "end": b, "distance_to_next": None,
+                         "threshold": None, "breakpoint": bool(cut),
+                         "cause": ("end" if last else "rule") if cut else None})
+    chunk = -1
+    for k, row in enumerate(rows):
+        if k == 0 or rows[k - 1]["breakpoint"]:
+            chunk += 1
+        row["chunk"] = chunk
+    return rows
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..formats import iter_documents
+    from ..formats.text import DecodingWarning
+    from .chunk import _build_strategy, _open_output, input_options
+
+    strategy = _build_strategy(args)
+    options = input_options(args)
+    out = _open_output(args.output)
+    failures = 0
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DecodingWarning)
+            for source, item in iter_documents(args.paths, include=args.include, exclude=args.exclude, **options):
+                if isinstance(item, InputError):
+                    print(f"chunkwise: error: {source}: {item.problem}", file=sys.stderr)
+                    failures += 1
+                    continue
+                try:
+                    rows = explain_rows(strategy, item)
+                except ChunkwiseError as exc:
+                    print(f"chunkwise: error: {source}: {exc.problem if exc.source else exc}", file=sys.stderr)
+                    failures += 1
+                    continue
+                for k, row in enumerate(rows):
+                    line = {"source": source, "index": k, **row}
+                    out.write(json.dumps(line, ensure_ascii=False) + "\n")
+                out.flush()
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    return 1 if failures else 0

@@ -1,0 +1,327 @@
+"""A persistent embedding cache: SQLite, keyed by (model, sha256 of the text), shared by every command.
+
+Why SQLite: one file, no server, atomic writes, and safe when several processes (two ``chunkwise index``
+runs, a test runner with workers) write at once:
+
+- WAL journal, so readers never block the writer and the writer never blocks readers;
+- a busy timeout, so a second writer waits for the first instead of failing with "database is locked";
+- ``INSERT OR IGNORE``, so two processes that embed the same text both succeed (the vectors are equal);
+- each write is one short ``BEGIN IMMEDIATE`` transaction.
+
+The cache is bounded (``max_bytes``, default 2 GiB or ``$CHUNKWISE_CACHE_MAX_MB``): every row records when it
+was last used (refreshed at most once an hour, so reads stay reads), and when the live data outgrows the
+bound the least recently used rows are deleted down to 90 % of it. The freed pages are reused by later
+inserts; ``chunkwise cache clear`` also vacuums the file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import threading
+import time
+import warnings
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import ConfigError
+from .base import Embedder, check_texts
+
+CACHE_DIR_ENV = "CHUNKWISE_CACHE_DIR"
+CACHE_MAX_ENV = "CHUNKWISE_CACHE_MAX_MB"
+DEFAULT_MAX_BYTES = 2 * 1024**3
+DB_NAME = "embeddings.sqlite3"
+#: last_used (microseconds since the epoch) is refreshed on a hit only when older than this: LRU-ish
+#: without a write per read
+TOUCH_INTERVAL = 3600 * 10**6
+_SQL_VARS = 500  # keys per IN (...) query, well under SQLite's variable limit
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS embeddings (
+    id INTEGER PRIMARY KEY,
+    model TEXT NOT NULL,
+    key BLOB NOT NULL,
+    dim INTEGER NOT NULL,
+    vec BLOB NOT NULL,
+    last_used INTEGER NOT NULL,
+    UNIQUE (model, key)
+);
+CREATE INDEX IF NOT EXISTS embeddings_last_used ON embeddings (last_used);
+"""
+
+
+def _now() -> int:
+    return time.time_ns() // 1000
+
+
+def default_cache_dir() -> Path:
+    """``$CHUNKWISE_CACHE_DIR`` or the platform's user cache directory (``~/.cache/chunkwise`` on Linux)."""
+    env = os.environ.get(CACHE_DIR_ENV)
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("chunkwise", appauthor=False))
+
+
+def resolve_cache_dir(cache_dir: str | os.PathLike | None) -> Path:
+    return Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
+
+
+def text_key(text: str) -> bytes:
+    """sha256 of the UTF-8 text (lone surrogates kept, so every Python string has a key)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+
+
+class EmbeddingCache:
+    """Vectors by (model id, text hash) in ``<cache_dir>/embeddings.sqlite3``."""
+
+    def __init__(self, cache_dir: str | os.PathLike | None = None, max_bytes: int | None = None):
+        self.dir = resolve_cache_dir(cache_dir)
+        self.path = self.dir / DB_NAME
+        if max_bytes is None:
+            env = os.environ.get(CACHE_MAX_ENV)
+            try:
+                max_bytes = int(float(env) * 1024**2) if env else DEFAULT_MAX_BYTES
+            except ValueError:
+                raise ConfigError(f"${CACHE_MAX_ENV} must be a number of megabytes, got {env!r}") from None
+        if max_bytes < 1:
+            raise ConfigError(f"cache size bound must be positive, got {max_bytes}")
+        self.max_bytes = int(max_bytes)
+        self._conn: sqlite3.Connection | None = None
+        self._lock = threading.RLock()
+        self._write_failed = False
+
+    # -- connection ---------------------------------------------------------------------------------
+    def _connect(self) -> sqlite3.Connection:
+        if self._conn is not None:
+            return self._conn
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA busy_timeout = 60000")
+            for attempt in range(50):  # switching to WAL needs a moment of exclusive access
+                try:
+                    conn.execute("PRAGMA journal_mode = WAL")
+                    break
+                except sqlite3.OperationalError:
+                    time.sleep(0.05 * (attempt + 1))
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.executescript(_SCHEMA)
+        except (sqlite3.Error, OSError) as exc:
+            raise ConfigError(f"cannot open the embedding cache ({exc}); use --cache-dir DIR or --no-cache",
+                              source=str(self.path)) from None
+        self._conn = conn
+        return conn
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # -- reads and writes ---------------------------------------------------------------------------
+    def get_many(self, model: str, keys: Sequence[bytes]) -> dict[bytes, np.ndarray]:
+        """The cached vectors among ``keys`` (missing keys are simply absent)."""
+        found: dict[bytes, np.ndarray] = {}
+        if not keys:
+            return found
+        now = _now()
+        with self._lock:
+            conn = self._connect()
+            stale: list[bytes] = []
+            try:
+                for s in range(0, len(keys), _SQL_VARS):
+                    part = list(keys[s: s + _SQL_VARS])
+                    marks = ",".join("?" * len(part))
+                    rows = conn.execute(
+                        f"SELECT key, dim, vec, last_used FROM embeddings WHERE model = ? AND key IN ({marks})",
+                        [model, *part]).fetchall()
+                    for key, dim, blob, last_used in rows:
+                        vec = np.frombuffer(blob, dtype=np.float32)
+                        if vec.shape[0] == dim:
+                            found[bytes(key)] = vec
+                        if last_used < now - TOUCH_INTERVAL:
+                            stale.append(bytes(key))
+                if stale:
+                    self._write(conn, lambda: [conn.execute(
+                        f"UPDATE embeddings SET last_used = ? WHERE model = ? AND key IN "
+                        f"({','.join('?' * len(stale[s: s + _SQL_VARS]))})",
+                        [now, model, *stale[s: s + _SQL_VARS]]) for s in range(0, len(stale), _SQL_VARS)])
+            except sqlite3.DatabaseError as exc:
+                raise ConfigError(f"the embedding cache is unreadable ({exc}); run `chunkwise cache clear` "
+                                  "or use --no-cache", source=str(self.path)) from None
+        return found
+
+    def put_many(self, model: str, items: Sequence[tuple[bytes, np.ndarray]]) -> None:
+        """Store vectors; keys already present are left as they are (another process may have won)."""
+        if not items:
+            return
+        now = _now()
+        rows = [(model, key, int(v.shape[0]), np.ascontiguousarray(v, dtype=np.float32).tobytes(), now)
+                for key, v in items]
+        with self._lock:
+            conn = self._connect()
+            try:
+                self._write(conn, lambda: conn.executemany(
+                    "INSERT OR IGNORE INTO embeddings (model, key, dim, vec, last_used) VALUES (?, ?, ?, ?, ?)",
+                    rows))
+                self.evict()  # three O(1) pragmas when under the bound
+            except sqlite3.Error as exc:
+                # a full disk or a read-only cache must not stop the embedding itself
+                if not self._write_failed:
+                    warnings.warn(f"embedding cache {self.path}: write failed ({exc}); continuing without "
+                                  "storing new vectors", RuntimeWarning, stacklevel=3)
+                self._write_failed = True
+
+    @staticmethod
+    def _write(conn: sqlite3.Connection, work) -> None:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            work()
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    # -- size bound ---------------------------------------------------------------------------------
+    def used_bytes(self) -> int:
+        """Bytes of live pages in the database file (freed pages excluded; WAL file excluded)."""
+        with self._lock:
+            conn = self._connect()
+            page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+            pages = conn.execute("PRAGMA page_count").fetchone()[0]
+            free = conn.execute("PRAGMA freelist_count").fetchone()[0]
+        return (pages - free) * page_size
+
+    def evict(self) -> int:
+        """Delete least-recently-used rows until the live data is under 90 % of ``max_bytes``.
+
+        Returns the number of rows deleted.
+        """
+        deleted = 0
+        with self._lock:
+            conn = self._connect()
+            for _ in range(5):  # freed space is not exactly proportional to rows: re-measure
+                used = self.used_bytes()
+                if used <= (self.max_bytes if not deleted else 0.9 * self.max_bytes):
+                    break
+                rows = conn.execute("SELECT count(*) FROM embeddings").fetchone()[0]
+                if rows == 0:
+                    break
+                n = max(1, int(rows * (1 - 0.9 * self.max_bytes / used)) + 1)
+                self._write(conn, lambda: conn.execute(
+                    "DELETE FROM embeddings WHERE id IN "
+                    "(SELECT id FROM embeddings ORDER BY last_used, id LIMIT ?)", (n,)))
+                deleted += n
+        return deleted
+
+    # -- maintenance --------------------------------------------------------------------------------
+    def stats(self) -> dict:
+        """Path, size bound, file sizes and a row count per model."""
+        info = {"path": str(self.path), "max_bytes": self.max_bytes, "exists": self.path.exists(),
+                "file_bytes": 0, "used_bytes": 0, "entries": 0, "models": {}}
+        if not self.path.exists():
+            return info
+        with self._lock:
+            conn = self._connect()
+            for model, count, size in conn.execute(
+                    "SELECT model, count(*), sum(length(vec)) FROM embeddings GROUP BY model ORDER BY model"):
+                info["models"][model] = {"entries": count, "vector_bytes": int(size or 0)}
+                info["entries"] += count
+            info["used_bytes"] = self.used_bytes()
+        info["file_bytes"] = sum(p.stat().st_size for p in self.dir.glob(DB_NAME + "*") if p.is_file())
+        return info
+
+    def clear(self, model: str | None = None) -> int:
+        """Delete every entry (or those of one model) and shrink the file. Returns rows deleted."""
+        if not self.path.exists():
+            return 0
+        with self._lock:
+            conn = self._connect()
+            n = [0]
+
+            def work():
+                cur = (conn.execute("DELETE FROM embeddings WHERE model = ?", (model,)) if model
+                       else conn.execute("DELETE FROM embeddings"))
+                n[0] = cur.rowcount
+
+            self._write(conn, work)
+            try:
+                conn.execute("VACUUM")
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.OperationalError:  # another process is using it: the pages are reused anyway
+                pass
+        return n[0]
+
+
+class CachedEmbedder(Embedder):
+    """Any embedder plus the persistent cache, with the same interface.
+
+    Identical texts inside one ``embed`` call are embedded once; texts seen before (in any process that
+    shares the cache directory) are not embedded again. ``texts_embedded`` and ``truncated`` are those of
+    the wrapped back-end, so they count only texts actually sent to the model.
+    """
+
+    def __init__(self, inner: Embedder, cache: EmbeddingCache):
+        self.inner = inner
+        self.cache = cache
+        self.model_id = inner.model_id
+        #: the cache namespace: the back-end's ``cache_key`` if it has one (openai adds the endpoint)
+        self.cache_key = getattr(inner, "cache_key", None) or inner.model_id
+
+    @property
+    def tokenizer(self):
+        return self.inner.tokenizer
+
+    @property
+    def dim(self) -> int:  # type: ignore[override]
+        return self.inner.dim  # remote back-ends learn it from the first response
+
+    @property
+    def max_tokens(self) -> int:  # type: ignore[override]
+        return self.inner.max_tokens
+
+    @property
+    def truncated(self) -> int:  # type: ignore[override]
+        return self.inner.truncated
+
+    @property
+    def texts_embedded(self) -> int:  # type: ignore[override]
+        return self.inner.texts_embedded
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        texts = check_texts(texts)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        keys = [text_key(t) for t in texts]
+        unique: dict[bytes, str] = {}
+        for k, t in zip(keys, texts):
+            unique.setdefault(k, t)
+        vectors = self.cache.get_many(self.cache_key, list(unique))
+        missing = [k for k in unique if k not in vectors]
+        if missing:
+            new = self.inner.embed([unique[k] for k in missing])
+            fresh = list(zip(missing, new))
+            self.cache.put_many(self.cache_key, fresh)
+            vectors.update(fresh)
+        return np.stack([vectors[k] for k in keys]).astype(np.float32, copy=False)
+
+    def embed_tokens(self, text: str):
+        return self.inner.embed_tokens(text)
+
+    def close(self) -> None:
+        self.cache.close()
+        self.inner.close()
+
+    def __repr__(self) -> str:
+        return f"CachedEmbedder({self.inner!r}, {str(self.cache.path)!r})"

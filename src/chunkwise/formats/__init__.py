@@ -1,0 +1,251 @@
+"""Files to :class:`~chunkwise.document.Document`: one loader per format, chosen by extension and content.
+
+``load(path)`` reads one file, ``load_bytes(data, source)`` reads bytes (stdin), ``iter_documents(paths)``
+walks files and folders and yields each document or the :class:`~chunkwise.errors.InputError` that says why
+it could not be read, so one bad file never stops a batch.
+
+Options understood by every loader (keyword arguments; the CLI has a flag for each):
+
+- ``format``: force ``text``, ``markdown``, ``html``, ``pdf``, ``vtt`` or ``srt`` instead of detecting it;
+- ``encoding``: decode text formats with this encoding instead of the UTF-8 policy (:mod:`.text`);
+- ``max_bytes``: files larger than this are refused (default :data:`DEFAULT_MAX_BYTES`, 100 MiB);
+- ``clean=False`` or the single switches ``clean_headers``, ``dehyphenate``, ``reflow``,
+  ``normalize_whitespace`` (see :mod:`.cleaning`); ``password`` for encrypted PDFs.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+
+from ..document import Document
+from ..errors import ConfigError, InputError
+from .text import binary_kind
+
+DEFAULT_MAX_BYTES = 100 * 1024 * 1024
+
+#: extension -> format
+EXTENSIONS = {
+    ".txt": "text", ".text": "text", ".log": "text", ".rst": "text", ".csv": "text", ".tsv": "text",
+    ".md": "markdown", ".markdown": "markdown", ".mdown": "markdown", ".mkd": "markdown", ".mdx": "markdown",
+    ".html": "html", ".htm": "html", ".xhtml": "html",
+    ".pdf": "pdf",
+    ".vtt": "vtt", ".webvtt": "vtt",
+    ".srt": "srt",
+}
+FORMATS = ("text", "markdown", "html", "pdf", "vtt", "srt")
+KNOWN_OPTIONS = {"format", "encoding", "max_bytes", "clean", "clean_headers", "dehyphenate", "reflow",
+                 "normalize_whitespace", "password"}
+
+_SRT_START = re.compile(rb"\A\s*\d+\s*\r?\n\s*\d+:\d\d:\d\d[,.]\d+\s*-->")
+_HTML_START = re.compile(rb"\A\s*(?:<\?xml[^>]*>\s*)?(?:<!--.*?-->\s*)*<(?:!doctype\s+html|html|head|body)\b",
+                         re.IGNORECASE | re.DOTALL)
+_MD_HINT = re.compile(rb"^(?:#{1,6} \S|```|~~~|\|.*\|\s*$|[-*] \[[ x]\] )", re.MULTILINE)
+
+
+def _loader(fmt: str) -> Callable[..., Document]:
+    if fmt == "text":
+        from .text import load_text as f
+    elif fmt == "markdown":
+        from .markdown import load_markdown as f
+    elif fmt == "html":
+        from .html import load_html as f
+    elif fmt == "pdf":
+        from .pdf import load_pdf as f
+    elif fmt == "vtt":
+        from .subtitles import load_vtt as f
+    elif fmt == "srt":
+        from .subtitles import load_srt as f
+    else:
+        raise ConfigError(f"unknown input format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    return f
+
+
+def detect_format(data: bytes, name: str | None = None) -> str:
+    """The format of ``data``: content that announces itself (PDF, WebVTT, SRT, HTML) wins over the
+    extension, then the extension, then a Markdown guess, else plain text."""
+    head = data[:4096].lstrip(b"\xef\xbb\xbf")
+    ext = Path(name).suffix.lower() if name else ""
+    if head.startswith(b"%PDF-") or (ext not in EXTENSIONS and b"%PDF-" in data[:1024]):
+        return "pdf"
+    if head.startswith(b"WEBVTT"):
+        return "vtt"
+    if ext in EXTENSIONS:
+        return EXTENSIONS[ext]
+    if _SRT_START.match(head):
+        return "srt"
+    if _HTML_START.match(head):
+        return "html"
+    if len(_MD_HINT.findall(head)) >= 2:
+        return "markdown"
+    return "text"
+
+
+def _check_options(options: dict) -> None:
+    unknown = sorted(set(options) - KNOWN_OPTIONS)
+    if unknown:
+        raise ConfigError(f"unknown loader option(s) {', '.join(unknown)}; valid: {', '.join(sorted(KNOWN_OPTIONS))}")
+    limit = options.get("max_bytes", DEFAULT_MAX_BYTES)
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+        raise ConfigError(f"max_bytes must be a positive integer, got {limit!r}")
+
+
+def _size_error(size: int, limit: int, source: str) -> InputError:
+    return InputError(f"file too large ({size:,} bytes; the limit is {limit:,} bytes, see --max-file-size)",
+                      source=source)
+
+
+def load_bytes(data: bytes, source: str = "<bytes>", name: str | None = None, **options) -> Document:
+    """A document from raw bytes; ``name`` (a file name) helps choose the format."""
+    _check_options(options)
+    limit = options.get("max_bytes", DEFAULT_MAX_BYTES)
+    if limit is not None and len(data) > limit:
+        raise _size_error(len(data), limit, source)
+    if not data:
+        raise InputError("empty file (0 bytes)", source=source)
+    fmt = options.get("format") or detect_format(data, name)
+    if fmt not in FORMATS:
+        raise ConfigError(f"unknown input format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    if fmt != "pdf":
+        kind = binary_kind(data)
+        if kind:
+            raise InputError(f"binary file ({kind}), not a document chunkwise can read", source=source)
+    loader_options = {k: v for k, v in options.items() if k not in ("format", "max_bytes")}
+    return _loader(fmt)(data, source, **loader_options)
+
+
+def load(path: str | os.PathLike, **options) -> Document:
+    """Load one file as a :class:`Document`, choosing the loader by content and extension."""
+    _check_options(options)
+    p = Path(path)
+    source = str(path)
+    try:
+        st = p.stat()
+    except FileNotFoundError:
+        raise InputError("no such file", source=source) from None
+    except OSError as exc:
+        raise InputError(f"cannot read ({exc.strerror or exc})", source=source) from None
+    if p.is_dir():
+        raise InputError("is a directory (use iter_documents or pass it to `chunkwise chunk`)", source=source)
+    limit = options.get("max_bytes", DEFAULT_MAX_BYTES)
+    if limit is not None and st.st_size > limit:
+        raise _size_error(st.st_size, limit, source)
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read ({exc.strerror or exc})", source=source) from None
+    return load_bytes(data, source=source, name=p.name, **options)
+
+
+def read_stdin(**options) -> Document:
+    """The document piped to standard input (source ``<stdin>``)."""
+    _check_options(options)
+    limit = options.get("max_bytes", DEFAULT_MAX_BYTES)
+    stream = getattr(sys.stdin, "buffer", None)
+    data = stream.read(limit + 1 if limit else -1) if stream is not None else sys.stdin.read().encode("utf-8")
+    return load_bytes(data, source="<stdin>", **options)
+
+
+def _glob_regex(pattern: str) -> re.Pattern:
+    """A glob as a regex over '/'-separated relative paths: ``*`` within a name, ``**/`` any folders."""
+    out = []
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        elif pattern[i] == "[":
+            j = pattern.find("]", i + 1)
+            if j == -1:
+                out.append(re.escape("["))
+                i += 1
+            else:
+                body = pattern[i + 1:j].replace("\\", "\\\\")
+                out.append("[^" + body[1:] + "]" if body.startswith("!") else "[" + body + "]")
+                i = j + 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out) + r"\Z")
+
+
+def matches(rel_path: str, patterns: Iterable[str]) -> bool:
+    """Does a relative path match any glob? A pattern without '/' matches the file name alone
+    (``*.pdf``), one with '/' the whole relative path (``docs/**/*.md``)."""
+    name = rel_path.rsplit("/", 1)[-1]
+    for pattern in patterns:
+        target = rel_path if "/" in pattern else name
+        if _glob_regex(pattern).match(target):
+            return True
+    return False
+
+
+def _folder_files(folder: Path, include: list[str], exclude: list[str]) -> list[Path]:
+    """Files under ``folder`` (recursively, sorted, hidden files and folders skipped) that pass the globs."""
+    found = []
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for f in sorted(files):
+            if f.startswith("."):
+                continue
+            path = Path(root) / f
+            rel = path.relative_to(folder).as_posix()
+            if include and not matches(rel, include):
+                continue
+            if exclude and matches(rel, exclude):
+                continue
+            found.append(path)
+    return found
+
+
+def iter_documents(paths: Iterable[str | os.PathLike], include: Iterable[str] | None = None,
+                   exclude: Iterable[str] | None = None, **options) -> Iterator[tuple[str, Document | InputError]]:
+    """Yield ``(source, Document or InputError)`` for every input: files, folders (recursively, filtered
+    by ``include``/``exclude`` globs) and ``-`` for standard input. Each input is read only when its turn
+    comes, and a failure is yielded, not raised, so the caller can report it and go on."""
+    _check_options(options)
+    include, exclude = list(include or []), list(exclude or [])
+    seen: set[str] = set()
+    for raw in paths:
+        name = str(raw)
+        if name == "-":
+            try:
+                yield "<stdin>", read_stdin(**options)
+            except InputError as exc:
+                yield "<stdin>", exc
+            continue
+        p = Path(name)
+        if p.is_dir():
+            files = _folder_files(p, include, exclude)
+            if not files:
+                what = " matching the include/exclude patterns" if include or exclude else ""
+                yield name, InputError(f"directory has no readable files{what}", source=name)
+                continue
+        else:
+            files = [p]
+        for f in files:
+            source = str(f)
+            key = os.path.realpath(source)
+            if key in seen:
+                continue
+            seen.add(key)
+            try:
+                yield source, load(f, **options)
+            except InputError as exc:
+                yield source, exc
+
+
+__all__ = ["load", "load_bytes", "read_stdin", "iter_documents", "detect_format", "matches", "FORMATS",
+           "EXTENSIONS", "DEFAULT_MAX_BYTES"]

@@ -1,0 +1,321 @@
+"""Cleaning extracted text without losing track of where things were.
+
+PDF text (and hard-wrapped plain text) comes with noise that hurts chunking and retrieval: running headers
+and footers repeated on every page, bare page numbers, words hyphenated across line breaks, paragraphs broken
+into short lines, ragged whitespace. Each step here removes one kind of noise and can be switched off.
+
+Every step is a list of *edits* ``(start, end, replacement)`` over the current text. Applying edits also
+maps positions (page starts, in practice) from the old text to the new one, so a document's ``pages`` still
+refer to the cleaned text exactly and ``page_start``/``page_end`` of every chunk stay right.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+Edit = tuple[int, int, str]
+
+#: line-ending sentence terminators (Latin and CJK), possibly followed by closing quotes or brackets
+_TERMINATOR = re.compile(r"[.!?:;\u2026\u3002\uff01\uff1f][\"'\u201d\u2019)\]]*$")
+_BULLET = re.compile(r"^\s*(?:[-*\u2022\u25aa\u25cf\u2013\u2014]\s|\d{1,3}[.)]\s|[a-z][.)]\s|\(\w{1,3}\)\s)")
+_PAGE_NUMBER = re.compile(
+    r"^\s*(?:[-\u2013\u2014]\s*)?(?:(?:page|p\.|seite|pag\.|página|page no\.?)\s*)?"
+    r"(?:\d{1,5}|[ivxlcdm]{1,7})(?:\s*(?:of|/|von|de|sur)\s*\d{1,5})?(?:\s*[-\u2013\u2014])?\s*$",
+    re.IGNORECASE,
+)
+_UNICODE_SPACES = re.compile(r"[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]")
+_INVISIBLE = re.compile(r"[\u200b\u200c\u200d\u2060\ufeff\u00ad]|[\x00-\x08\x0b\x0e-\x1f\x7f]")
+
+
+@dataclass
+class CleaningOptions:
+    """Which cleaning steps run. All default to on; a loader decides which apply to its format."""
+
+    clean_headers: bool = True
+    dehyphenate: bool = True
+    reflow: bool = True
+    normalize_whitespace: bool = True
+
+    @classmethod
+    def from_options(cls, options: dict) -> "CleaningOptions":
+        """Read ``clean=False`` (all off) and the individual switches from loader keyword options."""
+        on = bool(options.get("clean", True))
+        return cls(**{name: bool(options.get(name, on)) for name in
+                      ("clean_headers", "dehyphenate", "reflow", "normalize_whitespace")})
+
+
+@dataclass
+class CleanResult:
+    text: str
+    positions: list[int]
+    steps: dict[str, int] = field(default_factory=dict)
+
+
+def apply_edits(text: str, edits: list[Edit], positions: list[int]) -> tuple[str, list[int]]:
+    """Apply non-overlapping ``edits`` and map ``positions`` from the old text into the new one.
+
+    A position inside a replaced range moves to the start of its replacement; a position at the end of an
+    edit moves to just after the replacement.
+    """
+    if not edits:
+        return text, list(positions)
+    edits = sorted(edits)
+    out: list[str] = []
+    prev = 0
+    starts: list[int] = []
+    ends: list[int] = []
+    deltas: list[int] = []  # cumulative length change after each edit
+    delta = 0
+    for s, e, rep in edits:
+        if s < prev:
+            raise ValueError("overlapping edits")
+        out.append(text[prev:s])
+        out.append(rep)
+        prev = e
+        starts.append(s)
+        ends.append(e)
+        delta += len(rep) - (e - s)
+        deltas.append(delta)
+    out.append(text[prev:])
+    mapped = []
+    for p in positions:
+        i = bisect.bisect_right(ends, p)  # edits entirely at or before p
+        before = deltas[i - 1] if i else 0
+        if i < len(starts) and starts[i] < p:  # p inside edit i
+            p = starts[i]
+        mapped.append(p + before)
+    return "".join(out), mapped
+
+
+def _lines(text: str) -> list[tuple[int, int]]:
+    """(start, end) of every line, without its newline."""
+    spans = []
+    pos = 0
+    for line in text.split("\n"):
+        spans.append((pos, pos + len(line)))
+        pos += len(line) + 1
+    return spans
+
+
+def _signature(line: str) -> str:
+    """How a line is compared across pages. Short lines that do not read as a sentence are compared with
+    their digits masked, so "Page 3 of 9" matches "Page 4 of 9" and "Report 2025 | 12" matches
+    "Report 2025 | 13"; other lines must repeat exactly ("More of page 3." is body text, not a footer)."""
+    norm = " ".join(line.split()).lower()
+    if len(norm.split()) <= 6 and not _TERMINATOR.search(norm):
+        return re.sub(r"\d+", "#", norm)
+    return norm
+
+
+def header_footer_edits(text: str, page_starts: list[int], max_lines: int = 3) -> list[Edit]:
+    """Delete running headers/footers and bare page numbers at the top and bottom of pages.
+
+    A line among the first or last ``max_lines`` non-empty lines of a page is a running header/footer when
+    the same line (see :func:`_signature`) stands at the same place on at least half of the pages (and on
+    at least two; three when the document has more than three pages). A bare page number ("12", "- 12 -",
+    "Page 3 of 9", "iv") at the very top or bottom of a page is always removed. A page is never emptied.
+    """
+    n = len(text)
+    bounds = list(page_starts) + [n]
+    pages = []
+    for a, b in zip(bounds, bounds[1:]):
+        lines = [(s + a, e + a) for s, e in _lines(text[a:b]) if text[s + a:e + a].strip()]
+        pages.append(lines)
+    top: Counter = Counter()
+    bottom: Counter = Counter()
+    for lines in pages:
+        for i, (s, e) in enumerate(lines[:max_lines]):
+            top[(i, _signature(text[s:e]))] += 1
+        for i, (s, e) in enumerate(reversed(lines[-max_lines:])):
+            bottom[(i, _signature(text[s:e]))] += 1
+    needed = max(2 if len(pages) <= 3 else 3, (len(pages) + 1) // 2)
+    remove: set[tuple[int, int]] = set()
+    for lines in pages:
+        if not lines:
+            continue
+        found: set[tuple[int, int]] = set()
+        for counter, ordered in ((top, lines[:max_lines]), (bottom, list(reversed(lines[-max_lines:])))):
+            for i, (s, e) in enumerate(ordered):
+                if len(pages) >= 2 and counter[(i, _signature(text[s:e]))] >= needed:
+                    found.add((s, e))
+                elif i == 0 and _PAGE_NUMBER.match(text[s:e]):
+                    found.add((s, e))
+                else:
+                    break  # only a contiguous block at the top (bottom) is a header (footer)
+        if len(found) < len(lines):
+            remove |= found
+    edits = []
+    for s, e in sorted(remove):
+        e2 = e + 1 if e < n and text[e] == "\n" else e  # take the line's newline with it
+        edits.append((s, e2, ""))
+    return _merge_adjacent(edits)
+
+
+def _merge_adjacent(edits: list[Edit]) -> list[Edit]:
+    merged: list[Edit] = []
+    for s, e, r in sorted(edits):
+        if merged and s < merged[-1][1]:
+            ps, pe, pr = merged[-1]
+            merged[-1] = (ps, max(pe, e), pr + r)
+        else:
+            merged.append((s, e, r))
+    return merged
+
+
+def whitespace_edits(text: str, collapse_spaces: bool = False) -> list[Edit]:
+    """Normalise whitespace: odd spaces to plain spaces, invisible and control characters removed, trailing
+    spaces dropped, runs of blank lines cut to one blank line, leading/trailing blank space removed; with
+    ``collapse_spaces`` (PDF text) runs of spaces inside a line become one space."""
+    edits: list[Edit] = []
+    for m in _UNICODE_SPACES.finditer(text):
+        edits.append((m.start(), m.end(), " "))
+    for m in _INVISIBLE.finditer(text):
+        edits.append((m.start(), m.end(), ""))
+    for m in re.finditer(r"[ \t]+(?=\n|\Z)", text):
+        edits.append((m.start(), m.end(), ""))
+    for m in re.finditer(r"\n{3,}", text):
+        edits.append((m.start(), m.end(), "\n\n"))
+    if collapse_spaces:
+        for m in re.finditer(r"(?<=\S)(?: {2,}|[ \t]*\t[ \t]*)(?=\S)", text):
+            edits.append((m.start(), m.end(), " "))
+    lead = re.match(r"\s+", text)
+    if lead:
+        edits.append((0, lead.end(), ""))
+    trail = re.search(r"\s+$", text)
+    if trail and (not lead or trail.start() > lead.end()):
+        edits.append((trail.start(), len(text), ""))
+    return _resolve_overlaps(edits)
+
+
+def _resolve_overlaps(edits: list[Edit]) -> list[Edit]:
+    """Keep the first of overlapping edits when sorted by (start, -length): the larger one wins."""
+    out: list[Edit] = []
+    for s, e, r in sorted(edits, key=lambda x: (x[0], -(x[1] - x[0]))):
+        if out and s < out[-1][1]:
+            ps, pe, pr = out[-1]
+            if e > pe:  # partial overlap: extend the earlier edit, keeping its replacement
+                out[-1] = (ps, e, pr)
+            continue
+        out.append((s, e, r))
+    return out
+
+
+_HYPHENATED = re.compile(r"([^\W\d_]+)-[ \t]*\n[ \t]*([a-z\u00df-\u00ff][^\W\d_]*)([.,;:!?)\]]*)[ \t]*")
+
+
+def dehyphenate_edits(text: str) -> list[Edit]:
+    """Re-join words hyphenated across a line break: "main-\\ntenance office" -> "maintenance\\noffice".
+
+    The line break moves after the re-joined word so line structure survives for the next steps. When the
+    hyphenated form occurs elsewhere in the text ("well-known") and the joined one does not, the hyphen is
+    kept ("well-known").
+    """
+    edits: list[Edit] = []
+    lower = text.lower()
+    for m in _HYPHENATED.finditer(text):
+        left, right, punct = m.group(1), m.group(2), m.group(3)
+        keep_hyphen = f"{left}-{right}".lower() in lower and f"{left}{right}".lower() not in lower
+        word = f"{left}-{right}" if keep_hyphen else f"{left}{right}"
+        at_line_end = m.end() == len(text) or text[m.end()] == "\n"
+        edits.append((m.start(), m.end(), f"{word}{punct}" + ("" if at_line_end else "\n")))
+    return edits
+
+
+def _wrap_width(lengths: list[int]) -> int:
+    """The width lines are wrapped at: a high percentile of the line lengths."""
+    lengths = sorted(n for n in lengths if n)
+    if not lengths:
+        return 0
+    return lengths[min(len(lengths) - 1, int(len(lengths) * 0.9))]
+
+
+def _structural(line: str) -> bool:
+    """Lines never joined with their neighbours: list items, indented code, table rows, rules."""
+    return bool(
+        _BULLET.match(line)
+        or line.startswith(("    ", "\t", "|", "```", "#", ">"))
+        or re.search(r"\S {3,}\S|\|", line)
+        or re.fullmatch(r"\s*[-=_*~]{3,}\s*", line)
+    )
+
+
+def _norm_line(line: str) -> str:
+    return " ".join(line.split()).casefold()
+
+
+def reflow_edits(text: str, paragraph_breaks: bool, headings: set[str] | frozenset[str] = frozenset(),
+                 min_width: int = 30, max_width: int = 160) -> list[Edit]:
+    """Join line-wrapped paragraphs: a single line break inside a paragraph becomes a space.
+
+    The wrap width is estimated from the line lengths. A break is joined when the line does not end a
+    sentence and is long (60% of the width) or the next line starts in lower case, or when the line ends a
+    sentence but fills the width (85%: the paragraph goes on). With ``paragraph_breaks`` (PDF text, which
+    has no blank lines between paragraphs) any other break becomes a blank line. Text whose lines are
+    mostly longer than ``max_width`` is not wrapped and is left alone, as are list items, indented code,
+    table rows and lines equal to one of ``headings`` (normalised), which always stand alone.
+    """
+    spans = _lines(text)
+    width = _wrap_width([e - s for s, e in spans])
+    if width < min_width or width > max_width:
+        return []
+    heads = {_norm_line(h) for h in headings}
+    edits: list[Edit] = []
+    for (s1, e1), (s2, e2) in zip(spans, spans[1:]):
+        line, nxt = text[s1:e1], text[s2:e2]
+        if not line.strip() or not nxt.strip():
+            continue  # blank line: already a paragraph break
+        if heads and (_norm_line(line) in heads or _norm_line(nxt) in heads):
+            if paragraph_breaks:
+                edits.append((e1, s2, "\n\n"))
+            continue
+        if (_structural(line) and not _BULLET.match(line)) or _structural(nxt):
+            if paragraph_breaks and _BULLET.match(nxt) and not _structural(line):
+                edits.append((e1, s2, "\n\n"))  # a list starts after a paragraph
+            continue
+        size = len(line.rstrip())
+        ends_sentence = bool(_TERMINATOR.search(line.rstrip()))
+        starts_lower = nxt.lstrip()[:1].islower()
+        if ends_sentence:
+            join = size >= 0.85 * width and not nxt.lstrip()[:1].isdigit()
+        else:
+            join = size >= 0.6 * width or starts_lower
+        if join and _BULLET.match(line) and size < 0.6 * width:
+            join = False
+        if join:
+            edits.append((e1, s2, " "))
+        elif paragraph_breaks:
+            edits.append((e1, s2, "\n\n"))
+    return edits
+
+
+def clean(text: str, positions: list[int] | None = None, options: CleaningOptions | None = None, *,
+          page_starts: list[int] | None = None, paragraph_breaks: bool = False,
+          collapse_spaces: bool = False, headings: set[str] | frozenset[str] = frozenset()) -> CleanResult:
+    """Run the enabled cleaning steps in order and map ``positions`` through all of them.
+
+    ``page_starts`` (PDF) enables header/footer removal; they must also be among ``positions`` to be kept
+    track of. ``headings`` (PDF outline titles) are lines reflow never joins. Returns the cleaned text, the mapped positions and how many edits each step made.
+    """
+    options = options or CleaningOptions()
+    positions = list(positions or [])
+    steps: dict[str, int] = {}
+
+    def run(name: str, edits: list[Edit]) -> None:
+        nonlocal text, positions
+        steps[name] = len(edits)
+        text, positions = apply_edits(text, edits, positions)
+
+    if options.clean_headers and page_starts:
+        run("clean_headers", header_footer_edits(text, page_starts))
+    if options.normalize_whitespace:
+        run("normalize_whitespace", whitespace_edits(text, collapse_spaces))
+    if options.dehyphenate:
+        run("dehyphenate", dehyphenate_edits(text))
+    if options.reflow:
+        run("reflow", reflow_edits(text, paragraph_breaks, headings))
+    if options.normalize_whitespace:  # the steps above may leave doubled blank lines or edge space
+        run("normalize_whitespace_final", whitespace_edits(text, collapse_spaces=False))
+    return CleanResult(text, positions, steps)

@@ -1,0 +1,170 @@
+"""Bytes to text: the decoding policy, binary detection, and the plain-text loader.
+
+Decoding policy (the same for every text format):
+
+1. A byte-order mark decides: UTF-8 (stripped), UTF-16 LE/BE, UTF-32 LE/BE.
+2. Otherwise the bytes are decoded as UTF-8. Where they are not valid UTF-8, each invalid byte becomes
+   U+FFFD and a warning names the file and how many bytes were replaced. Nothing is guessed silently: pass
+   ``encoding=`` (``--encoding`` on the command line) to read e.g. Latin-1 or cp1252 files correctly.
+3. Line endings are normalised to ``\\n`` (CRLF and lone CR), so offsets never fall between ``\\r`` and
+   ``\\n`` and every strategy sees one kind of line break. Offsets are into this decoded, normalised text.
+
+A file is *binary* (an error, not a text with garbage in it) when it starts with a known magic number or its
+first 8 KB hold a NUL byte or more than 10% control characters.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+import warnings
+
+from ..document import Document
+from ..errors import ConfigError, InputError
+from .cleaning import CleaningOptions, clean
+
+
+class DecodingWarning(UserWarning):
+    """Raised (as a warning) when a file was not valid in its encoding and bytes were replaced."""
+
+
+#: (magic bytes, offset, what it is); PDF is not here because it has a loader
+MAGIC: list[tuple[bytes, int, str]] = [
+    (b"\x89PNG\r\n\x1a\n", 0, "PNG image"),
+    (b"\xff\xd8\xff", 0, "JPEG image"),
+    (b"GIF87a", 0, "GIF image"),
+    (b"GIF89a", 0, "GIF image"),
+    (b"II*\x00", 0, "TIFF image"),
+    (b"MM\x00*", 0, "TIFF image"),
+    (b"BM", 0, None),  # too short to trust alone; checked with the control-character test
+    (b"PK\x03\x04", 0, "ZIP archive (or DOCX/XLSX/EPUB, which are not supported)"),
+    (b"PK\x05\x06", 0, "ZIP archive"),
+    (b"\x1f\x8b", 0, "gzip archive"),
+    (b"BZh", 0, None),
+    (b"\xfd7zXZ\x00", 0, "xz archive"),
+    (b"7z\xbc\xaf\x27\x1c", 0, "7-Zip archive"),
+    (b"Rar!\x1a\x07", 0, "RAR archive"),
+    (b"\x28\xb5\x2f\xfd", 0, "zstd archive"),
+    (b"ustar", 257, "tar archive"),
+    (b"\x7fELF", 0, "ELF executable"),
+    (b"MZ", 0, None),
+    (b"\xca\xfe\xba\xbe", 0, "Java class or Mach-O binary"),
+    (b"\xcf\xfa\xed\xfe", 0, "Mach-O binary"),
+    (b"\x00asm", 0, "WebAssembly module"),
+    (b"SQLite format 3\x00", 0, "SQLite database"),
+    (b"OggS", 0, "Ogg media"),
+    (b"ID3", 0, "MP3 audio"),
+    (b"fLaC", 0, "FLAC audio"),
+    (b"RIFF", 0, "RIFF media (WAV/AVI/WebP)"),
+    (b"ftyp", 4, "MP4/QuickTime media"),
+    (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", 0, "OLE document (old .doc/.xls, not supported)"),
+    (b"\x00\x00\x01\x00", 0, "ICO image"),
+    (b"wOFF", 0, "WOFF font"),
+    (b"wOF2", 0, "WOFF2 font"),
+    (b"PAR1", 0, "Parquet file"),
+    (b"\x93NUMPY", 0, "NumPy array"),
+    (b"\x80\x04\x95", 0, "Python pickle"),
+]
+
+_BOMS = [
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+]
+_ALLOWED_CONTROLS = set(b"\t\n\r\f\b\x1b")
+_SURROGATE_ESCAPES = re.compile("[\udc80-\udcff]")
+
+
+def bom_encoding(data: bytes) -> tuple[str | None, int]:
+    """The encoding a byte-order mark announces and the BOM's length, or ``(None, 0)``."""
+    for bom, name in _BOMS:
+        if data.startswith(bom):
+            return name, len(bom)
+    return None, 0
+
+
+def binary_kind(data: bytes) -> str | None:
+    """What a binary file looks like ("PNG image", "binary data"), or ``None`` for text."""
+    if bom_encoding(data)[0]:
+        return None  # UTF-16/32 text has NUL bytes but is text
+    for magic, offset, kind in MAGIC:
+        if kind and data[offset:offset + len(magic)] == magic:
+            return kind
+    head = data[:8192]
+    if not head:
+        return None
+    if b"\x00" in head:
+        return "binary data (NUL bytes)"
+    controls = sum(1 for b in head if b < 32 and b not in _ALLOWED_CONTROLS)
+    if controls > 0.10 * len(head):
+        return "binary data (control characters)"
+    return None
+
+
+def decode(data: bytes, source: str, encoding: str | None = None) -> tuple[str, list[str]]:
+    """Decode ``data`` following the module's policy; returns the text and warnings for the user."""
+    warns: list[str] = []
+    bom_enc, bom_len = bom_encoding(data)
+    if encoding:
+        try:
+            codec = codecs.lookup(encoding).name
+        except LookupError:
+            raise ConfigError(f"unknown encoding {encoding!r}") from None
+        if codec == "utf-8" and data.startswith(codecs.BOM_UTF8):
+            data = data[3:]
+    else:
+        codec = bom_enc or "utf-8"
+        data = data[bom_len:]
+    text = data.decode(codec, errors="surrogateescape" if codec == "utf-8" else "replace")
+    if codec == "utf-8":
+        text, bad = _SURROGATE_ESCAPES.subn("\ufffd", text)
+        if bad:
+            warns.append(
+                f"not valid UTF-8: {bad} byte{'s' if bad != 1 else ''} replaced with U+FFFD "
+                "(use --encoding / encoding= to read it in another encoding)"
+            )
+    elif "\ufffd" in text and b"\xef\xbf\xbd" not in data:
+        warns.append(f"not valid {codec}: some bytes were replaced with U+FFFD")
+    return normalize_newlines(text), warns
+
+
+def normalize_newlines(text: str) -> str:
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
+
+
+def emit_warnings(source: str, messages: list[str]) -> None:
+    for message in messages:
+        warnings.warn(f"{source}: {message}", DecodingWarning, stacklevel=3)
+
+
+def check_text(text: str, source: str) -> None:
+    if not text.strip():
+        raise InputError("no text (the file holds only whitespace)", source=source)
+
+
+def load_text(data: bytes, source: str, **options) -> Document:
+    """A plain-text document. Cleaning: whitespace normalised, hyphenated line breaks re-joined, and
+    hard-wrapped paragraphs re-flowed (only when the text is visibly wrapped at a fixed width)."""
+    text, warns = decode(data, source, options.get("encoding"))
+    check_text(text, source)
+    opts = CleaningOptions.from_options(options)
+    opts.clean_headers = False
+    result = clean(text, [], opts)
+    check_text(result.text, source)
+    emit_warnings(source, warns)
+    return Document(
+        result.text,
+        source=source,
+        metadata={"format": "text", "warnings": warns, "cleaning": result.steps},
+        title=_first_line_title(result.text),
+    )
+
+
+def _first_line_title(text: str) -> str | None:
+    """A title when the text opens with a short line followed by a blank line (a common article layout)."""
+    m = re.match(r"\s*([^\n]{1,120})\n\s*\n", text)
+    if m and not re.search(r"[.,;:]$", m.group(1).strip()):
+        return m.group(1).strip()
+    return None

@@ -1,0 +1,629 @@
+"""The main job end to end: load → chunk → (context) → embed → store in Milvus → search.
+
+:class:`Index` is the Python API behind ``chunkwise index`` and ``chunkwise search``::
+
+    from chunkwise import Index
+    with Index(db="./chunkwise.db") as index:          # or Index(uri="http://host:19530", token=...)
+        report = index.add(["docs/"], strategy="recursive", params={"max_tokens": 256})
+        for hit in index.search("how do I reset the lamp?", k=5, hybrid=True):
+            print(hit.rank, hit.score, hit.source, hit.page_start, hit.text)
+
+What it guarantees (details in :mod:`chunkwise.store.milvus`):
+
+- **Incremental**: a document whose content hash is recorded is skipped (nothing chunked or embedded).
+- **Crash-safe**: a document is replaced by *unmark → upsert new chunks → delete stale chunks → mark*;
+  a run killed at any moment and run again ends with exactly the chunks of a clean run.
+- **One configuration per collection**: the embedder, chunking strategy and parameters, vector mode, late
+  chunking and context mode are recorded when the collection is created; a run with a different one is
+  refused (use another ``collection`` or ``recreate=True``) instead of silently mixing vector spaces.
+- **Nothing embedded twice**: ``vectors="pool"`` reuses the sentence vectors a semantic strategy computed
+  while chunking (mean-pooled, re-normalised); otherwise each chunk's ``embed_text`` is embedded once, in
+  batches, through the embedder's persistent cache.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterable, Iterator
+
+import numpy as np
+
+from ..document import Chunk, Document
+from ..embeddings.base import Embedder, l2_normalize
+from ..errors import ChunkwiseError, ConfigError, InputError
+from ..store.milvus import (
+    DEFAULT_COLLECTION, MAX_VARCHAR, SCHEMA_VERSION, SECTION_SEPARATOR, Marker, MilvusStore, truncate_utf8,
+)
+from ..strategies import Strategy, get_strategy, strategy_class
+
+VECTOR_MODES = ("text", "pool")
+#: chunks gathered (over several small documents) before one embedding + write round
+DEFAULT_BATCH = 256
+#: texts per call to the embedder (also the step of the embedding progress bar)
+EMBED_BATCH = 64
+
+
+@dataclass
+class SearchResult:
+    """One retrieved chunk. ``score`` is the cosine similarity, or the RRF score with ``hybrid=True``
+    (then ``vector_rank``/``bm25_rank`` say where each retriever placed it, ``None`` = not in its list)."""
+
+    rank: int
+    score: float
+    id: str
+    doc_id: str
+    source: str
+    text: str
+    start: int
+    end: int
+    chunk_index: int
+    token_count: int
+    page_start: int | None = None
+    page_end: int | None = None
+    section: list[str] = field(default_factory=list)
+    start_time: float | None = None
+    end_time: float | None = None
+    speakers: list[str] = field(default_factory=list)
+    strategy: str = ""
+    context: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    vector_rank: int | None = None
+    bm25_rank: int | None = None
+
+    @classmethod
+    def from_entity(cls, rank: int, score: float, e: dict[str, Any], **extra: Any) -> "SearchResult":
+        section = e.get("section") or ""
+        return cls(rank=rank, score=float(score), id=e["id"], doc_id=e["doc_id"], source=e["source"],
+                   text=e["text"], start=int(e["start"]), end=int(e["end"]), chunk_index=int(e["chunk_index"]),
+                   token_count=int(e["token_count"]), page_start=e.get("page_start"), page_end=e.get("page_end"),
+                   section=section.split(SECTION_SEPARATOR) if section else [],
+                   start_time=e.get("start_time"), end_time=e.get("end_time"),
+                   speakers=list(e.get("speakers") or []), strategy=e.get("strategy") or "",
+                   context=e.get("context"), metadata=dict(e.get("metadata") or {}), **extra)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class IndexReport:
+    """What one :meth:`Index.add` did. ``timings`` splits ``seconds`` into load, chunk, context, embed and
+    write (the rest is connecting, reading the document list and pruning)."""
+
+    documents: int = 0
+    indexed: int = 0
+    skipped: int = 0
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    chunks: int = 0
+    embedded: int = 0
+    reused: int = 0
+    removed: int = 0
+    pruned: int = 0
+    total_chunks: int = 0
+    seconds: float = 0.0
+    timings: dict[str, float] = field(default_factory=lambda: dict.fromkeys(
+        ("load", "chunk", "context", "embed", "write"), 0.0))
+
+    @property
+    def chunks_per_second(self) -> float:
+        return self.chunks / self.seconds if self.seconds > 0 else 0.0
+
+    def summary(self) -> str:
+        parts = [f"{self.documents} documents: {self.indexed} indexed, {self.skipped} unchanged (skipped), "
+                 f"{len(self.failed)} failed"]
+        if self.pruned:
+            parts.append(f"{self.pruned} pruned")
+        parts.append(f"{self.chunks} chunks written ({self.embedded} embedded, {self.reused} pooled), "
+                     f"{self.removed} stale removed")
+        parts.append(f"{self.seconds:.1f} s, {self.chunks_per_second:.1f} chunks/s")
+        parts.append(f"collection holds {self.total_chunks} chunks")
+        return "; ".join(parts)
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, ensure_ascii=False, default=str))
+
+
+def _printable(value: Any) -> Any:
+    if hasattr(value, "model_id"):
+        return value.model_id
+    if hasattr(value, "name") and not isinstance(value, (str, int, float, bool)):
+        return value.name
+    return _jsonable(value)
+
+
+class _Progress:
+    """tqdm bars on stderr, only when asked for and stderr is a terminal (never in logs or pipes)."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = bool(enabled) and sys.stderr.isatty()
+        self.bars: dict[str, Any] = {}
+
+    def bar(self, name: str, unit: str, total: int | None = None):
+        if not self.enabled:
+            return None
+        if name not in self.bars:
+            from tqdm import tqdm
+
+            self.bars[name] = tqdm(desc=name, unit=unit, total=total, file=sys.stderr, leave=False,
+                                   position=len(self.bars), dynamic_ncols=True)
+        return self.bars[name]
+
+    def update(self, name: str, unit: str, n: int = 1) -> None:
+        bar = self.bar(name, unit)
+        if bar is not None:
+            bar.update(n)
+
+    def close(self) -> None:
+        for bar in self.bars.values():
+            bar.close()
+        self.bars.clear()
+
+
+class Index:
+    """A chunk index in Milvus: :meth:`add` documents, :meth:`search` them, :meth:`delete` them.
+
+    ``db``: Milvus Lite directory (default ``./chunkwise.db``); ``uri``/``token``: a Milvus server instead.
+    ``embedder``: an :class:`~chunkwise.embeddings.base.Embedder`, a name for
+    :func:`chunkwise.embeddings.get_embedder`, or ``None`` for the one the collection was built with
+    (``$CHUNKWISE_EMBEDDER`` or ``minilm`` for a new collection). ``cache``, ``cache_dir`` and
+    ``embedder_options`` (e.g. ``{"base_url": ...}``) go to ``get_embedder``. ``timeout`` (seconds) bounds
+    connecting to a server and each Milvus call.
+    """
+
+    def __init__(self, db: str | os.PathLike | None = None, *, uri: str | None = None, token: str | None = None,
+                 collection: str = DEFAULT_COLLECTION, embedder: Embedder | str | None = None,
+                 cache: bool = True, cache_dir: str | os.PathLike | None = None,
+                 embedder_options: dict[str, Any] | None = None, timeout: float = 10.0):
+        self.store = MilvusStore(db=db, uri=uri, token=token, collection=collection, timeout=timeout)
+        self._embedder_arg = embedder
+        self._embedder: Embedder | None = embedder if isinstance(embedder, Embedder) else None
+        self._owns_embedder = False
+        self._cache = cache
+        self._cache_dir = cache_dir
+        self._embedder_options = dict(embedder_options or {})
+        self._bm25 = None  # bm25s fallback, built on first hybrid search
+
+    # -- lifecycle -------------------------------------------------------------------------------------
+    def __enter__(self) -> "Index":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Release the database (Milvus Lite allows one process at a time) and an embedder made here."""
+        self.store.close()
+        if self._owns_embedder and self._embedder is not None:
+            close = getattr(self._embedder, "close", None)
+            if close:
+                close()
+            self._embedder = None
+
+    @property
+    def config(self) -> dict[str, Any] | None:
+        """The configuration recorded in the collection, or ``None`` when it does not exist yet."""
+        return self.store.read_config()
+
+    # -- embedder --------------------------------------------------------------------------------------
+    def _embedder_name(self) -> str | None:
+        if isinstance(self._embedder_arg, str):
+            return self._embedder_arg
+        if self._embedder is not None:
+            return getattr(self._embedder, "name", None) or self._embedder.model_id
+        return None
+
+    def embedder(self, config: dict[str, Any] | None = None) -> Embedder:
+        """The embedder: the one given, else the one the collection records, else ``minilm``."""
+        if self._embedder is None:
+            from ..embeddings import get_embedder
+
+            name = self._embedder_arg
+            if name is None and config:
+                name = config["embedder"].get("name")
+            self._embedder = get_embedder(name, cache=self._cache, cache_dir=self._cache_dir,
+                                          **self._embedder_options)
+            self._owns_embedder = True
+        if config:
+            rec = config["embedder"]
+            emb = self._embedder
+            if emb.model_id != rec.get("model_id") or int(emb.dim) != int(rec.get("dim", emb.dim)):
+                raise ConfigError(
+                    f"collection {self.store.collection!r} was built with embedder {rec.get('model_id')!r} "
+                    f"(dim {rec.get('dim')}), not {emb.model_id!r} (dim {emb.dim}); search it with "
+                    f"--embedder {rec.get('name')} or use another --collection", source=self.store.location)
+        return self._embedder
+
+    # -- configuration ---------------------------------------------------------------------------------
+    def _build_config(self, strategy: Strategy, embedder: Embedder, vectors: str, late: bool,
+                      late_options: dict, context: str | None, context_options: dict) -> dict[str, Any]:
+        ctx_opts = {k: _printable(v) for k, v in sorted(context_options.items())
+                    if v is not None and k not in ("api_key", "base_url", "cache", "cache_dir", "contextualizer",
+                                                   "concurrency", "timeout", "retries", "backoff")}
+        return {
+            "schema": SCHEMA_VERSION,
+            "embedder": {"name": self._embedder_name() or embedder.model_id, "model_id": embedder.model_id,
+                         "dim": int(embedder.dim)},
+            "strategy": {"name": strategy.name, "config": strategy.config_id(),
+                         "params": {k: _printable(v) for k, v in strategy.get_params().items()}},
+            "vectors": vectors,
+            "late": bool(late),
+            "late_options": {k: v for k, v in sorted(late_options.items()) if v is not None} if late else {},
+            "context": context,
+            "context_options": ctx_opts if context else {},
+            "bm25": None,
+        }
+
+    @staticmethod
+    def _differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+        diffs = []
+        if old.get("schema") != new["schema"]:
+            diffs.append(f"schema version {old.get('schema')} (this chunkwise writes {new['schema']})")
+        if (old["embedder"].get("model_id"), old["embedder"].get("dim")) != (
+                new["embedder"]["model_id"], new["embedder"]["dim"]):
+            diffs.append(f"embedder {old['embedder'].get('model_id')!r} (now {new['embedder']['model_id']!r})")
+        if old["strategy"].get("config") != new["strategy"]["config"]:
+            changed = sorted(k for k in set(old["strategy"].get("params", {})) | set(new["strategy"]["params"])
+                             if old["strategy"].get("params", {}).get(k) != new["strategy"]["params"].get(k))
+            what = f"strategy {old['strategy'].get('name')!r}"
+            if old["strategy"].get("name") == new["strategy"]["name"] and changed:
+                what += " with " + ", ".join(f"{k}={old['strategy']['params'].get(k)!r} "
+                                             f"(now {new['strategy']['params'].get(k)!r})" for k in changed)
+            else:
+                what += f" (now {new['strategy']['name']!r})"
+            diffs.append(what)
+        for key in ("vectors", "late", "late_options", "context", "context_options"):
+            if old.get(key) != new[key]:
+                diffs.append(f"{key}={old.get(key)!r} (now {new[key]!r})")
+        return diffs
+
+    def _prepare(self, strategy: str | Strategy, params: dict | None, vectors: str, late: bool,
+                 late_options: dict, context: str | None, context_options: dict, recreate: bool):
+        """Check everything and create or verify the collection before a single row is written."""
+        if vectors not in VECTOR_MODES:
+            raise ConfigError(f"vectors must be one of {', '.join(VECTOR_MODES)}, got {vectors!r}")
+        if context is not None and context != "none":
+            from ..context import CONTEXT_MODES
+
+            if context not in CONTEXT_MODES:
+                raise ConfigError(f"unknown context mode {context!r}; choose one of {', '.join(CONTEXT_MODES)}")
+        else:
+            context = None
+        config = None if recreate else self.store.read_config()
+        embedder = self.embedder(config)
+        if isinstance(strategy, Strategy):
+            if params:
+                raise ConfigError("give strategy parameters either in the strategy object or in params, not both")
+            strat = strategy
+        else:
+            params = dict(params or {})
+            if "embedder" in strategy_class(strategy).param_names() and "embedder" not in params:
+                params["embedder"] = embedder
+            strat = get_strategy(strategy, **params)
+        strat.validate()
+        new = self._build_config(strat, embedder, vectors, late, late_options, context, context_options)
+        if config is not None:
+            diffs = self._differences(config, new)
+            if diffs:
+                raise ConfigError(
+                    f"collection {self.store.collection!r} was built with " + "; ".join(diffs)
+                    + ": use another --collection, or --recreate to rebuild it", source=self.store.location)
+            self.store.open()
+        else:
+            if recreate:
+                self.store.drop()
+            self.store.create(new, embedder.dim)
+        self._bm25 = None
+        return strat, embedder, context
+
+    # -- adding documents ------------------------------------------------------------------------------
+    @staticmethod
+    def _inputs(inputs: Any, include, exclude) -> Iterator[tuple[str, Document | ChunkwiseError]]:
+        if isinstance(inputs, (str, os.PathLike, Document)):
+            inputs = [inputs]
+        paths: list[str] = []
+        docs: list[Document] = []
+        for item in inputs:
+            if isinstance(item, Document):
+                docs.append(item)
+            elif isinstance(item, (str, os.PathLike)):
+                paths.append(os.fspath(item))
+            else:
+                raise InputError(f"expected paths or Documents, got {type(item).__name__}")
+        yield from ((d.source, d) for d in docs)
+        if paths:
+            from ..formats import iter_documents
+
+            yield from iter_documents(paths, include=include, exclude=exclude)
+
+    def add(self, inputs: Any, strategy: str | Strategy = "recursive", *, params: dict[str, Any] | None = None,
+            vectors: str = "text", late: bool = False, late_options: dict[str, Any] | None = None,
+            context: str | None = None, context_options: dict[str, Any] | None = None, prune: bool = False,
+            include: list[str] | None = None, exclude: list[str] | None = None, batch_size: int = DEFAULT_BATCH,
+            recreate: bool = False, progress: bool = False) -> IndexReport:
+        """Index files, folders or :class:`Document` objects; returns an :class:`IndexReport`.
+
+        ``strategy``/``params``: the chunker (a name and its parameters, or a strategy object).
+        ``vectors="pool"``: chunk vectors mean-pooled from the sentence vectors a semantic strategy already
+        computed (no second embedding pass); ``"text"`` (default) embeds each chunk's ``embed_text``.
+        ``late=True``: late-chunked vectors (:func:`chunkwise.context.late_chunk_vectors`, options
+        ``window``/``overlap`` in ``late_options``). ``context``: ``headings``/``neighbors``/``llm`` fills
+        ``Chunk.context`` (:func:`chunkwise.context.contextualize` with ``context_options``), embedded and
+        BM25-indexed with the text. ``prune=True``: remove documents whose source files no longer exist.
+        Unreadable inputs are reported in ``report.failed`` and the others are still indexed.
+        """
+        if not isinstance(batch_size, int) or batch_size < 1:
+            raise ConfigError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+        t0 = time.perf_counter()
+        late_options = dict(late_options or {})
+        context_options = dict(context_options or {})
+        strat, embedder, context = self._prepare(strategy, params, vectors, late, late_options, context,
+                                                 context_options, recreate)
+        report = IndexReport()
+        markers = self.store.markers()
+        progress_bars = _Progress(progress)
+        contextualizer = None
+        if context == "llm" and "contextualizer" not in context_options:
+            from ..context.llm import LLMContextualizer
+
+            contextualizer = LLMContextualizer(**{k: v for k, v in context_options.items() if v is not None})
+            context_options = {"contextualizer": contextualizer}
+        reuse = vectors == "pool" and getattr(getattr(strat, "embedder", None), "model_id", None) == embedder.model_id
+        pending: list[tuple[Document, list[Chunk]]] = []
+        seen: set[str] = set()
+        try:
+            items = self._inputs(inputs, include, exclude)
+            while True:
+                t = time.perf_counter()
+                try:
+                    source, doc = next(items)
+                except StopIteration:
+                    break
+                finally:
+                    report.timings["load"] += time.perf_counter() - t
+                progress_bars.update("files", "file")
+                if isinstance(doc, ChunkwiseError) or not isinstance(doc, Document):
+                    report.failed.append((str(source), getattr(doc, "problem", str(doc))))
+                    continue
+                if doc.id in seen:  # the same file named twice
+                    continue
+                seen.add(doc.id)
+                report.documents += 1
+                marker = markers.get(doc.id)
+                if marker is not None and marker.content_hash == doc.content_hash:
+                    report.skipped += 1
+                    continue
+                try:
+                    t = time.perf_counter()
+                    chunks = strat.chunk(doc)
+                    report.timings["chunk"] += time.perf_counter() - t
+                    if context:
+                        from ..context import contextualize
+
+                        t = time.perf_counter()
+                        chunks = contextualize(doc, chunks, context, **context_options)
+                        report.timings["context"] += time.perf_counter() - t
+                    self._check_sizes(doc, chunks)
+                except InputError as exc:
+                    report.failed.append((doc.source, exc.problem))
+                    continue
+                pending.append((doc, chunks))
+                if sum(len(c) for _, c in pending) >= batch_size:
+                    self._flush(pending, markers, embedder, reuse, late, late_options, report, progress_bars)
+                    pending = []
+            if pending:
+                self._flush(pending, markers, embedder, reuse, late, late_options, report, progress_bars)
+            if prune:
+                report.pruned = self._prune(markers, seen)
+        finally:
+            progress_bars.close()
+            if contextualizer is not None:
+                contextualizer.close()
+        self._bm25 = None
+        report.total_chunks = self.store.count()
+        report.seconds = time.perf_counter() - t0
+        return report
+
+    @staticmethod
+    def _check_sizes(doc: Document, chunks: list[Chunk]) -> None:
+        for c in chunks:
+            n = len(c.text.encode("utf-8", "surrogatepass"))
+            if n > MAX_VARCHAR:
+                raise InputError(f"chunk {c.index} is {n} bytes of UTF-8; Milvus stores at most {MAX_VARCHAR} "
+                                 "per text field: lower --max-tokens", source=doc.source)
+
+    def _vectors(self, pending: list[tuple[Document, list[Chunk]]], embedder: Embedder, reuse: bool, late: bool,
+                 late_options: dict, report: IndexReport, bars: _Progress) -> list[np.ndarray]:
+        """One vector array per pending document, embedding every chunk text at most once."""
+        out: list[np.ndarray] = []
+        todo: list[tuple[int, int, str]] = []
+        for d, (doc, chunks) in enumerate(pending):
+            vecs = np.zeros((len(chunks), embedder.dim), dtype=np.float32)
+            if late and chunks:
+                from ..context import late_chunk_vectors
+
+                vecs[:] = late_chunk_vectors(doc, chunks, embedder, **late_options)
+                report.embedded += len(chunks)
+            else:
+                for i, c in enumerate(chunks):
+                    pooled = self._pooled(c, embedder.dim) if reuse and not c.context else None
+                    if pooled is not None:
+                        vecs[i] = pooled
+                        report.reused += 1
+                    else:
+                        todo.append((d, i, c.embed_text))
+            out.append(vecs)
+        for a in range(0, len(todo), EMBED_BATCH):
+            part = todo[a:a + EMBED_BATCH]
+            emb = embedder.embed([t for _, _, t in part])
+            for (d, i, _), v in zip(part, emb):
+                out[d][i] = v
+            report.embedded += len(part)
+            bars.update("embedding", "chunk", len(part))
+        return out
+
+    @staticmethod
+    def _pooled(chunk: Chunk, dim: int) -> np.ndarray | None:
+        """A chunk vector from what the strategy already embedded: its own vector, else its sentences'."""
+        if chunk.vector is not None and np.shape(chunk.vector) == (dim,):
+            return l2_normalize(np.asarray(chunk.vector, dtype=np.float32)[None])[0]
+        sv = chunk.sentence_vectors
+        if sv is not None and len(sv) and np.shape(sv)[-1] == dim:
+            return l2_normalize(np.asarray(sv, dtype=np.float32).mean(axis=0)[None])[0]
+        return None
+
+    def _rows(self, doc: Document, chunks: list[Chunk], vecs: np.ndarray, model_id: str) -> list[dict]:
+        meta = _jsonable({"document": doc.metadata, "title": doc.title})
+        content_hash = doc.content_hash
+        rows = []
+        for c, v in zip(chunks, vecs):
+            if not np.all(np.isfinite(v)):
+                raise ChunkwiseError(f"embedder returned a non-finite vector for chunk {c.index}", source=doc.source)
+            rows.append({
+                "id": c.id, "doc_id": c.doc_id, "source": truncate_utf8(c.source, MAX_VARCHAR), "text": c.text,
+                "context": truncate_utf8(c.context, MAX_VARCHAR) if c.context else None,
+                "indexed_text": truncate_utf8(c.embed_text, MAX_VARCHAR),
+                "start": c.start, "end": c.end, "chunk_index": c.index, "token_count": c.token_count,
+                "page_start": c.page_start, "page_end": c.page_end,
+                "section": truncate_utf8(SECTION_SEPARATOR.join(c.section), 8192),
+                "start_time": c.start_time, "end_time": c.end_time,
+                "speakers": [truncate_utf8(s, 256) for s in c.speakers[:64]],
+                "strategy": c.strategy, "embedder": model_id, "content_hash": content_hash,
+                "metadata": meta, "vector": v.tolist(),
+            })
+        return rows
+
+    def _flush(self, pending, markers: dict[str, Marker], embedder: Embedder, reuse: bool, late: bool,
+               late_options: dict, report: IndexReport, bars: _Progress) -> None:
+        """Embed and write a batch of documents with the unmark → upsert → delete stale → mark protocol."""
+        t = time.perf_counter()
+        vectors = self._vectors(pending, embedder, reuse, late, late_options, report, bars)
+        report.timings["embed"] += time.perf_counter() - t
+        t = time.perf_counter()
+        rows: list[dict] = []
+        for (doc, chunks), vecs in zip(pending, vectors):
+            rows.extend(self._rows(doc, chunks, vecs, embedder.model_id))
+        doc_ids = [doc.id for doc, _ in pending]
+        self.store.unmark([d for d in doc_ids if d in markers])
+        for d in doc_ids:
+            markers.pop(d, None)
+        self.store.upsert_chunks(rows)
+        keep = {r["id"] for r in rows}
+        stored = self.store.chunk_ids(doc_ids)
+        stale = sorted(set().union(*stored.values()) - keep) if stored else []
+        report.removed += self.store.delete_chunks(stale)
+        new_markers = [Marker(doc.id, doc.source, doc.content_hash, len(chunks)) for doc, chunks in pending]
+        self.store.mark(new_markers)
+        markers.update({m.doc_id: m for m in new_markers})
+        report.timings["write"] += time.perf_counter() - t
+        report.indexed += len(pending)
+        report.chunks += len(rows)
+        bars.update("chunks written", "chunk", len(rows))
+
+    def _prune(self, markers: dict[str, Marker], seen: set[str]) -> int:
+        """Remove documents whose source file is gone (including chunks a killed run left unmarked)."""
+        sources = {m.doc_id: m.source for m in markers.values()}
+        for doc_id, source in self.store.chunk_documents().items():
+            sources.setdefault(doc_id, source)
+        gone = [d for d, src in sources.items()
+                if d not in seen and src and not src.startswith("<") and not os.path.exists(src)]
+        self.store.delete_documents(gone)
+        for d in gone:
+            markers.pop(d, None)
+        return len(gone)
+
+    # -- reading ---------------------------------------------------------------------------------------
+    def _open_existing(self) -> dict[str, Any]:
+        config = self.store.read_config()
+        if config is None:
+            raise ConfigError(f"no index named {self.store.collection!r} here; run `chunkwise index` first",
+                              source=self.store.location)
+        self.store.open()
+        return config
+
+    def count(self) -> int:
+        """Number of chunks in the collection (0 when it does not exist)."""
+        if self.store.read_config() is None:
+            return 0
+        self.store.open()
+        return self.store.count()
+
+    def documents(self) -> list[Marker]:
+        """The completely indexed documents (source, content hash, chunk count), sorted by source."""
+        if self.store.read_config() is None:
+            return []
+        self.store.open()
+        return sorted(self.store.markers().values(), key=lambda m: (m.source, m.doc_id))
+
+    def delete(self, doc_id_or_source: str | os.PathLike) -> int:
+        """Remove one document, named by its doc id or its source path; returns the chunks deleted."""
+        self._open_existing()
+        key = os.fspath(doc_id_or_source)
+        docs = self.store.chunk_documents()
+        docs.update({m.doc_id: m.source for m in self.store.markers().values()})
+        if key in docs:
+            ids = [key]
+        else:
+            absolute = os.path.abspath(key)
+            ids = [d for d, src in docs.items()
+                   if src == key or (not src.startswith("<") and os.path.abspath(src) == absolute)]
+        if not ids:
+            raise InputError("no such document in the index (give its doc id or its source path)", source=key)
+        self._bm25 = None
+        return self.store.delete_documents(ids)
+
+    def search(self, query: str, k: int = 5, filter: str | None = None, hybrid: bool = False) -> list[SearchResult]:
+        """The ``k`` best chunks for ``query``: by cosine similarity, or BM25 and vectors fused by RRF.
+
+        ``filter`` is a Milvus boolean expression over the stored fields, e.g.
+        ``'source like "%manual%" and page_start >= 3'``.
+        """
+        if not isinstance(query, str) or not query.strip():
+            raise InputError("the query is empty")
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise ConfigError(f"k must be an integer >= 1, got {k!r}")
+        if filter is not None and not isinstance(filter, str):
+            raise ConfigError("filter must be a string (a Milvus boolean expression)")
+        filter = filter.strip() if filter else None
+        config = self._open_existing()
+        embedder = self.embedder(config)
+        qvec = embedder.embed([query])[0]
+        if not hybrid:
+            hits = self.store.search_vector(qvec, k, filter)
+            return [SearchResult.from_entity(r, h["distance"], h["entity"], vector_rank=r)
+                    for r, h in enumerate(hits, start=1)]
+        from .hybrid import reciprocal_rank_fusion
+
+        depth = max(50, 4 * k)
+        vhits = self.store.search_vector(qvec, depth, filter)
+        entities = {h["id"]: h["entity"] for h in vhits}
+        if self.store.bm25_builtin:
+            bhits = self.store.search_bm25(query, depth, filter)
+            entities.update({h["id"]: h["entity"] for h in bhits})
+            bm25_ids = [h["id"] for h in bhits]
+        else:
+            bm25_ids = [i for i, _ in self._bm25_fallback(query, depth, filter)]
+        vector_ids = [h["id"] for h in vhits]
+        fused = reciprocal_rank_fusion([vector_ids, bm25_ids])[:k]
+        missing = [i for i, _ in fused if i not in entities]
+        entities.update({e["id"]: e for e in self.store.fetch(missing)})
+        vrank = {i: n for n, i in enumerate(vector_ids, start=1)}
+        brank = {i: n for n, i in enumerate(bm25_ids, start=1)}
+        return [SearchResult.from_entity(r, s, entities[i], vector_rank=vrank.get(i), bm25_rank=brank.get(i))
+                for r, (i, s) in enumerate(fused, start=1) if i in entities]
+
+    def _bm25_fallback(self, query: str, limit: int, filter: str | None) -> list[tuple[str, float]]:
+        from .hybrid import BM25Fallback
+
+        if self._bm25 is None:
+            self._bm25 = BM25Fallback((r["id"], r["indexed_text"])
+                                      for r in self.store.scan_chunks(["id", "indexed_text"]))
+        allowed = {r["id"] for r in self.store.scan_chunks(["id"], filter)} if filter else None
+        return self._bm25.search(query, limit, allowed)
+
+
+__all__ = ["Index", "IndexReport", "SearchResult", "VECTOR_MODES"]

@@ -1,0 +1,528 @@
+"""Sentence segmentation with exact character offsets, for English, German, Chinese and Japanese text.
+
+Why a splitter of our own: the common ones either return *strings* (so offsets have to be guessed back, and
+they change whitespace), break on "Dr.", "e.g.", "z. B." or "3.5", or never split Chinese and Japanese, whose
+sentences end in 。！？ with no space after them. Strategies need spans, so this module returns spans.
+
+The ``chunkwise`` back-end is one linear scan:
+
+1. **Line breaks** (:func:`_line_cuts`). A blank line always ends a sentence. A single line break ends one
+   only when the next line starts a block of its own (list item, heading, table row, quote, code fence,
+   rule) or the line itself is a heading, table row, fence or rule, or a short title line that opens a
+   paragraph. Otherwise a line break is a wrapped line and the sentence goes on; a line that ends with a
+   terminator ends the sentence by the terminator rules below, exactly as if the break were a space.
+2. **Terminators** (:func:`_terminator_cuts`). Every run of ``. ! ? …`` (Latin) or ``。！？｡．`` (CJK), with
+   the closing quotes and brackets right after it, is a candidate. A CJK terminator ends the sentence at
+   once (closing 」』）” stay with it). A Latin one needs whitespace after it (so ``3.5``, ``v2.4.13``, URLs,
+   e-mails and ``z.B.`` never split) and a next word that may start a sentence; a single period also needs
+   the word before it not to be an abbreviation, an initial, a list number or a German ordinal.
+3. The text is cut at those positions and every piece is trimmed of whitespace (:func:`_spans_from_cuts`),
+   so spans are exact, ordered, non-overlapping, never empty, and cover every non-whitespace character.
+
+``pysbd`` and ``blingfire`` can be chosen instead; their sentences are aligned back onto the text.
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import importlib.util
+import re
+from typing import Callable, Iterable
+
+from ..errors import ConfigError, MissingDependencyError
+
+Span = tuple[int, int]
+
+SENTENCE_BACKENDS = ("chunkwise", "pysbd", "blingfire")
+
+# --------------------------------------------------------------------------------------------------------
+# Word lists. Lower-case; compared to the lower-cased word before the period.
+# --------------------------------------------------------------------------------------------------------
+
+#: Abbreviations that (almost) never end a sentence: titles before names, "e.g.", "z. B.", "bzw."...
+NEVER_FINAL = frozenset(
+    """
+    dr mr mrs ms mx prof st gen gov sen rep capt col lt sgt cpt cmdr adm maj rev hon pres supt insp
+    hr hrn fr frl dipl ing med phil rer nat jur habil mag
+    e.g eg i.e ie cf vs viz approx ca resp incl excl esp ibid op
+    z.b z.t d.h u.a o.ä s.o s.u v.a i.d.r u.u z.zt i.a bzw vgl ggf evtl inkl zzgl sog bspw usf allg
+    nr abb bd kap abs tab anm hrsg str fig figs vol vols eq eqs ref refs sect ch chap pp
+    """.split()
+)
+#: Abbreviations that normally take a number ("No. 5", "p. 12", "Art. 3"): no split when a digit follows.
+NUMBER_TAKING = frozenset("no nos art sec p s n tel ex par para chap".split())
+#: Abbreviations that may end a sentence; split only when the next word is a usual sentence opener.
+MAY_BE_FINAL = frozenset(
+    """
+    u.s u.k u.n e.u u.s.a d.c a.m p.m b.c a.d ph.d jr sr inc ltd co corp bros plc gmbh al jh mio mrd
+    jan feb febr mar apr jun jul aug sep sept oct okt nov dec dez
+    """.split()
+)
+#: Abbreviations that end a list: ``etc.`` before a capitalised word ends the sentence (our decision).
+LIST_FINAL = frozenset("etc usw u.s.w. u.s.w usf".split())
+
+#: Words that usually open an English or German sentence (used after MAY_BE_FINAL abbreviations).
+SENTENCE_OPENERS = frozenset(
+    """
+    the a an this that these those it its he she they we i you his her their our my your there here
+    but and or so yet however then now in on at after before when while if as although though because
+    since for to many most some all no yes what why how who where which also still thus today finally
+    meanwhile next later instead such both each every one two three first second last once only even
+    der die das den dem des ein eine einen einem einer er sie es wir ich ihr man dies diese dieser dieses
+    aber und oder doch dann danach im am auf mit nach vor bei wenn als da deshalb außerdem auch zum zur
+    heute später damit daher trotzdem jedoch seit bis um was wie wer wo warum nun hier dort viele alle
+    """.split()
+)
+#: Months: "am 3. Oktober", "3. Oct." -- a number before a month is a day, not the end of a sentence.
+MONTHS = frozenset(
+    """
+    januar jänner februar märz april mai juni juli august september oktober november dezember
+    january february march may june july october december jan feb mar apr jun jul aug sep sept oct okt
+    nov dec dez
+    """.split()
+)
+#: Words before "3." that make it a German ordinal ("am 3.", "der 2.", "im 19.", "zum 5.").
+ORDINAL_CUES = frozenset(
+    """
+    am im um vom zum zur beim bis ab seit der die das den dem des ein eine einem einer eines jeden jede
+    jeder jedem ihr ihre ihrem ihren sein seine seinem seinen unser unsere am vom dieser diesem dieses
+    zu für nach vor ihres seines bzw und oder
+    """.split()
+)
+
+# --------------------------------------------------------------------------------------------------------
+# Patterns. Every pattern is a plain character-class run or anchored at a fixed character, so the scan
+# stays linear even on megabytes without spaces or punctuation (no nested quantifiers, no backtracking).
+# --------------------------------------------------------------------------------------------------------
+
+_CLOSERS = "\"'”’“‘»›)]}」』）】〕〉》〗〙〛］｝"
+_OPENERS = "\"'“‘«‹„‚([{「『（【〔〈《〖〘〚［｛¿¡*_"
+_CJK_TERMS = "。！？｡"
+_LATIN_TERMS = ".!?…‼⁇⁈⁉"
+_CJK_CLASS = r"[\u2e80-\u2fff\u3040-\u30ff\u3100-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f]"
+_CJK_CHAR_RE = re.compile(_CJK_CLASS)
+_CLOSE = rf"[{re.escape(_CLOSERS)}]*+"
+_LOWER_NEXT = rf"\s++[{re.escape(_OPENERS)}]*+[a-zß-öø-ÿ]"
+#: Every run of terminators with its closers (starting with a plain character class, so the regex engine
+#: skips ahead in C). The groups tell in C what most candidates need: ``spaced`` -- followed by whitespace,
+#: the end or a CJK character (else a Latin run is inside a number, URL or "z.B."); ``lower`` -- followed
+#: by a lower-case word (so, in cased text, no sentence end).
+_TERMINATOR_RE = re.compile(
+    rf"[{_LATIN_TERMS}{_CJK_TERMS}．][{_LATIN_TERMS}{_CJK_TERMS}．]*+{_CLOSE}"
+    rf"(?P<spaced>(?=\s|\Z|{_CJK_CLASS}))?(?P<lower>(?={_LOWER_NEXT}))?"
+)
+_CJK_TERM_RE = re.compile(f"[{_CJK_TERMS}．]")
+#: Stretches of 600+ characters without a capital letter: lower-cased text, judged without the filter.
+_UPPER = "A-ZÀ-ÖØ-ÞА-ЯΑ-Ω"
+_CASELESS_RE = re.compile(rf"[{_UPPER}]([^{_UPPER}]{{600,}}+)")  # after a capital (in C: linear)
+_CASELESS_START_RE = re.compile(rf"[^{_UPPER}]{{600,}}+")  # at the very start of the text
+_NEXT_WORD_RE = re.compile(rf"[\s{re.escape(_OPENERS)}]{{0,64}}+([^\W_][\w'’\-]{{0,64}}|\S)")
+_NUMBER_RE = re.compile(r"\d[\d.,]*")
+_DOTTED_ABBR_RE = re.compile(r"(?:[^\W\d_]{1,3}\.)+[^\W\d_]{1,3}")
+_LOWER_WORD_RE = re.compile(r"[a-zß-öø-ÿа-яα-ω]{2,}")
+_LIST_ITEM_RE = re.compile(r"(?:[-*+•·▪◦‣–—]\s|\d{1,3}[.)]\s|[a-zA-Z][)]\s|\(\d{1,3}\)\s|#{1,6}\s|>|\||```|~~~)")
+_RULE_LINE_RE = re.compile(r"[-=*_~#+.]{3,}")
+_URLISH_RE = re.compile(r"(?:://|www\.|@)")
+
+_LOOKBACK = 64  # characters inspected before a period: enough for any abbreviation, bounded on hostile text
+
+
+# --------------------------------------------------------------------------------------------------------
+# Public API
+# --------------------------------------------------------------------------------------------------------
+
+
+def split_sentences(text: str, backend: str = "chunkwise", language: str | None = None) -> list[Span]:
+    """Spans ``(start, end)`` of the sentences of ``text``: in order, non-overlapping, trimmed, never empty.
+
+    Every non-whitespace character of ``text`` lies in exactly one span. ``language`` (``"en"``, ``"de"``,
+    ``"zh"``, ``"ja"``...) is a hint: ``None`` handles mixed text; ``"en"`` turns off German ordinals;
+    pysbd uses it to pick its rules.
+    """
+    return SentenceSplitter(backend, language).split(text)
+
+
+class SentenceSplitter:
+    """A configured sentence splitter; ``split(text)`` returns spans like :func:`split_sentences`.
+
+    The back-end is checked when the splitter is built, so a typo or a missing extra fails before any work.
+    """
+
+    def __init__(self, backend: str = "chunkwise", language: str | None = None):
+        self.backend = backend
+        self.language = language
+        self._split_block = _backend_function(backend, language)
+
+    def split(self, text: str) -> list[Span]:
+        """Sentence spans of ``text``."""
+        if not isinstance(text, str):
+            raise ConfigError(f"split_sentences needs a str, not {type(text).__name__}")
+        if not text or text.isspace():
+            return []
+        if self.backend == "chunkwise":
+            return _spans_from_cuts(text, _chunkwise_cuts(text, self.language))
+        return _spans_from_cuts(text, _external_cuts(text, self._split_block))
+
+    def __repr__(self) -> str:
+        return f"SentenceSplitter(backend={self.backend!r}, language={self.language!r})"
+
+
+# --------------------------------------------------------------------------------------------------------
+# Spans from cut positions
+# --------------------------------------------------------------------------------------------------------
+
+
+def _spans_from_cuts(text: str, cuts: Iterable[int]) -> list[Span]:
+    """Cut ``text`` at ``cuts`` and trim each piece; whitespace-only pieces vanish.
+
+    Doing every back-end's output through this one function is what makes the span invariants hold by
+    construction, whatever the rules decided.
+    """
+    spans: list[Span] = []
+    prev = 0
+    for cut in sorted({c for c in cuts if 0 < c < len(text)}) + [len(text)]:
+        piece = text[prev:cut]
+        stripped = piece.lstrip()
+        if stripped:
+            start = prev + len(piece) - len(stripped)
+            end = cut - (len(stripped) - len(stripped.rstrip()))
+            spans.append((start, end))
+        prev = cut
+    return spans
+
+
+# --------------------------------------------------------------------------------------------------------
+# The chunkwise back-end
+# --------------------------------------------------------------------------------------------------------
+
+
+def _chunkwise_cuts(text: str, language: str | None) -> list[int]:
+    """All cut positions: line-structure cuts and terminator cuts."""
+    return _line_cuts(text) + _terminator_cuts(text, language)
+
+
+def _line_cuts(text: str) -> list[int]:
+    """Cuts at line breaks that end a sentence whatever the punctuation (see the module docstring)."""
+    lines = text.splitlines(keepends=True)
+    if len(lines) < 2:
+        return []
+    cuts = []
+    offset = 0
+    prev_blank = True
+    for i, line in enumerate(lines[:-1]):
+        offset += len(line)
+        body = line.strip()
+        if not body:
+            cuts.append(offset)
+            prev_blank = True
+            continue
+        nxt = lines[i + 1].strip()
+        if (
+            not nxt
+            or _starts_block(nxt)
+            or _is_block_line(body)
+            or (prev_blank and _is_title(body, nxt))
+            or _ends_list_item(body, lines[i + 1])
+        ):
+            cuts.append(offset)
+        prev_blank = False
+    return cuts
+
+
+def _starts_block(line: str) -> bool:
+    """A stripped line that opens a block of its own: list item, heading, quote, table row, fence, rule."""
+    return bool(_LIST_ITEM_RE.match(line)) or bool(_RULE_LINE_RE.fullmatch(line))
+
+
+def _is_block_line(line: str) -> bool:
+    """A stripped line that is complete in itself, so the break after it ends the sentence."""
+    return line[0] in "#|" or line.startswith(("```", "~~~")) or bool(_RULE_LINE_RE.fullmatch(line))
+
+
+def _ends_list_item(line: str, next_line: str) -> bool:
+    """A list item followed by an unindented line that is not a continuation (not lower-case)."""
+    return bool(_LIST_ITEM_RE.match(line)) and not next_line[:1].isspace() and not next_line[:1].islower()
+
+
+def _is_title(line: str, nxt: str) -> bool:
+    """A short unpunctuated line that opens a paragraph and is followed by a longer line: a plain heading."""
+    return (
+        len(line) <= (20 if _CJK_CHAR_RE.search(line) else 60)
+        and len(nxt) > len(line)
+        and line[-1] not in ",;:-–(/&、，：；…" + ".!?" + _CJK_TERMS
+        and not line[0].islower()
+        and not nxt[0].islower()
+        and _CJK_CHAR_RE.match(line[-1]) is None
+    )
+
+
+def _terminator_cuts(text: str, language: str | None) -> list[int]:
+    """Cut positions after every terminator run that ends a sentence.
+
+    Lower-cased text (some corpora are; the finance one is) has no capitals to go by, so inside stretches
+    without any capital a lower-case word may open a sentence.
+    """
+    caseless = _caseless_stretches(text)
+    cuts = []
+    for m in _TERMINATOR_RE.finditer(text):
+        start, end = m.span()
+        has_cjk = _CJK_TERM_RE.search(text, start, end) is not None
+        if not has_cjk and m.group("spaced") is None:
+            continue  # "3.5", "v2.4.13", "example.com", "z.B."
+        in_caseless = bool(caseless) and _inside(caseless, start)
+        if not has_cjk and m.group("lower") is not None and not in_caseless:
+            continue  # "e.g. the", "Dr. med."
+        cut = _judge_terminator(text, start, end, language, in_caseless, has_cjk)
+        if cut is not None:
+            cuts.append(cut)
+    return cuts
+
+
+def _caseless_stretches(text: str) -> list[Span]:
+    """Stretches of 600+ characters with no capital letter but with words: lower-cased text."""
+    first = _CASELESS_START_RE.match(text)
+    found = [first] if first else []
+    found += (m for m in _CASELESS_RE.finditer(text) if not first or m.start() >= first.end())
+    spans = [m.span(1) if m.re is _CASELESS_RE else m.span() for m in found]
+    return [(a, b) for a, b in spans if _has_words(text[a : min(b, a + 2000)], 8)]
+
+
+def _inside(intervals: list[Span], pos: int) -> bool:
+    """Whether ``pos`` lies in one of the sorted, disjoint ``intervals``."""
+    i = bisect.bisect_right(intervals, (pos, len(intervals) and 1 << 62)) - 1
+    return i >= 0 and intervals[i][0] <= pos < intervals[i][1]
+
+
+def _judge_terminator(
+    text: str, start: int, end: int, language: str | None, caseless_region: bool, has_cjk: bool
+) -> int | None:
+    """The cut position for the terminator run ``text[start:end]``, or None when it ends no sentence."""
+    run = text[start:end].rstrip(_CLOSERS)
+    closers = end - start - len(run)
+    if has_cjk and (any(c in _CJK_TERMS for c in run) or not _between_digits(text, start, end)):
+        end = start + len(run) + _cjk_closers(text[start + len(run) : end])
+        return None if _japanese_quotative(text, end, end - start - len(run)) else end
+    if end >= len(text):
+        return None
+    if not text[end].isspace():
+        return end if _cjk_around(text, start, end) and run.strip(".…") else None
+    nxt = _next_word(text, end)
+    if not nxt:
+        return None
+    first = nxt[0]
+    caseless = first.islower() and caseless_region
+    if first.islower() and not caseless:
+        return None
+    if "!" in run or "?" in run or any(c in run for c in "‼⁇⁈⁉"):
+        return None if caseless and closers else end
+    if len(run) > 1 or "…" in run:  # an ellipsis ends a sentence only before a capital
+        return end if not first.islower() and not first.isdigit() else None
+    if closers:
+        return end
+    return end if _period_ends_sentence(text, start, nxt, language, caseless) else None
+
+
+def _period_ends_sentence(text: str, dot: int, nxt: str, language: str | None, caseless: bool) -> bool:
+    """Whether the single period at ``dot`` ends a sentence, judging the word before it."""
+    token = _word_before(text, dot)
+    if not token:
+        return True
+    word = token.lower()
+    if _URLISH_RE.search(token):
+        return True
+    if _NUMBER_RE.fullmatch(token):
+        return not _is_list_number(text, dot, token) and not _is_ordinal(text, dot, token, nxt, language)
+    if len(token) == 1 and token.isalpha():
+        # a unit after a number ("for 2 h.") may end a sentence; otherwise an initial ("J. R. R. Tolkien")
+        # or one letter of "z. B.", "d. h."
+        return token.islower() and _NUMBER_RE.fullmatch(_previous_word(text, dot - 1)) is not None
+    word = word.rsplit("-", 1)[-1]  # "Rechnungs-Nr.", "Dipl.-Ing."
+    if word in LIST_FINAL:
+        return True
+    if word in NEVER_FINAL:
+        return False
+    if word in NUMBER_TAKING and token != "S" and (nxt[0].isdigit() or _is_roman(nxt)):
+        return False
+    if word in MAY_BE_FINAL:
+        return _opens_sentence(nxt)
+    if _DOTTED_ABBR_RE.fullmatch(token):
+        return False  # an unlisted abbreviation such as "i.d.R." or "o.B."
+    return True
+
+
+def _word_before(text: str, dot: int) -> str:
+    """The non-space token just before ``dot``, without opening quotes or brackets (bounded lookback)."""
+    begin = max(0, dot - _LOOKBACK)
+    chunk = text[begin:dot]
+    parts = chunk.split()
+    if not parts or chunk[-1:].isspace():
+        return ""
+    return parts[-1].lstrip(_OPENERS)
+
+
+def _previous_word(text: str, pos: int) -> str:
+    """The whitespace-separated word that ends before ``pos``, skipping the spaces just before it."""
+    begin = max(0, pos - _LOOKBACK)
+    parts = text[begin:pos].split()
+    return parts[-1].lstrip(_OPENERS) if parts else ""
+
+
+def _next_word(text: str, end: int) -> str:
+    """The word (or first character) that follows the whitespace after ``end``, skipping opening quotes."""
+    m = _NEXT_WORD_RE.match(text, end)
+    return m.group(1) if m else ""
+
+
+def _opens_sentence(word: str) -> bool:
+    """A capitalised word that commonly opens a sentence ("The", "It", "Der", "Sie"...)."""
+    return word[0].isupper() and word.lower() in SENTENCE_OPENERS
+
+
+def _is_list_number(text: str, dot: int, token: str) -> bool:
+    """``1.`` or ``2.3.`` as the first thing on its line: a numbered list item, not a sentence end."""
+    line_start = text.rfind("\n", max(0, dot - _LOOKBACK), dot) + 1
+    if line_start == 0 and dot > _LOOKBACK:
+        return False
+    return text[line_start:dot].strip(" \t>*-") == token and len(token) <= 8
+
+
+def _is_ordinal(text: str, dot: int, token: str, nxt: str, language: str | None) -> bool:
+    """German ordinals: "am 3. Oktober", "der 2. Weltkrieg", "im 19. Jahrhundert"."""
+    if not token.isdigit() or len(token) > 3:
+        return False
+    if nxt.lower().rstrip(".") in MONTHS:
+        return True
+    if language not in (None, "de"):
+        return False
+    return _previous_word(text, dot - len(token)).lower() in ORDINAL_CUES
+
+
+def _is_roman(word: str) -> bool:
+    """A Roman numeral such as "IV" (after "Art." or "No.")."""
+    return bool(word) and all(c in "IVXLCDM" for c in word)
+
+
+def _has_words(text: str, n: int) -> bool:
+    """At least ``n`` lower-case words of two letters or more (so a window of digits is not "lower-case")."""
+    return any(i >= n - 1 for i, _ in zip(range(n), _LOWER_WORD_RE.finditer(text)))
+
+
+def _between_digits(text: str, start: int, end: int) -> bool:
+    """A fullwidth point inside a number (１．５), which is a decimal point, not a full stop."""
+    return start > 0 and end < len(text) and text[start - 1].isdigit() and text[end].isdigit()
+
+
+def _cjk_around(text: str, start: int, end: int) -> bool:
+    """ASCII punctuation between CJK characters ("好!我们"): CJK text typed with a Latin keyboard."""
+    return start > 0 and bool(_CJK_CHAR_RE.match(text[start - 1])) and bool(_CJK_CHAR_RE.match(text[end]))
+
+
+def _cjk_closers(closers: str) -> int:
+    """How many of the closers after a CJK terminator close it: “ and ‘ open the next sentence there."""
+    for i, c in enumerate(closers):
+        if c in "“‘":
+            return i
+    return len(closers)
+
+
+def _japanese_quotative(text: str, end: int, closers: int) -> bool:
+    """「はい。」と言った: a quote followed by the quotative particle と/って belongs to the sentence."""
+    return closers > 0 and end < len(text) and (text[end] == "と" or text.startswith("って", end))
+
+
+# --------------------------------------------------------------------------------------------------------
+# pysbd and blingfire, aligned back onto the text
+# --------------------------------------------------------------------------------------------------------
+
+
+def _backend_function(backend: str, language: str | None) -> Callable[[str], list[str]] | None:
+    """The function that splits one block of text into sentence strings (None for chunkwise)."""
+    if backend == "chunkwise":
+        return None
+    if backend not in SENTENCE_BACKENDS:
+        raise ConfigError(f"unknown sentence back-end {backend!r}; choose one of {', '.join(SENTENCE_BACKENDS)}")
+    if importlib.util.find_spec(backend) is None:
+        raise MissingDependencyError(f"the {backend} sentence back-end", "sentences", backend)
+    if backend == "pysbd":
+        return _pysbd_segmenter(language).segment
+    import blingfire
+
+    return lambda block: blingfire.text_to_sentences(block).split("\n")
+
+
+@functools.lru_cache(maxsize=16)
+def _pysbd_segmenter(language: str | None):
+    """A pysbd Segmenter for ``language`` (English when the language is unknown to pysbd); built once."""
+    import pysbd
+    from pysbd.languages import LANGUAGE_CODES
+
+    lang = language if language in LANGUAGE_CODES else "en"
+    return pysbd.Segmenter(language=lang, clean=False)
+
+
+def _external_cuts(text: str, split_block: Callable[[str], list[str]]) -> list[int]:
+    """Cuts from an external splitter, run block by block (blank lines always end a sentence)."""
+    cuts = []
+    for start, end in _blocks(text):
+        cuts.append(start)
+        try:
+            sentences = split_block(text[start:end])
+        except Exception:  # a peer library failing on hostile text must not lose the text
+            sentences = [text[start:end]]
+        cuts.extend(_align(text, start, end, sentences))
+    return cuts
+
+
+def _blocks(text: str) -> list[Span]:
+    """Paragraph blocks of ``text``, separated by blank lines."""
+    return _spans_from_cuts(text, _blank_line_cuts(text))
+
+
+def _blank_line_cuts(text: str) -> list[int]:
+    """Positions inside every blank line."""
+    cuts = []
+    offset = 0
+    for line in text.splitlines(keepends=True):
+        offset += len(line)
+        if line.isspace():
+            cuts.append(offset)
+    return cuts
+
+
+def _align(text: str, start: int, end: int, sentences: list[str]) -> list[int]:
+    """End offsets in ``text`` of each of ``sentences`` (strings from a splitter that may alter whitespace).
+
+    Sentences are matched on their non-whitespace characters in order; a character the splitter changed or
+    dropped is skipped after a short look-ahead, so one odd character cannot derail the rest.
+    """
+    cuts = []
+    pos = start
+    for sentence in sentences:
+        body = sentence.strip()
+        if not body:
+            continue
+        while pos < end and text[pos].isspace():
+            pos += 1
+        if text.startswith(body, pos) and pos + len(body) <= end:
+            pos += len(body)
+        else:
+            pos = _align_chars(text, pos, end, body)
+        cuts.append(pos)
+    return cuts
+
+
+def _align_chars(text: str, pos: int, end: int, body: str) -> int:
+    """Character-by-character alignment of ``body`` from ``pos`` (the slow path for altered whitespace)."""
+    for ch in body:
+        if ch.isspace():
+            continue
+        while pos < end and text[pos].isspace():
+            pos += 1
+        if pos < end and text[pos] == ch:
+            pos += 1
+            continue
+        found = text.find(ch, pos, min(end, pos + 16))
+        if found != -1:
+            pos = found + 1
+    return pos

@@ -1,0 +1,506 @@
+"""Chunks in Milvus: Milvus Lite in a local ``.db`` directory by default, a Milvus server by URI, one code path.
+
+Two collections per index:
+
+- ``NAME`` holds one row per chunk, every provenance field a real typed column (so ``--filter`` can use
+  them), the dense ``vector`` (COSINE) and, where the server supports it, a BM25 ``sparse`` vector that
+  Milvus computes itself from ``indexed_text``.
+- ``NAME__state`` holds the index's configuration (one ``__config__`` row: embedder, chunking, context
+  and vector mode) and one *marker* row per document (its content hash and chunk count).
+
+The marker is what makes re-indexing incremental and crash-safe. A document counts as indexed only when a
+marker with its current content hash exists, and a marker is written *last*, after all of the document's
+chunks are in and its stale chunks are out. Replacing a document therefore runs: delete its marker, upsert
+its new chunks (ids are deterministic, so a repeat is idempotent), delete its chunks whose ids are not in the
+new set, write the marker. A process killed between any two steps leaves a document without a current
+marker, and the next run simply does all four steps again, ending with exactly the chunks of a clean run.
+
+Milvus Lite (``milvus-lite`` >= 3) is a pure-Python engine with a write-ahead log that pymilvus starts in
+process for a path ending in ``.db`` (the path is a directory). It supports nullable scalar fields, JSON,
+ARRAY, and BM25 functions, so the schema below is the same for Lite and a Milvus >= 2.5 server. A server
+without BM25 functions gets the collection without the ``sparse`` field, and hybrid search falls back to
+``bm25s`` (see :mod:`chunkwise.retrieval.hybrid`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+import numpy as np
+
+from ..errors import ChunkwiseError, ConfigError, InputError
+
+#: bump when the schema changes incompatibly; recorded in the config row
+SCHEMA_VERSION = 1
+CONFIG_ID = "__config__"
+STATE_SUFFIX = "__state"
+DEFAULT_COLLECTION = "chunkwise"
+DEFAULT_DB = "chunkwise.db"
+#: Milvus VARCHAR limit (bytes)
+MAX_VARCHAR = 65535
+SECTION_SEPARATOR = " > "
+#: scalar fields returned with every search hit
+OUTPUT_FIELDS = [
+    "id", "doc_id", "source", "text", "context", "start", "end", "chunk_index", "token_count",
+    "page_start", "page_end", "section", "start_time", "end_time", "speakers", "strategy", "embedder",
+    "content_hash", "metadata",
+]
+_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,200}$")
+#: rows per upsert call, and the byte budget of one call (gRPC messages default to 64 MiB)
+_WRITE_ROWS = 512
+_WRITE_BYTES = 16 << 20
+
+
+def quiet_milvus_logs() -> None:
+    """pymilvus logs every failed call with a traceback at ERROR; we turn those failures into one-line
+    :class:`ChunkwiseError` messages instead, so the duplicate log output is noise."""
+    for name in ("pymilvus", "pymilvus.decorators", "milvus_lite", "milvus_lite.server_manager"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
+@dataclass
+class Marker:
+    """A document that is completely indexed: its source, content hash and number of chunks."""
+
+    doc_id: str
+    source: str
+    content_hash: str
+    chunks: int
+
+
+def _import_pymilvus():
+    try:
+        import pymilvus  # noqa: F401
+    except ImportError as exc:  # pragma: no cover - pymilvus is a core dependency
+        raise ConfigError(f"indexing needs pymilvus and milvus-lite: pip install pymilvus milvus-lite ({exc})")
+    return pymilvus
+
+
+def _message(exc: Exception) -> str:
+    msg = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+    return " ".join(str(msg).split())
+
+
+def quote(value: str) -> str:
+    """A Milvus expression string literal (JSON escaping is what the Milvus parser accepts)."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def truncate_utf8(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` UTF-8 bytes, never inside a character."""
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) <= limit:
+        return text
+    return data[:limit].decode("utf-8", "ignore")
+
+
+class MilvusStore:
+    """One chunkwise index in Milvus: the chunk collection plus its state collection.
+
+    ``db`` is a Milvus Lite directory whose name ends in ``.db`` (created on first use); ``uri`` (with an
+    optional ``token``) names a Milvus server instead. ``timeout`` bounds connecting and every call, so an
+    unreachable server is an error after a few seconds, not a hang.
+    """
+
+    def __init__(self, db: str | os.PathLike | None = None, uri: str | None = None, token: str | None = None,
+                 collection: str = DEFAULT_COLLECTION, timeout: float = 10.0):
+        if db is not None and uri is not None:
+            raise ConfigError("give either a Milvus Lite path (db) or a server URI (uri), not both")
+        if not isinstance(collection, str) or not _NAME_RE.match(collection):
+            raise ConfigError(f"invalid collection name {collection!r}: use letters, digits and underscores, "
+                              "starting with a letter or underscore")
+        self.db = None if uri is not None else os.fspath(db if db is not None else DEFAULT_DB)
+        self.uri = uri
+        self.token = token
+        self.collection = collection
+        self.state_collection = collection + STATE_SUFFIX
+        self.timeout = timeout
+        self.bm25_builtin = False
+        self._client = None
+        self._loaded: set[str] = set()
+
+    # -- connection ------------------------------------------------------------------------------------
+    @property
+    def location(self) -> str:
+        return self.uri if self.uri is not None else self.db
+
+    def _check_db_path(self) -> str:
+        path = Path(self.db)
+        if not path.name.endswith(".db") or path.name == ".db":
+            raise ConfigError("a Milvus Lite database path must end in '.db' (it is a directory Milvus Lite "
+                              "creates), e.g. --db ./chunkwise.db", source=self.db)
+        if path.exists() and not path.is_dir():
+            raise InputError("exists and is a file, not a Milvus Lite database directory", source=self.db)
+        if not path.exists():
+            parent = path.parent if str(path.parent) else Path(".")
+            try:
+                parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise InputError(f"cannot create the database directory ({exc.strerror or exc})",
+                                 source=self.db) from None
+            if not os.access(parent, os.W_OK | os.X_OK):
+                raise InputError("cannot create the database here: the directory is not writable",
+                                 source=self.db)
+        elif not os.access(path, os.W_OK | os.X_OK):
+            raise InputError("the database directory is not writable", source=self.db)
+        return str(path)
+
+    def _diagnose_lite_failure(self) -> str:
+        """Why Milvus Lite refused to open ``self.db`` (pymilvus only says 'illegal connection params')."""
+        path = Path(self.db)
+        lock = path / "LOCK"
+        if lock.exists():
+            try:
+                import fcntl
+
+                with open(lock, "a") as fh:
+                    try:
+                        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                        fcntl.flock(fh, fcntl.LOCK_UN)
+                    except OSError:
+                        return "the database is in use by another process (Milvus Lite allows one at a time)"
+            except (ImportError, OSError):
+                pass
+        try:
+            probe = path / ".chunkwise-write-test"
+            path.mkdir(parents=True, exist_ok=True)
+            probe.write_bytes(b"")
+            probe.unlink()
+        except OSError as exc:
+            return f"the database directory is not writable ({exc.strerror or exc})"
+        return "Milvus Lite could not open it (is it a Milvus Lite database of a compatible version?)"
+
+    def connect(self):
+        """The MilvusClient, connected on first use; every failure is one clear :class:`ChunkwiseError`."""
+        if self._client is not None:
+            return self._client
+        _import_pymilvus()
+        quiet_milvus_logs()
+        from pymilvus import MilvusClient
+        from pymilvus.exceptions import MilvusException
+
+        if self.uri is not None:
+            if not re.match(r"^(https?|tcp|unix)://", self.uri):
+                raise ConfigError("a Milvus URI starts with http://, https://, tcp:// or unix:// "
+                                  "(use --db for a local Milvus Lite path)", source=self.uri)
+            try:
+                client = MilvusClient(uri=self.uri, token=self.token or "", timeout=self.timeout)
+                client.list_collections(timeout=self.timeout)
+            except MilvusException as exc:
+                raise ChunkwiseError(f"cannot reach the Milvus server within {self.timeout:g} s: "
+                                     f"{_message(exc)}", source=self.uri) from None
+            except Exception as exc:  # grpc and socket errors of every kind
+                raise ChunkwiseError(f"cannot reach the Milvus server: {_message(exc)}", source=self.uri) from None
+        else:
+            path = self._check_db_path()
+            try:
+                client = MilvusClient(uri=path, timeout=self.timeout)
+            except MilvusException:
+                raise InputError(self._diagnose_lite_failure(), source=self.db) from None
+        self._client = client
+        return client
+
+    def close(self) -> None:
+        """Close the client and, for Milvus Lite, stop its in-process server and release the directory."""
+        client, self._client = self._client, None
+        self._loaded.clear()
+        if client is None:
+            return
+        with contextlib.suppress(Exception):
+            client.close()
+        if self.db is not None:
+            with contextlib.suppress(Exception):
+                from milvus_lite.server_manager import server_manager_instance
+
+                server_manager_instance.release_server(os.path.abspath(self.db))
+
+    @contextlib.contextmanager
+    def _errors(self, action: str):
+        """Milvus failures as one-line errors that name the store and what was being done."""
+        from pymilvus.exceptions import MilvusException
+
+        try:
+            yield
+        except MilvusException as exc:
+            raise ChunkwiseError(f"Milvus {action} failed: {_message(exc)}", source=self.location) from None
+
+    # -- collections -----------------------------------------------------------------------------------
+    def exists(self) -> bool:
+        client = self.connect()
+        with self._errors("list collections"):
+            return client.has_collection(self.state_collection) or client.has_collection(self.collection)
+
+    def read_config(self) -> dict[str, Any] | None:
+        """The recorded configuration, or ``None`` for an index that does not exist (yet)."""
+        client = self.connect()
+        with self._errors("read the index configuration"):
+            if not client.has_collection(self.state_collection):
+                if client.has_collection(self.collection):
+                    raise ConfigError(f"collection {self.collection!r} exists but was not made by chunkwise "
+                                      "(no state collection); choose another --collection",
+                                      source=self.location)
+                return None
+            self._load(self.state_collection)
+            rows = client.get(self.state_collection, ids=[CONFIG_ID], output_fields=["data"])
+        return dict(rows[0]["data"]) if rows else None
+
+    def create(self, config: dict[str, Any], dim: int) -> None:
+        """Create whatever part of the index is missing and record ``config``.
+
+        Safe to repeat after a crash at any point: the state collection and its config row come first, the
+        chunk collection after, and each step checks what already exists.
+        """
+        client = self.connect()
+        with self._errors("create the index"):
+            if not client.has_collection(self.state_collection):
+                client.create_collection(self.state_collection, schema=self._state_schema(),
+                                         consistency_level="Strong")
+                # sync=False: pymilvus would otherwise poll with 0.5 s sleeps for an index on an empty
+                # collection; loading below waits for whatever the server still has to do.
+                client.create_index(self.state_collection, self._state_index(), sync=False)
+            if not client.has_collection(self.collection):
+                self._create_chunks(dim)
+            client.upsert(self.state_collection, [self._state_row(CONFIG_ID, "config", "", "", 0, config)])
+        self.open()
+
+    def open(self) -> None:
+        """Load the collections for search and find out whether Milvus computes BM25 itself."""
+        client = self.connect()
+        with self._errors("open the index"):
+            desc = client.describe_collection(self.collection)
+            self.bm25_builtin = any(f.get("name") == "sparse" for f in desc.get("fields", []))
+            for name in (self.collection, self.state_collection):
+                self._load(name)
+
+    def _load(self, name: str) -> None:
+        """Load a collection for reading once per connection (a reopened database starts released)."""
+        if name not in self._loaded:
+            self.connect().load_collection(name)
+            self._loaded.add(name)
+
+    def drop(self) -> None:
+        client = self.connect()
+        with self._errors("drop the index"):
+            for name in (self.collection, self.state_collection):
+                if client.has_collection(name):
+                    client.drop_collection(name)
+                self._loaded.discard(name)
+
+    def _state_schema(self):
+        from pymilvus import DataType, MilvusClient
+
+        s = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False,
+                                       description="chunkwise index state: configuration and documents")
+        s.add_field("id", DataType.VARCHAR, is_primary=True, max_length=128)
+        s.add_field("kind", DataType.VARCHAR, max_length=16)
+        s.add_field("source", DataType.VARCHAR, max_length=MAX_VARCHAR)
+        s.add_field("content_hash", DataType.VARCHAR, max_length=64)
+        s.add_field("chunks", DataType.INT64)
+        s.add_field("data", DataType.JSON)
+        # Milvus wants a vector field in every collection; this one is never searched.
+        s.add_field("placeholder", DataType.FLOAT_VECTOR, dim=2)
+        return s
+
+    def _state_index(self):
+        from pymilvus import MilvusClient
+
+        ip = MilvusClient.prepare_index_params()
+        ip.add_index(field_name="placeholder", index_type="FLAT", metric_type="L2")
+        return ip
+
+    @staticmethod
+    def _state_row(id_: str, kind: str, source: str, content_hash: str, chunks: int, data: dict) -> dict:
+        return {"id": id_, "kind": kind, "source": truncate_utf8(source, MAX_VARCHAR),
+                "content_hash": content_hash, "chunks": int(chunks), "data": data, "placeholder": [0.0, 0.0]}
+
+    def _chunk_schema(self, dim: int, bm25: bool):
+        from pymilvus import DataType, Function, FunctionType, MilvusClient
+
+        s = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False,
+                                       description="chunkwise chunks")
+        add = s.add_field
+        add("id", DataType.VARCHAR, is_primary=True, max_length=64)
+        add("doc_id", DataType.VARCHAR, max_length=64)
+        add("source", DataType.VARCHAR, max_length=MAX_VARCHAR)
+        add("text", DataType.VARCHAR, max_length=MAX_VARCHAR)
+        add("context", DataType.VARCHAR, max_length=MAX_VARCHAR, nullable=True)
+        add("indexed_text", DataType.VARCHAR, max_length=MAX_VARCHAR, enable_analyzer=bm25)
+        add("start", DataType.INT64)
+        add("end", DataType.INT64)
+        add("chunk_index", DataType.INT64)
+        add("token_count", DataType.INT64)
+        add("page_start", DataType.INT64, nullable=True)
+        add("page_end", DataType.INT64, nullable=True)
+        add("section", DataType.VARCHAR, max_length=8192)
+        add("start_time", DataType.DOUBLE, nullable=True)
+        add("end_time", DataType.DOUBLE, nullable=True)
+        add("speakers", DataType.ARRAY, element_type=DataType.VARCHAR, max_capacity=64, max_length=256)
+        add("strategy", DataType.VARCHAR, max_length=64)
+        add("embedder", DataType.VARCHAR, max_length=512)
+        add("content_hash", DataType.VARCHAR, max_length=64)
+        add("metadata", DataType.JSON)
+        add("vector", DataType.FLOAT_VECTOR, dim=dim)
+        if bm25:
+            add("sparse", DataType.SPARSE_FLOAT_VECTOR)
+            s.add_function(Function(name="bm25", function_type=FunctionType.BM25,
+                                    input_field_names=["indexed_text"], output_field_names=["sparse"]))
+        return s
+
+    def _create_chunks(self, dim: int) -> None:
+        from pymilvus import MilvusClient
+        from pymilvus.exceptions import MilvusException
+
+        client = self.connect()
+        for bm25 in (True, False):
+            ip = MilvusClient.prepare_index_params()
+            ip.add_index(field_name="vector", index_type="AUTOINDEX", metric_type="COSINE")
+            if bm25:
+                ip.add_index(field_name="sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
+            try:
+                client.create_collection(self.collection, schema=self._chunk_schema(dim, bm25),
+                                         consistency_level="Strong")
+                client.create_index(self.collection, ip, sync=False)
+                return
+            except MilvusException as exc:
+                # A server older than Milvus 2.5 has no BM25 functions: store without, use bm25s instead.
+                if not bm25 or not re.search(r"function|bm25|analyzer|sparse", _message(exc), re.I):
+                    raise
+                if client.has_collection(self.collection):
+                    client.drop_collection(self.collection)
+
+    # -- document markers ------------------------------------------------------------------------------
+    def _scan(self, collection: str, fields: list[str], filter: str = "") -> Iterator[dict]:
+        client = self.connect()
+        it = client.query_iterator(collection, batch_size=4096, filter=filter, output_fields=fields)
+        try:
+            while True:
+                batch = it.next()
+                if not batch:
+                    return
+                yield from batch
+        finally:
+            with contextlib.suppress(Exception):
+                it.close()
+
+    def markers(self) -> dict[str, Marker]:
+        """Every completely indexed document, by doc id."""
+        with self._errors("read the document list"):
+            rows = list(self._scan(self.state_collection, ["id", "source", "content_hash", "chunks"],
+                                   'kind == "document"'))
+        return {r["id"]: Marker(r["id"], r["source"], r["content_hash"], r["chunks"]) for r in rows}
+
+    def chunk_documents(self) -> dict[str, str]:
+        """``doc_id -> source`` of every document with chunks in the collection (markers or not)."""
+        with self._errors("scan the chunks"):
+            return {r["doc_id"]: r["source"] for r in self._scan(self.collection, ["id", "doc_id", "source"])}
+
+    def chunk_ids(self, doc_ids: Iterable[str]) -> dict[str, set[str]]:
+        """``doc_id -> {chunk ids}`` as stored now, for the given documents."""
+        doc_ids = list(doc_ids)
+        out: dict[str, set[str]] = {d: set() for d in doc_ids}
+        if not doc_ids:
+            return out
+        with self._errors("read chunk ids"):
+            for r in self._scan(self.collection, ["id", "doc_id"],
+                                f"doc_id in [{', '.join(quote(d) for d in doc_ids)}]"):
+                out.setdefault(r["doc_id"], set()).add(r["id"])
+        return out
+
+    def unmark(self, doc_ids: Iterable[str]) -> None:
+        """Step 1 of replacing documents: they stop counting as indexed."""
+        ids = list(doc_ids)
+        if ids:
+            with self._errors("write the document list"):
+                self.connect().delete(self.state_collection, ids=ids)
+
+    def mark(self, markers: Iterable[Marker]) -> None:
+        """Last step: the documents are completely indexed with these content hashes."""
+        rows = [self._state_row(m.doc_id, "document", m.source, m.content_hash, m.chunks, {}) for m in markers]
+        if rows:
+            with self._errors("write the document list"):
+                self.connect().upsert(self.state_collection, rows)
+
+    # -- chunks ----------------------------------------------------------------------------------------
+    def upsert_chunks(self, rows: list[dict]) -> None:
+        client = self.connect()
+        batch: list[dict] = []
+        size = 0
+        with self._errors("write chunks"):
+            for row in rows:
+                n = len(row["text"]) * 2 + len(row["indexed_text"]) + 8 * len(row["vector"]) + 512
+                if batch and (len(batch) >= _WRITE_ROWS or size + n > _WRITE_BYTES):
+                    client.upsert(self.collection, batch)
+                    batch, size = [], 0
+                batch.append(row)
+                size += n
+            if batch:
+                client.upsert(self.collection, batch)
+
+    def delete_chunks(self, ids: Iterable[str]) -> int:
+        ids = list(ids)
+        client = self.connect()
+        with self._errors("delete chunks"):
+            for i in range(0, len(ids), 4096):
+                client.delete(self.collection, ids=ids[i:i + 4096])
+        return len(ids)
+
+    def delete_documents(self, doc_ids: Iterable[str]) -> int:
+        """Remove documents: markers first (so a crash leaves them 'changed', never 'done'), then chunks."""
+        doc_ids = list(doc_ids)
+        if not doc_ids:
+            return 0
+        self.unmark(doc_ids)
+        stored = self.chunk_ids(doc_ids)
+        return self.delete_chunks(sorted(set().union(*stored.values())))
+
+    def count(self) -> int:
+        client = self.connect()
+        with self._errors("count chunks"):
+            rows = client.query(self.collection, filter="", output_fields=["count(*)"])
+        return int(rows[0]["count(*)"]) if rows else 0
+
+    def fetch(self, ids: list[str]) -> list[dict]:
+        if not ids:
+            return []
+        with self._errors("read chunks"):
+            return self.connect().get(self.collection, ids=ids, output_fields=OUTPUT_FIELDS)
+
+    def scan_chunks(self, fields: list[str], filter: str = "") -> Iterator[dict]:
+        with self._filter_errors(filter, "read chunks"):
+            yield from self._scan(self.collection, fields, filter)
+
+    # -- search ----------------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _filter_errors(self, filter: str | None, action: str):
+        from pymilvus.exceptions import MilvusException
+
+        try:
+            yield
+        except MilvusException as exc:
+            if filter:
+                raise InputError(f"invalid filter expression {filter!r}: {_message(exc)}") from None
+            raise ChunkwiseError(f"Milvus {action} failed: {_message(exc)}", source=self.location) from None
+
+    def search_vector(self, vector: np.ndarray, limit: int, filter: str | None = None) -> list[dict]:
+        """Nearest chunks by cosine similarity: hit dicts with ``id``, ``distance`` and ``entity``."""
+        with self._filter_errors(filter, "search"):
+            res = self.connect().search(
+                self.collection, data=[np.asarray(vector, dtype=np.float32).tolist()], anns_field="vector",
+                limit=limit, filter=filter or "", output_fields=OUTPUT_FIELDS,
+                search_params={"metric_type": "COSINE"})
+        return list(res[0]) if res else []
+
+    def search_bm25(self, query: str, limit: int, filter: str | None = None) -> list[dict]:
+        """Chunks by Milvus's own BM25 over ``indexed_text`` (only when :attr:`bm25_builtin`)."""
+        with self._filter_errors(filter, "full-text search"):
+            res = self.connect().search(
+                self.collection, data=[query], anns_field="sparse", limit=limit, filter=filter or "",
+                output_fields=OUTPUT_FIELDS)
+        return list(res[0]) if res else []

@@ -1,0 +1,104 @@
+"""Fixed token windows: ``max_tokens`` tokens a chunk, ``overlap`` tokens repeated between neighbours.
+
+The text is tokenised once and windows are laid over the token offsets, so every cut falls on a token
+boundary and every chunk is an exact slice. Two details make the cap exact rather than approximate:
+
+- A window's tokens are not always the tokens of its text tokenised on its own: BPE merges differently at
+  a cut inside a word, and a cl100k token can end inside a multi-byte character (offsets are widened to
+  whole characters). Every chunk is therefore counted again on its own, and a window over the cap gives
+  back its last tokens until it fits.
+- A window whose last tokens split a word gives them back too when a word boundary is near (within the
+  last tenth of the window, at most 16 tokens): chunks end between words, not in the middle of one, and
+  such cuts are also the ones where a recount agrees with the window. Windows are therefore *at most*
+  ``max_tokens`` long, nearly always exactly or within a few tokens of it.
+
+No chunk is longer than ``max_tokens * 16`` characters (see :data:`~chunkwise.strategies.base.MAX_CHARS_PER_TOKEN`).
+"""
+
+from __future__ import annotations
+
+import bisect
+
+from ..document import Document
+from ..segmentation.tokens import TokenMap, Tokenizer
+from .base import Span, Strategy, fit_exact, max_chars_for, trim_span
+
+
+def _at_word_boundary(text: str, pos: int) -> bool:
+    return pos <= 0 or pos >= len(text) or text[pos].isspace() or text[pos - 1].isspace()
+
+
+class FixedTokenChunker(Strategy):
+    """Windows of ``max_tokens`` tokens with ``overlap`` tokens of overlap, cut on token boundaries."""
+
+    name = "fixed"
+
+    def split_with_counts(self, doc: Document, start: int, end: int, tokenizer: Tokenizer):
+        text = doc.text
+        max_tokens, overlap = self.max_tokens, self.overlap
+        max_chars = max_chars_for(max_tokens)
+        tm = TokenMap(text[start:end], tokenizer, base=start)
+        starts, n = tm.starts, len(tm)
+        lookback = max(0, min(16, max_tokens // 10))
+        spans: list[Span] = []
+        counts: list[int] = []
+        pos = start
+        while pos < end:
+            pos, _ = trim_span(text, pos, end)
+            if pos >= end:
+                break
+            i = tm.first_after(pos)
+            j = min(i + max_tokens, n)
+            # snap the end back to a word boundary when one is close
+            if j < n and not _at_word_boundary(text, starts[j]):
+                for k in range(j - 1, max(i, j - lookback) - 1, -1):
+                    if k > i and _at_word_boundary(text, starts[k]):
+                        j = k
+                        break
+            e = starts[j] if j < n else end
+            if e - pos > max_chars:
+                # too long in characters: end at the last token boundary within the bound, or inside a token
+                k = j
+                while k > i + 1 and starts[k - 1] - pos > max_chars:
+                    k -= 1
+                e = starts[k - 1] if k - 1 > i and starts[k - 1] > pos else pos + max_chars
+            e = max(e, pos + 1)
+            a, b = trim_span(text, pos, e)
+            count = tm.exact(text, a, b)
+            if count is None:
+                count = tokenizer.count(text[a:b])
+            while count > max_tokens:
+                # give back the excess tokens (the recount disagreed with the window) and count again
+                j = tm.first_after(b) - (count - max_tokens)
+                if j <= i or starts[j] <= a:
+                    piece, piece_count = fit_exact(text, a, b, tokenizer, max_tokens, max_chars)
+                    b, count = piece[0][1], piece_count[0]
+                    break
+                e = starts[j]
+                a, b = trim_span(text, pos, e)
+                count = tokenizer.count(text[a:b])
+                if b <= a:
+                    break
+            if b > a:
+                spans.append((a, b))
+                counts.append(count)
+            e = max(b, pos + 1)
+            if e >= end:
+                break
+            nxt = e
+            if overlap:
+                # the first token that starts at or after e, then back `overlap` tokens
+                k = bisect.bisect_left(starts, e) - overlap
+                if k > i and starts[k] > pos:
+                    for q in range(k, min(k + lookback, n)):  # start the overlap at a word if one is near
+                        if starts[q] >= e:
+                            break
+                        if _at_word_boundary(text, starts[q]):
+                            k = q
+                            break
+                    nxt = min(starts[k], e)
+            pos = max(nxt, pos + 1)
+        return spans, counts
+
+    def split(self, doc: Document, start: int, end: int, tokenizer: Tokenizer) -> list[Span]:
+        return self.split_with_counts(doc, start, end, tokenizer)[0]

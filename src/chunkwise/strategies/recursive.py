@@ -1,0 +1,334 @@
+"""Recursive splitting: cut at the coarsest separator that makes pieces fit, merge small neighbours.
+
+The order is paragraphs -> lines -> sentences -> clauses -> words -> characters (the ``prose`` preset;
+``markdown`` starts with headings and list items, ``code`` with top-level definitions). A piece that fits in
+``max_tokens`` is kept whole; one that does not is cut at the next separator down, and the pieces of one
+level are merged greedily, in order, as long as the merged span still fits. This is the algorithm of
+LangChain's ``RecursiveCharacterTextSplitter`` and semchunk, with three differences:
+
+- **Exact slices.** Chunks are spans of the original text (trimmed of surrounding whitespace), never
+  re-joined strings, so ``doc.text[c.start:c.end] == c.text`` always holds.
+- **One tokenisation.** The region is tokenised once; the size of any span is then two binary searches in
+  the token offsets (:class:`~chunkwise.segmentation.tokens.TokenMap`), not a call to the tokenizer per
+  piece. That estimate can differ from a fresh count by a token where a cut splits a word, so every chunk is
+  counted exactly once at the end, and the rare chunk over the cap is split again: no chunk is ever over.
+- **A character bound.** No chunk is longer than ``max_tokens * 16`` characters (see
+  :data:`~chunkwise.strategies.base.MAX_CHARS_PER_TOKEN`), so text that a tokenizer compresses into one
+  token (MiniLM's ``[UNK]`` for a word over 100 characters) still gives chunks of a sensible size.
+
+Separators are kept with the piece: with the presets a separator stays at the *end* of the piece it closes
+(a sentence keeps its full stop); with an explicit list of strings (LangChain style, e.g. Chroma's
+``["\\n\\n", "\\n", ".", "?", "!", " ", ""]``) it goes to the *start* of the next piece, as LangChain's
+``keep_separator=True`` does, so the evaluation can reproduce Chroma's baseline. ``keep_separator`` chooses
+explicitly. ``""`` in a list means "characters" (the last resort).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Sequence
+
+from ..document import Document
+from ..errors import ConfigError
+from ..segmentation.tokens import TokenMap, Tokenizer
+from .base import Span, Strategy, fit_exact, max_chars_for, merge_small, trim_span
+
+_SENTENCES = "<sentences>"
+_CHARACTERS = ""
+
+_CLAUSE = r"[,;:\u2014\u2013][ \t]+|[\uff0c\u3001\uff1b\uff1a]"
+_WORDS = r"\s+"
+
+#: name -> separator levels, coarsest first. Strings are regular expressions; the piece ends where the
+#: match ends (or starts, with keep_separator="start"). ``<sentences>`` uses the sentence segmenter.
+PRESETS: dict[str, list[str]] = {
+    "prose": [r"\n[ \t]*\n\s*", r"\n", _SENTENCES, _CLAUSE, _WORDS, _CHARACTERS],
+    "markdown": [
+        r"\n(?=#{1,6}[ \t])",                                # before a heading
+        r"\n[ \t]*\n\s*",                                    # blank line: paragraphs, blocks
+        r"\n(?=[ \t]*(?:[-*+]|\d{1,9}[.)])[ \t])",           # before a list item
+        r"\n",
+        _SENTENCES, _CLAUSE, _WORDS, _CHARACTERS,
+    ],
+    "code": [
+        # before a top-level definition (Python, JavaScript/TypeScript, Go, Rust, Java, C#)
+        r"\n(?=@\w|(?:async[ \t]+def|def|class|function|export|const|let|var|interface|type|enum|struct"
+        r"|impl|fn|func|pub|public|private|protected|static|package|module)\b)",
+        r"\n[ \t]*\n\s*",                                    # blank lines
+        r"\n(?=[ \t]+(?:@\w|(?:async[ \t]+def|def|class|function|fn|func)\b))",  # nested definitions
+        r"\n",
+        _WORDS, _CHARACTERS,
+    ],
+}
+
+
+@dataclass(frozen=True)
+class _Level:
+    kind: str  # "regex" | "sentences" | "chars"
+    pattern: re.Pattern | None = None
+
+
+def _levels(separators: str | Sequence[str] | None) -> tuple[list[_Level], str]:
+    """Compile a preset name or an explicit list of literal separators; also the default keep side."""
+    if separators is None:
+        separators = "prose"
+    if isinstance(separators, str):
+        if separators not in PRESETS:
+            raise ConfigError(
+                f"unknown separators preset {separators!r}; choose one of {', '.join(PRESETS)} "
+                "or pass a list of separator strings"
+            )
+        raw, literal, keep = PRESETS[separators], False, "end"
+    else:
+        raw = list(separators)
+        if not raw or not all(isinstance(s, str) for s in raw):
+            raise ConfigError("separators must be a preset name or a non-empty list of strings")
+        literal, keep = True, "start"
+    levels = []
+    for sep in raw:
+        if sep == _CHARACTERS:
+            levels.append(_Level("chars"))
+        elif sep == _SENTENCES and not literal:
+            levels.append(_Level("sentences"))
+        else:
+            levels.append(_Level("regex", re.compile(re.escape(sep) if literal else sep)))
+    if levels[-1].kind != "chars":  # characters are always the last resort
+        levels.append(_Level("chars"))
+    return levels, keep
+
+
+class _Splitter:
+    """One run of the algorithm over ``text[start:end]`` (state shared by the recursive calls)."""
+
+    def __init__(self, text: str, tokenizer: Tokenizer, max_tokens: int, levels: list[_Level], keep: str,
+                 token_map: TokenMap, max_chars: int):
+        self.text = text
+        self.tokenizer = tokenizer
+        self.max_tokens = max_tokens
+        self.levels = levels
+        self.keep = keep
+        self.tm = token_map
+        self.max_chars = max_chars
+
+    def fits(self, a: int, b: int) -> bool:
+        return b - a <= self.max_chars and self.tm.estimate(a, b) <= self.max_tokens
+
+    def split(self, a: int, b: int, level: int = 0) -> list[Span]:
+        """Spans covering ``[a, b)``, each estimated to fit."""
+        if self.fits(a, b):
+            return [(a, b)]
+        for i in range(level, len(self.levels)):
+            pieces = self.cut(a, b, self.levels[i])
+            if len(pieces) > 1 or self.levels[i].kind == "chars":
+                return self.merge(pieces, i + 1)
+        return [(a, b)]  # pragma: no cover - the chars level always cuts
+
+    def cut(self, a: int, b: int, level: _Level) -> list[Span]:
+        """Pieces of ``[a, b)`` at one separator level (consecutive, covering the span)."""
+        if level.kind == "chars":
+            return self.char_pieces(a, b)
+        if level.kind == "sentences":
+            from ..segmentation.sentences import split_sentences
+
+            cuts = [a + s for s, _ in split_sentences(self.text[a:b])[1:]]
+        else:
+            use_start = self.keep == "start"
+            cuts = [m.start() if use_start else m.end() for m in level.pattern.finditer(self.text, a, b)]
+        bounds = [a]
+        for c in cuts:
+            if bounds[-1] < c < b:
+                bounds.append(c)
+        bounds.append(b)
+        return list(zip(bounds, bounds[1:]))
+
+    def char_pieces(self, a: int, b: int) -> list[Span]:
+        """Windows of ``max_tokens`` tokens on token boundaries (and at most ``max_chars`` characters)."""
+        tm, out, pos = self.tm, [], a
+        n = len(tm)
+        while pos < b:
+            j = tm.first_after(pos) + self.max_tokens
+            e = tm.starts[j] if j < n else b
+            e = min(max(e, pos + 1), b, pos + self.max_chars)
+            out.append((pos, e))
+            pos = e
+        return out
+
+    def merge(self, pieces: list[Span], next_level: int) -> list[Span]:
+        """Greedy merge of consecutive fitting pieces; pieces too big are split at ``next_level``."""
+        out: list[Span] = []
+        cur: Span | None = None
+        for pa, pb in pieces:
+            if not self.fits(pa, pb):
+                if cur is not None:
+                    out.append(cur)
+                    cur = None
+                out.extend(self.split(pa, pb, next_level))
+            elif cur is None:
+                cur = (pa, pb)
+            elif self.fits(cur[0], pb):
+                cur = (cur[0], pb)
+            else:
+                out.append(cur)
+                cur = (pa, pb)
+        if cur is not None:
+            out.append(cur)
+        return out
+
+
+def _add_overlap(text: str, spans: list[Span], tm: TokenMap, overlap: int, max_tokens: int,
+                 max_chars: int) -> list[Span]:
+    """Start each chunk up to ``overlap`` tokens early, at a word start inside the previous chunk, as long
+    as the longer chunk still fits."""
+    out = [spans[0]]
+    for (pa, _pb), (a, b) in zip(spans, spans[1:]):
+        i = max(0, tm.first_after(a) - overlap)
+        p = max(tm.starts[i] if i < len(tm) else a, pa + 1)
+        while p < a:
+            at_word = text[p - 1].isspace() and not text[p].isspace()
+            if at_word and tm.estimate(p, a) <= overlap and tm.estimate(p, b) <= max_tokens and b - p <= max_chars:
+                break
+            m = _WORD_START.search(text, p, a)
+            p = m.end() if m else a
+        out.append((min(p, a), b))
+    return out
+
+
+_WORD_START = re.compile(r"\s+(?=\S)")
+
+
+def recursive_split_counted(
+    text: str,
+    start: int,
+    end: int,
+    tokenizer: Tokenizer,
+    max_tokens: int,
+    *,
+    min_tokens: int = 0,
+    overlap: int = 0,
+    separators: str | Sequence[str] | None = "prose",
+    keep_separator: str | None = None,
+    token_map: TokenMap | None = None,
+) -> tuple[list[Span], list[int]]:
+    """:func:`recursive_split` plus the exact token count of every span."""
+    if end <= start:
+        return [], []
+    levels, keep = _levels(separators)
+    if keep_separator is not None:
+        if keep_separator not in ("start", "end"):
+            raise ConfigError(f"keep_separator must be 'start' or 'end', got {keep_separator!r}")
+        keep = keep_separator
+    max_chars = max_chars_for(max_tokens)
+    tm = token_map if token_map is not None else TokenMap(text[start:end], tokenizer, base=start)
+    splitter = _Splitter(text, tokenizer, max_tokens, levels, keep, tm, max_chars)
+    spans = [trim_span(text, a, b) for a, b in splitter.split(start, end)]
+    spans = [(a, b) for a, b in spans if b > a]
+    spans = merge_small(spans, tm.estimate, min_tokens, max_tokens, max_chars)
+    plain = spans
+    if overlap and len(spans) > 1:
+        spans = _add_overlap(text, spans, tm, overlap, max_tokens, max_chars)
+    counts = tm.counts(text, spans)
+    if all(n <= max_tokens for n in counts):
+        return spans, counts
+    # repair the few chunks whose estimate was too low
+    out_spans: list[Span] = []
+    out_counts: list[int] = []
+    for (a, b), (pa, pb), n in zip(spans, plain, counts):
+        if n <= max_tokens:
+            out_spans.append((a, b))
+            out_counts.append(n)
+            continue
+        if (a, b) != (pa, pb):  # drop the overlap first
+            n = tokenizer.count(text[pa:pb])
+            if n <= max_tokens:
+                out_spans.append((pa, pb))
+                out_counts.append(n)
+                continue
+        sub_spans, sub_counts = _resplit(text, pa, pb, tokenizer, max_tokens, levels, keep, n)
+        out_spans.extend(sub_spans)
+        out_counts.extend(sub_counts)
+    return out_spans, out_counts
+
+
+def _resplit(text: str, a: int, b: int, tokenizer: Tokenizer, max_tokens: int, levels: list[_Level],
+             keep: str, n: int) -> tuple[list[Span], list[int]]:
+    """Split a span that counted ``n > max_tokens`` tokens, with its own tokenisation and a tighter budget."""
+    budget = max_tokens
+    for _ in range(3):
+        budget = max(1, budget - (n - max_tokens) - 1)
+        tm = TokenMap(text[a:b], tokenizer, base=a)
+        splitter = _Splitter(text, tokenizer, budget, levels, keep, tm, max_chars_for(max_tokens))
+        spans = [s for s in (trim_span(text, x, y) for x, y in splitter.split(a, b)) if s[1] > s[0]]
+        counts = tokenizer.count_batch([text[x:y] for x, y in spans])
+        if all(c <= max_tokens for c in counts):
+            return spans, counts
+        n = max(counts)
+    return fit_exact(text, a, b, tokenizer, max_tokens)
+
+
+def recursive_split(
+    text: str,
+    start: int,
+    end: int,
+    tokenizer: Tokenizer,
+    max_tokens: int,
+    *,
+    min_tokens: int = 0,
+    overlap: int = 0,
+    separators: str | Sequence[str] | None = "prose",
+    keep_separator: str | None = None,
+    token_map: TokenMap | None = None,
+) -> list[Span]:
+    """Spans of ``text[start:end]`` by the recursive rules, each exactly within ``max_tokens``.
+
+    Reusable by other strategies (the semantic ones split over-long sentences with it before embedding).
+    Spans are trimmed of whitespace, sorted, and cover every non-whitespace character of the range;
+    with ``overlap`` consecutive spans overlap by up to that many tokens, starting at a word.
+    ``token_map`` may pass a :class:`TokenMap` of a text range containing ``[start, end)`` to skip the
+    tokenisation.
+    """
+    return recursive_split_counted(
+        text, start, end, tokenizer, max_tokens, min_tokens=min_tokens, overlap=overlap,
+        separators=separators, keep_separator=keep_separator, token_map=token_map,
+    )[0]
+
+
+class RecursiveChunker(Strategy):
+    """Paragraphs, then lines, sentences, clauses, words and characters, until every piece fits.
+
+    ``separators``: a preset (``"prose"``, ``"markdown"``, ``"code"``) or a list of literal separator
+    strings, coarsest first (``""`` = characters). ``keep_separator``: ``"end"`` (a separator stays with the
+    piece before it; the presets' default) or ``"start"`` (with the piece after it; LangChain's behaviour
+    and the default for an explicit list).
+    """
+
+    name = "recursive"
+
+    def __init__(
+        self,
+        max_tokens: int = 256,
+        min_tokens: int = 0,
+        overlap: int = 0,
+        tokenizer: str | Tokenizer = "minilm",
+        respect_sections: int | None = None,
+        separators: str | Sequence[str] = "prose",
+        keep_separator: str | None = None,
+    ):
+        super().__init__(max_tokens, min_tokens, overlap, tokenizer, respect_sections)
+        self.separators = separators
+        self.keep_separator = keep_separator
+
+    def validate(self) -> None:
+        super().validate()
+        _levels(self.separators)
+        if self.keep_separator not in (None, "start", "end"):
+            raise ConfigError(f"keep_separator must be 'start' or 'end', got {self.keep_separator!r}")
+
+    def split_with_counts(self, doc: Document, start: int, end: int, tokenizer: Tokenizer):
+        return recursive_split_counted(
+            doc.text, start, end, tokenizer, self.max_tokens, min_tokens=self.min_tokens,
+            overlap=self.overlap, separators=self.separators, keep_separator=self.keep_separator,
+        )
+
+    def split(self, doc: Document, start: int, end: int, tokenizer: Tokenizer) -> list[Span]:
+        return self.split_with_counts(doc, start, end, tokenizer)[0]

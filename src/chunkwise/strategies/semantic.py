@@ -1,0 +1,218 @@
+"""Kamradt's semantic chunking (as in LangChain's ``SemanticChunker``), with a hard token cap.
+
+The method: embed a window around each sentence (the sentence and ``buffer_size`` neighbours on each side),
+take the cosine distance between each window and the next, and cut where the distance is unusually high.
+"Unusually high" is a threshold computed over the document's distances (``threshold_type``):
+
+==================== ================================================================ ===========
+``threshold_type``   breakpoint where                                                 default amount
+==================== ================================================================ ===========
+``percentile``       distance > the ``amount``-th percentile of the distances         95
+``standard_deviation`` distance > mean + ``amount`` * standard deviation              3
+``interquartile``    distance > Q3 + ``amount`` * IQR (Tukey's fence; see below)        1.5
+``gradient``         gradient of the distances > its ``amount``-th percentile          95
+``absolute``         distance > ``amount`` (0.25 = adjacent similarity below 0.75)     0.25
+==================== ================================================================ ===========
+
+Instead of a threshold, ``n_chunks`` asks for that many chunks (the ``n_chunks - 1`` largest distances are
+the cuts: the exact answer LangChain's ``number_of_chunks`` interpolates), and ``avg_tokens`` asks for chunks
+of that mean size: a binary search over the number of cuts, like Chroma's ``KamradtModifiedChunker``
+binary-searches its threshold, counting the chunks as they come out *after* the cap is enforced.
+
+Where chunkwise differs from LangChain, on purpose:
+
+- **Windows are pooled, not re-embedded** (``window="pool"``, the default): each sentence is embedded once
+  and a window vector is the normalised sum of its sentences' vectors. LangChain embeds every window as text,
+  so each sentence is embedded ``2 * buffer_size + 1`` times. ``window="text"`` reproduces LangChain (and
+  costs those extra embeddings; the sentences are still embedded once more for the chunk vectors).
+- **Interquartile** uses Tukey's fence ``Q3 + k * IQR``, the usual outlier rule; LangChain computes
+  ``mean + k * IQR``, which for skewed distance distributions lies well below Q3 + k * IQR and cuts more.
+- **Hard cap**: sentences longer than the cap are split before embedding, and a segment over ``max_tokens``
+  is cut at its largest internal distance (recursively) instead of being returned whole.
+- Sentences come from chunkwise's splitter (abbreviations, decimals, CJK) rather than a ``[.?!]\\s+`` regex,
+  and chunks are exact slices of the text (LangChain re-joins sentences with single spaces).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..embeddings.base import Embedder
+from ..segmentation.tokens import Tokenizer
+from .units import DEFAULT_EMBEDDER, Decision, EmbeddingStrategy, Units, check_choice, check_number, embed_all
+
+THRESHOLD_TYPES = ("percentile", "standard_deviation", "interquartile", "gradient", "absolute")
+THRESHOLD_DEFAULTS = {"percentile": 95.0, "standard_deviation": 3.0, "interquartile": 1.5, "gradient": 95.0,
+                      "absolute": 0.25}
+
+
+class SemanticChunker(EmbeddingStrategy):
+    """Cut where the distance between neighbouring sentence windows is unusually high.
+
+    Parameters (besides the shared ``max_tokens``, ``min_tokens``, ``overlap``, ``tokenizer``,
+    ``respect_sections``, ``embedder``):
+
+    - ``buffer_size``: sentences on each side of a sentence in its window (0 = the sentence alone).
+    - ``threshold_type`` / ``threshold_amount``: the breakpoint rule (see the module docstring); the amount
+      defaults per type (percentile 95, standard_deviation 3, interquartile 1.5, gradient 95, absolute 0.25).
+    - ``n_chunks``: ask for this many chunks per region instead (before the cap adds cuts).
+    - ``avg_tokens``: ask for this mean chunk size instead (measured after the cap).
+    - ``window``: ``"pool"`` (window vectors pooled from sentence vectors) or ``"text"`` (windows embedded as
+      text, LangChain parity).
+    """
+
+    name = "semantic"
+    cap_split_by_distance = True
+
+    def __init__(self, max_tokens: int = 256, min_tokens: int = 0, overlap: int = 0,
+                 tokenizer: str | Tokenizer | None = None, respect_sections: int | None = None,
+                 embedder: str | Embedder | None = DEFAULT_EMBEDDER, buffer_size: int = 1,
+                 threshold_type: str = "percentile", threshold_amount: float | None = None,
+                 n_chunks: int | None = None, avg_tokens: int | None = None, window: str = "pool"):
+        super().__init__(max_tokens=max_tokens, min_tokens=min_tokens, overlap=overlap, tokenizer=tokenizer,
+                         respect_sections=respect_sections, embedder=embedder)
+        self.buffer_size = buffer_size
+        self.threshold_type = threshold_type
+        self.threshold_amount = threshold_amount
+        self.n_chunks = n_chunks
+        self.avg_tokens = avg_tokens
+        self.window = window
+
+    def validate(self) -> None:
+        super().validate()
+        check_number("buffer_size", self.buffer_size, 0, integer=True)
+        check_choice("threshold_type", self.threshold_type, THRESHOLD_TYPES)
+        check_choice("window", self.window, ("pool", "text"))
+        if self.threshold_amount is not None:
+            if self.threshold_type in ("percentile", "gradient"):
+                check_number("threshold_amount", self.threshold_amount, 0, 100)
+            elif self.threshold_type == "absolute":
+                check_number("threshold_amount", self.threshold_amount, 0, 2)
+            else:
+                check_number("threshold_amount", self.threshold_amount)
+        if self.n_chunks is not None:
+            check_number("n_chunks", self.n_chunks, 1, integer=True)
+        if self.avg_tokens is not None:
+            check_number("avg_tokens", self.avg_tokens, 1, integer=True)
+        if self.n_chunks is not None and self.avg_tokens is not None:
+            from ..errors import ConfigError
+
+            raise ConfigError("give n_chunks or avg_tokens, not both")
+
+    # -- windows and distances ----------------------------------------------------------------------------
+    def window_distances(self, units: Units, embedder: Embedder, text: str) -> np.ndarray:
+        """Cosine distance between the window of each unit and the next (``n - 1`` values, float64)."""
+        n = len(units)
+        if n < 2:
+            return np.zeros(0, dtype=np.float64)
+        b = int(self.buffer_size)
+        if b == 0:
+            return units.adjacent_distances()
+        if self.window == "text":
+            windows = [text[units.spans[max(0, i - b)][0]:units.spans[min(n - 1, i + b)][1]] for i in range(n)]
+            w = embed_all(embedder, windows)
+        else:
+            w = pooled_windows(units.vectors, b)
+        sims = np.einsum("ij,ij->i", w[:-1], w[1:]).astype(np.float64)
+        return np.clip(1.0 - sims, 0.0, 2.0)
+
+    def amount(self) -> float:
+        return float(THRESHOLD_DEFAULTS[self.threshold_type] if self.threshold_amount is None
+                     else self.threshold_amount)
+
+    def threshold(self, distances: np.ndarray) -> tuple[float, np.ndarray]:
+        """The threshold and the array it applies to (the distances, or their gradient)."""
+        k = self.amount()
+        t = self.threshold_type
+        if t == "absolute":
+            return k, distances
+        if t == "percentile":
+            return float(np.percentile(distances, k)), distances
+        if t == "standard_deviation":
+            return float(distances.mean() + k * distances.std()), distances
+        if t == "interquartile":
+            q1, q3 = np.percentile(distances, [25, 75])
+            return float(q3 + k * (q3 - q1)), distances
+        grad = np.gradient(distances) if len(distances) > 1 else np.zeros_like(distances)
+        return float(np.percentile(grad, k)), grad
+
+    def decide(self, units: Units, embedder: Embedder, text: str) -> Decision:
+        n = len(units)
+        d = self.window_distances(units, embedder, text)
+        if n < 2:
+            return Decision(cuts=[], distance=[], threshold=[])
+        extra = {}
+        if self.n_chunks is not None:
+            cuts, thr = top_cuts(d, self.n_chunks - 1)
+        elif self.avg_tokens is not None:
+            cuts, thr = self._cuts_for_avg(units, d)
+        else:
+            thr, score = self.threshold(d)
+            cuts = [int(k) + 1 for k in np.flatnonzero(score > thr)]
+            if self.threshold_type == "gradient":
+                extra["gradient"] = score.tolist()
+        return Decision(cuts=cuts, distance=d.tolist(), threshold=[thr] * (n - 1), extra=extra)
+
+    def _cuts_for_avg(self, units: Units, d: np.ndarray) -> tuple[list[int], float]:
+        """Binary search on the number of cuts (largest distances first) for the mean chunk size closest to
+        ``avg_tokens``, counting chunks after the cap is enforced."""
+        n = len(units)
+        order = np.argsort(-d, kind="stable")
+        lengths = {}
+
+        def mean_tokens(m: int) -> float:
+            if m not in lengths:
+                cuts = sorted(int(k) + 1 for k in order[:m])
+                bounds = [0, *cuts, n]
+                pieces = 0
+                for s in range(len(bounds) - 1):
+                    pieces += 1 + len(self._cap_cuts(units, bounds[s], bounds[s + 1], d))
+                lengths[m] = units.tokens_of(0, n) / pieces
+            return lengths[m]
+
+        lo, hi = 0, n - 1  # mean_tokens is non-increasing in m
+        target = float(self.avg_tokens)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if mean_tokens(mid) > target:
+                lo = mid + 1
+            else:
+                hi = mid
+        best = min({max(0, lo - 1), lo}, key=lambda m: (abs(mean_tokens(m) - target), m))
+        return top_cuts(d, best)
+
+    def _cap_cuts(self, units: Units, i: int, j: int, d: np.ndarray) -> list[int]:
+        from .units import split_over_cap
+
+        return split_over_cap(units, i, j, self.max_tokens, d)
+
+
+def pooled_windows(vectors: np.ndarray, b: int) -> np.ndarray:
+    """Normalised sum of the vectors of units ``i - b .. i + b`` (clipped at the ends) for every ``i``,
+    computed with a running sum (``O(n * dim)`` whatever ``b``), never more than ``n * dim`` floats."""
+    n = len(vectors)
+    c = np.zeros((n + 1, vectors.shape[1]), dtype=np.float64)
+    np.cumsum(vectors, axis=0, dtype=np.float64, out=c[1:])
+    idx = np.arange(n)
+    w = c[np.minimum(n, idx + b + 1)] - c[np.maximum(0, idx - b)]
+    norms = np.linalg.norm(w, axis=1, keepdims=True)
+    return (w / np.maximum(norms, 1e-12)).astype(np.float32)
+
+
+def top_cuts(d: np.ndarray, m: int) -> tuple[list[int], float]:
+    """Cuts after the ``m`` largest distances, and a threshold that separates them from the rest."""
+    m = max(0, min(int(m), len(d)))
+    if len(d) == 0:
+        return [], 0.0
+    order = np.argsort(-d, kind="stable")
+    cuts = sorted(int(k) + 1 for k in order[:m])
+    if m == 0:
+        thr = float(d.max())
+    elif m == len(d):
+        thr = float(d.min()) - 1e-9
+    else:
+        thr = float((d[order[m - 1]] + d[order[m]]) / 2.0)
+    return cuts, thr
+
+
+__all__ = ["SemanticChunker", "THRESHOLD_TYPES", "THRESHOLD_DEFAULTS", "pooled_windows", "top_cuts"]

@@ -1,0 +1,142 @@
+"""Whole sentences packed up to ``max_tokens``; overlap in whole sentences.
+
+Sentences come from :func:`chunkwise.segmentation.sentences.split_sentences` (abbreviations, decimals,
+CJK terminators). They are packed greedily, in order, while the chunk still fits. With ``overlap`` the next
+chunk starts with the largest number of trailing sentences of the previous one whose tokens add up to at
+most ``overlap`` (never all of them, so every chunk brings at least one new sentence). A sentence longer
+than ``max_tokens`` is split by the recursive rules (clauses, words, characters) and its pieces are packed
+like sentences: no chunk is ever over the cap.
+
+Sizes are planned on one tokenisation of the region and every chunk is then counted exactly; a chunk whose
+exact count is over (a token or two at a cut, rarely) is packed again with its own count.
+"""
+
+from __future__ import annotations
+
+from ..document import Document
+from ..segmentation.tokens import TokenMap, Tokenizer
+from .base import Span, Strategy, fit_exact, max_chars_for, merge_small
+from .recursive import recursive_split
+
+
+class SentenceChunker(Strategy):
+    """Greedy packing of whole sentences; ``sentence_backend`` picks the segmenter (``chunkwise``, ``pysbd``,
+    ``blingfire``) and ``language`` hints it (``en``, ``de``, ``zh``, ``ja``)."""
+
+    name = "sentence"
+
+    def __init__(
+        self,
+        max_tokens: int = 256,
+        min_tokens: int = 0,
+        overlap: int = 0,
+        tokenizer: str | Tokenizer = "minilm",
+        respect_sections: int | None = None,
+        sentence_backend: str = "chunkwise",
+        language: str | None = None,
+    ):
+        super().__init__(max_tokens, min_tokens, overlap, tokenizer, respect_sections)
+        self.sentence_backend = sentence_backend
+        self.language = language
+
+    def units(self, text: str, start: int, end: int, tokenizer: Tokenizer, tm: TokenMap) -> list[Span]:
+        """Sentences of the region, with sentences over the cap replaced by their recursive pieces."""
+        from ..segmentation.sentences import split_sentences
+
+        max_chars = max_chars_for(self.max_tokens)
+        kwargs = {"language": self.language} if self.language else {}
+        units: list[Span] = []
+        for a, b in split_sentences(text[start:end], backend=self.sentence_backend, **kwargs):
+            a, b = a + start, b + start
+            if b - a <= max_chars and tm.estimate(a, b) <= self.max_tokens:
+                units.append((a, b))
+            else:
+                units.extend(recursive_split(text, a, b, tokenizer, self.max_tokens, token_map=tm))
+        return units
+
+    def split_with_counts(self, doc: Document, start: int, end: int, tokenizer: Tokenizer):
+        text = doc.text
+        max_tokens, overlap = self.max_tokens, self.overlap
+        max_chars = max_chars_for(max_tokens)
+        tm = TokenMap(text[start:end], tokenizer, base=start)
+        units = self.units(text, start, end, tokenizer, tm)
+        if not units:
+            return [], []
+        spans = _pack(units, tm.estimate, max_tokens, max_chars, overlap)
+        if self.min_tokens and not overlap:
+            spans = merge_small(spans, tm.estimate, self.min_tokens, max_tokens, max_chars)
+        counts = tm.counts(text, spans)
+        if all(n <= max_tokens for n in counts):
+            return spans, counts
+        out_spans: list[Span] = []
+        out_counts: list[int] = []
+        for (a, b), n in zip(spans, counts):
+            if n <= max_tokens:
+                out_spans.append((a, b))
+                out_counts.append(n)
+            else:
+                inner = [u for u in units if a <= u[0] and u[1] <= b]
+                sub_spans, sub_counts = _pack_exact(text, inner, tokenizer, max_tokens, max_chars)
+                out_spans.extend(sub_spans)
+                out_counts.extend(sub_counts)
+        return out_spans, out_counts
+
+    def split(self, doc: Document, start: int, end: int, tokenizer: Tokenizer) -> list[Span]:
+        return self.split_with_counts(doc, start, end, tokenizer)[0]
+
+
+def _pack(units: list[Span], estimate, max_tokens: int, max_chars: int, overlap: int) -> list[Span]:
+    """Greedy packing of consecutive units; with ``overlap``, trailing units are repeated."""
+    def fits(i: int, j: int) -> bool:  # units i..j inclusive
+        a, b = units[i][0], units[j][1]
+        return b - a <= max_chars and estimate(a, b) <= max_tokens
+
+    spans: list[Span] = []
+    i, n = 0, len(units)
+    while i < n:
+        j = i
+        while j + 1 < n and fits(i, j + 1):
+            j += 1
+        spans.append((units[i][0], units[j][1]))
+        if j + 1 >= n:
+            break
+        nxt = j + 1
+        if overlap:
+            k = j + 1
+            # the largest number of trailing units (never all of them) whose tokens fit in `overlap`
+            while k - 1 > i and estimate(units[k - 1][0], units[j][1]) <= overlap:
+                k -= 1
+            while k <= j and not fits(k, j + 1):  # the next chunk must still take the next unit
+                k += 1
+            nxt = k
+        i = nxt
+    return spans
+
+
+def _pack_exact(text: str, units: list[Span], tokenizer: Tokenizer, max_tokens: int,
+                max_chars: int) -> tuple[list[Span], list[int]]:
+    """Pack ``units`` again counting every candidate exactly (only for the rare chunk whose estimate was off)."""
+    spans: list[Span] = []
+    counts: list[int] = []
+    i, n = 0, len(units)
+    while i < n:
+        a = units[i][0]
+        best, best_count = None, 0
+        j = i
+        while j < n:
+            b = units[j][1]
+            c = tokenizer.count(text[a:b])
+            if c > max_tokens or b - a > max_chars:
+                break
+            best, best_count = j, c
+            j += 1
+        if best is None:  # one unit over the cap on its own
+            sub, sub_counts = fit_exact(text, units[i][0], units[i][1], tokenizer, max_tokens, max_chars)
+            spans.extend(sub)
+            counts.extend(sub_counts)
+            i += 1
+        else:
+            spans.append((a, units[best][1]))
+            counts.append(best_count)
+            i = best + 1
+    return spans, counts

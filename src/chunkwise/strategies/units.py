@@ -1,0 +1,494 @@
+"""The step every semantic strategy shares: sentences -> capped units -> embed each unit once -> chunks.
+
+Why one module: the three semantic strategies (``semantic``, ``maxmin``, ``cohesion``) differ only in how
+they decide where meaning changes. Everything around that decision must be right once for all of them:
+
+1. **Units.** The text of each region is split into sentences; a sentence longer than the hard cap
+   (``min(max_tokens, embedder.max_tokens)``) is split by the recursive rules *before* it is embedded, so no
+   embedding ever silently truncates text and no chunk can exceed ``max_tokens``.
+2. **Embed once.** Every unit of the whole document is embedded in one call, exactly once (identical unit
+   texts only once). Windows, chunk vectors and similarities are all pooled from these vectors.
+3. **Decide.** The strategy returns cut positions between units, plus the per-unit numbers that explain them
+   (:class:`Decision`).
+4. **Shape.** Segments over the cap are cut (at the largest distance inside them, or greedily), segments under
+   ``min_tokens`` merge into the more similar neighbour where the cap allows, ``overlap`` repeats whole
+   trailing units, and exact token counts are checked before :func:`build_chunks` makes the chunks.
+5. **Keep the vectors.** Each chunk carries ``sentence_vectors`` and ``sentence_spans``; :func:`chunk_vectors`
+   turns them into chunk vectors for indexing by pooling, or embeds the chunk text.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..document import Chunk, Document
+from ..embeddings.base import Embedder, l2_normalize
+from ..errors import ConfigError
+from ..segmentation.tokens import Tokenizer, resolve_tokenizer
+from .base import Span, Strategy, build_chunks, regions, trim_span
+
+#: default embedder name of every semantic strategy
+DEFAULT_EMBEDDER = "minilm"
+
+
+@functools.lru_cache(maxsize=8)
+def _named_embedder(name: str) -> Embedder:
+    """Embedders by name are loaded once per process: loading the ONNX model costs about a second."""
+    from ..embeddings import get_embedder
+
+    return get_embedder(name)
+
+
+def resolve_embedder(embedder: str | Embedder | None) -> Embedder:
+    """An :class:`Embedder` from an instance, a name (``"minilm"``, ``"st:..."``) or ``None`` (the default)."""
+    if embedder is None:
+        embedder = DEFAULT_EMBEDDER
+    if isinstance(embedder, str):
+        return _named_embedder(embedder)
+    if isinstance(embedder, Embedder) or (hasattr(embedder, "embed") and hasattr(embedder, "tokenizer")):
+        return embedder
+    raise ConfigError(f"embedder must be an Embedder or a name such as 'minilm', not {type(embedder).__name__}")
+
+
+# -- units ------------------------------------------------------------------------------------------------
+def split_long(text: str, start: int, end: int, tokenizer: Tokenizer, cap: int) -> tuple[list[Span], list[int]]:
+    """Split ``text[start:end]`` into spans of at most ``cap`` tokens by the recursive strategy's rules
+    (paragraphs, lines, clauses, words, then characters as a last resort), with their exact counts."""
+    from .recursive import recursive_split_counted
+
+    return recursive_split_counted(text, start, end, tokenizer, cap)
+
+
+def unit_spans(text: str, start: int, end: int, tokenizer: Tokenizer, cap: int,
+               embed_tokenizer: Tokenizer | None = None, embed_cap: int | None = None) -> tuple[list[Span], list[int]]:
+    """Sentence spans of ``text[start:end]`` with every span within ``cap`` tokens of ``tokenizer`` (and
+    within ``embed_cap`` tokens of ``embed_tokenizer`` when the embedder counts differently), and their
+    token counts in ``tokenizer``."""
+    from ..segmentation.sentences import split_sentences
+
+    spans: list[Span] = []
+    for a, b in split_sentences(text[start:end]):
+        a, b = trim_span(text, start + a, start + b)
+        if b > a:
+            spans.append((a, b))
+    counts = tokenizer.count_batch([text[a:b] for a, b in spans])
+    out: list[Span] = []
+    out_counts: list[int] = []
+    for (a, b), n in zip(spans, counts):
+        if n <= cap:
+            out.append((a, b))
+            out_counts.append(n)
+            continue
+        pieces, piece_counts = split_long(text, a, b, tokenizer, cap)
+        out.extend(pieces)
+        out_counts.extend(piece_counts)
+    if embed_tokenizer is not None and embed_cap is not None and embed_tokenizer is not tokenizer:
+        # the embedder counts in another tokenizer: also keep every unit within what the model reads
+        ecounts = embed_tokenizer.count_batch([text[a:b] for a, b in out])
+        if any(n > embed_cap for n in ecounts):
+            spans2: list[Span] = []
+            for (a, b), n in zip(out, ecounts):
+                spans2.extend([(a, b)] if n <= embed_cap else
+                              split_long(text, a, b, embed_tokenizer, embed_cap)[0])
+            out = spans2
+            out_counts = tokenizer.count_batch([text[a:b] for a, b in out])
+    return out, list(out_counts)
+
+
+@dataclass
+class Units:
+    """The units of one region: spans, token counts, gap counts and (unit-length) vectors."""
+
+    spans: list[Span]
+    tokens: np.ndarray  # int64 (n,)
+    gaps: np.ndarray  # int64 (n-1,): tokens of the text between unit i and i+1 (usually 0)
+    vectors: np.ndarray  # float32 (n, dim)
+    region: Span = (0, 0)
+
+    def __len__(self) -> int:
+        return len(self.spans)
+
+    def tokens_of(self, i: int, j: int) -> int:
+        """Estimated tokens of units ``[i, j)`` joined with the text between them."""
+        return int(self.tokens[i:j].sum() + self.gaps[i:j - 1].sum()) if j > i else 0
+
+    def adjacent_distances(self) -> np.ndarray:
+        """Cosine distance between each unit and the next (``n - 1`` values)."""
+        if len(self) < 2:
+            return np.zeros(0, dtype=np.float64)
+        sims = np.einsum("ij,ij->i", self.vectors[:-1], self.vectors[1:]).astype(np.float64)
+        return np.clip(1.0 - sims, 0.0, 2.0)
+
+
+@dataclass
+class Decision:
+    """A strategy's answer for one region: where to cut and why.
+
+    ``cuts`` are unit indices ``b`` (``0 < b < n``) where a new chunk starts. ``distance[i]`` and
+    ``threshold[i]`` (``n - 1`` values, ``None`` where not applicable) are the numbers behind the decision
+    to cut between unit ``i`` and ``i + 1``, as shown by ``chunkwise inspect``. ``cap_cuts`` are cuts the
+    strategy already made because of ``max_tokens``.
+    """
+
+    cuts: list[int]
+    distance: list[float | None]
+    threshold: list[float | None]
+    cap_cuts: set[int] = field(default_factory=set)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+# -- shaping segments -------------------------------------------------------------------------------------
+def split_over_cap(units: Units, i: int, j: int, max_tokens: int, distances: np.ndarray | None) -> list[int]:
+    """Cut points inside ``[i, j)`` so every piece fits ``max_tokens``.
+
+    With ``distances`` the cut goes where the meaning changes most (the largest adjacent distance; among
+    equal ones, the one nearest the middle), and each side is handled again; without, pieces are packed
+    greedily (cut when adding the next unit would exceed the cap).
+    """
+    if j - i < 2 or units.tokens_of(i, j) <= max_tokens:
+        return []
+    cuts: list[int] = []
+    if distances is None:
+        a = i
+        for k in range(i + 1, j):
+            if units.tokens_of(a, k + 1) > max_tokens:
+                cuts.append(k)
+                a = k
+        return cuts
+    stack = [(i, j)]
+    while stack:
+        a, b = stack.pop()
+        if b - a < 2 or units.tokens_of(a, b) <= max_tokens:
+            continue
+        inner = distances[a:b - 1]  # distance between unit k and k+1, k in [a, b-1)
+        best = np.flatnonzero(inner >= inner.max() - 1e-9)
+        mid = (b - a - 2) / 2.0
+        k = a + 1 + int(best[np.argmin(np.abs(best - mid))])
+        cuts.append(k)
+        stack.append((a, k))
+        stack.append((k, b))
+    return sorted(cuts)
+
+
+def merge_small(units: Units, bounds: list[int], min_tokens: int, max_tokens: int) -> list[int]:
+    """Merge segments under ``min_tokens`` into the more similar neighbour when the merged segment fits.
+
+    ``bounds`` are segment starts plus ``n`` at the end. Similarity is between the pooled (summed, then
+    normalised) unit vectors of the small segment and of each neighbour. Passes left to right repeat until
+    nothing changes, so the work is linear in the number of segments per pass.
+    """
+    if min_tokens <= 0 or len(bounds) <= 2:
+        return list(bounds)
+    segs = [[bounds[s], bounds[s + 1]] for s in range(len(bounds) - 1)]
+
+    def pooled(seg: list[int]) -> np.ndarray:
+        v = units.vectors[seg[0]:seg[1]].sum(axis=0)
+        return v / max(float(np.linalg.norm(v)), 1e-12)
+
+    changed = True
+    while changed and len(segs) > 1:
+        changed = False
+        s = 0
+        while s < len(segs):
+            a, b = segs[s]
+            if units.tokens_of(a, b) >= min_tokens:
+                s += 1
+                continue
+            options = []
+            for t in (s - 1, s + 1):
+                if 0 <= t < len(segs):
+                    lo, hi = min(segs[s][0], segs[t][0]), max(segs[s][1], segs[t][1])
+                    if units.tokens_of(lo, hi) <= max_tokens:
+                        options.append((float(pooled(segs[s]) @ pooled(segs[t])), -t, t))
+            if not options:
+                s += 1
+                continue
+            t = max(options)[2]
+            lo, hi = min(s, t), max(s, t)
+            segs[lo:hi + 1] = [[segs[lo][0], segs[hi][1]]]
+            changed = True
+            s = lo
+    return [seg[0] for seg in segs] + [segs[-1][1]]
+
+
+def add_overlap(units: Units, bounds: list[int], overlap: int, max_tokens: int) -> list[tuple[int, int]]:
+    """Unit ranges ``[i, j)`` of the chunks, each extended backwards by whole units of the previous chunk
+    worth at most ``overlap`` tokens (never the whole previous chunk, never past ``max_tokens``)."""
+    ranges = [(bounds[s], bounds[s + 1]) for s in range(len(bounds) - 1)]
+    if overlap <= 0:
+        return ranges
+    out = [ranges[0]] if ranges else []
+    for (pi, _pj), (i, j) in zip(ranges, ranges[1:]):
+        a = i
+        while a - 1 > pi and units.tokens_of(a - 1, i) <= overlap and units.tokens_of(a - 1, j) <= max_tokens:
+            a -= 1
+        out.append((a, j))
+    return out
+
+
+# -- the shared strategy ----------------------------------------------------------------------------------
+class EmbeddingStrategy(Strategy):
+    """Base of the semantic strategies: units, one embedding pass, shaping, vectors on chunks, ``explain``.
+
+    Subclasses implement :meth:`decide` (where to cut inside one region) and may set
+    :attr:`cap_split_by_distance` (cut over-long segments at their largest distance, not greedily).
+    """
+
+    cap_split_by_distance = True
+    #: the ``cause`` that ``explain`` reports for the strategy's own cuts
+    cut_cause = "threshold"
+
+    def __init__(self, max_tokens: int = 256, min_tokens: int = 0, overlap: int = 0,
+                 tokenizer: str | Tokenizer | None = None, respect_sections: int | None = None,
+                 embedder: str | Embedder | None = DEFAULT_EMBEDDER):
+        super().__init__(max_tokens=max_tokens, min_tokens=min_tokens, overlap=overlap,
+                         tokenizer=tokenizer, respect_sections=respect_sections)
+        self.embedder = embedder
+
+    # -- what subclasses provide ----------------------------------------------------------------------
+    def decide(self, units: Units, embedder: Embedder, text: str) -> Decision:
+        raise NotImplementedError
+
+    # -- pipeline ---------------------------------------------------------------------------------------
+    def _resolve(self) -> tuple[Embedder, Tokenizer]:
+        self.validate()
+        embedder = resolve_embedder(self.embedder)
+        tokenizer = embedder.tokenizer if self.tokenizer is None else resolve_tokenizer(self.tokenizer)
+        return embedder, tokenizer
+
+    def prepare(self, doc: Document, embedder: Embedder, tokenizer: Tokenizer,
+                bounds: list[Span] | None = None) -> list[Units]:
+        """Units of every region, embedded in one pass (each distinct unit text exactly once)."""
+        text = doc.text
+        emb_max = int(getattr(embedder, "max_tokens", 0) or 0)
+        etok = embedder.tokenizer
+        same = etok is tokenizer or getattr(etok, "name", None) == getattr(tokenizer, "name", "")
+        cap = min(self.max_tokens, emb_max) if (emb_max and same) else self.max_tokens
+        per_region = []
+        for a, b in (regions(doc, self.respect_sections) if bounds is None else bounds):
+            spans, counts = unit_spans(text, a, b, tokenizer, cap,
+                                       None if same else etok, None if same or not emb_max else emb_max)
+            per_region.append(((a, b), spans, counts))
+        texts: list[str] = []
+        index: dict[str, int] = {}
+        slots: list[list[int]] = []
+        for _, spans, _ in per_region:
+            row = []
+            for a, b in spans:
+                t = text[a:b]
+                if t not in index:
+                    index[t] = len(texts)
+                    texts.append(t)
+                row.append(index[t])
+            slots.append(row)
+        vectors = embed_all(embedder, texts)
+        out = []
+        for ((ra, rb), spans, counts), row in zip(per_region, slots):
+            gap_texts = [text[spans[k][1]:spans[k + 1][0]] for k in range(len(spans) - 1)]
+            distinct = sorted(set(gap_texts))
+            gap_count = dict(zip(distinct, tokenizer.count_batch(distinct))) if distinct else {}
+            gaps = [gap_count[g] for g in gap_texts]
+            out.append(Units(spans=spans, tokens=np.asarray(counts, dtype=np.int64),
+                             gaps=np.asarray(gaps, dtype=np.int64),
+                             vectors=vectors[row] if row else np.zeros((0, vectors.shape[1]), np.float32),
+                             region=(ra, rb)))
+        return out
+
+    def shape(self, units: Units, decision: Decision) -> tuple[list[tuple[int, int]], dict[int, str]]:
+        """Final unit ranges of one region and the cause of every cut (``threshold``, ``max_tokens``...)."""
+        n = len(units)
+        if n == 0:
+            return [], {}
+        causes: dict[int, str] = {}
+        cuts = sorted({c for c in decision.cuts if 0 < c < n})
+        for c in cuts:
+            causes[c] = "max_tokens" if c in decision.cap_cuts else self.cut_cause
+        bounds = [0, *cuts, n]
+        distances = units.adjacent_distances() if self.cap_split_by_distance else None
+        fitted = [0]
+        for s in range(len(bounds) - 1):
+            for c in split_over_cap(units, bounds[s], bounds[s + 1], self.max_tokens, distances):
+                fitted.append(c)
+                causes[c] = "max_tokens"
+            fitted.append(bounds[s + 1])
+        fitted = merge_small(units, fitted, self.min_tokens, self.max_tokens)
+        causes = {c: causes.get(c, self.cut_cause) for c in fitted[1:-1]}
+        return add_overlap(units, fitted, self.overlap, self.max_tokens), causes
+
+    def _run(self, doc: Document) -> tuple[list[Units], list[Decision], list[list[tuple[int, int]]], list[dict],
+                                           Tokenizer]:
+        embedder, tokenizer = self._resolve()
+        all_units = self.prepare(doc, embedder, tokenizer)
+        decisions, ranges, causes = [], [], []
+        for units in all_units:
+            d = self.decide(units, embedder, doc.text)
+            r, c = self.shape(units, d)
+            decisions.append(d)
+            ranges.append(r)
+            causes.append(c)
+        return all_units, decisions, ranges, causes, tokenizer
+
+    def _final(self, doc: Document, all_units: list[Units], ranges: list[list[tuple[int, int]]],
+               tokenizer: Tokenizer) -> tuple[list[Span], list[tuple[Units, int, int]], list[int]]:
+        """Character spans, their unit ranges and exact token counts (over-cap spans re-cut, see exact_fit)."""
+        spans: list[Span] = []
+        owners: list[tuple[Units, int, int]] = []
+        for units, rs in zip(all_units, ranges):
+            for i, j in rs:
+                spans.append((units.spans[i][0], units.spans[j - 1][1]))
+                owners.append((units, i, j))
+        counts = tokenizer.count_batch([doc.text[a:b] for a, b in spans])
+        if any(n > self.max_tokens for n in counts):
+            s2, o2 = [], []
+            for (a, b), (units, i, j), n in zip(spans, owners, counts):
+                pieces = [(i, j)] if n <= self.max_tokens else exact_fit(doc.text, units, i, j, tokenizer,
+                                                                          self.max_tokens)
+                for x, y in pieces:
+                    s2.append((units.spans[x][0], units.spans[y - 1][1]))
+                    o2.append((units, x, y))
+            spans, owners = s2, o2
+            counts = tokenizer.count_batch([doc.text[a:b] for a, b in spans])
+        order = sorted(range(len(spans)), key=lambda k: spans[k])
+        return [spans[k] for k in order], [owners[k] for k in order], [counts[k] for k in order]
+
+    def chunk(self, doc: Document | str) -> list[Chunk]:
+        """Chunks of ``doc``, each with the vectors and spans of its units attached."""
+        if isinstance(doc, str):
+            doc = Document(doc)
+        all_units, _, ranges, _, tokenizer = self._run(doc)
+        spans, owners, counts = self._final(doc, all_units, ranges, tokenizer)
+        chunks = build_chunks(doc, spans, tokenizer, self, counts)
+        for c, (units, a, b) in zip(chunks, owners):
+            c.sentence_vectors = units.vectors[a:b]
+            c.sentence_spans = list(units.spans[a:b])
+        return chunks
+
+    def split(self, doc: Document, start: int, end: int, tokenizer: Tokenizer) -> list[Span]:
+        """Spans of one region (the base-class contract); :meth:`chunk` does all regions in one pass."""
+        self.validate()
+        embedder = resolve_embedder(self.embedder)
+        units = self.prepare(doc, embedder, tokenizer, bounds=[(start, end)])[0]
+        ranges, _ = self.shape(units, self.decide(units, embedder, doc.text))
+        return self._final(doc, [units], [ranges], tokenizer)[0]
+
+    def explain(self, doc: Document | str) -> list[dict[str, Any]]:
+        """One row per unit: ``sentence, start, end, distance_to_next, threshold, breakpoint, cause``.
+
+        ``breakpoint`` is true when a chunk ends after this unit; ``cause`` says why (``threshold`` for the
+        strategy's own decision (``objective`` for ``cohesion``), ``max_tokens`` for the cap, ``section`` at a
+        region edge, ``end`` at the end of the document).
+        """
+        if isinstance(doc, str):
+            doc = Document(doc)
+        all_units, decisions, ranges, causes, _ = self._run(doc)
+        rows: list[dict[str, Any]] = []
+        for r, (units, d, rs, cs) in enumerate(zip(all_units, decisions, ranges, causes)):
+            ends = {j for _, j in rs}
+            n = len(units)
+            for k, (a, b) in enumerate(units.spans):
+                last = k == n - 1
+                dist = None if last else d.distance[k]
+                thr = None if last else d.threshold[k]
+                row = {
+                    "sentence": doc.text[a:b], "start": a, "end": b,
+                    "distance_to_next": None if dist is None else round(float(dist), 6),
+                    "threshold": None if thr is None else round(float(thr), 6),
+                    "breakpoint": (k + 1) in ends,
+                    "cause": (cs.get(k + 1) if not last else ("end" if r == len(all_units) - 1 else "section")),
+                    "tokens": int(units.tokens[k]),
+                }
+                for key, values in d.extra.items():
+                    if not last and values is not None:
+                        v = values[k]
+                        row[key] = None if v is None else round(float(v), 6)
+                if not row["breakpoint"]:
+                    row["cause"] = None
+                rows.append(row)
+        return rows
+
+
+def exact_fit(text: str, units: Units, i: int, j: int, tokenizer: Tokenizer, max_tokens: int) -> list[tuple[int, int]]:
+    """Unit ranges covering ``[i, j)`` whose *exact* token counts fit ``max_tokens``.
+
+    Unit counts plus gap counts estimate a span's count; tokenizers that merge across unit edges (BPE) can
+    disagree by a token or two, so the span is counted exactly and, in the rare case it is over, units are
+    moved to a new piece until each fits.
+    """
+    out: list[tuple[int, int]] = []
+    a = i
+    while a < j:
+        b = j
+        while b - a > 1 and tokenizer.count(text[units.spans[a][0]:units.spans[b - 1][1]]) > max_tokens:
+            b -= 1
+        out.append((a, b))
+        a = b
+    return out
+
+
+def embed_all(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+    """Vectors of ``texts`` in one call (the back-end batches), unit-normalised, float32."""
+    if not texts:
+        dim = int(getattr(embedder, "dim", 0) or 0)
+        return np.zeros((0, dim), dtype=np.float32)
+    return l2_normalize(np.asarray(embedder.embed(list(texts)), dtype=np.float32))
+
+
+def chunk_vectors(chunks: Sequence[Chunk], mode: str = "embed", embedder: Embedder | str | None = None) -> np.ndarray:
+    """One vector per chunk, stored on ``chunk.vector`` and returned as a float32 ``(n, dim)`` array.
+
+    ``mode="embed"`` embeds each chunk's ``embed_text`` (its context plus text: the most faithful vector);
+    ``mode="pool"`` averages the unit vectors kept by a semantic strategy (no model call at all; chunks
+    without ``sentence_vectors`` are embedded instead).
+    """
+    if mode not in ("embed", "pool"):
+        raise ConfigError(f"chunk vector mode must be 'embed' or 'pool', got {mode!r}")
+    chunks = list(chunks)
+    need = [k for k, c in enumerate(chunks)
+            if mode == "embed" or c.sentence_vectors is None or len(c.sentence_vectors) == 0]
+    out: list[np.ndarray | None] = [None] * len(chunks)
+    if mode == "pool":
+        for k, c in enumerate(chunks):
+            if k not in set(need):
+                v = np.asarray(c.sentence_vectors, dtype=np.float32).sum(axis=0)
+                out[k] = v / max(float(np.linalg.norm(v)), 1e-12)
+    if need:
+        emb = resolve_embedder(embedder)
+        vecs = embed_all(emb, [chunks[k].embed_text for k in need])
+        for k, v in zip(need, vecs):
+            out[k] = v
+    if not chunks:
+        return np.zeros((0, 0), dtype=np.float32)
+    arr = np.stack(out).astype(np.float32)
+    for c, v in zip(chunks, arr):
+        c.vector = v
+    return arr
+
+
+def check_choice(name: str, value: Any, choices: Sequence[Any]) -> None:
+    if value not in choices:
+        raise ConfigError(f"{name} must be one of {', '.join(map(str, choices))}, got {value!r}")
+
+
+def check_number(name: str, value: Any, low: float | None = None, high: float | None = None,
+                 integer: bool = False) -> None:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if integer:
+        ok = ok and isinstance(value, int)
+    if ok and value != value:  # NaN
+        ok = False
+    if ok and low is not None and value < low:
+        ok = False
+    if ok and high is not None and value > high:
+        ok = False
+    if not ok:
+        rng = f" in [{low}, {high}]" if low is not None and high is not None else (f" >= {low}" if low is not None else "")
+        kind = "an integer" if integer else "a number"
+        raise ConfigError(f"{name} must be {kind}{rng}, got {value!r}")
+
+
+__all__ = ["Units", "Decision", "EmbeddingStrategy", "chunk_vectors", "resolve_embedder", "unit_spans",
+           "split_over_cap", "merge_small", "add_overlap", "DEFAULT_EMBEDDER"]

@@ -1,0 +1,119 @@
+"""``chunkwise eval`` and ``chunkwise tune`` end to end (fake embedder), and the HTML report."""
+
+from __future__ import annotations
+
+import json
+import re
+import xml.etree.ElementTree as ET
+from html.parser import HTMLParser
+
+import pytest
+from conftest import FakeEmbedder
+from test_eval_runner import dataset  # noqa: F401  (fixture)
+
+import chunkwise.embeddings
+from chunkwise.cli import main
+
+
+@pytest.fixture(autouse=True)
+def fake_embedder(monkeypatch):
+    fake = FakeEmbedder()
+    monkeypatch.setattr(chunkwise.embeddings, "embedder_from_args", lambda args, **kw: fake)
+    return fake
+
+
+class TagBalance(HTMLParser):
+    VOID = {"meta", "br", "img", "hr", "input", "link", "circle", "line", "rect", "polyline"}
+
+    def __init__(self):
+        super().__init__()
+        self.stack, self.errors, self.tags = [], [], []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        if tag not in self.VOID:
+            self.stack.append(tag)
+
+    def handle_startendtag(self, tag, attrs):
+        self.tags.append(tag)
+
+    def handle_endtag(self, tag):
+        if tag in self.VOID:
+            return
+        if not self.stack or self.stack[-1] != tag:
+            self.errors.append(f"</{tag}> closes {self.stack[-1] if self.stack else 'nothing'}")
+        else:
+            self.stack.pop()
+
+
+def check_html(text):
+    p = TagBalance()
+    p.feed(text)
+    p.close()
+    assert not p.errors and not p.stack, (p.errors, p.stack)
+    # self-contained: nothing fetched from anywhere
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", text)
+    assert "<script" not in text
+    svgs = re.findall(r"<svg.*?</svg>", text, flags=re.S)
+    for svg in svgs:
+        ET.fromstring(svg)  # each chart is well-formed SVG/XML
+    return p.tags, svgs
+
+
+def test_eval_two_runs_json_and_report(dataset, tmp_path, capsys):  # noqa: F811
+    report = tmp_path / "r.html"
+    out = tmp_path / "r.json"
+    rc = main(["-q", "eval", dataset.path, "--run", "small=fixed:max_tokens=4,tokenizer=words",
+               "--run", "big=fixed:max_tokens=12,overlap=4,tokenizer=words", "--format", "json",
+               "--report", str(report), "-o", str(out), "--bootstrap", "200"])
+    assert rc == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [r["name"] for r in data["runs"]] == ["small", "big"]
+    assert data["runs"][1]["config"] == {"strategy": "fixed", "params": {"max_tokens": 12, "overlap": 4, "tokenizer": "words"}}
+    for key in ("recall@5", "iou@5", "precision_omega", "recall@min", "iou_set@10", "ndcg@10", "mrr", "pk"):
+        assert key in data["runs"][0]["scores"]
+    assert any(c["metric"] == "recall@5" for c in data["comparisons"])
+    assert json.loads(out.read_text())["queries"] == 4
+    tags, svgs = check_html(report.read_text())
+    assert "table" in tags and len(svgs) == 3  # the curve + one histogram per run
+    assert "small" in report.read_text() and "polyline" in svgs[0]
+
+
+def test_eval_single_strategy_from_shared_flags_and_table(dataset, capsys):  # noqa: F811
+    rc = main(["-q", "eval", dataset.path, "--strategy", "fixed", "--max-tokens", "6", "--tokenizer", "words"])
+    assert rc == 0
+    out = capsys.readouterr().out
+    assert "fixed max_tokens=6 tokenizer=words" in out and "Recall@5" in out and "IoU·set@5" in out
+
+
+def test_tune_writes_config_that_eval_and_chunk_accept(dataset, tmp_path, capsys):  # noqa: F811
+    best = tmp_path / "best.json"
+    rc = main(["-q", "tune", dataset.path, "--strategy", "fixed", "--tokenizer", "words",
+               "--grid", "max_tokens=4,8,16", "--grid", "overlap=0,2", "--metric", "iou@5", "-o", str(best),
+               "--report", str(tmp_path / "t.html")])
+    assert rc == 0
+    out = capsys.readouterr().out
+    assert "iou@5" in out and "6 configurations" in out
+    cfg = json.loads(best.read_text())
+    assert cfg["strategy"] == "fixed" and cfg["params"]["tokenizer"] == "words"
+    assert cfg["tuned"]["metric"] == "iou@5"
+    check_html((tmp_path / "t.html").read_text())
+    rc = main(["-q", "eval", dataset.path, "--config", str(best), "--format", "json"])
+    data = json.loads(capsys.readouterr().out)
+    assert rc == 0 and data["runs"][0]["config"]["params"] == cfg["params"]
+    assert data["runs"][0]["scores"]["iou@5"] == pytest.approx(cfg["tuned"]["score"])
+
+
+def test_bad_input_is_one_line(dataset, tmp_path, capsys):  # noqa: F811
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["eval", str(empty)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not an evaluation dataset" in err
+    assert main(["tune", dataset.path, "--strategy", "fixed", "--grid", "size=1,2"]) == 2
+    err = capsys.readouterr().err
+    assert "no parameter size; valid: max_tokens, min_tokens, overlap, tokenizer" in err
+    assert main(["tune", dataset.path, "--strategy", "fixed", "--grid", "max_tokens=5", "--metric", "f1"]) == 2
+    assert "unknown metric" in capsys.readouterr().err
+    assert main(["eval", dataset.path, "--run", "fixed:bogus=1"]) == 2
+    assert "has no parameter bogus" in capsys.readouterr().err

@@ -1,0 +1,193 @@
+"""The evaluation runner and grid search, with the fake embedder (logic, not model quality)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from conftest import FakeEmbedder
+from test_eval_datasets import write_neutral
+
+from chunkwise.cli.options import load_config
+from chunkwise.errors import ConfigError
+from chunkwise.evaluation import Evaluator, evaluate, load_dataset, parse_grid, parse_run_spec, tune
+from chunkwise.evaluation.runner import MemoEmbedder, RunSpec, split_top_level
+
+TOPICS = {
+    "cats.txt": "Cats purr when content. A cat sleeps sixteen hours. Kittens chase yarn. "
+                "Felines groom their fur. Whiskers sense the air.",
+    "ships.txt": "Ships carry cargo across oceans. Sailors navigate by stars. Harbours shelter vessels. "
+                 "Anchors hold boats in storms. Hulls are made of steel.",
+    "bread.txt": "Bakers knead dough at dawn. Yeast makes bread rise. Ovens bake loaves golden. "
+                 "Flour comes from milled wheat. Crusts crackle as they cool.",
+}
+QUERIES = [
+    ("why does bread rise yeast", "bread.txt", "Yeast makes bread rise."),
+    ("how do sailors navigate stars", "ships.txt", "Sailors navigate by stars."),
+    ("how long does a cat sleep hours", "cats.txt", "A cat sleeps sixteen hours."),
+    ("what holds boats in storms anchors", "ships.txt", "Anchors hold boats in storms."),
+]
+
+
+@pytest.fixture
+def dataset(tmp_path):
+    queries = []
+    for q, doc, sentence in QUERIES:
+        start = TOPICS[doc].index(sentence)
+        queries.append({"query": q, "references": [{"doc": doc, "start": start, "end": start + len(sentence)}]})
+    units = []
+    text = TOPICS["cats.txt"]
+    pos = 0
+    for s in text.split(". "):
+        start = text.index(s, pos)
+        units.append([start, start + len(s) + (1 if not s.endswith(".") else 0)])
+        pos = start + len(s)
+    root = write_neutral(tmp_path, queries, docs=TOPICS,
+                         boundaries=[{"doc": "cats.txt", "boundaries": [units[2][0]], "units": units}])
+    return load_dataset(root)
+
+
+def test_retrieval_is_exact_and_scores_make_sense(dataset):
+    ev = Evaluator(dataset, FakeEmbedder(), k=5)
+    res = ev.run(parse_run_spec("fixed:max_tokens=6,overlap=0,tokenizer=words"))
+    # every query shares words with its answer only: the fake bag-of-words retriever finds them
+    assert res.scores["doc_recall@5"] == 1.0 and res.scores["mrr"] == 1.0
+    assert res.scores["recall@5"] > 0.9 and 0 < res.scores["iou@5"] <= res.scores["precision@5"] + 1e-9
+    assert res.stats["chunks"] == sum(len(t.split()) // 6 + (len(t.split()) % 6 > 0) for t in TOPICS.values())
+    assert res.scores["min_n"] >= 1
+    # Pk / WindowDiff appear because boundaries.jsonl exists
+    assert 0 <= res.scores["pk"] <= 1 and 0 <= res.scores["window_diff"] <= 1
+    # the curve: tokens retrieved grow with n
+    toks = [res.curve[n][0] for n in sorted(res.curve)]
+    assert toks == sorted(toks) and res.curve[1][0] > 0
+
+
+def test_same_run_twice_is_identical_and_embeds_nothing_new(dataset):
+    fake = FakeEmbedder()
+    ev = Evaluator(dataset, fake)
+    spec = parse_run_spec("fixed:max_tokens=8,tokenizer=words")
+    a = ev.run(spec)
+    n = fake.texts_embedded
+    b = ev.run(spec)
+    assert fake.texts_embedded == n  # all from the memo
+    assert b.stats["texts_embedded"] == 0
+    for k, v in a.per_query.items():
+        np.testing.assert_array_equal(v, b.per_query[k])
+
+
+def test_top_chunk_is_the_argmax(dataset):
+    fake = FakeEmbedder()
+    ev = Evaluator(dataset, fake)
+    spec = parse_run_spec("fixed:max_tokens=5,tokenizer=words")
+    res = ev.run(spec)
+    by_doc, _ = ev.chunk_all(spec)
+    chunks = [c for d in ev.doc_ids for c in by_doc[d]]
+    sims = fake.embed([q.text for q in dataset.queries]) @ fake.embed([c.text for c in chunks]).T
+    for qi, q in enumerate(dataset.queries):
+        best = chunks[int(np.argmax(sims[qi]))]
+        ref = q.references[0]
+        hit = best.source == ref.doc and best.start < ref.end and best.end > ref.start
+        assert res.per_query["recall@5"][qi] > 0 or not hit
+
+
+def test_memo_embedder_embeds_each_text_once():
+    fake = FakeEmbedder()
+    memo = MemoEmbedder(fake)
+    v1 = memo.embed(["a b", "c d", "a b"])
+    v2 = memo.embed(["c d", "e f"])
+    assert fake.texts_embedded == 3
+    np.testing.assert_array_equal(v1[1], v2[0])
+    assert memo.tokenizer is fake.tokenizer and memo.model_id == fake.model_id
+
+
+def test_context_and_late_options_reach_the_context_module(dataset):
+    fake = FakeEmbedder()
+    ev = Evaluator(dataset, fake)
+    plain = ev.run(parse_run_spec("fixed:max_tokens=6,tokenizer=words"))
+    ctx = ev.run(parse_run_spec("fixed:max_tokens=6,tokenizer=words,context=headings"))
+    sent = [t for call in fake.calls for t in call]
+    # headings context: the document title precedes every chunk text that is embedded
+    assert any(t.startswith("cats\n\nCats purr") for t in sent)
+    assert ctx.stats["chunks"] == plain.stats["chunks"]
+    tokens_before = fake.texts_embedded
+    windows = []
+    original = fake.embed_tokens
+    fake.embed_tokens = lambda text: windows.append(text) or original(text)
+    late = ev.run(parse_run_spec("fixed:max_tokens=6,tokenizer=words,late=true"))
+    assert late.spec.late and late.stats["chunks"] == plain.stats["chunks"]
+    assert fake.texts_embedded == tokens_before  # late vectors come from token vectors, not embed()
+    assert sorted(windows) == sorted(TOPICS.values())  # one window per (short) document
+    with pytest.raises(ConfigError, match="unknown context mode"):
+        ev.run(parse_run_spec("fixed:max_tokens=6,tokenizer=words,context=bogus"))
+
+
+def test_compare_marks_significance(dataset):
+    rep = evaluate(dataset, ["small=fixed:max_tokens=4,tokenizer=words", "big=fixed:max_tokens=30,tokenizer=words"],
+                   embedder=FakeEmbedder(), n_boot=200)
+    c = rep.comparison("small", "big", "iou@5")
+    assert c is not None and c.lo <= c.diff <= c.hi
+    assert {r.name for r in rep.runs} == {"small", "big"}
+    with pytest.raises(ConfigError, match="same name"):
+        evaluate(dataset, ["fixed:max_tokens=4", "fixed:max_tokens=4"], embedder=FakeEmbedder())
+
+
+def test_run_spec_parsing():
+    s = parse_run_spec('r=recursive:max_tokens=200,overlap=0,separators=["\\n\\n", ".", " ", ""],tokenizer=cl100k')
+    assert s.label == "r" and s.strategy == "recursive"
+    assert s.params == {"max_tokens": 200, "overlap": 0, "separators": ["\n\n", ".", " ", ""], "tokenizer": "cl100k"}
+    assert parse_run_spec("fixed").params == {}
+    assert split_top_level('a=1,b=[1,2],c="x,y"') == ["a=1", "b=[1,2]", 'c="x,y"']
+    with pytest.raises(ConfigError, match="unknown strategy"):
+        parse_run_spec("nope:max_tokens=3")
+    with pytest.raises(ConfigError, match="key=value"):
+        parse_run_spec("fixed:max_tokens")
+
+
+def test_grid_parsing():
+    assert parse_grid(["max_tokens=100,200", "overlap=0"]) == {"max_tokens": [100, 200], "overlap": [0]}
+    assert parse_grid(['separators=[["\\n", " "], [" ", ""]]']) == {"separators": [["\n", " "], [" ", ""]]}
+    with pytest.raises(ConfigError):
+        parse_grid(["max_tokens"])
+
+
+def test_tune_finds_best_and_writes_a_config_chunk_accepts(dataset, tmp_path):
+    fake = FakeEmbedder()
+    ev = Evaluator(dataset, fake, k=5)
+    grid = {"max_tokens": [3, 6, 12, 40], "overlap": [0, 2]}
+    result = tune(ev, "fixed", grid, metric="iou@5", fixed={"tokenizer": "words"})
+    scored = [r for r in result.rows if r.score is not None]
+    assert len(result.rows) == 8 and len(scored) == 8
+    assert [r.score for r in scored] == sorted((r.score for r in scored), reverse=True)
+    assert result.best is scored[0]
+    # each distinct text (chunk or query) went to the embedder at most once over the whole search
+    sent = [t for call in fake.calls for t in call]
+    assert len(sent) == len(set(sent))
+    cfg = result.best_config(dataset="x", embedder=fake.model_id)
+    path = tmp_path / "best.json"
+    path.write_text(json.dumps(cfg))
+    name, params = load_config(str(path))
+    assert name == "fixed" and params["tokenizer"] == "words" and params["max_tokens"] == result.best.params["max_tokens"]
+    # the token budget excludes configurations from winning
+    small = tune(ev, "fixed", grid, metric="recall@5", fixed={"tokenizer": "words"}, max_tokens_retrieved=20)
+    assert small.best is None or small.best.result.scores["tokens_retrieved@5"] <= 20
+    assert any(r.over_budget for r in small.rows)
+
+
+def test_tune_rejects_unknown_parameters_and_reports_invalid_points(dataset):
+    ev = Evaluator(dataset, FakeEmbedder())
+    with pytest.raises(ConfigError, match="no parameter chunk_size; valid: max_tokens, min_tokens, overlap"):
+        tune(ev, "fixed", {"chunk_size": [1, 2]})
+    with pytest.raises(ConfigError, match="unknown metric"):
+        tune(ev, "fixed", {"max_tokens": [5]}, metric="f1@5")
+    res = tune(ev, "fixed", {"max_tokens": [5, 10], "overlap": [7]}, fixed={"tokenizer": "words"})
+    errors = [r for r in res.rows if r.error]
+    assert len(errors) == 1 and "overlap (7) must be smaller than max_tokens (5)" in errors[0].error
+    assert res.best.params["max_tokens"] == 10
+
+
+def test_no_queries_is_a_config_error(dataset):
+    empty = dataset.subset(limit=0)
+    with pytest.raises(ConfigError, match="no queries"):
+        Evaluator(empty, FakeEmbedder())
+    assert RunSpec("fixed", {"max_tokens": 5}).name == "fixed max_tokens=5"

@@ -1,0 +1,350 @@
+"""Loaders: text decoding policy, binary/empty/size checks, Markdown, HTML, subtitles, folders and stdin."""
+
+from __future__ import annotations
+
+import io
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+from chunkwise.document import Document
+from chunkwise.errors import ConfigError, InputError
+from chunkwise.formats import detect_format, iter_documents, load, load_bytes, matches
+from chunkwise.formats.markdown import markdown_sections
+from chunkwise.formats.text import DecodingWarning
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+
+
+def check_structure(doc: Document) -> None:
+    """Every span a loader records lies inside the text, in order."""
+    n = len(doc.text)
+    for spans in (doc.pages, doc.sections, doc.cues):
+        starts = [s.start for s in spans]
+        assert starts == sorted(starts)
+        for s in spans:
+            assert 0 <= s.start <= s.end <= n
+    for p, q in zip(doc.pages, doc.pages[1:]):
+        assert p.end == q.start
+    for s in doc.sections:
+        if s.heading_start >= 0:
+            assert s.start <= s.heading_start <= s.heading_end <= s.end
+
+
+def write(tmp_path: Path, name: str, data: bytes | str) -> Path:
+    p = tmp_path / name
+    p.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+    return p
+
+
+# -- plain text and the decoding policy ----------------------------------------------------------------
+
+def test_utf8_bom_stripped_and_crlf_normalised(tmp_path):
+    p = write(tmp_path, "a.txt", b"\xef\xbb\xbfFirst line.\r\nSecond line.\r\n")
+    doc = load(p, clean=False)
+    assert doc.text == "First line.\nSecond line.\n"
+    assert doc.metadata["warnings"] == []
+
+
+def test_invalid_utf8_replaced_with_warning_naming_file(tmp_path):
+    p = write(tmp_path, "latin.txt", "Caf\xe9 cr\xe8me and more text.".encode("latin-1"))
+    with pytest.warns(DecodingWarning, match=r"latin\.txt: not valid UTF-8: 2 bytes replaced"):
+        doc = load(p)
+    assert doc.text.count("\ufffd") == 2
+    assert "2 bytes replaced" in doc.metadata["warnings"][0]
+
+
+def test_forced_encoding_reads_latin1(tmp_path):
+    p = write(tmp_path, "latin.txt", "Caf\xe9 cr\xe8me.".encode("latin-1"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        doc = load(p, encoding="latin-1")
+    assert doc.text == "Caf\xe9 cr\xe8me."
+    with pytest.raises(ConfigError, match="unknown encoding"):
+        load(p, encoding="no-such-codec")
+
+
+def test_utf16_with_bom_is_text_not_binary(tmp_path):
+    p = write(tmp_path, "u16.txt", "Hello wide world.".encode("utf-16"))
+    assert load(p).text == "Hello wide world."
+
+
+@pytest.mark.parametrize("data, kind", [
+    (b"\x89PNG\r\n\x1a\n" + b"\x00" * 40, "PNG image"),
+    (b"PK\x03\x04" + b"\x00" * 40, "ZIP archive"),
+    (b"\x7fELF\x02\x01\x01" + b"\x00" * 40, "ELF executable"),
+    (b"some text\x00with a NUL byte", "NUL bytes"),
+    (bytes(range(1, 32)) * 20, "control characters"),
+])
+def test_binary_files_are_refused(tmp_path, data, kind):
+    p = write(tmp_path, "file.txt", data)
+    with pytest.raises(InputError, match="binary file") as info:
+        load(p)
+    assert kind in str(info.value) and "file.txt" in str(info.value)
+
+
+def test_empty_whitespace_missing_and_too_large(tmp_path):
+    with pytest.raises(InputError, match=r"empty\.txt: empty file \(0 bytes\)"):
+        load(write(tmp_path, "empty.txt", b""))
+    with pytest.raises(InputError, match="no text"):
+        load(write(tmp_path, "blank.txt", b"  \n\t\n"))
+    with pytest.raises(InputError, match="no such file"):
+        load(tmp_path / "missing.txt")
+    big = write(tmp_path, "big.txt", b"word " * 100)
+    with pytest.raises(InputError, match=r"big\.txt: file too large \(500 bytes; the limit is 100 bytes"):
+        load(big, max_bytes=100)
+    assert load(big, max_bytes=500).text.startswith("word")
+    with pytest.raises(ConfigError):
+        load(big, max_bytes=0)
+    with pytest.raises(ConfigError, match="unknown loader option"):
+        load(big, colour="blue")
+
+
+def test_plain_text_reflow_and_dehyphenation_keep_paragraphs():
+    doc = load(EXAMPLES / "night-trains.txt")
+    assert doc.title == "The Return of the Night Train"
+    assert "experimenting" in doc.text and "experi-" not in doc.text
+    paragraphs = [p for p in doc.text.split("\n\n") if p.strip()]
+    assert len(paragraphs) == 6  # title + five paragraphs
+    assert all("\n" not in p for p in paragraphs)  # wrapped lines re-flowed
+    raw = load(EXAMPLES / "night-trains.txt", clean=False)
+    assert raw.text == (EXAMPLES / "night-trains.txt").read_text(encoding="utf-8")
+
+
+def test_unwrapped_text_is_left_alone():
+    text = "Shopping list\napples\npears\nbread\n\n" + "A long paragraph that is never wrapped. " * 20 + "\n"
+    doc = load_bytes(text.encode(), "list.txt", name="list.txt")
+    assert doc.text.startswith("Shopping list\napples\npears\nbread\n\n")
+
+
+# -- format detection ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("data, name, fmt", [
+    (b"%PDF-1.7\n...", "x.txt", "pdf"),
+    (b"WEBVTT\n\n00:00.000 --> 00:01.000\nhi\n", None, "vtt"),
+    (b"1\n00:00:01,000 --> 00:00:02,000\nhi\n", None, "srt"),
+    (b"<!DOCTYPE html><html><body><p>x</p></body></html>", None, "html"),
+    (b"# Title\n\ntext\n\n## Sub\n\n```\ncode\n```\n", None, "markdown"),
+    (b"just some words", None, "text"),
+    (b"just some words", "notes.md", "markdown"),
+    (b"<p>fragment</p>", "page.htm", "html"),
+])
+def test_detect_format(data, name, fmt):
+    assert detect_format(data, name) == fmt
+
+
+# -- Markdown ---------------------------------------------------------------------------------------------
+
+def test_markdown_sections_nested_and_fence_aware():
+    text = ("---\ntitle: Front\n---\n\n# Top\n\nintro\n\n## A\n\n```\n# not a heading\n```\n\n"
+            "Setext\n------\n\n### Deep *em*\n\ntext\n\n# Second\n\nend\n")
+    secs = markdown_sections(text)
+    assert [s.path for s in secs] == [("Top",), ("Top", "A"), ("Top", "Setext"), ("Top", "Setext", "Deep em"),
+                                      ("Second",)]
+    assert [s.level for s in secs] == [1, 2, 2, 3, 1]
+    top, a, setext, deep, second = secs
+    assert text[top.start:top.heading_end] == "# Top"
+    assert top.end == second.start and second.end == len(text)
+    assert a.end == setext.start and setext.end == deep.end == second.start
+    assert text[setext.heading_start:setext.heading_end] == "Setext\n------"
+
+
+def test_markdown_example_document():
+    doc = load(EXAMPLES / "sourdough-guide.md")
+    check_structure(doc)
+    assert doc.title == "A Practical Guide to Sourdough Baking"
+    paths = [s.path[-1] for s in doc.sections]
+    assert "Average rise time" not in paths  # a comment in a code fence
+    assert paths == ["A Practical Guide to Sourdough Baking", "Keeping a Starter", "Feeding Schedule",
+                     "Tracking Activity", "Mixing the Dough", "Stretch and Fold", "Shaping and Baking",
+                     "Baking in a Dutch Oven"]
+    at = doc.text.index("| 1:2:2")
+    assert doc.section_at(at) == ["A Practical Guide to Sourdough Baking", "Keeping a Starter", "Feeding Schedule"]
+
+
+# -- HTML -------------------------------------------------------------------------------------------------
+
+def test_html_main_content_without_boilerplate():
+    doc = load(EXAMPLES / "city-garden.html")
+    check_structure(doc)
+    for junk in ("cookie", "Accept all", "About us", "Copyright", "Privacy policy", "Share on social",
+                 "Balcony composting", "analytics", "font-family"):
+        assert junk not in doc.text, junk
+    assert doc.title == "Rooftop Gardens in the City - Green Streets Journal"
+    assert [s.path for s in doc.sections][:4] == [
+        ("Rooftop Gardens in the City",), ("Rooftop Gardens in the City", "Why Roofs?"),
+        ("Rooftop Gardens in the City", "Planning a Rooftop Garden"),
+        ("Rooftop Gardens in the City", "Planning a Rooftop Garden", "Load and Structure"),
+    ]
+    assert "- wind breaks made of trellis or hardy shrubs," in doc.text
+    assert "Lettuce | Partial | Bolts in midsummer; sow in spring and autumn" in doc.text
+    pos = doc.text.index("Wet soil is heavy")
+    assert doc.section_at(pos)[-1] == "Load and Structure"
+    for s in doc.sections:  # headings are exact slices
+        assert doc.text[s.heading_start:s.heading_end] == s.path[-1]
+
+
+def test_html_only_scripts_is_an_error(tmp_path):
+    p = write(tmp_path, "app.html", "<html><head><script>var a = 1;</script></head>"
+                                    "<body><script>render()</script><noscript></noscript></body></html>")
+    with pytest.raises(InputError, match=r"app\.html: no text"):
+        load(p)
+
+
+def test_html_meta_charset_and_pre(tmp_path):
+    html = ('<html><head><meta charset="iso-8859-1"></head><body><h1>Caf\xe9</h1>'
+            "<pre>  x = 1\n  y = 2</pre><p>Some   <b>bold</b>\n text</p></body></html>").encode("latin-1")
+    doc = load(write(tmp_path, "p.html", html))
+    assert doc.text == "Caf\xe9\n\n  x = 1\n  y = 2\n\nSome bold text\n"
+    assert doc.metadata["warnings"] == []
+
+
+def test_html_br_and_nested_lists_and_article_header():
+    html = ("<body><nav>Home</nav><article><header><h1>Title</h1></header><p>12 Harbor Road<br>North Point</p>"
+            "<ol><li>one<ul><li>inner</li></ul></li><li>two</li></ol></article><footer>bye</footer></body>")
+    doc = load_bytes(html.encode(), "x.html", name="x.html")
+    assert doc.text == "Title\n\n12 Harbor Road\nNorth Point\n\n1. one\n  - inner\n2. two\n"
+    assert doc.sections[0].path == ("Title",)
+
+
+# -- subtitles --------------------------------------------------------------------------------------------
+
+def test_vtt_cues_speakers_and_units():
+    doc = load(EXAMPLES / "team-meeting.vtt")
+    check_structure(doc)
+    assert doc.title == "Weekly planning meeting of the app team"
+    assert doc.metadata["speakers"] == ["Maria", "Tom", "Aisha"]
+    assert len(doc.cues) == 16 and doc.metadata["cue_count"] == 16
+    first = doc.cues[0]
+    assert (first.start_time, first.end_time, first.speaker) == (1.0, 4.0, "Maria")
+    # the first two cues end mid-sentence: merged into one unit, one line of the text
+    units = doc.metadata["units"]
+    u0 = doc.text[units[0][0]:units[0][1]]
+    assert u0 == "Maria: Good morning everyone, let's start with the release date for version two of the app."
+    assert all("\n" not in doc.text[a:b] for a, b in units)
+    assert len(units) == 13
+    # cues tile their unit: every character of a unit line belongs to a cue (separating spaces aside)
+    for a, b in units:
+        inside = [c for c in doc.cues if a <= c.start < b]
+        assert inside[0].start == a and inside[-1].end == b
+
+
+def test_srt_prefix_speakers(tmp_path):
+    doc = load(EXAMPLES / "podcast-episode.srt")
+    check_structure(doc)
+    assert doc.metadata["speakers"] == ["HOST", "GUEST"]
+    assert [c.speaker for c in doc.cues] == ["HOST", "HOST", "GUEST", "GUEST", "HOST", "GUEST"]
+    assert doc.text.splitlines()[0] == "HOST: Welcome back to the show. Today we talk about how bees survive the winter."
+    assert doc.cues[1].start_time == 4.1 and doc.cues[1].end_time == 7.8
+
+
+def test_note_prefix_is_not_a_speaker(tmp_path):
+    srt = "1\n00:00:01,000 --> 00:00:02,000\nNote: the shop opens at nine.\n\n2\n00:00:02,500 --> 00:00:03,000\nThanks.\n"
+    doc = load(write(tmp_path, "n.srt", srt))
+    assert [c.speaker for c in doc.cues] == [None, None]
+    assert doc.text.startswith("Note: the shop")
+
+
+@pytest.mark.parametrize("name, content, message", [
+    ("bad.vtt", "WEBVTT\n\n00:00:01.000 --> 00:00:02.000\nok\n\n00:00:xx.000 --> 00:00:03.000\nbroken\n",
+     r"bad\.vtt: broken timestamp on line 6"),
+    ("bad.srt", "1\n00:00:01,000 --> 00:00:02,000\nok\n\n2\n00:00:0x,000 --> 00:00:04,000\nbroken\n",
+     r"bad\.srt: broken timestamp on line 6"),
+    ("back.srt", "1\n00:00:05,000 --> 00:00:02,000\nbackwards\n", "ends before it starts"),
+    ("notime.srt", "1\n00:00:01,000 --> 00:00:02,000\nok\n\n2\njust text\n", "has no timing line"),
+    ("nocue.vtt", "WEBVTT\n\nNOTE nothing here\n", "no subtitle cues"),
+    ("header.vtt", "00:00:01.000 --> 00:00:02.000\nno header\n", "must start with 'WEBVTT'"),
+])
+def test_broken_subtitles(tmp_path, name, content, message):
+    p = write(tmp_path, name, content)
+    with pytest.raises(InputError, match=message):
+        load(p, format="vtt" if name.endswith(".vtt") else None)
+
+
+# -- folders, globs, stdin --------------------------------------------------------------------------------
+
+def test_glob_matching():
+    assert matches("a/b/c.md", ["*.md"])
+    assert matches("docs/x/y.pdf", ["docs/**/*.pdf"]) and matches("docs/y.pdf", ["docs/**/*.pdf"])
+    assert not matches("other/y.pdf", ["docs/**/*.pdf"])
+    assert matches("notes.txt", ["notes.[tm]xt"]) and not matches("notes.txt", ["*.md", "*.html"])
+
+
+def test_iter_documents_folder_globs_hidden_and_errors(tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / ".git").mkdir()
+    write(tmp_path, "a.md", "# A\n\ntext a\n")
+    write(tmp_path / "sub", "b.txt", "text b\n")
+    write(tmp_path / "sub", "c.bin", b"\x00\x01\x02binary")
+    write(tmp_path / ".git", "config", "hidden\n")
+    write(tmp_path, ".hidden.txt", "hidden\n")
+    results = dict(iter_documents([tmp_path]))
+    assert sorted(Path(s).name for s in results) == ["a.md", "b.txt", "c.bin"]
+    assert isinstance(results[str(tmp_path / "sub" / "c.bin")], InputError)
+    only = dict(iter_documents([tmp_path], include=["*.md", "sub/*.txt"]))
+    assert sorted(Path(s).name for s in only) == ["a.md", "b.txt"]
+    excl = dict(iter_documents([tmp_path], exclude=["*.bin"]))
+    assert sorted(Path(s).name for s in excl) == ["a.md", "b.txt"]
+    none = list(iter_documents([tmp_path], include=["*.pdf"]))
+    assert len(none) == 1 and isinstance(none[0][1], InputError)
+    assert "no readable files matching" in str(none[0][1])
+    # the same file named twice is read once
+    assert len(list(iter_documents([tmp_path / "a.md", str(tmp_path / "a.md")]))) == 1
+
+
+def test_stdin(monkeypatch):
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"# Piped\n\n## Part\n\nbody\n")))
+    [(source, doc)] = list(iter_documents(["-"]))
+    assert source == "<stdin>" and isinstance(doc, Document)
+    assert doc.sections[1].path == ("Piped", "Part")
+
+
+def test_api_chunk_reads_files():
+    import chunkwise
+
+    chunks = chunkwise.chunk(str(EXAMPLES / "sourdough-guide.md"), strategy="recursive", max_tokens=64)
+    assert chunks and all(c.source.endswith("sourdough-guide.md") for c in chunks)
+    assert any(c.section[-1:] == ["Stretch and Fold"] for c in chunks)
+
+
+# -- hostile input: a clear InputError or a well-formed document, never anything else --------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_PIECES = ["# ", "## ", "```", "\n", "\n\n", "<h2>", "</h2>", "<p>", "<script>", "</script>", "<nav>", "-->",
+           "00:00:01.000", "00:00:02,000", "WEBVTT", "1\n", "<v Bob>", "word", "Wort ", "\u00e9", "\u4e2d\u6587",
+           "\u200b", "\r\n", "\x00", "-\n", "Page 3 of 9\n", "%PDF-", "|a|b|\n", "   ", "\ufeff"]
+
+
+@pytest.mark.filterwarnings("ignore::chunkwise.formats.text.DecodingWarning")
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(_PIECES), max_size=40), st.sampled_from([None, *("text", "markdown", "html",
+                                                                                "vtt", "srt")]),
+       st.sampled_from(["x.txt", "x.md", "x.html", "x.vtt", "x.srt", "x"]))
+def test_hostile_input_never_crashes(pieces, fmt, name):
+    data = "".join(pieces).encode("utf-8")
+    try:
+        doc = load_bytes(data, "hostile", name=name, **({"format": fmt} if fmt else {}))
+    except InputError as exc:
+        assert str(exc).startswith("hostile: ")
+        return
+    check_structure(doc)
+    assert doc.text.strip()
+    for a, b in doc.metadata.get("units", []):
+        assert 0 <= a < b <= len(doc.text)
+
+
+@pytest.mark.filterwarnings("ignore::chunkwise.formats.text.DecodingWarning")
+@settings(max_examples=60, deadline=None)
+@given(st.binary(max_size=400))
+def test_random_bytes_never_crash(data):
+    for name in ("r.txt", "r.pdf", "r.html"):
+        try:
+            doc = load_bytes(data, "random", name=name)
+        except InputError:
+            continue
+        check_structure(doc)

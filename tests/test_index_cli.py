@@ -1,0 +1,115 @@
+"""``chunkwise index`` / ``chunkwise search`` through the real CLI entry point (in process, FakeEmbedder)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import FakeEmbedder
+
+import chunkwise.embeddings
+from chunkwise.cli import main
+
+FILES = {
+    "bees.txt": "Bees make honey from nectar in the hive. The queen lays eggs all summer long.\n\n"
+                "Beekeepers wear veils and gloves when they open the hive.",
+    "lamp.md": "# Lighthouse\n\nThe lamp turns every ten seconds.\n\n## Lens\n\nKeepers polish the lens at dusk "
+               "with a soft cloth.",
+    "trains.txt": "The night train leaves at nine. The conductor checks tickets twice before midnight.",
+}
+
+
+@pytest.fixture
+def corpus(tmp_path, monkeypatch):
+    monkeypatch.setattr(chunkwise.embeddings, "get_embedder", lambda name=None, **kw: FakeEmbedder())
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / "kb"
+    folder.mkdir()
+    for name, text in FILES.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    return folder
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_index_then_search_table_and_jsonl(corpus, capsys):
+    code, out, err = run(capsys, "index", "kb", "--max-tokens", "16", "--tokenizer", "words")
+    assert code == 0, err
+    assert "3 documents: 3 indexed, 0 unchanged (skipped), 0 failed" in err and "chunks/s" in err
+    assert (corpus.parent / "chunkwise.db").is_dir()  # the default Milvus Lite database
+
+    code, out, err = run(capsys, "search", "conductor tickets", "-k", "2", "--format", "jsonl")
+    assert code == 0, err
+    hits = [json.loads(line) for line in out.splitlines()]
+    assert len(hits) == 2 and hits[0]["rank"] == 1 and hits[0]["source"] == "kb/trains.txt"
+    assert "conductor checks tickets" in hits[0]["text"]
+    src = FILES["trains.txt"]
+    assert src[hits[0]["start"]:hits[0]["end"]] == hits[0]["text"]
+
+    code, out, err = run(capsys, "search", "polish the lens", "-k", "1", "--hybrid")
+    assert code == 0, err
+    first = out.splitlines()[0]
+    assert first.startswith("#1  ") and "kb/lamp.md" in first and "Lighthouse > Lens" in first
+    assert "Keepers polish the lens" in out
+
+    code, out, err = run(capsys, "search", "honey", "--filter", 'source like "%trains%"', "--format", "jsonl")
+    assert code == 0 and {json.loads(x)["source"] for x in out.splitlines()} == {"kb/trains.txt"}
+
+
+def test_rerun_edit_prune_and_delete(corpus, capsys):
+    args = ("index", "kb", "--max-tokens", "16", "--tokenizer", "words")
+    assert run(capsys, *args)[0] == 0
+    code, _, err = run(capsys, *args)
+    assert code == 0 and "3 unchanged (skipped)" in err and "0 chunks written" in err
+
+    (corpus / "bees.txt").write_text("Bees sleep in winter.", encoding="utf-8")
+    code, _, err = run(capsys, *args)
+    assert code == 0 and "1 indexed, 2 unchanged" in err and "stale removed" in err
+
+    (corpus / "trains.txt").unlink()
+    code, _, err = run(capsys, *args, "--prune")
+    assert code == 0 and "1 pruned" in err
+    code, out, _ = run(capsys, "search", "night train conductor", "-k", "10", "--format", "jsonl")
+    assert "kb/trains.txt" not in {json.loads(x)["source"] for x in out.splitlines()}
+
+    code, _, err = run(capsys, "index", "--delete", "kb/bees.txt")
+    assert code == 0 and "deleted kb/bees.txt" in err
+    code, out, _ = run(capsys, "search", "bees", "-k", "10", "--format", "jsonl")
+    assert {json.loads(x)["source"] for x in out.splitlines()} == {"kb/lamp.md"}
+
+
+def test_partial_failure_exit_code_and_config_mismatch(corpus, capsys):
+    (corpus / "broken.pdf").write_bytes(b"%PDF-1.4 this is not really a pdf")
+    code, _, err = run(capsys, "index", "kb", "--max-tokens", "16", "--tokenizer", "words")
+    assert code == 1
+    assert "chunkwise: error: kb/broken.pdf:" in err and "1 failed" in err
+    code, _, err = run(capsys, "index", "kb", "--max-tokens", "20", "--tokenizer", "words")
+    assert code == 2
+    assert err.count("\n") == 1 and "max_tokens=16 (now 20)" in err and "--recreate" in err
+    code, _, err = run(capsys, "index", "kb", "--max-tokens", "20", "--tokenizer", "words", "--recreate")
+    assert code == 1 and "3 indexed" in err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (("search", ""), "the query is empty"),
+    (("search", "bees", "-k", "0"), "-k must be >= 1"),
+    (("search", "bees", "--filter", "source =="), "invalid filter expression 'source ==': "),
+    (("search", "bees", "--collection", "other"), "no index named 'other'"),
+    (("search", "bees", "--db", "kb/bees.txt"), "must end in '.db'"),
+    (("index", "kb", "--db", "kb/x.db/y.db"), None),
+    (("index", "kb", "--uri", "http://127.0.0.1:9", "--timeout", "2"), "cannot reach the Milvus server"),
+    (("index",), "nothing to do"),
+    (("index", "kb", "--context", "bogus"), "unknown context mode 'bogus'"),
+])
+def test_bad_input_is_one_line(corpus, capsys, argv, message):
+    assert run(capsys, "index", "kb", "--max-tokens", "16", "--tokenizer", "words")[0] == 0
+    if argv[-1] == "kb/x.db/y.db":
+        (corpus / "x.db").write_text("a file, not a database")
+        message = "cannot create the database directory"
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == ""
+    assert err.startswith("chunkwise: error: ") and err.count("\n") == 1 and message in err, err

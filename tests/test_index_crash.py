@@ -1,0 +1,124 @@
+"""A real ``chunkwise index`` process killed with SIGKILL, then run again, ends with exactly a clean run's chunks.
+
+Kill points are seeded and spread over the write phase: the test watches the Milvus Lite directory grow
+and kills the process once it has written a random fraction of what a full run writes (with a time limit
+as a fallback), so the kills land between and inside the unmark / upsert / delete-stale / mark steps.
+The scenario is an update: version 1 of a folder is indexed, then version 2 (three files edited, one
+deleted, one added, ``--prune``) is indexed, killed and re-run.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from chunkwise.store import MilvusStore
+
+pytestmark = pytest.mark.slow
+
+WORDS = ("river stone lamp keeper harbor winter bread oven flour garden rose train ticket night bee honey wax "
+         "queen storm fog lens glass tower bell copper salt anchor rope sail gull").split()
+
+
+def write_corpus(folder: Path, seed: int, names: list[str]) -> None:
+    rng = random.Random(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        paras = []
+        for _ in range(rng.randint(4, 7)):
+            sents = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 14))).capitalize() + "."
+                     for _ in range(rng.randint(3, 6))]
+            paras.append(" ".join(sents))
+        (folder / name).write_text("\n\n".join(paras), encoding="utf-8")
+
+
+def index_cmd(db: Path, folder: Path) -> list[str]:
+    code = "import sys; from chunkwise.cli import main; sys.exit(main(sys.argv[1:]))"
+    return [sys.executable, "-c", code, "-q", "--no-cache", "index", str(folder), "--db", str(db),
+            "--max-tokens", "48", "--batch-size", "4", "--prune"]
+
+
+def run_to_end(db: Path, folder: Path) -> None:
+    done = subprocess.run(index_cmd(db, folder), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
+def size(path: Path) -> int:
+    total = 0
+    for root, _, files in os.walk(path):
+        for f in files:
+            try:
+                total += os.path.getsize(os.path.join(root, f))
+            except OSError:
+                pass
+    return total
+
+
+def contents(db: Path) -> tuple[set[tuple[str, str]], int, dict[str, str]]:
+    store = MilvusStore(db=db)
+    try:
+        store.open()
+        rows = list(store.scan_chunks(["id", "text"]))
+        markers = {m.source: m.content_hash for m in store.markers().values()}
+        return {(r["id"], r["text"]) for r in rows}, len(rows), markers
+    finally:
+        store.close()
+
+
+def expected_contents(tmp_path: Path, folder: Path) -> tuple[set[tuple[str, str]], int, dict[str, str]]:
+    """A clean index of ``folder`` with the same configuration, built in this process (saves a start-up)."""
+    from chunkwise.embeddings import get_embedder
+    from chunkwise.retrieval import Index
+
+    db = tmp_path / "clean.db"
+    with Index(db, embedder=get_embedder("minilm", cache=False)) as ix:
+        ix.add([str(folder)], strategy="recursive", params={"max_tokens": 48})
+    return contents(db)
+
+
+def test_sigkill_at_random_points_then_rerun_equals_clean_run(tmp_path):
+    names = [f"doc{i}.txt" for i in range(6)]
+    folder = tmp_path / "kb"
+    write_corpus(folder, 1, names)
+    db = tmp_path / "x.db"
+    t = time.perf_counter()
+    run_to_end(db, folder)
+    duration = time.perf_counter() - t
+    growth = max(1, size(db))
+    # version 2: three files edited, one deleted, one added
+    for name, seed in (("doc0.txt", 10), ("doc2.txt", 12), ("doc4.txt", 14)):
+        (folder / name).unlink()
+        write_corpus(folder, seed, [name])
+    (folder / "doc5.txt").unlink()
+    write_corpus(folder, 99, ["doc6.txt"])
+    expected, n_expected, expected_markers = expected_contents(tmp_path, folder)
+    assert len(expected) == n_expected > 0
+
+    # Kill the update three times at seeded points, each run starting from what the killed one left,
+    # then let it finish: crashes on top of crashes must still converge to the clean result.
+    killed_while_running = 0
+    for seed in (3, 7, 11):
+        rng = random.Random(seed)
+        target = rng.uniform(0.05, 0.6) * growth
+        start_size = size(db)
+        proc = subprocess.Popen(index_cmd(db, folder), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.perf_counter() + rng.uniform(0.5, 1.0) * duration
+        while proc.poll() is None and time.perf_counter() < deadline and size(db) - start_size < target:
+            time.sleep(0.002)
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+            killed_while_running += 1
+        proc.wait(timeout=30)
+    assert killed_while_running >= 2
+    run_to_end(db, folder)
+    got, n_got, markers = contents(db)
+    assert n_got == len(got)  # no duplicates
+    assert got == expected, f"{len(got - expected)} extra, {len(expected - got)} missing"
+    assert markers == expected_markers
