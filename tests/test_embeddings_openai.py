@@ -11,10 +11,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import numpy as np
 import pytest
 
-from chunkwise.cli import main
 from chunkwise.embeddings import get_embedder
 from chunkwise.embeddings.openai import EndpointError, OpenAIEmbedder
-from chunkwise.errors import ChunkwiseError, ConfigError, InputError
+from chunkwise.errors import ConfigError, InputError
 
 DIM = 8
 
@@ -192,12 +191,3 @@ def test_through_get_embedder_with_cache(server, tmp_path):
     other = get_embedder("openai:test-embed", base_url=server.url + "/", cache_dir=tmp_path)
     assert other.cache_key == emb.cache_key
     assert "127.0.0.1" in emb.cache_key
-
-
-def test_cli_error_is_one_line(server, capsys, tmp_path):
-    """A failing endpoint reaches the CLI as a ChunkwiseError, printed as one line."""
-    server.script = [500] * 10
-    emb = get_embedder("openai:test-embed", base_url=server.url, cache=False, max_retries=0)
-    with pytest.raises(ChunkwiseError):
-        emb.embed(["x"])
-    assert main(["--cache-dir", str(tmp_path), "cache", "stats"]) == 0

@@ -99,6 +99,13 @@ def test_memo_embedder_embeds_each_text_once():
     assert fake.texts_embedded == 3
     np.testing.assert_array_equal(v1[1], v2[0])
     assert memo.tokenizer is fake.tokenizer and memo.model_id == fake.model_id
+    calls = []
+    original = fake.embed_tokens
+    fake.embed_tokens = lambda text: calls.append(text) or original(text)
+    (a, sa), (b, sb) = memo.embed_tokens("one two three"), memo.embed_tokens("one two three")
+    assert calls == ["one two three"] and sa == sb == [(0, 3), (4, 7), (8, 13)]
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_allclose(a, original("one two three")[0], atol=1e-3)
 
 
 def test_context_and_late_options_reach_the_context_module(dataset):

@@ -241,6 +241,15 @@ def test_srt_prefix_speakers(tmp_path):
     assert doc.cues[1].start_time == 4.1 and doc.cues[1].end_time == 7.8
 
 
+def test_srt_variants_crlf_bom_and_no_numbers():
+    crlf = b"\xef\xbb\xbf1\r\n00:00:01,000 --> 00:00:02,000\r\nHello there.\r\n\r\n2\r\n00:00:03,000 --> 00:00:04,500\r\nBye.\r\n"
+    doc = load_bytes(crlf, "a.srt", name="a.srt")
+    assert doc.text == "Hello there.\nBye.\n"
+    assert [(c.start_time, c.end_time) for c in doc.cues] == [(1.0, 2.0), (3.0, 4.5)]
+    bare = b"00:00:01,000 --> 00:00:02,000\nHello there.\n\n00:00:03,000 --> 00:00:04,500\nBye.\n"
+    assert load_bytes(bare, "b.srt", name="b.srt").text == "Hello there.\nBye.\n"
+
+
 def test_note_prefix_is_not_a_speaker(tmp_path):
     srt = "1\n00:00:01,000 --> 00:00:02,000\nNote: the shop opens at nine.\n\n2\n00:00:02,500 --> 00:00:03,000\nThanks.\n"
     doc = load(write(tmp_path, "n.srt", srt))

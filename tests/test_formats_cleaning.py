@@ -120,3 +120,19 @@ def test_switches():
     assert "hyphen-" in no_dehyph.text and "dehyphenate" not in no_dehyph.steps
     on = clean(text, [], CleaningOptions())
     assert "hyphenated" in on.text
+
+
+def test_code_and_data_are_not_reflowed():
+    code = "import os\nimport sys\n\nvalue = compute(a, b)\nprint(value)\nresult = [x for x in range(10)]\n"
+    assert reflow_edits(code, paragraph_breaks=False) == []
+    csv_like = "name,city,year\nalice,paris,2020\nbob,berlin,2021\ncarol,rome,2022\n"
+    assert reflow_edits(csv_like, paragraph_breaks=False) == []
+
+
+def test_log_files_keep_their_lines(tmp_path):
+    from chunkwise.formats import load
+
+    lines = [f"server started listening on port {8000 + i} and waiting for the next request" for i in range(6)]
+    p = tmp_path / "app.log"
+    p.write_text("\n".join(lines) + "\n")
+    assert load(p).text.splitlines() == lines

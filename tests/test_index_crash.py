@@ -72,15 +72,13 @@ def contents(db: Path) -> tuple[set[tuple[str, str]], int, dict[str, str]]:
         store.close()
 
 
-def expected_contents(tmp_path: Path, folder: Path) -> tuple[set[tuple[str, str]], int, dict[str, str]]:
-    """A clean index of ``folder`` with the same configuration, built in this process (saves a start-up)."""
+def build_in_process(db: Path, folder: Path) -> None:
+    """Index ``folder`` with the subprocess's configuration in this process (saves a start-up)."""
     from chunkwise.embeddings import get_embedder
     from chunkwise.retrieval import Index
 
-    db = tmp_path / "clean.db"
     with Index(db, embedder=get_embedder("minilm", cache=False)) as ix:
-        ix.add([str(folder)], strategy="recursive", params={"max_tokens": 48})
-    return contents(db)
+        ix.add([str(folder)], strategy="recursive", params={"max_tokens": 48}, prune=True)
 
 
 def test_sigkill_at_random_points_then_rerun_equals_clean_run(tmp_path):
@@ -88,35 +86,38 @@ def test_sigkill_at_random_points_then_rerun_equals_clean_run(tmp_path):
     folder = tmp_path / "kb"
     write_corpus(folder, 1, names)
     db = tmp_path / "x.db"
-    t = time.perf_counter()
-    run_to_end(db, folder)
-    duration = time.perf_counter() - t
-    growth = max(1, size(db))
+    build_in_process(db, folder)  # version 1
+    base_size = size(db)
     # version 2: three files edited, one deleted, one added
     for name, seed in (("doc0.txt", 10), ("doc2.txt", 12), ("doc4.txt", 14)):
         (folder / name).unlink()
         write_corpus(folder, seed, [name])
     (folder / "doc5.txt").unlink()
     write_corpus(folder, 99, ["doc6.txt"])
-    expected, n_expected, expected_markers = expected_contents(tmp_path, folder)
+    build_in_process(tmp_path / "clean.db", folder)
+    expected, n_expected, expected_markers = contents(tmp_path / "clean.db")
     assert len(expected) == n_expected > 0
 
-    # Kill the update three times at seeded points, each run starting from what the killed one left,
-    # then let it finish: crashes on top of crashes must still converge to the clean result.
-    killed_while_running = 0
+    # Kill the update three times at seeded points (after it has written a random amount), each run
+    # starting from what the killed one left, then let it finish: crashes on top of crashes must still
+    # converge to the clean result.
+    killed_while_running = mid_update = 0
+    before = contents(db)[0]
     for seed in (3, 7, 11):
         rng = random.Random(seed)
-        target = rng.uniform(0.05, 0.6) * growth
+        target = rng.uniform(0.03, 0.3) * base_size
         start_size = size(db)
         proc = subprocess.Popen(index_cmd(db, folder), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.perf_counter() + rng.uniform(0.5, 1.0) * duration
-        while proc.poll() is None and time.perf_counter() < deadline and size(db) - start_size < target:
+        deadline = time.perf_counter() + 60
+        while proc.poll() is None and time.perf_counter() < deadline and abs(size(db) - start_size) < target:
             time.sleep(0.002)
         if proc.poll() is None:
             os.kill(proc.pid, signal.SIGKILL)
             killed_while_running += 1
         proc.wait(timeout=30)
+        mid_update += contents(db)[0] not in (expected, before)
     assert killed_while_running >= 2
+    assert mid_update >= 1  # at least one kill left a half-done update behind (the case under test)
     run_to_end(db, folder)
     got, n_got, markers = contents(db)
     assert n_got == len(got)  # no duplicates

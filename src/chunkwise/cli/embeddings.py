@@ -1,7 +1,8 @@
-"""``chunkwise distill`` and ``chunkwise cache stats|clear``: the embedding side of the command line.
+"""``chunkwise embed``, ``chunkwise distill`` and ``chunkwise cache stats|clear``.
 
-The embedder itself is chosen by the global ``--embedder`` option (see :func:`chunkwise.embeddings.
-embedder_from_args`); these commands manage what the embedders keep on disk.
+The embedder is chosen by the global ``--embedder`` option (see :func:`chunkwise.embeddings.
+embedder_from_args`) for every command that embeds; ``embed`` exposes it directly (texts in, vectors out),
+``distill`` and ``cache`` manage what the embedders keep on disk.
 """
 
 from __future__ import annotations
@@ -12,6 +13,19 @@ import sys
 
 
 def register(subparsers) -> None:
+    e = subparsers.add_parser(
+        "embed", help="embed texts (arguments, or one per line from a file or stdin)",
+        description="Embed texts with the embedder chosen by --embedder and print JSON lines "
+                    '{"index", "text", "vector"} or write a .npy matrix (row i = text i). Vectors are '
+                    "L2-normalised float32; cached vectors are reused.")
+    e.add_argument("texts", nargs="*", metavar="TEXT", help="texts to embed")
+    e.add_argument("--input", "-i", default=None, metavar="FILE",
+                   help="read texts from FILE, one per line ('-' = stdin); every line is a row, blank ones too")
+    e.add_argument("--output", "-o", default=None, metavar="FILE",
+                   help="write vectors to FILE: .npy (float32 matrix) or .jsonl (default: JSON lines on stdout)")
+    e.add_argument("--batch-size", type=int, default=1024, help="texts per embedding call (default 1024)")
+    e.set_defaults(func=run_embed)
+
     p = subparsers.add_parser(
         "distill", help="distil the static embedding model from MiniLM (once, into the cache directory)",
         description="Distil a model2vec static model from the local all-MiniLM-L6-v2 (ONNX, no torch) and "
@@ -95,4 +109,75 @@ def run_cache_clear(args: argparse.Namespace) -> int:
         path = cache.path
     what = f"model {args.model!r}" if args.model else "all models"
     print(f"deleted {n} cached embeddings ({what}) from {path}")
+    return 0
+
+
+def _read_lines(path: str):
+    """Lines of ``path`` (or stdin) without their line ends, streamed."""
+    from ..errors import InputError
+
+    if path == "-":
+        for line in sys.stdin:
+            yield line.rstrip("\r\n")
+        return
+    try:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                yield line.rstrip("\r\n")
+    except FileNotFoundError:
+        raise InputError("file not found", source=path) from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", source=path) from None
+    except OSError as exc:
+        raise InputError(f"cannot read ({exc.strerror})", source=path) from None
+
+
+def run_embed(args: argparse.Namespace) -> int:
+    import itertools
+
+    import numpy as np
+
+    from ..embeddings import embedder_from_args
+    from ..errors import ConfigError
+
+    if args.batch_size < 1:
+        raise ConfigError(f"--batch-size must be >= 1, got {args.batch_size}")
+    if args.texts and args.input:
+        raise ConfigError("give texts as arguments or with --input, not both")
+    if not args.texts and not args.input:
+        raise ConfigError("nothing to embed: give texts as arguments or --input FILE ('-' for stdin)")
+    out_path = args.output
+    if out_path and not out_path.endswith((".npy", ".jsonl")):
+        raise ConfigError(f"--output must end in .npy or .jsonl, got {out_path!r}")
+    texts = iter(args.texts) if args.texts else _read_lines(args.input)
+    embedder = embedder_from_args(args)
+    n = 0
+    chunks: list = []
+    sink = open(out_path, "w", encoding="utf-8") if out_path and out_path.endswith(".jsonl") else None
+    try:
+        while True:
+            batch = list(itertools.islice(texts, args.batch_size))
+            if not batch:
+                break
+            vectors = embedder.embed(batch)
+            if out_path and out_path.endswith(".npy"):
+                chunks.append(vectors)
+            else:
+                stream = sink or sys.stdout
+                for i, (text, vec) in enumerate(zip(batch, vectors)):
+                    stream.write(json.dumps({"index": n + i, "text": text,
+                                             "vector": [round(float(x), 7) for x in vec]}) + "\n")
+            n += len(batch)
+    finally:
+        if sink:
+            sink.close()
+        embedder.close()
+    if out_path and out_path.endswith(".npy"):
+        matrix = np.concatenate(chunks) if chunks else np.zeros((0, embedder.dim), dtype=np.float32)
+        np.save(out_path, matrix.astype(np.float32, copy=False))
+    if not getattr(args, "quiet", False):
+        print(f"embedded {n} texts with {embedder.model_id} ({embedder.dim} dims): "
+              f"{embedder.texts_embedded} computed, {n - embedder.texts_embedded} from cache or repeated, "
+              f"{embedder.truncated} truncated to {embedder.max_tokens} tokens"
+              + (f"; wrote {out_path}" if out_path else ""), file=sys.stderr)
     return 0

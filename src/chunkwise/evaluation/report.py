@@ -120,7 +120,7 @@ th:first-child,td:first-child{text-align:left;white-space:normal;max-width:26em}
 th{background:#f5f5f5}td.best{font-weight:bold;background:#eef7ee}
 .ns{color:#999}.sig{color:#222}.muted{color:#666;font-size:.9em}
 .swatch{display:inline-block;width:.8em;height:.8em;margin-right:.4em;border-radius:2px;vertical-align:-.05em}
-.hists{display:flex;flex-wrap:wrap;gap:1em}
+.hists{display:flex;flex-wrap:wrap;gap:1em}.scroll{overflow-x:auto}
 svg text{font-family:system-ui,sans-serif}
 """
 
@@ -209,6 +209,34 @@ def histogram_svg(run: RunResult, color: str, lo: int, hi: int, width: int = 360
     return "".join(out)
 
 
+def _html_table(report: EvaluationReport, cols, best, deltas=None, extra: bool = False) -> str:
+    runs, k = report.runs, report.k
+    h = ["<div class=scroll><table><tr><th>run</th>", *[f"<th>{_esc(t)}</th>" for _, t in cols]]
+    if extra:
+        h.append(f"<th>doc R@{k}</th><th>chunks</th><th>tok/chunk</th><th>tok retrieved@{k}</th>")
+    if deltas and len(runs) > 1:
+        h.append("<th>ΔRecall@5 vs first</th><th>ΔIoU@5 vs first</th>")
+    h.append("</tr>")
+    for i, r in enumerate(runs):
+        color = PALETTE[i % len(PALETTE)]
+        h.append(f'<tr><td><span class=swatch style="background:{color}"></span>{_esc(r.name)}</td>')
+        for m, _ in cols:
+            v = r.scores.get(m)
+            cls = " class=best" if v is not None and len(runs) > 1 and v == best[m] else ""
+            h.append(f"<td{cls}>{fmt(m, v)}</td>")
+        if extra:
+            h.append(f"<td>{fmt(f'doc_recall@{k}', r.scores.get(f'doc_recall@{k}'))}</td><td>{r.stats['chunks']}</td>"
+                     f"<td>{r.stats['tokens_per_chunk_mean']:.0f}</td><td>{r.stats[f'tokens_retrieved@{k}']:.0f}</td>")
+        if deltas and len(runs) > 1:
+            for mk in deltas:
+                v = mk.get(r.name, "baseline" if i == 0 else "-")
+                cls = "ns" if NS_MARK in v else "sig"
+                h.append(f"<td class={cls}>{_esc(v)}</td>")
+        h.append("</tr>")
+    h.append("</table></div>")
+    return "".join(h)
+
+
 def format_html(report: EvaluationReport, title: str = "chunkwise evaluation") -> str:
     runs = report.runs
     k = report.k
@@ -221,31 +249,26 @@ def format_html(report: EvaluationReport, title: str = "chunkwise evaluation") -
          f"<p class=muted>{_esc(report.dataset_summary)}<br>embedder <b>{_esc(report.embedder)}</b>; "
          f"{report.queries} queries; chunk sizes in {_esc(report.count_tokenizer)} tokens; span metrics in %, "
          "computed with Chroma's published arithmetic (·set = corrected set arithmetic).</p>",
-         "<h2>Comparison</h2><table><tr><th>run</th>"]
-    h += [f"<th>{_esc(t)}</th>" for _, t in cols]
-    h.append(f"<th>chunks</th><th>tok/chunk</th><th>tok retrieved@{k}</th>")
-    if len(runs) > 1:
-        h.append(f"<th>ΔRecall@5 vs first</th><th>ΔIoU@5 vs first</th>")
-    h.append("</tr>")
-    for i, r in enumerate(runs):
-        color = PALETTE[i % len(PALETTE)]
-        h.append(f'<tr><td><span class=swatch style="background:{color}"></span>{_esc(r.name)}</td>')
-        for m, _ in cols:
-            v = r.scores.get(m)
-            cls = ' class=best' if v is not None and len(runs) > 1 and v == best[m] else ""
-            h.append(f"<td{cls}>{fmt(m, v)}</td>")
-        h.append(f"<td>{r.stats['chunks']}</td><td>{r.stats['tokens_per_chunk_mean']:.0f}</td>"
-                 f"<td>{r.stats[f'tokens_retrieved@{k}']:.0f}</td>")
-        if len(runs) > 1:
-            for mk in (marks, marks_iou):
-                v = mk.get(r.name, "baseline" if i == 0 else "-")
-                cls = "ns" if NS_MARK in v else "sig"
-                h.append(f"<td class={cls}>{_esc(v)}</td>")
-        h.append("</tr>")
-    h.append("</table>")
+         "<h2>Comparison</h2>"]
+    h.append(_html_table(report, MAIN_COLUMNS, best, deltas=(marks, marks_iou)))
     if len(runs) > 1:
         h.append(f"<p class=muted>Δ: difference to the first run in points with its paired-bootstrap 95% "
                  f"confidence interval over the same queries; {NS_MARK} and grey = not significant.</p>")
+    h.append("<h2>Corrected (set) span metrics, document ranking, context</h2>")
+    h.append(_html_table(report, EXTRA_COLUMNS, best, extra=True))
+    by_doc = [r for r in runs if r.stats.get("by_document")]
+    if by_doc:
+        docs = list(by_doc[0].stats["by_document"])
+        h.append("<h2>By document (Recall@5 / IoU@5)</h2><div class=scroll><table><tr><th>run</th>")
+        h += [f"<th>{_esc(d)} ({by_doc[0].stats['by_document'][d]['queries']})</th>" for d in docs]
+        h.append("</tr>")
+        for r in by_doc:
+            h.append(f"<tr><td>{_esc(r.name)}</td>")
+            for d in docs:
+                v = r.stats["by_document"].get(d)
+                h.append(f"<td>{fmt('recall@5', v['recall@5'])} / {fmt('iou@5', v['iou@5'])}</td>" if v else "<td>-</td>")
+            h.append("</tr>")
+        h.append("</table></div>")
     h += ["<h2>Recall against tokens retrieved</h2>",
           "<p class=muted>Each point retrieves n chunks; larger dots are n = 5. Up and to the left is better: "
           "more of the answer for fewer tokens in the prompt.</p>", curve_svg(runs)]

@@ -188,6 +188,8 @@ class MemoEmbedder(Embedder):
         self.dim = inner.dim
         self.max_tokens = inner.max_tokens
         self._memo: dict[str, np.ndarray] = {}
+        self._tokens: dict[str, tuple[np.ndarray, list]] = {}
+        self._token_bytes = 0
         self.seconds = 0.0
         self.requested = 0
 
@@ -217,15 +219,28 @@ class MemoEmbedder(Embedder):
             return np.zeros((0, self.dim), dtype=np.float32)
         return np.stack([self._memo[t] for t in texts]).astype(np.float32, copy=False)
 
+    #: memory allowed for memoised token vectors (late chunking), stored as float16
+    token_memo_bytes = 768 * 2**20
+
     def embed_tokens(self, text: str):
+        """Token vectors, memoised (as float16, within :attr:`token_memo_bytes`): late chunking embeds the
+        same document windows for every configuration of a grid, so a search pays for them once."""
+        hit = self._tokens.get(text)
+        if hit is not None:
+            return hit[0].astype(np.float32), list(hit[1])
         t0 = time.perf_counter()
         try:
-            return self.inner.embed_tokens(text)
+            vecs, spans = self.inner.embed_tokens(text)
         finally:
             self.seconds += time.perf_counter() - t0
+        half = np.asarray(vecs, dtype=np.float16)
+        if self._token_bytes + half.nbytes <= self.token_memo_bytes:
+            self._tokens[text] = (half, list(spans))
+            self._token_bytes += half.nbytes
+        return half.astype(np.float32), list(spans)
 
     def __getattr__(self, name: str):  # anything else a back-end offers (window, batch_size...)
-        if name == "inner":
+        if name in ("inner", "_memo", "_tokens"):
             raise AttributeError(name)
         return getattr(self.inner, name)
 
@@ -524,6 +539,16 @@ class Evaluator:
             f"tokens_retrieved@{self.k}": round(scores[f"tokens_retrieved@{self.k}"], 1),
             "count_tokenizer": self.count_tokenizer.name,
         }
+        # per corpus (Chroma's corpora_scores): queries grouped by the document of their first reference
+        groups: dict[str, list[int]] = {}
+        for qi, q in enumerate(ds.queries):
+            groups.setdefault(q.references[0].doc, []).append(qi)
+        if len(groups) > 1:
+            stats["by_document"] = {
+                d: {"queries": len(ix), **{m: round(float(per_query[m][ix].mean()), 6)
+                                           for m in ("recall@5", "iou@5", "precision@5", "recall_set@5", "iou_set@5")}}
+                for d, ix in groups.items()
+            }
         result = RunResult(spec, per_query, scores, stats, tok_list, curve)
         if ds.boundaries:
             result.boundary_scores = self._boundary_scores(chunks)

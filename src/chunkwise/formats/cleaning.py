@@ -174,6 +174,8 @@ def whitespace_edits(text: str, collapse_spaces: bool = False) -> list[Edit]:
         edits.append((m.start(), m.end(), " "))
     for m in _INVISIBLE.finditer(text):
         edits.append((m.start(), m.end(), ""))
+    for m in re.finditer("\f", text):  # form feed: a page break in extracted text reads as a line break
+        edits.append((m.start(), m.end(), "\n"))
     for m in re.finditer(r"[ \t]+(?=\n|\Z)", text):
         edits.append((m.start(), m.end(), ""))
     for m in re.finditer(r"\n{3,}", text):
@@ -242,6 +244,19 @@ def _structural(line: str) -> bool:
     )
 
 
+def _wrapped_prose(text: str, spans: list[tuple[int, int]], width: int) -> bool:
+    """Is this plain text hard-wrapped prose? Wrapped at 40 characters or more, many non-blank lines fill
+    the width, and the text is mostly letters, digits and spaces (code and data are full of brackets and
+    operators)."""
+    lines = [text[a:b] for a, b in spans if b > a and text[a:b].strip()]
+    if len(lines) < 3 or width < 40:
+        return False
+    full = sum(1 for line in lines if len(line) >= 0.6 * width)
+    chars = sum(len(line) for line in lines)
+    prose = sum(1 for line in lines for ch in line if ch.isalnum() or ch in " ,.'\"-;:!?()%&/")
+    return full >= 0.4 * len(lines) and prose >= 0.95 * chars
+
+
 def _norm_line(line: str) -> str:
     return " ".join(line.split()).casefold()
 
@@ -261,6 +276,8 @@ def reflow_edits(text: str, paragraph_breaks: bool, headings: set[str] | frozens
     width = _wrap_width([e - s for s, e in spans])
     if width < min_width or width > max_width:
         return []
+    if not paragraph_breaks and not _wrapped_prose(text, spans, width):
+        return []  # plain text that is not hard-wrapped prose (code, logs, lists, data): leave it
     heads = {_norm_line(h) for h in headings}
     edits: list[Edit] = []
     for (s1, e1), (s2, e2) in zip(spans, spans[1:]):
@@ -297,7 +314,8 @@ def clean(text: str, positions: list[int] | None = None, options: CleaningOption
     """Run the enabled cleaning steps in order and map ``positions`` through all of them.
 
     ``page_starts`` (PDF) enables header/footer removal; they must also be among ``positions`` to be kept
-    track of. ``headings`` (PDF outline titles) are lines reflow never joins. Returns the cleaned text, the mapped positions and how many edits each step made.
+    track of. ``headings`` (PDF outline titles) are lines reflow never joins. Returns the cleaned text,
+    the mapped positions and how many edits each step made.
     """
     options = options or CleaningOptions()
     positions = list(positions or [])

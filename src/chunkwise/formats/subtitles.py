@@ -1,4 +1,5 @@
-"""Subtitles and transcripts: WebVTT (webvtt-py) and SRT (pysrt) as timed text.
+"""Subtitles and transcripts: WebVTT and SRT as timed text (both read with webvtt-py, MIT-licensed; pysrt
+would be GPL-3.0 in the default install).
 
 A subtitle file has no paragraphs; its natural units are sentences spoken by one person. Cues are cut
 wherever the screen was full, often mid-sentence, so consecutive cues of one speaker are first merged until
@@ -118,18 +119,23 @@ def _vtt_cues(text: str, source: str) -> list[_RawCue]:
 
 
 def _srt_cues(text: str, source: str) -> list[_RawCue]:
-    import pysrt
+    import io
+
+    import webvtt
 
     timings = _check_timings(text, source, "srt")
+    # cue numbers are optional in the wild but required by the parser: number the blocks that lack one
+    blocks = [lines if "-->" not in lines[0] else [str(k), *lines] for k, (_, lines) in enumerate(_blocks(text), 1)]
+    normalized = "\n\n".join("\n".join(lines) for lines in blocks) + "\n"
     try:
-        items = list(pysrt.from_string(text, error_handling=pysrt.ERROR_RAISE))
+        captions = list(webvtt.from_buffer(io.StringIO(normalized), format="srt"))
     except Exception as exc:
         raise InputError(f"invalid SRT ({exc})", source=source) from None
-    if len(items) != len(timings):
-        raise InputError(f"invalid SRT: {len(timings)} timing lines but {len(items)} readable cues",
+    if len(captions) != len(timings):
+        raise InputError(f"invalid SRT: {len(timings)} timing lines but {len(captions)} readable cues",
                          source=source)
-    return [_RawCue(start, end, " ".join(_TAGS.sub("", item.text or "").split()), None)
-            for (start, end), item in zip(timings, items)]
+    return [_RawCue(start, end, " ".join(_TAGS.sub("", cap.text or "").split()), None)
+            for (start, end), cap in zip(timings, captions)]
 
 
 def _assign_prefix_speakers(cues: list[_RawCue]) -> None:

@@ -18,10 +18,18 @@ from __future__ import annotations
 import codecs
 import re
 import warnings
+from pathlib import Path
 
 from ..document import Document
 from ..errors import ConfigError, InputError
 from .cleaning import CleaningOptions, clean
+
+
+#: extensions whose line breaks carry meaning: never re-flowed or de-hyphenated
+LINE_ORIENTED = {
+    ".csv", ".tsv", ".log", ".py", ".js", ".ts", ".java", ".c", ".h", ".cpp", ".go", ".rs", ".rb", ".sh",
+    ".sql", ".json", ".jsonl", ".yaml", ".yml", ".toml", ".ini", ".cfg", ".xml", ".tex", ".srt", ".vtt",
+}
 
 
 class DecodingWarning(UserWarning):
@@ -151,6 +159,8 @@ def load_text(data: bytes, source: str, **options) -> Document:
     check_text(text, source)
     opts = CleaningOptions.from_options(options)
     opts.clean_headers = False
+    if Path(source).suffix.lower() in LINE_ORIENTED:
+        opts.reflow = opts.dehyphenate = False
     result = clean(text, [], opts)
     check_text(result.text, source)
     emit_warnings(source, warns)

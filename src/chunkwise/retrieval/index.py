@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -91,8 +92,9 @@ class SearchResult:
 
 @dataclass
 class IndexReport:
-    """What one :meth:`Index.add` did. ``timings`` splits ``seconds`` into load, chunk, context, embed and
-    write (the rest is connecting, reading the document list and pruning)."""
+    """What one :meth:`Index.add` did. ``timings`` splits ``seconds`` into setup (connecting, creating or
+    checking the collection, reading the document list), load, chunk, context, embed and write (the rest
+    is pruning and the final count)."""
 
     documents: int = 0
     indexed: int = 0
@@ -106,7 +108,7 @@ class IndexReport:
     total_chunks: int = 0
     seconds: float = 0.0
     timings: dict[str, float] = field(default_factory=lambda: dict.fromkeys(
-        ("load", "chunk", "context", "embed", "write"), 0.0))
+        ("setup", "load", "chunk", "context", "embed", "write"), 0.0))
 
     @property
     def chunks_per_second(self) -> float:
@@ -149,8 +151,12 @@ class _Progress:
         if name not in self.bars:
             from tqdm import tqdm
 
+            # the size from the terminal with a fallback: a terminal that reports 0 x 0 (some ptys, CI
+            # consoles) would otherwise get no bar at all (tqdm hides bars below the last row)
+            size = shutil.get_terminal_size((100, 20))
             self.bars[name] = tqdm(desc=name, unit=unit, total=total, file=sys.stderr, leave=False,
-                                   position=len(self.bars), dynamic_ncols=True)
+                                   position=len(self.bars), ncols=min(120, size.columns),
+                                   nrows=max(size.lines, 4))
         return self.bars[name]
 
     def update(self, name: str, unit: str, n: int = 1) -> None:
@@ -361,10 +367,11 @@ class Index:
         t0 = time.perf_counter()
         late_options = dict(late_options or {})
         context_options = dict(context_options or {})
+        report = IndexReport()
         strat, embedder, context = self._prepare(strategy, params, vectors, late, late_options, context,
                                                  context_options, recreate)
-        report = IndexReport()
         markers = self.store.markers()
+        report.timings["setup"] = time.perf_counter() - t0
         progress_bars = _Progress(progress)
         contextualizer = None
         if context == "llm" and "contextualizer" not in context_options:

@@ -47,7 +47,8 @@ NEVER_FINAL = frozenset(
     hr hrn fr frl dipl ing med phil rer nat jur habil mag
     e.g eg i.e ie cf vs viz approx ca resp incl excl esp ibid op
     z.b z.t d.h u.a o.ä s.o s.u v.a i.d.r u.u z.zt i.a bzw vgl ggf evtl inkl zzgl sog bspw usf allg
-    nr abb bd kap abs tab anm hrsg str fig figs vol vols eq eqs ref refs sect ch chap pp
+    nr abb bd kap abs tab anm hrsg str insbes fig figs vol vols eq eqs ref refs sect ch chap pp
+    mt ft messrs mme mlle univ dept tsd bzgl ggü geb gest verh a.k.a
     """.split()
 )
 #: Abbreviations that normally take a number ("No. 5", "p. 12", "Art. 3"): no split when a digit follows.
@@ -56,6 +57,7 @@ NUMBER_TAKING = frozenset("no nos art sec p s n tel ex par para chap".split())
 MAY_BE_FINAL = frozenset(
     """
     u.s u.k u.n e.u u.s.a d.c a.m p.m b.c a.d ph.d jr sr inc ltd co corp bros plc gmbh al jh mio mrd
+    ave blvd rd hbf
     jan feb febr mar apr jun jul aug sep sept oct okt nov dec dez
     """.split()
 )
@@ -72,6 +74,8 @@ SENTENCE_OPENERS = frozenset(
     der die das den dem des ein eine einen einem einer er sie es wir ich ihr man dies diese dieser dieses
     aber und oder doch dann danach im am auf mit nach vor bei wenn als da deshalb außerdem auch zum zur
     heute später damit daher trotzdem jedoch seit bis um was wie wer wo warum nun hier dort viele alle
+    beide jetzt zudem ebenso erst zuerst schließlich dabei dazu darauf dafür sein seine ihre unser unsere
+    mein meine kein keine nicht nur noch immer oft vielleicht sogar leider
     """.split()
 )
 #: Months: "am 3. Oktober", "3. Oct." -- a number before a month is a day, not the end of a sentence.
@@ -103,21 +107,23 @@ _LATIN_TERMS = ".!?…‼⁇⁈⁉"
 _CJK_CLASS = r"[\u2e80-\u2fff\u3040-\u30ff\u3100-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f]"
 _CJK_CHAR_RE = re.compile(_CJK_CLASS)
 _CLOSE = rf"[{re.escape(_CLOSERS)}]*+"
-_LOWER_NEXT = rf"\s++[{re.escape(_OPENERS)}]*+[a-zß-öø-ÿ]"
+_ESCAPED_BREAK = r"\\[nrt]"  # a literal "\n" as in JSON or Python reprs of chat logs: a line break in text
+_LOWER_NEXT = rf"(?:\s|{_ESCAPED_BREAK})++[{re.escape(_OPENERS)}]*+[a-zß-öø-ÿ]"
 #: Every run of terminators with its closers (starting with a plain character class, so the regex engine
 #: skips ahead in C). The groups tell in C what most candidates need: ``spaced`` -- followed by whitespace,
 #: the end or a CJK character (else a Latin run is inside a number, URL or "z.B."); ``lower`` -- followed
 #: by a lower-case word (so, in cased text, no sentence end).
 _TERMINATOR_RE = re.compile(
     rf"[{_LATIN_TERMS}{_CJK_TERMS}．][{_LATIN_TERMS}{_CJK_TERMS}．]*+{_CLOSE}"
-    rf"(?P<spaced>(?=\s|\Z|{_CJK_CLASS}))?(?P<lower>(?={_LOWER_NEXT}))?"
+    rf"(?P<spaced>(?=\s|\Z|{_ESCAPED_BREAK}|{_CJK_CLASS}))?(?P<lower>(?={_LOWER_NEXT}))?"
 )
+_EXCLAMATIONS = frozenset("!?‼⁇⁈⁉")
 _CJK_TERM_RE = re.compile(f"[{_CJK_TERMS}．]")
 #: Stretches of 600+ characters without a capital letter: lower-cased text, judged without the filter.
 _UPPER = "A-ZÀ-ÖØ-ÞА-ЯΑ-Ω"
 _CASELESS_RE = re.compile(rf"[{_UPPER}]([^{_UPPER}]{{600,}}+)")  # after a capital (in C: linear)
 _CASELESS_START_RE = re.compile(rf"[^{_UPPER}]{{600,}}+")  # at the very start of the text
-_NEXT_WORD_RE = re.compile(rf"[\s{re.escape(_OPENERS)}]{{0,64}}+([^\W_][\w'’\-]{{0,64}}|\S)")
+_NEXT_WORD_RE = re.compile(rf"(?:[\s{re.escape(_OPENERS)}]|{_ESCAPED_BREAK}){{0,64}}+([^\W_][\w'’\-]{{0,64}}|\S)")
 _NUMBER_RE = re.compile(r"\d[\d.,]*")
 _DOTTED_ABBR_RE = re.compile(r"(?:[^\W\d_]{1,3}\.)+[^\W\d_]{1,3}")
 _LOWER_WORD_RE = re.compile(r"[a-zß-öø-ÿа-яα-ω]{2,}")
@@ -210,39 +216,49 @@ def _line_cuts(text: str) -> list[int]:
     cuts = []
     offset = 0
     prev_blank = True
-    for i, line in enumerate(lines[:-1]):
-        offset += len(line)
-        body = line.strip()
+    body = lines[0].strip()
+    for i in range(len(lines) - 1):
+        offset += len(lines[i])
+        nxt = lines[i + 1].strip()
         if not body:
             cuts.append(offset)
             prev_blank = True
-            continue
-        nxt = lines[i + 1].strip()
-        if (
-            not nxt
-            or _starts_block(nxt)
-            or _is_block_line(body)
-            or (prev_blank and _is_title(body, nxt))
-            or _ends_list_item(body, lines[i + 1])
-        ):
-            cuts.append(offset)
-        prev_blank = False
+        else:
+            if (
+                not nxt
+                or _starts_block(nxt)
+                or _is_block_line(body)
+                or (prev_blank and _is_title(body, nxt))
+                or _ends_list_item(body, lines[i + 1])
+            ):
+                cuts.append(offset)
+            prev_blank = False
+        body = nxt
     return cuts
+
+
+_BLOCK_START = frozenset("-*+•·▪◦‣–—#>|`~(=_.")
 
 
 def _starts_block(line: str) -> bool:
     """A stripped line that opens a block of its own: list item, heading, quote, table row, fence, rule."""
+    first = line[0]
+    if first not in _BLOCK_START and not first.isdigit() and line[1:2] != ")":
+        return False  # the common case, decided without a regex
     return bool(_LIST_ITEM_RE.match(line)) or bool(_RULE_LINE_RE.fullmatch(line))
 
 
 def _is_block_line(line: str) -> bool:
     """A stripped line that is complete in itself, so the break after it ends the sentence."""
-    return line[0] in "#|" or line.startswith(("```", "~~~")) or bool(_RULE_LINE_RE.fullmatch(line))
+    first = line[0]
+    if first not in _BLOCK_START:
+        return False
+    return first in "#|" or line.startswith(("```", "~~~")) or bool(_RULE_LINE_RE.fullmatch(line))
 
 
 def _ends_list_item(line: str, next_line: str) -> bool:
     """A list item followed by an unindented line that is not a continuation (not lower-case)."""
-    return bool(_LIST_ITEM_RE.match(line)) and not next_line[:1].isspace() and not next_line[:1].islower()
+    return not next_line[:1].isspace() and not next_line[:1].islower() and _starts_block(line)
 
 
 def _is_title(line: str, nxt: str) -> bool:
@@ -253,7 +269,6 @@ def _is_title(line: str, nxt: str) -> bool:
         and line[-1] not in ",;:-–(/&、，：；…" + ".!?" + _CJK_TERMS
         and not line[0].islower()
         and not nxt[0].islower()
-        and _CJK_CHAR_RE.match(line[-1]) is None
     )
 
 
@@ -305,7 +320,7 @@ def _judge_terminator(
         return None if _japanese_quotative(text, end, end - start - len(run)) else end
     if end >= len(text):
         return None
-    if not text[end].isspace():
+    if not text[end].isspace() and not text.startswith(("\\n", "\\r", "\\t"), end):
         return end if _cjk_around(text, start, end) and run.strip(".…") else None
     nxt = _next_word(text, end)
     if not nxt:
@@ -314,7 +329,7 @@ def _judge_terminator(
     caseless = first.islower() and caseless_region
     if first.islower() and not caseless:
         return None
-    if "!" in run or "?" in run or any(c in run for c in "‼⁇⁈⁉"):
+    if not _EXCLAMATIONS.isdisjoint(run):
         return None if caseless and closers else end
     if len(run) > 1 or "…" in run:  # an ellipsis ends a sentence only before a capital
         return end if not first.islower() and not first.isdigit() else None
@@ -332,7 +347,11 @@ def _period_ends_sentence(text: str, dot: int, nxt: str, language: str | None, c
     if _URLISH_RE.search(token):
         return True
     if _NUMBER_RE.fullmatch(token):
-        return not _is_list_number(text, dot, token) and not _is_ordinal(text, dot, token, nxt, language)
+        return not (
+            _is_list_number(text, dot, token)
+            or _is_inline_list_number(text, dot, token)
+            or _is_ordinal(text, dot, token, nxt, language)
+        )
     if len(token) == 1 and token.isalpha():
         # a unit after a number ("for 2 h.") may end a sentence; otherwise an initial ("J. R. R. Tolkien")
         # or one letter of "z. B.", "d. h."
@@ -355,16 +374,15 @@ def _word_before(text: str, dot: int) -> str:
     """The non-space token just before ``dot``, without opening quotes or brackets (bounded lookback)."""
     begin = max(0, dot - _LOOKBACK)
     chunk = text[begin:dot]
-    parts = chunk.split()
-    if not parts or chunk[-1:].isspace():
+    if not chunk or chunk[-1].isspace():
         return ""
-    return parts[-1].lstrip(_OPENERS)
+    return chunk.rsplit(None, 1)[-1].rpartition("\\n")[2].lstrip(_OPENERS)
 
 
 def _previous_word(text: str, pos: int) -> str:
     """The whitespace-separated word that ends before ``pos``, skipping the spaces just before it."""
     begin = max(0, pos - _LOOKBACK)
-    parts = text[begin:pos].split()
+    parts = text[begin:pos].rsplit(None, 1)
     return parts[-1].lstrip(_OPENERS) if parts else ""
 
 
@@ -381,10 +399,23 @@ def _opens_sentence(word: str) -> bool:
 
 def _is_list_number(text: str, dot: int, token: str) -> bool:
     """``1.`` or ``2.3.`` as the first thing on its line: a numbered list item, not a sentence end."""
-    line_start = text.rfind("\n", max(0, dot - _LOOKBACK), dot) + 1
-    if line_start == 0 and dot > _LOOKBACK:
+    begin = max(0, dot - _LOOKBACK)
+    escaped = text.rfind("\\n", begin, dot)
+    line_start = max(text.rfind("\n", begin, dot) + 1, escaped + 2 if escaped >= 0 else 0)
+    if line_start == 0 and begin > 0:
         return False
     return text[line_start:dot].strip(" \t>*-") == token and len(token) <= 8
+
+
+def _is_inline_list_number(text: str, dot: int, token: str) -> bool:
+    """``... first step. 2. Second step`` -- a list flattened into one line: the number opens an item."""
+    if not token.isdigit() or len(token) > 2:
+        return False
+    before = _previous_word(text, dot - len(token))
+    if before[-1:] not in (".", "!", "?", ",", ";") and not (before[-1:] == ":" and token == "1"):
+        return False  # after a colon only "1." opens a list ("Result: 42." ends a sentence)
+    word = before[:-1].lower()  # "Sept. 30." and "No. 5." are dates and numbers, not list items
+    return word not in MAY_BE_FINAL and word not in NEVER_FINAL and word not in NUMBER_TAKING
 
 
 def _is_ordinal(text: str, dot: int, token: str, nxt: str, language: str | None) -> bool:
@@ -393,8 +424,8 @@ def _is_ordinal(text: str, dot: int, token: str, nxt: str, language: str | None)
         return False
     if nxt.lower().rstrip(".") in MONTHS:
         return True
-    if language not in (None, "de"):
-        return False
+    if language not in (None, "de") or nxt.lower() in SENTENCE_OPENERS:
+        return False  # an ordinal is followed by a noun ("Platz"), not by "Die", "Er", "Dann"...
     return _previous_word(text, dot - len(token)).lower() in ORDINAL_CUES
 
 

@@ -112,32 +112,68 @@ class HFTokenizer(Tokenizer):
         return self._tok
 
     def offsets(self, text: str) -> list[Span]:
-        if not text:
-            return []
-        return [tuple(o) for o in self._tok.encode(text, add_special_tokens=False).offsets]
+        starts, ends = self.offset_arrays(text)
+        return list(zip(starts.tolist(), ends.tolist()))
+
+    def _squeeze(self, text: str) -> tuple[str, list[tuple[int, int]]]:
+        """MiniLM only: replace every ASCII letter/digit run over 100 characters that stands alone (between
+        whitespace, ASCII punctuation or the text's ends) by ``a``.
+
+        WordPiece maps any word over 100 characters to one ``[UNK]``, and ``a`` is one token too, so counts
+        do not change; but the Rust normaliser spends about a microsecond a character tracking offsets, so a
+        5 MB run without spaces would take seconds to count. Returns the new text and, per replaced run,
+        ``(its start, its length)`` in the original text.
+        """
+        if self.additive != "bert" or len(text) <= 100:
+            return text, []
+        runs = [(m.start(), m.end() - m.start()) for m in _LONG_ASCII_WORD.finditer(text)]
+        if not runs:
+            return text, []
+        parts, pos = [], 0
+        for start, length in runs:
+            parts.append(text[pos:start])
+            parts.append("a")
+            pos = start + length
+        parts.append(text[pos:])
+        return "".join(parts), runs
 
     def count(self, text: str) -> int:
         if not text:
             return 0
+        text, _ = self._squeeze(text)
         return len(self._tok.encode(text, add_special_tokens=False).ids)
 
     def offset_arrays(self, text: str) -> tuple[np.ndarray, np.ndarray]:
         if not text:
             empty = np.zeros(0, dtype=np.int64)
             return empty, empty
-        blocks = _whitespace_blocks(text) if self.name == "minilm" else [(0, len(text))]
+        squeezed, runs = self._squeeze(text)
+        blocks = _whitespace_blocks(squeezed) if self.name == "minilm" else [(0, len(squeezed))]
         if len(blocks) == 1:
-            encs = [self._tok.encode(text, add_special_tokens=False)]
+            encs = [self._tok.encode(squeezed, add_special_tokens=False)]
         else:  # the Rust side encodes a batch on all cores
-            encs = self._tok.encode_batch([text[a:b] for a, b in blocks], add_special_tokens=False)
+            encs = self._tok.encode_batch([squeezed[a:b] for a, b in blocks], add_special_tokens=False)
         parts = [np.asarray(e.offsets, dtype=np.int64).reshape(-1, 2) + a for e, (a, _) in zip(encs, blocks)]
         arr = np.concatenate(parts) if parts else np.zeros((0, 2), dtype=np.int64)
-        return arr[:, 0], arr[:, 1]
+        starts, ends = arr[:, 0], arr[:, 1]
+        if runs:  # map squeezed offsets back: after each placeholder, add the characters it stood for
+            lengths = np.asarray([n for _, n in runs], dtype=np.int64)
+            squeezed_pos = np.asarray([s for s, _ in runs], dtype=np.int64) - np.concatenate(
+                ([0], np.cumsum(lengths - 1)[:-1]))
+            shift = np.concatenate(([0], np.cumsum(lengths - 1)))
+            starts = starts + shift[np.searchsorted(squeezed_pos + 1, starts, side="right")]
+            ends = ends + shift[np.searchsorted(squeezed_pos + 1, ends, side="right")]
+        return starts, ends
 
     def count_batch(self, texts: Sequence[str]) -> list[int]:
         if not texts:
             return []
-        return [len(e.ids) for e in self._tok.encode_batch(list(texts), add_special_tokens=False)]
+        texts = [self._squeeze(t)[0] for t in texts]
+        return [len(e.ids) for e in self._tok.encode_batch(texts, add_special_tokens=False)]
+
+
+#: an ASCII letter/digit run over 100 characters with whitespace, ASCII punctuation or an end on each side
+_LONG_ASCII_WORD = re.compile(r"(?<![^ \t\n\r!-/:-@\[-`{-~])[A-Za-z0-9]{101,}(?![^ \t\n\r!-/:-@\[-`{-~])")
 
 
 class TiktokenTokenizer(Tokenizer):

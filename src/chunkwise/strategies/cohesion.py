@@ -28,7 +28,7 @@ import numpy as np
 
 from ..embeddings.base import Embedder
 from ..segmentation.tokens import Tokenizer
-from .units import DEFAULT_EMBEDDER, Decision, EmbeddingStrategy, Units, check_number
+from .units import DEFAULT_EMBEDDER, Decision, EmbeddingStrategy, Units, check_number, fit_lengths
 
 DEFAULT_PENALTY = 0.5
 
@@ -67,23 +67,6 @@ class CohesionChunker(EmbeddingStrategy):
         return Decision(cuts=cuts, distance=d.tolist(), threshold=[None] * (n - 1))
 
 
-def max_lengths(units: Units, max_tokens: int) -> np.ndarray:
-    """For each end unit ``j``, the most units ``k`` such that units ``[j-k+1, j]`` fit ``max_tokens``."""
-    n = len(units)
-    # prefix of tokens with gaps: T[j+1] - T[i] - gap(i-1) ... computed as prefix over (gap before + tokens)
-    step = units.tokens.astype(np.int64).copy()
-    step[1:] += units.gaps
-    pre = np.concatenate([[0], np.cumsum(step)])
-    out = np.ones(n, dtype=np.int64)
-    i = 0
-    for j in range(n):
-        # tokens of [i, j] = pre[j+1] - pre[i] - gap before i (not part of the span)
-        while i < j and pre[j + 1] - pre[i] - (units.gaps[i - 1] if i > 0 else 0) > max_tokens:
-            i += 1
-        out[j] = j - i + 1
-    return out
-
-
 def optimal_cuts(units: Units, max_tokens: int, penalty: float) -> list[int]:
     """Cut positions of the best segmentation (see the module docstring)."""
     v = units.vectors.astype(np.float32, copy=False)
@@ -91,7 +74,7 @@ def optimal_cuts(units: Units, max_tokens: int, penalty: float) -> list[int]:
     total = v.sum(axis=0, dtype=np.float64)
     self_sim = float(np.einsum("ij,ij->", v, v, dtype=np.float64))
     mu = (float(total @ total) - self_sim) / (n * (n - 1))
-    lengths = max_lengths(units, max_tokens)
+    lengths = fit_lengths(units.tokens, units.gaps, max_tokens)
     width = int(lengths.max())
     # band[j, m] = v_j . v_{j-m} - mu for m = 1..width-1 (0 where j - m < 0)
     band = np.zeros((n, width), dtype=np.float64)

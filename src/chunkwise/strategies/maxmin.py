@@ -60,7 +60,7 @@ class MaxMinChunker(EmbeddingStrategy):
 
     def __init__(self, max_tokens: int = 256, min_tokens: int = 0, overlap: int = 0,
                  tokenizer: str | Tokenizer | None = None, respect_sections: int | None = None,
-                 embedder: str | Embedder | None = DEFAULT_EMBEDDER, fixed_threshold: float = 0.6,
+                 embedder: str | Embedder | None = DEFAULT_EMBEDDER, fixed_threshold: float = 0.3,
                  c: float = 0.9, init_constant: float = 1.5):
         super().__init__(max_tokens=max_tokens, min_tokens=min_tokens, overlap=overlap, tokenizer=tokenizer,
                          respect_sections=respect_sections, embedder=embedder)

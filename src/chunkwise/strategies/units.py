@@ -142,35 +142,59 @@ class Decision:
 
 
 # -- shaping segments -------------------------------------------------------------------------------------
+def fit_lengths(tokens: np.ndarray, gaps: np.ndarray, max_tokens: int) -> np.ndarray:
+    """For each unit ``j``, the most units ``k`` such that units ``[j-k+1, j]`` (with the gaps between them)
+    fit ``max_tokens``; at least 1 (a single unit always fits: units are capped)."""
+    n = len(tokens)
+    step = np.asarray(tokens, dtype=np.int64).copy()
+    if n > 1:
+        step[1:] += gaps
+    pre = np.concatenate([[0], np.cumsum(step)])
+    lead = np.concatenate([[0], np.asarray(gaps, dtype=np.int64)])  # gap before unit i (not in a span at i)
+    out = np.ones(n, dtype=np.int64)
+    i = 0
+    for j in range(n):
+        while i < j and pre[j + 1] - pre[i] - lead[i] > max_tokens:
+            i += 1
+        out[j] = j - i + 1
+    return out
+
+
 def split_over_cap(units: Units, i: int, j: int, max_tokens: int, distances: np.ndarray | None) -> list[int]:
     """Cut points inside ``[i, j)`` so every piece fits ``max_tokens``.
 
-    With ``distances`` the cut goes where the meaning changes most (the largest adjacent distance; among
-    equal ones, the one nearest the middle), and each side is handled again; without, pieces are packed
-    greedily (cut when adding the next unit would exceed the cap).
+    With ``distances``: the fewest pieces that fit, with the cuts placed where the adjacent distances are
+    largest (a small dynamic programme: fewest pieces first, then the largest sum of distances at the
+    cuts). Without: greedy packing (cut when adding the next unit would exceed the cap).
     """
     if j - i < 2 or units.tokens_of(i, j) <= max_tokens:
         return []
-    cuts: list[int] = []
     if distances is None:
-        a = i
+        cuts, a = [], i
         for k in range(i + 1, j):
             if units.tokens_of(a, k + 1) > max_tokens:
                 cuts.append(k)
                 a = k
         return cuts
-    stack = [(i, j)]
-    while stack:
-        a, b = stack.pop()
-        if b - a < 2 or units.tokens_of(a, b) <= max_tokens:
-            continue
-        inner = distances[a:b - 1]  # distance between unit k and k+1, k in [a, b-1)
-        best = np.flatnonzero(inner >= inner.max() - 1e-9)
-        mid = (b - a - 2) / 2.0
-        k = a + 1 + int(best[np.argmin(np.abs(best - mid))])
-        cuts.append(k)
-        stack.append((a, k))
-        stack.append((k, b))
+    m = j - i
+    lengths = fit_lengths(units.tokens[i:j], units.gaps[i:j - 1], max_tokens)
+    gain = np.concatenate([[0.0], np.asarray(distances[i:j - 1], dtype=np.float64)])  # gain[s]: cut before s
+    big = 4.0 * m + 4.0  # one more piece always costs more than any sum of distances
+    best = np.full(m + 1, np.inf)
+    best[0] = 0.0
+    prev = np.zeros(m + 1, dtype=np.int64)
+    for e in range(1, m + 1):
+        starts = e - np.arange(1, int(lengths[e - 1]) + 1)
+        cost = best[starts] + big - gain[starts]
+        k = int(np.argmin(cost))
+        best[e] = cost[k]
+        prev[e] = starts[k]
+    cuts = []
+    e = m
+    while e > 0:
+        e = int(prev[e])
+        if e > 0:
+            cuts.append(i + e)
     return sorted(cuts)
 
 

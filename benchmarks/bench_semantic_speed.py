@@ -1,0 +1,210 @@
+"""Speed and size discipline of semantic chunkers, side by side, with the same local model.
+
+Every chunker gets the same all-MiniLM-L6-v2 (chunkwise's int8 ONNX back-end, no cache) through a small
+adapter, and the same text (>= 100 KB, from ../shared/data/chroma-eval/corpora). Reported per chunker:
+
+- wall time as a multiple of the *floor*: the time to embed, once, the sentences chunkwise finds in the
+  text (a semantic chunker cannot do with less). The floor is re-measured right before each run and the
+  ratio is the median over ``--repeat`` runs, so load on the machine affects both sides alike;
+- texts and tokens sent to the model;
+- chunk count, min / median / max chunk tokens (MiniLM tokenizer), and chunks over the cap (256).
+
+Peers: LangChain ``SemanticChunker`` (langchain-experimental), LlamaIndex ``SemanticSplitterNodeParser``,
+chonkie ``SemanticChunker`` (``chunk_size=256``; LangChain and LlamaIndex have no size parameter), each with
+its default breakpoint settings. Install them with ``pip install 'chunkwise[bench]'`` (no torch needed).
+
+    .venv/bin/python benchmarks/bench_semantic_speed.py [--kb 110] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPORA = ROOT.parent / "shared" / "data" / "chroma-eval" / "corpora"
+CAP = 256
+
+warnings.filterwarnings("ignore")
+
+from chunkwise.document import Document  # noqa: E402
+from chunkwise.embeddings import get_embedder  # noqa: E402
+from chunkwise.segmentation.sentences import split_sentences  # noqa: E402
+from chunkwise.strategies import get_strategy  # noqa: E402
+
+
+class Recorder:
+    """Wraps the chunkwise embedder: counts texts and keeps them to count their tokens afterwards."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.texts: list[str] = []
+
+    def embed(self, texts):
+        texts = list(texts)
+        self.texts.extend(texts)
+        return self.inner.embed(texts)
+
+
+def langchain_adapter(rec: Recorder):
+    from langchain_core.embeddings import Embeddings
+
+    class MiniLM(Embeddings):
+        def embed_documents(self, texts):
+            return rec.embed(texts).tolist()
+
+        def embed_query(self, text):
+            return rec.embed([text])[0].tolist()
+
+    return MiniLM()
+
+
+def llamaindex_adapter(rec: Recorder):
+    from llama_index.core.embeddings import BaseEmbedding
+
+    class MiniLM(BaseEmbedding):
+        def _get_text_embedding(self, text):
+            return rec.embed([text])[0].tolist()
+
+        def _get_text_embeddings(self, texts):
+            return rec.embed(texts).tolist()
+
+        def _get_query_embedding(self, query):
+            return self._get_text_embedding(query)
+
+        async def _aget_query_embedding(self, query):
+            return self._get_text_embedding(query)
+
+    return MiniLM(model_name="minilm-onnx", embed_batch_size=64)
+
+
+def chonkie_adapter(rec: Recorder, hf_tokenizer):
+    from chonkie.embeddings import BaseEmbeddings
+
+    class MiniLM(BaseEmbeddings):
+        def embed(self, text):
+            return rec.embed([text])[0]
+
+        def embed_batch(self, texts):
+            return list(rec.embed(texts))
+
+        @property
+        def dimension(self):
+            return 384
+
+        def get_tokenizer(self):
+            return hf_tokenizer
+
+    return MiniLM()
+
+
+def run_chunkwise(name: str, text: str, rec: Recorder, params: dict) -> list[str]:
+    class Adapter:  # the chunkwise Embedder interface, recording
+        model_id = rec.inner.model_id
+        dim = rec.inner.dim
+        max_tokens = rec.inner.max_tokens
+        tokenizer = rec.inner.tokenizer
+
+        def embed(self, texts):
+            return rec.embed(texts)
+
+    strategy = get_strategy(name, embedder=Adapter(), max_tokens=CAP, **params)
+    return [c.text for c in strategy.chunk(Document(text))]
+
+
+def run_langchain(text: str, rec: Recorder) -> list[str]:
+    from langchain_experimental.text_splitter import SemanticChunker
+
+    return SemanticChunker(langchain_adapter(rec)).split_text(text)
+
+
+def run_llamaindex(text: str, rec: Recorder) -> list[str]:
+    from llama_index.core import Document as LDocument
+    from llama_index.core.node_parser import SemanticSplitterNodeParser
+
+    parser = SemanticSplitterNodeParser.from_defaults(embed_model=llamaindex_adapter(rec))
+    return [n.get_content() for n in parser.get_nodes_from_documents([LDocument(text=text)])]
+
+
+def run_chonkie(text: str, rec: Recorder, hf_tokenizer) -> list[str]:
+    from chonkie import SemanticChunker
+
+    chunker = SemanticChunker(embedding_model=chonkie_adapter(rec, hf_tokenizer), chunk_size=CAP)
+    return [c.text for c in chunker.chunk(text)]
+
+
+def load_text(kb: int) -> str:
+    parts, size = [], 0
+    for name in ("state_of_the_union.md", "wikitexts.md"):
+        t = (CORPORA / name).read_text(encoding="utf-8")
+        parts.append(t)
+        size += len(t.encode())
+        if size >= kb * 1024:
+            break
+    text = "\n\n".join(parts)
+    data = text.encode()[: kb * 1024]
+    return data.decode("utf-8", "ignore")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--kb", type=int, default=110, help="text size in KB (>= 100 for the published table)")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per chunker; the median ratio is reported")
+    ap.add_argument("--only", default=None, help="comma-separated subset of row names")
+    args = ap.parse_args(argv)
+    text = load_text(args.kb)
+    inner = get_embedder("minilm", cache=False)
+    tok = inner.tokenizer
+    sentences = [text[a:b] for a, b in split_sentences(text)]
+    inner.embed(sentences[:64])  # warm the ONNX session
+
+    def floor() -> float:
+        t0 = time.perf_counter()
+        inner.embed(sentences)
+        return time.perf_counter() - t0
+
+    rows = [
+        ("chunkwise semantic", lambda rec: run_chunkwise("semantic", text, rec, {})),
+        ("chunkwise maxmin", lambda rec: run_chunkwise("maxmin", text, rec, {})),
+        ("chunkwise cohesion", lambda rec: run_chunkwise("cohesion", text, rec, {})),
+        ("LangChain SemanticChunker", lambda rec: run_langchain(text, rec)),
+        ("LlamaIndex SemanticSplitterNodeParser", lambda rec: run_llamaindex(text, rec)),
+        ("chonkie SemanticChunker (chunk_size=256)", lambda rec: run_chonkie(text, rec, tok.hf)),
+    ]
+    if args.only:
+        keep = [s.strip() for s in args.only.split(",")]
+        rows = [r for r in rows if any(k in r[0] for k in keep)]
+    floor_tokens = sum(tok.count_batch(sentences))
+    print(f"text: {len(text.encode()) / 1024:.0f} KB, {len(sentences)} sentences, {floor_tokens} tokens; "
+          f"cap {CAP} MiniLM tokens; median of {args.repeat} runs\n")
+    print("| chunker | time / floor | texts embedded | tokens embedded | chunks | min / median / max tokens "
+          "| over cap |")
+    print("|---|---|---|---|---|---|---|")
+    floors = []
+    for label, fn in rows:
+        ratios = []
+        for _ in range(args.repeat):
+            f = floor()
+            floors.append(f)
+            rec = Recorder(inner)
+            t0 = time.perf_counter()
+            chunks = fn(rec)
+            ratios.append((time.perf_counter() - t0) / f)
+        counts = tok.count_batch([c for c in chunks if c.strip()])
+        emb_tokens = sum(tok.count_batch(rec.texts))
+        print(f"| {label} | {statistics.median(ratios):.2f}x | {len(rec.texts)} | {emb_tokens} | {len(counts)} | "
+              f"{min(counts)} / {int(np.median(counts))} / {max(counts)} | {sum(n > CAP for n in counts)} |",
+              flush=True)
+    print(f"\nfloor: embedding the {len(sentences)} sentences once took {statistics.median(floors):.2f} s "
+          f"(median of {len(floors)})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,272 @@
+"""Markdown by structure: a chunk never spans two headings, and code fences and tables stay whole.
+
+The text is parsed with markdown-it-py (CommonMark plus tables), so a ``#`` inside a code fence is code,
+not a heading, and setext headings (``Title`` over ``===``) count. Then:
+
+1. The region is cut at every heading: each heading starts a new chunk, and every chunk's ``section`` is
+   the heading path it starts in (``["Guide", "Install"]``). A heading with nothing under it but a
+   sub-heading is kept with that sub-heading rather than left alone as a two-token chunk.
+2. Within a heading's part, top-level blocks (paragraphs, lists, block quotes, code fences, tables, HTML)
+   are packed greedily, in order, up to ``max_tokens``. A block that fits is never cut, so a fence or a
+   table that fits in ``max_tokens`` is always whole in one chunk.
+3. A block too big for one chunk is split by the recursive rules: the ``code`` preset for fences and
+   indented code, the ``markdown`` preset (list items, lines, sentences...) for the rest, so a long table
+   is cut between rows.
+
+A plain string (no loader) gets its sections from :func:`markdown_sections`; a document from the Markdown
+loader keeps the sections it has. ``overlap`` repeats tokens between consecutive chunks of one part, never
+across a heading.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+
+from ..document import Document, Section
+from ..segmentation.tokens import TokenMap, Tokenizer
+from .base import Span, Strategy, max_chars_for, merge_small, trim_span
+from .recursive import _add_overlap, recursive_split_counted
+
+_NEWLINE = re.compile(r"\r\n|\r|\n")  # what markdown-it counts as a line break
+_FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(?:.*?\r?\n)?(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.DOTALL)
+_CODE_BLOCKS = ("fence", "code_block")
+
+
+@functools.lru_cache(maxsize=1)
+def _parser():
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark").enable("table")
+
+
+def _line_starts(text: str) -> list[int]:
+    return [0] + [m.end() for m in _NEWLINE.finditer(text)]
+
+
+def _inline_text(token) -> str:
+    """Plain text of a heading: emphasis, links and code reduced to their text."""
+    if not token.children:
+        return token.content.strip()
+    parts = []
+    for child in token.children:
+        if child.type in ("text", "code_inline", "html_inline"):
+            parts.append(child.content)
+        elif child.type in ("softbreak", "hardbreak"):
+            parts.append(" ")
+    return " ".join("".join(parts).split()) or token.content.strip()
+
+
+@dataclasses.dataclass(frozen=True)
+class Block:
+    """A top-level Markdown block as a span of the text: ``kind`` is ``heading``, ``code``, ``table``
+    or ``text``; headings carry ``level`` and ``title``."""
+
+    start: int
+    end: int
+    kind: str
+    level: int = 0
+    title: str = ""
+
+
+def markdown_blocks(text: str) -> list[Block]:
+    """Top-level blocks of ``text`` in order (front matter skipped), each from its first line to the end
+    of its last line (line break excluded)."""
+    return list(_markdown_blocks(text))
+
+
+@functools.lru_cache(maxsize=4)
+def _markdown_blocks(text: str) -> tuple[Block, ...]:
+    m = _FRONT_MATTER.match(text)
+    skip = m.end() if m else 0
+    # blank the front matter out, line for line, so "---" is neither a rule nor a setext underline
+    parse_text = "\n" * len(_NEWLINE.findall(text, 0, skip)) + text[skip:] if skip else text
+    tokens = _parser().parse(parse_text)
+    starts = _line_starts(text)
+    n = len(text)
+
+    def span(line_map) -> Span:
+        first, last = line_map
+        a = starts[first] if first < len(starts) else n
+        b = starts[last] if last < len(starts) else n
+        while b > a and text[b - 1] in "\r\n":
+            b -= 1
+        return a, max(a, b)
+
+    blocks: list[Block] = []
+    for i, tok in enumerate(tokens):
+        if tok.level != 0 or not tok.map or tok.nesting == -1:
+            continue
+        a, b = span(tok.map)
+        if a < skip:
+            continue
+        if tok.type == "heading_open":
+            title = _inline_text(tokens[i + 1]) if i + 1 < len(tokens) and tokens[i + 1].type == "inline" else ""
+            blocks.append(Block(a, b, "heading", int(tok.tag[1]), title))
+        elif tok.type in _CODE_BLOCKS:
+            blocks.append(Block(a, b, "code"))
+        elif tok.type == "table_open":
+            blocks.append(Block(a, b, "table"))
+        else:
+            blocks.append(Block(a, b, "text"))
+    return tuple(blocks)
+
+
+def markdown_sections(text: str, blocks: list[Block] | None = None) -> list[Section]:
+    """Nested sections of a Markdown text, one per heading, sorted by start.
+
+    A section starts at its heading and ends where the next heading of the same or a higher level starts
+    (a level-1 section contains its level-2 subsections). ``path`` is the chain of heading texts from the
+    top down; ``heading_start``/``heading_end`` span the heading line(s). ``\\r\\n`` and ``\\r`` line breaks
+    are handled as markdown-it handles them.
+    """
+    heads = [b for b in (blocks if blocks is not None else markdown_blocks(text)) if b.kind == "heading"]
+    sections: list[Section] = []
+    stack: list[tuple[int, str]] = []
+    for k, h in enumerate(heads):
+        while stack and stack[-1][0] >= h.level:
+            stack.pop()
+        stack.append((h.level, h.title))
+        end = next((g.start for g in heads[k + 1:] if g.level <= h.level), len(text))
+        sections.append(Section(h.start, end, tuple(t for _, t in stack), h.level, h.start, h.end))
+    return sections
+
+
+class MarkdownChunker(Strategy):
+    """Split at headings, pack whole blocks (fences and tables never cut when they fit), sub-split with
+    the recursive rules."""
+
+    name = "markdown"
+
+    def prepare_document(self, doc: Document) -> Document:
+        if doc.sections or not doc.text:
+            return doc
+        return dataclasses.replace(doc, sections=markdown_sections(doc.text))
+
+    def split_with_counts(self, doc: Document, start: int, end: int, tokenizer: Tokenizer):
+        text = doc.text
+        max_tokens = self.max_tokens
+        max_chars = max_chars_for(max_tokens)
+        tm = TokenMap(text[start:end], tokenizer, base=start)
+        blocks = [b for b in markdown_blocks(text) if start <= b.start < end]
+        parts = _parts(text, start, end, blocks)
+        spans: list[Span] = []
+        counts: list[int] = []
+
+        def fits(a: int, b: int) -> bool:
+            return b - a <= max_chars and tm.estimate(a, b) <= max_tokens
+
+        carry: int | None = None  # start of a heading-only part waiting for the next part
+        for p_start, p_end, p_blocks in parts:
+            if carry is not None:
+                if fits(carry, p_end) or (p_blocks and fits(carry, p_blocks[0][1])):
+                    p_start = carry
+                    if p_blocks:
+                        p_blocks[0] = (carry, p_blocks[0][1], p_blocks[0][2])
+                else:
+                    part_spans, part_counts = self._pack(text, [(carry, p_start, "text")], tokenizer, tm, fits)
+                    spans += part_spans
+                    counts += part_counts
+                carry = None
+            only_heading = bool(p_blocks) and all(k == "heading" for _, _, k in p_blocks)
+            if only_heading and p_end < end:
+                carry = p_start
+                continue
+            part_spans, part_counts = self._pack(text, p_blocks or [(p_start, p_end, "text")], tokenizer, tm, fits)
+            spans += part_spans
+            counts += part_counts
+        if carry is not None:
+            part_spans, part_counts = self._pack(text, [(carry, end, "text")], tokenizer, tm, fits)
+            spans += part_spans
+            counts += part_counts
+        if self.min_tokens:
+            merged = merge_small(spans, tm.estimate, self.min_tokens, max_tokens, max_chars)
+            if merged != spans:
+                spans = merged
+                counts = tm.counts(text, spans)
+        return _verify(text, spans, counts, tokenizer, max_tokens)
+
+    def _pack(self, text: str, blocks: list[tuple[int, int, str]], tokenizer: Tokenizer, tm: TokenMap, fits):
+        """Greedy packing of one part's blocks; oversized blocks are split by the recursive rules."""
+        max_tokens = self.max_tokens
+        spans: list[Span] = []
+        counts: list[int | None] = []
+        cur: Span | None = None
+
+        def flush():
+            nonlocal cur
+            if cur is not None:
+                a, b = trim_span(text, *cur)
+                if b > a:
+                    spans.append((a, b))
+                    counts.append(None)
+                cur = None
+
+        for a, b, kind in blocks:
+            if not fits(a, b):
+                flush()
+                preset = "code" if kind == "code" else "markdown"
+                sub, sub_counts = recursive_split_counted(text, a, b, tokenizer, max_tokens,
+                                                          separators=preset, token_map=tm)
+                spans += sub
+                counts += sub_counts
+            elif cur is None:
+                cur = (a, b)
+            elif fits(cur[0], b):
+                cur = (cur[0], b)
+            else:
+                flush()
+                cur = (a, b)
+        flush()
+        if self.overlap and len(spans) > 1:
+            with_overlap = _add_overlap(text, spans, tm, self.overlap, max_tokens, max_chars_for(max_tokens))
+            counts = [None if s != w else c for s, w, c in zip(spans, with_overlap, counts)]
+            spans = with_overlap
+        todo = [i for i, c in enumerate(counts) if c is None]
+        for i, c in zip(todo, tm.counts(text, [spans[i] for i in todo])):
+            counts[i] = c
+        return spans, counts
+
+    def split(self, doc: Document, start: int, end: int, tokenizer: Tokenizer) -> list[Span]:
+        return self.split_with_counts(doc, start, end, tokenizer)[0]
+
+
+def _parts(text: str, start: int, end: int, blocks: list[Block]) -> list[tuple[int, int, list]]:
+    """Cut ``[start, end)`` at every heading. Each part: (start, end, [(a, b, kind)...]) where the block
+    spans reach to the next block so nothing between blocks is lost."""
+    cuts = [start] + [b.start for b in blocks if b.kind == "heading" and b.start > start] + [end]
+    parts = []
+    bi = 0
+    for p_start, p_end in zip(cuts, cuts[1:]):
+        if p_end <= p_start:
+            continue
+        inner = []
+        while bi < len(blocks) and blocks[bi].start < p_end:
+            if blocks[bi].start >= p_start:
+                inner.append(blocks[bi])
+            bi += 1
+        items = []
+        for k, blk in enumerate(inner):
+            a = p_start if k == 0 else blk.start
+            b = inner[k + 1].start if k + 1 < len(inner) else p_end
+            items.append((a, b, blk.kind))
+        parts.append((p_start, p_end, items))
+    return parts
+
+
+def _verify(text: str, spans: list[Span], counts: list[int], tokenizer: Tokenizer, max_tokens: int):
+    """Re-split the rare span whose exact count is over the cap (its estimate was a token short)."""
+    if all(c <= max_tokens for c in counts):
+        return spans, counts
+    out_spans: list[Span] = []
+    out_counts: list[int] = []
+    for (a, b), c in zip(spans, counts):
+        if c <= max_tokens:
+            out_spans.append((a, b))
+            out_counts.append(c)
+        else:
+            sub, sub_counts = recursive_split_counted(text, a, b, tokenizer, max_tokens, separators="markdown")
+            out_spans += sub
+            out_counts += sub_counts
+    return out_spans, out_counts
