@@ -78,6 +78,8 @@ def test_pdf_pages_sections_and_cleaning():
     assert doc.page_span(s21.start, s21.start + 1) == (2, 2)
     assert "Revision 3" not in doc.text and not re.search(r"Page \d of \d", doc.text)
     assert "maintenance office" in doc.text  # "main-\ntenance" re-joined
+    # paragraph ends seen in the layout (a full-width last line) become blank lines
+    assert "entries that belong in the log book.\n\nThe light has guided" in doc.text
     # the paragraph cut by the page break 2 -> 3 is one paragraph again
     assert "Switch the circuit off at the panel on the landing" in doc.text
     para = next(p for p in doc.text.split("\n\n") if p.startswith("The lamp is replaced"))

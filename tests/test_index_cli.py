@@ -39,7 +39,7 @@ def run(capsys, *argv):
 def test_index_then_search_table_and_jsonl(corpus, capsys):
     code, out, err = run(capsys, "index", "kb", "--max-tokens", "16", "--tokenizer", "words")
     assert code == 0, err
-    assert "3 documents: 3 indexed, 0 unchanged (skipped), 0 failed" in err and "chunks/s" in err
+    assert "3 documents (3 indexed, 0 unchanged and skipped), 0 failed" in err and "chunks/s" in err
     assert (corpus.parent / "chunkwise.db").is_dir()  # the default Milvus Lite database
 
     code, out, err = run(capsys, "search", "conductor tickets", "-k", "2", "--format", "jsonl")
@@ -64,7 +64,7 @@ def test_rerun_edit_prune_and_delete(corpus, capsys):
     args = ("index", "kb", "--max-tokens", "16", "--tokenizer", "words")
     assert run(capsys, *args)[0] == 0
     code, _, err = run(capsys, *args)
-    assert code == 0 and "3 unchanged (skipped)" in err and "0 chunks written" in err
+    assert code == 0 and "3 unchanged and skipped" in err and "0 chunks written" in err
 
     (corpus / "bees.txt").write_text("Bees sleep in winter.", encoding="utf-8")
     code, _, err = run(capsys, *args)

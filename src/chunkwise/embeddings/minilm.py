@@ -59,16 +59,22 @@ class MiniLMEmbedder(Embedder):
     window:
         Model positions per text including ``[CLS]`` and ``[SEP]`` (2..512). ``max_tokens = window - 2``.
     batch_size:
-        Texts per forward pass (after length sorting).
+        At most this many texts per forward pass (after length sorting).
+    max_batch_tokens:
+        At most this many padded positions per forward pass, so a batch of long chunks stays small
+        (attention memory grows with batch x length²; 8192 keeps a batch of 512-token texts near 200 MB).
     threads:
         onnxruntime intra-op threads (default: available cores).
     """
 
-    def __init__(self, window: int = MAX_POSITIONS, batch_size: int = 64, threads: int | None = None):
+    def __init__(self, window: int = MAX_POSITIONS, batch_size: int = 64, max_batch_tokens: int = 8192,
+                 threads: int | None = None):
         if not isinstance(window, int) or not 3 <= window <= MAX_POSITIONS:
             raise ConfigError(f"minilm window must be an integer in 3..{MAX_POSITIONS}, got {window!r}")
         if not isinstance(batch_size, int) or batch_size < 1:
             raise ConfigError(f"batch_size must be a positive integer, got {batch_size!r}")
+        if not isinstance(max_batch_tokens, int) or max_batch_tokens < window:
+            raise ConfigError(f"max_batch_tokens must be an integer >= window ({window}), got {max_batch_tokens!r}")
         try:
             import onnxruntime as ort
         except ImportError:  # pragma: no cover - a core dependency
@@ -76,6 +82,7 @@ class MiniLMEmbedder(Embedder):
         self.window = window
         self.max_tokens = window - 2
         self.batch_size = batch_size
+        self.max_batch_tokens = max_batch_tokens
         self.dim = 384
         self.model_id = "minilm" if window == MAX_POSITIONS else f"minilm-w{window}"
         self.truncated = 0
@@ -129,15 +136,26 @@ class MiniLMEmbedder(Embedder):
         if not texts:
             return out
         ids = self._encode(texts)
-        order = np.argsort([len(x) for x in ids], kind="stable")
-        for s in range(0, len(order), self.batch_size):
-            rows = order[s: s + self.batch_size]
+        for rows in self._batches(ids):
             hidden, mask = self._run([ids[r] for r in rows])
             m = mask[..., None].astype(np.float32)
             pooled = (hidden * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1e-9)
             out[rows] = pooled
         self.texts_embedded += len(texts)
         return l2_normalize(out)
+
+    def _batches(self, ids: list[list[int]]):
+        """Row indices grouped shortest first, each group within ``batch_size`` and ``max_batch_tokens``."""
+        order = np.argsort([len(x) for x in ids], kind="stable")
+        batch: list[int] = []
+        for r in order:
+            # sorted by length, so the row being added is the longest: it sets the padded length
+            if batch and (len(batch) >= self.batch_size or (len(batch) + 1) * len(ids[r]) > self.max_batch_tokens):
+                yield batch
+                batch = []
+            batch.append(int(r))
+        if batch:
+            yield batch
 
     def embed_tokens(self, text: str) -> tuple[np.ndarray, list[tuple[int, int]]]:
         """Contextual vectors (last hidden state, *not* normalised) of the content tokens of ``text``.

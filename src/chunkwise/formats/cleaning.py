@@ -262,7 +262,8 @@ def _norm_line(line: str) -> str:
 
 
 def reflow_edits(text: str, paragraph_breaks: bool, headings: set[str] | frozenset[str] = frozenset(),
-                 min_width: int = 30, max_width: int = 160) -> list[Edit]:
+                 min_width: int = 30, max_width: int = 160,
+                 paragraph_ends: set[str] | frozenset[str] = frozenset()) -> list[Edit]:
     """Join line-wrapped paragraphs: a single line break inside a paragraph becomes a space.
 
     The wrap width is estimated from the line lengths. A break is joined when the line does not end a
@@ -271,6 +272,8 @@ def reflow_edits(text: str, paragraph_breaks: bool, headings: set[str] | frozens
     has no blank lines between paragraphs) any other break becomes a blank line. Text whose lines are
     mostly longer than ``max_width`` is not wrapped and is left alone, as are list items, indented code,
     table rows and lines equal to one of ``headings`` (normalised), which always stand alone.
+    ``paragraph_ends`` are lines (normalised) known to end a paragraph, e.g. from the PDF's layout: a break
+    after them is always a paragraph break.
     """
     spans = _lines(text)
     width = _wrap_width([e - s for s, e in spans])
@@ -279,6 +282,7 @@ def reflow_edits(text: str, paragraph_breaks: bool, headings: set[str] | frozens
     if not paragraph_breaks and not _wrapped_prose(text, spans, width):
         return []  # plain text that is not hard-wrapped prose (code, logs, lists, data): leave it
     heads = {_norm_line(h) for h in headings}
+    ends = {_norm_line(h) for h in paragraph_ends}
     edits: list[Edit] = []
     for (s1, e1), (s2, e2) in zip(spans, spans[1:]):
         line, nxt = text[s1:e1], text[s2:e2]
@@ -287,6 +291,9 @@ def reflow_edits(text: str, paragraph_breaks: bool, headings: set[str] | frozens
         if heads and (_norm_line(line) in heads or _norm_line(nxt) in heads):
             if paragraph_breaks:
                 edits.append((e1, s2, "\n\n"))
+            continue
+        if paragraph_breaks and ends and _norm_line(line) in ends:
+            edits.append((e1, s2, "\n\n"))
             continue
         if (_structural(line) and not _BULLET.match(line)) or _structural(nxt):
             if paragraph_breaks and _BULLET.match(nxt) and not _structural(line):
@@ -310,11 +317,13 @@ def reflow_edits(text: str, paragraph_breaks: bool, headings: set[str] | frozens
 
 def clean(text: str, positions: list[int] | None = None, options: CleaningOptions | None = None, *,
           page_starts: list[int] | None = None, paragraph_breaks: bool = False,
-          collapse_spaces: bool = False, headings: set[str] | frozenset[str] = frozenset()) -> CleanResult:
+          collapse_spaces: bool = False, headings: set[str] | frozenset[str] = frozenset(),
+          paragraph_ends: set[str] | frozenset[str] = frozenset()) -> CleanResult:
     """Run the enabled cleaning steps in order and map ``positions`` through all of them.
 
     ``page_starts`` (PDF) enables header/footer removal; they must also be among ``positions`` to be kept
-    track of. ``headings`` (PDF outline titles) are lines reflow never joins. Returns the cleaned text,
+    track of. ``headings`` (PDF outline titles) are lines reflow never joins, ``paragraph_ends`` lines
+    after which it always starts a paragraph. Returns the cleaned text,
     the mapped positions and how many edits each step made.
     """
     options = options or CleaningOptions()
@@ -333,7 +342,7 @@ def clean(text: str, positions: list[int] | None = None, options: CleaningOption
     if options.dehyphenate:
         run("dehyphenate", dehyphenate_edits(text))
     if options.reflow:
-        run("reflow", reflow_edits(text, paragraph_breaks, headings))
+        run("reflow", reflow_edits(text, paragraph_breaks, headings, paragraph_ends=paragraph_ends))
     if options.normalize_whitespace:  # the steps above may leave doubled blank lines or edge space
         run("normalize_whitespace_final", whitespace_edits(text, collapse_spaces=False))
     return CleanResult(text, positions, steps)

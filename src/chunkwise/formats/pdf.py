@@ -134,17 +134,45 @@ def _sections(text: str, pages: list[Page], outline: list[tuple[int, str, int]])
     return sections
 
 
+def _layout_paragraph_ends(page) -> set[str]:
+    """Lines followed by vertical space on the page: paragraph ends, as the layout shows them.
+
+    pypdf's plain extraction (used for the text) has no blank lines between paragraphs; its layout mode
+    renders vertical gaps as blank lines but also reproduces columns side by side, so it only supplies
+    these hints. A line from a multi-column layout simply matches no line of the plain text. The last
+    three lines of a page give no hint: the gap after them is the footer's.
+    """
+    try:
+        lines = (page.extract_text(extraction_mode="layout") or "").split("\n")
+    except Exception:
+        return set()
+    filled = [i for i, line in enumerate(lines) if line.strip()]
+    # the last lines of a page are followed by the footer gap, not by a paragraph break: no hint there
+    last = filled[-3] if len(filled) >= 3 else -1
+    ends = set()
+    for i, (line, nxt) in enumerate(zip(lines, lines[1:])):
+        words = line.split()
+        if i < last and len(words) >= 2 and not nxt.strip():
+            ends.add(" ".join(words))
+    return ends
+
+
 def load_pdf(data: bytes, source: str, **options) -> Document:
     with _quiet_pypdf():
         reader = _open(data, source, options.get("password"))
         texts: list[str] = []
         warns: list[str] = []
+        paragraph_ends: set[str] = set()
+        layout = CleaningOptions.from_options(options).reflow
         for i, page in enumerate(reader.pages):
             try:
                 texts.append(page.extract_text() or "")
             except Exception as exc:
                 texts.append("")
                 warns.append(f"page {i + 1} could not be read ({type(exc).__name__}); it is left out")
+                continue
+            if layout and texts[-1].strip():
+                paragraph_ends |= _layout_paragraph_ends(page)
         outline = _outline(reader)
         try:
             meta_title = (reader.metadata or {}).get("/Title")
@@ -160,7 +188,8 @@ def load_pdf(data: bytes, source: str, **options) -> Document:
         pos += len(t) + 1  # pages are joined by one line break
     raw = "\n".join(texts)
     result = clean(raw, starts, CleaningOptions.from_options(options), page_starts=starts,
-                   paragraph_breaks=True, collapse_spaces=True, headings={t for _, t, _ in outline})
+                   paragraph_breaks=True, collapse_spaces=True, headings={t for _, t, _ in outline},
+                   paragraph_ends=paragraph_ends)
     text = result.text
     n = len(text)
     mapped = [min(max(0, p), n) for p in result.positions]

@@ -115,7 +115,7 @@ class IndexReport:
         return self.chunks / self.seconds if self.seconds > 0 else 0.0
 
     def summary(self) -> str:
-        parts = [f"{self.documents} documents: {self.indexed} indexed, {self.skipped} unchanged (skipped), "
+        parts = [f"{self.documents} documents ({self.indexed} indexed, {self.skipped} unchanged and skipped), "
                  f"{len(self.failed)} failed"]
         if self.pruned:
             parts.append(f"{self.pruned} pruned")
@@ -368,17 +368,24 @@ class Index:
         late_options = dict(late_options or {})
         context_options = dict(context_options or {})
         report = IndexReport()
-        strat, embedder, context = self._prepare(strategy, params, vectors, late, late_options, context,
-                                                 context_options, recreate)
-        markers = self.store.markers()
-        report.timings["setup"] = time.perf_counter() - t0
-        progress_bars = _Progress(progress)
         contextualizer = None
         if context == "llm" and "contextualizer" not in context_options:
+            # made first so a bad LLM configuration fails before the collection is touched
             from ..context.llm import LLMContextualizer
 
             contextualizer = LLMContextualizer(**{k: v for k, v in context_options.items() if v is not None})
+        try:
+            strat, embedder, context = self._prepare(strategy, params, vectors, late, late_options, context,
+                                                     context_options, recreate)
+            markers = self.store.markers()
+        except BaseException:
+            if contextualizer is not None:
+                contextualizer.close()
+            raise
+        if contextualizer is not None:
             context_options = {"contextualizer": contextualizer}
+        report.timings["setup"] = time.perf_counter() - t0
+        progress_bars = _Progress(progress)
         reuse = vectors == "pool" and getattr(getattr(strat, "embedder", None), "model_id", None) == embedder.model_id
         pending: list[tuple[Document, list[Chunk]]] = []
         seen: set[str] = set()
