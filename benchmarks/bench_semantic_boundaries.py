@@ -119,42 +119,50 @@ def build_docs(corpora: dict[str, list[str]], n_docs: int, n_runs: int, seed: in
 
 
 SETTINGS: list[tuple[str, dict]] = [
+    ("recursive", {}),  # baselines: no embeddings, cut by size and text structure only
+    ("sentence", {}),
     ("semantic", dict(buffer_size=0)),
     ("semantic", dict(buffer_size=1)),
     ("semantic", dict(buffer_size=2)),
     ("semantic", dict(buffer_size=1, window="text")),
     ("semantic", dict(buffer_size=1, threshold_amount=90)),
     ("semantic", dict(buffer_size=1, threshold_amount=80)),
-    ("semantic", dict(buffer_size=1, threshold_amount=70)),
-    ("semantic", dict(buffer_size=0, threshold_amount=80)),
-    ("semantic", dict(buffer_size=2, threshold_amount=80)),
+    ("semantic", dict(buffer_size=0, threshold_amount=90)),
+    ("semantic", dict(buffer_size=2, threshold_amount=90)),
     ("semantic", dict(buffer_size=1, threshold_type="standard_deviation")),
-    ("semantic", dict(buffer_size=1, threshold_type="standard_deviation", threshold_amount=1)),
+    ("semantic", dict(buffer_size=1, threshold_type="standard_deviation", threshold_amount=1.5)),
     ("semantic", dict(buffer_size=1, threshold_type="interquartile")),
-    ("semantic", dict(buffer_size=1, threshold_type="interquartile", threshold_amount=0.5)),
     ("semantic", dict(buffer_size=1, threshold_type="gradient")),
-    ("semantic", dict(buffer_size=1, threshold_type="gradient", threshold_amount=80)),
     ("semantic", dict(buffer_size=0, threshold_type="absolute", threshold_amount=0.25)),
     ("semantic", dict(buffer_size=1, threshold_type="absolute", threshold_amount=0.4)),
     ("semantic", dict(buffer_size=1, avg_tokens=150)),
+    ("semantic", dict(buffer_size=1, min_tokens=50)),
     ("maxmin", dict(fixed_threshold=0.6)),
     ("maxmin", dict(fixed_threshold=0.5)),
-    ("maxmin", dict(fixed_threshold=0.45)),
     ("maxmin", dict(fixed_threshold=0.4)),
-    ("maxmin", dict(fixed_threshold=0.35)),
     ("maxmin", dict(fixed_threshold=0.3)),
+    ("maxmin", dict(fixed_threshold=0.25)),
+    ("maxmin", dict(fixed_threshold=0.2)),
+    ("maxmin", dict(fixed_threshold=0.6, min_tokens=50)),
     ("maxmin", dict(fixed_threshold=0.4, min_tokens=50)),
+    ("maxmin", dict(fixed_threshold=0.3, min_tokens=50)),
+    ("maxmin", dict(fixed_threshold=0.3, min_tokens=100)),
+    ("maxmin", dict(fixed_threshold=0.4, min_tokens=100)),
     ("cohesion", dict(penalty=0.0)),
     ("cohesion", dict(penalty=0.25)),
     ("cohesion", dict(penalty=0.5)),
+    ("cohesion", dict(penalty=0.75)),
     ("cohesion", dict(penalty=1.0)),
     ("cohesion", dict(penalty=2.0)),
-    ("cohesion", dict(penalty=4.0)),
+    ("cohesion", dict(penalty=0.5, min_tokens=50)),
 ]
 
 
 def evaluate(name: str, params: dict, docs, embedder, max_tokens: int) -> dict:
-    strat = get_strategy(name, embedder=embedder, max_tokens=max_tokens, **params)
+    from chunkwise.strategies import SEMANTIC_STRATEGIES
+
+    extra = {"embedder": embedder} if name in SEMANTIC_STRATEGIES else {"tokenizer": "minilm"}
+    strat = get_strategy(name, max_tokens=max_tokens, **extra, **params)
     pks, wds, n_chunks, n_ref = [], [], [], []
     t0 = time.perf_counter()
     for text, starts, ref in docs:

@@ -198,3 +198,37 @@ def test_no_queries_is_a_config_error(dataset):
     with pytest.raises(ConfigError, match="no queries"):
         Evaluator(empty, FakeEmbedder())
     assert RunSpec("fixed", {"max_tokens": 5}).name == "fixed max_tokens=5"
+
+
+class ConstantEmbedder(FakeEmbedder):
+    """Every text gets the same vector: dense retrieval is blind, only BM25 can find anything."""
+
+    def embed(self, texts):
+        texts = list(texts)
+        self.texts_embedded += len(texts)
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        out[:, 0] = 1.0
+        return out
+
+
+def test_hybrid_retrieval_uses_bm25(dataset):
+    ev = Evaluator(dataset, ConstantEmbedder())
+    dense = ev.run(parse_run_spec("fixed:max_tokens=5,tokenizer=words"))
+    hybrid = ev.run(parse_run_spec("fixed:max_tokens=5,tokenizer=words,hybrid=true"))
+    assert hybrid.spec.hybrid and hybrid.name.endswith("hybrid")
+    assert hybrid.curve[1][1] > dense.curve[1][1]  # recall with one retrieved chunk
+    assert hybrid.curve[1][1] > 0.5 and hybrid.scores["mrr"] == 1.0
+
+
+def test_pooled_vectors_reuse_what_the_strategy_embedded(dataset):
+    fake = FakeEmbedder()
+    ev = Evaluator(dataset, fake)
+    spec = parse_run_spec("semantic:max_tokens=12,tokenizer=words,vectors=pool")
+    res = ev.run(spec)
+    sent = [t for call in fake.calls for t in call]
+    by_doc, _ = ev.chunk_all(spec)
+    chunk_texts = {c.text for cs in by_doc.values() for c in cs if c.text.count(".") > 1}
+    assert chunk_texts and not chunk_texts & set(sent)  # multi-sentence chunks were never embedded as a whole
+    assert res.spec.to_config()["run"] == {"vectors": "pool"}
+    with pytest.raises(ConfigError, match="vectors must be one of"):
+        parse_run_spec("fixed:vectors=bogus")

@@ -294,15 +294,27 @@ def test_bad_store_locations(tmp_path):
     f = tmp_path / "file.db"
     f.write_text("x")
     with pytest.raises(InputError, match="is a file"):
-        Index(f, embedder=FakeEmbedder()).count()
+        Index(f, embedder=FakeEmbedder()).add(docs(), strategy=lines())
     with pytest.raises(ConfigError, match=r"must end in '\.db'"):
-        Index(tmp_path / "plain", embedder=FakeEmbedder()).count()
+        Index(tmp_path / "plain", embedder=FakeEmbedder()).add(docs(), strategy=lines())
     with pytest.raises(InputError, match="cannot create"):
-        Index(f / "sub.db", embedder=FakeEmbedder()).count()
+        Index(f / "sub.db", embedder=FakeEmbedder()).add(docs(), strategy=lines())
+    assert Index(tmp_path / "none.db").count() == 0 and not (tmp_path / "none.db").exists()
     with pytest.raises(ConfigError, match="collection name"):
         Index(tmp_path / "ok.db", collection="bad-name")
     with pytest.raises(ConfigError, match="either"):
         Index(tmp_path / "ok.db", uri="http://127.0.0.1:1")
+    ix = Index(tmp_path / "ok.db", embedder=FakeEmbedder())
+    with pytest.raises(InputError, match="expected paths or Documents, got int"):
+        ix.add([docs()[0], 3], strategy=lines())
+    with pytest.raises(ConfigError, match="late chunking has no option size"):
+        ix.add(docs(), strategy=lines(), late=True, late_options={"size": 3})
+    with pytest.raises(ConfigError, match="has no option neighbours"):
+        ix.add(docs(), strategy=lines(), context="neighbors", context_options={"neighbours": 3})
+    with pytest.raises(ConfigError, match="vectors must be"):
+        ix.add(docs(), strategy=lines(), vectors="mean")
+    assert ix.config is None  # none of the refused calls created anything
+    ix.close()
 
 
 def test_unreachable_server_fails_fast_without_state(tmp_path, monkeypatch):
@@ -345,3 +357,32 @@ def test_store_refuses_a_foreign_collection(tmp_path):
     with pytest.raises(ConfigError, match="not made by chunkwise"):
         store.read_config()
     store.close()
+
+
+def test_server_uri_runs_the_same_code(tmp_path):
+    """``uri=`` against a Milvus gRPC server (Milvus Lite's standalone server stands in for a Milvus
+    deployment): index, incremental re-run, hybrid search and a filter all work unchanged."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "milvus_lite", "server", "--data-dir", str(tmp_path / "srv"),
+                               "--host", "127.0.0.1", "--port", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.1)
+        with Index(uri=f"http://127.0.0.1:{port}", embedder=FakeEmbedder(), collection="kb") as ix:
+            assert ix.add(docs(), strategy=lines()).indexed == 3
+            assert ix.add(docs(), strategy=lines()).skipped == 3 and ix.count() == 9
+            assert ix.search("conductor tickets", k=1, hybrid=True)[0].text == "The conductor checks tickets twice."
+            assert {h.source for h in ix.search("honey", k=9, filter='source == "kb/lamp.txt"')} == {"kb/lamp.txt"}
+        assert not (tmp_path / "chunkwise.db").exists()
+    finally:
+        server.kill()
+        server.wait()

@@ -100,6 +100,7 @@ def test_partial_failure_exit_code_and_config_mismatch(corpus, capsys):
     (("search", "bees", "--filter", "source =="), "invalid filter expression 'source ==': "),
     (("search", "bees", "--collection", "other"), "no index named 'other'"),
     (("search", "bees", "--db", "kb/bees.txt"), "must end in '.db'"),
+    (("search", "bees", "--db", "nowhere.db"), "nowhere.db: no database here; run `chunkwise index` first"),
     (("index", "kb", "--db", "kb/x.db/y.db"), None),
     (("index", "kb", "--uri", "http://127.0.0.1:9", "--timeout", "2"), "cannot reach the Milvus server"),
     (("index",), "nothing to do"),
@@ -111,5 +112,6 @@ def test_bad_input_is_one_line(corpus, capsys, argv, message):
         (corpus / "x.db").write_text("a file, not a database")
         message = "cannot create the database directory"
     code, out, err = run(capsys, *argv)
+    assert not (corpus.parent / "nowhere.db").exists()  # reading never creates a database
     assert code == 2 and out == ""
     assert err.startswith("chunkwise: error: ") and err.count("\n") == 1 and message in err, err

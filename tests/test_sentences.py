@@ -47,6 +47,10 @@ def sents(text: str, **kw) -> list[str]:
         "Well... let me think.",
         "Prof. Dr. Weber und Dipl.-Ing. Krause kommen.",
         "「はい。」と彼は答えた。",
+        "Er wohnt in der Hauptstr. 5 in Berlin.",
+        "Wir treffen uns am Mo. 5. Mai in Köln.",
+        "He is 5 ft. 3 in. tall and lives in Washington, D.C. with his sister.",
+        "We climbed Mt. Everest in May.",
     ],
 )
 def test_one_sentence(text):
@@ -68,6 +72,10 @@ def test_one_sentence(text):
         ("It was founded in 1998. It grew.", ["It was founded in 1998.", "It grew."]),
         ("Heat it for 2 h. Then cool it.", ["Heat it for 2 h.", "Then cool it."]),
         ("Sie kam 1990. Danach blieb sie.", ["Sie kam 1990.", "Danach blieb sie."]),
+        ("It took 8–10 h. The yield rose.", ["It took 8–10 h.", "The yield rose."]),
+        ("Frozen in nitrogen. β-Catenin fell.", ["Frozen in nitrogen.", "β-Catenin fell."]),
+        ("Phases ran from −π to π. The fit was good.", ["Phases ran from −π to π.", "The fit was good."]),
+        ("Result: 42. Next, we test.", ["Result: 42.", "Next, we test."]),
         ("Trade grew in the U.S. The U.K. followed.", ["Trade grew in the U.S.", "The U.K. followed."]),
         ("Mail help@example.com. Then wait.", ["Mail help@example.com.", "Then wait."]),
         ("今天下雨了。我们不去了！好吗？", ["今天下雨了。", "我们不去了！", "好吗？"]),

@@ -31,7 +31,7 @@ def register(subparsers) -> None:
         description="Distil a model2vec static model from the local all-MiniLM-L6-v2 (ONNX, no torch) and "
                     "save it under CACHE_DIR/static/NAME, where `--embedder static` finds it.")
     p.add_argument("--pca-dims", type=int, default=256, help="output dimensions (default 256)")
-    p.add_argument("--sif-coefficient", type=float, default=1e-4, help="Zipf/SIF weighting (default 1e-4)")
+    p.add_argument("--sif-coefficient", type=float, default=1e-5, help="Zipf/SIF weighting (default 1e-5)")
     p.add_argument("--name", default=None, help="model folder name (default minilm-static-256)")
     p.add_argument("--force", action="store_true", help="distil again even if the model exists")
     p.set_defaults(func=run_distill)

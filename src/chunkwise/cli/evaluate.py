@@ -34,6 +34,11 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                         "default 512)")
     p.add_argument("-k", type=int, default=5, help="n of doc recall@k and of tokens retrieved (default 5)")
     p.add_argument("--late", action="store_true", help="embed chunks by late chunking (every run)")
+    p.add_argument("--hybrid", action="store_true",
+                   help="retrieve by BM25 + vector reciprocal rank fusion, as `search --hybrid` (every run)")
+    p.add_argument("--vectors", choices=("text", "pool"), default=None,
+                   help="chunk vectors: embed the text (default) or pool a semantic strategy's sentence vectors "
+                        "(as `index --vectors pool`)")
     p.add_argument("--context", default=None, metavar="MODE",
                    help="contextual chunk text for every run: headings | neighbors | ...")
     p.add_argument("--count-tokenizer", default="cl100k",
@@ -180,6 +185,10 @@ def _specs(args):
     for s in specs:
         if args.late:
             s.late = True
+        if args.hybrid:
+            s.hybrid = True
+        if args.vectors and s.vectors == "text":
+            s.vectors = args.vectors
         if args.context and not s.context:
             s.context = args.context
     return specs
@@ -237,6 +246,10 @@ def run_tune(args) -> int:
         fixed["late"] = True
     if base.context or args.context:
         fixed["context"] = base.context or args.context
+    if base.hybrid or args.hybrid:
+        fixed["hybrid"] = True
+    if args.vectors or base.vectors != "text":
+        fixed["vectors"] = args.vectors or base.vectors
     for name in grid:
         fixed.pop(name, None)
     check_grid(base.strategy, grid, fixed)

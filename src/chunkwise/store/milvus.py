@@ -76,6 +76,10 @@ class Marker:
 
 
 def _import_pymilvus():
+    # gRPC's C core logs connection housekeeping to stderr (e.g. a GOAWAY "too_many_pings" from the
+    # in-process Milvus Lite server while a long embedding batch keeps the channel idle; the client simply
+    # reconnects). Silence it unless the user asked for gRPC logs.
+    os.environ.setdefault("GRPC_VERBOSITY", "NONE")
     try:
         import pymilvus  # noqa: F401
     except ImportError as exc:  # pragma: no cover - pymilvus is a core dependency
@@ -176,6 +180,11 @@ class MilvusStore:
         except OSError as exc:
             return f"the database directory is not writable ({exc.strerror or exc})"
         return "Milvus Lite could not open it (is it a Milvus Lite database of a compatible version?)"
+
+    @property
+    def missing(self) -> bool:
+        """True for a Milvus Lite path with no database yet (reading it must not create one)."""
+        return self.db is not None and self._client is None and not Path(self.db).exists()
 
     def connect(self):
         """The MilvusClient, connected on first use; every failure is one clear :class:`ChunkwiseError`."""

@@ -332,7 +332,12 @@ class EmbeddingStrategy(Strategy):
         for c in cuts:
             causes[c] = "max_tokens" if c in decision.cap_cuts else self.cut_cause
         bounds = [0, *cuts, n]
-        distances = units.adjacent_distances() if self.cap_split_by_distance else None
+        distances = None
+        if self.cap_split_by_distance:
+            # the strategy's own distances (window to window for semantic) where it has them
+            own = decision.distance
+            distances = (np.asarray(own, dtype=np.float64) if len(own) == n - 1 and None not in own
+                         else units.adjacent_distances())
         fitted = [0]
         for s in range(len(bounds) - 1):
             for c in split_over_cap(units, bounds[s], bounds[s + 1], self.max_tokens, distances):
