@@ -54,13 +54,21 @@ def load_sentences(n: int) -> list[list[str]]:
     files = sorted(CORPORA.glob("*.md"))
     if not files:
         sys.exit(f"no corpora in {CORPORA}")
-    per = -(-n // len(files))
-    groups = []
+    pools = []
     for f in files:
         text = f.read_text(encoding="utf-8")
-        sents = [text[a:b] for a, b in split_sentences(text)]
-        groups.append([s for s in sents if len(s.split()) >= 3][:per])
-    return groups
+        pools.append([text[a:b] for a, b in (split_sentences(text)) if len(text[a:b].split()) >= 3])
+    # an equal share from each corpus; what a small corpus cannot give comes from the larger ones
+    quota = [0] * len(pools)
+    left = n
+    while left > 0 and any(q < len(p) for q, p in zip(quota, pools)):
+        open_ = [i for i, p in enumerate(pools) if quota[i] < len(p)]
+        share = max(1, left // len(open_))
+        for i in open_:
+            take = min(share, len(pools[i]) - quota[i], left)
+            quota[i] += take
+            left -= take
+    return [p[:q] for p, q in zip(pools, quota)]
 
 
 # -- a local OpenAI-compatible stub ------------------------------------------------------------------------

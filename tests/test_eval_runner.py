@@ -232,3 +232,23 @@ def test_pooled_vectors_reuse_what_the_strategy_embedded(dataset):
     assert res.spec.to_config()["run"] == {"vectors": "pool"}
     with pytest.raises(ConfigError, match="vectors must be one of"):
         parse_run_spec("fixed:vectors=bogus")
+
+
+def test_tune_requirements_keep_failing_points_from_winning(dataset):
+    from chunkwise.evaluation.tune import parse_requirement
+
+    ev = Evaluator(dataset, FakeEmbedder())
+    grid = {"max_tokens": [3, 6, 40]}
+    free = tune(ev, "fixed", grid, metric="recall@5", fixed={"tokenizer": "words"})
+    floor = free.best.result.scores["iou@5"] + 1e-9
+    res = tune(ev, "fixed", grid, metric="recall@5", fixed={"tokenizer": "words"}, require=[f"iou@5>={floor}"])
+    passing = [r for r in res.rows if r.score is not None and r.result.scores["iou@5"] >= floor]
+    assert passing and res.best is max(passing, key=lambda r: r.score)
+    assert res.best is not free.best and free.best.failed == []
+    assert all(r.failed == [f"iou@5>={floor:g}"] for r in res.rows if r.score is not None and r not in passing)
+    assert parse_requirement("iou@5 >= 0.072") == ("iou@5", ">=", 0.072)
+    with pytest.raises(ConfigError, match="METRIC>=VALUE"):
+        parse_requirement("iou@5 ~ 3")
+    impossible = tune(ev, "fixed", grid, fixed={"tokenizer": "words"}, require=["recall@5>1.5"])
+    with pytest.raises(ConfigError, match="that meets recall@5>1.5"):
+        impossible.best_config()

@@ -82,6 +82,8 @@ def register(subparsers) -> None:
                         "ndcg@10, mrr, doc_recall@N (default recall@5)")
     t.add_argument("--max-tokens-retrieved", type=float, default=None, metavar="N",
                    help="only configurations retrieving at most N tokens per query (at the metric's n) can win")
+    t.add_argument("--require", action="append", default=[], metavar="METRIC>=VALUE",
+                   help="only configurations meeting this can win, repeatable, e.g. 'iou@5>=0.072' (fractions)")
     t.add_argument("-o", "--output", default="best.json", metavar="FILE.json",
                    help="where to write the best configuration (default best.json)")
     t.add_argument("--top", type=int, default=20, help="leaderboard rows to print (default 20)")
@@ -232,7 +234,7 @@ def run_eval(args) -> int:
 def run_tune(args) -> int:
     from ..evaluation.report import format_html, format_leaderboard
     from ..evaluation.runner import EvaluationReport
-    from ..evaluation.tune import check_grid, parse_grid, parse_metric, tune, write_config
+    from ..evaluation.tune import check_grid, parse_grid, parse_metric, parse_requirement, tune, write_config
 
     if not args.strategy and not args.config:
         raise ConfigError("tune needs --strategy NAME (or --config FILE) and at least one --grid NAME=V1,V2")
@@ -256,7 +258,9 @@ def run_tune(args) -> int:
     ds = _dataset(args)
     k = metric_k or args.k  # tokens retrieved (and the budget) are counted at the metric's n
     evaluator = _evaluator(args, ds, k=k)
-    result = tune(evaluator, base.strategy, grid, metric, fixed, args.max_tokens_retrieved, _progress(args))
+    require = [parse_requirement(r) for r in args.require]
+    result = tune(evaluator, base.strategy, grid, metric, fixed, args.max_tokens_retrieved, _progress(args),
+                  require=require)
     board = format_leaderboard(result, evaluator.k)
     lines = board.splitlines()
     print("\n".join(lines[: 2 + args.top]))

@@ -322,7 +322,8 @@ def format_leaderboard(result, k: int) -> str:
             continue
         rank += 1
         s = row.result.scores
-        mark = " *" if row is result.best else (" (over budget)" if row.over_budget else "")
+        mark = " *" if row is result.best else (" (over budget)" if row.over_budget else
+                                                 f" (fails {', '.join(row.failed)})" if row.failed else "")
         rows.append([f"{rank}{mark}", params or "(defaults)", fmt(result.metric, row.score), fmt("recall@5", s["recall@5"]),
                      fmt("iou@5", s["iou@5"]), fmt("ndcg@10", s["ndcg@10"]), f"{s[f'tokens_retrieved@{k}']:.0f}",
                      str(row.result.stats["chunks"]), f"{row.result.stats['seconds']:.1f}"])

@@ -84,6 +84,28 @@ def check_grid(strategy: str, grid: dict[str, Any], fixed: dict[str, Any]) -> No
                           f"{', '.join(valid)} (and the run options late, context)")
 
 
+_REQUIRE = re.compile(r"^\s*([\w@.]+)\s*(>=|<=|>|<)\s*([-+0-9.eE]+)\s*$")
+
+
+def parse_requirement(text: str) -> tuple[str, str, float]:
+    """``"iou@5>=0.072"`` -> ``("iou@5", ">=", 0.072)``; the metric is checked like ``--metric``."""
+    m = _REQUIRE.match(text)
+    if not m:
+        raise ConfigError(f"--require expects METRIC>=VALUE (or >, <=, <), got {text!r}")
+    name = m.group(1)
+    if not name.startswith("tokens_retrieved@"):
+        parse_metric(name)
+    return name, m.group(2), float(m.group(3))
+
+
+def _meets(scores: dict[str, float], req: tuple[str, str, float]) -> bool:
+    name, op, value = req
+    if name not in scores:
+        raise ConfigError(f"--require {name}: not computed; available: {', '.join(sorted(scores))}")
+    v = scores[name]
+    return {">=": v >= value, ">": v > value, "<=": v <= value, "<": v < value}[op]
+
+
 @dataclass
 class TuneRow:
     params: dict[str, Any]
@@ -91,6 +113,8 @@ class TuneRow:
     result: RunResult | None = None
     error: str | None = None
     over_budget: bool = False
+    #: requirements (``--require``) this point fails
+    failed: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -103,12 +127,16 @@ class TuneResult:
     texts_embedded: int
     max_tokens_retrieved: float | None = None
     fixed: dict[str, Any] = field(default_factory=dict)
+    require: list[tuple[str, str, float]] = field(default_factory=list)
 
     def best_config(self, dataset: str = "", embedder: str = "") -> dict[str, Any]:
         if self.best is None or self.best.result is None:
+            limits = []
+            if self.max_tokens_retrieved is not None:
+                limits.append(f"tokens retrieved <= {self.max_tokens_retrieved:g}")
+            limits += [f"{n}{op}{v:g}" for n, op, v in self.require]
             raise ConfigError("no configuration of the grid could be evaluated"
-                              + ("" if self.best is not None else
-                                 " within the token budget" if self.max_tokens_retrieved else ""))
+                              + (f" that meets {', '.join(limits)}" if limits else ""))
         cfg = self.best.result.spec.to_config()
         r = self.best.result
         cfg["tuned"] = {
@@ -123,13 +151,16 @@ class TuneResult:
 
 def tune(evaluator: Evaluator, strategy: str, grid: dict[str, list[Any]], metric: str = "recall@5",
          fixed: dict[str, Any] | None = None, max_tokens_retrieved: float | None = None,
-         progress: Callable[[str], None] | None = None) -> TuneResult:
+         progress: Callable[[str], None] | None = None,
+         require: Sequence[tuple[str, str, float] | str] = ()) -> TuneResult:
     """Evaluate every point of ``grid`` (``fixed`` parameters added to each) and rank them by ``metric``.
 
     ``max_tokens_retrieved`` excludes from the choice of the best (not from the leaderboard) points whose
-    mean tokens retrieved per query at the evaluator's ``k`` exceed it. Invalid points (say overlap >=
-    max_tokens) are listed with their error and skipped.
+    mean tokens retrieved per query at the evaluator's ``k`` exceed it; ``require`` (``"iou@5>=0.072"``)
+    likewise keeps points failing a requirement on another metric from winning. Invalid points (say
+    overlap >= max_tokens) are listed with their error and skipped.
     """
+    require = [parse_requirement(r) if isinstance(r, str) else r for r in require]
     fixed = dict(fixed or {})
     metric, _ = parse_metric(metric)
     check_grid(strategy, grid, fixed)
@@ -154,15 +185,16 @@ def tune(evaluator: Evaluator, strategy: str, grid: dict[str, list[Any]], metric
                               f"available: {', '.join(sorted(result.scores))}")
         score = result.scores[metric]
         over = max_tokens_retrieved is not None and result.scores[tokens_key] > max_tokens_retrieved
-        rows.append(TuneRow(params, score, result, over_budget=over))
+        failed = [f"{n}{op}{v:g}" for n, op, v in require if not _meets(result.scores, (n, op, v))]
+        rows.append(TuneRow(params, score, result, over_budget=over, failed=failed))
         progress(f"[{i}/{len(points)}] {spec.name}: {metric} = {score:.4f}"
                  f" ({result.scores[tokens_key]:.0f} tokens retrieved{', over budget' if over else ''})")
     scored = [r for r in rows if r.score is not None]
     scored.sort(key=lambda r: -r.score)
     rows = scored + [r for r in rows if r.score is None]
-    eligible = [r for r in scored if not r.over_budget]
+    eligible = [r for r in scored if not r.over_budget and not r.failed]
     return TuneResult(strategy, metric, rows, eligible[0] if eligible else None, time.perf_counter() - t0,
-                      evaluator.embedder.texts_embedded - n0, max_tokens_retrieved, fixed)
+                      evaluator.embedder.texts_embedded - n0, max_tokens_retrieved, fixed, list(require))
 
 
 def write_config(path: str | Path, config: dict[str, Any]) -> None:
@@ -173,4 +205,5 @@ def write_config(path: str | Path, config: dict[str, Any]) -> None:
         raise ConfigError(f"cannot write the configuration ({exc.strerror})", source=str(path)) from None
 
 
-__all__ = ["tune", "parse_grid", "parse_metric", "check_grid", "write_config", "TuneResult", "TuneRow"]
+__all__ = ["tune", "parse_grid", "parse_metric", "parse_requirement", "check_grid", "write_config", "TuneResult",
+           "TuneRow"]

@@ -327,9 +327,7 @@ class Index:
                     + ": use another --collection, or --recreate to rebuild it", source=self.store.location)
             self.store.open()
         else:
-            if recreate:
-                self.store.drop()
-            self.store.create(new, embedder.dim)
+            self.store.create(new, embedder.dim)  # drops what is there (with recreate=True: on purpose)
         self._bm25 = None
         return strat, embedder, context
 
@@ -451,6 +449,10 @@ class Index:
                 self._flush(pending, markers, embedder, reuse, late, late_options, report, progress_bars)
             if prune:
                 report.pruned = self._prune(markers, seen)
+            if report.chunks or report.removed or report.pruned:
+                t = time.perf_counter()
+                self.store.flush()
+                report.timings["write"] += time.perf_counter() - t
         finally:
             progress_bars.close()
             if contextualizer is not None:
@@ -632,19 +634,16 @@ class Index:
                     for r, h in enumerate(hits, start=1)]
         from .hybrid import reciprocal_rank_fusion
 
+        # Both rankings go deeper than k so fusion can promote a chunk that is, say, 12th by vectors and
+        # 2nd by BM25; only ids travel until the final k are known.
         depth = max(50, 4 * k)
-        vhits = self.store.search_vector(qvec, depth, filter)
-        entities = {h["id"]: h["entity"] for h in vhits}
+        vector_ids = [h["id"] for h in self.store.search_vector(qvec, depth, filter, fields=["id"])]
         if self.store.bm25_builtin:
-            bhits = self.store.search_bm25(query, depth, filter)
-            entities.update({h["id"]: h["entity"] for h in bhits})
-            bm25_ids = [h["id"] for h in bhits]
+            bm25_ids = [h["id"] for h in self.store.search_bm25(query, depth, filter, fields=["id"])]
         else:
             bm25_ids = [i for i, _ in self._bm25_fallback(query, depth, filter)]
-        vector_ids = [h["id"] for h in vhits]
         fused = reciprocal_rank_fusion([vector_ids, bm25_ids])[:k]
-        missing = [i for i, _ in fused if i not in entities]
-        entities.update({e["id"]: e for e in self.store.fetch(missing)})
+        entities = {e["id"]: e for e in self.store.fetch([i for i, _ in fused])}
         vrank = {i: n for n, i in enumerate(vector_ids, start=1)}
         brank = {i: n for n, i in enumerate(bm25_ids, start=1)}
         return [SearchResult.from_entity(r, s, entities[i], vector_rank=vrank.get(i), bm25_rank=brank.get(i))

@@ -104,7 +104,7 @@ ORDINAL_CUES = frozenset(
 _CLOSERS = "\"'”’“‘»›)]}」』）】〕〉》〗〙〛］｝"
 _OPENERS = "\"'“‘«‹„‚([{「『（【〔〈《〖〘〚［｛¿¡*_"
 _CJK_TERMS = "。！？｡"
-_LATIN_TERMS = ".!?…‼⁇⁈⁉"
+_LATIN_TERMS = ".!?…‼⁇⁈⁉؟۔।॥።፧"  # with the Arabic ؟, Urdu ۔, Devanagari । ॥ and Ethiopic ። ፧ (space after)
 _CJK_CLASS = r"[\u2e80-\u2fff\u3040-\u30ff\u3100-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f]"
 _CJK_CHAR_RE = re.compile(_CJK_CLASS)
 _CLOSE = rf"[{re.escape(_CLOSERS)}]*+"
@@ -121,7 +121,7 @@ _CJK_RUN_RE = re.compile(rf"[{_CJK_TERMS}．][{_ALL_TERMS}]*+{_CLOSE}")
 _LATIN_RUN_RE = re.compile(rf"{_LATIN_START}[{_LATIN_TERMS}]*+{_CLOSE}{_SPACED}(?!{_LOWER_NEXT})")
 #: The same without the lower-case filter, for lower-cased stretches of text.
 _LATIN_RUN_ANY_RE = re.compile(rf"{_LATIN_START}[{_LATIN_TERMS}]*+{_CLOSE}{_SPACED}")
-_EXCLAMATIONS = frozenset("!?‼⁇⁈⁉")
+_EXCLAMATIONS = frozenset("!?‼⁇⁈⁉؟۔।॥።፧")  # terminators with no abbreviations to rule out
 #: Stretches of 600+ characters without a capital letter: lower-cased text, judged without the filter.
 _UPPER = "A-ZÀ-ÖØ-ÞА-ЯΑ-Ω"
 _CASELESS_RE = re.compile(rf"[{_UPPER}]([^{_UPPER}]{{600,}}+)")  # after a capital (in C: linear)

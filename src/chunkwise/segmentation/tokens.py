@@ -401,8 +401,11 @@ class TokenMap:
             self.ends: Sequence[int] = range(base + 1, base + n + 1)
         else:
             starts, ends = tokenizer.offset_arrays(text)
-            self.starts = (starts + base).tolist()
             self.ends = (ends + base).tolist()
+            if isinstance(tokenizer, TiktokenTokenizer):  # tokens tile the text: a start is the end before
+                self.starts = _StartsFromEnds(self.ends, base)
+            else:
+                self.starts = (starts + base).tolist()
 
     def __len__(self) -> int:
         return len(self.starts)
@@ -411,7 +414,15 @@ class TokenMap:
         """Tokens overlapping ``[a, b)`` (absolute offsets)."""
         if b <= a:
             return 0
-        return max(0, bisect.bisect_left(self.starts, b) - bisect.bisect_right(self.ends, a))
+        return max(0, self.starts_before(b) - bisect.bisect_right(self.ends, a))
+
+    def starts_before(self, pos: int) -> int:
+        """Number of tokens that start before ``pos`` (the index of the first token starting at or after)."""
+        starts = self.starts
+        if isinstance(starts, _StartsFromEnds):
+            n = len(self.ends)
+            return 0 if n == 0 or pos <= self.base else 1 + bisect.bisect_left(self.ends, pos, 0, n - 1)
+        return bisect.bisect_left(starts, pos)
 
     def first_after(self, pos: int) -> int:
         """Index of the first token that ends after ``pos``."""
@@ -486,6 +497,26 @@ class TokenMap:
             for i, n in zip(todo, self.tokenizer.count_batch([text[spans[i][0]:spans[i][1]] for i in todo])):
                 out[i] = n
         return out  # type: ignore[return-value]
+
+
+class _StartsFromEnds:
+    """Token starts of a tokenizer whose tokens tile the text: ``starts[i] == ends[i - 1]``."""
+
+    __slots__ = ("ends", "base")
+
+    def __init__(self, ends: list[int], base: int):
+        self.ends = ends
+        self.base = base
+
+    def __len__(self) -> int:
+        return len(self.ends)
+
+    def __getitem__(self, i: int) -> int:
+        if i < 0:
+            i += len(self.ends)
+        if not 0 <= i < len(self.ends):
+            raise IndexError(i)
+        return self.ends[i - 1] if i else self.base
 
 
 _ASCII_WS = frozenset(" \t\n\r")

@@ -261,21 +261,25 @@ class MilvusStore:
         return dict(rows[0]["data"]) if rows else None
 
     def create(self, config: dict[str, Any], dim: int) -> None:
-        """Create whatever part of the index is missing and record ``config``.
+        """Create the index and record ``config``; called only when no configuration is recorded.
 
-        Safe to repeat after a crash at any point: the state collection and its config row come first, the
-        chunk collection after, and each step checks what already exists.
+        The config row is written last, so a creation killed half-way leaves collections without it; they
+        can hold no chunks yet (nothing is written before the config exists) and are dropped and made
+        again, which makes creation safe to repeat after a crash at any point.
         """
         client = self.connect()
         with self._errors("create the index"):
-            if not client.has_collection(self.state_collection):
-                client.create_collection(self.state_collection, schema=self._state_schema(),
-                                         consistency_level="Strong")
-                # sync=False: pymilvus would otherwise poll with 0.5 s sleeps for an index on an empty
-                # collection; loading below waits for whatever the server still has to do.
-                client.create_index(self.state_collection, self._state_index(), sync=False)
-            if not client.has_collection(self.collection):
-                self._create_chunks(dim)
+            for name in (self.collection, self.state_collection):
+                if client.has_collection(name):
+                    client.drop_collection(name)
+                self._loaded.discard(name)
+            client.create_collection(self.state_collection, schema=self._state_schema(),
+                                     consistency_level="Strong")
+            # sync=False: pymilvus would otherwise poll with 0.5 s sleeps for an index on an empty
+            # collection; loading below waits for whatever the server still has to do.
+            client.create_index(self.state_collection, self._state_index(), sync=False)
+            self._create_chunks(dim)
+            self._load(self.state_collection)
             client.upsert(self.state_collection, [self._state_row(CONFIG_ID, "config", "", "", 0, config)])
         self.open()
 
@@ -293,14 +297,6 @@ class MilvusStore:
         if name not in self._loaded:
             self.connect().load_collection(name)
             self._loaded.add(name)
-
-    def drop(self) -> None:
-        client = self.connect()
-        with self._errors("drop the index"):
-            for name in (self.collection, self.state_collection):
-                if client.has_collection(name):
-                    client.drop_collection(name)
-                self._loaded.discard(name)
 
     def _state_schema(self):
         from pymilvus import DataType, MilvusClient
@@ -469,6 +465,13 @@ class MilvusStore:
         stored = self.chunk_ids(doc_ids)
         return self.delete_chunks(sorted(set().union(*stored.values())))
 
+    def flush(self) -> None:
+        """Seal what was written into indexed segments. Milvus Lite otherwise searches fresh rows by scanning
+        its in-memory table: measured on the five Chroma corpora (1,790 chunks), BM25 search went from
+        1.2 s to 33 ms and vector search from 200 ms to 6 ms per query after one 1 s flush."""
+        with self._errors("flush"):
+            self.connect().flush(self.collection)
+
     def count(self) -> int:
         client = self.connect()
         with self._errors("count chunks"):
@@ -497,19 +500,22 @@ class MilvusStore:
                 raise InputError(f"invalid filter expression {filter!r}: {_message(exc)}") from None
             raise ChunkwiseError(f"Milvus {action} failed: {_message(exc)}", source=self.location) from None
 
-    def search_vector(self, vector: np.ndarray, limit: int, filter: str | None = None) -> list[dict]:
-        """Nearest chunks by cosine similarity: hit dicts with ``id``, ``distance`` and ``entity``."""
+    def search_vector(self, vector: np.ndarray, limit: int, filter: str | None = None,
+                      fields: list[str] | None = None) -> list[dict]:
+        """Nearest chunks by cosine similarity: hit dicts with ``id``, ``distance`` and ``entity``
+        (``fields``, default all of :data:`OUTPUT_FIELDS`)."""
         with self._filter_errors(filter, "search"):
             res = self.connect().search(
                 self.collection, data=[np.asarray(vector, dtype=np.float32).tolist()], anns_field="vector",
-                limit=limit, filter=filter or "", output_fields=OUTPUT_FIELDS,
+                limit=limit, filter=filter or "", output_fields=OUTPUT_FIELDS if fields is None else fields,
                 search_params={"metric_type": "COSINE"})
         return list(res[0]) if res else []
 
-    def search_bm25(self, query: str, limit: int, filter: str | None = None) -> list[dict]:
+    def search_bm25(self, query: str, limit: int, filter: str | None = None,
+                    fields: list[str] | None = None) -> list[dict]:
         """Chunks by Milvus's own BM25 over ``indexed_text`` (only when :attr:`bm25_builtin`)."""
         with self._filter_errors(filter, "full-text search"):
             res = self.connect().search(
                 self.collection, data=[query], anns_field="sparse", limit=limit, filter=filter or "",
-                output_fields=OUTPUT_FIELDS)
+                output_fields=OUTPUT_FIELDS if fields is None else fields)
         return list(res[0]) if res else []

@@ -174,19 +174,21 @@ def build_chunks(
     ``max_tokens`` is a bug in the strategy, reported as such rather than passed on to the user.
     """
     text_all = doc.text
-    if token_counts is not None and len(token_counts) == len(spans):
-        pairs = sorted(
-            ((a, b), n) for (a, b), n in zip(spans, token_counts) if b > a and not text_all[a:b].isspace()
-        )
-        kept = [p for p, _ in pairs]
-        counts_given: list[int] | None = [n for _, n in pairs]
-    else:
-        kept = sorted((a, b) for a, b in spans if b > a and not text_all[a:b].isspace())
-        counts_given = None
-    texts = [text_all[a:b] for a, b in kept]
-    if counts_given is None and token_counts is not None and len(token_counts) == len(kept):
-        counts_given = list(token_counts)
-    counts = counts_given if counts_given is not None else tokenizer.count_batch(texts)
+    paired = token_counts is not None and len(token_counts) == len(spans)
+    items = sorted(zip(spans, token_counts if paired else [None] * len(spans)))
+    kept: list[Span] = []
+    texts: list[str] = []
+    given: list[int | None] = []
+    for (a, b), n in items:
+        if b > a:
+            text = text_all[a:b]
+            if not text.isspace():
+                kept.append((a, b))
+                texts.append(text)
+                given.append(n)
+    if not paired and token_counts is not None and len(token_counts) == len(kept):
+        given = list(token_counts)  # counts already aligned with the kept spans
+    counts = given if all(n is not None for n in given) else tokenizer.count_batch(texts)
     config = strategy.config_id()
     doc_id = doc.id
     chunks: list[Chunk] = []
@@ -204,7 +206,7 @@ def build_chunks(
                 start=a,
                 end=b,
                 index=i,
-                id=stable_hash("chunk", doc_id, config, a, b),
+                id=stable_hash("chunk", doc_id, config, f"{a}:{b}"),
                 doc_id=doc_id,
                 source=doc.source,
                 token_count=n,

@@ -17,8 +17,6 @@ No chunk is longer than ``max_tokens * 16`` characters (see :data:`~chunkwise.st
 
 from __future__ import annotations
 
-import bisect
-
 from ..document import Document
 from ..segmentation.tokens import TokenMap, Tokenizer
 from .base import Span, Strategy, fit_exact, max_chars_for, trim_span
@@ -68,17 +66,18 @@ class FixedTokenChunker(Strategy):
             if count is None:
                 count = tokenizer.count(text[a:b])
             while count > max_tokens:
-                # give back the excess tokens (the recount disagreed with the window) and count again
+                # give back the excess tokens (the recount disagreed with the window) and count again;
+                # when that does not shrink the window, cut it exactly instead
                 j = tm.first_after(b) - (count - max_tokens)
-                if j <= i or starts[j] <= a:
+                new_b = trim_span(text, a, starts[j])[1] if i < j < n else a
+                if new_b <= a or new_b >= b:
                     piece, piece_count = fit_exact(text, a, b, tokenizer, max_tokens, max_chars)
                     b, count = piece[0][1], piece_count[0]
                     break
-                e = starts[j]
-                a, b = trim_span(text, pos, e)
-                count = tokenizer.count(text[a:b])
-                if b <= a:
-                    break
+                b = new_b
+                count = tm.exact(text, a, b)
+                if count is None:
+                    count = tokenizer.count(text[a:b])
             if b > a:
                 spans.append((a, b))
                 counts.append(count)
@@ -88,7 +87,7 @@ class FixedTokenChunker(Strategy):
             nxt = e
             if overlap:
                 # the first token that starts at or after e, then back `overlap` tokens
-                k = bisect.bisect_left(starts, e) - overlap
+                k = tm.starts_before(e) - overlap
                 if k > i and starts[k] > pos:
                     for q in range(k, min(k + lookback, n)):  # start the overlap at a word if one is near
                         if starts[q] >= e:

@@ -254,12 +254,15 @@ def _resplit(text: str, a: int, b: int, tokenizer: Tokenizer, max_tokens: int, l
              keep: str, n: int) -> tuple[list[Span], list[int]]:
     """Split a span that counted ``n > max_tokens`` tokens, with its own tokenisation and a tighter budget."""
     budget = max_tokens
-    for _ in range(3):
-        budget = max(1, budget - (n - max_tokens) - 1)
+    for attempt in range(3):
+        # first with the span's own tokenisation (estimates are then right but for the cut edges), then
+        # with a budget that leaves room for the error seen
+        if attempt:
+            budget = max(1, budget - (n - max_tokens) - 1)
         tm = TokenMap(text[a:b], tokenizer, base=a)
         splitter = _Splitter(text, tokenizer, budget, levels, keep, tm, max_chars_for(max_tokens))
         spans = [s for s in (trim_span(text, x, y) for x, y in splitter.split(a, b)) if s[1] > s[0]]
-        counts = tokenizer.count_batch([text[x:y] for x, y in spans])
+        counts = tm.counts(text, spans)
         if all(c <= max_tokens for c in counts):
             return spans, counts
         n = max(counts)

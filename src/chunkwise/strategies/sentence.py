@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ..document import Document
 from ..segmentation.tokens import TokenMap, Tokenizer
-from .base import Span, Strategy, fit_exact, max_chars_for, merge_small
+from .base import Span, Strategy, max_chars_for, merge_small
 from .recursive import recursive_split
 
 
@@ -68,17 +68,46 @@ class SentenceChunker(Strategy):
         counts = tm.counts(text, spans)
         if all(n <= max_tokens for n in counts):
             return spans, counts
+        return self._repair(text, units, spans, counts, tokenizer)
+
+    def _repair(self, text: str, units: list[Span], spans: list[Span], counts: list[int], tokenizer: Tokenizer):
+        """Pack again, counting exactly, where a chunk's exact count came out over the cap (its estimate was
+        a token or two short, or a unit was a word that one tokenisation makes [UNK] and another does not).
+        Without overlap only the chunks over the cap are packed again; with overlap everything from the
+        first of them on, so chunks keep overlapping by whole units and never repeat."""
+        max_tokens, max_chars = self.max_tokens, max_chars_for(self.max_tokens)
+
+        def exact(a: int, b: int) -> int:
+            return tokenizer.count(text[a:b])
+
+        def fitted(us: list[Span]) -> list[Span]:
+            out: list[Span] = []
+            for a, b in us:
+                if exact(a, b) <= max_tokens:
+                    out.append((a, b))
+                else:
+                    out.extend(recursive_split(text, a, b, tokenizer, max_tokens))
+            return out
+
         out_spans: list[Span] = []
         out_counts: list[int] = []
-        for (a, b), n in zip(spans, counts):
-            if n <= max_tokens:
-                out_spans.append((a, b))
-                out_counts.append(n)
-            else:
-                inner = [u for u in units if a <= u[0] and u[1] <= b]
-                sub_spans, sub_counts = _pack_exact(text, inner, tokenizer, max_tokens, max_chars)
-                out_spans.extend(sub_spans)
-                out_counts.extend(sub_counts)
+        if not self.overlap:
+            for (a, b), n in zip(spans, counts):
+                if n <= max_tokens:
+                    out_spans.append((a, b))
+                    out_counts.append(n)
+                    continue
+                inner = fitted([u for u in units if a <= u[0] and u[1] <= b])
+                for x, y in _pack(inner, exact, max_tokens, max_chars, 0):
+                    out_spans.append((x, y))
+                    out_counts.append(exact(x, y))
+            return out_spans, out_counts
+        first_bad = next(i for i, n in enumerate(counts) if n > max_tokens)
+        out_spans, out_counts = spans[:first_bad], counts[:first_bad]
+        rest = fitted([u for u in units if u[0] >= spans[first_bad][0]])
+        for x, y in _pack(rest, exact, max_tokens, max_chars, self.overlap):
+            out_spans.append((x, y))
+            out_counts.append(exact(x, y))
         return out_spans, out_counts
 
     def split(self, doc: Document, start: int, end: int, tokenizer: Tokenizer) -> list[Span]:
@@ -111,32 +140,3 @@ def _pack(units: list[Span], estimate, max_tokens: int, max_chars: int, overlap:
             nxt = k
         i = nxt
     return spans
-
-
-def _pack_exact(text: str, units: list[Span], tokenizer: Tokenizer, max_tokens: int,
-                max_chars: int) -> tuple[list[Span], list[int]]:
-    """Pack ``units`` again counting every candidate exactly (only for the rare chunk whose estimate was off)."""
-    spans: list[Span] = []
-    counts: list[int] = []
-    i, n = 0, len(units)
-    while i < n:
-        a = units[i][0]
-        best, best_count = None, 0
-        j = i
-        while j < n:
-            b = units[j][1]
-            c = tokenizer.count(text[a:b])
-            if c > max_tokens or b - a > max_chars:
-                break
-            best, best_count = j, c
-            j += 1
-        if best is None:  # one unit over the cap on its own
-            sub, sub_counts = fit_exact(text, units[i][0], units[i][1], tokenizer, max_tokens, max_chars)
-            spans.extend(sub)
-            counts.extend(sub_counts)
-            i += 1
-        else:
-            spans.append((a, units[best][1]))
-            counts.append(best_count)
-            i = best + 1
-    return spans, counts

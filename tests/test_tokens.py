@@ -1,0 +1,154 @@
+"""Token counting with exact offsets: MiniLM's own tokenizer, cl100k, characters, words."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from chunkwise.errors import ConfigError
+from chunkwise.segmentation.tokens import (
+    TOKENIZER_NAMES,
+    CharTokenizer,
+    TokenMap,
+    get_tokenizer,
+    minilm_tokenizer_path,
+    resolve_tokenizer,
+)
+from conftest import CHROMA
+
+SAMPLES = [
+    "", "a", "Hello, world!", "naïve café — déjà vu", "e\u0301\u0301", "🤖👩‍👩‍👧🇩🇪", "中文字符，日本語。",
+    "line\r\nbreak\rcr", "nul\x00inside", "  leading and trailing  ", "<|endoftext|> is ordinary text",
+    "x" * 500, "1234567890" * 20, "مرحبا بالعالم", "a\u200bb\ufeffc",
+]
+
+
+@pytest.mark.parametrize("name", TOKENIZER_NAMES)
+@pytest.mark.parametrize("text", SAMPLES)
+def test_offsets_are_ordered_character_spans(name, text):
+    tok = get_tokenizer(name)
+    spans = tok.offsets(text)
+    prev = 0
+    for a, b in spans:
+        assert prev <= a <= b <= len(text)
+        prev = b
+    if name in ("cl100k", "chars"):  # these cover the text without gaps
+        assert (spans[0][0] if spans else 0) == 0 and (spans[-1][1] if spans else len(text)) == len(text)
+        assert all(x[1] == y[0] for x, y in zip(spans, spans[1:]))
+
+
+@pytest.mark.parametrize("text", SAMPLES)
+def test_cl100k_counts_match_tiktoken(text):
+    tok = get_tokenizer("cl100k")
+    expected = len(tok.encoding.encode_ordinary(text))
+    assert tok.count(text) == expected == len(tok.offsets(text)) == len(tok.encode(text))
+    assert tok.count_batch([text, text + " more"]) == [expected, len(tok.encoding.encode_ordinary(text + " more"))]
+
+
+def test_cl100k_lone_surrogates_fall_back_to_tiktoken():
+    tok = get_tokenizer("cl100k")
+    text = "a\ud800b"
+    assert tok.count(text) == len(tok.encoding.encode_ordinary(text))
+    assert len(tok.offsets(text)) == tok.count(text)
+
+
+def test_cl100k_byte_length_table_matches_the_ranks():
+    tok = get_tokenizer("cl100k")
+    ranks = tok.encoding._mergeable_ranks
+    sample = random.Random(0).sample(sorted(ranks.items(), key=lambda kv: kv[1]), 2000)
+    assert all(tok._byte_len[rank] == len(token) for token, rank in sample)
+
+
+def test_cl100k_is_linear_on_a_megabyte_without_spaces():
+    tok = get_tokenizer("cl100k")
+    text = "abcdefghij" * 100_000
+    assert tok.count(text) == len(tok.encode(text)) > 1000
+
+
+def test_minilm_has_truncation_and_padding_switched_off():
+    tok = get_tokenizer("minilm")
+    assert tok.count("hi") == 1
+    assert tok.count("word " * 400) == 400  # beyond the 128 the file bakes in
+    assert minilm_tokenizer_path().name == "tokenizer.json"
+
+
+def test_minilm_long_runs_are_one_unknown_token_fast_and_exact():
+    tok = get_tokenizer("minilm")
+    hf = tok.hf
+    rng = random.Random(3)
+    parts = ["a" * 150, "b" * 99, "c" * 101, " ", ".", "é", "\x00", "x", "\n", "中", "1" * 120, "-", "Q" * 300]
+    for _ in range(400):
+        text = "".join(rng.choice(parts) for _ in range(rng.randrange(1, 12)))
+        enc = hf.encode(text, add_special_tokens=False)
+        assert tok.count(text) == len(enc.ids)
+        assert tok.offsets(text) == [tuple(o) for o in enc.offsets]
+    big = "abcdefghij" * 500_000  # 5 MB: one [UNK]
+    assert tok.count(big) == 1 and tok.offsets(big) == [(0, len(big))]
+
+
+def test_chars_and_words():
+    assert get_tokenizer("chars").count("héllo 🤖") == 7
+    assert get_tokenizer("words").count(" two  words\n") == 2
+    assert get_tokenizer("words").offsets("a bc") == [(0, 1), (2, 4)]
+
+
+def test_get_and_resolve_tokenizer():
+    assert get_tokenizer("cl100k") is get_tokenizer("cl100k")  # cached
+    assert resolve_tokenizer(None).name == "minilm"
+    chars = CharTokenizer()
+    assert resolve_tokenizer(chars) is chars
+    with pytest.raises(ConfigError, match="unknown tokenizer"):
+        get_tokenizer("gpt5")
+    with pytest.raises(ConfigError, match="not found"):
+        get_tokenizer("hf:/nonexistent/tokenizer.json")
+    with pytest.raises(ConfigError):
+        resolve_tokenizer(3.5)
+    assert get_tokenizer(f"hf:{minilm_tokenizer_path()}").count("hello world") == 2
+
+
+FRAGMENTS = ["word", " ", "  ", "\n", "\n\n", "\r\n", "\t", ".", ",", "'s", "'ll", "(", ")", "123", "4567",
+             "é", "中文", "🤖", "\u0301", "\x00", "Ab", "...", "-", "x" * 120, "$3.50", "don't"]
+
+
+@pytest.mark.parametrize("name", TOKENIZER_NAMES)
+@settings(max_examples=150, deadline=None)
+@given(parts=st.lists(st.sampled_from(FRAGMENTS), min_size=1, max_size=40), data=st.data())
+def test_token_map_exact_counts_agree_with_a_fresh_count(name, parts, data):
+    """TokenMap.exact may decline (None) but must never answer wrong: the strategies trust it."""
+    tok = get_tokenizer(name)
+    text = "".join(parts)
+    lo = data.draw(st.integers(0, min(3, len(text) - 1)))
+    tm = TokenMap(text[lo:], tok, base=lo)
+    for _ in range(8):
+        a = data.draw(st.integers(lo, len(text) - 1))
+        b = data.draw(st.integers(a + 1, len(text)))
+        n = tm.exact(text, a, b)
+        if n is not None:
+            assert n == tok.count(text[a:b]), (text[a:b], n)
+    spans = [(lo, len(text))]
+    assert tm.counts(text, spans) == [tok.count(text[lo:])]
+
+
+def test_token_map_exact_answers_most_cuts_on_real_text():
+    if not CHROMA.exists():
+        pytest.skip("../shared/data/chroma-eval not present")
+    text = (CHROMA / "corpora" / "state_of_the_union.md").read_text(encoding="utf-8")[:30000]
+    tok = get_tokenizer("cl100k")
+    tm = TokenMap(text, tok)
+    rng = random.Random(1)
+    answered = 0
+    for _ in range(300):
+        a = rng.randrange(len(text) - 10)
+        b = min(len(text), a + rng.randrange(5, 2000))
+        while a < b and text[a].isspace():
+            a += 1
+        while b > a and text[b - 1].isspace():
+            b -= 1
+        n = tm.exact(text, a, b)
+        if n is not None:
+            answered += 1
+            assert n == tok.count(text[a:b])
+    assert answered > 200
