@@ -386,3 +386,20 @@ def test_server_uri_runs_the_same_code(tmp_path):
     finally:
         server.kill()
         server.wait()
+
+
+def test_creation_interrupted_half_way_is_redone(tmp_path, monkeypatch):
+    ix = Index(tmp_path / "h.db", embedder=FakeEmbedder())
+    original = ix.store._create_chunks
+
+    def fail(dim):
+        original(dim)
+        raise Boom()  # killed after both collections exist but before the configuration is recorded
+
+    monkeypatch.setattr(ix.store, "_create_chunks", fail)
+    with pytest.raises(Boom):
+        ix.add(docs(), strategy=lines())
+    monkeypatch.setattr(ix.store, "_create_chunks", original)
+    assert ix.config is None
+    assert ix.add(docs(), strategy=lines()).indexed == 3 and ix.count() == 9
+    ix.close()

@@ -42,6 +42,9 @@ def test_index_then_search_table_and_jsonl(corpus, capsys):
     assert "3 documents (3 indexed, 0 unchanged and skipped), 0 failed" in err and "chunks/s" in err
     assert (corpus.parent / "chunkwise.db").is_dir()  # the default Milvus Lite database
 
+    code, out, err = run(capsys, "index", "kb", "--max-tokens", "16", "--tokenizer", "words", "-q", "--no-cache")
+    assert (code, out, err) == (0, "", "")  # global options accepted after the command too
+
     code, out, err = run(capsys, "search", "conductor tickets", "-k", "2", "--format", "jsonl")
     assert code == 0, err
     hits = [json.loads(line) for line in out.splitlines()]

@@ -275,3 +275,11 @@ def test_counts_are_not_recounted_wrongly_on_real_text(name):
     tok = get_tokenizer("cl100k")
     chunks = chunk(Document(text), name, max_tokens=200, overlap=20, tokenizer="cl100k")
     assert [c.token_count for c in chunks] == [len(tok.encoding.encode_ordinary(c.text)) for c in chunks]
+
+
+def test_markdown_heading_leads_the_first_piece_of_a_long_paragraph():
+    text = "# Title\n\n" + " ".join(f"Sentence number {i} is here." for i in range(40)) + "\n"
+    chunks = chunk(Document(text), "markdown", max_tokens=40, tokenizer="cl100k")
+    assert chunks[0].text.startswith("# Title\n\nSentence number 0")
+    assert all(c.token_count <= 40 for c in chunks)
+    assert all(c.section == ["Title"] for c in chunks)

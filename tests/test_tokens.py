@@ -110,7 +110,8 @@ def test_get_and_resolve_tokenizer():
 
 
 FRAGMENTS = ["word", " ", "  ", "\n", "\n\n", "\r\n", "\t", ".", ",", "'s", "'ll", "(", ")", "123", "4567",
-             "é", "中文", "🤖", "\u0301", "\x00", "Ab", "...", "-", "x" * 120, "$3.50", "don't"]
+             "é", "中文", "🤖", "\u0301", "\x00", "Ab", "...", "-", "x" * 120, "$3.50", "don't",
+             "\x0b", "\x0c", "\x1c", "\x85", "\xa0", "\u3000", "3", " 7"]
 
 
 @pytest.mark.parametrize("name", TOKENIZER_NAMES)

@@ -104,8 +104,12 @@ ORDINAL_CUES = frozenset(
 _CLOSERS = "\"'”’“‘»›)]}」』）】〕〉》〗〙〛］｝"
 _OPENERS = "\"'“‘«‹„‚([{「『（【〔〈《〖〘〚［｛¿¡*_"
 _CJK_TERMS = "。！？｡"
-_LATIN_TERMS = ".!?…‼⁇⁈⁉؟۔।॥።፧"  # with the Arabic ؟, Urdu ۔, Devanagari । ॥ and Ethiopic ። ፧ (space after)
-_CJK_CLASS = r"[\u2e80-\u2fff\u3040-\u30ff\u3100-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f]"
+# Latin-style terminators (need a space after them), with Arabic ؟, Urdu ۔, Devanagari । ॥, Ethiopic ። ፧
+_LATIN_TERMS = ".!?…‼⁇⁈⁉؟۔।॥።፧"
+_CJK_CLASS = (  # radicals, kana, bopomofo, ideographs, hangul, compatibility ideographs, half-width kana
+    r"[\u2e80-\u2fff\u3040-\u30ff\u3100-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
+    r"\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f]"
+)
 _CJK_CHAR_RE = re.compile(_CJK_CLASS)
 _CLOSE = rf"[{re.escape(_CLOSERS)}]*+"
 _ESCAPED_BREAK = r"\\[nrt]"  # a literal "\n" as in JSON or Python reprs of chat logs: a line break in text
@@ -126,7 +130,9 @@ _EXCLAMATIONS = frozenset("!?‼⁇⁈⁉؟۔।॥።፧")  # terminators with 
 _UPPER = "A-ZÀ-ÖØ-ÞА-ЯΑ-Ω"
 _CASELESS_RE = re.compile(rf"[{_UPPER}]([^{_UPPER}]{{600,}}+)")  # after a capital (in C: linear)
 _CASELESS_START_RE = re.compile(rf"[^{_UPPER}]{{600,}}+")  # at the very start of the text
-_NEXT_WORD_RE = re.compile(rf"(?:[\s{re.escape(_OPENERS)}]|{_ESCAPED_BREAK}){{0,64}}+([^\W_][\w'’\-]{{0,64}}|\S)")
+_NEXT_WORD_RE = re.compile(
+    rf"(?:[\s{re.escape(_OPENERS)}]|{_ESCAPED_BREAK}){{0,64}}+([^\W_][\w'’\-]{{0,64}}|\S)"
+)
 _NUMBER_RE = re.compile(r"\d[\d.,]*")
 _DOTTED_ABBR_RE = re.compile(r"(?:[^\W\d_]{1,3}\.)+[^\W\d_]{1,3}")
 _LOWER_WORD_RE = re.compile(r"[a-zß-öø-ÿа-яα-ω]{2,}")
@@ -285,7 +291,9 @@ def _terminator_cuts(text: str, language: str | None) -> list[int]:
         end if text[end - 1] in _CJK_TERMS else _judge_terminator(text, start, end, language, False, True)
         for start, end in (m.span() for m in _CJK_RUN_RE.finditer(text))
     ]  # a bare 。！？ ends the sentence at once; closers and "．" are judged
-    cuts += [_judge_terminator(text, m.start(), m.end(), language, False, False) for m in _LATIN_RUN_RE.finditer(text)]
+    cuts += [
+        _judge_terminator(text, m.start(), m.end(), language, False, False) for m in _LATIN_RUN_RE.finditer(text)
+    ]
     for start, end in _caseless_stretches(text):
         for m in _LATIN_RUN_ANY_RE.finditer(text, start, end):
             cuts.append(_judge_terminator(text, m.start(), m.end(), language, True, False))
@@ -328,10 +336,10 @@ def _judge_terminator(
         return end if not lower and not first.isdigit() else None
     if closers and not caseless:
         return end
-    return end if _period_ends_sentence(text, start, nxt, language, caseless) else None
+    return end if _period_ends_sentence(text, start, nxt, language) else None
 
 
-def _period_ends_sentence(text: str, dot: int, nxt: str, language: str | None, caseless: bool) -> bool:
+def _period_ends_sentence(text: str, dot: int, nxt: str, language: str | None) -> bool:
     """Whether the single period at ``dot`` ends a sentence, judging the word before it."""
     token = _word_before(text, dot)
     if not token:

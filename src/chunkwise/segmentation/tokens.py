@@ -443,8 +443,8 @@ class TokenMap:
         - ``cl100k``: the pre-tokeniser regex has no look-behind, so matching restarts identically at a
           boundary; a boundary is certain after a newline (before non-space), after a letter before a
           non-letter, after a digit before a non-digit, and before a space or tab. A slice that starts on
-          a word after a space (`` word`` in the whole text, ``word`` in the slice) has its first word
-          counted on its own, and a slice that ends where the whole text had one pre-token (``.\\n\\n``)
+          a word after a space (`` word`` in the whole text, ``word`` in the slice) has its first
+          pre-token (found with the pre-tokeniser's own regex on the slice) counted on its own, and a slice that ends where the whole text had one pre-token (``.\\n\\n``)
           has its last characters after the last certain boundary counted on their own; the middle comes
           from the index. Matching from a boundary depends only on the text ahead, so the middle agrees.
         """
@@ -465,17 +465,19 @@ class TokenMap:
         if kind == "cl100k":
             # tail: back to the last certain boundary t; text[t:b] is counted on its own
             t = b
+            if b < hi and text[b - 1].isspace():  # trailing whitespace is one pre-token at a text's end
+                t -= 1
             while not _bpe_boundary(text, t, lo, hi):
                 t -= 1
                 if t <= a or b - t > 32:
                     return None
-            # head: certain boundary, or the slice's own first word (ASCII letters or digits) up to one
+            # head: certain boundary, or the end of the slice's own first pre-token
             h = a
             if not _bpe_boundary(text, a, lo, hi):
-                run = _ASCII_LETTERS if text[a] in _ASCII_LETTERS else _ASCII_DIGITS
-                while h < t and text[h] in run:
-                    h += 1
-                if h == a or not _bpe_boundary(text, h, lo, hi):
+                # the slice's own first pre-token (the regex on the slice: pos=a, endpos=b), ASCII only
+                m = _cl100k_regex().match(text, a, b)
+                h = m.end() if m is not None else a
+                if h == a or h > t or not text[a:h].isascii() or not _bpe_boundary(text, h, lo, hi):
                     return None
             if h > t:
                 return None
@@ -525,11 +527,20 @@ _ASCII_DIGITS = frozenset("0123456789")
 _ASCII_PUNCT = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 
 
+@functools.lru_cache(maxsize=1)
+def _cl100k_regex():
+    import regex  # a dependency of tiktoken
+
+    return regex.compile(_CL100K_PATTERN)
+
+
 def _bpe_boundary(text: str, p: int, lo: int, hi: int) -> bool:
     """Whether ``p`` is certainly a cl100k pre-token boundary of ``text[lo:hi]`` (see TokenMap.exact)."""
     if p <= lo or p >= hi:
         return True
     left, right = text[p - 1], text[p]
+    if right in _ASCII_DIGITS:  # digits are pre-tokens of their own: no other pre-token takes a digit
+        return left in _ASCII_LETTERS or left in _ASCII_PUNCT or left in _ASCII_WS
     if left in "\r\n":
         return right in _ASCII_LETTERS or right in _ASCII_DIGITS or right in _ASCII_PUNCT
     if right == " " or right == "\t":

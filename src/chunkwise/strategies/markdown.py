@@ -203,21 +203,35 @@ class MarkdownChunker(Strategy):
                     counts.append(None)
                 cur = None
 
+        cur_headings_only = False
         for a, b, kind in blocks:
             if not fits(a, b):
-                flush()
+                lead = cur[0] if cur is not None and cur_headings_only else None
+                if lead is None:
+                    flush()
+                cur = None
                 preset = "code" if kind == "code" else "markdown"
                 sub, sub_counts = recursive_split_counted(text, a, b, tokenizer, max_tokens,
                                                           separators=preset, token_map=tm)
+                if lead is not None:
+                    # a heading followed by a block too big for one chunk leads the block's first piece
+                    if sub and fits(lead, sub[0][1]):
+                        sub, sub_counts = [(lead, sub[0][1])] + sub[1:], [None] + sub_counts[1:]
+                    else:
+                        lead_span = trim_span(text, lead, a)
+                        sub, sub_counts = [lead_span] + sub, [None] + sub_counts
                 spans += sub
                 counts += sub_counts
             elif cur is None:
                 cur = (a, b)
+                cur_headings_only = kind == "heading"
             elif fits(cur[0], b):
                 cur = (cur[0], b)
+                cur_headings_only = cur_headings_only and kind == "heading"
             else:
                 flush()
                 cur = (a, b)
+                cur_headings_only = kind == "heading"
         flush()
         if self.overlap and len(spans) > 1:
             with_overlap = _add_overlap(text, spans, tm, self.overlap, max_tokens, max_chars_for(max_tokens))
