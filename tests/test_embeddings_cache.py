@@ -179,3 +179,22 @@ def test_cli_cache_stats_and_clear(tmp_path, capsys):
     assert main(["--cache-dir", str(tmp_path), "cache", "clear"]) == 0
     assert "deleted 3" in capsys.readouterr().out
     assert EmbeddingCache(tmp_path).stats()["entries"] == 0
+
+
+def test_forked_child_opens_its_own_connection(tmp_path):
+    import multiprocessing
+
+    emb = CachedEmbedder(FakeEmbedder(), EmbeddingCache(tmp_path))
+    emb.embed(["parent text"])  # the parent holds an open connection
+
+    ctx = multiprocessing.get_context("fork")
+    proc = ctx.Process(target=_child_embeds, args=(emb,))
+    proc.start()
+    proc.join(60)
+    assert proc.exitcode == 0
+    assert len(emb.cache.get_many(emb.cache_key, [text_key("child text")])) == 1
+
+
+def _child_embeds(emb):
+    emb.embed(["child text", "parent text"])
+    assert emb.texts_embedded == 2  # 1 in the parent before the fork + 1 here; "parent text" was cached

@@ -403,3 +403,28 @@ def test_creation_interrupted_half_way_is_redone(tmp_path, monkeypatch):
     assert ix.config is None
     assert ix.add(docs(), strategy=lines()).indexed == 3 and ix.count() == 9
     ix.close()
+
+
+def test_llm_context_mode_goes_through_contextualize(index):
+    class FakeLLM:
+        """Stands in for LLMContextualizer (the HTTP side is tested in test_context_llm.py)."""
+
+        def __init__(self):
+            self.docs = 0
+
+        def contextualize(self, doc, chunks):
+            self.docs += 1
+            for c in chunks:
+                c.context = f"From the notes on {doc.source.split('/')[-1][:-4]}."
+            return chunks
+
+        def close(self):
+            pass
+
+    llm = FakeLLM()
+    report = index.add(docs(), strategy=lines(), context="llm", context_options={"contextualizer": llm})
+    assert llm.docs == 3 and report.timings["context"] > 0
+    hit = index.search("notes on trains", k=1, hybrid=True)[0]
+    assert hit.context == "From the notes on trains." and hit.source == "kb/trains.txt"
+    assert hit.text in TRAINS
+    assert index.config["context"] == "llm"

@@ -153,3 +153,13 @@ def test_token_map_exact_answers_most_cuts_on_real_text():
             answered += 1
             assert n == tok.count(text[a:b])
     assert answered > 200
+
+
+def test_minilm_long_text_blocks_are_cut_only_where_bert_splits():
+    # texts over 16 KB are encoded in blocks cut at whitespace; \x1c is whitespace to Python but a
+    # control character BERT deletes (joining "xy" and "zw"), so it must not be a cut
+    tok = get_tokenizer("minilm")
+    text = ("abcd " * 3277)[:16380] + "the un\x1cbelievable story " + "more words here " * 2000
+    enc = tok.hf.encode(text, add_special_tokens=False)
+    assert tok.offsets(text) == [tuple(o) for o in enc.offsets]
+    assert tok.count(text) == len(enc.ids)

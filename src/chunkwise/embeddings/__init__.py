@@ -4,7 +4,7 @@
 
 =====================  =================================================================================
 ``minilm`` (default)   all-MiniLM-L6-v2, int8 ONNX on onnxruntime: offline, no torch
-``minilm-torch``       the same model on sentence-transformers (extra ``torch``)
+``minilm-torch``       the same model (same 512 window) on sentence-transformers (extra ``torch``)
 ``st:NAME_OR_PATH``    any sentence-transformers model from a local path (extra ``torch``)
 ``static``             model2vec static embeddings distilled from MiniLM by ``chunkwise distill``
 ``openai:MODEL``       any OpenAI-compatible ``/v1/embeddings`` endpoint (``base_url``, key from env)
@@ -37,6 +37,9 @@ def _backend(name: str, base_url: str | None, api_key_env: str, cache_dir, kw: d
     if name == "minilm-torch":
         from .sentence_transformers import SentenceTransformerEmbedder, local_minilm_dir
 
+        # the same 512-position window as ``minilm``, so the two are interchangeable (sentence-transformers'
+        # own default for this model is 256; pass max_seq_length=256 for that)
+        kw.setdefault("max_seq_length", 512)
         return SentenceTransformerEmbedder(local_minilm_dir(), model_id="minilm-torch", **kw)
     if name.startswith("st:") and len(name) > 3:
         from .sentence_transformers import SentenceTransformerEmbedder

@@ -92,11 +92,14 @@ class EmbeddingCache:
             raise ConfigError(f"cache size bound must be positive, got {max_bytes}")
         self.max_bytes = int(max_bytes)
         self._conn: sqlite3.Connection | None = None
+        self._pid = os.getpid()
         self._lock = threading.RLock()
         self._write_failed = False
 
     # -- connection ---------------------------------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:
+        if self._conn is not None and self._pid != os.getpid():
+            self._conn = None  # forked child: never reuse the parent's connection (SQLite forbids it)
         if self._conn is not None:
             return self._conn
         try:
@@ -115,6 +118,7 @@ class EmbeddingCache:
             raise ConfigError(f"cannot open the embedding cache ({exc}); use --cache-dir DIR or --no-cache",
                               source=str(self.path)) from None
         self._conn = conn
+        self._pid = os.getpid()
         return conn
 
     def close(self) -> None:

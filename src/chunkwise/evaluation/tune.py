@@ -187,7 +187,9 @@ def tune(evaluator: Evaluator, strategy: str, grid: dict[str, list[Any]], metric
         over = max_tokens_retrieved is not None and result.scores[tokens_key] > max_tokens_retrieved
         failed = [f"{n}{op}{v:g}" for n, op, v in require if not _meets(result.scores, (n, op, v))]
         rows.append(TuneRow(params, score, result, over_budget=over, failed=failed))
-        progress(f"[{i}/{len(points)}] {spec.name}: {metric} = {score:.4f}"
+        extra = "".join(f", {n} = {result.scores[n]:.4f}" for n in dict.fromkeys(["recall@5", "iou@5", *(r[0] for r in require)])
+                        if n != metric and n in result.scores)
+        progress(f"[{i}/{len(points)}] {spec.name}: {metric} = {score:.4f}{extra}"
                  f" ({result.scores[tokens_key]:.0f} tokens retrieved{', over budget' if over else ''})")
     scored = [r for r in rows if r.score is not None]
     scored.sort(key=lambda r: -r.score)

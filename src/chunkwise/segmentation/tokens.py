@@ -349,7 +349,7 @@ def _whitespace_blocks(text: str, size: int = 16384) -> list[Span]:
     return blocks
 
 
-_SPACE = re.compile(r"\s")
+_SPACE = re.compile(r"[ \t\n\r]")  # BERT splits here; it deletes other controls (\x1c) instead
 
 
 def _byte_lengths_to_char_spans(text: str, byte_lengths: Sequence[int]) -> list[Span]:
@@ -388,10 +388,11 @@ class TokenMap:
     ``estimate(a, b)`` is the number of tokens of the whole text that overlap ``[a, b)``. It equals the
     count of ``text[a:b]`` tokenised on its own whenever ``a`` and ``b`` fall on word boundaries, and is
     off by a token or two where a cut splits a word; strategies plan with estimates and then verify every
-    chunk with an exact count, so an estimate can never let a chunk over the cap.
+    chunk with an exact count (:meth:`exact`, else the tokenizer), so an estimate never lets a chunk over
+    the cap. ``lists=False`` keeps the offsets as numpy arrays (for callers that look up few positions).
     """
 
-    def __init__(self, text: str, tokenizer: Tokenizer, base: int = 0):
+    def __init__(self, text: str, tokenizer: Tokenizer, base: int = 0, lists: bool = True):
         self.base = base
         self.limit = base + len(text)
         self.tokenizer = tokenizer
@@ -399,6 +400,11 @@ class TokenMap:
         if isinstance(tokenizer, CharTokenizer):
             self.starts: Sequence[int] = range(base, base + n)
             self.ends: Sequence[int] = range(base + 1, base + n + 1)
+        elif not lists:
+            # numpy arrays: no conversion to Python ints, for callers that look up few positions (fixed
+            # windows); ``bisect`` works on them, values are numpy integers
+            starts, ends = tokenizer.offset_arrays(text)
+            self.starts, self.ends = starts + base, ends + base
         else:
             starts, ends = tokenizer.offset_arrays(text)
             self.ends = (ends + base).tolist()
@@ -406,6 +412,9 @@ class TokenMap:
                 self.starts = _StartsFromEnds(self.ends, base)
             else:
                 self.starts = (starts + base).tolist()
+
+        if isinstance(self.starts, _StartsFromEnds):
+            self.estimate = self._estimate_tiled  # the hot path of planning: no dispatch per call
 
     def __len__(self) -> int:
         return len(self.starts)
@@ -415,6 +424,14 @@ class TokenMap:
         if b <= a:
             return 0
         return max(0, self.starts_before(b) - bisect.bisect_right(self.ends, a))
+
+    def _estimate_tiled(self, a: int, b: int) -> int:
+        """:meth:`estimate` for tokens that tile the text (token ``i`` starts where ``i - 1`` ends)."""
+        ends = self.ends
+        if b <= a or b <= self.base or not ends:
+            return 0
+        n = 1 + bisect.bisect_left(ends, b, 0, len(ends) - 1) - bisect.bisect_right(ends, a)
+        return n if n > 0 else 0
 
     def starts_before(self, pos: int) -> int:
         """Number of tokens that start before ``pos`` (the index of the first token starting at or after)."""
@@ -444,9 +461,10 @@ class TokenMap:
           boundary; a boundary is certain after a newline (before non-space), after a letter before a
           non-letter, after a digit before a non-digit, and before a space or tab. A slice that starts on
           a word after a space (`` word`` in the whole text, ``word`` in the slice) has its first
-          pre-token (found with the pre-tokeniser's own regex on the slice) counted on its own, and a slice that ends where the whole text had one pre-token (``.\\n\\n``)
-          has its last characters after the last certain boundary counted on their own; the middle comes
-          from the index. Matching from a boundary depends only on the text ahead, so the middle agrees.
+          pre-token (found with the pre-tokeniser's own regex on the slice) counted on its own, and a
+          slice that ends where the whole text had one pre-token (``.\\n\\n``) has its last characters
+          after the last certain boundary counted on their own; the middle comes from the index.
+          Matching from a boundary depends only on the text ahead, so the middle agrees.
         """
         kind = self.tokenizer.additive
         if b <= a:
@@ -474,9 +492,16 @@ class TokenMap:
             # head: certain boundary, or the end of the slice's own first pre-token
             h = a
             if not _bpe_boundary(text, a, lo, hi):
-                # the slice's own first pre-token (the regex on the slice: pos=a, endpos=b), ASCII only
-                m = _cl100k_regex().match(text, a, b)
-                h = m.end() if m is not None else a
+                # the slice's own first pre-token: a run of ASCII letters (or digits) needs no regex;
+                # otherwise the pre-tokeniser's regex on the slice (pos=a, endpos=b), ASCII only
+                c = text[a]
+                run = _ASCII_LETTERS if c in _ASCII_LETTERS else _ASCII_DIGITS if c in _ASCII_DIGITS else None
+                if run is not None:
+                    while h < t and text[h] in run:
+                        h += 1
+                else:
+                    m = _cl100k_regex().match(text, a, b)
+                    h = m.end() if m is not None else a
                 if h == a or h > t or not text[a:h].isascii() or not _bpe_boundary(text, h, lo, hi):
                     return None
             if h > t:
@@ -489,7 +514,7 @@ class TokenMap:
     def _between(self, a: int, b: int) -> int:
         """Tokens that end in ``(a, b]`` (a token ending inside a multi-byte character is widened to it, so
         the zero-width tokens after it sit at the character's end and belong to the span before)."""
-        return bisect.bisect_right(self.ends, b) - bisect.bisect_right(self.ends, a)
+        return int(bisect.bisect_right(self.ends, b) - bisect.bisect_right(self.ends, a))
 
     def counts(self, text: str, spans: Sequence[Span]) -> list[int]:
         """Exact counts of many spans: from the index where :meth:`exact` can tell, else one batch count."""

@@ -241,11 +241,6 @@ class MilvusStore:
             raise ChunkwiseError(f"Milvus {action} failed: {_message(exc)}", source=self.location) from None
 
     # -- collections -----------------------------------------------------------------------------------
-    def exists(self) -> bool:
-        client = self.connect()
-        with self._errors("list collections"):
-            return client.has_collection(self.state_collection) or client.has_collection(self.collection)
-
     def read_config(self) -> dict[str, Any] | None:
         """The recorded configuration, or ``None`` for an index that does not exist (yet)."""
         client = self.connect()

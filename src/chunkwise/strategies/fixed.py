@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from ..document import Document
 from ..segmentation.tokens import TokenMap, Tokenizer
-from .base import Span, Strategy, fit_exact, max_chars_for, trim_span
+from .base import Span, Strategy, fit_exact, max_chars_for, merge_small, trim_span
 
 
 def _at_word_boundary(text: str, pos: int) -> bool:
@@ -35,7 +35,7 @@ class FixedTokenChunker(Strategy):
         text = doc.text
         max_tokens, overlap = self.max_tokens, self.overlap
         max_chars = max_chars_for(max_tokens)
-        tm = TokenMap(text[start:end], tokenizer, base=start)
+        tm = TokenMap(text[start:end], tokenizer, base=start, lists=False)
         starts, n = tm.starts, len(tm)
         lookback = max(0, min(16, max_tokens // 10))
         spans: list[Span] = []
@@ -78,9 +78,10 @@ class FixedTokenChunker(Strategy):
                 count = tm.exact(text, a, b)
                 if count is None:
                     count = tokenizer.count(text[a:b])
+            a, b = int(a), int(b)
             if b > a:
                 spans.append((a, b))
-                counts.append(count)
+                counts.append(int(count))
             e = max(b, pos + 1)
             if e >= end:
                 break
@@ -96,7 +97,13 @@ class FixedTokenChunker(Strategy):
                             k = q
                             break
                     nxt = min(starts[k], e)
-            pos = max(nxt, pos + 1)
+            pos = int(max(nxt, pos + 1))
+        if self.min_tokens and len(spans) > 1:  # only a short last window can be under min_tokens
+            merged = merge_small(spans, tm.estimate, self.min_tokens, max_tokens, max_chars)
+            if merged != spans:
+                merged_counts = [tokenizer.count(text[a:b]) for a, b in merged]
+                if max(merged_counts) <= max_tokens:  # else the estimate was short: keep the windows
+                    spans, counts = merged, merged_counts
         return spans, counts
 
     def split(self, doc: Document, start: int, end: int, tokenizer: Tokenizer) -> list[Span]:

@@ -37,6 +37,8 @@ from .base import Span, Strategy, fit_exact, max_chars_for, merge_small, trim_sp
 _SENTENCES = "<sentences>"
 _CHARACTERS = ""
 
+_LOOKAHEAD = 80  # characters of context the sentence segmenter gets past a window
+
 _CLAUSE = r"[,;:\u2014\u2013][ \t]+|[\uff0c\u3001\uff1b\uff1a]"
 _WORDS = r"\s+"
 
@@ -119,10 +121,75 @@ class _Splitter:
         if self.fits(a, b):
             return [(a, b)]
         for i in range(level, len(self.levels)):
+            if self.levels[i].kind == "sentences":
+                return self.pack_sentences(a, b, i + 1)
             pieces = self.cut(a, b, self.levels[i])
             if len(pieces) > 1 or self.levels[i].kind == "chars":
                 return self.merge(pieces, i + 1)
         return [(a, b)]  # pragma: no cover - the chars level always cuts
+
+    def pack_sentences(self, a: int, b: int, next_level: int) -> list[Span]:
+        """The sentence level, packed greedily without segmenting the whole piece.
+
+        Same result as cutting ``[a, b)`` into sentences and merging them (whole sentences while they
+        fit; a sentence too long alone goes to ``next_level``), but the sentence segmenter only reads a
+        window before the point where the token budget runs out (with some text after it, so the word
+        after a full stop is seen), since only the last sentence start before that point matters.
+        Pieces at this level hold no line breaks (lines come first), so a window sees what the whole
+        piece would.
+        """
+        out: list[Span] = []
+        pos = a
+        while pos < b:
+            if self.fits(pos, b):
+                out.append((pos, b))
+                break
+            p = self.budget_end(pos, b)
+            cut = self.last_sentence_start(pos, p, b)
+            if cut is None:  # the sentence starting at pos is longer than the budget
+                nxt = self.next_sentence_start(p, b)
+                out.extend(self.split(pos, nxt, next_level))
+                pos = nxt
+            else:
+                out.append((pos, cut))
+                pos = cut
+        return out
+
+    def budget_end(self, pos: int, b: int) -> int:
+        """The furthest end such that ``[pos, end)`` is estimated to fit."""
+        tm = self.tm
+        j = tm.first_after(pos) + self.max_tokens
+        end = tm.starts[j] if j < len(tm) else b
+        return max(pos + 1, min(end, b, pos + self.max_chars))
+
+    def _sentence_starts(self, w0: int, w1: int) -> list[int]:
+        from ..segmentation.sentences import split_sentences
+
+        return [w0 + s for s, _ in split_sentences(self.text[w0:w1])[1:]]
+
+    def last_sentence_start(self, pos: int, p: int, b: int) -> int | None:
+        """The last sentence start in ``(pos, p]``, looking at a window before ``p`` first."""
+        width = max(256, (p - pos) // 4)
+        w0 = max(pos, p - width)
+        while True:
+            found = [c for c in self._sentence_starts(w0, min(b, p + _LOOKAHEAD)) if pos < c <= p]
+            if found:
+                return found[-1]
+            if w0 == pos:
+                return None
+            w0 = max(pos, w0 - 4 * width)
+
+    def next_sentence_start(self, p: int, b: int) -> int:
+        """The first sentence start after ``p`` (or ``b``)."""
+        width = 1024
+        while True:
+            w1 = min(b, p + width)
+            found = [c for c in self._sentence_starts(max(0, p - _LOOKAHEAD), w1) if c > p]
+            if found and (found[0] < w1 - _LOOKAHEAD or w1 == b):
+                return found[0]
+            if w1 == b:
+                return b
+            width *= 4
 
     def cut(self, a: int, b: int, level: _Level) -> list[Span]:
         """Pieces of ``[a, b)`` at one separator level (consecutive, covering the span)."""

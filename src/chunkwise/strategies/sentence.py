@@ -63,7 +63,7 @@ class SentenceChunker(Strategy):
         if not units:
             return [], []
         spans = _pack(units, tm.estimate, max_tokens, max_chars, overlap)
-        if self.min_tokens and not overlap:
+        if self.min_tokens:
             spans = merge_small(spans, tm.estimate, self.min_tokens, max_tokens, max_chars)
         counts = tm.counts(text, spans)
         if all(n <= max_tokens for n in counts):
