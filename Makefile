@@ -17,8 +17,10 @@ $(STAMP): pyproject.toml Makefile
 
 install: $(STAMP)
 
+# The main job on the shipped examples: index them into Milvus Lite (./chunkwise.db), then answer a search.
 demo: $(STAMP)
-	$(BIN)/chunkwise chunk examples/ --format table
+	$(BIN)/chunkwise index examples/
+	$(BIN)/chunkwise search "What should the keeper do before cleaning the lens on foggy days?" -k 3
 
 test: $(STAMP)
 	$(BIN)/python -m pytest

@@ -24,13 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Chunk documents where the meaning changes, index them, and measure retrieval.",
     )
     parser.add_argument("--version", action="version", version=f"chunkwise {__version__}")
-    parser.add_argument("--embedder", default=None,
-                        help="embedding back-end for every command that embeds: minilm (default), "
-                             "minilm-torch, st:NAME_OR_PATH, static, openai:MODEL")
-    parser.add_argument("--base-url", default=None, help="base URL for openai:MODEL embedders")
-    parser.add_argument("--cache-dir", default=None, help="embedding cache directory (default: user cache dir)")
-    parser.add_argument("--no-cache", action="store_true", help="do not read or write the embedding cache")
-    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars or summaries")
+    add_global_options(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         try:
@@ -40,7 +34,33 @@ def build_parser() -> argparse.ArgumentParser:
                 continue
             raise
         module.register(sub)
+    for subparser in {id(p): p for p in sub.choices.values()}.values():
+        add_global_options(subparser, after_command=True)
     return parser
+
+
+def add_global_options(parser: argparse.ArgumentParser, after_command: bool = False) -> None:
+    """The options every command understands, accepted before the command and after it.
+
+    After the command they default to ``SUPPRESS``, so a value given before the command is not
+    overwritten when the option is not repeated after it.
+    """
+    default = argparse.SUPPRESS if after_command else None
+    flag_default = argparse.SUPPRESS if after_command else False
+    g = parser.add_argument_group("global options") if after_command else parser
+    taken = parser._option_string_actions  # a command may define one of these itself
+
+    def add(*flags: str, **kw) -> None:
+        if not any(f in taken for f in flags):
+            g.add_argument(*flags, **kw)
+
+    add("--embedder", default=default,
+        help="embedding back-end for every command that embeds: minilm (default), "
+             "minilm-torch, st:NAME_OR_PATH, static, openai:MODEL")
+    add("--base-url", default=default, help="base URL for openai:MODEL embedders")
+    add("--cache-dir", default=default, help="embedding cache directory (default: user cache dir)")
+    add("--no-cache", action="store_true", default=flag_default, help="do not read or write the embedding cache")
+    add("-q", "--quiet", action="store_true", default=flag_default, help="no progress bars or summaries")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -32,22 +32,6 @@ def add_store_options(p: argparse.ArgumentParser) -> None:
                    help="give up connecting to a server (and on any single call) after this long (default 10)")
 
 
-def add_global_options_here(p: argparse.ArgumentParser) -> None:
-    """Accept the global options after the command too (``chunkwise index docs/ --no-cache -q``).
-
-    ``default=SUPPRESS`` leaves a value given before the command untouched when the option is not
-    repeated after it.
-    """
-    g = p.add_argument_group("global options (also accepted before the command)")
-    g.add_argument("--embedder", default=argparse.SUPPRESS, help="embedding back-end (see `chunkwise --help`)")
-    g.add_argument("--base-url", default=argparse.SUPPRESS, help="base URL for openai:MODEL embedders")
-    g.add_argument("--cache-dir", default=argparse.SUPPRESS, help="embedding cache directory")
-    g.add_argument("--no-cache", action="store_true", default=argparse.SUPPRESS,
-                   help="do not read or write the embedding cache")
-    g.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS,
-                   help="no progress bars or summaries")
-
-
 def open_index(args: argparse.Namespace):
     from ..retrieval.index import Index
 
@@ -75,7 +59,6 @@ def register(subparsers) -> None:
                    help="skip files matching this glob (repeatable)")
     add_store_options(p)
     add_chunking_options(p)
-    add_global_options_here(p)
     g = p.add_argument_group("vectors and context")
     g.add_argument("--vectors", choices=("text", "pool"), default="text",
                    help="text: embed each chunk (default); pool: mean-pool the sentence vectors a semantic "
@@ -115,7 +98,6 @@ def register(subparsers) -> None:
     s.add_argument("--max-chars", type=int, default=400, metavar="N",
                    help="table format: cut each text at N characters (0 = whole text; default 400)")
     add_store_options(s)
-    add_global_options_here(s)
     s.set_defaults(func=run_search)
 
 
