@@ -357,3 +357,14 @@ def test_random_bytes_never_crash(data):
         except InputError:
             continue
         check_structure(doc)
+
+
+def test_markdown_front_matter_is_metadata_not_text(tmp_path):
+    path = tmp_path / "fm.md"
+    path.write_text("---\ntitle: Pumps\nauthor: 'Ann'\n---\n\n# Pumps\n\nThe XR-12 pump.\n", encoding="utf-8")
+    doc = load(path)
+    assert doc.text.startswith("# Pumps")
+    assert "author" not in doc.text
+    assert doc.title == "Pumps"
+    assert doc.metadata["front_matter"] == {"title": "Pumps", "author": "Ann"}
+    assert doc.sections[0].path == ("Pumps",) and doc.text[doc.sections[0].start:].startswith("# Pumps")

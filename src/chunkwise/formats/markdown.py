@@ -3,8 +3,9 @@
 The document text is the Markdown source itself (line endings normalised): chunks keep the code fences,
 tables and lists a reader expects, and offsets point into the file a user can open. Headings come from a
 real CommonMark parser, so a ``#`` inside a code fence or an indented code block is not a heading, and
-setext headings (``Title`` over ``===``) are. YAML front matter is skipped for parsing; its ``title:`` is
-used as the document title. The section parser is shared with the ``markdown`` strategy
+setext headings (``Title`` over ``===``) are. YAML front matter is metadata, not content: it is removed
+from the document text (so it never lands in a chunk or a search result), its ``key: value`` pairs go to
+``Document.metadata["front_matter"]`` and its ``title:`` becomes the document title. The section parser is shared with the ``markdown`` strategy
 (:func:`chunkwise.strategies.markdown.markdown_sections`, re-exported here), so there is one of it.
 """
 
@@ -43,12 +44,13 @@ def load_markdown(data: bytes, source: str, **options) -> Document:
     check_text(text, source)
     if CleaningOptions.from_options(options).normalize_whitespace:
         text = text.rstrip() + "\n" if text.strip() else text
+    fm_end, fm = front_matter(text)
+    text = text[fm_end:].lstrip("\n")
     sections = markdown_sections(text)
-    _, fm = front_matter(text)
     title = fm.get("title") or next((s.path[-1] for s in sections if s.level == 1), None)
     emit_warnings(source, warns)
     return Document(text, source=source, sections=sections, title=title,
-                    metadata={"format": "markdown", "warnings": warns})
+                    metadata={"format": "markdown", "warnings": warns, "front_matter": fm})
 
 
 __all__ = ["load_markdown", "markdown_sections", "front_matter"]
