@@ -252,3 +252,15 @@ def test_tune_requirements_keep_failing_points_from_winning(dataset):
     impossible = tune(ev, "fixed", grid, fixed={"tokenizer": "words"}, require=["recall@5>1.5"])
     with pytest.raises(ConfigError, match="that meets recall@5>1.5"):
         impossible.best_config()
+
+
+def test_boundaries_without_units_use_the_sentence_splitter(tmp_path):
+    text = TOPICS["ships.txt"] + " " + TOPICS["bread.txt"]
+    cut = len(TOPICS["ships.txt"]) + 1
+    root = write_neutral(tmp_path, [{"query": "yeast bread", "references": [{"doc": "d.txt"}]}], docs={"d.txt": text},
+                         boundaries=[{"doc": "d.txt", "boundaries": [cut]}])
+    ev = Evaluator(load_dataset(root), FakeEmbedder())
+    perfect = ev.run(parse_run_spec("sentence:max_tokens=30,tokenizer=words"))
+    one_chunk = ev.run(parse_run_spec("fixed:max_tokens=200,tokenizer=words"))
+    assert one_chunk.scores["pk"] > 0  # misses the gold boundary
+    assert perfect.boundary_scores["d.txt"]["window_diff"] <= one_chunk.boundary_scores["d.txt"]["window_diff"]

@@ -150,3 +150,26 @@ def test_too_small_cap_for_one_character_is_a_config_error(name):
     # one emoji is several cl100k tokens: with max_tokens=1 it cannot be kept whole, nor left out
     with pytest.raises(ConfigError, match="too small"):
         make(name, "cl100k", max_tokens=1).chunk("🤖")
+
+
+#: inputs that once broke an invariant (found by random search), kept as regression cases
+REGRESSIONS = [
+    # an overlapped chunk over the cap was re-split and repeated its neighbour's piece (duplicate ids)
+    ("markdown", "cl100k", dict(max_tokens=6, overlap=3),
+     "- item one\n   See v2.4.13... éLorem ipsum dolor sit amet, consectetur adipiscing elit. ```\n"
+     "code # not a heading\n```\n" + "x" * 300 + "שלום עולם. Lorem ipsum dolor sit amet, consectetur "
+     "adipiscing elit. é"),
+    # a fixed window whose recount disagreed could stop shrinking (endless loop)
+    ("fixed", "minilm", dict(max_tokens=6, overlap=1),
+     "## Sub heading\nReally?! See v2.4.13... \n> quote\n日本語の文です！\r\nשלום עולם. Really?! \t" + "x" * 300),
+    # sentences packed with overlap and then repaired one by one repeated chunks
+    ("sentence", "minilm", dict(max_tokens=6, overlap=1),
+     "## Sub heading\nReally?! See v2.4.13... \n> quote\n- item one\n> quote\n日本語の文です！\r\n"
+     "שלום עולם. Really?! \t" + "x" * 300),
+]
+
+
+@pytest.mark.parametrize("name,tokenizer,params,text", REGRESSIONS)
+def test_invariants_regressions(name, tokenizer, params, text):
+    chunks = run_twice(name, tokenizer, text, **params)
+    check(text, chunks, params["max_tokens"], tokenizer)

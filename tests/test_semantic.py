@@ -543,3 +543,17 @@ def test_cli_inspect_seed(tmp_path, capsys):
     assert [x["chunk"] for x in lines] == [0, 0, 0, 1, 1]
     assert main(["--no-cache", "inspect", str(path), "-s", "semantic", "-p", "threshold_type=nope"]) == 2
     assert "threshold_type" in capsys.readouterr().err
+
+
+def test_cli_inspect_other_strategy_and_missing_file(tmp_path, capsys):
+    from chunkwise.cli import main
+
+    path = tmp_path / "seed.txt"
+    path.write_text(SEED + "\n", encoding="utf-8")
+    assert main(["inspect", str(path), "-s", "sentence", "--max-tokens", "40", "--tokenizer", "words"]) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert len(lines) == 5 and lines[-1]["breakpoint"] and lines[-1]["cause"] == "end"
+    assert all(x["distance_to_next"] is None for x in lines)
+    assert main(["inspect", str(tmp_path / "missing.txt"), "-s", "sentence"]) == 1
+    err = capsys.readouterr().err
+    assert "missing.txt" in err and "Traceback" not in err

@@ -163,3 +163,15 @@ def test_minilm_long_text_blocks_are_cut_only_where_bert_splits():
     enc = tok.hf.encode(text, add_special_tokens=False)
     assert tok.offsets(text) == [tuple(o) for o in enc.offsets]
     assert tok.count(text) == len(enc.ids)
+
+
+def test_cl100k_long_texts_encode_in_parallel_parts_with_the_same_tokens():
+    tok = get_tokenizer("cl100k")
+    rng = random.Random(5)
+    parts = ["word", " ", "  ", "\n", "\n\n", ".\n", "  \n", "\r\n", "1234", "é", "🤖", "(x)", "\t", "'s", "-"]
+    text = "".join(rng.choice(parts) for _ in range(60_000))  # well over the 64K-character threshold
+    assert len(text) > 1 << 16
+    expected = tok.encoding.encode_ordinary(text)
+    assert tok.encode(text) == expected
+    assert tok.count(text) == len(expected) == len(tok.offsets(text))
+    assert tok.count(text + "\ud800") == len(tok.encoding.encode_ordinary(text + "\ud800"))

@@ -274,7 +274,9 @@ def run_tune(args) -> int:
     print(f"wrote {args.output}; use it with: chunkwise chunk --config {args.output} FILES / chunkwise eval "
           f"{args.dataset} --config {args.output}")
     if args.report:
-        done = [r.result for r in result.rows if r.result is not None][:10]
+        # the winner first (the baseline of the Δ columns), then the best of the rest
+        done = [result.best.result] + [r.result for r in result.rows
+                                        if r.result is not None and r is not result.best][:9]
         report = EvaluationReport(ds.path, ds.summary(), evaluator.embedder.model_id, evaluator.k,
                                   evaluator.count_tokenizer.name, len(ds.queries), done,
                                   evaluator.compare(done, metrics=(metric, "recall@5", "iou@5")),

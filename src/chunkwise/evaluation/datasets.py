@@ -368,7 +368,6 @@ def load_neutral(path: str | Path) -> Dataset:
 def _load_boundaries(path: Path, documents: dict[str, Document]) -> dict[str, Boundaries]:
     out: dict[str, Boundaries] = {}
     for line, obj in _read_jsonl(path):
-        where = f"{path}: line {line}"
         if not isinstance(obj, dict) or "doc" not in obj or not isinstance(obj.get("boundaries"), list):
             raise InputError(f'line {line}: expected {{"doc": ID, "boundaries": [...], "units": [...]}}',
                              source=str(path))
@@ -388,6 +387,5 @@ def _load_boundaries(path: Path, documents: dict[str, Document]) -> dict[str, Bo
         if units is not None and any(not 0 <= a < b <= n for a, b in units):
             raise InputError(f"line {line}: a unit lies outside {doc!r} ({n} characters) or is empty",
                              source=str(path))
-        del where
         out[doc] = Boundaries(doc, bounds, sorted(units) if units is not None else None)
     return out

@@ -25,7 +25,7 @@ import numpy as np
 from ..document import Chunk, Document
 from ..embeddings.base import Embedder, l2_normalize
 from ..errors import ConfigError
-from ..segmentation.tokens import get_tokenizer, resolve_tokenizer
+from ..segmentation.tokens import resolve_tokenizer
 from . import metrics as M
 from .datasets import Dataset
 
@@ -758,4 +758,5 @@ def evaluate(dataset: Dataset | str, specs: Sequence[RunSpec | str], embedder: E
 
 
 __all__ = ["RunSpec", "RunResult", "EvaluationReport", "Comparison", "Evaluator", "MemoEmbedder", "evaluate",
-           "parse_run_spec", "spec_from_params", "split_top_level", "CURVE_NS", "SPAN_NS", "get_tokenizer"]
+           "parse_run_spec", "spec_from_params", "split_top_level", "top_indices", "CURVE_NS", "SPAN_NS",
+           "VECTOR_MODES"]

@@ -234,9 +234,15 @@ class MarkdownChunker(Strategy):
                 cur_headings_only = kind == "heading"
         flush()
         if self.overlap and len(spans) > 1:
+            # a chunk keeps its overlap only if its exact count still fits; otherwise it goes back to its
+            # plain span (never re-split: that could repeat a neighbour's piece)
             with_overlap = _add_overlap(text, spans, tm, self.overlap, max_tokens, max_chars_for(max_tokens))
-            counts = [None if s != w else c for s, w, c in zip(spans, with_overlap, counts)]
-            spans = with_overlap
+            for k, (plain, wide) in enumerate(zip(list(spans), with_overlap)):
+                if wide != plain:
+                    n = tm.exact(text, *wide)
+                    n = tokenizer.count(text[wide[0]:wide[1]]) if n is None else n
+                    if n <= max_tokens:
+                        spans[k], counts[k] = wide, n
         todo = [i for i, c in enumerate(counts) if c is None]
         for i, c in zip(todo, tm.counts(text, [spans[i] for i in todo])):
             counts[i] = c

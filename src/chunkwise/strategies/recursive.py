@@ -25,6 +25,7 @@ explicitly. ``""`` in a list means "characters" (the last resort).
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Sequence
@@ -75,6 +76,25 @@ def _levels(separators: str | Sequence[str] | None) -> tuple[list[_Level], str]:
     """Compile a preset name or an explicit list of literal separators; also the default keep side."""
     if separators is None:
         separators = "prose"
+    if not isinstance(separators, str):
+        try:
+            separators = tuple(separators)
+        except TypeError:
+            raise ConfigError("separators must be a preset name or a non-empty list of strings") from None
+    try:
+        levels, keep = _compiled_levels(separators)
+    except TypeError:  # unhashable items: reported below
+        levels, keep = _compile_levels(separators)
+    return list(levels), keep
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled_levels(separators: str | tuple) -> tuple[tuple[_Level, ...], str]:
+    levels, keep = _compile_levels(separators)
+    return tuple(levels), keep
+
+
+def _compile_levels(separators: str | Sequence[str]) -> tuple[list[_Level], str]:
     if isinstance(separators, str):
         if separators not in PRESETS:
             raise ConfigError(
