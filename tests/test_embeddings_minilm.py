@@ -191,7 +191,11 @@ def test_onnx_matches_torch_per_sentence(minilm, minilm_torch):
                     "Kurzer deutscher Satz über Pumpen.", "数据分块很重要。"]
     cos = (minilm.embed(texts) * minilm_torch.embed(texts)).sum(axis=1)
     assert cos.min() >= 0.998, cos
-    # the empty text ("[CLS] [SEP]" only) is where int8 quantisation shows most: measured 0.9963
+    # very short texts are where int8 quantisation shows most: on 5,000 corpus sentences 12 (all of 4-9
+    # tokens, like these) were in 0.9972-0.998; the empty text ("[CLS] [SEP]" only) measures 0.9963
+    short = ["I really mean it.", "Well, that’s good to hear."]
+    cos_short = (minilm.embed(short) * minilm_torch.embed(short)).sum(axis=1)
+    assert cos_short.min() >= 0.997, cos_short
     empty = float(minilm.embed([""])[0] @ minilm_torch.embed([""])[0])
     assert empty >= 0.99, empty
 
