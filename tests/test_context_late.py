@@ -235,6 +235,24 @@ def test_embedder_without_token_vectors_is_a_config_error():
         late_chunk_vectors(doc, make_chunks(doc, [(0, 1)]), NoTokens())
 
 
+def test_default_window_is_256_capped_by_the_model_and_the_full_model_window_without_macro():
+    doc = Document(" ".join(f"w{i}" for i in range(600)))
+    chunks = make_chunks(doc, [(0, 2)])
+    stats = LateChunkingStats()
+    emb = WordEmbedder(max_tokens=510)
+    late_chunk_vectors(doc, chunks, emb, stats=stats)
+    assert max(len(w.split()) for w in emb.windows) == 256 and stats.windows == 3  # 0, 192, 384 (+64 overlap)
+    emb = WordEmbedder(max_tokens=100)
+    late_chunk_vectors(doc, chunks, emb)
+    assert max(len(w.split()) for w in emb.windows) == 100
+    with pytest.raises(ConfigError, match="window of 510"):
+        late_chunk_vectors(doc, chunks, WordEmbedder(max_tokens=510), macro=False)
+    short = Document(" ".join(["w"] * 400))
+    emb = WordEmbedder(max_tokens=510)
+    late_chunk_vectors(short, make_chunks(short, [(0, 1)]), emb, macro=False)  # 400 > 256 but fits the model
+    assert len(emb.windows) == 1
+
+
 def test_no_chunks_and_plain_string_input():
     emb = WordEmbedder()
     assert late_chunk_vectors("a b c", [], emb).shape == (0, emb.dim)

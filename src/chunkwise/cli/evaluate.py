@@ -125,6 +125,9 @@ def _embedder(args):
 
     kw = {}
     if args.embed_window is not None:
+        name = getattr(args, "embedder", None) or "minilm"
+        if name != "minilm":
+            raise ConfigError(f"--embed-window applies to the minilm embedder only, not {name!r}")
         kw["window"] = args.embed_window
     return embedder_from_args(args, **kw)
 

@@ -10,6 +10,7 @@ Counts never include special tokens ([CLS]/[SEP]); the embedder accounts for tho
 
 from __future__ import annotations
 
+import array
 import bisect
 import functools
 import importlib.util
@@ -202,6 +203,7 @@ class TiktokenTokenizer(Tokenizer):
         if not self._rank_file.is_file():
             raise ConfigError(f"bpe-openai has no rank file for {encoding!r}")
         self._byte_len = _token_byte_lengths(self._rank_file)
+        self._lead: np.ndarray | None = None  # lead bytes per token, for non-ASCII text (built lazily)
         self._fast = _rust_encoder(package_dir, encoding)
 
     @property
@@ -215,35 +217,30 @@ class TiktokenTokenizer(Tokenizer):
 
     def encode(self, text: str) -> list[int]:
         """Token ids (special-token text is treated as ordinary text)."""
-        parts = self._encode_parts(text)
-        return parts[0] if len(parts) == 1 else [i for part in parts for i in part]
+        return self._encode(text)[0]
 
-    def _encode_parts(self, text: str) -> list[list[int]]:
-        """Token ids of a text as consecutive parts whose concatenation is the text's encoding.
+    def _encode(self, text: str) -> tuple[list[int], bool]:
+        """Token ids, and whether they come from the Rust encoder (which sees exactly ``text``'s UTF-8).
 
-        A long text is cut after a line break before a printable ASCII character (a certain pre-token
-        boundary: the pre-tokeniser restarts there, so the parts have the same tokens as the whole) and
-        the parts are encoded on several threads: the Rust encoder releases the GIL.
+        One call: the Rust encoder holds the GIL (measured: two threads take as long as one), so encoding
+        parts on a thread pool only adds the cost of slicing.
         """
         if self._fast is not None:
             try:
-                blocks = _line_blocks(text) if len(text) >= _PARALLEL_MIN_CHARS else [(0, len(text))]
-                if len(blocks) == 1:
-                    return [self._fast.encode(text)]
-                return list(_thread_pool().map(self._fast.encode, [text[a:b] for a, b in blocks]))
+                return self._fast.encode(text), True
             except Exception:  # lone surrogates cannot cross into Rust; tiktoken replaces them
                 pass
-        return [self.encoding.encode_ordinary(text)]
+        return self.encoding.encode_ordinary(text), False
 
     def count(self, text: str) -> int:
         if not text:
             return 0
-        if self._fast is not None and len(text) < _PARALLEL_MIN_CHARS:
+        if self._fast is not None:
             try:
                 return self._fast.count(text)
             except Exception:
                 pass
-        return sum(len(p) for p in self._encode_parts(text))
+        return len(self.encoding.encode_ordinary(text))
 
     def count_batch(self, texts: Sequence[str]) -> list[int]:
         # one Rust call per text beats tiktoken's thread-pool batch on small machines (measured: 3x)
@@ -259,12 +256,39 @@ class TiktokenTokenizer(Tokenizer):
         return list(zip(starts.tolist(), ends.tolist()))
 
     def offset_arrays(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        """Token starts and ends in characters, without a Python loop over tokens.
+
+        The tokens of the Rust encoder tile ``text.encode()``, so a token's end in characters is the number
+        of characters whose first byte lies before the token's end: the running sum, over the ids, of how
+        many UTF-8 lead bytes each token holds (a table built once per tokenizer). That is the character
+        end widened to whole characters, and it needs neither the text's bytes nor a byte-to-character
+        map. For ASCII text (``str.isascii`` is O(1)) it is the running sum of byte lengths.
+        """
         if not text:
             empty = np.zeros(0, dtype=np.int64)
             return empty, empty
-        parts = self._encode_parts(text)
-        ids = np.concatenate([np.asarray(p, dtype=np.int64) for p in parts]) if parts else np.zeros(0, np.int64)
-        return _byte_lengths_to_char_arrays(text, self._byte_len[ids])
+        ids, exact_bytes = self._encode(text)
+        if not ids:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty
+        # array.array converts a list of ints about 3x faster than np.asarray (ids are < 2**32)
+        arr = np.frombuffer(array.array("I", ids), dtype=np.uint32)
+        if exact_bytes:
+            table = self._byte_len if text.isascii() else self._lead_bytes()
+            if table is not None:
+                c_end = np.cumsum(table[arr])
+                if int(c_end[-1]) == len(text):
+                    c_start = np.empty_like(c_end)
+                    c_start[0] = 0
+                    c_start[1:] = c_end[:-1]
+                    return c_start, c_end
+        return _byte_lengths_to_char_arrays(text, self._byte_len[arr])
+
+    def _lead_bytes(self) -> np.ndarray | None:
+        """Number of UTF-8 lead bytes (not ``10xxxxxx``) of every token, built on first use (~50 ms)."""
+        if self._lead is None:
+            self._lead = _token_lead_bytes(self._rank_file, self._byte_len)
+        return self._lead if len(self._lead) else None
 
 
 _CL100K_PATTERN = (
@@ -327,6 +351,23 @@ def _token_byte_lengths(rank_file: Path) -> np.ndarray:
     return out
 
 
+def _token_lead_bytes(rank_file: Path, byte_len: np.ndarray) -> np.ndarray:
+    """How many UTF-8 lead bytes (bytes that start a character) each token holds; empty if the rank file
+    does not line up with ``byte_len`` (the caller then maps bytes to characters the slow way)."""
+    import binascii
+    import gzip
+
+    lines = gzip.decompress(rank_file.read_bytes()).split(b"\n")
+    a2b = binascii.a2b_base64
+    blob = b"".join([a2b(line[: line.index(b" ")]) for line in lines if line])
+    data = np.frombuffer(blob, dtype=np.uint8)
+    if len(data) != int(byte_len.sum()) or not len(byte_len) or int(byte_len.min()) < 1:
+        return np.zeros(0, dtype=np.int64)  # pragma: no cover - not the cl100k file
+    is_lead = ((data & 0xC0) != 0x80).astype(np.int64)
+    offsets = np.concatenate(([0], np.cumsum(byte_len)[:-1]))
+    return np.add.reduceat(is_lead, offsets)
+
+
 def _rust_encoder(package_dir: Path, encoding: str):
     """bpe-openai's Rust encoder, loaded from its extension file without importing the package."""
     import importlib.machinery
@@ -342,39 +383,6 @@ def _rust_encoder(package_dir: Path, encoding: str):
             except Exception:  # pragma: no cover - fall back to tiktoken
                 return None
     return None  # pragma: no cover
-
-
-#: texts at least this long are encoded in parts on several threads
-_PARALLEL_MIN_CHARS = 1 << 16
-_LINE_START = re.compile(r"\n(?=[!-~])")
-
-
-@functools.lru_cache(maxsize=1)
-def _thread_pool():
-    import os
-    from concurrent.futures import ThreadPoolExecutor
-
-    return ThreadPoolExecutor(max_workers=max(1, min(8, os.cpu_count() or 1)), thread_name_prefix="chunkwise-bpe")
-
-
-def _line_blocks(text: str) -> list[Span]:
-    """Cut a long text into about two parts per core, each after a line break before a printable ASCII
-    character (a certain cl100k pre-token boundary; see :func:`_bpe_boundary`)."""
-    import os
-
-    n = len(text)
-    parts = 2 * max(1, min(8, os.cpu_count() or 1))
-    size = max(_PARALLEL_MIN_CHARS // 2, n // parts)
-    blocks: list[Span] = []
-    a = 0
-    while n - a > size:
-        m = _LINE_START.search(text, a + size)
-        if m is None:
-            break
-        blocks.append((a, m.end()))
-        a = m.end()
-    blocks.append((a, n))
-    return blocks
 
 
 def _whitespace_blocks(text: str, size: int = 16384) -> list[Span]:
@@ -436,7 +444,8 @@ class TokenMap:
     count of ``text[a:b]`` tokenised on its own whenever ``a`` and ``b`` fall on word boundaries, and is
     off by a token or two where a cut splits a word; strategies plan with estimates and then verify every
     chunk with an exact count (:meth:`exact`, else the tokenizer), so an estimate never lets a chunk over
-    the cap. ``lists=False`` keeps the offsets as numpy arrays (for callers that look up few positions).
+    the cap. ``starts``/``ends`` are sequences of ints (``array.array``; ``range`` for characters) that
+    ``bisect`` searches; ``lists=False`` keeps them as numpy arrays (for callers that look up few positions).
     """
 
     def __init__(self, text: str, tokenizer: Tokenizer, base: int = 0, lists: bool = True):
@@ -454,14 +463,18 @@ class TokenMap:
             self.starts, self.ends = starts + base, ends + base
         else:
             starts, ends = tokenizer.offset_arrays(text)
-            self.ends = (ends + base).tolist()
+            # array.array, not a list: converting is a memcpy instead of one Python int per token (tolist()
+            # cost more than all the planning), and bisect on it is as fast or faster (no pointer chasing)
+            self.ends = _int_array(ends, base)
             if isinstance(tokenizer, TiktokenTokenizer):  # tokens tile the text: a start is the end before
                 self.starts = _StartsFromEnds(self.ends, base)
             else:
-                self.starts = (starts + base).tolist()
+                self.starts = _int_array(starts, base)
 
         if isinstance(self.starts, _StartsFromEnds):
             self.estimate = self._estimate_tiled  # the hot path of planning: no dispatch per call
+        if isinstance(self.ends, np.ndarray):  # bisect on an array reads numpy scalars one by one
+            self._between = self._between_array
 
     def __len__(self) -> int:
         return len(self.starts)
@@ -563,6 +576,11 @@ class TokenMap:
         the zero-width tokens after it sit at the character's end and belong to the span before)."""
         return int(bisect.bisect_right(self.ends, b) - bisect.bisect_right(self.ends, a))
 
+    def _between_array(self, a: int, b: int) -> int:
+        """:meth:`_between` for offsets kept as a numpy array."""
+        ends = self.ends
+        return int(ends.searchsorted(b, "right")) - int(ends.searchsorted(a, "right"))
+
     def counts(self, text: str, spans: Sequence[Span]) -> list[int]:
         """Exact counts of many spans: from the index where :meth:`exact` can tell, else one batch count."""
         out = [self.exact(text, a, b) for a, b in spans]
@@ -571,6 +589,11 @@ class TokenMap:
             for i, n in zip(todo, self.tokenizer.count_batch([text[spans[i][0]:spans[i][1]] for i in todo])):
                 out[i] = n
         return out  # type: ignore[return-value]
+
+
+def _int_array(values: np.ndarray, base: int) -> array.array:
+    """``values + base`` as an ``array.array`` of 64-bit ints (a sequence of Python ints for bisect)."""
+    return array.array("q", (np.asarray(values, dtype=np.int64) + base).tobytes())
 
 
 class _StartsFromEnds:

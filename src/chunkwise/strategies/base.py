@@ -8,6 +8,7 @@ slices, token counts, deterministic ids, and page/section/time provenance.
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 from typing import Any
 
@@ -191,6 +192,9 @@ def build_chunks(
     counts = given if all(n is not None for n in given) else tokenizer.count_batch(texts)
     config = strategy.config_id()
     doc_id = doc.id
+    # ids are stable_hash("chunk", doc_id, config, "a:b"); the common prefix is hashed once
+    id_prefix = _hash_prefix("chunk", doc_id, config)
+    has_pages, has_cues, has_sections = bool(doc.pages), bool(doc.cues), bool(doc.sections)
     chunks: list[Chunk] = []
     for i, ((a, b), text, n) in enumerate(zip(kept, texts, counts)):
         if n > strategy.max_tokens:
@@ -198,28 +202,42 @@ def build_chunks(
                 f"internal error: strategy {strategy.name!r} produced a chunk of {n} tokens "
                 f"(max_tokens={strategy.max_tokens}) at {doc.source}[{a}:{b}]"
             )
-        page_start, page_end = doc.page_span(a, b)
-        t0, t1, speakers = doc.time_span(a, b)
+        page_start, page_end = doc.page_span(a, b) if has_pages else (None, None)
+        t0, t1, speakers = doc.time_span(a, b) if has_cues else (None, None, [])
+        h = id_prefix.copy()
+        key = f"{a}:{b}".encode()
+        h.update(len(key).to_bytes(8, "little"))
+        h.update(key)
         chunks.append(
             Chunk(
                 text=text,
                 start=a,
                 end=b,
                 index=i,
-                id=stable_hash("chunk", doc_id, config, f"{a}:{b}"),
+                id=h.hexdigest()[:16],
                 doc_id=doc_id,
                 source=doc.source,
                 token_count=n,
                 strategy=strategy.name,
                 page_start=page_start,
                 page_end=page_end,
-                section=doc.section_at(a, b),
+                section=doc.section_at(a, b) if has_sections else [],
                 start_time=t0,
                 end_time=t1,
                 speakers=speakers,
             )
         )
     return chunks
+
+
+def _hash_prefix(*parts: str):
+    """A sha256 fed with ``parts`` exactly as :func:`~chunkwise.document.stable_hash` feeds them."""
+    h = hashlib.sha256()
+    for part in parts:
+        data = part.encode("utf-8", "surrogatepass")
+        h.update(len(data).to_bytes(8, "little"))
+        h.update(data)
+    return h
 
 
 # -- helpers shared by the strategies -------------------------------------------------------------------

@@ -17,6 +17,8 @@ No chunk is longer than ``max_tokens * 16`` characters (see :data:`~chunkwise.st
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..document import Document
 from ..segmentation.tokens import TokenMap, Tokenizer
 from .base import Span, Strategy, fit_exact, max_chars_for, merge_small, trim_span
@@ -24,6 +26,14 @@ from .base import Span, Strategy, fit_exact, max_chars_for, merge_small, trim_sp
 
 def _at_word_boundary(text: str, pos: int) -> bool:
     return pos <= 0 or pos >= len(text) or text[pos].isspace() or text[pos - 1].isspace()
+
+
+def _as_array(values) -> np.ndarray:
+    if isinstance(values, np.ndarray):
+        return values
+    if isinstance(values, range):  # the chars tokenizer
+        return np.arange(values.start, values.stop, dtype=np.int64)
+    return np.asarray(values, dtype=np.int64)
 
 
 class FixedTokenChunker(Strategy):
@@ -36,68 +46,81 @@ class FixedTokenChunker(Strategy):
         max_tokens, overlap = self.max_tokens, self.overlap
         max_chars = max_chars_for(max_tokens)
         tm = TokenMap(text[start:end], tokenizer, base=start, lists=False)
-        starts, n = tm.starts, len(tm)
+        # The offsets stay numpy arrays (a list of every token offset would cost more than the whole loop):
+        # each window looks up a handful of positions, by searchsorted or by slicing a few values out.
+        S, E = _as_array(tm.starts), _as_array(tm.ends)
+        n = len(S)
         lookback = max(0, min(16, max_tokens // 10))
+        exact, count = tm.exact, tokenizer.count
         spans: list[Span] = []
         counts: list[int] = []
         pos = start
         while pos < end:
-            pos, _ = trim_span(text, pos, end)
+            # trim leading whitespace (inline trim_span: one call per window)
+            while pos < end and text[pos].isspace():
+                pos += 1
             if pos >= end:
                 break
-            i = tm.first_after(pos)
+            i = int(E.searchsorted(pos, "right"))  # the first token that ends after pos
             j = min(i + max_tokens, n)
-            # snap the end back to a word boundary when one is close
-            if j < n and not _at_word_boundary(text, starts[j]):
-                for k in range(j - 1, max(i, j - lookback) - 1, -1):
-                    if k > i and _at_word_boundary(text, starts[k]):
-                        j = k
-                        break
-            e = starts[j] if j < n else end
+            if j < n:
+                # snap the end back to a word boundary when one is close
+                lo = max(i, j - lookback)
+                near = S[lo : j + 1].tolist()  # starts of tokens lo..j
+                if not _at_word_boundary(text, near[-1]):
+                    for k in range(j - 1, lo - 1, -1):
+                        if k > i and _at_word_boundary(text, near[k - lo]):
+                            j = k
+                            break
+                e = near[j - lo]
+            else:
+                e = end
             if e - pos > max_chars:
                 # too long in characters: end at the last token boundary within the bound, or inside a token
-                k = j
-                while k > i + 1 and starts[k - 1] - pos > max_chars:
-                    k -= 1
-                e = starts[k - 1] if k - 1 > i and starts[k - 1] > pos else pos + max_chars
+                k = int(S.searchsorted(pos + max_chars, "right"))  # tokens k.. start after pos + max_chars
+                k = min(max(k, i + 1), j)
+                e = int(S[k - 1]) if k - 1 > i and S[k - 1] > pos else pos + max_chars
             e = max(e, pos + 1)
             a, b = trim_span(text, pos, e)
-            count = tm.exact(text, a, b)
-            if count is None:
-                count = tokenizer.count(text[a:b])
-            while count > max_tokens:
+            c = exact(text, a, b)
+            if c is None:
+                c = count(text[a:b])
+            while c > max_tokens:
                 # give back the excess tokens (the recount disagreed with the window) and count again;
                 # when that does not shrink the window, cut it exactly instead
-                j = tm.first_after(b) - (count - max_tokens)
-                new_b = trim_span(text, a, starts[j])[1] if i < j < n else a
+                j = int(E.searchsorted(b, "right")) - (c - max_tokens)
+                new_b = trim_span(text, a, int(S[j]))[1] if i < j < n else a
                 if new_b <= a or new_b >= b:
                     piece, piece_count = fit_exact(text, a, b, tokenizer, max_tokens, max_chars)
-                    b, count = piece[0][1], piece_count[0]
+                    b, c = piece[0][1], piece_count[0]
                     break
                 b = new_b
-                count = tm.exact(text, a, b)
-                if count is None:
-                    count = tokenizer.count(text[a:b])
-            a, b = int(a), int(b)
+                c = exact(text, a, b)
+                if c is None:
+                    c = count(text[a:b])
             if b > a:
                 spans.append((a, b))
-                counts.append(int(count))
+                counts.append(c)
             e = max(b, pos + 1)
             if e >= end:
                 break
             nxt = e
             if overlap:
                 # the first token that starts at or after e, then back `overlap` tokens
-                k = tm.starts_before(e) - overlap
-                if k > i and starts[k] > pos:
-                    for q in range(k, min(k + lookback, n)):  # start the overlap at a word if one is near
-                        if starts[q] >= e:
-                            break
-                        if _at_word_boundary(text, starts[q]):
-                            k = q
-                            break
-                    nxt = min(starts[k], e)
-            pos = int(max(nxt, pos + 1))
+                k = int(S.searchsorted(e, "left")) - overlap
+                if k > i:
+                    k0 = k
+                    near = S[k0 : min(k0 + lookback, n) + 1].tolist()  # starts of tokens k0..
+                    if near[0] > pos:
+                        for q in range(k0, min(k0 + lookback, n)):  # start the overlap at a word if one is near
+                            sq = near[q - k0]
+                            if sq >= e:
+                                break
+                            if _at_word_boundary(text, sq):
+                                k = q
+                                break
+                        nxt = min(near[k - k0], e)
+            pos = max(nxt, pos + 1)
         if self.min_tokens and len(spans) > 1:  # only a short last window can be under min_tokens
             merged = merge_small(spans, tm.estimate, self.min_tokens, max_tokens, max_chars)
             if merged != spans:
