@@ -203,7 +203,7 @@ def main(argv=None) -> int:
         settings = [s for s in settings if re.search(args.only, label(*s))]
     print(f"\n{args.docs} documents per set, {args.runs} runs of 3-12 sentences each, max_tokens={args.max_tokens}; "
           "Pk / WindowDiff (lower is better)\n")
-    print(f"| setting | dev Pk | dev WD | test Pk | test WD | chunks/doc | ref segments/doc |")
+    print("| setting | dev Pk | dev WD | test Pk | test WD | chunks/doc | ref segments/doc |")
     print("|---|---|---|---|---|---|---|")
     for name, params in settings:
         dev = evaluate(name, params, sets["dev"], embedder, args.max_tokens)

@@ -117,3 +117,26 @@ def test_bad_input_is_one_line(dataset, tmp_path, capsys):  # noqa: F811
     assert "unknown metric" in capsys.readouterr().err
     assert main(["eval", dataset.path, "--run", "fixed:bogus=1"]) == 2
     assert "has no parameter bogus" in capsys.readouterr().err
+
+
+def test_tune_with_zscore_fusion_round_trips(dataset, tmp_path, capsys):  # noqa: F811
+    best = tmp_path / "best.json"
+    rc = main(["-q", "tune", dataset.path, "--strategy", "fixed", "--tokenizer", "words", "--hybrid",
+               "--fusion", "zscore", "--grid", "max_tokens=4,8", "--grid", "dense_weight=0.5,0.9",
+               "--metric", "recall@5", "-o", str(best)])
+    assert rc == 0 and "4 configurations" in capsys.readouterr().out
+    cfg = json.loads(best.read_text())
+    assert cfg["run"]["hybrid"] is True and cfg["run"]["fusion"] == "zscore"
+    assert cfg["run"]["dense_weight"] in (0.5, 0.9)
+    rc = main(["-q", "eval", dataset.path, "--config", str(best), "--format", "json"])
+    data = json.loads(capsys.readouterr().out)
+    assert rc == 0 and data["runs"][0]["config"]["run"] == cfg["run"]
+    assert data["runs"][0]["scores"]["recall@5"] == pytest.approx(cfg["tuned"]["score"])
+    # flags apply to every run; a bad value is one line
+    rc = main(["-q", "eval", dataset.path, "--strategy", "fixed", "--tokenizer", "words", "--max-tokens", "5",
+               "--hybrid", "--rrf-k", "10", "--format", "json"])
+    assert rc == 0 and json.loads(capsys.readouterr().out)["runs"][0]["config"]["run"] == {"hybrid": True,
+                                                                                             "rrf_k": 10}
+    rc = main(["-q", "eval", dataset.path, "--strategy", "fixed", "--hybrid", "--fusion", "zscore",
+               "--dense-weight", "1.5"])
+    assert rc != 0 and "dense_weight must be" in capsys.readouterr().err

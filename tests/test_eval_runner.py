@@ -264,3 +264,55 @@ def test_boundaries_without_units_use_the_sentence_splitter(tmp_path):
     one_chunk = ev.run(parse_run_spec("fixed:max_tokens=200,tokenizer=words"))
     assert one_chunk.scores["pk"] > 0  # misses the gold boundary
     assert perfect.boundary_scores["d.txt"]["window_diff"] <= one_chunk.boundary_scores["d.txt"]["window_diff"]
+
+
+def test_zscore_fusion_arithmetic():
+    from chunkwise.evaluation.runner import fuse_zscore, zscore
+
+    z = zscore(np.array([[1.0, 2.0, 3.0], [5.0, 5.0, 5.0]]))
+    assert z[0] == pytest.approx([-1.2247449, 0.0, 1.2247449])
+    assert (z[1] == 0).all()  # no spread: no information, not a division by zero
+    dense = np.array([[0.9, 0.1, 0.5]])
+    bm25 = np.array([[0.0, 10.0, 0.0]])
+    assert fuse_zscore(dense, bm25, 1.0).argmax() == 0  # dense only
+    assert fuse_zscore(dense, bm25, 0.0).argmax() == 1  # BM25 only
+    fused = fuse_zscore(dense, bm25, 0.5)
+    assert fused[0] == pytest.approx(0.5 * zscore(dense)[0] + 0.5 * zscore(bm25)[0])
+
+
+def test_hybrid_fusion_options(dataset):
+    ev = Evaluator(dataset, ConstantEmbedder())
+    dense = ev.run(parse_run_spec("fixed:max_tokens=5,tokenizer=words"))
+    z = ev.run(parse_run_spec("fixed:max_tokens=5,tokenizer=words,hybrid=true,fusion=zscore"))
+    assert z.name.endswith("hybrid fusion=zscore dense_weight=0.7")
+    assert z.spec.to_config()["run"] == {"hybrid": True, "fusion": "zscore", "dense_weight": 0.7}
+    assert z.curve[1][1] > dense.curve[1][1] and z.scores["mrr"] == 1.0  # BM25 finds what dense cannot
+    # all weight on the (blind) vectors: no better than dense retrieval
+    blind = ev.run(parse_run_spec("fixed:max_tokens=5,tokenizer=words,hybrid=true,fusion=zscore,dense_weight=1"))
+    assert blind.curve[1][1] <= dense.curve[1][1] + 1e-9
+    k10 = ev.run(parse_run_spec("fixed:max_tokens=5,tokenizer=words,hybrid=true,rrf_k=10"))
+    assert k10.name.endswith("hybrid rrf_k=10") and k10.spec.to_config()["run"] == {"hybrid": True, "rrf_k": 10}
+    assert k10.scores["mrr"] == 1.0
+    # round trip through a config: the same spec comes back
+    cfg = z.spec.to_config()
+    from chunkwise.evaluation.runner import spec_from_params
+
+    again = spec_from_params(cfg["strategy"], cfg["params"], run=cfg["run"])
+    assert (again.fusion, again.dense_weight, again.hybrid) == ("zscore", 0.7, True)
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("fixed:hybrid=true,fusion=bogus", "fusion must be one of"),
+    ("fixed:hybrid=true,fusion=zscore,dense_weight=2", "dense_weight must be"),
+    ("fixed:hybrid=true,rrf_k=-1", "rrf_k must be"),
+    ("fixed:hybrid=true,rrf_k=1.5", "rrf_k must be"),
+])
+def test_bad_fusion_options(spec, message):
+    with pytest.raises(ConfigError, match=message):
+        parse_run_spec(spec)
+
+
+def test_fusion_without_hybrid_is_an_error(dataset):
+    ev = Evaluator(dataset, FakeEmbedder())
+    with pytest.raises(ConfigError, match="hybrid retrieval only"):
+        ev.run(parse_run_spec("fixed:max_tokens=5,tokenizer=words,fusion=zscore"))

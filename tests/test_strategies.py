@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from chunkwise import chunk
@@ -281,3 +283,46 @@ def test_markdown_heading_leads_the_first_piece_of_a_long_paragraph():
     assert chunks[0].text.startswith("# Title\n\nSentence number 0")
     assert all(c.token_count <= 40 for c in chunks)
     assert all(c.section == ["Title"] for c in chunks)
+
+
+# -- the vectorised planning paths agree with the plain ones ------------------------------------------
+@pytest.mark.parametrize("tokenizer", ["cl100k", "words", "chars"])
+@pytest.mark.parametrize("overlap", [0, 12])
+def test_sentence_packing_with_bound_counts_equals_packing_with_estimates(tokenizer, overlap):
+    from chunkwise.segmentation.sentences import split_sentences
+    from chunkwise.segmentation.tokens import TokenMap, get_tokenizer
+    from chunkwise.strategies.sentence import _pack
+
+    rng = random.Random(3)
+    words = ["alpha", "beta", "gamma", "delta", "Dr.", "3.5", "é", "中文。", "x" * 40]
+    text = " ".join(rng.choice(words) + ("." if rng.random() < 0.2 else "") for _ in range(3000))
+    tok = get_tokenizer(tokenizer)
+    tm = TokenMap(text, tok)
+    units = split_sentences(text)
+    upper, lower = tm.bound_counts([b for _, b in units] + [a for a, _ in units])
+    m = len(units)
+    for max_tokens in (20, 64, 200):
+        plain = _pack(units, tm.estimate, max_tokens, max_tokens * 16, overlap)
+        counted = _pack(units, tm.estimate, max_tokens, max_tokens * 16, overlap,
+                        counted=(upper[:m].tolist(), lower[m:].tolist()))
+        assert counted == plain
+
+
+@pytest.mark.parametrize("tokenizer", ["cl100k", "words", "minilm"])
+def test_recursive_vectorised_merge_equals_the_scalar_merge(tokenizer):
+    from chunkwise.segmentation.tokens import TokenMap, get_tokenizer
+    from chunkwise.strategies import recursive as R
+
+    rng = random.Random(4)
+    vocab = ["one", "two", "three.", "x" * 30, "é"]
+    paras = ["\n\n".join(" ".join(rng.choice(vocab) for _ in range(rng.randint(1, 80))) for _ in range(3))
+             for _ in range(60)]
+    text = "\n".join(paras)
+    tok = get_tokenizer(tokenizer)
+    levels, keep = R._levels("prose")
+    tm = TokenMap(text, tok)
+    for max_tokens in (16, 50, 300):
+        fast = R._Splitter(text, tok, max_tokens, levels, keep, tm, max_tokens * 16)
+        slow = R._Splitter(text, tok, max_tokens, levels, keep, tm, max_tokens * 16)
+        slow.tm = TokenMap(text, tok, lists=False)  # numpy offsets: merge takes the scalar path
+        assert fast.split(0, len(text)) == slow.split(0, len(text))

@@ -165,13 +165,58 @@ def test_minilm_long_text_blocks_are_cut_only_where_bert_splits():
     assert tok.count(text) == len(enc.ids)
 
 
-def test_cl100k_long_texts_encode_in_parallel_parts_with_the_same_tokens():
+def test_cl100k_long_texts_encode_with_the_same_tokens():
     tok = get_tokenizer("cl100k")
     rng = random.Random(5)
     parts = ["word", " ", "  ", "\n", "\n\n", ".\n", "  \n", "\r\n", "1234", "é", "🤖", "(x)", "\t", "'s", "-"]
-    text = "".join(rng.choice(parts) for _ in range(60_000))  # well over the 64K-character threshold
-    assert len(text) > 1 << 16
+    text = "".join(rng.choice(parts) for _ in range(60_000))
     expected = tok.encoding.encode_ordinary(text)
     assert tok.encode(text) == expected
     assert tok.count(text) == len(expected) == len(tok.offsets(text))
     assert tok.count(text + "\ud800") == len(tok.encoding.encode_ordinary(text + "\ud800"))
+
+
+@settings(max_examples=150, deadline=None)
+@given(parts=st.lists(st.sampled_from(FRAGMENTS + ["ü", "ß", "€", "𝔘", "\u200d", "ąę"]),
+                      min_size=1, max_size=60))
+def test_cl100k_offsets_from_lead_bytes_match_the_byte_to_character_map(parts):
+    """offset_arrays sums each token's UTF-8 lead bytes (a table by id); the plain way maps the token byte
+    ends onto the text's own bytes. Both must give the same character spans (widened to whole characters)."""
+    import numpy as np
+
+    from chunkwise.segmentation.tokens import _byte_lengths_to_char_arrays
+
+    tok = get_tokenizer("cl100k")
+    text = "".join(parts)
+    ids = np.asarray(tok.encode(text), dtype=np.int64)
+    want = _byte_lengths_to_char_arrays(text, tok._byte_len[ids])
+    got = tok.offset_arrays(text)
+    assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
+
+
+def test_cl100k_lead_byte_table_matches_the_ranks():
+    tok = get_tokenizer("cl100k")
+    lead = tok._lead_bytes()
+    enc = tok.encoding
+    for rank in [0, 1, 32, 200, 255, 1000, 5000, 50000, 100000]:
+        token = enc.decode_single_token_bytes(rank)
+        assert lead[rank] == sum(1 for b in token if b & 0xC0 != 0x80)
+
+
+@pytest.mark.parametrize("name", TOKENIZER_NAMES)
+@pytest.mark.parametrize("lists", [True, False])
+@settings(max_examples=60, deadline=None)
+@given(parts=st.lists(st.sampled_from(FRAGMENTS), min_size=1, max_size=40), data=st.data())
+def test_token_map_bound_counts_agree_with_estimate(name, lists, parts, data):
+    """The vectorised planning path (bound_counts) must give exactly TokenMap.estimate."""
+    tok = get_tokenizer(name)
+    text = "".join(parts)
+    lo = data.draw(st.integers(0, min(3, len(text) - 1)))
+    tm = TokenMap(text[lo:], tok, base=lo, lists=lists)
+    positions = sorted(data.draw(st.lists(st.integers(0, len(text) + 2), min_size=2, max_size=12)))
+    upper, lower = tm.bound_counts(positions)
+    for x, a in enumerate(positions):
+        for y, b in enumerate(positions):
+            want = tm.estimate(a, b)
+            got = max(0, int(upper[y]) - int(lower[x])) if a < b else 0
+            assert got == want, (a, b)

@@ -36,6 +36,14 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--late", action="store_true", help="embed chunks by late chunking (every run)")
     p.add_argument("--hybrid", action="store_true",
                    help="retrieve by BM25 + vector reciprocal rank fusion, as `search --hybrid` (every run)")
+    p.add_argument("--fusion", choices=("rrf", "zscore"), default=None,
+                   help="how --hybrid fuses the vector and BM25 rankings: rrf (reciprocal rank fusion, as "
+                        "`search --hybrid`; default) or zscore (per query z-normalised scores, combined "
+                        "dense_weight * vector + (1 - dense_weight) * BM25)")
+    p.add_argument("--rrf-k", type=int, default=None, metavar="K",
+                   help="the RRF constant for --fusion rrf (default 60)")
+    p.add_argument("--dense-weight", type=float, default=None, metavar="W",
+                   help="weight of the vector scores for --fusion zscore, in [0, 1] (default 0.7)")
     p.add_argument("--vectors", choices=("text", "pool"), default=None,
                    help="chunk vectors: embed the text (default) or pool a semantic strategy's sentence vectors "
                         "(as `index --vectors pool`)")
@@ -194,9 +202,33 @@ def _specs(args):
             s.hybrid = True
         if args.vectors and s.vectors == "text":
             s.vectors = args.vectors
+        _apply_fusion_flags(args, s)
         if args.context and not s.context:
             s.context = args.context
     return specs
+
+
+def _fusion_flags(args) -> dict:
+    """The fusion flags given on the command line, validated (``{}`` when none)."""
+    from ..evaluation.runner import fusion_settings
+
+    given = {k: v for k, v in (("fusion", args.fusion), ("rrf_k", args.rrf_k), ("dense_weight", args.dense_weight))
+             if v is not None}
+    fusion_settings(given)  # raises ConfigError on a bad value
+    return given
+
+
+def _apply_fusion_flags(args, spec) -> None:
+    """Fusion flags apply to every run that does not set the same option itself."""
+    from ..evaluation.runner import DEFAULT_DENSE_WEIGHT, DEFAULT_RRF_K
+
+    flags = _fusion_flags(args)
+    if "fusion" in flags and spec.fusion == "rrf":
+        spec.fusion = flags["fusion"]
+    if "rrf_k" in flags and spec.rrf_k == DEFAULT_RRF_K:
+        spec.rrf_k = int(flags["rrf_k"])
+    if "dense_weight" in flags and spec.dense_weight == DEFAULT_DENSE_WEIGHT:
+        spec.dense_weight = float(flags["dense_weight"])
 
 
 def _write(path: str, text: str) -> None:
@@ -255,6 +287,8 @@ def run_tune(args) -> int:
         fixed["hybrid"] = True
     if args.vectors or base.vectors != "text":
         fixed["vectors"] = args.vectors or base.vectors
+    _apply_fusion_flags(args, base)
+    fixed.update(base.fusion_options())  # without hybrid the run reports the mistake
     for name in grid:
         fixed.pop(name, None)
     check_grid(base.strategy, grid, fixed)

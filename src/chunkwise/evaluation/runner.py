@@ -36,7 +36,8 @@ CURVE_NS = (1, 2, 3, 4, 5, 6, 8, 10, 15, 20)
 #: metrics compared between strategies with the paired bootstrap
 COMPARED_METRICS = ("recall@5", "iou@5", "precision@5", "recall_set@5", "iou_set@5", "ndcg@10", "mrr")
 #: keys of a run spec that configure the run, not the strategy
-RUN_KEYS = ("label", "late", "context", "context_opts", "late_opts", "hybrid", "vectors")
+RUN_KEYS = ("label", "late", "context", "context_opts", "late_opts", "hybrid", "vectors", "fusion", "rrf_k",
+            "dense_weight")
 #: how chunk vectors are made, as ``chunkwise index --vectors``: embed the text, or pool the sentence
 #: vectors a semantic strategy computed while chunking
 VECTOR_MODES = ("text", "pool")
@@ -44,6 +45,14 @@ VECTOR_MODES = ("text", "pool")
 
 #: candidates taken from each ranking before reciprocal rank fusion (hybrid runs)
 HYBRID_CANDIDATES = 100
+#: how a hybrid run fuses the vector and BM25 rankings: reciprocal rank fusion (``search --hybrid``), or a
+#: convex combination of per-query z-normalised scores (Bruch et al., "An Analysis of Fusion Functions for
+#: Hybrid Retrieval", 2023)
+FUSION_MODES = ("rrf", "zscore")
+#: the RRF constant of Cormack et al. (as :data:`chunkwise.retrieval.hybrid.RRF_K`)
+DEFAULT_RRF_K = 60
+#: weight of the vector scores in ``fusion=zscore`` (BM25 gets ``1 - dense_weight``)
+DEFAULT_DENSE_WEIGHT = 0.7
 
 
 def top_indices(sims: np.ndarray, n: int) -> np.ndarray:
@@ -79,6 +88,21 @@ class RunSpec:
     late_opts: dict[str, Any] = field(default_factory=dict)
     hybrid: bool = False
     vectors: str = "text"
+    #: hybrid fusion: ``rrf`` (reciprocal rank fusion with constant ``rrf_k``) or ``zscore`` (per query, each
+    #: retriever's scores over all chunks z-normalised, then ``dense_weight * dense + (1 - dense_weight) * bm25``)
+    fusion: str = "rrf"
+    rrf_k: int = DEFAULT_RRF_K
+    dense_weight: float = DEFAULT_DENSE_WEIGHT
+
+    def fusion_options(self) -> dict[str, Any]:
+        """The fusion settings that differ from the defaults (``{}`` for plain RRF with k = 60)."""
+        out: dict[str, Any] = {}
+        if self.fusion != "rrf":
+            out["fusion"] = self.fusion
+            out["dense_weight"] = self.dense_weight
+        elif self.rrf_k != DEFAULT_RRF_K:
+            out["rrf_k"] = self.rrf_k
+        return out
 
     @property
     def name(self) -> str:
@@ -95,6 +119,7 @@ class RunSpec:
             parts.append("late")
         if self.hybrid:
             parts.append("hybrid")
+            parts.extend(f"{k}={v}" for k, v in self.fusion_options().items())
         if self.vectors != "text":
             parts.append(f"vectors={self.vectors}")
         return " ".join(parts)
@@ -112,6 +137,7 @@ class RunSpec:
             run["context_opts"] = self.context_opts
         if self.hybrid:
             run["hybrid"] = True
+            run.update(self.fusion_options())
         if self.vectors != "text":
             run["vectors"] = self.vectors
         if run:
@@ -199,7 +225,26 @@ def spec_from_params(name: str, params: dict[str, Any], label: str | None = None
         raise ConfigError(f"context must be a mode name, got {ctx!r}")
     return RunSpec(name, params, label=label or run.get("label"), late=bool(late), context=ctx,
                    context_opts=dict(run.get("context_opts") or {}), late_opts=dict(run.get("late_opts") or {}),
-                   hybrid=hybrid, vectors=_vectors_mode(run.get("vectors", "text")))
+                   hybrid=hybrid, vectors=_vectors_mode(run.get("vectors", "text")),
+                   **fusion_settings(run))
+
+
+def fusion_settings(run: dict[str, Any]) -> dict[str, Any]:
+    """Validated ``fusion``, ``rrf_k`` and ``dense_weight`` from a run mapping (defaults where absent)."""
+    fusion = run.get("fusion") or "rrf"
+    if fusion not in FUSION_MODES:
+        raise ConfigError(f"fusion must be one of {', '.join(FUSION_MODES)}, got {fusion!r}")
+    rrf_k = run.get("rrf_k", DEFAULT_RRF_K)
+    if rrf_k is None:
+        rrf_k = DEFAULT_RRF_K
+    if isinstance(rrf_k, bool) or not isinstance(rrf_k, (int, float)) or rrf_k < 0 or int(rrf_k) != rrf_k:
+        raise ConfigError(f"rrf_k must be a non-negative integer, got {rrf_k!r}")
+    weight = run.get("dense_weight", DEFAULT_DENSE_WEIGHT)
+    if weight is None:
+        weight = DEFAULT_DENSE_WEIGHT
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0.0 <= weight <= 1.0:
+        raise ConfigError(f"dense_weight must be a number in [0, 1], got {weight!r}")
+    return {"fusion": fusion, "rrf_k": int(rrf_k), "dense_weight": float(weight)}
 
 
 def _vectors_mode(value: Any) -> str:
@@ -498,6 +543,10 @@ class Evaluator:
     # -- one run ------------------------------------------------------------------------------------
     def run(self, spec: RunSpec) -> RunResult:
         """Chunk, embed, retrieve and score one configuration."""
+        if not spec.hybrid and (spec.fusion != "rrf" or spec.rrf_k != DEFAULT_RRF_K
+                                or spec.dense_weight != DEFAULT_DENSE_WEIGHT):
+            raise ConfigError(f"{spec.name}: fusion, rrf_k and dense_weight apply to hybrid retrieval only; "
+                              f"add hybrid=true (or --hybrid)")
         t_start = time.perf_counter()
         emb_n0 = self.embedder.texts_embedded
         q0 = self.embedder.seconds
@@ -550,8 +599,11 @@ class Evaluator:
 
         sims = qv @ matrix.T  # (queries, chunks)
         top_n = min(n_chunks, max(max(CURVE_NS), max(SPAN_NS), self.k, M.MIN_CAP))
-        if spec.hybrid:
-            order = self._hybrid_order(chunks, sims, top_n)
+        if spec.hybrid and spec.fusion == "zscore":
+            scores_for_docs = self._zscore_fused(spec, chunks, sims)
+            order = top_indices(scores_for_docs, top_n)
+        elif spec.hybrid:
+            order = self._hybrid_order(chunks, sims, top_n, spec.rrf_k)
             scores_for_docs = np.zeros_like(sims)
             ranks = np.arange(order.shape[1], 0, -1, dtype=np.float32)
             np.put_along_axis(scores_for_docs, order, ranks[None, :], axis=1)
@@ -638,21 +690,53 @@ class Evaluator:
                     result.scores[m] = float(np.mean(vals))
         return result
 
-    def _hybrid_order(self, chunks: list[Chunk], sims: np.ndarray, top_n: int) -> np.ndarray:
-        """Top chunks by reciprocal rank fusion of the dense ranking and BM25 over ``embed_text`` (what the
-        index's ``hybrid=True`` search does), each ranking cut at :data:`HYBRID_CANDIDATES`."""
+    @staticmethod
+    def _bm25(chunks: list[Chunk]):
+        """A ``bm25s`` index over the chunks' ``embed_text`` (English stop words, k1 = 1.5, b = 0.75)."""
         try:
             import bm25s
         except ImportError:
             raise ConfigError("hybrid evaluation needs the bm25s package (pip install bm25s)") from None
-        from ..retrieval.hybrid import RRF_K
-
-        n_chunks = len(chunks)
-        cand = min(n_chunks, max(HYBRID_CANDIDATES, top_n))
-        dense = top_indices(sims, cand)
         retriever = bm25s.BM25(k1=1.5, b=0.75)
         retriever.index(bm25s.tokenize([c.embed_text for c in chunks], stopwords="en", show_progress=False),
                         show_progress=False)
+        return retriever
+
+    def _bm25_scores(self, chunks: list[Chunk]) -> np.ndarray:
+        """BM25 score of every chunk for every query, shape (queries, chunks); 0 where no term matches."""
+        retriever = self._bm25(chunks)
+        import bm25s
+
+        out = np.zeros((len(self.dataset.queries), len(chunks)), dtype=np.float32)
+        for qi, q in enumerate(self.dataset.queries):
+            toks = bm25s.tokenize([q.text], stopwords="en", show_progress=False, return_ids=False)
+            if not toks or not toks[0]:
+                continue
+            try:
+                ids, scores = retriever.retrieve(toks, k=len(chunks), show_progress=False)
+            except (ValueError, KeyError):  # no query token in the vocabulary
+                continue
+            out[qi, ids[0]] = scores[0]
+        return out
+
+    def _zscore_fused(self, spec: RunSpec, chunks: list[Chunk], sims: np.ndarray) -> np.ndarray:
+        """``fusion=zscore``: per query, the dense similarities and the BM25 scores of *all* chunks are each
+        z-normalised (mean 0, standard deviation 1; a constant row becomes 0), then combined as
+        ``dense_weight * dense + (1 - dense_weight) * bm25``. Unlike RRF it keeps how far apart the scores
+        are, so a chunk far ahead in one ranking is not pulled level with the runner-up."""
+        return fuse_zscore(sims, self._bm25_scores(chunks), spec.dense_weight)
+
+    def _hybrid_order(self, chunks: list[Chunk], sims: np.ndarray, top_n: int,
+                      rrf_k: int = DEFAULT_RRF_K) -> np.ndarray:
+        """Top chunks by reciprocal rank fusion (constant ``rrf_k``) of the dense ranking and BM25 over
+        ``embed_text`` (what the index's ``hybrid=True`` search does), each ranking cut at
+        :data:`HYBRID_CANDIDATES`."""
+        RRF_K = rrf_k
+        n_chunks = len(chunks)
+        cand = min(n_chunks, max(HYBRID_CANDIDATES, top_n))
+        dense = top_indices(sims, cand)
+        retriever = self._bm25(chunks)
+        import bm25s
         order = np.zeros((len(sims), top_n), dtype=np.int64)
         for qi, q in enumerate(self.dataset.queries):
             fused: dict[int, float] = {}
@@ -738,6 +822,19 @@ class Evaluator:
         )
 
 
+def zscore(scores: np.ndarray) -> np.ndarray:
+    """Each row minus its mean, divided by its standard deviation (rows with no spread become 0)."""
+    scores = np.asarray(scores, dtype=np.float64)
+    mu = scores.mean(axis=1, keepdims=True)
+    sd = scores.std(axis=1, keepdims=True)
+    return np.divide(scores - mu, sd, out=np.zeros_like(scores), where=sd > 1e-12)
+
+
+def fuse_zscore(dense: np.ndarray, sparse: np.ndarray, dense_weight: float = DEFAULT_DENSE_WEIGHT) -> np.ndarray:
+    """Convex combination of row-wise z-normalised dense and sparse (BM25) scores, shape (queries, items)."""
+    return (dense_weight * zscore(dense) + (1.0 - dense_weight) * zscore(sparse)).astype(np.float32)
+
+
 def evaluate(dataset: Dataset | str, specs: Sequence[RunSpec | str], embedder: Embedder | str | None = None,
              k: int = 5, **kw: Any) -> EvaluationReport:
     """Python API: evaluate run specs (or ``"recursive:max_tokens=200"`` strings) on a dataset.
@@ -758,5 +855,5 @@ def evaluate(dataset: Dataset | str, specs: Sequence[RunSpec | str], embedder: E
 
 
 __all__ = ["RunSpec", "RunResult", "EvaluationReport", "Comparison", "Evaluator", "MemoEmbedder", "evaluate",
-           "parse_run_spec", "spec_from_params", "split_top_level", "top_indices", "CURVE_NS", "SPAN_NS",
+           "parse_run_spec", "spec_from_params", "fusion_settings", "fuse_zscore", "zscore", "FUSION_MODES", "split_top_level", "top_indices", "CURVE_NS", "SPAN_NS",
            "VECTOR_MODES"]

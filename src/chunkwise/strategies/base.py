@@ -62,7 +62,16 @@ class Strategy:
     # -- scikit-learn style parameter access -----------------------------------------------------------
     @classmethod
     def param_names(cls) -> list[str]:
-        """Constructor parameter names, collected over the class hierarchy."""
+        """Constructor parameter names, collected over the class hierarchy (cached per class: every
+        ``chunk`` call needs them for the chunk ids, and ``inspect.signature`` is slow)."""
+        cached = cls.__dict__.get("_param_names_cache")
+        if cached is None:
+            cached = tuple(cls._collect_param_names())
+            cls._param_names_cache = cached
+        return list(cached)
+
+    @classmethod
+    def _collect_param_names(cls) -> list[str]:
         names: list[str] = []
         for klass in cls.__mro__:
             if klass is object or "__init__" not in vars(klass):

@@ -31,8 +31,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from ..embeddings.base import Embedder
 from ..segmentation.tokens import Tokenizer
 from .units import DEFAULT_EMBEDDER, Decision, EmbeddingStrategy, Units, check_number

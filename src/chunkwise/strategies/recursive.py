@@ -25,13 +25,10 @@ explicitly. ``""`` in a list means "characters" (the last resort).
 
 from __future__ import annotations
 
-import array
 import functools
 import re
 from dataclasses import dataclass
 from typing import Sequence
-
-import numpy as np
 
 from ..document import Document
 from ..errors import ConfigError
@@ -244,39 +241,15 @@ class _Splitter:
             pos = e
         return out
 
-    def bound_counts(self, bounds: list[int]) -> tuple[list[int], list[int]] | None:
-        """For consecutive piece bounds, ``(upper, lower)`` with ``estimate(bounds[x], bounds[y]) ==
-        max(0, upper[y] - lower[x])`` for ``bounds[x] < bounds[y]``: one vectorised search for all bounds
-        instead of two binary searches per piece and merge step. ``None`` when the offsets are not arrays
-        (characters: the scalar path is as cheap)."""
-        tm = self.tm
-        ends = tm.ends
-        if not isinstance(ends, array.array):
-            return None
-        e = np.frombuffer(ends, dtype=np.int64) if len(ends) else np.zeros(0, dtype=np.int64)
-        b = np.asarray(bounds, dtype=np.int64)
-        lower = e.searchsorted(b, "right")
-        starts = tm.starts
-        if isinstance(starts, array.array):
-            upper = np.frombuffer(starts, dtype=np.int64).searchsorted(b, "left") if len(starts) else lower * 0
-        else:  # tiled tokens (see TokenMap._estimate_tiled)
-            n = len(e)
-            if n == 0:
-                upper = np.zeros(len(b), dtype=np.int64)
-            else:
-                upper = np.where(b > tm.base, 1 + e[: n - 1].searchsorted(b, "left"), 0)
-        return upper.tolist(), lower.tolist()
-
     def merge(self, pieces: list[Span], next_level: int) -> list[Span]:
         """Greedy merge of consecutive fitting pieces; pieces too big are split at ``next_level``."""
         m = len(pieces)
         if m >= 8:
             bounds = [pa for pa, _ in pieces]
             bounds.append(pieces[-1][1])
-            counted = self.bound_counts(bounds) if all(
-                pb == bounds[k + 1] for k, (_, pb) in enumerate(pieces)) else None
-            if counted is not None:
-                return self._merge_counted(bounds, counted[0], counted[1], next_level)
+            if all(pb == bounds[k + 1] for k, (_, pb) in enumerate(pieces)):
+                upper, lower = self.tm.bound_counts(bounds)
+                return self._merge_counted(bounds, upper.tolist(), lower.tolist(), next_level)
         out: list[Span] = []
         cur: Span | None = None
         for pa, pb in pieces:
@@ -298,7 +271,8 @@ class _Splitter:
 
 
     def _merge_counted(self, B: list[int], U: list[int], L: list[int], next_level: int) -> list[Span]:
-        """:meth:`merge` over bounds ``B`` with the token counts of :meth:`bound_counts` (same result)."""
+        """:meth:`merge` over bounds ``B`` with the counts of :meth:`TokenMap.bound_counts` (same result,
+        without two binary searches per piece)."""
         mt, mc = self.max_tokens, self.max_chars
         out: list[Span] = []
         cur = -1  # index of the bound where the current merged span starts

@@ -13,6 +13,8 @@ exact count is over (a token or two at a cut, rarely) is packed again with its o
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..document import Document
 from ..segmentation.tokens import TokenMap, Tokenizer
 from .base import Span, Strategy, max_chars_for, merge_small
@@ -45,13 +47,25 @@ class SentenceChunker(Strategy):
 
         max_chars = max_chars_for(self.max_tokens)
         kwargs = {"language": self.language} if self.language else {}
+        sentences = [(a + start, b + start) for a, b in
+                     split_sentences(text[start:end], backend=self.sentence_backend, **kwargs)]
+        if not sentences:
+            return []
+        # every sentence's estimate in one vectorised pass (see TokenMap.bound_counts)
+        upper, lower = tm.bound_counts([b for _, b in sentences] + [a for a, _ in sentences])
+        m = len(sentences)
+        over = np.flatnonzero((upper[:m] - lower[m:] > self.max_tokens)
+                              | (np.asarray([b - a for a, b in sentences]) > max_chars))
+        if not len(over):
+            return sentences
         units: list[Span] = []
-        for a, b in split_sentences(text[start:end], backend=self.sentence_backend, **kwargs):
-            a, b = a + start, b + start
-            if b - a <= max_chars and tm.estimate(a, b) <= self.max_tokens:
-                units.append((a, b))
-            else:
-                units.extend(recursive_split(text, a, b, tokenizer, self.max_tokens, token_map=tm))
+        done = 0
+        for k in over.tolist():
+            units.extend(sentences[done:k])
+            a, b = sentences[k]
+            units.extend(recursive_split(text, a, b, tokenizer, self.max_tokens, token_map=tm))
+            done = k + 1
+        units.extend(sentences[done:])
         return units
 
     def split_with_counts(self, doc: Document, start: int, end: int, tokenizer: Tokenizer):
@@ -62,7 +76,10 @@ class SentenceChunker(Strategy):
         units = self.units(text, start, end, tokenizer, tm)
         if not units:
             return [], []
-        spans = _pack(units, tm.estimate, max_tokens, max_chars, overlap)
+        upper, lower = tm.bound_counts([b for _, b in units] + [a for a, _ in units])
+        m = len(units)
+        spans = _pack(units, tm.estimate, max_tokens, max_chars, overlap,
+                      counted=(upper[:m].tolist(), lower[m:].tolist()))
         if self.min_tokens:
             spans = merge_small(spans, tm.estimate, self.min_tokens, max_tokens, max_chars)
         counts = tm.counts(text, spans)
@@ -114,18 +131,41 @@ class SentenceChunker(Strategy):
         return self.split_with_counts(doc, start, end, tokenizer)[0]
 
 
-def _pack(units: list[Span], estimate, max_tokens: int, max_chars: int, overlap: int) -> list[Span]:
-    """Greedy packing of consecutive units; with ``overlap``, trailing units are repeated."""
+def _pack(units: list[Span], estimate, max_tokens: int, max_chars: int, overlap: int,
+          counted: tuple[list[int], list[int]] | None = None) -> list[Span]:
+    """Greedy packing of consecutive units; with ``overlap``, trailing units are repeated.
+
+    ``counted``: ``(upper, lower)`` from :meth:`TokenMap.bound_counts` at the units' ends and starts, so
+    that ``estimate(units[i][0], units[j][1]) == max(0, upper[j] - lower[i])``: no search per step.
+    """
+    starts = [a for a, _ in units]
+    ends = [b for _, b in units]
+    if counted is not None:
+        upper, lower = counted
+
+        def est(i: int, j: int) -> int:  # units i..j inclusive
+            return upper[j] - lower[i] if ends[j] > starts[i] else 0
+    else:
+        def est(i: int, j: int) -> int:
+            return estimate(starts[i], ends[j])
+
     def fits(i: int, j: int) -> bool:  # units i..j inclusive
-        a, b = units[i][0], units[j][1]
-        return b - a <= max_chars and estimate(a, b) <= max_tokens
+        return ends[j] - starts[i] <= max_chars and est(i, j) <= max_tokens
 
     spans: list[Span] = []
     i, n = 0, len(units)
     while i < n:
         j = i
-        while j + 1 < n and fits(i, j + 1):
-            j += 1
+        if counted is not None:  # the hot loop, inlined
+            a, low = starts[i], lower[i]
+            while j + 1 < n:
+                b = ends[j + 1]
+                if b - a > max_chars or (b > a and upper[j + 1] - low > max_tokens):
+                    break
+                j += 1
+        else:
+            while j + 1 < n and fits(i, j + 1):
+                j += 1
         spans.append((units[i][0], units[j][1]))
         if j + 1 >= n:
             break
@@ -133,7 +173,7 @@ def _pack(units: list[Span], estimate, max_tokens: int, max_chars: int, overlap:
         if overlap:
             k = j + 1
             # the largest number of trailing units (never all of them) whose tokens fit in `overlap`
-            while k - 1 > i and estimate(units[k - 1][0], units[j][1]) <= overlap:
+            while k - 1 > i and est(k - 1, j) <= overlap:
                 k -= 1
             while k <= j and not fits(k, j + 1):  # the next chunk must still take the next unit
                 k += 1
