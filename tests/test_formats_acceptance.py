@@ -48,7 +48,7 @@ def _expected_path(text: str, pos: int) -> list[str]:
         pos += 1
     best, path = -1, []
     for line, p in HEADINGS.items():
-        at = text.index("\n" + line + "\n") + 1
+        at = ("\n" + text).index("\n" + line + "\n")  # the line start (the text may begin with it)
         if best < at <= pos:
             best, path = at, p
     return path
