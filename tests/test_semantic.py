@@ -557,3 +557,38 @@ def test_cli_inspect_other_strategy_and_missing_file(tmp_path, capsys):
     assert main(["inspect", str(tmp_path / "missing.txt"), "-s", "sentence"]) == 1
     err = capsys.readouterr().err
     assert "missing.txt" in err and "Traceback" not in err
+
+
+# -- transcripts: the loader's units are the sentences --------------------------------------------------
+def test_loader_units_are_the_semantic_units(fake_embedder):
+    """A transcript has no punctuation to split on; the cue-merged units a loader records are used as the
+    sentences, and any text outside them is still split and covered."""
+    from chunkwise.document import Document
+    from chunkwise.strategies import get_strategy
+
+    lines = ["so the pump needs a new seal", "and the seal kit is on order",
+             "lunch moves to the new cafeteria", "the cafeteria opens at noon"]
+    text = "\n".join(lines) + "\ntrailing words without a unit"
+    units, pos = [], 0
+    for line in lines:
+        units.append([pos, pos + len(line)])
+        pos += len(line) + 1
+    doc = Document(text, metadata={"units": units})
+    for name in ("semantic", "maxmin", "cohesion"):
+        rows = get_strategy(name, embedder=fake_embedder, tokenizer="words", max_tokens=64).explain(doc)
+        spans = [[r["start"], r["end"]] for r in rows]
+        assert spans[:4] == units, name
+        assert doc.text[spans[4][0]:spans[4][1]] == "trailing words without a unit"
+        without = get_strategy(name, embedder=fake_embedder, tokenizer="words", max_tokens=64).explain(
+            Document(text))
+        assert len(without) < len(rows)  # the plain splitter sees wrapped lines as one sentence
+
+
+def test_vtt_example_units_drive_the_semantic_strategies(fake_embedder):
+    from chunkwise.formats import load
+    from chunkwise.strategies import get_strategy
+    from conftest import ROOT
+
+    doc = load(ROOT / "examples" / "team-meeting.vtt")
+    rows = get_strategy("cohesion", embedder=fake_embedder, max_tokens=256).explain(doc)
+    assert [[r["start"], r["end"]] for r in rows] == [list(u) for u in doc.metadata["units"]]

@@ -63,18 +63,46 @@ def split_long(text: str, start: int, end: int, tokenizer: Tokenizer, cap: int) 
     return recursive_split_counted(text, start, end, tokenizer, cap)
 
 
-def unit_spans(text: str, start: int, end: int, tokenizer: Tokenizer, cap: int,
-               embed_tokenizer: Tokenizer | None = None, embed_cap: int | None = None) -> tuple[list[Span], list[int]]:
-    """Sentence spans of ``text[start:end]`` with every span within ``cap`` tokens of ``tokenizer`` (and
-    within ``embed_cap`` tokens of ``embed_tokenizer`` when the embedder counts differently), and their
-    token counts in ``tokenizer``."""
+def sentence_spans(text: str, start: int, end: int, given: Sequence[Sequence[int]] | None = None) -> list[Span]:
+    """The sentences of ``text[start:end]``, trimmed, as absolute spans.
+
+    ``given`` are sentence-like units a loader already knows (a transcript's cues, merged where a cue ends
+    mid-sentence: ``Document.metadata["units"]``). They are used as they are; text between them that is not
+    whitespace is split into sentences as usual, so every character is still covered.
+    """
     from ..segmentation.sentences import split_sentences
 
+    def split(a: int, b: int) -> list[Span]:
+        out = []
+        for x, y in split_sentences(text[a:b]):
+            x, y = trim_span(text, a + x, a + y)
+            if y > x:
+                out.append((x, y))
+        return out
+
+    if not given:
+        return split(start, end)
     spans: list[Span] = []
-    for a, b in split_sentences(text[start:end]):
-        a, b = trim_span(text, start + a, start + b)
+    pos = start
+    for a, b in sorted((max(int(a), start), min(int(b), end)) for a, b in given):
+        if b <= a or a < pos:
+            continue
+        spans.extend(split(pos, a))
+        a, b = trim_span(text, a, b)
         if b > a:
             spans.append((a, b))
+        pos = max(pos, b)
+    spans.extend(split(pos, end))
+    return spans
+
+
+def unit_spans(text: str, start: int, end: int, tokenizer: Tokenizer, cap: int,
+               embed_tokenizer: Tokenizer | None = None, embed_cap: int | None = None,
+               given: Sequence[Sequence[int]] | None = None) -> tuple[list[Span], list[int]]:
+    """Sentence spans of ``text[start:end]`` (see :func:`sentence_spans`) with every span within ``cap``
+    tokens of ``tokenizer`` (and within ``embed_cap`` tokens of ``embed_tokenizer`` when the embedder counts
+    differently), and their token counts in ``tokenizer``."""
+    spans = sentence_spans(text, start, end, given)
     counts = tokenizer.count_batch([text[a:b] for a, b in spans])
     out: list[Span] = []
     out_counts: list[int] = []
@@ -295,7 +323,8 @@ class EmbeddingStrategy(Strategy):
         per_region = []
         for a, b in (regions(doc, self.respect_sections) if bounds is None else bounds):
             spans, counts = unit_spans(text, a, b, tokenizer, cap,
-                                       None if same else etok, None if same or not emb_max else emb_max)
+                                       None if same else etok, None if same or not emb_max else emb_max,
+                                       given=doc.metadata.get("units"))
             per_region.append(((a, b), spans, counts))
         texts: list[str] = []
         index: dict[str, int] = {}
