@@ -98,3 +98,42 @@ class Embedder(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.model_id!r}, dim={self.dim})"
+
+
+class WrappedEmbedder(Embedder):
+    """An embedder in front of another one (a cache, a memo): everything but ``embed`` is the inner one's.
+
+    ``texts_embedded`` and ``truncated`` are the inner back-end's, so they keep counting only the texts
+    actually sent to the model, however many layers sit in front of it.
+    """
+
+    def __init__(self, inner: Embedder):
+        self.inner = inner
+        self.model_id = inner.model_id
+
+    @property
+    def tokenizer(self) -> Tokenizer:
+        return self.inner.tokenizer
+
+    @property
+    def dim(self) -> int:  # type: ignore[override]
+        return self.inner.dim  # remote back-ends learn it from the first response
+
+    @property
+    def max_tokens(self) -> int:  # type: ignore[override]
+        return self.inner.max_tokens
+
+    @property
+    def truncated(self) -> int:  # type: ignore[override]
+        return self.inner.truncated
+
+    @property
+    def texts_embedded(self) -> int:  # type: ignore[override]
+        return self.inner.texts_embedded
+
+    def embed_tokens(self, text: str) -> tuple[np.ndarray, list[tuple[int, int]]]:
+        return self.inner.embed_tokens(text)
+
+    def close(self) -> None:
+        self.inner.close()
+

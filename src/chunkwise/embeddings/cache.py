@@ -28,7 +28,7 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import ConfigError
-from .base import Embedder, check_texts
+from .base import Embedder, WrappedEmbedder, check_texts
 
 CACHE_DIR_ENV = "CHUNKWISE_CACHE_DIR"
 CACHE_MAX_ENV = "CHUNKWISE_CACHE_MAX_MB"
@@ -268,7 +268,7 @@ class EmbeddingCache:
         return n[0]
 
 
-class CachedEmbedder(Embedder):
+class CachedEmbedder(WrappedEmbedder):
     """Any embedder plus the persistent cache, with the same interface.
 
     Identical texts inside one ``embed`` call are embedded once; texts seen before (in any process that
@@ -277,31 +277,10 @@ class CachedEmbedder(Embedder):
     """
 
     def __init__(self, inner: Embedder, cache: EmbeddingCache):
-        self.inner = inner
+        super().__init__(inner)
         self.cache = cache
-        self.model_id = inner.model_id
         #: the cache namespace: the back-end's ``cache_key`` if it has one (openai adds the endpoint)
         self.cache_key = getattr(inner, "cache_key", None) or inner.model_id
-
-    @property
-    def tokenizer(self):
-        return self.inner.tokenizer
-
-    @property
-    def dim(self) -> int:  # type: ignore[override]
-        return self.inner.dim  # remote back-ends learn it from the first response
-
-    @property
-    def max_tokens(self) -> int:  # type: ignore[override]
-        return self.inner.max_tokens
-
-    @property
-    def truncated(self) -> int:  # type: ignore[override]
-        return self.inner.truncated
-
-    @property
-    def texts_embedded(self) -> int:  # type: ignore[override]
-        return self.inner.texts_embedded
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         texts = check_texts(texts)
@@ -320,12 +299,9 @@ class CachedEmbedder(Embedder):
             vectors.update(fresh)
         return np.stack([vectors[k] for k in keys]).astype(np.float32, copy=False)
 
-    def embed_tokens(self, text: str):
-        return self.inner.embed_tokens(text)
-
     def close(self) -> None:
         self.cache.close()
-        self.inner.close()
+        super().close()
 
     def __repr__(self) -> str:
         return f"CachedEmbedder({self.inner!r}, {str(self.cache.path)!r})"

@@ -23,7 +23,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..document import Chunk, Document
-from ..embeddings.base import Embedder, l2_normalize
+from ..embeddings.base import Embedder, WrappedEmbedder, l2_normalize
 from ..errors import ConfigError
 from ..segmentation.tokens import resolve_tokenizer
 from . import metrics as M
@@ -262,7 +262,7 @@ def _flag(value: Any) -> bool:
 # -- embedding memo -----------------------------------------------------------------------------------
 
 
-class MemoEmbedder(Embedder):
+class MemoEmbedder(WrappedEmbedder):
     """An in-memory memo in front of another embedder: each distinct text goes to it at most once.
 
     Also keeps the wall time spent in the wrapped embedder (``seconds``), so a run can report what
@@ -273,28 +273,13 @@ class MemoEmbedder(Embedder):
     batch = 512
 
     def __init__(self, inner: Embedder, progress: Callable[[str], None] | None = None):
-        self.inner = inner
+        super().__init__(inner)
         self.progress = progress
-        self.model_id = inner.model_id
-        self.dim = inner.dim
-        self.max_tokens = inner.max_tokens
         self._memo: dict[str, np.ndarray] = {}
         self._tokens: dict[str, tuple[np.ndarray, list]] = {}
         self._token_bytes = 0
         self.seconds = 0.0
         self.requested = 0
-
-    @property
-    def tokenizer(self):
-        return self.inner.tokenizer
-
-    @property
-    def truncated(self) -> int:  # type: ignore[override]
-        return self.inner.truncated
-
-    @property
-    def texts_embedded(self) -> int:  # type: ignore[override]
-        return self.inner.texts_embedded
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         texts = list(texts)
