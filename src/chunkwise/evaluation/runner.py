@@ -24,6 +24,7 @@ import numpy as np
 
 from ..document import Chunk, Document
 from ..embeddings.base import Embedder, WrappedEmbedder, l2_normalize
+from ..strategies.units import pooled_vector
 from ..errors import ConfigError
 from ..segmentation.tokens import resolve_tokenizer
 from . import metrics as M
@@ -327,16 +328,6 @@ class MemoEmbedder(WrappedEmbedder):
         return getattr(self.inner, name)
 
 
-def _pooled(chunk: Chunk, dim: int) -> np.ndarray | None:
-    """The chunk's own vector, else the mean of its sentence vectors (re-normalised), else ``None``."""
-    if chunk.vector is not None and np.shape(chunk.vector) == (dim,):
-        return l2_normalize(np.asarray(chunk.vector, dtype=np.float32)[None])[0]
-    sv = chunk.sentence_vectors
-    if sv is not None and len(sv) and np.shape(sv)[-1] == dim:
-        return l2_normalize(np.asarray(sv, dtype=np.float32).mean(axis=0)[None])[0]
-    return None
-
-
 # -- results ------------------------------------------------------------------------------------------
 
 
@@ -509,7 +500,7 @@ class Evaluator:
         out = np.zeros((len(chunks), self.embedder.dim), dtype=np.float32)
         todo = []
         for i, c in enumerate(chunks):
-            pooled = _pooled(c, self.embedder.dim) if spec.vectors == "pool" and not c.context else None
+            pooled = pooled_vector(c, self.embedder.dim) if spec.vectors == "pool" and not c.context else None
             if pooled is None:
                 todo.append(i)
             else:

@@ -34,12 +34,13 @@ from typing import Any, Iterator
 import numpy as np
 
 from ..document import Chunk, Document
-from ..embeddings.base import Embedder, l2_normalize
+from ..embeddings.base import Embedder
 from ..errors import ChunkwiseError, ConfigError, InputError
 from ..store.milvus import (
     DEFAULT_COLLECTION, MAX_VARCHAR, SCHEMA_VERSION, SECTION_SEPARATOR, Marker, MilvusStore, truncate_utf8,
 )
 from ..strategies import Strategy, get_strategy, strategy_class
+from ..strategies.units import pooled_vector
 
 VECTOR_MODES = ("text", "pool")
 #: chunks gathered (over several small documents) before one embedding + write round
@@ -484,7 +485,7 @@ class Index:
                 report.embedded += len(chunks)
             else:
                 for i, c in enumerate(chunks):
-                    pooled = self._pooled(c, embedder.dim) if reuse and not c.context else None
+                    pooled = pooled_vector(c, embedder.dim) if reuse and not c.context else None
                     if pooled is not None:
                         vecs[i] = pooled
                         report.reused += 1
@@ -499,16 +500,6 @@ class Index:
             report.embedded += len(part)
             bars.update("embedding", "chunk", len(part))
         return out
-
-    @staticmethod
-    def _pooled(chunk: Chunk, dim: int) -> np.ndarray | None:
-        """A chunk vector from what the strategy already embedded: its own vector, else its sentences'."""
-        if chunk.vector is not None and np.shape(chunk.vector) == (dim,):
-            return l2_normalize(np.asarray(chunk.vector, dtype=np.float32)[None])[0]
-        sv = chunk.sentence_vectors
-        if sv is not None and len(sv) and np.shape(sv)[-1] == dim:
-            return l2_normalize(np.asarray(sv, dtype=np.float32).mean(axis=0)[None])[0]
-        return None
 
     def _rows(self, doc: Document, chunks: list[Chunk], vecs: np.ndarray, model_id: str) -> list[dict]:
         meta = _jsonable({"document": doc.metadata, "title": doc.title})

@@ -495,6 +495,21 @@ def embed_all(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
     return l2_normalize(np.asarray(embedder.embed(list(texts)), dtype=np.float32))
 
 
+def pooled_vector(chunk: Chunk, dim: int) -> np.ndarray | None:
+    """A chunk vector from what chunking already embedded, or ``None`` when there is nothing to reuse.
+
+    The chunk's own ``vector`` when it has one of width ``dim``, else the re-normalised mean of its
+    ``sentence_vectors`` (kept by the semantic strategies). Indexing and evaluation use it for
+    ``vectors="pool"``, so a semantic chunking is never embedded a second time.
+    """
+    if chunk.vector is not None and np.shape(chunk.vector) == (dim,):
+        return l2_normalize(np.asarray(chunk.vector, dtype=np.float32)[None])[0]
+    sv = chunk.sentence_vectors
+    if sv is not None and len(sv) and np.shape(sv)[-1] == dim:
+        return l2_normalize(np.asarray(sv, dtype=np.float32).mean(axis=0)[None])[0]
+    return None
+
+
 def chunk_vectors(chunks: Sequence[Chunk], mode: str = "embed", embedder: Embedder | str | None = None) -> np.ndarray:
     """One vector per chunk, stored on ``chunk.vector`` and returned as a float32 ``(n, dim)`` array.
 
@@ -548,5 +563,5 @@ def check_number(name: str, value: Any, low: float | None = None, high: float | 
         raise ConfigError(f"{name} must be {kind}{rng}, got {value!r}")
 
 
-__all__ = ["Units", "Decision", "EmbeddingStrategy", "chunk_vectors", "resolve_embedder", "unit_spans",
+__all__ = ["Units", "Decision", "EmbeddingStrategy", "chunk_vectors", "pooled_vector", "resolve_embedder", "unit_spans",
            "split_over_cap", "merge_small", "add_overlap", "DEFAULT_EMBEDDER"]
