@@ -173,7 +173,7 @@ def test_tune_finds_best_and_writes_a_config_chunk_accepts(dataset, tmp_path):
     cfg = result.best_config(dataset="x", embedder=fake.model_id)
     path = tmp_path / "best.json"
     path.write_text(json.dumps(cfg))
-    name, params = load_config(str(path))
+    name, params, _ = load_config(str(path))
     assert name == "fixed" and params["tokenizer"] == "words" and params["max_tokens"] == result.best.params["max_tokens"]
     # the token budget excludes configurations from winning
     small = tune(ev, "fixed", grid, metric="recall@5", fixed={"tokenizer": "words"}, max_tokens_retrieved=20)

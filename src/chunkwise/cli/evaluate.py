@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from ..errors import ConfigError
-from .options import add_chunking_options, parse_params
+from .options import add_chunking_options
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
@@ -153,16 +153,10 @@ def _shared_flags_given(args) -> bool:
 
 
 def _config_file(path: str):
-    """Strategy, params and run options of a ``--config`` JSON file."""
+    """Strategy, params and run options of a ``--config`` JSON file (which must name a strategy)."""
     from .options import load_config
 
-    name, params = load_config(path)
-    run = {}
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-        run = data.get("run") or {}
-    except (OSError, ValueError):  # already reported by load_config
-        pass
+    name, params, run = load_config(path)
     if not name:
         raise ConfigError('the configuration names no "strategy"', source=path)
     return name, params, run
@@ -170,16 +164,10 @@ def _config_file(path: str):
 
 def _shared_spec(args):
     from ..evaluation.runner import spec_from_params
+    from .options import strategy_params_from_args
 
-    name, params, run = None, {}, {}
-    if args.config:
-        name, params, run = _config_file(args.config)
-    name = args.strategy or name or args._default_strategy
-    for flag in ("max_tokens", "min_tokens", "overlap", "tokenizer", "respect_sections"):
-        value = getattr(args, flag, None)
-        if value is not None:
-            params[flag] = value
-    params.update(parse_params(args.param))
+    run = _config_file(args.config)[2] if args.config else {}
+    name, params = strategy_params_from_args(args)
     return spec_from_params(name, params, run=run)
 
 

@@ -51,7 +51,9 @@ def parse_params(items: list[str]) -> dict[str, Any]:
     return params
 
 
-def load_config(path: str) -> tuple[str | None, dict[str, Any]]:
+def load_config(path: str) -> tuple[str | None, dict[str, Any], dict[str, Any]]:
+    """Strategy name, strategy parameters and run options (``vectors``, ``hybrid``, ``late``...) of a
+    ``--config`` JSON file ``{"strategy": ..., "params": {...}, "run": {...}}`` as ``chunkwise tune`` writes."""
     p = Path(path)
     try:
         data = json.loads(p.read_text(encoding="utf-8"))
@@ -59,16 +61,17 @@ def load_config(path: str) -> tuple[str | None, dict[str, Any]]:
         raise ConfigError("configuration file not found", source=path) from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ConfigError(f"not a readable JSON configuration ({exc})", source=path) from None
-    if not isinstance(data, dict) or not isinstance(data.get("params", {}), dict):
+    if (not isinstance(data, dict) or not isinstance(data.get("params", {}), dict)
+            or not isinstance(data.get("run") or {}, dict)):
         raise ConfigError('expected {"strategy": NAME, "params": {...}}', source=path)
-    return data.get("strategy"), dict(data.get("params", {}))
+    return data.get("strategy"), dict(data.get("params", {})), dict(data.get("run") or {})
 
 
 def strategy_params_from_args(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     """The strategy name and its parameters: --config first, then flags and --param override it."""
     name, params = (None, {})
     if getattr(args, "config", None):
-        name, params = load_config(args.config)
+        name, params, _ = load_config(args.config)
     name = args.strategy or name or args._default_strategy
     for flag in ("max_tokens", "min_tokens", "overlap", "tokenizer", "respect_sections"):
         value = getattr(args, flag, None)
