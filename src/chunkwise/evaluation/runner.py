@@ -187,7 +187,8 @@ def parse_value(text: str) -> Any:
 def parse_run_spec(text: str) -> RunSpec:
     """``NAME[:key=value,key=value,...]``, optionally prefixed by ``LABEL=``, e.g.
     ``'rec200=recursive:max_tokens=200,overlap=0,tokenizer=cl100k'``. Values are JSON when they parse
-    (``separators=["\\n\\n","\\n"," ",""]``). Keys ``late``, ``context`` and ``label`` configure the run."""
+    (``separators=["\\n\\n","\\n"," ",""]``). The keys of :data:`RUN_KEYS` (``late``, ``context``,
+    ``hybrid``, ``fusion``...) configure the run."""
     from ..strategies import STRATEGY_NAMES
 
     text = text.strip()
@@ -831,5 +832,5 @@ def evaluate(dataset: Dataset | str, specs: Sequence[RunSpec | str], embedder: E
 
 
 __all__ = ["RunSpec", "RunResult", "EvaluationReport", "Comparison", "Evaluator", "MemoEmbedder", "evaluate",
-           "parse_run_spec", "spec_from_params", "fusion_settings", "fuse_zscore", "zscore", "FUSION_MODES", "split_top_level", "top_indices", "CURVE_NS", "SPAN_NS",
-           "VECTOR_MODES"]
+           "parse_run_spec", "spec_from_params", "fusion_settings", "fuse_zscore", "zscore", "FUSION_MODES",
+           "split_top_level", "top_indices", "CURVE_NS", "SPAN_NS", "VECTOR_MODES"]

@@ -28,12 +28,37 @@ def _at_word_boundary(text: str, pos: int) -> bool:
     return pos <= 0 or pos >= len(text) or text[pos].isspace() or text[pos - 1].isspace()
 
 
-def _as_array(values) -> np.ndarray:
+def _as_array(values):
+    """Offsets with ``searchsorted``, slicing to ``tolist()`` and int indexing (numpy arrays, or ranges)."""
     if isinstance(values, np.ndarray):
         return values
-    if isinstance(values, range):  # the chars tokenizer
-        return np.arange(values.start, values.stop, dtype=np.int64)
+    if isinstance(values, range):  # the chars tokenizer: no need for an array of every position
+        return _Range(values)
     return np.asarray(values, dtype=np.int64)
+
+
+class _Range:
+    """A ``range`` (characters: token ``i`` is ``[base + i, base + i + 1)``) with the numpy calls used here."""
+
+    __slots__ = ("r",)
+
+    def __init__(self, r: range):
+        self.r = r
+
+    def __len__(self) -> int:
+        return len(self.r)
+
+    def __getitem__(self, i):
+        item = self.r[i]
+        return _Range(item) if isinstance(item, range) else item
+
+    def tolist(self) -> list[int]:
+        return list(self.r)
+
+    def searchsorted(self, x: int, side: str = "left") -> int:
+        r = self.r  # step 1, sorted: the index of x, clipped
+        k = x - r.start + (1 if side == "right" else 0)
+        return min(max(k, 0), len(r))
 
 
 class FixedTokenChunker(Strategy):
