@@ -136,3 +136,16 @@ def test_log_files_keep_their_lines(tmp_path):
     p = tmp_path / "app.log"
     p.write_text("\n".join(lines) + "\n")
     assert load(p).text.splitlines() == lines
+
+
+def test_dehyphenation_is_linear_on_a_long_word():
+    """A long run of letters with no hyphen once made the re-join pattern rescan from every position
+    (quadratic: a 5 MB line never finished). Run in a subprocess so a regression fails instead of hanging."""
+    import subprocess
+    import sys
+
+    code = ("from chunkwise.formats.cleaning import dehyphenate_edits\n"
+            "assert dehyphenate_edits('a' * 2_000_000) == []\n"
+            "assert dehyphenate_edits('x' * 500_000 + ' main-\\ntenance office') != []\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr[-2000:]

@@ -205,7 +205,10 @@ def _resolve_overlaps(edits: list[Edit]) -> list[Edit]:
     return out
 
 
-_HYPHENATED = re.compile(r"([^\W\d_]+)-[ \t]*\n[ \t]*([a-z\u00df-\u00ff][^\W\d_]*)([.,;:!?)\]]*)[ \t]*")
+# The look-behind makes a match start only at the beginning of a word: without it a long run of letters
+# with no hyphen is rescanned from every position inside it (quadratic; minutes on a 5 MB line).
+_HYPHENATED = re.compile(r"(?<![^\W\d_])([^\W\d_]+)-[ \t]*\n[ \t]*([a-z\u00df-\u00ff][^\W\d_]*)([.,;:!?)\]]*)[ \t]*")
+_WORD = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)*")
 
 
 def dehyphenate_edits(text: str) -> list[Edit]:
@@ -216,10 +219,12 @@ def dehyphenate_edits(text: str) -> list[Edit]:
     kept ("well-known").
     """
     edits: list[Edit] = []
-    lower = text.lower()
+    words: set[str] | None = None  # every word of the text, built once and only when a match needs it
     for m in _HYPHENATED.finditer(text):
         left, right, punct = m.group(1), m.group(2), m.group(3)
-        keep_hyphen = f"{left}-{right}".lower() in lower and f"{left}{right}".lower() not in lower
+        if words is None:
+            words = set(_WORD.findall(text.lower()))
+        keep_hyphen = f"{left}-{right}".lower() in words and f"{left}{right}".lower() not in words
         word = f"{left}-{right}" if keep_hyphen else f"{left}{right}"
         at_line_end = m.end() == len(text) or text[m.end()] == "\n"
         edits.append((m.start(), m.end(), f"{word}{punct}" + ("" if at_line_end else "\n")))
