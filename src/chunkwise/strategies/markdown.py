@@ -36,9 +36,18 @@ _CODE_BLOCKS = ("fence", "code_block")
 
 @functools.lru_cache(maxsize=1)
 def _parser():
+    """A block-level CommonMark parser (with tables). Inline parsing is switched off: only headings need
+    it (see :func:`_inline_text`), and running it over every paragraph was most of the time on large files."""
     from markdown_it import MarkdownIt
 
-    return MarkdownIt("commonmark").enable("table")
+    return MarkdownIt("commonmark").enable("table").disable("inline")
+
+
+@functools.lru_cache(maxsize=1)
+def _inline_parser():
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark")
 
 
 def _line_starts(text: str) -> list[int]:
@@ -47,10 +56,11 @@ def _line_starts(text: str) -> list[int]:
 
 def _inline_text(token) -> str:
     """Plain text of a heading: emphasis, links and code reduced to their text."""
-    if not token.children:
+    children = token.children or _inline_parser().parseInline(token.content)[0].children
+    if not children:
         return token.content.strip()
     parts = []
-    for child in token.children:
+    for child in children:
         if child.type in ("text", "code_inline", "html_inline"):
             parts.append(child.content)
         elif child.type in ("softbreak", "hardbreak"):
