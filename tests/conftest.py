@@ -16,6 +16,7 @@ import pytest
 
 from chunkwise.embeddings.base import Embedder, l2_normalize
 from chunkwise.segmentation.tokens import get_tokenizer
+from chunkwise.strategies.base import Strategy
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
@@ -59,6 +60,20 @@ class FakeEmbedder(Embedder):
         if not spans:
             return np.zeros((0, self.dim), dtype=np.float32), []
         return l2_normalize(np.stack([self._vec(text[a:b]) for a, b in spans])), spans
+
+
+class Paragraphs(Strategy):
+    """A test strategy with predictable chunks: one per blank-line-separated paragraph."""
+
+    name = "paragraphs"
+
+    def split(self, doc, start, end, tokenizer):
+        out, pos = [], start
+        for para in doc.text[start:end].split("\n\n"):
+            a = doc.text.index(para, pos)
+            pos = a + len(para)
+            out.append((a, pos))
+        return out
 
 
 @pytest.fixture

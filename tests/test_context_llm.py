@@ -13,7 +13,7 @@ from chunkwise.context import contextualize
 from chunkwise.context.llm import ContextWarning, LLMContextualizer
 from chunkwise.document import Document
 from chunkwise.errors import ConfigError
-from chunkwise.strategies.base import Strategy
+from conftest import Paragraphs
 
 REPORT = """Harbor Lights Ltd. annual report 2024.
 
@@ -22,18 +22,6 @@ Revenue rose 12 percent to 48 million euros, driven by the new ferry routes.
 The company opened two terminals in Rotterdam and hired 140 people.
 
 It expects margins to improve next year as fuel contracts are renegotiated."""
-
-
-class Paragraphs(Strategy):
-    name = "paragraphs"
-
-    def split(self, doc, start, end, tokenizer):
-        out, pos = [], start
-        for para in doc.text[start:end].split("\n\n"):
-            a = doc.text.index(para, pos)
-            pos = a + len(para)
-            out.append((a, pos))
-        return out
 
 
 class FakeLLM:
