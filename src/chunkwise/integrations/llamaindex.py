@@ -1,0 +1,73 @@
+"""chunkwise as a LlamaIndex ``NodeParser`` (extra ``llamaindex``).
+
+>>> from chunkwise.integrations.llamaindex import ChunkwiseNodeParser
+>>> parser = ChunkwiseNodeParser.from_strategy("markdown", max_tokens=300)
+>>> nodes = parser.get_nodes_from_documents(documents)     # or inside an IngestionPipeline
+
+Each node's ``start_char_idx``/``end_char_idx`` are the chunk's exact offsets into its document's text
+(LlamaIndex's base class re-derives them with ``str.find``, which can land on an earlier copy of a repeated
+passage; this parser puts the exact ones back). Nodes link to their source document and to their
+previous/next neighbours; chunkwise's fields are in the metadata but excluded from the text that is embedded
+or shown to an LLM.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ..strategies import Strategy
+from ._shared import build_strategy, chunk_metadata, chunks_of, require
+
+_core = require("llama_index.core.node_parser", "llamaindex", "the LlamaIndex adapter")
+_schema = require("llama_index.core.schema", "llamaindex", "the LlamaIndex adapter")
+_pyd = require("llama_index.core.bridge.pydantic", "llamaindex", "the LlamaIndex adapter")
+
+#: the chunkwise metadata keys kept out of the embedded and LLM-visible text
+_CHUNKWISE_KEYS = ("id", "doc_id", "source", "index", "start", "end", "token_count", "page_start", "page_end",
+                   "section", "strategy", "start_time", "end_time", "speakers")
+
+
+class ChunkwiseNodeParser(_core.NodeParser):
+    """A LlamaIndex ``NodeParser`` whose cuts are a chunkwise strategy's (``strategy`` name + ``params``)."""
+
+    strategy: str = _pyd.Field(default="recursive", description="chunkwise strategy name")
+    params: dict = _pyd.Field(default_factory=dict, description="the strategy's parameters")
+    _strategy: Any = _pyd.PrivateAttr(default=None)
+
+    @classmethod
+    def from_strategy(cls, strategy: str | Strategy = "recursive", **params: Any) -> "ChunkwiseNodeParser":
+        strat = build_strategy(strategy, params)
+        parser = cls(strategy=strat.name, params={k: v for k, v in strat.get_params().items()
+                                                   if isinstance(v, (str, int, float, bool, type(None)))})
+        parser._strategy = strat
+        return parser
+
+    def _get_strategy(self) -> Strategy:
+        if self._strategy is None:
+            self._strategy = build_strategy(self.strategy, dict(self.params))
+        return self._strategy
+
+    def _parse_nodes(self, nodes: Sequence, show_progress: bool = False, **kwargs: Any) -> list:
+        strat = self._get_strategy()
+        out = []
+        for node in nodes:
+            text = node.get_content(metadata_mode=_schema.MetadataMode.NONE)
+            source = node.metadata.get("file_path") or node.node_id
+            for c in chunks_of(strat, text, source):
+                meta = {**node.metadata, **chunk_metadata(c)} if self.include_metadata else chunk_metadata(c)
+                child = _schema.TextNode(
+                    id_=c.id, text=c.text, start_char_idx=c.start, end_char_idx=c.end, metadata=meta,
+                    excluded_embed_metadata_keys=[*node.excluded_embed_metadata_keys, *_CHUNKWISE_KEYS],
+                    excluded_llm_metadata_keys=[*node.excluded_llm_metadata_keys, *_CHUNKWISE_KEYS],
+                    relationships={_schema.NodeRelationship.SOURCE: node.as_related_node_info()},
+                )
+                out.append(child)
+        return out
+
+    def _postprocess_parsed_nodes(self, nodes: list, parent_doc_map: dict) -> list:
+        """The base class's relationships and metadata merge, then the exact offsets put back."""
+        exact = [(n.start_char_idx, n.end_char_idx) for n in nodes]
+        nodes = super()._postprocess_parsed_nodes(nodes, parent_doc_map)
+        for n, (a, b) in zip(nodes, exact):
+            n.start_char_idx, n.end_char_idx = a, b
+        return nodes
