@@ -86,12 +86,17 @@ def input_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def register(subparsers) -> None:
+    import textwrap
+
     from .options import add_chunking_options
+    from .strategies import strategies_epilog
 
     p = subparsers.add_parser(
         "chunk", help="chunk files, folders or stdin; print JSONL or a table",
-        description="Chunk documents (text, Markdown, HTML, PDF, WebVTT, SRT; folders recursively; - for "
-                    "stdin) and write one JSON object per chunk, or a table for reading.",
+        description=textwrap.fill(
+            "Chunk documents (text, Markdown, HTML, PDF, WebVTT, SRT; folders recursively; - for "
+            "stdin) and write one JSON object per chunk, or a table for reading.", width=100),
+        epilog=strategies_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="files, folders, or - for standard input")
     add_chunking_options(p)

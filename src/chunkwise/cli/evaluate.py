@@ -178,9 +178,12 @@ def _specs(args):
     if not args.runs or _shared_flags_given(args):
         specs.append(_shared_spec(args))
     for text in args.runs:
-        if text.endswith(".json") and Path(text).is_file():
-            name, params, run = _config_file(text)
-            specs.append(spec_from_params(name, params, label=Path(text).stem, run=run))
+        label, sep, path = text.partition("=")
+        if not sep or ":" in label:  # no LABEL= prefix (a spec's own key=value lies after its ':')
+            label, path = "", text
+        if path.strip().endswith(".json"):  # FILE.json or LABEL=FILE.json, read like --config
+            name, params, run = _config_file(path.strip())
+            specs.append(spec_from_params(name, params, label=label.strip() or Path(path.strip()).stem, run=run))
         else:
             specs.append(parse_run_spec(text))
     for s in specs:

@@ -29,10 +29,25 @@ DEFAULT_EMBEDDER = "minilm"
 EMBEDDER_ENV = "CHUNKWISE_EMBEDDER"
 
 
+def _check_kwargs(name: str, factory, kw: dict[str, Any], given: tuple[str, ...] = ()) -> None:
+    """Unknown keyword arguments are a ConfigError naming the valid ones, as for strategies."""
+    import inspect
+
+    params = inspect.signature(factory).parameters
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return
+    valid = [n for n, p in params.items() if n not in ("self", "cls", *given)
+             and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    unknown = sorted(set(kw) - set(valid))
+    if unknown:
+        raise ConfigError(f"embedder {name!r} has no parameter {', '.join(unknown)}; valid: {', '.join(valid)}")
+
+
 def _backend(name: str, base_url: str | None, api_key_env: str, cache_dir, kw: dict[str, Any]) -> Embedder:
     if name == "minilm":
         from .minilm import MiniLMEmbedder
 
+        _check_kwargs(name, MiniLMEmbedder.__init__, kw)
         return MiniLMEmbedder(**kw)
     if name == "minilm-torch":
         from .sentence_transformers import SentenceTransformerEmbedder, local_minilm_dir
@@ -40,18 +55,23 @@ def _backend(name: str, base_url: str | None, api_key_env: str, cache_dir, kw: d
         # the same 512-position window as ``minilm``, so the two are interchangeable (sentence-transformers'
         # own default for this model is 256; pass max_seq_length=256 for that)
         kw.setdefault("max_seq_length", 512)
+        _check_kwargs(name, SentenceTransformerEmbedder.__init__, kw, ("name_or_path", "model_id"))
         return SentenceTransformerEmbedder(local_minilm_dir(), model_id="minilm-torch", **kw)
     if name.startswith("st:") and len(name) > 3:
         from .sentence_transformers import SentenceTransformerEmbedder
 
+        _check_kwargs(name, SentenceTransformerEmbedder.__init__, kw, ("name_or_path",))
         return SentenceTransformerEmbedder(name[3:], **kw)
     if name == "static":
         from .static import StaticEmbedder
 
+        _check_kwargs(name, StaticEmbedder.__init__, {k: v for k, v in kw.items() if k not in ("name", "path")},
+                      ("path",))
         return StaticEmbedder.load(cache_dir=cache_dir, **kw)
     if name.startswith("openai:") and len(name) > 7:
         from .openai import OpenAIEmbedder
 
+        _check_kwargs(name, OpenAIEmbedder.__init__, kw, ("model", "base_url", "api_key_env"))
         return OpenAIEmbedder(name[7:], base_url=base_url, api_key_env=api_key_env, **kw)
     raise ConfigError(f"unknown embedder {name!r}; choose one of {', '.join(EMBEDDER_NAMES)}")
 

@@ -310,21 +310,25 @@ def format_html(report: EvaluationReport, title: str = "chunkwise evaluation") -
 
 
 def format_leaderboard(result, k: int) -> str:
-    """The ``tune`` leaderboard as a terminal table."""
-    headers = ["#", "parameters", result.metric, "Recall@5", "IoU@5", "nDCG@10", f"tok retrieved@{k}", "chunks", "s"]
+    """The ``tune`` leaderboard as a terminal table: the tuned metric first, then the usual context
+    columns, each metric once (the tuned one is not repeated under another spelling)."""
+    titles = dict(MAIN_COLUMNS + EXTRA_COLUMNS)
+    context = [m for m in ("recall@5", "iou@5", "ndcg@10") if m != result.metric]
+    headers = ["#", "parameters", titles.get(result.metric, result.metric), *(titles[m] for m in context),
+               f"tok retrieved@{k}", "chunks", "s"]
     rows = []
     rank = 0
     for row in result.rows:
         params = " ".join(f"{a}={json.dumps(b) if not isinstance(b, str) else b}"
                           for a, b in row.params.items() if a not in result.fixed)
         if row.result is None:
-            rows.append(["-", params or "(defaults)", "error", "", "", "", "", "", (row.error or "")[:60]])
+            rows.append(["-", params or "(defaults)", "error", *([""] * (len(headers) - 4)), (row.error or "")[:60]])
             continue
         rank += 1
         s = row.result.scores
         mark = " *" if row is result.best else (" (over budget)" if row.over_budget else
                                                  f" (fails {', '.join(row.failed)})" if row.failed else "")
-        rows.append([f"{rank}{mark}", params or "(defaults)", fmt(result.metric, row.score), fmt("recall@5", s["recall@5"]),
-                     fmt("iou@5", s["iou@5"]), fmt("ndcg@10", s["ndcg@10"]), f"{s[f'tokens_retrieved@{k}']:.0f}",
+        rows.append([f"{rank}{mark}", params or "(defaults)", fmt(result.metric, row.score),
+                     *(fmt(m, s[m]) for m in context), f"{s[f'tokens_retrieved@{k}']:.0f}",
                      str(row.result.stats["chunks"]), f"{row.result.stats['seconds']:.1f}"])
     return _table(headers, rows)

@@ -116,6 +116,8 @@ class Strategy:
         rs = self.respect_sections
         if rs is not None and (not isinstance(rs, int) or rs < 1):
             raise ConfigError(f"respect_sections must be a heading level >= 1, got {rs!r}")
+        if isinstance(self.tokenizer, str):  # an unknown name is a configuration error, found before any input
+            resolve_tokenizer(self.tokenizer)
 
     def chunk(self, doc: Document | str) -> list[Chunk]:
         """Cut ``doc`` into chunks (a plain string is wrapped in a :class:`Document`)."""

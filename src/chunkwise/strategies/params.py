@@ -1,0 +1,63 @@
+"""What each strategy parameter means, written once: ``chunkwise strategies`` and ``chunk --help`` show it.
+
+Parameter *names* are shared across strategies (``max_tokens`` is the chunk cap everywhere), so their
+meanings are a single table rather than per-class docstrings that could drift apart. Defaults are read
+from the constructors, so they cannot drift either. A strategy that adds a parameter adds its line here;
+``tests/test_strategy_params.py`` fails until it does.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Any
+
+PARAM_HELP: dict[str, str] = {
+    # shared by every strategy
+    "max_tokens": "hard cap on every chunk, counted with `tokenizer`",
+    "min_tokens": "merge chunks smaller than this into a neighbour where the cap allows",
+    "overlap": "tokens repeated between consecutive chunks (whole sentences for sentence packing)",
+    "tokenizer": "what a token is: minilm (the embedding model's), cl100k, chars, words or hf:PATH",
+    "respect_sections": "never let a chunk cross a heading of this level or higher (1 = `#`)",
+    # the semantic strategies
+    "embedder": "embedding back-end that places the cuts (minilm, static, st:PATH, openai:MODEL, ...)",
+    "penalty": "cost of each extra chunk in the cohesion objective: higher gives fewer, larger chunks",
+    "buffer_size": "neighbouring sentences on each side pooled into a sentence's window",
+    "threshold_type": "breakpoint rule: percentile, standard_deviation, interquartile, gradient, absolute",
+    "threshold_amount": "the rule's amount (default per type: 95, 3, 1.5, 95, 0.25)",
+    "n_chunks": "ask for this many chunks per region instead of a threshold",
+    "avg_tokens": "ask for this mean chunk size instead of a threshold (measured after the cap)",
+    "window": "pool (window vectors pooled from sentence vectors) or text (windows embedded, LangChain parity)",
+    "fixed_threshold": "similarity floor every join must beat (Max-Min)",
+    "c": "scale of the size-adjusted minimum similarity (Max-Min)",
+    "init_constant": "multiplier of the first pair's similarity when a chunk has one sentence (Max-Min)",
+    # classic strategies
+    "separators": "prose, markdown, code, or a list of literal separators, coarsest first",
+    "keep_separator": "end (separator stays with the piece before it) or start (with the piece after)",
+    "sentence_backend": "sentence segmenter: chunkwise, pysbd or blingfire",
+    "language": "language hint for sentence splitting (en, de, es, fr, it, nl, pt, zh, ja, ...)",
+}
+
+
+@dataclass(frozen=True)
+class ParamDoc:
+    """One constructor parameter of a strategy: its name, default and meaning."""
+
+    name: str
+    default: Any
+    help: str
+
+
+def describe(cls: type) -> list[ParamDoc]:
+    """The parameters of a strategy class, shared ones first, with defaults from its constructors."""
+    defaults: dict[str, Any] = {}
+    for klass in reversed(cls.__mro__):  # subclasses override their bases' defaults
+        if "__init__" in vars(klass) and klass is not object:
+            for p in inspect.signature(klass.__init__).parameters.values():
+                if p.default is not inspect.Parameter.empty:
+                    defaults[p.name] = p.default
+    return [ParamDoc(n, defaults.get(n), PARAM_HELP.get(n, "")) for n in cls.param_names()]
+
+
+def format_default(value: Any) -> str:
+    return "-" if value is None else str(value)
