@@ -93,7 +93,14 @@ def register(subparsers) -> None:
     s.add_argument("-k", type=int, default=5, help="number of chunks to return (default 5)")
     s.add_argument("--filter", default=None, metavar="EXPR",
                    help="Milvus boolean expression, e.g. 'source like \"%%manual%%\" and page_start >= 3'")
-    s.add_argument("--hybrid", action="store_true", help="fuse BM25 and vector rankings (RRF)")
+    s.add_argument("--hybrid", action="store_true", help="fuse BM25 and vector rankings")
+    s.add_argument("--fusion", choices=("rrf", "zscore"), default=None,
+                   help="with --hybrid: rrf (reciprocal rank fusion; default) or zscore (per-query z-scores, "
+                        "--dense-weight x vector + rest x BM25, as `eval`/`tune` --fusion zscore)")
+    s.add_argument("--dense-weight", type=float, default=None, metavar="W",
+                   help="weight of the vector scores in zscore fusion (default 0.7)")
+    s.add_argument("--config", default=None, metavar="FILE",
+                   help="take hybrid, fusion and dense_weight from a configuration written by `chunkwise tune`")
     s.add_argument("--format", choices=("table", "jsonl"), default="table", help="output format")
     s.add_argument("--max-chars", type=int, default=400, metavar="N",
                    help="table format: cut each text at N characters (0 = whole text; default 400)")
@@ -169,6 +176,20 @@ def _format_table(results, max_chars: int) -> str:
     return "\n".join(lines).rstrip("\n")
 
 
+def _retrieval_settings(args: argparse.Namespace) -> tuple[bool, dict]:
+    """``hybrid`` and the fusion keywords: a ``--config`` file's run settings, overridden by the flags."""
+    from ..retrieval.fusion import DENSE_WEIGHT
+    from .options import load_config
+
+    run: dict = load_config(args.config)[2] if args.config else {}
+    hybrid = bool(args.hybrid or run.get("hybrid", False))
+    fusion = args.fusion or run.get("fusion") or "rrf"
+    weight = args.dense_weight if args.dense_weight is not None else run.get("dense_weight", DENSE_WEIGHT)
+    if not hybrid and (args.fusion or args.dense_weight is not None):
+        raise ConfigError("--fusion and --dense-weight apply to hybrid search: add --hybrid")
+    return hybrid, ({"fusion": fusion, "dense_weight": weight} if hybrid else {})
+
+
 def run_search(args: argparse.Namespace) -> int:
     if not args.query.strip():
         raise InputError("the query is empty")
@@ -176,8 +197,9 @@ def run_search(args: argparse.Namespace) -> int:
         raise ConfigError(f"-k must be >= 1, got {args.k}")
     if args.max_chars < 0:
         raise ConfigError(f"--max-chars must be >= 0, got {args.max_chars}")
+    hybrid, fusion = _retrieval_settings(args)
     with open_index(args) as index:
-        results = index.search(args.query, k=args.k, filter=args.filter, hybrid=args.hybrid)
+        results = index.search(args.query, k=args.k, filter=args.filter, hybrid=hybrid, **fusion)
     if args.format == "jsonl":
         for r in results:
             sys.stdout.write(json.dumps(r.to_dict(), ensure_ascii=False) + "\n")

@@ -22,6 +22,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..retrieval.fusion import DENSE_WEIGHT, FUSION_MODES, RRF_K, fuse_zscore, reciprocal_rank_fusion, zscore
+
 from ..document import Chunk, Document
 from ..embeddings.base import Embedder, WrappedEmbedder, l2_normalize
 from ..strategies.units import pooled_vector
@@ -46,14 +48,10 @@ VECTOR_MODES = ("text", "pool")
 
 #: candidates taken from each ranking before reciprocal rank fusion (hybrid runs)
 HYBRID_CANDIDATES = 100
-#: how a hybrid run fuses the vector and BM25 rankings: reciprocal rank fusion (``search --hybrid``), or a
-#: convex combination of per-query z-normalised scores (Bruch et al., "An Analysis of Fusion Functions for
-#: Hybrid Retrieval", 2023)
-FUSION_MODES = ("rrf", "zscore")
-#: the RRF constant of Cormack et al. (as :data:`chunkwise.retrieval.hybrid.RRF_K`)
-DEFAULT_RRF_K = 60
-#: weight of the vector scores in ``fusion=zscore`` (BM25 gets ``1 - dense_weight``)
-DEFAULT_DENSE_WEIGHT = 0.7
+#: how a hybrid run fuses the vector and BM25 rankings, the RRF constant and the z-score weight: the same
+#: definitions as ``chunkwise search`` (:mod:`chunkwise.retrieval.fusion`)
+DEFAULT_RRF_K = RRF_K
+DEFAULT_DENSE_WEIGHT = DENSE_WEIGHT
 
 
 def top_indices(sims: np.ndarray, n: int) -> np.ndarray:
@@ -708,7 +706,6 @@ class Evaluator:
         """Top chunks by reciprocal rank fusion (constant ``rrf_k``) of the dense ranking and BM25 over
         ``embed_text`` (what the index's ``hybrid=True`` search does), each ranking cut at
         :data:`HYBRID_CANDIDATES`."""
-        RRF_K = rrf_k
         n_chunks = len(chunks)
         cand = min(n_chunks, max(HYBRID_CANDIDATES, top_n))
         dense = top_indices(sims, cand)
@@ -716,23 +713,16 @@ class Evaluator:
         import bm25s
         order = np.zeros((len(sims), top_n), dtype=np.int64)
         for qi, q in enumerate(self.dataset.queries):
-            fused: dict[int, float] = {}
-            for rank, i in enumerate(dense[qi].tolist(), 1):
-                fused[i] = 1.0 / (RRF_K + rank)
+            bm25_ranking: list[int] = []
             toks = bm25s.tokenize([q.text], stopwords="en", show_progress=False, return_ids=False)
             if toks and toks[0]:
                 try:
                     ids, scores = retriever.retrieve(toks, k=cand, show_progress=False)
                 except (ValueError, KeyError):  # no query token in the vocabulary
                     ids, scores = np.zeros((1, 0), dtype=np.int64), np.zeros((1, 0))
-                rank = 0
-                for i, sc in zip(ids[0].tolist(), scores[0].tolist()):
-                    if sc <= 0:
-                        continue
-                    rank += 1
-                    fused[int(i)] = fused.get(int(i), 0.0) + 1.0 / (RRF_K + rank)
-            seen = {i: n for n, i in enumerate(fused)}
-            best = sorted(fused, key=lambda i: (-fused[i], seen[i]))[:top_n]
+                bm25_ranking = [int(i) for i, sc in zip(ids[0].tolist(), scores[0].tolist()) if sc > 0]
+            fused = dict(reciprocal_rank_fusion([dense[qi].tolist(), bm25_ranking], k=rrf_k))
+            best = list(fused)[:top_n]
             if len(best) < top_n:  # pad with the next dense hits (only when BM25 and dense agree a lot)
                 rest = [i for i in top_indices(sims[qi:qi + 1], min(n_chunks, 2 * top_n + cand))[0].tolist()
                         if i not in fused]
@@ -797,19 +787,6 @@ class Evaluator:
             problems=list(self.dataset.problems),
             seconds=time.perf_counter() - t0,
         )
-
-
-def zscore(scores: np.ndarray) -> np.ndarray:
-    """Each row minus its mean, divided by its standard deviation (rows with no spread become 0)."""
-    scores = np.asarray(scores, dtype=np.float64)
-    mu = scores.mean(axis=1, keepdims=True)
-    sd = scores.std(axis=1, keepdims=True)
-    return np.divide(scores - mu, sd, out=np.zeros_like(scores), where=sd > 1e-12)
-
-
-def fuse_zscore(dense: np.ndarray, sparse: np.ndarray, dense_weight: float = DEFAULT_DENSE_WEIGHT) -> np.ndarray:
-    """Convex combination of row-wise z-normalised dense and sparse (BM25) scores, shape (queries, items)."""
-    return (dense_weight * zscore(dense) + (1.0 - dense_weight) * zscore(sparse)).astype(np.float32)
 
 
 def evaluate(dataset: Dataset | str, specs: Sequence[RunSpec | str], embedder: Embedder | str | None = None,

@@ -1,9 +1,4 @@
-"""Hybrid retrieval: BM25 and vector rankings fused by reciprocal rank fusion (RRF).
-
-Why RRF: BM25 scores and cosine similarities live on unrelated scales (Milvus even reports BM25 as a
-negative distance), so adding or averaging them needs per-corpus tuning. RRF (Cormack, Clarke & Büttcher,
-2009) uses ranks only: ``score(d) = sum over rankings of 1 / (k + rank(d))`` with ``k = 60``. A chunk that
-both retrievers like rises to the top; one that only one of them finds still appears.
+"""Hybrid retrieval: the BM25 side (the fusion of the two rankings is in :mod:`.fusion`).
 
 BM25 itself comes from Milvus (a BM25 function over ``indexed_text``) wherever the store supports it. For a
 Milvus server without BM25 functions, :class:`BM25Fallback` builds a ``bm25s`` index from the stored texts
@@ -16,32 +11,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-#: the constant of Cormack et al.; larger values flatten the difference between ranks
-RRF_K = 60
-
-
-def reciprocal_rank_fusion(rankings: Sequence[Sequence[str]], k: int = RRF_K,
-                           weights: Sequence[float] | None = None) -> list[tuple[str, float]]:
-    """Fuse ranked id lists (best first) into one ``[(id, score)]`` list, best first.
-
-    Ties keep the order in which ids were first seen (the first ranking wins), so the result is
-    deterministic.
-    """
-    if k < 0:
-        raise ValueError("k must be >= 0")
-    weights = list(weights) if weights is not None else [1.0] * len(rankings)
-    if len(weights) != len(rankings):
-        raise ValueError("one weight per ranking")
-    scores: dict[str, float] = {}
-    for ranking, w in zip(rankings, weights):
-        seen: set[str] = set()
-        for rank, doc in enumerate(ranking, start=1):
-            if doc in seen:  # a duplicate within one ranking counts once, at its best rank
-                continue
-            seen.add(doc)
-            scores[doc] = scores.get(doc, 0.0) + w / (k + rank)
-    order = {doc: i for i, doc in enumerate(scores)}
-    return sorted(scores.items(), key=lambda item: (-item[1], order[item[0]]))
+from .fusion import RRF_K, reciprocal_rank_fusion  # noqa: F401  (re-exported: the public names)
 
 
 class BM25Fallback:

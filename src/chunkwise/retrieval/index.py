@@ -41,6 +41,7 @@ from ..store.milvus import (
 )
 from ..strategies import Strategy, get_strategy, strategy_class
 from ..strategies.units import pooled_vector
+from .fusion import DENSE_WEIGHT, check_fusion, fuse_candidates_zscore, reciprocal_rank_fusion
 
 VECTOR_MODES = ("text", "pool")
 #: chunks gathered (over several small documents) before one embedding + write round
@@ -169,6 +170,15 @@ class _Progress:
         for bar in self.bars.values():
             bar.close()
         self.bars.clear()
+
+
+def _as_scores(hits: list[dict]) -> dict[str, float]:
+    """``id -> score`` (higher is better) from hits ranked best first. Milvus Lite reports BM25 as a
+    negative distance (more negative is better) where a server may report the score itself: the ranking
+    order tells which."""
+    values = [float(h["distance"]) for h in hits]
+    flip = values[0] < values[-1] if len(values) > 1 else bool(values and values[0] < 0)
+    return {h["id"]: (-v if flip else v) for h, v in zip(hits, values)}
 
 
 class Index:
@@ -603,11 +613,14 @@ class Index:
         self._bm25 = None
         return self.store.delete_documents(ids)
 
-    def search(self, query: str, k: int = 5, filter: str | None = None, hybrid: bool = False) -> list[SearchResult]:
-        """The ``k`` best chunks for ``query``: by cosine similarity, or BM25 and vectors fused by RRF.
+    def search(self, query: str, k: int = 5, filter: str | None = None, hybrid: bool = False,
+               fusion: str = "rrf", dense_weight: float = DENSE_WEIGHT) -> list[SearchResult]:
+        """The ``k`` best chunks for ``query``: by cosine similarity, or BM25 and vectors fused.
 
         ``filter`` is a Milvus boolean expression over the stored fields, e.g.
-        ``'source like "%manual%" and page_start >= 3'``.
+        ``'source like "%manual%" and page_start >= 3'``. With ``hybrid=True``, ``fusion`` is ``"rrf"``
+        (reciprocal rank fusion) or ``"zscore"`` (``dense_weight * z(vector) + (1 - dense_weight) * z(BM25)``
+        over the candidates of both sides; see :mod:`chunkwise.retrieval.fusion`).
         """
         if not isinstance(query, str) or not query.strip():
             raise InputError("the query is empty")
@@ -615,6 +628,7 @@ class Index:
             raise ConfigError(f"k must be an integer >= 1, got {k!r}")
         if filter is not None and not isinstance(filter, str):
             raise ConfigError("filter must be a string (a Milvus boolean expression)")
+        check_fusion(fusion, dense_weight)
         filter = filter.strip() if filter else None
         config = self._open_existing()
         embedder = self.embedder(config)
@@ -623,20 +637,21 @@ class Index:
             hits = self.store.search_vector(qvec, k, filter)
             return [SearchResult.from_entity(r, h["distance"], h["entity"], vector_rank=r)
                     for r, h in enumerate(hits, start=1)]
-        from .hybrid import reciprocal_rank_fusion
-
         # Both rankings go deeper than k so fusion can promote a chunk that is, say, 12th by vectors and
-        # 2nd by BM25; only ids travel until the final k are known.
+        # 2nd by BM25; only ids and scores travel until the final k are known.
         depth = max(50, 4 * k)
-        vector_ids = [h["id"] for h in self.store.search_vector(qvec, depth, filter, fields=["id"])]
+        vector_hits = {h["id"]: float(h["distance"]) for h in self.store.search_vector(qvec, depth, filter, fields=["id"])}
         if self.store.bm25_builtin:
-            bm25_ids = [h["id"] for h in self.store.search_bm25(query, depth, filter, fields=["id"])]
+            bm25_hits = _as_scores(self.store.search_bm25(query, depth, filter, fields=["id"]))
         else:
-            bm25_ids = [i for i, _ in self._bm25_fallback(query, depth, filter)]
-        fused = reciprocal_rank_fusion([vector_ids, bm25_ids])[:k]
+            bm25_hits = dict(self._bm25_fallback(query, depth, filter))
+        if fusion == "zscore":
+            fused = fuse_candidates_zscore(vector_hits, bm25_hits, dense_weight)[:k]
+        else:
+            fused = reciprocal_rank_fusion([list(vector_hits), list(bm25_hits)])[:k]
         entities = {e["id"]: e for e in self.store.fetch([i for i, _ in fused])}
-        vrank = {i: n for n, i in enumerate(vector_ids, start=1)}
-        brank = {i: n for n, i in enumerate(bm25_ids, start=1)}
+        vrank = {i: n for n, i in enumerate(vector_hits, start=1)}
+        brank = {i: n for n, i in enumerate(bm25_hits, start=1)}
         return [SearchResult.from_entity(r, s, entities[i], vector_rank=vrank.get(i), bm25_rank=brank.get(i))
                 for r, (i, s) in enumerate(fused, start=1) if i in entities]
 

@@ -1,0 +1,96 @@
+"""Fusing a vector ranking with a BM25 ranking: reciprocal rank fusion and z-score fusion, written once.
+
+Both ``Index.search(hybrid=True)`` and evaluation use these functions, so what ``chunkwise eval`` measures
+is what ``chunkwise search`` does.
+
+- **RRF** (Cormack, Clarke & Büttcher, 2009) uses ranks only: ``score(d) = sum 1 / (k + rank(d))``, ``k =
+  60``. BM25 scores and cosine similarities live on unrelated scales, and ranks need no calibration.
+- **z-score** (Bruch et al., "An Analysis of Fusion Functions for Hybrid Retrieval", 2023): each retriever's
+  scores are z-normalised per query and combined as ``w * dense + (1 - w) * bm25``. Unlike RRF it keeps how
+  far apart the scores are, so a chunk far ahead in one ranking is not pulled level with the runner-up; it
+  measured 2-4 recall points better on Chroma's evaluation (docs/evaluation.md).
+
+Evaluation z-normalises over *all* chunks; a vector database returns only the top candidates of each side,
+so :func:`fuse_candidates_zscore` normalises over the union of the candidates, giving a candidate that one
+side did not return that side's lowest candidate score (it ranked below every returned one).
+"""
+
+from __future__ import annotations
+
+from typing import Hashable, Mapping, Sequence, TypeVar
+
+import numpy as np
+
+#: how hybrid retrieval fuses the two rankings
+FUSION_MODES = ("rrf", "zscore")
+#: the constant of Cormack et al.; larger values flatten the difference between ranks
+RRF_K = 60
+#: weight of the vector scores in z-score fusion (BM25 gets ``1 - DENSE_WEIGHT``)
+DENSE_WEIGHT = 0.7
+
+K = TypeVar("K", bound=Hashable)
+
+
+def reciprocal_rank_fusion(rankings: Sequence[Sequence[K]], k: int = RRF_K,
+                           weights: Sequence[float] | None = None) -> list[tuple[K, float]]:
+    """Fuse ranked id lists (best first) into one ``[(id, score)]`` list, best first.
+
+    Ties keep the order in which ids were first seen (the first ranking wins), so the result is
+    deterministic.
+    """
+    if k < 0:
+        raise ValueError("k must be >= 0")
+    weights = list(weights) if weights is not None else [1.0] * len(rankings)
+    if len(weights) != len(rankings):
+        raise ValueError("one weight per ranking")
+    scores: dict[K, float] = {}
+    for ranking, w in zip(rankings, weights):
+        seen: set[K] = set()
+        for rank, doc in enumerate(ranking, start=1):
+            if doc in seen:  # a duplicate within one ranking counts once, at its best rank
+                continue
+            seen.add(doc)
+            scores[doc] = scores.get(doc, 0.0) + w / (k + rank)
+    order = {doc: i for i, doc in enumerate(scores)}
+    return sorted(scores.items(), key=lambda item: (-item[1], order[item[0]]))
+
+
+def zscore(scores: np.ndarray) -> np.ndarray:
+    """Each row minus its mean, divided by its standard deviation (rows with no spread become 0)."""
+    scores = np.asarray(scores, dtype=np.float64)
+    mu = scores.mean(axis=1, keepdims=True)
+    sd = scores.std(axis=1, keepdims=True)
+    return np.divide(scores - mu, sd, out=np.zeros_like(scores), where=sd > 1e-12)
+
+
+def fuse_zscore(dense: np.ndarray, sparse: np.ndarray, dense_weight: float = DENSE_WEIGHT) -> np.ndarray:
+    """Convex combination of row-wise z-normalised dense and sparse (BM25) scores, shape (queries, items)."""
+    return (dense_weight * zscore(dense) + (1.0 - dense_weight) * zscore(sparse)).astype(np.float32)
+
+
+def fuse_candidates_zscore(dense: Mapping[K, float], sparse: Mapping[K, float],
+                           dense_weight: float = DENSE_WEIGHT) -> list[tuple[K, float]]:
+    """z-score fusion over the union of two candidate sets (``id -> score``), best first.
+
+    An id missing from one side gets that side's lowest returned score; ties keep dense order first.
+    """
+    ids = list(dict.fromkeys([*dense, *sparse]))
+    if not ids:
+        return []
+    d_floor = min(dense.values()) if dense else 0.0
+    s_floor = min(sparse.values()) if sparse else 0.0
+    d = np.array([[dense.get(i, d_floor) for i in ids]])
+    s = np.array([[sparse.get(i, s_floor) for i in ids]])
+    fused = fuse_zscore(d, s, dense_weight)[0]
+    order = {doc: n for n, doc in enumerate(ids)}
+    return sorted(zip(ids, fused.tolist()), key=lambda item: (-item[1], order[item[0]]))
+
+
+def check_fusion(fusion: str, dense_weight: float) -> None:
+    """One validation for the CLI, ``Index.search`` and evaluation."""
+    from ..errors import ConfigError
+
+    if fusion not in FUSION_MODES:
+        raise ConfigError(f"unknown fusion {fusion!r}; choose one of {', '.join(FUSION_MODES)}")
+    if isinstance(dense_weight, bool) or not isinstance(dense_weight, (int, float)) or not 0 <= dense_weight <= 1:
+        raise ConfigError(f"dense_weight must be a number in [0, 1], got {dense_weight!r}")
