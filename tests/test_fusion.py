@@ -58,3 +58,19 @@ def test_search_zscore_fuses_the_same_candidates_as_rrf(tmp_path):
             ix.search("lens", hybrid=True, fusion="max")
         with pytest.raises(ConfigError, match="dense_weight"):
             ix.search("lens", hybrid=True, fusion="zscore", dense_weight=1.5)
+
+
+def test_candidate_matrix_is_search_scoring_row_by_row():
+    from chunkwise.retrieval.fusion import candidate_zscore_matrix
+
+    rng = np.random.default_rng(1)
+    dense, sparse = rng.random((3, 30)), np.maximum(rng.normal(size=(3, 30)), 0)
+    full = candidate_zscore_matrix(dense, sparse, depth=30, dense_weight=0.7)
+    # with every item a candidate on the dense side, only zero-BM25 items differ from full z-scores
+    for q in range(3):
+        fused = fuse_candidates_zscore(dict(enumerate(dense[q])),
+                                       {i: s for i, s in enumerate(sparse[q]) if s > 0}, 0.7)
+        assert [i for i, _ in fused] == list(np.argsort(-full[q], kind="stable"))
+    cut = candidate_zscore_matrix(dense, sparse, depth=5, dense_weight=0.7)
+    assert all(5 <= np.isfinite(cut[q]).sum() <= 10 for q in range(3))
+    assert np.isfinite(cut[0, np.argmax(dense[0])])

@@ -94,3 +94,23 @@ def check_fusion(fusion: str, dense_weight: float) -> None:
         raise ConfigError(f"unknown fusion {fusion!r}; choose one of {', '.join(FUSION_MODES)}")
     if isinstance(dense_weight, bool) or not isinstance(dense_weight, (int, float)) or not 0 <= dense_weight <= 1:
         raise ConfigError(f"dense_weight must be a number in [0, 1], got {dense_weight!r}")
+
+
+def candidate_zscore_matrix(dense: np.ndarray, sparse: np.ndarray, depth: int,
+                            dense_weight: float = DENSE_WEIGHT) -> np.ndarray:
+    """What ``Index.search(hybrid=True, fusion="zscore")`` scores, for every query row at once.
+
+    Each row keeps only the ``depth`` best dense and the ``depth`` best positive sparse candidates (what a
+    vector database returns), fused by :func:`fuse_candidates_zscore`; every other item scores ``-inf``.
+    Evaluation uses it to measure how far search's candidate z-scores are from full-corpus z-scores.
+    """
+    out = np.full(dense.shape, -np.inf, dtype=np.float32)
+    depth = min(depth, dense.shape[1])
+    for q in range(dense.shape[0]):
+        d_top = np.argsort(-dense[q], kind="stable")[:depth]
+        s_top = [i for i in np.argsort(-sparse[q], kind="stable")[:depth] if sparse[q, i] > 0]
+        fused = fuse_candidates_zscore({int(i): float(dense[q, i]) for i in d_top},
+                                       {int(i): float(sparse[q, i]) for i in s_top}, dense_weight)
+        for i, score in fused:
+            out[q, i] = score
+    return out
