@@ -268,6 +268,7 @@ class ChatClient:
                 except (json.JSONDecodeError, UnicodeDecodeError, KeyError, IndexError, TypeError) as exc:
                     raise FatalLLMError(f"malformed answer: {exc!r}"[:300], source=self.url) from None
                 return
+            finished = False  # [DONE] or a finish_reason: a stream that just stops broke off
             try:
                 for raw in resp:
                     line = raw.decode("utf-8", "replace").strip()
@@ -288,8 +289,11 @@ class ChatClient:
                         raise FatalLLMError(f"malformed stream event: {data[:80]!r}", source=self.url)
                     if piece:
                         yield piece
+                    finished = finished or _finished(event)
             except (TimeoutError, ConnectionError, OSError) as exc:
                 raise LLMError(f"the stream broke off ({exc.__class__.__name__})", source=self.url) from None
+            if not finished:
+                raise LLMError("the stream broke off before the answer was finished", source=self.url)
 
     def _delay(self, attempt: int, last: Exception | None) -> float:
         retry_after = None
@@ -336,6 +340,12 @@ def _delta_text(event: Any) -> str | None:
     if content is None:
         return ""
     return content if isinstance(content, str) else None
+
+
+def _finished(event: dict) -> bool:
+    """Whether a streamed chunk ends the answer (``finish_reason`` set)."""
+    choices = event.get("choices") or []
+    return bool(choices) and isinstance(choices[0], dict) and bool(choices[0].get("finish_reason"))
 
 
 def _error_detail(exc: urllib.error.HTTPError) -> str:
