@@ -10,6 +10,7 @@ reused instead of embedding again.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Callable
 
 import numpy as np
@@ -20,6 +21,7 @@ from .base import LLM, STYLES, Completion, Passage
 
 #: an answer sentence must score at least this fraction of the best sentence's similarity
 MIN_RELATIVE = 0.75
+_MARKER = re.compile(r"^(?:[-*•+]\s+)+")
 #: a summary sentence this similar to one already chosen is a repeat and skipped
 REDUNDANT = 0.9
 
@@ -58,12 +60,12 @@ class ExtractiveLLM(LLM):
             if spans and vecs is not None and len(vecs) == len(spans) and p.start is not None:
                 for (a, b), v in zip(spans, vecs):
                     a, b = max(a, p.start) - p.start, min(b, p.end) - p.start
-                    text = " ".join(p.text[a:b].split())
+                    text = _clean(p.text[a:b])
                     if text:
                         out.append((p, text, v))
                 continue
             for a, b in split_sentences(p.text):
-                text = " ".join(p.text[a:b].split())
+                text = _clean(p.text[a:b])
                 if text:
                     out.append((p, text, None))
         return out
@@ -149,6 +151,11 @@ class ExtractiveLLM(LLM):
                  for i in chosen]
         text = "\n".join(f"- {s}" for s in lines) if style == "bullets" else " ".join(lines)
         return Completion(text, list(passages))
+
+
+def _clean(sentence: str) -> str:
+    """One line, without a leading list marker ("- ", "* ", "•")."""
+    return _MARKER.sub("", " ".join(sentence.split()))
 
 
 def _fragment(sentence: str) -> bool:
