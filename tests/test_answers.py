@@ -381,3 +381,10 @@ def test_eval_answers_reports_citation_recall(chat, tmp_path, capsys, monkeypatc
     out = capsys.readouterr().out
     assert "citation recall" in out and len(chat.requests) == len(queries)
     assert main(["eval", str(root), "--run", spec, "--llm-model", "m", "-q"]) == 2
+
+
+def test_a_server_that_counts_the_prompt_longer_gets_a_hint(chat, tmp_path):
+    chat.context_tokens = 300  # the server's window is smaller than the one chunkwise was told
+    llm = llm_for(chat, tmp_path, context_tokens=2000, answer_tokens=100)
+    with pytest.raises(FatalLLMError, match=r"HTTP 400.*context length exceeded.*--llm-tokenizer hf:PATH"):
+        llm.answer("What?", [Passage(1, " ".join(["Long text about lamps."] * 200), "a.txt")])

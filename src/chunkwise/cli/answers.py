@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import textwrap
 
@@ -179,6 +180,7 @@ def run_summarize(args: argparse.Namespace) -> int:
     strategy = strategy_from_args(args, embedder=embedder)
     llm = llm_from_args(args, embedder=embedder, stream=False)
     failed = done = 0
+    several = len(args.paths) > 1 or any(os.path.isdir(p) for p in args.paths)
     try:
         for source, doc in iter_documents(args.paths):
             if isinstance(doc, ChunkwiseError):
@@ -190,7 +192,7 @@ def run_summarize(args: argparse.Namespace) -> int:
                                progress=_progress(args, source))
             result.source = source
             done += 1
-            _print_summary(args, result, several=len(args.paths) > 1 or done > 1)
+            _print_summary(args, result, several)
     finally:
         llm.close()
     if failed:

@@ -9,12 +9,14 @@ at a token boundary. What was left out or cut is reported, never dropped silentl
 from __future__ import annotations
 
 import os
+import re
+from contextlib import contextmanager
 from typing import Callable
 
 from ..errors import ConfigError
 from ..segmentation.tokens import resolve_tokenizer
 from .base import LLM, STYLES, Completion, Passage
-from .client import ChatClient
+from .client import ChatClient, FatalLLMError
 
 #: tokens the chat format adds per message, and once per request (OpenAI's published accounting)
 MESSAGE_OVERHEAD = 4
@@ -142,19 +144,21 @@ class OpenAILLM(LLM):
     def answer(self, question: str, passages: list[Passage],
                on_token: Callable[[str], None] | None = None) -> Completion:
         messages, given, cut = self.fit(lambda ps: self.answer_messages(question, ps), passages)
-        if self.stream:
-            text = self.client.stream(messages, self.answer_tokens, self.temperature, on_token=on_token)
-        else:
-            text = self.client.complete(messages, self.answer_tokens, self.temperature)
-            if on_token:
-                on_token(text)
+        with _window_hint(self):
+            if self.stream:
+                text = self.client.stream(messages, self.answer_tokens, self.temperature, on_token=on_token)
+            else:
+                text = self.client.complete(messages, self.answer_tokens, self.temperature)
+                if on_token:
+                    on_token(text)
         return Completion(text, given, len(passages) - len(given), self.prompt_tokens(messages), cut)
 
     def summarize(self, passages: list[Passage], style: str = "bullets", final: bool = True) -> Completion:
         if style not in STYLES:
             raise ConfigError(f"style must be one of {', '.join(STYLES)}, got {style!r}")
         messages, given, cut = self.fit(lambda ps: self.summary_messages(ps, style, final), passages)
-        text = self.client.complete(messages, self.answer_tokens, self.temperature)
+        with _window_hint(self):
+            text = self.client.complete(messages, self.answer_tokens, self.temperature)
         return Completion(text, given, len(passages) - len(given), self.prompt_tokens(messages), cut)
 
     def fits(self, passages: list[Passage]) -> bool:
@@ -163,6 +167,20 @@ class OpenAILLM(LLM):
 
     def close(self) -> None:
         self.client.close()
+
+
+@contextmanager
+def _window_hint(llm: OpenAILLM):
+    """A server that refuses the prompt as too long counts tokens differently: say what to change."""
+    try:
+        yield
+    except FatalLLMError as exc:
+        if "HTTP 400" in exc.problem and re.search(r"context|too long|maximum|exceed", exc.problem, re.I):
+            raise FatalLLMError(f"{exc.problem} (the server counts the prompt longer than chunkwise did with "
+                                f"{llm.tokenizer.name}: pass --llm-tokenizer hf:PATH with the model's tokenizer, "
+                                f"or a smaller --context-tokens than {llm.context_tokens})",
+                                source=exc.source) from None
+        raise
 
 
 __all__ = ["OpenAILLM", "DEFAULT_CONTEXT_TOKENS", "DEFAULT_ANSWER_TOKENS", "ANSWER_SYSTEM"]
