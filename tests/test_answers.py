@@ -388,3 +388,24 @@ def test_a_server_that_counts_the_prompt_longer_gets_a_hint(chat, tmp_path):
     llm = llm_for(chat, tmp_path, context_tokens=2000, answer_tokens=100)
     with pytest.raises(FatalLLMError, match=r"HTTP 400.*context length exceeded.*--llm-tokenizer hf:PATH"):
         llm.answer("What?", [Passage(1, " ".join(["Long text about lamps."] * 200), "a.txt")])
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(150, 1500), st.integers(8, 80),
+       st.lists(st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=3000),
+                min_size=1, max_size=6),
+       st.text(max_size=200))
+def test_fitted_prompts_never_exceed_the_window(context, answer, texts, question):
+    llm = OpenAILLM("http://127.0.0.1:9/v1", "m", context_tokens=context + answer + 64, answer_tokens=answer,
+                    cache=False)
+    passages = [Passage(n, t, f"doc{n}.txt") for n, t in enumerate(texts, start=1)]
+    try:
+        messages, given_, cut = llm.fit(lambda ps: llm.answer_messages(question, ps), passages)
+    except ConfigError:  # the question alone does not fit: refused, never sent
+        assert llm.prompt_tokens(llm.answer_messages(question, [])) > llm.budget
+        return
+    assert llm.prompt_tokens(messages) <= llm.budget and cut <= 1
+    assert [p.number for p in given_] == sorted(p.number for p in given_)
+    for p in given_:  # every passage given is the original text or a prefix of it
+        original = texts[p.number - 1]
+        assert p.text == original or (p.text.endswith(" …") and original.startswith(p.text[:-2]))

@@ -122,12 +122,15 @@ class OpenAILLM(LLM):
             if self.prompt_tokens(make(given + [p])) <= self.budget:
                 given.append(p)
             elif not given:
-                given.append(self._cut(make, p))
-                cut += 1
+                short = self._cut(make, p)
+                if short is not None:
+                    given.append(short)
+                    cut += 1
         return make(given), given, cut
 
-    def _cut(self, make, p: Passage) -> Passage:
-        """``p`` with its text cut to the longest token prefix that fits (binary search over tokens)."""
+    def _cut(self, make, p: Passage) -> Passage | None:
+        """``p`` with its text cut to the longest token prefix that fits (binary search over tokens), or
+        ``None`` when not even its header fits."""
         ends = [b for _, b in self.tokenizer.offsets(p.text)]
         lo, hi = 0, len(ends)
         while lo < hi:
@@ -137,8 +140,10 @@ class OpenAILLM(LLM):
                 lo = mid
             else:
                 hi = mid - 1
-        text = (p.text[: ends[lo - 1]] if lo else "") + " …"
-        return Passage(**{**p.__dict__, "text": text})
+        short = Passage(**{**p.__dict__, "text": (p.text[: ends[lo - 1]] if lo else "") + " …"})
+        if lo == 0 and self.prompt_tokens(make([short])) > self.budget:
+            return None  # not even its header fits
+        return short
 
     # -- the work --------------------------------------------------------------------------------------
     def answer(self, question: str, passages: list[Passage],
