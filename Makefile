@@ -18,6 +18,7 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/chunkwise index examples/
 	$(BIN)/chunkwise search "What should the keeper do before cleaning the lens on foggy days?" -k 3
+	$(BIN)/chunkwise ask "What should the keeper do before cleaning the lens on foggy days?"
 
 test: $(STAMP)
 	$(BIN)/python -m pytest

@@ -19,6 +19,10 @@ _LAZY = {
     "load": ("chunkwise.formats", "load"),
     "get_tokenizer": ("chunkwise.segmentation.tokens", "get_tokenizer"),
     "split_sentences": ("chunkwise.segmentation.sentences", "split_sentences"),
+    "summarize": ("chunkwise.llm.mapreduce", "summarize"),
+    "LLM": ("chunkwise.llm.base", "LLM"),
+    "OpenAILLM": ("chunkwise.llm.openai", "OpenAILLM"),
+    "ExtractiveLLM": ("chunkwise.llm.extractive", "ExtractiveLLM"),
 }
 
 

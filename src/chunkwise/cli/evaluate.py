@@ -74,7 +74,13 @@ def register(subparsers) -> None:
                         "'recursive:max_tokens=200,overlap=0,tokenizer=cl100k'; values are JSON where they "
                         "parse; keys late/context set run options; a .json path is read like --config")
     p.add_argument("-o", "--output", default=None, metavar="FILE.json", help="also write the JSON results here")
+    p.add_argument("--answers", action="store_true",
+                   help="also ask the LLM (--llm-base-url; extractive without one) each query with the top -k "
+                        "chunks and report citation recall: the answer cites a chunk overlapping a reference")
     add_chunking_options(p)
+    from .answers import add_llm_options
+
+    add_llm_options(p)
     p.set_defaults(func=run_eval)
 
     t = subparsers.add_parser(
@@ -143,8 +149,16 @@ def _embedder(args):
 def _evaluator(args, ds, k=None):
     from ..evaluation.runner import Evaluator
 
-    return Evaluator(ds, _embedder(args), k=k or args.k, count_tokenizer=args.count_tokenizer,
-                     n_boot=args.bootstrap, seed=args.seed, progress=_progress(args))
+    embedder = _embedder(args)
+    llm = None
+    if getattr(args, "answers", False):
+        from .answers import llm_from_args
+
+        llm = llm_from_args(args, embedder=embedder, stream=False)
+    elif getattr(args, "llm_base_url", None) or getattr(args, "llm_model", None):
+        raise ConfigError("--llm-base-url and --llm-model need --answers")
+    return Evaluator(ds, embedder, k=k or args.k, count_tokenizer=args.count_tokenizer,
+                     n_boot=args.bootstrap, seed=args.seed, progress=_progress(args), answer_llm=llm)
 
 
 def _shared_flags_given(args) -> bool:
@@ -249,9 +263,21 @@ def run_eval(args) -> int:
     t0 = time.perf_counter()
     specs = _specs(args)
     ds = _dataset(args)
-    report = _evaluator(args, ds).evaluate(specs)
+    evaluator = _evaluator(args, ds)
+    try:
+        report = evaluator.evaluate(specs)
+    finally:
+        if evaluator.answer_llm is not None:
+            evaluator.answer_llm.close()
     _emit(args, report, f"chunkwise eval: {Path(args.dataset).name}")
-    print(format_json(report) if args.format == "json" else format_table(report))
+    if args.format == "json":
+        print(format_json(report))
+    else:
+        print(format_table(report))
+        if evaluator.answer_llm is not None:
+            from ..evaluation.answers import format_answers_table
+
+            print(format_answers_table(report))
     if not args.quiet and args.format == "table":
         print(f"\n{time.perf_counter() - t0:.1f} s in all", file=sys.stderr)
     return 0

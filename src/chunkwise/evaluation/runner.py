@@ -427,10 +427,13 @@ class Evaluator:
     count_tokenizer: tokenizer for chunk sizes and tokens retrieved, the same for every run so they compare.
     n_boot, seed: paired bootstrap resamples and seed.
     progress: optional ``callable(str)`` for progress lines.
+    answer_llm: an :class:`~chunkwise.llm.base.LLM`: ask it every query with the top ``k`` chunks and
+       score citation recall (:mod:`.answers`); ``answer_concurrency`` requests at once.
     """
 
     def __init__(self, dataset: Dataset, embedder: Embedder, k: int = 5, count_tokenizer: str = "cl100k",
-                 n_boot: int = 1000, seed: int = 0, progress: Callable[[str], None] | None = None):
+                 n_boot: int = 1000, seed: int = 0, progress: Callable[[str], None] | None = None,
+                 answer_llm: Any = None, answer_concurrency: int = 4):
         if not isinstance(k, int) or k < 1:
             raise ConfigError(f"k must be a positive integer, got {k!r}")
         if not dataset.queries:
@@ -448,6 +451,8 @@ class Evaluator:
         self._query_vectors: np.ndarray | None = None
         self._chunk_memo: dict[tuple[str, str], list[Chunk]] = {}
         self._token_memo: dict[str, int] = {}
+        self.answer_llm = answer_llm
+        self.answer_concurrency = answer_concurrency
 
     # -- pieces -------------------------------------------------------------------------------------
     def query_vectors(self) -> np.ndarray:
@@ -634,6 +639,11 @@ class Evaluator:
                 iou, rec, _ = M.chroma_span_scores(refs, retrieved[:n])
                 curve_acc[n] += (float(tokens[ranked[:n]].sum()), rec, iou)
 
+        if self.answer_llm is not None:
+            from .answers import answer_scores
+
+            per_query.update(answer_scores(self.answer_llm, ds.queries, chunks, order, self.k,
+                                           self.answer_concurrency, self.progress))
         nq = len(ds.queries)
         curve = {n: tuple(float(x) for x in acc / nq) for n, acc in curve_acc.items() if n <= len(order[0])}
         scores = {name: float(v.mean()) for name, v in per_query.items()}

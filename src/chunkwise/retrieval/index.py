@@ -655,6 +655,18 @@ class Index:
         return [SearchResult.from_entity(r, s, entities[i], vector_rank=vrank.get(i), bm25_rank=brank.get(i))
                 for r, (i, s) in enumerate(fused, start=1) if i in entities]
 
+    def ask(self, question: str, k: int = 5, *, llm=None, hybrid: bool = False, filter: str | None = None,
+            min_score: float | None = None, on_token=None, on_passages=None):
+        """Answer ``question`` from the ``k`` best chunks, citing them as ``[n]``; see
+        :func:`chunkwise.llm.answer.ask_index`. ``llm``: an :class:`~chunkwise.llm.base.LLM` (default: the
+        offline extractive answer); ``min_score``: cosine threshold (default
+        :data:`~chunkwise.llm.answer.DEFAULT_MIN_SCORE`); ``on_token`` receives the answer as it streams,
+        ``on_passages`` the numbered passages before the LLM is asked."""
+        from ..llm.answer import DEFAULT_MIN_SCORE, ask_index
+
+        return ask_index(self, question, k, llm=llm, hybrid=hybrid, filter=filter, on_token=on_token,
+                         min_score=DEFAULT_MIN_SCORE if min_score is None else min_score, on_passages=on_passages)
+
     def _bm25_fallback(self, query: str, limit: int, filter: str | None) -> list[tuple[str, float]]:
         from .hybrid import BM25Fallback
 

@@ -1,0 +1,223 @@
+"""``chunkwise ask "QUESTION"`` and ``chunkwise summarize PATH``: answers with citations, map-reduce summaries.
+
+Both use any OpenAI-compatible chat endpoint (``--llm-base-url``/``--llm-model``, key from
+``$CHUNKWISE_LLM_API_KEY``/``$OPENAI_API_KEY``) and work offline without one (extractive answers and
+summaries, with the same citations and output shape).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import textwrap
+
+from ..errors import ChunkwiseError, ConfigError, InputError
+
+
+def add_llm_options(p: argparse.ArgumentParser, answers: bool = True) -> None:
+    """The LLM flags of ask, summarize and ``eval --answers`` (one definition)."""
+    from ..llm.openai import DEFAULT_ANSWER_TOKENS, DEFAULT_CONTEXT_TOKENS
+
+    g = p.add_argument_group("language model (optional; without one the answer is extractive)")
+    g.add_argument("--llm-base-url", default=None, metavar="URL",
+                   help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 (default $CHUNKWISE_LLM_BASE_URL)")
+    g.add_argument("--llm-model", default=None, metavar="NAME", help="chat model (default $CHUNKWISE_LLM_MODEL)")
+    g.add_argument("--context-tokens", type=int, default=None, metavar="N",
+                   help=f"the model's context window, prompt + answer (default {DEFAULT_CONTEXT_TOKENS}); "
+                        "prompts are fitted to it, never sent over it")
+    g.add_argument("--answer-tokens", type=int, default=None, metavar="N",
+                   help=f"most tokens of an answer, reserved out of the window (default {DEFAULT_ANSWER_TOKENS})")
+    g.add_argument("--llm-tokenizer", default=None, metavar="NAME",
+                   help="tokenizer that counts prompt tokens: cl100k (default) | hf:PATH (the model's own)")
+    g.add_argument("--llm-timeout", type=float, default=None, metavar="SECONDS", help="per request (default 60)")
+    g.add_argument("--llm-retries", type=int, default=None, metavar="N",
+                   help="extra attempts on 429/5xx/timeouts (default 3)")
+
+
+def llm_from_args(args: argparse.Namespace, embedder=None, stream: bool = True):
+    """The LLM the flags ask for: ``OpenAILLM`` with an endpoint, else the extractive fallback."""
+    from ..llm import get_llm
+
+    return get_llm(args.llm_base_url, args.llm_model, embedder=embedder, context_tokens=args.context_tokens,
+                   answer_tokens=args.answer_tokens, tokenizer=args.llm_tokenizer, timeout=args.llm_timeout,
+                   retries=args.llm_retries, stream=stream, cache=not getattr(args, "no_cache", False),
+                   cache_dir=getattr(args, "cache_dir", None))
+
+
+def register(subparsers) -> None:
+    from .index import add_store_options
+    from .options import add_chunking_options
+
+    p = subparsers.add_parser(
+        "ask", help="answer a question from the index, citing the chunks it used",
+        description="Retrieve the best chunks, number them with their provenance, ask a chat model (any "
+                    "OpenAI-compatible endpoint) and print the answer as it streams, then the cited sources. "
+                    "Citations are checked against the chunks given. Without an endpoint the answer is "
+                    "extractive: the best supporting sentences of the retrieved chunks, with citations.")
+    p.add_argument("question", help="the question")
+    p.add_argument("-k", type=int, default=5, help="chunks to retrieve (default 5)")
+    p.add_argument("--hybrid", action="store_true", help="retrieve by BM25 + vectors (RRF), as search --hybrid")
+    p.add_argument("--filter", default=None, metavar="EXPR", help="Milvus boolean expression, as in search")
+    p.add_argument("--min-score", type=float, default=None, metavar="COSINE",
+                   help="leave out chunks less similar to the question than this (default 0.15; -1 keeps all)")
+    p.add_argument("--show-context", action="store_true", help="print the numbered passages before the answer")
+    p.add_argument("--format", choices=("text", "json"), default="text",
+                   help="text (streamed answer, then sources) or json (one object)")
+    p.add_argument("--no-stream", action="store_true", help="ask for the whole answer at once")
+    add_store_options(p)
+    add_llm_options(p)
+    p.set_defaults(func=run_ask)
+
+    s = subparsers.add_parser(
+        "summarize", help="summarise documents (map-reduce with an LLM, or extractive offline)",
+        description="Chunk each document and summarise it: one call when it fits the model's context, else "
+                    "map (each chunk, in parallel) and reduce (groups of notes) until it does. Without an "
+                    "endpoint the summary is extractive: the most central sentences, with citations.")
+    s.add_argument("paths", nargs="+", metavar="PATH", help="files or folders to summarise (- for stdin)")
+    s.add_argument("--style", choices=("bullets", "paragraph"), default="bullets", help="default bullets")
+    s.add_argument("--concurrency", type=int, default=4, metavar="N", help="map requests at once (default 4)")
+    s.add_argument("--format", choices=("text", "json"), default="text", help="text or json (one line per file)")
+    add_chunking_options(s)
+    add_llm_options(s)
+    s.set_defaults(func=run_summarize)
+
+
+# -- ask ----------------------------------------------------------------------------------------------
+
+
+def _wrap(text: str, indent: str = "    ") -> list[str]:
+    return textwrap.wrap(" ".join(text.split()), width=100, initial_indent=indent, subsequent_indent=indent)
+
+
+def _sources(answer) -> list[str]:
+    """The cited sources, then any citation that names a passage not given (flagged)."""
+    lines = []
+    if answer.citations:
+        lines.append("Sources:")
+        lines += [f"  {p.header()}" for p in answer.cited_passages]
+    else:
+        lines.append("Sources: the answer cites none of the passages")
+    for n in answer.invalid_citations:
+        lines.append(f"  ! [{n}] is cited but no passage [{n}] was given (of {len(answer.given)}): "
+                     "unsupported citation")
+    return lines
+
+
+def run_ask(args: argparse.Namespace) -> int:
+    from .index import open_index
+
+    if not args.question.strip():
+        raise InputError("the question is empty")
+    if args.k < 1:
+        raise ConfigError(f"-k must be >= 1, got {args.k}")
+    text_out = args.format == "text"
+    with open_index(args) as index:
+        llm = llm_from_args(args, stream=text_out and not args.no_stream)
+        try:
+            streamed: list[str] = []
+
+            def on_token(piece: str) -> None:
+                if text_out:
+                    streamed.append(piece)
+                    sys.stdout.write(piece)
+                    sys.stdout.flush()
+
+            def on_passages(passages) -> None:
+                if text_out and args.show_context and passages:
+                    for p in passages:
+                        print(p.header())
+                        print("\n".join(_wrap(p.text)) or "    ")
+                    print(flush=True)
+
+            answer = index.ask(args.question, k=args.k, llm=llm, hybrid=args.hybrid, filter=args.filter,
+                               min_score=args.min_score, on_token=on_token, on_passages=on_passages)
+        finally:
+            llm.close()
+    if not text_out:
+        print(json.dumps(answer.to_dict(), ensure_ascii=False))
+        return 0
+    if not answer.found:
+        print("no relevant passages found")
+        return 0
+    if streamed and not "".join(streamed).endswith("\n"):
+        sys.stdout.write("\n")
+    print()
+    print("\n".join(_sources(answer)))
+    if answer.note and not args.quiet:
+        print(f"chunkwise: note: {answer.note}", file=sys.stderr)
+    return 0
+
+
+# -- summarize ----------------------------------------------------------------------------------------
+
+
+def _progress(args, source: str):
+    if args.quiet:
+        return None
+    tty = sys.stderr.isatty()
+
+    def report(stage: str, done: int, total: int) -> None:
+        if tty:
+            end = "\n" if done == total and stage == "final" else ""
+            print(f"\rchunkwise: {source}: {stage} {done}/{total}   ", end=end, file=sys.stderr, flush=True)
+        elif done == total and total:
+            print(f"chunkwise: {source}: {stage} {done}/{total}", file=sys.stderr, flush=True)
+
+    return report
+
+
+def run_summarize(args: argparse.Namespace) -> int:
+    from ..embeddings import embedder_from_args
+    from ..formats import iter_documents
+    from ..llm.mapreduce import summarize
+    from .options import strategy_from_args
+
+    if args.concurrency < 1:
+        raise ConfigError(f"--concurrency must be >= 1, got {args.concurrency}")
+    embedder = embedder_from_args(args)
+    strategy = strategy_from_args(args, embedder=embedder)
+    llm = llm_from_args(args, embedder=embedder, stream=False)
+    failed = done = 0
+    several = len(args.paths) > 1 or any(os.path.isdir(p) for p in args.paths)
+    try:
+        for source, doc in iter_documents(args.paths):
+            if isinstance(doc, ChunkwiseError):
+                print(f"chunkwise: error: {doc}", file=sys.stderr)
+                failed += 1
+                continue
+            chunks = strategy.chunk(doc)
+            result = summarize(chunks, llm, style=args.style, concurrency=args.concurrency,
+                               progress=_progress(args, source))
+            result.source = source
+            done += 1
+            _print_summary(args, result, several)
+    finally:
+        llm.close()
+    if failed:
+        return 1 if done else 2
+    return 0
+
+
+def _print_summary(args, result, several: bool) -> None:
+    if args.format == "json":
+        print(json.dumps(result.to_dict(), ensure_ascii=False))
+        return
+    if several:
+        print(f"== {result.source}")
+    print(result.text if result.text else "(nothing to summarise: the document has no text)")
+    cited = [p for p in result.passages if p.number in set(result.citations)]
+    if cited:
+        print("\nSources:")
+        for p in cited:
+            print(f"  {p.header()}")
+    for n in result.invalid_citations:
+        print(f"  ! [{n}] is cited but the document has no chunk [{n}]: unsupported citation")
+    if not args.quiet:
+        how = "extractive (no LLM configured; --llm-base-url URL --llm-model NAME for a written summary)" \
+            if result.extractive else f"{result.llm}, calls per level {'+'.join(map(str, result.levels))}"
+        extra = f"; {result.cut} chunk(s) cut to fit the context window" if result.cut else ""
+        print(f"chunkwise: {result.source}: {len(result.passages)} chunks; {how}{extra}", file=sys.stderr)
+    if several:
+        print()

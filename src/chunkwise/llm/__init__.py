@@ -1,0 +1,49 @@
+"""Language models at the end of the pipeline: cited answers (``ask``) and map-reduce summaries.
+
+- :mod:`.client`: :class:`ChatClient`, the one OpenAI-compatible chat client (retries, streaming, disk
+  cache, key handling), also used by contextual retrieval (:mod:`chunkwise.context.llm`).
+- :mod:`.base`: the :class:`LLM` interface, numbered :class:`Passage` s with provenance, citation checks.
+- :mod:`.openai`: :class:`OpenAILLM`, prompts fitted to the model's context window.
+- :mod:`.extractive`: :class:`ExtractiveLLM`, the offline fallback (the passages' own best sentences).
+- :mod:`.answer`: retrieve then answer (``Index.ask``); :mod:`.mapreduce`: map-reduce summaries.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from .base import LLM, Completion, Passage, check_citations, parse_citations, passages_from, provenance
+from .client import BASE_URL_ENV, ChatClient, EmptyAnswerError, FatalLLMError, LLMError
+
+
+def get_llm(base_url: str | None = None, model: str | None = None, *, embedder: Any = None, **options: Any) -> LLM:
+    """An :class:`OpenAILLM` when an endpoint is given (argument or ``$CHUNKWISE_LLM_BASE_URL``), else the
+    offline :class:`ExtractiveLLM` (with ``embedder``). ``options`` go to ``OpenAILLM`` (``None`` ignored)."""
+    options = {k: v for k, v in options.items() if v is not None}
+    if base_url or os.environ.get(BASE_URL_ENV):
+        from .openai import OpenAILLM
+
+        return OpenAILLM(base_url, model, **options)
+    if model:
+        from ..errors import ConfigError
+
+        raise ConfigError(f"--llm-model needs an endpoint: --llm-base-url URL or ${BASE_URL_ENV}")
+    from .extractive import ExtractiveLLM
+
+    return ExtractiveLLM(embedder=embedder)
+
+
+def __getattr__(name: str):
+    lazy = {"OpenAILLM": ".openai", "ExtractiveLLM": ".extractive", "Answer": ".answer", "ask_index": ".answer",
+            "Summary": ".mapreduce", "summarize": ".mapreduce"}
+    if name in lazy:
+        import importlib
+
+        return getattr(importlib.import_module(lazy[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["LLM", "Completion", "Passage", "ChatClient", "LLMError", "FatalLLMError", "EmptyAnswerError",
+           "OpenAILLM", "ExtractiveLLM", "Answer", "Summary", "summarize", "get_llm", "check_citations",
+           "parse_citations", "passages_from", "provenance"]

@@ -1,0 +1,160 @@
+"""The :class:`LLM` interface, numbered :class:`Passage` s with their provenance, and citation checks.
+
+Answers and summaries are written by an :class:`LLM`: :class:`~chunkwise.llm.openai.OpenAILLM` (any
+OpenAI-compatible chat endpoint) or :class:`~chunkwise.llm.extractive.ExtractiveLLM` (offline: the best
+sentences of the passages themselves). Both see the same numbered passages and both cite them as ``[n]``,
+so an answer's citations can be checked against what was actually given, whoever wrote it.
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+#: ``[3]``, ``[1, 4]``, ``[2-3]``, ``[passage 2]``: what counts as a citation in an answer
+CITATION = re.compile(r"\[\s*(?:passages?|sources?|chunks?)?\s*(\d+(?:\s*(?:,|;|-|–|and)\s*\d+)*)\s*\]", re.I)
+#: the widest range ``[a-b]`` expanded (a wider one is read as its two ends)
+_MAX_RANGE = 50
+
+
+@dataclass
+class Passage:
+    """A piece of text handed to an LLM, numbered for citation, with where it came from.
+
+    ``number`` is what the answer cites (``[number]``); ``label`` says where the text is from
+    (``examples/manual.pdf p.2-3 §2.1 Cleaning the Lens``); ``source``/``start``/``end`` locate it in its
+    document (``None`` for text that is itself a summary); ``cites`` lists the passage numbers a summary
+    stands for; ``score`` is the retrieval score.
+    """
+
+    number: int | None
+    text: str
+    label: str = ""
+    source: str | None = None
+    start: int | None = None
+    end: int | None = None
+    score: float | None = None
+    cites: list[int] = field(default_factory=list)
+    #: the retrieved hit or chunk this passage was made from (not serialised)
+    origin: Any = field(default=None, repr=False, compare=False)
+
+    def header(self) -> str:
+        """``[3] examples/manual.pdf p.2-3 §2.1 Cleaning the Lens`` (the line above the text in a prompt)."""
+        tag = f"[{self.number}]" if self.number is not None else "[notes]"
+        return f"{tag} {self.label}".rstrip()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"number": self.number, "label": self.label, "source": self.source, "start": self.start,
+                "end": self.end, "score": self.score, "text": self.text}
+
+
+def format_time(seconds: float) -> str:
+    """``75.5`` -> ``1:15``; an hour or more -> ``1:02:03``."""
+    s = int(round(seconds))
+    h, rem = divmod(s, 3600)
+    m, sec = divmod(rem, 60)
+    return f"{h}:{m:02d}:{sec:02d}" if h else f"{m}:{sec:02d}"
+
+
+def provenance(item: Any) -> str:
+    """Where a chunk or search hit came from: source, pages or time range, speakers, last section title."""
+    parts = [str(getattr(item, "source", "") or "")]
+    a, b = getattr(item, "page_start", None), getattr(item, "page_end", None)
+    if a is not None:
+        parts.append(f"p.{a}" + (f"-{b}" if b not in (None, a) else ""))
+    t0, t1 = getattr(item, "start_time", None), getattr(item, "end_time", None)
+    if t0 is not None:
+        parts.append(format_time(t0) + (f"-{format_time(t1)}" if t1 is not None else ""))
+        speakers = list(getattr(item, "speakers", None) or [])
+        if speakers:
+            parts.append("(" + ", ".join(speakers[:3]) + (", …" if len(speakers) > 3 else "") + ")")
+    section = list(getattr(item, "section", None) or [])
+    if section:
+        title = " ".join(str(section[-1]).split())
+        parts.append(("§" if title[:1].isdigit() else "§ ") + title)
+    return " ".join(p for p in parts if p)
+
+
+def passages_from(items: Iterable[Any], start: int = 1) -> list[Passage]:
+    """Number search hits or chunks ``start, start+1, ...`` with their provenance."""
+    out = []
+    for n, it in enumerate(items, start=start):
+        out.append(Passage(number=n, text=it.text, label=provenance(it), source=getattr(it, "source", None),
+                           start=getattr(it, "start", None), end=getattr(it, "end", None),
+                           score=getattr(it, "score", None), cites=[n], origin=it))
+    return out
+
+
+def parse_citations(text: str) -> list[int]:
+    """The passage numbers cited in ``text`` (``[2]``, ``[1, 3]``, ``[2-4]``), in first-cited order."""
+    seen: list[int] = []
+    for m in CITATION.finditer(text):
+        body = m.group(1)
+        for part in re.split(r"\s*(?:,|;|and)\s*", body):
+            ends = [int(x) for x in re.split(r"\s*[-–]\s*", part) if x.strip().isdigit()]
+            if len(ends) == 2 and 0 <= ends[1] - ends[0] <= _MAX_RANGE:
+                nums = range(ends[0], ends[1] + 1)
+            else:
+                nums = ends
+            for n in nums:
+                if n not in seen:
+                    seen.append(n)
+    return seen
+
+
+def check_citations(text: str, given: Iterable[int]) -> tuple[list[int], list[int]]:
+    """``(valid, invalid)`` citation numbers of ``text``: invalid ones name a passage that was not given."""
+    given = set(given)
+    cited = parse_citations(text)
+    return [n for n in cited if n in given], [n for n in cited if n not in given]
+
+
+@dataclass
+class Completion:
+    """What an :class:`LLM` wrote: the text, the passages it was actually shown (after fitting the context
+    window), how many were left out, and the prompt's size in tokens (``None`` when there was no prompt)."""
+
+    text: str
+    given: list[Passage]
+    left_out: int = 0
+    prompt_tokens: int | None = None
+    cut: int = 0  # passages shown only in part (the text cut to fit)
+
+
+class LLM(ABC):
+    """Writes answers and summaries from numbered passages. Implementations: ``OpenAILLM``, ``ExtractiveLLM``.
+
+    ``answer`` writes an answer to ``question`` that cites the passages as ``[n]`` (``on_token`` receives
+    the text as it is written); ``summarize`` writes one summary of the passages (``final=False``: notes for
+    a later reduce step, keeping the citations); ``fits`` says whether one ``summarize`` call can take
+    the passages whole (map-reduce splits the work until it does).
+    """
+
+    #: a short name for reports (``"extractive"``, ``"openai:MODEL"``)
+    name: str = "llm"
+    #: True when answers come from the passages' own sentences (no model wrote them)
+    extractive: bool = False
+
+    @abstractmethod
+    def answer(self, question: str, passages: list[Passage],
+               on_token: Callable[[str], None] | None = None) -> Completion:
+        """An answer to ``question`` from ``passages``, citing them as ``[n]``."""
+
+    @abstractmethod
+    def summarize(self, passages: list[Passage], style: str = "bullets", final: bool = True) -> Completion:
+        """One summary of ``passages`` (``style``: ``bullets`` | ``paragraph``)."""
+
+    def fits(self, passages: list[Passage]) -> bool:
+        """Whether one :meth:`summarize` call takes ``passages`` whole (no context limit by default)."""
+        return True
+
+    def close(self) -> None:
+        """Release what the LLM holds (a cache connection)."""
+
+
+STYLES = ("bullets", "paragraph")
+
+__all__ = ["LLM", "Passage", "Completion", "provenance", "passages_from", "parse_citations", "check_citations",
+           "format_time", "STYLES", "CITATION"]

@@ -1,0 +1,168 @@
+"""The offline :class:`LLM`: answers and summaries made of the passages' own sentences, with citations.
+
+No model writes anything, so nothing can be invented: an answer is the sentences most similar to the
+question (cosine similarity with the embedder the index already uses), a summary the most central
+sentences (similarity to the mean of all sentence vectors, which equals the sum of a sentence's similarities
+to all the others for unit vectors: degree centrality), each followed by the number of its passage.
+Sentence vectors a semantic strategy already computed while chunking (``Chunk.sentence_vectors``) are
+reused instead of embedding again.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable
+
+import numpy as np
+
+from ..errors import ConfigError
+from ..segmentation.sentences import split_sentences
+from .base import LLM, STYLES, Completion, Passage
+
+#: an answer sentence must score at least this fraction of the best sentence's similarity
+MIN_RELATIVE = 0.75
+_MARKER = re.compile(r"^(?:[-*•+]\s+)+")
+#: a summary sentence this similar to one already chosen is a repeat and skipped
+REDUNDANT = 0.9
+
+
+class ExtractiveLLM(LLM):
+    """Extractive answers and summaries; ``embedder`` defaults to ``minilm`` (set by ``Index.ask`` to the
+    index's own). ``answer_sentences``: at most this many sentences in an answer; ``summary_sentences``:
+    in a summary."""
+
+    name = "extractive"
+    extractive = True
+
+    def __init__(self, embedder: Any = None, answer_sentences: int = 3, summary_sentences: int = 8):
+        for n, v in (("answer_sentences", answer_sentences), ("summary_sentences", summary_sentences)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ConfigError(f"{n} must be an integer >= 1, got {v!r}")
+        self.embedder = embedder
+        self.answer_sentences = answer_sentences
+        self.summary_sentences = summary_sentences
+
+    def _get_embedder(self):
+        if self.embedder is None:
+            from ..embeddings import get_embedder
+
+            self.embedder = get_embedder("minilm")
+        return self.embedder
+
+    @staticmethod
+    def sentences(passages: list[Passage]) -> list[tuple[Passage, str, Any]]:
+        """``(passage, sentence text, kept vector or None)`` for every sentence of every passage."""
+        out: list[tuple[Passage, str, Any]] = []
+        for p in passages:
+            origin = p.origin
+            spans = getattr(origin, "sentence_spans", None)
+            vecs = getattr(origin, "sentence_vectors", None)
+            if spans and vecs is not None and len(vecs) == len(spans) and p.start is not None:
+                for (a, b), v in zip(spans, vecs):
+                    a, b = max(a, p.start) - p.start, min(b, p.end) - p.start
+                    text = _clean(p.text[a:b])
+                    if text:
+                        out.append((p, text, v))
+                continue
+            for a, b in split_sentences(p.text):
+                text = _clean(p.text[a:b])
+                if text:
+                    out.append((p, text, None))
+        return out
+
+    def _vectors(self, items: list[tuple[Passage, str, Any]]) -> np.ndarray:
+        """Unit vectors of the sentences: kept ones reused, the rest embedded in one call."""
+        missing = [i for i, (_, _, v) in enumerate(items) if v is None]
+        vecs: list[Any] = [v for _, _, v in items]
+        if missing:
+            emb = self._get_embedder().embed([items[i][1] for i in missing])
+            for i, v in zip(missing, emb):
+                vecs[i] = v
+        m = np.asarray(np.stack(vecs), dtype=np.float32)
+        norms = np.linalg.norm(m, axis=1, keepdims=True)
+        return m / np.where(norms == 0, 1, norms)
+
+    @staticmethod
+    def _candidates(items: list[tuple[Passage, str, Any]]) -> list[tuple[int, ...]]:
+        """Answer candidates: every sentence, and every two consecutive sentences of one passage (an answer
+        often needs its condition and its instruction: "On foggy days ... . Open the vents ..."); headings
+        and other fragments are left out."""
+        keep = [i for i, (_, t, _) in enumerate(items) if not _fragment(t)]
+        cands: list[tuple[int, ...]] = [(i,) for i in keep]
+        cands += [(i, i + 1) for i in keep if i + 1 < len(items) and i + 1 in set(keep)
+                  and items[i][0] is items[i + 1][0]]
+        return cands or [(i,) for i in range(len(items))]
+
+    def answer(self, question: str, passages: list[Passage],
+               on_token: Callable[[str], None] | None = None) -> Completion:
+        """The sentences (or pairs of consecutive sentences) closest to the question, best first, each with
+        its passage number, without overlaps, up to ``answer_sentences`` sentences."""
+        items = self.sentences(passages)
+        if not items:
+            return Completion("", list(passages))
+        cands = self._candidates(items)
+        singles = self._vectors(items)
+        pairs = [c for c in cands if len(c) == 2]
+        emb = self._get_embedder()
+        vecs = {c: singles[c[0]] for c in cands if len(c) == 1}
+        if pairs:
+            for c, v in zip(pairs, emb.embed([items[c[0]][1] + " " + items[c[1]][1] for c in pairs])):
+                vecs[c] = np.asarray(v, dtype=np.float32) / (np.linalg.norm(v) or 1.0)
+        q = np.asarray(emb.embed([question])[0], dtype=np.float32)
+        q = q / (np.linalg.norm(q) or 1.0)
+        sims = np.array([float(vecs[c] @ q) for c in cands])
+        order = np.argsort(-sims, kind="stable")
+        best = float(sims[order[0]])
+        used: set[int] = set()
+        picked: list[tuple[int, ...]] = []
+        for j in order:
+            c = cands[j]
+            if sum(len(x) for x in picked) >= self.answer_sentences or float(sims[j]) < MIN_RELATIVE * best:
+                break
+            if used & set(c):
+                continue
+            picked.append(c)
+            used |= set(c)
+        text = " ".join(" ".join(items[i][1] for i in c) + f" [{items[c[0]][0].number}]" for c in picked)
+        if on_token:
+            on_token(text)
+        return Completion(text, list(passages))
+
+    def summarize(self, passages: list[Passage], style: str = "bullets", final: bool = True) -> Completion:
+        """The most central sentences, in document order, without near-repeats."""
+        if style not in STYLES:
+            raise ConfigError(f"style must be one of {', '.join(STYLES)}, got {style!r}")
+        items = self.sentences(passages)
+        items = [it for it in items if not _fragment(it[1])] or items
+        if not items:
+            return Completion("", list(passages))
+        vectors = self._vectors(items)
+        centroid = vectors.mean(axis=0)
+        centrality = vectors @ centroid
+        chosen: list[int] = []
+        for i in np.argsort(-centrality, kind="stable"):
+            if len(chosen) >= self.summary_sentences:
+                break
+            if chosen and float(np.max(vectors[chosen] @ vectors[i])) >= REDUNDANT:
+                continue
+            chosen.append(int(i))
+        chosen.sort()  # document order
+        lines = [f"{items[i][1]} [{items[i][0].number}]" if items[i][0].number is not None else items[i][1]
+                 for i in chosen]
+        text = "\n".join(f"- {s}" for s in lines) if style == "bullets" else " ".join(lines)
+        return Completion(text, list(passages))
+
+
+def _clean(sentence: str) -> str:
+    """One line, without a leading list marker ("- ", "* ", "•")."""
+    return _MARKER.sub("", " ".join(sentence.split()))
+
+
+def _fragment(sentence: str) -> bool:
+    """A heading or a scrap, not a sentence that can answer: under 4 words, or under 10 words without
+    closing punctuation ("2.1 Cleaning the Lens")."""
+    words = sentence.split()
+    return len(words) < 4 or (len(words) < 10 and sentence.rstrip()[-1:] not in ".!?。！？…\"'”)")
+
+
+__all__ = ["ExtractiveLLM"]
