@@ -26,7 +26,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("data", nargs="?", default=str(ROOT.parent / "shared" / "data" / "chroma-eval"))
     ap.add_argument("--config", default=str(ROOT / "docs" / "best-config.json"))
-    ap.add_argument("--depth", type=int, default=50, help="candidates per side (Index.search: max(50, 4k))")
+    ap.add_argument("--depth", type=int, nargs="+", default=[50, 100, 200],
+                    help="candidates per side (Index.search uses max(50, 4k))")
     ap.add_argument("--embed-window", type=int, default=256)
     args = ap.parse_args()
 
@@ -38,17 +39,21 @@ def main() -> None:
     embedder = get_embedder("minilm", window=args.embed_window)
     full_fn = runner.Evaluator._zscore_fused
     rows = []
-    for label in ("full-corpus z-score (eval)", f"candidate z-score, depth {args.depth} (search)"):
-        if label.startswith("candidate"):
-            def cand(self, spec, chunks, sims):
-                return candidate_zscore_matrix(sims, self._bm25_scores(chunks), args.depth, spec.dense_weight)
-            runner.Evaluator._zscore_fused = cand
-        else:
-            runner.Evaluator._zscore_fused = full_fn
+
+    def measure(label: str, run_spec) -> None:
         t0 = time.perf_counter()
-        report = runner.Evaluator(dataset, embedder, k=5).evaluate([spec])
+        report = runner.Evaluator(dataset, embedder, k=5).evaluate([run_spec])
         s = report.runs[0].scores
         rows.append((label, 100 * s["recall@5"], 100 * s["iou@5"], time.perf_counter() - t0))
+
+    measure("full-corpus z-score (eval)", spec)
+    for depth in args.depth:
+        def cand(self, spec, chunks, sims, depth=depth):
+            return candidate_zscore_matrix(sims, self._bm25_scores(chunks), depth, spec.dense_weight)
+        runner.Evaluator._zscore_fused = cand
+        measure(f"candidate z-score, depth {depth} (search)", spec)
+    runner.Evaluator._zscore_fused = full_fn
+    measure("reciprocal rank fusion (search default)", runner.spec_from_params(name, params, run={**run, "fusion": "rrf"}))
     print(f"{'fusion':45s} {'recall@5':>9s} {'IoU@5':>7s} {'s':>6s}")
     for label, r, i, t in rows:
         print(f"{label:45s} {r:9.1f} {i:7.1f} {t:6.0f}")

@@ -41,7 +41,7 @@ from ..store.milvus import (
 )
 from ..strategies import Strategy, get_strategy, strategy_class
 from ..strategies.units import pooled_vector
-from .fusion import DENSE_WEIGHT, check_fusion, fuse_candidates_zscore, reciprocal_rank_fusion
+from .fusion import DENSE_WEIGHT, ZSCORE_DEPTH, check_fusion, fuse_candidates_zscore, reciprocal_rank_fusion
 
 VECTOR_MODES = ("text", "pool")
 #: chunks gathered (over several small documents) before one embedding + write round
@@ -639,7 +639,7 @@ class Index:
                     for r, h in enumerate(hits, start=1)]
         # Both rankings go deeper than k so fusion can promote a chunk that is, say, 12th by vectors and
         # 2nd by BM25; only ids and scores travel until the final k are known.
-        depth = max(50, 4 * k)
+        depth = max(ZSCORE_DEPTH if fusion == "zscore" else 50, 4 * k)
         vector_hits = {h["id"]: float(h["distance"]) for h in self.store.search_vector(qvec, depth, filter, fields=["id"])}
         if self.store.bm25_builtin:
             bm25_hits = _as_scores(self.store.search_bm25(query, depth, filter, fields=["id"]))
