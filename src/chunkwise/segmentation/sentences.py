@@ -46,13 +46,14 @@ NEVER_FINAL = frozenset(
     hr hrn fr frl dipl ing med phil rer nat jur habil mag
     e.g eg i.e ie cf vs viz approx ca resp incl excl esp ibid op
     z.b z.t d.h u.a o.ä s.o s.u v.a i.d.r u.u z.zt i.a bzw vgl ggf evtl inkl zzgl sog bspw usf allg
-    nr abb bd kap abs tab anm hrsg str insbes fig figs vol vols eq eqs ref refs sect ch chap pp
+    nr abb bd kap abs tab anm hrsg str insbes fig figs vol vols eq eqs ref refs sect ch chap pp kath
     mt ft messrs mme mlle univ dept tsd bzgl ggü geb gest verh a.k.a
     """.split()
 )
 #: Abbreviations that normally take a number ("No. 5", "p. 12", "Art. 3"): no split when a digit follows.
 NUMBER_TAKING = frozenset(
-    "no nos art sec p s n tel ex par para chap mo di mi do sa so mon tue tues wed thu thur thurs fri sat sun".split()
+    """no nos art sec p s n tel ex ext par para chap mo di mi do sa so mon tue tues wed thu thur thurs fri sat sun
+    n° nº núm num pág págs párr párrf cra cl nr no°""".split()
 )
 #: Abbreviations that may end a sentence; split only when the next word is a usual sentence opener.
 MAY_BE_FINAL = frozenset(
@@ -60,10 +61,39 @@ MAY_BE_FINAL = frozenset(
     u.s u.k u.n e.u u.s.a d.c a.m p.m b.c a.d ph.d jr sr inc ltd co corp bros plc gmbh al jh mio mrd
     ave blvd rd hbf
     jan feb febr mar apr jun jul aug sep sept oct okt nov dec dez
+    ene abr dic giu lug ott janv févr avr juil déc lun mié jue vie sáb
     """.split()
 )
+#: Abbreviations of Spanish, French, Italian, Dutch and Portuguese that never end a sentence. Used for every
+#: ``language`` (and ``None``), since none of them is a common word that ends a sentence in another
+#: language; :data:`LANGUAGE_NEVER_FINAL` holds the ones that are (Spanish "es" is "is").
+ROMANCE_DUTCH_NEVER_FINAL = frozenset(
+    """
+    sra srta sres sras lic lda ldo dra arq abg admón adm avda dña ud uds vd vds ej p.ej excmo excma ilmo
+    ilma mons ee uu aa cía mme mlle pr env av hab éd
+    sig sig.ra sig.na sigg avv dott dott.ssa dr.ssa geom egr ill.mo spett pag psicol idraul meteor econ
+    dhr mevr mw mej bijv d.w.z m.a.w o.a drs blz evt vnw aanw bv i.p.v t.a.v m.b.t
+    exmo exma ilmos profa profª sr.ª sra.ª v.ex p.ex
+    """.split()
+)
+#: Abbreviations that never end a sentence only in the given language (elsewhere they are words that do:
+#: Spanish "es", English "me", "arch", Spanish "ir").
+LANGUAGE_NEVER_FINAL = {
+    "es": frozenset("sr núm pág págs párr párrf cap vol tel".split()),
+    "it": frozenset("es sr sra dir amm arch rag".split()),
+    "pt": frozenset("sr pág págs cap".split()),
+    "fr": frozenset("me mm".split()),
+    "nl": frozenset("mr ir".split()),
+}
+#: Months and weekdays that are words elsewhere ("two years ago. John"): may end a sentence only in the
+#: given language, as :data:`MAY_BE_FINAL`.
+LANGUAGE_MAY_BE_FINAL = {
+    "es": frozenset("ago set dom".split()),
+    "it": frozenset("ago set dom".split()),
+    "pt": frozenset("ago set dom".split()),
+}
 #: Abbreviations that end a list: ``etc.`` before a capitalised word ends the sentence (our decision).
-LIST_FINAL = frozenset("etc usw u.s.w. u.s.w usf".split())
+LIST_FINAL = frozenset("etc usw u.s.w. u.s.w usf ecc enz".split())
 
 #: Words that usually open an English or German sentence (used after MAY_BE_FINAL abbreviations).
 SENTENCE_OPENERS = frozenset(
@@ -139,6 +169,13 @@ _LOWER_WORD_RE = re.compile(r"[a-zß-öø-ÿа-яα-ω]{2,}")
 _LIST_ITEM_RE = re.compile(r"(?:[-*+•·▪◦‣–—]\s|\d{1,3}[.)]\s|[a-zA-Z][)]\s|\(\d{1,3}\)\s|#{1,6}\s|>|\||```|~~~)")
 _RULE_LINE_RE = re.compile(r"[-=*_~#+.]{3,}")
 _URLISH_RE = re.compile(r"(?:://|www\.|@)")
+#: A spaced ellipsis ". . ." (three or more periods, one space apart) with the closers after it.
+_SPACED_ELLIPSIS_RE = re.compile(rf"\.(?:[ \u00a0]\.){{2,}}+{_CLOSE}")
+_BULLETS = "•⁃▪◦‣·*-"
+#: A list item at the start of a line: "1. ", "1) ", "1.) ", "a. ", "• 9. ", "⁃9. ".
+_LIST_START_RE = re.compile(rf"^[ \t]*+(?:[{re.escape(_BULLETS)}][ \t]?)?(\d{{1,2}}|[a-z])(\.\)|[.)])[ \t]", re.M)
+#: Any letter or digit, of any script: a sentence must hold one (see :func:`_attach_bare_punctuation`).
+_ALNUM_RE = re.compile(r"[^\W_]")
 
 _LOOKBACK = 64  # characters inspected before a period: enough for any abbreviation, bounded on hostile text
 
@@ -176,8 +213,10 @@ class SentenceSplitter:
         if not text or text.isspace():
             return []
         if self.backend == "chunkwise":
-            return _spans_from_cuts(text, _chunkwise_cuts(text, self.language))
-        return _spans_from_cuts(text, _external_cuts(text, self._split_block))
+            spans = _spans_from_cuts(text, _chunkwise_cuts(text, self.language))
+        else:
+            spans = _spans_from_cuts(text, _external_cuts(text, self._split_block))
+        return _attach_bare_punctuation(text, spans)
 
     def __repr__(self) -> str:
         return f"SentenceSplitter(backend={self.backend!r}, language={self.language!r})"
@@ -205,6 +244,29 @@ def _spans_from_cuts(text: str, cuts: Iterable[int]) -> list[Span]:
             spans.append((start, end))
         prev = cut
     return spans
+
+
+def _attach_bare_punctuation(text: str, spans: list[Span]) -> list[Span]:
+    """Merge every span without a letter or digit into its neighbour: the one before it, else the next.
+
+    A lone ``.``, ``. . .`` or ``”`` is not a sentence (a semantic strategy would embed it, sentence packing
+    could open a chunk with it). The rule, for every back-end: each span holds at least one character for
+    which ``str.isalnum()`` is true (a letter or digit of any script); when the whole text holds none, the
+    result is a single span from its first to its last non-whitespace character.
+    """
+    out: list[Span] = []
+    pending = -1  # start of bare spans seen before the first span with a letter or digit
+    for start, end in spans:
+        if _ALNUM_RE.search(text, start, end):
+            out.append((pending if pending >= 0 else start, end))
+            pending = -1
+        elif out:
+            out[-1] = (out[-1][0], end)
+        elif pending < 0:
+            pending = start
+    if pending >= 0:  # no letter or digit anywhere
+        out = [(pending, spans[-1][1])]
+    return out
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -291,13 +353,93 @@ def _terminator_cuts(text: str, language: str | None) -> list[int]:
         end if text[end - 1] in _CJK_TERMS else _judge_terminator(text, start, end, language, False, True)
         for start, end in (m.span() for m in _CJK_RUN_RE.finditer(text))
     ]  # a bare 。！？ ends the sentence at once; closers and "．" are judged
-    cuts += [
-        _judge_terminator(text, m.start(), m.end(), language, False, False) for m in _LATIN_RUN_RE.finditer(text)
-    ]
+    if "《" in text:  # 《摔跤吧！爸爸》: a terminator inside a title does not end the sentence
+        cuts = [c for c in cuts if c is None or not _inside_title(text, c)]
+    latin = [m.span() for m in _LATIN_RUN_RE.finditer(text)]
     for start, end in _caseless_stretches(text):
-        for m in _LATIN_RUN_ANY_RE.finditer(text, start, end):
-            cuts.append(_judge_terminator(text, m.start(), m.end(), language, True, False))
-    return [c for c in cuts if c is not None]
+        latin += [(m.start(), -m.end()) for m in _LATIN_RUN_ANY_RE.finditer(text, start, end)]
+    if ". . ." in text:
+        ellipsis_cuts, covered = _spaced_ellipsis_cuts(text, language)
+        cuts += ellipsis_cuts
+        latin = [span for span in latin if span[0] not in covered]
+    cuts += [
+        _judge_terminator(text, start, abs(end), language, end < 0, False) for start, end in latin
+    ]  # a negative end marks a run found in a lower-cased stretch
+    cuts = [c for c in cuts if c is not None]
+    if _LIST_START_RE.search(text):
+        item_cuts, marker_ends = _list_item_cuts(text)
+        cuts = [c for c in cuts if c not in marker_ends] + item_cuts
+    return cuts
+
+
+def _inside_title(text: str, pos: int) -> bool:
+    """Whether ``pos`` lies inside a 《...》 title (looking back a bounded distance)."""
+    begin = max(0, pos - _LOOKBACK)
+    return text.rfind("《", begin, pos) > text.rfind("》", begin, pos)
+
+
+def _spaced_ellipsis_cuts(text: str, language: str | None) -> tuple[list[int], set[int]]:
+    """Cuts at spaced ellipses (". . ."), and every position they cover (no other rule judges those).
+
+    As in the style guides the Golden Rules follow: three spaced periods after a space mark an omission
+    inside the sentence (``the thing is . . . I didn't``); four (`` . . . .``) are an ellipsis and a full
+    stop, which end the sentence before a capital; ``word. . . .`` is a full stop followed by an ellipsis
+    that opens the next sentence (``compounds. . . . The practice``), and ``word. . .`` an ellipsis.
+    """
+    cuts, covered = [], set()
+    for m in _SPACED_ELLIPSIS_RE.finditer(text):
+        start, end = m.span()
+        covered.update(range(start, end))
+        dots = text.count(".", start, end)
+        nxt = _next_word(text, end)
+        if not nxt or _starts_lower(nxt) or not _ALNUM_RE.match(nxt):
+            continue
+        attached = start > 0 and not text[start - 1].isspace()
+        if attached and dots >= 4:
+            if _period_ends_sentence(text, start, nxt, language):
+                cuts.append(start + 1)
+        elif (attached or dots >= 4) and not nxt[0].isdigit():
+            cuts.append(end)
+    return cuts, covered
+
+
+def _list_item_cuts(text: str) -> tuple[list[int], set[int]]:
+    """Cuts before the items of lists that start a line and run on in it, and the ends of all markers.
+
+    ``1) The first item 2) The second item``, ``a. The first b. The second``, ``• 9. ... • 10. ...``: a
+    marker at the start of a line opens a list; the next label (2 after 1, b after a) with the same
+    punctuation, before a letter, in the same paragraph, opens the next item. A marker's own period or
+    bracket never ends a sentence.
+    """
+    cuts, ends = [], set()
+    for m in _LIST_START_RE.finditer(text):
+        label, punct = m.group(1), m.group(2)
+        if m.end(2) in ends:
+            continue  # already an item of a list found before: its chain was followed then
+        ends.add(m.end(2))
+        if label.isalpha() and label != "a":
+            continue  # a lettered list starts at "a"; a lone "c." is an initial
+        pos = m.end()
+        while True:
+            label = str(int(label) + 1) if label.isdigit() else chr(ord(label) + 1)
+            if label == "{":
+                break
+            limit = text.find("\n\n", pos, pos + 2000)
+            found = _list_item_re(label, punct).search(text, pos, limit if limit >= 0 else pos + 2000)
+            if not found:
+                break
+            cuts.append(found.start())
+            ends.add(found.end())
+            pos = found.end()
+    return cuts, ends
+
+
+@functools.lru_cache(maxsize=256)
+def _list_item_re(label: str, punct: str) -> re.Pattern:
+    """The marker of the list item labelled ``label`` ("2", "b") after a space, before a letter."""
+    return re.compile(
+        rf"(?<!\S)(?:[{re.escape(_BULLETS)}][ \t]?)?{re.escape(label)}{re.escape(punct)}(?=[ \t]++[^\W\d_])"
+    )
 
 
 def _caseless_stretches(text: str) -> list[Span]:
@@ -327,12 +469,16 @@ def _judge_terminator(
         return None
     lower = _starts_lower(nxt)
     first = nxt[0]
+    if first in "/,":  # "consuela. / [...]", ",,Das weiß": a verse line or a low quote goes on
+        return None
     caseless = lower and caseless_region
     if lower and not caseless:
         return None
     if not _EXCLAMATIONS.isdisjoint(run):
         return None if caseless and closers else end
     if len(run) > 1 or "…" in run:  # an ellipsis ends a sentence only before a capital
+        if start > 0 and text[start - 1] in "[(" and text[start + len(run) : start + len(run) + 1] in ("]", ")"):
+            return None  # "[...]" marks an omission inside a quotation
         return end if not lower and not first.isdigit() else None
     if closers and not caseless:
         return end
@@ -347,26 +493,30 @@ def _period_ends_sentence(text: str, dot: int, nxt: str, language: str | None) -
     word = token.lower()
     if _URLISH_RE.search(token):
         return True
-    if _NUMBER_RE.fullmatch(token):
+    number = token.lstrip("-–")  # "1. -3. Jahrhundert"
+    if _NUMBER_RE.fullmatch(number):
         return not (
-            _is_list_number(text, dot, token)
-            or _is_inline_list_number(text, dot, token)
-            or _is_ordinal(text, dot, token, nxt, language)
+            _is_list_number(text, dot, number)
+            or _is_inline_list_number(text, dot, number)
+            or _is_ordinal(text, dot, number, nxt, language)
         )
     if len(token) == 1 and token.isalpha() and token <= "ÿ":
+        if token == "I" and _previous_word(text, dot - 1)[:1].islower():
+            return True  # the pronoun: "you and I. Did you..." (but "Albert I. Jones")
         # a unit after a number ("for 2 h.", "8–10 h.") may end a sentence; otherwise an initial
         # ("J. R. R. Tolkien") or one letter of "z. B.", "d. h." (a Greek "π." is neither)
         return token.islower() and _previous_word(text, dot - 1)[-1:].isdigit()
-    word = word.rsplit("-", 1)[-1]  # "Rechnungs-Nr.", "Dipl.-Ing."
+    # "Rechnungs-Nr.", "Dipl.-Ing.", Italian and French elision: "l'Ing.", "dell'Avv."
+    word = word.rsplit("-", 1)[-1].rsplit("'", 1)[-1].rsplit("’", 1)[-1]
     if word.endswith(("str", "nr")) and nxt[0].isdigit():
         return False  # German compounds: "Hauptstr. 5", "Kundennr. 123"
     if word in LIST_FINAL:
         return True
-    if word in NEVER_FINAL:
+    if word in NEVER_FINAL or word in ROMANCE_DUTCH_NEVER_FINAL or word in LANGUAGE_NEVER_FINAL.get(language, ()):
         return False
     if word in NUMBER_TAKING and token != "S" and (nxt[0].isdigit() or _is_roman(nxt)):
         return False
-    if word in MAY_BE_FINAL:
+    if word in MAY_BE_FINAL or word in LANGUAGE_MAY_BE_FINAL.get(language, ()):
         return _opens_sentence(nxt)
     if _DOTTED_ABBR_RE.fullmatch(token):
         return False  # an unlisted abbreviation such as "i.d.R." or "o.B."
@@ -414,7 +564,7 @@ def _is_list_number(text: str, dot: int, token: str) -> bool:
     line_start = max(text.rfind("\n", begin, dot) + 1, escaped + 2 if escaped >= 0 else 0)
     if line_start == 0 and begin > 0:
         return False
-    return text[line_start:dot].strip(" \t>*-") == token and len(token) <= 8
+    return text[line_start:dot].strip(" \t>*-•⁃▪◦‣·") == token and len(token) <= 8
 
 
 def _is_inline_list_number(text: str, dot: int, token: str) -> bool:
@@ -436,7 +586,8 @@ def _is_ordinal(text: str, dot: int, token: str, nxt: str, language: str | None)
         return True
     if language not in (None, "de") or nxt.lower() in SENTENCE_OPENERS:
         return False  # an ordinal is followed by a noun ("Platz"), not by "Die", "Er", "Dann"...
-    return _previous_word(text, dot - len(token)).lower() in ORDINAL_CUES
+    before = _previous_word(text, dot - len(token)).lower()
+    return before in ORDINAL_CUES or (before[-1:] == "." and before[:-1].isdigit())  # "dem 1. -3. Jh."
 
 
 def _is_roman(word: str) -> bool:
