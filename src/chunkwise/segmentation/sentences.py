@@ -173,7 +173,9 @@ _URLISH_RE = re.compile(r"(?:://|www\.|@)")
 _SPACED_ELLIPSIS_RE = re.compile(rf"\.(?:[ \u00a0]\.){{2,}}+{_CLOSE}")
 _BULLETS = "•⁃▪◦‣·*-"
 #: A list item at the start of a line: "1. ", "1) ", "1.) ", "a. ", "• 9. ", "⁃9. ".
-_LIST_START_RE = re.compile(rf"^[ \t]*+(?:[{re.escape(_BULLETS)}][ \t]?)?(\d{{1,2}}|[a-z])(\.\)|[.)])[ \t]", re.M)
+_LIST_MARKER = rf"[ \t]*+(?:[{re.escape(_BULLETS)}][ \t]?)?(\d{{1,2}}|[a-z])(\.\)|[.)])[ \t]"
+_LIST_START_RE = re.compile(_LIST_MARKER)  # matched at the start of the text
+_LIST_LINE_RE = re.compile("\n" + _LIST_MARKER)  # starts with a literal: the engine skips ahead fast
 #: Any letter or digit, of any script: a sentence must hold one (see :func:`_attach_bare_punctuation`).
 _ALNUM_RE = re.compile(r"[^\W_]")
 
@@ -257,7 +259,7 @@ def _attach_bare_punctuation(text: str, spans: list[Span]) -> list[Span]:
     out: list[Span] = []
     pending = -1  # start of bare spans seen before the first span with a letter or digit
     for start, end in spans:
-        if _ALNUM_RE.search(text, start, end):
+        if text[start].isalnum() or _ALNUM_RE.search(text, start, end):
             out.append((pending if pending >= 0 else start, end))
             pending = -1
         elif out:
@@ -366,7 +368,7 @@ def _terminator_cuts(text: str, language: str | None) -> list[int]:
         _judge_terminator(text, start, abs(end), language, end < 0, False) for start, end in latin
     ]  # a negative end marks a run found in a lower-cased stretch
     cuts = [c for c in cuts if c is not None]
-    if _LIST_START_RE.search(text):
+    if _LIST_START_RE.match(text) or _LIST_LINE_RE.search(text):
         item_cuts, marker_ends = _list_item_cuts(text)
         cuts = [c for c in cuts if c not in marker_ends] + item_cuts
     return cuts
@@ -408,11 +410,12 @@ def _list_item_cuts(text: str) -> tuple[list[int], set[int]]:
 
     ``1) The first item 2) The second item``, ``a. The first b. The second``, ``• 9. ... • 10. ...``: a
     marker at the start of a line opens a list; the next label (2 after 1, b after a) with the same
-    punctuation, before a letter, in the same paragraph, opens the next item. A marker's own period or
+    punctuation, before a letter, on the same line, opens the next item. A marker's own period or
     bracket never ends a sentence.
     """
     cuts, ends = [], set()
-    for m in _LIST_START_RE.finditer(text):
+    first = _LIST_START_RE.match(text)
+    for m in ([first] if first else []) + list(_LIST_LINE_RE.finditer(text)):
         label, punct = m.group(1), m.group(2)
         if m.end(2) in ends:
             continue  # already an item of a list found before: its chain was followed then
@@ -424,7 +427,7 @@ def _list_item_cuts(text: str) -> tuple[list[int], set[int]]:
             label = str(int(label) + 1) if label.isdigit() else chr(ord(label) + 1)
             if label == "{":
                 break
-            limit = text.find("\n\n", pos, pos + 2000)
+            limit = text.find("\n", pos, pos + 2000)  # items on later lines are line starts themselves
             found = _list_item_re(label, punct).search(text, pos, limit if limit >= 0 else pos + 2000)
             if not found:
                 break
