@@ -515,8 +515,11 @@ def _period_ends_sentence(text: str, dot: int, nxt: str, language: str | None) -
         return False  # German compounds: "Hauptstr. 5", "Kundennr. 123"
     if word in LIST_FINAL:
         return True
-    if word in NEVER_FINAL or word in ROMANCE_DUTCH_NEVER_FINAL or word in LANGUAGE_NEVER_FINAL.get(language, ()):
+    if _never_final(word, language):
         return False
+    before = _previous_word(text, dot - len(token)) if len(word) <= 3 else ""
+    if len(before) == 2 and before[1] == "." and _never_final(before.lower() + word, language):
+        return False  # written with a space: "p. ej.", "p. ex."
     if word in NUMBER_TAKING and token != "S" and (nxt[0].isdigit() or _is_roman(nxt)):
         return False
     if word in MAY_BE_FINAL or word in LANGUAGE_MAY_BE_FINAL.get(language, ()):
@@ -524,6 +527,11 @@ def _period_ends_sentence(text: str, dot: int, nxt: str, language: str | None) -
     if _DOTTED_ABBR_RE.fullmatch(token):
         return False  # an unlisted abbreviation such as "i.d.R." or "o.B."
     return True
+
+
+def _never_final(word: str, language: str | None) -> bool:
+    """An abbreviation that never ends a sentence, in any language or in ``language``."""
+    return word in NEVER_FINAL or word in ROMANCE_DUTCH_NEVER_FINAL or word in LANGUAGE_NEVER_FINAL.get(language, ())
 
 
 def _word_before(text: str, dot: int) -> str:
