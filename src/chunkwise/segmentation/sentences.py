@@ -501,7 +501,7 @@ def _period_ends_sentence(text: str, dot: int, nxt: str, language: str | None) -
         return not (
             _is_list_number(text, dot, number)
             or _is_inline_list_number(text, dot, number)
-            or _is_ordinal(text, dot, number, nxt, language)
+            or _is_ordinal(text, dot - len(token) + len(number), number, nxt, language)
         )
     if len(token) == 1 and token.isalpha() and token <= "ÿ":
         if token == "I" and _previous_word(text, dot - 1)[:1].islower():
