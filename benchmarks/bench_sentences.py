@@ -100,7 +100,7 @@ def golden_ok(got: list[str], expected: list[str], clean: bool) -> bool:
     return [s.strip() for s in got if s.strip()] == [s.strip() for s in expected]
 
 
-def golden_table() -> None:
+def golden_table(baseline: str | None = None) -> None:
     """Cases of pySBD's Golden Rules reproduced exactly, per language and back-end."""
     import pysbd
 
@@ -118,6 +118,10 @@ def golden_table() -> None:
         return seg.segment(text)
 
     rows["pysbd (raw, as its tests call it)"] = raw_pysbd
+    old = baseline_splitter(baseline) if baseline else None
+    if old:
+        rows = {"chunkwise": rows["chunkwise"],
+                f"chunkwise@{baseline}": lambda t, lang, clean: [t[x:y] for x, y in old(t, language=lang)], **rows}
     for name, fn in rows.items():
         cells, ok_all, n_all = [name], 0, 0
         for lang in GOLDEN_LANGUAGES:
@@ -218,7 +222,7 @@ def main() -> None:
                     help="git revision whose chunkwise back-end is timed beside today's ('' to skip)")
     args = ap.parse_args()
     quality_table()
-    golden_table()
+    golden_table(args.baseline or None)
     if not args.no_speed:
         speed_table(args.corpora, args.rounds, raw_peers_too=not args.no_raw, baseline=args.baseline or None)
 
