@@ -360,3 +360,12 @@ def test_language_only_abbreviations():
     text = "Porta frutta, ad es. Mele e pere."
     assert sents(text, language="it") == [text]
     assert len(sents(text)) == len(sents(text, language="es")) == 2
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["a", "b ", "x" * 50, "word " * 30, "A", "Z", "\n", ". ", "é"]), max_size=120).map("".join))
+def test_caseless_prefilter_never_misses_a_stretch(text):
+    """The cheap window test must say yes wherever the full scan finds a lower-cased stretch."""
+    full = sent_mod._CASELESS_START_RE.match(text) or sent_mod._CASELESS_RE.search(text)
+    if full:
+        assert sent_mod._may_be_caseless(text)

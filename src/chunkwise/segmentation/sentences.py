@@ -162,6 +162,7 @@ _EXCLAMATIONS = frozenset("!?‼⁇⁈⁉؟۔।॥።፧")  # terminators with 
 #: Stretches of 600+ characters without a capital letter: lower-cased text, judged without the filter.
 _UPPER = "A-ZÀ-ÖØ-ÞА-ЯΑ-Ω"
 _CASELESS_RE = re.compile(rf"[{_UPPER}]([^{_UPPER}]{{600,}}+)")  # after a capital (in C: linear)
+_UPPER_RE = re.compile(rf"[{_UPPER}]")
 _CASELESS_START_RE = re.compile(rf"[^{_UPPER}]{{600,}}+")  # at the very start of the text
 _NEXT_WORD_RE = re.compile(
     rf"(?:[\s{re.escape(_OPENERS)}]|{_ESCAPED_BREAK}){{0,64}}+([^\W_][\w'’\-]{{0,64}}|\S)"
@@ -242,7 +243,8 @@ def _spans_from_cuts(text: str, cuts: Iterable[int]) -> list[Span]:
     """
     spans: list[Span] = []
     prev = 0
-    for cut in sorted({c for c in cuts if 0 < c < len(text)}) + [len(text)]:
+    n = len(text)
+    for cut in sorted({c for c in cuts if 0 < c < n}) + [n]:
         piece = text[prev:cut]
         stripped = piece.lstrip()
         if stripped:
@@ -359,24 +361,34 @@ def _terminator_cuts(text: str, language: str | None) -> list[int]:
     cuts = [
         end if text[end - 1] in _CJK_TERMS else _judge_terminator(text, start, end, language, False, True)
         for start, end in (m.span() for m in _CJK_RUN_RE.finditer(text))
-    ]  # a bare 。！？ ends the sentence at once; closers and "．" are judged
+    ] if _has_cjk_terminator(text) else []  # a bare 。！？ ends the sentence at once; closers and "．" are judged
     if "《" in text:  # 《摔跤吧！爸爸》: a terminator inside a title does not end the sentence
         cuts = [c for c in cuts if c is None or not _inside_title(text, c)]
-    latin = [m.span() for m in _LATIN_RUN_RE.finditer(text)]
-    for start, end in _caseless_stretches(text):
-        latin += [(m.start(), -m.end()) for m in _LATIN_RUN_ANY_RE.finditer(text, start, end)]
-    if ". . ." in text:
+    covered: set[int] | tuple = ()
+    if ". . ." in text:  # spaced ellipses are judged on their own, not period by period
         ellipsis_cuts, covered = _spaced_ellipsis_cuts(text, language)
         cuts += ellipsis_cuts
-        latin = [span for span in latin if span[0] not in covered]
     cuts += [
-        _judge_terminator(text, start, abs(end), language, end < 0, False) for start, end in latin
-    ]  # a negative end marks a run found in a lower-cased stretch
+        _judge_terminator(text, m.start(), m.end(), language, False, False)
+        for m in _LATIN_RUN_RE.finditer(text)
+        if m.start() not in covered
+    ]
+    for start, end in _caseless_stretches(text):
+        cuts += [
+            _judge_terminator(text, m.start(), m.end(), language, True, False)
+            for m in _LATIN_RUN_ANY_RE.finditer(text, start, end)
+            if m.start() not in covered
+        ]
     cuts = [c for c in cuts if c is not None]
     if _LIST_START_RE.match(text) or _LIST_LINE_RE.search(text):
         item_cuts, marker_ends = _list_item_cuts(text)
         cuts = [c for c in cuts if c not in marker_ends] + item_cuts
     return cuts
+
+
+def _has_cjk_terminator(text: str) -> bool:
+    """Any of 。！？｡． in ``text`` (plain substring tests: instant on ASCII text, which cannot hold them)."""
+    return not text.isascii() and any(t in text for t in _CJK_TERMS + "．")
 
 
 def _inside_title(text: str, pos: int) -> bool:
@@ -452,11 +464,24 @@ def _list_item_re(label: str, punct: str) -> re.Pattern:
 
 def _caseless_stretches(text: str) -> list[Span]:
     """Stretches of 600+ characters with no capital letter but with words: lower-cased text."""
+    if not _may_be_caseless(text):
+        return []
     first = _CASELESS_START_RE.match(text)
     found = [first] if first else []
     found += (m for m in _CASELESS_RE.finditer(text) if not first or m.start() >= first.end())
     spans = [m.span(1) if m.re is _CASELESS_RE else m.span() for m in found]
     return [(a, b) for a, b in spans if _has_words(text[a : min(b, a + 2000)], 8)]
+
+
+def _may_be_caseless(text: str) -> bool:
+    """Whether some aligned window of 300 characters has no capital: necessary for a caseless stretch.
+
+    A stretch of 600+ characters contains a whole window ``[k, k + 300)`` with ``k`` a multiple of 300, so
+    text where every such window has a capital has no stretch. In prose a capital comes within a few
+    dozen characters, so each window costs one short C-level search -- much cheaper than the full scan.
+    """
+    search = _UPPER_RE.search
+    return any(search(text, k, k + 300) is None for k in range(0, len(text) - 299, 300))
 
 
 def _judge_terminator(
@@ -499,10 +524,10 @@ def _period_ends_sentence(text: str, dot: int, nxt: str, language: str | None) -
     if not token:
         return True
     word = token.lower()
-    if _URLISH_RE.search(token):
-        return True
+    if ("@" in token or "://" in token or "www." in word) and _URLISH_RE.search(token):
+        return True  # (the plain "in" tests spare most words a regex call)
     number = token.lstrip("-–")  # "1. -3. Jahrhundert"
-    if _NUMBER_RE.fullmatch(number):
+    if number[:1].isdigit() and _NUMBER_RE.fullmatch(number):
         return not (
             _is_list_number(text, dot, number)
             or _is_inline_list_number(text, dot, number)
@@ -515,28 +540,38 @@ def _period_ends_sentence(text: str, dot: int, nxt: str, language: str | None) -
         # ("J. R. R. Tolkien") or one letter of "z. B.", "d. h." (a Greek "π." is neither)
         return token.islower() and _previous_word(text, dot - 1)[-1:].isdigit()
     # "Rechnungs-Nr.", "Dipl.-Ing.", Italian and French elision: "l'Ing.", "dell'Avv."
-    word = word.rsplit("-", 1)[-1].rsplit("'", 1)[-1].rsplit("’", 1)[-1]
+    if "-" in word:
+        word = word.rsplit("-", 1)[-1]
+    if "'" in word or "’" in word:
+        word = word.rsplit("'", 1)[-1].rsplit("’", 1)[-1]
     if word.endswith(("str", "nr")) and nxt[0].isdigit():
         return False  # German compounds: "Hauptstr. 5", "Kundennr. 123"
     if word in LIST_FINAL:
         return True
-    if _never_final(word, language):
+    never_final = _NEVER_FINAL_FOR.get(language, _NEVER_FINAL_ANY)
+    if word in never_final:
         return False
-    before = _previous_word(text, dot - len(token)) if len(word) <= 3 else ""
-    if len(before) == 2 and before[1] == "." and _never_final(before.lower() + word, language):
-        return False  # written with a space: "p. ej.", "p. ex."
+    if word in _SPACED_SECOND_PARTS:  # written with a space: "p. ej.", "p. ex."
+        before = _previous_word(text, dot - len(token))
+        if len(before) == 2 and before[1] == "." and before.lower() + word in never_final:
+            return False
     if word in NUMBER_TAKING and token != "S" and (nxt[0].isdigit() or _is_roman(nxt)):
         return False
-    if word in MAY_BE_FINAL or word in LANGUAGE_MAY_BE_FINAL.get(language, ()):
+    if word in _MAY_BE_FINAL_FOR.get(language, MAY_BE_FINAL):
         return _opens_sentence(nxt)
-    if _DOTTED_ABBR_RE.fullmatch(token):
+    if "." in token and _DOTTED_ABBR_RE.fullmatch(token):
         return False  # an unlisted abbreviation such as "i.d.R." or "o.B."
     return True
 
 
-def _never_final(word: str, language: str | None) -> bool:
-    """An abbreviation that never ends a sentence, in any language or in ``language``."""
-    return word in NEVER_FINAL or word in ROMANCE_DUTCH_NEVER_FINAL or word in LANGUAGE_NEVER_FINAL.get(language, ())
+#: One set per language (one lookup per period): the shared lists plus the language's own.
+_NEVER_FINAL_ANY = NEVER_FINAL | ROMANCE_DUTCH_NEVER_FINAL
+_NEVER_FINAL_FOR = {lang: _NEVER_FINAL_ANY | words for lang, words in LANGUAGE_NEVER_FINAL.items()}
+_MAY_BE_FINAL_FOR = {lang: MAY_BE_FINAL | words for lang, words in LANGUAGE_MAY_BE_FINAL.items()}
+#: Second parts of two-part abbreviations that may be written with a space ("ej" of "p. ej.").
+_SPACED_SECOND_PARTS = frozenset(
+    w.split(".")[1] for w in set().union(*_NEVER_FINAL_FOR.values()) if re.fullmatch(r"\w\.\w{2,}", w)
+)
 
 
 def _word_before(text: str, dot: int) -> str:
