@@ -364,20 +364,20 @@ def _terminator_cuts(text: str, language: str | None) -> list[int]:
     ] if _has_cjk_terminator(text) else []  # a bare 。！？ ends the sentence at once; closers and "．" are judged
     if "《" in text:  # 《摔跤吧！爸爸》: a terminator inside a title does not end the sentence
         cuts = [c for c in cuts if c is None or not _inside_title(text, c)]
-    covered: set[int] | tuple = ()
-    if ". . ." in text:  # spaced ellipses are judged on their own, not period by period
+    covered = b""  # a mask, 1 where a spaced ellipsis lies: those periods are judged on their own
+    if ". . ." in text:
         ellipsis_cuts, covered = _spaced_ellipsis_cuts(text, language)
         cuts += ellipsis_cuts
     cuts += [
         _judge_terminator(text, m.start(), m.end(), language, False, False)
         for m in _LATIN_RUN_RE.finditer(text)
-        if m.start() not in covered
+        if not covered or not covered[m.start()]
     ]
     for start, end in _caseless_stretches(text):
         cuts += [
             _judge_terminator(text, m.start(), m.end(), language, True, False)
             for m in _LATIN_RUN_ANY_RE.finditer(text, start, end)
-            if m.start() not in covered
+            if not covered or not covered[m.start()]
         ]
     cuts = [c for c in cuts if c is not None]
     if _LIST_START_RE.match(text) or _LIST_LINE_RE.search(text):
@@ -397,18 +397,19 @@ def _inside_title(text: str, pos: int) -> bool:
     return text.rfind("《", begin, pos) > text.rfind("》", begin, pos)
 
 
-def _spaced_ellipsis_cuts(text: str, language: str | None) -> tuple[list[int], set[int]]:
-    """Cuts at spaced ellipses (". . ."), and every position they cover (no other rule judges those).
+def _spaced_ellipsis_cuts(text: str, language: str | None) -> tuple[list[int], bytearray]:
+    """Cuts at spaced ellipses (". . ."), and a mask of the positions they cover (one byte per character;
+    no other rule judges those periods).
 
     As in the style guides the Golden Rules follow: three spaced periods after a space mark an omission
     inside the sentence (``the thing is . . . I didn't``); four (`` . . . .``) are an ellipsis and a full
     stop, which end the sentence before a capital; ``word. . . .`` is a full stop followed by an ellipsis
     that opens the next sentence (``compounds. . . . The practice``), and ``word. . .`` an ellipsis.
     """
-    cuts, covered = [], set()
+    cuts, covered = [], bytearray(len(text))
     for m in _SPACED_ELLIPSIS_RE.finditer(text):
         start, end = m.span()
-        covered.update(range(start, end))
+        covered[start:end] = b"\x01" * (end - start)
         dots = text.count(".", start, end)
         nxt = _next_word(text, end)
         if not nxt or _starts_lower(nxt) or not _ALNUM_RE.match(nxt):
