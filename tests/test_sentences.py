@@ -206,7 +206,8 @@ def test_huge_text_without_punctuation_or_spaces_is_one_sentence():
 
 def test_huge_runs_of_terminators_are_linear():
     # a regex that backtracked would take minutes here
-    for text in ("." * 2_000_000 + "x", "x" + "!" * 2_000_000, "a" + "。" * 1_000_000, "A" + "a" * 2_000_000 + ". B"):
+    for text in ("." * 2_000_000 + "x", "x" + "!" * 2_000_000, "a" + "。" * 1_000_000, "A" + "a" * 2_000_000 + ". B",
+                 "x" + ". " * 1_000_000, "\n".join(["1) a 2) b 3) c"] * 100_000)):
         spans = split_sentences(text)
         check_invariants(text, spans)
 
@@ -215,6 +216,11 @@ def test_huge_runs_of_terminators_are_linear():
 
 
 def check_invariants(text: str, spans: list[tuple[int, int]]) -> None:
+    """Exact, ordered, trimmed, covering spans; and no sentence without a letter or digit.
+
+    The letter-or-digit rule, precisely: every span holds a character ``c`` with ``c.isalnum()``; a text
+    with no such character at all (but with other non-whitespace) is exactly one span.
+    """
     prev_end = 0
     for a, b in spans:
         assert prev_end <= a < b <= len(text), (a, b)
@@ -223,14 +229,27 @@ def check_invariants(text: str, spans: list[tuple[int, int]]) -> None:
         assert text[prev_end:a].strip() == "", "non-whitespace between spans"
         prev_end = b
     assert text[prev_end:].strip() == ""
+    if any(c.isalnum() for c in text):
+        bare = [text[a:b] for a, b in spans if not any(c.isalnum() for c in text[a:b])]
+        assert not bare, f"sentences without a letter or digit: {bare!r}"
+    else:
+        assert len(spans) == (1 if text.strip() else 0), spans
 
 
 HOSTILE = st.sampled_from(
     [" ", "\n", "\n\n", "\r\n", "\t", "\x00", ".", "!", "?", "...", "…", "。", "！", "？", "．", "｡", "\"", "“", "”",
      "„", "«", "(", ")", "」", "『", "Dr.", "e.g.", "z. B.", "3.", "3.5", "1. ", "- ", "# ", "| ", "```", "U.S.",
      "etc.", "am", "The", "der", "a", "Z", "😀", "👍🏽", "e\u0301", "\u200b", "\u00a0", "\u2028", "\u3000", "שלום",
-     "مرحبا", "你好", "こんにちは", "https://x.org/a.b", "a@b.de", "\x0c", "\x1e", "\ufeff", "ß", "İ"]
+     "مرحبا", "你好", "こんにちは", "https://x.org/a.b", "a@b.de", "\x0c", "\x1e", "\ufeff", "ß", "İ",
+     ". . .", " . . . .", "[...]", "1.)", "2)", "a. ", "b. ", "• 9. ", "⁃10. ", "I. ", "N°. ", "《", "》", "/",
+     ",,", "---", "___", "*", "¿", "¡", "Sra.", "p. ej.", "ecc.", "l'Avv.", "-3. "]
 )
+#: Texts made mostly of punctuation, where a bare "sentence" is most likely.
+PUNCTUATION = st.lists(
+    st.sampled_from([" ", "\n", "\n\n", ".", ". ", "!", "?", "…", "...", ". . .", "”", "\"", ")", "]", "。", "！",
+                     "-", "*", "•", "😀", "A", "x", "7", "The", "end."]),
+    max_size=30,
+).map("".join)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -249,6 +268,23 @@ def test_invariants_on_random_text(text):
 @given(st.lists(HOSTILE, max_size=25).map("".join), st.sampled_from(["pysbd", "blingfire"]))
 def test_invariants_for_peer_backends(text, backend):
     check_invariants(text, split_sentences(text, backend=backend))
+
+
+@settings(max_examples=150, deadline=None)
+@given(PUNCTUATION, st.sampled_from(SENTENCE_BACKENDS), st.sampled_from([None, "en", "de", "es", "zh"]))
+def test_no_sentence_is_only_punctuation(text, backend, language):
+    """Every back-end, every language: a lone ".", ". . ." or "”" is attached to a neighbour."""
+    check_invariants(text, split_sentences(text, backend=backend, language=language))
+
+
+@pytest.mark.parametrize("backend", SENTENCE_BACKENDS)
+def test_bare_punctuation_is_attached_to_its_neighbour(backend):
+    text = "It ended. . . .\n\n!!!\n\nThen it began."
+    got = sents(text, backend=backend)
+    assert "".join(got).replace(" ", "").replace("\n", "") == text.replace(" ", "").replace("\n", "")
+    assert all(any(c.isalnum() for c in s) for s in got), got
+    assert sents("... !!! ???", backend=backend) == ["... !!! ???"]  # no letter at all: one span
+    assert sents("...\n\nHello.", backend=backend) == ["...\n\nHello."]  # a bare start joins the next
 
 
 @settings(max_examples=100, deadline=None)
@@ -271,3 +307,66 @@ def test_chroma_corpora_spans_are_exact():
         # sentences, not lines or whole documents: the median sentence is prose-sized
         lengths = sorted(b - a for a, b in spans)
         assert 20 <= lengths[len(lengths) // 2] <= 400, (path.name, lengths[len(lengths) // 2])
+
+
+# -- rules from the Golden Rules (issue 21) and other languages (issue 12) ---------------------------------
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("1) The first item 2) The second item", ["1) The first item", "2) The second item"]),
+        ("1.) The first item. 2.) The second item.", ["1.) The first item.", "2.) The second item."]),
+        ("a. The first item b. The second item", ["a. The first item", "b. The second item"]),
+        ("• 9. The first item • 10. The second item", ["• 9. The first item", "• 10. The second item"]),
+        ("Steps:\n1) Open it 2) Close it", ["Steps:", "1) Open it", "2) Close it"]),
+        # a number inside prose is no list, even after a list line
+        ("Read chapter 1. Then read chapter 2. It is short.", ["Read chapter 1.", "Then read chapter 2.", "It is short."]),
+        ("We make a good team, you and I. Did you see Albert I. Jones?", ["We make a good team, you and I.", "Did you see Albert I. Jones?"]),
+        ("It is at N°. 1026.253.553. That is all.", ["It is at N°. 1026.253.553.", "That is all."]),
+        ('"Bohr [...] used it [...]" (Smith 55).', ['"Bohr [...] used it [...]" (Smith 55).']),
+        ("the thing is . . . I didn't mean it.", ["the thing is . . . I didn't mean it."]),
+        ("with a period . . . . Next sentence.", ["with a period . . . .", "Next sentence."]),
+        ("into compounds. . . . The practice was kept. . . .", ["into compounds.", ". . . The practice was kept. . . ."]),
+        ("我们明天一起去看《摔跤吧！爸爸》好吗？好！", ["我们明天一起去看《摔跤吧！爸爸》好吗？", "好！"]),
+        ("Tongefäße aus dem 1. -3. Jahrhundert sind alt.", ["Tongefäße aus dem 1. -3. Jahrhundert sind alt."]),
+    ],
+)
+def test_golden_rule_patterns(text, expected):
+    assert sents(text) == expected
+
+
+@pytest.mark.parametrize(
+    "language,text,expected",
+    [
+        ("es", "El Sr. García y la Sra. López llegaron. La Srta. Ruiz no.", ["El Sr. García y la Sra. López llegaron.", "La Srta. Ruiz no."]),
+        ("es", "Hay frutas, p. ej. Manzanas. Compré tres.", ["Hay frutas, p. ej. Manzanas.", "Compré tres."]),
+        ("es", "Trajo libros, cuadernos, etc. Luego se fue.", ["Trajo libros, cuadernos, etc.", "Luego se fue."]),
+        ("es", "Eso es. Luego vamos.", ["Eso es.", "Luego vamos."]),  # "es" is a verb in Spanish
+        ("es", "Fue el 30 Ago. 1984 en los EE. UU. y nada más.", ["Fue el 30 Ago. 1984 en los EE. UU. y nada más."]),
+        ("fr", "M. Dupont et Mme. Durand sont là. Me Roy plaide.", ["M. Dupont et Mme. Durand sont là.", "Me Roy plaide."]),
+        ("it", "Il Sig. Rossi e l'Avv. Neri, ad es. Oggi. Poi ecc. Basta.", ["Il Sig. Rossi e l'Avv. Neri, ad es. Oggi.", "Poi ecc.", "Basta."]),
+        ("it", "Il Dott. Verdi arriva. Sono l'Ing. Mengozzi.", ["Il Dott. Verdi arriva.", "Sono l'Ing. Mengozzi."]),
+        ("nl", "Dhr. Jansen komt, bijv. Morgen. Hij kocht kaas enz. Daarna niets.", ["Dhr. Jansen komt, bijv. Morgen.", "Hij kocht kaas enz.", "Daarna niets."]),
+        ("pt", "A Sr.ª Silva e o Dr. Costa, p. ex. Hoje. Foi bom.", ["A Sr.ª Silva e o Dr. Costa, p. ex. Hoje.", "Foi bom."]),
+        ("en", "It happened two years ago. John left. Tell me. Then go.", ["It happened two years ago.", "John left.", "Tell me.", "Then go."]),
+    ],
+)
+def test_abbreviations_of_other_languages(language, text, expected):
+    assert sents(text, language=language) == expected
+
+
+def test_language_only_abbreviations():
+    """Abbreviations that are words elsewhere apply only with their language: Italian "ad es." vs Spanish "es."."""
+    text = "Porta frutta, ad es. Mele e pere."
+    assert sents(text, language="it") == [text]
+    assert len(sents(text)) == len(sents(text, language="es")) == 2
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["a", "b ", "x" * 50, "word " * 30, "A", "Z", "\n", ". ", "é"]), max_size=120).map("".join))
+def test_caseless_prefilter_never_misses_a_stretch(text):
+    """The cheap window test must say yes wherever the full scan finds a lower-cased stretch."""
+    full = sent_mod._CASELESS_START_RE.match(text) or sent_mod._CASELESS_RE.search(text)
+    if full:
+        assert sent_mod._may_be_caseless(text)
