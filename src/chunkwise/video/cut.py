@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 
 from ..errors import ConfigError, InputError
@@ -148,6 +149,7 @@ class ClipCutter:
                 vout.width = vin.codec_context.width
                 vout.height = vin.codec_context.height
                 vout.pix_fmt = "yuv420p"
+                step = Fraction(1) / Fraction(rate)
                 n = 0
                 for frame in src.decode(vin):
                     if frame.time is None or frame.time < start - 1e-6:
@@ -156,7 +158,7 @@ class ClipCutter:
                         break
                     frame = frame.reformat(format="yuv420p")
                     frame.pts = n
-                    frame.time_base = vout.codec_context.time_base
+                    frame.time_base = step
                     n += 1
                     for packet in vout.encode(frame):
                         dst.mux(packet)
