@@ -43,11 +43,12 @@ def load_video(path: str | os.PathLike, tracker: Any = "auto", classes: Iterable
     rule.validate(info.fps)
     sub_path = subtitles_beside(source) if subtitles == "auto" else subtitles
     subs = load_subtitles(sub_path) if sub_path else None
-    found = rule.clips(trk.track(info, classes), info.fps)
-    n_frames = info.n_frames
-    for c in found:  # clamp end padding to the video now that its length is known
+    found = rule.clips(trk.track(info, classes), info.fps, info.n_frames or None)
+    n_frames = info.n_frames  # the decoded count once a tracker has read every frame
+    for c in found:  # clamp end padding to the real length (the container's count may be an estimate)
         if n_frames and c.end_frame >= n_frames:
             c.end_frame = max(n_frames - 1, c.event_end)
+    found = [c for c in found if c.start_frame <= c.end_frame]
     meta = {"kind": "video", "fps": info.fps, "frames": n_frames, "width": info.width, "height": info.height,
             "codec": info.codec, "tracker": trk.describe(),
             "rule": {"gap": gap, "min_duration": min_duration, "max_duration": max_duration, "pad": pad,
