@@ -222,3 +222,13 @@ def test_index_and_search_video(scene, tmp_path, capsys):
                                         "classes": ["object"]}
     assert main(["search", "yellow lamp drops", "--db", db, "-k", "1"]) == 0
     assert "7.2s-9.2s  frames 180-230 ids 3" in capsys.readouterr().out
+
+
+def test_chunk_command_gives_the_clips(scene, tmp_path, capsys):
+    video = tmp_path / "yard.mp4"
+    shutil.copy(scene, video)
+    write_mot(tmp_path / "yard.mot.txt", SHAPES)
+    assert main(["chunk", str(video)]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(r["start_frame"], r["end_frame"], r["track_ids"]) for r in rows] == [(20, 120, [1, 2]), (180, 230, [3])]
+    assert all(r["strategy"] == "video" for r in rows)

@@ -56,6 +56,8 @@ def load_video(path: str | os.PathLike, tracker: Any = "auto", classes: Iterable
             "subtitles": str(sub_path) if sub_path else None}
     doc = build_document(found, source, subs, tokenizer, meta)
     doc.problems = list(info.problems)
+    if doc.problems:
+        doc.metadata["warnings"] = list(doc.problems)
     return doc
 
 
