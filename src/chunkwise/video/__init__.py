@@ -14,6 +14,7 @@ behind one interface), :mod:`.text` (a clip's searchable text), :mod:`.document`
 
 from __future__ import annotations
 
+import copy
 import os
 from typing import Any, Iterable
 
@@ -34,13 +35,17 @@ def load_video(path: str | os.PathLike, tracker: Any = "auto", classes: Iterable
     ``subtitles``: ``"auto"`` (a ``.vtt``/``.srt`` with the video's stem beside it), a path, or ``None``.
     """
     from .text import load_subtitles, subtitles_beside
-    from .trackers import get_tracker
+    from .trackers import MotionTracker, get_tracker
 
     source = os.fspath(path)
     rule = ClipRule(gap, min_duration, max_duration, pad, split_on_new_id)
     trk = get_tracker(tracker, video=source)
     info = probe(source)
     rule.validate(info.fps)
+    if isinstance(trk, MotionTracker) and trk.lost_frames is None:
+        # ByteTrack keeps a lost track as long as the rule waits, so an object back within --gap keeps its ID
+        trk = copy.copy(trk)
+        trk.lost_frames = max(1, rule.frames(gap, info.fps))
     sub_path = subtitles_beside(source) if subtitles == "auto" else subtitles
     subs = load_subtitles(sub_path) if sub_path else None
     found = rule.clips(trk.track(info, classes), info.fps, info.n_frames or None)
