@@ -140,6 +140,7 @@ class Document:
 CHUNK_FIELDS = (
     "id", "doc_id", "source", "index", "start", "end", "text", "token_count",
     "page_start", "page_end", "section", "strategy", "start_time", "end_time", "speakers", "context",
+    "start_frame", "end_frame", "track_ids", "classes",
 )
 
 
@@ -171,12 +172,20 @@ class Chunk:
     vector: Any = field(default=None, repr=False, compare=False)
     sentence_vectors: Any = field(default=None, repr=False, compare=False)
     sentence_spans: list[tuple[int, int]] | None = field(default=None, repr=False, compare=False)
+    # video clips (chunkwise.video): frames [start_frame, end_frame] and the tracked objects in them
+    start_frame: int | None = None
+    end_frame: int | None = None
+    track_ids: list[int] | None = None
+    classes: list[str] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The serialisable fields (see :data:`CHUNK_FIELDS`)."""
         d = {name: getattr(self, name) for name in CHUNK_FIELDS}
         d["section"] = list(d["section"])
         d["speakers"] = list(d["speakers"])
+        for name in ("track_ids", "classes"):
+            if d[name] is not None:
+                d[name] = list(d[name])
         return d
 
     @property

@@ -20,6 +20,7 @@ import warnings
 from typing import Any, TextIO
 
 from ..errors import ChunkwiseError, ConfigError, InputError
+from ..video.document import VideoDocument
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
 
@@ -208,7 +209,8 @@ def run(args: argparse.Namespace) -> int:
                 for message in item.metadata.get("warnings", []):
                     print(f"chunkwise: warning: {source}: {message}", file=sys.stderr)
                 try:
-                    chunks = strategy.chunk(item)
+                    # a video arrives as ready-made clip chunks (chunkwise.video)
+                    chunks = item.chunks if isinstance(item, VideoDocument) else strategy.chunk(item)
                 except ChunkwiseError as exc:
                     fail(source, exc)
                     continue

@@ -166,6 +166,10 @@ def _format_table(results, max_chars: int) -> str:
             head.append(page)
         if r.section:
             head.append(" > ".join(r.section))
+        clip = r.metadata.get("video") if isinstance(r.metadata, dict) else None
+        if clip:
+            head.append(f"frames {clip.get('start_frame')}-{clip.get('end_frame')} ids "
+                        + ",".join(str(i) for i in clip.get("track_ids", [])))
         lines.append("  ".join(head))
         text = " ".join(r.text.split())
         if max_chars and len(text) > max_chars:

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ..document import Document
 from ..errors import ConfigError, InputError
+from ..video.frames import VIDEO_EXTENSIONS
 from .text import binary_kind
 
 DEFAULT_MAX_BYTES = 100 * 1024 * 1024
@@ -130,6 +131,8 @@ def load(path: str | os.PathLike, **options) -> Document:
         raise InputError(f"cannot read ({exc.strerror or exc})", source=source) from None
     if p.is_dir():
         raise InputError("is a directory (use iter_documents or pass it to `chunkwise chunk`)", source=source)
+    if p.suffix.lower() in VIDEO_EXTENSIONS:
+        return _load_video(p)
     limit = options.get("max_bytes", DEFAULT_MAX_BYTES)
     if limit is not None and st.st_size > limit:
         raise _size_error(st.st_size, limit, source)
@@ -138,6 +141,20 @@ def load(path: str | os.PathLike, **options) -> Document:
     except OSError as exc:
         raise InputError(f"cannot read ({exc.strerror or exc})", source=source) from None
     return load_bytes(data, source=source, name=p.name, **options)
+
+
+def _load_video(path: Path) -> Document:
+    """A video file as clip chunks (:func:`chunkwise.video.load_video`, default tracker and clip rule); the
+    video is streamed, never read whole, so the size limit does not apply."""
+    from ..errors import ChunkwiseError
+    from ..video import load_video
+
+    try:
+        return load_video(path)
+    except InputError:
+        raise
+    except ChunkwiseError as exc:  # e.g. the video extra is missing: this file fails, the batch goes on
+        raise InputError(exc.problem, source=str(path)) from None
 
 
 def read_stdin(**options) -> Document:

@@ -42,6 +42,7 @@ from ..store.milvus import (
 from ..strategies import Strategy, get_strategy, strategy_class
 from ..strategies.units import pooled_vector
 from .fusion import DENSE_WEIGHT, ZSCORE_DEPTH, check_fusion, fuse_candidates_zscore, reciprocal_rank_fusion
+from ..video.document import VideoDocument
 
 VECTOR_MODES = ("text", "pool")
 #: chunks gathered (over several small documents) before one embedding + write round
@@ -130,6 +131,12 @@ class IndexReport:
 
 def _jsonable(value: Any) -> Any:
     return json.loads(json.dumps(value, ensure_ascii=False, default=str))
+
+
+def _video_meta(meta: dict[str, Any], c: Chunk) -> dict[str, Any]:
+    """A video clip's row metadata: the document's plus its frames, track IDs and classes."""
+    return {**meta, "video": {"start_frame": c.start_frame, "end_frame": c.end_frame,
+                              "track_ids": list(c.track_ids or []), "classes": list(c.classes or [])}}
 
 
 def _printable(value: Any) -> Any:
@@ -440,7 +447,8 @@ class Index:
                     continue
                 try:
                     t = time.perf_counter()
-                    chunks = strat.chunk(doc)
+                    # a video arrives as ready-made clip chunks (chunkwise.video); text goes to the strategy
+                    chunks = doc.chunks if isinstance(doc, VideoDocument) else strat.chunk(doc)
                     report.timings["chunk"] += time.perf_counter() - t
                     if context:
                         from ..context import contextualize
@@ -528,7 +536,7 @@ class Index:
                 "start_time": c.start_time, "end_time": c.end_time,
                 "speakers": [truncate_utf8(s, 256) for s in c.speakers[:64]],
                 "strategy": c.strategy, "embedder": model_id, "content_hash": content_hash,
-                "metadata": meta, "vector": v.tolist(),
+                "metadata": meta if c.track_ids is None else _video_meta(meta, c), "vector": v.tolist(),
             })
         return rows
 

@@ -1,0 +1,211 @@
+"""Trackers behind one interface: ``track(info, classes) -> (frame, [Detection])`` for every frame.
+
+- ``motion`` (:class:`MotionTracker`): weight-free. OpenCV's MOG2 background subtraction finds moving
+  blobs, and ByteTrack from the ``trackers`` library (Roboflow) links them into IDs. Needs the ``video``
+  extra only; sees *moving* things (an object that stands still long enough becomes background) and has one
+  class, ``object``.
+- ``ultralytics:WEIGHTS`` (:class:`UltralyticsTracker`): a YOLO model in tracking mode
+  (``model.track(..., persist=True)``) on the frames decoded here. AGPL, so only in the ``video-yolo``
+  extra, never a default; the user supplies the weights file (nothing is downloaded).
+- ``tracks:FILE`` (:class:`MotTracks`): any external tracker's output in MOTChallenge format.
+- ``auto``: ``tracks:`` with ``VIDEO_STEM.mot.txt`` when that file sits beside the video, else ``motion``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterator
+
+from ..errors import ConfigError, InputError, MissingDependencyError
+from .frames import VideoInfo, iter_frames
+from .tracks import Detection, class_filter, iter_mot, keep
+
+TRACKER_NAMES = ("auto", "motion", "ultralytics:WEIGHTS", "tracks:FILE")
+
+
+class Tracker:
+    """One tracking back-end. The constructor stores parameters; :meth:`track` does the work, streaming."""
+
+    name = "tracker"
+
+    def track(self, info: VideoInfo, classes=None) -> Iterator[tuple[int, list[Detection]]]:
+        """``(frame, detections)`` in increasing frame order; frames without objects may be skipped."""
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        return self.name
+
+
+class MotionTracker(Tracker):
+    """Background subtraction (OpenCV MOG2) -> boxes -> ByteTrack IDs (``trackers`` library).
+
+    ``width``: frames are scaled to this width before subtraction (speed; boxes are scaled back).
+    ``min_area``: smallest blob kept, as a fraction of the frame area. ``var_threshold``: MOG2's
+    sensitivity (higher = fewer, surer foreground pixels). ``lost_frames``: how long ByteTrack keeps an
+    unmatched track alive so an object that reappears keeps its ID (default: one second of frames).
+    """
+
+    name = "motion"
+
+    def __init__(self, width: int = 480, min_area: float = 0.0008, var_threshold: float = 32.0,
+                 history: int = 500, lost_frames: int | None = None):
+        self.width = width
+        self.min_area = min_area
+        self.var_threshold = var_threshold
+        self.history = history
+        self.lost_frames = lost_frames
+
+    def _libs(self):
+        try:
+            import cv2
+            import supervision as sv
+            from trackers import ByteTrackTracker
+        except ImportError as exc:
+            raise MissingDependencyError("the motion tracker", "video", getattr(exc, "name", None)) from None
+        return cv2, sv, ByteTrackTracker
+
+    def track(self, info: VideoInfo, classes=None) -> Iterator[tuple[int, list[Detection]]]:
+        wanted = class_filter(classes)
+        if wanted is not None and "object" not in wanted:
+            raise ConfigError("the motion tracker finds moving objects without classes (class 'object'); "
+                              "--classes needs --tracker ultralytics:WEIGHTS or tracks:FILE")
+        cv2, sv, ByteTrackTracker = self._libs()
+        import numpy as np
+
+        cv2.setNumThreads(1)
+        sub = cv2.createBackgroundSubtractorMOG2(history=self.history, varThreshold=self.var_threshold,
+                                                 detectShadows=False)
+        kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (3, 3))
+        lost = self.lost_frames if self.lost_frames is not None else max(1, int(round(info.fps)))
+        tracker = ByteTrackTracker(lost_track_buffer=lost, frame_rate=info.fps, minimum_consecutive_frames=2)
+        scale = None
+        for index, image in iter_frames(info, width=self.width, fmt="bgr24"):
+            if scale is None:
+                scale = info.width / image.shape[1] if image.shape[1] else 1.0
+                min_px = self.min_area * image.shape[0] * image.shape[1]
+            mask = sub.apply(image)
+            if index == 0:
+                continue  # the first frame only initialises the background model
+            mask = cv2.morphologyEx(mask, cv2.MORPH_OPEN, kernel)
+            mask = cv2.dilate(mask, kernel, iterations=2)
+            n, _, stats, _ = cv2.connectedComponentsWithStats(mask, connectivity=8)
+            blobs = stats[1:n]
+            blobs = blobs[blobs[:, cv2.CC_STAT_AREA] >= min_px]
+            xyxy = np.empty((len(blobs), 4), dtype=np.float32)
+            xyxy[:, 0] = blobs[:, 0]
+            xyxy[:, 1] = blobs[:, 1]
+            xyxy[:, 2] = blobs[:, 0] + blobs[:, 2]
+            xyxy[:, 3] = blobs[:, 1] + blobs[:, 3]
+            out = tracker.update(sv.Detections(xyxy=xyxy))
+            dets = []
+            ids = out.tracker_id if out.tracker_id is not None else []
+            for box, tid in zip(out.xyxy, ids):
+                if tid is None or int(tid) < 0:
+                    continue  # a track not confirmed yet
+                x0, y0, x1, y1 = (float(v) * scale for v in box)
+                dets.append(Detection(index, int(tid), (x0, y0, x1 - x0, y1 - y0), "object"))
+            yield index, dets
+
+    def describe(self) -> str:
+        return f"motion (MOG2 at {self.width}px + ByteTrack)"
+
+
+class UltralyticsTracker(Tracker):
+    """A YOLO weights file in tracking mode (``model.track(frame, persist=True)``); ``tracker`` is the
+    ultralytics tracker configuration (``bytetrack.yaml`` or ``botsort.yaml``)."""
+
+    name = "ultralytics"
+
+    def __init__(self, weights: str, tracker: str = "bytetrack.yaml", conf: float = 0.25):
+        self.weights = weights
+        self.tracker = tracker
+        self.conf = conf
+
+    def _model(self):
+        try:
+            from ultralytics import YOLO
+        except ImportError:
+            raise MissingDependencyError("--tracker ultralytics", "video-yolo", "ultralytics, AGPL-3.0") from None
+        if not os.path.isfile(self.weights):
+            raise InputError("weights file not found (give a local .pt/.onnx file; nothing is downloaded)",
+                             source=self.weights)
+        return YOLO(self.weights)
+
+    def track(self, info: VideoInfo, classes=None) -> Iterator[tuple[int, list[Detection]]]:
+        model = self._model()
+        names = {int(k): str(v) for k, v in dict(model.names).items()}
+        wanted = class_filter(classes)
+        cls_ids = None
+        if wanted is not None:
+            cls_ids = [k for k, v in names.items() if v.lower() in wanted or str(k) in wanted]
+            if not cls_ids:
+                raise ConfigError(f"--classes {','.join(sorted(wanted))}: none of these is a class of "
+                                  f"{self.weights} (it knows {', '.join(list(names.values())[:12])}...)")
+        for index, frame in iter_frames(info, fmt="bgr24"):
+            result = model.track(frame, persist=True, classes=cls_ids, conf=self.conf, tracker=self.tracker,
+                                 verbose=False)[0]
+            boxes = result.boxes
+            dets = []
+            if boxes is not None and boxes.id is not None:
+                for box, tid, c in zip(boxes.xyxy.tolist(), boxes.id.int().tolist(), boxes.cls.int().tolist()):
+                    x0, y0, x1, y1 = box
+                    dets.append(Detection(index, int(tid), (x0, y0, x1 - x0, y1 - y0), names.get(c, str(c))))
+            yield index, dets
+
+    def describe(self) -> str:
+        return f"ultralytics ({Path(self.weights).name})"
+
+
+class MotTracks(Tracker):
+    """Tracks read from a MOTChallenge file instead of computed (the video is not decoded)."""
+
+    name = "tracks"
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def track(self, info: VideoInfo | None, classes=None) -> Iterator[tuple[int, list[Detection]]]:
+        from .tracks import group_frames
+
+        wanted = class_filter(classes)
+        frames = group_frames(d for d in iter_mot(self.path) if keep(d, wanted))
+        if info is not None and info.n_frames and frames and frames[-1][0] >= info.n_frames:
+            info.problems.append(f"{self.path}: tracks reach frame {frames[-1][0] + 1} but the video has "
+                                 f"{info.n_frames} frames")
+        yield from frames
+
+    def describe(self) -> str:
+        return f"tracks from {self.path}"
+
+
+def mot_beside(video: str | os.PathLike) -> Path | None:
+    """``VIDEO_STEM.mot.txt`` beside the video, when it exists."""
+    p = Path(video)
+    candidate = p.with_name(p.stem + ".mot.txt")
+    return candidate if candidate.is_file() else None
+
+
+def get_tracker(spec: str | Tracker | None = "auto", video: str | os.PathLike | None = None) -> Tracker:
+    """A tracker from its CLI spelling: ``auto``, ``motion``, ``ultralytics:WEIGHTS`` or ``tracks:FILE``."""
+    if isinstance(spec, Tracker):
+        return spec
+    spec = (spec or "auto").strip()
+    kind, _, arg = spec.partition(":")
+    kind = kind.lower()
+    if kind == "auto" and not arg:
+        found = mot_beside(video) if video is not None else None
+        return MotTracks(str(found)) if found else MotionTracker()
+    if kind == "motion" and not arg:
+        return MotionTracker()
+    if kind in ("ultralytics", "yolo") and arg:
+        return UltralyticsTracker(arg)
+    if kind == "tracks" and arg:
+        return MotTracks(arg)
+    if kind in ("ultralytics", "yolo", "tracks"):
+        raise ConfigError(f"--tracker {kind} needs a file: {kind}:PATH")
+    raise ConfigError(f"unknown tracker {spec!r}; choose one of {', '.join(TRACKER_NAMES)}")
+
+
+__all__ = ["Tracker", "MotionTracker", "UltralyticsTracker", "MotTracks", "get_tracker", "mot_beside",
+           "TRACKER_NAMES"]

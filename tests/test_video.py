@@ -1,0 +1,236 @@
+"""Videos end to end: synthetic scenes made here (shapes entering and leaving at known frames), the motion
+tracker against the truth, tracks: input, subtitles, cutting, bad input, the CLI and `chunkwise index`."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+pytest.importorskip("av")
+pytest.importorskip("cv2")
+pytest.importorskip("trackers")
+
+from chunkwise.cli import main  # noqa: E402
+from chunkwise.errors import ConfigError, InputError, MissingDependencyError  # noqa: E402
+from chunkwise.video import clips, load_video, probe  # noqa: E402
+from chunkwise.video.cut import cut_clips  # noqa: E402
+from chunkwise.video.trackers import UltralyticsTracker, get_tracker  # noqa: E402
+from video_synth import Shape, truth_events, write_video  # noqa: E402
+
+FPS = 25
+N = 260
+# red square 20..80; blue square 60..120 hidden 95..102 (an occlusion shorter than the 1 s gap);
+# yellow square 180..230: two events, the first with overlapping presences
+SHAPES = [Shape(20, 80), Shape(60, 120, x=200, y=150, vx=-2, color=(40, 40, 230), hidden=tuple(range(95, 103))),
+          Shape(180, 230, x=100, y=30, vx=2, vy=1.5, color=(240, 240, 60))]
+
+
+@pytest.fixture(scope="module")
+def scene(tmp_path_factory):
+    d = tmp_path_factory.mktemp("video")
+    return write_video(d / "scene.mp4", SHAPES, N)
+
+
+@pytest.fixture(scope="module")
+def motion_chunks(scene):
+    return clips(scene, tracker="motion")
+
+
+def test_motion_tracker_matches_truth_within_two_frames(motion_chunks):
+    truth = truth_events(SHAPES, N, gap_frames=FPS)
+    assert truth == [(20, 120), (180, 230)]
+    assert len(motion_chunks) == len(truth)
+    for c, (a, b) in zip(motion_chunks, truth):
+        assert abs(c.start_frame - a) <= 2 and abs(c.end_frame - b) <= 2, (c.start_frame, c.end_frame, a, b)
+    first = motion_chunks[0]
+    assert len(first.track_ids) == 2  # overlapping presences join one clip; the occlusion kept the ID
+    assert first.classes == ["object"] and first.strategy == "video"
+    assert first.start_time == pytest.approx(first.start_frame / FPS)
+
+
+def test_chunks_are_exact_spans_of_the_video_document(scene):
+    doc = load_video(scene, tracker="motion", subtitles=None)
+    assert doc.chunks and doc.metadata["kind"] == "video" and doc.metadata["fps"] == FPS
+    for c in doc.chunks:
+        assert doc.text[c.start:c.end] == c.text
+        assert c.doc_id == doc.id and c.token_count > 0
+    assert len({c.id for c in doc.chunks}) == len(doc.chunks)
+
+
+def write_mot(path, shapes):
+    lines = []
+    for tid, s in enumerate(shapes, start=1):
+        for f in range(s.first, s.last + 1):
+            if s.visible(f):
+                lines.append(f"{f + 1},{tid},10,10,20,20,1,-1,-1,-1")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_tracks_input_gives_exact_clips(scene, tmp_path):
+    mot = write_mot(tmp_path / "t.txt", SHAPES)
+    chunks = clips(scene, tracker=f"tracks:{mot}")
+    assert [(c.start_frame, c.end_frame) for c in chunks] == truth_events(SHAPES, N, FPS)
+    assert [c.track_ids for c in chunks] == [[1, 2], [3]]
+    # a gap shorter than the occlusion splits the blue square's event
+    chunks = clips(scene, tracker=f"tracks:{mot}", gap=0.2)
+    assert [(c.start_frame, c.end_frame) for c in chunks] == [(20, 94), (103, 120), (180, 230)]
+
+
+def test_auto_uses_mot_file_beside_the_video_and_subtitles(scene, tmp_path):
+    video = tmp_path / "lobby.mp4"
+    shutil.copy(scene, video)
+    write_mot(tmp_path / "lobby.mot.txt", SHAPES)
+    (tmp_path / "lobby.vtt").write_text("WEBVTT\n\n00:00:01.000 --> 00:00:02.000\nThe red square arrives.\n\n"
+                                        "00:00:07.500 --> 00:00:08.000\nNow the yellow one.\n")
+    doc = load_video(video)
+    assert doc.metadata["tracker"].startswith("tracks from")
+    assert [c.track_ids for c in doc.chunks] == [[1, 2], [3]]
+    assert "Speech: The red square arrives." in doc.chunks[0].text
+    assert "Speech: Now the yellow one." in doc.chunks[1].text and "red" not in doc.chunks[1].text
+
+
+def test_cut_copy_and_reencode(scene, tmp_path, motion_chunks):
+    copies = cut_clips(scene, motion_chunks, tmp_path / "copy")
+    assert [r.mode for r in copies] == ["copy", "copy"]  # keyframes every second: at most 1 s early
+    for r, c in zip(copies, motion_chunks):
+        info = probe(r.path)
+        assert r.start_time <= c.start_time and r.lead < 1.0 + 1e-6
+        assert info.n_frames == c.end_frame + 1 - round(r.start_time * FPS)
+    exact = cut_clips(scene, motion_chunks, tmp_path / "exact", mode="reencode")
+    for r, c in zip(exact, motion_chunks):
+        assert r.mode == "reencode"
+        assert probe(r.path).n_frames == c.end_frame - c.start_frame + 1
+    far = cut_clips(scene, motion_chunks, tmp_path / "far", max_lead=0.0)
+    for r in far:  # no lead allowed: copy only from a keyframe exactly at the start, else re-encode
+        assert (r.mode == "copy" and r.lead < 1e-6) or (r.mode == "reencode" and "keyframe" in r.reason)
+    assert any(r.mode == "reencode" for r in far)
+
+
+# -- command line -------------------------------------------------------------------------------------------------
+def test_cli_jsonl_table_and_cut(scene, tmp_path, capsys):
+    mot = write_mot(tmp_path / "t.txt", SHAPES)
+    assert main(["video", scene, "--tracker", f"tracks:{mot}", "--pad", "0.2", "--cut", str(tmp_path / "o")]) == 0
+    out, err = capsys.readouterr()
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert [(r["start_frame"], r["end_frame"]) for r in rows] == [(15, 125), (175, 235)]
+    assert {"source", "index", "id", "doc_id", "start_time", "end_time", "track_ids", "classes", "text"} <= set(rows[0])
+    assert "stream copy from the keyframe" in err and "2 clips" in err
+    assert len(list((tmp_path / "o").iterdir())) == 2
+    assert main(["video", scene, "--tracker", f"tracks:{mot}", "--format", "table", "--max-duration", "2"]) == 0
+    out, _ = capsys.readouterr()
+    assert "frames 20-" in out and "part 1 of a longer event" in out
+
+
+def test_cli_no_objects(tmp_path, capsys):
+    blank = write_video(tmp_path / "blank.mp4", [], 50)
+    assert main(["video", blank, "--tracker", "motion"]) == 0
+    out, err = capsys.readouterr()
+    assert out == "" and "no tracked objects" in err and "0 clips" in err
+
+
+@pytest.mark.parametrize("content, problem", [
+    (b"", "empty file"),
+    (b"this is plain text, not a video at all\n" * 20, "not a video file"),
+])
+def test_cli_bad_files(tmp_path, capsys, content, problem):
+    p = tmp_path / "bad.mp4"
+    p.write_bytes(content)
+    assert main(["video", str(p)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"chunkwise: error: {p}: ") and problem in err
+
+
+def test_truncated_files(scene, tmp_path, capsys):
+    data = open(scene, "rb").read()
+    cut_mp4 = tmp_path / "cut.mp4"  # mp4 keeps its index at the end: nothing readable
+    cut_mp4.write_bytes(data[: len(data) // 2])
+    assert main(["video", str(cut_mp4)]) == 2
+    assert "chunkwise: error:" in capsys.readouterr().err
+    ts = write_video(tmp_path / "scene.mkv", SHAPES, N)  # Matroska: the first half still decodes
+    raw = open(ts, "rb").read()
+    cut_ts = tmp_path / "cut.mkv"
+    cut_ts.write_bytes(raw[: len(raw) // 2])
+    assert main(["video", str(cut_ts), "--tracker", "motion"]) == 0
+    out, err = capsys.readouterr()
+    assert "warning" in err and "truncated" in err
+    assert len(out.splitlines()) >= 1
+
+
+def test_unknown_tracker_and_bad_options(scene, capsys):
+    assert main(["video", scene, "--tracker", "magic"]) == 2
+    assert "unknown tracker 'magic'" in capsys.readouterr().err
+    assert main(["video", scene, "--tracker", "tracks"]) == 2
+    assert "needs a file" in capsys.readouterr().err
+    assert main(["video", scene, "--tracker", "motion", "--classes", "car"]) == 2
+    assert "--classes needs" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["video", scene, "--gap", "-1"])
+    with pytest.raises(ConfigError):
+        get_tracker("nope")
+
+
+def test_malformed_mot_line_cli(scene, tmp_path, capsys):
+    mot = tmp_path / "m.txt"
+    mot.write_text("1,1,1,1,1,1,1\n2,1,1,1\n")
+    assert main(["video", scene, "--tracker", f"tracks:{mot}"]) == 2
+    assert f"{mot}: line 2:" in capsys.readouterr().err
+
+
+def test_ultralytics_missing_names_the_extra(scene, tmp_path):
+    try:
+        import ultralytics  # noqa: F401
+        pytest.skip("ultralytics is installed")
+    except ImportError:
+        pass
+    info = probe(scene)
+    with pytest.raises(MissingDependencyError, match=r"video-yolo"):
+        next(UltralyticsTracker(str(tmp_path / "yolo.pt")).track(info))
+
+
+def test_ultralytics_missing_cli(scene, capsys):
+    try:
+        import ultralytics  # noqa: F401
+        pytest.skip("ultralytics is installed")
+    except ImportError:
+        pass
+    assert main(["video", scene, "--tracker", "ultralytics:yolo11n.pt"]) == 2
+    err = capsys.readouterr().err
+    assert "chunkwise[video-yolo]" in err and err.count("\n") == 1
+
+
+def test_missing_input(tmp_path):
+    with pytest.raises(InputError, match="no such file"):
+        clips(tmp_path / "none.mp4", tracker="motion")
+
+
+# -- index and search ---------------------------------------------------------------------------------------------
+def test_index_and_search_video(scene, tmp_path, capsys):
+    folder = tmp_path / "media"
+    folder.mkdir()
+    shutil.copy(scene, folder / "hall.mp4")
+    write_mot(folder / "hall.mot.txt", SHAPES)
+    (folder / "hall.vtt").write_text("WEBVTT\n\n00:00:07.300 --> 00:00:08.000\nThe yellow lamp drops to the floor.\n")
+    (folder / "notes.md").write_text("# Notes\n\nThe keeper cleans the lens on foggy days.\n")
+    db = str(tmp_path / "v.db")
+    assert main(["index", str(folder / "hall.mp4"), str(folder / "notes.md"), "--db", db, "-q"]) == 0
+    assert main(["search", "yellow lamp drops", "--db", db, "-k", "1", "--format", "jsonl"]) == 0
+    hit = json.loads(capsys.readouterr().out.splitlines()[0])
+    assert hit["source"].endswith("hall.mp4") and hit["strategy"] == "video"
+    assert hit["start_time"] == pytest.approx(180 / FPS) and hit["end_time"] == pytest.approx(231 / FPS)
+    assert hit["metadata"]["video"] == {"start_frame": 180, "end_frame": 230, "track_ids": [3],
+                                        "classes": ["object"]}
+    assert main(["search", "yellow lamp drops", "--db", db, "-k", "1"]) == 0
+    assert "7.2s-9.2s  frames 180-230 ids 3" in capsys.readouterr().out
+
+
+def test_chunk_command_gives_the_clips(scene, tmp_path, capsys):
+    video = tmp_path / "yard.mp4"
+    shutil.copy(scene, video)
+    write_mot(tmp_path / "yard.mot.txt", SHAPES)
+    assert main(["chunk", str(video)]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(r["start_frame"], r["end_frame"], r["track_ids"]) for r in rows] == [(20, 120, [1, 2]), (180, 230, [3])]
+    assert all(r["strategy"] == "video" for r in rows)
