@@ -21,7 +21,8 @@ need it), or, with ``--mirrors ROOT``, from bare git directories ``ROOT/owner+na
   shape), ligature characters left, chunks ending in a heading, 0-token chunks.
 - **markdown**: the FastAPI docs (``docs/en/docs``) with the default strategy: chunks that end with a
   heading, heading-only chunks, 0-token chunks.
-- **subtitles**: every test file of webvtt-py and pysrt, accepted by them vs by chunkwise.
+- **subtitles**: every test file of webvtt-py and pysrt, accepted by them vs by chunkwise ("accepted": read
+  without an exception and at least one cue with text, since a file with no text has nothing to chunk).
 """
 
 from __future__ import annotations
@@ -39,10 +40,11 @@ from pathlib import Path
 MANIFEST = {
     "adbar/trafilatura": ("e90b0ef51ab026fdb905fb6c5b3c84dd3d784fd5",
                           ["tests/evaldata.json", "tests/cache", "tests/eval"]),
-    "py-pdf/sample-files": (None, ["026-latex-multicolumn/GeoTopo-komprimiert.pdf"]),
-    "fastapi/fastapi": (None, ["docs/en/docs"]),
-    "glut23/webvtt-py": (None, ["tests/subtitles"]),
-    "byroot/pysrt": (None, ["tests/static"]),
+    "py-pdf/sample-files": ("6921079eb3e1ed0944db5ec75016910d59da7fdb",
+                            ["009-pdflatex-geotopo/GeoTopo-komprimiert.pdf"]),
+    "fastapi/fastapi": ("c3f316b7e814667e8ee81e03a7330d00ee61e45c", ["docs/en/docs"]),
+    "glut23/webvtt-py": ("2f78325d96f260540fe4ba729d3624daaf3f9be6", ["tests/subtitles"]),
+    "byroot/pysrt": ("93f52f6d4f70f4e18dc71deeaae0ec1e9100a50f", ["tests/static"]),
 }
 
 
@@ -183,7 +185,7 @@ def check_pdf(cache: Path) -> dict:
     import chunkwise
     from chunkwise.formats import load
 
-    path = repo_dir(cache, "py-pdf/sample-files") / "026-latex-multicolumn" / "GeoTopo-komprimiert.pdf"
+    path = repo_dir(cache, "py-pdf/sample-files") / "009-pdflatex-geotopo" / "GeoTopo-komprimiert.pdf"
     if not path.is_file():
         return {"skipped": f"{path} not in the cache"}
     with warnings.catch_warnings():
@@ -233,7 +235,7 @@ def _webvtt_accepts(path: Path) -> bool:
 
     try:
         captions = webvtt.read(str(path)) if path.suffix == ".vtt" else webvtt.from_srt(str(path))
-        return len(list(captions)) > 0
+        return any((c.text or "").strip() for c in captions)
     except Exception:  # noqa: BLE001 - any refusal counts as "not accepted"
         return False
 
@@ -244,7 +246,7 @@ def _pysrt_accepts(path: Path) -> bool | None:
     except ImportError:
         return None
     try:
-        return len(pysrt.open(str(path))) > 0
+        return any((item.text or "").strip() for item in pysrt.open(str(path)))
     except Exception:  # noqa: BLE001
         return False
 
