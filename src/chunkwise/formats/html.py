@@ -425,10 +425,23 @@ def _better_structured(blocks: list[Block], tree) -> list[Block]:
     return blocks
 
 
+def visible_chars(html: str) -> int:
+    """Non-space characters of the page text a reader sees (scripts, styles, media and <head> left out);
+    a second, cheap parse, so the check costs a fraction of the extraction."""
+    from selectolax.lexbor import LexborHTMLParser
+
+    tree = LexborHTMLParser(html)
+    tree.strip_tags(sorted(INVISIBLE_TAGS))
+    root = tree.body or tree.root
+    if root is None:
+        return 0
+    text = root.text(deep=True, separator=" ")
+    return len(text) - sum(text.count(c) for c in " \n\t\r\f\v\xa0")
+
+
 def main_blocks(html: str, tree, source: str) -> tuple[list[Block], list[str]]:
     """Main-content blocks and warnings (see the module docstring for the fallback order)."""
-    full = page_blocks(tree, keep_all=True)
-    visible = _chars(full)
+    visible = visible_chars(html)
     tried: list[tuple[str, list[Block]]] = []
     for name, make in (("trafilatura", lambda: trafilatura_blocks(html)),
                        ("trafilatura (favor_recall)", lambda: trafilatura_blocks(html, favor_recall=True))):
@@ -442,6 +455,7 @@ def main_blocks(html: str, tree, source: str) -> tuple[list[Block], list[str]]:
         if best and _chars(best) >= MIN_MAIN_SHARE * visible:
             return best, []
     if not best:
+        full = page_blocks(tree, keep_all=True)
         if not full:
             return [], []
         return full, ["no main content found; kept the whole page text (--html-mode full)"]
