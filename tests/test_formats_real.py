@@ -200,3 +200,32 @@ def test_chunk_file_chunk_text_and_the_explicit_rule(tmp_path):
         chunkwise.chunk("A sentence that is not a file.")
     with pytest.raises(chunkwise.ConfigError):
         chunkwise.chunk(path, text="both")
+
+
+# -- property: any mix of cue-like lines gives exact cues or one clear error ------------------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_LINES = ["", "", "00:00:01.000 --> 00:00:02.000", "00:00:03,500 --> 00:00:04,000 align:start", "1", "cue-7",
+          "00:00:0x.000 --> 00:00:02.000", "00:00:05.000 --> 00:00:01.000", "Hello there.", "<v Ann>Hi &amp; bye",
+          "NOTE remark", "<c.colorE5E5E5>word</c><00:00:01.500>", "   ", "NAME: text", "\u4e2d\u6587"]
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(_LINES), max_size=30), st.sampled_from(["vtt", "srt"]))
+def test_subtitle_parser_is_exact_or_one_clear_error(lines, kind):
+    body = ("WEBVTT\n\n" if kind == "vtt" else "") + "\n".join(lines) + "\n"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            doc = load_bytes(body.encode(), "sub", name=f"x.{kind}")
+        except InputError as exc:
+            assert str(exc).startswith("sub: ") and "\n" not in str(exc)
+            return
+    assert doc.cues and doc.text.endswith("\n")
+    for c in doc.cues:
+        assert doc.text[c.start:c.end].strip() and c.start_time <= c.end_time
+    assert [c.start for c in doc.cues] == sorted(c.start for c in doc.cues)
+    for a, b in doc.metadata["units"]:
+        assert 0 <= a < b <= len(doc.text)
