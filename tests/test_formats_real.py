@@ -229,3 +229,27 @@ def test_subtitle_parser_is_exact_or_one_clear_error(lines, kind):
     assert [c.start for c in doc.cues] == sorted(c.start for c in doc.cues)
     for a, b in doc.metadata["units"]:
         assert 0 <= a < b <= len(doc.text)
+
+
+# -- the real-documents benchmark runs offline on a local cache ------------------------------------------
+
+def test_bench_real_documents_on_a_small_local_cache(tmp_path):
+    import importlib.util
+    import shutil
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_real_documents.py"
+    spec = importlib.util.spec_from_file_location("bench_real_documents", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    subs = tmp_path / "glut23+webvtt-py" / "tests" / "subtitles"
+    subs.mkdir(parents=True)
+    for f in [*(DATA / "subtitles").glob("*.vtt"), *(DATA / "subtitles").glob("*.srt")]:
+        shutil.copy(f, subs / f.name)
+    (subs / "no_cues.vtt").write_text("WEBVTT\n\nNOTE nothing\n")
+    result = bench.check_subtitles(tmp_path)
+    assert result["files"] == 3 and result["accepted_by_chunkwise"] == 2
+    assert result["accepted_by_webvtt_py_or_pysrt"] == result["of_those_accepted_by_chunkwise"] == 2
+    item = {"with": ["orange  lamp", "absent text"], "without": ["Copyright"]}
+    assert bench._count(item, "an orange lamp. Copyright") == (1, 1, 1, 0)
+    assert bench._scores([1, 1, 1, 0]) == {"precision": 0.5, "recall": 0.5, "f1": 0.5}
+    assert bench.check_pdf(tmp_path)["skipped"] and bench.check_markdown(tmp_path)["skipped"]
