@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -258,19 +259,34 @@ def test_note_prefix_is_not_a_speaker(tmp_path):
 
 
 @pytest.mark.parametrize("name, content, message", [
-    ("bad.vtt", "WEBVTT\n\n00:00:01.000 --> 00:00:02.000\nok\n\n00:00:xx.000 --> 00:00:03.000\nbroken\n",
-     r"bad\.vtt: broken timestamp on line 6"),
-    ("bad.srt", "1\n00:00:01,000 --> 00:00:02,000\nok\n\n2\n00:00:0x,000 --> 00:00:04,000\nbroken\n",
-     r"bad\.srt: broken timestamp on line 6"),
-    ("back.srt", "1\n00:00:05,000 --> 00:00:02,000\nbackwards\n", "ends before it starts"),
-    ("notime.srt", "1\n00:00:01,000 --> 00:00:02,000\nok\n\n2\njust text\n", "has no timing line"),
-    ("nocue.vtt", "WEBVTT\n\nNOTE nothing here\n", "no subtitle cues"),
+    ("bad.vtt", "WEBVTT\n\n00:00:xx.000 --> 00:00:03.000\nbroken\n",
+     r"bad\.vtt: no readable subtitle cues \(skipped 1 cue\(s\) with a broken timestamp \(line 3\)\)"),
+    ("bad.srt", "1\n00:00:0x,000 --> 00:00:04,000\nbroken\n", r"bad\.srt: no readable .*broken timestamp \(line 2\)"),
+    ("back.srt", "1\n00:00:05,000 --> 00:00:02,000\nbackwards\n", "end before they start"),
+    ("notime.srt", "1\njust text\n", "without a timing line"),
+    ("nocue.vtt", "WEBVTT\n\nNOTE nothing here\n", "no readable subtitle cues"),
+    ("empty.srt", "1\n00:00:01,000 --> 00:00:02,000\n\n", r"no readable .*without text"),
     ("header.vtt", "00:00:01.000 --> 00:00:02.000\nno header\n", "must start with 'WEBVTT'"),
 ])
 def test_broken_subtitles(tmp_path, name, content, message):
     p = write(tmp_path, name, content)
     with pytest.raises(InputError, match=message):
         load(p, format="vtt" if name.endswith(".vtt") else None)
+
+
+@pytest.mark.parametrize("name, content, kept, warning", [
+    ("bad.vtt", "WEBVTT\n\n00:00:01.000 --> 00:00:02.000\nok\n\n00:00:xx.000 --> 00:00:03.000\nbroken\n",
+     "ok\n", "skipped 1 cue(s) with a broken timestamp (line 6)"),
+    ("back.srt", "1\n00:00:01,000 --> 00:00:02,000\nok\n\n2\n00:00:05,000 --> 00:00:02,000\nbackwards\n",
+     "ok\n", "skipped 1 cue(s) that end before they start (line 6)"),
+    ("notime.srt", "1\n00:00:01,000 --> 00:00:02,000\nok\n\n2\njust text\n", "ok\n",
+     "skipped 1 text block(s) without a timing line (line 5)"),
+])
+def test_partly_broken_subtitles_keep_the_rest_and_say_what_was_skipped(tmp_path, name, content, kept, warning):
+    with pytest.warns(UserWarning, match=re.escape(warning)):
+        doc = load(write(tmp_path, name, content))
+    assert doc.text == kept
+    assert doc.metadata["warnings"] == [warning]
 
 
 # -- folders, globs, stdin --------------------------------------------------------------------------------

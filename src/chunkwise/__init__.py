@@ -8,7 +8,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from .api import chunk
+from .api import chunk, chunk_file, chunk_text
 from .document import Chunk, Cue, Document, Page, Section
 from .errors import ChunkwiseError, ConfigError, InputError
 from .strategies import get_strategy
@@ -35,5 +35,5 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'chunkwise' has no attribute {name!r}")
 
 
-__all__ = ["chunk", "Chunk", "Cue", "Document", "Page", "Section", "ChunkwiseError", "ConfigError",
+__all__ = ["chunk", "chunk_file", "chunk_text", "Chunk", "Cue", "Document", "Page", "Section", "ChunkwiseError", "ConfigError",
            "InputError", "get_strategy", *_LAZY, "__version__"]

@@ -1,4 +1,12 @@
-"""The one-call Python API: ``chunkwise.chunk(text_or_path, strategy=..., **params)``."""
+"""The one-call Python API: ``chunk_file(path)``, ``chunk_text(text)`` and ``chunk(x)`` with an explicit rule.
+
+``chunk(x)`` never guesses between a file and a text: a :class:`~pathlib.Path` (any ``os.PathLike``) or a
+string naming an existing file is a file; a string that *looks* like a file name (one short line ending in
+an extension chunkwise reads) but does not exist is an :class:`~chunkwise.errors.InputError`, so a typo is
+not silently chunked as the text "typo.md"; any other string is an error too unless ``text=`` says it is
+text. Loader options (``password``, ``encoding``, ``format``, ``html_mode``, ``clean``...) are those of
+:func:`chunkwise.formats.load`, the same the command line's ``--pdf-password``, ``--html-mode``... set.
+"""
 
 from __future__ import annotations
 
@@ -7,29 +15,79 @@ from pathlib import Path
 from typing import Any
 
 from .document import Chunk, Document
+from .errors import ConfigError, InputError
 from .strategies import Strategy, get_strategy
 
-
-def _as_document(obj: str | os.PathLike | Document) -> Document:
-    """A Document from a Document, a path (``Path`` or a string naming an existing file), or raw text."""
-    if isinstance(obj, Document):
-        return obj
-    if isinstance(obj, os.PathLike) or (
-        isinstance(obj, str) and obj and len(obj) < 4096 and "\n" not in obj and Path(obj).is_file()
-    ):
-        from .formats import load
-
-        return load(obj)
-    return Document(str(obj))
+#: keyword arguments of chunk/chunk_file that go to the loader, not to the strategy
+LOADER_OPTIONS = ("format", "encoding", "max_bytes", "clean", "clean_headers", "dehyphenate", "reflow",
+                  "normalize_whitespace", "password", "html_mode")
 
 
-def chunk(text_or_path: str | os.PathLike | Document, strategy: str | Strategy = "recursive",
-          **params: Any) -> list[Chunk]:
-    """Chunk a text, a file or a :class:`Document`.
+def _split_options(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(loader options, strategy parameters) from one set of keyword arguments."""
+    loader = {k: params[k] for k in LOADER_OPTIONS if k in params}
+    return loader, {k: v for k, v in params.items() if k not in loader}
 
-    A string is read as a path when it names an existing file (use ``Document(text)`` to be explicit);
-    ``strategy`` is a name from :data:`chunkwise.strategies.STRATEGY_NAMES` or a strategy object, and
-    ``params`` are its parameters (``max_tokens``, ``min_tokens``, ``overlap``, ``tokenizer``, ...).
+
+def _strategy(strategy: str | Strategy, params: dict[str, Any]) -> Strategy:
+    if isinstance(strategy, Strategy):
+        if params:
+            raise ConfigError(f"parameters {', '.join(sorted(params))} given with a strategy object; set them "
+                              "on the strategy instead")
+        return strategy
+    return get_strategy(strategy, **params)
+
+
+def looks_like_path(text: str) -> bool:
+    """One short line ending in an extension chunkwise reads (``notes.md``, ``../a/b.pdf``)."""
+    from .formats import EXTENSIONS
+
+    return (0 < len(text) <= 1024 and "\n" not in text and not text.startswith(" ")
+            and Path(text).suffix.lower() in EXTENSIONS)
+
+
+def chunk_file(path: str | os.PathLike, strategy: str | Strategy = "recursive", **params: Any) -> list[Chunk]:
+    """Load one file (any supported format) and chunk it. ``params`` holds both the loader options
+    (:data:`LOADER_OPTIONS`) and the strategy's parameters (``max_tokens``, ``overlap``, ...)."""
+    from .formats import load
+
+    loader, strategy_params = _split_options(params)
+    strat = _strategy(strategy, strategy_params)
+    return strat.chunk(load(path, **loader))
+
+
+def chunk_text(text: str, strategy: str | Strategy = "recursive", *, source: str = "<text>",
+               **params: Any) -> list[Chunk]:
+    """Chunk a string as plain text (exactly as given: no file is read, no cleaning)."""
+    if not isinstance(text, str):
+        raise InputError(f"chunk_text expects a str, got {type(text).__name__}")
+    return _strategy(strategy, params).chunk(Document(text, source=source))
+
+
+def chunk(path_or_doc: str | os.PathLike | Document | None = None, strategy: str | Strategy = "recursive", *,
+          text: str | None = None, **params: Any) -> list[Chunk]:
+    """Chunk a file, a :class:`Document`, or (with ``text=``) a string.
+
+    The rule (no guessing): a ``Path``/``os.PathLike`` or a string naming an existing file is read as a
+    file; a :class:`Document` is chunked as it is; ``text="..."`` is chunked as text. A string that names
+    no file raises :class:`~chunkwise.errors.InputError` ("no such file" when it looks like a file name);
+    use ``chunk_text(...)`` or ``text=`` for raw text.
     """
-    strat = strategy if isinstance(strategy, Strategy) else get_strategy(strategy, **params)
-    return strat.chunk(_as_document(text_or_path))
+    if text is not None:
+        if path_or_doc is not None:
+            raise ConfigError("give either a path/Document or text=, not both")
+        return chunk_text(text, strategy, **params)
+    if isinstance(path_or_doc, Document):
+        return _strategy(strategy, params).chunk(path_or_doc)
+    if isinstance(path_or_doc, os.PathLike):
+        return chunk_file(path_or_doc, strategy, **params)
+    if isinstance(path_or_doc, str):
+        is_file = len(path_or_doc) < 4096 and "\n" not in path_or_doc and "\0" not in path_or_doc
+        if is_file and Path(path_or_doc).is_file():
+            return chunk_file(path_or_doc, strategy, **params)
+        if looks_like_path(path_or_doc):
+            raise InputError("no such file; use chunkwise.chunk_text(...) (or chunk(text=...)) for raw text",
+                             source=path_or_doc)
+        raise InputError("not a file; chunkwise.chunk() reads files: use chunkwise.chunk_text(text) or "
+                         "chunk(text=...) to chunk a string")
+    raise InputError(f"expected a path, a Document or text=..., got {type(path_or_doc).__name__}")

@@ -5,86 +5,23 @@ text...) prints one line ``chunkwise: error: FILE: problem``, the other inputs a
 are listed again at the end and the exit status is 1. Invalid parameters (``--max-tokens 0``,
 ``--overlap`` not below ``--max-tokens``...) are found before any file is read: one line, exit status 2.
 
-``add_input_options``/``input_options`` declare and read the flags that control how files are loaded
-(format, encoding, size limit, cleaning); other commands that read documents can share them.
+The loader flags (format, encoding, size limit, cleaning, ``--html-mode``) are declared once in
+:mod:`.options` (``add_input_options``/``input_options``) and shared by ``chunk``, ``inspect``, ``index``,
+``eval`` and ``tune``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import re
 import shutil
 import sys
 import warnings
-from typing import Any, TextIO
+from typing import TextIO
 
 from ..errors import ChunkwiseError, ConfigError, InputError
 from ..video.document import VideoDocument
-
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
-
-
-def parse_size(text: str) -> int:
-    """``"100MB"``, ``"512k"``, ``"2.5G"`` or plain bytes; units are powers of 1024."""
-    m = _SIZE.match(str(text))
-    if not m:
-        raise ConfigError(f"--max-file-size expects a size like 100MB, 512KB or 1048576, got {text!r}")
-    value = float(m.group(1)) * 1024 ** " kmgt".index((m.group(2) or " ").lower())
-    if value < 1:
-        raise ConfigError(f"--max-file-size must be at least 1 byte, got {text!r}")
-    return int(value)
-
-
-def add_input_options(p: argparse.ArgumentParser) -> None:
-    """Flags for reading documents: globs, format, encoding, size limit and the cleaning switches."""
-    g = p.add_argument_group("input")
-    g.add_argument("--include", action="append", default=[], metavar="GLOB",
-                   help="when walking folders, only files matching this glob, e.g. '*.md' or 'docs/**/*.pdf' "
-                        "(repeatable)")
-    g.add_argument("--exclude", action="append", default=[], metavar="GLOB",
-                   help="when walking folders, skip files matching this glob (repeatable)")
-    g.add_argument("--input-format", default=None,
-                   choices=("text", "markdown", "html", "pdf", "vtt", "srt"),
-                   help="read every input as this format instead of detecting it")
-    g.add_argument("--encoding", default=None,
-                   help="decode text inputs with this encoding (default: UTF-8; invalid bytes are replaced "
-                        "and reported)")
-    g.add_argument("--max-file-size", default="100MB", metavar="SIZE",
-                   help="refuse files larger than this (default 100MB)")
-    g.add_argument("--pdf-password", default=None, metavar="PASSWORD",
-                   help="password for encrypted PDFs (the empty password is always tried)")
-    c = p.add_argument_group("cleaning (PDF and plain text)")
-    c.add_argument("--no-clean", action="store_true", help="switch off every cleaning step")
-    c.add_argument("--no-clean-headers", action="store_true",
-                   help="keep running page headers/footers and page numbers (PDF)")
-    c.add_argument("--no-dehyphenate", action="store_true", help="keep words hyphenated across line breaks")
-    c.add_argument("--no-reflow", action="store_true", help="keep line-wrapped paragraphs as they are")
-    c.add_argument("--no-normalize-whitespace", action="store_true", help="keep whitespace as extracted")
-
-
-def input_options(args: argparse.Namespace) -> dict[str, Any]:
-    """Loader keyword options (see :mod:`chunkwise.formats`) from the flags of :func:`add_input_options`."""
-    opts: dict[str, Any] = {"max_bytes": parse_size(args.max_file_size)}
-    if args.input_format:
-        opts["format"] = args.input_format
-    if args.encoding:
-        import codecs
-
-        try:
-            codecs.lookup(args.encoding)
-        except LookupError:
-            raise ConfigError(f"unknown encoding {args.encoding!r}") from None
-        opts["encoding"] = args.encoding
-    if args.pdf_password is not None:
-        opts["password"] = args.pdf_password
-    if args.no_clean:
-        opts["clean"] = False
-    for flag in ("clean_headers", "dehyphenate", "reflow", "normalize_whitespace"):
-        if getattr(args, f"no_{flag}"):
-            opts[flag] = False
-    return opts
-
+from .options import add_input_options, input_options, parse_size  # noqa: F401 - re-exported for callers
 
 def register(subparsers) -> None:
     import textwrap

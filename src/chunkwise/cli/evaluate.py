@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from ..errors import ConfigError
-from .options import add_chunking_options
+from .options import add_chunking_options, add_input_options, input_options
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
@@ -58,6 +58,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=("table", "json"), default="table", help="output on stdout")
     p.add_argument("--bootstrap", type=int, default=1000, metavar="N", help="bootstrap resamples (default 1000)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    add_input_options(p, globs=False)
 
 
 def register(subparsers) -> None:
@@ -117,7 +118,7 @@ def _progress(args):
 def _dataset(args):
     from ..evaluation.datasets import load_dataset
 
-    ds = load_dataset(args.dataset)
+    ds = load_dataset(args.dataset, **input_options(args))
     if args.docs or args.limit is not None:
         docs = [d.strip() for d in args.docs.split(",") if d.strip()] if args.docs else None
         if args.limit is not None and args.limit < 1:

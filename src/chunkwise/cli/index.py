@@ -45,7 +45,7 @@ def open_index(args: argparse.Namespace):
 
 
 def register(subparsers) -> None:
-    from .options import add_chunking_options
+    from .options import add_chunking_options, add_input_options
 
     p = subparsers.add_parser(
         "index", help="chunk, embed and store documents in Milvus (incremental)",
@@ -53,12 +53,9 @@ def register(subparsers) -> None:
                     "Milvus server. Re-running is incremental: unchanged documents are skipped, changed ones "
                     "replaced; a run interrupted at any point can simply be run again.")
     p.add_argument("paths", nargs="*", metavar="PATH", help="files or folders to index")
-    p.add_argument("--include", action="append", default=None, metavar="GLOB",
-                   help="only files matching this glob when walking folders (repeatable)")
-    p.add_argument("--exclude", action="append", default=None, metavar="GLOB",
-                   help="skip files matching this glob (repeatable)")
     add_store_options(p)
     add_chunking_options(p)
+    add_input_options(p)
     g = p.add_argument_group("vectors and context")
     g.add_argument("--vectors", choices=("text", "pool"), default="text",
                    help="text: embed each chunk (default); pool: mean-pool the sentence vectors a semantic "
@@ -120,7 +117,7 @@ def _context_options(args: argparse.Namespace) -> dict:
 
 
 def run_index(args: argparse.Namespace) -> int:
-    from .options import strategy_params_from_args
+    from .options import input_options, strategy_params_from_args
 
     if not args.paths and not args.delete and not args.prune:
         raise ConfigError("nothing to do: give files or folders to index (or --delete / --prune)")
@@ -129,6 +126,7 @@ def run_index(args: argparse.Namespace) -> int:
     if not args.late and (args.late_window is not None or args.late_overlap is not None):
         raise ConfigError("--late-window and --late-overlap need --late")
     quiet = args.quiet
+    load_options = input_options(args)
     with open_index(args) as index:
         if args.delete:
             for key in args.delete:
@@ -141,8 +139,8 @@ def run_index(args: argparse.Namespace) -> int:
             args.paths, strategy=name, params=params, vectors=args.vectors, late=args.late,
             late_options={"window": args.late_window, "overlap": args.late_overlap} if args.late else None,
             context=args.context, context_options=_context_options(args), prune=args.prune,
-            include=args.include, exclude=args.exclude, batch_size=args.batch_size, recreate=args.recreate,
-            progress=not quiet)
+            include=args.include, exclude=args.exclude, load_options=load_options, batch_size=args.batch_size,
+            recreate=args.recreate, progress=not quiet)
     for source, problem in report.failed:
         print(f"chunkwise: error: {source}: {problem}", file=sys.stderr)
     if not quiet:

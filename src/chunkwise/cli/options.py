@@ -1,6 +1,8 @@
-"""Options shared by every command that chunks (chunk, inspect, index, eval): one definition, one parser.
+"""Options shared by every command that chunks (chunk, inspect, index, eval, tune): one definition, one parser.
 
-``add_chunking_options`` declares them; ``strategy_from_args`` builds the strategy. Strategy-specific
+``add_chunking_options`` declares them; ``strategy_from_args`` builds the strategy. ``add_input_options``
+declares the loader flags and ``input_options`` turns them into the keyword options of
+:func:`chunkwise.formats.load` (one loader call for every command). Strategy-specific
 parameters not covered by a dedicated flag are passed as ``--param NAME=VALUE`` (repeatable), and
 ``--config FILE`` (JSON written by ``chunkwise tune``) supplies a strategy and parameters as defaults.
 """
@@ -9,11 +11,83 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
 from ..strategies import STRATEGY_NAMES, get_strategy, strategy_class
+
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
+
+
+def parse_size(text: str) -> int:
+    """``"100MB"``, ``"512k"``, ``"2.5G"`` or plain bytes; units are powers of 1024."""
+    m = _SIZE.match(str(text))
+    if not m:
+        raise ConfigError(f"--max-file-size expects a size like 100MB, 512KB or 1048576, got {text!r}")
+    value = float(m.group(1)) * 1024 ** " kmgt".index((m.group(2) or " ").lower())
+    if value < 1:
+        raise ConfigError(f"--max-file-size must be at least 1 byte, got {text!r}")
+    return int(value)
+
+
+def add_input_options(p: argparse.ArgumentParser, globs: bool = True) -> None:
+    """Flags for reading documents: globs (``globs=False`` for commands that read a dataset folder), format,
+    encoding, size limit, HTML mode and the cleaning switches. One definition for every command."""
+    g = p.add_argument_group("input")
+    if globs:
+        g.add_argument("--include", action="append", default=[], metavar="GLOB",
+                       help="when walking folders, only files matching this glob, e.g. '*.md' or "
+                            "'docs/**/*.pdf' (repeatable)")
+        g.add_argument("--exclude", action="append", default=[], metavar="GLOB",
+                       help="when walking folders, skip files matching this glob (repeatable)")
+    g.add_argument("--input-format", default=None,
+                   choices=("text", "markdown", "html", "pdf", "vtt", "srt"),
+                   help="read every input as this format instead of detecting it")
+    g.add_argument("--encoding", default=None,
+                   help="decode text inputs with this encoding (default: UTF-8; invalid bytes are replaced "
+                        "and reported)")
+    g.add_argument("--max-file-size", default="100MB", metavar="SIZE",
+                   help="refuse files larger than this (default 100MB)")
+    g.add_argument("--pdf-password", default=None, metavar="PASSWORD",
+                   help="password for encrypted PDFs (the empty password is always tried)")
+    g.add_argument("--html-mode", choices=("main", "full"), default=None,
+                   help="HTML: main (default) keeps the page's main content (trafilatura); full keeps all "
+                        "visible text")
+    c = p.add_argument_group("cleaning (PDF and plain text)")
+    c.add_argument("--no-clean", action="store_true", help="switch off every cleaning step")
+    c.add_argument("--no-clean-headers", action="store_true",
+                   help="keep running page headers/footers and page numbers (PDF)")
+    c.add_argument("--no-dehyphenate", action="store_true", help="keep words hyphenated across line breaks")
+    c.add_argument("--no-reflow", action="store_true", help="keep line-wrapped paragraphs as they are")
+    c.add_argument("--no-normalize-whitespace", action="store_true", help="keep whitespace as extracted")
+
+
+def input_options(args: argparse.Namespace) -> dict[str, Any]:
+    """Loader keyword options (see :mod:`chunkwise.formats`) from the flags of :func:`add_input_options`."""
+    opts: dict[str, Any] = {"max_bytes": parse_size(args.max_file_size)}
+    if args.input_format:
+        opts["format"] = args.input_format
+    if args.encoding:
+        import codecs
+
+        try:
+            codecs.lookup(args.encoding)
+        except LookupError:
+            raise ConfigError(f"unknown encoding {args.encoding!r}") from None
+        opts["encoding"] = args.encoding
+    if args.pdf_password is not None:
+        opts["password"] = args.pdf_password
+    if args.html_mode:
+        opts["html_mode"] = args.html_mode
+    if args.no_clean:
+        opts["clean"] = False
+    for flag in ("clean_headers", "dehyphenate", "reflow", "normalize_whitespace"):
+        if getattr(args, f"no_{flag}"):
+            opts[flag] = False
+    return opts
 
 
 def add_chunking_options(p: argparse.ArgumentParser, default_strategy: str = "recursive") -> None:

@@ -11,7 +11,9 @@ file in ``corpora/`` (``corpora/<id>``, or ``corpora/<id>.md``/``.txt``, or the 
 **The neutral layout** (``docs/`` + ``queries.jsonl`` [+ ``boundaries.jsonl``]):
 
 - ``docs/``: one document per file, any depth; a document's id is its path relative to ``docs/`` with
-  ``/`` separators (``guides/install.md``).
+  ``/`` separators (``guides/install.md``). Text and Markdown files are read verbatim; PDF, HTML, WebVTT
+  and SRT files through the loader of ``chunkwise chunk`` (with the same loader options), and their
+  references are offsets into that loaded text (``chunkwise.load(path).text``).
 - ``queries.jsonl``: one JSON object a line, ``{"query": str, "references": [{"doc": id, "start": int,
   "end": int}, ...]}``; ``start``/``end`` omitted means the whole document is relevant. An optional
   ``"id"`` names the query in reports, and an optional ``"content"`` per reference is checked against the
@@ -155,10 +157,32 @@ def detect_layout(path: str | Path) -> str:
     )
 
 
-def load_dataset(path: str | Path) -> Dataset:
-    """Read a dataset folder in either layout (see the module docstring)."""
+def load_dataset(path: str | Path, **load_options: Any) -> Dataset:
+    """Read a dataset folder in either layout (see the module docstring). ``load_options`` are the
+    keyword options of :func:`chunkwise.formats.load` (``password``, ``encoding``, ``html_mode``,
+    ``clean``...) for the neutral layout's PDF, HTML and subtitle documents."""
     layout = detect_layout(path)
-    return load_chroma(path) if layout == "chroma" else load_neutral(path)
+    return load_chroma(path) if layout == "chroma" else load_neutral(path, **load_options)
+
+
+def read_document(path: Path, doc_id: str, **load_options: Any) -> Document:
+    """A neutral-layout document: text and Markdown verbatim (offsets into the file text, as Chroma's),
+    every other format (PDF, HTML, WebVTT, SRT) through the same loader as ``chunkwise chunk``, so its
+    references are offsets into the loaded text (what ``chunkwise.load(path).text`` returns)."""
+    from ..formats import detect_format, load
+
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(8192)
+    except OSError as exc:
+        raise InputError(f"cannot read ({exc.strerror})", source=str(path)) from None
+    fmt = load_options.get("format") or detect_format(head, path.name)
+    if fmt in ("text", "markdown"):
+        return make_document(read_text(path, load_options.get("encoding")), doc_id, path)
+    doc = load(path, **load_options)
+    doc.source = doc_id
+    doc.title = doc.title or Path(doc_id).stem
+    return doc
 
 
 def make_document(text: str, doc_id: str, path: Path) -> Document:
@@ -175,12 +199,14 @@ def make_document(text: str, doc_id: str, path: Path) -> Document:
     return doc
 
 
-def read_text(path: Path) -> str:
-    """A document as UTF-8 text with universal newlines (how both layouts' offsets are defined)."""
+def read_text(path: Path, encoding: str | None = None) -> str:
+    """A document as UTF-8 text (or ``encoding``) with universal newlines (how both layouts' offsets are
+    defined)."""
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_text(encoding=encoding or "utf-8")
     except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", source=str(path)) from None
+        raise InputError(f"not {encoding or 'UTF-8'} text ({exc.reason} at byte {exc.start}; see --encoding)",
+                         source=str(path)) from None
     except OSError as exc:
         raise InputError(f"cannot read ({exc.strerror})", source=str(path)) from None
 
@@ -320,7 +346,7 @@ def _read_jsonl(path: Path) -> list[tuple[int, Any]]:
     return out
 
 
-def load_neutral(path: str | Path) -> Dataset:
+def load_neutral(path: str | Path, **load_options: Any) -> Dataset:
     root = Path(path)
     docs_dir = root / NEUTRAL_DOCS
     if not docs_dir.is_dir():
@@ -330,7 +356,7 @@ def load_neutral(path: str | Path) -> Dataset:
     for f in sorted(docs_dir.rglob("*")):
         if f.is_file() and not any(part.startswith(".") for part in f.relative_to(docs_dir).parts):
             doc_id = f.relative_to(docs_dir).as_posix()
-            documents[doc_id] = make_document(read_text(f), doc_id, f)
+            documents[doc_id] = read_document(f, doc_id, **load_options)
     if not documents:
         raise InputError("no documents", source=str(docs_dir))
     qfile = root / NEUTRAL_QUERIES

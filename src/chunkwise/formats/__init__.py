@@ -10,7 +10,8 @@ Options understood by every loader (keyword arguments; the CLI has a flag for ea
 - ``encoding``: decode text formats with this encoding instead of the UTF-8 policy (:mod:`.text`);
 - ``max_bytes``: files larger than this are refused (default :data:`DEFAULT_MAX_BYTES`, 100 MiB);
 - ``clean=False`` or the single switches ``clean_headers``, ``dehyphenate``, ``reflow``,
-  ``normalize_whitespace`` (see :mod:`.cleaning`); ``password`` for encrypted PDFs.
+  ``normalize_whitespace`` (see :mod:`.cleaning`); ``password`` for encrypted PDFs;
+- ``html_mode``: ``main`` (default: the page's main content, see :mod:`.html`) or ``full`` (all visible text).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ EXTENSIONS = {
 }
 FORMATS = ("text", "markdown", "html", "pdf", "vtt", "srt")
 KNOWN_OPTIONS = {"format", "encoding", "max_bytes", "clean", "clean_headers", "dehyphenate", "reflow",
-                 "normalize_whitespace", "password"}
+                 "normalize_whitespace", "password", "html_mode"}
 
 _SRT_START = re.compile(rb"\A\s*\d+\s*\r?\n\s*\d+:\d\d:\d\d[,.]\d+\s*-->")
 _HTML_START = re.compile(rb"\A\s*(?:<\?xml[^>]*>\s*)?(?:<!--.*?-->\s*)*<(?:!doctype\s+html|html|head|body)\b",

@@ -1,5 +1,12 @@
-"""Subtitles and transcripts: WebVTT and SRT as timed text (both read with webvtt-py, MIT-licensed; pysrt
-would be GPL-3.0 in the default install).
+"""Subtitles and transcripts: WebVTT and SRT as timed text.
+
+The cue parser is chunkwise's own, because the files found in the wild are looser than either library:
+webvtt-py refuses cues without text and miscounts yt-dlp/youtube_dl VTT (a timing line right after the
+previous cue's text), pysrt (GPL-3.0, so not a dependency) drops whatever it cannot parse without a word.
+chunkwise reads every file either library accepts (``benchmarks/bench_real_documents.py`` checks this on
+both libraries' test files) and says in a warning which lines it skipped: cues without text, cues with a
+broken timestamp or ending before they start, text blocks without a timing line. A file with no readable
+cue at all is an error that names the first problems.
 
 A subtitle file has no paragraphs; its natural units are sentences spoken by one person. Cues are cut
 wherever the screen was full, often mid-sentence, so consecutive cues of one speaker are first merged until
@@ -15,12 +22,11 @@ grows past :data:`MAX_UNIT_CHARS`). Each merged unit is one line of the document
 Speakers come from WebVTT voice tags (``<v Alice>``) or from ``NAME:`` prefixes (a prefix counts as a
 speaker when it is in capitals or occurs at least twice, so "Note: ..." is not taken for a name).
 
-The libraries skip cues they cannot parse; chunkwise checks every timing line itself first, so a broken
-timestamp is an :class:`~chunkwise.errors.InputError` naming the line, never silently lost text.
 """
 
 from __future__ import annotations
 
+import html
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -34,12 +40,13 @@ MAX_GAP = 2.0
 #: merged units are not grown past this many characters
 MAX_UNIT_CHARS = 400
 
-_TS = r"(?:(\d+):)?([0-5]\d):([0-5]\d)[.,](\d{1,3})"
-_VTT_TIMING = re.compile(rf"^\s*{_TS}\s+-->\s+{_TS}(?:\s+.*)?$")
-_SRT_TIMING = re.compile(rf"^\s*{_TS}\s*-->\s*{_TS}(?:\s+.*)?$")
+_TS = r"(?:(\d+):)?(\d\d?):([0-5]\d)(?:[.,](\d{1,3}))?"
+_TIMING = re.compile(rf"^\s*{_TS}\s*-->\s*{_TS}(?:[ \t].*)?$")
 _SENTENCE_END = re.compile(r"[.!?\u2026\u3002\uff01\uff1f][\"'\u201d\u2019)\]]*$")
 _SPEAKER = re.compile(r"^(?:[-\u2013]\s*)?([A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2}|[A-Z][A-Z0-9 .'-]{1,30})\s*:\s+(\S.*)$")
+_VOICE = re.compile(r"<v(?:\.[\w.-]+)?\s+([^>]+)>")
 _TAGS = re.compile(r"<[^>]*>|\{\\[^}]*\}")
+_VTT_BLOCKS = ("NOTE", "STYLE", "REGION")
 
 
 @dataclass
@@ -48,94 +55,124 @@ class _RawCue:
     end: float
     text: str
     speaker: str | None
+    line: int = 0
 
 
 def _seconds(groups: tuple) -> float:
     h, m, s, frac = groups
-    return int(h or 0) * 3600 + int(m) * 60 + int(s) + int(frac.ljust(3, "0")) / 1000
+    return int(h or 0) * 3600 + int(m) * 60 + int(s) + int((frac or "0").ljust(3, "0")) / 1000
 
 
-def _blocks(text: str) -> list[tuple[int, list[str]]]:
-    """Blocks of non-blank lines with the 1-based line number of their first line."""
-    blocks: list[tuple[int, list[str]]] = []
-    current: list[str] = []
-    first = 0
-    for number, line in enumerate(text.split("\n"), 1):
-        if line.strip():
-            if not current:
-                first = number
-            current.append(line)
-        elif current:
-            blocks.append((first, current))
-            current = []
-    if current:
-        blocks.append((first, current))
-    return blocks
+def _lines_list(numbers: list[int]) -> str:
+    shown = ", ".join(str(n) for n in numbers[:5])
+    return f"line{'s' if len(numbers) > 1 else ''} {shown}{', ...' if len(numbers) > 5 else ''}"
 
 
-def _check_timings(text: str, source: str, kind: str) -> list[tuple[float, float]]:
-    """Validate the timing line of every cue block; returns (start, end) of each cue in file order."""
-    pattern = _VTT_TIMING if kind == "vtt" else _SRT_TIMING
-    timings = []
-    blocks = _blocks(text)
-    if kind == "vtt":
-        blocks = [b for b in blocks[1:] if not b[1][0].lstrip().startswith(("NOTE", "STYLE", "REGION"))]
-    for first, lines in blocks:
-        k = 0 if "-->" in lines[0] or len(lines) == 1 else 1
-        line = lines[k]
-        number = first + k
-        if "-->" not in line:
-            raise InputError(f"cue on line {first} has no timing line ('start --> end')", source=source)
-        m = pattern.match(line)
-        if not m:
-            raise InputError(f"broken timestamp on line {number}: {line.strip()[:80]!r}", source=source)
-        start, end = _seconds(m.groups()[:4]), _seconds(m.groups()[4:])
-        if end < start:
-            raise InputError(f"cue on line {number} ends before it starts: {line.strip()[:80]!r}", source=source)
-        timings.append((start, end))
-    if not timings:
-        raise InputError("no subtitle cues found", source=source)
-    return timings
+class _CueParser:
+    """Cue blocks from subtitle text, as leniently as webvtt-py and pysrt read them, with a record of what
+    was skipped: a timing line always starts a cue (yt-dlp/youtube_dl VTT puts one right after the previous
+    cue's text), a number or identifier line before it is not text, cues without text are skipped, and a
+    block without a usable timing line is skipped with its line number instead of failing the file."""
+
+    def __init__(self, text: str, kind: str):
+        self.lines = text.split("\n")
+        self.kind = kind
+        self.cues: list[tuple[int, tuple[float, float], list[str]]] = []  # (line, times, text lines)
+        self.empty: list[int] = []
+        self.broken: list[int] = []
+        self.backwards: list[int] = []
+        self.orphans: list[int] = []
+
+    def _timing(self, k: int):
+        if k >= len(self.lines) or "-->" not in self.lines[k]:
+            return None
+        return _TIMING.match(self.lines[k])
+
+    def parse(self) -> None:
+        lines = self.lines
+        k = 0
+        if self.kind == "vtt":  # the header block: WEBVTT and metadata lines up to the first blank line
+            while k < len(lines) and lines[k].strip():
+                k += 1
+        current: list[str] | None = None
+        skipping = False
+        while k < len(lines):
+            line = lines[k].strip()
+            if not line:
+                current, skipping = None, False
+                k += 1
+                continue
+            block_start = current is None and not skipping
+            m = self._timing(k)
+            if m is None and "-->" in line:
+                self.broken.append(k + 1)
+                current, skipping = None, True
+            elif m is not None:
+                start, end = _seconds(m.groups()[:4]), _seconds(m.groups()[4:])
+                if end < start:
+                    self.backwards.append(k + 1)
+                    current, skipping = None, True
+                else:
+                    current, skipping = [], False
+                    self.cues.append((k + 1, (start, end), current))
+            elif skipping:
+                pass
+            elif (block_start or line.isdigit()) and self._timing(k + 1) is not None:
+                pass  # a cue number (SRT) or identifier (WebVTT)
+            elif block_start and self.kind == "vtt" and line.split(" ", 1)[0].split("\t", 1)[0] in _VTT_BLOCKS:
+                skipping = True
+            elif current is None:
+                self.orphans.append(k + 1)
+                skipping = True
+            else:
+                current.append(lines[k])
+            k += 1
+
+    def warnings(self) -> list[str]:
+        """One line per kind of thing skipped, naming the lines."""
+        out = []
+        if self.empty:
+            out.append(f"skipped {len(self.empty)} cue(s) without text ({_lines_list(self.empty)})")
+        if self.broken:
+            out.append(f"skipped {len(self.broken)} cue(s) with a broken timestamp ({_lines_list(self.broken)})")
+        if self.backwards:
+            out.append(f"skipped {len(self.backwards)} cue(s) that end before they start "
+                       f"({_lines_list(self.backwards)})")
+        if self.orphans:
+            out.append(f"skipped {len(self.orphans)} text block(s) without a timing line "
+                       f"({_lines_list(self.orphans)})")
+        return out
 
 
-def _vtt_cues(text: str, source: str) -> list[_RawCue]:
-    import webvtt
+def _cues(text: str, source: str, kind: str) -> tuple[list[_RawCue], list[str]]:
+    """The cues of a WebVTT or SRT text, and warnings for what was skipped; an error when none is left."""
+    parser = _CueParser(text, kind)
+    parser.parse()
+    cues = []
+    for line, (start, end), body_lines in parser.cues:
+        body = "\n".join(body_lines)
+        voice = _VOICE.search(body)
+        clean = _TAGS.sub("", body)
+        clean = " ".join((html.unescape(clean) if kind == "vtt" else clean).split())
+        if not clean.strip():
+            parser.empty.append(line)
+            continue
+        cues.append(_RawCue(start, end, clean, voice.group(1).strip() if voice else None, line))
+    warns = parser.warnings()
+    if not cues:
+        problem = "; ".join(warns) if warns else "no cues"
+        raise InputError(f"no readable subtitle cues ({problem})", source=source)
+    return cues, warns
 
+
+def _vtt_cues(text: str, source: str) -> tuple[list[_RawCue], list[str]]:
     if not text.lstrip("\ufeff").startswith("WEBVTT"):
         raise InputError("not a WebVTT file: it must start with 'WEBVTT'", source=source)
-    timings = _check_timings(text, source, "vtt")
-    try:
-        captions = list(webvtt.from_string(text))
-    except Exception as exc:
-        raise InputError(f"invalid WebVTT ({exc})", source=source) from None
-    if len(captions) != len(timings):
-        raise InputError(f"invalid WebVTT: {len(timings)} timing lines but {len(captions)} readable cues",
-                         source=source)
-    cues = []
-    for (start, end), cap in zip(timings, captions):
-        body = " ".join(_TAGS.sub("", cap.text or "").split())
-        cues.append(_RawCue(start, end, body, (cap.voice or "").strip() or None))
-    return cues
+    return _cues(text.lstrip("\ufeff"), source, "vtt")
 
 
-def _srt_cues(text: str, source: str) -> list[_RawCue]:
-    import io
-
-    import webvtt
-
-    timings = _check_timings(text, source, "srt")
-    # cue numbers are optional in the wild but required by the parser: number the blocks that lack one
-    blocks = [lines if "-->" not in lines[0] else [str(k), *lines] for k, (_, lines) in enumerate(_blocks(text), 1)]
-    normalized = "\n\n".join("\n".join(lines) for lines in blocks) + "\n"
-    try:
-        captions = list(webvtt.from_buffer(io.StringIO(normalized), format="srt"))
-    except Exception as exc:
-        raise InputError(f"invalid SRT ({exc})", source=source) from None
-    if len(captions) != len(timings):
-        raise InputError(f"invalid SRT: {len(timings)} timing lines but {len(captions)} readable cues",
-                         source=source)
-    return [_RawCue(start, end, " ".join(_TAGS.sub("", cap.text or "").split()), None)
-            for (start, end), cap in zip(timings, captions)]
+def _srt_cues(text: str, source: str) -> tuple[list[_RawCue], list[str]]:
+    return _cues(text.lstrip("\ufeff"), source, "srt")
 
 
 def _assign_prefix_speakers(cues: list[_RawCue]) -> None:
@@ -212,7 +249,8 @@ def _build(cues: list[_RawCue], source: str, fmt: str, warns: list[str]) -> Docu
 def load_vtt(data: bytes, source: str, **options) -> Document:
     text, warns = decode(data, source, options.get("encoding"))
     check_text(text, source)
-    cues = _vtt_cues(text, source)
+    cues, skipped = _vtt_cues(text, source)
+    warns = warns + skipped
     _assign_prefix_speakers(cues)
     emit_warnings(source, warns)
     doc = _build(cues, source, "vtt", warns)
@@ -224,7 +262,8 @@ def load_vtt(data: bytes, source: str, **options) -> Document:
 def load_srt(data: bytes, source: str, **options) -> Document:
     text, warns = decode(data, source, options.get("encoding"))
     check_text(text, source)
-    cues = _srt_cues(text, source)
+    cues, skipped = _srt_cues(text, source)
+    warns = warns + skipped
     _assign_prefix_speakers(cues)
     emit_warnings(source, warns)
     return _build(cues, source, "srt", warns)

@@ -371,18 +371,19 @@ class Index:
         return docs, paths
 
     @staticmethod
-    def _iter_inputs(docs: list[Document], paths: list[str], include,
-                     exclude) -> Iterator[tuple[str, Document | ChunkwiseError]]:
+    def _iter_inputs(docs: list[Document], paths: list[str], include, exclude,
+                     load_options: dict[str, Any] | None = None) -> Iterator[tuple[str, Document | ChunkwiseError]]:
         yield from ((d.source, d) for d in docs)
         if paths:
             from ..formats import iter_documents
 
-            yield from iter_documents(paths, include=include, exclude=exclude)
+            yield from iter_documents(paths, include=include, exclude=exclude, **(load_options or {}))
 
     def add(self, inputs: Any, strategy: str | Strategy = "recursive", *, params: dict[str, Any] | None = None,
             vectors: str = "text", late: bool = False, late_options: dict[str, Any] | None = None,
             context: str | None = None, context_options: dict[str, Any] | None = None, prune: bool = False,
-            include: list[str] | None = None, exclude: list[str] | None = None, batch_size: int = DEFAULT_BATCH,
+            include: list[str] | None = None, exclude: list[str] | None = None,
+            load_options: dict[str, Any] | None = None, batch_size: int = DEFAULT_BATCH,
             recreate: bool = False, progress: bool = False) -> IndexReport:
         """Index files, folders or :class:`Document` objects; returns an :class:`IndexReport`.
 
@@ -393,6 +394,8 @@ class Index:
         ``window``/``overlap`` in ``late_options``). ``context``: ``headings``/``neighbors``/``llm`` fills
         ``Chunk.context`` (:func:`chunkwise.context.contextualize` with ``context_options``), embedded and
         BM25-indexed with the text. ``prune=True``: remove documents whose source files no longer exist.
+        ``load_options``: keyword options of :func:`chunkwise.formats.load` for the files (``password``,
+        ``encoding``, ``format``, ``html_mode``, ``clean``..., as ``chunkwise chunk`` takes them).
         Unreadable inputs are reported in ``report.failed`` and the others are still indexed.
         """
         if not isinstance(batch_size, int) or batch_size < 1:
@@ -424,7 +427,7 @@ class Index:
         pending: list[tuple[Document, list[Chunk]]] = []
         seen: set[str] = set()
         try:
-            items = self._iter_inputs(docs, paths, include, exclude)
+            items = self._iter_inputs(docs, paths, include, exclude, load_options)
             while True:
                 t = time.perf_counter()
                 try:
