@@ -64,6 +64,33 @@ def chunk_text(text: str, strategy: str | Strategy = "recursive", *, source: str
     return _strategy(strategy, params).chunk(Document(text, source=source))
 
 
+def as_document(obj: str | os.PathLike | Document, *, text_ok: bool = False, **loader: Any) -> Document:
+    """A :class:`Document` from a Document, a path (``os.PathLike`` or a string naming an existing file),
+    or, when ``text_ok`` (callers whose API documents "a path or a text"), any other string as text.
+
+    A string that looks like a file name but names none is always an :class:`InputError`: a typo is never
+    silently treated as the text "typo.md".
+    """
+    if isinstance(obj, Document):
+        return obj
+    from .formats import load
+
+    if isinstance(obj, os.PathLike):
+        return load(obj, **loader)
+    if isinstance(obj, str):
+        short = len(obj) < 4096 and "\n" not in obj and "\0" not in obj
+        if short and Path(obj).is_file():
+            return load(obj, **loader)
+        if looks_like_path(obj):
+            raise InputError("no such file; use chunkwise.chunk_text(...) (or chunk(text=...)) for raw text",
+                             source=obj)
+        if text_ok:
+            return Document(obj)
+        raise InputError("not a file; chunkwise.chunk() reads files: use chunkwise.chunk_text(text) or "
+                         "chunk(text=...) to chunk a string")
+    raise InputError(f"expected a path, a Document or text=..., got {type(obj).__name__}")
+
+
 def chunk(path_or_doc: str | os.PathLike | Document | None = None, strategy: str | Strategy = "recursive", *,
           text: str | None = None, **params: Any) -> list[Chunk]:
     """Chunk a file, a :class:`Document`, or (with ``text=``) a string.
@@ -77,17 +104,5 @@ def chunk(path_or_doc: str | os.PathLike | Document | None = None, strategy: str
         if path_or_doc is not None:
             raise ConfigError("give either a path/Document or text=, not both")
         return chunk_text(text, strategy, **params)
-    if isinstance(path_or_doc, Document):
-        return _strategy(strategy, params).chunk(path_or_doc)
-    if isinstance(path_or_doc, os.PathLike):
-        return chunk_file(path_or_doc, strategy, **params)
-    if isinstance(path_or_doc, str):
-        is_file = len(path_or_doc) < 4096 and "\n" not in path_or_doc and "\0" not in path_or_doc
-        if is_file and Path(path_or_doc).is_file():
-            return chunk_file(path_or_doc, strategy, **params)
-        if looks_like_path(path_or_doc):
-            raise InputError("no such file; use chunkwise.chunk_text(...) (or chunk(text=...)) for raw text",
-                             source=path_or_doc)
-        raise InputError("not a file; chunkwise.chunk() reads files: use chunkwise.chunk_text(text) or "
-                         "chunk(text=...) to chunk a string")
-    raise InputError(f"expected a path, a Document or text=..., got {type(path_or_doc).__name__}")
+    loader, strategy_params = _split_options(params)
+    return _strategy(strategy, strategy_params).chunk(as_document(path_or_doc, **loader))

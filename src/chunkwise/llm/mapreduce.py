@@ -150,9 +150,9 @@ def summarize(doc_or_chunks: Document | str | os.PathLike | list[Chunk], llm: LL
             raise ConfigError("summarize takes a Document, a path, a text or a list of Chunk objects")
         source = chunks[0].source if chunks else "<chunks>"
     else:
-        from ..api import _as_document, chunk
+        from ..api import as_document, chunk
 
-        doc = _as_document(doc_or_chunks)
+        doc = as_document(doc_or_chunks, text_ok=True)
         chunks = chunk(doc, strategy, **params)
         source = doc.source
     if llm is None:
