@@ -138,6 +138,8 @@ def run_index(args: argparse.Namespace) -> int:
             progress=not quiet)
     for source, problem in report.failed:
         print(f"chunkwise: error: {source}: {problem}", file=sys.stderr)
+    for note in report.notes:
+        print(f"chunkwise: note: {note}", file=sys.stderr)
     if not quiet:
         print(f"chunkwise: {report.summary()}", file=sys.stderr)
     if report.failed:

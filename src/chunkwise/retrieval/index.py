@@ -110,6 +110,8 @@ class IndexReport:
     seconds: float = 0.0
     timings: dict[str, float] = field(default_factory=lambda: dict.fromkeys(
         ("setup", "load", "chunk", "context", "embed", "write"), 0.0))
+    #: one-line notes for the user (e.g. the server has no BM25, so hybrid search runs client-side)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def chunks_per_second(self) -> float:
@@ -395,6 +397,9 @@ class Index:
             strat, embedder, context = self._prepare(strategy, params, vectors, late, late_options, context,
                                                      context_options, recreate)
             markers = self.store.markers()
+            if not self.store.bm25_builtin and self.store.capabilities is not None:
+                note = self.store.capabilities.hybrid_note
+                report.notes.extend([note] if note else [])
         except BaseException:
             if contextualizer is not None:
                 contextualizer.close()
