@@ -533,10 +533,15 @@ class Index:
         t = time.perf_counter()
         vectors = self._vectors(pending, embedder, reuse, late, late_options, report, bars)
         report.timings["embed"] += time.perf_counter() - t
+        self._write(pending, vectors, markers, embedder.model_id, report, bars)
+
+    def _write(self, pending, vectors: list[np.ndarray], markers: dict[str, Marker], model_id: str,
+               report: IndexReport, bars: _Progress) -> None:
+        """Write embedded documents: unmark → upsert → delete stale → mark (shared with the Ray engine)."""
         t = time.perf_counter()
         rows: list[dict] = []
         for (doc, chunks), vecs in zip(pending, vectors):
-            rows.extend(self._rows(doc, chunks, vecs, embedder.model_id))
+            rows.extend(self._rows(doc, chunks, vecs, model_id))
         doc_ids = [doc.id for doc, _ in pending]
         self.store.unmark([d for d in doc_ids if d in markers])
         for d in doc_ids:
