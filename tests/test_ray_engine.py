@@ -81,21 +81,21 @@ def test_ray_refuses_milvus_lite_path(tmp_path):
         RayIngest(Index(db=tmp_path / "x.db"))
 
 
-def test_ray_job_killed_then_resumed(lite, tmp_path):
-    """A real ``chunkwise index --engine ray`` (its own local Ray) SIGKILLed mid-job; the re-run completes
-    and the collection equals a clean run's."""
+def test_ray_job_killed_then_resumed(lite, local_ray, tmp_path):
+    """A real ``chunkwise index --engine ray --address auto`` driver (joining the test's cluster) SIGKILLed
+    mid-job; the re-run completes and the collection equals a clean run's."""
     folder = tmp_path / "corpus"
     write_corpus(folder, 5, [f"f{i}.txt" for i in range(10)])
     args = ["-q", "--no-cache", "index", str(folder), "--max-tokens", "64", "--batch-size", "8", "--uri",
-            lite.uri, "--engine", "ray", "--workers", "1"]
+            lite.uri, "--engine", "ray", "--workers", "1", "--address", "auto"]
     clean, coll = new_collection(), new_collection()
     with Index(uri=lite.uri, collection=clean, embedder="minilm", cache=False) as ix:
         ix.add(folder, params={"max_tokens": 64}, batch_size=8)
     env = {**os.environ, "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0"}
     proc = subprocess.Popen([sys.executable, "-c", CLI, *args, "--collection", coll], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True, env=env)
+                            stderr=subprocess.DEVNULL, env=env)
     wait_for_chunks(lite, coll, proc, timeout=180)
-    os.killpg(proc.pid, signal.SIGKILL)  # the driver and the local Ray it started
+    os.kill(proc.pid, signal.SIGKILL)  # the driver; its actors and tasks die with their job
     proc.wait(timeout=30)
     done = subprocess.run([sys.executable, "-c", CLI, *args, "--collection", coll], capture_output=True,
                           text=True, timeout=300, env=env)
