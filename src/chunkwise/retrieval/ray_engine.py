@@ -202,7 +202,9 @@ class RayIngest:
 
         # no CPU reserved: the actors may hold every CPU, and the in-flight limit bounds these tasks anyway
         chunk_task = ray.remote(num_cpus=0)(chunk_files)
-        actor = ray.remote(num_cpus=1)(EmbedWorker)
+        # a killed actor is restarted (its model reloaded) and its call retried, so the job usually finishes;
+        # past the retries the RayError below ends the run with one line, and a re-run resumes
+        actor = ray.remote(num_cpus=1, max_restarts=2, max_task_retries=2)(EmbedWorker)
         spec = ray.put(self._embedder_spec())
         pool = ActorPool([actor.remote(spec) for _ in range(workers)])
         strat_ref = ray.put(strat)
