@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.chunkwise-installed
 
-.PHONY: install demo test bench clean
+.PHONY: install demo test test-ray bench clean
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,10 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+# The Ray engine's tests (skipped by `make test` unless ray is installed): ray is ~240 MB, ~1 min to install.
+test-ray: $(STAMP)   # the Ray tests alone (ray is in the dev extra, so `make test` runs them too)
+	$(BIN)/python -m pytest tests/test_ray_engine.py
 
 clean:
 	rm -rf $(VENV) chunkwise.db

@@ -81,6 +81,14 @@ def register(subparsers) -> None:
                    help="drop the collection and build it again (e.g. with another embedder or strategy)")
     g.add_argument("--batch-size", type=int, default=256, metavar="CHUNKS",
                    help="chunks gathered before each embed-and-write round (default 256)")
+    g = p.add_argument_group("distributed ingestion (extra 'ray')")
+    g.add_argument("--engine", choices=("local", "ray"), default="local",
+                   help="local: this process (default); ray: chunk in Ray tasks, embed in a Ray actor pool, "
+                        "write from here (needs --uri)")
+    g.add_argument("--address", default=None, metavar="auto|ray://HOST:PORT",
+                   help="Ray cluster to join (default: start a local one)")
+    g.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="embedding actors, one model each (default: the cluster's CPUs)")
     p.set_defaults(func=run_index)
 
     s = subparsers.add_parser("search", help="search an index built by `chunkwise index`",
@@ -135,14 +143,38 @@ def run_index(args: argparse.Namespace) -> int:
                     print(f"deleted {key}: {n} chunks", file=sys.stderr)
             return 0
         name, params = strategy_params_from_args(args)
+        if args.engine == "ray":
+            return _report(_run_ray(index, args, name, params, load_options), quiet)
+        elif args.address is not None or args.workers is not None:
+            raise ConfigError("--address and --workers need --engine ray")
         report = index.add(
             args.paths, strategy=name, params=params, vectors=args.vectors, late=args.late,
             late_options={"window": args.late_window, "overlap": args.late_overlap} if args.late else None,
             context=args.context, context_options=_context_options(args), prune=args.prune,
             include=args.include, exclude=args.exclude, load_options=load_options, batch_size=args.batch_size,
             recreate=args.recreate, progress=not quiet)
+    return _report(report, quiet)
+
+
+def _run_ray(index, args: argparse.Namespace, name: str, params: dict, load_options: dict):
+    """``--engine ray``: the same options, minus those the Ray engine does not run (refused, not ignored)."""
+    from ..retrieval.ray_engine import index_with_ray
+
+    unsupported = [flag for flag, on in (("--late", args.late), ("--context", args.context),
+                                         ("--vectors pool", args.vectors == "pool")) if on]
+    if unsupported:
+        raise ConfigError(f"--engine ray does not support {', '.join(unsupported)} yet; use the local engine")
+    return index_with_ray(index, args.paths, address=args.address, workers=args.workers, strategy=name,
+                          params=params, include=args.include, exclude=args.exclude, prune=args.prune,
+                          batch_size=args.batch_size, recreate=args.recreate, progress=not args.quiet,
+                          load_options=load_options)
+
+
+def _report(report, quiet: bool) -> int:
     for source, problem in report.failed:
         print(f"chunkwise: error: {source}: {problem}", file=sys.stderr)
+    for note in report.notes:
+        print(f"chunkwise: note: {note}", file=sys.stderr)
     if not quiet:
         print(f"chunkwise: {report.summary()}", file=sys.stderr)
     if report.failed:

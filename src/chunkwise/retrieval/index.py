@@ -112,6 +112,8 @@ class IndexReport:
     seconds: float = 0.0
     timings: dict[str, float] = field(default_factory=lambda: dict.fromkeys(
         ("setup", "load", "chunk", "context", "embed", "write"), 0.0))
+    #: one-line notes for the user (e.g. the server has no BM25, so hybrid search runs client-side)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def chunks_per_second(self) -> float:
@@ -415,6 +417,9 @@ class Index:
             strat, embedder, context = self._prepare(strategy, params, vectors, late, late_options, context,
                                                      context_options, recreate)
             markers = self.store.markers()
+            if not self.store.bm25_builtin and self.store.capabilities is not None:
+                note = self.store.capabilities.hybrid_note
+                report.notes.extend([note] if note else [])
         except BaseException:
             if contextualizer is not None:
                 contextualizer.close()
@@ -549,10 +554,15 @@ class Index:
         t = time.perf_counter()
         vectors = self._vectors(pending, embedder, reuse, late, late_options, report, bars)
         report.timings["embed"] += time.perf_counter() - t
+        self._write(pending, vectors, markers, embedder.model_id, report, bars)
+
+    def _write(self, pending, vectors: list[np.ndarray], markers: dict[str, Marker], model_id: str,
+               report: IndexReport, bars: _Progress) -> None:
+        """Write embedded documents: unmark → upsert → delete stale → mark (shared with the Ray engine)."""
         t = time.perf_counter()
         rows: list[dict] = []
         for (doc, chunks), vecs in zip(pending, vectors):
-            rows.extend(self._rows(doc, chunks, vecs, embedder.model_id))
+            rows.extend(self._rows(doc, chunks, vecs, model_id))
         doc_ids = [doc.id for doc, _ in pending]
         self.store.unmark([d for d in doc_ids if d in markers])
         for d in doc_ids:

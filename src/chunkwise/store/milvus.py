@@ -17,9 +17,14 @@ marker, and the next run simply does all four steps again, ending with exactly t
 
 Milvus Lite (``milvus-lite`` >= 3) is a pure-Python engine with a write-ahead log that pymilvus starts in
 process for a path ending in ``.db`` (the path is a directory). It supports nullable scalar fields, JSON,
-ARRAY, and BM25 functions, so the schema below is the same for Lite and a Milvus >= 2.5 server. A server
-without BM25 functions gets the collection without the ``sparse`` field, and hybrid search falls back to
-``bm25s`` (see :mod:`chunkwise.retrieval.hybrid`).
+ARRAY, and BM25 functions, so the schema below is the same for Lite and a Milvus >= 2.5 server.
+
+Older servers (see :class:`ServerCapabilities`, detected from the server version when connecting): a server
+without BM25 functions (Milvus < 2.5) gets the collection without the ``sparse`` field, and hybrid search
+falls back to ``bm25s`` over the stored texts (see :mod:`chunkwise.retrieval.hybrid`); a server without
+nullable fields (Milvus < 2.5) stores a missing page, time or context as a sentinel (-1, -1.0, "") that is
+turned back into ``None`` on every read. Tested against Milvus 2.3.5 (``pip install milvus==2.3.5``) and
+the Milvus Lite server; Milvus < 2.3 (no upsert, no ARRAY fields) is not supported.
 """
 
 from __future__ import annotations
@@ -56,6 +61,10 @@ _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,200}$")
 #: rows per upsert call, and the byte budget of one call (gRPC messages default to 64 MiB)
 _WRITE_ROWS = 512
 _WRITE_BYTES = 16 << 20
+#: rows one plain query may return (Milvus caps offset + limit at 16384)
+_QUERY_LIMIT = 16384
+#: how a server without nullable fields stores ``None`` (real values are never negative or empty there)
+NULL_SENTINELS = {"context": "", "page_start": -1, "page_end": -1, "start_time": -1.0, "end_time": -1.0}
 
 
 def quiet_milvus_logs() -> None:
@@ -73,6 +82,55 @@ class Marker:
     source: str
     content_hash: str
     chunks: int
+
+
+@dataclass(frozen=True)
+class ServerCapabilities:
+    """What the Milvus at the other end supports, from its version (Milvus Lite supports everything).
+
+    ``sparse``: SPARSE_FLOAT_VECTOR fields (Milvus >= 2.4); ``bm25``: BM25 functions that compute the sparse
+    vectors inside Milvus (>= 2.5); ``nullable``: nullable scalar fields (>= 2.5). A version that cannot be
+    parsed counts as a current one (creating the BM25 field is still retried without it if refused).
+    """
+
+    version: str
+    sparse: bool = True
+    bm25: bool = True
+    nullable: bool = True
+
+    @classmethod
+    def from_version(cls, version: str) -> "ServerCapabilities":
+        m = re.match(r"^v?(\d+)\.(\d+)", str(version or "").strip())
+        if not m:
+            return cls(str(version))
+        v = (int(m.group(1)), int(m.group(2)))
+        return cls(str(version), sparse=v >= (2, 4), bm25=v >= (2, 5), nullable=v >= (2, 5))
+
+    @property
+    def hybrid_note(self) -> str | None:
+        """The one line to say when hybrid search cannot use Milvus's own BM25 on this server."""
+        if self.bm25:
+            return None
+        return (f"Milvus {self.version} has no BM25 functions: indexing dense vectors only; hybrid search needs "
+                "Milvus >= 2.5 for server-side BM25 and falls back to client-side bm25s over all stored texts")
+
+
+def _auth_failure(exc: BaseException) -> str | None:
+    """The server's own words when a connection failed on authentication (pymilvus reports it only as
+    'illegal connection params or server unavailable'; the gRPC status is further down the chain)."""
+    seen = 0
+    while exc is not None and seen < 20:
+        code = getattr(exc, "code", None)
+        try:
+            name = getattr(code() if callable(code) else code, "name", "")
+        except Exception:  # noqa: BLE001 - a code() that needs arguments
+            name = ""
+        if name in ("UNAUTHENTICATED", "PERMISSION_DENIED"):
+            details = getattr(exc, "details", None)
+            return " ".join(str(details() if callable(details) else name).split())
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return None
 
 
 def _import_pymilvus():
@@ -127,6 +185,8 @@ class MilvusStore:
         self.state_collection = collection + STATE_SUFFIX
         self.timeout = timeout
         self.bm25_builtin = False
+        self.nullable = True
+        self.capabilities: ServerCapabilities | None = None
         self._client = None
         self._loaded: set[str] = set()
 
@@ -202,17 +262,23 @@ class MilvusStore:
             try:
                 client = MilvusClient(uri=self.uri, token=self.token or "", timeout=self.timeout)
                 client.list_collections(timeout=self.timeout)
-            except MilvusException as exc:
-                raise ChunkwiseError(f"cannot reach the Milvus server within {self.timeout:g} s: "
-                                     f"{_message(exc)}", source=self.uri) from None
-            except Exception as exc:  # grpc and socket errors of every kind
-                raise ChunkwiseError(f"cannot reach the Milvus server: {_message(exc)}", source=self.uri) from None
+                version = client.get_server_version(timeout=self.timeout)
+            except Exception as exc:  # MilvusException, grpc and socket errors of every kind
+                auth = _auth_failure(exc)
+                if auth:
+                    raise ChunkwiseError(f"authentication failed (wrong --token / $MILVUS_TOKEN?): {auth}",
+                                         source=self.uri) from None
+                within = f" within {self.timeout:g} s" if isinstance(exc, MilvusException) else ""
+                raise ChunkwiseError(f"cannot reach the Milvus server{within}: {_message(exc)}",
+                                     source=self.uri) from None
+            self.capabilities = ServerCapabilities.from_version(version)
         else:
             path = self._check_db_path()
             try:
                 client = MilvusClient(uri=path, timeout=self.timeout)
             except MilvusException:
                 raise InputError(self._diagnose_lite_failure(), source=self.db) from None
+            self.capabilities = ServerCapabilities("lite")
         self._client = client
         return client
 
@@ -283,7 +349,9 @@ class MilvusStore:
         client = self.connect()
         with self._errors("open the index"):
             desc = client.describe_collection(self.collection)
-            self.bm25_builtin = any(f.get("name") == "sparse" for f in desc.get("fields", []))
+            fields = {f.get("name"): f for f in desc.get("fields", [])}
+            self.bm25_builtin = "sparse" in fields
+            self.nullable = bool(fields.get("page_start", {}).get("nullable"))
             for name in (self.collection, self.state_collection):
                 self._load(name)
 
@@ -320,7 +388,7 @@ class MilvusStore:
         return {"id": id_, "kind": kind, "source": truncate_utf8(source, MAX_VARCHAR),
                 "content_hash": content_hash, "chunks": int(chunks), "data": data, "placeholder": [0.0, 0.0]}
 
-    def _chunk_schema(self, dim: int, bm25: bool):
+    def _chunk_schema(self, dim: int, bm25: bool, nullable: bool = True):
         from pymilvus import DataType, Function, FunctionType, MilvusClient
 
         s = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False,
@@ -330,17 +398,17 @@ class MilvusStore:
         add("doc_id", DataType.VARCHAR, max_length=64)
         add("source", DataType.VARCHAR, max_length=MAX_VARCHAR)
         add("text", DataType.VARCHAR, max_length=MAX_VARCHAR)
-        add("context", DataType.VARCHAR, max_length=MAX_VARCHAR, nullable=True)
+        add("context", DataType.VARCHAR, max_length=MAX_VARCHAR, nullable=nullable)
         add("indexed_text", DataType.VARCHAR, max_length=MAX_VARCHAR, enable_analyzer=bm25)
         add("start", DataType.INT64)
         add("end", DataType.INT64)
         add("chunk_index", DataType.INT64)
         add("token_count", DataType.INT64)
-        add("page_start", DataType.INT64, nullable=True)
-        add("page_end", DataType.INT64, nullable=True)
+        add("page_start", DataType.INT64, nullable=nullable)
+        add("page_end", DataType.INT64, nullable=nullable)
         add("section", DataType.VARCHAR, max_length=8192)
-        add("start_time", DataType.DOUBLE, nullable=True)
-        add("end_time", DataType.DOUBLE, nullable=True)
+        add("start_time", DataType.DOUBLE, nullable=nullable)
+        add("end_time", DataType.DOUBLE, nullable=nullable)
         add("speakers", DataType.ARRAY, element_type=DataType.VARCHAR, max_capacity=64, max_length=256)
         add("strategy", DataType.VARCHAR, max_length=64)
         add("embedder", DataType.VARCHAR, max_length=512)
@@ -358,19 +426,21 @@ class MilvusStore:
         from pymilvus.exceptions import MilvusException
 
         client = self.connect()
-        for bm25 in (True, False):
+        caps = self.capabilities or ServerCapabilities("unknown")
+        for bm25 in ((True, False) if caps.bm25 else (False,)):
             ip = MilvusClient.prepare_index_params()
             ip.add_index(field_name="vector", index_type="AUTOINDEX", metric_type="COSINE")
             if bm25:
                 ip.add_index(field_name="sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
             try:
-                client.create_collection(self.collection, schema=self._chunk_schema(dim, bm25),
+                client.create_collection(self.collection, schema=self._chunk_schema(dim, bm25, caps.nullable),
                                          consistency_level="Strong")
                 client.create_index(self.collection, ip, sync=False)
                 return
             except MilvusException as exc:
                 # A server older than Milvus 2.5 has no BM25 functions: store without, use bm25s instead.
-                if not bm25 or not re.search(r"function|bm25|analyzer|sparse", _message(exc), re.I):
+                if not bm25 or not re.search(r"function|bm25|analyzer|sparse|create index on \d+ field",
+                                             _message(exc), re.I):
                     raise
                 if client.has_collection(self.collection):
                     client.drop_collection(self.collection)
@@ -407,9 +477,15 @@ class MilvusStore:
         out: dict[str, set[str]] = {d: set() for d in doc_ids}
         if not doc_ids:
             return out
+        expr = f"doc_id in [{', '.join(quote(d) for d in doc_ids)}]"
         with self._errors("read chunk ids"):
-            for r in self._scan(self.collection, ["id", "doc_id"],
-                                f"doc_id in [{', '.join(quote(d) for d in doc_ids)}]"):
+            # one plain query covers a batch's documents; an iterator costs three round trips (each a
+            # consistency wait of ~0.3 s on a Milvus 2.3 server), so it is used only when the answer is large
+            rows = self.connect().query(self.collection, filter=expr, output_fields=["id", "doc_id"],
+                                        limit=_QUERY_LIMIT)
+            if len(rows) >= _QUERY_LIMIT:
+                rows = self._scan(self.collection, ["id", "doc_id"], expr)
+            for r in rows:
                 out.setdefault(r["doc_id"], set()).add(r["id"])
         return out
 
@@ -428,7 +504,21 @@ class MilvusStore:
                 self.connect().upsert(self.state_collection, rows)
 
     # -- chunks ----------------------------------------------------------------------------------------
-    def upsert_chunks(self, rows: list[dict]) -> None:
+    def _encode(self, row: dict) -> dict:
+        """A row as this collection stores it: ``None`` becomes a sentinel where fields cannot be null."""
+        if self.nullable:
+            return row
+        return {**row, **{k: v for k, v in NULL_SENTINELS.items() if row.get(k) is None}}
+
+    def _decode(self, row: dict) -> dict:
+        """The inverse of :meth:`_encode` on a row (or hit entity) read back."""
+        if not self.nullable:
+            for k, v in NULL_SENTINELS.items():
+                if k in row and row[k] == v:
+                    row[k] = None
+        return row
+
+    def upsert_chunks(self, rows: Iterable[dict]) -> None:
         client = self.connect()
         batch: list[dict] = []
         size = 0
@@ -438,7 +528,7 @@ class MilvusStore:
                 if batch and (len(batch) >= _WRITE_ROWS or size + n > _WRITE_BYTES):
                     client.upsert(self.collection, batch)
                     batch, size = [], 0
-                batch.append(row)
+                batch.append(self._encode(row))
                 size += n
             if batch:
                 client.upsert(self.collection, batch)
@@ -477,11 +567,12 @@ class MilvusStore:
         if not ids:
             return []
         with self._errors("read chunks"):
-            return self.connect().get(self.collection, ids=ids, output_fields=OUTPUT_FIELDS)
+            return [self._decode(r) for r in self.connect().get(self.collection, ids=ids,
+                                                                output_fields=OUTPUT_FIELDS)]
 
     def scan_chunks(self, fields: list[str], filter: str = "") -> Iterator[dict]:
         with self._filter_errors(filter, "read chunks"):
-            yield from self._scan(self.collection, fields, filter)
+            yield from (self._decode(r) for r in self._scan(self.collection, fields, filter))
 
     # -- search ----------------------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -504,7 +595,10 @@ class MilvusStore:
                 self.collection, data=[np.asarray(vector, dtype=np.float32).tolist()], anns_field="vector",
                 limit=limit, filter=filter or "", output_fields=OUTPUT_FIELDS if fields is None else fields,
                 search_params={"metric_type": "COSINE"})
-        return list(res[0]) if res else []
+        hits = list(res[0]) if res else []
+        for h in hits:
+            self._decode(h.get("entity") or {})
+        return hits
 
     def search_bm25(self, query: str, limit: int, filter: str | None = None,
                     fields: list[str] | None = None) -> list[dict]:

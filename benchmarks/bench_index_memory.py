@@ -1,0 +1,129 @@
+"""Peak memory of ``Index.add`` as the corpus grows: is the local index path streaming?
+
+For each corpus size (default 10 MB and 100 MB of plain text in 200 KB files, generated from a fixed seed)
+a fresh process indexes the folder and prints its peak resident set size (``VmHWM``) and time. Two stores:
+
+- ``lite``: Milvus Lite in process (the default ``chunkwise index``): the peak includes the Milvus Lite
+  engine, which holds its own data structures in the same process;
+- ``server``: a Milvus Lite *server* in another process (``--uri``): the peak is chunkwise's own
+  (load -> chunk -> embed -> write), which is what the streaming design bounds.
+
+The embedder is a hashed bag of words (a few microseconds per chunk) so that the run measures the
+pipeline and the store, not a model; chunking is ``recursive`` with ``max_tokens=256``.
+
+    .venv/bin/python benchmarks/bench_index_memory.py [--sizes 10 100] [--stores lite server]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+CHILD = r"""
+import hashlib, json, re, sys, time
+import numpy as np
+from chunkwise.embeddings.base import Embedder, l2_normalize
+from chunkwise.segmentation.tokens import get_tokenizer
+from chunkwise.retrieval import Index
+
+class HashEmbedder(Embedder):
+    dim, max_tokens, model_id = 64, 512, "hash-bow-64"
+    def __init__(self):
+        self._tok = get_tokenizer("words")
+    @property
+    def tokenizer(self):
+        return self._tok
+    def embed(self, texts):
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, t in enumerate(texts):
+            for w in t.split()[:64]:
+                out[i, hash(w) % self.dim] += 1.0
+        out[:, 0] += 1e-3
+        return l2_normalize(out)
+
+def rss(field):
+    for line in open("/proc/self/status"):
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+
+folder, where = sys.argv[1], json.loads(sys.argv[2])
+base = rss("VmRSS")
+t = time.perf_counter()
+with Index(**where, embedder=HashEmbedder(), cache=False) as ix:
+    rep = ix.add(folder, params={"max_tokens": 256})
+print(json.dumps({"chunks": rep.chunks, "seconds": time.perf_counter() - t, "base_mb": base / 1024,
+                  "peak_mb": rss("VmHWM") / 1024,
+                  "timings": {k: round(v, 1) for k, v in rep.timings.items()}}))
+"""
+
+WORDS = ("river stone lamp keeper harbor winter bread oven flour garden rose train ticket night bee honey wax "
+         "queen storm fog lens glass tower bell copper salt anchor rope sail gull").split()
+
+
+def make_corpus(folder: Path, megabytes: int, file_kb: int = 200, seed: int = 0) -> None:
+    """``megabytes`` of paragraphs of random words, in files of ``file_kb`` KB."""
+    rng = random.Random(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    for n in range(megabytes * 1024 // file_kb):
+        paras, size = [], 0
+        while size < file_kb * 1024:
+            p = " ".join(rng.choice(WORDS) for _ in range(rng.randint(40, 120))).capitalize() + "."
+            paras.append(p)
+            size += len(p) + 2
+        (folder / f"f{n:05d}.txt").write_text("\n\n".join(paras), encoding="utf-8")
+
+
+def measure(folder: Path, where: dict) -> dict:
+    out = subprocess.run([sys.executable, "-c", CHILD, str(folder), json.dumps(where)], capture_output=True,
+                         text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[10, 100], help="corpus sizes in MB")
+    ap.add_argument("--stores", nargs="+", default=["lite", "server"], choices=["lite", "server"])
+    args = ap.parse_args()
+    from milvus_servers import start_milvus_lite
+
+    print(f"{'store':8} {'MB':>5} {'chunks':>8} {'s':>7} {'chunks/s':>9} {'base MB':>8} {'peak MB':>8}")
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for mb in args.sizes:
+            corpus = Path(tmp) / f"corpus{mb}"
+            make_corpus(corpus, mb)
+            for store in args.stores:
+                server = None
+                if store == "server":
+                    server = start_milvus_lite(Path(tmp) / f"srv{mb}")
+                    where = {"uri": server.uri, "collection": "mem"}
+                else:
+                    where = {"db": str(Path(tmp) / f"lite{mb}.db"), "collection": "mem"}
+                try:
+                    r = measure(corpus, where)
+                finally:
+                    if server is not None:
+                        server.kill()
+                results[(store, mb)] = r
+                print(f"{store:8} {mb:5d} {r['chunks']:8d} {r['seconds']:7.1f} {r['chunks'] / r['seconds']:9.0f} "
+                      f"{r['base_mb']:8.0f} {r['peak_mb']:8.0f}  {r['timings']}", flush=True)
+    lo, hi = min(args.sizes), max(args.sizes)
+    for store in args.stores:
+        if (store, lo) in results and (store, hi) in results and lo != hi:
+            ratio = results[(store, hi)]["peak_mb"] / results[(store, lo)]["peak_mb"]
+            print(f"{store}: peak RSS {hi} MB / {lo} MB = {ratio:.2f}")
+
+
+if __name__ == "__main__":
+    t0 = time.perf_counter()
+    main()
+    print(f"total {time.perf_counter() - t0:.0f} s")
