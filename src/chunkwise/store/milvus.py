@@ -73,6 +73,9 @@ class Marker:
     source: str
     content_hash: str
     chunks: int
+    #: False when the document was written without everything it asked for (e.g. ``--context llm`` failed
+    #: for some chunks): the next run redoes it even though its content is unchanged
+    complete: bool = True
 
 
 def _import_pymilvus():
@@ -392,9 +395,10 @@ class MilvusStore:
     def markers(self) -> dict[str, Marker]:
         """Every completely indexed document, by doc id."""
         with self._errors("read the document list"):
-            rows = list(self._scan(self.state_collection, ["id", "source", "content_hash", "chunks"],
+            rows = list(self._scan(self.state_collection, ["id", "source", "content_hash", "chunks", "data"],
                                    'kind == "document"'))
-        return {r["id"]: Marker(r["id"], r["source"], r["content_hash"], r["chunks"]) for r in rows}
+        return {r["id"]: Marker(r["id"], r["source"], r["content_hash"], r["chunks"],
+                                bool((r.get("data") or {}).get("complete", True))) for r in rows}
 
     def chunk_documents(self) -> dict[str, str]:
         """``doc_id -> source`` of every document with chunks in the collection (markers or not)."""
@@ -422,7 +426,8 @@ class MilvusStore:
 
     def mark(self, markers: Iterable[Marker]) -> None:
         """Last step: the documents are completely indexed with these content hashes."""
-        rows = [self._state_row(m.doc_id, "document", m.source, m.content_hash, m.chunks, {}) for m in markers]
+        rows = [self._state_row(m.doc_id, "document", m.source, m.content_hash, m.chunks,
+                                {} if m.complete else {"complete": False}) for m in markers]
         if rows:
             with self._errors("write the document list"):
                 self.connect().upsert(self.state_collection, rows)
