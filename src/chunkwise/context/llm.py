@@ -44,6 +44,7 @@ from typing import Any
 
 from ..document import Chunk, Document, stable_hash
 from ..errors import ConfigError
+from ..security import redact
 
 #: environment variables read when no argument is given, in order
 BASE_URL_ENV = "CHUNKWISE_LLM_BASE_URL"
@@ -104,7 +105,7 @@ class LLMContextualizer:
 
     base_url: str | None = None
     model: str | None = None
-    api_key: str | None = None
+    api_key: str | None = field(default=None, repr=False)  # never in repr(), logs or tracebacks
     concurrency: int = 4
     timeout: float = 60.0
     retries: int = 3
@@ -143,6 +144,9 @@ class LLMContextualizer:
             raise ConfigError(f"llm timeout must be a positive number of seconds, got {self.timeout!r}")
         url = self.base_url.rstrip("/")
         self.url = url if url.endswith("/chat/completions") else url + "/chat/completions"
+        from ..security import warn_plain_http
+
+        warn_plain_http(self.url, bool(self.api_key))
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
 
@@ -169,7 +173,10 @@ class LLMContextualizer:
         if self._db is None:
             path = Path(self._cache_root()) / DB_NAME
             try:
-                path.parent.mkdir(parents=True, exist_ok=True)
+                from ..security import private_dir, private_file
+
+                private_dir(path.parent)
+                private_file(path)
                 db = sqlite3.connect(str(path), timeout=30)
                 db.execute("PRAGMA journal_mode=WAL")
                 db.execute(
@@ -220,7 +227,7 @@ class LLMContextualizer:
                     data = json.loads(resp.read().decode("utf-8"))
                 return _answer_text(data)
             except urllib.error.HTTPError as exc:
-                detail = _error_detail(exc)
+                detail = redact(_error_detail(exc), self.api_key)
                 exc.close()
                 if exc.code not in _RETRY_STATUS:
                     raise _Fatal(f"HTTP {exc.code} from {self.url}{detail}") from None
@@ -228,7 +235,7 @@ class LLMContextualizer:
             except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
                 last = exc
             except (json.JSONDecodeError, UnicodeDecodeError, KeyError, IndexError, TypeError) as exc:
-                raise _Fatal(f"malformed answer from {self.url}: {exc!r}") from None
+                raise _Fatal(f"malformed answer from {self.url}: {type(exc).__name__}") from None
         raise RuntimeError(_describe(last)) from None
 
     def _delay(self, attempt: int, last: Exception | None) -> float:

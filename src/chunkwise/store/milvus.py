@@ -155,6 +155,10 @@ class MilvusStore:
             if not os.access(parent, os.W_OK | os.X_OK):
                 raise InputError("cannot create the database here: the directory is not writable",
                                  source=self.db)
+            from ..security import private_dir
+
+            with contextlib.suppress(OSError):
+                private_dir(path)  # 0700: the chunks are copies of the user's documents
         elif not os.access(path, os.W_OK | os.X_OK):
             raise InputError("the database directory is not writable", source=self.db)
         return str(path)
