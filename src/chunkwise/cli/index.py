@@ -92,7 +92,8 @@ def register(subparsers) -> None:
     s.add_argument("query", help="the question or keywords")
     s.add_argument("-k", type=int, default=5, help="number of chunks to return (default 5)")
     s.add_argument("--filter", default=None, metavar="EXPR",
-                   help="Milvus boolean expression, e.g. 'source like \"%%manual%%\" and page_start >= 3'")
+                   help="Milvus boolean expression, e.g. 'source like \"%%manual%%\" and page_start >= 3'; "
+                        "passed to Milvus as it is (trusted input only: applications use Index.search(where=...))")
     s.add_argument("--hybrid", action="store_true", help="fuse BM25 and vector rankings (RRF)")
     s.add_argument("--format", choices=("table", "jsonl"), default="table", help="output format")
     s.add_argument("--max-chars", type=int, default=400, metavar="N",

@@ -653,12 +653,20 @@ class Index:
         self._bm25 = None
         return self.store.delete_documents(ids)
 
-    def search(self, query: str, k: int = 5, filter: str | None = None, hybrid: bool = False) -> list[SearchResult]:
+    def search(self, query: str, k: int = 5, filter: str | None = None, hybrid: bool = False,
+               where: Any = None) -> list[SearchResult]:
         """The ``k`` best chunks for ``query``: by cosine similarity, or BM25 and vectors fused by RRF.
 
-        ``filter`` is a Milvus boolean expression over the stored fields, e.g.
-        ``'source like "%manual%" and page_start >= 3'``.
+        ``filter`` is a raw Milvus boolean expression over the stored fields, e.g.
+        ``'source like "%manual%" and page_start >= 3'``, passed as it is: only for trusted input.
+        ``where`` is the safe form for values from untrusted input: ``(field, operator, value)`` tuples
+        (or a ``{field: value}`` mapping for equality) that :func:`chunkwise.retrieval.filters.build_filter`
+        checks and quotes, e.g. ``where=[("page_start", ">=", 2), ("source", "==", user_value)]``.
+        Both given: both must hold.
         """
+        from .filters import build_filter
+
+        safe = build_filter(where)
         if not isinstance(query, str) or not query.strip():
             raise InputError("the query is empty")
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
@@ -666,6 +674,8 @@ class Index:
         if filter is not None and not isinstance(filter, str):
             raise ConfigError("filter must be a string (a Milvus boolean expression)")
         filter = filter.strip() if filter else None
+        if safe:
+            filter = f"({filter}) and {safe}" if filter else safe
         config = self._open_existing()
         embedder = self.embedder(config)
         qvec = embedder.embed([query])[0]
