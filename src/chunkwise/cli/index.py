@@ -12,6 +12,7 @@ import os
 import shutil
 import sys
 import textwrap
+import warnings
 
 from ..errors import ConfigError, InputError
 from ..store.milvus import DEFAULT_COLLECTION, DEFAULT_DB
@@ -114,6 +115,7 @@ def _context_options(args: argparse.Namespace) -> dict:
 
 
 def run_index(args: argparse.Namespace) -> int:
+    from ..formats.text import DecodingWarning
     from .options import strategy_params_from_args
 
     if not args.paths and not args.delete and not args.prune:
@@ -131,12 +133,14 @@ def run_index(args: argparse.Namespace) -> int:
                     print(f"deleted {key}: {n} chunks", file=sys.stderr)
             return 0
         name, params = strategy_params_from_args(args)
-        report = index.add(
-            args.paths, strategy=name, params=params, vectors=args.vectors, late=args.late,
-            late_options={"window": args.late_window, "overlap": args.late_overlap} if args.late else None,
-            context=args.context, context_options=_context_options(args), prune=args.prune,
-            include=args.include, exclude=args.exclude, batch_size=args.batch_size, recreate=args.recreate,
-            progress=not quiet)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DecodingWarning)  # printed below, once, from report.warnings
+            report = index.add(
+                args.paths, strategy=name, params=params, vectors=args.vectors, late=args.late,
+                late_options={"window": args.late_window, "overlap": args.late_overlap} if args.late else None,
+                context=args.context, context_options=_context_options(args), prune=args.prune,
+                include=args.include, exclude=args.exclude, batch_size=args.batch_size, recreate=args.recreate,
+                progress=not quiet)
     for source, message in report.warnings:
         print(f"chunkwise: warning: {source}: {message}", file=sys.stderr)
     for source, problem in report.failed:
