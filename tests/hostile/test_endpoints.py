@@ -15,7 +15,7 @@ import warnings
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from conftest import GOOD
+from hostile import GOOD
 
 from chunkwise.context.llm import LLMContextualizer
 from chunkwise.embeddings.openai import OpenAIEmbedder

@@ -8,7 +8,7 @@ import zlib
 from pathlib import Path
 
 import pytest
-from conftest import GOOD, run_cli
+from hostile import GOOD, run_cli
 
 from chunkwise.errors import InputError
 from chunkwise.formats import load, load_bytes

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import GOOD, NOBODY, can_drop_privileges, run_cli
+from hostile import GOOD, NOBODY, can_drop_privileges, run_cli, shared_dir  # noqa: F401
 
 from chunkwise.errors import InputError
 from chunkwise.formats import iter_documents, load

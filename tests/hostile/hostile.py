@@ -1,4 +1,5 @@
-"""Builders for hostile inputs and a runner for the real CLI in a child process."""
+"""Builders for hostile inputs, a runner for the real CLI in a child process, and the shared_dir fixture
+(a module, not a conftest.py: tests/conftest.py is imported by name as `conftest` by other test files)."""
 
 from __future__ import annotations
 
