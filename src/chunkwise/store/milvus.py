@@ -131,6 +131,7 @@ class MilvusStore:
         self.timeout = timeout
         self.bm25_builtin = False
         self._client = None
+        self._engine = None  # Milvus Lite behind a private socket (store/lite.py)
         self._loaded: set[str] = set()
 
     # -- connection ------------------------------------------------------------------------------------
@@ -216,9 +217,15 @@ class MilvusStore:
                 raise ChunkwiseError(f"cannot reach the Milvus server: {_message(exc)}", source=self.uri) from None
         else:
             path = self._check_db_path()
+            from . import lite
+
             try:
-                client = MilvusClient(uri=path, timeout=self.timeout)
-            except MilvusException:
+                self._engine = lite.start(path)  # a private unix socket, not a TCP port (see store/lite.py)
+                client = MilvusClient(uri=self._engine.uri if self._engine else path, timeout=self.timeout)
+            except Exception:
+                if self._engine is not None:
+                    self._engine.stop()
+                    self._engine = None
                 raise InputError(self._diagnose_lite_failure(), source=self.db) from None
         self._client = client
         return client
@@ -231,7 +238,10 @@ class MilvusStore:
             return
         with contextlib.suppress(Exception):
             client.close()
-        if self.db is not None:
+        engine, self._engine = self._engine, None
+        if engine is not None:
+            engine.stop()
+        elif self.db is not None:
             with contextlib.suppress(Exception):
                 from milvus_lite.server_manager import server_manager_instance
 
