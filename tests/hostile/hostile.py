@@ -15,7 +15,10 @@ import pytest
 GOOD = ("The lighthouse keeper climbed the stairs every evening. He trimmed the wick and polished the lens. "
         "Ships passed the harbour safely through the winter storms.\n\n"
         "In spring the keeper planted roses beside the tower. The bees came back to the garden.")
-CODE = "import sys; from chunkwise.cli import main; sys.exit(main(sys.argv[1:]))"
+#: the CLI in a child that reports its own peak RSS on its last stderr line (``peak_rss_kb=N``)
+CODE = ("import atexit, resource, sys; atexit.register(lambda: sys.stderr.write("
+        "'\\npeak_rss_kb=%d\\n' % resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)); "
+        "from chunkwise.cli import main; sys.exit(main(sys.argv[1:]))")
 NOBODY = 65534
 
 
@@ -33,6 +36,9 @@ def run_cli(args: list[str], user: int | None = None, timeout: float = 120, **kw
     done.out = done.stdout.decode("utf-8", "replace")
     done.err = done.stderr.decode("utf-8", "replace")
     assert "Traceback" not in done.err, done.err
+    peak = [line for line in done.err.splitlines() if line.startswith("peak_rss_kb=")]
+    done.peak_mb = int(peak[-1].split("=")[1]) / 1024 if peak else None
+    done.err = "\n".join(line for line in done.err.splitlines() if not line.startswith("peak_rss_kb=")).strip()
     return done
 
 

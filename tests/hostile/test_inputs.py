@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import time
 from pathlib import Path
 
@@ -78,7 +77,6 @@ def test_fifo_and_devices_are_refused_without_blocking(tmp_path):
 def test_chunk_folder_with_hostile_files(tmp_path):
     build(tmp_path / "in")
     out = tmp_path / "out.jsonl"
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     start = time.monotonic()
     done = run_cli(["chunk", tmp_path / "in", "-o", out, "--max-file-size", "1MB"], timeout=60)
     assert time.monotonic() - start < 60
@@ -87,8 +85,7 @@ def test_chunk_folder_with_hostile_files(tmp_path):
     assert len(lines_about(done.err, "zero.txt: not a regular file (character device")) == 1
     sources = {json.loads(line)["source"] for line in out.read_text(encoding="utf-8").splitlines()}
     assert {os.path.basename(s) for s in sources} == {"good.txt", "caf\\xff\\xfe.txt", "z_last.txt"}
-    peak_kb = max(before, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
-    assert peak_kb < 800 * 1024  # nothing read without bound
+    assert done.peak_mb < 500, done.peak_mb  # nothing read without bound (a /dev/zero read died at 2.7 GB)
 
 
 def test_explicit_dev_zero_link_stops_at_the_size_limit(tmp_path):

@@ -335,7 +335,7 @@ class Index:
                     + ": use another --collection, or --recreate to rebuild it", source=self.store.location)
             self.store.open()
         else:
-            self.store.create(new, embedder.dim)  # drops what is there (with recreate=True: on purpose)
+            self.store.create(new, embedder.dim, replace=recreate)  # create-if-absent, atomic on the server
         self._bm25 = None
         return strat, embedder, context
 
