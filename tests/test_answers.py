@@ -335,7 +335,7 @@ def test_api_key_is_never_printed(chat, examples_db, capsys, monkeypatch, tmp_pa
     chat.always_status, chat.echo_auth = 401, True
     rc = ask(examples_db, DEMO, "--llm-base-url", chat.url, "--llm-model", "m", "--cache-dir", str(tmp_path))
     captured = capsys.readouterr()
-    assert rc == 2 and "HTTP 401" in captured.err and "***" in captured.err
+    assert rc == 2 and "HTTP 401" in captured.err and "[redacted]" in captured.err
     assert SECRET not in captured.err + captured.out
     assert chat.headers[-1]["Authorization"] == f"Bearer {SECRET}"  # it was sent, only to the server
     llm = OpenAILLM(chat.url, "m", cache_dir=tmp_path)

@@ -63,7 +63,16 @@ def add_global_options(parser: argparse.ArgumentParser, after_command: bool = Fa
     add("-q", "--quiet", action="store_true", default=flag_default, help="no progress bars or summaries")
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Warnings as one ``chunkwise: warning: ...`` line, not Python's file:line format."""
+    text = " ".join(str(message).split())
+    print(f"chunkwise: warning: {text}", file=file or sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
+    import warnings
+
+    warnings.showwarning = _show_warning
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

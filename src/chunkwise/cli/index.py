@@ -12,6 +12,7 @@ import os
 import shutil
 import sys
 import textwrap
+import warnings
 
 from ..errors import ConfigError, InputError
 from ..store.milvus import DEFAULT_COLLECTION, DEFAULT_DB
@@ -97,7 +98,8 @@ def register(subparsers) -> None:
     s.add_argument("query", help="the question or keywords")
     s.add_argument("-k", type=int, default=5, help="number of chunks to return (default 5)")
     s.add_argument("--filter", default=None, metavar="EXPR",
-                   help="Milvus boolean expression, e.g. 'source like \"%%manual%%\" and page_start >= 3'")
+                   help="Milvus boolean expression, e.g. 'source like \"%%manual%%\" and page_start >= 3'; "
+                        "passed to Milvus as it is (trusted input only: applications use Index.search(where=...))")
     s.add_argument("--hybrid", action="store_true", help="fuse BM25 and vector rankings")
     s.add_argument("--fusion", choices=("rrf", "zscore"), default=None,
                    help="with --hybrid: rrf (reciprocal rank fusion; default) or zscore (per-query z-scores, "
@@ -125,6 +127,7 @@ def _context_options(args: argparse.Namespace) -> dict:
 
 
 def run_index(args: argparse.Namespace) -> int:
+    from ..formats.text import DecodingWarning
     from .options import input_options, strategy_params_from_args
 
     if not args.paths and not args.delete and not args.prune:
@@ -147,12 +150,14 @@ def run_index(args: argparse.Namespace) -> int:
             return _report(_run_ray(index, args, name, params, load_options), quiet)
         elif args.address is not None or args.workers is not None:
             raise ConfigError("--address and --workers need --engine ray")
-        report = index.add(
-            args.paths, strategy=name, params=params, vectors=args.vectors, late=args.late,
-            late_options={"window": args.late_window, "overlap": args.late_overlap} if args.late else None,
-            context=args.context, context_options=_context_options(args), prune=args.prune,
-            include=args.include, exclude=args.exclude, load_options=load_options, batch_size=args.batch_size,
-            recreate=args.recreate, progress=not quiet)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DecodingWarning)  # printed below, once, from report.warnings
+            report = index.add(
+                args.paths, strategy=name, params=params, vectors=args.vectors, late=args.late,
+                late_options={"window": args.late_window, "overlap": args.late_overlap} if args.late else None,
+                context=args.context, context_options=_context_options(args), prune=args.prune,
+                include=args.include, exclude=args.exclude, load_options=load_options,
+                batch_size=args.batch_size, recreate=args.recreate, progress=not quiet)
     return _report(report, quiet)
 
 
@@ -171,6 +176,8 @@ def _run_ray(index, args: argparse.Namespace, name: str, params: dict, load_opti
 
 
 def _report(report, quiet: bool) -> int:
+    for source, message in getattr(report, "warnings", []):
+        print(f"chunkwise: warning: {source}: {message}", file=sys.stderr)
     for source, problem in report.failed:
         print(f"chunkwise: error: {source}: {problem}", file=sys.stderr)
     for note in report.notes:

@@ -103,7 +103,10 @@ class EmbeddingCache:
         if self._conn is not None:
             return self._conn
         try:
-            self.dir.mkdir(parents=True, exist_ok=True)
+            from ..security import private_dir, private_file
+
+            private_dir(self.dir)
+            private_file(self.path)
             conn = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
             conn.execute("PRAGMA busy_timeout = 60000")
             for attempt in range(50):  # switching to WAL needs a moment of exclusive access

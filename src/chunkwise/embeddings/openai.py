@@ -29,6 +29,7 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import ChunkwiseError, ConfigError
+from ..security import redact, warn_plain_http
 from ..segmentation.tokens import get_tokenizer
 from .base import Embedder, check_texts, l2_normalize
 
@@ -150,13 +151,15 @@ class OpenAIEmbedder(Embedder):
             if attempt:
                 self._sleep(attempt - 1, retry_after)
             retry_after = None
-            request = urllib.request.Request(self.url, data=data, headers=self._headers(), method="POST")
+            headers = self._headers()
+            warn_plain_http(self.url, "Authorization" in headers)
+            request = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
             self.requests += 1
             try:
                 with urllib.request.urlopen(request, timeout=self.timeout) as response:
                     payload = response.read()
             except urllib.error.HTTPError as exc:
-                detail = _error_detail(exc)
+                detail = redact(_error_detail(exc), os.environ.get(self.api_key_env))
                 if exc.code in (401, 403):
                     raise EndpointError(
                         f"authentication failed (HTTP {exc.code}{': ' + detail if detail else ''}); "
@@ -182,7 +185,8 @@ class OpenAIEmbedder(Embedder):
             vectors = [item["embedding"] for item in items]
         except (ValueError, KeyError, TypeError, AttributeError):
             raise EndpointError("the response is not an OpenAI embeddings response "
-                                f"(first bytes: {payload[:120]!r})", source=self.url) from None
+                                f"(first bytes: {redact(repr(payload[:120]), os.environ.get(self.api_key_env))})",
+                                source=self.url) from None
         if len(vectors) != n or any(not isinstance(v, list) or not v for v in vectors):
             raise EndpointError(f"asked for {n} embeddings, got {len(vectors)}", source=self.url)
         return vectors

@@ -26,6 +26,7 @@ from ..document import Document
 from ..errors import ConfigError, InputError
 from ..video.frames import VIDEO_EXTENSIONS
 from .text import binary_kind
+from .walk import Found, UnreadableFolder, display_name, read_bounded, walk_folder
 
 DEFAULT_MAX_BYTES = 100 * 1024 * 1024
 
@@ -120,28 +121,30 @@ def load_bytes(data: bytes, source: str = "<bytes>", name: str | None = None, **
 
 
 def load(path: str | os.PathLike, **options) -> Document:
-    """Load one file as a :class:`Document`, choosing the loader by content and extension."""
+    """Load one file as a :class:`Document`, choosing the loader by content and extension.
+
+    The file is read through :func:`.walk.read_bounded`: FIFOs and devices are refused, and at most
+    ``max_bytes`` are read whatever the file system says its size is. The source is the file's
+    :func:`.walk.display_name` (always valid UTF-8)."""
     _check_options(options)
-    p = Path(path)
-    source = str(path)
-    try:
-        st = p.stat()
-    except FileNotFoundError:
-        raise InputError("no such file", source=source) from None
-    except OSError as exc:
-        raise InputError(f"cannot read ({exc.strerror or exc})", source=source) from None
-    if p.is_dir():
-        raise InputError("is a directory (use iter_documents or pass it to `chunkwise chunk`)", source=source)
-    if p.suffix.lower() in VIDEO_EXTENSIONS:
-        return _load_video(p)
-    limit = options.get("max_bytes", DEFAULT_MAX_BYTES)
-    if limit is not None and st.st_size > limit:
-        raise _size_error(st.st_size, limit, source)
-    try:
-        data = p.read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read ({exc.strerror or exc})", source=source) from None
-    return load_bytes(data, source=source, name=p.name, **options)
+    return _load_file(os.fspath(path), display_name(path), options)
+
+
+def _load_file(path: str, source: str, options: dict) -> Document:
+    if os.path.splitext(path)[1].lower() in VIDEO_EXTENSIONS:  # streamed by the video loader, no size cap
+        import stat
+
+        try:
+            mode = os.stat(path).st_mode
+        except FileNotFoundError:
+            raise InputError("no such file", source=source) from None
+        except OSError as exc:
+            raise InputError(f"cannot read ({exc.strerror or exc})", source=source) from None
+        if not stat.S_ISREG(mode):  # a FIFO or device named *.mp4 would block or never end
+            raise InputError("not a regular file (FIFO, device or socket): refused", source=source)
+        return _load_video(Path(path))
+    data = read_bounded(path, options.get("max_bytes", DEFAULT_MAX_BYTES), source)
+    return load_bytes(data, source=source, name=display_name(os.path.basename(path)), **options)
 
 
 def _load_video(path: Path) -> Document:
@@ -210,60 +213,53 @@ def matches(rel_path: str, patterns: Iterable[str]) -> bool:
     return False
 
 
-def _folder_files(folder: Path, include: list[str], exclude: list[str]) -> list[Path]:
-    """Files under ``folder`` (recursively, sorted, hidden files and folders skipped) that pass the globs."""
-    found = []
-    for root, dirs, files in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        for f in sorted(files):
-            if f.startswith("."):
-                continue
-            path = Path(root) / f
-            rel = path.relative_to(folder).as_posix()
-            if include and not matches(rel, include):
-                continue
-            if exclude and matches(rel, exclude):
-                continue
-            found.append(path)
-    return found
-
-
 def iter_documents(paths: Iterable[str | os.PathLike], include: Iterable[str] | None = None,
                    exclude: Iterable[str] | None = None, **options) -> Iterator[tuple[str, Document | InputError]]:
     """Yield ``(source, Document or InputError)`` for every input: files, folders (recursively, filtered
     by ``include``/``exclude`` globs) and ``-`` for standard input. Each input is read only when its turn
-    comes, and a failure is yielded, not raised, so the caller can report it and go on."""
+    comes, and a failure is yielded, not raised, so the caller can report it and go on.
+
+    Sources are display names (:func:`.walk.display_name`). A folder that cannot be listed yields one
+    :class:`.walk.UnreadableFolder`; FIFOs, devices and sockets yield an error instead of being read."""
     _check_options(options)
     include, exclude = list(include or []), list(exclude or [])
     seen: set[str] = set()
+
+    def keep(rel: str) -> bool:
+        return (not include or matches(rel, include)) and not (exclude and matches(rel, exclude))
+
     for raw in paths:
-        name = str(raw)
+        name = os.fspath(raw)
+        if isinstance(name, bytes):
+            name = os.fsdecode(name)
         if name == "-":
             try:
                 yield "<stdin>", read_stdin(**options)
             except InputError as exc:
                 yield "<stdin>", exc
             continue
-        p = Path(name)
-        if p.is_dir():
-            files = _folder_files(p, include, exclude)
-            if not files:
+        if os.path.isdir(name):
+            found = list(walk_folder(name, keep))
+            if not found:
                 what = " matching the include/exclude patterns" if include or exclude else ""
-                yield name, InputError(f"directory has no readable files{what}", source=name)
+                yield display_name(name), InputError(f"directory has no readable files{what}",
+                                                     source=display_name(name))
                 continue
         else:
-            files = [p]
-        for f in files:
-            source = str(f)
-            key = os.path.realpath(source)
+            found = [Found(display_name(name), path=name)]
+        for item in found:
+            if item.error is not None:
+                yield item.source, item.error
+                continue
+            key = os.path.realpath(item.path)
             if key in seen:
                 continue
             seen.add(key)
             try:
-                yield source, load(f, **options)
+                yield item.source, _load_file(item.path, item.source, options)
             except InputError as exc:
-                yield source, exc
+                yield item.source, exc
 
 
 __all__ = ["load", "load_bytes", "read_stdin", "iter_documents", "detect_format", "matches", "FORMATS",
-           "EXTENSIONS", "DEFAULT_MAX_BYTES"]
+           "EXTENSIONS", "DEFAULT_MAX_BYTES", "UnreadableFolder", "display_name"]

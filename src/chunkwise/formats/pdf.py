@@ -157,11 +157,52 @@ def _layout_paragraph_ends(page) -> set[str]:
     return ends
 
 
+def _page_problem(exc: Exception, source: str) -> str:
+    """Why a page's text could not be extracted, in words; a missing AES back-end stops the whole file."""
+    from pypdf.errors import DependencyError, LimitReachedError
+
+    if isinstance(exc, DependencyError):
+        raise InputError("encrypted PDF (AES): reading it needs the 'cryptography' package "
+                         "(pip install cryptography)", source=source) from None
+    if isinstance(exc, LimitReachedError):
+        return ("a compressed stream expands past pypdf's safety limit (a decompression bomb, or a huge "
+                "page); refused")
+    return f"corrupt content stream ({type(exc).__name__}: {' '.join(str(exc).split())[:160]})"
+
+
+def _probe_pages(reader, source: str, limit: int = 5) -> list[str]:
+    """Why the first pages gave no text, when it is not "no text layer": decoding their content streams
+    directly surfaces the errors pypdf's text extraction logs and hides (bombs, damaged streams, AES)."""
+    problems: list[str] = []
+    for page in list(reader.pages)[:limit]:
+        try:
+            contents = page.get_contents()
+            data = contents.get_data() if contents is not None else b""
+        except Exception as exc:
+            problems.append(_page_problem(exc, source))
+            continue
+        if not data.strip() and _raw_length(page) > 0:  # pypdf logged a decoding error and went on
+            problems.append("corrupt content stream (its compressed data could not be decoded)")
+    return problems
+
+
+def _raw_length(page) -> int:
+    """Bytes of the page's content streams as stored (before decompression)."""
+    try:
+        obj = page.get("/Contents")
+        obj = obj.get_object() if obj is not None else None
+        items = list(obj) if isinstance(obj, list) else [obj]
+        return sum(len(getattr(o.get_object() if o is not None else None, "_data", b"") or b"") for o in items)
+    except Exception:
+        return 0
+
+
 def load_pdf(data: bytes, source: str, **options) -> Document:
     with _quiet_pypdf():
         reader = _open(data, source, options.get("password"))
         texts: list[str] = []
         warns: list[str] = []
+        page_errors: list[str] = []
         paragraph_ends: set[str] = set()
         layout = CleaningOptions.from_options(options).reflow
         for i, page in enumerate(reader.pages):
@@ -169,15 +210,22 @@ def load_pdf(data: bytes, source: str, **options) -> Document:
                 texts.append(page.extract_text() or "")
             except Exception as exc:
                 texts.append("")
-                warns.append(f"page {i + 1} could not be read ({type(exc).__name__}); it is left out")
+                problem = _page_problem(exc, source)
+                page_errors.append(problem)
+                warns.append(f"page {i + 1} could not be read ({problem}); it is left out")
                 continue
             if layout and texts[-1].strip():
                 paragraph_ends |= _layout_paragraph_ends(page)
+        if not any(t.strip() for t in texts) and not page_errors:
+            page_errors = _probe_pages(reader, source)  # pypdf swallowed the reason: find it
         outline = _outline(reader)
         try:
             meta_title = (reader.metadata or {}).get("/Title")
         except Exception:
             meta_title = None
+    if not any(t.strip() for t in texts) and page_errors:
+        # every page failed: say why, not "no text layer" (a bomb or a damaged file is not a scan)
+        raise InputError(f"no page could be read: {page_errors[0]}", source=source)
     if not any(t.strip() for t in texts):
         raise InputError(f"no text layer in {len(texts)} page(s): a scanned PDF needs OCR, which chunkwise "
                          "does not do", source=source)

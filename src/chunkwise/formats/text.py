@@ -93,9 +93,37 @@ def bom_encoding(data: bytes) -> tuple[str | None, int]:
     return None, 0
 
 
+def utf16_without_bom(data: bytes) -> str | None:
+    """``"utf-16-le"``/``"utf-16-be"`` for UTF-16 text without a byte-order mark, else ``None``.
+
+    Text in a Latin or CJK script has a zero in one byte of most characters (ASCII) or a varied but
+    never-all-zero pair; binary data has zeros scattered over both positions. The guess must also decode
+    cleanly, with few control characters, or it is rejected."""
+    head = data[:8192]
+    if len(head) < 4 or b"\x00" not in head:
+        return None
+    head = head[: len(head) - len(head) % 2]
+    even, odd = head[0::2], head[1::2]
+    z_even, z_odd = even.count(0) / len(even), odd.count(0) / len(odd)
+    if z_odd >= 0.3 and z_even <= 0.02:
+        codec = "utf-16-le"
+    elif z_even >= 0.3 and z_odd <= 0.02:
+        codec = "utf-16-be"
+    else:
+        return None
+    try:
+        text = head.decode(codec)
+    except UnicodeDecodeError as exc:
+        if exc.start < len(head) - 4:  # only a character cut at the end of the sample is allowed
+            return None
+        text = head[: exc.start].decode(codec)
+    controls = sum(1 for ch in text if ord(ch) < 32 and ch not in "\t\n\r\f")
+    return codec if text and controls <= 0.02 * len(text) else None
+
+
 def binary_kind(data: bytes) -> str | None:
     """What a binary file looks like ("PNG image", "binary data"), or ``None`` for text."""
-    if bom_encoding(data)[0]:
+    if bom_encoding(data)[0] or utf16_without_bom(data):
         return None  # UTF-16/32 text has NUL bytes but is text
     for magic, offset, kind in MAGIC:
         if kind and data[offset:offset + len(magic)] == magic:
@@ -123,8 +151,10 @@ def decode(data: bytes, source: str, encoding: str | None = None) -> tuple[str, 
         if codec == "utf-8" and data.startswith(codecs.BOM_UTF8):
             data = data[3:]
     else:
-        codec = bom_enc or "utf-8"
+        codec = bom_enc or utf16_without_bom(data) or "utf-8"
         data = data[bom_len:]
+        if not bom_enc and codec != "utf-8":
+            warns.append(f"no byte-order mark: read as {codec.upper()} (detected; use --encoding to override)")
     text = data.decode(codec, errors="surrogateescape" if codec == "utf-8" else "replace")
     if codec == "utf-8":
         text, bad = _SURROGATE_ESCAPES.subn("\ufffd", text)

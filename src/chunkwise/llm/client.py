@@ -106,6 +106,9 @@ class ChatClient:
             raise ConfigError(f"llm timeout must be a positive number of seconds, got {self.timeout!r}")
         url = self.base_url.rstrip("/")
         self.url = url if url.endswith("/chat/completions") else url + "/chat/completions"
+        from ..security import warn_plain_http
+
+        warn_plain_http(self.url, bool(self.api_key))
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
 
@@ -122,7 +125,10 @@ class ChatClient:
             if self._db is None:
                 path = Path(self._cache_root()) / self.cache_name
                 try:
-                    path.parent.mkdir(parents=True, exist_ok=True)
+                    from ..security import private_dir, private_file
+
+                    private_dir(path.parent)  # cached answers are copies of the user's documents: 0700/0600
+                    private_file(path)
                     db = sqlite3.connect(str(path), timeout=30, check_same_thread=False)
                     db.execute("PRAGMA journal_mode=WAL")
                     db.execute("CREATE TABLE IF NOT EXISTS completions (key TEXT PRIMARY KEY, model TEXT NOT NULL, "
@@ -304,10 +310,11 @@ class ChatClient:
         return min(30.0, max(0.0, delay))
 
     def redact(self, text: str) -> str:
-        """``text`` with the API key replaced by ``***`` (servers sometimes echo it in errors)."""
-        if self.api_key and len(self.api_key) >= 4:
-            text = text.replace(self.api_key, "***")
-        return text
+        """``text`` with the API key, header values and bearer tokens redacted (servers sometimes echo the
+        request headers in their error bodies); see :func:`chunkwise.security.redact`."""
+        from ..security import redact
+
+        return redact(text, self.api_key)
 
 
 def _answer_text(data: Any, normalize: bool = False) -> str:

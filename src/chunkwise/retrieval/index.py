@@ -40,6 +40,7 @@ from ..store.milvus import (
     DEFAULT_COLLECTION, MAX_VARCHAR, SCHEMA_VERSION, SECTION_SEPARATOR, Marker, MilvusStore, truncate_utf8,
 )
 from ..strategies import Strategy, get_strategy, strategy_class
+from ..formats.walk import UnreadableFolder
 from ..strategies.units import pooled_vector
 from .fusion import DENSE_WEIGHT, ZSCORE_DEPTH, check_fusion, fuse_candidates_zscore, reciprocal_rank_fusion
 from ..video.document import VideoDocument
@@ -110,6 +111,10 @@ class IndexReport:
     pruned: int = 0
     total_chunks: int = 0
     seconds: float = 0.0
+    #: ``(source, message)``: documents indexed with a problem (undecodable bytes, failed llm context...)
+    warnings: list[tuple[str, str]] = field(default_factory=list)
+    #: documents written without everything asked for (e.g. failed llm context); retried by the next run
+    incomplete: int = 0
     timings: dict[str, float] = field(default_factory=lambda: dict.fromkeys(
         ("setup", "load", "chunk", "context", "embed", "write"), 0.0))
     #: one-line notes for the user (e.g. the server has no BM25, so hybrid search runs client-side)
@@ -124,6 +129,8 @@ class IndexReport:
                  f"{len(self.failed)} failed"]
         if self.pruned:
             parts.append(f"{self.pruned} pruned")
+        if self.incomplete:
+            parts.append(f"{self.incomplete} incomplete (retried next run)")
         parts.append(f"{self.chunks} chunks written ({self.embedded} embedded, {self.reused} pooled), "
                      f"{self.removed} stale removed")
         parts.append(f"{self.seconds:.1f} s, {self.chunks_per_second:.1f} chunks/s")
@@ -347,7 +354,7 @@ class Index:
                     + ": use another --collection, or --recreate to rebuild it", source=self.store.location)
             self.store.open()
         else:
-            self.store.create(new, embedder.dim)  # drops what is there (with recreate=True: on purpose)
+            self.store.create(new, embedder.dim, replace=recreate)  # create-if-absent, atomic on the server
         self._bm25 = None
         return strat, embedder, context
 
@@ -431,6 +438,9 @@ class Index:
         reuse = vectors == "pool" and getattr(getattr(strat, "embedder", None), "model_id", None) == embedder.model_id
         pending: list[tuple[Document, list[Chunk]]] = []
         seen: set[str] = set()
+        walked: set[str] = set()  # every source met, read or not (never pruned)
+        unreadable: list[str] = []  # folders that could not be listed (nothing under them is pruned)
+        incomplete: set[str] = set()
         try:
             items = self._iter_inputs(docs, paths, include, exclude, load_options)
             while True:
@@ -442,6 +452,9 @@ class Index:
                 finally:
                     report.timings["load"] += time.perf_counter() - t
                 progress_bars.update("files", "file")
+                walked.add(str(source))
+                if isinstance(doc, UnreadableFolder):
+                    unreadable.append(doc.path)
                 if isinstance(doc, ChunkwiseError) or not isinstance(doc, Document):
                     report.failed.append((str(source), getattr(doc, "problem", str(doc))))
                     continue
@@ -450,32 +463,37 @@ class Index:
                 seen.add(doc.id)
                 report.documents += 1
                 marker = markers.get(doc.id)
-                if marker is not None and marker.content_hash == doc.content_hash:
+                if marker is not None and marker.content_hash == doc.content_hash and marker.complete:
                     report.skipped += 1
                     continue
+                report.warnings.extend((doc.source, str(w)) for w in doc.metadata.get("warnings", []))
                 try:
                     t = time.perf_counter()
                     # a video arrives as ready-made clip chunks (chunkwise.video); text goes to the strategy
                     chunks = doc.chunks if isinstance(doc, VideoDocument) else strat.chunk(doc)
                     report.timings["chunk"] += time.perf_counter() - t
+                    complete = True
                     if context:
-                        from ..context import contextualize
-
                         t = time.perf_counter()
-                        chunks = contextualize(doc, chunks, context, **context_options)
+                        chunks, complete = self._contextualize(doc, chunks, context, context_options, report)
                         report.timings["context"] += time.perf_counter() - t
                     self._check_sizes(doc, chunks)
                 except InputError as exc:
                     report.failed.append((doc.source, exc.problem))
                     continue
+                if not complete:
+                    report.incomplete += 1
+                    incomplete.add(doc.id)
                 pending.append((doc, chunks))
                 if sum(len(c) for _, c in pending) >= batch_size:
-                    self._flush(pending, markers, embedder, reuse, late, late_options, report, progress_bars)
+                    self._flush(pending, markers, embedder, reuse, late, late_options, report, progress_bars,
+                                incomplete)
                     pending = []
             if pending:
-                self._flush(pending, markers, embedder, reuse, late, late_options, report, progress_bars)
+                self._flush(pending, markers, embedder, reuse, late, late_options, report, progress_bars,
+                                incomplete)
             if prune:
-                report.pruned = self._prune(markers, seen)
+                report.pruned = self._prune(markers, seen, walked, unreadable)
             if report.chunks or report.removed or report.pruned:
                 t = time.perf_counter()
                 self.store.flush()
@@ -488,6 +506,30 @@ class Index:
         report.total_chunks = self.store.count()
         report.seconds = time.perf_counter() - t0
         return report
+
+    @staticmethod
+    def _contextualize(doc: Document, chunks: list[Chunk], context: str, context_options: dict,
+                       report: IndexReport) -> tuple[list[Chunk], bool]:
+        """Fill chunk contexts; ``complete`` is False when any chunk did not get the context it asked for
+        (its warning goes to ``report.warnings`` as one line, not Python's warnings format)."""
+        import warnings
+
+        from ..context import contextualize
+
+        ctx = context_options.get("contextualizer")
+        before = getattr(ctx, "failures", 0)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            chunks = contextualize(doc, chunks, context, **context_options)
+        for w in caught:
+            message = str(w.message)
+            prefix = f"{doc.source}: "
+            report.warnings.append((doc.source, message[len(prefix):] if message.startswith(prefix) else message))
+        complete = getattr(ctx, "failures", 0) == before
+        if not complete:
+            report.warnings.append((doc.source, "indexed without the missing llm context and marked incomplete: "
+                                                "the next run retries it"))
+        return chunks, complete
 
     @staticmethod
     def _check_sizes(doc: Document, chunks: list[Chunk]) -> None:
@@ -549,7 +591,7 @@ class Index:
         return rows
 
     def _flush(self, pending, markers: dict[str, Marker], embedder: Embedder, reuse: bool, late: bool,
-               late_options: dict, report: IndexReport, bars: _Progress) -> None:
+               late_options: dict, report: IndexReport, bars: _Progress, incomplete: set[str] = frozenset()) -> None:
         """Embed and write a batch of documents with the unmark → upsert → delete stale → mark protocol."""
         t = time.perf_counter()
         vectors = self._vectors(pending, embedder, reuse, late, late_options, report, bars)
@@ -572,7 +614,8 @@ class Index:
         stored = self.store.chunk_ids(doc_ids)
         stale = sorted(set().union(*stored.values()) - keep) if stored else []
         report.removed += self.store.delete_chunks(stale)
-        new_markers = [Marker(doc.id, doc.source, doc.content_hash, len(chunks)) for doc, chunks in pending]
+        new_markers = [Marker(doc.id, doc.source, doc.content_hash, len(chunks), doc.id not in incomplete)
+                       for doc, chunks in pending]
         self.store.mark(new_markers)
         markers.update({m.doc_id: m for m in new_markers})
         report.timings["write"] += time.perf_counter() - t
@@ -580,13 +623,20 @@ class Index:
         report.chunks += len(rows)
         bars.update("chunks written", "chunk", len(rows))
 
-    def _prune(self, markers: dict[str, Marker], seen: set[str]) -> int:
-        """Remove documents whose source file is gone (including chunks a killed run left unmarked)."""
+    def _prune(self, markers: dict[str, Marker], seen: set[str], walked: set[str] = frozenset(),
+               unreadable: list[str] = ()) -> int:
+        """Remove documents whose source file is gone (including chunks a killed run left unmarked).
+
+        Only what is provably gone: never a source this run met (even one it failed to read), one that
+        exists under its display or OS name, or one under a folder that could not be listed."""
+        from ..formats.walk import source_exists, under
+
         sources = {m.doc_id: m.source for m in markers.values()}
         for doc_id, source in self.store.chunk_documents().items():
             sources.setdefault(doc_id, source)
         gone = [d for d, src in sources.items()
-                if d not in seen and src and not src.startswith("<") and not os.path.exists(src)]
+                if d not in seen and src and not src.startswith("<") and src not in walked
+                and not source_exists(src) and not under(src, unreadable)]
         self.store.delete_documents(gone)
         for d in gone:
             markers.pop(d, None)
@@ -635,14 +685,21 @@ class Index:
         return self.store.delete_documents(ids)
 
     def search(self, query: str, k: int = 5, filter: str | None = None, hybrid: bool = False,
-               fusion: str = "rrf", dense_weight: float = DENSE_WEIGHT) -> list[SearchResult]:
+               fusion: str = "rrf", dense_weight: float = DENSE_WEIGHT, where: Any = None) -> list[SearchResult]:
         """The ``k`` best chunks for ``query``: by cosine similarity, or BM25 and vectors fused.
 
-        ``filter`` is a Milvus boolean expression over the stored fields, e.g.
-        ``'source like "%manual%" and page_start >= 3'``. With ``hybrid=True``, ``fusion`` is ``"rrf"``
-        (reciprocal rank fusion) or ``"zscore"`` (``dense_weight * z(vector) + (1 - dense_weight) * z(BM25)``
-        over the candidates of both sides; see :mod:`chunkwise.retrieval.fusion`).
+        ``filter`` is a raw Milvus boolean expression over the stored fields, e.g.
+        ``'source like "%manual%" and page_start >= 3'``, passed as it is: only for trusted input.
+        ``where`` is the safe form for values from untrusted input: ``(field, operator, value)`` tuples
+        (or a ``{field: value}`` mapping for equality) that :func:`chunkwise.retrieval.filters.build_filter`
+        checks and quotes, e.g. ``where=[("page_start", ">=", 2), ("source", "==", user_value)]``.
+        Both given: both must hold. With ``hybrid=True``, ``fusion`` is ``"rrf"`` (reciprocal rank fusion)
+        or ``"zscore"`` (``dense_weight * z(vector) + (1 - dense_weight) * z(BM25)`` over the candidates of
+        both sides; see :mod:`chunkwise.retrieval.fusion`).
         """
+        from .filters import build_filter
+
+        safe = build_filter(where)
         if not isinstance(query, str) or not query.strip():
             raise InputError("the query is empty")
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
@@ -651,6 +708,8 @@ class Index:
             raise ConfigError("filter must be a string (a Milvus boolean expression)")
         check_fusion(fusion, dense_weight)
         filter = filter.strip() if filter else None
+        if safe:
+            filter = f"({filter}) and {safe}" if filter else safe
         config = self._open_existing()
         embedder = self.embedder(config)
         qvec = embedder.embed([query])[0]

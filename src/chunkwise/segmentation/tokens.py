@@ -142,7 +142,15 @@ class HFTokenizer(Tokenizer):
         if not text:
             return 0
         text, _ = self._squeeze(text)
-        return len(self._tok.encode(text, add_special_tokens=False).ids)
+        if self.name != "minilm" or len(text) <= _STREAM_CHARS:
+            return len(self._tok.encode(text, add_special_tokens=False).ids)
+        # long text: count block by block (a few MB of Rust encodings at a time, not the whole text's)
+        blocks = _whitespace_blocks(text)
+        total = 0
+        for group in _block_groups(blocks):
+            total += sum(len(e.ids) for e in self._tok.encode_batch([text[a:b] for a, b in group],
+                                                                    add_special_tokens=False))
+        return total
 
     def offset_arrays(self, text: str) -> tuple[np.ndarray, np.ndarray]:
         if not text:
@@ -152,9 +160,14 @@ class HFTokenizer(Tokenizer):
         blocks = _whitespace_blocks(squeezed) if self.name == "minilm" else [(0, len(squeezed))]
         if len(blocks) == 1:
             encs = [self._tok.encode(squeezed, add_special_tokens=False)]
-        else:  # the Rust side encodes a batch on all cores
-            encs = self._tok.encode_batch([squeezed[a:b] for a, b in blocks], add_special_tokens=False)
-        parts = [np.asarray(e.offsets, dtype=np.int64).reshape(-1, 2) + a for e, (a, _) in zip(encs, blocks)]
+            parts = [np.asarray(e.offsets, dtype=np.int64).reshape(-1, 2) for e in encs]
+        else:  # the Rust side encodes a batch on all cores; a group at a time, so memory stays bounded
+            parts = []
+            for group in _block_groups(blocks):
+                encs = self._tok.encode_batch([squeezed[a:b] for a, b in group], add_special_tokens=False)
+                parts.extend(np.asarray(e.offsets, dtype=np.int64).reshape(-1, 2) + a
+                             for e, (a, _) in zip(encs, group))
+                del encs
         arr = np.concatenate(parts) if parts else np.zeros((0, 2), dtype=np.int64)
         starts, ends = arr[:, 0], arr[:, 1]
         if runs:  # map squeezed offsets back: after each placeholder, add the characters it stood for
@@ -169,8 +182,27 @@ class HFTokenizer(Tokenizer):
     def count_batch(self, texts: Sequence[str]) -> list[int]:
         if not texts:
             return []
+        if self.name == "minilm" and sum(len(t) for t in texts) > _STREAM_CHARS:
+            return [self.count(t) if len(t) > _STREAM_CHARS else n
+                    for t, n in zip(texts, self._count_small(texts))]
         texts = [self._squeeze(t)[0] for t in texts]
         return [len(e.ids) for e in self._tok.encode_batch(texts, add_special_tokens=False)]
+
+    def _count_small(self, texts: Sequence[str]) -> list[int]:
+        """Counts of the texts up to :data:`_STREAM_CHARS` (others 0), encoded in bounded batches."""
+        out = [0] * len(texts)
+        batch: list[int] = []
+        size = 0
+        for i, t in enumerate(list(texts) + [None]):
+            if t is None or (batch and size + len(t) > _STREAM_CHARS):
+                encs = self._tok.encode_batch([self._squeeze(texts[k])[0] for k in batch], add_special_tokens=False)
+                for k, e in zip(batch, encs):
+                    out[k] = len(e.ids)
+                batch, size = [], 0
+            if t is not None and len(t) <= _STREAM_CHARS:
+                batch.append(i)
+                size += len(t)
+        return out
 
 
 #: an ASCII letter/digit run over 100 characters with whitespace, ASCII punctuation or an end on each side
@@ -411,16 +443,18 @@ def _rust_encoder(package_dir: Path, encoding: str):
 
 
 def _whitespace_blocks(text: str, size: int = 16384) -> list[Span]:
-    """Cut a long text into blocks of about ``size`` characters at whitespace.
+    """Cut a long text into blocks of about ``size`` characters at whitespace or before a CJK ideograph.
 
-    BERT's pre-tokeniser splits on whitespace before WordPiece, so tokens never cross a whitespace cut and
-    the blocks can be encoded as one parallel batch with the same tokens as the whole text.
+    BERT's pre-tokeniser splits on whitespace before WordPiece, and its normaliser puts spaces around every
+    CJK ideograph, so tokens never cross either cut and the blocks can be encoded as a parallel batch with
+    the same tokens as the whole text. (Chinese and Japanese text has no spaces; without the second kind of
+    cut, 10 MB of it was one block that the tokenizer held in 1.8 GB.)
     """
     n = len(text)
     blocks: list[Span] = []
     a = 0
     while n - a > size:
-        m = _SPACE.search(text, a + size)
+        m = _CUT.search(text, a + size)
         if m is None:
             break
         blocks.append((a, m.start()))
@@ -430,6 +464,24 @@ def _whitespace_blocks(text: str, size: int = 16384) -> list[Span]:
 
 
 _SPACE = re.compile(r"[ \t\n\r]")  # BERT splits here; it deletes other controls (\x1c) instead
+#: where a BERT token can never continue: ASCII whitespace, or before a CJK ideograph (BERT's _is_chinese_char)
+_CUT = re.compile("[ \t\n\r\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002a6df"
+                  "\U0002a700-\U0002ceaf\U0002f800-\U0002fa1f]")
+#: texts longer than this are tokenised block by block (bounded memory); blocks go to Rust in groups this big
+_STREAM_CHARS = 1 << 16
+
+
+def _block_groups(blocks: list[Span], chars: int = _STREAM_CHARS) -> list[list[Span]]:
+    """Consecutive blocks grouped to about ``chars`` characters per group."""
+    groups: list[list[Span]] = [[]]
+    size = 0
+    for a, b in blocks:
+        if groups[-1] and size + (b - a) > chars:
+            groups.append([])
+            size = 0
+        groups[-1].append((a, b))
+        size += b - a
+    return groups
 
 
 def _byte_lengths_to_char_spans(text: str, byte_lengths: Sequence[int]) -> list[Span]:

@@ -45,6 +45,8 @@ from ..errors import ChunkwiseError, ConfigError, InputError
 #: bump when the schema changes incompatibly; recorded in the config row
 SCHEMA_VERSION = 1
 CONFIG_ID = "__config__"
+#: collection property of the state collection: the fingerprint of the configuration it was created for
+CONFIG_PROPERTY = "chunkwise.config"
 STATE_SUFFIX = "__state"
 DEFAULT_COLLECTION = "chunkwise"
 DEFAULT_DB = "chunkwise.db"
@@ -82,6 +84,9 @@ class Marker:
     source: str
     content_hash: str
     chunks: int
+    #: False when the document was written without everything it asked for (e.g. ``--context llm`` failed
+    #: for some chunks): the next run redoes it even though its content is unchanged
+    complete: bool = True
 
 
 @dataclass(frozen=True)
@@ -155,6 +160,13 @@ def quote(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+def stable_config_hash(config: dict[str, Any]) -> str:
+    """A fingerprint of a recorded configuration (key order does not matter)."""
+    import hashlib
+
+    return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:32]
+
+
 def truncate_utf8(text: str, limit: int) -> str:
     """``text`` cut to at most ``limit`` UTF-8 bytes, never inside a character."""
     data = text.encode("utf-8", "surrogatepass")
@@ -188,6 +200,7 @@ class MilvusStore:
         self.nullable = True
         self.capabilities: ServerCapabilities | None = None
         self._client = None
+        self._engine = None  # Milvus Lite behind a private socket (store/lite.py)
         self._loaded: set[str] = set()
 
     # -- connection ------------------------------------------------------------------------------------
@@ -212,6 +225,10 @@ class MilvusStore:
             if not os.access(parent, os.W_OK | os.X_OK):
                 raise InputError("cannot create the database here: the directory is not writable",
                                  source=self.db)
+            from ..security import private_dir
+
+            with contextlib.suppress(OSError):
+                private_dir(path)  # 0700: the chunks are copies of the user's documents
         elif not os.access(path, os.W_OK | os.X_OK):
             raise InputError("the database directory is not writable", source=self.db)
         return str(path)
@@ -274,9 +291,15 @@ class MilvusStore:
             self.capabilities = ServerCapabilities.from_version(version)
         else:
             path = self._check_db_path()
+            from . import lite
+
             try:
-                client = MilvusClient(uri=path, timeout=self.timeout)
-            except MilvusException:
+                self._engine = lite.start(path)  # a private unix socket, not a TCP port (see store/lite.py)
+                client = MilvusClient(uri=self._engine.uri if self._engine else path, timeout=self.timeout)
+            except Exception:
+                if self._engine is not None:
+                    self._engine.stop()
+                    self._engine = None
                 raise InputError(self._diagnose_lite_failure(), source=self.db) from None
             self.capabilities = ServerCapabilities("lite")
         self._client = client
@@ -290,7 +313,10 @@ class MilvusStore:
             return
         with contextlib.suppress(Exception):
             client.close()
-        if self.db is not None:
+        engine, self._engine = self._engine, None
+        if engine is not None:
+            engine.stop()
+        elif self.db is not None:
             with contextlib.suppress(Exception):
                 from milvus_lite.server_manager import server_manager_instance
 
@@ -321,28 +347,112 @@ class MilvusStore:
             rows = client.get(self.state_collection, ids=[CONFIG_ID], output_fields=["data"])
         return dict(rows[0]["data"]) if rows else None
 
-    def create(self, config: dict[str, Any], dim: int) -> None:
-        """Create the index and record ``config``; called only when no configuration is recorded.
+    def create(self, config: dict[str, Any], dim: int, replace: bool = False) -> None:
+        """Create the index and record ``config``, unless another client just did (create-if-absent).
 
-        The config row is written last, so a creation killed half-way leaves collections without it; they
-        can hold no chunks yet (nothing is written before the config exists) and are dropped and made
-        again, which makes creation safe to repeat after a crash at any point.
+        The state collection is created with the configuration's fingerprint in its description; the
+        server creates a collection atomically, so when two clients race, every one of them reads back the
+        same winner's fingerprint and the loser is refused with a clear message instead of replacing the
+        winner's collections. Nothing existing is dropped unless ``replace`` (``recreate=True``), or it is
+        the leftover of a creation killed before its config row was written (no row appears for a while):
+        the config row is written last, and no chunk is written before it exists.
         """
+        from pymilvus.exceptions import MilvusException
+
         client = self.connect()
+        fingerprint = "chunkwise-config:" + stable_config_hash(config)
         with self._errors("create the index"):
-            for name in (self.collection, self.state_collection):
-                if client.has_collection(name):
-                    client.drop_collection(name)
-                self._loaded.discard(name)
-            client.create_collection(self.state_collection, schema=self._state_schema(),
-                                     consistency_level="Strong")
-            # sync=False: pymilvus would otherwise poll with 0.5 s sleeps for an index on an empty
-            # collection; loading below waits for whatever the server still has to do.
-            client.create_index(self.state_collection, self._state_index(), sync=False)
-            self._create_chunks(dim)
+            if replace:
+                self._drop_all()
+            for attempt in range(2):
+                self._create_if_absent(self.state_collection, fingerprint)
+                found = self._description(self.state_collection)
+                if fingerprint in found:
+                    break
+                if not found.startswith("chunkwise-config:") and attempt == 0 and self._config_row() is None:
+                    self._drop_all()  # a state collection of an older chunkwise, never completed: start over
+                    continue
+                if self._wait_for_config_row() is None and attempt == 0:
+                    self._drop_all()  # a creation killed half-way (no config row ever came): start over
+                    continue
+                raise ConfigError(
+                    f"another client created collection {self.collection!r} at the same time with a different "
+                    "configuration; run again to see what it records, or use another --collection",
+                    source=self.location)
+            try:
+                client.create_index(self.state_collection, self._state_index(), sync=False)
+            except MilvusException:  # the racing winner made it already
+                pass
+            if not client.has_collection(self.collection):
+                try:
+                    self._create_chunks(dim)
+                except MilvusException:  # a racing client with the same configuration won
+                    if not self._appears(self.collection):
+                        raise
             self._load(self.state_collection)
             client.upsert(self.state_collection, [self._state_row(CONFIG_ID, "config", "", "", 0, config)])
         self.open()
+
+    def _drop_all(self) -> None:
+        client = self.connect()
+        for name in (self.collection, self.state_collection):
+            if client.has_collection(name):
+                client.drop_collection(name)
+            self._loaded.discard(name)
+
+    def _create_if_absent(self, name: str, description: str) -> None:
+        """Create the state collection; an error because it exists already (a racing client) is not one.
+        (Servers answer a racing duplicate with different texts, raw errno ones included.)"""
+        from pymilvus.exceptions import MilvusException
+
+        client = self.connect()
+        try:
+            client.create_collection(name, schema=self._state_schema(description), consistency_level="Strong",
+                                     properties={CONFIG_PROPERTY: description})
+        except MilvusException:
+            if self._appears(name):
+                return
+            raise ConfigError(f"could not create collection {self.collection!r}, and no other client did "
+                              "either; is the server healthy? run again", source=self.location) from None
+
+    def _appears(self, name: str, seconds: float = 5.0) -> bool:
+        """Does ``name`` exist, or appear within ``seconds``? A racing winner's collection can take a
+        moment to register after the loser's create call has already failed."""
+        import time
+
+        deadline = time.monotonic() + seconds
+        while not self.connect().has_collection(name):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.1)
+        return True
+
+    def _description(self, name: str) -> str:
+        """The fingerprint recorded at creation (a collection property; the description too, for servers
+        that drop unknown properties)."""
+        desc = self.connect().describe_collection(name)
+        props = desc.get("properties") or {}
+        return str(props.get(CONFIG_PROPERTY) or desc.get("description") or "")
+
+    def _config_row(self) -> dict | None:
+        client = self.connect()
+        try:
+            self._load(self.state_collection)
+            rows = client.get(self.state_collection, ids=[CONFIG_ID], output_fields=["data"])
+        except Exception:  # noqa: BLE001 - not loadable yet (no index): no row
+            return None
+        return dict(rows[0]["data"]) if rows else None
+
+    def _wait_for_config_row(self, seconds: float = 3.0) -> dict | None:
+        """The config row a racing creator is about to write, or ``None`` when none comes."""
+        import time
+
+        deadline = time.monotonic() + seconds
+        while True:
+            row = self._config_row()
+            if row is not None or time.monotonic() > deadline:
+                return row
+            time.sleep(0.2)
 
     def open(self) -> None:
         """Load the collections for search and find out whether Milvus computes BM25 itself."""
@@ -361,11 +471,11 @@ class MilvusStore:
             self.connect().load_collection(name)
             self._loaded.add(name)
 
-    def _state_schema(self):
+    def _state_schema(self, description: str = ""):
         from pymilvus import DataType, MilvusClient
 
         s = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False,
-                                       description="chunkwise index state: configuration and documents")
+                                       description=description or "chunkwise index state")
         s.add_field("id", DataType.VARCHAR, is_primary=True, max_length=128)
         s.add_field("kind", DataType.VARCHAR, max_length=16)
         s.add_field("source", DataType.VARCHAR, max_length=MAX_VARCHAR)
@@ -462,9 +572,10 @@ class MilvusStore:
     def markers(self) -> dict[str, Marker]:
         """Every completely indexed document, by doc id."""
         with self._errors("read the document list"):
-            rows = list(self._scan(self.state_collection, ["id", "source", "content_hash", "chunks"],
+            rows = list(self._scan(self.state_collection, ["id", "source", "content_hash", "chunks", "data"],
                                    'kind == "document"'))
-        return {r["id"]: Marker(r["id"], r["source"], r["content_hash"], r["chunks"]) for r in rows}
+        return {r["id"]: Marker(r["id"], r["source"], r["content_hash"], r["chunks"],
+                                bool((r.get("data") or {}).get("complete", True))) for r in rows}
 
     def chunk_documents(self) -> dict[str, str]:
         """``doc_id -> source`` of every document with chunks in the collection (markers or not)."""
@@ -498,7 +609,8 @@ class MilvusStore:
 
     def mark(self, markers: Iterable[Marker]) -> None:
         """Last step: the documents are completely indexed with these content hashes."""
-        rows = [self._state_row(m.doc_id, "document", m.source, m.content_hash, m.chunks, {}) for m in markers]
+        rows = [self._state_row(m.doc_id, "document", m.source, m.content_hash, m.chunks,
+                                {} if m.complete else {"complete": False}) for m in markers]
         if rows:
             with self._errors("write the document list"):
                 self.connect().upsert(self.state_collection, rows)

@@ -29,7 +29,7 @@ from ..document import Chunk, Document
 from ..embeddings.base import Embedder, l2_normalize
 from ..errors import ConfigError
 from ..segmentation.tokens import Tokenizer, resolve_tokenizer
-from .base import Span, Strategy, build_chunks, regions, trim_span
+from .base import Span, Strategy, build_chunks, max_chars_for, regions, trim_span
 
 #: default embedder name of every semantic strategy
 DEFAULT_EMBEDDER = "minilm"
@@ -106,8 +106,9 @@ def unit_spans(text: str, start: int, end: int, tokenizer: Tokenizer, cap: int,
     counts = tokenizer.count_batch([text[a:b] for a, b in spans])
     out: list[Span] = []
     out_counts: list[int] = []
+    max_chars = max_chars_for(cap)
     for (a, b), n in zip(spans, counts):
-        if n <= cap:
+        if n <= cap and b - a <= max_chars:  # the character bound too: a spaceless run can be one token
             out.append((a, b))
             out_counts.append(n)
             continue
@@ -139,6 +140,10 @@ class Units:
 
     def __len__(self) -> int:
         return len(self.spans)
+
+    def chars_of(self, i: int, j: int) -> int:
+        """Characters from the start of unit ``i`` to the end of unit ``j - 1``."""
+        return self.spans[j - 1][1] - self.spans[i][0] if j > i else 0
 
     def tokens_of(self, i: int, j: int) -> int:
         """Estimated tokens of units ``[i, j)`` joined with the text between them."""
@@ -226,7 +231,24 @@ def split_over_cap(units: Units, i: int, j: int, max_tokens: int, distances: np.
     return sorted(cuts)
 
 
-def merge_small(units: Units, bounds: list[int], min_tokens: int, max_tokens: int) -> list[int]:
+def split_over_chars(units: Units, bounds: list[int], max_chars: int) -> tuple[list[int], list[int]]:
+    """``bounds`` with extra cuts so no segment spans more than ``max_chars`` characters (the bound that
+    goes with the token cap, :func:`~chunkwise.strategies.base.max_chars_for`); every unit fits it, so
+    greedy packing always succeeds. Returns the new bounds and the cuts added."""
+    out, added = [bounds[0]], []
+    for s in range(len(bounds) - 1):
+        a, j = bounds[s], bounds[s + 1]
+        for k in range(a + 1, j):
+            if units.chars_of(a, k + 1) > max_chars:
+                out.append(k)
+                added.append(k)
+                a = k
+        out.append(j)
+    return out, added
+
+
+def merge_small(units: Units, bounds: list[int], min_tokens: int, max_tokens: int,
+                max_chars: int | None = None) -> list[int]:
     """Merge segments under ``min_tokens`` into the more similar neighbour when the merged segment fits.
 
     ``bounds`` are segment starts plus ``n`` at the end. Similarity is between the pooled (summed, then
@@ -254,7 +276,8 @@ def merge_small(units: Units, bounds: list[int], min_tokens: int, max_tokens: in
             for t in (s - 1, s + 1):
                 if 0 <= t < len(segs):
                     lo, hi = min(segs[s][0], segs[t][0]), max(segs[s][1], segs[t][1])
-                    if units.tokens_of(lo, hi) <= max_tokens:
+                    if units.tokens_of(lo, hi) <= max_tokens and (
+                            max_chars is None or units.chars_of(lo, hi) <= max_chars):
                         options.append((float(pooled(segs[s]) @ pooled(segs[t])), -t, t))
             if not options:
                 s += 1
@@ -267,16 +290,19 @@ def merge_small(units: Units, bounds: list[int], min_tokens: int, max_tokens: in
     return [seg[0] for seg in segs] + [segs[-1][1]]
 
 
-def add_overlap(units: Units, bounds: list[int], overlap: int, max_tokens: int) -> list[tuple[int, int]]:
+def add_overlap(units: Units, bounds: list[int], overlap: int, max_tokens: int,
+                max_chars: int | None = None) -> list[tuple[int, int]]:
     """Unit ranges ``[i, j)`` of the chunks, each extended backwards by whole units of the previous chunk
-    worth at most ``overlap`` tokens (never the whole previous chunk, never past ``max_tokens``)."""
+    worth at most ``overlap`` tokens (never the whole previous chunk, never past ``max_tokens`` or
+    ``max_chars``)."""
     ranges = [(bounds[s], bounds[s + 1]) for s in range(len(bounds) - 1)]
     if overlap <= 0:
         return ranges
     out = [ranges[0]] if ranges else []
     for (pi, _pj), (i, j) in zip(ranges, ranges[1:]):
         a = i
-        while a - 1 > pi and units.tokens_of(a - 1, i) <= overlap and units.tokens_of(a - 1, j) <= max_tokens:
+        while (a - 1 > pi and units.tokens_of(a - 1, i) <= overlap and units.tokens_of(a - 1, j) <= max_tokens
+               and (max_chars is None or units.chars_of(a - 1, j) <= max_chars)):
             a -= 1
         out.append((a, j))
     return out
@@ -373,9 +399,12 @@ class EmbeddingStrategy(Strategy):
                 fitted.append(c)
                 causes[c] = "max_tokens"
             fitted.append(bounds[s + 1])
-        fitted = merge_small(units, fitted, self.min_tokens, self.max_tokens)
+        max_chars = max_chars_for(self.max_tokens)
+        fitted, added = split_over_chars(units, fitted, max_chars)
+        causes.update(dict.fromkeys(added, "max_tokens"))
+        fitted = merge_small(units, fitted, self.min_tokens, self.max_tokens, max_chars)
         causes = {c: causes.get(c, self.cut_cause) for c in fitted[1:-1]}
-        return add_overlap(units, fitted, self.overlap, self.max_tokens), causes
+        return add_overlap(units, fitted, self.overlap, self.max_tokens, max_chars), causes
 
     def _run(self, doc: Document) -> tuple[list[Units], list[Decision], list[list[tuple[int, int]]], list[dict],
                                            Tokenizer]:

@@ -1,0 +1,184 @@
+"""Walking inputs safely: names that are not UTF-8, folders that cannot be read, files that are not files.
+
+Every command that reads documents goes through this module (via :func:`chunkwise.formats.iter_documents`):
+
+- **Names.** Linux file names are bytes; Python gives the undecodable ones as lone surrogates
+  (``surrogateescape``), which cannot be written as UTF-8 (JSON output, Milvus, a terminal). Every name is
+  shown as :func:`display_name`: undecodable bytes as ``\\xNN`` and control characters escaped, so a name is
+  always one printable line. :func:`os_path` turns a display name back into the name the OS knows.
+- **Folders.** A folder that cannot be listed is reported (one :class:`UnreadableFolder` per folder), never
+  skipped silently; ``index --prune`` keeps every document under such a folder (:func:`under`).
+- **File types.** FIFOs, devices and sockets are refused with one line; a FIFO would block forever and a
+  device such as ``/dev/zero`` never ends. :func:`read_bounded` opens without blocking, checks the type of
+  what it opened (not of the name, which can change in between) and reads at most ``limit + 1`` bytes,
+  never trusting ``st_size`` (0 for ``/proc`` files and devices).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import stat
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from ..errors import InputError
+
+_READ_STEP = 1 << 20
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_ESCAPED_BYTE = re.compile(r"\\x([0-9a-f]{2})")
+
+
+class UnreadableFolder(InputError):
+    """A folder whose listing failed; ``path`` is its display name (see :func:`under`)."""
+
+    def __init__(self, problem: str, source: str):
+        super().__init__(problem, source=source)
+        self.path = source
+
+
+def display_name(path: str | os.PathLike | bytes) -> str:
+    """A file name as one printable, UTF-8-safe line: undecodable bytes as ``\\xNN``, controls escaped."""
+    raw = os.fsencode(path)
+    text = raw.decode("utf-8", "backslashreplace")
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def os_path(display: str) -> str:
+    """The OS name behind a :func:`display_name` (the inverse; names without escapes are returned as is)."""
+    if "\\x" not in display:
+        return display
+    data = bytearray()
+    pos = 0
+    for m in _ESCAPED_BYTE.finditer(display):
+        data += display[pos:m.start()].encode("utf-8", "surrogateescape")
+        data.append(int(m.group(1), 16))
+        pos = m.end()
+    data += display[pos:].encode("utf-8", "surrogateescape")
+    return os.fsdecode(bytes(data))
+
+
+def source_exists(source: str) -> bool:
+    """Does the file a stored ``source`` names still exist (under its display or its OS name)?"""
+    return os.path.lexists(source) or os.path.lexists(os_path(source))
+
+
+def under(source: str, folders: Iterable[str]) -> bool:
+    """Is ``source`` inside one of ``folders`` (compared as absolute paths)?"""
+    path = os.path.abspath(source)
+    for folder in folders:
+        root = os.path.abspath(folder).rstrip(os.sep) + os.sep
+        if path.startswith(root):
+            return True
+    return False
+
+
+def file_kind(mode: int) -> str | None:
+    """What a non-regular file is (``"FIFO (named pipe)"``...), or ``None`` for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISFIFO(mode):
+        return "FIFO (named pipe)"
+    if stat.S_ISCHR(mode):
+        return "character device"
+    if stat.S_ISBLK(mode):
+        return "block device"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    if stat.S_ISDIR(mode):
+        return "directory"
+    return "special file"
+
+
+def _os_problem(exc: OSError) -> str:
+    if exc.errno == errno.ENOENT:
+        return "no such file"
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return "cannot read (permission denied)"
+    return f"cannot read ({exc.strerror or type(exc).__name__})"
+
+
+def read_bounded(path: str | os.PathLike, limit: int | None, source: str) -> bytes:
+    """The bytes of a regular file, at most ``limit`` of them (more is an :class:`InputError`).
+
+    Opened with ``O_NONBLOCK`` so a FIFO without a writer cannot block; the type is checked on the open
+    descriptor; the read stops at ``limit + 1`` bytes whatever ``st_size`` says.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # a socket, or a FIFO opened for writing elsewhere
+            raise InputError("not a regular file (socket); chunkwise reads files only", source=source) from None
+        raise InputError(_os_problem(exc), source=source) from None
+    try:
+        st = os.fstat(fd)
+        kind = file_kind(st.st_mode)
+        if kind == "directory":
+            raise InputError("is a directory (use iter_documents or pass it to `chunkwise chunk`)", source=source)
+        if kind:
+            raise InputError(f"not a regular file ({kind}); chunkwise reads files only (pipe a stream to "
+                             "`-` instead)", source=source)
+        if limit is not None and st.st_size > limit:  # known too large: no need to read it
+            raise InputError(f"file too large ({st.st_size:,} bytes; the limit is {limit:,} bytes, see "
+                             "--max-file-size)", source=source)
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        parts: list[bytes] = []
+        total = 0
+        want = None if limit is None else limit + 1
+        while want is None or total < want:
+            step = _READ_STEP if want is None else min(_READ_STEP, want - total)
+            block = os.read(fd, step)
+            if not block:
+                break
+            parts.append(block)
+            total += len(block)
+    except OSError as exc:
+        raise InputError(_os_problem(exc), source=source) from None
+    finally:
+        os.close(fd)
+    if limit is not None and total > limit:
+        raise InputError(f"file too large (it grew past the limit of {limit:,} bytes while being read, or "
+                         "its size is not what the file system reports; see --max-file-size)", source=source)
+    return b"".join(parts)
+
+
+@dataclass
+class Found:
+    """One input the walk produced: a file to read (``path``) or a problem (``error``), and its display name."""
+
+    source: str
+    path: str | None = None
+    error: InputError | None = None
+
+
+def walk_folder(folder: str, keep) -> Iterator[Found]:
+    """Files under ``folder`` (sorted, hidden names skipped, ``keep(rel_path)`` filters), with one
+    :class:`UnreadableFolder` per folder that could not be listed, in walk order."""
+    problems: list[OSError] = []
+    for root, dirs, files in os.walk(folder, onerror=problems.append):
+        while problems:
+            yield _folder_problem(problems.pop(0))
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for f in sorted(files):
+            if f.startswith("."):
+                continue
+            path = os.path.join(root, f)
+            rel = os.path.relpath(path, folder).replace(os.sep, "/")
+            if keep(display_name(rel)):
+                yield Found(display_name(path), path=path)
+    while problems:
+        yield _folder_problem(problems.pop(0))
+
+
+def _folder_problem(exc: OSError) -> Found:
+    name = display_name(exc.filename or "?")
+    what = "permission denied" if exc.errno in (errno.EACCES, errno.EPERM) else (exc.strerror or "error")
+    return Found(name, error=UnreadableFolder(f"cannot read this folder ({what}); its files were skipped "
+                                              "(and are kept in an index by --prune)", source=name))
+
+
+__all__ = ["UnreadableFolder", "Found", "display_name", "os_path", "source_exists", "under", "file_kind",
+           "read_bounded", "walk_folder"]

@@ -1,0 +1,84 @@
+"""Keeping secrets secret: redacted error text, a warning for keys sent in clear, private files.
+
+- :func:`redact` removes API keys (and anything shaped like an ``Authorization`` header or a bearer token)
+  from text that came back from a server before it is shown: a server that echoes the request headers in
+  its error body must not get the key printed to a terminal or a CI log.
+- :func:`warn_plain_http` warns (once per URL) when a key is about to travel over plain ``http://`` to a
+  host that is not this machine.
+- :func:`private_dir` / :func:`private_file` create caches and databases readable by their owner only
+  (0700 / 0600): cached LLM answers and chunk text are copies of the user's documents.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+import warnings
+from pathlib import Path
+from urllib.parse import urlsplit
+
+REDACTED = "[redacted]"
+_HEADER = re.compile(r"(?i)\b(authorization|proxy-authorization|x-api-key|api-key|api_key|cookie)"
+                     r"(\"?\s*[:=]\s*\"?)([^\s\",}]+(?:\s+[^\s\",}]+)?)")
+_BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{6,}")
+_KEYLIKE = re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_-]{8,}")
+_warned: set[str] = set()
+
+
+class PlainHTTPWarning(UserWarning):
+    """An API key is sent over unencrypted HTTP to another machine."""
+
+
+def redact(text: str, *secrets: str | None) -> str:
+    """``text`` with every given secret, header value and bearer token replaced by ``[redacted]``."""
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, REDACTED)
+    text = _HEADER.sub(lambda m: m.group(1) + m.group(2) + REDACTED, text)
+    text = _BEARER.sub(lambda m: m.group(1) + " " + REDACTED, text)
+    return _KEYLIKE.sub(REDACTED, text)
+
+
+def is_loopback(host: str | None) -> bool:
+    if not host:
+        return False
+    if host.lower() == "localhost" or host.lower().endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def warn_plain_http(url: str, has_key: bool) -> bool:
+    """Warn once when ``has_key`` and ``url`` is ``http://`` to a non-loopback host; True when it warned."""
+    parts = urlsplit(url)
+    if not has_key or parts.scheme != "http" or is_loopback(parts.hostname) or url in _warned:
+        return False
+    _warned.add(url)
+    warnings.warn(f"{url}: the API key is sent over plain http:// to another machine, readable by anyone on "
+                  "the way; use https://", PlainHTTPWarning, stacklevel=3)
+    return True
+
+
+def private_dir(path: str | os.PathLike) -> Path:
+    """Create ``path`` (and parents) with the last folder 0700; an existing folder is left as it is."""
+    p = Path(path)
+    if not p.exists():
+        p.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.chmod(p, 0o700)  # mkdir's mode is filtered by the umask; this one is meant
+    return p
+
+
+def private_file(path: str | os.PathLike) -> Path:
+    """Create an empty ``path`` 0600 when it does not exist (SQLite gives its -wal/-shm files the same mode)."""
+    p = Path(path)
+    if not p.exists():
+        fd = os.open(p, os.O_CREAT | os.O_WRONLY | getattr(os, "O_CLOEXEC", 0), 0o600)
+        os.close(fd)
+        os.chmod(p, 0o600)
+    return p
+
+
+__all__ = ["redact", "warn_plain_http", "private_dir", "private_file", "is_loopback", "PlainHTTPWarning"]

@@ -1,0 +1,54 @@
+"""Builders for hostile inputs, a runner for the real CLI in a child process, and the shared_dir fixture
+(a module, not a conftest.py: tests/conftest.py is imported by name as `conftest` by other test files)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+GOOD = ("The lighthouse keeper climbed the stairs every evening. He trimmed the wick and polished the lens. "
+        "Ships passed the harbour safely through the winter storms.\n\n"
+        "In spring the keeper planted roses beside the tower. The bees came back to the garden.")
+#: the CLI in a child that reports its own peak RSS on its last stderr line (``peak_rss_kb=N``)
+CODE = ("import atexit, resource, sys; atexit.register(lambda: sys.stderr.write("
+        "'\\npeak_rss_kb=%d\\n' % resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)); "
+        "from chunkwise.cli import main; sys.exit(main(sys.argv[1:]))")
+NOBODY = 65534
+
+
+def can_drop_privileges() -> bool:
+    return os.geteuid() == 0 and shutil.which("setpriv") is not None
+
+
+def run_cli(args: list[str], user: int | None = None, timeout: float = 120, **kw) -> subprocess.CompletedProcess:
+    """``chunkwise ARGS`` in a child process (as uid ``user`` through ``setpriv`` when given)."""
+    cmd = [sys.executable, "-c", CODE, *[os.fsdecode(a) if isinstance(a, bytes) else str(a) for a in args]]
+    if user is not None:
+        cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *cmd]
+    env = dict(os.environ, PYTHONWARNINGS="default", CHUNKWISE_CACHE_DIR=kw.pop("cache_dir", "/nonexistent"))
+    done = subprocess.run(cmd, capture_output=True, timeout=timeout, env=env, **kw)
+    done.out = done.stdout.decode("utf-8", "replace")
+    done.err = done.stderr.decode("utf-8", "replace")
+    assert "Traceback" not in done.err, done.err
+    peak = [line for line in done.err.splitlines() if line.startswith("peak_rss_kb=")]
+    done.peak_mb = int(peak[-1].split("=")[1]) / 1024 if peak else None
+    done.err = "\n".join(line for line in done.err.splitlines() if not line.startswith("peak_rss_kb=")).strip()
+    return done
+
+
+@pytest.fixture
+def shared_dir():
+    """A folder every user can enter (pytest's tmp_path is root-only), removed afterwards."""
+    d = Path(tempfile.mkdtemp(prefix="chunkwise-hostile-"))
+    os.chmod(d, 0o777)
+    yield d
+    for root, dirs, _ in os.walk(d):
+        for name in dirs:
+            os.chmod(os.path.join(root, name), 0o755)
+    shutil.rmtree(d, ignore_errors=True)
