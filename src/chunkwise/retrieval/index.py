@@ -596,10 +596,10 @@ class Index:
         t = time.perf_counter()
         vectors = self._vectors(pending, embedder, reuse, late, late_options, report, bars)
         report.timings["embed"] += time.perf_counter() - t
-        self._write(pending, vectors, markers, embedder.model_id, report, bars)
+        self._write(pending, vectors, markers, embedder.model_id, report, bars, incomplete)
 
     def _write(self, pending, vectors: list[np.ndarray], markers: dict[str, Marker], model_id: str,
-               report: IndexReport, bars: _Progress) -> None:
+               report: IndexReport, bars: _Progress, incomplete: set[str] = frozenset()) -> None:
         """Write embedded documents: unmark → upsert → delete stale → mark (shared with the Ray engine)."""
         t = time.perf_counter()
         rows: list[dict] = []
