@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 Edit = tuple[int, int, str]
@@ -23,7 +23,7 @@ _TERMINATOR = re.compile(r"[.!?:;\u2026\u3002\uff01\uff1f][\"'\u201d\u2019)\]]*$
 _BULLET = re.compile(r"^\s*(?:[-*\u2022\u25aa\u25cf\u2013\u2014]\s|\d{1,3}[.)]\s|[a-z][.)]\s|\(\w{1,3}\)\s)")
 _PAGE_NUMBER = re.compile(
     r"^\s*(?:[-\u2013\u2014]\s*)?(?:(?:page|p\.|seite|pag\.|página|page no\.?)\s*)?"
-    r"(?:\d{1,5}|[ivxlcdm]{1,7})(?:\s*(?:of|/|von|de|sur)\s*\d{1,5})?(?:\s*[-\u2013\u2014])?\s*$",
+    r"(?:\d{1,5}|(?=[ivxlcdm])m{0,3}(?:cm|cd|d?c{0,3})(?:xc|xl|l?x{0,3})(?:ix|iv|v?i{0,3}))(?:\s*(?:of|/|von|de|sur)\s*\d{1,5})?(?:\s*[-\u2013\u2014])?\s*$",
     re.IGNORECASE,
 )
 _UNICODE_SPACES = re.compile(r"[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]")
@@ -110,13 +110,58 @@ def _signature(line: str) -> str:
     return norm
 
 
+_EDGE_NUMBER = re.compile(r"^\s*(\d{1,4})\s+(\S.*?)\s*$|^\s*(\S.*?)\s+(\d{1,4})\s*$")
+
+
+def _edge_number(line: str) -> tuple[int | None, str]:
+    """A number at the start or end of a line and the rest: ``"19 1.6. WEGE UND KNOTEN"`` -> (19, "1.6. ...")."""
+    m = _EDGE_NUMBER.match(line)
+    if not m:
+        return None, line
+    if m.group(1) is not None:
+        return int(m.group(1)), m.group(2)
+    return int(m.group(4)), m.group(3)
+
+
+def _header_like(line: str) -> bool:
+    """Short, with a letter, not ending a sentence: what a running title looks like."""
+    words = line.split()
+    return 0 < len(words) <= 10 and any(ch.isalpha() for ch in line) and not _TERMINATOR.search(line.strip())
+
+
+def _page_runs(indices: list[int], min_pages: int = 3, max_gap: int = 2) -> set[int]:
+    """The pages that belong to a run of at least ``min_pages`` occurrences, each at most ``max_gap`` pages
+    after the previous one (a title running over a section, or on every other page)."""
+    found: set[int] = set()
+    run: list[int] = []
+    for index in sorted(set(indices)) + [None]:
+        if index is not None and run and index - run[-1] <= max_gap:
+            run.append(index)
+            continue
+        if len(run) >= min_pages:
+            found.update(run)
+        run = [index]
+    return found
+
+
 def header_footer_edits(text: str, page_starts: list[int], max_lines: int = 3) -> list[Edit]:
     """Delete running headers/footers and bare page numbers at the top and bottom of pages.
 
-    A line among the first or last ``max_lines`` non-empty lines of a page is a running header/footer when
-    the same line (see :func:`_signature`) stands at the same place on at least half of the pages (and on
-    at least two; three when the document has more than three pages). A bare page number ("12", "- 12 -",
-    "Page 3 of 9", "iv") at the very top or bottom of a page is always removed. A page is never emptied.
+    Lines are looked at by position: the first and last ``max_lines`` non-empty lines of each page. Such a
+    line is a running header/footer when
+
+    - the same line (see :func:`_signature`) stands at the same place on at least half of the pages (and
+      on at least two; three when the document has more than three pages): verbatim headers, "Page 3 of 9";
+    - it starts or ends with a number that follows the page sequence (printed number minus page index is
+      the same on at least three pages and a quarter of them): "19 1.6. WEGE UND KNOTEN" on one page,
+      "20 1.6. WEGE UND KNOTEN" on the next, "21 2.1. MANNIGFALTIGKEITEN" later, on even and odd pages
+      alike; a chapter's first page, whose "2 Mannigfaltigkeiten" does not fit the sequence, keeps it;
+    - it is a short title-like line (see :func:`_header_like`) repeated verbatim at the same place on a run
+      of at least three pages at most two pages apart: a section title running over its pages, a book
+      title on every even page;
+    - it is a bare page number ("12", "- 12 -", "Page 3 of 9", "iv") at the very top or bottom.
+
+    Only a contiguous block from the top (bottom) is removed, and a page is never emptied.
     """
     n = len(text)
     bounds = list(page_starts) + [n]
@@ -124,24 +169,45 @@ def header_footer_edits(text: str, page_starts: list[int], max_lines: int = 3) -
     for a, b in zip(bounds, bounds[1:]):
         lines = [(s + a, e + a) for s, e in _lines(text[a:b]) if text[s + a:e + a].strip()]
         pages.append(lines)
-    top: Counter = Counter()
-    bottom: Counter = Counter()
-    for lines in pages:
-        for i, (s, e) in enumerate(lines[:max_lines]):
-            top[(i, _signature(text[s:e]))] += 1
-        for i, (s, e) in enumerate(reversed(lines[-max_lines:])):
-            bottom[(i, _signature(text[s:e]))] += 1
+
+    def edges(lines):
+        return (("top", lines[:max_lines]), ("bottom", list(reversed(lines[-max_lines:]))))
+
+    sigs: Counter = Counter()
+    offsets: Counter = Counter()
+    titles: dict = defaultdict(list)
+    for index, lines in enumerate(pages):
+        for side, ordered in edges(lines):
+            for i, (s, e) in enumerate(ordered):
+                line = text[s:e]
+                sigs[(side, i, _signature(line))] += 1
+                number, rest = _edge_number(line)
+                if number is not None and _header_like(rest):
+                    offsets[(side, i, number - index)] += 1
+                if _header_like(line):
+                    titles[(side, i, _norm_line(line))].append(index)
     needed = max(2 if len(pages) <= 3 else 3, (len(pages) + 1) // 2)
+    needed_sequence = max(3, len(pages) // 4)
+    runs = {key: _page_runs(indices) for key, indices in titles.items() if len(indices) >= 3}
+
+    def running(side: str, i: int, index: int, line: str) -> bool:
+        if len(pages) < 2:
+            return False
+        if sigs[(side, i, _signature(line))] >= needed:
+            return True
+        number, rest = _edge_number(line)
+        if number is not None and _header_like(rest) and offsets[(side, i, number - index)] >= needed_sequence:
+            return True
+        return len(pages) > 3 and _header_like(line) and index in runs.get((side, i, _norm_line(line)), ())
+
     remove: set[tuple[int, int]] = set()
-    for lines in pages:
+    for index, lines in enumerate(pages):
         if not lines:
             continue
         found: set[tuple[int, int]] = set()
-        for counter, ordered in ((top, lines[:max_lines]), (bottom, list(reversed(lines[-max_lines:])))):
+        for side, ordered in edges(lines):
             for i, (s, e) in enumerate(ordered):
-                if len(pages) >= 2 and counter[(i, _signature(text[s:e]))] >= needed:
-                    found.add((s, e))
-                elif i == 0 and _PAGE_NUMBER.match(text[s:e]):
+                if running(side, i, index, text[s:e]) or (i == 0 and _PAGE_NUMBER.match(text[s:e])):
                     found.add((s, e))
                 else:
                     break  # only a contiguous block at the top (bottom) is a header (footer)
