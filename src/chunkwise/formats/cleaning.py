@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import bisect
 import re
+import unicodedata
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+
+from .sourcemap import SourceMap
 
 Edit = tuple[int, int, str]
 
@@ -52,6 +55,7 @@ class CleanResult:
     text: str
     positions: list[int]
     steps: dict[str, int] = field(default_factory=dict)
+    source_map: SourceMap | None = None
 
 
 def apply_edits(text: str, edits: list[Edit], positions: list[int]) -> tuple[str, list[int]]:
@@ -220,6 +224,20 @@ def header_footer_edits(text: str, page_starts: list[int], max_lines: int = 3) -
     return _merge_adjacent(edits)
 
 
+_DOT_LEADER = re.compile(r"^[^\n]*?(?:\.[ \t]?){4,}[ \t]*(?:\d{1,5}|[ivxlcdm]{1,7})[ \t]*$", re.MULTILINE | re.IGNORECASE)
+
+
+def dot_leader_edits(text: str) -> list[Edit]:
+    """Delete table-of-contents lines: a title, a dot leader and a page number ("1.2 Metric spaces . . . 6").
+    They repeat the headings with page numbers of the printed book; as chunks they only match queries
+    for the headings themselves and crowd out the sections they name."""
+    edits = []
+    for m in _DOT_LEADER.finditer(text):
+        end = m.end() + 1 if m.end() < len(text) and text[m.end()] == "\n" else m.end()
+        edits.append((m.start(), end, ""))
+    return edits
+
+
 def _merge_adjacent(edits: list[Edit]) -> list[Edit]:
     merged: list[Edit] = []
     for s, e, r in sorted(edits):
@@ -287,13 +305,37 @@ def dehyphenate_edits(text: str) -> list[Edit]:
     edits: list[Edit] = []
     words: set[str] | None = None  # every word of the text, built once and only when a match needs it
     for m in _HYPHENATED.finditer(text):
-        left, right, punct = m.group(1), m.group(2), m.group(3)
+        left, right = m.group(1), m.group(2)
         if words is None:
             words = set(_WORD.findall(text.lower()))
         keep_hyphen = f"{left}-{right}".lower() in words and f"{left}{right}".lower() not in words
-        word = f"{left}-{right}" if keep_hyphen else f"{left}{right}"
+        # two small edits (the break inside the word, the space after it) keep the word itself copied text,
+        # so source offsets (see .sourcemap) stay exact at the word's edges
+        edits.append((m.end(1), m.start(2), "-" if keep_hyphen else ""))
         at_line_end = m.end() == len(text) or text[m.end()] == "\n"
-        edits.append((m.start(), m.end(), f"{word}{punct}" + ("" if at_line_end else "\n")))
+        tail = "" if at_line_end else "\n"
+        if m.end() > m.end(3) or tail:
+            edits.append((m.end(3), m.end(), tail))
+    return edits
+
+
+_FOLD_CANDIDATES = re.compile(r"[^\x00-\x7f]")
+
+
+def fold_edits(text: str) -> list[Edit]:
+    """Fold compatibility characters (Unicode NFKC, character by character): ligatures "ﬁ" -> "fi", "ﬀ" ->
+    "ff", full-width letters, "…" -> "...". PDF fonts emit ligature glyphs; left in, they split words for
+    every tokenizer (MiniLM reads "oﬀen" as [UNK]) and BM25 cannot match them. Characters that fold to a
+    space plus a combining mark (spacing accents such as "¨") are left alone, and so are characters in
+    the private use area (no meaning to fold)."""
+    if unicodedata.is_normalized("NFKC", text):
+        return []
+    edits: list[Edit] = []
+    for m in _FOLD_CANDIDATES.finditer(text):
+        ch = m.group()
+        folded = unicodedata.normalize("NFKC", ch)
+        if folded != ch and not (folded[:1] == " " and len(folded) > 1):
+            edits.append((m.start(), m.end(), folded))
     return edits
 
 
@@ -332,9 +374,18 @@ def _norm_line(line: str) -> str:
     return " ".join(line.split()).casefold()
 
 
+_HEADING_NUMBER = re.compile(r"^(?:\d+(?:\.\d+)*\.?|[IVXLC]+\.|[A-Z]\.)\s+")
+
+
+def _is_heading(line: str, heads: set[str]) -> bool:
+    norm = _norm_line(line)
+    return norm in heads or _HEADING_NUMBER.sub("", norm) in heads
+
+
 def reflow_edits(text: str, paragraph_breaks: bool, headings: set[str] | frozenset[str] = frozenset(),
                  min_width: int = 30, max_width: int = 160,
-                 paragraph_ends: set[str] | frozenset[str] = frozenset()) -> list[Edit]:
+                 paragraph_ends: set[str] | frozenset[str] = frozenset(),
+                 table_lines: set[str] | frozenset[str] = frozenset()) -> list[Edit]:
     """Join line-wrapped paragraphs: a single line break inside a paragraph becomes a space.
 
     The wrap width is estimated from the line lengths. A break is joined when the line does not end a
@@ -344,7 +395,9 @@ def reflow_edits(text: str, paragraph_breaks: bool, headings: set[str] | frozens
     mostly longer than ``max_width`` is not wrapped and is left alone, as are list items, indented code,
     table rows and lines equal to one of ``headings`` (normalised), which always stand alone.
     ``paragraph_ends`` are lines (normalised) known to end a paragraph, e.g. from the PDF's layout: a break
-    after them is always a paragraph break.
+    after them is always a paragraph break. ``table_lines`` (normalised) are rows of a table block: never
+    joined, kept one per line, the block set apart from the prose around it. A heading matches with or
+    without its number ("1.6 Wege und Knoten" for the outline title "Wege und Knoten").
     """
     spans = _lines(text)
     width = _wrap_width([e - s for s, e in spans])
@@ -354,12 +407,17 @@ def reflow_edits(text: str, paragraph_breaks: bool, headings: set[str] | frozens
         return []  # plain text that is not hard-wrapped prose (code, logs, lists, data): leave it
     heads = {_norm_line(h) for h in headings}
     ends = {_norm_line(h) for h in paragraph_ends}
+    rows = {_norm_line(h) for h in table_lines}
     edits: list[Edit] = []
     for (s1, e1), (s2, e2) in zip(spans, spans[1:]):
         line, nxt = text[s1:e1], text[s2:e2]
         if not line.strip() or not nxt.strip():
             continue  # blank line: already a paragraph break
-        if heads and (_norm_line(line) in heads or _norm_line(nxt) in heads):
+        if rows and (_norm_line(line) in rows or _norm_line(nxt) in rows):
+            if paragraph_breaks and not (_norm_line(line) in rows and _norm_line(nxt) in rows):
+                edits.append((e1, s2, "\n\n"))
+            continue
+        if heads and (_is_heading(line, heads) or _is_heading(nxt, heads)):
             if paragraph_breaks:
                 edits.append((e1, s2, "\n\n"))
             continue
@@ -389,31 +447,46 @@ def reflow_edits(text: str, paragraph_breaks: bool, headings: set[str] | frozens
 def clean(text: str, positions: list[int] | None = None, options: CleaningOptions | None = None, *,
           page_starts: list[int] | None = None, paragraph_breaks: bool = False,
           collapse_spaces: bool = False, headings: set[str] | frozenset[str] = frozenset(),
-          paragraph_ends: set[str] | frozenset[str] = frozenset()) -> CleanResult:
+          paragraph_ends: set[str] | frozenset[str] = frozenset(), fold: bool = False,
+          edits: list[Edit] | None = None, source_map: SourceMap | None = None,
+          table_lines: set[str] | frozenset[str] = frozenset()) -> CleanResult:
     """Run the enabled cleaning steps in order and map ``positions`` through all of them.
 
-    ``page_starts`` (PDF) enables header/footer removal; they must also be among ``positions`` to be kept
-    track of. ``headings`` (PDF outline titles) are lines reflow never joins, ``paragraph_ends`` lines
-    after which it always starts a paragraph. Returns the cleaned text,
-    the mapped positions and how many edits each step made.
+    ``edits`` are the loader's own edits, applied first whatever the options (line endings, PDF glyph
+    fixes). ``page_starts`` (PDF) enables header/footer removal; they must also be the first ``positions``
+    (that is how they are kept track of). ``fold`` (PDF) folds compatibility characters (:func:`fold_edits`; part of
+    ``normalize_whitespace``). ``headings`` (PDF outline titles) are lines reflow never joins,
+    ``paragraph_ends`` lines after which it always starts a paragraph, ``table_lines`` table rows it keeps
+    as they are; with page starts, table-of-contents dot-leader lines are dropped. Returns the cleaned text, the mapped
+    positions, how many edits each step made and the :class:`~.sourcemap.SourceMap` from ``text`` (or from
+    the source of the given ``source_map``) to the cleaned text.
     """
     options = options or CleaningOptions()
     positions = list(positions or [])
     steps: dict[str, int] = {}
+    smap = source_map or SourceMap.identity(len(text))
 
-    def run(name: str, edits: list[Edit]) -> None:
-        nonlocal text, positions
-        steps[name] = len(edits)
-        text, positions = apply_edits(text, edits, positions)
+    def run(name: str, step_edits: list[Edit]) -> None:
+        nonlocal text, positions, smap
+        steps[name] = len(step_edits)
+        text, positions = apply_edits(text, step_edits, positions)
+        smap = smap.apply(step_edits)
 
+    if edits:
+        run("loader", edits)
+    if options.normalize_whitespace and fold:
+        run("fold_compat", fold_edits(text))
     if options.clean_headers and page_starts:
+        page_starts = positions[:len(page_starts)]  # mapped through the steps before
         run("clean_headers", header_footer_edits(text, page_starts))
+        run("dot_leaders", dot_leader_edits(text))
     if options.normalize_whitespace:
         run("normalize_whitespace", whitespace_edits(text, collapse_spaces))
     if options.dehyphenate:
         run("dehyphenate", dehyphenate_edits(text))
     if options.reflow:
-        run("reflow", reflow_edits(text, paragraph_breaks, headings, paragraph_ends=paragraph_ends))
+        run("reflow", reflow_edits(text, paragraph_breaks, headings, paragraph_ends=paragraph_ends,
+                                   table_lines=table_lines))
     if options.normalize_whitespace:  # the steps above may leave doubled blank lines or edge space
         run("normalize_whitespace_final", whitespace_edits(text, collapse_spaces=False))
-    return CleanResult(text, positions, steps)
+    return CleanResult(text, positions, steps, smap)
