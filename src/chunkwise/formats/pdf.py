@@ -206,6 +206,11 @@ _NUL_BY_FONT = (("CMSY", "\u2212"), ("CMBSY", "\u2212"), ("CMEX", "("), ("CMMI",
 #: private-use code points of symbol fonts that stand for common characters (Symbol/Wingdings bullets)
 _PUA = {"\uf0b7": "\u2022", "\uf0a7": "\u25aa", "\uf076": "\u2756", "\uf0d8": "\u27a2", "\uf0fc": "\u2713",
         "\uf0e0": "\u2192", "\uf02d": "-", "\uf0a8": "\u25a1", "\uf06e": "\u25a0", "\uf0b2": "\u2265", "\uf0a3": "\u2264"}
+# Adobe's corporate-use code points for the pieces of big brackets (top, extender, bottom) in Symbol fonts
+_PUA.update({chr(0xF8EB + k): "(" for k in range(3)} | {chr(0xF8EE + k): "[" for k in range(3)}
+            | {chr(0xF8F1 + k): "{" for k in range(4)} | {chr(0xF8F6 + k): ")" for k in range(3)}
+            | {chr(0xF8F9 + k): "]" for k in range(3)} | {chr(0xF8FC + k): "}" for k in range(3)}
+            | {"\uf8f5": "|", "\uf8e6": "|", "\uf8e7": "\u2015"})
 _PRIVATE = re.compile(r"[\ue000-\uf8ff]")
 
 

@@ -34,6 +34,7 @@ offsets relative to the page the position is on (``source_start`` into the text 
 from __future__ import annotations
 
 import bisect
+import re
 
 Edit = tuple[int, int, str]
 
@@ -54,6 +55,25 @@ class SourceMap:
     def identity(cls, length: int) -> "SourceMap":
         """The map of a text that was not changed."""
         return cls([(0, length, 0, length, True)] if length else [], length)
+
+    @classmethod
+    def align(cls, clean: str, source: str, window: int = 4096) -> "SourceMap":
+        """A map found by matching the words of ``clean`` in order in ``source`` (each looked for within
+        ``window`` characters after the previous match), for loaders that rebuild the text rather than
+        edit it (subtitles: cues without timing lines and tags). Matched words are exact segments; what
+        lies between two matches (a tag, a line break, a speaker label added) is a replaced segment."""
+        segments: list[tuple[int, int, int, int, bool]] = []
+        c_prev = s_prev = 0
+        for m in re.finditer(r"\S+", clean):
+            word = m.group()
+            at = source.find(word, s_prev, s_prev + window + len(word))
+            if at < 0:
+                continue
+            segments.append((c_prev, m.start(), s_prev, at, False))
+            segments.append((m.start(), m.end(), at, at + len(word), True))
+            c_prev, s_prev = m.end(), at + len(word)
+        segments.append((c_prev, len(clean), s_prev, len(source), False))
+        return cls(_normalise(segments), len(source))
 
     @property
     def clean_length(self) -> int:

@@ -38,7 +38,7 @@ import numpy as np
 from ..errors import ChunkwiseError, ConfigError, InputError
 
 #: bump when the schema changes incompatibly; recorded in the config row
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: source_start/source_end
 CONFIG_ID = "__config__"
 STATE_SUFFIX = "__state"
 DEFAULT_COLLECTION = "chunkwise"
@@ -50,7 +50,7 @@ SECTION_SEPARATOR = " > "
 OUTPUT_FIELDS = [
     "id", "doc_id", "source", "text", "context", "start", "end", "chunk_index", "token_count",
     "page_start", "page_end", "section", "start_time", "end_time", "speakers", "strategy", "embedder",
-    "content_hash", "metadata",
+    "content_hash", "metadata", "source_start", "source_end",
 ]
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,200}$")
 #: rows per upsert call, and the byte budget of one call (gRPC messages default to 64 MiB)
@@ -127,6 +127,7 @@ class MilvusStore:
         self.state_collection = collection + STATE_SUFFIX
         self.timeout = timeout
         self.bm25_builtin = False
+        self.output_fields = list(OUTPUT_FIELDS)
         self._client = None
         self._loaded: set[str] = set()
 
@@ -283,7 +284,11 @@ class MilvusStore:
         client = self.connect()
         with self._errors("open the index"):
             desc = client.describe_collection(self.collection)
-            self.bm25_builtin = any(f.get("name") == "sparse" for f in desc.get("fields", []))
+            names = {f.get("name") for f in desc.get("fields", [])}
+            self.bm25_builtin = "sparse" in names
+            # an index of schema 1 has no source offsets: it stays searchable (the hits lack them); adding
+            # to it is refused by the configuration check ("built with schema version 1")
+            self.output_fields = [f for f in OUTPUT_FIELDS if f in names]
             for name in (self.collection, self.state_collection):
                 self._load(name)
 
@@ -347,6 +352,8 @@ class MilvusStore:
         add("content_hash", DataType.VARCHAR, max_length=64)
         add("metadata", DataType.JSON)
         add("vector", DataType.FLOAT_VECTOR, dim=dim)
+        add("source_start", DataType.INT64, nullable=True)
+        add("source_end", DataType.INT64, nullable=True)
         if bm25:
             add("sparse", DataType.SPARSE_FLOAT_VECTOR)
             s.add_function(Function(name="bm25", function_type=FunctionType.BM25,
@@ -477,7 +484,7 @@ class MilvusStore:
         if not ids:
             return []
         with self._errors("read chunks"):
-            return self.connect().get(self.collection, ids=ids, output_fields=OUTPUT_FIELDS)
+            return self.connect().get(self.collection, ids=ids, output_fields=self.output_fields)
 
     def scan_chunks(self, fields: list[str], filter: str = "") -> Iterator[dict]:
         with self._filter_errors(filter, "read chunks"):
@@ -498,11 +505,11 @@ class MilvusStore:
     def search_vector(self, vector: np.ndarray, limit: int, filter: str | None = None,
                       fields: list[str] | None = None) -> list[dict]:
         """Nearest chunks by cosine similarity: hit dicts with ``id``, ``distance`` and ``entity``
-        (``fields``, default all of :data:`OUTPUT_FIELDS`)."""
+        (``fields``, default all of :data:`OUTPUT_FIELDS` the collection has)."""
         with self._filter_errors(filter, "search"):
             res = self.connect().search(
                 self.collection, data=[np.asarray(vector, dtype=np.float32).tolist()], anns_field="vector",
-                limit=limit, filter=filter or "", output_fields=OUTPUT_FIELDS if fields is None else fields,
+                limit=limit, filter=filter or "", output_fields=self.output_fields if fields is None else fields,
                 search_params={"metric_type": "COSINE"})
         return list(res[0]) if res else []
 
@@ -512,5 +519,5 @@ class MilvusStore:
         with self._filter_errors(filter, "full-text search"):
             res = self.connect().search(
                 self.collection, data=[query], anns_field="sparse", limit=limit, filter=filter or "",
-                output_fields=OUTPUT_FIELDS if fields is None else fields)
+                output_fields=self.output_fields if fields is None else fields)
         return list(res[0]) if res else []
