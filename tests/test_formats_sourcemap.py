@@ -235,3 +235,47 @@ def test_table_rows_stay_one_per_line(tmp_path):
     pdf.output(str(tmp_path / "t.pdf"))
     text = load(tmp_path / "t.pdf").text
     assert "\n\nPart Qty Price\nLamp 2 14.50\nLens cloth 10 3.20\nGasket 4 1.10\n\n" in text
+
+
+# -- the index ------------------------------------------------------------------------------------------------
+def test_index_stores_source_offsets_and_reads_an_old_collection(tmp_path, monkeypatch):
+    from conftest import FakeEmbedder
+
+    import chunkwise.retrieval.index as index_module
+    from chunkwise.errors import ConfigError
+    from chunkwise.retrieval import Index
+    from chunkwise.store import MilvusStore
+
+    source = "Bees make honey.\r\n\r\nThe queen lays eggs in spring.\r\n"
+    path = tmp_path / "bees.txt"
+    path.write_bytes(source.encode())
+    with Index(tmp_path / "new.db", embedder=FakeEmbedder()) as ix:
+        ix.add([str(path)], strategy="recursive", params={"max_tokens": 8, "tokenizer": "words"})
+        hit = next(h for h in ix.search("queen eggs", k=2) if "queen" in h.text)
+        assert source[hit.source_start:hit.source_end] == hit.text
+
+    # an index written before source offsets existed (schema 1): searchable, adding to it refused clearly
+    original = MilvusStore._chunk_schema
+
+    def old_schema(self, dim, bm25):
+        s = original(self, dim, bm25)
+        s._fields = [f for f in s._fields if f.name not in ("source_start", "source_end")]
+        return s
+
+    original_rows = Index._rows
+
+    def old_rows(self, *args, **kwargs):
+        return [{k: v for k, v in r.items() if k not in ("source_start", "source_end")}
+                for r in original_rows(self, *args, **kwargs)]
+
+    with monkeypatch.context() as m:
+        m.setattr(MilvusStore, "_chunk_schema", old_schema)
+        m.setattr(Index, "_rows", old_rows)
+        m.setattr(index_module, "SCHEMA_VERSION", 1)
+        with Index(tmp_path / "old.db", embedder=FakeEmbedder()) as ix:
+            ix.add([str(path)], strategy="recursive", params={"max_tokens": 8, "tokenizer": "words"})
+    with Index(tmp_path / "old.db", embedder=FakeEmbedder()) as ix:
+        hits = ix.search("queen eggs", k=2)
+        assert hits and all(h.source_start is None for h in hits)
+        with pytest.raises(ConfigError, match="schema version 1"):
+            ix.add([str(path)], strategy="recursive", params={"max_tokens": 8, "tokenizer": "words"})
