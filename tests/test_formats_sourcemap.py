@@ -279,3 +279,40 @@ def test_index_stores_source_offsets_and_reads_an_old_collection(tmp_path, monke
         assert hits and all(h.source_start is None for h in hits)
         with pytest.raises(ConfigError, match="schema version 1"):
             ix.add([str(path)], strategy="recursive", params={"max_tokens": 8, "tokenizer": "words"})
+
+
+@st.composite
+def _edit_rounds(draw):
+    """A text and rounds of random non-overlapping edits (deletions, insertions, replacements)."""
+    text = draw(st.text(alphabet="ab \n\u00a0ﬁ", min_size=1, max_size=40))  # (text from nothing has no source)
+    rounds = []
+    length = len(text)
+    for _ in range(draw(st.integers(1, 4))):
+        cuts = sorted(draw(st.lists(st.integers(0, length), max_size=8)))
+        edits = []
+        for s, e in zip(cuts[::2], cuts[1::2]):
+            edits.append((s, e, draw(st.sampled_from(["", " ", "\n", "xy", "fi"]))))
+        rounds.append(edits)
+        length += sum(len(r) - (e - s) for s, e, r in edits)
+    return text, rounds
+
+
+@settings(max_examples=300, deadline=None)
+@given(_edit_rounds())
+def test_source_map_composes_any_edits(case):
+    from chunkwise.formats.cleaning import apply_edits
+
+    source, rounds = case
+    text, smap = source, SourceMap.identity(len(source))
+    for edits in rounds:
+        text, _ = apply_edits(text, edits, [])
+        smap = smap.apply(edits)
+    _check_map(smap, source, text)
+    inner = {p for c0, c1, _, _, exact in smap.segments if not exact for p in range(c0 + 1, c1)}
+    for a in range(len(text)):
+        for b in range(a + 1, len(text) + 1):
+            s, e = smap.to_source(a, b)
+            replayed = smap.clean_slice(source, text, s, e)
+            assert text[a:b] in replayed
+            if a not in inner and b not in inner:
+                assert replayed == text[a:b], (a, b)

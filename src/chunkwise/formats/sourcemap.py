@@ -73,7 +73,7 @@ class SourceMap:
             segments.append((m.start(), m.end(), at, at + len(word), True))
             c_prev, s_prev = m.end(), at + len(word)
         segments.append((c_prev, len(clean), s_prev, len(source), False))
-        return cls(_normalise(segments), len(source))
+        return cls(_normalise(segments, len(source)), len(source))
 
     @property
     def clean_length(self) -> int:
@@ -98,7 +98,7 @@ class SourceMap:
             delta += len(rep) - (e - s)
             prev = e
         self._copy(prev, self.clean_length, delta, out)
-        return SourceMap(_normalise(out), self.source_length, self.page_starts, self.exact)
+        return SourceMap(_normalise(out, self.source_length), self.source_length, self.page_starts, self.exact)
 
     def _copy(self, a: int, b: int, delta: int, out: list) -> None:
         """Append the segments of the unchanged clean span ``[a, b)``, shifted by ``delta``."""
@@ -158,28 +158,74 @@ class SourceMap:
         parts = []
         i = max(0, bisect.bisect_left([seg[3] for seg in self.segments], start) - 1)
         for c0, c1, s0, s1, exact in self.segments[i:]:
-            if s0 >= end and not s0 == s1 == start:
+            if s0 >= end:
                 break
             if exact:
                 lo, hi = max(s0, start), min(s1, end)
                 if hi > lo:
                     parts.append(source[lo:hi])
-            elif start <= s0 and s1 <= end and (s1 > s0 or s0 < end or s0 == start):
+            elif start <= s0 and s1 <= end:
                 parts.append(clean[c0:c1])
         return "".join(parts)
 
 
-def _normalise(segments: list[tuple[int, int, int, int, bool]]) -> list[tuple[int, int, int, int, bool]]:
-    """Merge neighbours: exact ones that continue each other, and any whose source spans overlap (a cut
-    through a replaced segment makes the whole of it one replaced segment again). Empty clean spans that
-    replace nothing are dropped."""
-    out: list[list] = []
-    for c0, c1, s0, s1, exact in segments:
-        if c1 == c0 and s1 == s0:
+def _attach_insertions(segments: list[tuple[int, int, int, int, bool]], source_length: int) -> list[list]:
+    """Text inserted where the source had nothing (a line break added at the end) replaces the deleted
+    source text around it if there is any, else is glued to the source character before it (after it, at
+    the very start): a source span then never has to guess whether an insertion at its edge belongs to it."""
+    out: list[list] = [list(seg) for seg in segments if not (seg[1] == seg[0] and seg[3] == seg[2])]
+    k = 0
+    while k < len(out):
+        c0, c1, s0, s1, exact = out[k]
+        if s1 > s0 or c1 == c0:
+            k += 1
             continue
+        prev = next((j for j in range(k - 1, -1, -1) if out[j][3] > out[j][2]), None)
+        nxt = next((j for j in range(k + 1, len(out)) if out[j][3] > out[j][2]), None)
+        lo = out[prev][3] if prev is not None else 0
+        hi = out[nxt][2] if nxt is not None else source_length
+        if hi > lo:  # deleted source text next to it: the insertion replaces that
+            out[k][2], out[k][3] = lo, hi
+            k += 1
+            continue
+        if prev is not None and out[prev][3] == s0:
+            p = out[prev]
+            if p[4] and p[1] - p[0] > 1:  # split the copied segment's last character off
+                out.insert(prev + 1, [p[1] - 1, p[1], p[3] - 1, p[3], True])
+                p[1], p[3] = p[1] - 1, p[3] - 1
+                prev, k = prev + 1, k + 1
+            p = out[prev]
+            p[1], p[4] = c1, False
+            for j in range(prev + 1, k):  # empty-source segments between them are taken in
+                out[j] = None
+            out[k] = None
+            out = [seg for seg in out if seg is not None]
+            k = prev + 1
+            continue
+        if nxt is not None and out[nxt][2] == s0:
+            n = out[nxt]
+            if n[4] and n[1] - n[0] > 1:
+                out.insert(nxt + 1, [n[0] + 1, n[1], n[2] + 1, n[3], True])
+                n[1], n[3] = n[0] + 1, n[2] + 1
+            n[0], n[4] = c0, False
+            for j in range(k, nxt):
+                out[j] = None
+            out = [seg for seg in out if seg is not None]
+            continue
+        k += 1
+    return out
+
+
+def _normalise(segments: list[tuple[int, int, int, int, bool]],
+               source_length: int) -> list[tuple[int, int, int, int, bool]]:
+    """Merge neighbours: exact ones that continue each other, and any whose source spans overlap (a cut
+    through a replaced segment makes the whole of it one replaced segment again); insertions are attached
+    to a neighbouring source character (:func:`_attach_insertions`)."""
+    out: list[list] = []
+    for c0, c1, s0, s1, exact in _attach_insertions(segments, source_length):
         if out:
             p = out[-1]
-            if s0 < p[3] or (not exact and not p[4] and s0 == p[3] and c0 == p[1] and (c1 == c0 or p[1] == p[0])):
+            if s0 < p[3]:
                 p[1], p[3], p[4] = max(p[1], c1), max(p[3], s1), False
                 continue
             if exact and p[4] and p[1] == c0 and p[3] == s0:
