@@ -23,7 +23,7 @@ from contextlib import contextmanager
 
 from ..document import Document, Page, Section
 from ..errors import InputError
-from .cleaning import CleaningOptions, clean
+from .cleaning import CleaningOptions, apply_edits, clean, fold_edits
 
 
 @contextmanager
@@ -172,8 +172,9 @@ _CELL = re.compile(r"(?:^|(?<=\S) {3,})(\S+(?: {1,2}\S+)*)")
 
 def _table_rows(lines: list[str], min_rows: int = 3) -> set[str]:
     """Rows of table-like blocks in layout text: at least ``min_rows`` lines (blank lines between them
-    allowed) of two or more short cells (three spaces or more apart, four words at most on average) whose
-    columns line up with the previous row's (two cell starts shared, give or take two characters)."""
+    allowed) of two or more short cells (three spaces or more apart, four words at most on average), each
+    with as many cells as the row before or with columns lining up with its (two cell starts shared, give
+    or take two characters)."""
     rows: set[str] = set()
     block: list[tuple[str, list[int]]] = []
 
@@ -191,8 +192,11 @@ def _table_rows(lines: list[str], min_rows: int = 3) -> set[str]:
             flush()
             continue
         starts = [pos for pos, _ in cells]
-        if block and sum(1 for p in starts if any(abs(p - q) <= 2 for q in block[-1][1])) < 2:
-            flush()
+        if block:
+            previous = block[-1][1]
+            shared = sum(1 for p in starts if any(abs(p - q) <= 2 for q in previous))
+            if len(starts) != len(previous) and shared < 2:  # centred or right-aligned columns drift
+                flush()
         block.append((line, starts))
     flush()
     return rows
@@ -212,6 +216,11 @@ _PUA.update({chr(0xF8EB + k): "(" for k in range(3)} | {chr(0xF8EE + k): "[" for
             | {chr(0xF8F9 + k): "]" for k in range(3)} | {chr(0xF8FC + k): "}" for k in range(3)}
             | {"\uf8f5": "|", "\uf8e6": "|", "\uf8e7": "\u2015"})
 _PRIVATE = re.compile(r"[\ue000-\uf8ff]")
+
+
+def _fold(line: str) -> str:
+    """A layout line folded like the text it is compared with (ligatures: "Oﬃcial" -> "Official")."""
+    return apply_edits(line, fold_edits(line), [])[0]
 
 
 def _nul_char(font) -> str:
@@ -270,8 +279,8 @@ def load_pdf(data: bytes, source: str, **options) -> Document:
             glyphs.append(nul_fonts)
             if layout and text.strip():
                 ends, rows = _layout_hints(page)
-                paragraph_ends |= ends
-                table_lines |= rows
+                paragraph_ends |= {_fold(line) for line in ends}  # compared with the folded text
+                table_lines |= {_fold(line) for line in rows}
         outline = _outline(reader)
         try:
             meta_title = (reader.metadata or {}).get("/Title")
