@@ -342,3 +342,14 @@ def test_pdf_loader_folds_ligatures_and_maps_nul_glyphs(tmp_path, monkeypatch):
         if "offer" in c.text:
             src = pages[c.page_end - 1][:c.source_end]
             assert "o\ufb00er" in src or "o\ufb00er" in pages[c.page_start - 1][c.source_start:]
+
+
+def test_numbered_and_wrapped_outline_headings_stand_alone():
+    prose = ("The keeper checks the lamp every evening and writes what was found\n"
+             "into the log book, so that the next keeper knows the state of the\n"
+             "light before the night begins and can plan the work of the day.\n")
+    text = prose + "2 Mannigfaltigkeiten und\nSimplizialkomplexe\n" + prose + "2.1 Topologische Räume\n" + prose
+    result = clean(text, [], paragraph_breaks=True,
+                   headings={"2 Mannigfaltigkeiten und Simplizialkomplexe", "Topologische Räume"})
+    assert "\n\n2 Mannigfaltigkeiten und Simplizialkomplexe\n\nThe keeper" in result.text
+    assert "\n\n2.1 Topologische Räume\n\nThe keeper" in result.text

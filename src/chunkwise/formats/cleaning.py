@@ -417,6 +417,9 @@ def reflow_edits(text: str, paragraph_breaks: bool, headings: set[str] | frozens
             if paragraph_breaks and not (_norm_line(line) in rows and _norm_line(nxt) in rows):
                 edits.append((e1, s2, "\n\n"))
             continue
+        if heads and _is_heading(f"{line} {nxt}", heads):  # a heading wrapped onto a second line
+            edits.append((e1, s2, " "))
+            continue
         if heads and (_is_heading(line, heads) or _is_heading(nxt, heads)):
             if paragraph_breaks:
                 edits.append((e1, s2, "\n\n"))
