@@ -79,6 +79,9 @@ class Document:
     sections: list[Section] = field(default_factory=list)
     cues: list[Cue] = field(default_factory=list)
     title: str | None = None
+    #: maps spans of ``text`` back into the source (a :class:`chunkwise.formats.sourcemap.SourceMap`); set
+    #: by the loaders of files, ``None`` for a text given directly or where no exact map exists
+    source_map: Any = field(default=None, repr=False, compare=False)
 
     @property
     def content_hash(self) -> str:
@@ -141,6 +144,7 @@ CHUNK_FIELDS = (
     "id", "doc_id", "source", "index", "start", "end", "text", "token_count",
     "page_start", "page_end", "section", "strategy", "start_time", "end_time", "speakers", "context",
     "start_frame", "end_frame", "track_ids", "classes",
+    "source_start", "source_end",
 )
 
 
@@ -177,6 +181,11 @@ class Chunk:
     end_frame: int | None = None
     track_ids: list[int] | None = None
     classes: list[str] | None = None
+    #: where the chunk came from in the source: character offsets into the decoded file (text formats) or,
+    #: for PDF, into the extracted text of page ``page_start`` (start) and ``page_end`` (end); ``None``
+    #: when the document has no source map (see :mod:`chunkwise.formats.sourcemap`)
+    source_start: int | None = None
+    source_end: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The serialisable fields (see :data:`CHUNK_FIELDS`)."""

@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections import Counter
+import unicodedata
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+
+from .sourcemap import SourceMap
 
 Edit = tuple[int, int, str]
 
@@ -23,7 +26,7 @@ _TERMINATOR = re.compile(r"[.!?:;\u2026\u3002\uff01\uff1f][\"'\u201d\u2019)\]]*$
 _BULLET = re.compile(r"^\s*(?:[-*\u2022\u25aa\u25cf\u2013\u2014]\s|\d{1,3}[.)]\s|[a-z][.)]\s|\(\w{1,3}\)\s)")
 _PAGE_NUMBER = re.compile(
     r"^\s*(?:[-\u2013\u2014]\s*)?(?:(?:page|p\.|seite|pag\.|página|page no\.?)\s*)?"
-    r"(?:\d{1,5}|[ivxlcdm]{1,7})(?:\s*(?:of|/|von|de|sur)\s*\d{1,5})?(?:\s*[-\u2013\u2014])?\s*$",
+    r"(?:\d{1,5}|(?=[ivxlcdm])m{0,3}(?:cm|cd|d?c{0,3})(?:xc|xl|l?x{0,3})(?:ix|iv|v?i{0,3}))(?:\s*(?:of|/|von|de|sur)\s*\d{1,5})?(?:\s*[-\u2013\u2014])?\s*$",
     re.IGNORECASE,
 )
 _UNICODE_SPACES = re.compile(r"[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]")
@@ -52,6 +55,7 @@ class CleanResult:
     text: str
     positions: list[int]
     steps: dict[str, int] = field(default_factory=dict)
+    source_map: SourceMap | None = None
 
 
 def apply_edits(text: str, edits: list[Edit], positions: list[int]) -> tuple[str, list[int]]:
@@ -110,13 +114,58 @@ def _signature(line: str) -> str:
     return norm
 
 
+_EDGE_NUMBER = re.compile(r"^\s*(\d{1,4})\s+(\S.*?)\s*$|^\s*(\S.*?)\s+(\d{1,4})\s*$")
+
+
+def _edge_number(line: str) -> tuple[int | None, str]:
+    """A number at the start or end of a line and the rest: ``"19 1.6. WEGE UND KNOTEN"`` -> (19, "1.6. ...")."""
+    m = _EDGE_NUMBER.match(line)
+    if not m:
+        return None, line
+    if m.group(1) is not None:
+        return int(m.group(1)), m.group(2)
+    return int(m.group(4)), m.group(3)
+
+
+def _header_like(line: str) -> bool:
+    """Short, with a letter, not ending a sentence: what a running title looks like."""
+    words = line.split()
+    return 0 < len(words) <= 10 and any(ch.isalpha() for ch in line) and not _TERMINATOR.search(line.strip())
+
+
+def _page_runs(indices: list[int], min_pages: int = 3, max_gap: int = 2) -> set[int]:
+    """The pages that belong to a run of at least ``min_pages`` occurrences, each at most ``max_gap`` pages
+    after the previous one (a title running over a section, or on every other page)."""
+    found: set[int] = set()
+    run: list[int] = []
+    for index in sorted(set(indices)) + [None]:
+        if index is not None and run and index - run[-1] <= max_gap:
+            run.append(index)
+            continue
+        if len(run) >= min_pages:
+            found.update(run)
+        run = [index]
+    return found
+
+
 def header_footer_edits(text: str, page_starts: list[int], max_lines: int = 3) -> list[Edit]:
     """Delete running headers/footers and bare page numbers at the top and bottom of pages.
 
-    A line among the first or last ``max_lines`` non-empty lines of a page is a running header/footer when
-    the same line (see :func:`_signature`) stands at the same place on at least half of the pages (and on
-    at least two; three when the document has more than three pages). A bare page number ("12", "- 12 -",
-    "Page 3 of 9", "iv") at the very top or bottom of a page is always removed. A page is never emptied.
+    Lines are looked at by position: the first and last ``max_lines`` non-empty lines of each page. Such a
+    line is a running header/footer when
+
+    - the same line (see :func:`_signature`) stands at the same place on at least half of the pages (and
+      on at least two; three when the document has more than three pages): verbatim headers, "Page 3 of 9";
+    - it starts or ends with a number that follows the page sequence (printed number minus page index is
+      the same on at least three pages and a quarter of them): "19 1.6. WEGE UND KNOTEN" on one page,
+      "20 1.6. WEGE UND KNOTEN" on the next, "21 2.1. MANNIGFALTIGKEITEN" later, on even and odd pages
+      alike; a chapter's first page, whose "2 Mannigfaltigkeiten" does not fit the sequence, keeps it;
+    - it is a short title-like line (see :func:`_header_like`) repeated verbatim at the same place on a run
+      of at least three pages at most two pages apart: a section title running over its pages, a book
+      title on every even page;
+    - it is a bare page number ("12", "- 12 -", "Page 3 of 9", "iv") at the very top or bottom.
+
+    Only a contiguous block from the top (bottom) is removed, and a page is never emptied.
     """
     n = len(text)
     bounds = list(page_starts) + [n]
@@ -124,24 +173,45 @@ def header_footer_edits(text: str, page_starts: list[int], max_lines: int = 3) -
     for a, b in zip(bounds, bounds[1:]):
         lines = [(s + a, e + a) for s, e in _lines(text[a:b]) if text[s + a:e + a].strip()]
         pages.append(lines)
-    top: Counter = Counter()
-    bottom: Counter = Counter()
-    for lines in pages:
-        for i, (s, e) in enumerate(lines[:max_lines]):
-            top[(i, _signature(text[s:e]))] += 1
-        for i, (s, e) in enumerate(reversed(lines[-max_lines:])):
-            bottom[(i, _signature(text[s:e]))] += 1
+
+    def edges(lines):
+        return (("top", lines[:max_lines]), ("bottom", list(reversed(lines[-max_lines:]))))
+
+    sigs: Counter = Counter()
+    offsets: Counter = Counter()
+    titles: dict = defaultdict(list)
+    for index, lines in enumerate(pages):
+        for side, ordered in edges(lines):
+            for i, (s, e) in enumerate(ordered):
+                line = text[s:e]
+                sigs[(side, i, _signature(line))] += 1
+                number, rest = _edge_number(line)
+                if number is not None and _header_like(rest):
+                    offsets[(side, i, number - index)] += 1
+                if _header_like(line):
+                    titles[(side, i, _norm_line(line))].append(index)
     needed = max(2 if len(pages) <= 3 else 3, (len(pages) + 1) // 2)
+    needed_sequence = max(3, len(pages) // 4)
+    runs = {key: _page_runs(indices) for key, indices in titles.items() if len(indices) >= 3}
+
+    def running(side: str, i: int, index: int, line: str) -> bool:
+        if len(pages) < 2:
+            return False
+        if sigs[(side, i, _signature(line))] >= needed:
+            return True
+        number, rest = _edge_number(line)
+        if number is not None and _header_like(rest) and offsets[(side, i, number - index)] >= needed_sequence:
+            return True
+        return len(pages) > 3 and _header_like(line) and index in runs.get((side, i, _norm_line(line)), ())
+
     remove: set[tuple[int, int]] = set()
-    for lines in pages:
+    for index, lines in enumerate(pages):
         if not lines:
             continue
         found: set[tuple[int, int]] = set()
-        for counter, ordered in ((top, lines[:max_lines]), (bottom, list(reversed(lines[-max_lines:])))):
+        for side, ordered in edges(lines):
             for i, (s, e) in enumerate(ordered):
-                if len(pages) >= 2 and counter[(i, _signature(text[s:e]))] >= needed:
-                    found.add((s, e))
-                elif i == 0 and _PAGE_NUMBER.match(text[s:e]):
+                if running(side, i, index, text[s:e]) or (i == 0 and _PAGE_NUMBER.match(text[s:e])):
                     found.add((s, e))
                 else:
                     break  # only a contiguous block at the top (bottom) is a header (footer)
@@ -152,6 +222,20 @@ def header_footer_edits(text: str, page_starts: list[int], max_lines: int = 3) -
         e2 = e + 1 if e < n and text[e] == "\n" else e  # take the line's newline with it
         edits.append((s, e2, ""))
     return _merge_adjacent(edits)
+
+
+_DOT_LEADER = re.compile(r"^[^\n]*?(?:\.[ \t]?){4,}[ \t]*(?:\d{1,5}|[ivxlcdm]{1,7})[ \t]*$", re.MULTILINE | re.IGNORECASE)
+
+
+def dot_leader_edits(text: str) -> list[Edit]:
+    """Delete table-of-contents lines: a title, a dot leader and a page number ("1.2 Metric spaces . . . 6").
+    They repeat the headings with page numbers of the printed book; as chunks they only match queries
+    for the headings themselves and crowd out the sections they name."""
+    edits = []
+    for m in _DOT_LEADER.finditer(text):
+        end = m.end() + 1 if m.end() < len(text) and text[m.end()] == "\n" else m.end()
+        edits.append((m.start(), end, ""))
+    return edits
 
 
 def _merge_adjacent(edits: list[Edit]) -> list[Edit]:
@@ -221,13 +305,37 @@ def dehyphenate_edits(text: str) -> list[Edit]:
     edits: list[Edit] = []
     words: set[str] | None = None  # every word of the text, built once and only when a match needs it
     for m in _HYPHENATED.finditer(text):
-        left, right, punct = m.group(1), m.group(2), m.group(3)
+        left, right = m.group(1), m.group(2)
         if words is None:
             words = set(_WORD.findall(text.lower()))
         keep_hyphen = f"{left}-{right}".lower() in words and f"{left}{right}".lower() not in words
-        word = f"{left}-{right}" if keep_hyphen else f"{left}{right}"
+        # two small edits (the break inside the word, the space after it) keep the word itself copied text,
+        # so source offsets (see .sourcemap) stay exact at the word's edges
+        edits.append((m.end(1), m.start(2), "-" if keep_hyphen else ""))
         at_line_end = m.end() == len(text) or text[m.end()] == "\n"
-        edits.append((m.start(), m.end(), f"{word}{punct}" + ("" if at_line_end else "\n")))
+        tail = "" if at_line_end else "\n"
+        if m.end() > m.end(3) or tail:
+            edits.append((m.end(3), m.end(), tail))
+    return edits
+
+
+_FOLD_CANDIDATES = re.compile(r"[^\x00-\x7f]")
+
+
+def fold_edits(text: str) -> list[Edit]:
+    """Fold compatibility characters (Unicode NFKC, character by character): ligatures "ﬁ" -> "fi", "ﬀ" ->
+    "ff", full-width letters, "…" -> "...". PDF fonts emit ligature glyphs; left in, they split words for
+    every tokenizer (MiniLM reads "oﬀen" as [UNK]) and BM25 cannot match them. Characters that fold to a
+    space plus a combining mark (spacing accents such as "¨") are left alone, and so are characters in
+    the private use area (no meaning to fold)."""
+    if unicodedata.is_normalized("NFKC", text):
+        return []
+    edits: list[Edit] = []
+    for m in _FOLD_CANDIDATES.finditer(text):
+        ch = m.group()
+        folded = unicodedata.normalize("NFKC", ch)
+        if folded != ch and not (folded[:1] == " " and len(folded) > 1):
+            edits.append((m.start(), m.end(), folded))
     return edits
 
 
@@ -266,9 +374,18 @@ def _norm_line(line: str) -> str:
     return " ".join(line.split()).casefold()
 
 
+_HEADING_NUMBER = re.compile(r"^(?:\d+(?:\.\d+)*\.?|[IVXLC]+\.|[A-Z]\.)\s+")
+
+
+def _is_heading(line: str, heads: set[str]) -> bool:
+    norm = _norm_line(line)
+    return norm in heads or _HEADING_NUMBER.sub("", norm) in heads
+
+
 def reflow_edits(text: str, paragraph_breaks: bool, headings: set[str] | frozenset[str] = frozenset(),
                  min_width: int = 30, max_width: int = 160,
-                 paragraph_ends: set[str] | frozenset[str] = frozenset()) -> list[Edit]:
+                 paragraph_ends: set[str] | frozenset[str] = frozenset(),
+                 table_lines: set[str] | frozenset[str] = frozenset()) -> list[Edit]:
     """Join line-wrapped paragraphs: a single line break inside a paragraph becomes a space.
 
     The wrap width is estimated from the line lengths. A break is joined when the line does not end a
@@ -278,7 +395,9 @@ def reflow_edits(text: str, paragraph_breaks: bool, headings: set[str] | frozens
     mostly longer than ``max_width`` is not wrapped and is left alone, as are list items, indented code,
     table rows and lines equal to one of ``headings`` (normalised), which always stand alone.
     ``paragraph_ends`` are lines (normalised) known to end a paragraph, e.g. from the PDF's layout: a break
-    after them is always a paragraph break.
+    after them is always a paragraph break. ``table_lines`` (normalised) are rows of a table block: never
+    joined, kept one per line, the block set apart from the prose around it. A heading matches with or
+    without its number ("1.6 Wege und Knoten" for the outline title "Wege und Knoten").
     """
     spans = _lines(text)
     width = _wrap_width([e - s for s, e in spans])
@@ -288,12 +407,20 @@ def reflow_edits(text: str, paragraph_breaks: bool, headings: set[str] | frozens
         return []  # plain text that is not hard-wrapped prose (code, logs, lists, data): leave it
     heads = {_norm_line(h) for h in headings}
     ends = {_norm_line(h) for h in paragraph_ends}
+    rows = {_norm_line(h) for h in table_lines}
     edits: list[Edit] = []
     for (s1, e1), (s2, e2) in zip(spans, spans[1:]):
         line, nxt = text[s1:e1], text[s2:e2]
         if not line.strip() or not nxt.strip():
             continue  # blank line: already a paragraph break
-        if heads and (_norm_line(line) in heads or _norm_line(nxt) in heads):
+        if rows and (_norm_line(line) in rows or _norm_line(nxt) in rows):
+            if paragraph_breaks and not (_norm_line(line) in rows and _norm_line(nxt) in rows):
+                edits.append((e1, s2, "\n\n"))
+            continue
+        if heads and _is_heading(f"{line} {nxt}", heads):  # a heading wrapped onto a second line
+            edits.append((e1, s2, " "))
+            continue
+        if heads and (_is_heading(line, heads) or _is_heading(nxt, heads)):
             if paragraph_breaks:
                 edits.append((e1, s2, "\n\n"))
             continue
@@ -323,31 +450,46 @@ def reflow_edits(text: str, paragraph_breaks: bool, headings: set[str] | frozens
 def clean(text: str, positions: list[int] | None = None, options: CleaningOptions | None = None, *,
           page_starts: list[int] | None = None, paragraph_breaks: bool = False,
           collapse_spaces: bool = False, headings: set[str] | frozenset[str] = frozenset(),
-          paragraph_ends: set[str] | frozenset[str] = frozenset()) -> CleanResult:
+          paragraph_ends: set[str] | frozenset[str] = frozenset(), fold: bool = False,
+          edits: list[Edit] | None = None, source_map: SourceMap | None = None,
+          table_lines: set[str] | frozenset[str] = frozenset()) -> CleanResult:
     """Run the enabled cleaning steps in order and map ``positions`` through all of them.
 
-    ``page_starts`` (PDF) enables header/footer removal; they must also be among ``positions`` to be kept
-    track of. ``headings`` (PDF outline titles) are lines reflow never joins, ``paragraph_ends`` lines
-    after which it always starts a paragraph. Returns the cleaned text,
-    the mapped positions and how many edits each step made.
+    ``edits`` are the loader's own edits, applied first whatever the options (line endings, PDF glyph
+    fixes). ``page_starts`` (PDF) enables header/footer removal; they must also be the first ``positions``
+    (that is how they are kept track of). ``fold`` (PDF) folds compatibility characters (:func:`fold_edits`; part of
+    ``normalize_whitespace``). ``headings`` (PDF outline titles) are lines reflow never joins,
+    ``paragraph_ends`` lines after which it always starts a paragraph, ``table_lines`` table rows it keeps
+    as they are; with page starts, table-of-contents dot-leader lines are dropped. Returns the cleaned text, the mapped
+    positions, how many edits each step made and the :class:`~.sourcemap.SourceMap` from ``text`` (or from
+    the source of the given ``source_map``) to the cleaned text.
     """
     options = options or CleaningOptions()
     positions = list(positions or [])
     steps: dict[str, int] = {}
+    smap = source_map or SourceMap.identity(len(text))
 
-    def run(name: str, edits: list[Edit]) -> None:
-        nonlocal text, positions
-        steps[name] = len(edits)
-        text, positions = apply_edits(text, edits, positions)
+    def run(name: str, step_edits: list[Edit]) -> None:
+        nonlocal text, positions, smap
+        steps[name] = len(step_edits)
+        text, positions = apply_edits(text, step_edits, positions)
+        smap = smap.apply(step_edits)
 
+    if edits:
+        run("loader", edits)
+    if options.normalize_whitespace and fold:
+        run("fold_compat", fold_edits(text))
     if options.clean_headers and page_starts:
+        page_starts = positions[:len(page_starts)]  # mapped through the steps before
         run("clean_headers", header_footer_edits(text, page_starts))
+        run("dot_leaders", dot_leader_edits(text))
     if options.normalize_whitespace:
         run("normalize_whitespace", whitespace_edits(text, collapse_spaces))
     if options.dehyphenate:
         run("dehyphenate", dehyphenate_edits(text))
     if options.reflow:
-        run("reflow", reflow_edits(text, paragraph_breaks, headings, paragraph_ends=paragraph_ends))
+        run("reflow", reflow_edits(text, paragraph_breaks, headings, paragraph_ends=paragraph_ends,
+                                   table_lines=table_lines))
     if options.normalize_whitespace:  # the steps above may leave doubled blank lines or edge space
         run("normalize_whitespace_final", whitespace_edits(text, collapse_spaces=False))
-    return CleanResult(text, positions, steps)
+    return CleanResult(text, positions, steps, smap)

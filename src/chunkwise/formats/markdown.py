@@ -16,7 +16,8 @@ import re
 from ..document import Document
 from ..strategies.markdown import markdown_sections  # one Markdown parser for loader and strategy
 from .cleaning import CleaningOptions
-from .text import check_text, decode, emit_warnings
+from .sourcemap import SourceMap
+from .text import check_text, decode_source, emit_warnings, newline_edits, normalize_newlines
 
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)
 
@@ -40,17 +41,24 @@ def load_markdown(data: bytes, source: str, **options) -> Document:
     Only line endings are normalised (and, with ``normalize_whitespace``, trailing blank lines trimmed at
     the end): re-flowing or de-hyphenating Markdown would damage code blocks, tables and hard breaks.
     """
-    text, warns = decode(data, source, options.get("encoding"))
-    check_text(text, source)
+    raw, warns = decode_source(data, source, options.get("encoding"))
+    check_text(raw, source)
+    smap = SourceMap.identity(len(raw)).apply(newline_edits(raw))
+    text = normalize_newlines(raw)
     if CleaningOptions.from_options(options).normalize_whitespace:
-        text = text.rstrip() + "\n" if text.strip() else text
+        body = len(text.rstrip())
+        if text[body:] != "\n":
+            smap = smap.apply([(body, len(text), "\n")])
+            text = text[:body] + "\n"
     fm_end, fm = front_matter(text)
-    text = text[fm_end:].lstrip("\n")
+    cut = fm_end + len(text[fm_end:]) - len(text[fm_end:].lstrip("\n"))
+    smap = smap.apply([(0, cut, "")])
+    text = text[cut:]
     sections = markdown_sections(text)
     title = fm.get("title") or next((s.path[-1] for s in sections if s.level == 1), None)
     emit_warnings(source, warns)
     return Document(text, source=source, sections=sections, title=title,
-                    metadata={"format": "markdown", "warnings": warns, "front_matter": fm})
+                    metadata={"format": "markdown", "warnings": warns, "front_matter": fm}, source_map=smap)
 
 
 __all__ = ["load_markdown", "markdown_sections", "front_matter"]

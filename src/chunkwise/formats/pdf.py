@@ -18,11 +18,12 @@ from __future__ import annotations
 import io
 import logging
 import re
+import unicodedata
 from contextlib import contextmanager
 
 from ..document import Document, Page, Section
 from ..errors import InputError
-from .cleaning import CleaningOptions, clean
+from .cleaning import CleaningOptions, apply_edits, clean, fold_edits
 
 
 @contextmanager
@@ -90,12 +91,18 @@ def _outline(reader) -> list[tuple[int, str, int]]:
     return entries
 
 
+_NUMBER_PREFIX = r"(?:(?:\d+(?:\.\d+)*\.?|[IVXLC]+\.|[A-Z]\.|(?:chapter|kapitel|part|section)\s+\w+[.:]?)[ \t]+)?"
+
+
 def _find_heading(text: str, title: str, start: int, stop: int) -> re.Match | None:
-    words = [re.escape(w) for w in title.split()]
+    """The heading line of an outline title: group 1 is the line from its start (a heading number such as
+    "2" or "1.6." included, so the section starts where the line does), else the title anywhere."""
+    words = [re.escape(w) for w in unicodedata.normalize("NFKC", title).split()]
     if not words:
         return None
     body = r"\s+".join(words)
-    for pattern in (rf"(?im)^[ \t]*({body})[ \t]*$", rf"(?im)^[ \t]*({body})", rf"(?i)({body})"):
+    for pattern in (rf"(?im)^[ \t]*({_NUMBER_PREFIX}{body})[ \t]*$", rf"(?im)^[ \t]*({_NUMBER_PREFIX}{body})",
+                    rf"(?i)({body})"):
         m = re.compile(pattern).search(text, start, stop)
         if m:
             return m
@@ -134,27 +141,118 @@ def _sections(text: str, pages: list[Page], outline: list[tuple[int, str, int]])
     return sections
 
 
-def _layout_paragraph_ends(page) -> set[str]:
-    """Lines followed by vertical space on the page: paragraph ends, as the layout shows them.
+def _layout_hints(page) -> tuple[set[str], set[str]]:
+    """Paragraph ends and table rows of a page, as its layout shows them.
 
-    pypdf's plain extraction (used for the text) has no blank lines between paragraphs; its layout mode
-    renders vertical gaps as blank lines but also reproduces columns side by side, so it only supplies
-    these hints. A line from a multi-column layout simply matches no line of the plain text. The last
-    three lines of a page give no hint: the gap after them is the footer's.
+    pypdf's plain extraction (used for the text) has no blank lines between paragraphs and writes a table
+    row as words separated by single spaces; its layout mode renders vertical gaps as blank lines and keeps
+    columns apart, but also reproduces multi-column pages side by side, so it only supplies hints, as
+    normalised lines. A line from a multi-column layout simply matches no line of the plain text.
+
+    - paragraph ends: lines followed by a blank line; the last three lines of a page give no hint (the gap
+      after them is the footer's);
+    - table rows (see :func:`_table_rows`).
     """
     try:
         lines = (page.extract_text(extraction_mode="layout") or "").split("\n")
     except Exception:
-        return set()
+        return set(), set()
     filled = [i for i, line in enumerate(lines) if line.strip()]
-    # the last lines of a page are followed by the footer gap, not by a paragraph break: no hint there
     last = filled[-3] if len(filled) >= 3 else -1
     ends = set()
     for i, (line, nxt) in enumerate(zip(lines, lines[1:])):
         words = line.split()
         if i < last and len(words) >= 2 and not nxt.strip():
             ends.add(" ".join(words))
-    return ends
+    return ends, _table_rows(lines)
+
+
+_CELL = re.compile(r"(?:^|(?<=\S) {3,})(\S+(?: {1,2}\S+)*)")
+
+
+def _table_rows(lines: list[str], min_rows: int = 3) -> set[str]:
+    """Rows of table-like blocks in layout text: at least ``min_rows`` lines (blank lines between them
+    allowed) of two or more short cells (three spaces or more apart, four words at most on average), each
+    with as many cells as the row before or with columns lining up with its (two cell starts shared, give
+    or take two characters)."""
+    rows: set[str] = set()
+    block: list[tuple[str, list[int]]] = []
+
+    def flush():
+        if len(block) >= min_rows:
+            rows.update(" ".join(line.split()) for line, _ in block)
+        block.clear()
+
+    for line in lines:
+        if not line.strip():
+            continue
+        cells = [(m.start(1), m.group(1)) for m in _CELL.finditer(line)]
+        short = cells and sum(len(c.split()) for _, c in cells) <= 4 * len(cells)
+        if len(cells) < 2 or not short:
+            flush()
+            continue
+        starts = [pos for pos, _ in cells]
+        if block:
+            previous = block[-1][1]
+            shared = sum(1 for p in starts if any(abs(p - q) <= 2 for q in previous))
+            if len(starts) != len(previous) and shared < 2:  # centred or right-aligned columns drift
+                flush()
+        block.append((line, starts))
+    flush()
+    return rows
+
+
+#: what pypdf's "\x00" stands for in TeX's fonts (code 0 of the font: no ToUnicode entry, so pypdf gives
+#: the raw code): minus in the symbol fonts, capital Gamma in the text and math italic fonts, a big left
+#: parenthesis in the extension font. Anything else: U+FFFD, so a glyph is never silently lost.
+_NUL_BY_FONT = (("CMSY", "\u2212"), ("CMBSY", "\u2212"), ("CMEX", "("), ("CMMI", "\u0393"), ("CMR", "\u0393"),
+                ("CMBX", "\u0393"), ("CMTI", "\u0393"), ("CMSL", "\u0393"), ("CMSS", "\u0393"))
+#: private-use code points of symbol fonts that stand for common characters (Symbol/Wingdings bullets)
+_PUA = {"\uf0b7": "\u2022", "\uf0a7": "\u25aa", "\uf076": "\u2756", "\uf0d8": "\u27a2", "\uf0fc": "\u2713",
+        "\uf0e0": "\u2192", "\uf02d": "-", "\uf0a8": "\u25a1", "\uf06e": "\u25a0", "\uf0b2": "\u2265", "\uf0a3": "\u2264"}
+# Adobe's corporate-use code points for the pieces of big brackets (top, extender, bottom) in Symbol fonts
+_PUA.update({chr(0xF8EB + k): "(" for k in range(3)} | {chr(0xF8EE + k): "[" for k in range(3)}
+            | {chr(0xF8F1 + k): "{" for k in range(4)} | {chr(0xF8F6 + k): ")" for k in range(3)}
+            | {chr(0xF8F9 + k): "]" for k in range(3)} | {chr(0xF8FC + k): "}" for k in range(3)}
+            | {"\uf8f5": "|", "\uf8e6": "|", "\uf8e7": "\u2015"})
+_PRIVATE = re.compile(r"[\ue000-\uf8ff]")
+
+
+def _fold(line: str) -> str:
+    """A layout line folded like the text it is compared with (ligatures: "Oﬃcial" -> "Official")."""
+    return apply_edits(line, fold_edits(line), [])[0]
+
+
+def _nul_char(font) -> str:
+    name = str((font or {}).get("/BaseFont", "")).split("+")[-1].upper()
+    return next((ch for prefix, ch in _NUL_BY_FONT if name.startswith(prefix)), "\ufffd")
+
+
+def _glyph_edits(text: str, nul_fonts: list[str], offset: int) -> list[tuple[int, int, str]]:
+    """Edits for one page's extracted text: ``\x00`` glyphs to what their font says (matched in order
+    with the fonts pypdf reported for them; U+FFFD when the counts disagree), private-use glyphs to the
+    character they stand for or U+FFFD (their code has no meaning outside the font; never deleted), and
+    line endings to ``\n``."""
+    edits = []
+    nuls = [m.start() for m in re.finditer("\x00", text)]
+    chars = nul_fonts if len(nul_fonts) == len(nuls) else ["\ufffd"] * len(nuls)
+    edits.extend((offset + i, offset + i + 1, ch) for i, ch in zip(nuls, chars))
+    for m in _PRIVATE.finditer(text):
+        edits.append((offset + m.start(), offset + m.end(), _PUA.get(m.group(), "\ufffd")))
+    for m in re.finditer("\r\n?", text):
+        edits.append((offset + m.start(), offset + m.end(), "\n"))
+    return edits
+
+
+def _extract(page) -> tuple[str, list[str]]:
+    """A page's plain text and, for each ``\x00`` in it, the replacement its font calls for."""
+    nul_fonts: list[str] = []
+
+    def visit(text, cm, tm, font, size):
+        if text and "\x00" in text:
+            nul_fonts.extend([_nul_char(font)] * text.count("\x00"))
+
+    return page.extract_text(visitor_text=visit) or "", nul_fonts
 
 
 def _page_problem(exc: Exception, source: str) -> str:
@@ -198,24 +296,34 @@ def _raw_length(page) -> int:
 
 
 def load_pdf(data: bytes, source: str, **options) -> Document:
+    """A PDF document (see the module docstring). ``doc.source_map`` maps the cleaned text back to the
+    pages' extracted text: chunks get ``source_start`` as an offset into the text pypdf extracts from the
+    chunk's first page (``page.extract_text()``), ``source_end`` into that of its last page."""
     with _quiet_pypdf():
         reader = _open(data, source, options.get("password"))
         texts: list[str] = []
+        glyphs: list[list[str]] = []
         warns: list[str] = []
         page_errors: list[str] = []
         paragraph_ends: set[str] = set()
+        table_lines: set[str] = set()
         layout = CleaningOptions.from_options(options).reflow
         for i, page in enumerate(reader.pages):
             try:
-                texts.append(page.extract_text() or "")
+                text, nul_fonts = _extract(page)
             except Exception as exc:
                 texts.append("")
+                glyphs.append([])
                 problem = _page_problem(exc, source)
                 page_errors.append(problem)
                 warns.append(f"page {i + 1} could not be read ({problem}); it is left out")
                 continue
-            if layout and texts[-1].strip():
-                paragraph_ends |= _layout_paragraph_ends(page)
+            texts.append(text)
+            glyphs.append(nul_fonts)
+            if layout and text.strip():
+                ends, rows = _layout_hints(page)
+                paragraph_ends |= {_fold(line) for line in ends}  # compared with the folded text
+                table_lines |= {_fold(line) for line in rows}
         if not any(t.strip() for t in texts) and not page_errors:
             page_errors = _probe_pages(reader, source)  # pypdf swallowed the reason: find it
         outline = _outline(reader)
@@ -229,15 +337,16 @@ def load_pdf(data: bytes, source: str, **options) -> Document:
     if not any(t.strip() for t in texts):
         raise InputError(f"no text layer in {len(texts)} page(s): a scanned PDF needs OCR, which chunkwise "
                          "does not do", source=source)
-    texts = [t.replace("\r\n", "\n").replace("\r", "\n") for t in texts]
     starts, pos = [], 0
-    for t in texts:
+    edits = []
+    for t, nul_fonts in zip(texts, glyphs):
         starts.append(pos)
+        edits.extend(_glyph_edits(t, nul_fonts, pos))
         pos += len(t) + 1  # pages are joined by one line break
     raw = "\n".join(texts)
     result = clean(raw, starts, CleaningOptions.from_options(options), page_starts=starts,
                    paragraph_breaks=True, collapse_spaces=True, headings={t for _, t, _ in outline},
-                   paragraph_ends=paragraph_ends)
+                   paragraph_ends=paragraph_ends, table_lines=table_lines, fold=True, edits=edits)
     text = result.text
     n = len(text)
     mapped = [min(max(0, p), n) for p in result.positions]
@@ -248,6 +357,8 @@ def load_pdf(data: bytes, source: str, **options) -> Document:
     title = str(meta_title).strip() if meta_title and str(meta_title).strip() else None
     if not title and sections:
         title = sections[0].path[0]
+    smap = result.source_map
+    smap.page_starts = starts
     return Document(text, source=source, pages=pages, sections=sections, title=title,
                     metadata={"format": "pdf", "page_count": len(pages), "warnings": warns,
-                              "cleaning": result.steps})
+                              "cleaning": result.steps}, source_map=smap)

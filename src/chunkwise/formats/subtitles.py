@@ -33,7 +33,8 @@ from dataclasses import dataclass
 
 from ..document import Cue, Document
 from ..errors import InputError
-from .text import check_text, decode, emit_warnings
+from .sourcemap import SourceMap
+from .text import check_text, decode, decode_source, emit_warnings
 
 #: longest pause (seconds) inside one merged unit
 MAX_GAP = 2.0
@@ -254,6 +255,7 @@ def load_vtt(data: bytes, source: str, **options) -> Document:
     _assign_prefix_speakers(cues)
     emit_warnings(source, warns)
     doc = _build(cues, source, "vtt", warns)
+    doc.source_map = SourceMap.align(doc.text, decode_source(data, source, options.get("encoding"))[0])
     header = text.lstrip("\ufeff").split("\n", 1)[0][6:].strip(" \t-")
     doc.title = header or None
     return doc
@@ -266,4 +268,6 @@ def load_srt(data: bytes, source: str, **options) -> Document:
     warns = warns + skipped
     _assign_prefix_speakers(cues)
     emit_warnings(source, warns)
-    return _build(cues, source, "srt", warns)
+    doc = _build(cues, source, "srt", warns)
+    doc.source_map = SourceMap.align(doc.text, decode_source(data, source, options.get("encoding"))[0])
+    return doc

@@ -141,6 +141,13 @@ def binary_kind(data: bytes) -> str | None:
 
 def decode(data: bytes, source: str, encoding: str | None = None) -> tuple[str, list[str]]:
     """Decode ``data`` following the module's policy; returns the text and warnings for the user."""
+    text, warns = decode_source(data, source, encoding)
+    return normalize_newlines(text), warns
+
+
+def decode_source(data: bytes, source: str, encoding: str | None = None) -> tuple[str, list[str]]:
+    """:func:`decode` without the line-ending normalisation: the *decoded file text* that source offsets
+    (``source_start``/``source_end``) count characters of."""
     warns: list[str] = []
     bom_enc, bom_len = bom_encoding(data)
     if encoding:
@@ -165,7 +172,12 @@ def decode(data: bytes, source: str, encoding: str | None = None) -> tuple[str, 
             )
     elif "\ufffd" in text and b"\xef\xbf\xbd" not in data:
         warns.append(f"not valid {codec}: some bytes were replaced with U+FFFD")
-    return normalize_newlines(text), warns
+    return text, warns
+
+
+def newline_edits(text: str) -> list[tuple[int, int, str]]:
+    """CRLF and lone CR to LF, as cleaning edits (so source offsets keep counting the file's own text)."""
+    return [(m.start(), m.end(), "\n") for m in re.finditer("\r\n?", text)] if "\r" in text else []
 
 
 def normalize_newlines(text: str) -> str:
@@ -185,13 +197,14 @@ def check_text(text: str, source: str) -> None:
 def load_text(data: bytes, source: str, **options) -> Document:
     """A plain-text document. Cleaning: whitespace normalised, hyphenated line breaks re-joined, and
     hard-wrapped paragraphs re-flowed (only when the text is visibly wrapped at a fixed width)."""
-    text, warns = decode(data, source, options.get("encoding"))
+    text, warns = decode_source(data, source, options.get("encoding"))
     check_text(text, source)
     opts = CleaningOptions.from_options(options)
     opts.clean_headers = False
     if Path(source).suffix.lower() in LINE_ORIENTED:
         opts.reflow = opts.dehyphenate = False
-    result = clean(text, [], opts)
+    result = clean(text, [], opts, edits=newline_edits(text))
+    result.steps.pop("loader", None)
     check_text(result.text, source)
     emit_warnings(source, warns)
     return Document(
@@ -199,6 +212,7 @@ def load_text(data: bytes, source: str, **options) -> Document:
         source=source,
         metadata={"format": "text", "warnings": warns, "cleaning": result.steps},
         title=_first_line_title(result.text),
+        source_map=result.source_map,
     )
 
 

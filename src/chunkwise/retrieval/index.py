@@ -78,6 +78,8 @@ class SearchResult:
     metadata: dict[str, Any] = field(default_factory=dict)
     vector_rank: int | None = None
     bm25_rank: int | None = None
+    source_start: int | None = None
+    source_end: int | None = None
 
     @classmethod
     def from_entity(cls, rank: int, score: float, e: dict[str, Any], **extra: Any) -> "SearchResult":
@@ -88,7 +90,8 @@ class SearchResult:
                    section=section.split(SECTION_SEPARATOR) if section else [],
                    start_time=e.get("start_time"), end_time=e.get("end_time"),
                    speakers=list(e.get("speakers") or []), strategy=e.get("strategy") or "",
-                   context=e.get("context"), metadata=dict(e.get("metadata") or {}), **extra)
+                   context=e.get("context"), metadata=dict(e.get("metadata") or {}),
+                   source_start=e.get("source_start"), source_end=e.get("source_end"), **extra)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -587,6 +590,7 @@ class Index:
                 "speakers": [truncate_utf8(s, 256) for s in c.speakers[:64]],
                 "strategy": c.strategy, "embedder": model_id, "content_hash": content_hash,
                 "metadata": meta if c.track_ids is None else _video_meta(meta, c), "vector": v.tolist(),
+                "source_start": c.source_start, "source_end": c.source_end,
             })
         return rows
 

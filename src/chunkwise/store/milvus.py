@@ -43,7 +43,7 @@ import numpy as np
 from ..errors import ChunkwiseError, ConfigError, InputError
 
 #: bump when the schema changes incompatibly; recorded in the config row
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: source_start/source_end
 CONFIG_ID = "__config__"
 #: collection property of the state collection: the fingerprint of the configuration it was created for
 CONFIG_PROPERTY = "chunkwise.config"
@@ -57,7 +57,7 @@ SECTION_SEPARATOR = " > "
 OUTPUT_FIELDS = [
     "id", "doc_id", "source", "text", "context", "start", "end", "chunk_index", "token_count",
     "page_start", "page_end", "section", "start_time", "end_time", "speakers", "strategy", "embedder",
-    "content_hash", "metadata",
+    "content_hash", "metadata", "source_start", "source_end",
 ]
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,200}$")
 #: rows per upsert call, and the byte budget of one call (gRPC messages default to 64 MiB)
@@ -66,7 +66,8 @@ _WRITE_BYTES = 16 << 20
 #: rows one plain query may return (Milvus caps offset + limit at 16384)
 _QUERY_LIMIT = 16384
 #: how a server without nullable fields stores ``None`` (real values are never negative or empty there)
-NULL_SENTINELS = {"context": "", "page_start": -1, "page_end": -1, "start_time": -1.0, "end_time": -1.0}
+NULL_SENTINELS = {"context": "", "page_start": -1, "page_end": -1, "start_time": -1.0, "end_time": -1.0,
+                  "source_start": -1, "source_end": -1}
 
 
 def quiet_milvus_logs() -> None:
@@ -199,6 +200,7 @@ class MilvusStore:
         self.bm25_builtin = False
         self.nullable = True
         self.capabilities: ServerCapabilities | None = None
+        self.output_fields = list(OUTPUT_FIELDS)
         self._client = None
         self._engine = None  # Milvus Lite behind a private socket (store/lite.py)
         self._loaded: set[str] = set()
@@ -462,6 +464,9 @@ class MilvusStore:
             fields = {f.get("name"): f for f in desc.get("fields", [])}
             self.bm25_builtin = "sparse" in fields
             self.nullable = bool(fields.get("page_start", {}).get("nullable"))
+            # an index of schema 1 has no source offsets: it stays searchable (the hits lack them); adding
+            # to it is refused by the configuration check ("built with schema version 1")
+            self.output_fields = [f for f in OUTPUT_FIELDS if f in fields]
             for name in (self.collection, self.state_collection):
                 self._load(name)
 
@@ -525,6 +530,8 @@ class MilvusStore:
         add("content_hash", DataType.VARCHAR, max_length=64)
         add("metadata", DataType.JSON)
         add("vector", DataType.FLOAT_VECTOR, dim=dim)
+        add("source_start", DataType.INT64, nullable=nullable)
+        add("source_end", DataType.INT64, nullable=nullable)
         if bm25:
             add("sparse", DataType.SPARSE_FLOAT_VECTOR)
             s.add_function(Function(name="bm25", function_type=FunctionType.BM25,
@@ -680,7 +687,7 @@ class MilvusStore:
             return []
         with self._errors("read chunks"):
             return [self._decode(r) for r in self.connect().get(self.collection, ids=ids,
-                                                                output_fields=OUTPUT_FIELDS)]
+                                                                output_fields=self.output_fields)]
 
     def scan_chunks(self, fields: list[str], filter: str = "") -> Iterator[dict]:
         with self._filter_errors(filter, "read chunks"):
@@ -701,11 +708,11 @@ class MilvusStore:
     def search_vector(self, vector: np.ndarray, limit: int, filter: str | None = None,
                       fields: list[str] | None = None) -> list[dict]:
         """Nearest chunks by cosine similarity: hit dicts with ``id``, ``distance`` and ``entity``
-        (``fields``, default all of :data:`OUTPUT_FIELDS`)."""
+        (``fields``, default all of :data:`OUTPUT_FIELDS` the collection has)."""
         with self._filter_errors(filter, "search"):
             res = self.connect().search(
                 self.collection, data=[np.asarray(vector, dtype=np.float32).tolist()], anns_field="vector",
-                limit=limit, filter=filter or "", output_fields=OUTPUT_FIELDS if fields is None else fields,
+                limit=limit, filter=filter or "", output_fields=self.output_fields if fields is None else fields,
                 search_params={"metric_type": "COSINE"})
         hits = list(res[0]) if res else []
         for h in hits:
@@ -718,5 +725,5 @@ class MilvusStore:
         with self._filter_errors(filter, "full-text search"):
             res = self.connect().search(
                 self.collection, data=[query], anns_field="sparse", limit=limit, filter=filter or "",
-                output_fields=OUTPUT_FIELDS if fields is None else fields)
+                output_fields=self.output_fields if fields is None else fields)
         return list(res[0]) if res else []

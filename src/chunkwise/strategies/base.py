@@ -206,6 +206,7 @@ def build_chunks(
     # ids are stable_hash("chunk", doc_id, config, "a:b"); the common prefix is hashed once
     id_prefix = _hash_prefix("chunk", doc_id, config)
     has_pages, has_cues, has_sections = bool(doc.pages), bool(doc.cues), bool(doc.sections)
+    source_map = doc.source_map
     chunks: list[Chunk] = []
     for i, ((a, b), text, n) in enumerate(zip(kept, texts, counts)):
         if n > strategy.max_tokens:
@@ -215,6 +216,7 @@ def build_chunks(
             )
         page_start, page_end = doc.page_span(a, b) if has_pages else (None, None)
         t0, t1, speakers = doc.time_span(a, b) if has_cues else (None, None, [])
+        source_start, source_end = source_map.span(a, b) if source_map is not None else (None, None)
         h = id_prefix.copy()
         key = f"{a}:{b}".encode()
         h.update(len(key).to_bytes(8, "little"))
@@ -236,6 +238,8 @@ def build_chunks(
                 start_time=t0,
                 end_time=t1,
                 speakers=speakers,
+                source_start=source_start,
+                source_end=source_end,
             )
         )
     return chunks
