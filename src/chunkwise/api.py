@@ -23,12 +23,13 @@ def _as_document(obj: str | os.PathLike | Document) -> Document:
     return Document(str(obj))
 
 
-def chunk(text_or_path: str | os.PathLike | Document, strategy: str | Strategy = "recursive",
+def chunk(text_or_path: str | os.PathLike | Document, strategy: str | Strategy = "auto",
           **params: Any) -> list[Chunk]:
     """Chunk a text, a file or a :class:`Document`.
 
     A string is read as a path when it names an existing file (use ``Document(text)`` to be explicit);
-    ``strategy`` is a name from :data:`chunkwise.strategies.STRATEGY_NAMES` or a strategy object, and
+    ``strategy`` is ``"auto"`` (the default: chosen per document by format, see
+    :mod:`chunkwise.strategies.auto`), another name from :data:`chunkwise.strategies.STRATEGY_NAMES` or a strategy object, and
     ``params`` are its parameters (``max_tokens``, ``min_tokens``, ``overlap``, ``tokenizer``, ...).
     """
     strat = strategy if isinstance(strategy, Strategy) else get_strategy(strategy, **params)

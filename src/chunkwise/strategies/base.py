@@ -126,13 +126,15 @@ class Strategy:
         doc = self.prepare_document(doc)
         spans: list[Span] = []
         counts: list[int] | None = []
-        for start, end in regions(doc, self.respect_sections):
+        bounds = regions(doc, self.respect_sections)
+        for start, end in bounds:
             region_spans, region_counts = self.split_with_counts(doc, start, end, tokenizer)
             spans.extend(region_spans)
             if counts is not None and region_counts is not None and len(region_counts) == len(region_spans):
                 counts.extend(region_counts)
             else:
                 counts = None
+        spans, counts = tidy(doc, spans, counts, tokenizer, self.max_tokens, bounds)
         return build_chunks(doc, spans, tokenizer, self, counts)
 
     def prepare_document(self, doc: Document) -> Document:
@@ -153,13 +155,39 @@ class Strategy:
 
 
 def regions(doc: Document, level: int | None) -> list[Span]:
-    """The parts of the document a chunk must not cross: split at every heading of ``level`` or higher."""
+    """The parts of the document a chunk must not cross: split at every heading of ``level`` or higher.
+
+    A heading with no body of its own (``# Guide`` directly over ``## Install``) is not a region by
+    itself: it stays with the section that follows, so it never becomes a heading-only chunk.
+    """
     n = len(doc.text)
     if not level or not doc.sections:
         return [(0, n)] if n else []
-    cuts = sorted({s.start for s in doc.sections if s.level <= level and 0 < s.start < n})
-    bounds = [0, *cuts, n]
+    heads = {s.start: s.heading_end for s in doc.sections if s.level <= level and 0 < s.start < n}
+    bounds = [0]
+    for cut in sorted(heads):
+        prev = bounds[-1]
+        head_end = heads.get(prev, -1)
+        if prev in heads and head_end >= prev and not doc.text[max(prev, head_end):cut].strip():
+            continue  # the previous region is only its heading: extend it over this one
+        bounds.append(cut)
+    bounds.append(n)
     return [(a, b) for a, b in zip(bounds, bounds[1:]) if b > a]
+
+
+def tidy(doc: Document, spans: list[Span], counts: list[int] | None, tokenizer: Tokenizer, max_tokens: int,
+         bounds: list[Span], cuts: list[int] | None = None) -> tuple[list[Span], list[int]]:
+    """The rules every strategy keeps (:mod:`chunkwise.strategies.tidy`) on sorted, non-empty spans."""
+    from .tidy import tidy_spans
+
+    given = counts if counts is not None and len(counts) == len(spans) else [None] * len(spans)
+    pairs = sorted((s, n) for s, n in zip(spans, given) if s[1] > s[0] and not doc.text[s[0]:s[1]].isspace())
+    spans = [s for s, _ in pairs]
+    if any(n is None for _, n in pairs):
+        counts = tokenizer.count_batch([doc.text[a:b] for a, b in spans])
+    else:
+        counts = [n for _, n in pairs]
+    return tidy_spans(doc, spans, counts, tokenizer, max_tokens, bounds, cuts)
 
 
 def trim_span(text: str, start: int, end: int) -> Span:
