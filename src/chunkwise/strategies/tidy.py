@@ -143,6 +143,14 @@ def tidy_spans(doc: Document, spans: Sequence[Span], counts: Sequence[int], toke
     return out_spans, out_counts
 
 
+def paragraph_break(text: str, pos: int) -> bool:
+    """Whether ``pos`` starts a paragraph: the whitespace right before it holds a blank line."""
+    j = pos
+    while j > 0 and text[j - 1].isspace():
+        j -= 1
+    return j < pos and text.count("\n", j, pos) >= 2
+
+
 def _find_all(text: str, sub: str, a: int, b: int):
     """Positions of ``sub`` in ``text[a:b]``."""
     i = text.find(sub, a, b)
@@ -215,7 +223,8 @@ class _Rules:
         return g
 
     def split_point(self, ta: int, na: int, nb: int) -> tuple[int, int] | None:
-        """The latest line start ``c`` in ``(na, nb)`` (a paragraph break when one fits) such that
+        """The latest paragraph start ``c`` in ``(na, nb)`` (after a blank line, outside code; else a line
+        start outside code and tables) such that
         ``text[ta:c]`` fits the cap with at least :data:`MIN_CHUNK_TOKENS` tokens of the next chunk's
         own text; with its exact count, or ``None``."""
         text = self.info.text
@@ -223,7 +232,12 @@ class _Rules:
         if self.cuts is not None:
             lo, hi = bisect.bisect_right(self.cuts, na), bisect.bisect_left(self.cuts, nb)
             lines = list(self.cuts[lo:hi])
-        lines = [c for c in lines if na < c < nb and c - ta <= self.max_chars]
+        # only paragraph breaks outside code fences: a fence or a table that fits stays whole
+        lines = [c for c in lines if na < c < nb and c - ta <= self.max_chars and not self.info._in_code(c)
+                 and text[c:c + 1] not in ("\n", "\r", "")]
+        paras = [c for c in lines if paragraph_break(text, c)]
+        # else between lines (list items), never between table rows
+        lines = paras or [c for c in lines if not text[c:c + 1] == "|"]
         if not lines:
             return None
         # the longest head that fits: binary search over line starts (counts grow with length)
@@ -238,13 +252,6 @@ class _Rules:
                 hi = mid - 1
         if best is None:
             return None
-        paras = [c for c in lines if c <= best[0] and not text[max(na, c - 2):c].strip(" \t\r\n")
-                 and text.count("\n", max(na, c - 3), c) >= 2]
-        if paras and paras[-1] != best[0]:
-            c = paras[-1]
-            n = self.fits(ta, trim_span(text, ta, c)[1])
-            if n is not None:
-                best = (c, n)
         body = self.tokenizer.count(text[na:trim_span(text, na, best[0])[1]])
         return best if body >= MIN_CHUNK_TOKENS else None
 

@@ -19,6 +19,7 @@ they decide where meaning changes. Everything around that decision must be right
 
 from __future__ import annotations
 
+import bisect
 import functools
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -419,11 +420,33 @@ class EmbeddingStrategy(Strategy):
             doc = Document(doc)
         all_units, _, ranges, _, tokenizer = self._run(doc)
         spans, owners, counts = self._final(doc, all_units, ranges, tokenizer)
+        spans, owners, counts = self._tidy(doc, all_units, spans, counts, tokenizer)
         chunks = build_chunks(doc, spans, tokenizer, self, counts)
         for c, (units, a, b) in zip(chunks, owners):
             c.sentence_vectors = units.vectors[a:b]
             c.sentence_spans = list(units.spans[a:b])
         return chunks
+
+    def _tidy(self, doc: Document, all_units: list[Units], spans: list[Span], counts: list[int],
+              tokenizer: Tokenizer) -> tuple[list[Span], list[tuple[Units, int, int]], list[int]]:
+        """The rules every strategy keeps (:mod:`chunkwise.strategies.tidy`), cutting only at unit starts,
+        then each chunk's units found again (chunks stay unions of whole units)."""
+        from .base import tidy
+
+        flat = [(a, b, units, k) for units in all_units for k, (a, b) in enumerate(units.spans)]
+        flat.sort(key=lambda x: x[0])
+        starts = [x[0] for x in flat]
+        bounds = [u.region for u in all_units if u.region[1] > u.region[0]] or regions(doc, self.respect_sections)
+        spans, counts = tidy(doc, spans, counts, tokenizer, self.max_tokens, bounds, cuts=starts)
+        owners = []
+        for a, b in spans:
+            lo = bisect.bisect_left(starts, a)
+            hi = lo
+            while hi < len(flat) and flat[hi][1] <= b:
+                hi += 1
+            units = flat[lo][2] if lo < len(flat) else all_units[0]
+            owners.append((units, flat[lo][3] if lo < len(flat) else 0, flat[hi - 1][3] + 1 if hi > lo else 0))
+        return spans, owners, counts
 
     def split(self, doc: Document, start: int, end: int, tokenizer: Tokenizer) -> list[Span]:
         """Spans of one region (the base-class contract); :meth:`chunk` does all regions in one pass."""
