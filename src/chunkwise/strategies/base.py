@@ -39,11 +39,14 @@ class Strategy:
     - ``min_tokens``: chunks smaller than this are merged with a neighbour where the cap allows.
     - ``overlap``: tokens (or whole sentences' worth of tokens) repeated between consecutive chunks.
     - ``tokenizer``: ``minilm`` (the default embedding model's own), ``cl100k``, ``chars``, ``words``.
-    - ``respect_sections``: never let a chunk cross a heading of this level or higher (1 = ``#``).
+    - ``respect_sections``: never let a chunk cross a heading of this level or higher (1 = ``#``; 0 or
+      ``None``: headings may be crossed).
     """
 
     #: registry name, also recorded on every chunk
     name: str = ""
+    #: whether ``min_tokens=None`` means a default of the strategy's own (the semantic strategies)
+    min_tokens_default: bool = False
 
     def __init__(
         self,
@@ -105,17 +108,19 @@ class Strategy:
         mt = self.max_tokens
         if not isinstance(mt, int) or isinstance(mt, bool) or mt < 1:
             raise ConfigError(f"max_tokens must be an integer >= 1, got {mt!r}")
-        if not isinstance(self.min_tokens, int) or self.min_tokens < 0:
+        if self.min_tokens is None and self.min_tokens_default:  # the strategy's own default
+            pass
+        elif not isinstance(self.min_tokens, int) or isinstance(self.min_tokens, bool) or self.min_tokens < 0:
             raise ConfigError(f"min_tokens must be an integer >= 0, got {self.min_tokens!r}")
-        if self.min_tokens > mt:
+        elif self.min_tokens > mt:
             raise ConfigError(f"min_tokens ({self.min_tokens}) must not exceed max_tokens ({mt})")
         if not isinstance(self.overlap, int) or self.overlap < 0:
             raise ConfigError(f"overlap must be an integer >= 0, got {self.overlap!r}")
         if self.overlap >= mt:
             raise ConfigError(f"overlap ({self.overlap}) must be smaller than max_tokens ({mt})")
         rs = self.respect_sections
-        if rs is not None and (not isinstance(rs, int) or rs < 1):
-            raise ConfigError(f"respect_sections must be a heading level >= 1, got {rs!r}")
+        if rs is not None and (not isinstance(rs, int) or rs < 0 or isinstance(rs, bool)):
+            raise ConfigError(f"respect_sections must be a heading level >= 1 (0: none), got {rs!r}")
 
     def chunk(self, doc: Document | str) -> list[Chunk]:
         """Cut ``doc`` into chunks (a plain string is wrapped in a :class:`Document`)."""
