@@ -168,12 +168,12 @@ def regions(doc: Document, level: int | None) -> list[Span]:
     n = len(doc.text)
     if not level or not doc.sections:
         return [(0, n)] if n else []
-    heads = {s.start: s.heading_end for s in doc.sections if s.level <= level and 0 < s.start < n}
+    head_end = {s.start: s.heading_end for s in doc.sections if s.heading_end >= s.start}
+    cuts = sorted({s.start for s in doc.sections if s.level <= level and 0 < s.start < n})
     bounds = [0]
-    for cut in sorted(heads):
+    for cut in cuts:
         prev = bounds[-1]
-        head_end = heads.get(prev, -1)
-        if prev in heads and head_end >= prev and not doc.text[max(prev, head_end):cut].strip():
+        if prev in head_end and not doc.text[head_end[prev]:cut].strip():
             continue  # the previous region is only its heading: extend it over this one
         bounds.append(cut)
     bounds.append(n)

@@ -225,8 +225,7 @@ class _Rules:
     def split_point(self, ta: int, na: int, nb: int) -> tuple[int, int] | None:
         """The latest paragraph start ``c`` in ``(na, nb)`` (after a blank line, outside code; else a line
         start outside code and tables) such that
-        ``text[ta:c]`` fits the cap with at least :data:`MIN_CHUNK_TOKENS` tokens of the next chunk's
-        own text; with its exact count, or ``None``."""
+        ``text[ta:c]`` fits the cap; with its exact count, or ``None``."""
         text = self.info.text
         lines = [m + 1 for m in _find_all(text, "\n", na, nb)]
         if self.cuts is not None:
@@ -252,8 +251,7 @@ class _Rules:
                 hi = mid - 1
         if best is None:
             return None
-        body = self.tokenizer.count(text[na:trim_span(text, na, best[0])[1]])
-        return best if body >= MIN_CHUNK_TOKENS else None
+        return best
 
     def small(self, item: list[int]) -> bool:
         a, b, n = item
