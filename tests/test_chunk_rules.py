@@ -173,8 +173,8 @@ def test_auto_html_with_headings_respects_sections():
     html = (b"<html><body><h1>Guide</h1><p>" + b"Intro words here. " * 5 + b"</p><h2>Install</h2><p>"
             + b"Run the installer now. " * 5 + b"</p></body></html>")
     doc = load_bytes(html, source="<a.html>", name="a.html")
+    assert doc.sections
     inner = AutoChunker(max_tokens=200).resolve(doc)
-    if doc.sections:
-        assert inner.name == "recursive" and inner.respect_sections == SECTION_LEVEL
-        chunks = chunkwise.chunk(doc, max_tokens=200)
-        assert any(c.text.lstrip().startswith("Install") for c in chunks)
+    assert inner.name == "recursive" and inner.respect_sections == SECTION_LEVEL
+    chunks = chunkwise.chunk(doc, max_tokens=200)
+    assert any(c.text.lstrip().startswith("Install") for c in chunks)

@@ -125,6 +125,7 @@ def tidy_spans(doc: Document, spans: Sequence[Span], counts: Sequence[int], toke
     out_counts: list[int] = []
     items = [[a, b, n] for (a, b), n in zip(spans, counts)]
     k = 0
+    lonely: list[bool] = []  # per output span: the only chunk of its region
     for lo, hi in bounds:
         group = []
         while k < len(items) and items[k][0] < hi:
@@ -137,9 +138,18 @@ def tidy_spans(doc: Document, spans: Sequence[Span], counts: Sequence[int], toke
         group = _Rules(info, tokenizer, max_tokens, cuts).apply(group)
         out_spans.extend((a, b) for a, b, _ in group)
         out_counts.extend(n for _, _, n in group)
+        lonely.extend([len(group) == 1] * len(group))
     for a, b, n in items[k:]:
         out_spans.append((a, b))
         out_counts.append(n)
+    if len(bounds) > 1 and any(lonely):
+        # a region whose whole text is junk or a few tokens (a kicker above the title, a heading with a
+        # word under it) is no section worth keeping apart: it joins a neighbouring region's chunk
+        rules = _Rules(info, tokenizer, max_tokens, cuts)
+        g = [[a, b, n] for (a, b), n in zip(out_spans, out_counts)]
+        flags = lonely + [False] * (len(g) - len(lonely))
+        g = rules.merge_junk(g, flags)
+        out_spans, out_counts = [(a, b) for a, b, _ in g], [n for _, _, n in g]
     return out_spans, out_counts
 
 
@@ -257,10 +267,12 @@ class _Rules:
         a, b, n = item
         return n < MIN_CHUNK_TOKENS or is_junk(self.info.text[a:b])
 
-    def merge_junk(self, g: list[list[int]]) -> list[list[int]]:
+    def merge_junk(self, g: list[list[int]], only: list[bool] | None = None) -> list[list[int]]:
+        """Merge small or junk chunks into a neighbour; with ``only``, just the flagged ones."""
+        flags = list(only) if only is not None else None
         k = 0
         while k < len(g):
-            if len(g) < 2 or not self.small(g[k]):
+            if len(g) < 2 or not self.small(g[k]) or (flags is not None and not flags[k]):
                 k += 1
                 continue
             a, b, _ = g[k]
@@ -279,6 +291,8 @@ class _Rules:
             _, n, j, lo, hi = min(options)
             first = min(j, k)
             g[first:first + 2] = [[lo, hi, n]]
+            if flags is not None:
+                flags[first:first + 2] = [False]
             k = max(0, first - 1) if first < k else first
         return g
 
