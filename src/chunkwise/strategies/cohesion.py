@@ -32,7 +32,7 @@ from .units import DEFAULT_EMBEDDER, DEFAULT_SECTION_LEVEL, Decision, EmbeddingS
 
 DEFAULT_PENALTY = 0.5
 #: reward of a chunk that starts at a paragraph break or heading, in the units of the objective
-DEFAULT_STRUCTURE_BONUS = 0.5
+DEFAULT_STRUCTURE_BONUS = 0.25
 
 
 class CohesionChunker(EmbeddingStrategy):

@@ -37,7 +37,7 @@ from .units import DEFAULT_EMBEDDER, DEFAULT_SECTION_LEVEL, Decision, EmbeddingS
 
 #: the paper's (authors' code) defaults, for reference
 #: similarity a sentence needs on top of the rule to join across a paragraph break or heading
-DEFAULT_STRUCTURE_BONUS = 0.05
+DEFAULT_STRUCTURE_BONUS = 0.1
 PAPER_DEFAULTS = {"fixed_threshold": 0.6, "c": 0.9, "init_constant": 1.5}
 
 

@@ -42,7 +42,7 @@ from ..segmentation.tokens import Tokenizer
 from .units import DEFAULT_EMBEDDER, DEFAULT_SECTION_LEVEL, Decision, EmbeddingStrategy, Units, check_choice, check_number, embed_all
 
 #: added to the distance at a paragraph break or heading (times its strength) before the threshold
-DEFAULT_STRUCTURE_BONUS = 0.05
+DEFAULT_STRUCTURE_BONUS = 0.2
 THRESHOLD_TYPES = ("percentile", "standard_deviation", "interquartile", "gradient", "absolute")
 THRESHOLD_DEFAULTS = {"percentile": 95.0, "standard_deviation": 3.0, "interquartile": 1.5, "gradient": 95.0,
                       "absolute": 0.25}
