@@ -55,6 +55,8 @@ class MaxMinChunker(EmbeddingStrategy):
     - ``c``: scale of the size-adjusted minimum (default 0.3; paper: 0.9).
     - ``init_constant``: multiplier of the first pair's similarity (default 2.0; paper: 1.5), so a second
       sentence joins when its similarity exceeds ``fixed_threshold / init_constant``.
+    - ``structure_bonus``: extra similarity a sentence needs to join across a paragraph break, list end or
+      heading (times the break's strength; default 0.1; 0 = layout ignored).
     """
 
     name = "maxmin"

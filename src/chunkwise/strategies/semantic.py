@@ -62,6 +62,8 @@ class SemanticChunker(EmbeddingStrategy):
     - ``avg_tokens``: ask for this mean chunk size instead (measured after the cap).
     - ``window``: ``"pool"`` (window vectors pooled from sentence vectors) or ``"text"`` (windows embedded as
       text, LangChain parity).
+    - ``structure_bonus``: added to the distance at a paragraph break, list end or heading (times the
+      break's strength) before the threshold is applied (default 0.2; 0 = layout ignored).
     """
 
     name = "semantic"
