@@ -263,6 +263,57 @@ class _Rules:
             return None
         return best
 
+    def borrow(self, g: list[list[int]], k: int) -> bool:
+        """A junk chunk whose neighbours are both too full to take it takes the last line (or unit) of the
+        previous chunk, or the first of the next, instead. True when it did."""
+        text = self.info.text
+        a, b, _ = g[k]
+        if not is_junk(text[a:b]):
+            return False  # merely short: left as it is when the cap forbids a merge
+        if k > 0 and g[k - 1][1] <= a:
+            pa, pb, _ = g[k - 1]
+            c = self._last_piece_start(pa, pb)
+            if c is not None:
+                # never leave the previous chunk ending with a heading or lead-in: borrow that too
+                t = self.info.sticky_tail(pa, c)
+                c = c if t is None else self.snap(t, pa)
+            if c is not None and c > pa:
+                n = self.fits(c, b)
+                if n is not None:
+                    qa, qb = trim_span(text, pa, c)
+                    g[k - 1] = [qa, qb, self.tokenizer.count(text[qa:qb])]
+                    g[k] = [c, b, n]
+                    return True
+        if k + 1 < len(g) and g[k + 1][0] >= b:
+            na, nb, _ = g[k + 1]
+            c = self._first_piece_end(na, nb)
+            if c is not None:
+                e = trim_span(text, na, c)[1]
+                n = self.fits(a, e)
+                if n is not None:
+                    ra, rb = trim_span(text, c, nb)
+                    g[k] = [a, e, n]
+                    g[k + 1] = [ra, rb, self.tokenizer.count(text[ra:rb])]
+                    return True
+        return False
+
+    def _pieces(self, a: int, b: int) -> list[int]:
+        """Allowed cut positions strictly inside ``(a, b)``: unit starts, else line starts outside code."""
+        text = self.info.text
+        if self.cuts is not None:
+            lo, hi = bisect.bisect_right(self.cuts, a), bisect.bisect_left(self.cuts, b)
+            return list(self.cuts[lo:hi])
+        return [m + 1 for m in _find_all(text, "\n", a, b - 1)
+                if text[m + 1:m + 2] not in ("\n", "\r", "") and not self.info._in_code(m + 1)]
+
+    def _last_piece_start(self, a: int, b: int) -> int | None:
+        cands = [c for c in self._pieces(a, b) if trim_span(self.info.text, a, c)[1] > a]
+        return cands[-1] if cands else None
+
+    def _first_piece_end(self, a: int, b: int) -> int | None:
+        cands = [c for c in self._pieces(a, b) if trim_span(self.info.text, c, b)[0] < b]
+        return cands[0] if cands else None
+
     def small(self, item: list[int]) -> bool:
         a, b, n = item
         return n < MIN_CHUNK_TOKENS or is_junk(self.info.text[a:b])
@@ -286,7 +337,10 @@ class _Rules:
                         sticky = j == k + 1 and self.info.sticky_tail(a, b) is not None
                         options.append((not sticky, n, j, lo, hi))
             if not options:
-                k += 1
+                borrowed = self.borrow(g, k)
+                k += 1 if not borrowed else 0
+                if borrowed and flags is not None:
+                    flags[k] = False
                 continue
             _, n, j, lo, hi = min(options)
             first = min(j, k)
