@@ -47,6 +47,9 @@ class Strategy:
     name: str = ""
     #: whether ``min_tokens=None`` means a default of the strategy's own (the semantic strategies)
     min_tokens_default: bool = False
+    #: the shared chunk rules (:mod:`chunkwise.strategies.tidy`) apply; a custom strategy whose spans must
+    #: come out exactly as it made them (a test fixture) may set this to False
+    apply_rules: bool = True
 
     def __init__(
         self,
@@ -139,7 +142,8 @@ class Strategy:
                 counts.extend(region_counts)
             else:
                 counts = None
-        spans, counts = tidy(doc, spans, counts, tokenizer, self.max_tokens, bounds)
+        if self.apply_rules:
+            spans, counts = tidy(doc, spans, counts, tokenizer, self.max_tokens, bounds)
         return build_chunks(doc, spans, tokenizer, self, counts)
 
     def prepare_document(self, doc: Document) -> Document:
