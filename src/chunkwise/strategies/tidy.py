@@ -196,8 +196,11 @@ class _Rules:
         return None
 
     def apply(self, g: list[list[int]]) -> list[list[int]]:
-        g = self.move_tails(g)
-        return self.merge_junk(g)
+        """Tails first, then junk; twice, since a junk chunk merged into a heading-only chunk makes a chunk
+        that ends with a heading again (the second round moves it)."""
+        for _ in range(2):
+            g = self.merge_junk(self.move_tails(g))
+        return g
 
     def move_tails(self, g: list[list[int]]) -> list[list[int]]:
         text = self.info.text
@@ -286,15 +289,20 @@ class _Rules:
                     return True
         if k + 1 < len(g) and g[k + 1][0] >= b:
             na, nb, _ = g[k + 1]
-            c = self._first_piece_end(na, nb)
-            if c is not None:
+            # the first piece of the next chunk that does not end with a heading or lead-in
+            for c in self._pieces(na, nb):
                 e = trim_span(text, na, c)[1]
+                ra, rb = trim_span(text, c, nb)
+                if e <= na or rb <= ra:
+                    continue
                 n = self.fits(a, e)
-                if n is not None:
-                    ra, rb = trim_span(text, c, nb)
-                    g[k] = [a, e, n]
-                    g[k + 1] = [ra, rb, self.tokenizer.count(text[ra:rb])]
-                    return True
+                if n is None:
+                    break
+                if self.info.sticky_tail(a, e) is not None:
+                    continue
+                g[k] = [a, e, n]
+                g[k + 1] = [ra, rb, self.tokenizer.count(text[ra:rb])]
+                return True
         return False
 
     def _pieces(self, a: int, b: int) -> list[int]:
@@ -309,10 +317,6 @@ class _Rules:
     def _last_piece_start(self, a: int, b: int) -> int | None:
         cands = [c for c in self._pieces(a, b) if trim_span(self.info.text, a, c)[1] > a]
         return cands[-1] if cands else None
-
-    def _first_piece_end(self, a: int, b: int) -> int | None:
-        cands = [c for c in self._pieces(a, b) if trim_span(self.info.text, c, b)[0] < b]
-        return cands[0] if cands else None
 
     def small(self, item: list[int]) -> bool:
         a, b, n = item
