@@ -32,7 +32,9 @@ CONFIGS = [
     ("Recursive 200/0", "recursive", {"max_tokens": 200, "overlap": 0, "tokenizer": "cl100k",
                                        "separators": CHROMA_SEPARATORS}, (75.7, 6.5)),
     ("TokenText 250/125", "fixed", {"max_tokens": 250, "overlap": 125, "tokenizer": "cl100k"}, (82.4, 3.5)),
-    ("Cluster 200", "cohesion", {"max_tokens": 200, "tokenizer": "cl100k"}, (75.2, 7.2)),
+    # Chroma's ClusterSemanticChunker has no layout prior, no heading walls and no minimum size: pinned
+    ("Cluster 200", "cohesion", {"max_tokens": 200, "tokenizer": "cl100k", "min_tokens": 0,
+                                 "structure_bonus": 0.0, "respect_sections": 0}, (75.2, 7.2)),
 ]
 
 

@@ -66,6 +66,7 @@ class Paragraphs(Strategy):
     """A test strategy with predictable chunks: one per blank-line-separated paragraph."""
 
     name = "paragraphs"
+    apply_rules = False  # exactly one chunk per paragraph, headings included
 
     def split(self, doc, start, end, tokenizer):
         out, pos = [], start

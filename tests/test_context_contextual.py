@@ -16,6 +16,7 @@ class Paragraphs(Strategy):
     """Test strategy: one chunk per paragraph (blank-line separated), via the shared build_chunks."""
 
     name = "paragraphs"
+    apply_rules = False  # exactly one chunk per paragraph, headings included
 
     def split(self, doc, start, end, tokenizer):
         spans, pos = [], start

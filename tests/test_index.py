@@ -27,6 +27,7 @@ class LineStrategy(Strategy):
     """One chunk per non-empty line (the index tests need predictable chunks, not clever ones)."""
 
     name = "lines"
+    apply_rules = False  # exactly one chunk per line, however short
 
     def split(self, doc, start, end, tokenizer):
         return [(start + m.start(), start + m.end()) for m in re.finditer(r"[^\n]+", doc.text[start:end])]

@@ -273,7 +273,7 @@ def test_fifty_thousand_sentences_bounded_memory():
 def test_min_tokens_merges_into_neighbour(name):
     emb = FakeEmbedder()
     text = topic_text([("pump", 4), ("food", 1), ("pump", 4), ("tax", 4)])
-    plain = get_strategy(name, embedder=emb, max_tokens=200).chunk(text)
+    plain = get_strategy(name, embedder=emb, max_tokens=200, min_tokens=0).chunk(text)
     merged = get_strategy(name, embedder=emb, max_tokens=200, min_tokens=12).chunk(text)
     assert all(c.token_count >= 12 for c in merged) or len(merged) == 1
     assert len(merged) <= len(plain)
@@ -364,9 +364,10 @@ def test_n_chunks_and_avg_tokens():
     emb = FakeEmbedder()
     text = topic_text([("pump", 5), ("food", 5), ("tax", 5), ("space", 5)])
     for n in (1, 2, 4, 7):
-        chunks = get_strategy("semantic", embedder=emb, n_chunks=n, max_tokens=500).chunk(text)
+        chunks = get_strategy("semantic", embedder=emb, n_chunks=n, max_tokens=500, min_tokens=0).chunk(text)
         assert len(chunks) == n
-    four = get_strategy("semantic", embedder=emb, n_chunks=4, buffer_size=0, max_tokens=500).chunk(text)
+    four = get_strategy("semantic", embedder=emb, n_chunks=4, buffer_size=0, max_tokens=500,
+                        min_tokens=0).chunk(text)
     assert [len(c.sentence_spans) for c in four] == [5, 5, 5, 5]
     total = sum(c.token_count for c in four)
     for target in (10, 25, 50):

@@ -46,7 +46,7 @@ def looks_like_path(text: str) -> bool:
             and Path(text).suffix.lower() in EXTENSIONS)
 
 
-def chunk_file(path: str | os.PathLike, strategy: str | Strategy = "recursive", **params: Any) -> list[Chunk]:
+def chunk_file(path: str | os.PathLike, strategy: str | Strategy = "auto", **params: Any) -> list[Chunk]:
     """Load one file (any supported format) and chunk it. ``params`` holds both the loader options
     (:data:`LOADER_OPTIONS`) and the strategy's parameters (``max_tokens``, ``overlap``, ...)."""
     from .formats import load
@@ -56,7 +56,7 @@ def chunk_file(path: str | os.PathLike, strategy: str | Strategy = "recursive", 
     return strat.chunk(load(path, **loader))
 
 
-def chunk_text(text: str, strategy: str | Strategy = "recursive", *, source: str = "<text>",
+def chunk_text(text: str, strategy: str | Strategy = "auto", *, source: str = "<text>",
                **params: Any) -> list[Chunk]:
     """Chunk a string as plain text (exactly as given: no file is read, no cleaning)."""
     if not isinstance(text, str):
@@ -91,14 +91,15 @@ def as_document(obj: str | os.PathLike | Document, *, text_ok: bool = False, **l
     raise InputError(f"expected a path, a Document or text=..., got {type(obj).__name__}")
 
 
-def chunk(path_or_doc: str | os.PathLike | Document | None = None, strategy: str | Strategy = "recursive", *,
+def chunk(path_or_doc: str | os.PathLike | Document | None = None, strategy: str | Strategy = "auto", *,
           text: str | None = None, **params: Any) -> list[Chunk]:
     """Chunk a file, a :class:`Document`, or (with ``text=``) a string.
 
     The rule (no guessing): a ``Path``/``os.PathLike`` or a string naming an existing file is read as a
     file; a :class:`Document` is chunked as it is; ``text="..."`` is chunked as text. A string that names
     no file raises :class:`~chunkwise.errors.InputError` ("no such file" when it looks like a file name);
-    use ``chunk_text(...)`` or ``text=`` for raw text.
+    use ``chunk_text(...)`` or ``text=`` for raw text. ``strategy`` is ``"auto"`` (the default: chosen per
+    document by format, see :mod:`chunkwise.strategies.auto`), another name or a strategy object.
     """
     if text is not None:
         if path_or_doc is not None:

@@ -37,7 +37,7 @@ def register(subparsers) -> None:
         epilog=strategies_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="files, folders, or - for standard input")
-    add_chunking_options(p)
+    add_chunking_options(p, default_strategy="auto")
     o = p.add_argument_group("output")
     o.add_argument("--format", "-f", choices=("jsonl", "table"), default="jsonl",
                    help="jsonl: one object per chunk with every chunk field (default); table: for people")

@@ -10,6 +10,7 @@ from .base import Strategy, build_chunks, regions, trim_span
 
 #: name -> "module:Class", imported on first use so `chunkwise chunk` never loads embedding code it skips
 _REGISTRY: dict[str, str] = {
+    "auto": "auto:AutoChunker",
     "fixed": "fixed:FixedTokenChunker",
     "sentence": "sentence:SentenceChunker",
     "recursive": "recursive:RecursiveChunker",

@@ -39,11 +39,17 @@ class Strategy:
     - ``min_tokens``: chunks smaller than this are merged with a neighbour where the cap allows.
     - ``overlap``: tokens (or whole sentences' worth of tokens) repeated between consecutive chunks.
     - ``tokenizer``: ``minilm`` (the default embedding model's own), ``cl100k``, ``chars``, ``words``.
-    - ``respect_sections``: never let a chunk cross a heading of this level or higher (1 = ``#``).
+    - ``respect_sections``: never let a chunk cross a heading of this level or higher (1 = ``#``; 0 or
+      ``None``: headings may be crossed).
     """
 
     #: registry name, also recorded on every chunk
     name: str = ""
+    #: whether ``min_tokens=None`` means a default of the strategy's own (the semantic strategies)
+    min_tokens_default: bool = False
+    #: the shared chunk rules (:mod:`chunkwise.strategies.tidy`) apply; a custom strategy whose spans must
+    #: come out exactly as it made them (a test fixture) may set this to False
+    apply_rules: bool = True
 
     def __init__(
         self,
@@ -105,17 +111,19 @@ class Strategy:
         mt = self.max_tokens
         if not isinstance(mt, int) or isinstance(mt, bool) or mt < 1:
             raise ConfigError(f"max_tokens must be an integer >= 1, got {mt!r}")
-        if not isinstance(self.min_tokens, int) or self.min_tokens < 0:
+        if self.min_tokens is None and self.min_tokens_default:  # the strategy's own default
+            pass
+        elif not isinstance(self.min_tokens, int) or isinstance(self.min_tokens, bool) or self.min_tokens < 0:
             raise ConfigError(f"min_tokens must be an integer >= 0, got {self.min_tokens!r}")
-        if self.min_tokens > mt:
+        elif self.min_tokens > mt:
             raise ConfigError(f"min_tokens ({self.min_tokens}) must not exceed max_tokens ({mt})")
         if not isinstance(self.overlap, int) or self.overlap < 0:
             raise ConfigError(f"overlap must be an integer >= 0, got {self.overlap!r}")
         if self.overlap >= mt:
             raise ConfigError(f"overlap ({self.overlap}) must be smaller than max_tokens ({mt})")
         rs = self.respect_sections
-        if rs is not None and (not isinstance(rs, int) or rs < 1):
-            raise ConfigError(f"respect_sections must be a heading level >= 1, got {rs!r}")
+        if rs is not None and (not isinstance(rs, int) or rs < 0 or isinstance(rs, bool)):
+            raise ConfigError(f"respect_sections must be a heading level >= 1 (0: none), got {rs!r}")
         if isinstance(self.tokenizer, str):  # an unknown name is a configuration error, found before any input
             resolve_tokenizer(self.tokenizer)
 
@@ -128,13 +136,16 @@ class Strategy:
         doc = self.prepare_document(doc)
         spans: list[Span] = []
         counts: list[int] | None = []
-        for start, end in regions(doc, self.respect_sections):
+        bounds = regions(doc, self.respect_sections)
+        for start, end in bounds:
             region_spans, region_counts = self.split_with_counts(doc, start, end, tokenizer)
             spans.extend(region_spans)
             if counts is not None and region_counts is not None and len(region_counts) == len(region_spans):
                 counts.extend(region_counts)
             else:
                 counts = None
+        if self.apply_rules:
+            spans, counts = tidy(doc, spans, counts, tokenizer, self.max_tokens, bounds)
         return build_chunks(doc, spans, tokenizer, self, counts)
 
     def prepare_document(self, doc: Document) -> Document:
@@ -155,13 +166,39 @@ class Strategy:
 
 
 def regions(doc: Document, level: int | None) -> list[Span]:
-    """The parts of the document a chunk must not cross: split at every heading of ``level`` or higher."""
+    """The parts of the document a chunk must not cross: split at every heading of ``level`` or higher.
+
+    A heading with no body of its own (``# Guide`` directly over ``## Install``) is not a region by
+    itself: it stays with the section that follows, so it never becomes a heading-only chunk.
+    """
     n = len(doc.text)
     if not level or not doc.sections:
         return [(0, n)] if n else []
+    head_end = {s.start: s.heading_end for s in doc.sections if s.heading_end >= s.start}
     cuts = sorted({s.start for s in doc.sections if s.level <= level and 0 < s.start < n})
-    bounds = [0, *cuts, n]
+    bounds = [0]
+    for cut in cuts:
+        prev = bounds[-1]
+        if prev in head_end and not doc.text[head_end[prev]:cut].strip():
+            continue  # the previous region is only its heading: extend it over this one
+        bounds.append(cut)
+    bounds.append(n)
     return [(a, b) for a, b in zip(bounds, bounds[1:]) if b > a]
+
+
+def tidy(doc: Document, spans: list[Span], counts: list[int] | None, tokenizer: Tokenizer, max_tokens: int,
+         bounds: list[Span], cuts: list[int] | None = None) -> tuple[list[Span], list[int]]:
+    """The rules every strategy keeps (:mod:`chunkwise.strategies.tidy`) on sorted, non-empty spans."""
+    from .tidy import tidy_spans
+
+    given = counts if counts is not None and len(counts) == len(spans) else [None] * len(spans)
+    pairs = sorted((s, n) for s, n in zip(spans, given) if s[1] > s[0] and not doc.text[s[0]:s[1]].isspace())
+    spans = [s for s, _ in pairs]
+    if any(n is None for _, n in pairs):
+        counts = tokenizer.count_batch([doc.text[a:b] for a, b in spans])
+    else:
+        counts = [n for _, n in pairs]
+    return tidy_spans(doc, spans, counts, tokenizer, max_tokens, bounds, cuts)
 
 
 def trim_span(text: str, start: int, end: int) -> Span:

@@ -54,8 +54,18 @@ def _line_starts(text: str) -> list[int]:
     return [0] + [m.end() for m in _NEWLINE.finditer(text)]
 
 
+#: a trailing attribute list on a heading (``## Install { #install }``, ``{#id .class}``): an anchor for the
+#: site generator, not part of the heading's text
+_ATTRIBUTES = re.compile(r"\s*\{\s*[#.][^{}]*\}\s*$")
+
+
 def _inline_text(token) -> str:
-    """Plain text of a heading: emphasis, links and code reduced to their text."""
+    """Plain text of a heading: emphasis, links and code reduced to their text, attribute lists removed."""
+    text = _heading_text(token)
+    return _ATTRIBUTES.sub("", text) or text
+
+
+def _heading_text(token) -> str:
     children = token.children or _inline_parser().parseInline(token.content)[0].children
     if not children:
         return token.content.strip()

@@ -33,9 +33,11 @@ import math
 
 from ..embeddings.base import Embedder
 from ..segmentation.tokens import Tokenizer
-from .units import DEFAULT_EMBEDDER, Decision, EmbeddingStrategy, Units, check_number
+from .units import DEFAULT_EMBEDDER, DEFAULT_SECTION_LEVEL, Decision, EmbeddingStrategy, Units, check_number
 
 #: the paper's (authors' code) defaults, for reference
+#: similarity a sentence needs on top of the rule to join across a paragraph break or heading
+DEFAULT_STRUCTURE_BONUS = 0.1
 PAPER_DEFAULTS = {"fixed_threshold": 0.6, "c": 0.9, "init_constant": 1.5}
 
 
@@ -53,17 +55,20 @@ class MaxMinChunker(EmbeddingStrategy):
     - ``c``: scale of the size-adjusted minimum (default 0.3; paper: 0.9).
     - ``init_constant``: multiplier of the first pair's similarity (default 2.0; paper: 1.5), so a second
       sentence joins when its similarity exceeds ``fixed_threshold / init_constant``.
+    - ``structure_bonus``: extra similarity a sentence needs to join across a paragraph break, list end or
+      heading (times the break's strength; default 0.1; 0 = layout ignored).
     """
 
     name = "maxmin"
     cap_split_by_distance = False
 
-    def __init__(self, max_tokens: int = 256, min_tokens: int = 0, overlap: int = 0,
-                 tokenizer: str | Tokenizer | None = None, respect_sections: int | None = None,
+    def __init__(self, max_tokens: int = 256, min_tokens: int | None = None, overlap: int = 0,
+                 tokenizer: str | Tokenizer | None = None, respect_sections: int | None = DEFAULT_SECTION_LEVEL,
                  embedder: str | Embedder | None = DEFAULT_EMBEDDER, fixed_threshold: float = 0.15,
-                 c: float = 0.3, init_constant: float = 2.0):
+                 c: float = 0.3, init_constant: float = 2.0,
+                 structure_bonus: float = DEFAULT_STRUCTURE_BONUS):
         super().__init__(max_tokens=max_tokens, min_tokens=min_tokens, overlap=overlap, tokenizer=tokenizer,
-                         respect_sections=respect_sections, embedder=embedder)
+                         respect_sections=respect_sections, embedder=embedder, structure_bonus=structure_bonus)
         self.fixed_threshold = fixed_threshold
         self.c = c
         self.init_constant = init_constant
@@ -84,6 +89,7 @@ class MaxMinChunker(EmbeddingStrategy):
         start = 0  # first unit of the current chunk
         tokens = int(units.tokens[0]) if n else 0
         pair_min = math.inf
+        brk = self.structure_bonus * units.break_strength()
         for i in range(1, n):
             size = i - start
             sims = v[start:i] @ v[i]  # O(|C| * dim)
@@ -92,6 +98,7 @@ class MaxMinChunker(EmbeddingStrategy):
                 need = self.fixed_threshold / self.init_constant  # init_constant * sim > fixed_threshold
             else:
                 need = max(self.fixed_threshold, pair_min * self.c * _sigmoid(size - 1))
+            need += float(brk[i - 1])
             distance.append(1.0 - best)
             threshold.append(1.0 - need)
             joined = tokens + int(units.gaps[i - 1]) + int(units.tokens[i])

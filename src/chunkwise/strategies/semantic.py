@@ -39,8 +39,10 @@ import numpy as np
 
 from ..embeddings.base import Embedder
 from ..segmentation.tokens import Tokenizer
-from .units import DEFAULT_EMBEDDER, Decision, EmbeddingStrategy, Units, check_choice, check_number, embed_all
+from .units import DEFAULT_EMBEDDER, DEFAULT_SECTION_LEVEL, Decision, EmbeddingStrategy, Units, check_choice, check_number, embed_all
 
+#: added to the distance at a paragraph break or heading (times its strength) before the threshold
+DEFAULT_STRUCTURE_BONUS = 0.2
 THRESHOLD_TYPES = ("percentile", "standard_deviation", "interquartile", "gradient", "absolute")
 THRESHOLD_DEFAULTS = {"percentile": 95.0, "standard_deviation": 3.0, "interquartile": 1.5, "gradient": 95.0,
                       "absolute": 0.25}
@@ -60,18 +62,21 @@ class SemanticChunker(EmbeddingStrategy):
     - ``avg_tokens``: ask for this mean chunk size instead (measured after the cap).
     - ``window``: ``"pool"`` (window vectors pooled from sentence vectors) or ``"text"`` (windows embedded as
       text, LangChain parity).
+    - ``structure_bonus``: added to the distance at a paragraph break, list end or heading (times the
+      break's strength) before the threshold is applied (default 0.2; 0 = layout ignored).
     """
 
     name = "semantic"
     cap_split_by_distance = True
 
-    def __init__(self, max_tokens: int = 256, min_tokens: int = 0, overlap: int = 0,
-                 tokenizer: str | Tokenizer | None = None, respect_sections: int | None = None,
+    def __init__(self, max_tokens: int = 256, min_tokens: int | None = None, overlap: int = 0,
+                 tokenizer: str | Tokenizer | None = None, respect_sections: int | None = DEFAULT_SECTION_LEVEL,
                  embedder: str | Embedder | None = DEFAULT_EMBEDDER, buffer_size: int = 0,
                  threshold_type: str = "percentile", threshold_amount: float | None = None,
-                 n_chunks: int | None = None, avg_tokens: int | None = None, window: str = "pool"):
+                 n_chunks: int | None = None, avg_tokens: int | None = None, window: str = "pool",
+                 structure_bonus: float = DEFAULT_STRUCTURE_BONUS):
         super().__init__(max_tokens=max_tokens, min_tokens=min_tokens, overlap=overlap, tokenizer=tokenizer,
-                         respect_sections=respect_sections, embedder=embedder)
+                         respect_sections=respect_sections, embedder=embedder, structure_bonus=structure_bonus)
         self.buffer_size = buffer_size
         self.threshold_type = threshold_type
         self.threshold_amount = threshold_amount
@@ -99,6 +104,15 @@ class SemanticChunker(EmbeddingStrategy):
             from ..errors import ConfigError
 
             raise ConfigError("give n_chunks or avg_tokens, not both")
+
+    def effective_min_tokens(self) -> int:
+        """The default ``min_tokens`` gives way to what was asked: none with ``n_chunks`` (that many chunks),
+        at most half of ``avg_tokens``."""
+        if self.min_tokens is None and self.n_chunks is not None:
+            return 0
+        if self.min_tokens is None and self.avg_tokens is not None:
+            return min(super().effective_min_tokens(), int(self.avg_tokens) // 2)
+        return super().effective_min_tokens()
 
     # -- windows and distances ----------------------------------------------------------------------------
     def window_distances(self, units: Units, embedder: Embedder, text: str) -> np.ndarray:
@@ -142,6 +156,7 @@ class SemanticChunker(EmbeddingStrategy):
         d = self.window_distances(units, embedder, text)
         if n < 2:
             return Decision(cuts=[], distance=[], threshold=[])
+        d = self.boosted(units, d)
         extra = {}
         if self.n_chunks is not None:
             cuts, thr = top_cuts(d, self.n_chunks - 1)

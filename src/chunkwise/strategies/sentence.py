@@ -41,14 +41,23 @@ class SentenceChunker(Strategy):
         self.sentence_backend = sentence_backend
         self.language = language
 
-    def units(self, text: str, start: int, end: int, tokenizer: Tokenizer, tm: TokenMap) -> list[Span]:
-        """Sentences of the region, with sentences over the cap replaced by their recursive pieces."""
+    def units(self, text: str, start: int, end: int, tokenizer: Tokenizer, tm: TokenMap,
+              given=None) -> list[Span]:
+        """Sentences of the region, with sentences over the cap replaced by their recursive pieces.
+
+        ``given`` are sentence units a loader already knows (a transcript's cues merged into sentences,
+        ``Document.metadata["units"]``): they are packed as they are, so a chunk never ends mid-cue."""
         from ..segmentation.sentences import split_sentences
 
         max_chars = max_chars_for(self.max_tokens)
         kwargs = {"language": self.language} if self.language else {}
-        sentences = [(a + start, b + start) for a, b in
-                     split_sentences(text[start:end], backend=self.sentence_backend, **kwargs)]
+        if given:
+            from .units import sentence_spans
+
+            sentences = sentence_spans(text, start, end, given)
+        else:
+            sentences = [(a + start, b + start) for a, b in
+                         split_sentences(text[start:end], backend=self.sentence_backend, **kwargs)]
         if not sentences:
             return []
         # every sentence's estimate in one vectorised pass (see TokenMap.bound_counts)
@@ -73,7 +82,7 @@ class SentenceChunker(Strategy):
         max_tokens, overlap = self.max_tokens, self.overlap
         max_chars = max_chars_for(max_tokens)
         tm = TokenMap(text[start:end], tokenizer, base=start)
-        units = self.units(text, start, end, tokenizer, tm)
+        units = self.units(text, start, end, tokenizer, tm, doc.metadata.get("units"))
         if not units:
             return [], []
         upper, lower = tm.bound_counts([b for _, b in units] + [a for a, _ in units])

@@ -19,7 +19,9 @@ they decide where meaning changes. Everything around that decision must be right
 
 from __future__ import annotations
 
+import bisect
 import functools
+import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -33,6 +35,14 @@ from .base import Span, Strategy, build_chunks, max_chars_for, regions, trim_spa
 
 #: default embedder name of every semantic strategy
 DEFAULT_EMBEDDER = "minilm"
+#: ``min_tokens=None`` (the default of the semantic strategies) means this many tokens, but never more
+#: than a quarter of ``max_tokens`` (measured: docs/semantic.md, "Junk and min_tokens")
+DEFAULT_MIN_TOKENS = 24
+#: default ``respect_sections`` of the semantic strategies: headings of level 1-2 are hard boundaries in
+#: documents that have sections (Markdown, HTML, PDF outlines); 0 turns it off
+DEFAULT_SECTION_LEVEL = 2
+#: structure bonus (in distance units) used when an over-long segment is cut, for any ``structure_bonus``
+CAP_SPLIT_BONUS = 0.1
 
 
 @functools.lru_cache(maxsize=8)
@@ -128,6 +138,36 @@ def unit_spans(text: str, start: int, end: int, tokenizer: Tokenizer, cap: int,
     return out, list(out_counts)
 
 
+_HEADING_LINE = re.compile(r" {0,3}#{1,6}[ \t]")
+_LIST_ITEM = re.compile(r"[ \t]*(?:[-*+\u2022]|\d{1,3}[.)])[ \t]")
+
+
+def structure_breaks(text: str, spans: Sequence[Span], heading_starts: set[int] | frozenset = frozenset()
+                     ) -> np.ndarray:
+    """How strongly the layout marks each gap between consecutive units as a boundary, in ``[0, 1]``.
+
+    1.0 before a heading (a loader's section heading or a Markdown ``#`` line), at a paragraph break (a
+    blank line) and at the end of a list; 0.5 at a single line break; 0 inside a paragraph. The semantic
+    strategies add ``structure_bonus`` times this to what a cut there is worth, so a cut between
+    paragraphs is cheaper than one inside a paragraph (the prior; the embeddings still decide).
+    """
+    n = len(spans)
+    out = np.zeros(max(0, n - 1), dtype=np.float64)
+    for k in range(n - 1):
+        (a, b), (c, d) = spans[k], spans[k + 1]
+        gap = text[b:c]
+        newlines = gap.count("\n")
+        if c in heading_starts or (newlines and _HEADING_LINE.match(text, c, d)):
+            out[k] = 1.0
+        elif newlines >= 2:
+            out[k] = 1.0
+        elif newlines == 1:
+            line = text.rfind("\n", 0, a) + 1
+            ends_list = bool(_LIST_ITEM.match(text, line, b)) and not _LIST_ITEM.match(text, c, d)
+            out[k] = 1.0 if ends_list else 0.5
+    return out
+
+
 @dataclass
 class Units:
     """The units of one region: spans, token counts, gap counts and (unit-length) vectors."""
@@ -137,6 +177,14 @@ class Units:
     gaps: np.ndarray  # int64 (n-1,): tokens of the text between unit i and i+1 (usually 0)
     vectors: np.ndarray  # float32 (n, dim)
     region: Span = (0, 0)
+    #: float64 (n-1,): how strongly the layout marks the gap after unit i as a boundary (see
+    #: :func:`structure_breaks`); empty when not computed
+    breaks: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float64))
+
+    def break_strength(self) -> np.ndarray:
+        """:attr:`breaks`, or zeros when the units were built without layout information."""
+        n = max(0, len(self) - 1)
+        return self.breaks if len(self.breaks) == n else np.zeros(n, dtype=np.float64)
 
     def __len__(self) -> int:
         return len(self.spans)
@@ -317,15 +365,35 @@ class EmbeddingStrategy(Strategy):
     """
 
     cap_split_by_distance = True
+    min_tokens_default = True
     #: the ``cause`` that ``explain`` reports for the strategy's own cuts
     cut_cause = "threshold"
 
-    def __init__(self, max_tokens: int = 256, min_tokens: int = 0, overlap: int = 0,
-                 tokenizer: str | Tokenizer | None = None, respect_sections: int | None = None,
-                 embedder: str | Embedder | None = DEFAULT_EMBEDDER):
+    def __init__(self, max_tokens: int = 256, min_tokens: int | None = None, overlap: int = 0,
+                 tokenizer: str | Tokenizer | None = None, respect_sections: int | None = DEFAULT_SECTION_LEVEL,
+                 embedder: str | Embedder | None = DEFAULT_EMBEDDER, structure_bonus: float = 0.0):
         super().__init__(max_tokens=max_tokens, min_tokens=min_tokens, overlap=overlap,
                          tokenizer=tokenizer, respect_sections=respect_sections)
         self.embedder = embedder
+        self.structure_bonus = structure_bonus
+
+    def validate(self) -> None:
+        super().validate()
+        check_number("structure_bonus", self.structure_bonus, 0)
+
+    def effective_min_tokens(self) -> int:
+        """``min_tokens``, or for ``None`` the default: :data:`DEFAULT_MIN_TOKENS` capped at ``max_tokens // 4``."""
+        if self.min_tokens is None:
+            return min(DEFAULT_MIN_TOKENS, self.max_tokens // 4)
+        return int(self.min_tokens)
+
+    def boosted(self, units: Units, distances: np.ndarray, bonus: float | None = None) -> np.ndarray:
+        """``distances`` plus the structure prior: ``bonus`` (default ``structure_bonus``) times the
+        layout's break strength after each unit, so paragraph breaks and headings win close calls."""
+        bonus = self.structure_bonus if bonus is None else bonus
+        if not bonus or len(distances) != len(units) - 1:
+            return distances
+        return np.asarray(distances, dtype=np.float64) + float(bonus) * units.break_strength()
 
     # -- what subclasses provide ----------------------------------------------------------------------
     def decide(self, units: Units, embedder: Embedder, text: str) -> Decision:
@@ -347,6 +415,7 @@ class EmbeddingStrategy(Strategy):
         same = etok is tokenizer or getattr(etok, "name", None) == getattr(tokenizer, "name", "")
         cap = min(self.max_tokens, emb_max) if (emb_max and same) else self.max_tokens
         per_region = []
+        heads = {sec.heading_start for sec in doc.sections if sec.heading_start >= 0}
         for a, b in (regions(doc, self.respect_sections) if bounds is None else bounds):
             spans, counts = unit_spans(text, a, b, tokenizer, cap,
                                        None if same else etok, None if same or not emb_max else emb_max,
@@ -374,7 +443,7 @@ class EmbeddingStrategy(Strategy):
             out.append(Units(spans=spans, tokens=np.asarray(counts, dtype=np.int64),
                              gaps=np.asarray(gaps, dtype=np.int64),
                              vectors=vectors[row] if row else np.zeros((0, vectors.shape[1]), np.float32),
-                             region=(ra, rb)))
+                             region=(ra, rb), breaks=structure_breaks(text, spans, heads)))
         return out
 
     def shape(self, units: Units, decision: Decision) -> tuple[list[tuple[int, int]], dict[int, str]]:
@@ -393,6 +462,8 @@ class EmbeddingStrategy(Strategy):
             own = decision.distance
             distances = (np.asarray(own, dtype=np.float64) if len(own) == n - 1 and None not in own
                          else units.adjacent_distances())
+            if self.structure_bonus:  # over-long segments are cut at paragraph breaks when they are close calls
+                distances = self.boosted(units, distances, CAP_SPLIT_BONUS)
         fitted = [0]
         for s in range(len(bounds) - 1):
             for c in split_over_cap(units, bounds[s], bounds[s + 1], self.max_tokens, distances):
@@ -402,7 +473,7 @@ class EmbeddingStrategy(Strategy):
         max_chars = max_chars_for(self.max_tokens)
         fitted, added = split_over_chars(units, fitted, max_chars)
         causes.update(dict.fromkeys(added, "max_tokens"))
-        fitted = merge_small(units, fitted, self.min_tokens, self.max_tokens, max_chars)
+        fitted = merge_small(units, fitted, self.effective_min_tokens(), self.max_tokens, max_chars)
         causes = {c: causes.get(c, self.cut_cause) for c in fitted[1:-1]}
         return add_overlap(units, fitted, self.overlap, self.max_tokens, max_chars), causes
 
@@ -448,11 +519,33 @@ class EmbeddingStrategy(Strategy):
             doc = Document(doc)
         all_units, _, ranges, _, tokenizer = self._run(doc)
         spans, owners, counts = self._final(doc, all_units, ranges, tokenizer)
+        spans, owners, counts = self._tidy(doc, all_units, spans, counts, tokenizer)
         chunks = build_chunks(doc, spans, tokenizer, self, counts)
         for c, (units, a, b) in zip(chunks, owners):
             c.sentence_vectors = units.vectors[a:b]
             c.sentence_spans = list(units.spans[a:b])
         return chunks
+
+    def _tidy(self, doc: Document, all_units: list[Units], spans: list[Span], counts: list[int],
+              tokenizer: Tokenizer) -> tuple[list[Span], list[tuple[Units, int, int]], list[int]]:
+        """The rules every strategy keeps (:mod:`chunkwise.strategies.tidy`), cutting only at unit starts,
+        then each chunk's units found again (chunks stay unions of whole units)."""
+        from .base import tidy
+
+        flat = [(a, b, units, k) for units in all_units for k, (a, b) in enumerate(units.spans)]
+        flat.sort(key=lambda x: x[0])
+        starts = [x[0] for x in flat]
+        bounds = [u.region for u in all_units if u.region[1] > u.region[0]] or regions(doc, self.respect_sections)
+        spans, counts = tidy(doc, spans, counts, tokenizer, self.max_tokens, bounds, cuts=starts)
+        owners = []
+        for a, b in spans:
+            lo = bisect.bisect_left(starts, a)
+            hi = lo
+            while hi < len(flat) and flat[hi][1] <= b:
+                hi += 1
+            units = flat[lo][2] if lo < len(flat) else all_units[0]
+            owners.append((units, flat[lo][3] if lo < len(flat) else 0, flat[hi - 1][3] + 1 if hi > lo else 0))
+        return spans, owners, counts
 
     def split(self, doc: Document, start: int, end: int, tokenizer: Tokenizer) -> list[Span]:
         """Spans of one region (the base-class contract); :meth:`chunk` does all regions in one pass."""
@@ -592,5 +685,5 @@ def check_number(name: str, value: Any, low: float | None = None, high: float | 
         raise ConfigError(f"{name} must be {kind}{rng}, got {value!r}")
 
 
-__all__ = ["Units", "Decision", "EmbeddingStrategy", "chunk_vectors", "pooled_vector", "resolve_embedder", "unit_spans",
+__all__ = ["structure_breaks", "DEFAULT_MIN_TOKENS", "DEFAULT_SECTION_LEVEL", "Units", "Decision", "EmbeddingStrategy", "chunk_vectors", "pooled_vector", "resolve_embedder", "unit_spans",
            "split_over_cap", "merge_small", "add_overlap", "DEFAULT_EMBEDDER"]

@@ -1,0 +1,180 @@
+"""The rules every strategy keeps (chunkwise.strategies.tidy), property-tested on Markdown-like text.
+
+- A chunk never ends with a heading, a ``:`` lead-in or a block opener (``/// tip``, ``!!! note``, a code
+  fence) while the next chunk could take it within ``max_tokens``.
+- No chunk is junk (0 tokens, only symbols/punctuation/emoji/private-use glyphs) or under 5 tokens while a
+  neighbour could take it within the cap.
+- ``{ #anchor }`` attribute lists never reach section paths; ``auto`` resolves by format and labels chunks.
+
+The checks here are independent of the implementation: they count the alternatives themselves.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import chunkwise
+from chunkwise.document import Document
+from chunkwise.formats import load_bytes
+from chunkwise.segmentation.tokens import get_tokenizer
+from chunkwise.strategies import SEMANTIC_STRATEGIES, get_strategy
+from chunkwise.strategies.base import max_chars_for
+from conftest import FakeEmbedder
+
+STRATEGIES = ["fixed", "sentence", "recursive", "markdown", "auto", "semantic", "maxmin", "cohesion"]
+STICKY = re.compile(r"^(?: {0,3}#{1,6}[ \t].*|.*:[ \t]*|[ \t]*(?:/{3}[ \t]*\w.*|!{3}[ \t]*\w.*|```\w*))$")
+
+WORDS = ["pump", "valve", "seal", "bread", "flour", "yeast", "tax", "rate", "orbit", "probe", "data", "model"]
+word = st.sampled_from(WORDS)
+paragraph = st.lists(word, min_size=2, max_size=7).map(lambda ws: " ".join(ws).capitalize() + ".")
+sticky = st.one_of(
+    st.lists(word, min_size=1, max_size=3).map(lambda ws: "## " + " ".join(ws).title()),
+    st.lists(word, min_size=1, max_size=3).map(lambda ws: "### " + " ".join(ws).title() + " { #anchor }"),
+    st.lists(word, min_size=2, max_size=5).map(lambda ws: "If you use " + " ".join(ws) + ":"),
+    st.sampled_from(["/// tip", "!!! note", "/// warning | Careful"]),
+)
+junk = st.sampled_from(["🚀", "---", "\ue000\ue001", "* * *", "...", "→"])
+block = st.one_of(
+    st.tuples(st.none() | sticky, paragraph).map(lambda t: "\n\n".join(x for x in t if x)),
+    paragraph,
+    junk,
+    st.lists(paragraph, min_size=1, max_size=3).map(lambda ps: "\n".join("- " + p for p in ps)),
+)
+documents = st.lists(block, min_size=1, max_size=14).map("\n\n".join)
+
+
+def make(name: str, tokenizer: str, **params):
+    if name in SEMANTIC_STRATEGIES:
+        params.setdefault("embedder", FakeEmbedder(tokenizer=tokenizer))
+        params.setdefault("min_tokens", 0)
+    return get_strategy(name, tokenizer=tokenizer, **params)
+
+
+def _last_line_start(text: str, a: int, b: int) -> int:
+    body = text[a:b].rstrip()
+    return a + body.rfind("\n") + 1
+
+
+def _para_end(text: str, pos: int) -> int:
+    k = text.find("\n\n", pos)
+    return len(text) if k < 0 else k
+
+
+def check_rules(text: str, chunks, max_tokens: int, tokenizer: str) -> None:
+    tok = get_tokenizer(tokenizer)
+    bound = max_chars_for(max_tokens)
+
+    def fits(a: int, b: int) -> bool:
+        return b - a <= bound and tok.count(text[a:b]) <= max_tokens
+
+    for k, c in enumerate(chunks):
+        assert c.token_count > 0 or len(chunks) == 1, "a chunk of 0 tokens"
+        nxt = chunks[k + 1] if k + 1 < len(chunks) else None
+        prv = chunks[k - 1] if k > 0 else None
+        if nxt is not None and nxt.start >= c.end:
+            ls = _last_line_start(text, c.start, c.end)
+            last = text[ls:c.end].rstrip()
+            if STICKY.match(last):
+                # allowed only when the tail plus the next chunk's first paragraph is over the cap
+                assert not fits(ls, max(nxt.start + 1, min(nxt.end, _para_end(text, nxt.start)))), (
+                    f"chunk {k} ends with {last!r} although the next chunk could take it")
+        small = c.token_count < 5 or not any(ch.isalnum() for ch in c.text)
+        if small and len(chunks) > 1:
+            for other in (prv, nxt):
+                if other is not None:
+                    lo, hi = min(c.start, other.start), max(c.end, other.end)
+                    assert not fits(lo, hi), f"junk chunk {c.text!r} could have merged with a neighbour"
+
+
+@pytest.mark.parametrize("tokenizer", ["words", "minilm"])
+@pytest.mark.parametrize("name", STRATEGIES)
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=documents, max_tokens=st.sampled_from([24, 40, 80]))
+def test_rules_hold_for_every_strategy(name, tokenizer, text, max_tokens):
+    doc = load_bytes(text.encode(), source="<doc.md>", name="doc.md") if name == "auto" else Document(text)
+    chunks = make(name, tokenizer, max_tokens=max_tokens).chunk(doc)
+    assert all(doc.text[c.start:c.end] == c.text for c in chunks)
+    assert all(c.token_count <= max_tokens for c in chunks)
+    check_rules(doc.text, chunks, max_tokens, tokenizer)
+
+
+@pytest.mark.parametrize("name", STRATEGIES)
+def test_heading_moves_to_its_body(name):
+    body = " ".join(["The pump seal holds the valve pressure."] * 3)
+    text = f"{body}\n\n## Seals\n\n{body}\n\n## Valves\n\n{body}"
+    chunks = make(name, "words", max_tokens=30).chunk(Document(text))
+    for c in chunks[:-1]:
+        assert not c.text.rstrip().splitlines()[-1].startswith("## "), c.text
+    if name in ("recursive", "markdown", "auto"):  # the rest may keep a heading mid-chunk; never at the end
+        assert any(c.text.startswith("## Seals") for c in chunks)
+
+
+@pytest.mark.parametrize("name", STRATEGIES)
+def test_lead_in_and_opener_stay_with_what_follows(name):
+    para = "Bread needs flour, water, salt and a starter that is active and bubbly."
+    text = f"{para}\n\nIf you go to:\n\n{para}\n\n/// tip\n\n{para}\n\n///\n\n{para}"
+    chunks = make(name, "words", max_tokens=20).chunk(Document(text))
+    for c in chunks:
+        assert c.text.strip() not in ("If you go to:", "/// tip"), [x.text for x in chunks]
+        assert not c.text.rstrip().endswith(("If you go to:", "/// tip")) or c is chunks[-1]
+
+
+@pytest.mark.parametrize("name", STRATEGIES)
+def test_symbol_only_chunks_are_merged(name):
+    text = "The pump seal holds the valve pressure well.\n\n🚀\n\n\ue000\ue001\n\nThe valve opens at high pressure."
+    chunks = make(name, "minilm", max_tokens=64).chunk(Document(text))
+    assert all(any(ch.isalnum() for ch in c.text) for c in chunks)
+    assert "".join(c.text for c in chunks).count("🚀") == 1  # merged, never dropped
+
+
+def test_a_document_of_only_symbols_is_kept():
+    chunks = chunkwise.chunk(Document("🚀 → ✓"), strategy="recursive")
+    assert [c.text for c in chunks] == ["🚀 → ✓"]
+
+
+def test_anchor_attributes_are_not_in_sections():
+    doc = load_bytes(b"# Guide { #guide }\n\nIntro text here.\n\n## Install {#install .big}\n\nRun pip install.\n",
+                     source="<g.md>", name="g.md")
+    assert [s.path for s in doc.sections] == [("Guide",), ("Guide", "Install")]
+    chunks = chunkwise.chunk(doc, max_tokens=8)
+    assert all("{" not in " ".join(c.section) for c in chunks)
+
+
+def test_heading_only_section_is_not_a_region():
+    from chunkwise.strategies.base import regions
+
+    doc = load_bytes(b"# Guide\n\n## Install\n\nRun pip install now.\n\n## Use\n\nImport it.\n",
+                     source="<g.md>", name="g.md")
+    bounds = regions(doc, 2)
+    assert doc.text[bounds[0][0]:bounds[0][1]].startswith("# Guide\n\n## Install")
+    assert len(bounds) == 2
+
+
+def test_auto_resolves_by_format_and_labels_chunks():
+    md = load_bytes(b"# T\n\nSome text for the reader.\n", source="<a.md>", name="a.md")
+    txt = load_bytes(b"Some text for the reader.\n", source="<a.txt>", name="a.txt")
+    srt = load_bytes(b"1\n00:00:01,000 --> 00:00:02,000\nHello there, this is\n\n2\n00:00:02,000 --> "
+                     b"00:00:03,000\na sentence over two cues.\n", source="<a.srt>", name="a.srt")
+    assert {c.strategy for c in chunkwise.chunk(md)} == {"auto:markdown"}
+    assert {c.strategy for c in chunkwise.chunk(txt)} == {"auto:recursive"}
+    assert {c.strategy for c in chunkwise.chunk(srt)} == {"auto:sentence"}
+    auto_ids = [c.id for c in chunkwise.chunk(md)]
+    assert auto_ids == [c.id for c in chunkwise.chunk(md)]  # deterministic
+    assert auto_ids != [c.id for c in chunkwise.chunk(md, strategy="markdown")]  # its own configuration
+
+
+def test_auto_html_with_headings_respects_sections():
+    from chunkwise.strategies.auto import SECTION_LEVEL, AutoChunker
+
+    html = (b"<html><body><h1>Guide</h1><p>" + b"Intro words here. " * 5 + b"</p><h2>Install</h2><p>"
+            + b"Run the installer now. " * 5 + b"</p></body></html>")
+    doc = load_bytes(html, source="<a.html>", name="a.html")
+    assert doc.sections
+    inner = AutoChunker(max_tokens=200).resolve(doc)
+    assert inner.name == "recursive" and inner.respect_sections == SECTION_LEVEL
+    chunks = chunkwise.chunk(doc, max_tokens=200)
+    assert any(c.text.lstrip().startswith("Install") for c in chunks)
