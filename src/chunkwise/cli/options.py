@@ -90,7 +90,7 @@ def input_options(args: argparse.Namespace) -> dict[str, Any]:
     return opts
 
 
-def add_chunking_options(p: argparse.ArgumentParser, default_strategy: str = "recursive") -> None:
+def add_chunking_options(p: argparse.ArgumentParser, default_strategy: str = "auto") -> None:
     g = p.add_argument_group("chunking")
     g.add_argument("--strategy", "-s", choices=STRATEGY_NAMES, default=None,
                    help=f"chunking strategy (default: {default_strategy})")

@@ -135,7 +135,7 @@ class MapReduce:
 
 
 def summarize(doc_or_chunks: Document | str | os.PathLike | list[Chunk], llm: LLM | None = None, *,
-              strategy: str = "recursive", style: str = "bullets", concurrency: int = 4,
+              strategy: str = "auto", style: str = "bullets", concurrency: int = 4,
               progress: Progress | None = None, **params: Any) -> Summary:
     """Summarise a document (a :class:`Document`, a path, text) or its chunks, citing chunks as ``[n]``.
 

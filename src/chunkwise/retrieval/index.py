@@ -391,7 +391,7 @@ class Index:
 
             yield from iter_documents(paths, include=include, exclude=exclude, **(load_options or {}))
 
-    def add(self, inputs: Any, strategy: str | Strategy = "recursive", *, params: dict[str, Any] | None = None,
+    def add(self, inputs: Any, strategy: str | Strategy = "auto", *, params: dict[str, Any] | None = None,
             vectors: str = "text", late: bool = False, late_options: dict[str, Any] | None = None,
             context: str | None = None, context_options: dict[str, Any] | None = None, prune: bool = False,
             include: list[str] | None = None, exclude: list[str] | None = None,
