@@ -3,6 +3,8 @@ and offline (the extractive fallback) on the examples."""
 
 from __future__ import annotations
 
+import re
+
 import json
 import os
 import time
@@ -105,7 +107,8 @@ def test_streaming_answer_with_numbered_provenance_and_checked_citations(chat, t
     body = chat.requests[-1]
     assert body["stream"] is True and body["model"] == "test-model" and body["max_tokens"] == 512
     user = body["messages"][-1]["content"]
-    assert "[1] examples/lighthouse-manual.pdf p.2-3 §2.1 Cleaning the Lens\n" in user and DEMO in user
+    # the page range depends on the default strategy's cut; the provenance format does not
+    assert re.search(r"\[1\] examples/lighthouse-manual\.pdf p\.2(-3)? §2\.1 Cleaning the Lens\n", user) and DEMO in user
     assert len(pieces) > 3 and "".join(pieces).strip() == ans.text  # streamed piece by piece
     assert ans.citations == [1] and ans.invalid_citations == [] and ans.given == [1, 2, 3][: len(ans.given)]
     assert "Open the vents" in ans.cited_passages[0].text
@@ -116,7 +119,7 @@ def test_citation_to_a_passage_not_given_is_flagged(chat, tmp_path, examples_db,
     rc = ask(examples_db, DEMO, "-k", "2", "--llm-base-url", chat.url, "--llm-model", "m", "--cache-dir", str(tmp_path))
     out = capsys.readouterr().out
     assert rc == 0 and "Open the vents [1], dry the glass [7]." in out
-    assert "Sources:\n  [1] examples/lighthouse-manual.pdf p.2-3 §2.1 Cleaning the Lens" in out
+    assert re.search(r"Sources:\n  \[1\] examples/lighthouse-manual\.pdf p\.2(-3)? §2\.1 Cleaning the Lens", out)
     assert "! [7] is cited but no passage [7] was given" in out
     rc = ask(examples_db, DEMO, "-k", "2", "--llm-base-url", chat.url, "--llm-model", "m", "--format", "json",
              "--cache-dir", str(tmp_path))
@@ -251,7 +254,7 @@ def test_offline_answer_to_the_readme_question_cites_the_vents_chunk(examples_db
     answer, _, sources = captured.out.partition("\nSources:\n")
     assert "Open the vents for ten minutes before cleaning" in answer
     first = sources.splitlines()[0]
-    assert first.strip().startswith("[1] examples/lighthouse-manual.pdf p.2-3 §2.1 Cleaning the Lens")
+    assert re.match(r"\[1\] examples/lighthouse-manual\.pdf p\.2(-3)? §2\.1 Cleaning the Lens", first.strip())
     assert "Open the vents" in answer.split("[1]")[0]  # the vents sentence carries citation [1]
     assert "--llm-base-url" in captured.err and captured.err.count("\n") == 1  # one note on plugging in an LLM
 
@@ -263,7 +266,7 @@ def test_offline_python_api_and_show_context(examples_db, capsys):
     assert any("Open the vents" in p.text for p in ans.cited_passages)
     rc = ask(examples_db, DEMO, "-k", "2", "--show-context")
     out = capsys.readouterr().out
-    assert rc == 0 and out.index("[2] examples/") < out.index("Open the vents for ten minutes before cleaning so")
+    assert rc == 0 and out.index("[2] examples/") < out.rindex("Open the vents for ten minutes before cleaning so")  # context, then answer
 
 
 def test_offline_summary_same_shape_as_llm_summary(chat, tmp_path, capsys):

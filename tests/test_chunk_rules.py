@@ -170,8 +170,9 @@ def test_auto_resolves_by_format_and_labels_chunks():
 def test_auto_html_with_headings_respects_sections():
     from chunkwise.strategies.auto import SECTION_LEVEL, AutoChunker
 
-    html = (b"<html><body><h1>Guide</h1><p>" + b"Intro words here. " * 5 + b"</p><h2>Install</h2><p>"
-            + b"Run the installer now. " * 5 + b"</p></body></html>")
+    # an <article>: trafilatura keeps the headings of the main content it finds (bare <body> text may lose them)
+    html = (b"<html><body><article><h1>Guide</h1><p>" + b"Intro words here. " * 5 + b"</p><h2>Install</h2><p>"
+            + b"Run the installer now. " * 5 + b"</p></article></body></html>")
     doc = load_bytes(html, source="<a.html>", name="a.html")
     assert doc.sections
     inner = AutoChunker(max_tokens=200).resolve(doc)

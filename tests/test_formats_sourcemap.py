@@ -258,8 +258,8 @@ def test_index_stores_source_offsets_and_reads_an_old_collection(tmp_path, monke
     # an index written before source offsets existed (schema 1): searchable, adding to it refused clearly
     original = MilvusStore._chunk_schema
 
-    def old_schema(self, dim, bm25):
-        s = original(self, dim, bm25)
+    def old_schema(self, dim, bm25, *args, **kwargs):
+        s = original(self, dim, bm25, *args, **kwargs)
         s._fields = [f for f in s._fields if f.name not in ("source_start", "source_end")]
         return s
 
