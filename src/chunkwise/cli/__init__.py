@@ -13,7 +13,7 @@ import sys
 from ..errors import ChunkwiseError
 
 #: command modules, each with ``register(subparsers)``; every sub-parser sets ``func(args) -> int``
-COMMAND_MODULES = ("chunk", "inspect", "embeddings", "index", "evaluate", "strategies", "answers")
+COMMAND_MODULES = ("chunk", "inspect", "embeddings", "index", "evaluate", "strategies", "answers", "viz", "serve")
 
 
 def build_parser() -> argparse.ArgumentParser:
