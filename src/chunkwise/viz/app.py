@@ -10,6 +10,7 @@ a traceback (an unexpected failure is a 500 naming only the exception type).
 """
 
 
+import contextlib
 import json
 import re
 from pathlib import PurePath
@@ -135,9 +136,16 @@ def create_app(db: str | None = None, *, uri: str | None = None, collection: str
     from .plots import plotly_js_path
 
     StrategySpec, ChunkRequest, SearchRequest = _models()
-    app = FastAPI(title="chunkwise", version=__version__,
-                  description="Chunk text and see where each strategy cuts; search an index.")
     state: dict[str, Any] = {"index": None}
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app):
+        yield
+        if state["index"] is not None:  # release the Milvus Lite database on shutdown
+            state["index"].close()
+
+    app = FastAPI(title="chunkwise", version=__version__, lifespan=lifespan,
+                  description="Chunk text and see where each strategy cuts; search an index.")
 
     def error(status: int, message: str, **extra: Any) -> JSONResponse:
         return JSONResponse({"error": message, **extra}, status_code=status)
@@ -252,11 +260,6 @@ def create_app(db: str | None = None, *, uri: str | None = None, collection: str
             d["where"] = _where(d)
             out.append(d)
         return {"query": req.query, "results": out}
-
-    @app.on_event("shutdown")
-    def _close() -> None:
-        if state["index"] is not None:
-            state["index"].close()
 
     return app
 
