@@ -235,7 +235,8 @@ def create_app(db: str | None = None, *, uri: str | None = None, collection: str
                 raise RequestError(400, "paste some text or choose a file")
             if len(text) > MAX_TEXT_CHARS:
                 raise RequestError(413, f"text too long ({len(text):,} characters; the limit is {MAX_TEXT_CHARS:,})")
-            doc = Document(text, source="<pasted>")
+            # browsers send form text with CRLF line breaks (multipart/form-data rules): undo that
+            doc = Document(text.replace("\r\n", "\n"), source="<pasted>")
         body, data = render_columns(doc, build_views(doc, built))
         return {"source": doc.source, "html": body, "data": data}
 
