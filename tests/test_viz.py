@@ -212,3 +212,51 @@ def test_highlights():
     text = "Feed the starter daily; starters like flour."
     spans = highlights(text, "feeding a Starter?")
     assert [text[a:b] for a, b in spans] == ["starter", "starters"]
+
+
+# -- terminal views ---------------------------------------------------------------------------------------
+SRT = ROOT / "examples" / "podcast-episode.srt"
+
+
+def test_chunk_table_piped_prints_whole_text(capsys):
+    from chunkwise.formats import load
+
+    assert main(["chunk", str(GUIDE), "-f", "table", "--max-tokens", "200", "-q"]) == 0
+    out = capsys.readouterr().out
+    chunks = get_strategy("recursive", max_tokens=200).chunk(load(GUIDE))
+    for c in chunks:  # not cut: every word of every chunk is in the table
+        assert " ".join(c.text.split()) in out
+
+
+def test_chunk_table_wraps_on_a_terminal():
+    import io
+
+    from chunkwise.cli.chunk import _TableWriter
+    from chunkwise.formats import load
+
+    buf = io.StringIO()
+    chunks = get_strategy("recursive", max_tokens=200).chunk(load(GUIDE))
+    _TableWriter(buf, 160, wrap=True).write(chunks)
+    lines = buf.getvalue().splitlines()[1:]
+    assert max(map(len, lines)) <= 160 and len(lines) > len(chunks)
+    fixed = 160 - 62  # the text column is what is left of 160 after the fixed columns
+    shown = "".join("".join(line[fixed:] for line in lines).split())
+    assert shown == "".join("".join(c.text for c in chunks).split())  # every character, long words broken
+
+
+def test_chunk_text_format_is_exact(capsys):
+    from chunkwise.formats import load
+
+    assert main(["chunk", str(SRT), "-f", "text", "--max-tokens", "40", "-q"]) == 0
+    out = capsys.readouterr().out
+    chunks = get_strategy("recursive", max_tokens=40).chunk(load(SRT))
+    for c in chunks:
+        head = next(ln for ln in out.splitlines() if ln.startswith(f"\u2500\u2500 {SRT} #{c.index} "))
+        assert f"{c.token_count} tokens" in head and format_time(c.start_time) in head
+        assert f"{head}\n{c.text}\n\n" in out
+
+
+def test_inspect_table_marks_cuts(capsys):
+    assert main(["inspect", str(SRT), "-f", "table", "--max-tokens", "40"]) == 0
+    out = capsys.readouterr().out
+    assert "cut: " in out and "distance" in out and "0:00.5" in out
