@@ -260,3 +260,11 @@ def test_inspect_table_marks_cuts(capsys):
     assert main(["inspect", str(SRT), "-f", "table", "--max-tokens", "40"]) == 0
     out = capsys.readouterr().out
     assert "cut: " in out and "distance" in out and "0:00.5" in out
+
+
+def test_semantic_view_embeds_each_sentence_once():
+    fake = FakeEmbedder()
+    doc = Document(GUIDE.read_text(encoding="utf-8"))
+    view = build_views(doc, [get_strategy("semantic", max_tokens=64, embedder=fake)])[0]
+    assert len(fake.calls) == 1 and view.rows
+    assert view.params["embedder"] is fake  # the report shows the strategy's own parameters

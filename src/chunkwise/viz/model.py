@@ -106,11 +106,18 @@ def build_view(doc: Document, strategy, label: str | None = None) -> StrategyVie
     """Chunk ``doc`` with ``strategy`` and collect what the report shows (see the module docstring)."""
     t0 = time.perf_counter()
     strategy.validate()
-    chunks = strategy.chunk(doc)
     rows = None
     if strategy.name in SEMANTIC_STRATEGIES and hasattr(strategy, "explain"):
-        rows = strategy.explain(doc)
+        from ..strategies import get_strategy
+        from ..strategies.units import resolve_embedder
+
+        params = dict(strategy.get_params(), embedder=_Remember(resolve_embedder(strategy.embedder)))
+        once = get_strategy(strategy.name, **params)  # chunk() and explain() share one embedding pass
+        chunks = once.chunk(doc)
+        rows = once.explain(doc)
         _number_rows(rows)
+    else:
+        chunks = strategy.chunk(doc)
     seconds = time.perf_counter() - t0
     causes = chunk_causes(doc, chunks, rows)
     out = []
@@ -122,6 +129,30 @@ def build_view(doc: Document, strategy, label: str | None = None) -> StrategyVie
     params = strategy.get_params()
     return StrategyView(label=label or strategy.name, strategy=strategy.name, params=params,
                         max_tokens=int(strategy.max_tokens), chunks=out, rows=rows, seconds=seconds)
+
+
+class _Remember:
+    """An embedder in front of another that remembers every vector it returned, so a strategy's ``chunk``
+    and ``explain`` on the same document embed each sentence once even without the embedding cache."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.memo: dict[str, Any] = {}
+
+    def __getattr__(self, name: str) -> Any:  # tokenizer, max_tokens, dim, model_id...
+        return getattr(self.inner, name)
+
+    def embed(self, texts):
+        import numpy as np
+
+        texts = list(texts)
+        missing = [t for t in dict.fromkeys(texts) if t not in self.memo]
+        if missing:
+            for t, v in zip(missing, np.asarray(self.inner.embed(missing), dtype=np.float32)):
+                self.memo[t] = v
+        if not texts:
+            return np.asarray(self.inner.embed([]), dtype=np.float32)
+        return np.stack([self.memo[t] for t in texts])
 
 
 def _number_rows(rows: list[dict[str, Any]]) -> None:
