@@ -81,10 +81,30 @@ def build_strategies(args: argparse.Namespace) -> list:
     return out
 
 
+def views_with_progress(doc, strategies: list, quiet: bool = False) -> list:
+    """One view per strategy, with a tqdm bar (total and ETA) on a terminal: a semantic column of a long
+    document embeds thousands of sentences."""
+    from tqdm import tqdm
+
+    from ..viz import build_view, labels_for
+
+    bar = tqdm(total=len(strategies), desc="chunking", unit="strategy", file=sys.stderr, leave=False,
+               disable=quiet or not sys.stderr.isatty())
+    views = []
+    try:
+        for strategy, label in zip(strategies, labels_for(strategies)):
+            bar.set_postfix_str(label)
+            views.append(build_view(doc, strategy, label))
+            bar.update()
+    finally:
+        bar.close()
+    return views
+
+
 def run(args: argparse.Namespace) -> int:
     from ..formats import load, read_stdin
     from ..formats.text import DecodingWarning
-    from ..viz import build_views, render_report
+    from ..viz import render_report
     from .chunk import input_options
 
     strategies = build_strategies(args)
@@ -94,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
         doc = read_stdin(**options) if args.path == "-" else load(args.path, **options)
     for message in doc.metadata.get("warnings", []):
         print(f"chunkwise: warning: {doc.source}: {message}", file=sys.stderr)
-    page = render_report(doc, build_views(doc, strategies))
+    page = render_report(doc, views_with_progress(doc, strategies, quiet=args.quiet))
     try:
         with open(args.output, "w", encoding="utf-8") as fh:
             fh.write(page)

@@ -106,6 +106,11 @@ def render_columns(doc: Document, views: Sequence[StrategyView]) -> tuple[str, d
     return body, data
 
 
+def _inline(js: str) -> str:
+    """Script text safe inside ``<script>``: a ``</script`` in a string literal would end the element."""
+    return js.replace("</script", "<\\/script")
+
+
 def _legend() -> str:
     items = "".join(f'<li><i class="cut-key" data-cut="{k}"></i><b>{k}</b>: {html.escape(v)}</li>'
                     for k, v in CAUSES.items())
@@ -131,7 +136,7 @@ def render_report(doc: Document, views: Sequence[StrategyView], title: str | Non
         f"{_legend()}</header><main>{body}</main>"
         '<div id="card" class="card" hidden></div>'
         f'<script type="application/json" id="viz-data">{payload}</script>'
-        f"<script>{plotly_js()}</script><script>{asset('viz.js')}</script>"
+        f"<script>{_inline(plotly_js())}</script><script>{_inline(asset('viz.js'))}</script>"
         "</body></html>\n"
     )
 
