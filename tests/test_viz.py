@@ -268,3 +268,23 @@ def test_semantic_view_embeds_each_sentence_once():
     view = build_views(doc, [get_strategy("semantic", max_tokens=64, embedder=fake)])[0]
     assert len(fake.calls) == 1 and view.rows
     assert view.params["embedder"] is fake  # the report shows the strategy's own parameters
+
+
+def test_search_over_an_index_with_highlights(tmp_path):
+    from fastapi.testclient import TestClient
+
+    from chunkwise.retrieval.index import Index
+    from chunkwise.viz.app import create_app
+
+    fake = FakeEmbedder()
+    db = tmp_path / "s.db"
+    with Index(db, embedder=fake) as ix:
+        ix.add([GUIDE], strategy="recursive", params={"max_tokens": 64})
+    with TestClient(create_app(str(db), embedder=fake)) as client:
+        r = client.post("/search", json={"query": "feeding the starter", "k": 3})
+        assert r.status_code == 200, r.text
+        hits = r.json()["results"]
+        assert len(hits) == 3
+        for h in hits:
+            assert all(h["text"][a:b].lower().startswith(("feed", "starter", "the")) for a, b in h["highlights"])
+        assert any(h["highlights"] for h in hits)

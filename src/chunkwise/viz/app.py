@@ -251,7 +251,9 @@ def create_app(db: str | None = None, *, uri: str | None = None, collection: str
         if state["index"] is None:
             from ..retrieval.index import Index
 
-            kw = {"collection": collection} if collection else {}
+            kw: dict[str, Any] = {"collection": collection} if collection else {}
+            if embedder is not None:
+                kw["embedder"] = embedder
             state["index"] = Index(db=db, uri=uri, **kw)
         results = state["index"].search(req.query, k=req.k, hybrid=req.hybrid)
         out = []
