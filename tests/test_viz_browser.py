@@ -119,13 +119,18 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def server():
-    """The web app on 127.0.0.1 in a thread (uvicorn), stopped at the end of the module."""
+def server(tmp_path_factory):
+    """The web app on 127.0.0.1 in a thread (uvicorn) with an index of the guide, stopped at the end."""
     uvicorn = pytest.importorskip("uvicorn")
+    from chunkwise.retrieval.index import Index
     from chunkwise.viz.app import create_app
 
+    fake = FakeEmbedder()
+    db = tmp_path_factory.mktemp("app") / "app.db"
+    with Index(db, embedder=fake) as ix:
+        ix.add([GUIDE], strategy="recursive", params={"max_tokens": 64})
     port = _free_port()
-    srv = uvicorn.Server(uvicorn.Config(create_app(embedder=FakeEmbedder()), host="127.0.0.1", port=port,
+    srv = uvicorn.Server(uvicorn.Config(create_app(str(db), embedder=fake), host="127.0.0.1", port=port,
                                         log_level="warning"))
     thread = threading.Thread(target=srv.run, daemon=True)
     thread.start()
@@ -180,3 +185,16 @@ def test_app_semantic_plot_and_bad_parameter(page, server):
     page.wait_for_selector("#status.error")
     assert "max_tokens" in page.locator("#status").inner_text()
     page.errors[:] = [e for e in page.errors if "400" not in e]  # the browser logs the refused request
+
+
+def test_app_search_highlights_hits(page, server):
+    page.goto(server + "/")
+    assert page.locator("#search").is_visible()
+    page.fill("#query", "feeding the starter")
+    page.fill("#k", "3")
+    page.click("#search-run")
+    page.wait_for_selector("#hits .hit")
+    assert page.locator("#hits .hit").count() == 3
+    marks = page.locator("#hits mark").all_inner_texts()
+    assert marks and all(m.lower().startswith(("feed", "starter", "the")) for m in marks)
+    shot(page, "app-search")
