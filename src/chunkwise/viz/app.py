@@ -90,9 +90,16 @@ def make_strategies(specs: list[tuple[str, dict[str, Any]]], embedder=None) -> l
     return out
 
 
+#: words not worth marking in a hit
+STOPWORDS = frozenset("the and for are but not you all any can had her was one our out has how its may who "
+                      "did get him his she too use that with have this will your from they what when which "
+                      "there their about would these other into more some than then them were been does".split())
+
+
 def highlights(text: str, query: str) -> list[list[int]]:
-    """Character spans of the query's words (3+ letters) in ``text``, for ``<mark>`` in the page."""
-    words = sorted({w.lower() for w in re.findall(r"\w{3,}", query)}, key=len, reverse=True)
+    """Character spans of the query's words (3+ letters, not stop words; a word also marks its longer
+    forms: "feed" marks "feeding") in ``text``, for ``<mark>`` in the page."""
+    words = sorted({w.lower() for w in re.findall(r"\w{3,}", query)} - STOPWORDS, key=len, reverse=True)
     if not words:
         return []
     pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, words)) + r")\w*", re.IGNORECASE)
@@ -178,7 +185,9 @@ def create_app(db: str | None = None, *, uri: str | None = None, collection: str
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def index_page():
         options = "".join(f'<option value="{n}">{n}</option>' for n in STRATEGY_NAMES)
-        page = asset("app.html").replace("{{STRATEGIES}}", options).replace("{{CSS}}", asset("viz.css"))
+        main = options.replace('value="recursive"', 'value="recursive" selected')
+        page = asset("app.html").replace("{{STRATEGIES}}", main, 1).replace("{{STRATEGIES}}", options)
+        page = page.replace("{{CSS}}", asset("viz.css"))
         return HTMLResponse(page.replace("{{SEARCH}}", "" if (db or uri) else "hidden"))
 
     @app.get("/static/plotly.min.js", include_in_schema=False)
