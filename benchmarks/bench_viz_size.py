@@ -6,7 +6,7 @@ Data: a PDF of ``--pages`` pages (about 2,800 characters each, DejaVu-free core 
 from the Markdown corpora of Chroma's chunking evaluation (``../shared/data/chroma-eval/corpora``; the
 shipped ``examples/`` when that folder is missing), loaded by chunkwise's PDF loader so chunks carry pages.
 Reports are made for one column (semantic, MiniLM) and for four columns (semantic, maxmin, recursive,
-fixed) at ``max_tokens=256``; printed: file size, the share that is plotly.js, the gzip size (what a mail
+fixed) at ``max_tokens=256``; printed: file size, the share that is the embedded (gzip+base64) plotly.js, the gzip size (what a mail
 attachment compresses to) and the wall time.
 """
 
@@ -49,15 +49,16 @@ def main() -> None:
     args = ap.parse_args()
     from chunkwise.formats import load
     from chunkwise.viz import report
-    from chunkwise.viz.plots import plotly_js
+    from chunkwise.viz.plots import plotly_js, plotly_js_gzip_base64
 
     out = Path(args.out or tempfile.mkdtemp(prefix="viz-size-"))
     out.mkdir(parents=True, exist_ok=True)
     pdf = out / f"doc-{args.pages}p.pdf"
     make_pdf(pdf, args.pages)
     doc = load(pdf)
-    js = len(plotly_js().encode("utf-8"))
-    print(f"document: {len(doc.pages)} pages, {len(doc.text):,} characters; plotly.js {js / 1e6:.2f} MB")
+    full, js = len(plotly_js().encode("utf-8")), len(plotly_js_gzip_base64())
+    print(f"document: {len(doc.pages)} pages, {len(doc.text):,} characters; plotly.js {full / 1e6:.2f} MB, "
+          f"embedded gzip+base64 {js / 1e6:.2f} MB")
     for name, strategies in (("1 column", ["semantic"]), ("4 columns", ["semantic", "maxmin", "recursive", "fixed"])):
         t0 = time.perf_counter()
         page = report(doc, strategies, path=out / f"report-{len(strategies)}.html", max_tokens=256)

@@ -6,7 +6,8 @@ index, tokens against ``max_tokens``, offsets, pages or time range, section and 
 
 The text is rendered in Python (it reads without scripts; the text content of a column is exactly the
 document text: cut marks are drawn by CSS, not characters). Chunk details and figures travel as one JSON
-block; ``viz.js`` draws the plots with the single embedded copy of plotly.js and shows the hover cards.
+block; ``viz.js`` unpacks the single embedded (gzip-compressed) copy of plotly.js, draws the plots with it
+and shows the hover cards.
 :func:`render_columns` is the part the web app reuses; :func:`render_report` wraps it in a page.
 """
 
@@ -19,7 +20,7 @@ from typing import Any, Sequence
 
 from ..document import Document
 from .model import CAUSES, StrategyView
-from .plots import distance_figure, plotly_js, size_figure
+from .plots import distance_figure, plotly_js_gzip_base64, size_figure
 
 #: chunk background colours (cycled); adjacent chunks never share one
 PALETTE_SIZE = 8
@@ -118,7 +119,8 @@ def _legend() -> str:
 
 
 def render_report(doc: Document, views: Sequence[StrategyView], title: str | None = None) -> str:
-    """A complete HTML page: no network, works from disk (one embedded copy of plotly.js)."""
+    """A complete HTML page: no network, works from disk. plotly.js is embedded once, gzip-compressed
+    (see :func:`~chunkwise.viz.plots.plotly_js_gzip_base64`); ``viz.js`` unpacks it before drawing."""
     body, data = render_columns(doc, views)
     title = title or f"chunkwise: {doc.source}"
     info = f"{len(doc.text):,} characters"
@@ -136,7 +138,8 @@ def render_report(doc: Document, views: Sequence[StrategyView], title: str | Non
         f"{_legend()}</header><main>{body}</main>"
         '<div id="card" class="card" hidden></div>'
         f'<script type="application/json" id="viz-data">{payload}</script>'
-        f"<script>{_inline(plotly_js())}</script><script>{_inline(asset('viz.js'))}</script>"
+        f'<script type="application/gzip;base64" id="plotly-gz">{plotly_js_gzip_base64()}</script>'
+        f"<script>{_inline(asset('viz.js'))}</script>"
         "</body></html>\n"
     )
 

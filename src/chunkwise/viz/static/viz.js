@@ -80,8 +80,33 @@
     });
   }
 
+  // plotly.js: already loaded (the web app), or embedded gzip-compressed and base64-encoded (the report)
+  function plotlyReady() {
+    var packed = document.getElementById("plotly-gz");
+    if (window.Plotly || !packed) return Promise.resolve();
+    if (typeof DecompressionStream === "undefined") {
+      return Promise.reject(new Error("this browser cannot unpack the embedded charts (no DecompressionStream)"));
+    }
+    var raw = atob(packed.textContent.trim()), bytes = new Uint8Array(raw.length);
+    for (var i = 0; i < raw.length; i++) bytes[i] = raw.charCodeAt(i);
+    var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+    return new Response(stream).text().then(function (js) {
+      var script = document.createElement("script");
+      script.textContent = js;
+      document.head.appendChild(script);
+    });
+  }
+
   // render(root, data): used on load for the report and after every request in the web app
-  window.chunkwiseViz = {render: function (root, data) { draw(root, data); wire(root, data); }, fmtTime: fmtTime};
+  window.chunkwiseViz = {
+    render: function (root, data) {
+      wire(root, data);
+      return plotlyReady().then(function () { draw(root, data); }, function (err) {
+        root.querySelectorAll(".plot").forEach(function (p) { p.textContent = String(err.message || err); });
+      });
+    },
+    fmtTime: fmtTime
+  };
   var el = document.getElementById("viz-data");
   if (el) window.chunkwiseViz.render(document, JSON.parse(el.textContent));
 })();
