@@ -9,6 +9,7 @@ dictionaries (``{"data": [...], "layout": {...}}``) ready for ``Plotly.newPlot``
 from __future__ import annotations
 
 import json
+import math
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -104,7 +105,10 @@ def size_figure(view: StrategyView) -> dict[str, Any]:
     go = _go()
     tokens = [c["token_count"] for c in view.chunks]
     size = max(1, view.max_tokens // 16)
-    fig = go.Figure(go.Histogram(x=tokens, xbins={"start": 0, "end": view.max_tokens + size, "size": size},
+    # bins end at max_tokens + 0.5, so a chunk of exactly max_tokens is drawn left of the cap line
+    end = view.max_tokens + 0.5
+    start = end - size * math.ceil(end / size)
+    fig = go.Figure(go.Histogram(x=tokens, xbins={"start": start, "end": end, "size": size},
                                  marker={"color": "#72b7b2"}, name="chunks",
                                  hovertemplate="%{x} tokens: %{y} chunks<extra></extra>"))
     fig.add_vline(x=view.max_tokens, line={"color": "#d62728", "dash": "dash"},
