@@ -288,3 +288,13 @@ def test_search_over_an_index_with_highlights(tmp_path):
         for h in hits:
             assert all(h["text"][a:b].lower().startswith(("feeding", "starter")) for a, b in h["highlights"])
         assert any(h["highlights"] for h in hits)
+
+
+def test_classic_causes_name_headings_and_the_end():
+    from chunkwise.formats import load
+
+    doc = load(GUIDE)
+    view = build_views(doc, [get_strategy("markdown", max_tokens=512)])[0]
+    causes = [c["cause"] for c in view.chunks]
+    assert causes[-1] == "end" and "section" in causes
+    assert all(c in ("section", "rule", "end") for c in causes)

@@ -88,18 +88,14 @@ def chunk_causes(doc: Document, chunks: list[Chunk], rows: list[dict[str, Any]] 
             out.append(cuts[k][1] if k >= 0 and cuts[k][1] else "rule")
         return out
     heading_starts = {s.start for s in doc.sections} | {s.heading_start for s in doc.sections}
-    order = sorted(range(len(chunks)), key=lambda i: chunks[i].start)
-    for pos, i in enumerate(order):
-        if pos == len(order) - 1:
-            cause = "end"
-        else:
-            nxt = chunks[order[pos + 1]]
-            k = nxt.start
-            while k < len(doc.text) and doc.text[k].isspace():
-                k += 1
-            cause = "section" if (nxt.start in heading_starts or k in heading_starts) else "rule"
-        out.append((i, cause))  # type: ignore[arg-type]
-    return [c for _, c in sorted(out)]  # type: ignore[misc]
+    by_start = sorted(range(len(chunks)), key=lambda i: chunks[i].start)
+    causes = ["end"] * len(chunks)
+    for i, nxt in zip(by_start, by_start[1:]):
+        k = chunks[nxt].start
+        while k < len(doc.text) and doc.text[k].isspace():
+            k += 1
+        causes[i] = "section" if (chunks[nxt].start in heading_starts or k in heading_starts) else "rule"
+    return causes
 
 
 def build_view(doc: Document, strategy, label: str | None = None) -> StrategyView:
