@@ -298,3 +298,9 @@ def test_classic_causes_name_headings_and_the_end():
     causes = [c["cause"] for c in view.chunks]
     assert causes[-1] == "end" and "section" in causes
     assert all(c in ("section", "rule", "end") for c in causes)
+
+
+def test_huge_body_is_refused_before_reading(client):
+    r = client.post("/view", content=b"x", headers={"content-length": str(10**10),
+                                                     "content-type": "multipart/form-data; boundary=b"})
+    assert r.status_code == 413 and "too large" in r.json()["error"]

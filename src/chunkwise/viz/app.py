@@ -157,6 +157,16 @@ def create_app(db: str | None = None, *, uri: str | None = None, collection: str
     def error(status: int, message: str, **extra: Any) -> JSONResponse:
         return JSONResponse({"error": message, **extra}, status_code=status)
 
+    body_limit = max_upload_bytes + 4 * MAX_TEXT_CHARS + 65536  # a file plus the longest text, in UTF-8
+
+    @app.middleware("http")
+    async def _limit_body(request: Request, call_next):
+        """Refuse a body announced as too large before it is read (and spooled to disk)."""
+        length = request.headers.get("content-length", "")
+        if length.isdigit() and int(length) > body_limit:
+            return error(413, f"request too large ({int(length):,} bytes; uploads up to {max_upload_bytes:,} bytes)")
+        return await call_next(request)
+
     @app.exception_handler(RequestError)
     async def _request_error(_: Request, exc: RequestError):
         return error(exc.status, exc.message)
