@@ -113,9 +113,9 @@ def test_table_format_and_output_file(capsys, tmp_path):
                          "--format", "table", "--max-tokens", "120", "-o", out_file)
     assert code == 0 and out == ""
     table = out_file.read_text(encoding="utf-8").splitlines()
-    assert table[0].split() == ["source", "#", "tokens", "section", "where", "first", "words"]
+    assert table[0].split() == ["source", "#", "tokens", "section", "where", "text"]
     assert any("p1-2" in row or "p2-3" in row for row in table)  # a chunk spanning a page break
-    assert any("0:01-" in row for row in table)  # transcript time range
+    assert any("0:01.0-" in row for row in table)  # transcript time range (chunkwise.timefmt)
     assert any("2 Lamp and Lens" in row for row in table)
 
 

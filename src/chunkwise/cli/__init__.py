@@ -13,7 +13,8 @@ import sys
 from ..errors import ChunkwiseError
 
 #: command modules, each with ``register(subparsers)``; every sub-parser sets ``func(args) -> int``
-COMMAND_MODULES = ("chunk", "inspect", "embeddings", "index", "evaluate", "strategies", "answers", "video")
+COMMAND_MODULES = ("chunk", "inspect", "embeddings", "index", "evaluate", "strategies", "answers", "video", "viz",
+                   "serve")
 
 
 def build_parser() -> argparse.ArgumentParser:

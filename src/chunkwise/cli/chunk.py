@@ -16,10 +16,12 @@ import argparse
 import json
 import shutil
 import sys
+import textwrap
 import warnings
 from typing import TextIO
 
 from ..errors import ChunkwiseError, ConfigError, InputError
+from ..timefmt import format_time_range
 from ..video.document import VideoDocument
 from .options import add_input_options, input_options, parse_size  # noqa: F401 - re-exported for callers
 
@@ -39,8 +41,10 @@ def register(subparsers) -> None:
     p.add_argument("paths", nargs="+", metavar="PATH", help="files, folders, or - for standard input")
     add_chunking_options(p, default_strategy="auto")
     o = p.add_argument_group("output")
-    o.add_argument("--format", "-f", choices=("jsonl", "table"), default="jsonl",
-                   help="jsonl: one object per chunk with every chunk field (default); table: for people")
+    o.add_argument("--format", "-f", choices=("jsonl", "table", "text"), default="jsonl",
+                   help="jsonl: one object per chunk with every chunk field (default); table: for people (wraps "
+                        "on a terminal, whole text per line in a pipe); text: one block per chunk, a header "
+                        "line of provenance then the exact text")
     o.add_argument("-o", "--output", default=None, metavar="FILE", help="write here instead of stdout")
     add_input_options(p)
     p.set_defaults(func=run)
@@ -64,51 +68,72 @@ def _build_strategy(args: argparse.Namespace):
 
 def _pages(chunk) -> str:
     if chunk.page_start is None:
-        if chunk.start_time is not None:
-            return f"{_clock(chunk.start_time)}-{_clock(chunk.end_time)}"
-        return ""
+        return format_time_range(chunk.start_time, chunk.end_time)
     if chunk.page_end in (None, chunk.page_start):
         return f"p{chunk.page_start}"
     return f"p{chunk.page_start}-{chunk.page_end}"
 
 
-def _clock(seconds: float | None) -> str:
-    if seconds is None:
-        return "?"
-    s = int(seconds)
-    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
-
-
-def _cut(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: max(1, width - 1)] + "\u2026"
-
-
 class _TableWriter:
-    """Aligned columns: source, index, tokens, section, pages (or time), first words."""
+    """Aligned columns: source, index, tokens, section, pages (or time), text.
 
-    def __init__(self, out: TextIO, width: int):
+    On a terminal the text wraps under its column (every word shown); written to a pipe or a file each
+    chunk is one line with its whole text (whitespace collapsed), so ``grep`` and ``less -S`` see it all.
+    """
+
+    def __init__(self, out: TextIO, width: int, wrap: bool | None = None):
         self.out = out
         self.width = width
+        self.wrap = _isatty(out) if wrap is None else wrap
         self.header_done = False
 
     def write(self, chunks) -> None:
         if not chunks:
             return
-        src_w, sec_w, pages_w = 28, 28, 11
+        src_w, sec_w, pages_w = 28, 28, 21
         fixed = src_w + 5 + 6 + sec_w + pages_w + 5 * 2
         text_w = max(20, self.width - fixed)
         if not self.header_done:
             self.out.write(f"{'source':<{src_w}}  {'#':>5}  {'tokens':>6}  {'section':<{sec_w}}  "
-                           f"{'where':<{pages_w}}  first words\n")
+                           f"{'where':<{pages_w}}  text\n")
             self.header_done = True
         for c in chunks:
             source = c.source if len(c.source) <= src_w else "\u2026" + c.source[-(src_w - 1):]
             section = " > ".join(c.section)
             if len(section) > sec_w:  # keep the innermost heading readable
                 section = "\u2026" + section[-(sec_w - 1):]
-            words = _cut(" ".join(c.text.split()), text_w)
+            words = " ".join(c.text.split())
+            lines = textwrap.wrap(words, text_w, break_on_hyphens=False) if self.wrap else [words]
+            lines = lines or [""]
             self.out.write(f"{source:<{src_w}}  {c.index:>5}  {c.token_count:>6}  {section:<{sec_w}}  "
-                           f"{_pages(c):<{pages_w}}  {words}\n")
+                           f"{_pages(c):<{pages_w}}  {lines[0]}\n")
+            for line in lines[1:]:
+                self.out.write(" " * (fixed) + line + "\n")
+
+
+class _TextWriter:
+    """One block per chunk: a provenance header line, then the chunk text exactly as it is in the document."""
+
+    def __init__(self, out: TextIO):
+        self.out = out
+
+    def write(self, chunks) -> None:
+        for c in chunks:
+            head = [f"{c.source} #{c.index}", f"{c.token_count} tokens", f"chars {c.start}-{c.end}"]
+            if _pages(c):
+                head.append(_pages(c))
+            if c.section:
+                head.append(" > ".join(c.section))
+            if c.speakers:
+                head.append(", ".join(c.speakers))
+            self.out.write("\u2500\u2500 " + " \u00b7 ".join(head) + "\n" + c.text + "\n\n")
+
+
+def _isatty(out: TextIO) -> bool:
+    try:
+        return out.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def _open_output(path: str | None) -> TextIO:
@@ -127,7 +152,11 @@ def run(args: argparse.Namespace) -> int:
     strategy = _build_strategy(args)
     options = input_options(args)
     out = _open_output(args.output)
-    table = _TableWriter(out, shutil.get_terminal_size((120, 24)).columns) if args.format == "table" else None
+    table = None
+    if args.format == "table":
+        table = _TableWriter(out, shutil.get_terminal_size((120, 24)).columns)
+    elif args.format == "text":
+        table = _TextWriter(out)
     failures: list[tuple[str, str]] = []
     n_docs = n_chunks = 0
 

@@ -197,7 +197,9 @@ def _format_table(results, max_chars: int) -> str:
         if r.page_start is not None:
             page = f"p.{r.page_start}" + (f"-{r.page_end}" if r.page_end not in (None, r.page_start) else "")
         elif r.start_time is not None:
-            page = f"{r.start_time:.1f}s-{r.end_time:.1f}s"
+            from ..timefmt import format_time_range
+
+            page = format_time_range(r.start_time, r.end_time)
         head = [f"#{r.rank}", f"{r.score:.4f}", r.source]
         if page:
             head.append(page)
