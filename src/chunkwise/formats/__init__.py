@@ -213,15 +213,12 @@ def matches(rel_path: str, patterns: Iterable[str]) -> bool:
     return False
 
 
-def iter_documents(paths: Iterable[str | os.PathLike], include: Iterable[str] | None = None,
-                   exclude: Iterable[str] | None = None, **options) -> Iterator[tuple[str, Document | InputError]]:
-    """Yield ``(source, Document or InputError)`` for every input: files, folders (recursively, filtered
-    by ``include``/``exclude`` globs) and ``-`` for standard input. Each input is read only when its turn
-    comes, and a failure is yielded, not raised, so the caller can report it and go on.
-
-    Sources are display names (:func:`.walk.display_name`). A folder that cannot be listed yields one
-    :class:`.walk.UnreadableFolder`; FIFOs, devices and sockets yield an error instead of being read."""
-    _check_options(options)
+def list_inputs(paths: Iterable[str | os.PathLike], include: Iterable[str] | None = None,
+                exclude: Iterable[str] | None = None) -> Iterator[Found]:
+    """What :func:`iter_documents` reads, without reading it: one :class:`.walk.Found` per file (``path``
+    set; ``"-"`` for standard input) or per problem (``error`` set: an unreadable folder, a folder without
+    matching files), in order, each file once. The Ray engine lists its work with it, so both engines see
+    the same inputs under the same source names."""
     include, exclude = list(include or []), list(exclude or [])
     seen: set[str] = set()
 
@@ -233,33 +230,45 @@ def iter_documents(paths: Iterable[str | os.PathLike], include: Iterable[str] | 
         if isinstance(name, bytes):
             name = os.fsdecode(name)
         if name == "-":
-            try:
-                yield "<stdin>", read_stdin(**options)
-            except InputError as exc:
-                yield "<stdin>", exc
+            yield Found("<stdin>", path="-")
             continue
         if os.path.isdir(name):
             found = list(walk_folder(name, keep))
             if not found:
                 what = " matching the include/exclude patterns" if include or exclude else ""
-                yield display_name(name), InputError(f"directory has no readable files{what}",
-                                                     source=display_name(name))
+                yield Found(display_name(name), error=InputError(f"directory has no readable files{what}",
+                                                                 source=display_name(name)))
                 continue
         else:
             found = [Found(display_name(name), path=name)]
         for item in found:
-            if item.error is not None:
-                yield item.source, item.error
-                continue
-            key = os.path.realpath(item.path)
-            if key in seen:
-                continue
-            seen.add(key)
+            if item.error is None:
+                key = os.path.realpath(item.path)
+                if key in seen:
+                    continue
+                seen.add(key)
+            yield item
+
+
+def iter_documents(paths: Iterable[str | os.PathLike], include: Iterable[str] | None = None,
+                   exclude: Iterable[str] | None = None, **options) -> Iterator[tuple[str, Document | InputError]]:
+    """Yield ``(source, Document or InputError)`` for every input: files, folders (recursively, filtered
+    by ``include``/``exclude`` globs) and ``-`` for standard input. Each input is read only when its turn
+    comes, and a failure is yielded, not raised, so the caller can report it and go on.
+
+    Sources are display names (:func:`.walk.display_name`). A folder that cannot be listed yields one
+    :class:`.walk.UnreadableFolder`; FIFOs, devices and sockets yield an error instead of being read."""
+    _check_options(options)
+    for item in list_inputs(paths, include, exclude):
+        if item.error is not None:
+            yield item.source, item.error
+        elif item.path == "-":
+            try:
+                yield "<stdin>", read_stdin(**options)
+            except InputError as exc:
+                yield "<stdin>", exc
+        else:
             try:
                 yield item.source, _load_file(item.path, item.source, options)
             except InputError as exc:
                 yield item.source, exc
-
-
-__all__ = ["load", "load_bytes", "read_stdin", "iter_documents", "detect_format", "matches", "FORMATS",
-           "EXTENSIONS", "DEFAULT_MAX_BYTES", "UnreadableFolder", "display_name"]

@@ -30,6 +30,7 @@ import numpy as np
 
 from ..document import Chunk
 from ..errors import ChunkwiseError, ConfigError, InputError, MissingDependencyError
+from ..formats.walk import UnreadableFolder
 from .index import EMBED_BATCH, Index, IndexReport, _Progress
 
 #: files per chunking task
@@ -66,23 +67,23 @@ def import_ray():
     return ray
 
 
-def list_files(paths: list[str], include: list[str] | None, exclude: list[str] | None) -> list[str]:
-    """The files :func:`chunkwise.formats.iter_documents` would read, in its order, as the same source
-    strings (so doc ids match the local path); missing paths are kept so the task reports them."""
-    from ..formats import _folder_files
+def list_files(paths: list[str], include: list[str] | None,
+               exclude: list[str] | None) -> tuple[list[str], list[InputError]]:
+    """The files :func:`chunkwise.formats.iter_documents` would read, in its order (OS paths: each task
+    reads one and gets the same source name as the local path, so doc ids match), and the problems the
+    listing met (unreadable folders, folders without files), which the run reports and ``--prune`` respects."""
+    from ..formats import list_inputs
 
-    out, seen = [], set()
-    for raw in paths:
-        p = Path(raw)
-        files = _folder_files(p, list(include or []), list(exclude or [])) if p.is_dir() else [p]
-        if p.is_dir() and not files:
-            out.append(str(raw))  # the task reports "directory has no readable files"
-        for f in files:
-            key = os.path.realpath(str(f))
-            if key not in seen:
-                seen.add(key)
-                out.append(str(f))
-    return out
+    files: list[str] = []
+    problems: list[InputError] = []
+    for item in list_inputs(paths, include, exclude):
+        if item.error is not None:
+            problems.append(item.error)
+        elif item.path == "-":
+            problems.append(InputError("--engine ray reads files, not standard input", source="<stdin>"))
+        else:
+            files.append(item.path)
+    return files, problems
 
 
 def chunk_files(files: list[str], strategy, known: dict[str, str], include, exclude,
@@ -177,7 +178,10 @@ class RayIngest:
         markers = ix.store.markers()
         if not ix.store.bm25_builtin and ix.store.capabilities is not None and ix.store.capabilities.hybrid_note:
             report.notes.append(ix.store.capabilities.hybrid_note)
-        files = list_files([os.fspath(p) for p in paths], include, exclude)
+        files, problems = list_files([os.fspath(p) for p in paths], include, exclude)
+        for problem in problems:
+            report.failed.append((problem.source, problem.problem))
+        unreadable = [p.source for p in problems if isinstance(p, UnreadableFolder)]
         report.timings["setup"] = time.perf_counter() - t0
         ray = self._init_ray()
         workers = self.workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
@@ -187,7 +191,7 @@ class RayIngest:
                            report, bars, load_options)
             if prune:
                 seen = set(self._seen)
-                report.pruned = ix._prune(markers, seen)
+                report.pruned = ix._prune(markers, seen, unreadable=unreadable)
             if report.chunks or report.removed or report.pruned:
                 ix.store.flush()
         finally:
