@@ -26,6 +26,8 @@ CONFIGS = [  # (tokenizer, max_tokens, overlap, min_tokens)
     ("minilm", 64, 10, 0),
     ("words", 30, 5, 0),
     ("chars", 200, 20, 0),
+    ("minilm", 6, 0, 0),  # windows smaller than a word: recounts give tokens back, cuts inside words
+    ("cl100k", 5, 2, 0),
 ]
 
 GOLDEN = {
@@ -36,6 +38,8 @@ GOLDEN = {
     'minilm-64-10-0': '3479fee90e2b354e729f6cb7',
     'words-30-5-0': '01e0c123febd2ee513f1bce4',
     'chars-200-20-0': '90a62298620e5d1ac789d0c3',
+    'minilm-6-0-0': '951f8663b55fb79b2f9c5e41',
+    'cl100k-5-2-0': '9cfe9b5497b6454430760b7a',
 }
 
 

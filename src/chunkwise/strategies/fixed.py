@@ -89,7 +89,7 @@ class FixedTokenChunker(Strategy):
                 break
             # the first token that ends after pos: usually the token the last window handed over (two
             # lookups instead of a binary search), else searched
-            if hint < n and E[hint] > pos and (hint == 0 or E[hint - 1] <= pos):
+            if 0 <= hint < n and E[hint] > pos and (hint == 0 or E[hint - 1] <= pos):
                 i = hint
             else:
                 i = int(E.searchsorted(pos, "right"))
