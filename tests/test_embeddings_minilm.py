@@ -215,3 +215,20 @@ def test_torch_embed_tokens_match_onnx_spans(minilm, minilm_torch):
     assert st == so and vt.shape == vo.shape
     cos = (vt * vo).sum(1) / np.linalg.norm(vt, axis=1) / np.linalg.norm(vo, axis=1)
     assert cos.min() > 0.97
+
+
+def test_session_options_keep_the_vectors(minilm):
+    """Issue 19: idle onnxruntime threads sleep (no spinning); the vectors equal those of a session with
+    onnxruntime's default options within cosine 1e-4, on short and on 256-token inputs."""
+    import onnxruntime as ort
+
+    from chunkwise.embeddings.minilm import MiniLMEmbedder, _session, onnx_model_path
+
+    opts = _session(minilm.threads).get_session_options()
+    assert opts.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    reference = MiniLMEmbedder()
+    reference._session = ort.InferenceSession(onnx_model_path(), providers=["CPUExecutionProvider"])
+    texts = ["The pump is inspected every week.", "Lunch is served at noon in the cafeteria.",
+             " ".join(f"word{i} and more text about valves" for i in range(60))]
+    cos = (minilm.embed(texts) * reference.embed(texts)).sum(axis=1)
+    assert cos.min() >= 1 - 1e-4

@@ -16,7 +16,8 @@ Why this shape:
 - **Pooling**: mean over the attention mask (special tokens included, as sentence-transformers does), then
   L2-normalised.
 - **Speed**: texts are sorted by length and padded per batch, so a batch of short sentences never pays for
-  one long paragraph; onnxruntime uses one intra-op thread per available core.
+  one long paragraph; onnxruntime uses one intra-op thread per available core, and idle threads sleep
+  rather than spin (see ``_session``).
 """
 
 from __future__ import annotations
@@ -67,6 +68,10 @@ def _session(threads: int):
     opts.intra_op_num_threads = threads
     opts.inter_op_num_threads = 1
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    # Idle intra-op threads sleep instead of spinning: on a machine shared with other work a spinning thread
+    # burns the core the busy one needs (measured, load 12 on 2 cores: -21% CPU and -17% wall on sentences,
+    # -27% CPU and -35% wall on 256-token chunks; same graph, same vectors)
+    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return ort.InferenceSession(onnx_model_path(), sess_options=opts, providers=["CPUExecutionProvider"])
 
 

@@ -537,7 +537,8 @@ class TokenMap:
             # numpy arrays: no conversion to Python ints, for callers that look up few positions (fixed
             # windows); ``bisect`` works on them, values are numpy integers
             starts, ends = tokenizer.offset_arrays(text)
-            self.starts, self.ends = starts + base, ends + base
+            # (offsets of the whole text, base 0, are used as they are: two array copies fewer)
+            self.starts, self.ends = (starts + base, ends + base) if base else (starts, ends)
         else:
             starts, ends = tokenizer.offset_arrays(text)
             # array.array, not a list: converting is a memcpy instead of one Python int per token (tolist()

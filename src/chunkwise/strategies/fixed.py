@@ -80,13 +80,19 @@ class FixedTokenChunker(Strategy):
         spans: list[Span] = []
         counts: list[int] = []
         pos = start
+        hint = 0  # the token the next window probably starts in (checked before use)
         while pos < end:
             # trim leading whitespace (inline trim_span: one call per window)
             while pos < end and text[pos].isspace():
                 pos += 1
             if pos >= end:
                 break
-            i = int(E.searchsorted(pos, "right"))  # the first token that ends after pos
+            # the first token that ends after pos: usually the token the last window handed over (two
+            # lookups instead of a binary search), else searched
+            if 0 <= hint < n and E[hint] > pos and (hint == 0 or E[hint - 1] <= pos):
+                i = hint
+            else:
+                i = int(E.searchsorted(pos, "right"))
             j = min(i + max_tokens, n)
             if j < n:
                 # snap the end back to a word boundary when one is close
@@ -130,6 +136,7 @@ class FixedTokenChunker(Strategy):
             if e >= end:
                 break
             nxt = e
+            hint = j
             if overlap:
                 # the first token that starts at or after e, then back `overlap` tokens
                 k = int(S.searchsorted(e, "left")) - overlap
@@ -145,11 +152,13 @@ class FixedTokenChunker(Strategy):
                                 k = q
                                 break
                         nxt = min(near[k - k0], e)
+                        hint = k
             pos = max(nxt, pos + 1)
         if self.min_tokens and len(spans) > 1:  # only a short last window can be under min_tokens
             merged = merge_small(spans, tm.estimate, self.min_tokens, max_tokens, max_chars)
             if merged != spans:
-                merged_counts = [tokenizer.count(text[a:b]) for a, b in merged]
+                known = dict(zip(spans, counts))  # spans merge_small left alone keep their exact counts
+                merged_counts = [known[sp] if sp in known else tokenizer.count(text[sp[0]:sp[1]]) for sp in merged]
                 if max(merged_counts) <= max_tokens:  # else the estimate was short: keep the windows
                     spans, counts = merged, merged_counts
         return spans, counts
