@@ -143,6 +143,8 @@ def run_index(args: argparse.Namespace) -> int:
             context=args.context, context_options=_context_options(args), prune=args.prune,
             include=args.include, exclude=args.exclude, batch_size=args.batch_size, recreate=args.recreate,
             progress=not quiet)
+    if report.language_warning:
+        print(f"chunkwise: warning: {report.language_warning}", file=sys.stderr)
     for source, problem in report.failed:
         print(f"chunkwise: error: {source}: {problem}", file=sys.stderr)
     if not quiet:
