@@ -208,7 +208,8 @@ def run(args: argparse.Namespace) -> int:
             warnings.simplefilter("ignore", DecodingWarning)  # printed below, once, from the metadata
             items = iter_documents(args.paths, include=args.include, exclude=args.exclude, **options)
             # semantic strategies embed the sentences of many documents in one stream (strategies.many)
-            for source, item, chunks in chunk_documents(strategy, items, progress=not args.quiet):
+            bars = not args.quiet and sys.stderr.isatty()  # never tqdm noise in logs or pipes
+            for source, item, chunks in chunk_documents(strategy, items, progress=bars):
                 if isinstance(item, InputError):
                     fail(source, item)
                     continue

@@ -477,14 +477,18 @@ class Evaluator:
         t0 = time.perf_counter()
         todo = [doc_id for doc_id in self.dataset.documents if (key, doc_id) not in self._chunk_memo]
         if todo:
-            # one embedding stream for the whole corpus (strategies.many), with a tqdm bar instead of the
-            # memo's per-call lines
+            # one embedding stream for the whole corpus (strategies.many); on a terminal tqdm bars replace
+            # the memo's progress lines (which stay for logs and pipes)
+            import sys
+
             from ..strategies.many import chunk_many
 
-            lines, self.embedder.progress = self.embedder.progress, None
+            lines = self.embedder.progress
+            bars = lines is not None and sys.stderr.isatty()
+            if bars:
+                self.embedder.progress = None
             try:
-                results = chunk_many(strategy, [self.dataset.documents[d] for d in todo],
-                                     progress=lines is not None)
+                results = chunk_many(strategy, [self.dataset.documents[d] for d in todo], progress=bars)
             finally:
                 self.embedder.progress = lines
             for doc_id, chunks in zip(todo, results):
