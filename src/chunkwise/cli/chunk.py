@@ -147,7 +147,9 @@ def _open_output(path: str | None) -> TextIO:
 
 def run(args: argparse.Namespace) -> int:
     from ..formats import iter_documents
+    from ..embeddings.language import LanguageCheck
     from ..formats.text import DecodingWarning
+    from ..strategies.many import chunk_documents
 
     strategy = _build_strategy(args)
     options = input_options(args)
@@ -159,6 +161,8 @@ def run(args: argparse.Namespace) -> int:
         table = _TextWriter(out)
     failures: list[tuple[str, str]] = []
     n_docs = n_chunks = 0
+    model = getattr(strategy, "embedder", None)
+    languages = LanguageCheck(model) if model is not None else None
 
     def fail(source: str, exc: ChunkwiseError) -> None:
         problem = exc.problem if exc.source else str(exc)
@@ -168,18 +172,22 @@ def run(args: argparse.Namespace) -> int:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DecodingWarning)  # printed below, once, from the metadata
-            for source, item in iter_documents(args.paths, include=args.include, exclude=args.exclude, **options):
+            items = iter_documents(args.paths, include=args.include, exclude=args.exclude, **options)
+            # semantic strategies embed the sentences of many documents in one stream (strategies.many)
+            bars = not args.quiet and sys.stderr.isatty()  # never tqdm noise in logs or pipes
+            for source, item, chunks in chunk_documents(strategy, items, progress=bars):
                 if isinstance(item, InputError):
                     fail(source, item)
                     continue
                 for message in item.metadata.get("warnings", []):
                     print(f"chunkwise: warning: {source}: {message}", file=sys.stderr)
-                try:
-                    # a video arrives as ready-made clip chunks (chunkwise.video)
-                    chunks = item.chunks if isinstance(item, VideoDocument) else strategy.chunk(item)
-                except ChunkwiseError as exc:
-                    fail(source, exc)
+                if isinstance(chunks, ChunkwiseError):
+                    fail(source, chunks)
                     continue
+                if chunks is None:  # a video arrives as ready-made clip chunks (chunkwise.video)
+                    chunks = item.chunks if isinstance(item, VideoDocument) else strategy.chunk(item)
+                if languages is not None and not isinstance(item, VideoDocument):
+                    languages.add(item.text)
                 n_docs += 1
                 n_chunks += len(chunks)
                 if table is not None:
@@ -191,6 +199,8 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if out is not sys.stdout:
             out.close()
+    if languages is not None:
+        languages.warn()
     if not args.quiet:
         print(f"chunkwise: {n_docs} document{'s' if n_docs != 1 else ''}, {n_chunks} chunk"
               f"{'s' if n_chunks != 1 else ''} ({strategy.name}, max_tokens={strategy.max_tokens})",

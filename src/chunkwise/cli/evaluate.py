@@ -158,8 +158,21 @@ def _evaluator(args, ds, k=None):
         llm = llm_from_args(args, embedder=embedder, stream=False)
     elif getattr(args, "llm_base_url", None) or getattr(args, "llm_model", None):
         raise ConfigError("--llm-base-url and --llm-model need --answers")
+    _check_languages(ds, embedder)
     return Evaluator(ds, embedder, k=k or args.k, count_tokenizer=args.count_tokenizer,
                      n_boot=args.bootstrap, seed=args.seed, progress=_progress(args), answer_llm=llm)
+
+
+def _check_languages(ds, embedder) -> None:
+    """One warning when the corpus looks like a language the embedder does not read (chunkwise.embeddings.
+    language); a warning, not a progress line, so it is printed with -q too."""
+    from ..embeddings.language import LanguageCheck
+
+    check = LanguageCheck(embedder)
+    if check.active:
+        for doc in ds.documents.values():
+            check.add(doc.text)
+        check.warn()
 
 
 def _shared_flags_given(args) -> bool:

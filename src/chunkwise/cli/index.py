@@ -178,6 +178,8 @@ def _run_ray(index, args: argparse.Namespace, name: str, params: dict, load_opti
 def _report(report, quiet: bool) -> int:
     for source, message in getattr(report, "warnings", []):
         print(f"chunkwise: warning: {source}: {message}", file=sys.stderr)
+    if getattr(report, "language_warning", None):
+        print(f"chunkwise: warning: {report.language_warning}", file=sys.stderr)
     for source, problem in report.failed:
         print(f"chunkwise: error: {source}: {problem}", file=sys.stderr)
     for note in report.notes:

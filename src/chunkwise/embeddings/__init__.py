@@ -8,6 +8,8 @@
 ``st:NAME_OR_PATH``    any sentence-transformers model from a local path (extra ``torch``)
 ``static``             model2vec static embeddings distilled from MiniLM by ``chunkwise distill``
 ``openai:MODEL``       any OpenAI-compatible ``/v1/embeddings`` endpoint (``base_url``, key from env)
+``use-multilingual``   Universal Sentence Encoder Multilingual v3, 16 languages, offline numpy (extra
+                       ``multilingual``; see :mod:`.multilingual`)
 =====================  =================================================================================
 
 Every back-end is wrapped in the persistent SQLite cache (:mod:`.cache`) unless ``cache=False``.
@@ -23,7 +25,7 @@ from ..errors import ConfigError
 from .base import Embedder, check_texts, l2_normalize
 
 #: the names ``--embedder`` accepts (``st:`` and ``openai:`` take a suffix)
-EMBEDDER_NAMES = ("minilm", "minilm-torch", "st:NAME_OR_PATH", "static", "openai:MODEL")
+EMBEDDER_NAMES = ("minilm", "minilm-torch", "st:NAME_OR_PATH", "static", "openai:MODEL", "use-multilingual")
 DEFAULT_EMBEDDER = "minilm"
 #: environment variable that overrides the default embedder for every command
 EMBEDDER_ENV = "CHUNKWISE_EMBEDDER"
@@ -68,6 +70,11 @@ def _backend(name: str, base_url: str | None, api_key_env: str, cache_dir, kw: d
         _check_kwargs(name, StaticEmbedder.__init__, {k: v for k, v in kw.items() if k not in ("name", "path")},
                       ("path",))
         return StaticEmbedder.load(cache_dir=cache_dir, **kw)
+    if name == "use-multilingual":
+        from .multilingual import USEMultilingualEmbedder
+
+        _check_kwargs(name, USEMultilingualEmbedder.__init__, kw)
+        return USEMultilingualEmbedder(**kw)
     if name.startswith("openai:") and len(name) > 7:
         from .openai import OpenAIEmbedder
 

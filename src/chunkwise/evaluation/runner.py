@@ -475,11 +475,26 @@ class Evaluator:
         key = json.dumps([spec.strategy, strategy.config_id()])
         out: dict[str, list[Chunk]] = {}
         t0 = time.perf_counter()
-        for doc_id, doc in self.dataset.documents.items():
-            memo_key = (key, doc_id)
-            if memo_key not in self._chunk_memo:
-                self._chunk_memo[memo_key] = strategy.chunk(doc)
-            out[doc_id] = self._chunk_memo[memo_key]
+        todo = [doc_id for doc_id in self.dataset.documents if (key, doc_id) not in self._chunk_memo]
+        if todo:
+            # one embedding stream for the whole corpus (strategies.many); on a terminal tqdm bars replace
+            # the memo's progress lines (which stay for logs and pipes)
+            import sys
+
+            from ..strategies.many import chunk_many
+
+            lines = self.embedder.progress
+            bars = lines is not None and sys.stderr.isatty()
+            if bars:
+                self.embedder.progress = None
+            try:
+                results = chunk_many(strategy, [self.dataset.documents[d] for d in todo], progress=bars)
+            finally:
+                self.embedder.progress = lines
+            for doc_id, chunks in zip(todo, results):
+                self._chunk_memo[(key, doc_id)] = chunks
+        for doc_id in self.dataset.documents:
+            out[doc_id] = self._chunk_memo[(key, doc_id)]
         return out, time.perf_counter() - t0
 
     def _contextualize(self, spec: RunSpec, doc: Document, chunks: list[Chunk]) -> list[Chunk]:

@@ -35,12 +35,14 @@ import numpy as np
 
 from ..document import Chunk, Document
 from ..embeddings.base import Embedder
+from ..embeddings.language import LanguageCheck
 from ..errors import ChunkwiseError, ConfigError, InputError
 from ..store.milvus import (
     DEFAULT_COLLECTION, MAX_VARCHAR, SCHEMA_VERSION, SECTION_SEPARATOR, Marker, MilvusStore, truncate_utf8,
 )
 from ..strategies import Strategy, get_strategy, strategy_class
 from ..formats.walk import UnreadableFolder
+from ..strategies.many import chunk_documents
 from ..strategies.units import pooled_vector
 from .fusion import DENSE_WEIGHT, ZSCORE_DEPTH, check_fusion, fuse_candidates_zscore, reciprocal_rank_fusion
 from ..video.document import VideoDocument
@@ -122,6 +124,8 @@ class IndexReport:
         ("setup", "load", "chunk", "context", "embed", "write"), 0.0))
     #: one-line notes for the user (e.g. the server has no BM25, so hybrid search runs client-side)
     notes: list[str] = field(default_factory=list)
+    #: one line when documents look like a language the embedder does not read (embeddings.language)
+    language_warning: str | None = None
 
     @property
     def chunks_per_second(self) -> float:
@@ -444,37 +448,27 @@ class Index:
         walked: set[str] = set()  # every source met, read or not (never pruned)
         unreadable: list[str] = []  # folders that could not be listed (nothing under them is pruned)
         incomplete: set[str] = set()
+        languages = LanguageCheck(embedder)
         try:
-            items = self._iter_inputs(docs, paths, include, exclude, load_options)
+            items = self._changed(self._iter_inputs(docs, paths, include, exclude, load_options), markers, seen,
+                                  report, progress_bars, walked, unreadable)
+            # semantic strategies embed the sentences of a whole group of documents in one stream
+            stream = chunk_documents(strat, items, progress=progress and sys.stderr.isatty())
             while True:
-                t = time.perf_counter()
+                t, loaded = time.perf_counter(), report.timings["load"]
                 try:
-                    source, doc = next(items)
+                    _source, doc, chunks = next(stream)
                 except StopIteration:
                     break
-                finally:
-                    report.timings["load"] += time.perf_counter() - t
-                progress_bars.update("files", "file")
-                walked.add(str(source))
-                if isinstance(doc, UnreadableFolder):
-                    unreadable.append(doc.path)
-                if isinstance(doc, ChunkwiseError) or not isinstance(doc, Document):
-                    report.failed.append((str(source), getattr(doc, "problem", str(doc))))
-                    continue
-                if doc.id in seen:  # the same file named twice
-                    continue
-                seen.add(doc.id)
-                report.documents += 1
-                marker = markers.get(doc.id)
-                if marker is not None and marker.content_hash == doc.content_hash and marker.complete:
-                    report.skipped += 1
-                    continue
-                report.warnings.extend((doc.source, str(w)) for w in doc.metadata.get("warnings", []))
+                finally:  # chunking time is the wait for the stream minus the loading inside it
+                    report.timings["chunk"] += time.perf_counter() - t - (report.timings["load"] - loaded)
                 try:
-                    t = time.perf_counter()
-                    # a video arrives as ready-made clip chunks (chunkwise.video); text goes to the strategy
-                    chunks = doc.chunks if isinstance(doc, VideoDocument) else strat.chunk(doc)
-                    report.timings["chunk"] += time.perf_counter() - t
+                    if isinstance(chunks, Exception):
+                        raise chunks
+                    if chunks is None:  # a video arrives as ready-made clip chunks (chunkwise.video)
+                        chunks = doc.chunks
+                    else:
+                        languages.add(doc.text)
                     complete = True
                     if context:
                         t = time.perf_counter()
@@ -506,9 +500,42 @@ class Index:
             if contextualizer is not None:
                 contextualizer.close()
         self._bm25 = None
+        report.language_warning = languages.message()
         report.total_chunks = self.store.count()
         report.seconds = time.perf_counter() - t0
         return report
+
+    def _changed(self, items, markers: dict[str, Marker], seen: set[str], report: IndexReport, bars: _Progress,
+                 walked: set[str], unreadable: list[str]):
+        """``(source, document)`` for every input that needs chunking: failed loads go to the report (and
+        every source met, read or not, to ``walked``; folders that could not be listed to ``unreadable``:
+        ``--prune`` never removes what it could not read), a file named twice is dropped, a document whose
+        content hash is already indexed *completely* is skipped (an incomplete one is redone)."""
+        while True:
+            t = time.perf_counter()
+            try:
+                source, doc = next(items)
+            except StopIteration:
+                return
+            finally:
+                report.timings["load"] += time.perf_counter() - t
+            bars.update("files", "file")
+            walked.add(str(source))
+            if isinstance(doc, UnreadableFolder):
+                unreadable.append(doc.path)
+            if isinstance(doc, ChunkwiseError) or not isinstance(doc, Document):
+                report.failed.append((str(source), getattr(doc, "problem", str(doc))))
+                continue
+            if doc.id in seen:  # the same file named twice
+                continue
+            seen.add(doc.id)
+            report.documents += 1
+            marker = markers.get(doc.id)
+            if marker is not None and marker.content_hash == doc.content_hash and marker.complete:
+                report.skipped += 1
+                continue
+            report.warnings.extend((doc.source, str(w)) for w in doc.metadata.get("warnings", []))
+            yield source, doc
 
     @staticmethod
     def _contextualize(doc: Document, chunks: list[Chunk], context: str, context_options: dict,

