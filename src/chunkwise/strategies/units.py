@@ -424,7 +424,6 @@ class EmbeddingStrategy(Strategy):
         same = etok is tokenizer or getattr(etok, "name", None) == getattr(tokenizer, "name", "")
         cap = min(self.max_tokens, emb_max) if (emb_max and same) else self.max_tokens
         per_region = []
-        heads = {sec.heading_start for sec in doc.sections if sec.heading_start >= 0}
         for a, b in (regions(doc, self.respect_sections) if bounds is None else bounds):
             spans, counts = unit_spans(text, a, b, tokenizer, cap,
                                        None if same else etok, None if same or not emb_max else emb_max,
@@ -447,6 +446,7 @@ class EmbeddingStrategy(Strategy):
     def finish(self, doc: Document, plan: "UnitPlan", vectors: np.ndarray, tokenizer: Tokenizer) -> list[Units]:
         """The :class:`Units` of every region from a plan and the vectors of its ``texts`` (same order)."""
         text = doc.text
+        heads = {sec.heading_start for sec in doc.sections if sec.heading_start >= 0}
         out = []
         for ((ra, rb), spans, counts), row in zip(plan.per_region, plan.slots):
             gap_texts = [text[spans[k][1]:spans[k + 1][0]] for k in range(len(spans) - 1)]
