@@ -223,7 +223,7 @@ def test_index_and_search_video(scene, tmp_path, capsys):
     assert hit["metadata"]["video"] == {"start_frame": 180, "end_frame": 230, "track_ids": [3],
                                         "classes": ["object"]}
     assert main(["search", "yellow lamp drops", "--db", db, "-k", "1"]) == 0
-    assert "7.2s-9.2s  frames 180-230 ids 3" in capsys.readouterr().out
+    assert "0:07.2-0:09.2  frames 180-230 ids 3" in capsys.readouterr().out
 
 
 def test_chunk_command_gives_the_clips(scene, tmp_path, capsys):
