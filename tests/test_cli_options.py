@@ -28,7 +28,7 @@ def test_flags_override_config(tmp_path):
     name, params = strategy_params_from_args(parse(["--config", str(cfg), "--max-tokens", "50"]))
     assert name == "fixed" and params == {"max_tokens": 50, "overlap": 10}
     name, params = strategy_params_from_args(parse([]))
-    assert name == "recursive" and params == {}
+    assert name == "auto" and params == {}
 
 
 def test_bad_config_is_a_clear_error(tmp_path):

@@ -102,7 +102,7 @@ def test_rerun_embeds_nothing_and_an_edit_replaces_only_that_file(built):
     from chunkwise import load
     from chunkwise.strategies import get_strategy
 
-    fresh = get_strategy("recursive").chunk(load(path))
+    fresh = get_strategy("auto").chunk(load(path))  # the index default
     assert {i: v[1] for i, v in after.items() if v[0] == str(path)} == {c.id: c.text for c in fresh}
     # the embedding cache means only the changed chunk texts reached the model
     assert embedder.texts_embedded - start <= 2

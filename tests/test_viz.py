@@ -45,7 +45,7 @@ def test_semantic_view_has_causes_and_breakpoints():
     view = build_views(doc, [get_strategy("semantic", max_tokens=64, embedder=FakeEmbedder())])[0]
     assert view.rows and view.breakpoints
     assert len(view.breakpoints) == len(view.chunks) - 1  # no overlap: one cut between each pair
-    assert {c["cause"] for c in view.chunks} <= {"threshold", "max_tokens", "section", "end"}
+    assert {c["cause"] for c in view.chunks} <= {"threshold", "max_tokens", "section", "end", "rule"}
     assert view.chunks[-1]["cause"] == "end"
     assert any(c["cause"] == "max_tokens" for c in view.chunks)
 
@@ -223,7 +223,7 @@ def test_chunk_table_piped_prints_whole_text(capsys):
 
     assert main(["chunk", str(GUIDE), "-f", "table", "--max-tokens", "200", "-q"]) == 0
     out = capsys.readouterr().out
-    chunks = get_strategy("recursive", max_tokens=200).chunk(load(GUIDE))
+    chunks = get_strategy("auto", max_tokens=200)  # the chunk default.chunk(load(GUIDE))
     for c in chunks:  # not cut: every word of every chunk is in the table
         assert " ".join(c.text.split()) in out
 

@@ -85,7 +85,9 @@ def test_chunk_folder_with_hostile_files(tmp_path):
     assert len(lines_about(done.err, "zero.txt: not a regular file (character device")) == 1
     sources = {json.loads(line)["source"] for line in out.read_text(encoding="utf-8").splitlines()}
     assert {os.path.basename(s) for s in sources} == {"good.txt", "caf\\xff\\xfe.txt", "z_last.txt"}
-    assert done.peak_mb < 500, done.peak_mb  # nothing read without bound (a /dev/zero read died at 2.7 GB)
+    # nothing read without bound (a /dev/zero read died at 2.7 GB); the baseline varies with what the parent
+    # process imported before (cv2 rewrites LD_LIBRARY_PATH for its children), hence the margin
+    assert done.peak_mb < 1024, done.peak_mb
 
 
 def test_explicit_dev_zero_link_stops_at_the_size_limit(tmp_path):

@@ -22,6 +22,7 @@ PARAM_HELP: dict[str, str] = {
     # the semantic strategies
     "embedder": "embedding back-end that places the cuts (minilm, static, st:PATH, openai:MODEL, ...)",
     "penalty": "cost of each extra chunk in the cohesion objective: higher gives fewer, larger chunks",
+    "structure_bonus": "how much cheaper a cut at a paragraph break, list end or heading is (0: structure ignored)",
     "buffer_size": "neighbouring sentences on each side pooled into a sentence's window",
     "threshold_type": "breakpoint rule: percentile, standard_deviation, interquartile, gradient, absolute",
     "threshold_amount": "the rule's amount (default per type: 95, 3, 1.5, 95, 0.25)",

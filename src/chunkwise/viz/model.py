@@ -47,7 +47,10 @@ class StrategyView:
         """Sentence-gap indices where the strategy cut (one marker each on the distance plot)."""
         if not self.rows:
             return []
-        return [k for k, r in enumerate(self.rows[:-1]) if r["breakpoint"]]
+        # the final cuts: the shared chunk rules (strategies/tidy.py) may move a decision's cut, so the
+        # markers follow the chunks that were returned, not the decision before the rules
+        ends = {c["end"] for c in self.chunks[:-1]}
+        return [k for k, r in enumerate(self.rows[:-1]) if r["end"] in ends]
 
     def to_dict(self) -> dict[str, Any]:
         return {"label": self.label, "strategy": self.strategy, "params": _plain(self.params),
@@ -81,11 +84,12 @@ def chunk_causes(doc: Document, chunks: list[Chunk], rows: list[dict[str, Any]] 
     """
     out: list[str] = []
     if rows:
-        cuts = [(r["end"], r["cause"]) for r in rows if r["breakpoint"] or r["cause"]]
-        ends = [e for e, _ in cuts]
-        for c in chunks:
-            k = bisect.bisect_right(ends, c.end) - 1
-            out.append(cuts[k][1] if k >= 0 and cuts[k][1] else "rule")
+        # a chunk that ends where the strategy decided to cut gets that decision's cause; one whose end the
+        # shared chunk rules moved (a heading carried forward, a tiny piece merged) gets "rule"
+        cause_at = {r["end"]: r["cause"] for r in rows if (r["breakpoint"] or r["cause"]) and r["cause"]}
+        last = max(range(len(chunks)), key=lambda i: chunks[i].end) if chunks else -1
+        for i, c in enumerate(chunks):
+            out.append("end" if i == last else cause_at.get(c.end, "rule"))
         return out
     heading_starts = {s.start for s in doc.sections} | {s.heading_start for s in doc.sections}
     by_start = sorted(range(len(chunks)), key=lambda i: chunks[i].start)
