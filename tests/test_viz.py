@@ -223,7 +223,7 @@ def test_chunk_table_piped_prints_whole_text(capsys):
 
     assert main(["chunk", str(GUIDE), "-f", "table", "--max-tokens", "200", "-q"]) == 0
     out = capsys.readouterr().out
-    chunks = get_strategy("auto", max_tokens=200)  # the chunk default.chunk(load(GUIDE))
+    chunks = get_strategy("auto", max_tokens=200).chunk(load(GUIDE))  # the chunk default
     for c in chunks:  # not cut: every word of every chunk is in the table
         assert " ".join(c.text.split()) in out
 
