@@ -78,7 +78,7 @@ def build_in_process(db: Path, folder: Path) -> None:
     from chunkwise.retrieval import Index
 
     with Index(db, embedder=get_embedder("minilm", cache=False)) as ix:
-        ix.add([str(folder)], strategy="recursive", params={"max_tokens": 48}, prune=True)
+        ix.add([str(folder)], strategy="auto", params={"max_tokens": 48}, prune=True)  # the CLI default
 
 
 def test_sigkill_at_random_points_then_rerun_equals_clean_run(tmp_path):
