@@ -39,7 +39,8 @@ from ..errors import ChunkwiseError, ConfigError, InputError
 from ..store.milvus import (
     DEFAULT_COLLECTION, MAX_VARCHAR, SCHEMA_VERSION, SECTION_SEPARATOR, Marker, MilvusStore, truncate_utf8,
 )
-from ..strategies import Strategy, get_strategy, strategy_class
+from ..strategies import Strategy
+from ..strategies.factory import make_strategy
 from ..formats.walk import UnreadableFolder
 from ..strategies.units import pooled_vector
 from .fusion import DENSE_WEIGHT, ZSCORE_DEPTH, check_fusion, fuse_candidates_zscore, reciprocal_rank_fusion
@@ -343,10 +344,7 @@ class Index:
                 raise ConfigError("give strategy parameters either in the strategy object or in params, not both")
             strat = strategy
         else:
-            params = dict(params or {})
-            if "embedder" in strategy_class(strategy).param_names() and "embedder" not in params:
-                params["embedder"] = embedder
-            strat = get_strategy(strategy, **params)
+            strat = make_strategy(strategy, params, embedder)
         strat.validate()
         new = self._build_config(strat, embedder, vectors, late, late_options, context, context_options)
         if config is not None:
