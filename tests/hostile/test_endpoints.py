@@ -168,7 +168,7 @@ def test_caches_and_databases_are_private(tmp_path, monkeypatch, fake_embedder):
         cache = CachedEmbedder(fake_embedder, EmbeddingCache(tmp_path / "cache"))
         cache.embed(["hello"])
         ctx = LLMContextualizer(base_url="http://127.0.0.1:1/v1", model="m", cache_dir=tmp_path / "llm")
-        ctx._conn()
+        ctx.client._conn()
         ctx.close()
         with Index(db=tmp_path / "x.db", embedder=fake_embedder) as index:
             index.add([], params={"max_tokens": 32})
