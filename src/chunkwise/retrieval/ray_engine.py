@@ -69,12 +69,18 @@ def import_ray():
 def list_files(paths: list[str], include: list[str] | None, exclude: list[str] | None) -> list[str]:
     """The files :func:`chunkwise.formats.iter_documents` would read, in its order, as the same source
     strings (so doc ids match the local path); missing paths are kept so the task reports them."""
-    from ..formats import _folder_files
+    from ..formats import matches
+    from ..formats.walk import walk_folder
+
+    include, exclude = list(include or []), list(exclude or [])
+
+    def keep(rel: str) -> bool:  # the filter iter_documents applies
+        return (not include or matches(rel, include)) and not (exclude and matches(rel, exclude))
 
     out, seen = [], set()
     for raw in paths:
         p = Path(raw)
-        files = _folder_files(p, list(include or []), list(exclude or [])) if p.is_dir() else [p]
+        files = [f.path for f in walk_folder(str(p), keep) if f.error is None] if p.is_dir() else [p]
         if p.is_dir() and not files:
             out.append(str(raw))  # the task reports "directory has no readable files"
         for f in files:
