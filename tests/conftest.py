@@ -82,5 +82,3 @@ def fake_embedder() -> FakeEmbedder:
     return FakeEmbedder()
 
 
-def needs_chroma():
-    return pytest.mark.skipif(not CHROMA.exists(), reason="../shared/data/chroma-eval not present")

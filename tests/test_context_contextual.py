@@ -9,22 +9,7 @@ from chunkwise.context.contextual import document_title
 from chunkwise.document import Chunk, Document, Section
 from chunkwise.errors import ConfigError
 from chunkwise.segmentation.tokens import get_tokenizer
-from chunkwise.strategies.base import Strategy
-
-
-class Paragraphs(Strategy):
-    """Test strategy: one chunk per paragraph (blank-line separated), via the shared build_chunks."""
-
-    name = "paragraphs"
-    apply_rules = False  # exactly one chunk per paragraph, headings included
-
-    def split(self, doc, start, end, tokenizer):
-        spans, pos = [], start
-        for para in doc.text[start:end].split("\n\n"):
-            a = doc.text.index(para, pos) if para else pos
-            pos = a + len(para)
-            spans.append((a, pos))
-        return spans
+from conftest import Paragraphs
 
 
 GUIDE = """# Tarn CLI

@@ -243,6 +243,7 @@ def test_index_stores_source_offsets_and_reads_an_old_collection(tmp_path, monke
     from conftest import FakeEmbedder
 
     import chunkwise.retrieval.index as index_module
+    import chunkwise.store.milvus as store_milvus
     from chunkwise.errors import ConfigError
     from chunkwise.retrieval import Index
     from chunkwise.store import MilvusStore
@@ -263,15 +264,15 @@ def test_index_stores_source_offsets_and_reads_an_old_collection(tmp_path, monke
         s._fields = [f for f in s._fields if f.name not in ("source_start", "source_end")]
         return s
 
-    original_rows = Index._rows
+    original_rows = store_milvus.chunk_rows
 
-    def old_rows(self, *args, **kwargs):
+    def old_rows(*args, **kwargs):
         return [{k: v for k, v in r.items() if k not in ("source_start", "source_end")}
-                for r in original_rows(self, *args, **kwargs)]
+                for r in original_rows(*args, **kwargs)]
 
     with monkeypatch.context() as m:
         m.setattr(MilvusStore, "_chunk_schema", old_schema)
-        m.setattr(Index, "_rows", old_rows)
+        m.setattr(store_milvus, "chunk_rows", old_rows)
         m.setattr(index_module, "SCHEMA_VERSION", 1)
         with Index(tmp_path / "old.db", embedder=FakeEmbedder()) as ix:
             ix.add([str(path)], strategy="recursive", params={"max_tokens": 8, "tokenizer": "words"})

@@ -10,7 +10,7 @@ from test_index import docs, lines
 from chunkwise.errors import ConfigError
 from chunkwise.retrieval import Index
 from chunkwise.retrieval.fusion import fuse_candidates_zscore, fuse_zscore, reciprocal_rank_fusion
-from chunkwise.retrieval.index import _as_scores
+from chunkwise.store.milvus import as_scores as _as_scores
 
 
 def test_candidate_zscore_matches_full_zscore_when_both_sides_return_everything():

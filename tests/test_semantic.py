@@ -29,34 +29,6 @@ SEED = ("The XR-12 coolant pump must be inspected every 500 operating hours. Che
 PUMP, CAFETERIA = SEED[:SEED.index(" The staff")], SEED[SEED.index("The staff"):]
 
 
-class TableEmbedder(Embedder):
-    """Vectors looked up by text (unit-normalised); unknown texts get a hashed random vector."""
-
-    def __init__(self, table: dict[str, np.ndarray] | None = None, dim: int = 8, max_tokens: int = 510):
-        self.table = {k: l2_normalize(np.asarray(v, np.float32)[None])[0] for k, v in (table or {}).items()}
-        self.dim = dim
-        self.max_tokens = max_tokens
-        self.model_id = "table"
-        self.texts_embedded = 0
-        self._tok = get_tokenizer("words")
-
-    @property
-    def tokenizer(self):
-        return self._tok
-
-    def embed(self, texts):
-        texts = list(texts)
-        self.texts_embedded += len(texts)
-        out = []
-        for t in texts:
-            if t in self.table:
-                out.append(self.table[t])
-            else:
-                rng = np.random.default_rng(abs(hash(t)) % (2**32))
-                out.append(rng.standard_normal(self.dim).astype(np.float32))
-        return l2_normalize(np.stack(out)) if out else np.zeros((0, self.dim), np.float32)
-
-
 def topic_text(topics: list[tuple[str, int]]) -> str:
     """Sentences built from a topic's vocabulary, so FakeEmbedder makes same-topic sentences similar."""
     vocab = {

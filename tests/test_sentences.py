@@ -289,8 +289,16 @@ def test_bare_punctuation_is_attached_to_its_neighbour(backend):
 
 @settings(max_examples=100, deadline=None)
 @given(st.lists(HOSTILE, max_size=30).map("".join))
-def test_deterministic(text):
-    assert split_sentences(text) == split_sentences(text)
+def test_spans_are_ordered_trimmed_and_cover_every_character(text):
+    """(Was a tautology, split(t) == split(t).) The span contract over hostile text: in order,
+    non-overlapping, trimmed, and no non-space character outside every span (nothing dropped)."""
+    spans = split_sentences(text)
+    covered = set()
+    for (a, b), nxt in zip(spans, spans[1:] + [(len(text), len(text))]):
+        assert 0 <= a < b <= nxt[0] <= len(text)
+        assert not text[a].isspace() and not text[b - 1].isspace()
+        covered.update(range(a, b))
+    assert all(ch.isspace() for i, ch in enumerate(text) if i not in covered)
 
 
 def test_chroma_corpora_spans_are_exact():

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..strategies import STRATEGY_NAMES, get_strategy, strategy_class
+from ..strategies import STRATEGY_NAMES
+from ..strategies.factory import make_strategy, parse_value
 
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
@@ -107,14 +108,6 @@ def add_chunking_options(p: argparse.ArgumentParser, default_strategy: str = "au
     p.set_defaults(_default_strategy=default_strategy)
 
 
-def parse_value(text: str) -> Any:
-    """``--param`` values: JSON when it parses (numbers, true/false/null, lists), else the string."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
-
-
 def parse_params(items: list[str]) -> dict[str, Any]:
     params: dict[str, Any] = {}
     for item in items:
@@ -158,6 +151,4 @@ def strategy_params_from_args(args: argparse.Namespace) -> tuple[str, dict[str, 
 def strategy_from_args(args: argparse.Namespace, embedder=None):
     """Build the strategy; semantic strategies get the global ``--embedder`` unless a parameter names one."""
     name, params = strategy_params_from_args(args)
-    if "embedder" in strategy_class(name).param_names() and "embedder" not in params and embedder is not None:
-        params["embedder"] = embedder
-    return get_strategy(name, **params)
+    return make_strategy(name, params, embedder)

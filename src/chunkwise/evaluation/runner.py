@@ -22,6 +22,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..strategies.factory import make_strategy, parse_value  # noqa: F401  (parse_value: re-exported)
 from ..retrieval.fusion import DENSE_WEIGHT, FUSION_MODES, RRF_K, fuse_zscore, reciprocal_rank_fusion, zscore
 
 from ..document import Chunk, Document
@@ -41,10 +42,8 @@ COMPARED_METRICS = ("recall@5", "iou@5", "precision@5", "recall_set@5", "iou_set
 #: keys of a run spec that configure the run, not the strategy
 RUN_KEYS = ("label", "late", "context", "context_opts", "late_opts", "hybrid", "vectors", "fusion", "rrf_k",
             "dense_weight")
-#: how chunk vectors are made, as ``chunkwise index --vectors``: embed the text, or pool the sentence
-#: vectors a semantic strategy computed while chunking
-VECTOR_MODES = ("text", "pool")
-
+#: how chunk vectors are made: the same modes as ``chunkwise index --vectors`` (one definition)
+from ..retrieval.index import VECTOR_MODES  # noqa: E402
 
 #: candidates taken from each ranking before reciprocal rank fusion (hybrid runs)
 HYBRID_CANDIDATES = 100
@@ -172,14 +171,6 @@ def split_top_level(text: str, sep: str = ",") -> list[str]:
         buf.append(ch)
     out.append("".join(buf))
     return out
-
-
-def parse_value(text: str) -> Any:
-    text = text.strip()
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
 
 
 def parse_run_spec(text: str) -> RunSpec:
@@ -461,12 +452,7 @@ class Evaluator:
         return self._query_vectors
 
     def build_strategy(self, spec: RunSpec):
-        from ..strategies import get_strategy, strategy_class
-
-        params = dict(spec.params)
-        if "embedder" in strategy_class(spec.strategy).param_names() and "embedder" not in params:
-            params["embedder"] = self.embedder
-        return get_strategy(spec.strategy, **params)
+        return make_strategy(spec.strategy, spec.params, self.embedder)
 
     def chunk_all(self, spec: RunSpec) -> tuple[dict[str, list[Chunk]], float]:
         """Chunks of every document (memoised per configuration) and the seconds chunking took."""

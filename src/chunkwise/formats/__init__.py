@@ -49,7 +49,23 @@ _HTML_START = re.compile(rb"\A\s*(?:<\?xml[^>]*>\s*)?(?:<!--.*?-->\s*)*<(?:!doct
 _MD_HINT = re.compile(rb"^(?:#{1,6} \S|```|~~~|\|.*\|\s*$|[-*] \[[ x]\] )", re.MULTILINE)
 
 
+#: formats added with :func:`register_format`: name -> loader
+_REGISTERED: dict[str, Callable[..., Document]] = {}
+
+
+def register_format(name: str, loader: Callable[..., Document], extensions: Iterable[str] = ()) -> None:
+    """Add an input format: ``loader(data: bytes, source: str, **options) -> Document`` reads it, and files
+    ending in one of ``extensions`` (e.g. ``".org"``) are given to it (``format=name`` forces it)."""
+    if name in FORMATS or not re.fullmatch(r"[a-z][a-z0-9_-]*", name or ""):
+        raise ConfigError(f"cannot register input format {name!r}: a built-in one or not a lower-case name")
+    _REGISTERED[name] = loader
+    for ext in extensions:
+        EXTENSIONS[ext.lower() if ext.startswith(".") else "." + ext.lower()] = name
+
+
 def _loader(fmt: str) -> Callable[..., Document]:
+    if fmt in _REGISTERED:
+        return _REGISTERED[fmt]
     if fmt == "text":
         from .text import load_text as f
     elif fmt == "markdown":
@@ -110,8 +126,8 @@ def load_bytes(data: bytes, source: str = "<bytes>", name: str | None = None, **
     if not data:
         raise InputError("empty file (0 bytes)", source=source)
     fmt = options.get("format") or detect_format(data, name)
-    if fmt not in FORMATS:
-        raise ConfigError(f"unknown input format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    if fmt not in FORMATS and fmt not in _REGISTERED:
+        raise ConfigError(f"unknown input format {fmt!r}; choose one of {', '.join((*FORMATS, *_REGISTERED))}")
     if fmt != "pdf":
         kind = binary_kind(data)
         if kind:
@@ -272,3 +288,7 @@ def iter_documents(paths: Iterable[str | os.PathLike], include: Iterable[str] | 
                 yield item.source, _load_file(item.path, item.source, options)
             except InputError as exc:
                 yield item.source, exc
+
+
+__all__ = ["load", "load_bytes", "register_format", "read_stdin", "iter_documents", "list_inputs", "detect_format",
+           "matches", "FORMATS", "EXTENSIONS", "DEFAULT_MAX_BYTES", "UnreadableFolder", "display_name"]

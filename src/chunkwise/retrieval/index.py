@@ -23,12 +23,11 @@ What it guarantees (details in :mod:`chunkwise.store.milvus`):
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 import numpy as np
@@ -37,10 +36,11 @@ from ..document import Chunk, Document
 from ..embeddings.base import Embedder
 from ..embeddings.language import LanguageCheck
 from ..errors import ChunkwiseError, ConfigError, InputError
-from ..store.milvus import (
-    DEFAULT_COLLECTION, MAX_VARCHAR, SCHEMA_VERSION, SECTION_SEPARATOR, Marker, MilvusStore, truncate_utf8,
-)
-from ..strategies import Strategy, get_strategy, strategy_class
+from ..store.base import Hit, Marker, Store
+from ..store.milvus import DEFAULT_COLLECTION, SCHEMA_VERSION, MilvusStore
+from ..store.rows import MAX_VARCHAR, jsonable
+from ..strategies import Strategy
+from ..strategies.factory import make_strategy
 from ..formats.walk import UnreadableFolder
 from ..strategies.many import chunk_documents
 from ..strategies.units import pooled_vector
@@ -54,49 +54,49 @@ DEFAULT_BATCH = 256
 EMBED_BATCH = 64
 
 
+#: what :meth:`SearchResult.to_dict` writes, in order (``chunk_index`` is the chunk's ``index``)
+RESULT_FIELDS = ("rank", "score", "id", "doc_id", "source", "text", "start", "end", "chunk_index", "token_count",
+                 "page_start", "page_end", "section", "start_time", "end_time", "speakers", "strategy", "context",
+                 "metadata", "vector_rank", "bm25_rank", "source_start", "source_end")
+#: the chunk's fields a result answers for itself (``hit.text``, ``hit.page_start``...)
+_CHUNK_ATTRS = ("id", "doc_id", "source", "text", "start", "end", "token_count", "page_start", "page_end",
+                "section", "start_time", "end_time", "speakers", "strategy", "context", "source_start",
+                "source_end", "start_frame", "end_frame", "track_ids", "classes")
+
+
 @dataclass
 class SearchResult:
-    """One retrieved chunk. ``score`` is the cosine similarity, or the RRF score with ``hybrid=True``
-    (then ``vector_rank``/``bm25_rank`` say where each retriever placed it, ``None`` = not in its list)."""
+    """One retrieved :class:`~chunkwise.document.Chunk`. ``score`` is the cosine similarity, or the fusion
+    score with ``hybrid=True`` (then ``vector_rank``/``bm25_rank`` say where each retriever placed it,
+    ``None`` = not in its list). The chunk's fields read through: ``hit.text``, ``hit.page_start``,
+    ``hit.chunk_index`` (the chunk's ``index``)..."""
 
     rank: int
     score: float
-    id: str
-    doc_id: str
-    source: str
-    text: str
-    start: int
-    end: int
-    chunk_index: int
-    token_count: int
-    page_start: int | None = None
-    page_end: int | None = None
-    section: list[str] = field(default_factory=list)
-    start_time: float | None = None
-    end_time: float | None = None
-    speakers: list[str] = field(default_factory=list)
-    strategy: str = ""
-    context: str | None = None
+    chunk: Chunk
     metadata: dict[str, Any] = field(default_factory=dict)
     vector_rank: int | None = None
     bm25_rank: int | None = None
-    source_start: int | None = None
-    source_end: int | None = None
 
     @classmethod
-    def from_entity(cls, rank: int, score: float, e: dict[str, Any], **extra: Any) -> "SearchResult":
-        section = e.get("section") or ""
-        return cls(rank=rank, score=float(score), id=e["id"], doc_id=e["doc_id"], source=e["source"],
-                   text=e["text"], start=int(e["start"]), end=int(e["end"]), chunk_index=int(e["chunk_index"]),
-                   token_count=int(e["token_count"]), page_start=e.get("page_start"), page_end=e.get("page_end"),
-                   section=section.split(SECTION_SEPARATOR) if section else [],
-                   start_time=e.get("start_time"), end_time=e.get("end_time"),
-                   speakers=list(e.get("speakers") or []), strategy=e.get("strategy") or "",
-                   context=e.get("context"), metadata=dict(e.get("metadata") or {}),
-                   source_start=e.get("source_start"), source_end=e.get("source_end"), **extra)
+    def from_hit(cls, rank: int, score: float, hit: Hit, **extra: Any) -> "SearchResult":
+        return cls(rank=rank, score=float(score), chunk=hit.chunk, metadata=dict(hit.metadata), **extra)
+
+    @property
+    def chunk_index(self) -> int:
+        return self.chunk.index
+
+    def __getattr__(self, name: str) -> Any:
+        if name in _CHUNK_ATTRS and "chunk" in self.__dict__:
+            return getattr(self.__dict__["chunk"], name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = {name: getattr(self, name) for name in RESULT_FIELDS}
+        for name in ("section", "speakers"):
+            d[name] = list(d[name])
+        d["metadata"] = dict(self.metadata)
+        return d
 
 
 @dataclass
@@ -145,22 +145,12 @@ class IndexReport:
         return "; ".join(parts)
 
 
-def _jsonable(value: Any) -> Any:
-    return json.loads(json.dumps(value, ensure_ascii=False, default=str))
-
-
-def _video_meta(meta: dict[str, Any], c: Chunk) -> dict[str, Any]:
-    """A video clip's row metadata: the document's plus its frames, track IDs and classes."""
-    return {**meta, "video": {"start_frame": c.start_frame, "end_frame": c.end_frame,
-                              "track_ids": list(c.track_ids or []), "classes": list(c.classes or [])}}
-
-
 def _printable(value: Any) -> Any:
     if hasattr(value, "model_id"):
         return value.model_id
     if hasattr(value, "name") and not isinstance(value, (str, int, float, bool)):
         return value.name
-    return _jsonable(value)
+    return jsonable(value)
 
 
 class _Progress:
@@ -195,15 +185,6 @@ class _Progress:
         self.bars.clear()
 
 
-def _as_scores(hits: list[dict]) -> dict[str, float]:
-    """``id -> score`` (higher is better) from hits ranked best first. Milvus Lite reports BM25 as a
-    negative distance (more negative is better) where a server may report the score itself: the ranking
-    order tells which."""
-    values = [float(h["distance"]) for h in hits]
-    flip = values[0] < values[-1] if len(values) > 1 else bool(values and values[0] < 0)
-    return {h["id"]: (-v if flip else v) for h, v in zip(hits, values)}
-
-
 class Index:
     """A chunk index in Milvus: :meth:`add` documents, :meth:`search` them, :meth:`delete` them.
 
@@ -212,21 +193,22 @@ class Index:
     :func:`chunkwise.embeddings.get_embedder`, or ``None`` for the one the collection was built with
     (``$CHUNKWISE_EMBEDDER`` or ``minilm`` for a new collection). ``cache``, ``cache_dir`` and
     ``embedder_options`` (e.g. ``{"base_url": ...}``) go to ``get_embedder``. ``timeout`` (seconds) bounds
-    connecting to a server and each Milvus call.
+    connecting to a server and each Milvus call. ``store``: any :class:`~chunkwise.store.base.Store`
+    instead of Milvus (then ``db``/``uri``/``token``/``collection``/``timeout`` are not used).
     """
 
     def __init__(self, db: str | os.PathLike | None = None, *, uri: str | None = None, token: str | None = None,
                  collection: str = DEFAULT_COLLECTION, embedder: Embedder | str | None = None,
                  cache: bool = True, cache_dir: str | os.PathLike | None = None,
-                 embedder_options: dict[str, Any] | None = None, timeout: float = 10.0):
-        self.store = MilvusStore(db=db, uri=uri, token=token, collection=collection, timeout=timeout)
+                 embedder_options: dict[str, Any] | None = None, timeout: float = 10.0, store: Store | None = None):
+        self.store: Store = store if store is not None else MilvusStore(
+            db=db, uri=uri, token=token, collection=collection, timeout=timeout)
         self._embedder_arg = embedder
         self._embedder: Embedder | None = embedder if isinstance(embedder, Embedder) else None
         self._owns_embedder = False
         self._cache = cache
         self._cache_dir = cache_dir
         self._embedder_options = dict(embedder_options or {})
-        self._bm25 = None  # bm25s fallback, built on first hybrid search
 
     # -- lifecycle -------------------------------------------------------------------------------------
     def __enter__(self) -> "Index":
@@ -347,10 +329,7 @@ class Index:
                 raise ConfigError("give strategy parameters either in the strategy object or in params, not both")
             strat = strategy
         else:
-            params = dict(params or {})
-            if "embedder" in strategy_class(strategy).param_names() and "embedder" not in params:
-                params["embedder"] = embedder
-            strat = get_strategy(strategy, **params)
+            strat = make_strategy(strategy, params, embedder)
         strat.validate()
         new = self._build_config(strat, embedder, vectors, late, late_options, context, context_options)
         if config is not None:
@@ -362,7 +341,6 @@ class Index:
             self.store.open()
         else:
             self.store.create(new, embedder.dim, replace=recreate)  # create-if-absent, atomic on the server
-        self._bm25 = None
         return strat, embedder, context
 
     # -- adding documents ------------------------------------------------------------------------------
@@ -431,9 +409,8 @@ class Index:
             strat, embedder, context = self._prepare(strategy, params, vectors, late, late_options, context,
                                                      context_options, recreate)
             markers = self.store.markers()
-            if not self.store.bm25_builtin and self.store.capabilities is not None:
-                note = self.store.capabilities.hybrid_note
-                report.notes.extend([note] if note else [])
+            note = self.store.hybrid_note
+            report.notes.extend([note] if note else [])
         except BaseException:
             if contextualizer is not None:
                 contextualizer.close()
@@ -499,7 +476,6 @@ class Index:
             progress_bars.close()
             if contextualizer is not None:
                 contextualizer.close()
-        self._bm25 = None
         report.language_warning = languages.message()
         report.total_chunks = self.store.count()
         report.seconds = time.perf_counter() - t0
@@ -599,28 +575,6 @@ class Index:
             bars.update("embedding", "chunk", len(part))
         return out
 
-    def _rows(self, doc: Document, chunks: list[Chunk], vecs: np.ndarray, model_id: str) -> list[dict]:
-        meta = _jsonable({"document": doc.metadata, "title": doc.title})
-        content_hash = doc.content_hash
-        rows = []
-        for c, v in zip(chunks, vecs):
-            if not np.all(np.isfinite(v)):
-                raise ChunkwiseError(f"embedder returned a non-finite vector for chunk {c.index}", source=doc.source)
-            rows.append({
-                "id": c.id, "doc_id": c.doc_id, "source": truncate_utf8(c.source, MAX_VARCHAR), "text": c.text,
-                "context": truncate_utf8(c.context, MAX_VARCHAR) if c.context else None,
-                "indexed_text": truncate_utf8(c.embed_text, MAX_VARCHAR),
-                "start": c.start, "end": c.end, "chunk_index": c.index, "token_count": c.token_count,
-                "page_start": c.page_start, "page_end": c.page_end,
-                "section": truncate_utf8(SECTION_SEPARATOR.join(c.section), 8192),
-                "start_time": c.start_time, "end_time": c.end_time,
-                "speakers": [truncate_utf8(s, 256) for s in c.speakers[:64]],
-                "strategy": c.strategy, "embedder": model_id, "content_hash": content_hash,
-                "metadata": meta if c.track_ids is None else _video_meta(meta, c), "vector": v.tolist(),
-                "source_start": c.source_start, "source_end": c.source_end,
-            })
-        return rows
-
     def _flush(self, pending, markers: dict[str, Marker], embedder: Embedder, reuse: bool, late: bool,
                late_options: dict, report: IndexReport, bars: _Progress, incomplete: set[str] = frozenset()) -> None:
         """Embed and write a batch of documents with the unmark → upsert → delete stale → mark protocol."""
@@ -633,15 +587,12 @@ class Index:
                report: IndexReport, bars: _Progress, incomplete: set[str] = frozenset()) -> None:
         """Write embedded documents: unmark → upsert → delete stale → mark (shared with the Ray engine)."""
         t = time.perf_counter()
-        rows: list[dict] = []
-        for (doc, chunks), vecs in zip(pending, vectors):
-            rows.extend(self._rows(doc, chunks, vecs, model_id))
         doc_ids = [doc.id for doc, _ in pending]
         self.store.unmark([d for d in doc_ids if d in markers])
         for d in doc_ids:
             markers.pop(d, None)
-        self.store.upsert_chunks(rows)
-        keep = {r["id"] for r in rows}
+        written = self.store.upsert([(doc, chunks, vecs) for (doc, chunks), vecs in zip(pending, vectors)], model_id)
+        keep = set(written)
         stored = self.store.chunk_ids(doc_ids)
         stale = sorted(set().union(*stored.values()) - keep) if stored else []
         report.removed += self.store.delete_chunks(stale)
@@ -651,8 +602,8 @@ class Index:
         markers.update({m.doc_id: m for m in new_markers})
         report.timings["write"] += time.perf_counter() - t
         report.indexed += len(pending)
-        report.chunks += len(rows)
-        bars.update("chunks written", "chunk", len(rows))
+        report.chunks += len(written)
+        bars.update("chunks written", "chunk", len(written))
 
     def _prune(self, markers: dict[str, Marker], seen: set[str], walked: set[str] = frozenset(),
                unreadable: list[str] = ()) -> int:
@@ -712,7 +663,6 @@ class Index:
                    if src == key or (not src.startswith("<") and os.path.abspath(src) == absolute)]
         if not ids:
             raise InputError("no such document in the index (give its doc id or its source path)", source=key)
-        self._bm25 = None
         return self.store.delete_documents(ids)
 
     def search(self, query: str, k: int = 5, filter: str | None = None, hybrid: bool = False,
@@ -746,25 +696,21 @@ class Index:
         qvec = embedder.embed([query])[0]
         if not hybrid:
             hits = self.store.search_vector(qvec, k, filter)
-            return [SearchResult.from_entity(r, h["distance"], h["entity"], vector_rank=r)
-                    for r, h in enumerate(hits, start=1)]
+            return [SearchResult.from_hit(r, h.score, h, vector_rank=r) for r, h in enumerate(hits, start=1)]
         # Both rankings go deeper than k so fusion can promote a chunk that is, say, 12th by vectors and
         # 2nd by BM25; only ids and scores travel until the final k are known.
         depth = max(ZSCORE_DEPTH if fusion == "zscore" else 50, 4 * k)
-        vector_hits = {h["id"]: float(h["distance"]) for h in self.store.search_vector(qvec, depth, filter, fields=["id"])}
-        if self.store.bm25_builtin:
-            bm25_hits = _as_scores(self.store.search_bm25(query, depth, filter, fields=["id"]))
-        else:
-            bm25_hits = dict(self._bm25_fallback(query, depth, filter))
+        vector_hits = {h.id: h.score for h in self.store.search_vector(qvec, depth, filter, ids_only=True)}
+        bm25_hits = {h.id: h.score for h in self.store.search_text(query, depth, filter)}
         if fusion == "zscore":
             fused = fuse_candidates_zscore(vector_hits, bm25_hits, dense_weight)[:k]
         else:
             fused = reciprocal_rank_fusion([list(vector_hits), list(bm25_hits)])[:k]
-        entities = {e["id"]: e for e in self.store.fetch([i for i, _ in fused])}
+        stored = {h.id: h for h in self.store.fetch([i for i, _ in fused])}
         vrank = {i: n for n, i in enumerate(vector_hits, start=1)}
         brank = {i: n for n, i in enumerate(bm25_hits, start=1)}
-        return [SearchResult.from_entity(r, s, entities[i], vector_rank=vrank.get(i), bm25_rank=brank.get(i))
-                for r, (i, s) in enumerate(fused, start=1) if i in entities]
+        return [SearchResult.from_hit(r, s, stored[i], vector_rank=vrank.get(i), bm25_rank=brank.get(i))
+                for r, (i, s) in enumerate(fused, start=1) if i in stored]
 
     def ask(self, question: str, k: int = 5, *, llm=None, hybrid: bool = False, filter: str | None = None,
             min_score: float | None = None, on_token=None, on_passages=None):
@@ -777,15 +723,6 @@ class Index:
 
         return ask_index(self, question, k, llm=llm, hybrid=hybrid, filter=filter, on_token=on_token,
                          min_score=DEFAULT_MIN_SCORE if min_score is None else min_score, on_passages=on_passages)
-
-    def _bm25_fallback(self, query: str, limit: int, filter: str | None) -> list[tuple[str, float]]:
-        from .hybrid import BM25Fallback
-
-        if self._bm25 is None:
-            self._bm25 = BM25Fallback((r["id"], r["indexed_text"])
-                                      for r in self.store.scan_chunks(["id", "indexed_text"]))
-        allowed = {r["id"] for r in self.store.scan_chunks(["id"], filter)} if filter else None
-        return self._bm25.search(query, limit, allowed)
 
 
 __all__ = ["Index", "IndexReport", "SearchResult", "VECTOR_MODES"]

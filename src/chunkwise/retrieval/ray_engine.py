@@ -176,8 +176,8 @@ class RayIngest:
             raise ConfigError(f"--engine ray does not run strategy {strat.name!r} yet (it embeds while "
                               "chunking); use a strategy without an embedder or the local engine")
         markers = ix.store.markers()
-        if not ix.store.bm25_builtin and ix.store.capabilities is not None and ix.store.capabilities.hybrid_note:
-            report.notes.append(ix.store.capabilities.hybrid_note)
+        if ix.store.hybrid_note:
+            report.notes.append(ix.store.hybrid_note)
         files, problems = list_files([os.fspath(p) for p in paths], include, exclude)
         for problem in problems:
             report.failed.append((problem.source, problem.problem))

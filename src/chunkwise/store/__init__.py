@@ -1,5 +1,6 @@
-"""Where chunks are stored: Milvus (Milvus Lite by default, a server by URI)."""
+"""Where chunks are stored: the :class:`Store` protocol, and Milvus (Milvus Lite by default, a server by URI)."""
 
-from .milvus import DEFAULT_COLLECTION, DEFAULT_DB, Marker, MilvusStore
+from .base import Hit, Marker, Store
+from .milvus import DEFAULT_COLLECTION, DEFAULT_DB, MilvusStore
 
-__all__ = ["MilvusStore", "Marker", "DEFAULT_COLLECTION", "DEFAULT_DB"]
+__all__ = ["Store", "Hit", "MilvusStore", "Marker", "DEFAULT_COLLECTION", "DEFAULT_DB"]

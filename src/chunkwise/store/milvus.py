@@ -40,7 +40,10 @@ from typing import Any, Iterable, Iterator
 
 import numpy as np
 
+from ..document import Chunk, Document
 from ..errors import ChunkwiseError, ConfigError, InputError
+from .base import Hit, Marker
+from .rows import MAX_VARCHAR, SECTION_SEPARATOR, chunk_from_row, chunk_rows, truncate_utf8
 
 #: bump when the schema changes incompatibly; recorded in the config row
 SCHEMA_VERSION = 2  # 2: source_start/source_end
@@ -50,9 +53,6 @@ CONFIG_PROPERTY = "chunkwise.config"
 STATE_SUFFIX = "__state"
 DEFAULT_COLLECTION = "chunkwise"
 DEFAULT_DB = "chunkwise.db"
-#: Milvus VARCHAR limit (bytes)
-MAX_VARCHAR = 65535
-SECTION_SEPARATOR = " > "
 #: scalar fields returned with every search hit
 OUTPUT_FIELDS = [
     "id", "doc_id", "source", "text", "context", "start", "end", "chunk_index", "token_count",
@@ -75,19 +75,6 @@ def quiet_milvus_logs() -> None:
     :class:`ChunkwiseError` messages instead, so the duplicate log output is noise."""
     for name in ("pymilvus", "pymilvus.decorators", "milvus_lite", "milvus_lite.server_manager"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
-
-
-@dataclass
-class Marker:
-    """A document that is completely indexed: its source, content hash and number of chunks."""
-
-    doc_id: str
-    source: str
-    content_hash: str
-    chunks: int
-    #: False when the document was written without everything it asked for (e.g. ``--context llm`` failed
-    #: for some chunks): the next run redoes it even though its content is unchanged
-    complete: bool = True
 
 
 @dataclass(frozen=True)
@@ -168,16 +155,18 @@ def stable_config_hash(config: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:32]
 
 
-def truncate_utf8(text: str, limit: int) -> str:
-    """``text`` cut to at most ``limit`` UTF-8 bytes, never inside a character."""
-    data = text.encode("utf-8", "surrogatepass")
-    if len(data) <= limit:
-        return text
-    return data[:limit].decode("utf-8", "ignore")
+def as_scores(hits: list[dict]) -> dict[str, float]:
+    """``id -> score`` (higher is better) from hits ranked best first. Milvus Lite reports BM25 as a
+    negative distance (more negative is better) where a server may report the score itself: the ranking
+    order tells which."""
+    values = [float(h["distance"]) for h in hits]
+    flip = values[0] < values[-1] if len(values) > 1 else bool(values and values[0] < 0)
+    return {h["id"]: (-v if flip else v) for h, v in zip(hits, values)}
 
 
 class MilvusStore:
-    """One chunkwise index in Milvus: the chunk collection plus its state collection.
+    """One chunkwise index in Milvus: the chunk collection plus its state collection (implements
+    :class:`chunkwise.store.base.Store`).
 
     ``db`` is a Milvus Lite directory whose name ends in ``.db`` (created on first use); ``uri`` (with an
     optional ``token``) names a Milvus server instead. ``timeout`` bounds connecting and every call, so an
@@ -204,8 +193,16 @@ class MilvusStore:
         self._client = None
         self._engine = None  # Milvus Lite behind a private socket (store/lite.py)
         self._loaded: set[str] = set()
+        self._bm25 = None  # bm25s fallback for servers without BM25, built on the first text search
 
     # -- connection ------------------------------------------------------------------------------------
+    @property
+    def hybrid_note(self) -> str | None:
+        """Why hybrid search runs client-side here (a server without BM25 functions), else ``None``."""
+        if self.bm25_builtin or self.capabilities is None:
+            return None
+        return self.capabilities.hybrid_note
+
     @property
     def location(self) -> str:
         return self.uri if self.uri is not None else self.db
@@ -637,7 +634,16 @@ class MilvusStore:
                     row[k] = None
         return row
 
+    def upsert(self, items: list[tuple[Document, list[Chunk], np.ndarray]], embedder_id: str) -> list[str]:
+        """Write documents' chunks with their vectors (rows from :mod:`chunkwise.store.rows`)."""
+        rows: list[dict] = []
+        for doc, chunks, vectors in items:
+            rows.extend(chunk_rows(doc, chunks, vectors, embedder_id))
+        self.upsert_chunks(rows)
+        return [r["id"] for r in rows]
+
     def upsert_chunks(self, rows: Iterable[dict]) -> None:
+        self._bm25 = None
         client = self.connect()
         batch: list[dict] = []
         size = 0
@@ -654,6 +660,7 @@ class MilvusStore:
 
     def delete_chunks(self, ids: Iterable[str]) -> int:
         ids = list(ids)
+        self._bm25 = None
         client = self.connect()
         with self._errors("delete chunks"):
             for i in range(0, len(ids), 4096):
@@ -682,12 +689,13 @@ class MilvusStore:
             rows = client.query(self.collection, filter="", output_fields=["count(*)"])
         return int(rows[0]["count(*)"]) if rows else 0
 
-    def fetch(self, ids: list[str]) -> list[dict]:
+    def fetch(self, ids: list[str]) -> list[Hit]:
+        """The stored chunks of ``ids`` (those that exist), as hits without a score."""
         if not ids:
             return []
         with self._errors("read chunks"):
-            return [self._decode(r) for r in self.connect().get(self.collection, ids=ids,
-                                                                output_fields=self.output_fields)]
+            rows = self.connect().get(self.collection, ids=ids, output_fields=self.output_fields)
+        return [Hit(r["id"], 0.0, *chunk_from_row(self._decode(r))) for r in rows]
 
     def scan_chunks(self, fields: list[str], filter: str = "") -> Iterator[dict]:
         with self._filter_errors(filter, "read chunks"):
@@ -706,18 +714,31 @@ class MilvusStore:
             raise ChunkwiseError(f"Milvus {action} failed: {_message(exc)}", source=self.location) from None
 
     def search_vector(self, vector: np.ndarray, limit: int, filter: str | None = None,
-                      fields: list[str] | None = None) -> list[dict]:
-        """Nearest chunks by cosine similarity: hit dicts with ``id``, ``distance`` and ``entity``
-        (``fields``, default all of :data:`OUTPUT_FIELDS` the collection has)."""
+                      ids_only: bool = False) -> list[Hit]:
+        """Nearest chunks by cosine similarity, best first (with the stored chunks unless ``ids_only``)."""
         with self._filter_errors(filter, "search"):
             res = self.connect().search(
                 self.collection, data=[np.asarray(vector, dtype=np.float32).tolist()], anns_field="vector",
-                limit=limit, filter=filter or "", output_fields=self.output_fields if fields is None else fields,
+                limit=limit, filter=filter or "", output_fields=["id"] if ids_only else self.output_fields,
                 search_params={"metric_type": "COSINE"})
         hits = list(res[0]) if res else []
-        for h in hits:
-            self._decode(h.get("entity") or {})
-        return hits
+        if ids_only:
+            return [Hit(h["id"], float(h["distance"])) for h in hits]
+        return [Hit(h["id"], float(h["distance"]), *chunk_from_row(self._decode(h.get("entity") or {})))
+                for h in hits]
+
+    def search_text(self, query: str, limit: int, filter: str | None = None) -> list[Hit]:
+        """Chunks by BM25 over ``indexed_text``, best first: Milvus's own where the collection has it
+        (:attr:`bm25_builtin`), else ``bm25s`` over the stored texts (built once, rebuilt after writes)."""
+        if self.bm25_builtin:
+            scores = as_scores(self.search_bm25(query, limit, filter, fields=["id"]))
+            return [Hit(i, s) for i, s in scores.items()]
+        from ..retrieval.hybrid import BM25Fallback
+
+        if self._bm25 is None:
+            self._bm25 = BM25Fallback((r["id"], r["indexed_text"]) for r in self.scan_chunks(["id", "indexed_text"]))
+        allowed = {r["id"] for r in self.scan_chunks(["id"], filter)} if filter else None
+        return [Hit(i, s) for i, s in self._bm25.search(query, limit, allowed)]
 
     def search_bm25(self, query: str, limit: int, filter: str | None = None,
                     fields: list[str] | None = None) -> list[dict]:

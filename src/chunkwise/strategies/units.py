@@ -35,7 +35,7 @@ from ..segmentation.tokens import Tokenizer, resolve_tokenizer
 from .base import Span, Strategy, build_chunks, max_chars_for, regions, trim_span
 
 #: default embedder name of every semantic strategy
-DEFAULT_EMBEDDER = "minilm"
+from ..embeddings import DEFAULT_EMBEDDER  # noqa: E402  (one definition of the default model)
 #: ``min_tokens=None`` (the default of the semantic strategies) means this many tokens, but never more
 #: than a quarter of ``max_tokens`` (measured: docs/semantic.md, "Junk and min_tokens")
 DEFAULT_MIN_TOKENS = 24
