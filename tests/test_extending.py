@@ -22,6 +22,7 @@ class LineChunker(Strategy):
     """One chunk per non-empty line (build_chunks caps, counts and ids them)."""
 
     name = "lines"
+    apply_rules = False  # one chunk per line, even a tiny one (the shared rules would merge it)
 
     def split(self, doc, start, end, tokenizer):
         spans, pos = [], start
