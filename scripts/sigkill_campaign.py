@@ -2,7 +2,8 @@
 
 Each trial starts from a copy of an index of version 1 of a folder, updates it to version 2 (three files
 edited, one deleted, one added, ``--prune``) with 1-3 kills at random moments (after a random share of
-the write volume, or a random delay), then lets the last run finish. The final collection must equal a
+the write volume, or a random share of the time one update takes on this machine, measured first, so the
+kills land at the same points on a fast or a slow machine), then lets the last run finish. The final collection must equal a
 clean index of version 2 by chunk ids, texts, offsets and vectors (to float32 rounding), with no
 duplicates and the same document markers. ``tests/hostile/test_sigkill_campaign.py`` runs two trials;
 the campaign itself runs as many as asked.
@@ -124,6 +125,12 @@ def campaign(trials: int, seed: int = 1, work: Path | None = None, log=print) ->
     write_corpus(folder, 99, ["doc6.txt"])
     run_to_end(work / "clean.db", folder)
     want = snapshot(work / "clean.db")
+    timed = work / "timed.db"
+    shutil.copytree(v1, timed)
+    t0 = time.perf_counter()
+    run_to_end(timed, folder)
+    span = time.perf_counter() - t0  # one uninterrupted update, start-up included
+    shutil.rmtree(timed, ignore_errors=True)
     before = snapshot(v1)[0]
     rng = random.Random(seed)
     result = Campaign()
@@ -134,11 +141,12 @@ def campaign(trials: int, seed: int = 1, work: Path | None = None, log=print) ->
             start = size(db)
             by_size = rng.random() < 0.7
             target = rng.uniform(0.02, 0.4) * base
-            delay = rng.uniform(0.5, 6.0)
+            delay = rng.uniform(0.1, 0.9) * span
             proc = subprocess.Popen(index_cmd(db, folder), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             t0 = time.perf_counter()
-            while proc.poll() is None and time.perf_counter() - t0 < 60:
-                if (abs(size(db) - start) >= target) if by_size else (time.perf_counter() - t0 >= delay):
+            while proc.poll() is None:
+                waited = time.perf_counter() - t0
+                if (abs(size(db) - start) >= target or waited >= 0.9 * span) if by_size else waited >= delay:
                     break
                 time.sleep(0.002)
             if proc.poll() is None:

