@@ -16,7 +16,7 @@ that overlap the reference.
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 

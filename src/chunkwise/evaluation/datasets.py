@@ -37,7 +37,8 @@ import csv
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 from ..document import Document
 from ..errors import InputError
@@ -99,7 +100,7 @@ class Dataset:
     skipped_references: int = 0
     skipped_queries: int = 0
 
-    def subset(self, docs: Iterable[str] | None = None, limit: int | None = None) -> "Dataset":
+    def subset(self, docs: Iterable[str] | None = None, limit: int | None = None) -> Dataset:
         """The same dataset restricted to some documents (and the queries about only them) and/or the
         first ``limit`` queries; used for quick checks and tests."""
         keep = set(self.documents) if docs is None else set(docs)

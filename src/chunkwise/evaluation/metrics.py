@@ -35,7 +35,7 @@ positive-length overlaps count; precision_Ω = |R*∩G|/|R*| with R* the union o
 from __future__ import annotations
 
 import math
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 

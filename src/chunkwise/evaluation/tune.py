@@ -18,7 +18,8 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
+from collections.abc import Callable, Sequence
 
 from ..errors import ConfigError
 from .runner import RUN_KEYS, Evaluator, RunResult, parse_value, spec_from_params, split_top_level

@@ -26,7 +26,7 @@ from ..document import Document
 from ..errors import ConfigError, InputError
 from ..video.frames import VIDEO_EXTENSIONS
 from .text import binary_kind
-from .walk import Found, UnreadableFolder, display_name, read_bounded, walk_folder
+from .walk import Found, UnreadableFolder, display_name, read_bounded, walk_folder  # noqa: F401 (re-export)
 
 DEFAULT_MAX_BYTES = 100 * 1024 * 1024
 

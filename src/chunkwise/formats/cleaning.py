@@ -43,7 +43,7 @@ class CleaningOptions:
     normalize_whitespace: bool = True
 
     @classmethod
-    def from_options(cls, options: dict) -> "CleaningOptions":
+    def from_options(cls, options: dict) -> CleaningOptions:
         """Read ``clean=False`` (all off) and the individual switches from loader keyword options."""
         on = bool(options.get("clean", True))
         return cls(**{name: bool(options.get(name, on)) for name in

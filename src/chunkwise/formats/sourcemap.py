@@ -52,12 +52,12 @@ class SourceMap:
         self._c_ends = [seg[1] for seg in segments]
 
     @classmethod
-    def identity(cls, length: int) -> "SourceMap":
+    def identity(cls, length: int) -> SourceMap:
         """The map of a text that was not changed."""
         return cls([(0, length, 0, length, True)] if length else [], length)
 
     @classmethod
-    def align(cls, clean: str, source: str, window: int = 4096) -> "SourceMap":
+    def align(cls, clean: str, source: str, window: int = 4096) -> SourceMap:
         """A map found by matching the words of ``clean`` in order in ``source`` (each looked for within
         ``window`` characters after the previous match), for loaders that rebuild the text rather than
         edit it (subtitles: cues without timing lines and tags). Matched words are exact segments; what
@@ -80,7 +80,7 @@ class SourceMap:
         return self._c_ends[-1] if self.segments else 0
 
     # -- building ----------------------------------------------------------------------------------------
-    def apply(self, edits: list[Edit]) -> "SourceMap":
+    def apply(self, edits: list[Edit]) -> SourceMap:
         """The map after ``edits`` (non-overlapping ``(start, end, replacement)`` over the current cleaned
         text) were applied to it."""
         if not edits:

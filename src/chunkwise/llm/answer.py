@@ -9,7 +9,8 @@ LLM was actually shown, and a citation to any other number is reported as invali
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from ..errors import ConfigError
 from .base import LLM, Passage, check_citations, passages_from

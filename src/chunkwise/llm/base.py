@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
+from collections.abc import Callable, Iterable
 
 #: ``[3]``, ``[1, 4]``, ``[2-3]``, ``[passage 2]``: what counts as a citation in an answer
 CITATION = re.compile(r"\[\s*(?:passages?|sources?|chunks?)?\s*(\d+(?:\s*(?:,|;|-|–|and)\s*\d+)*)\s*\]", re.I)
@@ -150,7 +151,7 @@ class LLM(ABC):
         """Whether one :meth:`summarize` call takes ``passages`` whole (no context limit by default)."""
         return True
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 (an optional hook, not abstract)
         """Release what the LLM holds (a cache connection)."""
 
 

@@ -11,7 +11,8 @@ reused instead of embedding again.
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import numpy as np
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import re
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from ..errors import ConfigError, MissingDependencyError
 

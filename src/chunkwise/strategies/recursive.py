@@ -28,7 +28,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..document import Document
 from ..errors import ConfigError

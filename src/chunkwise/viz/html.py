@@ -16,7 +16,8 @@ from __future__ import annotations
 import html
 import json
 from importlib import resources
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 from ..document import Document
 from .model import CAUSES, StrategyView
