@@ -50,9 +50,9 @@ def report(doc: Document | str | os.PathLike, strategies: Sequence[Any] = ("recu
            **shared: Any) -> str:
     """The HTML report of ``doc`` (a :class:`Document`, a path or text) chunked by ``strategies``; written to
     ``path`` when given. ``shared`` parameters (``max_tokens=...``) apply to every strategy that has them."""
-    from ..api import _as_document
+    from ..api import as_document
 
-    document = _as_document(doc)
+    document = as_document(doc, text_ok=True)
     page = render_report(document, build_views(document, strategies, shared))
     if path is not None:
         Path(path).write_text(page, encoding="utf-8")
