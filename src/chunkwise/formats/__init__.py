@@ -243,6 +243,7 @@ def list_inputs(paths: Iterable[str | os.PathLike], include: Iterable[str] | Non
             found = [Found(display_name(name), path=name)]
         for item in found:
             if item.error is None:
+                assert item.path is not None  # a Found is a path or an error
                 key = os.path.realpath(item.path)
                 if key in seen:
                     continue
@@ -268,6 +269,7 @@ def iter_documents(paths: Iterable[str | os.PathLike], include: Iterable[str] | 
             except InputError as exc:
                 yield "<stdin>", exc
         else:
+            assert item.path is not None  # a Found is a path or an error
             try:
                 yield item.source, _load_file(item.path, item.source, options)
             except InputError as exc:

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from typing import Any
 
 Edit = tuple[int, int, str]
 
@@ -173,7 +174,7 @@ def _attach_insertions(segments: list[tuple[int, int, int, int, bool]], source_l
     """Text inserted where the source had nothing (a line break added at the end) replaces the deleted
     source text around it if there is any, else is glued to the source character before it (after it, at
     the very start): a source span then never has to guess whether an insertion at its edge belongs to it."""
-    out: list[list] = [list(seg) for seg in segments if not (seg[1] == seg[0] and seg[3] == seg[2])]
+    out: list[Any] = [list(seg) for seg in segments if not (seg[1] == seg[0] and seg[3] == seg[2])]
     k = 0
     while k < len(out):
         c0, c1, s0, s1, exact = out[k]
