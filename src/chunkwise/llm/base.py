@@ -95,10 +95,9 @@ def parse_citations(text: str) -> list[int]:
         body = m.group(1)
         for part in re.split(r"\s*(?:,|;|and)\s*", body):
             ends = [int(x) for x in re.split(r"\s*[-–]\s*", part) if x.strip().isdigit()]
+            nums: Iterable[int] = ends
             if len(ends) == 2 and 0 <= ends[1] - ends[0] <= _MAX_RANGE:
                 nums = range(ends[0], ends[1] + 1)
-            else:
-                nums = ends
             for n in nums:
                 if n not in seen:
                     seen.append(n)

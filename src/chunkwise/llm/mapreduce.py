@@ -164,7 +164,7 @@ def summarize(doc_or_chunks: Document | str | os.PathLike | list[Chunk], llm: LL
     if not passages:
         return Summary(source, "", style, [], llm=llm.name, extractive=llm.extractive)
     text, levels, cut = MapReduce(llm, style, concurrency, progress).run(passages)
-    valid, invalid = check_citations(text, [p.number for p in passages])
+    valid, invalid = check_citations(text, [p.number for p in passages if p.number is not None])
     return Summary(source, text, style, passages, valid, invalid, llm.name, llm.extractive, levels, cut)
 
 
