@@ -28,7 +28,7 @@ _CHUNKWISE_KEYS = ("id", "doc_id", "source", "index", "start", "end", "token_cou
                    "section", "strategy", "start_time", "end_time", "speakers")
 
 
-class ChunkwiseNodeParser(_core.NodeParser):
+class ChunkwiseNodeParser(_core.NodeParser):  # type: ignore[name-defined]  # base imported at run time
     """A LlamaIndex ``NodeParser`` whose cuts are a chunkwise strategy's (``strategy`` name + ``params``)."""
 
     strategy: str = _pyd.Field(default="recursive", description="chunkwise strategy name")
