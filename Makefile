@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.chunkwise-installed
 
-.PHONY: install browser demo test test-ray bench clean
+.PHONY: install browser demo lint types test test-pythons test-ray bench clean
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -29,8 +29,29 @@ browser:
 	  || echo "chromium: apt-get install failed; the browser tests will skip"; \
 	else echo "chromium: not installed (needs apt-get as root); the browser tests will skip"; fi
 
-test: $(STAMP) browser
+# ruff (lint rules in pyproject.toml; the format check covers the files listed in FORMATTED, see CONTRIBUTING.md)
+FORMATTED = noxfile.py
+lint: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks scripts
+	$(BIN)/ruff format --check $(FORMATTED)
+
+# mypy over the package (settings and the per-module overrides in pyproject.toml)
+types: $(STAMP)
+	$(BIN)/mypy
+
+test: $(STAMP) browser lint types
 	$(BIN)/python -m pytest
+
+# The suite on Python 3.11, 3.12 and 3.13 (noxfile.py; slow integration tests deselected unless ARGS are given,
+# e.g. `make test-pythons ARGS='-- tests/test_strategies.py'`). Under pyenv, PYENV_VERSION makes the shims
+# resolve python3.11/3.12/3.13 (the newest installed patch release of each, e.g. 3.11.7:3.12.1:3.13.0);
+# elsewhere nox finds them on PATH.
+test-pythons: $(STAMP)
+	@if command -v pyenv >/dev/null 2>&1; then \
+	  v=$$(for m in 3.11 3.12 3.13; do pyenv versions --bare | grep -E "^$$m\.[0-9]+$$" | sort -V | tail -n 1; done | paste -sd: -); \
+	  if [ -n "$$v" ]; then export PYENV_VERSION=$$v; echo "PYENV_VERSION=$$v"; fi; \
+	fi; \
+	$(BIN)/nox $(ARGS)
 
 # The Ray engine's tests alone (ray is in the dev extra, so `make test` runs them too).
 test-ray: $(STAMP)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import random
-import resource
 import subprocess
 import sys
 import tempfile
@@ -50,7 +49,6 @@ def main() -> None:
                 fh.write(text)
             rss, secs = peak(path)
             print(f"{name:6} {os.path.getsize(path) / 1e6:6.1f} MB  peak RSS {rss:7.0f} MB  {secs:6.1f} s")
-    del resource
 
 
 if __name__ == "__main__":

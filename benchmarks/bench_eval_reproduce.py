@@ -18,7 +18,6 @@ it twice to see both; CHUNKWISE_CACHE_DIR selects the cache).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path

@@ -309,7 +309,7 @@ def c99(v: np.ndarray, mask: int = 11, stop: float = 1.2) -> set[int]:
         return p[b, b] - p[a, b] - p[b, a] + p[a, a]
 
     bounds = [0, n]
-    gains, densities = [], []
+    densities = []
     total_in, total_area = inside(0, n), float(n * n)
     densities.append(total_in / total_area)
     chosen = []

@@ -12,7 +12,7 @@ The output is deterministic (fixed creation date), so regenerating it does not c
 from __future__ import annotations
 
 import sys
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 
 from fpdf import FPDF
@@ -88,7 +88,7 @@ class ManualPDF(FPDF):
 
 def build(path: Path) -> None:
     pdf = ManualPDF(format=(110, 160))
-    pdf.set_creation_date(datetime(2026, 1, 1, tzinfo=timezone.utc))
+    pdf.set_creation_date(datetime(2026, 1, 1, tzinfo=UTC))
     pdf.set_title(TITLE)
     pdf.set_author("chunkwise examples")
     pdf.alias_nb_pages()

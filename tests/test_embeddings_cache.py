@@ -133,7 +133,7 @@ def test_two_processes_writing_at_once(tmp_path):
     procs = [subprocess.Popen([sys.executable, str(script), tag], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True) for tag in ("p1", "p2")]
     outs = [p.communicate(timeout=120) for p in procs]
-    for p, (out, err) in zip(procs, outs):
+    for p, (_out, err) in zip(procs, outs):
         assert p.returncode == 0, err
     stats = EmbeddingCache(cache_dir).stats()
     assert stats["entries"] == 40 * 10 + 2 * 40 * 10  # shared texts stored once, private ones all stored

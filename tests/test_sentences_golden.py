@@ -69,7 +69,7 @@ def test_golden_rule(lang, clean, text, expected):
 def test_vendored_suite_is_complete():
     """The files hold pySBD's lists as released (48 English cases, one pySBD itself marks xfail)."""
     counts = {}
-    for lang, name, *_ in CASES:
+    for lang, _name, *_ in CASES:
         counts[lang] = counts.get(lang, 0) + 1
     assert counts == {"en": 48, "de": 35, "es": 36, "fr": 5, "it": 36, "nl": 3, "zh": 2, "ja": 5}
     assert "MIT License" in (GOLDEN_DIR / "LICENSE-pySBD").read_text(encoding="utf-8")

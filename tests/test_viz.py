@@ -4,7 +4,6 @@ JSON API (schema-driven requests plus bad requests). The browser checks are in t
 from __future__ import annotations
 
 import html
-import json
 import re
 
 import pytest

@@ -105,5 +105,7 @@ def chunk(path_or_doc: str | os.PathLike | Document | None = None, strategy: str
         if path_or_doc is not None:
             raise ConfigError("give either a path/Document or text=, not both")
         return chunk_text(text, strategy, **params)
+    if path_or_doc is None:
+        raise InputError("nothing to chunk: give a path, a Document or text=...")
     loader, strategy_params = _split_options(params)
     return _strategy(strategy, strategy_params).chunk(as_document(path_or_doc, **loader))

@@ -116,7 +116,7 @@ def test_index_with_a_non_utf8_name_and_special_files(tmp_path):
 
 @pytest.mark.skipif(not can_drop_privileges(), reason="needs root (to run a child as nobody) and setpriv; "
                                                       "as a normal user chmod 000 works but root reads anyway")
-def test_prune_never_deletes_what_it_could_not_read(shared_dir):
+def test_prune_never_deletes_what_it_could_not_read(shared_dir):  # noqa: F811 (the imported fixture)
     folder = shared_dir / "in"
     build(folder, fifo=False, zero=False)
     secret = folder / "locked"

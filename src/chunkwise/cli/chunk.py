@@ -154,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
     strategy = _build_strategy(args)
     options = input_options(args)
     out = _open_output(args.output)
-    table = None
+    table: _TableWriter | _TextWriter | None = None
     if args.format == "table":
         table = _TableWriter(out, shutil.get_terminal_size((120, 24)).columns)
     elif args.format == "text":

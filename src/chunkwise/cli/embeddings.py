@@ -48,7 +48,7 @@ def register(subparsers) -> None:
     c.set_defaults(func=lambda args: (c.print_help(), 2)[1])
 
 
-def _human(n: int) -> str:
+def _human(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB"):
         if n < 1024 or unit == "GiB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"

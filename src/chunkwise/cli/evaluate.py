@@ -337,14 +337,15 @@ def run_tune(args) -> int:
     print(f"\n{len(result.rows)} configurations in {result.seconds:.1f} s; {result.texts_embedded} texts sent to "
           f"the embedder (the rest came from the memo or the cache)")
     config = result.best_config(dataset=str(args.dataset), embedder=evaluator.embedder.model_id)
+    best = result.best
+    assert best is not None and best.result is not None and best.score is not None  # best_config raised otherwise
     write_config(args.output, config)
-    print(f"best ({metric} = {fmt_score(metric, result.best.score)}): {json.dumps({k: config[k] for k in config if k != 'tuned'})}")
+    print(f"best ({metric} = {fmt_score(metric, best.score)}): {json.dumps({k: config[k] for k in config if k != 'tuned'})}")
     print(f"wrote {args.output}; use it with: chunkwise chunk --config {args.output} FILES / chunkwise eval "
           f"{args.dataset} --config {args.output}")
     if args.report:
         # the winner first (the baseline of the Δ columns), then the best of the rest
-        done = [result.best.result] + [r.result for r in result.rows
-                                        if r.result is not None and r is not result.best][:9]
+        done = [best.result] + [r.result for r in result.rows if r.result is not None and r is not best][:9]
         report = EvaluationReport(ds.path, ds.summary(), evaluator.embedder.model_id, evaluator.k,
                                   evaluator.count_tokenizer.name, len(ds.queries), done,
                                   evaluator.compare(done, metrics=(metric, "recall@5", "iou@5")),

@@ -136,7 +136,8 @@ def load_config(path: str) -> tuple[str | None, dict[str, Any], dict[str, Any]]:
 
 def strategy_params_from_args(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     """The strategy name and its parameters: --config first, then flags and --param override it."""
-    name, params = (None, {})
+    name: str | None = None
+    params: dict[str, Any] = {}
     if getattr(args, "config", None):
         name, params, _ = load_config(args.config)
     name = args.strategy or name or args._default_strategy

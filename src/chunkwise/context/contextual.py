@@ -91,7 +91,7 @@ def add_neighbors(doc: Document, chunks: list[Chunk], neighbors: int = 2, max_co
         if j < len(sents):
             b = ends[min(len(sents), j + neighbors) - 1]
             after = text[c.end:b].strip()
-        if tok is not None:
+        if tok is not None and half is not None:
             before = _keep_tokens(before, tok, half, from_end=True)
             after = _keep_tokens(after, tok, half, from_end=False)
         parts = [p for p in (before, after) if p]

@@ -178,12 +178,12 @@ def document_token_vectors(text: str, embedder: Embedder, window: int | None = N
         c0, c1 = toks[s][0], toks[e - 1][1]
         vecs, offs = embedder.embed_tokens(text[c0:c1])
         stats.windows += 1
-        offs = np.asarray(offs, dtype=np.int64).reshape(-1, 2) + c0
-        if len(offs) and offs[-1, 1] < c1 and len(offs) >= int(getattr(embedder, "max_tokens", 0) or 1 << 30):
+        got = np.asarray(offs, dtype=np.int64).reshape(-1, 2) + c0
+        if len(got) and got[-1, 1] < c1 and len(got) >= int(getattr(embedder, "max_tokens", 0) or 1 << 30):
             stats.truncated += 1
-        keep = (offs[:, 0] >= own_a) & (offs[:, 0] < own_b)
+        keep = (got[:, 0] >= own_a) & (got[:, 0] < own_b)
         vec_parts.append(np.asarray(vecs, dtype=np.float32)[keep])
-        span_parts.append(offs[keep])
+        span_parts.append(got[keep])
     vecs = np.concatenate(vec_parts) if vec_parts else empty[0]
     spans = np.concatenate(span_parts) if span_parts else empty[1]
     stats.tokens += len(spans)

@@ -150,7 +150,7 @@ class LLMContextualizer:
                 todo.append(c)
         if not todo:
             return chunks
-        state = {"fatal": None}
+        state: dict[str, str | None] = {"fatal": None}
 
         def work(c: Chunk) -> str:
             if state["fatal"]:

@@ -16,7 +16,7 @@ that overlap the reference.
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -42,7 +42,7 @@ def answer_scores(llm: LLM, queries: Sequence[Query], chunks: list[Chunk], order
         top = [chunks[i] for i in order[qi][:k]]
         passages = passages_from(top)
         comp = llm.answer(queries[qi].text, passages)
-        valid, invalid = check_citations(comp.text, [p.number for p in comp.given])
+        valid, invalid = check_citations(comp.text, [p.number for p in comp.given if p.number is not None])
         hit = any(_overlaps(top[n - 1], queries[qi]) for n in valid)
         return float(hit), float(bool(valid)), float(len(invalid))
 

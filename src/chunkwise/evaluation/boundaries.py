@@ -17,7 +17,7 @@ To map a chunking onto reference units, see :func:`boundaries_from_offsets`.
 from __future__ import annotations
 
 import bisect
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 

@@ -37,7 +37,8 @@ import csv
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 from ..document import Document
 from ..errors import InputError
@@ -99,7 +100,7 @@ class Dataset:
     skipped_references: int = 0
     skipped_queries: int = 0
 
-    def subset(self, docs: Iterable[str] | None = None, limit: int | None = None) -> "Dataset":
+    def subset(self, docs: Iterable[str] | None = None, limit: int | None = None) -> Dataset:
         """The same dataset restricted to some documents (and the queries about only them) and/or the
         first ``limit`` queries; used for quick checks and tests."""
         keep = set(self.documents) if docs is None else set(docs)
@@ -245,12 +246,14 @@ class _Collector:
             return self._skip(where, f"content does not match {doc!r}[{start}:{end}]{hint}")
         return Reference(doc, start, end)
 
-    def _skip(self, where: str, why: str) -> None:
+    def _skip(self, where: str, why: str) -> Reference | None:
+        """Record why a reference is skipped; ``None`` (so ``return self._skip(...)`` reads as the check's answer)."""
         self.skipped_references += 1
         self.problems.append(f"{self.source}: {where}: reference skipped: {why}")
         return None
 
-    def add(self, qid: str, text: str, refs: list[Reference | None], where: str) -> None:
+    def add(self, qid: str, text: Any, refs: list[Reference | None], where: str) -> None:
+        """Keep the query when ``text`` is a non-empty string with a valid reference; else record why not."""
         good = [r for r in refs if r is not None]
         if not isinstance(text, str) or not text.strip():
             self.skipped_queries += 1
@@ -315,7 +318,7 @@ def load_chroma(path: str | Path) -> Dataset:
             continue
         if not isinstance(refs_json, list):
             refs_json = [refs_json]
-        refs = []
+        refs: list[Reference | None] = []
         for j, r in enumerate(refs_json):
             if not isinstance(r, dict):
                 refs.append(col._skip(f"{where} reference {j}", "not an object"))
@@ -370,7 +373,7 @@ def load_neutral(path: str | Path, **load_options: Any) -> Dataset:
         refs_json = obj.get("references") or []
         if not isinstance(refs_json, list):
             refs_json = [refs_json]
-        refs = []
+        refs: list[Reference | None] = []
         for j, r in enumerate(refs_json):
             rw = f"{where} reference {j}"
             if isinstance(r, str):  # a bare document id: the whole document is relevant

@@ -35,7 +35,7 @@ positive-length overlaps count; precision_Ω = |R*∩G|/|R*| with R* the union o
 from __future__ import annotations
 
 import math
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -248,11 +248,11 @@ def paired_bootstrap(a: Sequence[float], b: Sequence[float], n_boot: int = 1000,
     the variance that comes from some queries being harder than others). ``significant`` is true when the
     interval excludes zero.
     """
-    a = np.asarray(a, dtype=np.float64)
-    b = np.asarray(b, dtype=np.float64)
-    if a.shape != b.shape:
+    xa = np.asarray(a, dtype=np.float64)
+    xb = np.asarray(b, dtype=np.float64)
+    if xa.shape != xb.shape:
         raise ValueError("paired bootstrap needs scores for the same queries")
-    diff = a - b
+    diff = xa - xb
     n = len(diff)
     if n == 0:
         return {"diff": 0.0, "lo": 0.0, "hi": 0.0, "significant": False}

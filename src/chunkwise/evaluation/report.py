@@ -10,7 +10,8 @@ from __future__ import annotations
 import html
 import json
 import math
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 

@@ -18,7 +18,8 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
+from collections.abc import Callable, Sequence
 
 from ..errors import ConfigError
 from .runner import RUN_KEYS, Evaluator, RunResult, parse_value, spec_from_params, split_top_level
@@ -160,7 +161,7 @@ def tune(evaluator: Evaluator, strategy: str, grid: dict[str, list[Any]], metric
     likewise keeps points failing a requirement on another metric from winning. Invalid points (say
     overlap >= max_tokens) are listed with their error and skipped.
     """
-    require = [parse_requirement(r) if isinstance(r, str) else r for r in require]
+    reqs = [parse_requirement(r) if isinstance(r, str) else r for r in require]
     fixed = dict(fixed or {})
     metric, _ = parse_metric(metric)
     check_grid(strategy, grid, fixed)
@@ -185,18 +186,18 @@ def tune(evaluator: Evaluator, strategy: str, grid: dict[str, list[Any]], metric
                               f"available: {', '.join(sorted(result.scores))}")
         score = result.scores[metric]
         over = max_tokens_retrieved is not None and result.scores[tokens_key] > max_tokens_retrieved
-        failed = [f"{n}{op}{v:g}" for n, op, v in require if not _meets(result.scores, (n, op, v))]
+        failed = [f"{n}{op}{v:g}" for n, op, v in reqs if not _meets(result.scores, (n, op, v))]
         rows.append(TuneRow(params, score, result, over_budget=over, failed=failed))
-        extra = "".join(f", {n} = {result.scores[n]:.4f}" for n in dict.fromkeys(["recall@5", "iou@5", *(r[0] for r in require)])
+        extra = "".join(f", {n} = {result.scores[n]:.4f}" for n in dict.fromkeys(["recall@5", "iou@5", *(r[0] for r in reqs)])
                         if n != metric and n in result.scores)
         progress(f"[{i}/{len(points)}] {spec.name}: {metric} = {score:.4f}{extra}"
                  f" ({result.scores[tokens_key]:.0f} tokens retrieved{', over budget' if over else ''})")
     scored = [r for r in rows if r.score is not None]
-    scored.sort(key=lambda r: -r.score)
+    scored.sort(key=lambda r: -(r.score or 0.0))   # every score here is a float
     rows = scored + [r for r in rows if r.score is None]
     eligible = [r for r in scored if not r.over_budget and not r.failed]
     return TuneResult(strategy, metric, rows, eligible[0] if eligible else None, time.perf_counter() - t0,
-                      evaluator.embedder.texts_embedded - n0, max_tokens_retrieved, fixed, list(require))
+                      evaluator.embedder.texts_embedded - n0, max_tokens_retrieved, fixed, reqs)
 
 
 def write_config(path: str | Path, config: dict[str, Any]) -> None:

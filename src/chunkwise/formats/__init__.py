@@ -26,7 +26,7 @@ from ..document import Document
 from ..errors import ConfigError, InputError
 from ..video.frames import VIDEO_EXTENSIONS
 from .text import binary_kind
-from .walk import Found, UnreadableFolder, display_name, read_bounded, walk_folder
+from .walk import Found, UnreadableFolder, display_name, read_bounded, walk_folder  # noqa: F401 (re-export)
 
 DEFAULT_MAX_BYTES = 100 * 1024 * 1024
 
@@ -259,6 +259,7 @@ def list_inputs(paths: Iterable[str | os.PathLike], include: Iterable[str] | Non
             found = [Found(display_name(name), path=name)]
         for item in found:
             if item.error is None:
+                assert item.path is not None  # a Found is a path or an error
                 key = os.path.realpath(item.path)
                 if key in seen:
                     continue
@@ -284,6 +285,7 @@ def iter_documents(paths: Iterable[str | os.PathLike], include: Iterable[str] | 
             except InputError as exc:
                 yield "<stdin>", exc
         else:
+            assert item.path is not None  # a Found is a path or an error
             try:
                 yield item.source, _load_file(item.path, item.source, options)
             except InputError as exc:

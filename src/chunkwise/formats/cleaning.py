@@ -43,7 +43,7 @@ class CleaningOptions:
     normalize_whitespace: bool = True
 
     @classmethod
-    def from_options(cls, options: dict) -> "CleaningOptions":
+    def from_options(cls, options: dict) -> CleaningOptions:
         """Read ``clean=False`` (all off) and the individual switches from loader keyword options."""
         on = bool(options.get("clean", True))
         return cls(**{name: bool(options.get(name, on)) for name in
@@ -138,13 +138,14 @@ def _page_runs(indices: list[int], min_pages: int = 3, max_gap: int = 2) -> set[
     after the previous one (a title running over a section, or on every other page)."""
     found: set[int] = set()
     run: list[int] = []
-    for index in sorted(set(indices)) + [None]:
+    ordered: list[int | None] = [*sorted(set(indices)), None]   # None closes the last run
+    for index in ordered:
         if index is not None and run and index - run[-1] <= max_gap:
             run.append(index)
             continue
         if len(run) >= min_pages:
             found.update(run)
-        run = [index]
+        run = [index] if index is not None else []
     return found
 
 
@@ -465,14 +466,14 @@ def clean(text: str, positions: list[int] | None = None, options: CleaningOption
     the source of the given ``source_map``) to the cleaned text.
     """
     options = options or CleaningOptions()
-    positions = list(positions or [])
+    mapped = list(positions or [])
     steps: dict[str, int] = {}
     smap = source_map or SourceMap.identity(len(text))
 
     def run(name: str, step_edits: list[Edit]) -> None:
-        nonlocal text, positions, smap
+        nonlocal text, mapped, smap
         steps[name] = len(step_edits)
-        text, positions = apply_edits(text, step_edits, positions)
+        text, mapped = apply_edits(text, step_edits, mapped)
         smap = smap.apply(step_edits)
 
     if edits:
@@ -480,7 +481,7 @@ def clean(text: str, positions: list[int] | None = None, options: CleaningOption
     if options.normalize_whitespace and fold:
         run("fold_compat", fold_edits(text))
     if options.clean_headers and page_starts:
-        page_starts = positions[:len(page_starts)]  # mapped through the steps before
+        page_starts = mapped[:len(page_starts)]  # mapped through the steps before
         run("clean_headers", header_footer_edits(text, page_starts))
         run("dot_leaders", dot_leader_edits(text))
     if options.normalize_whitespace:
@@ -492,4 +493,4 @@ def clean(text: str, positions: list[int] | None = None, options: CleaningOption
                                    table_lines=table_lines))
     if options.normalize_whitespace:  # the steps above may leave doubled blank lines or edge space
         run("normalize_whitespace_final", whitespace_edits(text, collapse_spaces=False))
-    return CleanResult(text, positions, steps, smap)
+    return CleanResult(text, mapped, steps, smap)

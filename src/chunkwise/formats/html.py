@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import re
+from typing import Any
 
 from ..document import Document, Section
 from ..errors import ConfigError, InputError
@@ -147,7 +148,7 @@ def _math_text_selectolax(node) -> str:
 class _Builder:
     """Collects text blocks with their heading levels; inline text accumulates until a block ends."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.blocks: list[Block] = []
         self.inline: list[str] = []
         self.prefix = ""
@@ -245,7 +246,7 @@ def page_blocks(tree, keep_all: bool) -> list[Block]:
 
 # -- main content through trafilatura --------------------------------------------------------------------
 
-_TRAFILATURA_OPTIONS = {"output_format": "xml", "include_tables": True, "include_comments": False,
+_TRAFILATURA_OPTIONS: dict[str, Any] = {"output_format": "xml", "include_tables": True, "include_comments": False,
                         "include_formatting": False, "include_links": False, "include_images": False,
                         "with_metadata": False, "deduplicate": False}
 

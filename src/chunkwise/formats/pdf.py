@@ -233,7 +233,7 @@ def _glyph_edits(text: str, nul_fonts: list[str], offset: int) -> list[tuple[int
     with the fonts pypdf reported for them; U+FFFD when the counts disagree), private-use glyphs to the
     character they stand for or U+FFFD (their code has no meaning outside the font; never deleted), and
     line endings to ``\n``."""
-    edits = []
+    edits: list[tuple[int, int, str]] = []
     nuls = [m.start() for m in re.finditer("\x00", text)]
     chars = nul_fonts if len(nul_fonts) == len(nuls) else ["\ufffd"] * len(nuls)
     edits.extend((offset + i, offset + i + 1, ch) for i, ch in zip(nuls, chars))
@@ -358,6 +358,7 @@ def load_pdf(data: bytes, source: str, **options) -> Document:
     if not title and sections:
         title = sections[0].path[0]
     smap = result.source_map
+    assert smap is not None  # clean() always returns one
     smap.page_starts = starts
     return Document(text, source=source, pages=pages, sections=sections, title=title,
                     metadata={"format": "pdf", "page_count": len(pages), "warnings": warns,

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from typing import Any
 
 Edit = tuple[int, int, str]
 
@@ -52,12 +53,12 @@ class SourceMap:
         self._c_ends = [seg[1] for seg in segments]
 
     @classmethod
-    def identity(cls, length: int) -> "SourceMap":
+    def identity(cls, length: int) -> SourceMap:
         """The map of a text that was not changed."""
         return cls([(0, length, 0, length, True)] if length else [], length)
 
     @classmethod
-    def align(cls, clean: str, source: str, window: int = 4096) -> "SourceMap":
+    def align(cls, clean: str, source: str, window: int = 4096) -> SourceMap:
         """A map found by matching the words of ``clean`` in order in ``source`` (each looked for within
         ``window`` characters after the previous match), for loaders that rebuild the text rather than
         edit it (subtitles: cues without timing lines and tags). Matched words are exact segments; what
@@ -80,7 +81,7 @@ class SourceMap:
         return self._c_ends[-1] if self.segments else 0
 
     # -- building ----------------------------------------------------------------------------------------
-    def apply(self, edits: list[Edit]) -> "SourceMap":
+    def apply(self, edits: list[Edit]) -> SourceMap:
         """The map after ``edits`` (non-overlapping ``(start, end, replacement)`` over the current cleaned
         text) were applied to it."""
         if not edits:
@@ -173,7 +174,7 @@ def _attach_insertions(segments: list[tuple[int, int, int, int, bool]], source_l
     """Text inserted where the source had nothing (a line break added at the end) replaces the deleted
     source text around it if there is any, else is glued to the source character before it (after it, at
     the very start): a source span then never has to guess whether an insertion at its edge belongs to it."""
-    out: list[list] = [list(seg) for seg in segments if not (seg[1] == seg[0] and seg[3] == seg[2])]
+    out: list[Any] = [list(seg) for seg in segments if not (seg[1] == seg[0] and seg[3] == seg[2])]
     k = 0
     while k < len(out):
         c0, c1, s0, s1, exact = out[k]

@@ -37,7 +37,7 @@ class DecodingWarning(UserWarning):
 
 
 #: (magic bytes, offset, what it is); PDF is not here because it has a loader
-MAGIC: list[tuple[bytes, int, str]] = [
+MAGIC: list[tuple[bytes, int, str | None]] = [
     (b"\x89PNG\r\n\x1a\n", 0, "PNG image"),
     (b"\xff\xd8\xff", 0, "JPEG image"),
     (b"GIF87a", 0, "GIF image"),

@@ -21,7 +21,7 @@ _lc = require("langchain_text_splitters", "langchain", "the LangChain adapter")
 _lc_docs = require("langchain_core.documents", "langchain", "the LangChain adapter")
 
 
-class ChunkwiseTextSplitter(_lc.TextSplitter):
+class ChunkwiseTextSplitter(_lc.TextSplitter):  # type: ignore[name-defined]  # base imported at run time
     """A LangChain ``TextSplitter`` whose cuts are a chunkwise strategy's.
 
     ``strategy`` is a strategy name or object; ``params`` are its parameters (``max_tokens``,

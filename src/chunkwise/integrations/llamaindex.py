@@ -13,7 +13,8 @@ or shown to an LLM.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 from ..strategies import Strategy
 from ._shared import build_strategy, chunk_metadata, chunks_of, require
@@ -27,7 +28,7 @@ _CHUNKWISE_KEYS = ("id", "doc_id", "source", "index", "start", "end", "token_cou
                    "section", "strategy", "start_time", "end_time", "speakers")
 
 
-class ChunkwiseNodeParser(_core.NodeParser):
+class ChunkwiseNodeParser(_core.NodeParser):  # type: ignore[name-defined]  # base imported at run time
     """A LlamaIndex ``NodeParser`` whose cuts are a chunkwise strategy's (``strategy`` name + ``params``)."""
 
     strategy: str = _pyd.Field(default="recursive", description="chunkwise strategy name")
@@ -35,7 +36,7 @@ class ChunkwiseNodeParser(_core.NodeParser):
     _strategy: Any = _pyd.PrivateAttr(default=None)
 
     @classmethod
-    def from_strategy(cls, strategy: str | Strategy = "recursive", **params: Any) -> "ChunkwiseNodeParser":
+    def from_strategy(cls, strategy: str | Strategy = "recursive", **params: Any) -> ChunkwiseNodeParser:
         strat = build_strategy(strategy, params)
         parser = cls(strategy=strat.name, params={k: v for k, v in strat.get_params().items()
                                                    if isinstance(v, (str, int, float, bool, type(None)))})

@@ -9,7 +9,8 @@ LLM was actually shown, and a citation to any other number is reported as invali
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from ..errors import ConfigError
 from .base import LLM, Passage, check_citations, passages_from
@@ -68,7 +69,7 @@ def answer_passages(question: str, passages: list[Passage], llm: LLM,
     if not passages:
         return Answer(question, "", [], llm=llm.name, extractive=llm.extractive, note=NO_PASSAGES)
     comp = llm.answer(question, passages, on_token=on_token)
-    given = [p.number for p in comp.given]
+    given = [p.number for p in comp.given if p.number is not None]  # retrieved passages are all numbered
     valid, invalid = check_citations(comp.text, given)
     notes = []
     if llm.extractive:
@@ -107,11 +108,11 @@ def ask_index(index, question: str, k: int = 5, *, llm: LLM | None = None, hybri
     if min_score is not None:
         sims = relevance(index, question, hits, hybrid)
         hits = [h for h, s in zip(hits, sims) if s >= min_score]
-    if llm is None:
-        from .extractive import ExtractiveLLM
+    from .extractive import ExtractiveLLM
 
+    if llm is None:
         llm = ExtractiveLLM()
-    if getattr(llm, "extractive", False) and getattr(llm, "embedder", "x") is None:
+    if isinstance(llm, ExtractiveLLM) and llm.embedder is None:
         llm.embedder = index.embedder(index.config)
     passages = passages_from(hits)
     if on_passages is not None:

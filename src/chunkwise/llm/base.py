@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
+from collections.abc import Callable, Iterable
 
 #: ``[3]``, ``[1, 4]``, ``[2-3]``, ``[passage 2]``: what counts as a citation in an answer
 CITATION = re.compile(r"\[\s*(?:passages?|sources?|chunks?)?\s*(\d+(?:\s*(?:,|;|-|–|and)\s*\d+)*)\s*\]", re.I)
@@ -94,10 +95,9 @@ def parse_citations(text: str) -> list[int]:
         body = m.group(1)
         for part in re.split(r"\s*(?:,|;|and)\s*", body):
             ends = [int(x) for x in re.split(r"\s*[-–]\s*", part) if x.strip().isdigit()]
+            nums: Iterable[int] = ends
             if len(ends) == 2 and 0 <= ends[1] - ends[0] <= _MAX_RANGE:
                 nums = range(ends[0], ends[1] + 1)
-            else:
-                nums = ends
             for n in nums:
                 if n not in seen:
                     seen.append(n)
@@ -150,7 +150,7 @@ class LLM(ABC):
         """Whether one :meth:`summarize` call takes ``passages`` whole (no context limit by default)."""
         return True
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 (an optional hook, not abstract)
         """Release what the LLM holds (a cache connection)."""
 
 

@@ -30,7 +30,8 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
+from collections.abc import Callable, Iterator
 
 from ..document import stable_hash
 from ..errors import ChunkwiseError, ConfigError

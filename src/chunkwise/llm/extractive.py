@@ -11,7 +11,8 @@ reused instead of embedding again.
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import numpy as np
 
@@ -104,7 +105,7 @@ class ExtractiveLLM(LLM):
         singles = self._vectors(items)
         pairs = [c for c in cands if len(c) == 2]
         emb = self._get_embedder()
-        vecs = {c: singles[c[0]] for c in cands if len(c) == 1}
+        vecs: dict[tuple[int, ...], Any] = {c: singles[c[0]] for c in cands if len(c) == 1}
         if pairs:
             for c, v in zip(pairs, emb.embed([items[c[0]][1] + " " + items[c[1]][1] for c in pairs])):
                 vecs[c] = np.asarray(v, dtype=np.float32) / (np.linalg.norm(v) or 1.0)

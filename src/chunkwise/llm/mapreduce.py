@@ -17,7 +17,8 @@ from __future__ import annotations
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from ..document import Chunk, Document
 from ..errors import ConfigError
@@ -163,7 +164,7 @@ def summarize(doc_or_chunks: Document | str | os.PathLike | list[Chunk], llm: LL
     if not passages:
         return Summary(source, "", style, [], llm=llm.name, extractive=llm.extractive)
     text, levels, cut = MapReduce(llm, style, concurrency, progress).run(passages)
-    valid, invalid = check_citations(text, [p.number for p in passages])
+    valid, invalid = check_citations(text, [p.number for p in passages if p.number is not None])
     return Summary(source, text, style, passages, valid, invalid, llm.name, llm.extractive, levels, cut)
 
 

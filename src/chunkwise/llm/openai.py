@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 from contextlib import contextmanager
-from typing import Callable
+from collections.abc import Callable
 
 from ..errors import ConfigError
 from ..segmentation.tokens import resolve_tokenizer

@@ -30,7 +30,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import re
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from ..errors import ConfigError, MissingDependencyError
 
@@ -223,6 +223,7 @@ class SentenceSplitter:
         if self.backend == "chunkwise":
             spans = _spans_from_cuts(text, _chunkwise_cuts(text, self.language))
         else:
+            assert self._split_block is not None  # set for every backend but "chunkwise"
             spans = _spans_from_cuts(text, _external_cuts(text, self._split_block))
         return _attach_bare_punctuation(text, spans)
 
@@ -358,13 +359,13 @@ def _terminator_cuts(text: str, language: str | None) -> list[int]:
     Lower-cased text (some corpora are; the finance one is) has no capitals to go by, so inside stretches
     without any capital a lower-case word may open a sentence.
     """
-    cuts = [
+    cuts: list[int | None] = [
         end if text[end - 1] in _CJK_TERMS else _judge_terminator(text, start, end, language, False, True)
         for start, end in (m.span() for m in _CJK_RUN_RE.finditer(text))
     ] if _has_cjk_terminator(text) else []  # a bare 。！？ ends the sentence at once; closers and "．" are judged
     if "《" in text:  # 《摔跤吧！爸爸》: a terminator inside a title does not end the sentence
         cuts = [c for c in cuts if c is None or not _inside_title(text, c)]
-    covered = b""  # a mask, 1 where a spaced ellipsis lies: those periods are judged on their own
+    covered: bytes | bytearray = b""  # a mask, 1 where a spaced ellipsis lies: those periods are judged on their own
     if ". . ." in text:
         ellipsis_cuts, covered = _spaced_ellipsis_cuts(text, language)
         cuts += ellipsis_cuts
@@ -379,11 +380,11 @@ def _terminator_cuts(text: str, language: str | None) -> list[int]:
             for m in _LATIN_RUN_ANY_RE.finditer(text, start, end)
             if not covered or not covered[m.start()]
         ]
-    cuts = [c for c in cuts if c is not None]
+    found = [c for c in cuts if c is not None]
     if _LIST_START_RE.match(text) or _LIST_LINE_RE.search(text):
         item_cuts, marker_ends = _list_item_cuts(text)
-        cuts = [c for c in cuts if c not in marker_ends] + item_cuts
-    return cuts
+        found = [c for c in found if c not in marker_ends] + item_cuts
+    return found
 
 
 def _has_cjk_terminator(text: str) -> bool:
@@ -567,8 +568,8 @@ def _period_ends_sentence(text: str, dot: int, nxt: str, language: str | None) -
 
 #: One set per language (one lookup per period): the shared lists plus the language's own.
 _NEVER_FINAL_ANY = NEVER_FINAL | ROMANCE_DUTCH_NEVER_FINAL
-_NEVER_FINAL_FOR = {lang: _NEVER_FINAL_ANY | words for lang, words in LANGUAGE_NEVER_FINAL.items()}
-_MAY_BE_FINAL_FOR = {lang: MAY_BE_FINAL | words for lang, words in LANGUAGE_MAY_BE_FINAL.items()}
+_NEVER_FINAL_FOR: dict[str | None, frozenset[str] | set[str]] = {lang: _NEVER_FINAL_ANY | words for lang, words in LANGUAGE_NEVER_FINAL.items()}
+_MAY_BE_FINAL_FOR: dict[str | None, frozenset[str] | set[str]] = {lang: MAY_BE_FINAL | words for lang, words in LANGUAGE_MAY_BE_FINAL.items()}
 #: Second parts of two-part abbreviations that may be written with a space ("ej" of "p. ej.").
 _SPACED_SECOND_PARTS = frozenset(
     w.split(".")[1] for w in set().union(*_NEVER_FINAL_FOR.values()) if re.fullmatch(r"\w\.\w{2,}", w)

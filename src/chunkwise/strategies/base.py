@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-from typing import Any
+from typing import Any, ClassVar
 
 from ..document import Chunk, Document, stable_hash
 from ..errors import ConfigError
@@ -50,6 +50,8 @@ class Strategy:
     #: the shared chunk rules (:mod:`chunkwise.strategies.tidy`) apply; a custom strategy whose spans must
     #: come out exactly as it made them (a test fixture) may set this to False
     apply_rules: bool = True
+    #: :meth:`param_names`' cache, set per class (read through ``cls.__dict__``, never inherited)
+    _param_names_cache: ClassVar[tuple[str, ...]]
 
     def __init__(
         self,
@@ -82,7 +84,7 @@ class Strategy:
         for klass in cls.__mro__:
             if klass is object or "__init__" not in vars(klass):
                 continue
-            for p in inspect.signature(klass.__init__).parameters.values():
+            for p in inspect.signature(vars(klass)["__init__"]).parameters.values():
                 if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and p.name not in names:
                     names.append(p.name)
         return names
@@ -191,13 +193,13 @@ def tidy(doc: Document, spans: list[Span], counts: list[int] | None, tokenizer: 
     """The rules every strategy keeps (:mod:`chunkwise.strategies.tidy`) on sorted, non-empty spans."""
     from .tidy import tidy_spans
 
-    given = counts if counts is not None and len(counts) == len(spans) else [None] * len(spans)
+    given: list[int | None] = list(counts) if counts is not None and len(counts) == len(spans) else [None] * len(spans)
     pairs = sorted((s, n) for s, n in zip(spans, given) if s[1] > s[0] and not doc.text[s[0]:s[1]].isspace())
     spans = [s for s, _ in pairs]
     if any(n is None for _, n in pairs):
         counts = tokenizer.count_batch([doc.text[a:b] for a, b in spans])
     else:
-        counts = [n for _, n in pairs]
+        counts = [n for _, n in pairs if n is not None]  # all given
     return tidy_spans(doc, spans, counts, tokenizer, max_tokens, bounds, cuts)
 
 
@@ -224,7 +226,8 @@ def build_chunks(
     """
     text_all = doc.text
     paired = token_counts is not None and len(token_counts) == len(spans)
-    items = sorted(zip(spans, token_counts if paired else [None] * len(spans)))
+    aligned: list[int | None] = list(token_counts) if paired and token_counts is not None else [None] * len(spans)
+    items = sorted(zip(spans, aligned))
     kept: list[Span] = []
     texts: list[str] = []
     given: list[int | None] = []
@@ -237,7 +240,8 @@ def build_chunks(
                 given.append(n)
     if not paired and token_counts is not None and len(token_counts) == len(kept):
         given = list(token_counts)  # counts already aligned with the kept spans
-    counts = given if all(n is not None for n in given) else tokenizer.count_batch(texts)
+    known = [n for n in given if n is not None]
+    counts = known if len(known) == len(given) else tokenizer.count_batch(texts)
     config = strategy.config_id()
     doc_id = doc.id
     # ids are stable_hash("chunk", doc_id, config, "a:b"); the common prefix is hashed once

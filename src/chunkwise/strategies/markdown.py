@@ -231,15 +231,16 @@ class MarkdownChunker(Strategy):
                     flush()
                 cur = None
                 preset = "code" if kind == "code" else "markdown"
-                sub, sub_counts = recursive_split_counted(text, a, b, tokenizer, max_tokens,
-                                                          separators=preset, token_map=tm)
+                sub, sub_ints = recursive_split_counted(text, a, b, tokenizer, max_tokens,
+                                                        separators=preset, token_map=tm)
+                sub_counts: list[int | None] = list(sub_ints)
                 if lead is not None:
                     # a heading followed by a block too big for one chunk leads the block's first piece
                     if sub and fits(lead, sub[0][1]):
-                        sub, sub_counts = [(lead, sub[0][1])] + sub[1:], [None] + sub_counts[1:]
+                        sub, sub_counts = [(lead, sub[0][1])] + sub[1:], [None, *sub_counts[1:]]
                     else:
                         lead_span = trim_span(text, lead, a)
-                        sub, sub_counts = [lead_span] + sub, [None] + sub_counts
+                        sub, sub_counts = [lead_span] + sub, [None, *sub_counts]
                 spans += sub
                 counts += sub_counts
             elif cur is None:

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .base import Strategy
 
 PARAM_HELP: dict[str, str] = {
     # shared by every strategy
@@ -49,12 +52,12 @@ class ParamDoc:
     help: str
 
 
-def describe(cls: type) -> list[ParamDoc]:
+def describe(cls: type[Strategy]) -> list[ParamDoc]:
     """The parameters of a strategy class, shared ones first, with defaults from its constructors."""
     defaults: dict[str, Any] = {}
     for klass in reversed(cls.__mro__):  # subclasses override their bases' defaults
         if "__init__" in vars(klass) and klass is not object:
-            for p in inspect.signature(klass.__init__).parameters.values():
+            for p in inspect.signature(vars(klass)["__init__"]).parameters.values():
                 if p.default is not inspect.Parameter.empty:
                     defaults[p.name] = p.default
     return [ParamDoc(n, defaults.get(n), PARAM_HELP.get(n, "")) for n in cls.param_names()]

@@ -28,7 +28,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..document import Document
 from ..errors import ConfigError
@@ -82,10 +82,10 @@ def _levels(separators: str | Sequence[str] | None) -> tuple[list[_Level], str]:
         except TypeError:
             raise ConfigError("separators must be a preset name or a non-empty list of strings") from None
     try:
-        levels, keep = _compiled_levels(separators)
+        cached, keep = _compiled_levels(separators)
     except TypeError:  # unhashable items: reported below
-        levels, keep = _compile_levels(separators)
-    return list(levels), keep
+        return _compile_levels(separators)
+    return list(cached), keep
 
 
 @functools.lru_cache(maxsize=64)
@@ -221,6 +221,7 @@ class _Splitter:
             cuts = [a + s for s, _ in split_sentences(self.text[a:b])[1:]]
         else:
             use_start = self.keep == "start"
+            assert level.pattern is not None  # every level but "sentences" has one
             cuts = [m.start() if use_start else m.end() for m in level.pattern.finditer(self.text, a, b)]
         bounds = [a]
         for c in cuts:

@@ -187,6 +187,7 @@ class SemanticChunker(EmbeddingStrategy):
             return lengths[m]
 
         lo, hi = 0, n - 1  # mean_tokens is non-increasing in m
+        assert self.avg_tokens is not None  # only called when it is set
         target = float(self.avg_tokens)
         while lo < hi:
             mid = (lo + hi) // 2

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..document import Document
 from ..segmentation.tokens import Tokenizer

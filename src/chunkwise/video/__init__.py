@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import copy
 import os
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 from ..document import Chunk
 from .document import VideoDocument, build_document

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from ..errors import InputError, MissingDependencyError
 
@@ -87,7 +88,7 @@ def probe(path: str | os.PathLike) -> VideoInfo:
         return VideoInfo(p, fps, n, s.codec_context.width, s.codec_context.height, s.codec_context.name, duration)
 
 
-def iter_frames(info: VideoInfo, width: int | None = None, fmt: str = "gray") -> Iterator[tuple[int, "object"]]:
+def iter_frames(info: VideoInfo, width: int | None = None, fmt: str = "gray") -> Iterator[tuple[int, Any]]:
     """``(frame_index, ndarray)`` for every decoded frame, scaled to ``width`` (keeping the aspect ratio)
     when given. A decoding error after the first frame ends the stream and is noted in ``info.problems``;
     one before it is an :class:`InputError` (nothing usable)."""

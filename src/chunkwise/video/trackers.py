@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Iterator
+from collections.abc import Iterator
 
 from ..errors import ConfigError, InputError, MissingDependencyError
 from .frames import VideoInfo, iter_frames

@@ -36,7 +36,7 @@ class RequestError(Exception):
         self.message = message
 
 
-def _models():
+def _models() -> tuple[Any, Any, Any]:
     from pydantic import BaseModel, Field
 
     class StrategySpec(BaseModel):
@@ -247,8 +247,8 @@ def create_app(db: str | None = None, *, uri: str | None = None, collection: str
             raise RequestError(400, 'strategies must be a JSON list of {"strategy": NAME, "params": {...}}') from None
         built = make_strategies(specs, embedder)
         if file is not None and file.filename:
-            data = await file.read(max_upload_bytes + 1)
-            doc = upload_document(data, file.filename, max_upload_bytes)
+            raw = await file.read(max_upload_bytes + 1)
+            doc = upload_document(raw, file.filename, max_upload_bytes)
         else:
             if not text.strip():
                 raise RequestError(400, "paste some text or choose a file")

@@ -16,7 +16,8 @@ from __future__ import annotations
 import html
 import json
 from importlib import resources
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 from ..document import Document
 from .model import CAUSES, StrategyView
@@ -35,11 +36,11 @@ def asset(name: str) -> str:
 def segments(text: str, chunks: Sequence[dict[str, Any]]) -> list[tuple[int, int, list[int]]]:
     """``(start, end, covering chunk numbers)`` pieces covering the whole text, cut at every chunk edge;
     overlapping chunks give pieces covered by two chunks, text between chunks pieces covered by none."""
-    edges = {0, len(text)}
+    found = {0, len(text)}
     for c in chunks:
-        edges.add(c["start"])
-        edges.add(c["end"])
-    edges = sorted(e for e in edges if 0 <= e <= len(text))
+        found.add(c["start"])
+        found.add(c["end"])
+    edges = sorted(e for e in found if 0 <= e <= len(text))
     out = []
     for a, b in zip(edges, edges[1:]):
         if b > a:
@@ -88,7 +89,8 @@ def _stats(view: StrategyView) -> str:
 def render_columns(doc: Document, views: Sequence[StrategyView]) -> tuple[str, dict[str, Any]]:
     """The side-by-side columns (HTML) and the JSON data their script needs (chunk cards and figures)."""
     views = list(views)[:MAX_COLUMNS]
-    cols, data = [], {"strategies": [], "causes": CAUSES}
+    cols: list[str] = []
+    data: dict[str, Any] = {"strategies": [], "causes": CAUSES}
     for s, view in enumerate(views):
         dist = distance_figure(view)
         cards = [{k: c[k] for k in ("index", "start", "end", "token_count", "page_start", "page_end", "section",

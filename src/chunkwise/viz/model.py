@@ -112,7 +112,7 @@ def build_view(doc: Document, strategy, label: str | None = None) -> StrategyVie
         from ..strategies.units import resolve_embedder
 
         params = dict(strategy.get_params(), embedder=_Remember(resolve_embedder(strategy.embedder)))
-        once = get_strategy(strategy.name, **params)  # chunk() and explain() share one embedding pass
+        once: Any = get_strategy(strategy.name, **params)  # chunk() and explain() share one embedding pass
         chunks = once.chunk(doc)
         rows = once.explain(doc)
         _number_rows(rows)

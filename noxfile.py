@@ -1,0 +1,23 @@
+"""The test suite on every supported Python (3.11, 3.12, 3.13): ``make test-pythons`` or ``nox -s tests``.
+
+Each session installs ``.[dev]`` into its own virtualenv under ``.nox/`` and runs pytest; arguments after
+``--`` go to pytest (``nox -s tests-3.13 -- tests/test_strategies.py``). Without arguments a session runs the
+suite with the slow integration tests (marker ``slow``: Milvus server, Ray, browser, wheel build) deselected,
+since ``make test`` already runs those on the default interpreter.
+"""
+
+from __future__ import annotations
+
+import nox
+
+PYTHONS = ["3.11", "3.12", "3.13"]
+
+nox.options.sessions = ["tests"]
+nox.options.reuse_existing_virtualenvs = True
+
+
+@nox.session(python=PYTHONS)
+def tests(session: nox.Session) -> None:
+    """Install the package with its test extra and run pytest (``-m 'not slow'`` unless arguments are given)."""
+    session.install("-q", "-e", ".[dev]")
+    session.run("python", "-m", "pytest", *(session.posargs or ["-m", "not slow"]))
