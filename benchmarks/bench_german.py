@@ -78,7 +78,7 @@ def stitched(corpus: list[list[str]], n_docs: int, n_runs: int, seed: int):
 def boundary_scores(docs, strategy) -> tuple[float, float]:
     pks, wds = [], []
     chunked = strategy.chunk_many([Document(text) for text, _, _ in docs])
-    for (text, starts, ref), chunks in zip(docs, chunked):
+    for (_text, starts, ref), chunks in zip(docs, chunked):
         hyp = boundaries_from_offsets(starts, [c.start for c in chunks])
         pks.append(pk(ref, hyp, len(starts)))
         wds.append(window_diff(ref, hyp, len(starts)))

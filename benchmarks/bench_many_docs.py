@@ -127,7 +127,7 @@ def run(strategy_name: str, docs: list[Document], per_doc: int, repeat: int) -> 
     one_many, w2, c2 = timed(lambda: strategy.chunk_many([doc])[0])
     fw3, fc3 = floor(embedder, texts_long, 1)
     rows.append((f"long doc chunk ({len(doc.text) // 1000} KB)", 1, len(set(texts_long)), w1, c1, fw3, fc3))
-    rows.append((f"long doc chunk_many", 1, len(set(texts_long)), w2, c2, fw3, fc3))
+    rows.append(("long doc chunk_many", 1, len(set(texts_long)), w2, c2, fw3, fc3))
     print(rows[-2], rows[-1], flush=True)
     same_long = [x.to_dict() for x in one] == [x.to_dict() for x in one_many]
 

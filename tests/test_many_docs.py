@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 
 import numpy as np
 import pytest
@@ -16,7 +15,7 @@ from chunkwise.strategies import get_strategy
 from chunkwise.strategies.many import chunk_documents, chunk_many
 from chunkwise.strategies.units import embed_stream_sorted
 
-from conftest import FakeEmbedder, ROOT
+from conftest import FakeEmbedder
 
 SEMANTIC = ("semantic", "maxmin", "cohesion")
 TEXTS = [

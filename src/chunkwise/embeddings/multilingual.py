@@ -17,7 +17,7 @@ Vectors are 512-dimensional and L2-normalised. No token vectors, so no late chun
 from __future__ import annotations
 
 import functools
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

@@ -45,7 +45,6 @@ from ..formats.walk import UnreadableFolder
 from ..strategies.many import chunk_documents
 from ..strategies.units import pooled_vector
 from .fusion import DENSE_WEIGHT, ZSCORE_DEPTH, check_fusion, fuse_candidates_zscore, reciprocal_rank_fusion
-from ..video.document import VideoDocument
 
 VECTOR_MODES = ("text", "pool")
 #: chunks gathered (over several small documents) before one embedding + write round

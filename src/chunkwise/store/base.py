@@ -11,7 +11,8 @@ primitives, so every store gets it by construction: a store only has to make eac
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
+from collections.abc import Iterable
 
 import numpy as np
 

@@ -43,7 +43,7 @@ import numpy as np
 from ..document import Chunk, Document
 from ..errors import ChunkwiseError, ConfigError, InputError
 from .base import Hit, Marker
-from .rows import MAX_VARCHAR, SECTION_SEPARATOR, chunk_from_row, chunk_rows, truncate_utf8
+from .rows import MAX_VARCHAR, chunk_from_row, chunk_rows, truncate_utf8
 
 #: bump when the schema changes incompatibly; recorded in the config row
 SCHEMA_VERSION = 2  # 2: source_start/source_end

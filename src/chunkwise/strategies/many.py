@@ -13,7 +13,8 @@ memory and results come out in input order.
 
 from __future__ import annotations
 
-from typing import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 from ..document import Chunk, Document
 from ..errors import ChunkwiseError
@@ -23,7 +24,7 @@ GROUP_CHARS = 5_000_000
 
 
 def chunk_many(strategy, docs: Sequence[Document], *, progress: bool = False,
-               return_exceptions: bool = False) -> list[list[Chunk] | Exception]:
+               return_exceptions: bool = False) -> list[list[Chunk] | ChunkwiseError]:
     """``[strategy.chunk(d) for d in docs]``, with one embedding stream when the strategy has one.
 
     ``return_exceptions``: a document that fails gets its :class:`~chunkwise.errors.ChunkwiseError` in its
@@ -31,7 +32,7 @@ def chunk_many(strategy, docs: Sequence[Document], *, progress: bool = False,
     """
     if hasattr(strategy, "chunk_many"):
         return strategy.chunk_many(docs, progress=progress, return_exceptions=return_exceptions)
-    out: list[list[Chunk] | Exception] = []
+    out: list[list[Chunk] | ChunkwiseError] = []
     for doc in docs:
         try:
             out.append(strategy.chunk(doc))
@@ -42,8 +43,8 @@ def chunk_many(strategy, docs: Sequence[Document], *, progress: bool = False,
     return out
 
 
-def chunk_documents(strategy, items: Iterable[tuple[str, object]], *, progress: bool = False,
-                    group_chars: int = GROUP_CHARS) -> Iterator[tuple[str, object, list[Chunk] | Exception | None]]:
+def chunk_documents(strategy, items: Iterable[tuple[str, Any]], *, progress: bool = False,
+                    group_chars: int = GROUP_CHARS) -> Iterator[tuple[str, Any, list[Chunk] | ChunkwiseError | None]]:
     """``(source, item, chunks or exception)`` for every ``(source, item)`` of ``items``, in order.
 
     ``item`` is what a loader yields: a :class:`Document` is chunked (in groups of up to ``group_chars``
@@ -51,10 +52,10 @@ def chunk_documents(strategy, items: Iterable[tuple[str, object]], *, progress: 
     with ready-made chunks) is passed through with ``None`` for the caller to handle.
     """
     batched = hasattr(strategy, "chunk_many")
-    group: list[tuple[str, object]] = []
+    group: list[tuple[str, Any]] = []
     size = 0
 
-    def flush() -> Iterator[tuple[str, object, list[Chunk] | Exception | None]]:
+    def flush() -> Iterator[tuple[str, Any, list[Chunk] | ChunkwiseError | None]]:
         docs = [it for _, it in group if _is_text_doc(it)]
         results = iter(chunk_many(strategy, docs, progress=progress, return_exceptions=True))
         for source, it in group:

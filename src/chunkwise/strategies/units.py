@@ -414,7 +414,7 @@ class EmbeddingStrategy(Strategy):
         return self.finish(doc, plan, embed_all(embedder, plan.texts), tokenizer)
 
     def plan(self, doc: Document, embedder: Embedder, tokenizer: Tokenizer,
-             bounds: list[Span] | None = None) -> "UnitPlan":
+             bounds: list[Span] | None = None) -> UnitPlan:
         """Everything :meth:`prepare` does before the model runs: the units of every region and the distinct
         unit texts to embed. Split out so :meth:`chunk_many` can embed the units of many documents in one
         stream (see :class:`UnitPlan`)."""
@@ -443,7 +443,7 @@ class EmbeddingStrategy(Strategy):
             slots.append(row)
         return UnitPlan(per_region, slots, texts)
 
-    def finish(self, doc: Document, plan: "UnitPlan", vectors: np.ndarray, tokenizer: Tokenizer) -> list[Units]:
+    def finish(self, doc: Document, plan: UnitPlan, vectors: np.ndarray, tokenizer: Tokenizer) -> list[Units]:
         """The :class:`Units` of every region from a plan and the vectors of its ``texts`` (same order)."""
         text = doc.text
         heads = {sec.heading_start for sec in doc.sections if sec.heading_start >= 0}

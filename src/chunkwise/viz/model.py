@@ -9,7 +9,6 @@ so they show the same numbers as ``chunkwise chunk`` and ``chunkwise inspect``.
 
 from __future__ import annotations
 
-import bisect
 import time
 from dataclasses import dataclass, field
 from typing import Any
