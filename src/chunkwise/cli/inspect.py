@@ -16,7 +16,6 @@ are inspected too: their rows carry the breakpoints, with no distances.
 from __future__ import annotations
 
 import argparse
-import bisect
 import json
 import shutil
 import sys
@@ -42,32 +41,6 @@ def register(subparsers) -> None:
                         "for people")
     add_input_options(p)
     p.set_defaults(func=run)
-
-
-def explain_rows(strategy, doc) -> list[dict]:
-    """Rows for ``doc``: the strategy's own ``explain`` when it has one, else breakpoints from its chunks."""
-    if hasattr(strategy, "explain"):
-        rows = strategy.explain(doc)
-    else:
-        from ..segmentation.sentences import split_sentences
-
-        ends = sorted(c.end for c in strategy.chunk(doc))
-        rows = []
-        spans = split_sentences(doc.text)
-        for k, (a, b) in enumerate(spans):
-            last = k == len(spans) - 1
-            # a chunk ends between this sentence's end and the next sentence's start
-            i = bisect.bisect_left(ends, b)
-            cut = last or (i < len(ends) and ends[i] <= spans[k + 1][0])
-            rows.append({"sentence": doc.text[a:b], "start": a, "end": b, "distance_to_next": None,
-                         "threshold": None, "breakpoint": bool(cut),
-                         "cause": ("end" if last else "rule") if cut else None})
-    chunk = -1
-    for k, row in enumerate(rows):
-        if k == 0 or rows[k - 1]["breakpoint"]:
-            chunk += 1
-        row["chunk"] = chunk
-    return rows
 
 
 def format_rows(doc, rows: list[dict], width: int = 120) -> str:
@@ -106,6 +79,7 @@ def format_rows(doc, rows: list[dict], width: int = 120) -> str:
 def run(args: argparse.Namespace) -> int:
     from ..formats import iter_documents
     from ..formats.text import DecodingWarning
+    from ..strategies.explain import explain_rows
     from .chunk import _build_strategy, _isatty, _open_output, input_options
 
     strategy = _build_strategy(args)

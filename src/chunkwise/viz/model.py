@@ -15,6 +15,7 @@ from typing import Any
 
 from ..document import Chunk, Document
 from ..strategies import SEMANTIC_STRATEGIES
+from ..strategies.explain import number_rows
 from ..timefmt import format_time_range
 
 #: what each cause means, shown in the hover card and the legend
@@ -114,7 +115,7 @@ def build_view(doc: Document, strategy, label: str | None = None) -> StrategyVie
         once: Any = get_strategy(strategy.name, **params)  # chunk() and explain() share one embedding pass
         chunks = once.chunk(doc)
         rows = once.explain(doc)
-        _number_rows(rows)
+        number_rows(rows)
     else:
         chunks = strategy.chunk(doc)
     seconds = time.perf_counter() - t0
@@ -152,15 +153,6 @@ class _Remember:
         if not texts:
             return np.asarray(self.inner.embed([]), dtype=np.float32)
         return np.stack([self.memo[t] for t in texts])
-
-
-def _number_rows(rows: list[dict[str, Any]]) -> None:
-    """Give each sentence row the index of the chunk it starts in (as ``chunkwise inspect`` does)."""
-    chunk = -1
-    for k, row in enumerate(rows):
-        if k == 0 or rows[k - 1]["breakpoint"]:
-            chunk += 1
-        row["chunk"] = chunk
 
 
 __all__ = ["StrategyView", "build_view", "chunk_causes", "where", "CAUSES"]
