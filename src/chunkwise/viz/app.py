@@ -129,20 +129,11 @@ def create_app(db: str | None = None, *, uri: str | None = None, collection: str
     """The FastAPI application. ``db``/``uri`` name the index for ``/search`` (none: search says so);
     ``embedder`` is used by semantic strategies (default: the strategies' own default)."""
     try:
-        from fastapi import FastAPI, File, Form, Request, UploadFile
-        from fastapi.exceptions import RequestValidationError
-        from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
-        from starlette.exceptions import HTTPException as StarletteHTTPException
+        from fastapi import FastAPI
     except ImportError:
         raise ConfigError("chunkwise serve needs the serve extra: pip install 'chunkwise[serve]'") from None
     from .. import __version__
-    from ..document import Document
-    from ..strategies import STRATEGY_NAMES
-    from . import build_views
-    from .html import asset, render_columns
-    from .plots import plotly_js_path
 
-    StrategySpec, ChunkRequest, SearchRequest = _models()
     state: dict[str, Any] = {"index": None}
 
     @contextlib.asynccontextmanager
@@ -153,9 +144,24 @@ def create_app(db: str | None = None, *, uri: str | None = None, collection: str
 
     app = FastAPI(title="chunkwise", version=__version__, lifespan=lifespan,
                   description="Chunk text and see where each strategy cuts; search an index.")
+    _add_guards(app, max_upload_bytes)
+    _add_pages(app, searchable=bool(db or uri))
+    _add_chunk_api(app, embedder, max_upload_bytes, searchable=bool(db or uri))
+    _add_search_api(app, state, dict(db=db, uri=uri, collection=collection, embedder=embedder))
+    return app
 
-    def error(status: int, message: str, **extra: Any) -> JSONResponse:
-        return JSONResponse({"error": message, **extra}, status_code=status)
+
+def _error(status: int, message: str, **extra: Any):
+    from fastapi.responses import JSONResponse
+
+    return JSONResponse({"error": message, **extra}, status_code=status)
+
+
+def _add_guards(app, max_upload_bytes: int) -> None:
+    """The body-size limit and the error handlers: every error is ``{"error": message}``, never a traceback."""
+    from fastapi import Request
+    from fastapi.exceptions import RequestValidationError
+    from starlette.exceptions import HTTPException as StarletteHTTPException
 
     body_limit = max_upload_bytes + 4 * MAX_TEXT_CHARS + 65536  # a file plus the longest text, in UTF-8
 
@@ -164,16 +170,16 @@ def create_app(db: str | None = None, *, uri: str | None = None, collection: str
         """Refuse a body announced as too large before it is read (and spooled to disk)."""
         length = request.headers.get("content-length", "")
         if length.isdigit() and int(length) > body_limit:
-            return error(413, f"request too large ({int(length):,} bytes; uploads up to {max_upload_bytes:,} bytes)")
+            return _error(413, f"request too large ({int(length):,} bytes; uploads up to {max_upload_bytes:,} bytes)")
         return await call_next(request)
 
     @app.exception_handler(RequestError)
     async def _request_error(_: Request, exc: RequestError):
-        return error(exc.status, exc.message)
+        return _error(exc.status, exc.message)
 
     @app.exception_handler(ChunkwiseError)
     async def _chunkwise_error(_: Request, exc: ChunkwiseError):
-        return error(400, str(exc))
+        return _error(400, str(exc))
 
     @app.exception_handler(RequestValidationError)
     async def _validation_error(_: Request, exc: RequestValidationError):
@@ -181,24 +187,32 @@ def create_app(db: str | None = None, *, uri: str | None = None, collection: str
         for e in exc.errors()[:5]:
             loc = ".".join(str(x) for x in e.get("loc", ()) if x != "body")
             parts.append(f"{loc or 'body'}: {e.get('msg', 'invalid')}")
-        return error(422, "invalid request: " + "; ".join(parts))
+        return _error(422, "invalid request: " + "; ".join(parts))
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(_: Request, exc: StarletteHTTPException):
-        return error(exc.status_code, str(exc.detail))
+        return _error(exc.status_code, str(exc.detail))
 
     @app.exception_handler(Exception)
     async def _unexpected(_: Request, exc: Exception):  # never a traceback over HTTP
-        return error(500, f"internal error ({type(exc).__name__})")
+        return _error(500, f"internal error ({type(exc).__name__})")
 
-    # -- pages and assets ---------------------------------------------------------------------------------
+
+def _add_pages(app, searchable: bool) -> None:
+    """The page and its static assets (plotly.min.js comes from the installed plotly package)."""
+    from fastapi.responses import FileResponse, HTMLResponse, Response
+
+    from ..strategies import STRATEGY_NAMES
+    from .html import asset
+    from .plots import plotly_js_path
+
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def index_page():
         options = "".join(f'<option value="{n}">{n}</option>' for n in STRATEGY_NAMES)
         main = options.replace('value="recursive"', 'value="recursive" selected')
         page = asset("app.html").replace("{{STRATEGIES}}", main, 1).replace("{{STRATEGIES}}", options)
         page = page.replace("{{CSS}}", asset("viz.css"))
-        return HTMLResponse(page.replace("{{SEARCH}}", "" if (db or uri) else "hidden"))
+        return HTMLResponse(page.replace("{{SEARCH}}", "" if searchable else "hidden"))
 
     @app.get("/static/plotly.min.js", include_in_schema=False)
     def plotly_asset():
@@ -212,12 +226,24 @@ def create_app(db: str | None = None, *, uri: str | None = None, collection: str
     def app_js():
         return Response(asset("app.js"), media_type="application/javascript")
 
-    # -- API ----------------------------------------------------------------------------------------------
+
+def _add_chunk_api(app, embedder, max_upload_bytes: int, searchable: bool) -> None:
+    """``/health``, ``/chunk`` (JSON) and ``/view`` (the page's columns for pasted text or an upload)."""
+    from fastapi import File, Form, UploadFile
+
+    from .. import __version__
+    from ..document import Document
+    from ..strategies import STRATEGY_NAMES
+    from . import build_views
+    from .html import render_columns
+
+    _, ChunkRequest, _ = _models()
+
     @app.get("/health")
     def health() -> dict[str, Any]:
         """Liveness, version, the strategies and whether an index is configured."""
         return {"status": "ok", "version": __version__, "strategies": list(STRATEGY_NAMES),
-                "index": bool(db or uri), "max_upload_bytes": max_upload_bytes}
+                "index": searchable, "max_upload_bytes": max_upload_bytes}
 
     @app.post("/chunk")
     def chunk(req: ChunkRequest) -> dict[str, Any]:
@@ -250,14 +276,28 @@ def create_app(db: str | None = None, *, uri: str | None = None, collection: str
             raw = await file.read(max_upload_bytes + 1)
             doc = upload_document(raw, file.filename, max_upload_bytes)
         else:
-            if not text.strip():
-                raise RequestError(400, "paste some text or choose a file")
-            if len(text) > MAX_TEXT_CHARS:
-                raise RequestError(413, f"text too long ({len(text):,} characters; the limit is {MAX_TEXT_CHARS:,})")
-            # browsers send form text with CRLF line breaks (multipart/form-data rules): undo that
-            doc = Document(text.replace("\r\n", "\n"), source="<pasted>")
+            doc = _pasted_document(text)
         body, data = render_columns(doc, build_views(doc, built))
         return {"source": doc.source, "html": body, "data": data}
+
+
+def _pasted_document(text: str):
+    from ..document import Document
+
+    if not text.strip():
+        raise RequestError(400, "paste some text or choose a file")
+    if len(text) > MAX_TEXT_CHARS:
+        raise RequestError(413, f"text too long ({len(text):,} characters; the limit is {MAX_TEXT_CHARS:,})")
+    # browsers send form text with CRLF line breaks (multipart/form-data rules): undo that
+    return Document(text.replace("\r\n", "\n"), source="<pasted>")
+
+
+def _add_search_api(app, state: dict[str, Any], where_index: dict[str, Any]) -> None:
+    """``/search``: the server's own index (opened on first use, closed on shutdown), with highlights."""
+    from .model import where
+
+    _, _, SearchRequest = _models()
+    db, uri = where_index["db"], where_index["uri"]
 
     @app.post("/search")
     def search(req: SearchRequest) -> dict[str, Any]:
@@ -270,28 +310,18 @@ def create_app(db: str | None = None, *, uri: str | None = None, collection: str
         if state["index"] is None:
             from ..retrieval.index import Index
 
-            kw: dict[str, Any] = {"collection": collection} if collection else {}
-            if embedder is not None:
-                kw["embedder"] = embedder
+            kw: dict[str, Any] = {"collection": where_index["collection"]} if where_index["collection"] else {}
+            if where_index["embedder"] is not None:
+                kw["embedder"] = where_index["embedder"]
             state["index"] = Index(db=db, uri=uri, **kw)
         results = state["index"].search(req.query, k=req.k, hybrid=req.hybrid)
         out = []
         for r in results:
             d = r.to_dict()
             d["highlights"] = highlights(r.text, req.query)
-            d["where"] = _where(d)
+            d["where"] = where(r.chunk)
             out.append(d)
         return {"query": req.query, "results": out}
-
-    return app
-
-
-def _where(d: dict[str, Any]) -> str:
-    from ..timefmt import format_time_range
-
-    if d.get("page_start") is not None:
-        return f"p{d['page_start']}" + (f"-{d['page_end']}" if d.get("page_end") not in (None, d["page_start"]) else "")
-    return format_time_range(d.get("start_time"), d.get("end_time"))
 
 
 __all__ = ["create_app", "highlights", "RequestError", "MAX_UPLOAD_BYTES"]
