@@ -25,7 +25,7 @@ from chunkwise.strategies.base import max_chars_for
 from conftest import FakeEmbedder
 
 #: every strategy the invariants are checked for (extend this list for new strategies)
-STRATEGIES = ["fixed", "sentence", "recursive", "markdown", "auto"]
+STRATEGIES = ["fixed", "sentence", "recursive", "markdown", "auto", "semantic", "maxmin", "cohesion"]
 TOKENIZERS = ["minilm", "cl100k", "chars", "words"]
 
 
