@@ -23,7 +23,7 @@ import threading
 import time
 import warnings
 from pathlib import Path
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -226,7 +226,7 @@ class EmbeddingCache:
                 if rows == 0:
                     break
                 n = max(1, int(rows * (1 - 0.9 * self.max_bytes / used)) + 1)
-                self._write(conn, lambda: conn.execute(
+                self._write(conn, lambda n=n: conn.execute(
                     "DELETE FROM embeddings WHERE id IN "
                     "(SELECT id FROM embeddings ORDER BY last_used, id LIMIT ?)", (n,)))
                 deleted += n

@@ -20,11 +20,10 @@ from __future__ import annotations
 import json
 import os
 import random
-import socket
 import time
 import urllib.error
 import urllib.request
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -171,7 +170,7 @@ class OpenAIEmbedder(Embedder):
                 retry_after = exc.headers.get("Retry-After") if exc.headers else None
                 last = f"HTTP {exc.code}{': ' + detail if detail else ''}"
                 continue
-            except (urllib.error.URLError, socket.timeout, TimeoutError, ConnectionError, OSError) as exc:
+            except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
                 reason = getattr(exc, "reason", exc)
                 last = f"cannot reach the endpoint ({reason})"
                 continue

@@ -28,7 +28,8 @@ import shutil
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -78,7 +79,7 @@ class SearchResult:
     bm25_rank: int | None = None
 
     @classmethod
-    def from_hit(cls, rank: int, score: float, hit: Hit, **extra: Any) -> "SearchResult":
+    def from_hit(cls, rank: int, score: float, hit: Hit, **extra: Any) -> SearchResult:
         return cls(rank=rank, score=float(score), chunk=hit.chunk, metadata=dict(hit.metadata), **extra)
 
     @property
@@ -210,7 +211,7 @@ class Index:
         self._embedder_options = dict(embedder_options or {})
 
     # -- lifecycle -------------------------------------------------------------------------------------
-    def __enter__(self) -> "Index":
+    def __enter__(self) -> Index:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -17,7 +17,7 @@ import importlib.util
 import re
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

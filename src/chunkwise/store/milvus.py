@@ -36,7 +36,8 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 
@@ -92,7 +93,7 @@ class ServerCapabilities:
     nullable: bool = True
 
     @classmethod
-    def from_version(cls, version: str) -> "ServerCapabilities":
+    def from_version(cls, version: str) -> ServerCapabilities:
         m = re.match(r"^v?(\d+)\.(\d+)", str(version or "").strip())
         if not m:
             return cls(str(version))
@@ -134,7 +135,7 @@ def _import_pymilvus():
     try:
         import pymilvus  # noqa: F401
     except ImportError as exc:  # pragma: no cover - pymilvus is a core dependency
-        raise ConfigError(f"indexing needs pymilvus and milvus-lite: pip install pymilvus milvus-lite ({exc})")
+        raise ConfigError(f"indexing needs pymilvus and milvus-lite: pip install pymilvus milvus-lite ({exc})") from exc
     return pymilvus
 
 

@@ -24,7 +24,8 @@ import functools
 import re
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -517,7 +518,7 @@ class EmbeddingStrategy(Strategy):
         counts = tokenizer.count_batch([doc.text[a:b] for a, b in spans])
         if any(n > self.max_tokens for n in counts):
             s2, o2 = [], []
-            for (a, b), (units, i, j), n in zip(spans, owners, counts):
+            for _span, (units, i, j), n in zip(spans, owners, counts):
                 pieces = [(i, j)] if n <= self.max_tokens else exact_fit(doc.text, units, i, j, tokenizer,
                                                                           self.max_tokens)
                 for x, y in pieces:
