@@ -24,6 +24,7 @@ import time
 import warnings
 from pathlib import Path
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -235,7 +236,7 @@ class EmbeddingCache:
     # -- maintenance --------------------------------------------------------------------------------
     def stats(self) -> dict:
         """Path, size bound, file sizes and a row count per model."""
-        info = {"path": str(self.path), "max_bytes": self.max_bytes, "exists": self.path.exists(),
+        info: dict[str, Any] = {"path": str(self.path), "max_bytes": self.max_bytes, "exists": self.path.exists(),
                 "file_bytes": 0, "used_bytes": 0, "entries": 0, "models": {}}
         if not self.path.exists():
             return info

@@ -24,6 +24,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -141,7 +142,7 @@ class OpenAIEmbedder(Embedder):
         time.sleep(min(delay, self.max_backoff))
 
     def _post(self, inputs: list[str]) -> list[list[float]]:
-        body = {"model": self.model, "input": inputs, "encoding_format": "float"}
+        body: dict[str, Any] = {"model": self.model, "input": inputs, "encoding_format": "float"}
         if self.dimensions:
             body["dimensions"] = self.dimensions
         data = json.dumps(body).encode("utf-8")
