@@ -13,8 +13,9 @@ The same job as :meth:`chunkwise.retrieval.index.Index.add`, spread over a Ray c
    killed job, run again, ends with exactly a clean run's chunks.
 
 At most ``2 * workers`` chunking tasks and ``2 * workers`` embedding calls are in flight, so the driver's
-memory stays bounded whatever the corpus size. The store must be a Milvus server (``--uri``): Milvus Lite
-is a single-process database that remote workers cannot reach, and only the driver writes anyway.
+memory stays bounded whatever the corpus size. The store must be a Milvus server (``--uri``) or a custom
+:class:`~chunkwise.store.base.Store` given as ``Index(store=...)``: Milvus Lite is a single-process database
+that remote workers cannot reach, and only the driver writes anyway.
 """
 
 from __future__ import annotations
