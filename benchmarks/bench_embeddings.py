@@ -350,7 +350,7 @@ def main() -> None:
         if cos is not None:
             row.update(cos_min=float(cos.min()), cos_p1=float(np.percentile(cos, 1)), cos_mean=float(cos.mean()))
         results["agreement"][name] = row
-        fmt = (lambda k: f"{row[k]:>10.4f}" if k in row else f"{'-':>10}")
+        fmt = (lambda k, row=row: f"{row[k]:>10.4f}" if k in row else f"{'-':>10}")
         print(f"{name:<16}{fmt('pearson')}{fmt('spearman')}{fmt('cos_min')}{fmt('cos_p1')}{fmt('cos_mean')}")
 
     ws = window_study(backends["minilm"], groups)

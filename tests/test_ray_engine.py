@@ -81,6 +81,25 @@ def test_ray_refuses_milvus_lite_path(tmp_path):
         RayIngest(Index(db=tmp_path / "x.db"))
 
 
+def test_ray_writes_to_any_store(local_ray, tmp_path):
+    """A Store given as ``store=`` (no Milvus Lite path, no ``db`` attribute) is written by the driver, the
+    same chunks as the local path (``RayIngest`` once read ``store.db``, which the Store protocol lacks)."""
+    from test_extending import MemoryStore
+
+    from chunkwise.retrieval.ray_engine import RayIngest
+
+    folder = tmp_path / "corpus"
+    write_corpus(folder, 2, [f"f{i}.txt" for i in range(3)])
+    local, dist = MemoryStore(), MemoryStore()
+    with Index(store=local, embedder="minilm", cache=False) as ix:
+        ref = ix.add(folder, params=PARAMS, batch_size=16)
+    with Index(store=dist, embedder="minilm", cache=False) as ix:
+        rep = RayIngest(ix, workers=1).run([folder], params=PARAMS, batch_size=16)
+    assert (rep.indexed, rep.chunks) == (ref.indexed, ref.chunks) and rep.chunks > 0
+    assert dist.rows.keys() == local.rows.keys()
+    assert dist.marks == local.marks
+
+
 def test_ray_job_killed_then_resumed(lite, local_ray, tmp_path):
     """A real ``chunkwise index --engine ray --address auto`` driver (joining the test's cluster) SIGKILLed
     mid-job; the re-run completes and the collection equals a clean run's."""

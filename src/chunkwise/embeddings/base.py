@@ -16,7 +16,8 @@ and :meth:`Embedder.embed_stream` (bounded-memory embedding of an iterable of an
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -93,7 +94,7 @@ class Embedder(ABC):
         if batch:
             yield self.embed(batch)
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - a no-op by default: most back-ends hold nothing to release
         """Release files and connections (the cache's SQLite connection); safe to call twice."""
 
     def __repr__(self) -> str:

@@ -23,7 +23,8 @@ import threading
 import time
 import warnings
 from pathlib import Path
-from typing import Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -226,7 +227,7 @@ class EmbeddingCache:
                 if rows == 0:
                     break
                 n = max(1, int(rows * (1 - 0.9 * self.max_bytes / used)) + 1)
-                self._write(conn, lambda: conn.execute(
+                self._write(conn, lambda n=n: conn.execute(
                     "DELETE FROM embeddings WHERE id IN "
                     "(SELECT id FROM embeddings ORDER BY last_used, id LIMIT ?)", (n,)))
                 deleted += n
@@ -235,7 +236,7 @@ class EmbeddingCache:
     # -- maintenance --------------------------------------------------------------------------------
     def stats(self) -> dict:
         """Path, size bound, file sizes and a row count per model."""
-        info = {"path": str(self.path), "max_bytes": self.max_bytes, "exists": self.path.exists(),
+        info: dict[str, Any] = {"path": str(self.path), "max_bytes": self.max_bytes, "exists": self.path.exists(),
                 "file_bytes": 0, "used_bytes": 0, "entries": 0, "models": {}}
         if not self.path.exists():
             return info

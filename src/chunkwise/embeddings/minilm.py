@@ -24,12 +24,12 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
 from ..errors import ConfigError, MissingDependencyError
-from ..segmentation.tokens import get_tokenizer
+from ..segmentation.tokens import HFTokenizer, get_tokenizer
 from .base import Embedder, check_texts, l2_normalize
 
 #: the model's absolute position limit (BERT position embeddings)
@@ -108,6 +108,7 @@ class MiniLMEmbedder(Embedder):
         self.truncated = 0
         self.texts_embedded = 0
         self._tokenizer = get_tokenizer("minilm")
+        assert isinstance(self._tokenizer, HFTokenizer), "'minilm' is the model's own tokenizer.json"
         self._hf = self._tokenizer.hf
         self._cls = self._hf.token_to_id("[CLS]")
         self._sep = self._hf.token_to_id("[SEP]")

@@ -20,11 +20,11 @@ from __future__ import annotations
 import json
 import os
 import random
-import socket
 import time
 import urllib.error
 import urllib.request
-from typing import Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -142,7 +142,7 @@ class OpenAIEmbedder(Embedder):
         time.sleep(min(delay, self.max_backoff))
 
     def _post(self, inputs: list[str]) -> list[list[float]]:
-        body = {"model": self.model, "input": inputs, "encoding_format": "float"}
+        body: dict[str, Any] = {"model": self.model, "input": inputs, "encoding_format": "float"}
         if self.dimensions:
             body["dimensions"] = self.dimensions
         data = json.dumps(body).encode("utf-8")
@@ -171,7 +171,7 @@ class OpenAIEmbedder(Embedder):
                 retry_after = exc.headers.get("Retry-After") if exc.headers else None
                 last = f"HTTP {exc.code}{': ' + detail if detail else ''}"
                 continue
-            except (urllib.error.URLError, socket.timeout, TimeoutError, ConnectionError, OSError) as exc:
+            except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
                 reason = getattr(exc, "reason", exc)
                 last = f"cannot reach the endpoint ({reason})"
                 continue

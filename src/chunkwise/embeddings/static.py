@@ -28,7 +28,7 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -201,7 +201,7 @@ class StaticEmbedder(Embedder):
             self._tokenizer = HFTokenizer(self.path / "tokenizer.json", f"hf:{self.path / 'tokenizer.json'}")
 
     @classmethod
-    def load(cls, cache_dir=None, name: str = DEFAULT_NAME, path: str | Path | None = None, **kw) -> "StaticEmbedder":
+    def load(cls, cache_dir=None, name: str = DEFAULT_NAME, path: str | Path | None = None, **kw) -> StaticEmbedder:
         """The distilled model in the cache directory (or at ``path``)."""
         return cls(Path(path) if path else static_model_dir(cache_dir, name), **kw)
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from typing import TypedDict
 
 import numpy as np
 
@@ -240,8 +241,17 @@ def reciprocal_rank(ranked_docs: Sequence[str], relevant: Iterable[str]) -> floa
 # -- paired bootstrap ---------------------------------------------------------------------------------
 
 
-def paired_bootstrap(a: Sequence[float], b: Sequence[float], n_boot: int = 1000, seed: int = 0,
-                     alpha: float = 0.05) -> dict[str, float | bool]:
+class Bootstrap(TypedDict):
+    """What :func:`paired_bootstrap` returns (a plain dict, so it goes to JSON as it is)."""
+
+    diff: float
+    lo: float
+    hi: float
+    significant: bool
+
+
+def paired_bootstrap(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, n_boot: int = 1000,
+                     seed: int = 0, alpha: float = 0.05) -> Bootstrap:
     """Mean of ``a - b`` over the same queries and its percentile bootstrap confidence interval.
 
     Queries are resampled with replacement (the same resample for both strategies: the pairing removes

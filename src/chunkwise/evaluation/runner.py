@@ -18,7 +18,8 @@ import json
 import statistics
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -28,7 +29,7 @@ from ..retrieval.fusion import DENSE_WEIGHT, FUSION_MODES, RRF_K, fuse_zscore, r
 from ..document import Chunk, Document
 from ..embeddings.base import Embedder, WrappedEmbedder, l2_normalize
 from ..strategies.units import pooled_vector
-from ..errors import ConfigError
+from ..errors import ChunkwiseError, ConfigError
 from ..segmentation.tokens import resolve_tokenizer
 from . import metrics as M
 from .datasets import Dataset
@@ -126,7 +127,7 @@ class RunSpec:
         """The JSON ``--config`` files hold (``chunk``/``index``/``eval`` read ``strategy`` and ``params``)."""
         out: dict[str, Any] = {"strategy": self.strategy,
                                "params": {k: v for k, v in self.params.items() if k != "embedder"}}
-        run = {}
+        run: dict[str, Any] = {}
         if self.late:
             run["late"] = True
         if self.context:
@@ -478,6 +479,8 @@ class Evaluator:
             finally:
                 self.embedder.progress = lines
             for doc_id, chunks in zip(todo, results):
+                if isinstance(chunks, ChunkwiseError):  # (return_exceptions=False: chunk_many raises instead)
+                    raise chunks
                 self._chunk_memo[(key, doc_id)] = chunks
         for doc_id in self.dataset.documents:
             out[doc_id] = self._chunk_memo[(key, doc_id)]
@@ -600,8 +603,9 @@ class Evaluator:
         doc_rank = np.argsort(-doc_scores, axis=1, kind="stable")
 
         ns = sorted(set(SPAN_NS) | {self.k})
+        cutoffs: list[int | str] = [*ns, "min"]
         names: list[str] = []
-        for n in [*ns, "min"]:
+        for n in cutoffs:
             for m in ("recall", "precision", "iou", "recall_set", "precision_set", "iou_set"):
                 names.append(f"{m}@{n}")
         names += ["precision_omega", "precision_omega_set", "min_n", f"doc_recall@{self.k}", "ndcg@10", "mrr",
@@ -618,9 +622,9 @@ class Evaluator:
             per_query["precision_omega"][qi] = omega
             per_query["precision_omega_set"][qi] = omega_set
             per_query["min_n"][qi] = min(count, M.MIN_CAP)
-            for n in [*ns, "min"]:
-                n_c = min(count, M.MIN_CAP) if n == "min" else n
-                n_s = min(count_set, M.MIN_CAP) if n == "min" else n
+            for n in cutoffs:
+                n_c = min(count, M.MIN_CAP) if isinstance(n, str) else n  # n: a cutoff or "min"
+                n_s = min(count_set, M.MIN_CAP) if isinstance(n, str) else n
                 iou, rec, prec = M.chroma_span_scores(refs, retrieved[:n_c])
                 iou_s, rec_s, prec_s = M.set_span_scores(refs, retrieved[:n_s])
                 per_query[f"recall@{n}"][qi] = rec
@@ -646,7 +650,11 @@ class Evaluator:
             per_query.update(answer_scores(self.answer_llm, ds.queries, chunks, order, self.k,
                                            self.answer_concurrency, self.progress))
         nq = len(ds.queries)
-        curve = {n: tuple(float(x) for x in acc / nq) for n, acc in curve_acc.items() if n <= len(order[0])}
+        curve: dict[int, tuple[float, float, float]] = {}
+        for n, acc in curve_acc.items():
+            if n <= len(order[0]):
+                tok, rec, iou = (float(x) for x in acc / nq)
+                curve[n] = (tok, rec, iou)
         scores = {name: float(v.mean()) for name, v in per_query.items()}
         tok_list = tokens.tolist()
         stats = {
@@ -815,8 +823,8 @@ def evaluate(dataset: Dataset | str, specs: Sequence[RunSpec | str], embedder: E
         from ..embeddings import get_embedder
 
         embedder = get_embedder(embedder or "minilm")
-    specs = [parse_run_spec(s) if isinstance(s, str) else s for s in specs]
-    return Evaluator(dataset, embedder, k=k, **kw).evaluate(specs)
+    runs = [parse_run_spec(s) if isinstance(s, str) else s for s in specs]
+    return Evaluator(dataset, embedder, k=k, **kw).evaluate(runs)
 
 
 __all__ = ["RunSpec", "RunResult", "EvaluationReport", "Comparison", "Evaluator", "MemoEmbedder", "evaluate",

@@ -17,7 +17,8 @@ side did not return that side's lowest candidate score (it ranked below every re
 
 from __future__ import annotations
 
-from typing import Hashable, Mapping, Sequence, TypeVar
+from typing import TypeVar
+from collections.abc import Hashable, Mapping, Sequence
 
 import numpy as np
 

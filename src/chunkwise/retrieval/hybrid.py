@@ -7,7 +7,7 @@ Milvus server without BM25 functions, :class:`BM25Fallback` builds a ``bm25s`` i
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from collections.abc import Iterable
 
 import numpy as np
 

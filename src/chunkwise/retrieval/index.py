@@ -28,7 +28,9 @@ import shutil
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator, Sequence
+from collections.abc import Set as AbstractSet
 
 import numpy as np
 
@@ -78,7 +80,8 @@ class SearchResult:
     bm25_rank: int | None = None
 
     @classmethod
-    def from_hit(cls, rank: int, score: float, hit: Hit, **extra: Any) -> "SearchResult":
+    def from_hit(cls, rank: int, score: float, hit: Hit, **extra: Any) -> SearchResult:
+        assert hit.chunk is not None, "results are made from full hits, never from an ids_only search"
         return cls(rank=rank, score=float(score), chunk=hit.chunk, metadata=dict(hit.metadata), **extra)
 
     @property
@@ -210,7 +213,7 @@ class Index:
         self._embedder_options = dict(embedder_options or {})
 
     # -- lifecycle -------------------------------------------------------------------------------------
-    def __enter__(self) -> "Index":
+    def __enter__(self) -> Index:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -244,6 +247,7 @@ class Index:
             from ..embeddings import get_embedder
 
             name = self._embedder_arg
+            assert not isinstance(name, Embedder), "an Embedder given to __init__ is kept in self._embedder"
             if name is None and config:
                 name = config["embedder"].get("name")
             self._embedder = get_embedder(name, cache=self._cache, cache_dir=self._cache_dir,
@@ -575,7 +579,7 @@ class Index:
         return out
 
     def _flush(self, pending, markers: dict[str, Marker], embedder: Embedder, reuse: bool, late: bool,
-               late_options: dict, report: IndexReport, bars: _Progress, incomplete: set[str] = frozenset()) -> None:
+               late_options: dict, report: IndexReport, bars: _Progress, incomplete: AbstractSet[str] = frozenset()) -> None:
         """Embed and write a batch of documents with the unmark → upsert → delete stale → mark protocol."""
         t = time.perf_counter()
         vectors = self._vectors(pending, embedder, reuse, late, late_options, report, bars)
@@ -583,7 +587,7 @@ class Index:
         self._write(pending, vectors, markers, embedder.model_id, report, bars, incomplete)
 
     def _write(self, pending, vectors: list[np.ndarray], markers: dict[str, Marker], model_id: str,
-               report: IndexReport, bars: _Progress, incomplete: set[str] = frozenset()) -> None:
+               report: IndexReport, bars: _Progress, incomplete: AbstractSet[str] = frozenset()) -> None:
         """Write embedded documents: unmark → upsert → delete stale → mark (shared with the Ray engine)."""
         t = time.perf_counter()
         doc_ids = [doc.id for doc, _ in pending]
@@ -604,8 +608,8 @@ class Index:
         report.chunks += len(written)
         bars.update("chunks written", "chunk", len(written))
 
-    def _prune(self, markers: dict[str, Marker], seen: set[str], walked: set[str] = frozenset(),
-               unreadable: list[str] = ()) -> int:
+    def _prune(self, markers: dict[str, Marker], seen: AbstractSet[str], walked: AbstractSet[str] = frozenset(),
+               unreadable: Sequence[str] = ()) -> int:
         """Remove documents whose source file is gone (including chunks a killed run left unmarked).
 
         Only what is provably gone: never a source this run met (even one it failed to read), one that

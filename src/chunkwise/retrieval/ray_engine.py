@@ -13,8 +13,9 @@ The same job as :meth:`chunkwise.retrieval.index.Index.add`, spread over a Ray c
    killed job, run again, ends with exactly a clean run's chunks.
 
 At most ``2 * workers`` chunking tasks and ``2 * workers`` embedding calls are in flight, so the driver's
-memory stays bounded whatever the corpus size. The store must be a Milvus server (``--uri``): Milvus Lite
-is a single-process database that remote workers cannot reach, and only the driver writes anyway.
+memory stays bounded whatever the corpus size. The store must be a Milvus server (``--uri``) or a custom
+:class:`~chunkwise.store.base.Store` given as ``Index(store=...)``: Milvus Lite is a single-process database
+that remote workers cannot reach, and only the driver writes anyway.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ import os
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -31,6 +31,7 @@ import numpy as np
 from ..document import Chunk
 from ..errors import ChunkwiseError, ConfigError, InputError, MissingDependencyError
 from ..formats.walk import UnreadableFolder
+from ..store.milvus import MilvusStore
 from .index import EMBED_BATCH, Index, IndexReport, _Progress
 
 #: files per chunking task
@@ -82,6 +83,7 @@ def list_files(paths: list[str], include: list[str] | None,
         elif item.path == "-":
             problems.append(InputError("--engine ray reads files, not standard input", source="<stdin>"))
         else:
+            assert item.path is not None, "a Found is a path or an error"
             files.append(item.path)
     return files, problems
 
@@ -139,7 +141,8 @@ class RayIngest:
                  files_per_task: int = FILES_PER_TASK):
         if workers is not None and workers < 1:
             raise ConfigError(f"--workers must be >= 1, got {workers}")
-        if index.store.db is not None:
+        # Milvus Lite is refused; another Store (store=..., no ``db`` in the protocol) is written by the driver only
+        if isinstance(index.store, MilvusStore) and index.store.db is not None:
             raise ConfigError("--engine ray writes to a Milvus server: give --uri (Milvus Lite is a local "
                               "single-process database that Ray workers cannot share)")
         self.index = index
@@ -180,8 +183,8 @@ class RayIngest:
             report.notes.append(ix.store.hybrid_note)
         files, problems = list_files([os.fspath(p) for p in paths], include, exclude)
         for problem in problems:
-            report.failed.append((problem.source, problem.problem))
-        unreadable = [p.source for p in problems if isinstance(p, UnreadableFolder)]
+            report.failed.append((str(problem.source), problem.problem))
+        unreadable = [p.path for p in problems if isinstance(p, UnreadableFolder)]
         report.timings["setup"] = time.perf_counter() - t0
         ray = self._init_ray()
         workers = self.workers or max(1, int(ray.cluster_resources().get("CPU", 1)))

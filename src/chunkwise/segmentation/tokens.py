@@ -17,7 +17,7 @@ import importlib.util
 import re
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -375,8 +375,8 @@ def _token_byte_lengths(rank_file: Path) -> np.ndarray:
     table: dict[int, int] = {}  # pragma: no cover - fallback for a file not sorted by rank
     for line in bytes(data).decode().splitlines():
         if line.strip():
-            token, rank = line.split()
-            table[int(rank)] = len(token) * 3 // 4 - token[-2:].count("=")
+            token, rank_text = line.split()
+            table[int(rank_text)] = len(token) * 3 // 4 - token[-2:].count("=")
     out = np.zeros(max(table) + 1, dtype=np.int64)
     for rank, length in table.items():
         out[rank] = length
@@ -434,6 +434,8 @@ def _rust_encoder(package_dir: Path, encoding: str):
         if path.is_file():
             try:
                 spec = importlib.util.spec_from_file_location("bpe_openai._bindings", path)
+                if spec is None or spec.loader is None:  # pragma: no cover - not a loadable extension
+                    return None
                 module = importlib.util.module_from_spec(spec)
                 spec.loader.exec_module(module)
                 return module.tokenizer_for_encoding(encoding)
@@ -525,14 +527,19 @@ class TokenMap:
     ``bisect`` searches; ``lists=False`` keeps them as numpy arrays (for callers that look up few positions).
     """
 
+    #: token start offsets: ``range``, ``array.array``, :class:`_StartsFromEnds` or a numpy array
+    starts: Sequence[int] | _StartsFromEnds | np.ndarray
+    #: token end offsets: ``range``, ``array.array`` or a numpy array
+    ends: Sequence[int] | np.ndarray
+
     def __init__(self, text: str, tokenizer: Tokenizer, base: int = 0, lists: bool = True):
         self.base = base
         self.limit = base + len(text)
         self.tokenizer = tokenizer
         n = len(text)
         if isinstance(tokenizer, CharTokenizer):
-            self.starts: Sequence[int] = range(base, base + n)
-            self.ends: Sequence[int] = range(base + 1, base + n + 1)
+            self.starts = range(base, base + n)
+            self.ends = range(base + 1, base + n + 1)
         elif not lists:
             # numpy arrays: no conversion to Python ints, for callers that look up few positions (fixed
             # windows); ``bisect`` works on them, values are numpy integers
@@ -543,16 +550,18 @@ class TokenMap:
             starts, ends = tokenizer.offset_arrays(text)
             # array.array, not a list: converting is a memcpy instead of one Python int per token (tolist()
             # cost more than all the planning), and bisect on it is as fast or faster (no pointer chasing)
-            self.ends = _int_array(ends, base)
+            int_ends = _int_array(ends, base)
+            self.ends = int_ends
             if isinstance(tokenizer, TiktokenTokenizer):  # tokens tile the text: a start is the end before
-                self.starts = _StartsFromEnds(self.ends, base)
+                self.starts = _StartsFromEnds(int_ends, base)
             else:
                 self.starts = _int_array(starts, base)
 
+        # per-instance fast paths (same signatures as the methods they shadow)
         if isinstance(self.starts, _StartsFromEnds):
-            self.estimate = self._estimate_tiled  # the hot path of planning: no dispatch per call
+            self.estimate = self._estimate_tiled  # type: ignore[method-assign]  # hot path: no dispatch per call
         if isinstance(self.ends, np.ndarray):  # bisect on an array reads numpy scalars one by one
-            self._between = self._between_array
+            self._between = self._between_array  # type: ignore[method-assign]  # see above
 
     def __len__(self) -> int:
         return len(self.starts)
@@ -676,6 +685,7 @@ class TokenMap:
     def _between_array(self, a: int, b: int) -> int:
         """:meth:`_between` for offsets kept as a numpy array."""
         ends = self.ends
+        assert isinstance(ends, np.ndarray), "installed by __init__ only when the offsets are numpy arrays"
         return int(ends.searchsorted(b, "right")) - int(ends.searchsorted(a, "right"))
 
     def counts(self, text: str, spans: Sequence[Span]) -> list[int]:
@@ -697,7 +707,7 @@ def _as_int64(values) -> np.ndarray:
     return np.asarray(values, dtype=np.int64)
 
 
-def _int_array(values: np.ndarray, base: int) -> array.array:
+def _int_array(values: np.ndarray, base: int) -> array.array[int]:
     """``values + base`` as an ``array.array`` of 64-bit ints (a sequence of Python ints for bisect)."""
     return array.array("q", (np.asarray(values, dtype=np.int64) + base).tobytes())
 
@@ -707,7 +717,7 @@ class _StartsFromEnds:
 
     __slots__ = ("ends", "base")
 
-    def __init__(self, ends: list[int], base: int):
+    def __init__(self, ends: Sequence[int], base: int):
         self.ends = ends
         self.base = base
 

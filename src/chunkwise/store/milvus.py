@@ -36,7 +36,8 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 
@@ -44,6 +45,9 @@ from ..document import Chunk, Document
 from ..errors import ChunkwiseError, ConfigError, InputError
 from .base import Hit, Marker
 from .rows import MAX_VARCHAR, chunk_from_row, chunk_rows, truncate_utf8
+
+if TYPE_CHECKING:
+    from ..retrieval.hybrid import BM25Fallback
 
 #: bump when the schema changes incompatibly; recorded in the config row
 SCHEMA_VERSION = 2  # 2: source_start/source_end
@@ -92,7 +96,7 @@ class ServerCapabilities:
     nullable: bool = True
 
     @classmethod
-    def from_version(cls, version: str) -> "ServerCapabilities":
+    def from_version(cls, version: str) -> ServerCapabilities:
         m = re.match(r"^v?(\d+)\.(\d+)", str(version or "").strip())
         if not m:
             return cls(str(version))
@@ -108,7 +112,7 @@ class ServerCapabilities:
                 "Milvus >= 2.5 for server-side BM25 and falls back to client-side bm25s over all stored texts")
 
 
-def _auth_failure(exc: BaseException) -> str | None:
+def _auth_failure(exc: BaseException | None) -> str | None:
     """The server's own words when a connection failed on authentication (pymilvus reports it only as
     'illegal connection params or server unavailable'; the gRPC status is further down the chain)."""
     seen = 0
@@ -134,7 +138,7 @@ def _import_pymilvus():
     try:
         import pymilvus  # noqa: F401
     except ImportError as exc:  # pragma: no cover - pymilvus is a core dependency
-        raise ConfigError(f"indexing needs pymilvus and milvus-lite: pip install pymilvus milvus-lite ({exc})")
+        raise ConfigError(f"indexing needs pymilvus and milvus-lite: pip install pymilvus milvus-lite ({exc})") from exc
     return pymilvus
 
 
@@ -180,7 +184,7 @@ class MilvusStore:
         if not isinstance(collection, str) or not _NAME_RE.match(collection):
             raise ConfigError(f"invalid collection name {collection!r}: use letters, digits and underscores, "
                               "starting with a letter or underscore")
-        self.db = None if uri is not None else os.fspath(db if db is not None else DEFAULT_DB)
+        self.db: str | None = None if uri is not None else os.fspath(db if db is not None else DEFAULT_DB)
         self.uri = uri
         self.token = token
         self.collection = collection
@@ -193,7 +197,7 @@ class MilvusStore:
         self._client = None
         self._engine = None  # Milvus Lite behind a private socket (store/lite.py)
         self._loaded: set[str] = set()
-        self._bm25 = None  # bm25s fallback for servers without BM25, built on the first text search
+        self._bm25: BM25Fallback | None = None  # bm25s fallback for servers without BM25, built on the first text search
 
     # -- connection ------------------------------------------------------------------------------------
     @property
@@ -205,10 +209,15 @@ class MilvusStore:
 
     @property
     def location(self) -> str:
-        return self.uri if self.uri is not None else self.db
+        return self.uri if self.uri is not None else self._lite_db()
+
+    def _lite_db(self) -> str:
+        """``db`` where the store is Milvus Lite (``__init__`` sets it whenever no ``uri`` is given)."""
+        assert self.db is not None, "a store without a uri always has a Milvus Lite path"
+        return self.db
 
     def _check_db_path(self) -> str:
-        path = Path(self.db)
+        path = Path(self._lite_db())
         if not path.name.endswith(".db") or path.name == ".db":
             raise ConfigError("a Milvus Lite database path must end in '.db' (it is a directory Milvus Lite "
                               "creates), e.g. --db ./chunkwise.db", source=self.db)
@@ -234,7 +243,7 @@ class MilvusStore:
 
     def _diagnose_lite_failure(self) -> str:
         """Why Milvus Lite refused to open ``self.db`` (pymilvus only says 'illegal connection params')."""
-        path = Path(self.db)
+        path = Path(self._lite_db())
         lock = path / "LOCK"
         if lock.exists():
             try:

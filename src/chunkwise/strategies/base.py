@@ -56,9 +56,9 @@ class Strategy:
     def __init__(
         self,
         max_tokens: int = 256,
-        min_tokens: int = 0,
+        min_tokens: int | None = 0,
         overlap: int = 0,
-        tokenizer: str | Tokenizer = "minilm",
+        tokenizer: str | Tokenizer | None = "minilm",
         respect_sections: int | None = None,
     ):
         self.max_tokens = max_tokens

@@ -424,6 +424,8 @@ class RecursiveChunker(Strategy):
     """
 
     name = "recursive"
+    #: an int here (the base also allows ``None``, for the semantic strategies' own default)
+    min_tokens: int
 
     def __init__(
         self,

@@ -24,7 +24,8 @@ import functools
 import re
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -517,7 +518,7 @@ class EmbeddingStrategy(Strategy):
         counts = tokenizer.count_batch([doc.text[a:b] for a, b in spans])
         if any(n > self.max_tokens for n in counts):
             s2, o2 = [], []
-            for (a, b), (units, i, j), n in zip(spans, owners, counts):
+            for _span, (units, i, j), n in zip(spans, owners, counts):
                 pieces = [(i, j)] if n <= self.max_tokens else exact_fit(doc.text, units, i, j, tokenizer,
                                                                           self.max_tokens)
                 for x, y in pieces:
@@ -580,11 +581,11 @@ class EmbeddingStrategy(Strategy):
         from ..errors import ChunkwiseError
 
         embedder, tokenizer = self._resolve()
-        docs = [Document(d) if isinstance(d, str) else d for d in docs]
+        documents = [Document(d) if isinstance(d, str) else d for d in docs]
         plans: list[UnitPlan | Exception] = []
         index: dict[str, int] = {}
         texts: list[str] = []
-        for doc in _bar(docs, progress, "units", "doc"):
+        for doc in _bar(documents, progress, "units", "doc"):
             try:
                 plan = self.plan(doc, embedder, tokenizer)
             except ChunkwiseError as exc:
@@ -599,7 +600,7 @@ class EmbeddingStrategy(Strategy):
             plans.append(plan)
         vectors = embed_stream_sorted(embedder, texts, progress=progress)
         out: list[list[Chunk] | Exception] = []
-        for doc, plan in zip(docs, _bar(plans, progress, "chunking", "doc")):
+        for doc, plan in zip(documents, _bar(plans, progress, "chunking", "doc")):
             if isinstance(plan, Exception):
                 out.append(plan)
                 continue
@@ -730,6 +731,7 @@ def embed_stream_sorted(embedder: Embedder, texts: Sequence[str], progress: bool
     finally:
         if bar is not None:
             bar.close()
+    assert out is not None, "texts is not empty, so the loop above ran at least once"
     return out
 
 
@@ -768,10 +770,11 @@ def chunk_vectors(chunks: Sequence[Chunk], mode: str = "embed", embedder: Embedd
     chunks = list(chunks)
     need = [k for k, c in enumerate(chunks)
             if mode == "embed" or c.sentence_vectors is None or len(c.sentence_vectors) == 0]
-    out: list[np.ndarray | None] = [None] * len(chunks)
+    out: dict[int, np.ndarray] = {}  # chunk index -> vector: every chunk is pooled or in ``need``
     if mode == "pool":
+        embedded = set(need)
         for k, c in enumerate(chunks):
-            if k not in set(need):
+            if k not in embedded:
                 v = np.asarray(c.sentence_vectors, dtype=np.float32).sum(axis=0)
                 out[k] = v / max(float(np.linalg.norm(v)), 1e-12)
     if need:
@@ -781,7 +784,7 @@ def chunk_vectors(chunks: Sequence[Chunk], mode: str = "embed", embedder: Embedd
             out[k] = v
     if not chunks:
         return np.zeros((0, 0), dtype=np.float32)
-    arr = np.stack(out).astype(np.float32)
+    arr = np.stack([out[k] for k in range(len(chunks))]).astype(np.float32)
     for c, v in zip(chunks, arr):
         c.vector = v
     return arr
