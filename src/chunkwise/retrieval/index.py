@@ -46,6 +46,7 @@ from ..strategies.factory import make_strategy
 from ..formats.walk import UnreadableFolder
 from ..strategies.many import chunk_documents
 from ..strategies.units import pooled_vector
+from ..video.document import VideoDocument
 from .fusion import DENSE_WEIGHT, ZSCORE_DEPTH, check_fusion, fuse_candidates_zscore, reciprocal_rank_fusion
 
 VECTOR_MODES = ("text", "pool")
@@ -185,6 +186,27 @@ class _Progress:
         for bar in self.bars.values():
             bar.close()
         self.bars.clear()
+
+
+@dataclass
+class _Run:
+    """The state of one :meth:`Index.add` call, shared by its steps."""
+
+    report: IndexReport
+    markers: dict[str, Marker]
+    embedder: Embedder
+    late: bool
+    late_options: dict[str, Any]
+    context: str | None
+    context_options: dict[str, Any]
+    batch_size: int
+    bars: _Progress
+    languages: LanguageCheck
+    reuse: bool
+    seen: set[str] = field(default_factory=set)
+    walked: set[str] = field(default_factory=set)  # every source met, read or not (never pruned)
+    unreadable: list[str] = field(default_factory=list)  # folders not listed (nothing under them is pruned)
+    incomplete: set[str] = field(default_factory=set)
 
 
 class Index:
@@ -421,68 +443,79 @@ class Index:
         if contextualizer is not None:
             context_options = {"contextualizer": contextualizer}
         report.timings["setup"] = time.perf_counter() - t0
-        progress_bars = _Progress(progress)
-        reuse = vectors == "pool" and getattr(getattr(strat, "embedder", None), "model_id", None) == embedder.model_id
-        pending: list[tuple[Document, list[Chunk]]] = []
-        seen: set[str] = set()
-        walked: set[str] = set()  # every source met, read or not (never pruned)
-        unreadable: list[str] = []  # folders that could not be listed (nothing under them is pruned)
-        incomplete: set[str] = set()
-        languages = LanguageCheck(embedder)
+        run = _Run(report=report, markers=markers, embedder=embedder, late=late, late_options=late_options,
+                   context=context, context_options=context_options, batch_size=batch_size,
+                   bars=_Progress(progress), languages=LanguageCheck(embedder),
+                   reuse=vectors == "pool"
+                   and getattr(getattr(strat, "embedder", None), "model_id", None) == embedder.model_id)
         try:
-            items = self._changed(self._iter_inputs(docs, paths, include, exclude, load_options), markers, seen,
-                                  report, progress_bars, walked, unreadable)
+            items = self._changed(self._iter_inputs(docs, paths, include, exclude, load_options), markers, run.seen,
+                                  report, run.bars, run.walked, run.unreadable)
             # semantic strategies embed the sentences of a whole group of documents in one stream
-            stream = chunk_documents(strat, items, progress=progress and sys.stderr.isatty())
-            while True:
-                t, loaded = time.perf_counter(), report.timings["load"]
-                try:
-                    _source, doc, chunks = next(stream)
-                except StopIteration:
-                    break
-                finally:  # chunking time is the wait for the stream minus the loading inside it
-                    report.timings["chunk"] += time.perf_counter() - t - (report.timings["load"] - loaded)
-                try:
-                    if isinstance(chunks, Exception):
-                        raise chunks
-                    if chunks is None:  # a video arrives as ready-made clip chunks (chunkwise.video)
-                        chunks = doc.chunks
-                    else:
-                        languages.add(doc.text)
-                    complete = True
-                    if context:
-                        t = time.perf_counter()
-                        chunks, complete = self._contextualize(doc, chunks, context, context_options, report)
-                        report.timings["context"] += time.perf_counter() - t
-                    self._check_sizes(doc, chunks)
-                except InputError as exc:
-                    report.failed.append((doc.source, exc.problem))
-                    continue
-                if not complete:
-                    report.incomplete += 1
-                    incomplete.add(doc.id)
-                pending.append((doc, chunks))
-                if sum(len(c) for _, c in pending) >= batch_size:
-                    self._flush(pending, markers, embedder, reuse, late, late_options, report, progress_bars,
-                                incomplete)
-                    pending = []
-            if pending:
-                self._flush(pending, markers, embedder, reuse, late, late_options, report, progress_bars,
-                                incomplete)
+            self._ingest(chunk_documents(strat, items, progress=progress and sys.stderr.isatty()), run)
             if prune:
-                report.pruned = self._prune(markers, seen, walked, unreadable)
+                report.pruned = self._prune(markers, run.seen, run.walked, run.unreadable)
             if report.chunks or report.removed or report.pruned:
                 t = time.perf_counter()
                 self.store.flush()
                 report.timings["write"] += time.perf_counter() - t
         finally:
-            progress_bars.close()
+            run.bars.close()
             if contextualizer is not None:
                 contextualizer.close()
-        report.language_warning = languages.message()
+        report.language_warning = run.languages.message()
         report.total_chunks = self.store.count()
         report.seconds = time.perf_counter() - t0
         return report
+
+    def _ingest(self, stream, run: _Run) -> None:
+        """Take ``(source, document, chunks)`` from the chunking stream, finish each document's chunks
+        (context, size checks) and write them in batches of about ``batch_size`` chunks."""
+        report = run.report
+        pending: list[tuple[Document, list[Chunk]]] = []
+        while True:
+            t, loaded = time.perf_counter(), report.timings["load"]
+            try:
+                _source, doc, chunks = next(stream)
+            except StopIteration:
+                break
+            finally:  # chunking time is the wait for the stream minus the loading inside it
+                report.timings["chunk"] += time.perf_counter() - t - (report.timings["load"] - loaded)
+            try:
+                chunks, complete = self._finish_chunks(doc, chunks, run)
+            except InputError as exc:
+                report.failed.append((doc.source, exc.problem))
+                continue
+            if not complete:
+                report.incomplete += 1
+                run.incomplete.add(doc.id)
+            pending.append((doc, chunks))
+            if sum(len(c) for _, c in pending) >= run.batch_size:
+                self._flush_run(pending, run)
+                pending = []
+        if pending:
+            self._flush_run(pending, run)
+
+    def _finish_chunks(self, doc: Document, chunks, run: _Run) -> tuple[list[Chunk], bool]:
+        """A document's final chunks and whether they are complete (an LLM context may fail for some)."""
+        if isinstance(chunks, Exception):
+            raise chunks
+        if chunks is None:  # a video arrives as ready-made clip chunks (chunkwise.video)
+            assert isinstance(doc, VideoDocument), doc
+            chunks = doc.chunks
+        else:
+            run.languages.add(doc.text)
+        complete = True
+        if run.context:
+            t = time.perf_counter()
+            chunks, complete = self._contextualize(doc, chunks, run.context, run.context_options, run.report)
+            run.report.timings["context"] += time.perf_counter() - t
+        self._check_sizes(doc, chunks)
+        return chunks, complete
+
+    def _flush_run(self, pending: list[tuple[Document, list[Chunk]]], run: _Run) -> None:
+        self._flush(pending, run.markers, run.embedder, run.reuse, run.late, run.late_options, run.report,
+                    run.bars, run.incomplete)
 
     def _changed(self, items, markers: dict[str, Marker], seen: set[str], report: IndexReport, bars: _Progress,
                  walked: set[str], unreadable: list[str]):
