@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -22,8 +23,15 @@ CODE = ("import atexit, resource, sys; atexit.register(lambda: sys.stderr.write(
 NOBODY = 65534
 
 
+@functools.cache
 def can_drop_privileges() -> bool:
-    return os.geteuid() == 0 and shutil.which("setpriv") is not None
+    """Root with setpriv, and this interpreter runs as ``nobody`` (an interpreter under a private home,
+    e.g. a pyenv build in a 0700 /root, cannot load its shared library as another user)."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        return False
+    probe = subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+                            sys.executable, "-c", "pass"], capture_output=True, timeout=60)
+    return probe.returncode == 0
 
 
 def run_cli(args: list[str], user: int | None = None, timeout: float = 120, **kw) -> subprocess.CompletedProcess:
