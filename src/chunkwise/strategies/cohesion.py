@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..embeddings.base import Embedder
-from ..segmentation.tokens import Tokenizer
+from ..segmentation.tokenizers import Tokenizer
 from .units import DEFAULT_EMBEDDER, DEFAULT_SECTION_LEVEL, Decision, EmbeddingStrategy, Units, check_number, fit_lengths
 
 DEFAULT_PENALTY = 0.5

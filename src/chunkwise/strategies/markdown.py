@@ -25,7 +25,8 @@ import functools
 import re
 
 from ..document import Document, Section
-from ..segmentation.tokens import TokenMap, Tokenizer
+from ..segmentation.token_map import TokenMap
+from ..segmentation.tokenizers import Tokenizer
 from .base import Span, Strategy, max_chars_for, merge_small, trim_span
 from .recursive import _add_overlap, recursive_split_counted
 

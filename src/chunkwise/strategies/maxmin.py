@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 
 from ..embeddings.base import Embedder
-from ..segmentation.tokens import Tokenizer
+from ..segmentation.tokenizers import Tokenizer
 from .units import DEFAULT_EMBEDDER, DEFAULT_SECTION_LEVEL, Decision, EmbeddingStrategy, Units, check_number
 
 #: the paper's (authors' code) defaults, for reference

@@ -38,7 +38,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..embeddings.base import Embedder
-from ..segmentation.tokens import Tokenizer
+from ..segmentation.tokenizers import Tokenizer
 from .units import DEFAULT_EMBEDDER, DEFAULT_SECTION_LEVEL, Decision, EmbeddingStrategy, Units, check_choice, check_number, embed_all
 
 #: added to the distance at a paragraph break or heading (times its strength) before the threshold

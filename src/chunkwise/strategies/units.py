@@ -32,7 +32,7 @@ import numpy as np
 from ..document import Chunk, Document
 from ..embeddings.base import Embedder, l2_normalize
 from ..errors import ConfigError
-from ..segmentation.tokens import Tokenizer, resolve_tokenizer
+from ..segmentation.tokenizers import Tokenizer, resolve_tokenizer
 from .base import Span, Strategy, build_chunks, max_chars_for, regions, trim_span
 
 #: default embedder name of every semantic strategy
