@@ -18,7 +18,8 @@ from chunkwise.strategies import get_strategy
 from chunkwise.strategies.cohesion import CohesionChunker, optimal_cuts
 from chunkwise.strategies.maxmin import MaxMinChunker
 from chunkwise.strategies.semantic import SemanticChunker, pooled_windows
-from chunkwise.strategies.units import Units, chunk_vectors
+from chunkwise.embeddings.vectors import chunk_vectors
+from chunkwise.strategies.units import Units
 
 NAMES = ("semantic", "maxmin", "cohesion")
 

@@ -28,7 +28,7 @@ from ..retrieval.fusion import DENSE_WEIGHT, FUSION_MODES, RRF_K, fuse_zscore, r
 
 from ..document import Chunk, Document
 from ..embeddings.base import Embedder, WrappedEmbedder, l2_normalize
-from ..strategies.units import pooled_vector
+from ..embeddings.vectors import pooled_vector
 from ..errors import ChunkwiseError, ConfigError
 from ..segmentation.tokenizers import resolve_tokenizer
 from . import metrics as M
