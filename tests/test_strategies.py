@@ -12,7 +12,7 @@ from chunkwise.errors import ConfigError
 from chunkwise.segmentation.sentences import split_sentences
 from chunkwise.segmentation.tokenizers import get_tokenizer
 from chunkwise.strategies import get_strategy
-from chunkwise.strategies.markdown import markdown_blocks, markdown_sections
+from chunkwise.formats.markdown_blocks import markdown_blocks, markdown_sections
 from chunkwise.strategies.recursive import PRESETS, recursive_split, recursive_split_counted
 from conftest import CHROMA
 
