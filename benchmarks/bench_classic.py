@@ -77,7 +77,7 @@ def build_rows(enc, only: list[str] | None):
         return lambda: (lambda text: [c.text for c in strat.chunk(text)])
 
     def floor_bpe():
-        from chunkwise.segmentation.tokens import get_tokenizer
+        from chunkwise.segmentation.tokenizers import get_tokenizer
 
         tok = get_tokenizer("cl100k")
 

@@ -237,7 +237,7 @@ def peers_throughput(sentences: list[str], n_long: int, rounds: int) -> dict:
     Rounds are interleaved (round 1 of every row, then round 2...); the best wall time and the best CPU time
     (process time, all threads) count separately. Tokens are MiniLM tokens with [CLS]/[SEP], no padding.
     """
-    from chunkwise.segmentation.tokens import get_tokenizer
+    from chunkwise.segmentation.tokenizers import get_tokenizer
 
     tok = get_tokenizer("minilm")
     rows = peer_rows(peer_model_dir())

@@ -32,7 +32,7 @@ CHILD = r"""
 import hashlib, json, re, sys, time
 import numpy as np
 from chunkwise.embeddings.base import Embedder, l2_normalize
-from chunkwise.segmentation.tokens import get_tokenizer
+from chunkwise.segmentation.tokenizers import get_tokenizer
 from chunkwise.retrieval import Index
 
 class HashEmbedder(Embedder):

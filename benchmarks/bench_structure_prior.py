@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 from chunkwise.formats import load
-from chunkwise.segmentation.tokens import get_tokenizer
+from chunkwise.segmentation.tokenizers import get_tokenizer
 from chunkwise.strategies import get_strategy
 from chunkwise.strategies.tidy import is_junk
 from chunkwise.strategies.units import sentence_spans, structure_breaks

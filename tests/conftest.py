@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from chunkwise.embeddings.base import Embedder, l2_normalize
-from chunkwise.segmentation.tokens import get_tokenizer
+from chunkwise.segmentation.tokenizers import get_tokenizer
 from chunkwise.strategies.base import Strategy
 
 ROOT = Path(__file__).resolve().parents[1]

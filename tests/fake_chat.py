@@ -15,7 +15,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from chunkwise.llm.openai import MESSAGE_OVERHEAD, REQUEST_OVERHEAD
-from chunkwise.segmentation.tokens import get_tokenizer
+from chunkwise.segmentation.tokenizers import get_tokenizer
 
 CL100K = get_tokenizer("cl100k")
 

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import chunkwise
 from chunkwise.document import Document
 from chunkwise.formats import load_bytes
-from chunkwise.segmentation.tokens import get_tokenizer
+from chunkwise.segmentation.tokenizers import get_tokenizer
 from chunkwise.strategies import SEMANTIC_STRATEGIES, get_strategy
 from chunkwise.strategies.base import max_chars_for
 from conftest import FakeEmbedder

@@ -8,7 +8,7 @@ from chunkwise.context import CONTEXT_MODES, contextualize
 from chunkwise.context.contextual import document_title
 from chunkwise.document import Chunk, Document, Section
 from chunkwise.errors import ConfigError
-from chunkwise.segmentation.tokens import get_tokenizer
+from chunkwise.segmentation.tokenizers import get_tokenizer
 from conftest import Paragraphs
 
 

@@ -17,7 +17,7 @@ from chunkwise.context.late import document_token_vectors, macro_windows, pool_c
 from chunkwise.document import Chunk, Document
 from chunkwise.embeddings.base import Embedder, l2_normalize
 from chunkwise.errors import ConfigError
-from chunkwise.segmentation.tokens import get_tokenizer
+from chunkwise.segmentation.tokenizers import get_tokenizer
 
 
 def make_chunks(doc: Document, spans: list[tuple[int, int]]) -> list[Chunk]:

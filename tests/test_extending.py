@@ -10,7 +10,7 @@ from chunkwise.document import Document
 from chunkwise.embeddings.base import Embedder, l2_normalize
 from chunkwise.formats import load, register_format
 from chunkwise.retrieval import Index
-from chunkwise.segmentation.tokens import get_tokenizer
+from chunkwise.segmentation.tokenizers import get_tokenizer
 from chunkwise.store import Hit, Store
 from chunkwise.strategies.base import Strategy
 

@@ -13,7 +13,7 @@ import pytest
 from chunkwise.document import Document
 from chunkwise.errors import ConfigError, InputError
 from chunkwise.formats import detect_format, iter_documents, load, load_bytes, matches
-from chunkwise.formats.markdown import markdown_sections
+from chunkwise.formats.markdown_blocks import markdown_sections
 from chunkwise.formats.text import DecodingWarning
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,7 +10,7 @@ import pytest
 
 from chunkwise.formats import load
 from chunkwise.strategies import SEMANTIC_STRATEGIES, STRATEGY_NAMES, get_strategy
-from chunkwise.segmentation.tokens import get_tokenizer
+from chunkwise.segmentation.tokenizers import get_tokenizer
 
 ROOT = Path(__file__).resolve().parents[1]
 MD = ROOT / "examples" / "sourdough-guide.md"

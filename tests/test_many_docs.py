@@ -13,7 +13,7 @@ from chunkwise.document import Document
 from chunkwise.errors import InputError
 from chunkwise.strategies import get_strategy
 from chunkwise.strategies.many import chunk_documents, chunk_many
-from chunkwise.strategies.units import embed_stream_sorted
+from chunkwise.embeddings.vectors import embed_stream_sorted
 
 from conftest import FakeEmbedder
 

@@ -13,12 +13,13 @@ from conftest import FakeEmbedder
 from chunkwise.document import Document
 from chunkwise.embeddings.base import Embedder, l2_normalize
 from chunkwise.errors import ConfigError
-from chunkwise.segmentation.tokens import get_tokenizer
+from chunkwise.segmentation.tokenizers import get_tokenizer
 from chunkwise.strategies import get_strategy
 from chunkwise.strategies.cohesion import CohesionChunker, optimal_cuts
 from chunkwise.strategies.maxmin import MaxMinChunker
 from chunkwise.strategies.semantic import SemanticChunker, pooled_windows
-from chunkwise.strategies.units import Units, chunk_vectors
+from chunkwise.embeddings.vectors import chunk_vectors
+from chunkwise.strategies.units import Units
 
 NAMES = ("semantic", "maxmin", "cohesion")
 

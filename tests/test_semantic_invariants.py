@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from chunkwise.document import Document
-from chunkwise.segmentation.tokens import get_tokenizer
+from chunkwise.segmentation.tokenizers import get_tokenizer
 from chunkwise.strategies import get_strategy
 
 WORDS = ["pump", "coolant", "seal", "lunch", "menu", "soup", "tax", "asset", "Dr.", "e.g.", "3.5", "U.S.",

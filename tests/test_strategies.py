@@ -10,9 +10,9 @@ from chunkwise import chunk
 from chunkwise.document import Document, Section
 from chunkwise.errors import ConfigError
 from chunkwise.segmentation.sentences import split_sentences
-from chunkwise.segmentation.tokens import get_tokenizer
+from chunkwise.segmentation.tokenizers import get_tokenizer
 from chunkwise.strategies import get_strategy
-from chunkwise.strategies.markdown import markdown_blocks, markdown_sections
+from chunkwise.formats.markdown_blocks import markdown_blocks, markdown_sections
 from chunkwise.strategies.recursive import PRESETS, recursive_split, recursive_split_counted
 from conftest import CHROMA
 
@@ -290,7 +290,8 @@ def test_markdown_heading_leads_the_first_piece_of_a_long_paragraph():
 @pytest.mark.parametrize("overlap", [0, 12])
 def test_sentence_packing_with_bound_counts_equals_packing_with_estimates(tokenizer, overlap):
     from chunkwise.segmentation.sentences import split_sentences
-    from chunkwise.segmentation.tokens import TokenMap, get_tokenizer
+    from chunkwise.segmentation.token_map import TokenMap
+    from chunkwise.segmentation.tokenizers import get_tokenizer
     from chunkwise.strategies.sentence import _pack
 
     rng = random.Random(3)
@@ -310,7 +311,8 @@ def test_sentence_packing_with_bound_counts_equals_packing_with_estimates(tokeni
 
 @pytest.mark.parametrize("tokenizer", ["cl100k", "words", "minilm"])
 def test_recursive_vectorised_merge_equals_the_scalar_merge(tokenizer):
-    from chunkwise.segmentation.tokens import TokenMap, get_tokenizer
+    from chunkwise.segmentation.token_map import TokenMap
+    from chunkwise.segmentation.tokenizers import get_tokenizer
     from chunkwise.strategies import recursive as R
 
     rng = random.Random(4)

@@ -9,10 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chunkwise.errors import ConfigError
-from chunkwise.segmentation.tokens import (
+from chunkwise.segmentation.token_map import TokenMap
+from chunkwise.segmentation.tokenizers import (
     TOKENIZER_NAMES,
     CharTokenizer,
-    TokenMap,
     get_tokenizer,
     minilm_tokenizer_path,
     resolve_tokenizer,
@@ -184,7 +184,7 @@ def test_cl100k_offsets_from_lead_bytes_match_the_byte_to_character_map(parts):
     ends onto the text's own bytes. Both must give the same character spans (widened to whole characters)."""
     import numpy as np
 
-    from chunkwise.segmentation.tokens import _byte_lengths_to_char_arrays
+    from chunkwise.segmentation.tiktoken_bpe import _byte_lengths_to_char_arrays
 
     tok = get_tokenizer("cl100k")
     text = "".join(parts)
@@ -220,3 +220,14 @@ def test_token_map_bound_counts_agree_with_estimate(name, lists, parts, data):
             want = tm.estimate(a, b)
             got = max(0, int(upper[y]) - int(lower[x])) if a < b else 0
             assert got == want, (a, b)
+
+
+def test_the_public_import_path_re_exports_the_one_implementation():
+    """``chunkwise.segmentation.tokens`` is what users import; it must hold the same objects, not copies."""
+    from chunkwise.segmentation import tiktoken_bpe, token_map, tokenizers, tokens
+
+    for name in tokens.__all__:
+        home = next(m for m in (tokenizers, tiktoken_bpe, token_map) if hasattr(m, name))
+        assert getattr(tokens, name) is getattr(home, name)
+    assert tokens.get_tokenizer("cl100k") is tokenizers.get_tokenizer("cl100k")
+    assert isinstance(tokens.get_tokenizer("cl100k"), tokens.TiktokenTokenizer)

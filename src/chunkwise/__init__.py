@@ -17,7 +17,7 @@ _LAZY = {
     "Index": ("chunkwise.retrieval.index", "Index"),
     "get_embedder": ("chunkwise.embeddings", "get_embedder"),
     "load": ("chunkwise.formats", "load"),
-    "get_tokenizer": ("chunkwise.segmentation.tokens", "get_tokenizer"),
+    "get_tokenizer": ("chunkwise.segmentation.tokenizers", "get_tokenizer"),
     "split_sentences": ("chunkwise.segmentation.sentences", "split_sentences"),
     "summarize": ("chunkwise.llm.mapreduce", "summarize"),
     "LLM": ("chunkwise.llm.base", "LLM"),

@@ -12,11 +12,12 @@ import random
 import subprocess
 import sys
 
-from chunkwise.segmentation.tokens import get_tokenizer
+from chunkwise.segmentation.tokenizers import get_tokenizer
 
 CHILD = """
 import resource, sys
-from chunkwise.segmentation.tokens import TokenMap, get_tokenizer
+from chunkwise.segmentation.token_map import TokenMap
+from chunkwise.segmentation.tokenizers import get_tokenizer
 text = open(sys.argv[1], encoding="utf-8").read()
 t = get_tokenizer("minilm")
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

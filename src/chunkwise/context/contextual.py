@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..document import Chunk, Document
 from ..errors import ConfigError
-from ..segmentation.tokens import Tokenizer, resolve_tokenizer
+from ..segmentation.tokenizers import Tokenizer, resolve_tokenizer
 
 
 def document_title(doc: Document) -> str | None:

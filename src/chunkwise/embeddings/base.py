@@ -6,7 +6,7 @@ Strategies, the index, evaluation and late chunking only ever see an :class:`Emb
 - ``dim``, ``model_id`` (recorded in indexes and cache keys);
 - ``max_tokens``: how many content tokens (special tokens excluded) of ``tokenizer`` the model reads;
   longer texts are truncated by the back-end and counted in ``truncated``;
-- ``tokenizer``: the :class:`~chunkwise.segmentation.tokens.Tokenizer` whose counts match the model;
+- ``tokenizer``: the :class:`~chunkwise.segmentation.tokenizers.Tokenizer` whose counts match the model;
 - ``embed_tokens(text) -> (token vectors (t, dim), [(start, end)] character offsets)`` for late chunking.
 
 Helpers shared by the back-ends live here too: :func:`check_texts` (one place that rejects non-text input)
@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator, Sequence
 import numpy as np
 
 from ..errors import InputError
-from ..segmentation.tokens import Tokenizer
+from ..segmentation.tokenizers import Tokenizer
 
 
 def l2_normalize(x: np.ndarray) -> np.ndarray:

@@ -6,7 +6,7 @@ Why this shape:
   ``input_ids``/``attention_mask``/``token_type_ids``, output ``last_hidden_state``). It installs with pip and
   runs offline, so users get a good model with zero set-up.
 - **Tokenizer**: the same ``tokenizer.json`` the chunking strategies count with
-  (:func:`~chunkwise.segmentation.tokens.get_tokenizer` ``("minilm")``), so "256 tokens" means the same
+  (:func:`~chunkwise.segmentation.tokenizers.get_tokenizer` ``("minilm")``), so "256 tokens" means the same
   thing when a chunk is cut and when it is embedded. Its baked-in 128 truncation/padding is disabled there;
   here we add ``[CLS]``/``[SEP]`` and truncate to the window ourselves.
 - **Window**: 512 positions (``max_tokens = 510`` content tokens). sentence-transformers truncates this
@@ -29,7 +29,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..errors import ConfigError, MissingDependencyError
-from ..segmentation.tokens import HFTokenizer, get_tokenizer
+from ..segmentation.tokenizers import HFTokenizer, get_tokenizer
 from .base import Embedder, check_texts, l2_normalize
 
 #: the model's absolute position limit (BERT position embeddings)

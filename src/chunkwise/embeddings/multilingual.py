@@ -22,7 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..errors import MissingDependencyError
-from ..segmentation.tokens import get_tokenizer
+from ..segmentation.tokenizers import get_tokenizer
 from .base import Embedder, check_texts, l2_normalize
 from .minilm import available_cores
 

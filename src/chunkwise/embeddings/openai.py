@@ -30,7 +30,7 @@ import numpy as np
 
 from ..errors import ChunkwiseError, ConfigError
 from ..security import redact, warn_plain_http
-from ..segmentation.tokens import get_tokenizer
+from ..segmentation.tokenizers import get_tokenizer
 from .base import Embedder, check_texts, l2_normalize
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"

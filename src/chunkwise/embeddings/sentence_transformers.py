@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..errors import ConfigError, InputError, MissingDependencyError
-from ..segmentation.tokens import HFTokenizer, _package_file, get_tokenizer
+from ..segmentation.tokenizers import HFTokenizer, _package_file, get_tokenizer
 from .base import Embedder, check_texts, l2_normalize
 
 

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..errors import ConfigError, MissingDependencyError
-from ..segmentation.tokens import HFTokenizer, get_tokenizer, minilm_tokenizer_path
+from ..segmentation.tokenizers import HFTokenizer, get_tokenizer, minilm_tokenizer_path
 from .base import Embedder, check_texts, l2_normalize
 from .cache import resolve_cache_dir
 

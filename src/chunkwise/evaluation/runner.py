@@ -28,9 +28,9 @@ from ..retrieval.fusion import DENSE_WEIGHT, FUSION_MODES, RRF_K, fuse_zscore, r
 
 from ..document import Chunk, Document
 from ..embeddings.base import Embedder, WrappedEmbedder, l2_normalize
-from ..strategies.units import pooled_vector
+from ..embeddings.vectors import pooled_vector
 from ..errors import ChunkwiseError, ConfigError
-from ..segmentation.tokens import resolve_tokenizer
+from ..segmentation.tokenizers import resolve_tokenizer
 from . import metrics as M
 from .datasets import Dataset
 

@@ -6,7 +6,7 @@ real CommonMark parser, so a ``#`` inside a code fence or an indented code block
 setext headings (``Title`` over ``===``) are. YAML front matter is metadata, not content: it is removed
 from the document text (so it never lands in a chunk or a search result), its ``key: value`` pairs go to
 ``Document.metadata["front_matter"]`` and its ``title:`` becomes the document title. The section parser is shared with the ``markdown`` strategy
-(:func:`chunkwise.strategies.markdown.markdown_sections`, re-exported here), so there is one of it.
+(:func:`chunkwise.formats.markdown_blocks.markdown_sections`, re-exported here), so there is one of it.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 
 from ..document import Document
-from ..strategies.markdown import markdown_sections  # one Markdown parser for loader and strategy
 from .cleaning import CleaningOptions
+from .markdown_blocks import markdown_sections  # one Markdown parser for loader and strategy
 from .sourcemap import SourceMap
 from .text import check_text, decode_source, emit_warnings, newline_edits, normalize_newlines
 

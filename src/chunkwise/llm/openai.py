@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from collections.abc import Callable
 
 from ..errors import ConfigError
-from ..segmentation.tokens import resolve_tokenizer
+from ..segmentation.tokenizers import resolve_tokenizer
 from .base import LLM, STYLES, Completion, Passage
 from .client import ChatClient, FatalLLMError
 

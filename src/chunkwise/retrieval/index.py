@@ -45,7 +45,7 @@ from ..strategies import Strategy
 from ..strategies.factory import make_strategy
 from ..formats.walk import UnreadableFolder
 from ..strategies.many import chunk_documents
-from ..strategies.units import pooled_vector
+from ..embeddings.vectors import pooled_vector
 from ..video.document import VideoDocument
 from .fusion import DENSE_WEIGHT, ZSCORE_DEPTH, check_fusion, fuse_candidates_zscore, reciprocal_rank_fusion
 

@@ -24,7 +24,7 @@ document, so re-indexing the same files gives the same chunks.
 from __future__ import annotations
 
 from ..document import Chunk, Document, stable_hash
-from ..segmentation.tokens import Tokenizer
+from ..segmentation.tokenizers import Tokenizer
 from .base import Span, Strategy
 
 #: heading level that HTML and PDF chunks never cross under ``auto`` (1 = ``<h1>``/top outline entries)

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 from ..document import Chunk, Document, stable_hash
 from ..errors import ConfigError
-from ..segmentation.tokens import Tokenizer, resolve_tokenizer
+from ..segmentation.tokenizers import Tokenizer, resolve_tokenizer
 
 Span = tuple[int, int]
 

@@ -27,8 +27,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..embeddings.base import Embedder
-from ..segmentation.tokens import Tokenizer
-from .units import DEFAULT_EMBEDDER, DEFAULT_SECTION_LEVEL, Decision, EmbeddingStrategy, Units, check_number, fit_lengths
+from ..segmentation.tokenizers import Tokenizer
+from .embedding import DEFAULT_EMBEDDER, DEFAULT_SECTION_LEVEL, EmbeddingStrategy, check_number
+from .units import Decision, Units, fit_lengths
 
 DEFAULT_PENALTY = 0.5
 #: reward of a chunk that starts at a paragraph break or heading, in the units of the objective

@@ -20,7 +20,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..document import Document
-from ..segmentation.tokens import TokenMap, Tokenizer
+from ..segmentation.token_map import TokenMap
+from ..segmentation.tokenizers import Tokenizer
 from .base import Span, Strategy, fit_exact, max_chars_for, merge_small, trim_span
 
 

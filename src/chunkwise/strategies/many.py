@@ -2,7 +2,7 @@
 
 The semantic strategies embed the sentences of one document per call; on thousands of short documents
 that is thousands of tiny, padded batches. :func:`chunk_documents` hands whole groups of documents to a
-strategy's ``chunk_many`` (:meth:`chunkwise.strategies.units.EmbeddingStrategy.chunk_many`), which plans the
+strategy's ``chunk_many`` (:meth:`chunkwise.strategies.embedding.EmbeddingStrategy.chunk_many`), which plans the
 units of every document, embeds all distinct unit texts in one length-sorted stream and then decides each
 document on its own, so the result is the same as chunking document by document. Strategies without an
 embedding pass are simply called per document.

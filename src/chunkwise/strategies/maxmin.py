@@ -32,8 +32,9 @@ from __future__ import annotations
 import math
 
 from ..embeddings.base import Embedder
-from ..segmentation.tokens import Tokenizer
-from .units import DEFAULT_EMBEDDER, DEFAULT_SECTION_LEVEL, Decision, EmbeddingStrategy, Units, check_number
+from ..segmentation.tokenizers import Tokenizer
+from .embedding import DEFAULT_EMBEDDER, DEFAULT_SECTION_LEVEL, EmbeddingStrategy, check_number
+from .units import Decision, Units
 
 #: the paper's (authors' code) defaults, for reference
 #: similarity a sentence needs on top of the rule to join across a paragraph break or heading

@@ -9,7 +9,7 @@ LangChain's ``RecursiveCharacterTextSplitter`` and semchunk, with three differen
 - **Exact slices.** Chunks are spans of the original text (trimmed of surrounding whitespace), never
   re-joined strings, so ``doc.text[c.start:c.end] == c.text`` always holds.
 - **One tokenisation.** The region is tokenised once; the size of any span is then two binary searches in
-  the token offsets (:class:`~chunkwise.segmentation.tokens.TokenMap`), not a call to the tokenizer per
+  the token offsets (:class:`~chunkwise.segmentation.token_map.TokenMap`), not a call to the tokenizer per
   piece. That estimate can differ from a fresh count by a token where a cut splits a word, so every chunk is
   counted exactly once at the end, and the rare chunk over the cap is split again: no chunk is ever over.
 - **A character bound.** No chunk is longer than ``max_tokens * 16`` characters (see
@@ -32,7 +32,8 @@ from collections.abc import Sequence
 
 from ..document import Document
 from ..errors import ConfigError
-from ..segmentation.tokens import TokenMap, Tokenizer
+from ..segmentation.token_map import TokenMap
+from ..segmentation.tokenizers import Tokenizer
 from .base import Span, Strategy, fit_exact, max_chars_for, merge_small, trim_span
 
 _SENTENCES = "<sentences>"

@@ -38,8 +38,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..embeddings.base import Embedder
-from ..segmentation.tokens import Tokenizer
-from .units import DEFAULT_EMBEDDER, DEFAULT_SECTION_LEVEL, Decision, EmbeddingStrategy, Units, check_choice, check_number, embed_all
+from ..embeddings.vectors import embed_all
+from ..segmentation.tokenizers import Tokenizer
+from .embedding import DEFAULT_EMBEDDER, DEFAULT_SECTION_LEVEL, EmbeddingStrategy, check_choice, check_number
+from .units import Decision, Units
 
 #: added to the distance at a paragraph break or heading (times its strength) before the threshold
 DEFAULT_STRUCTURE_BONUS = 0.2

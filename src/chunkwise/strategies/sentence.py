@@ -16,7 +16,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..document import Document
-from ..segmentation.tokens import TokenMap, Tokenizer
+from ..segmentation.token_map import TokenMap
+from ..segmentation.tokenizers import Tokenizer
 from .base import Span, Strategy, max_chars_for, merge_small
 from .recursive import recursive_split
 

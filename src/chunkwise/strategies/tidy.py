@@ -24,7 +24,7 @@ import re
 from collections.abc import Sequence
 
 from ..document import Document
-from ..segmentation.tokens import Tokenizer
+from ..segmentation.tokenizers import Tokenizer
 from .base import Span, max_chars_for, trim_span
 
 #: a chunk under this many tokens is merged into a neighbour where the cap allows (every strategy)

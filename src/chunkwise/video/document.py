@@ -31,7 +31,7 @@ class VideoDocument(Document):
 def build_document(clips: list[Clip], source: str, subtitles: Document | None = None, tokenizer: Any = "minilm",
                    metadata: dict[str, Any] | None = None) -> VideoDocument:
     """The document and its chunks for ``clips`` of the video ``source``."""
-    from ..segmentation.tokens import resolve_tokenizer
+    from ..segmentation.tokenizers import resolve_tokenizer
 
     texts = [describe(c, source, subtitles) for c in clips]
     text = SEPARATOR.join(texts)

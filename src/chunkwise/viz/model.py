@@ -109,7 +109,7 @@ def build_view(doc: Document, strategy, label: str | None = None) -> StrategyVie
     rows = None
     if strategy.name in SEMANTIC_STRATEGIES and hasattr(strategy, "explain"):
         from ..strategies import get_strategy
-        from ..strategies.units import resolve_embedder
+        from ..embeddings.vectors import resolve_embedder
 
         params = dict(strategy.get_params(), embedder=_Remember(resolve_embedder(strategy.embedder)))
         once: Any = get_strategy(strategy.name, **params)  # chunk() and explain() share one embedding pass

@@ -1,0 +1,321 @@
+"""Token counting with exact character offsets, in the tokenizer the chunks are measured in.
+
+Why this module matters: a size cap is only a cap if it is counted in the tokenizer of the model that will
+read the chunk. chunkwise counts in the embedding model's own tokenizer by default (``minilm``), or in
+OpenAI's ``cl100k``, or in characters or words. Every tokenizer gives, besides a count, the character span of
+each token, so strategies can cut *on* token boundaries and still return exact slices of the text.
+
+Counts never include special tokens ([CLS]/[SEP]); the embedder accounts for those in its own limit.
+
+This module holds the :class:`Tokenizer` interface, the character, word and Hugging Face tokenizers and the
+registry (:func:`get_tokenizer`, :func:`resolve_tokenizer`); cl100k lives in :mod:`.tiktoken_bpe` and
+span counting over a tokenised text in :mod:`.token_map`.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ConfigError
+
+Span = tuple[int, int]
+
+
+class Tokenizer(ABC):
+    """The narrow interface every strategy counts with."""
+
+    #: short name used in configuration, ids and the CLI (``minilm``, ``cl100k``, ``chars``, ``words``)
+    name: str = ""
+    #: which cuts keep counts additive (see :meth:`TokenMap.exact`); ``None``: no known rule
+    additive: str | None = None
+    #: one token per character, token ``i`` is ``[i, i + 1)`` (:class:`TokenMap` then needs no offsets)
+    per_character: bool = False
+    #: tokens tile the text, each starting where the one before ends (:class:`TokenMap` keeps only the ends)
+    tiles_text: bool = False
+
+    @abstractmethod
+    def offsets(self, text: str) -> list[Span]:
+        """Character span ``(start, end)`` of every token of ``text``, in order.
+
+        Spans never overlap and are non-decreasing; whitespace between tokens may be outside every span.
+        """
+
+    def count(self, text: str) -> int:
+        """Number of tokens in ``text``."""
+        return len(self.offsets(text))
+
+    def offset_arrays(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        """Token starts and ends as two int64 arrays (what :class:`TokenMap` is built from)."""
+        spans = self.offsets(text)
+        if not spans:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty
+        arr = np.asarray(spans, dtype=np.int64).reshape(-1, 2)
+        return arr[:, 0], arr[:, 1]
+
+    def count_batch(self, texts: Sequence[str]) -> list[int]:
+        """Counts for many texts (back-ends override this with a batched call)."""
+        return [self.count(t) for t in texts]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+
+class CharTokenizer(Tokenizer):
+    """One token per character (code point)."""
+
+    name = "chars"
+    additive = "chars"
+    per_character = True
+    tiles_text = True
+
+    def offsets(self, text: str) -> list[Span]:
+        return [(i, i + 1) for i in range(len(text))]
+
+    def count(self, text: str) -> int:
+        return len(text)
+
+
+class WordTokenizer(Tokenizer):
+    """One token per run of non-whitespace characters."""
+
+    name = "words"
+    additive = "words"
+    _word = re.compile(r"\S+")
+
+    def offsets(self, text: str) -> list[Span]:
+        return [m.span() for m in self._word.finditer(text)]
+
+    def count(self, text: str) -> int:
+        return sum(1 for _ in self._word.finditer(text))
+
+
+class HFTokenizer(Tokenizer):
+    """A Hugging Face ``tokenizers`` tokenizer from a ``tokenizer.json``, with truncation and padding off.
+
+    The MiniLM file ships with truncation and padding fixed at 128; left on, every count would be capped at
+    128 and short texts padded to 128, so both are disabled here.
+    """
+
+    def __init__(self, path: str | Path, name: str):
+        from tokenizers import Tokenizer as _HF
+
+        self.name = name
+        self.path = str(path)
+        # BERT's normaliser and pre-tokeniser (MiniLM) never let a token cross ASCII whitespace
+        self.additive = "bert" if name == "minilm" else None
+        self._tok = _HF.from_file(self.path)
+        self._tok.no_truncation()
+        self._tok.no_padding()
+
+    @property
+    def hf(self):
+        """The underlying ``tokenizers.Tokenizer`` (truncation/padding off), for embedders."""
+        return self._tok
+
+    def offsets(self, text: str) -> list[Span]:
+        starts, ends = self.offset_arrays(text)
+        return list(zip(starts.tolist(), ends.tolist()))
+
+    def _squeeze(self, text: str) -> tuple[str, list[tuple[int, int]]]:
+        """MiniLM only: replace every ASCII letter/digit run over 100 characters that stands alone (between
+        whitespace, ASCII punctuation or the text's ends) by ``a``.
+
+        WordPiece maps any word over 100 characters to one ``[UNK]``, and ``a`` is one token too, so counts
+        do not change; but the Rust normaliser spends about a microsecond a character tracking offsets, so a
+        5 MB run without spaces would take seconds to count. Returns the new text and, per replaced run,
+        ``(its start, its length)`` in the original text.
+        """
+        if self.additive != "bert" or len(text) <= 100:
+            return text, []
+        runs = [(m.start(), m.end() - m.start()) for m in _LONG_ASCII_WORD.finditer(text)]
+        if not runs:
+            return text, []
+        parts, pos = [], 0
+        for start, length in runs:
+            parts.append(text[pos:start])
+            parts.append("a")
+            pos = start + length
+        parts.append(text[pos:])
+        return "".join(parts), runs
+
+    def count(self, text: str) -> int:
+        if not text:
+            return 0
+        text, _ = self._squeeze(text)
+        if self.name != "minilm" or len(text) <= _STREAM_CHARS:
+            return len(self._tok.encode(text, add_special_tokens=False).ids)
+        # long text: count block by block (a few MB of Rust encodings at a time, not the whole text's)
+        blocks = _whitespace_blocks(text)
+        total = 0
+        for group in _block_groups(blocks):
+            total += sum(len(e.ids) for e in self._tok.encode_batch([text[a:b] for a, b in group],
+                                                                    add_special_tokens=False))
+        return total
+
+    def offset_arrays(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        if not text:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty
+        squeezed, runs = self._squeeze(text)
+        blocks = _whitespace_blocks(squeezed) if self.name == "minilm" else [(0, len(squeezed))]
+        if len(blocks) == 1:
+            encs = [self._tok.encode(squeezed, add_special_tokens=False)]
+            parts = [np.asarray(e.offsets, dtype=np.int64).reshape(-1, 2) for e in encs]
+        else:  # the Rust side encodes a batch on all cores; a group at a time, so memory stays bounded
+            parts = []
+            for group in _block_groups(blocks):
+                encs = self._tok.encode_batch([squeezed[a:b] for a, b in group], add_special_tokens=False)
+                parts.extend(np.asarray(e.offsets, dtype=np.int64).reshape(-1, 2) + a
+                             for e, (a, _) in zip(encs, group))
+                del encs
+        arr = np.concatenate(parts) if parts else np.zeros((0, 2), dtype=np.int64)
+        starts, ends = arr[:, 0], arr[:, 1]
+        if runs:  # map squeezed offsets back: after each placeholder, add the characters it stood for
+            lengths = np.asarray([n for _, n in runs], dtype=np.int64)
+            squeezed_pos = np.asarray([s for s, _ in runs], dtype=np.int64) - np.concatenate(
+                ([0], np.cumsum(lengths - 1)[:-1]))
+            shift = np.concatenate(([0], np.cumsum(lengths - 1)))
+            starts = starts + shift[np.searchsorted(squeezed_pos + 1, starts, side="right")]
+            ends = ends + shift[np.searchsorted(squeezed_pos + 1, ends, side="right")]
+        return starts, ends
+
+    def count_batch(self, texts: Sequence[str]) -> list[int]:
+        if not texts:
+            return []
+        if self.name == "minilm" and sum(len(t) for t in texts) > _STREAM_CHARS:
+            return [self.count(t) if len(t) > _STREAM_CHARS else n
+                    for t, n in zip(texts, self._count_small(texts))]
+        texts = [self._squeeze(t)[0] for t in texts]
+        return [len(e.ids) for e in self._tok.encode_batch(texts, add_special_tokens=False)]
+
+    def _count_small(self, texts: Sequence[str]) -> list[int]:
+        """Counts of the texts up to :data:`_STREAM_CHARS` (others 0), encoded in bounded batches."""
+        out = [0] * len(texts)
+        batch: list[int] = []
+        size = 0
+        for i, t in enumerate(list(texts) + [None]):
+            if t is None or (batch and size + len(t) > _STREAM_CHARS):
+                encs = self._tok.encode_batch([self._squeeze(texts[k])[0] for k in batch], add_special_tokens=False)
+                for k, e in zip(batch, encs):
+                    out[k] = len(e.ids)
+                batch, size = [], 0
+            if t is not None and len(t) <= _STREAM_CHARS:
+                batch.append(i)
+                size += len(t)
+        return out
+
+
+#: an ASCII letter/digit run over 100 characters with whitespace, ASCII punctuation or an end on each side
+_LONG_ASCII_WORD = re.compile(r"(?<![^ \t\n\r!-/:-@\[-`{-~])[A-Za-z0-9]{101,}(?![^ \t\n\r!-/:-@\[-`{-~])")
+
+
+def _whitespace_blocks(text: str, size: int = 16384) -> list[Span]:
+    """Cut a long text into blocks of about ``size`` characters at whitespace or before a CJK ideograph.
+
+    BERT's pre-tokeniser splits on whitespace before WordPiece, and its normaliser puts spaces around every
+    CJK ideograph, so tokens never cross either cut and the blocks can be encoded as a parallel batch with
+    the same tokens as the whole text. (Chinese and Japanese text has no spaces; without the second kind of
+    cut, 10 MB of it was one block that the tokenizer held in 1.8 GB.)
+    """
+    n = len(text)
+    blocks: list[Span] = []
+    a = 0
+    while n - a > size:
+        m = _CUT.search(text, a + size)
+        if m is None:
+            break
+        blocks.append((a, m.start()))
+        a = m.start()
+    blocks.append((a, n))
+    return blocks
+
+
+_SPACE = re.compile(r"[ \t\n\r]")  # BERT splits here; it deletes other controls (\x1c) instead
+#: where a BERT token can never continue: ASCII whitespace, or before a CJK ideograph (BERT's _is_chinese_char)
+_CUT = re.compile("[ \t\n\r\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002a6df"
+                  "\U0002a700-\U0002ceaf\U0002f800-\U0002fa1f]")
+#: texts longer than this are tokenised block by block (bounded memory); blocks go to Rust in groups this big
+_STREAM_CHARS = 1 << 16
+
+
+def _block_groups(blocks: list[Span], chars: int = _STREAM_CHARS) -> list[list[Span]]:
+    """Consecutive blocks grouped to about ``chars`` characters per group."""
+    groups: list[list[Span]] = [[]]
+    size = 0
+    for a, b in blocks:
+        if groups[-1] and size + (b - a) > chars:
+            groups.append([])
+            size = 0
+        groups[-1].append((a, b))
+        size += b - a
+    return groups
+
+
+_ASCII_WS = frozenset(" \t\n\r")
+_ASCII_LETTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_ASCII_DIGITS = frozenset("0123456789")
+_ASCII_PUNCT = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
+
+
+def _package_file(package: str, *parts: str) -> Path | None:
+    """Path of a data file inside an installed package, found without importing the package."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(next(iter(spec.submodule_search_locations))).joinpath(*parts)
+    return path if path.exists() else None
+
+
+def minilm_tokenizer_path() -> Path:
+    """The all-MiniLM-L6-v2 ``tokenizer.json`` shipped inside chunkwise (Apache-2.0, see its NOTICE).
+
+    It is package data rather than a dependency because the PyPI package that also carries it declares
+    sentence-transformers (and so torch) as a dependency: a plain ``pip install chunkwise`` must work alone.
+    """
+    return Path(__file__).resolve().parent.parent / "models" / "minilm" / "tokenizer.json"
+
+
+TOKENIZER_NAMES = ("minilm", "cl100k", "chars", "words")
+
+
+@functools.lru_cache(maxsize=16)
+def get_tokenizer(name: str = "minilm") -> Tokenizer:
+    """A tokenizer by name: ``minilm``, ``cl100k``, ``chars``, ``words``, or ``hf:/path/tokenizer.json``.
+
+    Tokenizers are cached: they are immutable and loading one costs tens of milliseconds.
+    """
+    if name == "minilm":
+        return HFTokenizer(minilm_tokenizer_path(), "minilm")
+    if name == "cl100k":
+        from .tiktoken_bpe import TiktokenTokenizer  # it subclasses Tokenizer: imported here, not at the top
+
+        return TiktokenTokenizer("cl100k_base", "cl100k")
+    if name == "chars":
+        return CharTokenizer()
+    if name == "words":
+        return WordTokenizer()
+    if name.startswith("hf:"):
+        path = Path(name[3:])
+        if not path.is_file():
+            raise ConfigError(f"tokenizer file not found: {path}")
+        return HFTokenizer(path, name)
+    raise ConfigError(f"unknown tokenizer {name!r}; choose one of {', '.join(TOKENIZER_NAMES)} or hf:PATH")
+
+
+def resolve_tokenizer(tokenizer: str | Tokenizer | None, default: str = "minilm") -> Tokenizer:
+    """Accept a name or a :class:`Tokenizer` instance (or ``None`` for the default)."""
+    if tokenizer is None:
+        return get_tokenizer(default)
+    if isinstance(tokenizer, Tokenizer):
+        return tokenizer
+    if isinstance(tokenizer, str):
+        return get_tokenizer(tokenizer)
+    raise ConfigError(f"tokenizer must be a name or a Tokenizer, not {type(tokenizer).__name__}")
