@@ -31,6 +31,7 @@ from ..embeddings.memo import MemoEmbedder
 from ..errors import ChunkwiseError, ConfigError
 from ..retrieval.fusion import FUSION_MODES, fuse_zscore, reciprocal_rank_fusion, zscore
 from ..segmentation.sentences import split_sentences
+from ..store.bm25 import bm25_index, bm25_query
 from ..segmentation.tokens import resolve_tokenizer
 from ..strategies.factory import make_strategy, parse_value
 from ..strategies.many import chunk_many
@@ -377,27 +378,13 @@ class Evaluator:
             }
         return stats
 
-    @staticmethod
-    def _bm25(chunks: list[Chunk]):
-        """A ``bm25s`` index over the chunks' ``embed_text`` (English stop words, k1 = 1.5, b = 0.75)."""
-        try:
-            import bm25s
-        except ImportError:
-            raise ConfigError("hybrid evaluation needs the bm25s package (pip install bm25s)") from None
-        retriever = bm25s.BM25(k1=1.5, b=0.75)
-        retriever.index(bm25s.tokenize([c.embed_text for c in chunks], stopwords="en", show_progress=False),
-                        show_progress=False)
-        return retriever
-
     def _bm25_scores(self, chunks: list[Chunk]) -> np.ndarray:
         """BM25 score of every chunk for every query, shape (queries, chunks); 0 where no term matches."""
-        retriever = self._bm25(chunks)
-        import bm25s
-
+        retriever = bm25_index([c.embed_text for c in chunks])
         out = np.zeros((len(self.dataset.queries), len(chunks)), dtype=np.float32)
         for qi, q in enumerate(self.dataset.queries):
-            toks = bm25s.tokenize([q.text], stopwords="en", show_progress=False, return_ids=False)
-            if not toks or not toks[0]:
+            toks = bm25_query(q.text)
+            if toks is None:
                 continue
             try:
                 ids, scores = retriever.retrieve(toks, k=len(chunks), show_progress=False)
@@ -421,13 +408,12 @@ class Evaluator:
         n_chunks = len(chunks)
         cand = min(n_chunks, max(HYBRID_CANDIDATES, top_n))
         dense = top_indices(sims, cand)
-        retriever = self._bm25(chunks)
-        import bm25s
+        retriever = bm25_index([c.embed_text for c in chunks])
         order = np.zeros((len(sims), top_n), dtype=np.int64)
         for qi, q in enumerate(self.dataset.queries):
             bm25_ranking: list[int] = []
-            toks = bm25s.tokenize([q.text], stopwords="en", show_progress=False, return_ids=False)
-            if toks and toks[0]:
+            toks = bm25_query(q.text)
+            if toks is not None:
                 try:
                     ids, scores = retriever.retrieve(toks, k=cand, show_progress=False)
                 except (ValueError, KeyError):  # no query token in the vocabulary
