@@ -1,9 +1,10 @@
 """Run chunking strategies over an evaluation dataset and score what an exact retriever returns.
 
-Retrieval here is deliberately not the production index: one in-process matrix of L2-normalised chunk
-vectors pooled over *all* documents (as Chroma's evaluation pools all corpora in one collection), exact
-dot-product search with numpy, ties broken by chunk order. It is fast, needs no server and gives the same
-answer on every run, so two strategies differ only by their chunks.
+Retrieval goes through a store, as in production, but an exact one: each run writes the chunks of *all*
+documents (as Chroma's evaluation pools all corpora in one collection) to a
+:class:`~chunkwise.store.memory.MemoryStore` and asks it for every chunk's cosine similarity and, for hybrid
+runs, the shared BM25 (:mod:`chunkwise.store.bm25`); ties go to the earlier chunk in corpus order. It is fast,
+needs no server and gives the same answer on every run, so two strategies differ only by their chunks.
 
 Embedding is the expensive part, so nothing is embedded twice: an in-memory memo (:class:`MemoEmbedder`)
 sits on top of the embedder's persistent cache, and is shared by the chunk vectors, the query vectors and
@@ -26,12 +27,12 @@ import numpy as np
 
 from ..context import contextualize, late_chunk_vectors
 from ..document import Chunk, Document
-from ..embeddings.base import Embedder, l2_normalize
+from ..embeddings.base import Embedder
 from ..embeddings.memo import MemoEmbedder
 from ..errors import ChunkwiseError, ConfigError
 from ..retrieval.fusion import FUSION_MODES, fuse_zscore, reciprocal_rank_fusion, zscore
 from ..segmentation.sentences import split_sentences
-from ..store.bm25 import bm25_index, bm25_query
+from ..store.memory import MemoryStore
 from ..segmentation.tokens import resolve_tokenizer
 from ..strategies.factory import make_strategy, parse_value
 from ..strategies.many import chunk_many
@@ -54,7 +55,8 @@ HYBRID_CANDIDATES = 100
 
 
 def top_indices(sims: np.ndarray, n: int) -> np.ndarray:
-    """Per row, the indices of the ``n`` highest scores, best first; ties broken by index (stable)."""
+    """Per row, the indices of the ``n`` highest scores, best first; ties broken by index (stable) among the
+    ``n`` kept (which of several scores tied at the ``n``-th place are kept is ``argpartition``'s choice)."""
     total = sims.shape[1]
     n = min(n, total)
     if n < total:
@@ -79,7 +81,6 @@ class _Layout:
     chunk_doc: np.ndarray
     tokens: np.ndarray
     by_doc: dict[str, tuple[np.ndarray, np.ndarray]]
-
 
 
 class Evaluator:
@@ -202,26 +203,13 @@ class Evaluator:
         emb_s0 = self.embedder.seconds
         by_doc, chunk_seconds = self.chunk_all(spec)
         chunk_embed_s = self.embedder.seconds - emb_s0  # embedding done by semantic strategies
-        chunks: list[Chunk] = []
-        vectors: list[np.ndarray] = []
         t0 = time.perf_counter()
-        for doc_id in self.doc_ids:
-            doc, cs = self.dataset.documents[doc_id], by_doc[doc_id]
-            if not cs:
-                continue
-            if spec.context:
-                cs = self._contextualize(spec, doc, cs)
-            if spec.late:
-                vectors.append(np.asarray(self._late_vectors(spec, doc, cs), dtype=np.float32))
-            chunks.extend(cs)
-        if not chunks:
-            raise ConfigError(f"{spec.name}: the strategy produced no chunks")
-        if not spec.late:
-            vectors = [self._text_or_pooled(spec, chunks)]
+        items = self._embedded_chunks(spec, by_doc)
         embed_seconds = time.perf_counter() - t0 + chunk_embed_s + query_s
-        matrix = l2_normalize(np.concatenate(vectors, axis=0))
+        store = self._store(items)
+        chunks = [c for _, cs, _ in items for c in cs]
         self.progress(f"{spec.name}: {len(chunks)} chunks, scoring {len(self.dataset.queries)} queries")
-        result = self._score(spec, chunks, matrix, qv)
+        result = self._score(spec, chunks, store, qv)
         result.stats.update({
             "chunk_seconds": round(chunk_seconds - chunk_embed_s, 3),
             "embed_seconds": round(embed_seconds, 3),
@@ -230,12 +218,44 @@ class Evaluator:
         })
         return result
 
-    def _score(self, spec: RunSpec, chunks: list[Chunk], matrix: np.ndarray, qv: np.ndarray) -> RunResult:
+    def _embedded_chunks(self, spec: RunSpec, by_doc: dict[str, list[Chunk]]
+                         ) -> list[tuple[Document, list[Chunk], np.ndarray]]:
+        """Each document with its chunks (contextualised when the run asks) and their vectors: late-chunked
+        per document, or else embedded (or pooled) in one call for all chunks of the corpus."""
+        items: list[tuple[Document, list[Chunk], np.ndarray]] = []
+        for doc_id in self.doc_ids:
+            doc, cs = self.dataset.documents[doc_id], by_doc[doc_id]
+            if not cs:
+                continue
+            if spec.context:
+                cs = self._contextualize(spec, doc, cs)
+            vecs = (np.asarray(self._late_vectors(spec, doc, cs), dtype=np.float32) if spec.late
+                    else np.zeros((0, 0), dtype=np.float32))
+            items.append((doc, cs, vecs))
+        if not items:
+            raise ConfigError(f"{spec.name}: the strategy produced no chunks")
+        if not spec.late:
+            vectors = self._text_or_pooled(spec, [c for _, cs, _ in items for c in cs])
+            bounds = np.cumsum([0] + [len(cs) for _, cs, _ in items])
+            items = [(doc, cs, vectors[a:b]) for (doc, cs, _), a, b in zip(items, bounds[:-1], bounds[1:])]
+        return items
+
+    def _store(self, items: list[tuple[Document, list[Chunk], np.ndarray]]) -> MemoryStore:
+        """The run's chunks written to an in-memory store (exact search), in corpus order."""
+        store = MemoryStore(collection="evaluation")
+        store.create({"dataset": self.dataset.path}, self.embedder.dim)
+        store.upsert(items, self.embedder.model_id)
+        if store.count() != sum(len(cs) for _, cs, _ in items):
+            raise ChunkwiseError("two chunks of the evaluation corpus have the same id; give the documents "
+                                 "distinct names")
+        return store
+
+    def _score(self, spec: RunSpec, chunks: list[Chunk], store: MemoryStore, qv: np.ndarray) -> RunResult:
         """Retrieve for every query, then score the spans, the documents and the tokens retrieved."""
         layout = self._layout(chunks)
-        sims = qv @ matrix.T  # (queries, chunks)
+        sims = self._similarities(store, qv)
         top_n = min(len(chunks), max(max(CURVE_NS), max(SPAN_NS), self.k, M.MIN_CAP))
-        order, scores_for_docs = self._rank(spec, chunks, sims, top_n)
+        order, scores_for_docs = self._rank(spec, store, sims, top_n)
         doc_rank = self._doc_rank(layout, scores_for_docs)
         per_query, curve_acc = self._score_queries(layout, order, doc_rank)
         if self.answer_llm is not None:
@@ -269,15 +289,24 @@ class Evaluator:
             by_doc[d] = (starts[m], ends[m])
         return _Layout(docs, starts, ends, chunk_doc, tokens, by_doc)
 
-    def _rank(self, spec: RunSpec, chunks: list[Chunk], sims: np.ndarray,
+    @staticmethod
+    def _similarities(store: MemoryStore, qv: np.ndarray) -> np.ndarray:
+        """Every query's cosine similarity with every chunk, shape (queries, chunks) in chunk order: the
+        store's exact vector search asked for all chunks (document ranking and z-scores need them all)."""
+        positions, scores = store.search_vectors(qv, store.count())
+        sims = np.empty_like(scores)
+        np.put_along_axis(sims, positions, scores, axis=1)
+        return sims
+
+    def _rank(self, spec: RunSpec, store: MemoryStore, sims: np.ndarray,
               top_n: int) -> tuple[np.ndarray, np.ndarray]:
         """The ``top_n`` chunks per query, best first, and the per-chunk scores documents are ranked by
         (the similarities; the fused z-scores; for RRF, ``top_n .. 1`` on the retrieved chunks, else 0)."""
         if spec.hybrid and spec.fusion == "zscore":
-            fused = self._zscore_fused(spec, chunks, sims)
+            fused = self._zscore_fused(spec, store, sims)
             return top_indices(fused, top_n), fused
         if spec.hybrid:
-            order = self._hybrid_order(chunks, sims, top_n, spec.rrf_k)
+            order = self._hybrid_order(store, sims, top_n, spec.rrf_k)
             rank_scores = np.zeros_like(sims)
             ranks = np.arange(order.shape[1], 0, -1, dtype=np.float32)
             np.put_along_axis(rank_scores, order, ranks[None, :], axis=1)
@@ -378,47 +407,34 @@ class Evaluator:
             }
         return stats
 
-    def _bm25_scores(self, chunks: list[Chunk]) -> np.ndarray:
+    def _bm25_scores(self, store: MemoryStore) -> np.ndarray:
         """BM25 score of every chunk for every query, shape (queries, chunks); 0 where no term matches."""
-        retriever = bm25_index([c.embed_text for c in chunks])
-        out = np.zeros((len(self.dataset.queries), len(chunks)), dtype=np.float32)
+        position = {chunk_id: n for n, chunk_id in enumerate(store.ids)}
+        out = np.zeros((len(self.dataset.queries), store.count()), dtype=np.float32)
         for qi, q in enumerate(self.dataset.queries):
-            toks = bm25_query(q.text)
-            if toks is None:
-                continue
-            try:
-                ids, scores = retriever.retrieve(toks, k=len(chunks), show_progress=False)
-            except (ValueError, KeyError):  # no query token in the vocabulary
-                continue
-            out[qi, ids[0]] = scores[0]
+            for hit in store.search_text(q.text, store.count()):
+                out[qi, position[hit.id]] = hit.score
         return out
 
-    def _zscore_fused(self, spec: RunSpec, chunks: list[Chunk], sims: np.ndarray) -> np.ndarray:
+    def _zscore_fused(self, spec: RunSpec, store: MemoryStore, sims: np.ndarray) -> np.ndarray:
         """``fusion=zscore``: per query, the dense similarities and the BM25 scores of *all* chunks are each
         z-normalised (mean 0, standard deviation 1; a constant row becomes 0), then combined as
         ``dense_weight * dense + (1 - dense_weight) * bm25``. Unlike RRF it keeps how far apart the scores
         are, so a chunk far ahead in one ranking is not pulled level with the runner-up."""
-        return fuse_zscore(sims, self._bm25_scores(chunks), spec.dense_weight)
+        return fuse_zscore(sims, self._bm25_scores(store), spec.dense_weight)
 
-    def _hybrid_order(self, chunks: list[Chunk], sims: np.ndarray, top_n: int,
+    def _hybrid_order(self, store: MemoryStore, sims: np.ndarray, top_n: int,
                       rrf_k: int = DEFAULT_RRF_K) -> np.ndarray:
         """Top chunks by reciprocal rank fusion (constant ``rrf_k``) of the dense ranking and BM25 over
         ``embed_text`` (what the index's ``hybrid=True`` search does), each ranking cut at
         :data:`HYBRID_CANDIDATES`."""
-        n_chunks = len(chunks)
+        n_chunks = store.count()
         cand = min(n_chunks, max(HYBRID_CANDIDATES, top_n))
         dense = top_indices(sims, cand)
-        retriever = bm25_index([c.embed_text for c in chunks])
+        position = {chunk_id: n for n, chunk_id in enumerate(store.ids)}
         order = np.zeros((len(sims), top_n), dtype=np.int64)
         for qi, q in enumerate(self.dataset.queries):
-            bm25_ranking: list[int] = []
-            toks = bm25_query(q.text)
-            if toks is not None:
-                try:
-                    ids, scores = retriever.retrieve(toks, k=cand, show_progress=False)
-                except (ValueError, KeyError):  # no query token in the vocabulary
-                    ids, scores = np.zeros((1, 0), dtype=np.int64), np.zeros((1, 0))
-                bm25_ranking = [int(i) for i, sc in zip(ids[0].tolist(), scores[0].tolist()) if sc > 0]
+            bm25_ranking = [position[hit.id] for hit in store.search_text(q.text, cand)]
             fused = dict(reciprocal_rank_fusion([dense[qi].tolist(), bm25_ranking], k=rrf_k))
             best = list(fused)[:top_n]
             if len(best) < top_n:  # pad with the next dense hits (only when BM25 and dense agree a lot)
