@@ -70,11 +70,8 @@ class BM25Fallback:
             docs, scores = self._retriever.retrieve(q, k=limit, show_progress=False, weight_mask=mask)
         except (ValueError, KeyError):  # every query token is unknown to the vocabulary
             return []
-        out = []
-        for n, s in zip(docs[0], scores[0]):
-            if s > 0:
-                out.append((self.ids[int(n)], float(s)))
-        return out
+        keep = scores[0] > 0  # filtered in numpy: a search for every chunk returns mostly zeros
+        return [(self.ids[n], s) for n, s in zip(docs[0][keep].tolist(), scores[0][keep].tolist())]
 
 
 __all__ = ["BM25Fallback", "bm25_index", "bm25_query", "K1", "B", "STOPWORDS"]
