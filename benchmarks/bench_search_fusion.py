@@ -48,8 +48,8 @@ def main() -> None:
 
     measure("full-corpus z-score (eval)", spec)
     for depth in args.depth:
-        def cand(self, spec, chunks, sims, depth=depth):
-            return candidate_zscore_matrix(sims, self._bm25_scores(chunks), depth, spec.dense_weight)
+        def cand(self, spec, store, sims, depth=depth):
+            return candidate_zscore_matrix(sims, self._bm25_scores(store), depth, spec.dense_weight)
         runner.Evaluator._zscore_fused = cand
         measure(f"candidate z-score, depth {depth} (search)", spec)
     runner.Evaluator._zscore_fused = full_fn

@@ -11,7 +11,8 @@ from chunkwise.embeddings.base import Embedder, l2_normalize
 from chunkwise.formats import load, register_format
 from chunkwise.retrieval import Index
 from chunkwise.segmentation.tokenizers import get_tokenizer
-from chunkwise.store import Hit, Store
+from chunkwise.store import Store
+from chunkwise.store.memory import MemoryStore
 from chunkwise.strategies.base import Strategy
 
 TEXT = "Bees make honey.\nThe queen lays eggs.\nLamps need oil.\nOil lamps smoke."
@@ -97,81 +98,8 @@ def test_a_new_format_is_detected_by_extension_and_indexed(tmp_path):
         register_format("text", load_keyvalue)
 
 
-# -- a store: implement the Store protocol; Index runs the crash-safe write sequence over it ----------------
-class MemoryStore:
-    """Everything in dicts; exact cosine and a word-overlap "BM25" (enough for a test, not for use)."""
-
-    collection, location, hybrid_note = "memory", "<memory>", None
-
-    def __init__(self):
-        self.config, self.rows, self.marks = None, {}, {}
-
-    missing = property(lambda self: self.config is None)
-
-    def read_config(self):
-        return self.config
-
-    def create(self, config, dim, replace=False):
-        self.config = config
-        if replace:
-            self.rows.clear()
-            self.marks.clear()
-
-    def open(self):
-        pass
-
-    def close(self):
-        pass
-
-    def markers(self):
-        return dict(self.marks)
-
-    def mark(self, markers):
-        self.marks.update({m.doc_id: m for m in markers})
-
-    def unmark(self, doc_ids):
-        for d in doc_ids:
-            self.marks.pop(d, None)
-
-    def upsert(self, items, embedder_id):
-        for _doc, chunks, vectors in items:
-            self.rows.update({c.id: (c, np.asarray(v)) for c, v in zip(chunks, vectors)})
-        return [c.id for _, chunks, _ in items for c in chunks]
-
-    def chunk_ids(self, doc_ids):
-        return {d: {i for i, (c, _) in self.rows.items() if c.doc_id == d} for d in doc_ids}
-
-    def chunk_documents(self):
-        return {c.doc_id: c.source for c, _ in self.rows.values()}
-
-    def delete_chunks(self, ids):
-        ids = [i for i in ids if self.rows.pop(i, None) is not None]
-        return len(ids)
-
-    def delete_documents(self, doc_ids):
-        self.unmark(doc_ids)
-        return self.delete_chunks([i for ids in self.chunk_ids(doc_ids).values() for i in ids])
-
-    def flush(self):
-        pass
-
-    def count(self):
-        return len(self.rows)
-
-    def fetch(self, ids):
-        return [Hit(i, 0.0, self.rows[i][0]) for i in ids if i in self.rows]
-
-    def search_vector(self, vector, limit, filter=None, ids_only=False):
-        scored = sorted(((float(v @ vector), i) for i, (_, v) in self.rows.items()), reverse=True)[:limit]
-        return [Hit(i, s, None if ids_only else self.rows[i][0]) for s, i in scored]
-
-    def search_text(self, query, limit, filter=None):
-        words = set(query.lower().split())
-        scored = [(len(words & set(c.embed_text.lower().replace(".", " ").split())), i)
-                  for i, (c, _) in self.rows.items()]
-        return [Hit(i, float(s)) for s, i in sorted(scored, reverse=True)[:limit] if s > 0]
-
-
+# -- a store: implement the Store protocol (chunkwise.store.memory.MemoryStore is the worked example);
+# Index runs the crash-safe write sequence over it ---------------------------------------------------
 def test_a_new_store_serves_add_search_hybrid_and_delete():
     store = MemoryStore()
     assert isinstance(store, Store)

@@ -191,7 +191,7 @@ def _config_file(path: str):
 
 
 def _shared_spec(args):
-    from ..evaluation.runner import spec_from_params
+    from ..evaluation.spec import spec_from_params
     from .options import strategy_params_from_args
 
     run = _config_file(args.config)[2] if args.config else {}
@@ -200,7 +200,7 @@ def _shared_spec(args):
 
 
 def _specs(args):
-    from ..evaluation.runner import parse_run_spec, spec_from_params
+    from ..evaluation.spec import parse_run_spec, spec_from_params
 
     specs = []
     if not args.runs or _shared_flags_given(args):
@@ -229,7 +229,7 @@ def _specs(args):
 
 def _fusion_flags(args) -> dict:
     """The fusion flags given on the command line, validated (``{}`` when none)."""
-    from ..evaluation.runner import fusion_settings
+    from ..evaluation.spec import fusion_settings
 
     given = {k: v for k, v in (("fusion", args.fusion), ("rrf_k", args.rrf_k), ("dense_weight", args.dense_weight))
              if v is not None}
@@ -239,7 +239,7 @@ def _fusion_flags(args) -> dict:
 
 def _apply_fusion_flags(args, spec) -> None:
     """Fusion flags apply to every run that does not set the same option itself."""
-    from ..evaluation.runner import DEFAULT_DENSE_WEIGHT, DEFAULT_RRF_K
+    from ..evaluation.spec import DEFAULT_DENSE_WEIGHT, DEFAULT_RRF_K
 
     flags = _fusion_flags(args)
     if "fusion" in flags and spec.fusion == "rrf":
@@ -299,7 +299,7 @@ def run_eval(args) -> int:
 
 def run_tune(args) -> int:
     from ..evaluation.report import format_html, format_leaderboard
-    from ..evaluation.runner import EvaluationReport
+    from ..evaluation.results import EvaluationReport
     from ..evaluation.tune import check_grid, parse_grid, parse_metric, parse_requirement, tune, write_config
 
     if not args.strategy and not args.config:

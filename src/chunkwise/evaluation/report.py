@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .runner import EvaluationReport, RunResult
+from .results import EvaluationReport, RunResult
 
 #: (metric key, column title) of the main table; span metrics print as percentages like Chroma's table
 MAIN_COLUMNS = (

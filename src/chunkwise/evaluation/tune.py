@@ -22,7 +22,9 @@ from typing import Any
 from collections.abc import Callable, Sequence
 
 from ..errors import ConfigError
-from .runner import RUN_KEYS, Evaluator, RunResult, parse_value, spec_from_params, split_top_level
+from .results import RunResult
+from .runner import Evaluator
+from .spec import RUN_KEYS, parse_value, spec_from_params, split_top_level
 
 #: metric names ``tune`` accepts (``@N`` takes any positive N for span and document recall metrics)
 METRIC_HELP = ("recall@N, precision@N, iou@N (Chroma's arithmetic), recall_set@N, precision_set@N, iou_set@N "

@@ -1,7 +1,7 @@
 """The store protocol: what :class:`~chunkwise.retrieval.index.Index` needs from wherever chunks are kept.
 
 :class:`~chunkwise.store.milvus.MilvusStore` implements it (Milvus Lite or a server); any object with these
-members works, e.g. the in-memory store in ``tests/test_extending.py``. A store sees documents, chunks and
+members works, e.g. :class:`~chunkwise.store.memory.MemoryStore` (exact, in process memory). A store sees documents, chunks and
 vectors and answers with :class:`Hit` objects; how it lays out rows is its own business.
 
 The crash-safe replace sequence (*unmark -> upsert -> delete stale -> mark*) is run by ``Index`` over these

@@ -36,7 +36,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from collections.abc import Iterable, Iterator
 
 import numpy as np
@@ -44,10 +44,8 @@ import numpy as np
 from ..document import Chunk, Document
 from ..errors import ChunkwiseError, ConfigError, InputError
 from .base import Hit, Marker
+from .bm25 import BM25Fallback
 from .rows import MAX_VARCHAR, chunk_from_row, chunk_rows, truncate_utf8
-
-if TYPE_CHECKING:
-    from ..retrieval.hybrid import BM25Fallback
 
 #: bump when the schema changes incompatibly; recorded in the config row
 SCHEMA_VERSION = 2  # 2: source_start/source_end
@@ -742,8 +740,6 @@ class MilvusStore:
         if self.bm25_builtin:
             scores = as_scores(self.search_bm25(query, limit, filter, fields=["id"]))
             return [Hit(i, s) for i, s in scores.items()]
-        from ..retrieval.hybrid import BM25Fallback
-
         if self._bm25 is None:
             self._bm25 = BM25Fallback((r["id"], r["indexed_text"]) for r in self.scan_chunks(["id", "indexed_text"]))
         allowed = {r["id"] for r in self.scan_chunks(["id"], filter)} if filter else None

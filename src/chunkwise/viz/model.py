@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..document import Chunk, Document
+from ..embeddings.memo import MemoEmbedder
 from ..strategies import SEMANTIC_STRATEGIES
 from ..strategies.explain import number_rows
 from ..timefmt import format_time_range
@@ -111,7 +112,7 @@ def build_view(doc: Document, strategy, label: str | None = None) -> StrategyVie
         from ..strategies import get_strategy
         from ..embeddings.vectors import resolve_embedder
 
-        params = dict(strategy.get_params(), embedder=_Remember(resolve_embedder(strategy.embedder)))
+        params = dict(strategy.get_params(), embedder=MemoEmbedder(resolve_embedder(strategy.embedder)))
         once: Any = get_strategy(strategy.name, **params)  # chunk() and explain() share one embedding pass
         chunks = once.chunk(doc)
         rows = once.explain(doc)
@@ -129,30 +130,6 @@ def build_view(doc: Document, strategy, label: str | None = None) -> StrategyVie
     params = strategy.get_params()
     return StrategyView(label=label or strategy.name, strategy=strategy.name, params=params,
                         max_tokens=int(strategy.max_tokens), chunks=out, rows=rows, seconds=seconds)
-
-
-class _Remember:
-    """An embedder in front of another that remembers every vector it returned, so a strategy's ``chunk``
-    and ``explain`` on the same document embed each sentence once even without the embedding cache."""
-
-    def __init__(self, inner):
-        self.inner = inner
-        self.memo: dict[str, Any] = {}
-
-    def __getattr__(self, name: str) -> Any:  # tokenizer, max_tokens, dim, model_id...
-        return getattr(self.inner, name)
-
-    def embed(self, texts):
-        import numpy as np
-
-        texts = list(texts)
-        missing = [t for t in dict.fromkeys(texts) if t not in self.memo]
-        if missing:
-            for t, v in zip(missing, np.asarray(self.inner.embed(missing), dtype=np.float32)):
-                self.memo[t] = v
-        if not texts:
-            return np.asarray(self.inner.embed([]), dtype=np.float32)
-        return np.stack([self.memo[t] for t in texts])
 
 
 __all__ = ["StrategyView", "build_view", "chunk_causes", "where", "CAUSES"]

@@ -1,0 +1,99 @@
+"""What an evaluation measured: one run's scores (:class:`RunResult`), the paired comparisons of two runs
+(:class:`Comparison`) and the whole report (:class:`EvaluationReport`), each with its JSON form.
+
+The terminal table and the HTML page that present them are in :mod:`.report`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .spec import RunSpec
+
+
+@dataclass
+class RunResult:
+    """Everything measured for one :class:`RunSpec`: per-query scores, their means, and context figures."""
+
+    spec: RunSpec
+    #: metric name -> one value per query (same query order for every run)
+    per_query: dict[str, np.ndarray]
+    #: metric name -> mean over queries (span metrics as fractions in [0, 1])
+    scores: dict[str, float]
+    #: chunk count, tokens per chunk, tokens retrieved, timings
+    stats: dict[str, Any]
+    #: tokens (count tokenizer) of every chunk, for histograms
+    chunk_tokens: list[int]
+    #: n -> (mean tokens retrieved per query, mean Chroma recall, mean Chroma IoU)
+    curve: dict[int, tuple[float, float, float]]
+    #: document id -> {"pk": ..., "window_diff": ...} where gold boundaries exist
+    boundary_scores: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "config": self.spec.to_config(),
+            "scores": self.scores,
+            "stats": self.stats,
+            "curve": {str(n): {"tokens_retrieved": t, "recall": r, "iou": i} for n, (t, r, i) in self.curve.items()},
+            "boundaries": self.boundary_scores,
+        }
+
+
+@dataclass
+class Comparison:
+    """Paired bootstrap of ``a - b`` for one metric."""
+
+    a: str
+    b: str
+    metric: str
+    diff: float
+    lo: float
+    hi: float
+    significant: bool
+
+
+@dataclass
+class EvaluationReport:
+    """The results of several runs on the same dataset, with their pairwise comparisons."""
+
+    dataset: str
+    dataset_summary: str
+    embedder: str
+    k: int
+    count_tokenizer: str
+    queries: int
+    runs: list[RunResult]
+    comparisons: list[Comparison]
+    problems: list[str]
+    seconds: float
+
+    def comparison(self, a: str, b: str, metric: str) -> Comparison | None:
+        for c in self.comparisons:
+            if c.metric == metric and c.a == a and c.b == b:
+                return c
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "dataset": self.dataset,
+            "summary": self.dataset_summary,
+            "embedder": self.embedder,
+            "k": self.k,
+            "count_tokenizer": self.count_tokenizer,
+            "queries": self.queries,
+            "seconds": round(self.seconds, 3),
+            "problems": self.problems,
+            "runs": [r.to_dict() for r in self.runs],
+            "comparisons": [c.__dict__ for c in self.comparisons],
+        }
+
+
+__all__ = ["RunResult", "Comparison", "EvaluationReport"]
