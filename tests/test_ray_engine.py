@@ -38,6 +38,7 @@ def lite(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def local_ray():
+    os.environ.setdefault("RAY_gcs_server_port_wait_time_s", "120")  # loaded CI machines: slow GCS start
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _node_ip_address="127.0.0.1",
              configure_logging=False)
     yield

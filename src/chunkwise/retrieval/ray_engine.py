@@ -153,6 +153,9 @@ class RayIngest:
     def _init_ray(self):
         ray = import_ray()
         if not ray.is_initialized():
+            # a local head's GCS may take longer than Ray's default 30 s to bind its port on a loaded
+            # machine (seen on 2 busy cores); the user's own setting wins
+            os.environ.setdefault("RAY_gcs_server_port_wait_time_s", "120")
             try:
                 ray.init(address=self.address, include_dashboard=False, log_to_driver=False,
                          configure_logging=False)
