@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chunkwise.segmentation.cl100k_encoder import GigatokenEncoder, fast_encoder
+from chunkwise.segmentation.cl100k_encoder import CHECK_CHARS, GigatokenEncoder, fast_encoder, longest_run
 from chunkwise.segmentation.tokens import TiktokenTokenizer, get_tokenizer
 
 pytest.importorskip("gigatoken")
@@ -81,3 +82,30 @@ def test_environment_variable_selects_bpe_openai(tok, monkeypatch):
     assert fast_encoder(tok._rank_file, "cl100k_base", lambda: sentinel) is sentinel
     monkeypatch.delenv("CHUNKWISE_CL100K_ENCODER")
     assert isinstance(fast_encoder(tok._rank_file, "cl100k_base", lambda: sentinel), GigatokenEncoder)
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(st.sampled_from(["a", "é", "日", " ", "\n", "\t", "\x00", "\x1f", "!", "🙂"]), max_size=60))
+def test_longest_run_counts_bytes_between_whitespace_and_controls(text):
+    runs = re.split(r"[\x00- ]", text)
+    assert longest_run(text) == max(len(r.encode()) for r in runs)
+
+
+def test_a_long_text_with_a_long_run_goes_to_the_linear_fallback(tok, giga):
+    calls = []
+
+    class Spy:
+        def encode(self, text):
+            calls.append(len(text))
+            return tok._fast._fallback.encode(text)
+
+        def count(self, text):
+            return len(self.encode(text))
+
+    text = "word " * 1000 + "a" * (CHECK_CHARS + 10) + " end"
+    spied = GigatokenEncoder(tok._rank_file, Spy())
+    want = giga.encode(text).tolist()  # gigatoken alone (slow on the run, but right)
+    assert spied.encode(text) == want and spied.count(text) == len(want) == tok.count(text)
+    assert calls == [len(text), len(text)]
+    assert spied.encode("word " * (CHECK_CHARS // 4)).tolist() == giga.encode("word " * (CHECK_CHARS // 4)).tolist()
+    assert len(calls) == 2  # long, but no long run: gigatoken
