@@ -63,17 +63,17 @@ class GigatokenEncoder:
             os.unlink(plain)
 
     def _slow_for_gigatoken(self, text: str) -> bool:
-        return self._fallback is not None and len(text) > CHECK_CHARS and longest_run(text) > LONG_RUN
+        return self._fallback is not None and longest_run(text) > LONG_RUN
 
     def encode(self, text: str):
         """Token ids: a uint32 array (no Python int per token), or the fallback's list for a long run."""
-        if self._slow_for_gigatoken(text):
+        if len(text) > CHECK_CHARS and self._slow_for_gigatoken(text):
             return self._fallback.encode(text)
         return self._bpe.encode(text)
 
     def count(self, text: str) -> int:
         """Number of tokens."""
-        if self._slow_for_gigatoken(text):
+        if len(text) > CHECK_CHARS and self._slow_for_gigatoken(text):
             return self._fallback.count(text)
         return len(self._bpe.encode(text))
 
