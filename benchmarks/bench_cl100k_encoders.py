@@ -129,13 +129,18 @@ def licence(dist: str) -> str:
         meta = importlib.metadata.metadata(dist)
     except importlib.metadata.PackageNotFoundError:
         return "-"
+    return _short_licence(meta, dist)
+
+
+def _short_licence(meta, dist: str) -> str:
+    """The licence field that is there, shortened to its name."""
     if meta.get("License-Expression"):
         return str(meta["License-Expression"])
     for c in meta.get_all("Classifier") or []:
         if c.startswith("License ::"):
             return c.split("::")[-1].strip().replace(" License", "").replace("Software", "").strip()
     if meta.get("License"):
-        return str(meta["License"]).splitlines()[0][:20]
+        return str(meta["License"]).splitlines()[0][:20].replace(" License", "")
     for f in importlib.metadata.files(dist) or []:
         if "LICENSE" in f.name.upper() and f.name.upper().startswith("LICENSE"):
             head = f.read_text()[:300]

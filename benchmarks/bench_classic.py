@@ -21,9 +21,11 @@ so peers that insist on ``get_encoding`` run offline.
 
 Goals (issue 2): fixed 512/50 >= 1.5x the fastest token peer; recursive 512 >= 1.5x chonkie's
 RecursiveChunker; sentence 512 >= 2x chonkie's SentenceChunker. Issue 19: fixed within 1.15x of the
-tokenizer floor: the faster of two ``floor`` rows, one cl100k encoding with character offsets (bpe-openai
-through chunkwise's offset arrays, or tiktoken's ``decode_with_offsets``) plus slicing 512-token windows
-every 462 tokens, no boundary snapping, no recount, no Chunk objects. Another corpus of prose:
+tokenizer floor: the fastest ``floor`` row, one cl100k encoding with character offsets (chunkwise's encoder
+through its offset arrays: gigatoken with the ``cl100k-fast`` extra, else bpe-openai; or tiktoken's
+``decode_with_offsets``) plus slicing 512-token windows every 462 tokens, no boundary snapping, no recount,
+no Chunk objects. With gigatoken, ``fixed`` and the floor also run on bpe-openai (as before issue 19) in the
+same run, each fixed row checked against its own floor. Another corpus of prose:
 ``python benchmarks/prose_corpus.py /tmp/prose && python benchmarks/bench_classic.py --corpora /tmp/prose``.
 """
 
