@@ -52,7 +52,6 @@ class GigatokenEncoder:
         from gigatoken.gigatoken_rs import BPETokenizer
 
         self._fallback = fallback
-
         handle, plain = tempfile.mkstemp(suffix=".tiktoken", prefix="chunkwise-cl100k-")
         try:
             with os.fdopen(handle, "wb") as out:
