@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConfigError, MissingDependencyError
+from .cl100k_encoder import fast_encoder
 from .tokenizers import _ASCII_DIGITS, _ASCII_LETTERS, _ASCII_PUNCT, _ASCII_WS, Span, Tokenizer, _package_file
 
 
@@ -29,7 +30,9 @@ class TiktokenTokenizer(Tokenizer):
     Counting is the hot path of every strategy, so encoding goes through ``bpe-openai``'s Rust encoder when
     it is there: it gives the same ids as tiktoken (same ranks, same pre-tokenisation pattern) about twice
     as fast on prose and in linear time on pathological input (tiktoken needs ~0.8 s for 1 MB without a
-    space; the Rust encoder ~10 ms). Text it cannot take (lone surrogates) falls back to tiktoken.
+    space; the Rust encoder ~10 ms). With the ``cl100k-fast`` extra, gigatoken encodes instead, with the
+    same ids about 18x faster than bpe-openai on prose (see :mod:`.cl100k_encoder`). Text neither can take
+    (lone surrogates) falls back to tiktoken.
     """
 
     tiles_text = True  # widened to whole characters, the tokens cover the text without gaps
@@ -49,7 +52,8 @@ class TiktokenTokenizer(Tokenizer):
             raise ConfigError(f"bpe-openai has no rank file for {encoding!r}")
         self._byte_len = _token_byte_lengths(self._rank_file)
         self._lead: np.ndarray | None = None  # lead bytes per token, for non-ASCII text (built lazily)
-        self._fast = _rust_encoder(package_dir, encoding)
+        # gigatoken when installed (the ``cl100k-fast`` extra, ~18x faster), else bpe-openai's Rust encoder
+        self._fast = fast_encoder(self._rank_file, encoding, lambda: _rust_encoder(package_dir, encoding))
 
     @property
     def encoding(self):
@@ -62,9 +66,10 @@ class TiktokenTokenizer(Tokenizer):
 
     def encode(self, text: str) -> list[int]:
         """Token ids (special-token text is treated as ordinary text)."""
-        return self._encode(text)[0]
+        ids = self._encode(text)[0]
+        return ids.tolist() if isinstance(ids, np.ndarray) else ids
 
-    def _encode(self, text: str) -> tuple[list[int], bool]:
+    def _encode(self, text: str) -> tuple[list[int] | np.ndarray, bool]:
         """Token ids, and whether they come from the Rust encoder (which sees exactly ``text``'s UTF-8).
 
         One call: the Rust encoder holds the GIL (measured: two threads take as long as one), so encoding
@@ -113,11 +118,11 @@ class TiktokenTokenizer(Tokenizer):
             empty = np.zeros(0, dtype=np.int64)
             return empty, empty
         ids, exact_bytes = self._encode(text)
-        if not ids:
+        if not len(ids):
             empty = np.zeros(0, dtype=np.int64)
             return empty, empty
         # array.array converts a list of ints about 3x faster than np.asarray (ids are < 2**32)
-        arr = np.frombuffer(array.array("I", ids), dtype=np.uint32)
+        arr = ids if isinstance(ids, np.ndarray) else np.frombuffer(array.array("I", ids), dtype=np.uint32)
         if exact_bytes:
             table = self._byte_len if text.isascii() else self._lead_bytes()
             if table is not None:
