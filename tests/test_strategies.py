@@ -291,7 +291,7 @@ def test_markdown_heading_leads_the_first_piece_of_a_long_paragraph():
 def test_sentence_packing_with_bound_counts_equals_packing_with_estimates(tokenizer, overlap):
     from chunkwise.segmentation.sentences import split_sentences
     from chunkwise.segmentation.tokens import TokenMap, get_tokenizer
-    from chunkwise.strategies.sentence import _pack
+    from chunkwise.strategies.packing import fill as _pack
 
     rng = random.Random(3)
     words = ["alpha", "beta", "gamma", "delta", "Dr.", "3.5", "é", "中文。", "x" * 40]

@@ -21,7 +21,8 @@ import numpy as np
 
 from ..document import Document
 from ..segmentation.tokens import TokenMap, Tokenizer
-from .base import Span, Strategy, fit_exact, max_chars_for, merge_small, trim_span
+from .base import Span, Strategy, max_chars_for, trim_span
+from .packing import fit_exact, merge_small
 
 
 def _at_word_boundary(text: str, pos: int) -> bool:

@@ -26,8 +26,9 @@ import re
 
 from ..document import Document, Section
 from ..segmentation.tokens import TokenMap, Tokenizer
-from .base import Span, Strategy, max_chars_for, merge_small, trim_span
-from .recursive import _add_overlap, recursive_split_counted
+from .base import Span, Strategy, max_chars_for, trim_span
+from .packing import merge_small, repair, word_overlap
+from .recursive import recursive_split_counted
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")  # what markdown-it counts as a line break
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(?:.*?\r?\n)?(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.DOTALL)
@@ -257,7 +258,7 @@ class MarkdownChunker(Strategy):
         if self.overlap and len(spans) > 1:
             # a chunk keeps its overlap only if its exact count still fits; otherwise it goes back to its
             # plain span (never re-split: that could repeat a neighbour's piece)
-            with_overlap = _add_overlap(text, spans, tm, self.overlap, max_tokens, max_chars_for(max_tokens))
+            with_overlap = word_overlap(text, spans, tm, self.overlap, max_tokens, max_chars_for(max_tokens))
             for k, (plain, wide) in enumerate(zip(list(spans), with_overlap)):
                 if wide != plain:
                     n = tm.exact(text, *wide)
@@ -298,16 +299,5 @@ def _parts(text: str, start: int, end: int, blocks: list[Block]) -> list[tuple[i
 
 def _verify(text: str, spans: list[Span], counts: list[int], tokenizer: Tokenizer, max_tokens: int):
     """Re-split the rare span whose exact count is over the cap (its estimate was a token short)."""
-    if all(c <= max_tokens for c in counts):
-        return spans, counts
-    out_spans: list[Span] = []
-    out_counts: list[int] = []
-    for (a, b), c in zip(spans, counts):
-        if c <= max_tokens:
-            out_spans.append((a, b))
-            out_counts.append(c)
-        else:
-            sub, sub_counts = recursive_split_counted(text, a, b, tokenizer, max_tokens, separators="markdown")
-            out_spans += sub
-            out_counts += sub_counts
-    return out_spans, out_counts
+    return repair(spans, counts, max_tokens, lambda k, _n: recursive_split_counted(
+        text, spans[k][0], spans[k][1], tokenizer, max_tokens, separators="markdown"))
