@@ -141,8 +141,9 @@ class Strategy:
         bounds = regions(doc, self.respect_sections)
         for start, end in bounds:
             region_spans, region_counts = self.split_with_counts(doc, start, end, tokenizer)
+            check_aligned(region_spans, region_counts, f"strategy {self.name!r}")
             spans.extend(region_spans)
-            if counts is not None and region_counts is not None and len(region_counts) == len(region_spans):
+            if counts is not None and region_counts is not None:
                 counts.extend(region_counts)
             else:
                 counts = None
@@ -163,8 +164,17 @@ class Strategy:
         self, doc: Document, start: int, end: int, tokenizer: Tokenizer
     ) -> tuple[list[Span], list[int] | None]:
         """``split`` plus the exact token count of each span when the strategy already has it (it counted
-        to verify the cap), so :func:`build_chunks` does not tokenise everything a second time."""
+        to verify the cap), so :func:`build_chunks` does not tokenise everything a second time. The counts
+        are ``None`` or one per span, in the same order (the classic strategies' :func:`~.packing.pack`
+        returns them so); anything else is an error, never guessed at."""
         return self.split(doc, start, end, tokenizer), None
+
+
+def check_aligned(spans: list[Span], counts: list[int] | None, who: str) -> None:
+    """Raise when ``counts`` is neither ``None`` nor one count per span: a mismatch is a bug in ``who``,
+    and guessing which counts belong to which spans could pass a wrong count (and a chunk over the cap)."""
+    if counts is not None and len(counts) != len(spans):
+        raise RuntimeError(f"internal error: {who} gave {len(counts)} token counts for {len(spans)} spans")
 
 
 def regions(doc: Document, level: int | None) -> list[Span]:
@@ -193,7 +203,8 @@ def tidy(doc: Document, spans: list[Span], counts: list[int] | None, tokenizer: 
     """The rules every strategy keeps (:mod:`chunkwise.strategies.tidy`) on sorted, non-empty spans."""
     from .tidy import tidy_spans
 
-    given: list[int | None] = list(counts) if counts is not None and len(counts) == len(spans) else [None] * len(spans)
+    check_aligned(spans, counts, "tidy")
+    given: list[int | None] = list(counts) if counts is not None else [None] * len(spans)
     pairs = sorted((s, n) for s, n in zip(spans, given) if s[1] > s[0] and not doc.text[s[0]:s[1]].isspace())
     spans = [s for s, _ in pairs]
     if any(n is None for _, n in pairs):
@@ -221,12 +232,13 @@ def build_chunks(
 ) -> list[Chunk]:
     """Turn spans into :class:`Chunk` objects: exact text, token count, deterministic id, provenance.
 
-    Whitespace-only spans are dropped. The cap is checked here for every strategy: a chunk over
-    ``max_tokens`` is a bug in the strategy, reported as such rather than passed on to the user.
+    ``token_counts`` is ``None`` (count here) or one exact count per span, in the same order. Whitespace-only
+    spans are dropped. The cap is checked here for every strategy: a chunk over ``max_tokens`` is a bug in
+    the strategy, reported as such rather than passed on to the user.
     """
     text_all = doc.text
-    paired = token_counts is not None and len(token_counts) == len(spans)
-    aligned: list[int | None] = list(token_counts) if paired and token_counts is not None else [None] * len(spans)
+    check_aligned(spans, token_counts, f"strategy {strategy.name!r}")
+    aligned: list[int | None] = list(token_counts) if token_counts is not None else [None] * len(spans)
     items = sorted(zip(spans, aligned))
     kept: list[Span] = []
     texts: list[str] = []
@@ -238,8 +250,6 @@ def build_chunks(
                 kept.append((a, b))
                 texts.append(text)
                 given.append(n)
-    if not paired and token_counts is not None and len(token_counts) == len(kept):
-        given = list(token_counts)  # counts already aligned with the kept spans
     known = [n for n in given if n is not None]
     counts = known if len(known) == len(given) else tokenizer.count_batch(texts)
     config = strategy.config_id()

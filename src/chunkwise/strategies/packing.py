@@ -71,7 +71,7 @@ def pack(
     if overlap and overlap_by == "words" and len(spans) > 1:
         spans = word_overlap(text, spans, tm, overlap, max_tokens, max_chars)
     counts = tm.counts(text, spans)
-    if all(n <= max_tokens for n in counts):
+    if all(n <= max_tokens and b - a <= max_chars for (a, b), n in zip(spans, counts)):
         return spans, counts
     if resplit is None:
         return repack_exact(text, units, spans, counts, tokenizer, max_tokens, unit_overlap, split_unit)
@@ -80,11 +80,11 @@ def pack(
         (a, b), (pa, pb) = spans[k], plain[k]
         if (a, b) != (pa, pb):  # drop the overlap first
             n = tokenizer.count(text[pa:pb])
-            if n <= max_tokens:
+            if n <= max_tokens and pb - pa <= max_chars:
                 return [(pa, pb)], [n]
         return resplit(pa, pb, n)
 
-    return repair(spans, counts, max_tokens, fix)
+    return repair(spans, counts, max_tokens, fix, max_chars)
 
 
 def fill(units: Sequence[Span], estimate: Estimate, max_tokens: int, max_chars: int, overlap: int = 0,
@@ -193,13 +193,14 @@ def word_overlap(text: str, spans: list[Span], tm: TokenMap, overlap: int, max_t
 
 
 def repair(spans: list[Span], counts: list[int], max_tokens: int,
-           fix: Callable[[int, int], tuple[list[Span], list[int]]]) -> tuple[list[Span], list[int]]:
-    """Keep every span whose exact count fits; replace span ``k`` that counted ``n`` over the cap by
-    ``fix(k, n)``'s spans and counts (the strategy's re-split)."""
+           fix: Callable[[int, int], tuple[list[Span], list[int]]],
+           max_chars: int | None = None) -> tuple[list[Span], list[int]]:
+    """Keep every span whose exact count fits (and, given ``max_chars``, its length); replace span ``k``
+    that counted ``n`` by ``fix(k, n)``'s spans and counts (the strategy's re-split)."""
     out_spans: list[Span] = []
     out_counts: list[int] = []
     for k, (span, n) in enumerate(zip(spans, counts)):
-        if n <= max_tokens:
+        if n <= max_tokens and (max_chars is None or span[1] - span[0] <= max_chars):
             out_spans.append(span)
             out_counts.append(n)
         else:
@@ -216,7 +217,8 @@ def repack_exact(text: str, units: list[Span], spans: list[Span], counts: list[i
 
     Without overlap only the spans over the cap are packed again (from the units inside them); with
     overlap everything from the first of them on, so spans keep overlapping by whole units and never
-    repeat. A unit over the cap on its own is cut by ``split_unit`` (else by :func:`fit_exact`).
+    repeat. A unit over the cap (or the character bound) on its own is cut by ``split_unit`` (else by
+    :func:`fit_exact`).
     """
     max_chars = max_chars_for(max_tokens)
 
@@ -226,7 +228,7 @@ def repack_exact(text: str, units: list[Span], spans: list[Span], counts: list[i
     def fitted(us: list[Span]) -> list[Span]:
         out: list[Span] = []
         for a, b in us:
-            if exact(a, b) <= max_tokens:
+            if b - a <= max_chars and exact(a, b) <= max_tokens:
                 out.append((a, b))
             elif split_unit is not None:
                 out.extend(split_unit(a, b))
@@ -240,8 +242,9 @@ def repack_exact(text: str, units: list[Span], spans: list[Span], counts: list[i
 
     if not overlap:
         return repair(spans, counts, max_tokens,
-                      lambda k, _n: refill([u for u in units if spans[k][0] <= u[0] and u[1] <= spans[k][1]], 0))
-    first_bad = next(i for i, n in enumerate(counts) if n > max_tokens)
+                      lambda k, _n: refill([u for u in units if spans[k][0] <= u[0] and u[1] <= spans[k][1]], 0),
+                      max_chars)
+    first_bad = next(i for i, ((a, b), n) in enumerate(zip(spans, counts)) if n > max_tokens or b - a > max_chars)
     rest_spans, rest_counts = refill([u for u in units if u[0] >= spans[first_bad][0]], overlap)
     return spans[:first_bad] + rest_spans, counts[:first_bad] + rest_counts
 
