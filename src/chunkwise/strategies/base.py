@@ -157,7 +157,10 @@ class Strategy:
 
     def split(self, doc: Document, start: int, end: int, tokenizer: Tokenizer) -> list[Span]:
         """Spans ``(a, b)`` with ``start <= a < b <= end`` covering every non-whitespace character of
-        ``doc.text[start:end]``, each within ``max_tokens``. Implemented by each strategy."""
+        ``doc.text[start:end]``, each within ``max_tokens``. Implemented by each strategy (or given by its
+        ``split_with_counts``: the classic strategies count while they pack, so they implement that one)."""
+        if type(self).split_with_counts is not Strategy.split_with_counts:
+            return self.split_with_counts(doc, start, end, tokenizer)[0]
         raise NotImplementedError
 
     def split_with_counts(

@@ -163,6 +163,3 @@ class FixedTokenChunker(Strategy):
                 if max(merged_counts) <= max_tokens:  # else the estimate was short: keep the windows
                     spans, counts = merged, merged_counts
         return spans, counts
-
-    def split(self, doc: Document, start: int, end: int, tokenizer: Tokenizer) -> list[Span]:
-        return self.split_with_counts(doc, start, end, tokenizer)[0]

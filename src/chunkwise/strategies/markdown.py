@@ -270,9 +270,6 @@ class MarkdownChunker(Strategy):
             counts[i] = c
         return spans, counts
 
-    def split(self, doc: Document, start: int, end: int, tokenizer: Tokenizer) -> list[Span]:
-        return self.split_with_counts(doc, start, end, tokenizer)[0]
-
 
 def _parts(text: str, start: int, end: int, blocks: list[Block]) -> list[tuple[int, int, list]]:
     """Cut ``[start, end)`` at every heading. Each part: (start, end, [(a, b, kind)...]) where the block

@@ -233,12 +233,9 @@ class _Splitter:
 
     def char_pieces(self, a: int, b: int) -> list[Span]:
         """Windows of ``max_tokens`` tokens on token boundaries (and at most ``max_chars`` characters)."""
-        tm, out, pos = self.tm, [], a
-        n = len(tm)
+        out, pos = [], a
         while pos < b:
-            j = tm.first_after(pos) + self.max_tokens
-            e = tm.starts[j] if j < n else b
-            e = min(max(e, pos + 1), b, pos + self.max_chars)
+            e = self.budget_end(pos, b)
             out.append((pos, e))
             pos = e
         return out
@@ -370,6 +367,3 @@ class RecursiveChunker(Strategy):
             doc.text, start, end, tokenizer, self.max_tokens, min_tokens=self.min_tokens,
             overlap=self.overlap, separators=self.separators, keep_separator=self.keep_separator,
         )
-
-    def split(self, doc: Document, start: int, end: int, tokenizer: Tokenizer) -> list[Span]:
-        return self.split_with_counts(doc, start, end, tokenizer)[0]

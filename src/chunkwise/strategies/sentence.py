@@ -92,7 +92,3 @@ class SentenceChunker(Strategy):
         return pack(text, units, tokenizer, max_tokens, token_map=tm, min_tokens=self.min_tokens,
                     overlap=self.overlap, overlap_by="units", counted=(upper[:m].tolist(), lower[m:].tolist()),
                     split_unit=lambda a, b: recursive_split(text, a, b, tokenizer, max_tokens))
-
-    def split(self, doc: Document, start: int, end: int, tokenizer: Tokenizer) -> list[Span]:
-        return self.split_with_counts(doc, start, end, tokenizer)[0]
-
