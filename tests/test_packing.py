@@ -159,3 +159,24 @@ def test_merge_small_merges_only_within_the_cap():
     assert merged == [(0, 3), (4, 7), (8, 15)]  # "a" joins "b"; "c d" has min_tokens already
     assert merge_small([(0, 5), (6, 7)], tm.estimate, 2, 3, 100) == [(0, 5), (6, 7)]  # "d" would pass the cap
     assert merge_small(spans, tm.estimate, 0, 3, 100) == spans
+
+
+def test_counts_are_aligned_or_none_never_guessed():
+    """``split_with_counts`` gives one count per span (or None); a mismatch is reported, not guessed at."""
+    from chunkwise.document import Document
+    from chunkwise.strategies.base import Strategy, build_chunks
+
+    class OneCountShort(Strategy):
+        name = "one-count-short"
+
+        def split_with_counts(self, doc, start, end, tokenizer):
+            return [(start, start + 5), (start + 6, end)], [1]
+
+    doc = Document("Hello world")
+    with pytest.raises(RuntimeError, match="1 token counts for 2 spans"):
+        OneCountShort(max_tokens=10, tokenizer="words").chunk(doc)
+    with pytest.raises(RuntimeError, match="token counts"):
+        build_chunks(doc, [(0, 5), (6, 11)], get_tokenizer("words"), OneCountShort(), [1])
+    assert OneCountShort().split(doc, 0, 11, get_tokenizer("words")) == [(0, 5), (6, 11)]
+    chunks = build_chunks(doc, [(6, 11), (0, 5)], get_tokenizer("words"), OneCountShort(), [1, 1])
+    assert [(c.text, c.token_count) for c in chunks] == [("Hello", 1), ("world", 1)]
