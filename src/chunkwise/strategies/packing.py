@@ -100,9 +100,16 @@ def fill(units: Sequence[Span], estimate: Estimate, max_tokens: int, max_chars: 
     starts = [a for a, _ in units]
     ends = [b for _, b in units]
     est = _span_estimate(starts, ends, estimate, counted)
+    if counted is None:
+        def fits(i: int, j: int) -> bool:  # units i..j inclusive
+            a, b = starts[i], ends[j]
+            return b - a <= max_chars and estimate(a, b) <= max_tokens
+    else:
+        upper, lower = counted
 
-    def fits(i: int, j: int) -> bool:  # units i..j inclusive
-        return ends[j] - starts[i] <= max_chars and est(i, j) <= max_tokens
+        def fits(i: int, j: int) -> bool:
+            a, b = starts[i], ends[j]
+            return b - a <= max_chars and (b <= a or upper[j] - lower[i] <= max_tokens)
 
     spans: list[Span] = []
     i, n = 0, len(units)
@@ -113,14 +120,15 @@ def fill(units: Sequence[Span], estimate: Estimate, max_tokens: int, max_chars: 
             continue
         j = i
         if counted is not None:  # the hot loop, inlined
-            upper, lower = counted
             low, a = lower[i], starts[i]
             while j + 1 < n:
                 b = ends[j + 1]
                 if b - a > max_chars or (b > a and upper[j + 1] - low > max_tokens):
                     break
-                if oversize is not None and not fits(j + 1, j + 1):
-                    break
+                if oversize is not None:  # the unit alone must fit too
+                    c = starts[j + 1]
+                    if b - c > max_chars or (b > c and upper[j + 1] - lower[j + 1] > max_tokens):
+                        break
                 j += 1
         else:
             while j + 1 < n and (oversize is None or fits(j + 1, j + 1)) and fits(i, j + 1):
