@@ -84,7 +84,12 @@ def pack(
                 return [(pa, pb)], [n]
         return resplit(pa, pb, n)
 
-    return repair(spans, counts, max_tokens, fix, max_chars)
+    spans, counts = repair(spans, counts, max_tokens, fix, max_chars)
+    if any(a > c for (a, _), (c, _) in zip(spans, spans[1:])):
+        # the pieces of a re-split span can reach past the start of the next span's word overlap
+        order = sorted(range(len(spans)), key=lambda k: spans[k][0])
+        spans, counts = [spans[k] for k in order], [counts[k] for k in order]
+    return spans, counts
 
 
 def fill(units: Sequence[Span], estimate: Estimate, max_tokens: int, max_chars: int, overlap: int = 0,
