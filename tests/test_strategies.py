@@ -292,7 +292,7 @@ def test_sentence_packing_with_bound_counts_equals_packing_with_estimates(tokeni
     from chunkwise.segmentation.sentences import split_sentences
     from chunkwise.segmentation.token_map import TokenMap
     from chunkwise.segmentation.tokenizers import get_tokenizer
-    from chunkwise.strategies.sentence import _pack
+    from chunkwise.strategies.packing import fill as _pack
 
     rng = random.Random(3)
     words = ["alpha", "beta", "gamma", "delta", "Dr.", "3.5", "é", "中文。", "x" * 40]

@@ -141,8 +141,9 @@ class Strategy:
         bounds = regions(doc, self.respect_sections)
         for start, end in bounds:
             region_spans, region_counts = self.split_with_counts(doc, start, end, tokenizer)
+            check_aligned(region_spans, region_counts, f"strategy {self.name!r}")
             spans.extend(region_spans)
-            if counts is not None and region_counts is not None and len(region_counts) == len(region_spans):
+            if counts is not None and region_counts is not None:
                 counts.extend(region_counts)
             else:
                 counts = None
@@ -156,15 +157,27 @@ class Strategy:
 
     def split(self, doc: Document, start: int, end: int, tokenizer: Tokenizer) -> list[Span]:
         """Spans ``(a, b)`` with ``start <= a < b <= end`` covering every non-whitespace character of
-        ``doc.text[start:end]``, each within ``max_tokens``. Implemented by each strategy."""
+        ``doc.text[start:end]``, each within ``max_tokens``. Implemented by each strategy (or given by its
+        ``split_with_counts``: the classic strategies count while they pack, so they implement that one)."""
+        if type(self).split_with_counts is not Strategy.split_with_counts:
+            return self.split_with_counts(doc, start, end, tokenizer)[0]
         raise NotImplementedError
 
     def split_with_counts(
         self, doc: Document, start: int, end: int, tokenizer: Tokenizer
     ) -> tuple[list[Span], list[int] | None]:
         """``split`` plus the exact token count of each span when the strategy already has it (it counted
-        to verify the cap), so :func:`build_chunks` does not tokenise everything a second time."""
+        to verify the cap), so :func:`build_chunks` does not tokenise everything a second time. The counts
+        are ``None`` or one per span, in the same order (the classic strategies' :func:`~.packing.pack`
+        returns them so); anything else is an error, never guessed at."""
         return self.split(doc, start, end, tokenizer), None
+
+
+def check_aligned(spans: list[Span], counts: list[int] | None, who: str) -> None:
+    """Raise when ``counts`` is neither ``None`` nor one count per span: a mismatch is a bug in ``who``,
+    and guessing which counts belong to which spans could pass a wrong count (and a chunk over the cap)."""
+    if counts is not None and len(counts) != len(spans):
+        raise RuntimeError(f"internal error: {who} gave {len(counts)} token counts for {len(spans)} spans")
 
 
 def regions(doc: Document, level: int | None) -> list[Span]:
@@ -193,7 +206,8 @@ def tidy(doc: Document, spans: list[Span], counts: list[int] | None, tokenizer: 
     """The rules every strategy keeps (:mod:`chunkwise.strategies.tidy`) on sorted, non-empty spans."""
     from .tidy import tidy_spans
 
-    given: list[int | None] = list(counts) if counts is not None and len(counts) == len(spans) else [None] * len(spans)
+    check_aligned(spans, counts, "tidy")
+    given: list[int | None] = list(counts) if counts is not None else [None] * len(spans)
     pairs = sorted((s, n) for s, n in zip(spans, given) if s[1] > s[0] and not doc.text[s[0]:s[1]].isspace())
     spans = [s for s, _ in pairs]
     if any(n is None for _, n in pairs):
@@ -221,12 +235,13 @@ def build_chunks(
 ) -> list[Chunk]:
     """Turn spans into :class:`Chunk` objects: exact text, token count, deterministic id, provenance.
 
-    Whitespace-only spans are dropped. The cap is checked here for every strategy: a chunk over
-    ``max_tokens`` is a bug in the strategy, reported as such rather than passed on to the user.
+    ``token_counts`` is ``None`` (count here) or one exact count per span, in the same order. Whitespace-only
+    spans are dropped. The cap is checked here for every strategy: a chunk over ``max_tokens`` is a bug in
+    the strategy, reported as such rather than passed on to the user.
     """
     text_all = doc.text
-    paired = token_counts is not None and len(token_counts) == len(spans)
-    aligned: list[int | None] = list(token_counts) if paired and token_counts is not None else [None] * len(spans)
+    check_aligned(spans, token_counts, f"strategy {strategy.name!r}")
+    aligned: list[int | None] = list(token_counts) if token_counts is not None else [None] * len(spans)
     items = sorted(zip(spans, aligned))
     kept: list[Span] = []
     texts: list[str] = []
@@ -238,8 +253,6 @@ def build_chunks(
                 kept.append((a, b))
                 texts.append(text)
                 given.append(n)
-    if not paired and token_counts is not None and len(token_counts) == len(kept):
-        given = list(token_counts)  # counts already aligned with the kept spans
     known = [n for n in given if n is not None]
     counts = known if len(known) == len(given) else tokenizer.count_batch(texts)
     config = strategy.config_id()
@@ -294,72 +307,3 @@ def _hash_prefix(*parts: str):
         h.update(len(data).to_bytes(8, "little"))
         h.update(data)
     return h
-
-
-# -- helpers shared by the strategies -------------------------------------------------------------------
-def fit_exact(text: str, start: int, end: int, tokenizer: Tokenizer, max_tokens: int,
-              max_chars: int | None = None) -> tuple[list[Span], list[int]]:
-    """Cover ``text[start:end]`` with consecutive spans whose *exact* counts are within ``max_tokens``.
-
-    The last resort of every strategy (a word longer than the cap, a span whose estimate was too low):
-    cuts fall on token boundaries of the span's own tokenisation, each piece is counted exactly, and a
-    piece over the cap shrinks by its excess until it fits. Returns the spans and their counts.
-    Raises :class:`ConfigError` when a single character needs more tokens than ``max_tokens`` allows.
-    """
-    max_chars = max_chars or max_chars_for(max_tokens)
-    spans: list[Span] = []
-    counts: list[int] = []
-    a = start
-    while a < end:
-        a, _ = trim_span(text, a, end)
-        if a >= end:
-            break
-        piece = text[a:end]
-        # token ends of the remaining text, relative to a
-        ends = [e for _, e in tokenizer.offsets(piece[: max_chars + 1]) if e > 0]
-        limit = min(len(piece), max_chars)
-        cands = sorted({e for e in ends if e <= limit} | {limit})
-        k = min(len(cands), max_tokens) - 1 if len(cands) > max_tokens else len(cands) - 1
-        while True:
-            b = a + cands[k]
-            n = tokenizer.count(text[a:b])
-            if n <= max_tokens:
-                break
-            if k == 0:
-                # cut inside the first token: characters one by one
-                c = cands[0]
-                while c > 1 and tokenizer.count(text[a:a + c]) > max_tokens:
-                    c = max(1, c // 2) if c > 8 else c - 1
-                b = a + c
-                n = tokenizer.count(text[a:b])
-                if n > max_tokens:
-                    raise ConfigError(
-                        f"max_tokens={max_tokens} is too small: the character {text[a]!r} at offset {a} alone "
-                        f"is {n} {tokenizer.name} tokens"
-                    )
-                break
-            k = max(0, k - max(1, n - max_tokens))
-        spans.append((a, b))
-        counts.append(n)
-        a = b
-    return spans, counts
-
-
-def merge_small(spans: list[Span], estimate, min_tokens: int, max_tokens: int, max_chars: int) -> list[Span]:
-    """Merge spans under ``min_tokens`` into a neighbour (the smaller one first) where the cap allows.
-
-    ``estimate(a, b)`` counts a span; spans are sorted and do not overlap. One pass each way keeps this
-    linear; a small span between two full ones stays as it is, since the cap comes first.
-    """
-    if min_tokens <= 0 or len(spans) < 2:
-        return spans
-    out: list[Span] = []
-    for a, b in spans:
-        if out:
-            pa, pb = out[-1]
-            small = estimate(a, b) < min_tokens or estimate(pa, pb) < min_tokens
-            if small and b - pa <= max_chars and estimate(pa, b) <= max_tokens:
-                out[-1] = (pa, b)
-                continue
-        out.append((a, b))
-    return out

@@ -22,7 +22,8 @@ import numpy as np
 from ..document import Document
 from ..segmentation.token_map import TokenMap
 from ..segmentation.tokenizers import Tokenizer
-from .base import Span, Strategy, fit_exact, max_chars_for, merge_small, trim_span
+from .base import Span, Strategy, max_chars_for, trim_span
+from .packing import fit_exact, merge_small
 
 
 def _at_word_boundary(text: str, pos: int) -> bool:
@@ -163,6 +164,3 @@ class FixedTokenChunker(Strategy):
                 if max(merged_counts) <= max_tokens:  # else the estimate was short: keep the windows
                     spans, counts = merged, merged_counts
         return spans, counts
-
-    def split(self, doc: Document, start: int, end: int, tokenizer: Tokenizer) -> list[Span]:
-        return self.split_with_counts(doc, start, end, tokenizer)[0]

@@ -26,8 +26,9 @@ from ..document import Document
 from ..formats.markdown_blocks import Block, markdown_blocks, markdown_sections
 from ..segmentation.token_map import TokenMap
 from ..segmentation.tokenizers import Tokenizer
-from .base import Span, Strategy, max_chars_for, merge_small, trim_span
-from .recursive import _add_overlap, recursive_split_counted
+from .base import Span, Strategy, max_chars_for, trim_span
+from .packing import fill, merge_small, repair, word_overlap
+from .recursive import recursive_split_counted
 
 
 class MarkdownChunker(Strategy):
@@ -85,56 +86,47 @@ class MarkdownChunker(Strategy):
         return _verify(text, spans, counts, tokenizer, max_tokens)
 
     def _pack(self, text: str, blocks: list[tuple[int, int, str]], tokenizer: Tokenizer, tm: TokenMap, fits):
-        """Greedy packing of one part's blocks; oversized blocks are split by the recursive rules."""
+        """Greedy packing of one part's blocks (:func:`~chunkwise.strategies.packing.fill` over the blocks
+        between two too big for one chunk); a block too big is split by the recursive rules, and a run of
+        headings just before it leads its first piece instead of being a chunk alone."""
         max_tokens = self.max_tokens
         spans: list[Span] = []
         counts: list[int | None] = []
-        cur: Span | None = None
 
-        def flush():
-            nonlocal cur
-            if cur is not None:
-                a, b = trim_span(text, *cur)
+        def emit(runs: list[Span]) -> None:
+            for run in runs:
+                a, b = trim_span(text, *run)
                 if b > a:
                     spans.append((a, b))
                     counts.append(None)
-                cur = None
 
-        cur_headings_only = False
-        for a, b, kind in blocks:
-            if not fits(a, b):
-                lead = cur[0] if cur is not None and cur_headings_only else None
-                if lead is None:
-                    flush()
-                cur = None
-                preset = "code" if kind == "code" else "markdown"
-                sub, sub_ints = recursive_split_counted(text, a, b, tokenizer, max_tokens,
-                                                        separators=preset, token_map=tm)
-                sub_counts: list[int | None] = list(sub_ints)
-                if lead is not None:
-                    # a heading followed by a block too big for one chunk leads the block's first piece
-                    if sub and fits(lead, sub[0][1]):
-                        sub, sub_counts = [(lead, sub[0][1])] + sub[1:], [None, *sub_counts[1:]]
-                    else:
-                        lead_span = trim_span(text, lead, a)
-                        sub, sub_counts = [lead_span] + sub, [None, *sub_counts]
-                spans += sub
-                counts += sub_counts
-            elif cur is None:
-                cur = (a, b)
-                cur_headings_only = kind == "heading"
-            elif fits(cur[0], b):
-                cur = (cur[0], b)
-                cur_headings_only = cur_headings_only and kind == "heading"
-            else:
-                flush()
-                cur = (a, b)
-                cur_headings_only = kind == "heading"
-        flush()
+        done = 0
+        for k, (a, b, kind) in enumerate(blocks):
+            if fits(a, b):
+                continue
+            runs = fill([(x, y) for x, y, _ in blocks[done:k]], tm.estimate, max_tokens, max_chars_for(max_tokens))
+            lead = None
+            if runs and all(kd == "heading" for x, _, kd in blocks[done:k] if x >= runs[-1][0]):
+                lead = runs.pop()[0]
+            emit(runs)
+            done = k + 1
+            preset = "code" if kind == "code" else "markdown"
+            sub, sub_ints = recursive_split_counted(text, a, b, tokenizer, max_tokens,
+                                                    separators=preset, token_map=tm)
+            sub_counts: list[int | None] = list(sub_ints)
+            if lead is not None:
+                # a heading followed by a block too big for one chunk leads the block's first piece
+                if sub and fits(lead, sub[0][1]):
+                    sub, sub_counts = [(lead, sub[0][1])] + sub[1:], [None, *sub_counts[1:]]
+                else:
+                    sub, sub_counts = [trim_span(text, lead, a)] + sub, [None, *sub_counts]
+            spans += sub
+            counts += sub_counts
+        emit(fill([(x, y) for x, y, _ in blocks[done:]], tm.estimate, max_tokens, max_chars_for(max_tokens)))
         if self.overlap and len(spans) > 1:
             # a chunk keeps its overlap only if its exact count still fits; otherwise it goes back to its
             # plain span (never re-split: that could repeat a neighbour's piece)
-            with_overlap = _add_overlap(text, spans, tm, self.overlap, max_tokens, max_chars_for(max_tokens))
+            with_overlap = word_overlap(text, spans, tm, self.overlap, max_tokens, max_chars_for(max_tokens))
             for k, (plain, wide) in enumerate(zip(list(spans), with_overlap)):
                 if wide != plain:
                     n = tm.exact(text, *wide)
@@ -145,9 +137,6 @@ class MarkdownChunker(Strategy):
         for i, c in zip(todo, tm.counts(text, [spans[i] for i in todo])):
             counts[i] = c
         return spans, counts
-
-    def split(self, doc: Document, start: int, end: int, tokenizer: Tokenizer) -> list[Span]:
-        return self.split_with_counts(doc, start, end, tokenizer)[0]
 
 
 def _parts(text: str, start: int, end: int, blocks: list[Block]) -> list[tuple[int, int, list]]:
@@ -175,16 +164,5 @@ def _parts(text: str, start: int, end: int, blocks: list[Block]) -> list[tuple[i
 
 def _verify(text: str, spans: list[Span], counts: list[int], tokenizer: Tokenizer, max_tokens: int):
     """Re-split the rare span whose exact count is over the cap (its estimate was a token short)."""
-    if all(c <= max_tokens for c in counts):
-        return spans, counts
-    out_spans: list[Span] = []
-    out_counts: list[int] = []
-    for (a, b), c in zip(spans, counts):
-        if c <= max_tokens:
-            out_spans.append((a, b))
-            out_counts.append(c)
-        else:
-            sub, sub_counts = recursive_split_counted(text, a, b, tokenizer, max_tokens, separators="markdown")
-            out_spans += sub
-            out_counts += sub_counts
-    return out_spans, out_counts
+    return repair(spans, counts, max_tokens, lambda k, _n: recursive_split_counted(
+        text, spans[k][0], spans[k][1], tokenizer, max_tokens, separators="markdown"))

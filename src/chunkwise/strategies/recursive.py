@@ -34,7 +34,8 @@ from ..document import Document
 from ..errors import ConfigError
 from ..segmentation.token_map import TokenMap
 from ..segmentation.tokenizers import Tokenizer
-from .base import Span, Strategy, fit_exact, max_chars_for, merge_small, trim_span
+from .base import Span, Strategy, max_chars_for, trim_span
+from .packing import fill, fit_exact, pack
 
 _SENTENCES = "<sentences>"
 _CHARACTERS = ""
@@ -233,87 +234,25 @@ class _Splitter:
 
     def char_pieces(self, a: int, b: int) -> list[Span]:
         """Windows of ``max_tokens`` tokens on token boundaries (and at most ``max_chars`` characters)."""
-        tm, out, pos = self.tm, [], a
-        n = len(tm)
+        out, pos = [], a
         while pos < b:
-            j = tm.first_after(pos) + self.max_tokens
-            e = tm.starts[j] if j < n else b
-            e = min(max(e, pos + 1), b, pos + self.max_chars)
+            e = self.budget_end(pos, b)
             out.append((pos, e))
             pos = e
         return out
 
     def merge(self, pieces: list[Span], next_level: int) -> list[Span]:
-        """Greedy merge of consecutive fitting pieces; pieces too big are split at ``next_level``."""
-        m = len(pieces)
-        if m >= 8:
+        """Greedy merge of consecutive fitting pieces (:func:`~chunkwise.strategies.packing.fill`); pieces
+        too big are split at ``next_level``. Eight or more contiguous pieces are planned with bound counts."""
+        counted = None
+        if len(pieces) >= 8:
             bounds = [pa for pa, _ in pieces]
             bounds.append(pieces[-1][1])
             if all(pb == bounds[k + 1] for k, (_, pb) in enumerate(pieces)):
                 upper, lower = self.tm.bound_counts(bounds)
-                return self._merge_counted(bounds, upper.tolist(), lower.tolist(), next_level)
-        out: list[Span] = []
-        cur: Span | None = None
-        for pa, pb in pieces:
-            if not self.fits(pa, pb):
-                if cur is not None:
-                    out.append(cur)
-                    cur = None
-                out.extend(self.split(pa, pb, next_level))
-            elif cur is None:
-                cur = (pa, pb)
-            elif self.fits(cur[0], pb):
-                cur = (cur[0], pb)
-            else:
-                out.append(cur)
-                cur = (pa, pb)
-        if cur is not None:
-            out.append(cur)
-        return out
-
-
-    def _merge_counted(self, B: list[int], U: list[int], L: list[int], next_level: int) -> list[Span]:
-        """:meth:`merge` over bounds ``B`` with the counts of :meth:`TokenMap.bound_counts` (same result,
-        without two binary searches per piece)."""
-        mt, mc = self.max_tokens, self.max_chars
-        out: list[Span] = []
-        cur = -1  # index of the bound where the current merged span starts
-        for k in range(len(B) - 1):
-            a, b = B[k], B[k + 1]
-            if not (b - a <= mc and (b <= a or U[k + 1] - L[k] <= mt)):  # the piece alone does not fit
-                if cur >= 0:
-                    out.append((B[cur], a))
-                    cur = -1
-                out.extend(self.split(a, b, next_level))
-            elif cur < 0:
-                cur = k
-            elif not (b - B[cur] <= mc and (b <= B[cur] or U[k + 1] - L[cur] <= mt)):
-                out.append((B[cur], a))
-                cur = k
-        if cur >= 0:
-            out.append((B[cur], B[-1]))
-        return out
-
-
-def _add_overlap(text: str, spans: list[Span], tm: TokenMap, overlap: int, max_tokens: int,
-                 max_chars: int) -> list[Span]:
-    """Start each chunk up to ``overlap`` tokens early, at a word start inside the previous chunk, as long
-    as the longer chunk still fits."""
-    out = [spans[0]]
-    for (pa, _pb), (a, b) in zip(spans, spans[1:]):
-        i = max(0, tm.first_after(a) - overlap)
-        p = max(tm.starts[i] if i < len(tm) else a, pa + 1)
-        while p < a:
-            at_word = text[p - 1].isspace() and not text[p].isspace()
-            if at_word and tm.estimate(p, a) <= overlap and tm.estimate(p, b) <= max_tokens and b - p <= max_chars:
-                break
-            m = _WORD_START.search(text, p, a)
-            p = m.end() if m else a
-        out.append((min(p, a), b))
-    return out
-
-
-_WORD_START = re.compile(r"\s+(?=\S)")
+                counted = (upper[1:].tolist(), lower[:-1].tolist())
+        return fill(pieces, self.tm.estimate, self.max_tokens, self.max_chars, counted=counted,
+                    oversize=lambda a, b: self.split(a, b, next_level))
 
 
 def recursive_split_counted(
@@ -342,31 +281,9 @@ def recursive_split_counted(
     splitter = _Splitter(text, tokenizer, max_tokens, levels, keep, tm, max_chars)
     spans = [trim_span(text, a, b) for a, b in splitter.split(start, end)]
     spans = [(a, b) for a, b in spans if b > a]
-    spans = merge_small(spans, tm.estimate, min_tokens, max_tokens, max_chars)
-    plain = spans
-    if overlap and len(spans) > 1:
-        spans = _add_overlap(text, spans, tm, overlap, max_tokens, max_chars)
-    counts = tm.counts(text, spans)
-    if all(n <= max_tokens for n in counts):
-        return spans, counts
-    # repair the few chunks whose estimate was too low
-    out_spans: list[Span] = []
-    out_counts: list[int] = []
-    for (a, b), (pa, pb), n in zip(spans, plain, counts):
-        if n <= max_tokens:
-            out_spans.append((a, b))
-            out_counts.append(n)
-            continue
-        if (a, b) != (pa, pb):  # drop the overlap first
-            n = tokenizer.count(text[pa:pb])
-            if n <= max_tokens:
-                out_spans.append((pa, pb))
-                out_counts.append(n)
-                continue
-        sub_spans, sub_counts = _resplit(text, pa, pb, tokenizer, max_tokens, levels, keep, n)
-        out_spans.extend(sub_spans)
-        out_counts.extend(sub_counts)
-    return out_spans, out_counts
+    return pack(text, spans, tokenizer, max_tokens, token_map=tm, min_tokens=min_tokens, overlap=overlap,
+                overlap_by="words", packed=True,
+                resplit=lambda a, b, n: _resplit(text, a, b, tokenizer, max_tokens, levels, keep, n))
 
 
 def _resplit(text: str, a: int, b: int, tokenizer: Tokenizer, max_tokens: int, levels: list[_Level],
@@ -453,6 +370,3 @@ class RecursiveChunker(Strategy):
             doc.text, start, end, tokenizer, self.max_tokens, min_tokens=self.min_tokens,
             overlap=self.overlap, separators=self.separators, keep_separator=self.keep_separator,
         )
-
-    def split(self, doc: Document, start: int, end: int, tokenizer: Tokenizer) -> list[Span]:
-        return self.split_with_counts(doc, start, end, tokenizer)[0]

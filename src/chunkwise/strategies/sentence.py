@@ -18,7 +18,8 @@ import numpy as np
 from ..document import Document
 from ..segmentation.token_map import TokenMap
 from ..segmentation.tokenizers import Tokenizer
-from .base import Span, Strategy, max_chars_for, merge_small
+from .base import Span, Strategy, max_chars_for
+from .packing import pack
 from .recursive import recursive_split
 
 
@@ -27,6 +28,7 @@ class SentenceChunker(Strategy):
     ``blingfire``) and ``language`` hints it (``en``, ``de``, ``zh``, ``ja``)."""
 
     name = "sentence"
+    min_tokens: int  # never None here (only the semantic strategies have a default of their own)
 
     def __init__(
         self,
@@ -79,114 +81,16 @@ class SentenceChunker(Strategy):
         return units
 
     def split_with_counts(self, doc: Document, start: int, end: int, tokenizer: Tokenizer):
+        """Sentences (and the pieces of over-long ones) packed by :func:`~chunkwise.strategies.packing.pack`:
+        overlap in whole sentences, repair by packing the sentences of a span over the cap again."""
         text = doc.text
-        max_tokens, overlap = self.max_tokens, self.overlap
-        max_chars = max_chars_for(max_tokens)
+        max_tokens = self.max_tokens
         tm = TokenMap(text[start:end], tokenizer, base=start)
         units = self.units(text, start, end, tokenizer, tm, doc.metadata.get("units"))
         if not units:
             return [], []
         upper, lower = tm.bound_counts([b for _, b in units] + [a for a, _ in units])
         m = len(units)
-        spans = _pack(units, tm.estimate, max_tokens, max_chars, overlap,
-                      counted=(upper[:m].tolist(), lower[m:].tolist()))
-        if self.min_tokens:
-            spans = merge_small(spans, tm.estimate, self.min_tokens, max_tokens, max_chars)
-        counts = tm.counts(text, spans)
-        if all(n <= max_tokens for n in counts):
-            return spans, counts
-        return self._repair(text, units, spans, counts, tokenizer)
-
-    def _repair(self, text: str, units: list[Span], spans: list[Span], counts: list[int], tokenizer: Tokenizer):
-        """Pack again, counting exactly, where a chunk's exact count came out over the cap (its estimate was
-        a token or two short, or a unit was a word that one tokenisation makes [UNK] and another does not).
-        Without overlap only the chunks over the cap are packed again; with overlap everything from the
-        first of them on, so chunks keep overlapping by whole units and never repeat."""
-        max_tokens, max_chars = self.max_tokens, max_chars_for(self.max_tokens)
-
-        def exact(a: int, b: int) -> int:
-            return tokenizer.count(text[a:b])
-
-        def fitted(us: list[Span]) -> list[Span]:
-            out: list[Span] = []
-            for a, b in us:
-                if exact(a, b) <= max_tokens:
-                    out.append((a, b))
-                else:
-                    out.extend(recursive_split(text, a, b, tokenizer, max_tokens))
-            return out
-
-        out_spans: list[Span] = []
-        out_counts: list[int] = []
-        if not self.overlap:
-            for (a, b), n in zip(spans, counts):
-                if n <= max_tokens:
-                    out_spans.append((a, b))
-                    out_counts.append(n)
-                    continue
-                inner = fitted([u for u in units if a <= u[0] and u[1] <= b])
-                for x, y in _pack(inner, exact, max_tokens, max_chars, 0):
-                    out_spans.append((x, y))
-                    out_counts.append(exact(x, y))
-            return out_spans, out_counts
-        first_bad = next(i for i, n in enumerate(counts) if n > max_tokens)
-        out_spans, out_counts = spans[:first_bad], counts[:first_bad]
-        rest = fitted([u for u in units if u[0] >= spans[first_bad][0]])
-        for x, y in _pack(rest, exact, max_tokens, max_chars, self.overlap):
-            out_spans.append((x, y))
-            out_counts.append(exact(x, y))
-        return out_spans, out_counts
-
-    def split(self, doc: Document, start: int, end: int, tokenizer: Tokenizer) -> list[Span]:
-        return self.split_with_counts(doc, start, end, tokenizer)[0]
-
-
-def _pack(units: list[Span], estimate, max_tokens: int, max_chars: int, overlap: int,
-          counted: tuple[list[int], list[int]] | None = None) -> list[Span]:
-    """Greedy packing of consecutive units; with ``overlap``, trailing units are repeated.
-
-    ``counted``: ``(upper, lower)`` from :meth:`TokenMap.bound_counts` at the units' ends and starts, so
-    that ``estimate(units[i][0], units[j][1]) == max(0, upper[j] - lower[i])``: no search per step.
-    """
-    starts = [a for a, _ in units]
-    ends = [b for _, b in units]
-    if counted is not None:
-        upper, lower = counted
-
-        def est(i: int, j: int) -> int:  # units i..j inclusive
-            return upper[j] - lower[i] if ends[j] > starts[i] else 0
-    else:
-        def est(i: int, j: int) -> int:
-            return estimate(starts[i], ends[j])
-
-    def fits(i: int, j: int) -> bool:  # units i..j inclusive
-        return ends[j] - starts[i] <= max_chars and est(i, j) <= max_tokens
-
-    spans: list[Span] = []
-    i, n = 0, len(units)
-    while i < n:
-        j = i
-        if counted is not None:  # the hot loop, inlined
-            a, low = starts[i], lower[i]
-            while j + 1 < n:
-                b = ends[j + 1]
-                if b - a > max_chars or (b > a and upper[j + 1] - low > max_tokens):
-                    break
-                j += 1
-        else:
-            while j + 1 < n and fits(i, j + 1):
-                j += 1
-        spans.append((units[i][0], units[j][1]))
-        if j + 1 >= n:
-            break
-        nxt = j + 1
-        if overlap:
-            k = j + 1
-            # the largest number of trailing units (never all of them) whose tokens fit in `overlap`
-            while k - 1 > i and est(k - 1, j) <= overlap:
-                k -= 1
-            while k <= j and not fits(k, j + 1):  # the next chunk must still take the next unit
-                k += 1
-            nxt = k
-        i = nxt
-    return spans
+        return pack(text, units, tokenizer, max_tokens, token_map=tm, min_tokens=self.min_tokens,
+                    overlap=self.overlap, overlap_by="units", counted=(upper[:m].tolist(), lower[m:].tolist()),
+                    split_unit=lambda a, b: recursive_split(text, a, b, tokenizer, max_tokens))
