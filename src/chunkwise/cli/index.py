@@ -39,6 +39,8 @@ def open_index(args: argparse.Namespace):
     if args.timeout is not None and args.timeout <= 0:
         raise ConfigError(f"--timeout must be > 0, got {args.timeout}")
     options = {"base_url": args.base_url} if getattr(args, "base_url", None) else {}
+    if getattr(args, "embedder_backend", None):
+        options["backend"] = args.embedder_backend
     return Index(db=args.db, uri=args.uri, token=args.token or os.environ.get("MILVUS_TOKEN"),
                  collection=args.collection, embedder=getattr(args, "embedder", None),
                  cache=not getattr(args, "no_cache", False), cache_dir=getattr(args, "cache_dir", None),
@@ -154,7 +156,7 @@ def run_index(args: argparse.Namespace) -> int:
             warnings.simplefilter("ignore", DecodingWarning)  # printed below, once, from report.warnings
             report = index.add(
                 args.paths, strategy=name, params=params, vectors=args.vectors, late=args.late,
-                late_options={"window": args.late_window, "overlap": args.late_overlap} if args.late else None,
+                late_options={"late_window": args.late_window, "overlap": args.late_overlap} if args.late else None,
                 context=args.context, context_options=_context_options(args), prune=args.prune,
                 include=args.include, exclude=args.exclude, load_options=load_options,
                 batch_size=args.batch_size, recreate=args.recreate, progress=not quiet)

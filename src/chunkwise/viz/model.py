@@ -139,7 +139,7 @@ class _Remember:
         self.inner = inner
         self.memo: dict[str, Any] = {}
 
-    def __getattr__(self, name: str) -> Any:  # tokenizer, max_tokens, dim, model_id...
+    def __getattr__(self, name: str) -> Any:  # tokenizer, model_window, dim, model_id...
         return getattr(self.inner, name)
 
     def embed(self, texts):
