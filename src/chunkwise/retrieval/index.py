@@ -333,12 +333,12 @@ class Index:
             else:
                 what += f" (now {new['strategy']['name']!r})"
             diffs.append(what)
-        if "window" in (old.get("late_options") or {}):  # recorded before the rename to late_window
-            lo = dict(old["late_options"])
-            old = {**old, "late_options": dict(sorted({**lo, "late_window": lo.pop("window")}.items()))}
-        if "max_tokens" in (old.get("context_options") or {}):  # llm context, before the rename to answer_tokens
-            co = dict(old["context_options"])
-            old = {**old, "context_options": dict(sorted({**co, "answer_tokens": co.pop("max_tokens")}.items()))}
+        # recorded before the renames (late chunking's window, the llm context's max_tokens): the same thing
+        for key, was, now in (("late_options", "window", "late_window"), ("context_options", "max_tokens", "answer_tokens")):
+            if was in (old.get(key) or {}):
+                opts = dict(old[key])
+                opts[now] = opts.pop(was)
+                old = {**old, key: dict(sorted(opts.items()))}
         for key in ("vectors", "late", "late_options", "context", "context_options"):
             if old.get(key) != new[key]:
                 diffs.append(f"{key}={old.get(key)!r} (now {new[key]!r})")
