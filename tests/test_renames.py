@@ -71,6 +71,26 @@ def test_embedder_subclass_written_for_the_old_contract_still_works():
         assert late_chunk_vectors(TEXT, [], old).shape == (0, old.dim)
 
 
+def test_embedder_wrapper_with_an_old_max_tokens_property():
+    with pytest.warns(DeprecationWarning, match="embedder class OldWrapper"):
+        class OldWrapper(Embedder):  # a wrapper written against the old contract
+            def __init__(self, inner):
+                self.inner = inner
+
+            @property
+            def max_tokens(self):
+                return self.inner.model_window
+
+            @property
+            def tokenizer(self):
+                return self.inner.tokenizer
+
+            def embed(self, texts):
+                return self.inner.embed(texts)
+
+    assert OldWrapper(FakeEmbedder(model_window=11)).model_window == 11
+
+
 def test_minilm_model_window_and_old_window_give_the_same_model(no_warnings):
     new = get_embedder("minilm", model_window=254, cache=False)
     with pytest.warns(DeprecationWarning, match="'window' is deprecated, use 'model_window'"):

@@ -65,11 +65,11 @@ class Embedder(ABC):
     texts_embedded: int = 0
 
     def __init_subclass__(cls, **kw: Any) -> None:
-        """A subclass written for the old contract (``max_tokens = 256`` in its body) still works: the value
-        becomes ``model_window``, with a deprecation warning."""
+        """A subclass written for the old contract (``max_tokens = 256`` or a ``max_tokens`` property in its
+        body) still works: it becomes ``model_window``, with a deprecation warning."""
         super().__init_subclass__(**kw)
         old = cls.__dict__.get("max_tokens")
-        if old is not None and not isinstance(old, property):
+        if old is not None and old is not Embedder.__dict__.get("max_tokens"):  # a value or its own property
             warn_renamed("max_tokens", "model_window", f"embedder class {cls.__name__}")
             cls.model_window = old
             setattr(cls, "max_tokens", Embedder.__dict__["max_tokens"])  # noqa: B010 - restore the property
