@@ -66,7 +66,7 @@ def register(subparsers) -> None:
     g.add_argument("--late", action="store_true",
                    help="late chunking: pool chunk vectors from token vectors of the whole document")
     g.add_argument("--late-window", type=int, default=None, metavar="TOKENS",
-                   help="late chunking macro-window size (default: 256, at most the model's window)")
+                   help="late chunking macro-window size (default: 256, at most the embedder's model_window)")
     g.add_argument("--late-overlap", type=int, default=None, metavar="TOKENS",
                    help="tokens shared by consecutive late-chunking windows")
     g.add_argument("--context", default=None, metavar="MODE",
