@@ -114,7 +114,7 @@ def window_study(minilm_512, sentences_by_corpus) -> dict:
     """Chunks of 300-500 minilm tokens built from consecutive sentences."""
     from chunkwise.embeddings.minilm import MiniLMEmbedder
 
-    w256 = MiniLMEmbedder(window=256)
+    w256 = MiniLMEmbedder(model_window=254)
     tok = minilm_512.tokenizer
     chunks = []
     for sents in sentences_by_corpus:
@@ -301,7 +301,7 @@ def main() -> None:
     backends: dict[str, object] = {"minilm": get_embedder("minilm", cache=False)}
     if not args.skip_torch:
         try:
-            backends["minilm-torch"] = get_embedder("minilm-torch", cache=False)
+            backends["minilm-torch"] = get_embedder("minilm", backend="torch", cache=False)
         except Exception as exc:  # the torch extra is optional
             print(f"minilm-torch skipped: {exc}")
     try:

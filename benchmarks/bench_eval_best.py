@@ -36,7 +36,7 @@ def main(argv=None) -> int:
 
     cfg = json.loads(Path(a.config).read_text(encoding="utf-8"))
     best = spec_from_params(cfg["strategy"], cfg["params"], label="best-config", run=cfg.get("run"))
-    ev = Evaluator(load_dataset(a.data), get_embedder("minilm", window=256), k=5)
+    ev = Evaluator(load_dataset(a.data), get_embedder("minilm", model_window=254), k=5)
     report = ev.evaluate([best, *[parse_run_spec(r) for r in ROWS]])
     print(f"{'run':20s} {'recall@5':>9s} {'IoU@5':>7s}   Δ recall [95% CI]        Δ IoU [95% CI]")
     for r in report.runs:

@@ -3,7 +3,7 @@
 Chroma ("Evaluating Chunking Strategies for Retrieval", 2024) evaluated LangChain-style chunkers on its
 general evaluation set (5 corpora, 472 questions, all corpora in one collection, n = 5 retrieved chunks).
 Configured like theirs -- cl100k token counts, their separators, all-MiniLM-L6-v2 truncated at 256
-positions as sentence-transformers does (``minilm`` with ``window=256``) -- our strategies should land
+positions as sentence-transformers does (``minilm`` with ``model_window=254``, 256 positions) -- our strategies should land
 within +-2 recall and +-1 IoU of the published numbers:
 
     Recursive 200/0   recall 75.7  IoU 6.5
@@ -50,7 +50,7 @@ def run(data: Path, docs: list[str] | None = None, window: int = 256, configs=CO
     ds = load_dataset(data)
     if docs:
         ds = ds.subset(docs)
-    embedder = get_embedder("minilm", window=window)
+    embedder = get_embedder("minilm", model_window=window - 2)  # window: positions, [CLS]/[SEP] included
     ev = Evaluator(ds, embedder, k=5, progress=progress)
     t0 = time.perf_counter()
     rows, results = [], []

@@ -36,7 +36,7 @@ def main() -> None:
     name, params, run = load_config(args.config)
     spec = runner.spec_from_params(name, params, run=run)
     dataset = load_dataset(args.data)
-    embedder = get_embedder("minilm", window=args.embed_window)
+    embedder = get_embedder("minilm", model_window=args.embed_window - 2)  # the flag counts [CLS]/[SEP]
     full_fn = runner.Evaluator._zscore_fused
     rows = []
 

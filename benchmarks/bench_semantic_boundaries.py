@@ -47,7 +47,7 @@ class MemoEmbedder(Embedder):
         self.inner = inner
         self.model_id = inner.model_id
         self.dim = inner.dim
-        self.max_tokens = inner.max_tokens
+        self.model_window = inner.model_window
         self.memo: dict[str, np.ndarray] = {}
 
     @property
@@ -140,7 +140,7 @@ SETTINGS: list[tuple[str, dict]] = [
     # semantic (Kamradt / LangChain); LangChain's defaults are buffer_size=1, percentile 95
     ("semantic", dict(buffer_size=1)),
     ("semantic", dict(buffer_size=2)),
-    ("semantic", dict(buffer_size=1, window="text")),
+    ("semantic", dict(buffer_size=1, buffer_vectors="text")),
     ("semantic", dict(threshold_amount=90)),
     ("semantic", dict(buffer_size=1, threshold_amount=90)),
     ("semantic", dict(buffer_size=1, threshold_amount=80)),

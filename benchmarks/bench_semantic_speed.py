@@ -114,7 +114,7 @@ def run_chunkwise(name: str, text: str, rec: Recorder, params: dict) -> list[str
     class Adapter:  # the chunkwise Embedder interface, recording
         model_id = rec.inner.model_id
         dim = rec.inner.dim
-        max_tokens = rec.inner.max_tokens
+        model_window = rec.inner.model_window
         tokenizer = rec.inner.tokenizer
 
         def embed(self, texts):
@@ -153,7 +153,7 @@ def overhead(text: str, repeat: int) -> int:
     inner = get_embedder("minilm", cache=False)
 
     class Free(Embedder):
-        model_id, dim, max_tokens = "free", inner.dim, inner.max_tokens
+        model_id, dim, model_window = "free", inner.dim, inner.model_window
         tokenizer = inner.tokenizer
 
         def embed(self, texts):

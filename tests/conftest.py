@@ -26,9 +26,9 @@ CHROMA = SHARED / "chroma-eval"
 class FakeEmbedder(Embedder):
     """Hashed bag-of-words vectors: texts that share words are similar, others are nearly orthogonal."""
 
-    def __init__(self, dim: int = 64, max_tokens: int = 510, tokenizer: str = "words"):
+    def __init__(self, dim: int = 64, model_window: int = 510, tokenizer: str = "words"):
         self.dim = dim
-        self.max_tokens = max_tokens
+        self.model_window = model_window
         self.model_id = f"fake-bow-{dim}"
         self._tokenizer = get_tokenizer(tokenizer)
         self.calls: list[list[str]] = []
@@ -56,7 +56,7 @@ class FakeEmbedder(Embedder):
         return l2_normalize(np.stack([self._vec(t) for t in texts]))
 
     def embed_tokens(self, text):
-        spans = [m.span() for m in re.finditer(r"\w+", text)][: self.max_tokens]
+        spans = [m.span() for m in re.finditer(r"\w+", text)][: self.model_window]
         if not spans:
             return np.zeros((0, self.dim), dtype=np.float32), []
         return l2_normalize(np.stack([self._vec(text[a:b]) for a, b in spans])), spans

@@ -78,7 +78,7 @@ def test_tune_leaderboard_names_each_metric_once(dataset, tmp_path, capsys):  # 
 
 def test_embedder_factory_validates_like_strategies():
     # ``get_embedder`` here is the real factory (imported before the autouse fixture patches the module)
-    with pytest.raises(ConfigError, match="embedder 'minilm' has no parameter bogus; valid: window, batch_size"):
+    with pytest.raises(ConfigError, match="embedder 'minilm' has no parameter bogus; valid: model_window, batch_size"):
         get_embedder("minilm", bogus=1)
     with pytest.raises(ConfigError, match="unknown embedder 'nope'"):
         get_embedder("nope")

@@ -34,8 +34,8 @@ class WordEmbedder(Embedder):
     """Token = run of non-whitespace (the same as its tokenizer); a token's vector depends only on the word,
     so late chunking with any windows must give exactly what one big window gives."""
 
-    def __init__(self, max_tokens: int = 50, dim: int = 32):
-        self.max_tokens, self.dim, self.model_id = max_tokens, dim, "word-test"
+    def __init__(self, model_window: int = 50, dim: int = 32):
+        self.model_window, self.dim, self.model_id = model_window, dim, "word-test"
         self.windows: list[str] = []
 
     @property
@@ -48,7 +48,7 @@ class WordEmbedder(Embedder):
 
     def embed_tokens(self, text):
         self.windows.append(text)
-        spans = [m.span() for m in re.finditer(r"\S+", text)][: self.max_tokens]
+        spans = [m.span() for m in re.finditer(r"\S+", text)][: self.model_window]
         vecs = np.stack([word_vec(text[a:b], self.dim) for a, b in spans]) if spans else np.zeros((0, self.dim))
         return vecs.astype(np.float32), spans
 
@@ -58,7 +58,7 @@ class PositionEmbedder(WordEmbedder):
 
     def embed_tokens(self, text):
         self.windows.append(text)
-        spans = [m.span() for m in re.finditer(r"\S+", text)][: self.max_tokens]
+        spans = [m.span() for m in re.finditer(r"\S+", text)][: self.model_window]
         n = len(spans)
         vecs = np.array([[i, n - 1 - i, 1.0] + [0.0] * (self.dim - 3) for i in range(n)], dtype=np.float32)
         return vecs.reshape(n, self.dim), spans
@@ -83,7 +83,7 @@ def test_single_window_equals_mean_of_tokens_inside_each_chunk():
     doc = Document(TEXT)
     spans = [(0, 17), (18, 41), (42, 98), (99, len(TEXT))]
     chunks = make_chunks(doc, spans)
-    emb = WordEmbedder(max_tokens=100)
+    emb = WordEmbedder(model_window=100)
     got = late_chunk_vectors(doc, chunks, emb)
     assert got.shape == (4, emb.dim) and got.dtype == np.float32
     assert len(emb.windows) == 1 and emb.windows[0] == TEXT
@@ -103,15 +103,15 @@ def test_token_straddling_a_boundary_goes_to_the_chunk_holding_most_of_it():
 def test_overlapping_chunks_share_tokens():
     doc = Document(TEXT)
     chunks = make_chunks(doc, [(0, 41), (18, 98)])
-    emb = WordEmbedder(max_tokens=100)
+    emb = WordEmbedder(model_window=100)
     np.testing.assert_allclose(late_chunk_vectors(doc, chunks, emb), brute_force(doc, chunks, emb), atol=1e-5)
 
 
 def test_macro_windows_cover_every_token_once_from_its_best_window():
     text = " ".join(f"w{i}" for i in range(100))
-    emb = PositionEmbedder(max_tokens=20)
+    emb = PositionEmbedder(model_window=20)
     stats = LateChunkingStats()
-    vecs, spans = document_token_vectors(text, emb, window=20, overlap=8, stats=stats)
+    vecs, spans = document_token_vectors(text, emb, late_window=20, overlap=8, stats=stats)
     assert [tuple(s) for s in spans] == get_tokenizer("words").offsets(text)
     assert stats.windows == len(emb.windows) > 1 and stats.tokens == 100
     # every token comes from the window where it is farthest from an artificial edge
@@ -133,8 +133,8 @@ def test_macro_windows_match_one_big_window_for_a_position_independent_model():
     spans = [(m.start(), min(m.start() + 90, len(text))) for m in re.finditer(r"tok\d+", text)][::25]
     spans = [(a, b if text[b - 1] != " " else b - 1) for a, b in spans]
     chunks = make_chunks(doc, spans)
-    big = late_chunk_vectors(doc, chunks, WordEmbedder(max_tokens=1000))
-    small = late_chunk_vectors(doc, chunks, WordEmbedder(max_tokens=40), window=40, overlap=10)
+    big = late_chunk_vectors(doc, chunks, WordEmbedder(model_window=1000))
+    small = late_chunk_vectors(doc, chunks, WordEmbedder(model_window=40), late_window=40, overlap=10)
     np.testing.assert_allclose(small, big, atol=1e-5)
 
 
@@ -159,13 +159,13 @@ def test_property_any_text_any_windows(parts, window, data):
             spans.append((a, b))
     doc = Document(text)
     chunks = make_chunks(doc, spans)
-    emb = WordEmbedder(max_tokens=window)
+    emb = WordEmbedder(model_window=window)
     stats = LateChunkingStats()
-    got = late_chunk_vectors(doc, chunks, emb, window=window, overlap=overlap, stats=stats)
+    got = late_chunk_vectors(doc, chunks, emb, late_window=window, overlap=overlap, stats=stats)
     assert got.shape == (len(chunks), emb.dim)
     np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, rtol=1e-4)
     assert stats.tokens == len(text.split()) and stats.truncated == 0
-    ref = late_chunk_vectors(doc, chunks, WordEmbedder(max_tokens=10**6))
+    ref = late_chunk_vectors(doc, chunks, WordEmbedder(model_window=10**6))
     # tokens cut by a chunk boundary go by majority; both runs use the same rule, so only rounding differs
     np.testing.assert_allclose(got, ref, atol=1e-4)
 
@@ -190,7 +190,7 @@ def test_truncating_back_end_is_reported_not_hidden():
     chunks = make_chunks(doc, [(i * 6, i * 6 + 5) for i in range(60)])
     stats = LateChunkingStats()
     with pytest.warns(LateChunkingWarning, match="truncated"):
-        got = late_chunk_vectors(doc, chunks, FakeEmbedder(max_tokens=30), stats=stats)
+        got = late_chunk_vectors(doc, chunks, FakeEmbedder(model_window=30), stats=stats)
     assert stats.truncated > 0 and stats.fallback > 0
     assert np.all(np.isfinite(got))
 
@@ -211,19 +211,19 @@ def test_long_document_without_macro_windows_is_a_clear_error():
     doc = Document(" ".join(["word"] * 80), source="notes/long.txt")
     chunks = make_chunks(doc, [(0, 4)])
     with pytest.raises(ConfigError, match=r"notes/long.txt: document has 80 tokens.*window of 50"):
-        late_chunk_vectors(doc, chunks, WordEmbedder(max_tokens=50), macro=False)
+        late_chunk_vectors(doc, chunks, WordEmbedder(model_window=50), macro=False)
     # the same document fits when macro windows are allowed, and short ones need none
-    assert late_chunk_vectors(doc, chunks, WordEmbedder(max_tokens=50)).shape == (1, 32)
+    assert late_chunk_vectors(doc, chunks, WordEmbedder(model_window=50)).shape == (1, 32)
     short = Document("just a few words")
     assert late_chunk_vectors(short, make_chunks(short, [(0, 4)]), WordEmbedder(), macro=False).shape == (1, 32)
 
 
-@pytest.mark.parametrize("kw, msg", [({"window": 51}, "larger than"), ({"window": 1}, ">= 2"),
-                                     ({"window": 10, "overlap": 10}, "overlap"), ({"overlap": -1}, "overlap")])
+@pytest.mark.parametrize("kw, msg", [({"late_window": 51}, "larger than"), ({"late_window": 1}, ">= 2"),
+                                     ({"late_window": 10, "overlap": 10}, "overlap"), ({"overlap": -1}, "overlap")])
 def test_bad_window_parameters(kw, msg):
     doc = Document("a b c")
     with pytest.raises(ConfigError, match=msg):
-        late_chunk_vectors(doc, make_chunks(doc, [(0, 1)]), WordEmbedder(max_tokens=50), **kw)
+        late_chunk_vectors(doc, make_chunks(doc, [(0, 1)]), WordEmbedder(model_window=50), **kw)
 
 
 def test_embedder_without_token_vectors_is_a_config_error():
@@ -239,16 +239,16 @@ def test_default_window_is_256_capped_by_the_model_and_the_full_model_window_wit
     doc = Document(" ".join(f"w{i}" for i in range(600)))
     chunks = make_chunks(doc, [(0, 2)])
     stats = LateChunkingStats()
-    emb = WordEmbedder(max_tokens=510)
+    emb = WordEmbedder(model_window=510)
     late_chunk_vectors(doc, chunks, emb, stats=stats)
     assert max(len(w.split()) for w in emb.windows) == 256 and stats.windows == 3  # 0, 192, 384 (+64 overlap)
-    emb = WordEmbedder(max_tokens=100)
+    emb = WordEmbedder(model_window=100)
     late_chunk_vectors(doc, chunks, emb)
     assert max(len(w.split()) for w in emb.windows) == 100
     with pytest.raises(ConfigError, match="window of 510"):
-        late_chunk_vectors(doc, chunks, WordEmbedder(max_tokens=510), macro=False)
+        late_chunk_vectors(doc, chunks, WordEmbedder(model_window=510), macro=False)
     short = Document(" ".join(["w"] * 400))
-    emb = WordEmbedder(max_tokens=510)
+    emb = WordEmbedder(model_window=510)
     late_chunk_vectors(short, make_chunks(short, [(0, 1)]), emb, macro=False)  # 400 > 256 but fits the model
     assert len(emb.windows) == 1
 

@@ -26,8 +26,8 @@ def test_same_vectors_and_interface_as_the_backend(cached):
     emb, inner = cached
     texts = ["alpha beta", "gamma", "alpha beta delta"]
     np.testing.assert_allclose(emb.embed(texts), FakeEmbedder().embed(texts))
-    assert (emb.model_id, emb.dim, emb.max_tokens, emb.tokenizer) == \
-        (inner.model_id, inner.dim, inner.max_tokens, inner.tokenizer)
+    assert (emb.model_id, emb.dim, emb.model_window, emb.tokenizer) == \
+        (inner.model_id, inner.dim, inner.model_window, inner.tokenizer)
     assert emb.embed([]).shape == (0, inner.dim)
 
 

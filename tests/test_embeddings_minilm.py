@@ -1,4 +1,4 @@
-"""The default ``minilm`` back-end (ONNX) and, when the torch extra is installed, ``minilm-torch``."""
+"""The default ``minilm`` back-end (ONNX) and, when the torch extra is installed, ``backend="torch"``."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def minilm():
 def minilm_torch():
     if not HAS_TORCH:
         pytest.skip("torch extra missing")
-    return get_embedder("minilm-torch", cache=False)
+    return get_embedder("minilm", backend="torch", cache=False)
 
 
 def adjacent_distances(v: np.ndarray) -> np.ndarray:
@@ -69,7 +69,7 @@ def test_vectors_are_unit_float32(minilm):
 
 def test_interface(minilm):
     assert minilm.dim == 384
-    assert minilm.max_tokens == 510
+    assert minilm.model_window == 510
     assert minilm.model_id == "minilm"
     assert minilm.tokenizer.name == "minilm"
     assert minilm.embed([]).shape == (0, 384)
@@ -93,22 +93,25 @@ def test_empty_and_whitespace_text_get_a_real_vector(minilm):
 def test_long_text_is_truncated_and_counted():
     e = MiniLMEmbedder()
     long_text = " ".join(["coolant pump inspection"] * 400)  # ~1200 tokens
-    assert e.tokenizer.count(long_text) > e.max_tokens
+    assert e.tokenizer.count(long_text) > e.model_window
     v = e.embed([long_text, SEED[0]])
     assert e.truncated == 1
     assert v.shape == (2, 384)
-    # the truncated text embeds exactly like its first max_tokens tokens
-    end = e.tokenizer.offsets(long_text)[e.max_tokens - 1][1]
+    # the truncated text embeds exactly like its first model_window tokens
+    end = e.tokenizer.offsets(long_text)[e.model_window - 1][1]
     np.testing.assert_allclose(v[0], e.embed([long_text[:end]])[0], atol=1e-5)
     assert e.truncated == 1
 
 
 def test_window_256_reproduces_sentence_transformers_limit():
-    e = MiniLMEmbedder(window=256)
-    assert e.max_tokens == 254 and e.model_id == "minilm-w256"
+    e = MiniLMEmbedder(model_window=254)
+    assert e.model_window == 254 and e.model_id == "minilm-w256"
     text = " ".join(["word"] * 300)
     e.embed([text])
     assert e.truncated == 1
+    for bad in (511, 0, "254", True):
+        with pytest.raises(ConfigError, match="model_window"):
+            MiniLMEmbedder(model_window=bad)
     with pytest.raises(ConfigError):
         MiniLMEmbedder(window=513)
 
@@ -135,7 +138,7 @@ def test_embed_tokens_covers_first_window_only():
     e = MiniLMEmbedder()
     text = "pump " * 700
     vecs, spans = e.embed_tokens(text)
-    assert len(spans) == e.max_tokens == vecs.shape[0]
+    assert len(spans) == e.model_window == vecs.shape[0]
     assert e.truncated == 1
     with pytest.raises(InputError):
         e.embed_tokens(None)
@@ -171,7 +174,7 @@ def test_missing_torch_extra_names_the_extra(monkeypatch):
 
     monkeypatch.setattr(builtins, "__import__", fake_import)
     with pytest.raises(MissingDependencyError) as err:
-        get_embedder("minilm-torch", cache=False)
+        get_embedder("minilm", backend="torch", cache=False)
     msg = str(err.value)
     assert "'torch' extra" in msg and "torch==2.13.0" in msg
 
@@ -205,7 +208,7 @@ def test_seed_sentences_with_torch(minilm_torch):
     d = adjacent_distances(minilm_torch.embed(SEED))
     check_seed_structure(d)
     np.testing.assert_allclose(d, MEASURED, atol=0.02)
-    assert minilm_torch.dim == 384 and minilm_torch.max_tokens == 510 == MiniLMEmbedder().max_tokens
+    assert minilm_torch.dim == 384 and minilm_torch.model_window == 510 == MiniLMEmbedder().model_window
 
 
 @needs_torch

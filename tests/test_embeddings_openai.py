@@ -164,7 +164,7 @@ def test_wrong_route_hints_at_base_url(server):
 
 
 def test_empty_and_long_inputs(server):
-    emb = make(server, max_tokens=5)
+    emb = make(server, model_window=5)
     v = emb.embed(["", "   ", "one two three four five six seven eight"])
     assert v.shape == (3, DIM)
     sent = server.requests[0]["input"]

@@ -57,7 +57,7 @@ def test_vectors_are_unit_and_deterministic(static):
 
 
 def test_truncation_is_counted(cache_dir):
-    e = StaticEmbedder.load(cache_dir, max_tokens=10)
+    e = StaticEmbedder.load(cache_dir, model_window=10)
     e.embed(["a " * 50, "a b"])
     assert e.truncated == 1
 

@@ -45,11 +45,11 @@ def test_a_new_strategy_chunks_exactly_and_indexes(tmp_path):
         assert report.chunks == 4 and ix.config["strategy"]["name"] == "lines"
 
 
-# -- an embedder: subclass Embedder with dim, model_id, max_tokens, tokenizer and embed() --------------------
+# -- an embedder: subclass Embedder with dim, model_id, model_window, tokenizer and embed() --------------------
 class WordEmbedder(Embedder):
     """Hashed bag of words, L2-normalised: texts that share words are similar."""
 
-    dim, model_id, max_tokens = 32, "toy-words-32", 256
+    dim, model_id, model_window = 32, "toy-words-32", 256
 
     @property
     def tokenizer(self):

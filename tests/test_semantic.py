@@ -96,7 +96,7 @@ def test_window_text_embeds_windows_for_parity():
 
     emb = FakeEmbedder()
     text = topic_text([("pump", 4), ("food", 4)])
-    get_strategy("semantic", embedder=emb, buffer_size=1, window="text").chunk(text)
+    get_strategy("semantic", embedder=emb, buffer_size=1, buffer_vectors="text").chunk(text)
     spans = split_sentences(text)
     windows = [text[spans[max(0, i - 1)][0]:spans[min(7, i + 1)][1]] for i in range(8)]
     assert len(emb.calls) == 2  # the sentences once (for the chunks), then the windows as text
@@ -116,7 +116,7 @@ def test_pooled_windows_match_explicit_sums():
 # -- hard cap before embedding ----------------------------------------------------------------------------
 @pytest.mark.parametrize("name", NAMES)
 def test_long_sentence_split_before_embedding(name):
-    emb = FakeEmbedder(max_tokens=12)  # the model reads 12 words; the cap is 30
+    emb = FakeEmbedder(model_window=12)  # the model reads 12 words; the cap is 30
     long_sentence = " ".join(f"word{i}" for i in range(100)) + "."
     text = "Short opening sentence here. " + long_sentence + " A short closing sentence."
     chunks = get_strategy(name, embedder=emb, max_tokens=30).chunk(text)
@@ -184,7 +184,7 @@ class RandomEmbedder(Embedder):
     """Cheap vectors for big inputs: topic id from the first word, plus noise."""
 
     def __init__(self, dim: int = 32):
-        self.dim, self.max_tokens, self.model_id, self.texts_embedded = dim, 510, "random", 0
+        self.dim, self.model_window, self.model_id, self.texts_embedded = dim, 510, "random", 0
         self._tok = get_tokenizer("words")
 
     @property
@@ -460,7 +460,7 @@ def test_cohesion_penalty_controls_chunk_count():
 # -- parameters -------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("name,params", [
     ("semantic", {"threshold_type": "median"}), ("semantic", {"buffer_size": -1}),
-    ("semantic", {"window": "mean"}), ("semantic", {"n_chunks": 2, "avg_tokens": 50}),
+    ("semantic", {"buffer_vectors": "mean"}), ("semantic", {"n_chunks": 2, "avg_tokens": 50}),
     ("semantic", {"threshold_amount": 150}), ("semantic", {"n_chunks": 0}),
     ("maxmin", {"c": -1}), ("maxmin", {"init_constant": 0}), ("cohesion", {"penalty": -1}),
     ("cohesion", {"max_tokens": 0}), ("semantic", {"embedder": 3}), ("maxmin", {"fixed_threshold": "high"}),

@@ -36,7 +36,7 @@ def texts(draw):
 
 PARAMS = st.sampled_from([
     ("semantic", {}), ("semantic", {"buffer_size": 0, "threshold_type": "gradient"}),
-    ("semantic", {"threshold_type": "interquartile", "window": "text"}),
+    ("semantic", {"threshold_type": "interquartile", "buffer_vectors": "text"}),
     ("semantic", {"avg_tokens": 12}), ("semantic", {"n_chunks": 3}),
     ("maxmin", {}), ("maxmin", {"fixed_threshold": 0.05}),
     ("cohesion", {}), ("cohesion", {"penalty": 0.0}),
@@ -45,7 +45,7 @@ PARAMS = st.sampled_from([
 
 def check(text: str, name: str, params: dict, max_tokens: int, min_tokens: int, overlap: int,
           tokenizer: str | None) -> None:
-    emb = FakeEmbedder(max_tokens=25)
+    emb = FakeEmbedder(model_window=25)
     strategy = get_strategy(name, embedder=emb, max_tokens=max_tokens, min_tokens=min_tokens, overlap=overlap,
                             tokenizer=tokenizer, **params)
     doc = Document(text)
@@ -69,14 +69,14 @@ def check(text: str, name: str, params: dict, max_tokens: int, min_tokens: int, 
         if overlap == 0:
             assert a.end <= b.start
     assert all(ch.isspace() for ch, cov in zip(text, covered) if not cov)
-    # every distinct unit was embedded once (window="text" also embeds each window once)
+    # every distinct unit was embedded once (buffer_vectors="text" also embeds each window once)
     sentences = [t for t in (emb.calls[0] if emb.calls else [])]
     assert len(sentences) == len(set(sentences))
     words = get_tokenizer("words")
     assert all(words.count(t) <= 25 for t in sentences)  # nothing the model would truncate
     units = {text[a:b] for c in chunks for a, b in c.sentence_spans}
     assert set(sentences) == units
-    assert len(emb.calls) <= (2 if params.get("window") == "text" else 1)
+    assert len(emb.calls) <= (2 if params.get("buffer_vectors") == "text" else 1)
     # deterministic
     again = strategy.chunk(doc)
     assert [(c.start, c.end, c.id) for c in again] == [(c.start, c.end, c.id) for c in chunks]

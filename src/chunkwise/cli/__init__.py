@@ -56,8 +56,11 @@ def add_global_options(parser: argparse.ArgumentParser, after_command: bool = Fa
             g.add_argument(*flags, **kw)
 
     add("--embedder", default=default,
-        help="embedding back-end for every command that embeds: minilm (default), "
-             "minilm-torch, st:NAME_OR_PATH, static, openai:MODEL")
+        help="embedding model for every command that embeds: minilm (default), "
+             "st:NAME_OR_PATH, static, openai:MODEL, use-multilingual")
+    add("--embedder-backend", default=default, choices=("onnx", "torch"),
+        help="library that runs the embedding model where there is a choice: minilm on onnx (default) or "
+             "torch (extra 'torch'; formerly --embedder minilm-torch)")
     add("--base-url", default=default, help="base URL for openai:MODEL embedders")
     add("--cache-dir", default=default, help="embedding cache directory (default: user cache dir)")
     add("--no-cache", action="store_true", default=flag_default, help="do not read or write the embedding cache")
@@ -74,6 +77,10 @@ def main(argv: list[str] | None = None) -> int:
     import warnings
 
     warnings.showwarning = _show_warning
+    from ..deprecation import ChunkwiseDeprecationWarning
+
+    # old names still work; say so (Python hides DeprecationWarning outside __main__)
+    warnings.filterwarnings("default", category=ChunkwiseDeprecationWarning)
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

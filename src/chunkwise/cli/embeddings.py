@@ -178,6 +178,6 @@ def run_embed(args: argparse.Namespace) -> int:
     if not getattr(args, "quiet", False):
         print(f"embedded {n} texts with {embedder.model_id} ({embedder.dim} dims): "
               f"{embedder.texts_embedded} computed, {n - embedder.texts_embedded} from cache or repeated, "
-              f"{embedder.truncated} truncated to {embedder.max_tokens} tokens"
+              f"{embedder.truncated} truncated to {embedder.model_window} tokens"
               + (f"; wrote {out_path}" if out_path else ""), file=sys.stderr)
     return 0

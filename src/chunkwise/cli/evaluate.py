@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from ..errors import ConfigError
-from .options import add_chunking_options, add_input_options, input_options
+from .options import DeprecatedFlag, add_chunking_options, add_input_options, input_options
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
@@ -28,10 +28,12 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                    help="folder in Chroma's layout (corpora/ + questions_df.csv) or the neutral layout "
                         "(docs/ + queries.jsonl [+ boundaries.jsonl])")
     p.add_argument("--embedder", default=argparse.SUPPRESS,
-                   help="embedding back-end (same as the global --embedder; default minilm)")
-    p.add_argument("--embed-window", type=int, default=None, metavar="N",
-                   help="minilm positions per text (256 reproduces sentence-transformers' truncation; "
-                        "default 512)")
+                   help="embedding model (same as the global --embedder; default minilm)")
+    p.add_argument("--model-window", type=int, default=None, metavar="N",
+                   help="content tokens the embedding model reads per text (minilm: 1..510, default 510; "
+                        "254 reproduces sentence-transformers' truncation)")
+    p.add_argument("--embed-window", action=DeprecatedFlag, new="--model-window N-2", type=int, default=None,
+                   dest="embed_window")
     p.add_argument("-k", type=int, default=5, help="n of doc recall@k and of tokens retrieved (default 5)")
     p.add_argument("--late", action="store_true", help="embed chunks by late chunking (every run)")
     p.add_argument("--hybrid", action="store_true",
@@ -139,11 +141,17 @@ def _embedder(args):
     from ..embeddings import embedder_from_args
 
     kw = {}
-    if args.embed_window is not None:
+    if args.embed_window is not None:  # the old flag: positions, [CLS]/[SEP] included, minilm only
         name = getattr(args, "embedder", None) or "minilm"
         if name != "minilm":
             raise ConfigError(f"--embed-window applies to the minilm embedder only, not {name!r}")
-        kw["window"] = args.embed_window
+        if args.model_window is not None:
+            raise ConfigError("give --model-window only (--embed-window is its old name)")
+        if not isinstance(args.embed_window, int) or not 3 <= args.embed_window <= 512:
+            raise ConfigError(f"--embed-window must be an integer in 3..512, got {args.embed_window}")
+        kw["model_window"] = args.embed_window - 2
+    if args.model_window is not None:
+        kw["model_window"] = args.model_window
     return embedder_from_args(args, **kw)
 
 

@@ -39,6 +39,8 @@ def open_index(args: argparse.Namespace):
     if args.timeout is not None and args.timeout <= 0:
         raise ConfigError(f"--timeout must be > 0, got {args.timeout}")
     options = {"base_url": args.base_url} if getattr(args, "base_url", None) else {}
+    if getattr(args, "embedder_backend", None):
+        options["backend"] = args.embedder_backend
     return Index(db=args.db, uri=args.uri, token=args.token or os.environ.get("MILVUS_TOKEN"),
                  collection=args.collection, embedder=getattr(args, "embedder", None),
                  cache=not getattr(args, "no_cache", False), cache_dir=getattr(args, "cache_dir", None),
@@ -64,7 +66,7 @@ def register(subparsers) -> None:
     g.add_argument("--late", action="store_true",
                    help="late chunking: pool chunk vectors from token vectors of the whole document")
     g.add_argument("--late-window", type=int, default=None, metavar="TOKENS",
-                   help="late chunking macro-window size (default: 256, at most the model's window)")
+                   help="late chunking macro-window size (default: 256, at most the embedder's model_window)")
     g.add_argument("--late-overlap", type=int, default=None, metavar="TOKENS",
                    help="tokens shared by consecutive late-chunking windows")
     g.add_argument("--context", default=None, metavar="MODE",
@@ -154,7 +156,7 @@ def run_index(args: argparse.Namespace) -> int:
             warnings.simplefilter("ignore", DecodingWarning)  # printed below, once, from report.warnings
             report = index.add(
                 args.paths, strategy=name, params=params, vectors=args.vectors, late=args.late,
-                late_options={"window": args.late_window, "overlap": args.late_overlap} if args.late else None,
+                late_options={"late_window": args.late_window, "overlap": args.late_overlap} if args.late else None,
                 context=args.context, context_options=_context_options(args), prune=args.prune,
                 include=args.include, exclude=args.exclude, load_options=load_options,
                 batch_size=args.batch_size, recreate=args.recreate, progress=not quiet)

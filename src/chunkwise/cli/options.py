@@ -12,12 +12,30 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import warnings
 from pathlib import Path
 from typing import Any
 
+from ..deprecation import ChunkwiseDeprecationWarning
 from ..errors import ConfigError
 from ..strategies import STRATEGY_NAMES
 from ..strategies.factory import make_strategy, parse_value
+
+
+class DeprecatedFlag(argparse.Action):
+    """An old flag kept as a hidden alias: it still works and warns (once, on stderr) naming the new one.
+
+    ``add_argument("--old", action=DeprecatedFlag, new="--new", dest="old", type=int)``.
+    """
+
+    def __init__(self, option_strings, dest, new: str, **kw):
+        self.new = new
+        kw["help"] = argparse.SUPPRESS
+        super().__init__(option_strings, dest, **kw)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        warnings.warn(f"{option_string} is deprecated, use {self.new}", ChunkwiseDeprecationWarning, stacklevel=2)
+        setattr(namespace, self.dest, values)
 
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)

@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--port must be in 1..65535, got {args.port}")
     limit = parse_size(args.max_upload_size)
     embedder = None
-    if getattr(args, "embedder", None):
+    if getattr(args, "embedder", None) or getattr(args, "embedder_backend", None):
         from ..embeddings import embedder_from_args
 
         embedder = embedder_from_args(args)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..deprecation import renamed
 from ..document import Chunk, Document
 from ..errors import ConfigError
 from .late import LateChunkingStats, LateChunkingWarning, check_chunk_spans, late_chunk_vectors
@@ -24,7 +25,7 @@ CONTEXT_MODES = ("headings", "neighbors", "llm")
 
 _NEIGHBOR_OPTS = ("neighbors", "max_context_tokens", "tokenizer", "sentence_backend")
 _HEADING_OPTS = ("separator",)
-_LLM_OPTS = ("base_url", "model", "api_key", "concurrency", "timeout", "retries", "backoff", "max_tokens",
+_LLM_OPTS = ("base_url", "model", "api_key", "concurrency", "timeout", "retries", "backoff", "answer_tokens",
              "temperature", "max_document_chars", "cache", "cache_dir", "contextualizer")
 
 
@@ -38,7 +39,8 @@ def contextualize(doc: Document | str, chunks: list[Chunk], mode: str | None, **
     - neighbors: ``neighbors`` (sentences each side, default 2), ``max_context_tokens`` (default 128),
       ``tokenizer`` (for that cap, default ``minilm``), ``sentence_backend``;
     - llm: ``base_url``, ``model``, ``api_key``, ``concurrency``, ``timeout``, ``retries``, ``backoff``,
-      ``max_tokens``, ``temperature``, ``max_document_chars``, ``cache``, ``cache_dir``, or a ready
+      ``answer_tokens`` (old name ``max_tokens``, deprecated), ``temperature``, ``max_document_chars``,
+      ``cache``, ``cache_dir``, or a ready
       ``contextualizer`` (:class:`~chunkwise.context.llm.LLMContextualizer`) to share its cache and counters
       across documents.
 
@@ -52,6 +54,8 @@ def contextualize(doc: Document | str, chunks: list[Chunk], mode: str | None, **
         return chunks
     if mode not in CONTEXT_MODES:
         raise ConfigError(f"unknown context mode {mode!r}; choose one of {', '.join(CONTEXT_MODES)}")
+    if mode == "llm":
+        opts = renamed(opts, {"max_tokens": "answer_tokens"}, "context mode 'llm'")
     allowed = {"headings": _HEADING_OPTS, "neighbors": _NEIGHBOR_OPTS, "llm": _LLM_OPTS}[mode]
     unknown = sorted(set(opts) - set(allowed))
     if unknown:

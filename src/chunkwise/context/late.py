@@ -24,8 +24,9 @@ How, precisely:
 The window is bounded by the model: with the default MiniLM back-end at most 510 content tokens (512
 positions), and by default 256 (:data:`DEFAULT_WINDOW`, see there why). So "the whole document" means "the
 few hundred tokens around the chunk" for anything longer: late chunking with MiniLM gives a chunk context
-from its neighbourhood, not from a 30-page report. With a long-context embedding model pass ``window``
-(e.g. its ``max_tokens``) to widen it.
+from its neighbourhood, not from a 30-page report. With a long-context embedding model pass ``late_window``
+(up to its ``model_window``) to widen it. (``late_window`` was called ``window``; that keyword still works
+with a deprecation warning.)
 """
 
 from __future__ import annotations
@@ -37,17 +38,20 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..document import Chunk, Document
+from ..deprecation import warn_renamed
 from ..embeddings.base import Embedder, l2_normalize
 from ..errors import ConfigError
 
 Span = tuple[int, int]
 log = logging.getLogger(__name__)
 
-#: default macro-window length in tokens (capped at the embedder's ``max_tokens``): the input length most
+#: default macro-window length in tokens (capped at the embedder's ``model_window``): the input length most
 #: sentence-embedding models were trained on (sentence-transformers caps all-MiniLM-L6-v2 at 256). On
 #: Chroma's set, MiniLM late chunking lost 7.1 points of span recall@5 with 510-token windows and was level
 #: with plain chunk embeddings (-0.8, not significant) with 256 (docs/context.md).
-DEFAULT_WINDOW = 256
+DEFAULT_LATE_WINDOW = 256
+#: the old name of :data:`DEFAULT_LATE_WINDOW`
+DEFAULT_WINDOW = DEFAULT_LATE_WINDOW
 
 
 class LateChunkingWarning(UserWarning):
@@ -142,17 +146,19 @@ def _window_owners(windows: list[Span], n: int) -> list[int]:
     return [int(f) if f < n and best[f] == k else -1 for k, f in enumerate(firsts)]
 
 
-def document_token_vectors(text: str, embedder: Embedder, window: int | None = None, overlap: int | None = None,
-                           macro: bool = True, source: str = "<text>",
-                           stats: LateChunkingStats | None = None) -> tuple[np.ndarray, np.ndarray]:
+def document_token_vectors(text: str, embedder: Embedder, late_window: int | None = None,
+                           overlap: int | None = None, macro: bool = True, source: str = "<text>",
+                           stats: LateChunkingStats | None = None, *,
+                           window: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Contextual vectors of every token of ``text`` and their character spans ``(t, 2)``, in order.
 
-    One ``embed_tokens`` call when the text fits ``window`` tokens; otherwise overlapping macro windows, each
-    token taken from the window where it has the most context.
+    One ``embed_tokens`` call when the text fits ``late_window`` tokens; otherwise overlapping macro windows,
+    each token taken from the window where it has the most context. ``window``: old name of ``late_window``.
     """
+    late_window = _renamed_window(late_window, window)
     stats = stats if stats is not None else LateChunkingStats()
-    limit = int(getattr(embedder, "max_tokens", 0) or 0)
-    window, overlap = _check_window(window, overlap, limit, macro)
+    limit = int(getattr(embedder, "model_window", 0) or 0)
+    window, overlap = _check_window(late_window, overlap, limit, macro)
     toks = embedder.tokenizer.offsets(text)
     n = len(toks)
     empty = (np.zeros((0, embedder.dim), dtype=np.float32), np.zeros((0, 2), dtype=np.int64))
@@ -179,7 +185,7 @@ def document_token_vectors(text: str, embedder: Embedder, window: int | None = N
         vecs, offs = embedder.embed_tokens(text[c0:c1])
         stats.windows += 1
         got = np.asarray(offs, dtype=np.int64).reshape(-1, 2) + c0
-        if len(got) and got[-1, 1] < c1 and len(got) >= int(getattr(embedder, "max_tokens", 0) or 1 << 30):
+        if len(got) and got[-1, 1] < c1 and len(got) >= int(getattr(embedder, "model_window", 0) or 1 << 30):
             stats.truncated += 1
         keep = (got[:, 0] >= own_a) & (got[:, 0] < own_b)
         vec_parts.append(np.asarray(vecs, dtype=np.float32)[keep])
@@ -190,15 +196,25 @@ def document_token_vectors(text: str, embedder: Embedder, window: int | None = N
     return vecs, spans
 
 
+def _renamed_window(late_window: int | None, window: int | None) -> int | None:
+    """``late_window``, or the value of its old keyword ``window`` (with a deprecation warning)."""
+    if window is None:
+        return late_window
+    if late_window is not None:
+        raise ConfigError("give late_window only (window is its old name)")
+    warn_renamed("window", "late_window", "late chunking", stacklevel=4)
+    return window
+
+
 def _check_window(window: int | None, overlap: int | None, limit: int, macro: bool = True) -> tuple[int, int]:
     if window is None:
         # one pass over as much as the model reads when windowing is off; otherwise windows of the length
         # sentence-embedding models were trained on (measured: 510-token windows hurt MiniLM, 256 do not)
-        window = limit if not macro else (min(limit, DEFAULT_WINDOW) if limit else DEFAULT_WINDOW)
+        window = limit if not macro else (min(limit, DEFAULT_LATE_WINDOW) if limit else DEFAULT_LATE_WINDOW)
     if not isinstance(window, int) or isinstance(window, bool) or window < 2:
-        raise ConfigError(f"late-chunking window must be an integer >= 2 tokens, got {window!r}")
+        raise ConfigError(f"late_window must be an integer >= 2 tokens, got {window!r}")
     if limit and window > limit:
-        raise ConfigError(f"late-chunking window ({window}) is larger than the embedder's {limit} tokens")
+        raise ConfigError(f"late_window ({window}) is larger than the embedder's model_window ({limit} tokens)")
     if overlap is None:
         overlap = window // 4
     if not isinstance(overlap, int) or isinstance(overlap, bool) or not 0 <= overlap < window:
@@ -239,14 +255,15 @@ def _inside(ts: int, te: int, a: int, b: int) -> bool:
     return 2 * (min(te, b) - max(ts, a)) >= (te - ts)
 
 
-def late_chunk_vectors(doc: Document | str, chunks: list[Chunk], embedder: Embedder, window: int | None = None,
-                       overlap: int | None = None, macro: bool = True,
-                       stats: LateChunkingStats | None = None) -> np.ndarray:
+def late_chunk_vectors(doc: Document | str, chunks: list[Chunk], embedder: Embedder,
+                       late_window: int | None = None, overlap: int | None = None, macro: bool = True,
+                       stats: LateChunkingStats | None = None, *, window: int | None = None) -> np.ndarray:
     """Late-chunked embeddings of ``chunks`` of ``doc``: a float32 ``(len(chunks), embedder.dim)`` array with
     unit-length rows, in the order of ``chunks``.
 
-    ``window``: tokens per macro window (default ``min(256, embedder.max_tokens)``; at most
-    ``embedder.max_tokens``, 510 for MiniLM; with ``macro=False`` the default is ``embedder.max_tokens``).
+    ``late_window``: tokens per macro window (default ``min(256, embedder.model_window)``; at most
+    ``embedder.model_window``, 510 for MiniLM; with ``macro=False`` the default is ``embedder.model_window``).
+    ``window``: the old name of ``late_window`` (deprecated).
     ``overlap``: tokens shared by consecutive windows (default a quarter of the window).
     ``macro=False``: refuse documents longer than one window (``ConfigError``) instead of windowing.
     ``stats``: a :class:`LateChunkingStats` to fill in (windows, tokens, fallback chunks, truncations).
@@ -254,15 +271,16 @@ def late_chunk_vectors(doc: Document | str, chunks: list[Chunk], embedder: Embed
     Raises ``RuntimeError`` when a chunk is not an exact slice of the document (a bug, never ignored) and
     ``ConfigError`` when the embedder cannot give token vectors.
     """
+    late_window = _renamed_window(late_window, window)
     if isinstance(doc, str):
         doc = Document(doc)
     chunks = list(chunks)
     check_chunk_spans(doc.text, chunks, doc.source)
     stats = stats if stats is not None else LateChunkingStats()
     if not chunks:
-        _check_window(window, overlap, int(getattr(embedder, "max_tokens", 0) or 0), macro)
+        _check_window(late_window, overlap, int(getattr(embedder, "model_window", 0) or 0), macro)
         return np.zeros((0, embedder.dim), dtype=np.float32)
-    vecs, spans = document_token_vectors(doc.text, embedder, window, overlap, macro, doc.source, stats)
+    vecs, spans = document_token_vectors(doc.text, embedder, late_window, overlap, macro, doc.source, stats)
     pooled, missing = pool_chunks(vecs, spans, [(c.start, c.end) for c in chunks])
     if missing:
         stats.fallback = len(missing)

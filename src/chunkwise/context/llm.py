@@ -30,8 +30,9 @@ from __future__ import annotations
 import os
 import warnings
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 
+from ..deprecation import warn_renamed
 from ..document import Chunk, Document, stable_hash
 from ..errors import ConfigError
 from ..llm.client import API_KEY_ENVS, BASE_URL_ENV, MODEL_ENV, ChatClient, FatalLLMError, LLMError
@@ -73,7 +74,8 @@ class LLMContextualizer:
         (local servers).
     concurrency: requests in flight at once. timeout: seconds per request. retries: extra attempts on
         429/5xx/timeouts. backoff: first back-off in seconds (doubles each retry, with jitter, capped at 30 s).
-    max_tokens: the answer's token limit. max_document_chars: longer documents are cut to this many
+    answer_tokens: the answer's token limit (sent as the API's ``max_tokens``; ``max_tokens=`` is the
+        deprecated old keyword: in chunkwise ``max_tokens`` is the chunk cap only). max_document_chars: longer documents are cut to this many
         characters in the prompt (the chunk itself is always sent whole).
     cache: use the disk cache; cache_dir: default the embedding cache directory.
     """
@@ -85,7 +87,7 @@ class LLMContextualizer:
     timeout: float = 60.0
     retries: int = 3
     backoff: float = 0.5
-    max_tokens: int = 200
+    answer_tokens: int = 200
     temperature: float = 0.0
     max_document_chars: int = 100_000
     cache: bool = True
@@ -94,9 +96,14 @@ class LLMContextualizer:
     requested: int = field(default=0, init=False)
     cached: int = field(default=0, init=False)
     failures: int = field(default=0, init=False)
+    #: the old name of ``answer_tokens`` (deprecated)
+    max_tokens: InitVar[int | None] = None
 
-    def __post_init__(self) -> None:
-        for name in ("concurrency", "max_tokens", "max_document_chars"):
+    def __post_init__(self, max_tokens: int | None) -> None:
+        if max_tokens is not None:
+            warn_renamed("max_tokens", "answer_tokens", "LLMContextualizer", stacklevel=4)
+            self.answer_tokens = max_tokens
+        for name in ("concurrency", "answer_tokens", "max_document_chars"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise ConfigError(f"llm {name} must be an integer >= 1, got {v!r}")
@@ -125,7 +132,7 @@ class LLMContextualizer:
 
     def prompt_id(self) -> str:
         """Changes whenever anything that shapes the answer changes (part of the cache key)."""
-        return stable_hash(SYSTEM_PROMPT, DOCUMENT_TEMPLATE, CHUNK_TEMPLATE, self.max_tokens, self.temperature,
+        return stable_hash(SYSTEM_PROMPT, DOCUMENT_TEMPLATE, CHUNK_TEMPLATE, self.answer_tokens, self.temperature,
                            self.max_document_chars)
 
     def close(self) -> None:
@@ -133,7 +140,7 @@ class LLMContextualizer:
 
     # -- the work ------------------------------------------------------------------------------------
     def _payload(self, doc: Document, chunk: Chunk) -> dict:
-        return self.client.payload(self.messages(doc, chunk), self.max_tokens, self.temperature)
+        return self.client.payload(self.messages(doc, chunk), self.answer_tokens, self.temperature)
 
     def contextualize(self, doc: Document, chunks: list[Chunk]) -> list[Chunk]:
         """Set ``context`` on every chunk (from the cache or the endpoint); failures keep ``None``."""
@@ -156,7 +163,7 @@ class LLMContextualizer:
             if state["fatal"]:
                 raise FatalLLMError(state["fatal"])
             try:
-                return self.client.complete(self.messages(doc, c), self.max_tokens, self.temperature, normalize=True)
+                return self.client.complete(self.messages(doc, c), self.answer_tokens, self.temperature, normalize=True)
             except FatalLLMError as exc:
                 state["fatal"] = exc.problem
                 raise
@@ -178,6 +185,16 @@ class LLMContextualizer:
                 f"{doc.source}: llm context failed for {len(failed)} of {len(chunks)} chunks "
                 f"({failed[-1]}); those chunks keep their plain text", ContextWarning, stacklevel=3)
         return chunks
+
+
+def _old_max_tokens(self: LLMContextualizer) -> int:
+    """Deprecated name of ``answer_tokens`` (in chunkwise ``max_tokens`` is the chunk cap only)."""
+    warn_renamed("max_tokens", "answer_tokens", "LLMContextualizer")
+    return self.answer_tokens
+
+
+# reading the old name still works (the InitVar above only covers the constructor keyword)
+setattr(LLMContextualizer, "max_tokens", property(_old_max_tokens))  # noqa: B010
 
 
 __all__ = ["LLMContextualizer", "ContextWarning", "SYSTEM_PROMPT", "DOCUMENT_TEMPLATE", "CHUNK_TEMPLATE",

@@ -4,8 +4,9 @@ Strategies, the index, evaluation and late chunking only ever see an :class:`Emb
 
 - ``embed(texts) -> float32 array (n, dim)``, rows L2-normalised (so a dot product is a cosine);
 - ``dim``, ``model_id`` (recorded in indexes and cache keys);
-- ``max_tokens``: how many content tokens (special tokens excluded) of ``tokenizer`` the model reads;
-  longer texts are truncated by the back-end and counted in ``truncated``;
+- ``model_window``: how many content tokens (special tokens excluded) of ``tokenizer`` the model reads
+  (``0``: no limit); longer texts are truncated by the back-end and counted in ``truncated``. Its old
+  name ``max_tokens`` still works with a deprecation warning: ``max_tokens`` is the chunk cap only;
 - ``tokenizer``: the :class:`~chunkwise.segmentation.tokenizers.Tokenizer` whose counts match the model;
 - ``embed_tokens(text) -> (token vectors (t, dim), [(start, end)] character offsets)`` for late chunking.
 
@@ -21,6 +22,7 @@ from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
+from ..deprecation import warn_renamed
 from ..errors import InputError
 from ..segmentation.tokenizers import Tokenizer
 
@@ -55,11 +57,33 @@ def check_texts(texts: Any) -> list[str]:
 class Embedder(ABC):
     model_id: str = ""
     dim: int = 0
-    max_tokens: int = 0
-    #: texts truncated to ``max_tokens`` so far (a warning count, never an error)
+    #: content tokens the model reads per text (0: no limit)
+    model_window: int = 0
+    #: texts truncated to ``model_window`` so far (a warning count, never an error)
     truncated: int = 0
     #: texts actually sent to the model so far (cache hits excluded): lets tests prove "embedded once"
     texts_embedded: int = 0
+
+    def __init_subclass__(cls, **kw: Any) -> None:
+        """A subclass written for the old contract (``max_tokens = 256`` or a ``max_tokens`` property in its
+        body) still works: it becomes ``model_window``, with a deprecation warning."""
+        super().__init_subclass__(**kw)
+        old = cls.__dict__.get("max_tokens")
+        if old is not None and old is not Embedder.__dict__.get("max_tokens"):  # a value or its own property
+            warn_renamed("max_tokens", "model_window", f"embedder class {cls.__name__}")
+            cls.model_window = old
+            setattr(cls, "max_tokens", Embedder.__dict__["max_tokens"])  # noqa: B010 - restore the property
+
+    @property
+    def max_tokens(self) -> int:
+        """Deprecated name of :attr:`model_window` (``max_tokens`` is the chunk cap only)."""
+        warn_renamed("max_tokens", "model_window", "embedder")
+        return self.model_window
+
+    @max_tokens.setter
+    def max_tokens(self, value: int) -> None:
+        warn_renamed("max_tokens", "model_window", "embedder")
+        self.model_window = value
 
     @property
     @abstractmethod
@@ -71,7 +95,7 @@ class Embedder(ABC):
         """Embeddings of ``texts`` as a float32 ``(len(texts), dim)`` array with unit-length rows."""
 
     def embed_tokens(self, text: str) -> tuple[np.ndarray, list[tuple[int, int]]]:
-        """Contextual token vectors of ``text`` (one window, up to ``max_tokens``) and their character spans.
+        """Contextual token vectors of ``text`` (one window, up to ``model_window``) and their character spans.
 
         Back-ends that cannot expose token vectors (static, remote APIs) raise ``ConfigError``.
         """
@@ -121,8 +145,8 @@ class WrappedEmbedder(Embedder):
         return self.inner.dim  # remote back-ends learn it from the first response
 
     @property
-    def max_tokens(self) -> int:  # type: ignore[override]
-        return self.inner.max_tokens
+    def model_window(self) -> int:  # type: ignore[override]
+        return self.inner.model_window
 
     @property
     def truncated(self) -> int:  # type: ignore[override]

@@ -9,9 +9,9 @@ Why this shape:
   (:func:`~chunkwise.segmentation.tokenizers.get_tokenizer` ``("minilm")``), so "256 tokens" means the same
   thing when a chunk is cut and when it is embedded. Its baked-in 128 truncation/padding is disabled there;
   here we add ``[CLS]``/``[SEP]`` and truncate to the window ourselves.
-- **Window**: 512 positions (``max_tokens = 510`` content tokens). sentence-transformers truncates this
+- **Window**: 512 positions (``model_window = 510`` content tokens). sentence-transformers truncates this
   model at 256 because it was *fine-tuned* on short pairs; the position embeddings go to 512. A 512 window
-  means no chunk up to 510 tokens is ever silently cut. Pass ``window=256`` to reproduce
+  means no chunk up to 510 tokens is ever silently cut. Pass ``model_window=254`` to reproduce
   sentence-transformers exactly (see docs/embeddings.md for the measured difference).
 - **Pooling**: mean over the attention mask (special tokens included, as sentence-transformers does), then
   L2-normalised.
@@ -28,6 +28,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..deprecation import warn_renamed
 from ..errors import ConfigError, MissingDependencyError
 from ..segmentation.tokenizers import HFTokenizer, get_tokenizer
 from .base import Embedder, check_texts, l2_normalize
@@ -80,8 +81,10 @@ class MiniLMEmbedder(Embedder):
 
     Parameters
     ----------
-    window:
-        Model positions per text including ``[CLS]`` and ``[SEP]`` (2..512). ``max_tokens = window - 2``.
+    model_window:
+        Content tokens per text, ``[CLS]``/``[SEP]`` excluded (1..510; the model reads ``model_window + 2``
+        positions). The old keyword ``window`` (positions, special tokens included) still works with a
+        deprecation warning: ``window=256`` is ``model_window=254``.
     batch_size:
         At most this many texts per forward pass (after length sorting).
     max_batch_tokens:
@@ -91,20 +94,30 @@ class MiniLMEmbedder(Embedder):
         onnxruntime intra-op threads (default: available cores).
     """
 
-    def __init__(self, window: int = MAX_POSITIONS, batch_size: int = 64, max_batch_tokens: int = 8192,
-                 threads: int | None = None):
-        if not isinstance(window, int) or not 3 <= window <= MAX_POSITIONS:
-            raise ConfigError(f"minilm window must be an integer in 3..{MAX_POSITIONS}, got {window!r}")
+    def __init__(self, *, model_window: int = MAX_POSITIONS - 2, batch_size: int = 64, max_batch_tokens: int = 8192,
+                 threads: int | None = None, window: int | None = None):
+        if window is not None:
+            if not isinstance(window, int) or not 3 <= window <= MAX_POSITIONS:
+                raise ConfigError(f"minilm window must be an integer in 3..{MAX_POSITIONS}, got {window!r}")
+            warn_renamed("window", "model_window", "minilm embedder (model_window = window - 2)")
+            model_window = window - 2
+        if not isinstance(model_window, int) or isinstance(model_window, bool) \
+                or not 1 <= model_window <= MAX_POSITIONS - 2:
+            raise ConfigError(f"minilm model_window must be an integer in 1..{MAX_POSITIONS - 2}, "
+                              f"got {model_window!r}")
+        positions = model_window + 2
         if not isinstance(batch_size, int) or batch_size < 1:
             raise ConfigError(f"batch_size must be a positive integer, got {batch_size!r}")
-        if not isinstance(max_batch_tokens, int) or max_batch_tokens < window:
-            raise ConfigError(f"max_batch_tokens must be an integer >= window ({window}), got {max_batch_tokens!r}")
-        self.window = window
-        self.max_tokens = window - 2
+        if not isinstance(max_batch_tokens, int) or max_batch_tokens < positions:
+            raise ConfigError(f"max_batch_tokens must be an integer >= model_window + 2 ({positions}), "
+                              f"got {max_batch_tokens!r}")
+        #: model positions per text, [CLS] and [SEP] included
+        self.positions = positions
+        self.model_window = model_window
         self.batch_size = batch_size
         self.max_batch_tokens = max_batch_tokens
         self.dim = 384
-        self.model_id = "minilm" if window == MAX_POSITIONS else f"minilm-w{window}"
+        self.model_id = "minilm" if positions == MAX_POSITIONS else f"minilm-w{positions}"
         self.truncated = 0
         self.texts_embedded = 0
         self._tokenizer = get_tokenizer("minilm")
@@ -126,8 +139,8 @@ class MiniLMEmbedder(Embedder):
         out = []
         for enc in self._hf.encode_batch(texts, add_special_tokens=True):
             ids = enc.ids
-            if len(ids) > self.window:
-                ids = ids[: self.window - 1] + [self._sep]
+            if len(ids) > self.positions:
+                ids = ids[: self.positions - 1] + [self._sep]
                 self.truncated += 1
             out.append(ids)
         return out
@@ -177,7 +190,7 @@ class MiniLMEmbedder(Embedder):
     def embed_tokens(self, text: str) -> tuple[np.ndarray, list[tuple[int, int]]]:
         """Contextual vectors (last hidden state, *not* normalised) of the content tokens of ``text``.
 
-        Covers the first window only (``max_tokens`` content tokens): longer texts are truncated and
+        Covers the first window only (``model_window`` content tokens): longer texts are truncated and
         counted in ``truncated``; the returned spans show exactly which characters were covered. Callers
         that need more (late chunking over long documents) embed macro windows themselves.
         """
@@ -187,8 +200,8 @@ class MiniLMEmbedder(Embedder):
             raise InputError(f"embed_tokens() expects a string, got {type(text).__name__}")
         enc = self._hf.encode(text, add_special_tokens=False)
         ids, offsets = enc.ids, enc.offsets
-        if len(ids) > self.max_tokens:
-            ids, offsets = ids[: self.max_tokens], offsets[: self.max_tokens]
+        if len(ids) > self.model_window:
+            ids, offsets = ids[: self.model_window], offsets[: self.model_window]
             self.truncated += 1
         hidden, _ = self._run([[self._cls, *ids, self._sep]])
         self.texts_embedded += 1

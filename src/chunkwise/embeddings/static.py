@@ -32,6 +32,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..deprecation import warn_renamed
 from ..errors import ConfigError, MissingDependencyError
 from ..segmentation.tokenizers import HFTokenizer, get_tokenizer, minilm_tokenizer_path
 from .base import Embedder, check_texts, l2_normalize
@@ -168,7 +169,11 @@ class StaticEmbedder(Embedder):
     vector; tokenisation is the same (MiniLM WordPiece, no special tokens, ``[UNK]`` dropped).
     """
 
-    def __init__(self, path: str | Path, *, max_tokens: int = STATIC_MAX_TOKENS, batch_size: int = 2048):
+    def __init__(self, path: str | Path, *, model_window: int = STATIC_MAX_TOKENS, batch_size: int = 2048,
+                 max_tokens: int | None = None):
+        if max_tokens is not None:  # the old name (max_tokens is the chunk cap only)
+            warn_renamed("max_tokens", "model_window", "static embedder")
+            model_window = max_tokens
         StaticModel = _require_model2vec()
         self.path = Path(path)
         if not (self.path / "model.safetensors").is_file():
@@ -183,7 +188,7 @@ class StaticEmbedder(Embedder):
         if self.model.unk_token_id is not None:
             self.vectors[self.model.unk_token_id] = 0.0  # model2vec drops [UNK] tokens; a zero row does the same
         self.dim = int(self.vectors.shape[1])
-        self.max_tokens = int(max_tokens)
+        self.model_window = int(model_window)
         self.batch_size = batch_size
         self.model_id = f"static:{self.path.name}"
         self.truncated = 0
@@ -213,11 +218,11 @@ class StaticEmbedder(Embedder):
         """Sum of token vectors per text, normalised (the mean's direction; the count cancels out)."""
         id_lists = [enc.ids for enc in self._hf.encode_batch_fast(texts, add_special_tokens=False)]
         lengths = np.fromiter(map(len, id_lists), dtype=np.int64, count=len(id_lists))
-        over = np.flatnonzero(lengths > self.max_tokens)
+        over = np.flatnonzero(lengths > self.model_window)
         for i in over:
-            id_lists[i] = id_lists[i][: self.max_tokens]
+            id_lists[i] = id_lists[i][: self.model_window]
         if len(over):
-            lengths[over] = self.max_tokens
+            lengths[over] = self.model_window
             self.truncated += len(over)
         flat = np.fromiter(itertools.chain.from_iterable(id_lists), dtype=np.int64, count=int(lengths.sum()))
         out = np.zeros((len(texts), self.dim), dtype=np.float32)

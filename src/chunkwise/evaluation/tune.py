@@ -80,8 +80,10 @@ def check_grid(strategy: str, grid: dict[str, Any], fixed: dict[str, Any]) -> No
     """Unknown grid or fixed parameters are an error that lists the valid ones."""
     from ..strategies import strategy_class
 
-    valid = [p for p in strategy_class(strategy).param_names() if p != "embedder"]
-    unknown = [p for p in [*grid, *fixed] if p not in valid and p not in RUN_KEYS]
+    cls = strategy_class(strategy)
+    valid = [p for p in cls.param_names() if p != "embedder"]
+    # an old name (semantic's window) is accepted here and renamed, with a warning, by get_strategy
+    unknown = [p for p in [*grid, *fixed] if p not in valid and p not in RUN_KEYS and p not in cls.renamed_params]
     if unknown:
         raise ConfigError(f"strategy {strategy!r} has no parameter {', '.join(sorted(set(unknown)))}; valid: "
                           f"{', '.join(valid)} (and the run options late, context)")

@@ -17,13 +17,29 @@ from .base import LLM, Completion, Passage, check_citations, parse_citations, pa
 from .client import BASE_URL_ENV, ChatClient, EmptyAnswerError, FatalLLMError, LLMError
 
 
+def _check_options(cls: type, options: dict[str, Any]) -> None:
+    """Unknown options are a ConfigError naming the valid ones (as for strategies and embedders), checked
+    whether or not an endpoint is configured, so a typo is not silently ignored by the offline fallback."""
+    import inspect
+
+    from ..errors import ConfigError
+
+    params = inspect.signature(cls).parameters
+    valid = [n for n, p in params.items() if n not in ("self", "base_url", "model")
+             and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    unknown = sorted(set(options) - set(valid))
+    if unknown:
+        raise ConfigError(f"llm has no option {', '.join(unknown)}; valid: {', '.join(valid)}")
+
+
 def get_llm(base_url: str | None = None, model: str | None = None, *, embedder: Any = None, **options: Any) -> LLM:
     """An :class:`OpenAILLM` when an endpoint is given (argument or ``$CHUNKWISE_LLM_BASE_URL``), else the
     offline :class:`ExtractiveLLM` (with ``embedder``). ``options`` go to ``OpenAILLM`` (``None`` ignored)."""
+    from .openai import OpenAILLM
+
+    _check_options(OpenAILLM, options)
     options = {k: v for k, v in options.items() if v is not None}
     if base_url or os.environ.get(BASE_URL_ENV):
-        from .openai import OpenAILLM
-
         return OpenAILLM(base_url, model, **options)
     if model:
         from ..errors import ConfigError

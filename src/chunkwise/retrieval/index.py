@@ -34,6 +34,7 @@ from collections.abc import Set as AbstractSet
 
 import numpy as np
 
+from ..deprecation import renamed
 from ..document import Chunk, Document
 from ..embeddings.base import Embedder
 from ..embeddings.language import LanguageCheck
@@ -270,10 +271,15 @@ class Index:
 
             name = self._embedder_arg
             assert not isinstance(name, Embedder), "an Embedder given to __init__ is kept in self._embedder"
+            options = dict(self._embedder_options)
             if name is None and config:
-                name = config["embedder"].get("name")
-            self._embedder = get_embedder(name, cache=self._cache, cache_dir=self._cache_dir,
-                                          **self._embedder_options)
+                from ..embeddings import split_name
+
+                # as recorded (a name from before back-ends were chosen apart, minilm-torch, without a warning)
+                name, backend = split_name(config["embedder"].get("name"), config["embedder"].get("backend"))
+                if backend is not None:
+                    options.setdefault("backend", backend)
+            self._embedder = get_embedder(name, cache=self._cache, cache_dir=self._cache_dir, **options)
             self._owns_embedder = True
         if config:
             rec = config["embedder"]
@@ -282,7 +288,9 @@ class Index:
                 raise ConfigError(
                     f"collection {self.store.collection!r} was built with embedder {rec.get('model_id')!r} "
                     f"(dim {rec.get('dim')}), not {emb.model_id!r} (dim {emb.dim}); search it with "
-                    f"--embedder {rec.get('name')} or use another --collection", source=self.store.location)
+                    f"--embedder {rec.get('name')}"
+                    + (f" --embedder-backend {rec['backend']}" if rec.get("backend") else "")
+                    + " or use another --collection", source=self.store.location)
         return self._embedder
 
     # -- configuration ---------------------------------------------------------------------------------
@@ -294,7 +302,9 @@ class Index:
         return {
             "schema": SCHEMA_VERSION,
             "embedder": {"name": self._embedder_name() or embedder.model_id, "model_id": embedder.model_id,
-                         "dim": int(embedder.dim)},
+                         "dim": int(embedder.dim),
+                         **({"backend": self._embedder_options["backend"]}
+                            if self._embedder_options.get("backend") else {})},
             "strategy": {"name": strategy.name, "config": strategy.config_id(),
                          "params": {k: _printable(v) for k, v in strategy.get_params().items()}},
             "vectors": vectors,
@@ -323,6 +333,12 @@ class Index:
             else:
                 what += f" (now {new['strategy']['name']!r})"
             diffs.append(what)
+        # recorded before the renames (late chunking's window, the llm context's max_tokens): the same thing
+        for key, was, now in (("late_options", "window", "late_window"), ("context_options", "max_tokens", "answer_tokens")):
+            if was in (old.get(key) or {}):
+                opts = dict(old[key])
+                opts[now] = opts.pop(was)
+                old = {**old, key: dict(sorted(opts.items()))}
         for key in ("vectors", "late", "late_options", "context", "context_options"):
             if old.get(key) != new[key]:
                 diffs.append(f"{key}={old.get(key)!r} (now {new[key]!r})")
@@ -344,9 +360,9 @@ class Index:
                 contextualize(Document(""), [], context, **context_options)
         else:
             context = None
-        unknown = sorted(set(late_options) - {"window", "overlap", "macro"})
+        unknown = sorted(set(late_options) - {"late_window", "overlap", "macro"})
         if unknown:
-            raise ConfigError(f"late chunking has no option {', '.join(unknown)}; valid: window, overlap, macro")
+            raise ConfigError(f"late chunking has no option {', '.join(unknown)}; valid: late_window, overlap, macro")
         config = None if recreate else self.store.read_config()
         embedder = self.embedder(config)
         if isinstance(strategy, Strategy):
@@ -410,7 +426,8 @@ class Index:
         ``vectors="pool"``: chunk vectors mean-pooled from the sentence vectors a semantic strategy already
         computed (no second embedding pass); ``"text"`` (default) embeds each chunk's ``embed_text``.
         ``late=True``: late-chunked vectors (:func:`chunkwise.context.late_chunk_vectors`, options
-        ``window``/``overlap`` in ``late_options``). ``context``: ``headings``/``neighbors``/``llm`` fills
+        ``late_window``/``overlap``/``macro`` in ``late_options``; ``window`` is the deprecated old name of
+        ``late_window``). ``context``: ``headings``/``neighbors``/``llm`` fills
         ``Chunk.context`` (:func:`chunkwise.context.contextualize` with ``context_options``), embedded and
         BM25-indexed with the text. ``prune=True``: remove documents whose source files no longer exist.
         ``load_options``: keyword options of :func:`chunkwise.formats.load` for the files (``password``,
@@ -420,8 +437,10 @@ class Index:
         if not isinstance(batch_size, int) or batch_size < 1:
             raise ConfigError(f"batch_size must be an integer >= 1, got {batch_size!r}")
         t0 = time.perf_counter()
-        late_options = dict(late_options or {})
+        late_options = renamed(dict(late_options or {}), {"window": "late_window"}, "late_options")
         context_options = dict(context_options or {})
+        if context == "llm":
+            context_options = renamed(context_options, {"max_tokens": "answer_tokens"}, "context_options")
         report = IndexReport()
         docs, paths = self._inputs(inputs)
         contextualizer = None

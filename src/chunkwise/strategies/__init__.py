@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from ..deprecation import renamed
 from ..errors import ConfigError
 from .base import Strategy, build_chunks, regions, trim_span
 
@@ -34,6 +35,7 @@ def strategy_class(name: str) -> type[Strategy]:
 def get_strategy(name: str, **params: Any) -> Strategy:
     """Build a strategy by name; unknown parameters are an error that lists the valid ones."""
     cls = strategy_class(name)
+    params = renamed(params, cls.renamed_params, f"strategy {name!r}")
     valid = cls.param_names()
     unknown = sorted(set(params) - set(valid))
     if unknown:

@@ -52,6 +52,9 @@ class Strategy:
     apply_rules: bool = True
     #: :meth:`param_names`' cache, set per class (read through ``cls.__dict__``, never inherited)
     _param_names_cache: ClassVar[tuple[str, ...]]
+    #: old parameter name -> new name: still accepted (with a deprecation warning), left out of
+    #: :meth:`param_names`, and used in :meth:`config_id` so chunk ids do not change with the rename
+    renamed_params: ClassVar[dict[str, str]] = {}
 
     def __init__(
         self,
@@ -85,7 +88,8 @@ class Strategy:
             if klass is object or "__init__" not in vars(klass):
                 continue
             for p in inspect.signature(vars(klass)["__init__"]).parameters.values():
-                if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and p.name not in names:
+                if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and p.name not in names \
+                        and p.name not in cls.renamed_params:
                     names.append(p.name)
         return names
 
@@ -95,7 +99,9 @@ class Strategy:
     def config_id(self) -> str:
         """Fingerprint of the strategy and its parameters: part of every chunk id."""
         params = {}
+        old_names = {new: old for old, new in self.renamed_params.items()}
         for k, v in sorted(self.get_params().items()):
+            k = old_names.get(k, k)  # the fingerprint keeps the old name: same chunk ids as before
             if isinstance(v, Tokenizer):
                 v = v.name
             elif hasattr(v, "model_id"):

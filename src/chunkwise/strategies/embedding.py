@@ -5,7 +5,7 @@ Why one module: the three semantic strategies (``semantic``, ``maxmin``, ``cohes
 they decide where meaning changes. Everything around that decision must be right once for all of them:
 
 1. **Units.** The text of each region is split into sentences; a sentence longer than the hard cap
-   (``min(max_tokens, embedder.max_tokens)``) is split by the recursive rules *before* it is embedded, so no
+   (``min(max_tokens, embedder.model_window)``) is split by the recursive rules *before* it is embedded, so no
    embedding ever silently truncates text and no chunk can exceed ``max_tokens``.
 2. **Embed once.** Every unit of the whole document is embedded in one call, exactly once (identical unit
    texts only once). Windows, chunk vectors and similarities are all pooled from these vectors.
@@ -122,7 +122,7 @@ class EmbeddingStrategy(Strategy):
         unit texts to embed. Split out so :meth:`chunk_many` can embed the units of many documents in one
         stream (see :class:`UnitPlan`)."""
         text = doc.text
-        emb_max = int(getattr(embedder, "max_tokens", 0) or 0)
+        emb_max = int(getattr(embedder, "model_window", 0) or 0)
         etok = embedder.tokenizer
         same = etok is tokenizer or getattr(etok, "name", None) == getattr(tokenizer, "name", "")
         cap = min(self.max_tokens, emb_max) if (emb_max and same) else self.max_tokens

@@ -21,9 +21,10 @@ binary-searches its threshold, counting the chunks as they come out *after* the 
 
 Where chunkwise differs from LangChain, on purpose:
 
-- **Windows are pooled, not re-embedded** (``window="pool"``, the default): each sentence is embedded once
-  and a window vector is the normalised sum of its sentences' vectors. LangChain embeds every window as text,
-  so each sentence is embedded ``2 * buffer_size + 1`` times. ``window="text"`` reproduces LangChain (and
+- **Windows are pooled, not re-embedded** (``buffer_vectors="pool"``, the default): each sentence is embedded
+  once and a window vector is the normalised sum of its sentences' vectors. LangChain embeds every window as
+  text, so each sentence is embedded ``2 * buffer_size + 1`` times. ``buffer_vectors="text"`` reproduces
+  LangChain (the parameter was called ``window``; that name still works with a deprecation warning) (and
   costs those extra embeddings; the sentences are still embedded once more for the chunk vectors).
 - **Interquartile** uses Tukey's fence ``Q3 + k * IQR``, the usual outlier rule; LangChain computes
   ``mean + k * IQR``, which for skewed distance distributions lies well below Q3 + k * IQR and cuts more.
@@ -37,6 +38,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..deprecation import warn_renamed
 from ..embeddings.base import Embedder
 from ..embeddings.vectors import embed_all
 from ..segmentation.tokenizers import Tokenizer
@@ -62,21 +64,22 @@ class SemanticChunker(EmbeddingStrategy):
       defaults per type (percentile 95, standard_deviation 3, interquartile 1.5, gradient 95, absolute 0.25).
     - ``n_chunks``: ask for this many chunks per region instead (before the cap adds cuts).
     - ``avg_tokens``: ask for this mean chunk size instead (measured after the cap).
-    - ``window``: ``"pool"`` (window vectors pooled from sentence vectors) or ``"text"`` (windows embedded as
-      text, LangChain parity).
+    - ``buffer_vectors`` (formerly ``window``): ``"pool"`` (window vectors pooled from sentence vectors) or
+      ``"text"`` (windows embedded as text, LangChain parity).
     - ``structure_bonus``: added to the distance at a paragraph break, list end or heading (times the
       break's strength) before the threshold is applied (default 0.2; 0 = layout ignored).
     """
 
     name = "semantic"
     cap_split_by_distance = True
+    renamed_params = {"window": "buffer_vectors"}
 
     def __init__(self, max_tokens: int = 256, min_tokens: int | None = None, overlap: int = 0,
                  tokenizer: str | Tokenizer | None = None, respect_sections: int | None = DEFAULT_SECTION_LEVEL,
                  embedder: str | Embedder | None = DEFAULT_EMBEDDER, buffer_size: int = 0,
                  threshold_type: str = "percentile", threshold_amount: float | None = None,
-                 n_chunks: int | None = None, avg_tokens: int | None = None, window: str = "pool",
-                 structure_bonus: float = DEFAULT_STRUCTURE_BONUS):
+                 n_chunks: int | None = None, avg_tokens: int | None = None, buffer_vectors: str = "pool",
+                 structure_bonus: float = DEFAULT_STRUCTURE_BONUS, *, window: str | None = None):
         super().__init__(max_tokens=max_tokens, min_tokens=min_tokens, overlap=overlap, tokenizer=tokenizer,
                          respect_sections=respect_sections, embedder=embedder, structure_bonus=structure_bonus)
         self.buffer_size = buffer_size
@@ -84,13 +87,16 @@ class SemanticChunker(EmbeddingStrategy):
         self.threshold_amount = threshold_amount
         self.n_chunks = n_chunks
         self.avg_tokens = avg_tokens
-        self.window = window
+        if window is not None:
+            warn_renamed("window", "buffer_vectors", "strategy 'semantic'")
+            buffer_vectors = window
+        self.buffer_vectors = buffer_vectors
 
     def validate(self) -> None:
         super().validate()
         check_number("buffer_size", self.buffer_size, 0, integer=True)
         check_choice("threshold_type", self.threshold_type, THRESHOLD_TYPES)
-        check_choice("window", self.window, ("pool", "text"))
+        check_choice("buffer_vectors", self.buffer_vectors, ("pool", "text"))
         if self.threshold_amount is not None:
             if self.threshold_type in ("percentile", "gradient"):
                 check_number("threshold_amount", self.threshold_amount, 0, 100)
@@ -125,7 +131,7 @@ class SemanticChunker(EmbeddingStrategy):
         b = int(self.buffer_size)
         if b == 0:
             return units.adjacent_distances()
-        if self.window == "text":
+        if self.buffer_vectors == "text":
             windows = [text[units.spans[max(0, i - b)][0]:units.spans[min(n - 1, i + b)][1]] for i in range(n)]
             w = embed_all(embedder, windows)
         else:

@@ -1,7 +1,7 @@
 """Sentence units and their shaping, shared by the semantic strategies (see :mod:`.embedding`).
 
 1. **Units.** The text of each region is split into sentences; a sentence longer than the hard cap
-   (``min(max_tokens, embedder.max_tokens)``) is split by the recursive rules *before* it is embedded, so no
+   (``min(max_tokens, embedder.model_window)``) is split by the recursive rules *before* it is embedded, so no
    embedding ever silently truncates text and no chunk can exceed ``max_tokens``.
 2. **Shape.** Segments over the cap are cut (at the largest distance inside them, or greedily), segments under
    ``min_tokens`` merge into the more similar neighbour where the cap allows, ``overlap`` repeats whole
