@@ -13,14 +13,12 @@ import chunkwise
 
 ROOT = Path(chunkwise.__file__).resolve().parent
 #: the pipeline order of docs/ARCHITECTURE.md ("Layers"); top-level modules beside the packages included
-ORDER = ["document", "errors", "deprecation", "timefmt", "security", "formats", "segmentation", "embeddings", "strategies",
-         "api", "context", "store", "retrieval", "llm", "evaluation", "video", "viz", "integrations", "cli"]
+ORDER = ["document", "errors", "deprecation", "timefmt", "security", "formats", "segmentation", "embeddings",
+         "strategies", "api", "llm", "context", "video", "store", "retrieval", "evaluation", "viz", "integrations",
+         "cli"]
 #: later-layer imports the architecture page lists as exceptions (module -> imported package.module)
 ALLOWED = {
     ("formats", "video"), ("formats", "video.frames"),      # a video file is loaded like any other input
-    ("retrieval", "video.document"),                           # ready-made clip chunks are indexed as they are
-    ("context", "llm.client"),                                 # the one chat client, also for --context llm
-    ("retrieval", "llm.answer"),                               # Index.ask
 }
 
 
