@@ -43,15 +43,17 @@ test: $(STAMP) browser lint types
 	$(BIN)/python -m pytest
 
 # The suite on Python 3.11, 3.12 and 3.13 (noxfile.py; slow integration tests deselected unless ARGS are given,
-# e.g. `make test-pythons ARGS='-- tests/test_strategies.py'`). Under pyenv, PYENV_VERSION makes the shims
-# resolve python3.11/3.12/3.13 (the newest installed patch release of each, e.g. 3.11.7:3.12.1:3.13.0);
-# elsewhere nox finds them on PATH.
+# e.g. `make test-pythons ARGS='-- tests/test_strategies.py'`). The newest installed patch release of each under
+# pyenv ($PYENV_ROOT or ~/.pyenv, e.g. 3.11.7, 3.12.1, 3.13.0) goes first on PATH, so nox finds python3.1x
+# whether or not pyenv itself is on PATH; elsewhere nox finds them on PATH.
 test-pythons: $(STAMP)
-	@if command -v pyenv >/dev/null 2>&1; then \
-	  v=$$(for m in 3.11 3.12 3.13; do pyenv versions --bare | grep -E "^$$m\.[0-9]+$$" | sort -V | tail -n 1; done | paste -sd: -); \
-	  if [ -n "$$v" ]; then export PYENV_VERSION=$$v; echo "PYENV_VERSION=$$v"; fi; \
-	fi; \
-	$(BIN)/nox $(ARGS)
+	@root=$${PYENV_ROOT:-$$HOME/.pyenv}; found=""; \
+	for m in 3.11 3.12 3.13; do \
+	  d=$$(ls -d $$root/versions/$$m.* 2>/dev/null | grep -E "/$$m\.[0-9]+$$" | sort -V | tail -n 1); \
+	  if [ -n "$$d" ] && [ -x "$$d/bin/python$$m" ]; then found="$$found$$d/bin:"; fi; \
+	done; \
+	echo "interpreters: $${found:-from PATH}"; \
+	PATH="$$found$$PATH" $(BIN)/nox $(ARGS)
 
 # The Ray engine's tests alone (ray is in the dev extra, so `make test` runs them too).
 test-ray: $(STAMP)
