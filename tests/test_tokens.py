@@ -102,6 +102,8 @@ def test_get_and_resolve_tokenizer():
     assert resolve_tokenizer(chars) is chars
     with pytest.raises(ConfigError, match="unknown tokenizer"):
         get_tokenizer("gpt5")
+    with pytest.raises(ConfigError, match="tokenizer must be a name"):
+        get_tokenizer(5)  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="not found"):
         get_tokenizer("hf:/nonexistent/tokenizer.json")
     with pytest.raises(ConfigError):

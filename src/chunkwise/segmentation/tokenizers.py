@@ -292,6 +292,8 @@ def get_tokenizer(name: str = "minilm") -> Tokenizer:
 
     Tokenizers are cached: they are immutable and loading one costs tens of milliseconds.
     """
+    if not isinstance(name, str):
+        raise ConfigError(f"tokenizer must be a name ({', '.join(TOKENIZER_NAMES)} or hf:PATH), got {name!r}")
     if name == "minilm":
         return HFTokenizer(minilm_tokenizer_path(), "minilm")
     if name == "cl100k":
