@@ -32,7 +32,12 @@ def tok() -> TiktokenTokenizer:
 
 @pytest.fixture(scope="module")
 def giga(tok) -> GigatokenEncoder:
-    return GigatokenEncoder(tok._rank_file)
+    assert isinstance(tok._fast, GigatokenEncoder)
+    return tok._fast  # gigatoken with its fallback, as the tokenizer uses it
+
+
+def ids(x) -> list[int]:
+    return [int(v) for v in x]  # a uint32 array from gigatoken, a list from the fallback
 
 
 def test_the_cl100k_tokenizer_uses_gigatoken_when_installed(tok):
@@ -42,7 +47,7 @@ def test_the_cl100k_tokenizer_uses_gigatoken_when_installed(tok):
 @pytest.mark.parametrize("text", HOSTILE)
 def test_hostile_text_gives_tiktoken_ids_and_exact_offsets(tok, giga, text):
     want = tok.encoding.encode_ordinary(text)
-    assert giga.encode(text).tolist() == want and giga.count(text) == len(want)
+    assert ids(giga.encode(text)) == want and giga.count(text) == len(want)
     assert tok.encode(text) == want
     starts, ends = tok.offset_arrays(text)
     assert len(ends) == len(want)
@@ -53,7 +58,7 @@ def test_hostile_text_gives_tiktoken_ids_and_exact_offsets(tok, giga, text):
 @settings(max_examples=300, deadline=None)
 @given(text=st.text(st.characters(exclude_categories=("Cs",)), max_size=300))
 def test_random_text_gives_tiktoken_ids(tok, giga, text):
-    assert giga.encode(text).tolist() == tok.encoding.encode_ordinary(text)
+    assert ids(giga.encode(text)) == tok.encoding.encode_ordinary(text)
 
 
 @settings(max_examples=100, deadline=None)
@@ -62,13 +67,13 @@ def test_random_text_gives_tiktoken_ids(tok, giga, text):
                       max_size=80))
 def test_pattern_edges_give_tiktoken_ids(tok, giga, parts):
     text = "".join(parts)
-    assert giga.encode(text).tolist() == tok.encoding.encode_ordinary(text)
+    assert ids(giga.encode(text)) == tok.encoding.encode_ordinary(text)
 
 
 def test_a_megabyte_without_spaces(tok, giga):
     rng = random.Random(3)
     text = "".join(rng.choice("abcXYZ019.,;:-_/()é日") for _ in range(1_000_000))
-    assert giga.encode(text).tolist() == tok.encoding.encode_ordinary(text)
+    assert ids(giga.encode(text)) == tok.encoding.encode_ordinary(text)
 
 
 def test_lone_surrogates_raise_so_the_tokenizer_falls_back(tok, giga):
@@ -105,8 +110,21 @@ def test_a_long_text_with_a_long_run_goes_to_the_linear_fallback(tok, giga):
 
     text = "word " * 1000 + "a" * (CHECK_CHARS + 10) + " end"
     spied = GigatokenEncoder(tok._rank_file, Spy())
-    want = giga.encode(text).tolist()  # gigatoken alone (slow on the run, but right)
+    want = ids(giga.encode(text))  # gigatoken alone (slow on the run, but right)
     assert spied.encode(text) == want and spied.count(text) == len(want) == tok.count(text)
     assert calls == [len(text), len(text)]
     assert spied.encode("word " * (CHECK_CHARS // 4)).tolist() == giga.encode("word " * (CHECK_CHARS // 4)).tolist()
     assert len(calls) == 2  # long, but no long run: gigatoken
+
+
+def test_characters_gigatoken_reads_unlike_tiktoken_go_to_the_fallback(tok, giga):
+    """Every code point of _UNICODE_DIFF (recent Unicode letters; hypothesis found U+323B0 on Python 3.13),
+    in probe strings: tiktoken's ids through the encoder the tokenizer uses."""
+    from chunkwise.segmentation.cl100k_encoder import _UNICODE_DIFF
+
+    found = [cp for cp in range(0x80, 0x34000) if _UNICODE_DIFF.match(chr(cp))]
+    assert len(found) > 4000
+    for cp in found[::7] + [0x323B0]:
+        for text in ("x" + chr(cp) + "x", chr(cp) + ":A", " " + chr(cp) + " 12"):
+            assert ids(giga.encode(text)) == tok.encoding.encode_ordinary(text), hex(cp)
+            assert giga.count(text) == len(tok.encoding.encode_ordinary(text))

@@ -22,6 +22,7 @@ from __future__ import annotations
 import gzip
 import importlib.util
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -32,6 +33,21 @@ import numpy as np
 CHECK_CHARS = 1 << 20
 #: a run without whitespace longer than this (bytes) goes to the linear-time fallback encoder
 LONG_RUN = 1 << 16
+
+
+#: characters that gigatoken 0.10 and tiktoken classify differently (letters and digits assigned in recent
+#: Unicode versions: Garay, Kirat Rai, Tulu-Tigalari, CJK extension H and others; 4,657 code points in 26
+#: ranges), so the two pre-tokenise them differently. Found by comparing both encoders on every code point in
+#: probe strings (``scripts/scan_cl100k_unicode.py``); text that contains one goes to the fallback encoder.
+_UNICODE_DIFF = re.compile(
+    "["
+    "\U0000088f\U00000c5c\U00000cdc\U0000a7ce-\U0000a7cf\U0000a7d2\U0000a7d4\U0000a7f1\U00010940-\U00010959"
+    "\U00010ec5-\U00010ec7\U00011db0-\U00011ddb\U00011de0-\U00011de9\U00016ea0-\U00016eb8\U00016ebb-\U00016ed3"
+    "\U00016ff2-\U00016ff6\U000187f8-\U000187ff\U00018d09-\U00018d1e\U00018d80-\U00018df2\U0001e6c0-\U0001e6de"
+    "\U0001e6e0-\U0001e6e2\U0001e6e4-\U0001e6e5\U0001e6e7-\U0001e6ed\U0001e6f0-\U0001e6f4\U0001e6fe-\U0001e6ff"
+    "\U0002b73a-\U0002b73f\U0002cea2-\U0002cead\U000323b0-\U00033479"
+    "]"
+)
 
 
 def longest_run(text: str) -> int:
@@ -64,15 +80,25 @@ class GigatokenEncoder:
     def _slow_for_gigatoken(self, text: str) -> bool:
         return self._fallback is not None and longest_run(text) > LONG_RUN
 
-    def encode(self, text: str):
-        """Token ids: a uint32 array (no Python int per token), or the fallback's list for a long run."""
+    def _needs_fallback(self, text: str) -> bool:
+        """A long run without whitespace (gigatoken is slow there) or a character it classifies unlike
+        tiktoken (:data:`_UNICODE_DIFF`): those texts go to the fallback encoder."""
+        if self._fallback is None:
+            return False
         if len(text) > CHECK_CHARS and self._slow_for_gigatoken(text):
+            return True
+        return not text.isascii() and _UNICODE_DIFF.search(text) is not None
+
+    def encode(self, text: str):
+        """Token ids: a uint32 array (no Python int per token), or the fallback's list (see
+        :meth:`_needs_fallback`)."""
+        if self._needs_fallback(text):
             return self._fallback.encode(text)
         return self._bpe.encode(text)
 
     def count(self, text: str) -> int:
         """Number of tokens."""
-        if len(text) > CHECK_CHARS and self._slow_for_gigatoken(text):
+        if self._needs_fallback(text):
             return self._fallback.count(text)
         return len(self._bpe.encode(text))
 
