@@ -3,7 +3,7 @@
 Every code point outside ASCII (surrogates excepted) is put into a few probe strings (between letters, before
 punctuation, between spaces, next to digits, doubled) and encoded by gigatoken's BPE and by tiktoken's
 ``encode_ordinary``; a code point is listed when any probe differs. The ranges printed are the ones in
-``chunkwise.segmentation.cl100k_encoder._UNICODE_DIFF`` (re-run after upgrading either package). ~35 s.
+``chunkwise.segmentation.cl100k_encoder.UNICODE_DIFF_RANGES`` (re-run after upgrading either package). ~35 s.
 
 Usage: python scripts/scan_cl100k_unicode.py   (needs the cl100k-fast extra)
 """

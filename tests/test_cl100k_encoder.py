@@ -118,12 +118,13 @@ def test_a_long_text_with_a_long_run_goes_to_the_linear_fallback(tok, giga):
 
 
 def test_characters_gigatoken_reads_unlike_tiktoken_go_to_the_fallback(tok, giga):
-    """Every code point of _UNICODE_DIFF (recent Unicode letters; hypothesis found U+323B0 on Python 3.13),
-    in probe strings: tiktoken's ids through the encoder the tokenizer uses."""
-    from chunkwise.segmentation.cl100k_encoder import _UNICODE_DIFF
+    """Code points of UNICODE_DIFF_RANGES (recent Unicode letters; hypothesis found U+323B0 on Python 3.13),
+    in probe strings: tiktoken's ids through the encoder the tokenizer uses; the check finds each of them."""
+    from chunkwise.segmentation.cl100k_encoder import UNICODE_DIFF_RANGES, reads_unlike_tiktoken
 
-    found = [cp for cp in range(0x80, 0x34000) if _UNICODE_DIFF.match(chr(cp))]
-    assert len(found) > 4000
+    found = [cp for a, b in UNICODE_DIFF_RANGES for cp in range(a, b + 1)]
+    assert len(found) == 4657 and all(reads_unlike_tiktoken("ab " + chr(cp)) for cp in found)
+    assert not reads_unlike_tiktoken("naïve café 日本語 🙂 " + chr(found[0] - 1) + chr(found[-1] + 1))
     for cp in found[::7] + [0x323B0]:
         for text in ("x" + chr(cp) + "x", chr(cp) + ":A", " " + chr(cp) + " 12"):
             assert ids(giga.encode(text)) == tok.encoding.encode_ordinary(text), hex(cp)

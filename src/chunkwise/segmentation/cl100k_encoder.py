@@ -22,7 +22,6 @@ from __future__ import annotations
 import gzip
 import importlib.util
 import os
-import re
 import tempfile
 from pathlib import Path
 
@@ -39,15 +38,29 @@ LONG_RUN = 1 << 16
 #: Unicode versions: Garay, Kirat Rai, Tulu-Tigalari, CJK extension H and others; 4,657 code points in 26
 #: ranges), so the two pre-tokenise them differently. Found by comparing both encoders on every code point in
 #: probe strings (``scripts/scan_cl100k_unicode.py``); text that contains one goes to the fallback encoder.
-_UNICODE_DIFF = re.compile(
-    "["
-    "\U0000088f\U00000c5c\U00000cdc\U0000a7ce-\U0000a7cf\U0000a7d2\U0000a7d4\U0000a7f1\U00010940-\U00010959"
-    "\U00010ec5-\U00010ec7\U00011db0-\U00011ddb\U00011de0-\U00011de9\U00016ea0-\U00016eb8\U00016ebb-\U00016ed3"
-    "\U00016ff2-\U00016ff6\U000187f8-\U000187ff\U00018d09-\U00018d1e\U00018d80-\U00018df2\U0001e6c0-\U0001e6de"
-    "\U0001e6e0-\U0001e6e2\U0001e6e4-\U0001e6e5\U0001e6e7-\U0001e6ed\U0001e6f0-\U0001e6f4\U0001e6fe-\U0001e6ff"
-    "\U0002b73a-\U0002b73f\U0002cea2-\U0002cead\U000323b0-\U00033479"
-    "]"
+UNICODE_DIFF_RANGES = (
+    (0x0088F, 0x0088F), (0x00C5C, 0x00C5C), (0x00CDC, 0x00CDC), (0x0A7CE, 0x0A7CF), (0x0A7D2, 0x0A7D2),
+    (0x0A7D4, 0x0A7D4), (0x0A7F1, 0x0A7F1), (0x10940, 0x10959), (0x10EC5, 0x10EC7), (0x11DB0, 0x11DDB),
+    (0x11DE0, 0x11DE9), (0x16EA0, 0x16EB8), (0x16EBB, 0x16ED3), (0x16FF2, 0x16FF6), (0x187F8, 0x187FF),
+    (0x18D09, 0x18D1E), (0x18D80, 0x18DF2), (0x1E6C0, 0x1E6DE), (0x1E6E0, 0x1E6E2), (0x1E6E4, 0x1E6E5),
+    (0x1E6E7, 0x1E6ED), (0x1E6F0, 0x1E6F4), (0x1E6FE, 0x1E6FF), (0x2B73A, 0x2B73F), (0x2CEA2, 0x2CEAD),
+    (0x323B0, 0x33479),
 )
+_DIFF_LOW = UNICODE_DIFF_RANGES[0][0]
+_DIFF_HIGH = UNICODE_DIFF_RANGES[-1][1] + 1
+_DIFF_TABLE = np.zeros(_DIFF_HIGH + 1, dtype=bool)  # True at every listed code point; the last slot is False
+for _a, _b in UNICODE_DIFF_RANGES:
+    _DIFF_TABLE[_a : _b + 1] = True
+
+
+def reads_unlike_tiktoken(text: str) -> bool:
+    """Whether ``text`` has a character of :data:`UNICODE_DIFF_RANGES`. A lookup table over the UTF-32 code
+    points (~1 ms for 1.4 MB of non-ASCII prose; a regular expression over these ranges takes 10x longer)."""
+    if text.isascii():
+        return False
+    points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    points = points[points >= _DIFF_LOW]
+    return bool(len(points)) and bool(_DIFF_TABLE[np.minimum(points, _DIFF_HIGH)].any())
 
 
 def longest_run(text: str) -> int:
@@ -82,12 +95,12 @@ class GigatokenEncoder:
 
     def _needs_fallback(self, text: str) -> bool:
         """A long run without whitespace (gigatoken is slow there) or a character it classifies unlike
-        tiktoken (:data:`_UNICODE_DIFF`): those texts go to the fallback encoder."""
+        tiktoken (:data:`UNICODE_DIFF_RANGES`): those texts go to the fallback encoder."""
         if self._fallback is None:
             return False
         if len(text) > CHECK_CHARS and self._slow_for_gigatoken(text):
             return True
-        return not text.isascii() and _UNICODE_DIFF.search(text) is not None
+        return reads_unlike_tiktoken(text)
 
     def encode(self, text: str):
         """Token ids: a uint32 array (no Python int per token), or the fallback's list (see
