@@ -9,6 +9,7 @@ deleted, one added, ``--prune``) is indexed, killed and re-run.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import random
 import signal
@@ -23,26 +24,13 @@ from chunkwise.store import MilvusStore
 
 pytestmark = pytest.mark.slow
 
-WORDS = ("river stone lamp keeper harbor winter bread oven flour garden rose train ticket night bee honey wax "
-         "queen storm fog lens glass tower bell copper salt anchor rope sail gull").split()
-
-
-def write_corpus(folder: Path, seed: int, names: list[str]) -> None:
-    rng = random.Random(seed)
-    folder.mkdir(parents=True, exist_ok=True)
-    for name in names:
-        paras = []
-        for _ in range(rng.randint(4, 7)):
-            sents = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 14))).capitalize() + "."
-                     for _ in range(rng.randint(3, 6))]
-            paras.append(" ".join(sents))
-        (folder / name).write_text("\n\n".join(paras), encoding="utf-8")
-
-
-def index_cmd(db: Path, folder: Path) -> list[str]:
-    code = "import sys; from chunkwise.cli import main; sys.exit(main(sys.argv[1:]))"
-    return [sys.executable, "-c", code, "-q", "--no-cache", "index", str(folder), "--db", str(db),
-            "--max-tokens", "48", "--batch-size", "4", "--prune"]
+# the corpus and the command are the SIGKILL campaign's (scripts/sigkill_campaign.py), written once there
+_SPEC = importlib.util.spec_from_file_location(
+    "sigkill_campaign", Path(__file__).resolve().parents[1] / "scripts" / "sigkill_campaign.py")
+campaign = importlib.util.module_from_spec(_SPEC)
+sys.modules[_SPEC.name] = campaign  # dataclasses look their module up there
+_SPEC.loader.exec_module(campaign)
+write_corpus, index_cmd = campaign.write_corpus, campaign.index_cmd
 
 
 def run_to_end(db: Path, folder: Path) -> None:

@@ -8,9 +8,11 @@ BERT token can never continue) and encoded a group at a time. The 10 MB measurem
 
 from __future__ import annotations
 
+import importlib.util
 import random
 import subprocess
 import sys
+from pathlib import Path
 
 from chunkwise.segmentation.tokenizers import get_tokenizer
 
@@ -27,16 +29,16 @@ print(n, (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) // 1024)
 """
 
 
-def cjk(chars: int, seed: int = 1) -> str:
-    rng = random.Random(seed)
-    kanji = [chr(c) for c in range(0x4E00, 0x4E00 + 3000)]
-    kana = [chr(c) for c in range(0x3041, 0x3094)]
-    out, n = [], 0
-    while n < chars:
-        s = "".join(rng.choice(kanji) if rng.random() < 0.6 else rng.choice(kana) for _ in range(rng.randint(10, 40)))
-        out.append(s + "。")
-        n += len(s) + 1
-    return "".join(out)
+def _bench_module():
+    """benchmarks/bench_cjk_memory.py, whose ``cjk`` text generator the test shares (stdlib imports only)."""
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_cjk_memory.py"
+    spec = importlib.util.spec_from_file_location("bench_cjk_memory", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+cjk = _bench_module().cjk
 
 
 def test_blocks_give_the_same_tokens_as_the_whole_text():
