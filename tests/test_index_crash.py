@@ -30,23 +30,12 @@ _SPEC = importlib.util.spec_from_file_location(
 campaign = importlib.util.module_from_spec(_SPEC)
 sys.modules[_SPEC.name] = campaign  # dataclasses look their module up there
 _SPEC.loader.exec_module(campaign)
-write_corpus, index_cmd = campaign.write_corpus, campaign.index_cmd
+write_corpus, index_cmd, size = campaign.write_corpus, campaign.index_cmd, campaign.size
 
 
 def run_to_end(db: Path, folder: Path) -> None:
     done = subprocess.run(index_cmd(db, folder), capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-
-
-def size(path: Path) -> int:
-    total = 0
-    for root, _, files in os.walk(path):
-        for f in files:
-            try:
-                total += os.path.getsize(os.path.join(root, f))
-            except OSError:
-                pass
-    return total
 
 
 def contents(db: Path) -> tuple[set[tuple[str, str]], int, dict[str, str]]:
