@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -235,3 +237,136 @@ def test_session_options_keep_the_vectors(minilm):
              " ".join(f"word{i} and more text about valves" for i in range(60))]
     cos = (minilm.embed(texts) * reference.embed(texts)).sum(axis=1)
     assert cos.min() >= 1 - 1e-4
+
+
+# -- the exact graph rewrite (issue 19: embeddings/onnx_graph.py) ------------------------------------------
+def test_rewritten_graph_gives_the_shipped_graphs_vectors(minilm):
+    """The default session runs the rewritten graph (no NaN guards, float weights folded, BERT fusions), and
+    its vectors equal the shipped graph's on padded batches of real text of mixed lengths."""
+    import onnx
+
+    from chunkwise.embeddings.cache import default_cache_dir
+    from chunkwise.embeddings.minilm import MiniLMEmbedder, _session, onnx_model_path
+    from chunkwise.embeddings.onnx_graph import fast_graph_path
+
+    path = fast_graph_path(onnx_model_path(), default_cache_dir())
+    assert path != onnx_model_path()
+    graph = onnx.load(path).graph
+    ops = [n.op_type for n in graph.node]
+    weights = {t.name for t in graph.initializer}
+    assert "IsNaN" not in ops and ops.count("Softmax") == 6  # the guards are gone, the attention is not
+    assert not [n for n in graph.node if n.op_type == "Cast" and n.input[0] in weights]  # weights folded
+    assert ops.count("BiasGelu") == 6  # onnxruntime's fusions ran (one per layer)
+    shipped = MiniLMEmbedder()
+    shipped._session = _session(shipped.threads, "shipped")
+    sentences = SEED + ["Short.", "", "x", " ".join(SEED * 12), "word " * 700]
+    texts = [" ".join(sentences[: k % len(sentences) + 1]) for k in range(40)] + sentences  # lengths 1..512
+    fast, ref = minilm.embed(texts), shipped.embed(texts)
+    assert np.abs(fast - ref).max() < 1e-5
+    assert (fast * ref).sum(axis=1).min() >= 1 - 1e-6
+    hidden_fast, hidden_ref = minilm.embed_tokens(SEED[0]), shipped.embed_tokens(SEED[0])
+    assert np.abs(hidden_fast[0] - hidden_ref[0]).max() < 1e-4 and hidden_fast[1] == hidden_ref[1]
+
+
+def _tiny_attention_model():
+    """Softmax guarded like torch's export (``Where(IsNaN(p), 0, p)``), weights int8 dequantised in the graph."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array(rng.integers(-127, 127, (4, 4)).astype(np.int8), "w_q")
+    scale = numpy_helper.from_array(np.float32(0.013), "w_scale")
+    zero = numpy_helper.from_array(np.zeros((), np.float32), "zero")
+    nodes = [
+        helper.make_node("Cast", ["w_q"], ["w_f"], to=TensorProto.FLOAT),
+        helper.make_node("Mul", ["w_f", "w_scale"], ["w"]),
+        helper.make_node("MatMul", ["x", "w"], ["s"]),
+        helper.make_node("Softmax", ["s"], ["p"], axis=-1),
+        helper.make_node("IsNaN", ["p"], ["nan"]),
+        helper.make_node("Where", ["nan", "zero", "p"], ["g"]),
+        helper.make_node("MatMul", ["g", "x"], ["y"]),
+    ]
+    graph = helper.make_graph(nodes, "tiny", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 4])], [w, scale, zero])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def _run_model(model, x):
+    import onnxruntime as ort
+
+    return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+
+
+def test_graph_rewrites_are_exact_on_a_tiny_graph():
+    """Folding ``Mul(Cast(w_int8), scale)`` and dropping the NaN guard change nothing in the output (bitwise)."""
+    from chunkwise.embeddings.onnx_graph import fold_dequantized_weights, strip_nan_guards
+
+    model = _tiny_attention_model()
+    x = np.random.default_rng(1).normal(size=(4, 4)).astype(np.float32)
+    before = _run_model(model, x)
+    assert fold_dequantized_weights(model.graph) == 1
+    assert strip_nan_guards(model.graph) == 1
+    ops = [n.op_type for n in model.graph.node]
+    assert ops == ["MatMul", "Softmax", "MatMul"]
+    assert {t.name for t in model.graph.initializer} == {"w"}  # the int8 weight, scale and 0 are gone
+    np.testing.assert_array_equal(_run_model(model, x), before)
+
+
+def test_graph_rewrite_falls_back_to_the_shipped_file(tmp_path, caplog, monkeypatch):
+    """A graph without the expected NaN guard is used as shipped (one log line, remembered in the cache). The
+    rewritten graph goes to a private cache folder, else to a private folder under the temporary folder; a
+    temporary folder others may write to is not used (the shipped file runs, with a warning)."""
+    import logging
+    import os
+    import tempfile
+
+    import onnx
+
+    from chunkwise.embeddings.onnx_graph import fast_graph_path
+
+    model = _tiny_attention_model()
+    del model.graph.node[4:6]  # no IsNaN/Where: not the export the rewrite is for
+    model.graph.node[-1].input[0] = "p"
+    src = tmp_path / "other.onnx"
+    onnx.save(model, src)
+    cache = tmp_path / "cache"
+    with caplog.at_level(logging.INFO, logger="chunkwise.embeddings.onnx_graph"):
+        assert fast_graph_path(str(src), cache) == str(src)
+    assert "runs as shipped" in caplog.text and "no softmax NaN guard" in caplog.text
+    assert [p.suffix for p in cache.iterdir()] == [".as-shipped"]
+    assert fast_graph_path(str(src), cache) == str(src)  # remembered: no second rewrite attempt
+
+    good = tmp_path / "good.onnx"
+    onnx.save(_tiny_attention_model(), good)
+    rewritten = fast_graph_path(str(good), tmp_path / "ok")
+    assert Path(rewritten).parent == tmp_path / "ok" and Path(rewritten).is_file()
+    assert (tmp_path / "ok").stat().st_mode & 0o777 == 0o700
+
+    blocker = tmp_path / "file"  # a cache directory that cannot be made: the private temporary folder
+    blocker.write_text("not a directory")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    in_tmp = fast_graph_path(str(good), blocker / "cache")
+    assert Path(in_tmp).parent.parent == tmp_path / "tmp" and Path(in_tmp).is_file()
+
+    shared = tmp_path / "tmp" / Path(in_tmp).parent.name  # someone else may write there: not used
+    os.chmod(shared, 0o777)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="chunkwise.embeddings.onnx_graph"):
+        assert fast_graph_path(str(good), blocker / "cache") == str(good)
+    assert "runs as shipped" in caplog.text and str(blocker) in caplog.text
+
+    locked = tmp_path / "locked"  # a cache folder this user cannot enter: the temporary folder instead
+    locked.mkdir()
+    monkeypatch.setattr(Path, "is_file", _refuse_in(locked, Path.is_file))
+    os.chmod(shared, 0o700)
+    assert Path(fast_graph_path(str(good), locked)).parent == shared
+
+
+def _refuse_in(folder, is_file):
+    """``Path.is_file`` raising PermissionError under ``folder`` (as for another user's 0700 folder; root,
+    which runs some of these tests, could enter it anyway)."""
+    def wrapped(self):
+        if folder in self.parents:
+            raise PermissionError(13, "Permission denied", str(self))
+        return is_file(self)
+    return wrapped
