@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -198,3 +199,21 @@ def test_forked_child_opens_its_own_connection(tmp_path):
 def _child_embeds(emb):
     emb.embed(["child text", "parent text"])
     assert emb.texts_embedded == 2  # 1 in the parent before the fork + 1 here; "parent text" was cached
+
+
+def test_cli_cache_stats_and_clear_the_rewritten_graph(tmp_path, capsys):
+    """`cache stats` shows the rewritten MiniLM graph beside the vectors; `cache clear` deletes it (with its
+    lock and marker files); `cache clear --model` leaves it."""
+    graph = tmp_path / "minilm-graph-0123456789abcdef.onnx"
+    graph.write_bytes(b"x" * 3000)
+    (tmp_path / ".minilm-graph-0123456789abcdef.lock").write_bytes(b"")
+    assert main(["--cache-dir", str(tmp_path), "cache", "stats", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["graphs"] == {"files": 2, "bytes": 3000}
+    assert main(["--cache-dir", str(tmp_path), "cache", "stats"]) == 0
+    assert "graphs:" in capsys.readouterr().out
+    assert main(["--cache-dir", str(tmp_path), "cache", "clear", "--model", "minilm"]) == 0
+    assert graph.exists()
+    assert main(["--cache-dir", str(tmp_path), "cache", "clear"]) == 0
+    assert "rewritten MiniLM graph" in capsys.readouterr().out
+    assert not list(tmp_path.glob("*minilm-graph-*"))

@@ -332,7 +332,7 @@ def test_graph_rewrite_falls_back_to_the_shipped_file(tmp_path, caplog, monkeypa
     with caplog.at_level(logging.INFO, logger="chunkwise.embeddings.onnx_graph"):
         assert fast_graph_path(str(src), cache) == str(src)
     assert "runs as shipped" in caplog.text and "no softmax NaN guard" in caplog.text
-    assert [p.suffix for p in cache.iterdir()] == [".as-shipped"]
+    assert sorted(p.suffix for p in cache.iterdir()) == [".as-shipped", ".lock"]
     assert fast_graph_path(str(src), cache) == str(src)  # remembered: no second rewrite attempt
 
     good = tmp_path / "good.onnx"
@@ -370,3 +370,39 @@ def _refuse_in(folder, is_file):
             raise PermissionError(13, "Permission denied", str(self))
         return is_file(self)
     return wrapped
+
+
+def test_processes_on_a_cold_cache_rewrite_the_graph_once(tmp_path):
+    """Four processes asking for the graph at once (Ray workers on a cold cache) make one rewrite: the others
+    wait on the lock and find it made."""
+    import subprocess
+    import sys
+
+    import onnx
+
+    src = tmp_path / "model.onnx"
+    onnx.save(_tiny_attention_model(), src)
+    cache = tmp_path / "cache"
+    code = ("import sys, chunkwise.embeddings.onnx_graph as g\n"
+            "calls = []\n"
+            "real = g._run_rewrite\n"
+            "def counted(*a):\n"
+            "    calls.append(1)\n"
+            "    return real(*a)\n"
+            "g._run_rewrite = counted\n"
+            "path = g.fast_graph_path(sys.argv[1], g.Path(sys.argv[2]))\n"
+            "print(len(calls), path)\n")
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(src), str(cache)], stdout=subprocess.PIPE, text=True)
+             for _ in range(4)]
+    outs = [p.communicate(timeout=300)[0].split() for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    assert sum(int(calls) for calls, _ in outs) == 1
+    assert len({path for _, path in outs}) == 1 and Path(outs[0][1]).parent == cache
+
+
+def test_the_rewritten_graph_is_kept_in_the_given_cache_dir(tmp_path):
+    """`--cache-dir` / ``get_embedder(cache_dir=...)`` also holds the rewritten graph (and `--no-cache`, which is
+    about vectors, still uses it)."""
+    emb = get_embedder("minilm", cache=False, cache_dir=tmp_path)
+    assert emb.embed(["The pump is inspected."]).shape == (1, 384)
+    assert len(list(tmp_path.glob("minilm-graph-*.onnx"))) == 1

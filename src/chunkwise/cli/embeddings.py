@@ -1,4 +1,4 @@
-"""``chunkwise embed``, ``chunkwise distill`` and ``chunkwise cache stats|clear``.
+"""``chunkwise embed``, ``chunkwise distill`` and ``chunkwise cache stats|clear`` (the embedding cache and the rewritten MiniLM graph beside it).
 
 The embedder is chosen by the global ``--embedder`` option (see :func:`chunkwise.embeddings.
 embedder_from_args`) for every command that embeds; ``embed`` exposes it directly (texts in, vectors out),
@@ -87,8 +87,12 @@ def run_distill(args: argparse.Namespace) -> int:
 def run_cache_stats(args: argparse.Namespace) -> int:
     from ..embeddings.cache import EmbeddingCache
 
+    from ..embeddings.onnx_graph import cached_graphs
+
     with EmbeddingCache(args.cache_dir) as cache:
         info = cache.stats()
+        graphs = cached_graphs(cache.dir)
+    info["graphs"] = {"files": len(graphs), "bytes": sum(p.stat().st_size for p in graphs)}
     if args.json:
         print(json.dumps(info, indent=2))
         return 0
@@ -98,17 +102,31 @@ def run_cache_stats(args: argparse.Namespace) -> int:
     print(f"entries:  {info['entries']}")
     for model, m in info["models"].items():
         print(f"  {model:<40} {m['entries']:>9} vectors  {_human(m['vector_bytes'])}")
+    print(f"graphs:   {_human(info['graphs']['bytes'])} in {info['graphs']['files']} file(s): the rewritten MiniLM "
+          "model (made again when needed)")
     return 0
 
 
 def run_cache_clear(args: argparse.Namespace) -> int:
     from ..embeddings.cache import EmbeddingCache
 
+    from ..embeddings.onnx_graph import cached_graphs
+
     with EmbeddingCache(args.cache_dir) as cache:
         n = cache.clear(args.model)
         path = cache.path
+        graphs = [] if args.model else cached_graphs(cache.dir)
     what = f"model {args.model!r}" if args.model else "all models"
     print(f"deleted {n} cached embeddings ({what}) from {path}")
+    if graphs:
+        size = 0
+        for p in graphs:
+            try:
+                size += p.stat().st_size
+                p.unlink()
+            except OSError as exc:
+                print(f"{p}: not deleted ({exc.strerror or exc})", file=sys.stderr)
+        print(f"deleted the rewritten MiniLM graph ({_human(size)}; made again on next use)")
     return 0
 
 

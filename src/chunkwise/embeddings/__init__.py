@@ -109,8 +109,8 @@ def _backend(name: str, backend: str | None, base_url: str | None, api_key_env: 
     if name == "minilm":
         from .minilm import MiniLMEmbedder
 
-        _check_kwargs(name, MiniLMEmbedder.__init__, kw)
-        return MiniLMEmbedder(**kw)
+        _check_kwargs(name, MiniLMEmbedder.__init__, kw, ("cache_dir",))
+        return MiniLMEmbedder(cache_dir=cache_dir, **kw)  # the rewritten graph is kept beside the vectors
     if name.startswith("st:") and len(name) > 3:
         from .sentence_transformers import SentenceTransformerEmbedder
 

@@ -56,13 +56,14 @@ def onnx_model_path() -> str:
 
 
 @functools.lru_cache(maxsize=4)
-def _session(threads: int, graph: str = "fast"):
+def _session(threads: int, graph: str = "fast", cache_dir: str | None = None):
     """One onnxruntime session per thread count, shared by every MiniLMEmbedder in the process.
 
     Loading takes about a second; ``InferenceSession.run`` is thread-safe, so embedders (each with its own
     counters and window) can share it. ``graph="fast"`` runs the exactly rewritten graph of
-    :mod:`~chunkwise.embeddings.onnx_graph` (same vectors, ~1.3x faster on long texts), ``"shipped"`` the
-    file as the package ships it (what other libraries run; tests compare the two).
+    :mod:`~chunkwise.embeddings.onnx_graph` (same vectors, ~1.3x faster on long texts), cached in
+    ``cache_dir`` (default: the cache directory), ``"shipped"`` the file as the package ships it (what other
+    libraries run; tests compare the two).
     """
     try:
         import onnxruntime as ort
@@ -78,10 +79,10 @@ def _session(threads: int, graph: str = "fast"):
     opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
     path = onnx_model_path()
     if graph == "fast":
-        from .cache import default_cache_dir
+        from .cache import resolve_cache_dir
         from .onnx_graph import fast_graph_path
 
-        path = fast_graph_path(path, default_cache_dir())
+        path = fast_graph_path(path, resolve_cache_dir(cache_dir))
     return ort.InferenceSession(path, sess_options=opts, providers=["CPUExecutionProvider"])
 
 
@@ -103,10 +104,13 @@ class MiniLMEmbedder(Embedder):
         512 (``docs/embeddings.md``); memory stays small (a batch of four 512-token texts).
     threads:
         onnxruntime intra-op threads (default: available cores).
+    cache_dir:
+        Where the rewritten graph is kept (default ``$CHUNKWISE_CACHE_DIR`` or the user cache directory; see
+        :mod:`~chunkwise.embeddings.onnx_graph`). ``get_embedder(cache_dir=...)`` passes its own.
     """
 
     def __init__(self, *, model_window: int = MAX_POSITIONS - 2, batch_size: int = 64, max_batch_tokens: int = 2048,
-                 threads: int | None = None, window: int | None = None):
+                 threads: int | None = None, cache_dir: str | os.PathLike | None = None, window: int | None = None):
         if window is not None:
             if not isinstance(window, int) or not 3 <= window <= MAX_POSITIONS:
                 raise ConfigError(f"minilm window must be an integer in 3..{MAX_POSITIONS}, got {window!r}")
@@ -137,7 +141,7 @@ class MiniLMEmbedder(Embedder):
         self._cls = self._hf.token_to_id("[CLS]")
         self._sep = self._hf.token_to_id("[SEP]")
         self.threads = threads or available_cores()
-        self._session = _session(self.threads)
+        self._session = _session(self.threads, "fast", None if cache_dir is None else os.fspath(cache_dir))
         self._input_names = {i.name for i in self._session.get_inputs()}
 
     @property

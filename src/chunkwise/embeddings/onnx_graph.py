@@ -29,6 +29,7 @@ never wrong.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
@@ -94,6 +95,16 @@ def _folders(cache_dir: Path):
     yield _temp_cache()
 
 
+def cached_graphs(cache_dir: Path) -> list[Path]:
+    """The rewritten graphs in ``cache_dir`` with their markers, lock files and any partial file a killed
+    rewrite left, for ``chunkwise cache stats|clear`` (all are made again when needed)."""
+    try:
+        return sorted(p for pattern in ("minilm-graph-*", ".minilm-graph-*") for p in Path(cache_dir).glob(pattern)
+                      if p.is_file())
+    except OSError:
+        return []
+
+
 def _temp_cache() -> Path | None:
     """``<tmp>/chunkwise-<uid>``, only when this user owns it and no one else may write to it (another user
     could otherwise plant a graph there)."""
@@ -117,7 +128,39 @@ def _writable(folder: Path) -> bool:
 
 
 def _make(src: Path, target: Path, as_shipped: Path) -> str:
-    """Run the rewrite in a child process into ``target``; ``str(src)`` when it cannot be rewritten."""
+    """Run the rewrite in a child process into ``target``; ``str(src)`` when it cannot be rewritten.
+
+    Processes starting together on a cold cache (Ray workers, parallel jobs) take turns on a lock file, and
+    those that waited find the graph made: one rewrite, not one per process (each needs ~0.5 GB)."""
+    with _locked(target.with_name(f".{target.stem}.lock")):
+        if target.is_file():
+            return str(target)
+        if as_shipped.is_file():
+            return str(src)
+        return _run_rewrite(src, target, as_shipped)
+
+
+@contextlib.contextmanager
+def _locked(path: Path):
+    """An exclusive ``flock`` on ``path`` (created 0600); no lock where ``fcntl`` is missing or fails."""
+    try:
+        import fcntl
+
+        fd = os.open(path, os.O_CREAT | os.O_RDWR | getattr(os, "O_CLOEXEC", 0), 0o600)
+    except (ImportError, OSError):
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:
+            pass  # a file system without locks: the atomic rename still keeps the graph whole
+        yield
+    finally:
+        os.close(fd)
+
+
+def _run_rewrite(src: Path, target: Path, as_shipped: Path) -> str:
     try:
         proc = subprocess.run([sys.executable, "-m", __name__, str(src), str(target)],
                               capture_output=True, text=True, timeout=600)
