@@ -406,3 +406,15 @@ def test_the_rewritten_graph_is_kept_in_the_given_cache_dir(tmp_path):
     emb = get_embedder("minilm", cache=False, cache_dir=tmp_path)
     assert emb.embed(["The pump is inspected."]).shape == (1, 384)
     assert len(list(tmp_path.glob("minilm-graph-*.onnx"))) == 1
+
+
+def test_a_nan_guard_whose_test_is_read_elsewhere_stays():
+    """The guard goes only when nothing else reads its IsNaN: a graph that also outputs it keeps both."""
+    from onnx import TensorProto, helper
+
+    from chunkwise.embeddings.onnx_graph import strip_nan_guards
+
+    model = _tiny_attention_model()
+    model.graph.output.append(helper.make_tensor_value_info("nan", TensorProto.BOOL, [4, 4]))
+    assert strip_nan_guards(model.graph) == 0
+    assert [n.op_type for n in model.graph.node].count("Where") == 1

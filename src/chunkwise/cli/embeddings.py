@@ -1,4 +1,5 @@
-"""``chunkwise embed``, ``chunkwise distill`` and ``chunkwise cache stats|clear`` (the embedding cache and the rewritten MiniLM graph beside it).
+"""``chunkwise embed``, ``chunkwise distill`` and ``chunkwise cache stats|clear`` (cached vectors and the
+rewritten MiniLM graph beside them).
 
 The embedder is chosen by the global ``--embedder`` option (see :func:`chunkwise.embeddings.
 embedder_from_args`) for every command that embeds; ``embed`` exposes it directly (texts in, vectors out),
@@ -86,7 +87,6 @@ def run_distill(args: argparse.Namespace) -> int:
 
 def run_cache_stats(args: argparse.Namespace) -> int:
     from ..embeddings.cache import EmbeddingCache
-
     from ..embeddings.onnx_graph import cached_graphs
 
     with EmbeddingCache(args.cache_dir) as cache:
@@ -109,7 +109,6 @@ def run_cache_stats(args: argparse.Namespace) -> int:
 
 def run_cache_clear(args: argparse.Namespace) -> int:
     from ..embeddings.cache import EmbeddingCache
-
     from ..embeddings.onnx_graph import cached_graphs
 
     with EmbeddingCache(args.cache_dir) as cache:
