@@ -384,3 +384,14 @@ def test_markdown_front_matter_is_metadata_not_text(tmp_path):
     assert doc.title == "Pumps"
     assert doc.metadata["front_matter"] == {"title": "Pumps", "author": "Ann"}
     assert doc.sections[0].path == ("Pumps",) and doc.text[doc.sections[0].start:].startswith("# Pumps")
+
+
+def test_empty_front_matter_is_removed_like_the_section_parser_skips_it(tmp_path):
+    """One definition of front matter for the loader and the section parser: an empty block (``---`` right
+    over ``---``) is metadata too, so the loaded text never starts with two rules the parser ignored."""
+    path = tmp_path / "empty.md"
+    path.write_text("---\n---\n\n# Pumps\n\nThe XR-12 pump.\n", encoding="utf-8")
+    doc = load(path)
+    assert doc.text.startswith("# Pumps")
+    assert doc.metadata["front_matter"] == {}
+    assert doc.sections[0].path == ("Pumps",)

@@ -15,16 +15,13 @@ import re
 
 from ..document import Document
 from .cleaning import CleaningOptions
-from .markdown_blocks import markdown_sections  # one Markdown parser for loader and strategy
+from .markdown_blocks import FRONT_MATTER, markdown_sections  # one Markdown parser for loader and strategy
 from .sourcemap import SourceMap
 from .text import check_text, decode_source, emit_warnings, newline_edits, normalize_newlines
 
-_FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)
-
-
 def front_matter(text: str) -> tuple[int, dict[str, str]]:
     """Length of a leading YAML front-matter block and its simple ``key: value`` pairs."""
-    m = _FRONT_MATTER.match(text)
+    m = FRONT_MATTER.match(text)
     if not m:
         return 0, {}
     fields = {}

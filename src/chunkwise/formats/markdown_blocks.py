@@ -16,7 +16,9 @@ from ..document import Section
 Span = tuple[int, int]
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")  # what markdown-it counts as a line break
-_FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(?:.*?\r?\n)?(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.DOTALL)
+#: a leading YAML front-matter block (``---`` ... ``---`` or ``...``; may be empty), its body in group 1; the
+#: one definition for the loader (metadata) and the section parser (skipped)
+FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n((?:.*?\r?\n)?)(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 _CODE_BLOCKS = ("fence", "code_block")
 
 
@@ -84,7 +86,7 @@ def markdown_blocks(text: str) -> list[Block]:
 
 @functools.lru_cache(maxsize=4)
 def _markdown_blocks(text: str) -> tuple[Block, ...]:
-    m = _FRONT_MATTER.match(text)
+    m = FRONT_MATTER.match(text)
     skip = m.end() if m else 0
     # blank the front matter out, line for line, so "---" is neither a rule nor a setext underline
     parse_text = "\n" * len(_NEWLINE.findall(text, 0, skip)) + text[skip:] if skip else text
