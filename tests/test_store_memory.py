@@ -7,6 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from conftest import FakeEmbedder
 from test_eval_runner import dataset  # noqa: F401  (fixture)
 
@@ -104,3 +106,15 @@ def test_store_imports_nothing_from_later_layers():
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.module:
                 assert not node.module.startswith(("retrieval", "evaluation", "chunkwise.retrieval")), path
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 6), st.integers(1, 80), st.integers(0, 90), st.integers(0, 2**32 - 1), st.integers(1, 5))
+def test_top_k_is_the_head_of_a_stable_sort(queries, n, k, seed, levels):
+    """top_k (partition, then sort the few) equals the first k of a stable descending sort, ties included:
+    scores drawn from a handful of values make ties everywhere, at the k-th place too."""
+    from chunkwise.store.memory import top_k
+
+    scores = np.random.default_rng(seed).integers(0, levels, (queries, n)).astype(np.float32)
+    expected = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+    np.testing.assert_array_equal(top_k(scores, k), expected)

@@ -161,7 +161,7 @@ class MemoryStore:
             return empty.astype(np.int64), empty.astype(np.float32)
         matrix = self._vectors()
         sims = np.asarray(vectors, dtype=np.float32) @ matrix.T  # (queries, chunks)
-        order = np.argsort(-sims, axis=1, kind="stable")[:, :max(0, limit)]  # a full sort: ties in store order
+        order = top_k(sims, limit)
         return order, np.take_along_axis(sims, order, axis=1)
 
     def search_text(self, query: str, limit: int, filter: str | None = None) -> list[Hit]:
@@ -193,3 +193,22 @@ class MemoryStore:
 
 
 __all__ = ["MemoryStore", "Row"]
+
+
+def top_k(scores: np.ndarray, k: int) -> np.ndarray:
+    """Per row, the positions of the ``k`` highest scores, best first, ties in position order: exactly the
+    first ``k`` of a stable descending sort, without sorting every row. ``np.partition`` finds each row's
+    k-th score; only the positions scoring at least that much (k, or a few more on ties) are sorted."""
+    n = scores.shape[1]
+    k = max(0, min(k, n))
+    if k == 0:
+        return np.zeros((len(scores), 0), dtype=np.int64)
+    neg = -scores
+    if 4 * k >= n:  # most of the row anyway: sort it
+        return np.argsort(neg, axis=1, kind="stable")[:, :k]
+    kth = np.partition(neg, k - 1, axis=1)[:, k - 1]
+    out = np.empty((len(scores), k), dtype=np.int64)
+    for r in range(len(scores)):
+        cand = np.flatnonzero(neg[r] <= kth[r])  # ascending positions, so a stable sort keeps ties in order
+        out[r] = cand[np.argsort(neg[r, cand], kind="stable")[:k]]
+    return out
