@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from conftest import FakeEmbedder
 
@@ -38,3 +40,19 @@ def test_rows_of_a_semantic_strategy_come_from_its_own_explain():
     rows = explain_rows(strategy, Document(TEXT))
     assert any(r["distance_to_next"] is not None for r in rows)
     assert rows[-1]["chunk"] == sum(r["breakpoint"] for r in rows[:-1])
+
+
+def test_inspect_rows_split_sentences_as_the_strategy_does(tmp_path, capsys):
+    """`inspect --strategy sentence -p language=it`: the rows are the strategy's own sentences (Italian "ad es."
+    is not a sentence end), not those of the default splitter."""
+    from chunkwise.cli import main
+
+    text = "Usa un attrezzo adatto, ad es. Una chiave inglese. Poi chiudi la valvola.\n"
+    path = tmp_path / "it.txt"
+    path.write_text(text, encoding="utf-8")
+    assert main(["inspect", str(path), "--strategy", "sentence", "-p", "max_tokens=10", "-p", "tokenizer=words",
+                 "-p", "language=it"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["sentence"] for r in rows] == ["Usa un attrezzo adatto, ad es. Una chiave inglese.",
+                                             "Poi chiudi la valvola."]
+    assert [r["breakpoint"] for r in rows] == [True, True]

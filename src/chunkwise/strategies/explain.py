@@ -26,7 +26,13 @@ def _rows_from_chunks(strategy, doc: Document) -> list[dict[str, Any]]:
 
     ends = sorted(c.end for c in strategy.chunk(doc))
     rows = []
-    spans = split_sentences(doc.text)
+    # the sentences the strategy itself splits with (``sentence``'s ``sentence_backend`` and ``language``)
+    options: dict[str, Any] = {}
+    if getattr(strategy, "sentence_backend", None):
+        options["backend"] = strategy.sentence_backend
+    if getattr(strategy, "language", None):
+        options["language"] = strategy.language
+    spans = split_sentences(doc.text, **options)
     for k, (a, b) in enumerate(spans):
         last = k == len(spans) - 1
         # a chunk ends between this sentence's end and the next sentence's start
