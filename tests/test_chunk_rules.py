@@ -179,3 +179,14 @@ def test_auto_html_with_headings_respects_sections():
     assert inner.name == "recursive" and inner.respect_sections == SECTION_LEVEL
     chunks = chunkwise.chunk(doc, max_tokens=200)
     assert any(c.text.lstrip().startswith("Install") for c in chunks)
+
+
+@pytest.mark.parametrize("name", sorted(SEMANTIC_STRATEGIES))
+def test_a_bare_line_over_the_first_heading_does_not_hold_the_heading_back(name):
+    """Found by the property test above: the sentence splitter glues a document's first letterless piece
+    ("🚀") to the next sentence, a heading; as one unit, the heading could not move to its body within the cap
+    (semantic strategies cut only at unit starts). A heading now always starts a unit."""
+    text = "🚀\n\n### Pump Pump Pump { #anchor }\n\nPump pump pump pump pump pump pump.\n\n---\n\n---"
+    chunks = make(name, "minilm", max_tokens=24).chunk(Document(text))
+    check_rules(text, chunks, 24, "minilm")
+    assert any(c.text.startswith("### Pump") and "Pump pump" in c.text for c in chunks)

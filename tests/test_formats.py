@@ -395,3 +395,18 @@ def test_empty_front_matter_is_removed_like_the_section_parser_skips_it(tmp_path
     assert doc.text.startswith("# Pumps")
     assert doc.metadata["front_matter"] == {}
     assert doc.sections[0].path == ("Pumps",)
+
+
+@pytest.mark.parametrize("paragraphs", [1, 6])
+def test_html_headings_of_a_bare_body_page_are_kept(paragraphs):
+    """trafilatura drops every heading of a page without an article container, short or long; they come
+    back before the paragraphs they head, and the sections follow them."""
+    from chunkwise.formats.html import html_to_document
+
+    body = "".join(f"<h2>Part {i}</h2><p>" + f"Paragraph {i} is about pumps, valves and seals in detail. " * 4
+                   + "</p>" for i in range(paragraphs))
+    doc = html_to_document(f"<html><body><h1>Pump care</h1>{body}</body></html>", "bare.html")
+    assert doc.text.startswith("Pump care\n\nPart 0\n\nParagraph 0 is about pumps")
+    assert [s.path for s in doc.sections] == [("Pump care",)] + [("Pump care", f"Part {i}")
+                                                                for i in range(paragraphs)]
+    assert "Paragraph 0 is about pumps" in doc.text[doc.sections[1].start:]

@@ -426,6 +426,35 @@ def _better_structured(blocks: list[Block], tree) -> list[Block]:
     return blocks
 
 
+def _restore_headings(blocks: list[Block], tree) -> list[Block]:
+    """Put back the headings trafilatura drops on pages without an article container (a bare ``<body>``:
+    every heading gone, even on long pages). Each heading of the page goes back right before the paragraph
+    that follows it on the page, when trafilatura kept that paragraph word for word; headings over text it
+    left out stay out with it. Only runs when trafilatura kept no heading and the page has one."""
+    if not blocks or any(level for _, level, _ in blocks) or tree.css_first("h1, h2, h3, h4, h5, h6") is None:
+        return blocks
+    kept: dict[str, int] = {}
+    for i, block in enumerate(blocks):
+        kept.setdefault(_letters([block]), i)
+    before: dict[int, list[Block]] = {}
+    pending: list[Block] = []
+    for block in page_blocks(tree, keep_all=False):
+        if block[1]:
+            pending.append(block)
+            continue
+        i = kept.get(_letters([block]))
+        if pending and i is not None and i not in before:
+            before[i] = pending
+        pending = []
+    if not before:
+        return blocks
+    out: list[Block] = []
+    for i, block in enumerate(blocks):
+        out.extend(before.get(i, []))
+        out.append(block)
+    return out
+
+
 def visible_chars(html: str) -> int:
     """Non-space characters of the page text a reader sees (scripts, styles, media and <head> left out);
     a second, cheap parse, so the check costs a fraction of the extraction."""
@@ -448,7 +477,7 @@ def main_blocks(html: str, tree, source: str) -> tuple[list[Block], list[str]]:
                        ("trafilatura (favor_recall)", lambda: trafilatura_blocks(html, favor_recall=True))):
         blocks = make()
         if blocks and _chars(blocks) >= MIN_MAIN_SHARE * visible:
-            return _better_structured(blocks, tree), []
+            return _better_structured(_restore_headings(blocks, tree), tree), []
         tried.append((name, blocks))
     name, best = max(tried, key=lambda t: _chars(t[1]))
     if not best:  # trafilatura found nothing (a very short page): chunkwise's rules

@@ -41,10 +41,11 @@ def sentence_spans(text: str, start: int, end: int, given: Sequence[Sequence[int
 
     def split(a: int, b: int) -> list[Span]:
         out = []
-        for x, y in split_sentences(text[a:b]):
-            x, y = trim_span(text, a + x, a + y)
-            if y > x:
-                out.append((x, y))
+        for sa, sb in split_sentences(text[a:b]):
+            for pa, pb in _at_headings(text, a + sa, a + sb):
+                x, y = trim_span(text, pa, pb)
+                if y > x:
+                    out.append((x, y))
         return out
 
     if not given:
@@ -61,6 +62,22 @@ def sentence_spans(text: str, start: int, end: int, given: Sequence[Sequence[int
         pos = max(pos, b)
     spans.extend(split(pos, end))
     return spans
+
+
+def _at_headings(text: str, a: int, b: int) -> list[Span]:
+    """``[a, b)`` cut before every heading line inside it. The sentence splitter attaches a piece without a
+    letter to its neighbour, and a document's first piece to the *next* one: "🚀" over "### Pumps" becomes
+    one sentence, and then no cut can keep the heading with its body (the chunk rules only cut at unit
+    starts). A heading always starts a unit; the bare piece before it is a unit of its own (junk, which the
+    chunk rules merge where the cap allows)."""
+    bounds = [a]
+    p = text.find("\n", a, b - 1)
+    while p >= 0:
+        if _HEADING_LINE.match(text, p + 1, b):
+            bounds.append(p + 1)
+        p = text.find("\n", p + 1, b - 1)
+    bounds.append(b)
+    return list(zip(bounds, bounds[1:]))
 
 
 def unit_spans(text: str, start: int, end: int, tokenizer: Tokenizer, cap: int,
