@@ -442,9 +442,9 @@ def _restore_headings(blocks: list[Block], tree) -> list[Block]:
         if block[1]:
             pending.append(block)
             continue
-        i = kept.get(_letters([block]))
-        if pending and i is not None and i not in before:
-            before[i] = pending
+        at = kept.get(_letters([block]))
+        if pending and at is not None and at not in before:
+            before[at] = pending
         pending = []
     if not before:
         return blocks
