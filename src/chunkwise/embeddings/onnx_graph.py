@@ -57,8 +57,9 @@ def fast_graph_path(source: str, cache_dir: Path) -> str:
     """The rewritten graph of ``source`` (made and cached on first use), or ``source`` itself when it cannot
     be rewritten.
 
-    The cache is ``cache_dir``, else (not writable) a private folder under the system's temporary folder.
-    The rewrite runs in a child process: ``onnxruntime.transformers`` appends its own folder to ``sys.path``
+    A graph made before is reused from ``cache_dir``, the default cache directory or the private temporary
+    folder; a new one goes to ``cache_dir``, else (not writable) to a private folder under the system's
+    temporary folder. The rewrite runs in a child process: ``onnxruntime.transformers`` appends its own folder to ``sys.path``
     and logs at INFO under bare module names, and the rewrite peaks near 1 GB; none of that should stay in
     the user's process."""
     try:
@@ -73,29 +74,44 @@ def fast_graph_path(source: str, cache_dir: Path) -> str:
         f"{src.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{onnx.__version__}|{onnxruntime.__version__}|"
         f"{REWRITE_VERSION}".encode()
     ).hexdigest()[:16]
-    for folder in _folders(cache_dir):
-        if folder is None:
-            continue
-        target = folder / f"minilm-graph-{key}.onnx"
-        as_shipped = folder / f"minilm-graph-{key}.as-shipped"  # a graph that cannot be rewritten
-        try:
-            if target.is_file():
-                return str(target)
-            if as_shipped.is_file():
-                return source
-        except OSError:  # a folder this user cannot enter (another user's cache)
-            continue
-        if _writable(folder):
-            return _make(src, target, as_shipped)
+    name = f"minilm-graph-{key}"
+    for folder in _folders(cache_dir):  # a graph made before, in any folder this user keeps one
+        found = _existing(folder, name, source)
+        if found is not None:
+            return found
+    for make_in in (lambda: cache_dir, _temp_cache):  # else make it in the first writable one
+        folder = make_in()
+        if folder is not None and _writable(folder):
+            return _make(src, folder / f"{name}.onnx", folder / f"{name}.as-shipped")
     log.warning("the MiniLM graph runs as shipped (slower): neither %s nor a temporary folder is writable for "
                 "its rewritten copy", cache_dir)
     return source
 
 
 def _folders(cache_dir: Path):
-    """The cache directory, then (only when asked for) the private temporary one."""
+    """Where a rewritten graph may already be: ``cache_dir``, the default cache directory (so every
+    ``--cache-dir`` of one user shares one rewrite), the private temporary folder (only when it exists)."""
+    from .cache import default_cache_dir
+
     yield cache_dir
-    yield _temp_cache()
+    default = default_cache_dir()
+    if default != cache_dir:
+        yield default
+    temp = _temp_folder()
+    if temp.is_dir() and _owned_privately(temp):
+        yield temp
+
+
+def _existing(folder: Path, name: str, source: str) -> str | None:
+    """The graph in ``folder`` (``source`` when the marker says it cannot be rewritten), or ``None``."""
+    try:
+        if (folder / f"{name}.onnx").is_file():
+            return str(folder / f"{name}.onnx")
+        if (folder / f"{name}.as-shipped").is_file():
+            return source
+    except OSError:  # a folder this user cannot enter (another user's cache)
+        pass
+    return None
 
 
 def cached_graphs(cache_dir: Path) -> list[Path]:
@@ -108,18 +124,27 @@ def cached_graphs(cache_dir: Path) -> list[Path]:
         return []
 
 
-def _temp_cache() -> Path | None:
-    """``<tmp>/chunkwise-<uid>``, only when this user owns it and no one else may write to it (another user
-    could otherwise plant a graph there)."""
-    folder = Path(tempfile.gettempdir()) / f"chunkwise-{os.geteuid() if hasattr(os, 'geteuid') else 'user'}"
+def _temp_folder() -> Path:
+    return Path(tempfile.gettempdir()) / f"chunkwise-{os.geteuid() if hasattr(os, 'geteuid') else 'user'}"
+
+
+def _owned_privately(folder: Path) -> bool:
+    """This user owns ``folder`` and no one else may write to it (another user could plant a graph there)."""
     try:
-        private_dir(folder)
         st = folder.stat()
     except OSError:
+        return False
+    return not hasattr(os, "geteuid") or (st.st_uid == os.geteuid() and not st.st_mode & 0o022)
+
+
+def _temp_cache() -> Path | None:
+    """``<tmp>/chunkwise-<uid>``, made private when missing, used only when privately owned."""
+    folder = _temp_folder()
+    try:
+        private_dir(folder)
+    except OSError:
         return None
-    if hasattr(os, "geteuid") and (st.st_uid != os.geteuid() or st.st_mode & 0o022):
-        return None
-    return folder
+    return folder if _owned_privately(folder) else None
 
 
 def _writable(folder: Path) -> bool:
