@@ -36,6 +36,7 @@ import contextlib
 import hashlib
 import logging
 import os
+import stat
 import subprocess
 import sys
 import tempfile
@@ -59,9 +60,9 @@ def fast_graph_path(source: str, cache_dir: Path) -> str:
 
     A graph made before is reused from ``cache_dir``, the default cache directory or the private temporary
     folder; a new one goes to ``cache_dir``, else (not writable) to a private folder under the system's
-    temporary folder. The rewrite runs in a child process: ``onnxruntime.transformers`` appends its own folder to ``sys.path``
-    and logs at INFO under bare module names, and the rewrite peaks near 1 GB; none of that should stay in
-    the user's process."""
+    temporary folder. The rewrite runs in a child process: ``onnxruntime.transformers`` appends its own
+    folder to ``sys.path`` and logs at INFO under bare module names, and the rewrite peaks near 1 GB; none
+    of that should stay in the user's process."""
     try:
         import onnx
         import onnxruntime
@@ -69,9 +70,9 @@ def fast_graph_path(source: str, cache_dir: Path) -> str:
         log.info("onnx is not installed: the MiniLM graph runs as shipped (slower)")
         return source
     src = Path(source)
-    stat = src.stat()
+    info = src.stat()
     key = hashlib.sha256(
-        f"{src.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{onnx.__version__}|{onnxruntime.__version__}|"
+        f"{src.resolve()}|{info.st_size}|{info.st_mtime_ns}|{onnx.__version__}|{onnxruntime.__version__}|"
         f"{REWRITE_VERSION}".encode()
     ).hexdigest()[:16]
     name = f"minilm-graph-{key}"
@@ -98,7 +99,7 @@ def _folders(cache_dir: Path):
     if default != cache_dir:
         yield default
     temp = _temp_folder()
-    if temp.is_dir() and _owned_privately(temp):
+    if _owned_privately(temp):
         yield temp
 
 
@@ -129,10 +130,13 @@ def _temp_folder() -> Path:
 
 
 def _owned_privately(folder: Path) -> bool:
-    """This user owns ``folder`` and no one else may write to it (another user could plant a graph there)."""
+    """``folder`` is a folder this user owns and no one else may write to (another user could plant a graph
+    there)."""
     try:
         st = folder.stat()
     except OSError:
+        return False
+    if not stat.S_ISDIR(st.st_mode):
         return False
     return not hasattr(os, "geteuid") or (st.st_uid == os.geteuid() and not st.st_mode & 0o022)
 
