@@ -19,6 +19,7 @@ from .markdown_blocks import FRONT_MATTER, markdown_sections  # one Markdown par
 from .sourcemap import SourceMap
 from .text import check_text, decode_source, emit_warnings, newline_edits, normalize_newlines
 
+
 def front_matter(text: str) -> tuple[int, dict[str, str]]:
     """Length of a leading YAML front-matter block and its simple ``key: value`` pairs."""
     m = FRONT_MATTER.match(text)

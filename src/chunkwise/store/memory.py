@@ -192,9 +192,6 @@ class MemoryStore:
             raise ConfigError(f"the in-memory store cannot apply filters ({filter!r}); use a Milvus index")
 
 
-__all__ = ["MemoryStore", "Row"]
-
-
 def top_k(scores: np.ndarray, k: int) -> np.ndarray:
     """Per row, the positions of the ``k`` highest scores, best first, ties in position order: exactly the
     first ``k`` of a stable descending sort, without sorting every row. ``np.partition`` finds each row's
@@ -212,3 +209,6 @@ def top_k(scores: np.ndarray, k: int) -> np.ndarray:
         cand = np.flatnonzero(neg[r] <= kth[r])  # ascending positions, so a stable sort keeps ties in order
         out[r] = cand[np.argsort(neg[r, cand], kind="stable")[:k]]
     return out
+
+
+__all__ = ["MemoryStore", "Row"]
