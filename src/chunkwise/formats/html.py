@@ -24,8 +24,10 @@ browser would.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
+from collections.abc import Callable
 from typing import Any
 
 from ..document import Document, Section
@@ -415,18 +417,25 @@ def _letters(blocks: list[Block]) -> str:
     return _NON_WORD.sub("", "".join(t for t, _, _ in blocks))
 
 
-def _better_structured(blocks: list[Block], tree) -> list[Block]:
+def _with_structure(blocks: list[Block], tree) -> list[Block]:
+    """trafilatura's blocks, repaired from chunkwise's own rules (:func:`page_blocks`, walked at most once):
+    dropped headings put back, then a flat short page replaced by the same words with more structure."""
+    rules = functools.cache(lambda: page_blocks(tree, keep_all=False))
+    return _better_structured(_restore_headings(blocks, tree, rules), rules)
+
+
+def _better_structured(blocks: list[Block], rules: Callable[[], list[Block]]) -> list[Block]:
     """On short pages trafilatura falls back to a flat text; when chunkwise's rules find exactly the same
     words with more structure (headings, lists, code), keep the rules' blocks."""
     if len(blocks) > 3:
         return blocks
-    rules = page_blocks(tree, keep_all=False)
-    if len(rules) > len(blocks) and _letters(rules) == _letters(blocks):
-        return rules
+    structured = rules()
+    if len(structured) > len(blocks) and _letters(structured) == _letters(blocks):
+        return structured
     return blocks
 
 
-def _restore_headings(blocks: list[Block], tree) -> list[Block]:
+def _restore_headings(blocks: list[Block], tree, rules: Callable[[], list[Block]]) -> list[Block]:
     """Put back the headings trafilatura drops on pages without an article container (a bare ``<body>``:
     every heading gone, even on long pages). Each heading of the page goes back right before the paragraph
     that follows it on the page, when trafilatura kept that paragraph word for word; headings over text it
@@ -438,7 +447,7 @@ def _restore_headings(blocks: list[Block], tree) -> list[Block]:
         kept.setdefault(_letters([block]), i)
     before: dict[int, list[Block]] = {}
     pending: list[Block] = []
-    for block in page_blocks(tree, keep_all=False):
+    for block in rules():
         if block[1]:
             pending.append(block)
             continue
@@ -477,7 +486,7 @@ def main_blocks(html: str, tree, source: str) -> tuple[list[Block], list[str]]:
                        ("trafilatura (favor_recall)", lambda: trafilatura_blocks(html, favor_recall=True))):
         blocks = make()
         if blocks and _chars(blocks) >= MIN_MAIN_SHARE * visible:
-            return _better_structured(_restore_headings(blocks, tree), tree), []
+            return _with_structure(blocks, tree), []
         tried.append((name, blocks))
     name, best = max(tried, key=lambda t: _chars(t[1]))
     if not best:  # trafilatura found nothing (a very short page): chunkwise's rules
