@@ -97,7 +97,8 @@ def client():
 
     from chunkwise.viz.app import create_app
 
-    return TestClient(create_app(embedder=FakeEmbedder(), max_upload_bytes=4096), raise_server_exceptions=False)
+    app = create_app(embedder=FakeEmbedder(), max_upload_bytes=4096)
+    return TestClient(app, base_url="http://127.0.0.1", raise_server_exceptions=False)
 
 
 def _from_schema(schema: dict, spec: dict, depth: int = 0):
@@ -279,7 +280,7 @@ def test_search_over_an_index_with_highlights(tmp_path):
     db = tmp_path / "s.db"
     with Index(db, embedder=fake) as ix:
         ix.add([GUIDE], strategy="recursive", params={"max_tokens": 64})
-    with TestClient(create_app(str(db), embedder=fake)) as client:
+    with TestClient(create_app(str(db), embedder=fake), base_url="http://127.0.0.1") as client:
         r = client.post("/search", json={"query": "feeding the starter", "k": 3})
         assert r.status_code == 200, r.text
         hits = r.json()["results"]

@@ -7,14 +7,25 @@ them. Safety: requests never name files on this machine (text and uploads are re
 index is the one given on the command line; ``embedder`` and ``hf:`` tokenizer paths are refused), uploads
 have a size limit and a type check, and every error is JSON ``{"error": message}`` with a 4xx status, never
 a traceback (an unexpected failure is a 500 naming only the exception type).
+
+The server is a trust boundary even on loopback: any web page the user opens can send requests to it, and
+with DNS rebinding read the answers. So, outside the routes: a Host check (only the names this server is
+reached by), an optional token (required when it listens beyond loopback), a body limit counted as the
+bytes arrive (``Content-Length`` is only a claim; chunked bodies have none), and deadlines for a request's
+head (:func:`serve`'s protocol) and for each piece of its body (:class:`BodyGuard`).
 """
 
-
+import asyncio
 import contextlib
+import hmac
+import ipaddress
 import json
 import re
+import threading
+from functools import lru_cache
 from pathlib import PurePath
 from typing import Any
+from urllib.parse import parse_qs
 
 from ..errors import ChunkwiseError, ConfigError, InputError
 
@@ -22,6 +33,22 @@ from ..errors import ChunkwiseError, ConfigError, InputError
 MAX_UPLOAD_BYTES = 10 * 1024 * 1024
 #: longest pasted text (characters)
 MAX_TEXT_CHARS = 2_000_000
+#: bytes of a request besides its document (JSON keys, parameters, multipart headers)
+BODY_SLACK = 64 * 1024
+#: the body limit of every route not named in :func:`body_limits` (``/search``'s query is 2,000 characters)
+SMALL_BODY_BYTES = BODY_SLACK
+#: seconds a client may take to send a request's head, and to send each piece of its body
+READ_TIMEOUT = 10.0
+#: seconds a whole body may take, however steadily it drips in
+BODY_TIMEOUT = 120.0
+#: seconds an idle keep-alive connection is kept open
+KEEP_ALIVE_TIMEOUT = 5
+#: largest request head (request line and headers) h11 buffers
+MAX_HEAD_BYTES = 16 * 1024
+#: the names a loopback server answers to (``Host`` header; IPv6 literals keep their brackets)
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+#: the cookie the page's first load with ``?token=`` sets
+TOKEN_COOKIE = "chunkwise_token"
 #: accepted upload extensions (or none); anything else is refused before it is read
 UPLOAD_TYPES = (".txt", ".text", ".md", ".markdown", ".html", ".htm", ".pdf", ".vtt", ".srt", "")
 FORBIDDEN_PARAMS = ("embedder",)
@@ -37,27 +64,51 @@ class RequestError(Exception):
 
 
 def _models() -> tuple[Any, Any, Any]:
-    from pydantic import BaseModel, Field
+    """The request bodies. Unknown fields are refused (422 naming them): a misplaced ``max_tokens`` at the
+    top level used to be ignored in silence, chunking at the default size."""
+    from pydantic import BaseModel, ConfigDict, Field
 
-    class StrategySpec(BaseModel):
+    class Strict(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+
+    class StrategySpec(Strict):
         strategy: str = Field("recursive", description="a strategy name (see GET /health for the list)")
-        params: dict[str, Any] = Field(default_factory=dict,
-                                       description="strategy parameters, e.g. {\"max_tokens\": 128}")
+        params: dict[str, Any] = Field(
+            default_factory=dict, description='strategy parameters, e.g. {"max_tokens": 128}'
+        )
 
-    class ChunkRequest(BaseModel):
-        text: str = Field(..., max_length=MAX_TEXT_CHARS, description="the document text")
+    class ChunkRequest(Strict):
+        # the length is checked by the route, for chunkwise's own 413 message; the schema still says it
+        text: str = Field(..., description="the document text", json_schema_extra={"maxLength": MAX_TEXT_CHARS})
         strategy: str = "recursive"
-        params: dict[str, Any] = Field(default_factory=dict)
-        compare: list[StrategySpec] = Field(default_factory=list, max_length=3,
-                                            description="more strategies, side by side (up to 3)")
+        params: dict[str, Any] = Field(default_factory=dict, description="strategy parameters (max_tokens, ...)")
+        compare: list[StrategySpec] = Field(
+            default_factory=list, max_length=3, description="more strategies, side by side (up to 3)"
+        )
         explain: bool = Field(False, description="include the per-sentence rows of semantic strategies")
 
-    class SearchRequest(BaseModel):
+    class SearchRequest(Strict):
         query: str = Field(..., min_length=1, max_length=2000)
         k: int = Field(5, ge=1, le=100)
         hybrid: bool = False
 
     return StrategySpec, ChunkRequest, SearchRequest
+
+
+def check_text_length(text: str) -> None:
+    """The documented paste limit, with its own message (not a parser's part-size error)."""
+    if len(text) > MAX_TEXT_CHARS:
+        raise RequestError(413, f"text too long ({len(text):,} characters; the limit is {MAX_TEXT_CHARS:,})")
+
+
+def body_limits(max_upload_bytes: int) -> dict[str, int]:
+    """Largest body per route, in bytes: ``/view`` takes a file and the longest text (4 UTF-8 bytes a
+    character, as a form sends it), ``/chunk`` the longest text as JSON (6 bytes a character: ``\\uXXXX``
+    escapes); everything else :data:`SMALL_BODY_BYTES`."""
+    return {
+        "/view": max_upload_bytes + 4 * MAX_TEXT_CHARS + BODY_SLACK,
+        "/chunk": 6 * MAX_TEXT_CHARS + BODY_SLACK,
+    }
 
 
 def check_params(params: dict[str, Any]) -> dict[str, Any]:
@@ -91,9 +142,11 @@ def make_strategies(specs: list[tuple[str, dict[str, Any]]], embedder=None) -> l
 
 
 #: words not worth marking in a hit
-STOPWORDS = frozenset("the and for are but not you all any can had her was one our out has how its may who "
-                      "did get him his she too use that with have this will your from they what when which "
-                      "there their about would these other into more some than then them were been does".split())
+STOPWORDS = frozenset(
+    "the and for are but not you all any can had her was one our out has how its may who "
+    "did get him his she too use that with have this will your from they what when which "
+    "there their about would these other into more some than then them were been does".split()
+)
 
 
 def highlights(text: str, query: str) -> list[list[int]]:
@@ -113,8 +166,9 @@ def upload_document(data: bytes, filename: str | None, limit: int):
     name = PurePath(filename or "upload.txt").name or "upload.txt"
     suffix = PurePath(name).suffix.lower()
     if suffix not in UPLOAD_TYPES:
-        raise RequestError(415, f"{name}: unsupported file type {suffix!r}; upload "
-                                f"{', '.join(t for t in UPLOAD_TYPES if t)}")
+        raise RequestError(
+            415, f"{name}: unsupported file type {suffix!r}; upload {', '.join(t for t in UPLOAD_TYPES if t)}"
+        )
     if len(data) > limit:
         raise RequestError(413, f"{name}: file too large ({len(data):,} bytes; the limit is {limit:,})")
     try:
@@ -124,30 +178,72 @@ def upload_document(data: bytes, filename: str | None, limit: int):
         raise RequestError(status, str(exc)) from None
 
 
-def create_app(db: str | None = None, *, uri: str | None = None, collection: str | None = None,
-               embedder=None, max_upload_bytes: int = MAX_UPLOAD_BYTES):
+def create_app(
+    db: str | None = None,
+    *,
+    uri: str | None = None,
+    collection: str | None = None,
+    embedder=None,
+    max_upload_bytes: int = MAX_UPLOAD_BYTES,
+    allowed_hosts: list[str] | None = None,
+    token: str | None = None,
+    preload: bool = True,
+    read_timeout: float = READ_TIMEOUT,
+    body_timeout: float = BODY_TIMEOUT,
+):
     """The FastAPI application. ``db``/``uri`` name the index for ``/search`` (none: search says so);
-    ``embedder`` is used by semantic strategies (default: the strategies' own default)."""
+    ``embedder`` is used by semantic strategies (default: the strategies' own default).
+
+    ``allowed_hosts``: the ``Host`` names answered (default :data:`LOOPBACK_HOSTS`; ``["*"]`` any), so a
+    page on another site cannot reach the app through DNS rebinding. ``token``: required by every route but
+    ``/health`` and ``/static/`` (``Authorization: Bearer TOKEN``, or the cookie ``/?token=TOKEN`` sets).
+    ``preload``: open the index and load its embedding model when the app starts, in a thread, so the port
+    answers at once and the first search only waits for what is left. ``read_timeout``/``body_timeout``:
+    seconds a body may pause between pieces, and may take in all."""
     try:
         from fastapi import FastAPI
+        from starlette.middleware.gzip import GZipMiddleware
+        from starlette.middleware.trustedhost import TrustedHostMiddleware
     except ImportError:
         raise ConfigError("chunkwise serve needs the serve extra: pip install 'chunkwise[serve]'") from None
     from .. import __version__
 
-    state: dict[str, Any] = {"index": None}
+    searchable = bool(db or uri)
+    opener = IndexOpener(dict(db=db, uri=uri, collection=collection, embedder=embedder))
 
     @contextlib.asynccontextmanager
     async def lifespan(_app):
+        warm = threading.Thread(target=opener.preload, args=(searchable,), name="chunkwise-preload", daemon=True)
+        if preload:
+            warm.start()
         yield
-        if state["index"] is not None:  # release the Milvus Lite database on shutdown
-            state["index"].close()
+        if warm.is_alive():
+            await asyncio.to_thread(warm.join)
+        opener.close()  # release the Milvus Lite database on shutdown
 
-    app = FastAPI(title="chunkwise", version=__version__, lifespan=lifespan,
-                  description="Chunk text and see where each strategy cuts; search an index.")
-    _add_guards(app, max_upload_bytes)
-    _add_pages(app, searchable=bool(db or uri))
-    _add_chunk_api(app, embedder, max_upload_bytes, searchable=bool(db or uri))
-    _add_search_api(app, state, dict(db=db, uri=uri, collection=collection, embedder=embedder))
+    app = FastAPI(
+        title="chunkwise",
+        version=__version__,
+        lifespan=lifespan,
+        description="Chunk text and see where each strategy cuts; search an index.",
+    )
+    _add_error_handlers(app)
+    _add_pages(app, searchable=searchable)
+    _add_chunk_api(app, embedder, max_upload_bytes, searchable=searchable)
+    _add_search_api(app, opener, searchable)
+    # outermost last: Host check, then the token, then the body guard, then compression
+    app.add_middleware(GZipMiddleware, minimum_size=1024, compresslevel=6)
+    app.add_middleware(
+        BodyGuard,
+        limits=body_limits(max_upload_bytes),
+        default=SMALL_BODY_BYTES,
+        max_upload_bytes=max_upload_bytes,
+        read_timeout=read_timeout,
+        body_timeout=body_timeout,
+    )
+    if token:
+        app.add_middleware(TokenGate, token=token)
+    app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts or LOOPBACK_HOSTS))
     return app
 
 
@@ -157,21 +253,266 @@ def _error(status: int, message: str, **extra: Any):
     return JSONResponse({"error": message, **extra}, status_code=status)
 
 
-def _add_guards(app, max_upload_bytes: int) -> None:
-    """The body-size limit and the error handlers: every error is ``{"error": message}``, never a traceback."""
+async def _send_error(send, status: int, message: str, headers: tuple[tuple[bytes, bytes], ...] = ()) -> None:
+    """A JSON error straight onto the ASGI channel (the middlewares answer before the app runs)."""
+    body = json.dumps({"error": message}).encode()
+    head = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *headers]
+    await send({"type": "http.response.start", "status": status, "headers": head})
+    await send({"type": "http.response.body", "body": body})
+
+
+class BodyGuard:
+    """Counts a request's body bytes as they arrive and stops at the route's limit.
+
+    ``Content-Length`` is only a claim and a chunked body has none, so a claim over the limit is refused
+    before the app runs, and otherwise the bytes are counted as they arrive: at the limit the client gets
+    413 and the app gets a disconnect, so nothing more is read, kept in memory or spooled to disk. A body
+    that stalls for ``read_timeout`` seconds, or takes longer than ``body_timeout`` in all, gets 408 (uvicorn
+    has no such deadline: a client sending one byte now and then held a connection and a worker forever).
+    """
+
+    def __init__(
+        self,
+        app,
+        *,
+        limits: dict[str, int],
+        default: int,
+        max_upload_bytes: int,
+        read_timeout: float,
+        body_timeout: float,
+    ):
+        self.app = app
+        self.limits = limits
+        self.default = default
+        self.max_upload_bytes = max_upload_bytes
+        self.read_timeout = read_timeout
+        self.body_timeout = body_timeout
+
+    def _too_large(self, method: str, path: str, limit: int) -> str:
+        what = f" (a file up to {self.max_upload_bytes:,} bytes and text)" if path == "/view" else ""
+        return f"request too large: {method} {path} takes at most {limit:,} bytes{what}"
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path, method = scope.get("path", ""), scope.get("method", "")
+        limit = self.limits.get(path, self.default)
+        for name, value in scope.get("headers", ()):
+            if name == b"content-length" and value.strip().isdigit() and int(value) > limit:
+                await _send_error(send, 413, self._too_large(method, path, limit), ((b"connection", b"close"),))
+                return
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.body_timeout
+        received = 0
+        done = False  # the whole body has arrived: later receives only wait for a disconnect
+        refused = False
+        started = False
+
+        async def refuse(status: int, message: str) -> dict[str, Any]:
+            nonlocal refused
+            if not started:
+                await _send_error(send, status, message, ((b"connection", b"close"),))
+            refused = True
+            return {"type": "http.disconnect"}
+
+        async def guarded_receive() -> dict[str, Any]:
+            nonlocal received, done
+            if refused:
+                return {"type": "http.disconnect"}
+            if done:
+                return await receive()
+            wait = min(self.read_timeout, deadline - loop.time())
+            try:
+                message = await asyncio.wait_for(receive(), timeout=max(wait, 0.001))
+            except TimeoutError:
+                return await refuse(
+                    408,
+                    f"request body not received in time (limit {self.read_timeout:g} s "
+                    f"without data, {self.body_timeout:g} s in all)",
+                )
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > limit:
+                    return await refuse(413, self._too_large(method, path, limit))
+                done = not message.get("more_body", False)
+            return message
+
+        async def guarded_send(message: dict[str, Any]) -> None:
+            nonlocal started
+            if refused:  # the client already has its 413/408; the app's answer to the disconnect goes nowhere
+                return
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, guarded_receive, guarded_send)
+        except Exception:
+            if not refused:  # the app failing over the disconnect it was given is expected
+                raise
+
+
+class TokenGate:
+    """Every route but ``/health`` and ``/static/`` needs the token: ``Authorization: Bearer TOKEN`` or the
+    cookie that ``GET /?token=TOKEN`` sets (then redirects to ``/``, so the token leaves the address bar).
+    The cookie is ``HttpOnly`` and ``SameSite=Strict``: another site's page cannot send it along."""
+
+    def __init__(self, app, *, token: str):
+        self.app = app
+        self.token = token.encode()
+
+    def _good(self, value: str | bytes | None) -> bool:
+        if value is None:
+            return False
+        raw = value.encode() if isinstance(value, str) else value
+        return hmac.compare_digest(raw, self.token)
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path = scope.get("path", "")
+        if path == "/health" or path.startswith("/static/"):
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers", ()))
+        auth = headers.get(b"authorization", b"")
+        if auth[:7].lower() == b"bearer " and self._good(auth[7:].strip()):
+            await self.app(scope, receive, send)
+            return
+        from http.cookies import CookieError, SimpleCookie
+
+        cookies: SimpleCookie = SimpleCookie()
+        with contextlib.suppress(CookieError):
+            cookies.load(headers.get(b"cookie", b"").decode("latin-1"))
+        if TOKEN_COOKIE in cookies and self._good(cookies[TOKEN_COOKIE].value):
+            await self.app(scope, receive, send)
+            return
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        if path == "/" and scope.get("method") == "GET" and self._good((query.get("token") or [None])[0]):
+            cookie = f"{TOKEN_COOKIE}={self.token.decode()}; HttpOnly; SameSite=Strict; Path=/"
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 303,
+                    "headers": [
+                        (b"location", b"/"),
+                        (b"set-cookie", cookie.encode()),
+                        (b"cache-control", b"no-store"),
+                        (b"content-length", b"0"),
+                    ],
+                }
+            )
+            await send({"type": "http.response.body", "body": b""})
+            return
+        await _send_error(
+            send,
+            401,
+            "this server needs its token: open the address printed when it started "
+            "(/?token=...) or send 'Authorization: Bearer TOKEN'",
+            ((b"www-authenticate", b"Bearer"),),
+        )
+
+
+def is_loopback(host: str) -> bool:
+    """``localhost`` or a loopback address (127.0.0.0/8, ::1)."""
+    if host.strip("[]").lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def host_names(host: str, extra: list[str] | tuple[str, ...] = ()) -> list[str]:
+    """The ``Host`` names a server bound to ``host`` answers: the loopback names, ``host`` itself (not a
+    wildcard address: nobody reaches a server by the name 0.0.0.0; this machine's name stands for it) and
+    ``extra`` (``--allowed-host``). IPv6 literals get their brackets, as a ``Host`` header carries them."""
+
+    def bracket(name: str) -> str:
+        name = name.strip().lower()
+        with contextlib.suppress(ValueError):
+            if ipaddress.ip_address(name.strip("[]")).version == 6:
+                return "[" + name.strip("[]") + "]"
+        return name
+
+    names = list(LOOPBACK_HOSTS)
+    if host in ("0.0.0.0", "::", ""):
+        import socket
+
+        names.append(socket.gethostname().lower())
+    else:
+        names.append(bracket(host))
+    names.extend(bracket(n) for n in extra)
+    return list(dict.fromkeys(n for n in names if n))
+
+
+def serve(app, host: str, port: int, *, read_timeout: float = READ_TIMEOUT) -> None:
+    """Run ``app`` under uvicorn with deadlines: ``read_timeout`` seconds for each request's head (from
+    the first byte, or from the connection's opening: uvicorn has no such timeout, so a connection that
+    never finished its headers stayed open), keep-alive connections closed after
+    :data:`KEEP_ALIVE_TIMEOUT` idle seconds, heads of at most :data:`MAX_HEAD_BYTES`."""
+    import uvicorn
+
+    uvicorn.run(
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        http=head_deadline_protocol(read_timeout),
+        timeout_keep_alive=KEEP_ALIVE_TIMEOUT,
+        h11_max_incomplete_event_size=MAX_HEAD_BYTES,
+    )
+
+
+def head_deadline_protocol(seconds: float):
+    """uvicorn's h11 protocol with a deadline for every request head: armed when the connection opens and
+    when a new request's first bytes arrive, disarmed once its headers are complete; at the deadline the
+    connection is closed."""
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class HeadDeadlineProtocol(H11Protocol):
+        _head_timer: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport) -> None:
+            super().connection_made(transport)
+            self._arm()
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+                self._arm()  # partway through a request head
+            else:
+                self._disarm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+        def _arm(self) -> None:
+            if self._head_timer is None:
+                self._head_timer = self.loop.call_later(seconds, self._expired)
+
+        def _disarm(self) -> None:
+            if self._head_timer is not None:
+                self._head_timer.cancel()
+                self._head_timer = None
+
+        def _expired(self) -> None:
+            self._head_timer = None
+            if not self.transport.is_closing():
+                self.transport.close()
+
+    return HeadDeadlineProtocol
+
+
+def _add_error_handlers(app) -> None:
+    """Every error is ``{"error": message}``, never a traceback."""
     from fastapi import Request
     from fastapi.exceptions import RequestValidationError
     from starlette.exceptions import HTTPException as StarletteHTTPException
-
-    body_limit = max_upload_bytes + 4 * MAX_TEXT_CHARS + 65536  # a file plus the longest text, in UTF-8
-
-    @app.middleware("http")
-    async def _limit_body(request: Request, call_next):
-        """Refuse a body announced as too large before it is read (and spooled to disk)."""
-        length = request.headers.get("content-length", "")
-        if length.isdigit() and int(length) > body_limit:
-            return _error(413, f"request too large ({int(length):,} bytes; uploads up to {max_upload_bytes:,} bytes)")
-        return await call_next(request)
 
     @app.exception_handler(RequestError)
     async def _request_error(_: Request, exc: RequestError):
@@ -182,12 +523,8 @@ def _add_guards(app, max_upload_bytes: int) -> None:
         return _error(400, str(exc))
 
     @app.exception_handler(RequestValidationError)
-    async def _validation_error(_: Request, exc: RequestValidationError):
-        parts = []
-        for e in exc.errors()[:5]:
-            loc = ".".join(str(x) for x in e.get("loc", ()) if x != "body")
-            parts.append(f"{loc or 'body'}: {e.get('msg', 'invalid')}")
-        return _error(422, "invalid request: " + "; ".join(parts))
+    async def _validation_error(request: Request, exc: RequestValidationError):
+        return _error(422, "invalid request: " + validation_message(exc.errors(), request.url.path))
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(_: Request, exc: StarletteHTTPException):
@@ -198,8 +535,78 @@ def _add_guards(app, max_upload_bytes: int) -> None:
         return _error(500, f"internal error ({type(exc).__name__})")
 
 
+def validation_message(errors, path: str = "") -> str:
+    """pydantic's errors as one line, an unknown field named as such (with where a strategy parameter
+    belongs, for ``/chunk`` and ``/view``)."""
+    parts = []
+    for e in list(errors)[:5]:
+        loc = ".".join(str(x) for x in e.get("loc", ()) if x != "body")
+        if e.get("type") == "extra_forbidden":
+            hint = ' (strategy parameters go in "params")' if path in ("/chunk", "/view") else ""
+            parts.append(f"unknown field {loc!r}{hint}")
+        else:
+            parts.append(f"{loc or 'body'}: {e.get('msg', 'invalid')}")
+    return "; ".join(parts)
+
+
+class IndexOpener:
+    """The server's one index, opened once: by the preload thread at start, or by the first search, which
+    waits for a preload under way instead of loading the model a second time."""
+
+    def __init__(self, where_index: dict[str, Any]):
+        self.where = where_index
+        self.index: Any = None
+        self.lock = threading.Lock()
+
+    def get(self):
+        with self.lock:
+            if self.index is None:
+                from ..retrieval.index import Index
+
+                w = self.where
+                kw: dict[str, Any] = {"collection": w["collection"]} if w["collection"] else {}
+                if w["embedder"] is not None:
+                    kw["embedder"] = w["embedder"]
+                index = Index(db=w["db"], uri=w["uri"], **kw)
+                try:
+                    index.search("chunkwise", k=1)  # opens the collection, loads and runs the model
+                except BaseException:
+                    index.close()
+                    raise
+                self.index = index
+            return self.index
+
+    def preload(self, searchable: bool) -> None:
+        """Compress plotly.js for the page, open the index and load the model; a failure is left for the
+        first search to report (it tries again and answers with the message)."""
+        with contextlib.suppress(Exception):
+            plotly_js_gzip()
+        if searchable:
+            with contextlib.suppress(Exception):
+                self.get()
+
+    def close(self) -> None:
+        with self.lock:
+            if self.index is not None:
+                self.index.close()
+                self.index = None
+
+
+@lru_cache(maxsize=1)
+def plotly_js_gzip() -> bytes:
+    """plotly.min.js gzip-compressed once (4.8 MB -> about 1.5 MB), served as it is to browsers that accept
+    gzip: compressing it per request would cost a second of CPU each time."""
+    import gzip
+
+    from .plots import plotly_js_path
+
+    return gzip.compress(plotly_js_path().read_bytes(), compresslevel=9, mtime=0)
+
+
 def _add_pages(app, searchable: bool) -> None:
-    """The page and its static assets (plotly.min.js comes from the installed plotly package)."""
+    """The page and its static assets (plotly.min.js comes from the installed plotly package, sent
+    gzip-compressed to every browser that accepts it: 4.8 MB became about 1.5 MB)."""
+    from fastapi import Request
     from fastapi.responses import FileResponse, HTMLResponse, Response
 
     from ..strategies import STRATEGY_NAMES
@@ -215,8 +622,13 @@ def _add_pages(app, searchable: bool) -> None:
         return HTMLResponse(page.replace("{{SEARCH}}", "" if searchable else "hidden"))
 
     @app.get("/static/plotly.min.js", include_in_schema=False)
-    def plotly_asset():
-        return FileResponse(plotly_js_path(), media_type="application/javascript")
+    def plotly_asset(request: Request):
+        cache = {"cache-control": "public, max-age=86400", "vary": "Accept-Encoding"}
+        if "gzip" in request.headers.get("accept-encoding", ""):
+            return Response(
+                plotly_js_gzip(), media_type="application/javascript", headers={**cache, "content-encoding": "gzip"}
+            )
+        return FileResponse(plotly_js_path(), media_type="application/javascript", headers=cache)
 
     @app.get("/static/viz.js", include_in_schema=False)
     def viz_js():
@@ -229,7 +641,7 @@ def _add_pages(app, searchable: bool) -> None:
 
 def _add_chunk_api(app, embedder, max_upload_bytes: int, searchable: bool) -> None:
     """``/health``, ``/chunk`` (JSON) and ``/view`` (the page's columns for pasted text or an upload)."""
-    from fastapi import File, Form, UploadFile
+    from fastapi import Request
 
     from .. import __version__
     from ..document import Document
@@ -237,18 +649,24 @@ def _add_chunk_api(app, embedder, max_upload_bytes: int, searchable: bool) -> No
     from . import build_views
     from .html import render_columns
 
-    _, ChunkRequest, _ = _models()
+    StrategySpec, ChunkRequest, _ = _models()
 
     @app.get("/health")
     def health() -> dict[str, Any]:
         """Liveness, version, the strategies and whether an index is configured."""
-        return {"status": "ok", "version": __version__, "strategies": list(STRATEGY_NAMES),
-                "index": searchable, "max_upload_bytes": max_upload_bytes}
+        return {
+            "status": "ok",
+            "version": __version__,
+            "strategies": list(STRATEGY_NAMES),
+            "index": searchable,
+            "max_upload_bytes": max_upload_bytes,
+        }
 
     @app.post("/chunk")
     def chunk(req: ChunkRequest) -> dict[str, Any]:
         """Chunk ``text`` with ``strategy`` (and up to 3 ``compare`` strategies): chunks with provenance and
         the cause of every cut; ``explain`` adds the per-sentence distances of semantic strategies."""
+        check_text_length(req.text)
         if not req.text.strip():
             raise RequestError(400, "text is empty")
         specs = [(req.strategy, req.params)] + [(s.strategy, s.params) for s in req.compare]
@@ -261,24 +679,86 @@ def _add_chunk_api(app, embedder, max_upload_bytes: int, searchable: bool) -> No
             out.append(d)
         return {"strategies": out}
 
-    @app.post("/view")
-    async def view(text: str = Form(""), strategies: str = Form('[{"strategy": "recursive"}]'),
-                   file: UploadFile | None = File(None)) -> dict[str, Any]:
+    view_form = {
+        "requestBody": {
+            "required": True,
+            "content": {
+                "multipart/form-data": {
+                    "schema": {
+                        "type": "object",
+                        "properties": {
+                            "text": {"type": "string", "maxLength": MAX_TEXT_CHARS, "default": ""},
+                            "strategies": {
+                                "type": "string",
+                                "default": DEFAULT_SPECS,
+                                "description": 'JSON list of {"strategy": NAME, "params": {...}}',
+                            },
+                            "file": {"type": "string", "format": "binary"},
+                        },
+                    }
+                }
+            },
+        }
+    }
+
+    @app.post("/view", openapi_extra=view_form)
+    async def view(request: Request) -> dict[str, Any]:
         """The page's columns (HTML) and chart data for pasted ``text`` or an uploaded ``file``;
         ``strategies`` is a JSON list of ``{"strategy": NAME, "params": {...}}``."""
+        form = await _read_form(request)
         try:
-            specs_raw = json.loads(strategies)
-            specs = [(s.get("strategy", "recursive"), s.get("params") or {}) for s in specs_raw]
-        except (json.JSONDecodeError, AttributeError, TypeError):
-            raise RequestError(400, 'strategies must be a JSON list of {"strategy": NAME, "params": {...}}') from None
-        built = make_strategies(specs, embedder)
-        if file is not None and file.filename:
-            raw = await file.read(max_upload_bytes + 1)
-            doc = upload_document(raw, file.filename, max_upload_bytes)
-        else:
-            doc = _pasted_document(text)
+            text, strategies, file = form.get("text", ""), form.get("strategies", DEFAULT_SPECS), form.get("file")
+            if not isinstance(text, str) or not isinstance(strategies, str):
+                raise RequestError(400, "text and strategies are form fields, not files")
+            specs = _view_specs(strategies, StrategySpec)
+            built = make_strategies(specs, embedder)
+            if file is not None and not isinstance(file, str) and file.filename:
+                raw = await file.read(max_upload_bytes + 1)
+                doc = upload_document(raw, file.filename, max_upload_bytes)
+            else:
+                doc = _pasted_document(text)
+        finally:
+            await form.close()
         body, data = render_columns(doc, build_views(doc, built))
         return {"source": doc.source, "html": body, "data": data}
+
+
+#: the page's default column
+DEFAULT_SPECS = '[{"strategy": "recursive"}]'
+
+
+async def _read_form(request):
+    """The ``/view`` form, its text field allowed the paste limit in UTF-8 (Starlette's default part limit,
+    1 MB, cut pastes at about half the documented length with a parser's message)."""
+    from starlette.exceptions import HTTPException as StarletteHTTPException
+
+    try:
+        return await request.form(max_files=1, max_fields=8, max_part_size=4 * MAX_TEXT_CHARS + 16)
+    except StarletteHTTPException as exc:
+        if "maximum size" in str(exc.detail):
+            raise RequestError(413, f"text too long (the limit is {MAX_TEXT_CHARS:,} characters)") from None
+        raise RequestError(400, f"invalid form: {exc.detail}") from None
+
+
+def _view_specs(strategies: str, spec_model) -> list[tuple[str, dict[str, Any]]]:
+    """The ``strategies`` field as ``(name, params)`` pairs, each checked like ``/chunk``'s ``compare``."""
+    from pydantic import ValidationError
+
+    try:
+        raw = json.loads(strategies)
+    except json.JSONDecodeError:
+        raw = None
+    if not isinstance(raw, list):
+        raise RequestError(400, 'strategies must be a JSON list of {"strategy": NAME, "params": {...}}')
+    out = []
+    for n, item in enumerate(raw):
+        try:
+            spec = spec_model.model_validate(item)
+        except ValidationError as exc:
+            errors = [{**e, "loc": (f"strategies[{n}]", *e.get("loc", ()))} for e in exc.errors()]
+            raise RequestError(422, "invalid request: " + validation_message(errors, "/view")) from None
+        out.append((spec.strategy, spec.params))
+    return out
 
 
 def _pasted_document(text: str):
@@ -286,35 +766,27 @@ def _pasted_document(text: str):
 
     if not text.strip():
         raise RequestError(400, "paste some text or choose a file")
-    if len(text) > MAX_TEXT_CHARS:
-        raise RequestError(413, f"text too long ({len(text):,} characters; the limit is {MAX_TEXT_CHARS:,})")
+    check_text_length(text)
     # browsers send form text with CRLF line breaks (multipart/form-data rules): undo that
     return Document(text.replace("\r\n", "\n"), source="<pasted>")
 
 
-def _add_search_api(app, state: dict[str, Any], where_index: dict[str, Any]) -> None:
-    """``/search``: the server's own index (opened on first use, closed on shutdown), with highlights."""
+def _add_search_api(app, opener: IndexOpener, searchable: bool) -> None:
+    """``/search``: the server's own index (opened at start or on first use, closed on shutdown), with
+    highlights."""
     from .model import where
 
     _, _, SearchRequest = _models()
-    db, uri = where_index["db"], where_index["uri"]
 
     @app.post("/search")
     def search(req: SearchRequest) -> dict[str, Any]:
         """Retrieve the ``k`` chunks closest to ``query`` from the server's index, with ``highlights``
         (character spans of the query words in each hit's text)."""
-        if not (db or uri):
+        if not searchable:
             raise RequestError(404, "no index: start the server with --db PATH.db (built by `chunkwise index`)")
         if not req.query.strip():
             raise RequestError(400, "the query is empty")
-        if state["index"] is None:
-            from ..retrieval.index import Index
-
-            kw: dict[str, Any] = {"collection": where_index["collection"]} if where_index["collection"] else {}
-            if where_index["embedder"] is not None:
-                kw["embedder"] = where_index["embedder"]
-            state["index"] = Index(db=db, uri=uri, **kw)
-        results = state["index"].search(req.query, k=req.k, hybrid=req.hybrid)
+        results = opener.get().search(req.query, k=req.k, hybrid=req.hybrid)
         out = []
         for r in results:
             d = r.to_dict()
@@ -324,4 +796,4 @@ def _add_search_api(app, state: dict[str, Any], where_index: dict[str, Any]) -> 
         return {"query": req.query, "results": out}
 
 
-__all__ = ["create_app", "highlights", "RequestError", "MAX_UPLOAD_BYTES"]
+__all__ = ["create_app", "serve", "host_names", "is_loopback", "highlights", "RequestError", "MAX_UPLOAD_BYTES"]
