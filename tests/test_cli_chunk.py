@@ -51,18 +51,20 @@ def test_mixed_folder_with_bad_files(capsys, tmp_path):
     folder = tmp_path / "mixed"
     shutil.copytree(EXAMPLES, folder)
     (folder / "broken.pdf").write_bytes(b"%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ngarbage")
-    (folder / "photo.dat").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(200))
+    (folder / "photo.txt").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(200))  # a supported name, binary inside
+    (folder / "photo.dat").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(200))  # a type no loader reads: skipped
     code, out, err = run(capsys, folder, "--strategy", "sentence", "--max-tokens", "64")
     assert code == 1
     lines = err.splitlines()
     pdf_err = [l for l in lines if l.startswith("chunkwise: error:") and "broken.pdf" in l]
-    bin_err = [l for l in lines if l.startswith("chunkwise: error:") and "photo.dat" in l]
+    bin_err = [l for l in lines if l.startswith("chunkwise: error:") and "photo.txt" in l]
     assert len(pdf_err) == 1 and "corrupt or unreadable PDF" in pdf_err[0]
     assert len(bin_err) == 1 and "binary file (PNG image)" in bin_err[0]
     assert "Traceback" not in err
     assert {Path(r["source"]).name for r in jsonl(out)} == set(GOOD)  # the rest is chunked
     tail = err[err.index("2 inputs failed:"):]
-    assert "broken.pdf" in tail and "photo.dat" in tail
+    assert "broken.pdf" in tail and "photo.txt" in tail and "photo.dat" not in tail
+    assert "chunkwise: warning: skipped 1 file of unsupported types: .dat 1" in err
 
 
 @pytest.mark.parametrize("args, message", [

@@ -306,7 +306,12 @@ def test_iter_documents_folder_globs_hidden_and_errors(tmp_path):
     write(tmp_path / "sub", "c.bin", b"\x00\x01\x02binary")
     write(tmp_path / ".git", "config", "hidden\n")
     write(tmp_path, ".hidden.txt", "hidden\n")
-    results = dict(iter_documents([tmp_path]))
+    from chunkwise.formats import SkippedFilesWarning
+
+    with pytest.warns(SkippedFilesWarning, match=r"skipped 1 file of unsupported types: \.bin 1"):
+        results = dict(iter_documents([tmp_path]))
+    assert sorted(Path(s).name for s in results) == ["a.md", "b.txt"]  # a type no loader reads is skipped
+    results = dict(iter_documents([tmp_path], all_files=True))
     assert sorted(Path(s).name for s in results) == ["a.md", "b.txt", "c.bin"]
     assert isinstance(results[str(tmp_path / "sub" / "c.bin")], InputError)
     only = dict(iter_documents([tmp_path], include=["*.md", "sub/*.txt"]))

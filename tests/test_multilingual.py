@@ -104,8 +104,11 @@ def test_cli_chunk_warns_once_for_german_with_default(capsys, tmp_path):
     out, err = capsys.readouterr()
     assert code == 0, err
     lines = [line for line in err.splitlines() if "warning" in line]
-    assert lines == ["chunkwise: warning: 3 documents look German; the embedder minilm is English-only - "
-                     "try --embedder use-multilingual"]
+    assert lines == [  # the first German document at once, before it is embedded; the totals at the end
+        f"chunkwise: warning: {tmp_path / 'de0.txt'} looks German; the embedder minilm is English-only - "
+        "try --embedder use-multilingual",
+        "chunkwise: warning: 3 documents look German; the embedder minilm is English-only - "
+        "try --embedder use-multilingual"]
     assert len({json.loads(r)["source"] for r in out.splitlines()}) == 4
 
 

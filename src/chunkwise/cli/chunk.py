@@ -34,8 +34,9 @@ def register(subparsers) -> None:
     p = subparsers.add_parser(
         "chunk", help="chunk files, folders or stdin; print JSONL or a table",
         description=textwrap.fill(
-            "Chunk documents (text, Markdown, HTML, PDF, WebVTT, SRT; folders recursively; - for "
-            "stdin) and write one JSON object per chunk, or a table for reading.", width=100),
+            "Chunk documents (text, Markdown, HTML, PDF, WebVTT, SRT, SBV; folders recursively, files of "
+            "supported types; - for stdin) and write one JSON object per chunk, or a table for reading.",
+            width=100),
         epilog=strategies_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="files, folders, or - for standard input")
@@ -146,10 +147,12 @@ def _open_output(path: str | None) -> TextIO:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..formats import iter_documents
     from ..embeddings.language import LanguageCheck
+    from ..formats import collect_inputs, read_inputs
     from ..formats.text import DecodingWarning
+    from ..retrieval.progress import Progress
     from ..strategies.many import chunk_documents
+    from .options import walk_options
 
     strategy = _build_strategy(args)
     options = input_options(args)
@@ -162,32 +165,46 @@ def run(args: argparse.Namespace) -> int:
     failures: list[tuple[str, str]] = []
     n_docs = n_chunks = 0
     model = getattr(strategy, "embedder", None)
-    languages = LanguageCheck(model) if model is not None else None
+
+    def say(line: str) -> None:  # a warning: printed with -q too
+        print(f"chunkwise: warning: {line}", file=sys.stderr, flush=True)
+
+    languages = LanguageCheck(model, notify=say) if model is not None else None
 
     def fail(source: str, exc: ChunkwiseError) -> None:
         problem = exc.problem if exc.source else str(exc)
         print(f"chunkwise: error: {source}: {problem}", file=sys.stderr)
         failures.append((source, problem))
 
+    def checked(items):
+        """Each document's language checked when it is loaded, before a semantic strategy embeds it."""
+        for source, item in items:
+            if languages is not None and not isinstance(item, (InputError, VideoDocument)):
+                languages.add(item.text, source)
+            yield source, item
+
+    progress = Progress(not args.quiet, "chunking", embeds=False)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DecodingWarning)  # printed below, once, from the metadata
-            items = iter_documents(args.paths, include=args.include, exclude=args.exclude, **options)
+            found = collect_inputs(args.paths, **walk_options(args))  # the skipped types: one line, now
+            progress.set_totals(len(found), _sizes(found))
+            items = checked(read_inputs(found, **options))
             # semantic strategies embed the sentences of many documents in one stream (strategies.many)
-            bars = not args.quiet and sys.stderr.isatty()  # never tqdm noise in logs or pipes
-            for source, item, chunks in chunk_documents(strategy, items, progress=bars):
+            for source, item, chunks in chunk_documents(strategy, items, progress=progress.enabled):
                 if isinstance(item, InputError):
+                    progress.file_done(source)
                     fail(source, item)
                     continue
                 for message in item.metadata.get("warnings", []):
                     print(f"chunkwise: warning: {source}: {message}", file=sys.stderr)
                 if isinstance(chunks, ChunkwiseError):
+                    progress.file_done(source)
                     fail(source, chunks)
                     continue
                 if chunks is None:  # a video arrives as ready-made clip chunks (chunkwise.video)
                     chunks = item.chunks if isinstance(item, VideoDocument) else strategy.chunk(item)
-                if languages is not None and not isinstance(item, VideoDocument):
-                    languages.add(item.text)
+                progress.file_done(source, len(chunks))
                 n_docs += 1
                 n_chunks += len(chunks)
                 if table is not None:
@@ -197,6 +214,7 @@ def run(args: argparse.Namespace) -> int:
                         out.write(json.dumps(c.to_dict(), ensure_ascii=False) + "\n")
                 out.flush()
     finally:
+        progress.close()
         if out is not sys.stdout:
             out.close()
     if languages is not None:
@@ -211,3 +229,17 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {source}: {problem}", file=sys.stderr)
         return 1
     return 0
+
+
+def _sizes(found) -> dict[str, int]:
+    """Bytes of each listed file (source -> size), for the progress estimate."""
+    import os
+
+    sizes: dict[str, int] = {}
+    for item in found:
+        if item.path and item.path != "-":
+            try:
+                sizes[item.source] = os.stat(item.path).st_size
+            except OSError:
+                sizes[item.source] = 0
+    return sizes

@@ -130,7 +130,7 @@ def _context_options(args: argparse.Namespace) -> dict:
 
 def run_index(args: argparse.Namespace) -> int:
     from ..formats.text import DecodingWarning
-    from .options import input_options, strategy_params_from_args
+    from .options import input_options, strategy_params_from_args, walk_options
 
     if not args.paths and not args.delete and not args.prune:
         raise ConfigError("nothing to do: give files or folders to index (or --delete / --prune)")
@@ -141,6 +141,9 @@ def run_index(args: argparse.Namespace) -> int:
     quiet = args.quiet
     load_options = input_options(args)
     with open_index(args) as index:
+        writable = getattr(index.store, "require_writable", None)
+        if writable is not None:  # a read-only database is searchable; refuse it here, before any work
+            writable()
         if args.delete:
             for key in args.delete:
                 n = index.delete(key)
@@ -158,9 +161,26 @@ def run_index(args: argparse.Namespace) -> int:
                 args.paths, strategy=name, params=params, vectors=args.vectors, late=args.late,
                 late_options={"late_window": args.late_window, "overlap": args.late_overlap} if args.late else None,
                 context=args.context, context_options=_context_options(args), prune=args.prune,
-                include=args.include, exclude=args.exclude, load_options=load_options,
-                batch_size=args.batch_size, recreate=args.recreate, progress=not quiet)
+                **walk_options(args), load_options=load_options, batch_size=args.batch_size,
+                recreate=args.recreate, progress=not quiet, notify=_warn_now)
+        _warn_repaired(index)
     return _report(report, quiet)
+
+
+def _warn_repaired(index) -> None:
+    """One line when cached vectors were found damaged and embedded again (embeddings/cache.py)."""
+    from ..embeddings.cache import repaired_count
+
+    repaired = repaired_count(index.embedder())
+    if repaired:
+        print(f"chunkwise: warning: {repaired} cached vector{'s were' if repaired != 1 else ' was'} damaged (not "
+              "finite, wrong length or not of unit length): embedded again and overwritten in the embedding cache",
+              file=sys.stderr)
+
+
+def _warn_now(line: str) -> None:
+    """A warning the user can act on before the work is done (a language the embedder does not read)."""
+    print(f"chunkwise: warning: {line}", file=sys.stderr, flush=True)
 
 
 def _run_ray(index, args: argparse.Namespace, name: str, params: dict, load_options: dict):
@@ -168,7 +188,8 @@ def _run_ray(index, args: argparse.Namespace, name: str, params: dict, load_opti
     from ..retrieval.ray_engine import index_with_ray
 
     unsupported = [flag for flag, on in (("--late", args.late), ("--context", args.context),
-                                         ("--vectors pool", args.vectors == "pool")) if on]
+                                         ("--vectors pool", args.vectors == "pool"),
+                                         ("--all-files", getattr(args, "all_files", False))) if on]
     if unsupported:
         raise ConfigError(f"--engine ray does not support {', '.join(unsupported)} yet; use the local engine")
     return index_with_ray(index, args.paths, address=args.address, workers=args.workers, strategy=name,

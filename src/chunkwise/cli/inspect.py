@@ -81,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
     from ..formats.text import DecodingWarning
     from ..strategies.explain import explain_rows
     from .chunk import _build_strategy, _isatty, _open_output, input_options
+    from .options import walk_options
 
     strategy = _build_strategy(args)
     options = input_options(args)
@@ -89,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DecodingWarning)
-            for source, item in iter_documents(args.paths, include=args.include, exclude=args.exclude, **options):
+            for source, item in iter_documents(args.paths, **walk_options(args), **options):
                 if isinstance(item, InputError):
                     print(f"chunkwise: error: {source}: {item.problem}", file=sys.stderr)
                     failures += 1

@@ -1,8 +1,9 @@
 """Options shared by every command that chunks (chunk, inspect, index, eval, tune): one definition, one parser.
 
 ``add_chunking_options`` declares them; ``strategy_from_args`` builds the strategy. ``add_input_options``
-declares the loader flags and ``input_options`` turns them into the keyword options of
-:func:`chunkwise.formats.load` (one loader call for every command). Strategy-specific
+declares the loader and folder-walk flags; ``input_options`` turns them into the keyword options of
+:func:`chunkwise.formats.load` (one loader call for every command) and ``walk_options`` into the walk's
+(``include``, ``exclude``, ``all_files``). Strategy-specific
 parameters not covered by a dedicated flag are passed as ``--param NAME=VALUE`` (repeatable), and
 ``--config FILE`` (JSON written by ``chunkwise tune``) supplies a strategy and parameters as defaults.
 """
@@ -59,11 +60,15 @@ def add_input_options(p: argparse.ArgumentParser, globs: bool = True) -> None:
     if globs:
         g.add_argument("--include", action="append", default=[], metavar="GLOB",
                        help="when walking folders, only files matching this glob, e.g. '*.md' or "
-                            "'docs/**/*.pdf' (repeatable)")
+                            "'docs/**/*.pdf' (repeatable); one naming an extension ('*.svg') also reads "
+                            "files of a type chunkwise would skip")
         g.add_argument("--exclude", action="append", default=[], metavar="GLOB",
                        help="when walking folders, skip files matching this glob (repeatable)")
+        g.add_argument("--all-files", action="store_true",
+                       help="when walking folders, read every file, not only the supported types (text, "
+                            "Markdown, HTML, PDF, subtitles, video; extension-less text files)")
     g.add_argument("--input-format", default=None,
-                   choices=("text", "markdown", "html", "pdf", "vtt", "srt"),
+                   choices=("text", "markdown", "html", "pdf", "vtt", "srt", "sbv"),
                    help="read every input as this format instead of detecting it")
     g.add_argument("--encoding", default=None,
                    help="decode text inputs with this encoding (default: UTF-8; invalid bytes are replaced "
@@ -82,6 +87,14 @@ def add_input_options(p: argparse.ArgumentParser, globs: bool = True) -> None:
     c.add_argument("--no-dehyphenate", action="store_true", help="keep words hyphenated across line breaks")
     c.add_argument("--no-reflow", action="store_true", help="keep line-wrapped paragraphs as they are")
     c.add_argument("--no-normalize-whitespace", action="store_true", help="keep whitespace as extracted")
+
+
+def walk_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The folder-walk keywords (``include``, ``exclude``, ``all_files``) of :func:`chunkwise.formats.
+    iter_documents` and ``Index.add`` from the flags of :func:`add_input_options`."""
+    return {"include": list(getattr(args, "include", None) or []),
+            "exclude": list(getattr(args, "exclude", None) or []),
+            "all_files": bool(getattr(args, "all_files", False))}
 
 
 def input_options(args: argparse.Namespace) -> dict[str, Any]:

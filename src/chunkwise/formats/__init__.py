@@ -6,7 +6,7 @@ it could not be read, so one bad file never stops a batch.
 
 Options understood by every loader (keyword arguments; the CLI has a flag for each):
 
-- ``format``: force ``text``, ``markdown``, ``html``, ``pdf``, ``vtt`` or ``srt`` instead of detecting it;
+- ``format``: force ``text``, ``markdown``, ``html``, ``pdf``, ``vtt``, ``srt`` or ``sbv`` instead of detecting it;
 - ``encoding``: decode text formats with this encoding instead of the UTF-8 policy (:mod:`.text`);
 - ``max_bytes``: files larger than this are refused (default :data:`DEFAULT_MAX_BYTES`, 100 MiB);
 - ``clean=False`` or the single switches ``clean_headers``, ``dehyphenate``, ``reflow``,
@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
@@ -26,7 +27,16 @@ from ..document import Document
 from ..errors import ConfigError, InputError
 from ..video.frames import VIDEO_EXTENSIONS
 from .text import binary_kind
-from .walk import Found, UnreadableFolder, display_name, read_bounded, walk_folder  # noqa: F401 (re-export)
+from .walk import (  # noqa: F401 (re-export)
+    Found,
+    Skipped,
+    SkippedFilesWarning,
+    UnreadableFolder,
+    display_name,
+    read_bounded,
+    sniff_text,
+    walk_folder,
+)
 
 DEFAULT_MAX_BYTES = 100 * 1024 * 1024
 
@@ -38,14 +48,16 @@ EXTENSIONS = {
     ".pdf": "pdf",
     ".vtt": "vtt", ".webvtt": "vtt",
     ".srt": "srt",
+    ".sbv": "sbv",
 }
-FORMATS = ("text", "markdown", "html", "pdf", "vtt", "srt")
+FORMATS = ("text", "markdown", "html", "pdf", "vtt", "srt", "sbv")
 KNOWN_OPTIONS = {"format", "encoding", "max_bytes", "clean", "clean_headers", "dehyphenate", "reflow",
                  "normalize_whitespace", "password", "html_mode"}
 
 _SRT_START = re.compile(rb"\A\s*\d+\s*\r?\n\s*\d+:\d\d:\d\d[,.]\d+\s*-->")
 _HTML_START = re.compile(rb"\A\s*(?:<\?xml[^>]*>\s*)?(?:<!--.*?-->\s*)*<(?:!doctype\s+html|html|head|body)\b",
                          re.IGNORECASE | re.DOTALL)
+_SBV_START = re.compile(rb"\A\s*\d+:\d\d:\d\d\.\d{1,3},\d+:\d\d:\d\d\.\d{1,3}[ \t]*\r?\n")
 _MD_HINT = re.compile(rb"^(?:#{1,6} \S|```|~~~|\|.*\|\s*$|[-*] \[[ x]\] )", re.MULTILINE)
 
 
@@ -78,6 +90,8 @@ def _loader(fmt: str) -> Callable[..., Document]:
         from .subtitles import load_vtt as f
     elif fmt == "srt":
         from .subtitles import load_srt as f
+    elif fmt == "sbv":
+        from .subtitles import load_sbv as f
     else:
         raise ConfigError(f"unknown input format {fmt!r}; choose one of {', '.join(FORMATS)}")
     return f
@@ -96,6 +110,8 @@ def detect_format(data: bytes, name: str | None = None) -> str:
         return EXTENSIONS[ext]
     if _SRT_START.match(head):
         return "srt"
+    if _SBV_START.match(head):
+        return "sbv"
     if _HTML_START.match(head):
         return "html"
     if len(_MD_HINT.findall(head)) >= 2:
@@ -229,17 +245,62 @@ def matches(rel_path: str, patterns: Iterable[str]) -> bool:
     return False
 
 
+def supported_extensions() -> frozenset[str]:
+    """The extensions a folder walk reads: every format's (built-in and :func:`register_format`) and video."""
+    return frozenset(EXTENSIONS) | frozenset(VIDEO_EXTENSIONS)
+
+
+def _pattern_extension(pattern: str) -> str | None:
+    """The extension a glob names literally (``*.svg``, ``docs/**/*.js``), or ``None`` (``docs/**``, ``*``)."""
+    name = pattern.rsplit("/", 1)[-1]
+    ext = os.path.splitext(name)[1].lower()
+    return ext if len(ext) > 1 and not any(ch in ext for ch in "*?[]") else None
+
+
+def _mpeg_ts(path: str) -> bool:
+    """Is a ``.ts`` file an MPEG transport stream (sync byte 0x47 every 188 bytes) and not TypeScript?"""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(189)
+    except OSError:
+        return True  # reading it reports the problem
+    return head[:1] == b"\x47" and (len(head) < 189 or head[188:189] == b"\x47")
+
+
 def list_inputs(paths: Iterable[str | os.PathLike], include: Iterable[str] | None = None,
-                exclude: Iterable[str] | None = None) -> Iterator[Found]:
+                exclude: Iterable[str] | None = None, *, all_files: bool = False,
+                skipped: Skipped | None = None) -> Iterator[Found]:
     """What :func:`iter_documents` reads, without reading it: one :class:`.walk.Found` per file (``path``
     set; ``"-"`` for standard input) or per problem (``error`` set: an unreadable folder, a folder without
     matching files), in order, each file once. The Ray engine lists its work with it, so both engines see
-    the same inputs under the same source names."""
+    the same inputs under the same source names.
+
+    In folders only the supported types are taken (:func:`supported_extensions`; an extension-less file when
+    it sniffs as text); the others are counted in ``skipped`` (a :class:`.walk.Skipped`). An ``include``
+    pattern that names an extension (``*.svg``) takes files of that type anyway, ``all_files=True`` every
+    file. Files named in ``paths`` are always taken."""
     include, exclude = list(include or []), list(exclude or [])
     seen: set[str] = set()
+    supported = supported_extensions()
+    named = {ext for ext in map(_pattern_extension, include) if ext}
 
-    def keep(rel: str) -> bool:
-        return (not include or matches(rel, include)) and not (exclude and matches(rel, exclude))
+    def keep(rel: str, path: str) -> bool:
+        if include and not matches(rel, include):
+            return False
+        if exclude and matches(rel, exclude):
+            return False
+        if all_files:
+            return True
+        ext = os.path.splitext(rel.rsplit("/", 1)[-1])[1].lower()
+        if ext in named:
+            return True
+        if ext in supported and (ext != ".ts" or _mpeg_ts(path)):
+            return True
+        if not ext and sniff_text(path):
+            return True
+        if skipped is not None:
+            skipped.add(ext or "no extension")
+        return False
 
     for raw in paths:
         name = os.fspath(raw)
@@ -249,9 +310,13 @@ def list_inputs(paths: Iterable[str | os.PathLike], include: Iterable[str] | Non
             yield Found("<stdin>", path="-")
             continue
         if os.path.isdir(name):
+            before = skipped.total if skipped is not None else 0
             found = list(walk_folder(name, keep))
             if not found:
-                what = " matching the include/exclude patterns" if include or exclude else ""
+                if skipped is not None and skipped.total > before:
+                    what = " of a supported type (see the skipped files)"
+                else:
+                    what = " matching the include/exclude patterns" if include or exclude else ""
                 yield Found(display_name(name), error=InputError(f"directory has no readable files{what}",
                                                                  source=display_name(name)))
                 continue
@@ -267,16 +332,21 @@ def list_inputs(paths: Iterable[str | os.PathLike], include: Iterable[str] | Non
             yield item
 
 
-def iter_documents(paths: Iterable[str | os.PathLike], include: Iterable[str] | None = None,
-                   exclude: Iterable[str] | None = None, **options) -> Iterator[tuple[str, Document | InputError]]:
-    """Yield ``(source, Document or InputError)`` for every input: files, folders (recursively, filtered
-    by ``include``/``exclude`` globs) and ``-`` for standard input. Each input is read only when its turn
-    comes, and a failure is yielded, not raised, so the caller can report it and go on.
+def collect_inputs(paths: Iterable[str | os.PathLike], include: Iterable[str] | None = None,
+                   exclude: Iterable[str] | None = None, *, all_files: bool = False) -> list[Found]:
+    """:func:`list_inputs` as a list, walked before anything is read (so a run knows its total up front),
+    and the files of unsupported types said at once in one :class:`.walk.SkippedFilesWarning`."""
+    skipped = Skipped()
+    found = list(list_inputs(paths, include, exclude, all_files=all_files, skipped=skipped))
+    if skipped:
+        warnings.warn(str(skipped), SkippedFilesWarning, stacklevel=2)
+    return found
 
-    Sources are display names (:func:`.walk.display_name`). A folder that cannot be listed yields one
-    :class:`.walk.UnreadableFolder`; FIFOs, devices and sockets yield an error instead of being read."""
+
+def read_inputs(found: Iterable[Found], **options) -> Iterator[tuple[str, Document | InputError]]:
+    """``(source, Document or InputError)`` for each listed input (:func:`collect_inputs`), read in turn."""
     _check_options(options)
-    for item in list_inputs(paths, include, exclude):
+    for item in found:
         if item.error is not None:
             yield item.source, item.error
         elif item.path == "-":
@@ -292,5 +362,21 @@ def iter_documents(paths: Iterable[str | os.PathLike], include: Iterable[str] | 
                 yield item.source, exc
 
 
-__all__ = ["load", "load_bytes", "register_format", "read_stdin", "iter_documents", "list_inputs", "detect_format",
-           "matches", "FORMATS", "EXTENSIONS", "DEFAULT_MAX_BYTES", "UnreadableFolder", "display_name"]
+def iter_documents(paths: Iterable[str | os.PathLike], include: Iterable[str] | None = None,
+                   exclude: Iterable[str] | None = None, *, all_files: bool = False,
+                   **options) -> Iterator[tuple[str, Document | InputError]]:
+    """Yield ``(source, Document or InputError)`` for every input: files, folders (recursively, filtered
+    by ``include``/``exclude`` globs) and ``-`` for standard input. Each input is read only when its turn
+    comes, and a failure is yielded, not raised, so the caller can report it and go on.
+
+    Folders give their files of supported types; the others are said in one
+    :class:`.walk.SkippedFilesWarning` once the walk is listed, before the first file is read
+    (``all_files=True`` reads every file; see :func:`list_inputs`). Sources are display names
+    (:func:`.walk.display_name`). A folder that cannot be listed yields one :class:`.walk.UnreadableFolder`;
+    FIFOs, devices and sockets yield an error instead of being read."""
+    _check_options(options)
+    yield from read_inputs(collect_inputs(paths, include, exclude, all_files=all_files), **options)
+
+
+__all__ = ["load", "load_bytes", "register_format", "read_stdin", "iter_documents", "list_inputs", "collect_inputs",
+           "read_inputs", "supported_extensions", "detect_format", "matches", "Skipped", "SkippedFilesWarning", "FORMATS", "EXTENSIONS", "DEFAULT_MAX_BYTES", "UnreadableFolder", "display_name"]

@@ -1,4 +1,4 @@
-"""Subtitles and transcripts: WebVTT and SRT as timed text.
+"""Subtitles and transcripts: WebVTT, SRT and SubViewer (YouTube's ``.sbv``) as timed text.
 
 The cue parser is chunkwise's own, because the files found in the wild are looser than either library:
 webvtt-py refuses cues without text and miscounts yt-dlp/youtube_dl VTT (a timing line right after the
@@ -19,7 +19,12 @@ grows past :data:`MAX_UNIT_CHARS`). Each merged unit is one line of the document
 - ``doc.metadata["units"]`` holds the ``[start, end]`` spans of the merged units: the semantic strategies
   use them as their sentences, so a meeting is cut into topics between whole utterances.
 
-Speakers come from WebVTT voice tags (``<v Alice>``) or from ``NAME:`` prefixes (a prefix counts as a
+SubViewer (``.sbv``, what YouTube Studio exports) is the same cue list with a different timing line,
+``0:00:01.000,0:00:03.500`` (start and end separated by a comma, no ``-->``, no cue numbers); read as plain
+text, those timing lines would be chunked as words and no chunk would have a time.
+
+Speakers come from WebVTT voice tags (``<v Alice>``) or from ``NAME:`` prefixes (also after YouTube's
+``>>`` speaker-change mark) (a prefix counts as a
 speaker when it is in capitals or occurs at least twice, so "Note: ..." is not taken for a name).
 
 """
@@ -44,9 +49,13 @@ MAX_UNIT_CHARS = 400
 _TS = r"(?:(\d+):)?(\d\d?):([0-5]\d)(?:[.,](\d{1,3}))?"
 _TIMING = re.compile(rf"^\s*{_TS}\s*-->\s*{_TS}(?:[ \t].*)?$")
 _SENTENCE_END = re.compile(r"[.!?\u2026\u3002\uff01\uff1f][\"'\u201d\u2019)\]]*$")
-_SPEAKER = re.compile(r"^(?:[-\u2013]\s*)?([A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2}|[A-Z][A-Z0-9 .'-]{1,30})\s*:\s+(\S.*)$")
+_SPEAKER = re.compile(r"^(?:(?:[-\u2013]|>>)\s*)?([A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2}|[A-Z][A-Z0-9 .'-]{1,30})\s*:\s+(\S.*)$")
 _VOICE = re.compile(r"<v(?:\.[\w.-]+)?\s+([^>]+)>")
 _TAGS = re.compile(r"<[^>]*>|\{\\[^}]*\}")
+_SBV_TS = r"(?:(\d+):)?(\d\d?):([0-5]\d)(?:\.(\d{1,3}))?"
+_SBV_TIMING = re.compile(rf"^\s*{_SBV_TS}\s*,\s*{_SBV_TS}\s*$")
+#: a line that starts like an SBV timing line (a broken one is reported, not read as text)
+_SBV_HINT = re.compile(r"^\s*\d+:\d\d(?::\d\d)?(?:\.\d*)?\s*,\s*\d")
 _VTT_BLOCKS = ("NOTE", "STYLE", "REGION")
 
 
@@ -84,10 +93,13 @@ class _CueParser:
         self.backwards: list[int] = []
         self.orphans: list[int] = []
 
+    def _looks_timing(self, line: str) -> bool:
+        return bool(_SBV_HINT.match(line)) if self.kind == "sbv" else "-->" in line
+
     def _timing(self, k: int):
-        if k >= len(self.lines) or "-->" not in self.lines[k]:
+        if k >= len(self.lines) or not self._looks_timing(self.lines[k]):
             return None
-        return _TIMING.match(self.lines[k])
+        return (_SBV_TIMING if self.kind == "sbv" else _TIMING).match(self.lines[k])
 
     def parse(self) -> None:
         lines = self.lines
@@ -105,7 +117,7 @@ class _CueParser:
                 continue
             block_start = current is None and not skipping
             m = self._timing(k)
-            if m is None and "-->" in line:
+            if m is None and self._looks_timing(line):
                 self.broken.append(k + 1)
                 current, skipping = None, True
             elif m is not None:
@@ -174,6 +186,10 @@ def _vtt_cues(text: str, source: str) -> tuple[list[_RawCue], list[str]]:
 
 def _srt_cues(text: str, source: str) -> tuple[list[_RawCue], list[str]]:
     return _cues(text.lstrip("\ufeff"), source, "srt")
+
+
+def _sbv_cues(text: str, source: str) -> tuple[list[_RawCue], list[str]]:
+    return _cues(text.lstrip("\ufeff"), source, "sbv")
 
 
 def _assign_prefix_speakers(cues: list[_RawCue]) -> None:
@@ -269,5 +285,18 @@ def load_srt(data: bytes, source: str, **options) -> Document:
     _assign_prefix_speakers(cues)
     emit_warnings(source, warns)
     doc = _build(cues, source, "srt", warns)
+    doc.source_map = SourceMap.align(doc.text, decode_source(data, source, options.get("encoding"))[0])
+    return doc
+
+
+def load_sbv(data: bytes, source: str, **options) -> Document:
+    """A SubViewer file (YouTube's ``.sbv``): cues with ``H:MM:SS.mmm,H:MM:SS.mmm`` timing lines."""
+    text, warns = decode(data, source, options.get("encoding"))
+    check_text(text, source)
+    cues, skipped = _sbv_cues(text, source)
+    warns = warns + skipped
+    _assign_prefix_speakers(cues)
+    emit_warnings(source, warns)
+    doc = _build(cues, source, "sbv", warns)
     doc.source_map = SourceMap.align(doc.text, decode_source(data, source, options.get("encoding"))[0])
     return doc

@@ -24,12 +24,10 @@ What it guarantees (details in :mod:`chunkwise.store.milvus`):
 from __future__ import annotations
 
 import os
-import shutil
-import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 
 import numpy as np
@@ -48,6 +46,7 @@ from ..formats.walk import UnreadableFolder
 from ..strategies.many import chunk_documents
 from ..embeddings.vectors import pooled_vector
 from ..video.document import VideoDocument
+from .progress import Progress
 from .fusion import DENSE_WEIGHT, ZSCORE_DEPTH, check_fusion, fuse_candidates_zscore, reciprocal_rank_fusion
 
 VECTOR_MODES = ("text", "pool")
@@ -157,36 +156,17 @@ def _printable(value: Any) -> Any:
     return jsonable(value)
 
 
-class _Progress:
-    """tqdm bars on stderr, only when asked for and stderr is a terminal (never in logs or pipes)."""
+#: the progress of one run (bars on a terminal, heartbeat lines elsewhere; retrieval/progress.py)
+_Progress = Progress
 
-    def __init__(self, enabled: bool):
-        self.enabled = bool(enabled) and sys.stderr.isatty()
-        self.bars: dict[str, Any] = {}
 
-    def bar(self, name: str, unit: str, total: int | None = None):
-        if not self.enabled:
-            return None
-        if name not in self.bars:
-            from tqdm import tqdm
-
-            # the size from the terminal with a fallback: a terminal that reports 0 x 0 (some ptys, CI
-            # consoles) would otherwise get no bar at all (tqdm hides bars below the last row)
-            size = shutil.get_terminal_size((100, 20))
-            self.bars[name] = tqdm(desc=name, unit=unit, total=total, file=sys.stderr, leave=False,
-                                   position=len(self.bars), ncols=min(120, size.columns),
-                                   nrows=max(size.lines, 4))
-        return self.bars[name]
-
-    def update(self, name: str, unit: str, n: int = 1) -> None:
-        bar = self.bar(name, unit)
-        if bar is not None:
-            bar.update(n)
-
-    def close(self) -> None:
-        for bar in self.bars.values():
-            bar.close()
-        self.bars.clear()
+def _check_languages(items, languages: LanguageCheck):
+    """``items`` as they are, each document's language checked before it goes on to be chunked and
+    embedded (a video's clip text is not prose)."""
+    for source, doc in items:
+        if isinstance(doc, Document) and not isinstance(doc, VideoDocument):
+            languages.add(doc.text, str(source))
+        yield source, doc
 
 
 @dataclass
@@ -406,20 +386,33 @@ class Index:
         return docs, paths
 
     @staticmethod
-    def _iter_inputs(docs: list[Document], paths: list[str], include, exclude,
-                     load_options: dict[str, Any] | None = None) -> Iterator[tuple[str, Document | ChunkwiseError]]:
+    def _iter_inputs(docs: list[Document], found: list, load_options: dict[str, Any] | None = None
+                     ) -> Iterator[tuple[str, Document | ChunkwiseError]]:
         yield from ((d.source, d) for d in docs)
-        if paths:
-            from ..formats import iter_documents
+        if found:
+            from ..formats import read_inputs
 
-            yield from iter_documents(paths, include=include, exclude=exclude, **(load_options or {}))
+            yield from read_inputs(found, **(load_options or {}))
+
+    @staticmethod
+    def _sizes(docs: list[Document], found: list) -> dict[str, int]:
+        """Bytes of each input (source -> size), for the progress estimate; 0 where unknown."""
+        sizes = {d.source: len(d.text) for d in docs}
+        for item in found:
+            if item.path and item.path != "-":
+                try:
+                    sizes[item.source] = os.stat(item.path).st_size
+                except OSError:
+                    sizes[item.source] = 0
+        return sizes
 
     def add(self, inputs: Any, strategy: str | Strategy = "auto", *, params: dict[str, Any] | None = None,
             vectors: str = "text", late: bool = False, late_options: dict[str, Any] | None = None,
             context: str | None = None, context_options: dict[str, Any] | None = None, prune: bool = False,
-            include: list[str] | None = None, exclude: list[str] | None = None,
+            include: list[str] | None = None, exclude: list[str] | None = None, all_files: bool = False,
             load_options: dict[str, Any] | None = None, batch_size: int = DEFAULT_BATCH,
-            recreate: bool = False, progress: bool = False) -> IndexReport:
+            recreate: bool = False, progress: bool = False,
+            notify: Callable[[str], None] | None = None) -> IndexReport:
         """Index files, folders or :class:`Document` objects; returns an :class:`IndexReport`.
 
         ``strategy``/``params``: the chunker (a name and its parameters, or a strategy object).
@@ -433,6 +426,14 @@ class Index:
         ``load_options``: keyword options of :func:`chunkwise.formats.load` for the files (``password``,
         ``encoding``, ``format``, ``html_mode``, ``clean``..., as ``chunkwise chunk`` takes them).
         Unreadable inputs are reported in ``report.failed`` and the others are still indexed.
+
+        Folders give their files of supported types (``include``/``exclude`` globs narrow the walk, an
+        ``include`` naming an extension such as ``*.svg`` widens it, ``all_files=True`` reads every file;
+        see :func:`chunkwise.formats.list_inputs`); the files left out are said in one
+        :class:`~chunkwise.formats.SkippedFilesWarning` before anything is read. ``progress``: bars on a
+        terminal, heartbeat lines elsewhere (:mod:`chunkwise.retrieval.progress`). ``notify(line)`` is
+        called as soon as a document looks like a language the embedder does not read, before it is
+        embedded (``report.language_warning`` has the run's totals).
         """
         if not isinstance(batch_size, int) or batch_size < 1:
             raise ConfigError(f"batch_size must be an integer >= 1, got {batch_size!r}")
@@ -443,6 +444,12 @@ class Index:
             context_options = renamed(context_options, {"max_tokens": "answer_tokens"}, "context_options")
         report = IndexReport()
         docs, paths = self._inputs(inputs)
+        if paths:
+            from ..formats import collect_inputs
+
+            found = collect_inputs(paths, include, exclude, all_files=all_files)  # listed before any read
+        else:
+            found = []
         contextualizer = None
         if context == "llm" and "contextualizer" not in context_options:
             # made first so a bad LLM configuration fails before the collection is touched
@@ -464,14 +471,17 @@ class Index:
         report.timings["setup"] = time.perf_counter() - t0
         run = _Run(report=report, markers=markers, embedder=embedder, late=late, late_options=late_options,
                    context=context, context_options=context_options, batch_size=batch_size,
-                   bars=_Progress(progress), languages=LanguageCheck(embedder),
+                   bars=_Progress(progress, "indexing"), languages=LanguageCheck(embedder, notify=notify),
                    reuse=vectors == "pool"
                    and getattr(getattr(strat, "embedder", None), "model_id", None) == embedder.model_id)
         try:
-            items = self._changed(self._iter_inputs(docs, paths, include, exclude, load_options), markers, run.seen,
+            run.bars.set_totals(len(docs) + len(found), self._sizes(docs, found))
+            items = self._changed(self._iter_inputs(docs, found, load_options), markers, run.seen,
                                   report, run.bars, run.walked, run.unreadable)
-            # semantic strategies embed the sentences of a whole group of documents in one stream
-            self._ingest(chunk_documents(strat, items, progress=progress and sys.stderr.isatty()), run)
+            # semantic strategies embed the sentences of a whole group of documents in one stream; the
+            # language of each document is checked as it arrives, before any of it is embedded
+            items = _check_languages(items, run.languages)
+            self._ingest(chunk_documents(strat, items, progress=run.bars.enabled), run)
             if prune:
                 report.pruned = self._prune(markers, run.seen, run.walked, run.unreadable)
             if report.chunks or report.removed or report.pruned:
@@ -482,7 +492,7 @@ class Index:
             run.bars.close()
             if contextualizer is not None:
                 contextualizer.close()
-        report.language_warning = run.languages.message()
+        report.language_warning = run.languages.final_message()
         report.total_chunks = self.store.count()
         report.seconds = time.perf_counter() - t0
         return report
@@ -508,6 +518,7 @@ class Index:
             if not complete:
                 report.incomplete += 1
                 run.incomplete.add(doc.id)
+            run.bars.update("chunks", "chunk", len(chunks))
             pending.append((doc, chunks))
             if sum(len(c) for _, c in pending) >= run.batch_size:
                 self._flush_run(pending, run)
@@ -522,8 +533,6 @@ class Index:
         if chunks is None:  # a video arrives as ready-made clip chunks (chunkwise.video)
             assert isinstance(doc, VideoDocument), doc
             chunks = doc.chunks
-        else:
-            run.languages.add(doc.text)
         complete = True
         if run.context:
             t = time.perf_counter()
@@ -550,7 +559,7 @@ class Index:
                 return
             finally:
                 report.timings["load"] += time.perf_counter() - t
-            bars.update("files", "file")
+            bars.file_done(str(source))
             walked.add(str(source))
             if isinstance(doc, UnreadableFolder):
                 unreadable.append(doc.path)
