@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.chunkwise-installed
 
-.PHONY: install browser demo lint types test test-pythons test-ray bench clean
+.PHONY: install browser demo lint types test test-slow test-all coverage test-pythons test-ray bench clean
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -39,8 +39,29 @@ lint: $(STAMP)
 types: $(STAMP)
 	$(BIN)/mypy
 
+# Tiers (CONTRIBUTING.md): `make test` is the fast tier, lint + types + every test not marked slow, on both
+# cores (pytest-xdist); `make test-slow` the slow tier (servers, Ray, crash campaigns, the wheel build, whole
+# corpora); `make test-all` (= `.ci/run`) both with coverage, then the fast tier on the other Pythons.
+# PYTEST_ARGS adds pytest options (CI sets the coverage ones); XDIST=0 runs in one process.
+XDIST       ?= 2
+PYTEST_ARGS ?=
+PYTEST       = $(BIN)/python -m pytest $(if $(filter 0,$(XDIST)),,-n $(XDIST)) $(PYTEST_ARGS)
+# The package's line-coverage floor (in-process coverage of the whole suite; CLI subprocesses not counted),
+# checked by `make coverage` after `.ci/run`'s two tiers: measured 2026-12-01, see CONTRIBUTING.md.
+COV_FLOOR    = 80
+
 test: $(STAMP) browser lint types
-	$(BIN)/python -m pytest
+	$(PYTEST) -m "not slow"
+
+test-slow: $(STAMP) browser
+	$(PYTEST) -m slow
+
+coverage: $(STAMP)
+	$(BIN)/coverage report --skip-covered --sort=cover | tail -n 25
+	@echo "line coverage of chunkwise (floor $(COV_FLOOR)%):"; $(BIN)/coverage report --format=total --fail-under=$(COV_FLOOR)
+
+test-all: $(STAMP)
+	bash .ci/run
 
 # The suite on Python 3.11, 3.12 and 3.13 (noxfile.py; slow integration tests deselected unless ARGS are given,
 # e.g. `make test-pythons ARGS='-- tests/test_strategies.py'`). The newest installed patch release of each under
@@ -60,4 +81,4 @@ test-ray: $(STAMP)
 	$(BIN)/python -m pytest tests/test_ray_engine.py
 
 clean:
-	rm -rf $(VENV) chunkwise.db
+	rm -rf $(VENV) chunkwise.db .coverage .coverage.*

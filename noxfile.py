@@ -2,8 +2,8 @@
 
 Each session installs ``.[dev]`` into its own virtualenv under ``.nox/`` and runs pytest; arguments after
 ``--`` go to pytest (``nox -s tests-3.13 -- tests/test_strategies.py``). Without arguments a session runs the
-suite with the slow integration tests (marker ``slow``: Milvus server, Ray, browser, wheel build) deselected,
-since ``make test`` already runs those on the default interpreter.
+fast tier on both cores (``-n 2 -m 'not slow'``): the slow tier (servers, Ray, crash campaigns, the wheel
+build) runs once, on the default interpreter, in ``make test-all``.
 """
 
 from __future__ import annotations
@@ -20,4 +20,4 @@ nox.options.reuse_existing_virtualenvs = True
 def tests(session: nox.Session) -> None:
     """Install the package with its test extra and run pytest (``-m 'not slow'`` unless arguments are given)."""
     session.install("-q", "-e", ".[dev]")
-    session.run("python", "-m", "pytest", *(session.posargs or ["-m", "not slow"]))
+    session.run("python", "-m", "pytest", *(session.posargs or ["-n", "2", "-m", "not slow"]))

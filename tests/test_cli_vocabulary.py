@@ -7,7 +7,6 @@ import json
 
 import pytest
 from conftest import FakeEmbedder
-from test_eval_runner import dataset  # noqa: F401  (fixture)
 
 import chunkwise.embeddings
 from chunkwise.cli import main

@@ -9,7 +9,6 @@ from html.parser import HTMLParser
 
 import pytest
 from conftest import FakeEmbedder
-from test_eval_runner import dataset  # noqa: F401  (fixture)
 
 import chunkwise.embeddings
 from chunkwise.cli import main

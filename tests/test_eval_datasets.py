@@ -6,21 +6,10 @@ import json
 
 import pytest
 from conftest import CHROMA
+from eval_data import write_neutral
 
 from chunkwise.errors import InputError
 from chunkwise.evaluation.datasets import detect_layout, load_dataset
-
-
-def write_neutral(root, queries, docs=None, boundaries=None):
-    docs = docs or {"a.md": "# Cats\n\nCats purr. Cats sleep a lot.\n", "sub/b.txt": "Dogs bark loudly."}
-    for name, text in docs.items():
-        p = root / "docs" / name
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text, encoding="utf-8")
-    (root / "queries.jsonl").write_text("\n".join(json.dumps(q) for q in queries) + "\n", encoding="utf-8")
-    if boundaries is not None:
-        (root / "boundaries.jsonl").write_text("\n".join(json.dumps(b) for b in boundaries), encoding="utf-8")
-    return root
 
 
 def write_chroma(root, corpora, rows):
@@ -106,7 +95,7 @@ def test_bad_boundaries_file_names_the_line(tmp_path):
         load_dataset(tmp_path)
 
 
-@pytest.mark.skipif(not CHROMA.exists(), reason="../shared/data/chroma-eval not present")
+@pytest.mark.chroma
 def test_chroma_eval_data_loads_every_reference():
     ds = load_dataset(CHROMA)
     assert ds.layout == "chroma" and len(ds.documents) == 5

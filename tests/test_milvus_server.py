@@ -65,14 +65,30 @@ def open_index(server: Server, collection: str, **kw) -> Index:
 
 
 def contents(server: Server, collection: str) -> tuple[set[tuple[str, str]], dict[str, str]]:
-    """(id, text) of every chunk and source -> content hash of every marker."""
-    store = MilvusStore(uri=server.uri, token=server.token, collection=collection, timeout=60)
-    try:
-        store.open()
-        rows = {(r["id"], r["text"]) for r in store.scan_chunks(["id", "text"])}
-        return rows, {m.source: m.content_hash for m in store.markers().values()}
-    finally:
-        store.close()
+    """(id, text) of every chunk and source -> content hash of every marker.
+
+    A loaded server can drop a connection (gRPC ``GOAWAY``, ``UNAVAILABLE``): such a read is retried on a
+    new connection a few times; what it reads is compared, so a retry cannot hide a wrong result."""
+    for attempt in range(4):
+        store = MilvusStore(uri=server.uri, token=server.token, collection=collection, timeout=60)
+        try:
+            store.open()
+            rows = {(r["id"], r["text"]) for r in store.scan_chunks(["id", "text"])}
+            return rows, {m.source: m.content_hash for m in store.markers().values()}
+        except Exception as exc:  # noqa: BLE001 - only transport errors are retried
+            if attempt == 3 or not _transient(exc):
+                raise
+            time.sleep(1.0 + attempt)
+        finally:
+            store.close()
+    raise AssertionError("unreachable")
+
+
+def _transient(exc: BaseException) -> bool:
+    """A dropped or refused connection, not an answer: worth a new connection."""
+    text = f"{type(exc).__name__} {exc}"
+    return any(s in text for s in ("GOAWAY", "UNAVAILABLE", "too_many_pings", "Connection reset", "Socket closed",
+                                   "connection refused", "Deadline Exceeded", "DEADLINE_EXCEEDED"))
 
 
 def cli_cmd(server: Server, *args: str, collection: str, fast: bool = False) -> list[str]:
@@ -89,23 +105,30 @@ def cli(server: Server, *args: str, collection: str, fast: bool = False,
 
 
 def wait_for_chunks(server: Server, collection: str, proc: subprocess.Popen, timeout: float = 120) -> None:
-    """Until ``proc`` has written some chunks into ``collection`` (or has ended): the moment to kill."""
+    """Until ``proc`` has written some chunks into ``collection`` (or has ended): the moment to kill.
+
+    Polls on a fresh connection after any error: a server under load answers frequent polls on one
+    channel with ``GOAWAY too_many_pings``, and a dead channel would poll until the deadline."""
     from pymilvus import MilvusClient
 
-    client = MilvusClient(uri=server.uri, token=server.token, timeout=60)
     deadline = time.monotonic() + timeout
+    client = None
     try:
         while time.monotonic() < deadline and proc.poll() is None:
             try:
+                client = client or MilvusClient(uri=server.uri, token=server.token, timeout=60)
                 if client.has_collection(collection + "__state") and client.has_collection(collection):
                     rows = client.query(collection, filter="", output_fields=["count(*)"])
                     if rows and rows[0]["count(*)"] > 0:
                         return
-            except Exception:  # noqa: BLE001 - not created or not loaded yet
-                pass
-            time.sleep(0.2)
+            except Exception:  # noqa: BLE001 - not created or not loaded yet, or the channel dropped
+                if client is not None:
+                    client.close()
+                client = None
+            time.sleep(0.5)
     finally:
-        client.close()
+        if client is not None:
+            client.close()
 
 
 def test_capabilities_from_version():

@@ -14,8 +14,7 @@ import shutil
 import pytest
 from conftest import CHROMA
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(not CHROMA.exists(), reason="../shared/data/chroma-eval not present")]
+pytestmark = [pytest.mark.slow, pytest.mark.chroma]
 
 CORPORA = ("state_of_the_union", "chatlogs")
 QUESTIONS = (

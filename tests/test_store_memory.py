@@ -10,7 +10,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from conftest import FakeEmbedder
-from test_eval_runner import dataset  # noqa: F401  (fixture)
 
 import chunkwise.evaluation.runner as runner
 from chunkwise.document import Document

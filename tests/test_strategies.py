@@ -267,10 +267,9 @@ def test_respect_sections_never_crosses_a_section(name):
     assert {tuple(c.section) for c in chunks} == {("A",), ("B",)}
 
 
+@pytest.mark.chroma
 @pytest.mark.parametrize("name", ["fixed", "sentence", "recursive", "markdown"])
 def test_counts_are_not_recounted_wrongly_on_real_text(name):
-    if not CHROMA.exists():
-        pytest.skip("../shared/data/chroma-eval not present")
     text = (CHROMA / "corpora" / "wikitexts.md").read_text(encoding="utf-8")[:60000]
     tok = get_tokenizer("cl100k")
     chunks = chunk(Document(text), name, max_tokens=200, overlap=20, tokenizer="cl100k")

@@ -135,9 +135,8 @@ def test_token_map_exact_counts_agree_with_a_fresh_count(name, parts, data):
     assert tm.counts(text, spans) == [tok.count(text[lo:])]
 
 
+@pytest.mark.chroma
 def test_token_map_exact_answers_most_cuts_on_real_text():
-    if not CHROMA.exists():
-        pytest.skip("../shared/data/chroma-eval not present")
     text = (CHROMA / "corpora" / "state_of_the_union.md").read_text(encoding="utf-8")[:30000]
     tok = get_tokenizer("cl100k")
     tm = TokenMap(text, tok)

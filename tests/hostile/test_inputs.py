@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from pathlib import Path
 
 import pytest
@@ -47,8 +46,8 @@ def test_display_names_round_trip():
     assert os_path(shown) == raw
 
 
+@pytest.mark.timeout(30)  # an unbounded read of /dev/zero never ends: the timeout is the failure
 def test_read_bounded_never_trusts_st_size():
-    start = time.monotonic()
     with pytest.raises(InputError, match="character device"):
         read_bounded("/dev/zero", 1 << 20, "/dev/zero")
     # a file the file system reports as 0 bytes (procfs) is still read, and still bounded
@@ -56,14 +55,12 @@ def test_read_bounded_never_trusts_st_size():
     assert b"Name:" in read_bounded("/proc/self/status", 1 << 20, "status")
     with pytest.raises(InputError, match="too large"):
         read_bounded("/proc/self/status", 10, "status")
-    assert time.monotonic() - start < 5
 
 
+@pytest.mark.timeout(60)  # opening a FIFO with no writer blocks forever: the timeout is the failure
 def test_fifo_and_devices_are_refused_without_blocking(tmp_path):
     build(tmp_path)
-    start = time.monotonic()
     results = dict(iter_documents([tmp_path]))
-    assert time.monotonic() - start < 20
     assert "FIFO" in results[str(tmp_path / "x.txt")].problem
     assert "character device" in results[str(tmp_path / "zero.txt")].problem
     good = results[str(tmp_path / "good.txt")]
@@ -77,9 +74,7 @@ def test_fifo_and_devices_are_refused_without_blocking(tmp_path):
 def test_chunk_folder_with_hostile_files(tmp_path):
     build(tmp_path / "in")
     out = tmp_path / "out.jsonl"
-    start = time.monotonic()
-    done = run_cli(["chunk", tmp_path / "in", "-o", out, "--max-file-size", "1MB"], timeout=60)
-    assert time.monotonic() - start < 60
+    done = run_cli(["chunk", tmp_path / "in", "-o", out, "--max-file-size", "1MB"], timeout=120)
     assert done.returncode == 1, done.err
     assert len(lines_about(done.err, "x.txt: not a regular file (FIFO")) == 1
     assert len(lines_about(done.err, "zero.txt: not a regular file (character device")) == 1

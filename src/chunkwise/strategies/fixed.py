@@ -23,7 +23,7 @@ from ..document import Document
 from ..segmentation.token_map import TokenMap
 from ..segmentation.tokenizers import Tokenizer
 from .base import Span, Strategy, max_chars_for, trim_span
-from .packing import fit_exact, merge_small
+from .packing import fit_first, merge_small
 
 
 def _at_word_boundary(text: str, pos: int) -> bool:
@@ -152,8 +152,8 @@ def _shrink(text: str, tm: TokenMap, tokenizer: Tokenizer, a: int, b: int, c: in
         j = int(E.searchsorted(b, "right")) - (c - max_tokens)
         new_b = trim_span(text, a, int(S[j]))[1] if i < j < n else a
         if new_b <= a or new_b >= b:
-            piece, piece_count = fit_exact(text, a, b, tokenizer, max_tokens, max_chars)
-            return piece[0][1], piece_count[0], j
+            piece_end, piece_count = fit_first(text, a, b, tokenizer, max_tokens, max_chars)
+            return piece_end, piece_count, j
         b = new_b
         exact = tm.exact(text, a, b)
         c = tokenizer.count(text[a:b]) if exact is None else exact

@@ -280,25 +280,33 @@ def fit_exact(text: str, start: int, end: int, tokenizer: Tokenizer, max_tokens:
         a, _ = trim_span(text, a, end)
         if a >= end:
             break
-        piece = text[a:end]
-        # token ends of the remaining text, relative to a
-        ends = [e for _, e in tokenizer.offsets(piece[: max_chars + 1]) if e > 0]
-        limit = min(len(piece), max_chars)
-        cands = sorted({e for e in ends if e <= limit} | {limit})
-        k = min(len(cands), max_tokens) - 1 if len(cands) > max_tokens else len(cands) - 1
-        while True:
-            b = a + cands[k]
-            n = tokenizer.count(text[a:b])
-            if n <= max_tokens:
-                break
-            if k == 0:
-                b, n = _fit_first_token(text, a, cands[0], tokenizer, max_tokens)
-                break
-            k = max(0, k - max(1, n - max_tokens))
+        b, n = fit_first(text, a, end, tokenizer, max_tokens, max_chars)
         spans.append((a, b))
         counts.append(n)
         a = b
     return spans, counts
+
+
+def fit_first(text: str, a: int, end: int, tokenizer: Tokenizer, max_tokens: int, max_chars: int) -> tuple[int, int]:
+    """The first piece of :func:`fit_exact` from ``a`` (already trimmed): ``(end, exact count)``.
+
+    A caller that needs only the first piece (``fixed`` shrinking one window) calls this instead of
+    covering the whole span: at windows of a few tokens most windows shrink, and tokenising every later
+    piece only to drop it was most of the strategy's time."""
+    piece = text[a:end]
+    # token ends of the remaining text, relative to a
+    ends = [e for _, e in tokenizer.offsets(piece[: max_chars + 1]) if e > 0]
+    limit = min(len(piece), max_chars)
+    cands = sorted({e for e in ends if e <= limit} | {limit})
+    k = min(len(cands), max_tokens) - 1 if len(cands) > max_tokens else len(cands) - 1
+    while True:
+        b = a + cands[k]
+        n = tokenizer.count(text[a:b])
+        if n <= max_tokens:
+            return b, n
+        if k == 0:
+            return _fit_first_token(text, a, cands[0], tokenizer, max_tokens)
+        k = max(0, k - max(1, n - max_tokens))
 
 
 def _fit_first_token(text: str, a: int, c: int, tokenizer: Tokenizer, max_tokens: int) -> tuple[int, int]:
