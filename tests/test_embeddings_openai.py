@@ -1,86 +1,26 @@
-"""``openai:MODEL`` against a local OpenAI-compatible HTTP server started by the tests (no internet)."""
+"""``openai:MODEL`` against the local OpenAI-compatible fake (``tests/fake_openai.py``; no internet)."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 import socket
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import time
 
 import numpy as np
 import pytest
+from fake_openai import DIM, FakeOpenAI, fake_vector
 
 from chunkwise.embeddings import get_embedder
 from chunkwise.embeddings.openai import EndpointError, OpenAIEmbedder
 from chunkwise.errors import ConfigError, InputError
 
-DIM = 8
-
-
-def fake_vector(text: str) -> list[float]:
-    h = hashlib.sha256(text.encode()).digest()
-    return [b - 128.0 for b in h[:DIM]]
-
-
-class Server:
-    """A scripted /v1/embeddings: ``script`` is a list of status codes to answer before succeeding."""
-
-    def __init__(self):
-        self.requests: list[dict] = []
-        self.headers: list[dict] = []
-        self.script: list[int] = []
-        self.key: str | None = None
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                server.requests.append(body)
-                server.headers.append(dict(self.headers))
-                if self.path != "/v1/embeddings":
-                    return self._send(404, {"error": {"message": "no such route"}})
-                if server.key and self.headers.get("Authorization") != f"Bearer {server.key}":
-                    return self._send(401, {"error": {"message": "Incorrect API key provided"}})
-                if server.script:
-                    code = server.script.pop(0)
-                    return self._send(code, {"error": {"message": f"scripted {code}"}},
-                                      {"Retry-After": "0"} if code == 429 else {})
-                inputs = body["input"]
-                if any(not isinstance(t, str) or t == "" for t in inputs):
-                    return self._send(400, {"error": {"message": "'$.input' is invalid"}})
-                data = [{"object": "embedding", "index": i, "embedding": fake_vector(t)}
-                        for i, t in reversed(list(enumerate(inputs)))]  # out of order on purpose
-                self._send(200, {"object": "list", "data": data, "model": body["model"]})
-
-            def _send(self, code, doc, headers=None):
-                raw = json.dumps(doc).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(raw)))
-                for k, v in (headers or {}).items():
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(raw)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+#: the fake, under the name other test modules import it by
+Server = FakeOpenAI
 
 
 @pytest.fixture
-def server():
-    s = Server()
-    yield s
-    s.close()
+def server(fake_openai):
+    return fake_openai
 
 
 def make(server, **kw) -> OpenAIEmbedder:
@@ -153,7 +93,7 @@ def test_unreachable_endpoint(monkeypatch):
     emb = OpenAIEmbedder("m", base_url=f"http://127.0.0.1:{port}/v1", max_retries=2, backoff=0.001, timeout=2)
     with pytest.raises(EndpointError) as err:
         emb.embed(["x"])
-    assert "cannot reach" in str(err.value) and "3 attempts" in str(err.value)
+    assert "endpoint unreachable" in str(err.value) and "3 attempts" in str(err.value)
 
 
 def test_wrong_route_hints_at_base_url(server):
@@ -191,3 +131,83 @@ def test_through_get_embedder_with_cache(server, tmp_path):
     other = get_embedder("openai:test-embed", base_url=server.url + "/", cache_dir=tmp_path)
     assert other.cache_key == emb.cache_key
     assert "127.0.0.1" in emb.cache_key
+
+
+# -- the trust policy (chunkwise.http), as the embedder sees it ------------------------------------------
+
+
+def _bounded(fn, seconds: float):
+    """``fn()``'s result or exception, failing the test if it has not returned within ``seconds``."""
+    out: dict = {}
+
+    def run():
+        try:
+            out["value"] = fn()
+        except BaseException as exc:  # noqa: BLE001
+            out["error"] = exc
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(seconds)
+    assert not t.is_alive(), f"still waiting after {seconds} s"
+    return out
+
+
+def test_a_redirect_is_not_followed_and_the_key_stays_home(server, other_host, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-embed-secret-123456")
+    for status in (301, 302, 307, 308):
+        server.redirect_to(other_host, status)
+        with pytest.raises(EndpointError) as err:
+            make(server).embed(["x"])
+        message = str(err.value)
+        assert f"HTTP {status} redirect to {other_host.origin}" in message and "not followed" in message
+        assert "\n" not in message and "sk-embed" not in message
+    assert other_host.seen == []  # nothing, with or without the key, reached the other host
+    assert server.authorizations() == ["Bearer sk-embed-secret-123456"] * 4
+
+
+def test_retry_after_as_an_http_date_is_honoured(server, monkeypatch):
+    import email.utils
+
+    import chunkwise.http
+
+    waits: list[float] = []
+    monkeypatch.setattr(chunkwise.http, "_sleep", waits.append)
+    server.script = [429, 503]
+    server.retry_after = email.utils.formatdate(time.time() + 40, usegmt=True)
+    emb = make(server, backoff=0.0)
+    np.testing.assert_allclose(emb.embed(["later"]), expected(["later"]), rtol=1e-6)
+    assert emb.requests == 3 and len(waits) == 2
+    assert all(38 <= w <= 40 for w in waits), waits  # the date's distance, not the zero back-off
+    server.script, server.retry_after = [503], "7"
+    waits.clear()
+    make(server, backoff=0.0).embed(["seconds"])
+    assert waits == [7.0]
+    assert chunkwise.http.parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412480 - 30) == 30
+    assert [s for s in (408, 409, 425, 429, 500, 501, 503, 599, 400, 404) if chunkwise.http.retried(s)] == [
+        408,
+        409,
+        429,
+        500,
+        501,
+        503,
+        599,
+    ]
+
+
+def test_a_dripping_answer_ends_at_the_deadline(server):
+    server.drip = 0.05  # a byte every 50 ms: never silent for the 5 s timeout
+    emb = make(server, timeout=5, deadline=1.5, max_retries=3)
+    out = _bounded(lambda: emb.embed(["x"]), 30)
+    err = out.get("error")
+    assert isinstance(err, EndpointError) and "1.5 s deadline" in str(err), out
+    assert emb.requests == 1  # the deadline covers the whole request: no fresh attempt after it
+
+
+def test_an_answer_over_the_size_cap_is_refused(server):
+    server.huge = 50 * 2**20
+    emb = make(server, max_response_bytes=2**20)
+    out = _bounded(lambda: emb.embed(["x"]), 60)
+    err = out.get("error")
+    assert isinstance(err, EndpointError) and "1,048,576-byte limit" in str(err), out
+    assert emb.requests == 1  # refused, not retried

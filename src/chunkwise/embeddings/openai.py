@@ -1,5 +1,5 @@
 """``openai:MODEL``: any OpenAI-compatible ``POST {base_url}/embeddings`` endpoint (OpenAI, Azure-style
-proxies, vLLM, llama.cpp, Ollama's ``/v1``, text-embeddings-inference...), with the standard library only.
+proxies, vLLM, llama.cpp, Ollama's ``/v1``, text-embeddings-inference...), through :mod:`chunkwise.http`.
 
 Why it is built this way:
 
@@ -8,41 +8,44 @@ Why it is built this way:
 - **Truncation, not failure**: inputs over ``model_window`` (8191 for OpenAI's models) are cut at a token
   boundary before sending and counted in ``truncated``; empty inputs (rejected by the API) are sent as a
   single space.
-- **Retries**: HTTP 408/409/429/5xx, timeouts and connection errors are retried with exponential back-off
-  and jitter (honouring ``Retry-After``); after ``max_retries`` the error says what the endpoint answered.
-  401/403 fail at once with a message that names the key variable; other 4xx fail at once with the
-  server's own message.
-- The key comes from an environment variable (``OPENAI_API_KEY`` by default), never from the command line.
+- **The HTTP policy is the chat client's** (:mod:`chunkwise.http`): no redirects, a whole-request deadline,
+  a response size cap, the same retried statuses (408/409/429/5xx, timeouts, dropped connections) with
+  back-off and ``Retry-After`` (seconds or an HTTP date); after ``max_retries`` the error says what the
+  endpoint answered. 401/403 fail at once with a message that names the key variable; other 4xx fail at
+  once with the server's own message.
+- The key comes from an environment variable (``OPENAI_API_KEY`` by default), read at each request, never
+  from the command line.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import random
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from ..deprecation import warn_renamed
-from ..errors import ChunkwiseError, ConfigError
-from ..security import redact, warn_plain_http
+from ..errors import ConfigError
+from ..http import Endpoint, FatalEndpointError, JSONClient
+from ..http import EndpointError as _HTTPEndpointError
 from ..segmentation.tokenizers import get_tokenizer
 from .base import Embedder, check_texts, l2_normalize
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 BASE_URL_ENV = "OPENAI_BASE_URL"
-RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
+#: the largest response read by default: 256 vectors of 3072 floats as JSON text is about 16 MB
+DEFAULT_MAX_RESPONSE_BYTES = 64 * 2**20
 #: output sizes of OpenAI's own models, so ``dim`` is known before the first request
 KNOWN_DIMS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072, "text-embedding-ada-002": 1536}
 
 
-class EndpointError(ChunkwiseError):
+class EndpointError(_HTTPEndpointError):
     """An embedding endpoint that failed, refused the key, or answered something unusable."""
+
+
+class FatalEmbeddingError(EndpointError, FatalEndpointError):
+    """An embedding request that cannot succeed by retrying (a redirect, 401, 404, an oversized answer...)."""
 
 
 class OpenAIEmbedder(Embedder):
@@ -57,30 +60,64 @@ class OpenAIEmbedder(Embedder):
     batch_size / max_batch_tokens: per-request limits (inputs, cl100k tokens).
     model_window: per-input limit in cl100k tokens; longer inputs are truncated (old name ``max_tokens``,
         deprecated: ``max_tokens`` is the chunk cap only).
-    timeout: seconds per request. max_retries, backoff, max_backoff: retry schedule (seconds).
+    timeout: seconds to connect and the longest silence between two reads; deadline: seconds for a whole
+        request, retries included (default 300, or ``timeout`` if longer). max_retries, backoff, max_backoff:
+        retry schedule (seconds). max_response_bytes: the largest response read (default 64 MiB).
     """
 
-    def __init__(self, model: str, *, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY",
-                 dimensions: int | None = None, batch_size: int = 256, max_batch_tokens: int = 250_000,
-                 model_window: int = 8191, timeout: float = 60.0, max_retries: int = 5, backoff: float = 1.0,
-                 max_backoff: float = 60.0, max_tokens: int | None = None):
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key_env: str = "OPENAI_API_KEY",
+        dimensions: int | None = None,
+        batch_size: int = 256,
+        max_batch_tokens: int = 250_000,
+        model_window: int = 8191,
+        timeout: float = 60.0,
+        max_retries: int = 5,
+        backoff: float = 1.0,
+        max_backoff: float = 60.0,
+        max_tokens: int | None = None,
+        deadline: float | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+    ):
         if max_tokens is not None:
             warn_renamed("max_tokens", "model_window", "openai embedder")
             model_window = max_tokens
         if not model or not isinstance(model, str):
             raise ConfigError("openai embedder needs a model name: openai:MODEL")
-        for label, value in (("batch_size", batch_size), ("max_batch_tokens", max_batch_tokens),
-                             ("model_window", model_window)):
+        for label, value in (
+            ("batch_size", batch_size),
+            ("max_batch_tokens", max_batch_tokens),
+            ("model_window", model_window),
+        ):
             if not isinstance(value, int) or value < 1:
                 raise ConfigError(f"{label} must be a positive integer, got {value!r}")
-        if max_retries < 0 or timeout <= 0 or backoff < 0:
-            raise ConfigError("max_retries must be >= 0, timeout > 0 and backoff >= 0")
         base_url = (base_url or os.environ.get(BASE_URL_ENV) or DEFAULT_BASE_URL).rstrip("/")
-        if not base_url.startswith(("http://", "https://")):
-            raise ConfigError(f"base URL must start with http:// or https://, got {base_url!r}")
+        self.endpoint = Endpoint(
+            base_url,
+            model,
+            route="/embeddings",
+            key_envs=(api_key_env,),
+            timeout=timeout,
+            deadline=deadline,
+            retries=max_retries,
+            backoff=backoff,
+            max_backoff=max_backoff,
+            max_response_bytes=max_response_bytes,
+            label="openai embedder",
+        )
+        self.http = JSONClient(
+            self.endpoint,
+            error=EndpointError,
+            fatal=FatalEmbeddingError,
+            key_hint=f"set ${api_key_env} to a valid key",
+        )
         self.model = model
         self.base_url = base_url
-        self.url = base_url if base_url.endswith("/embeddings") else base_url + "/embeddings"
+        self.url = self.endpoint.url
         self.api_key_env = api_key_env
         self.dimensions = dimensions
         self.batch_size = batch_size
@@ -90,18 +127,24 @@ class OpenAIEmbedder(Embedder):
         self.max_retries = max_retries
         self.backoff = backoff
         self.max_backoff = max_backoff
+        self.deadline = self.endpoint.deadline
+        self.max_response_bytes = max_response_bytes
         self.model_id = f"openai:{model}" + (f"/dim={dimensions}" if dimensions else "")
         #: cache namespace: the same model name on two servers may be two different models
         self.cache_key = f"{self.model_id}@{self.url}"
         self.dim = int(dimensions or KNOWN_DIMS.get(model, 0))
         self.truncated = 0
         self.texts_embedded = 0
-        self.requests = 0
         self._tokenizer = get_tokenizer("cl100k")
 
     @property
     def tokenizer(self):
         return self._tokenizer
+
+    @property
+    def requests(self) -> int:
+        """HTTP requests sent, retries included."""
+        return self.http.requests_sent
 
     # -- preparing inputs ---------------------------------------------------------------------------
     def _prepare(self, texts: list[str]) -> tuple[list[str], list[int]]:
@@ -129,69 +172,21 @@ class OpenAIEmbedder(Embedder):
             yield start, len(counts)
 
     # -- HTTP ---------------------------------------------------------------------------------------
-    def _headers(self) -> dict[str, str]:
-        headers = {"Content-Type": "application/json", "Accept": "application/json",
-                   "User-Agent": "chunkwise"}
-        key = os.environ.get(self.api_key_env)
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-        return headers
-
-    def _sleep(self, attempt: int, retry_after: str | None) -> None:
-        delay = self.backoff * (2 ** attempt) * (0.5 + random.random() / 2)
-        if retry_after:
-            try:
-                delay = max(delay, float(retry_after))
-            except ValueError:
-                pass
-        time.sleep(min(delay, self.max_backoff))
-
     def _post(self, inputs: list[str]) -> list[list[float]]:
         body: dict[str, Any] = {"model": self.model, "input": inputs, "encoding_format": "float"}
         if self.dimensions:
             body["dimensions"] = self.dimensions
-        data = json.dumps(body).encode("utf-8")
-        last, retry_after = "", None
-        for attempt in range(self.max_retries + 1):
-            if attempt:
-                self._sleep(attempt - 1, retry_after)
-            retry_after = None
-            headers = self._headers()
-            warn_plain_http(self.url, "Authorization" in headers)
-            request = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
-            self.requests += 1
-            try:
-                with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                    payload = response.read()
-            except urllib.error.HTTPError as exc:
-                detail = redact(_error_detail(exc), os.environ.get(self.api_key_env))
-                if exc.code in (401, 403):
-                    raise EndpointError(
-                        f"authentication failed (HTTP {exc.code}{': ' + detail if detail else ''}); "
-                        f"set ${self.api_key_env} to a valid key", source=self.url) from None
-                if exc.code not in RETRY_STATUS:
-                    hint = " (is the base URL right? it should end in /v1)" if exc.code == 404 else ""
-                    raise EndpointError(f"HTTP {exc.code}{': ' + detail if detail else ''}{hint}",
-                                        source=self.url) from None
-                retry_after = exc.headers.get("Retry-After") if exc.headers else None
-                last = f"HTTP {exc.code}{': ' + detail if detail else ''}"
-                continue
-            except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
-                reason = getattr(exc, "reason", exc)
-                last = f"cannot reach the endpoint ({reason})"
-                continue
-            return self._parse(payload, len(inputs))
-        raise EndpointError(f"{last}; gave up after {self.max_retries + 1} attempts", source=self.url)
+        return self._parse(self.http.post(body), len(inputs))
 
-    def _parse(self, payload: bytes, n: int) -> list[list[float]]:
+    def _parse(self, doc: Any, n: int) -> list[list[float]]:
         try:
-            doc = json.loads(payload)
             items = sorted(doc["data"], key=lambda item: item.get("index", 0))
             vectors = [item["embedding"] for item in items]
         except (ValueError, KeyError, TypeError, AttributeError):
-            raise EndpointError("the response is not an OpenAI embeddings response "
-                                f"(first bytes: {redact(repr(payload[:120]), os.environ.get(self.api_key_env))})",
-                                source=self.url) from None
+            start = self.http.redact(repr(doc)[:120])
+            raise FatalEmbeddingError(
+                f"malformed answer: not an OpenAI embeddings response ({start})", source=self.url
+            ) from None
         if len(vectors) != n or any(not isinstance(v, list) or not v for v in vectors):
             raise EndpointError(f"asked for {n} embeddings, got {len(vectors)}", source=self.url)
         return vectors
@@ -206,24 +201,13 @@ class OpenAIEmbedder(Embedder):
         for a, b in self._batches(counts):
             vectors = np.asarray(self._post(sent[a:b]), dtype=np.float32)
             if vectors.ndim != 2 or (self.dim and vectors.shape[1] != self.dim):
-                raise EndpointError(f"expected vectors of {self.dim} dimensions, got shape {vectors.shape}",
-                                    source=self.url)
+                raise EndpointError(
+                    f"expected vectors of {self.dim} dimensions, got shape {vectors.shape}", source=self.url
+                )
             self.dim = int(vectors.shape[1])
             rows.append(vectors)
         self.texts_embedded += len(texts)
         return l2_normalize(np.concatenate(rows))
 
 
-def _error_detail(exc: urllib.error.HTTPError) -> str:
-    """The server's ``error.message`` (OpenAI style) or the start of the body."""
-    try:
-        raw = exc.read()[:2000]
-    except Exception:
-        return ""
-    try:
-        doc = json.loads(raw)
-        err = doc.get("error", doc) if isinstance(doc, dict) else doc
-        msg = err.get("message") if isinstance(err, dict) else err
-        return str(msg)[:300]
-    except ValueError:
-        return raw.decode("utf-8", "replace").strip()[:300]
+__all__ = ["OpenAIEmbedder", "EndpointError", "FatalEmbeddingError", "KNOWN_DIMS", "DEFAULT_BASE_URL"]
