@@ -89,7 +89,11 @@ def run(args: argparse.Namespace) -> int:
         token=token,
         read_timeout=args.read_timeout,
     )
-    shown = host_names(args.host)[3]  # the name a browser should use: --host, or this machine's name
+    shown = f"[{args.host}]" if ":" in args.host else args.host
+    if args.host in ("0.0.0.0", "::"):  # a browser reaches a wildcard binding by this machine's name
+        import socket
+
+        shown = socket.gethostname().lower()
     url = f"http://{shown}:{args.port}/" + (f"?token={token}" if made_token else "")
     if not loopback:
         print(
