@@ -217,3 +217,73 @@ def test_cli_cache_stats_and_clear_the_rewritten_graph(tmp_path, capsys):
     assert main(["--cache-dir", str(tmp_path), "cache", "clear"]) == 0
     assert "rewritten MiniLM graph" in capsys.readouterr().out
     assert not list(tmp_path.glob("*minilm-graph-*"))
+
+
+# -- damaged rows: re-embedded, overwritten, counted --------------------------------------------------------
+def _poison(path, model: str, text: str, vec_bytes: bytes, dim: int) -> None:
+    """Overwrite one cached row in place, as a bad sector or an older bug would have left it."""
+    import sqlite3
+
+    with sqlite3.connect(path / "embeddings.sqlite3") as conn:
+        n = conn.execute("UPDATE embeddings SET vec = ?, dim = ? WHERE model = ? AND key = ?",
+                         (vec_bytes, dim, model, text_key(text))).rowcount
+    assert n == 1
+
+
+@pytest.mark.parametrize("bad", ["inf", "nan", "norm", "short", "odd bytes", "dim"])
+def test_a_damaged_cached_vector_is_embedded_again_and_overwritten(tmp_path, bad):
+    """A cached +inf / NaN / not-unit / wrong-length vector used to be returned as it was (then every later
+    run failed on it, blamed on the embedder: 'embedder returned a non-finite vector'), or, for a blob of the
+    wrong length, never replaced (INSERT OR IGNORE) and so embedded again on every run; a blob whose length
+    is not a multiple of 4 raised from numpy. Now each is embedded again, overwritten and counted."""
+    texts = ["alpha beta", "gamma delta", "epsilon"]
+    first = CachedEmbedder(FakeEmbedder(), EmbeddingCache(tmp_path))
+    clean = first.embed(texts)
+    first.close()
+    good = clean[1].copy()
+    poisoned = {"inf": (np.where(np.arange(64) == 3, np.inf, good).astype(np.float32).tobytes(), 64),
+                "nan": (np.full(64, np.nan, np.float32).tobytes(), 64),
+                "norm": ((good * 2).astype(np.float32).tobytes(), 64),
+                "short": (good[:10].tobytes(), 64),
+                "odd bytes": (good.tobytes()[:-1], 64),
+                "dim": (good[:32].tobytes(), 32)}[bad]
+    _poison(tmp_path, "fake-bow-64", texts[1], *poisoned)
+
+    again = CachedEmbedder(FakeEmbedder(), EmbeddingCache(tmp_path))
+    v = again.embed(texts)
+    np.testing.assert_allclose(v, clean, atol=1e-6)
+    assert again.inner.calls == [["gamma delta"]] and again.cache_repaired == 1
+    again.close()
+    third = CachedEmbedder(FakeEmbedder(), EmbeddingCache(tmp_path))  # overwritten: a plain hit now
+    np.testing.assert_allclose(third.embed(texts), clean, atol=1e-6)
+    assert third.inner.calls == [] and third.cache_repaired == 0
+
+
+def test_zero_vectors_are_not_damage(tmp_path):
+    """``l2_normalize`` leaves a zero row at zero, so a cached zero vector is a real answer, not damage."""
+
+    class Zero(FakeEmbedder):
+        def embed(self, texts):
+            super().embed(texts)
+            return np.zeros((len(list(texts)), self.dim), dtype=np.float32)
+
+    CachedEmbedder(Zero(), EmbeddingCache(tmp_path)).embed(["nothing"])
+    again = CachedEmbedder(Zero(), EmbeddingCache(tmp_path))
+    assert not again.embed(["nothing"]).any()
+    assert again.inner.calls == [] and again.cache_repaired == 0
+
+
+def test_a_non_finite_fresh_vector_is_not_cached(tmp_path):
+    """What the embedder got wrong is not kept: the next run asks the embedder again (and the caller's check
+    blames the embedder, rightly) instead of reading the bad vector back."""
+
+    class Broken(FakeEmbedder):
+        def embed(self, texts):
+            out = super().embed(texts)
+            out[0, 0] = np.inf
+            return out
+
+    CachedEmbedder(Broken(), EmbeddingCache(tmp_path)).embed(["one"])
+    again = CachedEmbedder(FakeEmbedder(), EmbeddingCache(tmp_path))
+    again.embed(["one"])
+    assert again.inner.calls == [["one"]] and again.cache_repaired == 0

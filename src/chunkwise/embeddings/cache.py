@@ -12,6 +12,13 @@ The cache is bounded (``max_bytes``, default 2 GiB or ``$CHUNKWISE_CACHE_MAX_MB`
 was last used (refreshed at most once an hour, so reads stay reads), and when the live data outgrows the
 bound the least recently used rows are deleted down to 90 % of it. The freed pages are reused by later
 inserts; ``chunkwise cache clear`` also vacuums the file.
+
+A row read back is not trusted: a vector that is not finite, has the wrong length, or is not of unit length
+(every chunkwise embedder L2-normalises; zero vectors, which ``l2_normalize`` leaves as they are, pass) is
+treated as missing, embedded again and overwritten (``INSERT OR IGNORE`` alone would keep the bad row
+forever), and counted in :attr:`CachedEmbedder.cache_repaired`. Otherwise one damaged row (a bad sector, a
+bug in an older version, a hand edit) would fail every later run, blamed on the embedder. A fresh vector
+that is itself not finite is not stored (the caller's own check then names the embedder).
 """
 
 from __future__ import annotations
@@ -39,6 +46,8 @@ DB_NAME = "embeddings.sqlite3"
 #: without a write per read
 TOUCH_INTERVAL = 3600 * 10**6
 _SQL_VARS = 500  # keys per IN (...) query, well under SQLite's variable limit
+#: how far from 1 the length of a cached unit vector may be (float32 rounding is ~1e-7)
+NORM_TOLERANCE = 1e-3
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS embeddings (
@@ -70,6 +79,28 @@ def default_cache_dir() -> Path:
 
 def resolve_cache_dir(cache_dir: str | os.PathLike | None) -> Path:
     return Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
+
+
+def vector_problem(vec: np.ndarray, dim: int | None = None, unit: bool = True) -> str | None:
+    """Why a vector cannot be a cached embedding (not finite, ``dim`` long or of unit length), or ``None``."""
+    if dim and vec.shape[0] != dim:
+        return f"{vec.shape[0]} dimensions instead of {dim}"
+    if not np.all(np.isfinite(vec)):
+        return "not finite"
+    if unit:
+        norm = float(np.linalg.norm(vec.astype(np.float64)))
+        if norm != 0.0 and abs(norm - 1.0) > NORM_TOLERANCE:
+            return f"length {norm:.3g}, not 1"
+    return None
+
+
+def repaired_count(embedder: Any) -> int:
+    """Cached vectors found damaged and embedded again by the cache in (or under) ``embedder``."""
+    while embedder is not None:
+        if isinstance(embedder, CachedEmbedder):
+            return embedder.cache_repaired
+        embedder = getattr(embedder, "inner", None)
+    return 0
 
 
 def text_key(text: str) -> bytes:
@@ -139,10 +170,17 @@ class EmbeddingCache:
 
     # -- reads and writes ---------------------------------------------------------------------------
     def get_many(self, model: str, keys: Sequence[bytes]) -> dict[bytes, np.ndarray]:
-        """The cached vectors among ``keys`` (missing keys are simply absent)."""
+        """The cached vectors among ``keys`` (missing keys are simply absent, and so are rows whose bytes are
+        not a vector of the recorded length)."""
+        return self.get_checked(model, keys)[0]
+
+    def get_checked(self, model: str, keys: Sequence[bytes]) -> tuple[dict[bytes, np.ndarray], set[bytes]]:
+        """The cached vectors among ``keys``, and the keys whose rows are damaged (a blob that is not
+        ``dim`` float32 values)."""
         found: dict[bytes, np.ndarray] = {}
+        damaged: set[bytes] = set()
         if not keys:
-            return found
+            return found, damaged
         now = _now()
         with self._lock:
             conn = self._connect()
@@ -155,10 +193,11 @@ class EmbeddingCache:
                         f"SELECT key, dim, vec, last_used FROM embeddings WHERE model = ? AND key IN ({marks})",
                         [model, *part]).fetchall()
                     for key, dim, blob, last_used in rows:
-                        vec = np.frombuffer(blob, dtype=np.float32)
-                        if vec.shape[0] == dim:
-                            found[bytes(key)] = vec
-                        if last_used < now - TOUCH_INTERVAL:
+                        if isinstance(blob, bytes) and len(blob) == 4 * dim:
+                            found[bytes(key)] = np.frombuffer(blob, dtype=np.float32)
+                        else:
+                            damaged.add(bytes(key))
+                        if isinstance(last_used, int) and last_used < now - TOUCH_INTERVAL:
                             stale.append(bytes(key))
                 if stale:
                     self._write(conn, lambda: [conn.execute(
@@ -168,21 +207,24 @@ class EmbeddingCache:
             except sqlite3.DatabaseError as exc:
                 raise ConfigError(f"the embedding cache is unreadable ({exc}); run `chunkwise cache clear` "
                                   "or use --no-cache", source=str(self.path)) from None
-        return found
+        return found, damaged
 
-    def put_many(self, model: str, items: Sequence[tuple[bytes, np.ndarray]]) -> None:
-        """Store vectors; keys already present are left as they are (another process may have won)."""
+    def put_many(self, model: str, items: Sequence[tuple[bytes, np.ndarray]], replace: bool = False) -> None:
+        """Store vectors; keys already present are left as they are (another process may have won), or
+        overwritten with ``replace`` (rows found damaged)."""
         if not items:
             return
         now = _now()
         rows = [(model, key, int(v.shape[0]), np.ascontiguousarray(v, dtype=np.float32).tobytes(), now)
                 for key, v in items]
+        sql = ("INSERT INTO embeddings (model, key, dim, vec, last_used) VALUES (?, ?, ?, ?, ?) ON CONFLICT "
+               "(model, key) DO UPDATE SET dim = excluded.dim, vec = excluded.vec, last_used = excluded.last_used"
+               if replace else
+               "INSERT OR IGNORE INTO embeddings (model, key, dim, vec, last_used) VALUES (?, ?, ?, ?, ?)")
         with self._lock:
             conn = self._connect()
             try:
-                self._write(conn, lambda: conn.executemany(
-                    "INSERT OR IGNORE INTO embeddings (model, key, dim, vec, last_used) VALUES (?, ?, ?, ?, ?)",
-                    rows))
+                self._write(conn, lambda: conn.executemany(sql, rows))
                 self.evict()  # three O(1) pragmas when under the bound
             except sqlite3.Error as exc:
                 # a full disk or a read-only cache must not stop the embedding itself
@@ -285,6 +327,10 @@ class CachedEmbedder(WrappedEmbedder):
         self.cache = cache
         #: the cache namespace: the back-end's ``cache_key`` if it has one (openai adds the endpoint)
         self.cache_key = getattr(inner, "cache_key", None) or inner.model_id
+        #: cached vectors found damaged (not finite, wrong length, not unit length) and embedded again
+        self.cache_repaired = 0
+        #: whether the back-end's vectors have unit length (the Embedder contract; a back-end may say no)
+        self.unit = bool(getattr(inner, "normalized", True))
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         texts = check_texts(texts)
@@ -294,12 +340,22 @@ class CachedEmbedder(WrappedEmbedder):
         unique: dict[bytes, str] = {}
         for k, t in zip(keys, texts):
             unique.setdefault(k, t)
-        vectors = self.cache.get_many(self.cache_key, list(unique))
+        vectors, damaged = self.cache.get_checked(self.cache_key, list(unique))
+        dim = self.dim or None  # a remote back-end learns its dimension from its first answer
+        if dim is None and vectors:
+            dims = [v.shape[0] for v in vectors.values()]
+            dim = max(set(dims), key=dims.count)
+        for k in [k for k, v in vectors.items() if vector_problem(v, dim, self.unit)]:
+            del vectors[k]
+            damaged.add(k)
+        self.cache_repaired += len(damaged)
         missing = [k for k in unique if k not in vectors]
         if missing:
             new = self.inner.embed([unique[k] for k in missing])
             fresh = list(zip(missing, new))
-            self.cache.put_many(self.cache_key, fresh)
+            sound = [(k, v) for k, v in fresh if np.all(np.isfinite(v))]  # never cache what the embedder got wrong
+            self.cache.put_many(self.cache_key, [(k, v) for k, v in sound if k not in damaged])
+            self.cache.put_many(self.cache_key, [(k, v) for k, v in sound if k in damaged], replace=True)
             vectors.update(fresh)
         return np.stack([vectors[k] for k in keys]).astype(np.float32, copy=False)
 
