@@ -415,3 +415,33 @@ def test_html_headings_of_a_bare_body_page_are_kept(paragraphs):
     assert [s.path for s in doc.sections] == [("Pump care",)] + [("Pump care", f"Part {i}")
                                                                 for i in range(paragraphs)]
     assert "Paragraph 0 is about pumps" in doc.text[doc.sections[1].start:]
+
+
+SBV = (
+    "0:00:00.599,0:00:04.160\n>> ALICE: Hi, my name is Alice Miller and this is John Brown\n\n"
+    "0:00:04.160,0:00:06.770\n>> JOHN: and we're the owners of Miller Bakery.\n\n"
+    "0:00:06.770,0:00:10.880\nToday we'll be teaching you how to make\nour famous chocolate chip cookies!\n\n"
+    "0:00:11.000,0:0x:12.000\nA cue with a broken timestamp.\n"
+)
+
+
+def test_sbv_is_read_as_subtitles_with_cues_and_time_ranges(tmp_path):
+    from chunkwise.strategies import get_strategy
+
+    path = tmp_path / "captions.sbv"
+    path.write_text(SBV, encoding="utf-8")
+    with pytest.warns(UserWarning, match="broken timestamp"):
+        doc = load(path)
+    assert doc.metadata["format"] == "sbv"
+    assert "0:00" not in doc.text and "-->" not in doc.text  # no timing line is text
+    assert doc.text.startswith("ALICE: Hi, my name is Alice Miller")
+    assert [(c.start_time, c.end_time, c.speaker) for c in doc.cues] == [
+        (0.599, 4.16, "ALICE"), (4.16, 6.77, "JOHN"), (6.77, 10.88, "JOHN")]
+    assert doc.text[doc.cues[2].start:doc.cues[2].end] == ("Today we'll be teaching you how to make our famous "
+                                                            "chocolate chip cookies!")
+    assert doc.metadata["warnings"] == ["skipped 1 cue(s) with a broken timestamp (line 11)"]
+    chunks = get_strategy("recursive", max_tokens=20, tokenizer="words").chunk(doc)
+    assert chunks[0].start_time == 0.599 and chunks[-1].end_time == 10.88
+    # without the extension the content is recognised
+    with pytest.warns(UserWarning, match="broken timestamp"):
+        assert load_bytes(SBV.encode(), source="captions").metadata["format"] == "sbv"
