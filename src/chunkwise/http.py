@@ -296,6 +296,7 @@ class JSONClient:
         self.error, self.fatal, self.key_hint = error, fatal, key_hint
         self.requests_sent = 0
         self._lock = threading.Lock()
+        warn_plain_http(endpoint.url, bool(endpoint.key()))  # at set-up, where the warning is actionable
 
     @property
     def url(self) -> str:
@@ -376,6 +377,7 @@ class JSONClient:
         headers = {"Content-Type": "application/json", "Accept": accept, "User-Agent": "chunkwise"}
         key = self.endpoint.key()
         if key:
+            warn_plain_http(self.url, True)  # once per URL: a key that appeared in the environment later
             headers["Authorization"] = f"Bearer {key}"
         return headers
 

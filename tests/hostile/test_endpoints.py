@@ -1,20 +1,17 @@
-"""Issue 20, failures 4 and 10: a flaky LLM or embedding endpoint never leaves a permanent hole, never leaks a key.
+"""A flaky LLM or embedding endpoint never leaves a permanent hole, never leaks a key.
 
-A local HTTP server on 127.0.0.1 answers 401, 429, 500, hangs past the timeout, or returns truncated JSON;
+The fake server (tests/fake_openai.py) answers 401, 429, 500, hangs past the timeout, or returns truncated JSON;
 the index run with it must record the documents as incomplete (LLM context) or fail before marking them
 (embeddings), and a later run with a working endpoint must complete the job without ``--recreate``.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import threading
-import time
 import warnings
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from fake_openai import FakeOpenAI
 from hostile import GOOD
 
 from chunkwise.context.llm import LLMContextualizer
@@ -27,64 +24,19 @@ KEY = "sk-test-1234567890abcdef"
 FAULTS = ["401", "429", "500", "timeout", "truncated"]
 
 
-class Endpoint:
-    """An OpenAI-compatible fake: ``mode`` is ``ok`` or one of :data:`FAULTS`; ``echo`` puts the request
-    headers in error bodies (like some proxies do)."""
-
-    def __init__(self):
-        self.mode = "ok"
-        self.echo = False
-        self.calls = 0
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *a):
-                pass
-
-            def do_POST(self):
-                outer.calls += 1
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                mode = outer.mode
-                if mode == "timeout":
-                    time.sleep(1.5)
-                    mode = "500"
-                if mode in ("401", "429", "500"):
-                    text = json.dumps({"error": {"message": "nope", "headers": dict(self.headers)}}) \
-                        if outer.echo else '{"error": {"message": "nope"}}'
-                    self._send(int(mode), text.encode())
-                    return
-                if self.path.endswith("/embeddings"):
-                    data = [{"index": i, "embedding": _vec(t)} for i, t in enumerate(body["input"])]
-                    out = json.dumps({"data": data}).encode()
-                else:
-                    out = json.dumps({"choices": [{"message": {"content": "Context: about the keeper."}}]}).encode()
-                self._send(200, out[: len(out) // 2] if mode == "truncated" else out)
-
-            def _send(self, code, data):
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                try:
-                    self.wfile.write(data)
-                except OSError:
-                    pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-
-def _vec(text: str) -> list[float]:
-    h = hashlib.sha256(text.encode()).digest()
-    return [b / 255.0 + 0.01 for b in h[:8]]
+def set_fault(server: FakeOpenAI, fault: str) -> None:
+    """``ok`` or one of :data:`FAULTS`: a status, an answer slower than the 1 s timeout, or half an answer."""
+    server.always_status = int(fault) if fault.isdigit() else 500 if fault == "timeout" else None
+    server.delay = 1.5 if fault == "timeout" else 0.0
+    server.truncate = fault == "truncated"
 
 
 @pytest.fixture(scope="module")
 def endpoint():
-    e = Endpoint()
+    e = FakeOpenAI()
+    e.answer = lambda body: "Context: about the keeper."
     yield e
-    e.server.shutdown()
+    e.close()
 
 
 def _corpus(folder, n=2):
@@ -102,14 +54,14 @@ def _llm(endpoint):
 def test_failed_llm_context_is_retried_by_the_next_run(tmp_path, endpoint, fake_embedder, fault):
     _corpus(tmp_path / "in")
     db = tmp_path / "x.db"
-    endpoint.mode = fault
+    set_fault(endpoint, fault)
     with Index(db=db, embedder=fake_embedder) as index:
         report = index.add([tmp_path / "in"], params={"max_tokens": 32}, context="llm",
                            context_options=_llm(endpoint))
     assert report.indexed == 2 and report.incomplete == 2
     assert any("marked incomplete" in m for _, m in report.warnings)
     assert all(KEY not in m for _, m in report.warnings)
-    endpoint.mode = "ok"
+    set_fault(endpoint, "ok")
     with Index(db=db, embedder=fake_embedder) as index:
         report = index.add([tmp_path / "in"], params={"max_tokens": 32}, context="llm",
                            context_options=_llm(endpoint))
@@ -126,8 +78,8 @@ def test_failed_embedding_endpoint_then_working_one_completes(tmp_path, endpoint
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     _corpus(tmp_path / "in", n=3)
     db = tmp_path / "x.db"
-    endpoint.mode = fault
-    endpoint.echo = True
+    set_fault(endpoint, fault)
+    endpoint.echo_headers = True
     emb = OpenAIEmbedder("fake-model", base_url=endpoint.url, dimensions=8, max_retries=1, backoff=0.01,
                          timeout=1.0)
     try:
@@ -135,8 +87,8 @@ def test_failed_embedding_endpoint_then_working_one_completes(tmp_path, endpoint
             index.add([tmp_path / "in"], params={"max_tokens": 32})
         assert KEY not in str(err.value) and "Bearer" not in str(err.value).replace("Bearer [redacted]", "")
     finally:
-        endpoint.echo = False
-    endpoint.mode = "ok"
+        endpoint.echo_headers = False
+    set_fault(endpoint, "ok")
     with Index(db=db, embedder=emb, cache=False) as index:
         report = index.add([tmp_path / "in"], params={"max_tokens": 32})
         assert report.indexed == 3 and not report.failed

@@ -31,9 +31,13 @@ def add_llm_options(p: argparse.ArgumentParser, answers: bool = True) -> None:
                    help=f"most tokens of an answer, reserved out of the window (default {DEFAULT_ANSWER_TOKENS})")
     g.add_argument("--llm-tokenizer", default=None, metavar="NAME",
                    help="tokenizer that counts prompt tokens: cl100k (default) | hf:PATH (the model's own)")
-    g.add_argument("--llm-timeout", type=float, default=None, metavar="SECONDS", help="per request (default 60)")
+    g.add_argument("--llm-timeout", type=float, default=None, metavar="SECONDS",
+                   help="the longest wait to connect or between two reads (default 60)")
+    g.add_argument("--llm-deadline", type=float, default=None, metavar="SECONDS",
+                   help="the most a whole request may take, retries and streaming included "
+                        "(default 300, or --llm-timeout if longer)")
     g.add_argument("--llm-retries", type=int, default=None, metavar="N",
-                   help="extra attempts on 429/5xx/timeouts (default 3)")
+                   help="extra attempts on 408/409/429/5xx/timeouts (default 3)")
 
 
 def llm_from_args(args: argparse.Namespace, embedder=None, stream: bool = True):
@@ -42,7 +46,7 @@ def llm_from_args(args: argparse.Namespace, embedder=None, stream: bool = True):
 
     return get_llm(args.llm_base_url, args.llm_model, embedder=embedder, context_tokens=args.context_tokens,
                    answer_tokens=args.answer_tokens, tokenizer=args.llm_tokenizer, timeout=args.llm_timeout,
-                   retries=args.llm_retries, stream=stream, cache=not getattr(args, "no_cache", False),
+                   deadline=args.llm_deadline, retries=args.llm_retries, stream=stream, cache=not getattr(args, "no_cache", False),
                    cache_dir=getattr(args, "cache_dir", None))
 
 

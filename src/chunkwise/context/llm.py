@@ -11,23 +11,23 @@ Engineering choices, each for a reason:
   every chunk of a document; the chunk comes last. Servers that cache prompt prefixes (vLLM, SGLang,
   llama.cpp, OpenAI, DeepSeek...) then process the document once, not once per chunk.
 - **Concurrency limit** (``concurrency`` threads) so a local server is not flooded.
-- **Retries** with exponential back-off (and ``Retry-After`` when given) on 429, 5xx, timeouts and dropped
-  connections; other 4xx (bad key, unknown model) are not retried, and after one such answer the rest of
-  the document's chunks fail fast instead of repeating a request that cannot succeed.
-- **Disk cache** (SQLite, ``llm_context.sqlite3`` beside the embedding cache) keyed by a hash of the model and
-  the whole request (document, chunk, prompt), so re-indexing costs nothing and a changed prompt is not served stale
-  answers. Failures are never cached.
+- **Retries** with exponential back-off (and ``Retry-After`` when given) on 408, 409, 429, 5xx, timeouts and
+  dropped connections; other 4xx (bad key, unknown model) and redirects are not retried, and after one such
+  answer the rest of the document's chunks fail fast instead of repeating a request that cannot succeed.
+- **Disk cache** (SQLite, ``llm_context.sqlite3`` beside the embedding cache) keyed by a hash of the endpoint
+  URL, the model and the whole request (document, chunk, prompt), so re-indexing costs nothing and a changed
+  prompt or another server is not served stale answers. Failures are never cached.
 - **Failures never stop a run.** A chunk whose request fails keeps its plain text (``context`` stays
   ``None``); the failures are counted (:attr:`LLMContextualizer.failures`) and reported in one
   :class:`ContextWarning` per document.
 
-The HTTP side (retries, cache, error handling, the API key) is :class:`chunkwise.llm.client.ChatClient`,
-the same client ``chunkwise ask`` and ``chunkwise summarize`` use.
+The connection settings are :class:`chunkwise.llm.client.ChatSettings` (inherited, declared once) and the
+requests go through :class:`chunkwise.llm.client.ChatClient`, the same client ``chunkwise ask`` and
+``chunkwise summarize`` use (its HTTP policy: :mod:`chunkwise.http`).
 """
 
 from __future__ import annotations
 
-import os
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import InitVar, dataclass, field
@@ -35,7 +35,16 @@ from dataclasses import InitVar, dataclass, field
 from ..deprecation import warn_renamed
 from ..document import Chunk, Document, stable_hash
 from ..errors import ConfigError
-from ..llm.client import API_KEY_ENVS, BASE_URL_ENV, MODEL_ENV, ChatClient, FatalLLMError, LLMError
+from ..llm.client import (
+    API_KEY_ENVS,
+    BASE_URL_ENV,
+    MODEL_ENV,
+    ChatClient,
+    ChatSettings,
+    FatalLLMError,
+    LLMError,
+    settings_of,
+)
 
 DB_NAME = "llm_context.sqlite3"
 
@@ -60,38 +69,27 @@ class ContextWarning(UserWarning):
 
 
 @dataclass
-class LLMContextualizer:
+class LLMContextualizer(ChatSettings):
     """Writes situating context for chunks with an OpenAI-compatible ``/chat/completions`` endpoint.
 
     Construct once, call :meth:`contextualize` per document; counters accumulate over calls.
 
     Parameters
     ----------
-    base_url: e.g. ``http://localhost:8000/v1`` (``/chat/completions`` is appended unless already there);
-        default ``$CHUNKWISE_LLM_BASE_URL``.
-    model: the model name the server expects; default ``$CHUNKWISE_LLM_MODEL``.
-    api_key: default ``$CHUNKWISE_LLM_API_KEY``, then ``$OPENAI_API_KEY``; none means no Authorization header
-        (local servers).
-    concurrency: requests in flight at once. timeout: seconds per request. retries: extra attempts on
-        429/5xx/timeouts. backoff: first back-off in seconds (doubles each retry, with jitter, capped at 30 s).
+    The connection settings of :class:`~chunkwise.llm.client.ChatSettings` (``base_url``, ``model``,
+    ``api_key``, ``timeout``, ``deadline``, ``retries``, ``backoff``, ``max_response_bytes``, ``cache``,
+    ``cache_dir``), and:
+
+    concurrency: requests in flight at once.
     answer_tokens: the answer's token limit (sent as the API's ``max_tokens``; ``max_tokens=`` is the
         deprecated old keyword: in chunkwise ``max_tokens`` is the chunk cap only). max_document_chars: longer documents are cut to this many
         characters in the prompt (the chunk itself is always sent whole).
-    cache: use the disk cache; cache_dir: default the embedding cache directory.
     """
 
-    base_url: str | None = None
-    model: str | None = None
-    api_key: str | None = field(default=None, repr=False)
     concurrency: int = 4
-    timeout: float = 60.0
-    retries: int = 3
-    backoff: float = 0.5
     answer_tokens: int = 200
     temperature: float = 0.0
     max_document_chars: int = 100_000
-    cache: bool = True
-    cache_dir: str | os.PathLike | None = None
     #: chunks that got context from the endpoint / from the cache / got none (over all calls)
     requested: int = field(default=0, init=False)
     cached: int = field(default=0, init=False)
@@ -107,12 +105,9 @@ class LLMContextualizer:
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise ConfigError(f"llm {name} must be an integer >= 1, got {v!r}")
-        self.client = ChatClient(base_url=self.base_url, model=self.model, api_key=self.api_key,
-                                 timeout=self.timeout, retries=self.retries, backoff=self.backoff,
-                                 cache=self.cache, cache_dir=self.cache_dir, cache_name=DB_NAME,
-                                 purpose="llm context")
+        self.client = ChatClient(**settings_of(self), cache_name=DB_NAME, purpose="llm context")
         self.base_url, self.model, self.url = self.client.base_url, self.client.model, self.client.url
-        self.api_key = self.client.api_key
+        self.api_key, self.deadline = self.client.api_key, self.client.deadline
 
     @property
     def requests_sent(self) -> int:
@@ -126,14 +121,22 @@ class LLMContextualizer:
         document = doc.text[: self.max_document_chars]
         return [
             {"role": "system", "content": SYSTEM_PROMPT},
-            {"role": "user", "content": DOCUMENT_TEMPLATE.format(document=document)
-             + CHUNK_TEMPLATE.format(chunk=chunk.text)},
+            {
+                "role": "user",
+                "content": DOCUMENT_TEMPLATE.format(document=document) + CHUNK_TEMPLATE.format(chunk=chunk.text),
+            },
         ]
 
     def prompt_id(self) -> str:
         """Changes whenever anything that shapes the answer changes (part of the cache key)."""
-        return stable_hash(SYSTEM_PROMPT, DOCUMENT_TEMPLATE, CHUNK_TEMPLATE, self.answer_tokens, self.temperature,
-                           self.max_document_chars)
+        return stable_hash(
+            SYSTEM_PROMPT,
+            DOCUMENT_TEMPLATE,
+            CHUNK_TEMPLATE,
+            self.answer_tokens,
+            self.temperature,
+            self.max_document_chars,
+        )
 
     def close(self) -> None:
         self.client.close()
@@ -183,7 +186,10 @@ class LLMContextualizer:
             self.failures += len(failed)
             warnings.warn(
                 f"{doc.source}: llm context failed for {len(failed)} of {len(chunks)} chunks "
-                f"({failed[-1]}); those chunks keep their plain text", ContextWarning, stacklevel=3)
+                f"({failed[-1]}); those chunks keep their plain text",
+                ContextWarning,
+                stacklevel=3,
+            )
         return chunks
 
 
@@ -197,5 +203,13 @@ def _old_max_tokens(self: LLMContextualizer) -> int:
 setattr(LLMContextualizer, "max_tokens", property(_old_max_tokens))  # noqa: B010
 
 
-__all__ = ["LLMContextualizer", "ContextWarning", "SYSTEM_PROMPT", "DOCUMENT_TEMPLATE", "CHUNK_TEMPLATE",
-           "BASE_URL_ENV", "MODEL_ENV", "API_KEY_ENVS"]
+__all__ = [
+    "LLMContextualizer",
+    "ContextWarning",
+    "SYSTEM_PROMPT",
+    "DOCUMENT_TEMPLATE",
+    "CHUNK_TEMPLATE",
+    "BASE_URL_ENV",
+    "MODEL_ENV",
+    "API_KEY_ENVS",
+]

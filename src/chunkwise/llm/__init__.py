@@ -1,7 +1,8 @@
 """Language models at the end of the pipeline: cited answers (``ask``) and map-reduce summaries.
 
-- :mod:`.client`: :class:`ChatClient`, the one OpenAI-compatible chat client (retries, streaming, disk
-  cache, key handling), also used by contextual retrieval (:mod:`chunkwise.context.llm`).
+- :mod:`.client`: :class:`ChatClient`, the one OpenAI-compatible chat client (streaming, disk cache keyed
+  on the endpoint; its HTTP side is :mod:`chunkwise.http`), also used by contextual retrieval
+  (:mod:`chunkwise.context.llm`); :class:`ChatSettings`, the connection settings, declared once.
 - :mod:`.base`: the :class:`LLM` interface, numbered :class:`Passage` s with provenance, citation checks.
 - :mod:`.openai`: :class:`OpenAILLM`, prompts fitted to the model's context window.
 - :mod:`.extractive`: :class:`ExtractiveLLM`, the offline fallback (the passages' own best sentences).
@@ -14,7 +15,7 @@ import os
 from typing import Any
 
 from .base import LLM, Completion, Passage, check_citations, parse_citations, passages_from, provenance
-from .client import BASE_URL_ENV, ChatClient, EmptyAnswerError, FatalLLMError, LLMError
+from .client import BASE_URL_ENV, ChatClient, ChatSettings, EmptyAnswerError, FatalLLMError, LLMError
 
 
 def _check_options(cls: type, options: dict[str, Any]) -> None:
@@ -24,9 +25,16 @@ def _check_options(cls: type, options: dict[str, Any]) -> None:
 
     from ..errors import ConfigError
 
+    from .client import SETTINGS
+
     params = inspect.signature(cls).parameters
-    valid = [n for n, p in params.items() if n not in ("self", "base_url", "model")
-             and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    valid = [
+        n
+        for n, p in params.items()
+        if n not in ("self", "base_url", "model") and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    ]
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):  # the connection settings, declared once
+        valid += [n for n in SETTINGS if n not in valid and n not in ("base_url", "model")]
     unknown = sorted(set(options) - set(valid))
     if unknown:
         raise ConfigError(f"llm has no option {', '.join(unknown)}; valid: {', '.join(valid)}")
@@ -51,8 +59,14 @@ def get_llm(base_url: str | None = None, model: str | None = None, *, embedder: 
 
 
 def __getattr__(name: str):
-    lazy = {"OpenAILLM": ".openai", "ExtractiveLLM": ".extractive", "Answer": ".answer", "ask_index": ".answer",
-            "Summary": ".mapreduce", "summarize": ".mapreduce"}
+    lazy = {
+        "OpenAILLM": ".openai",
+        "ExtractiveLLM": ".extractive",
+        "Answer": ".answer",
+        "ask_index": ".answer",
+        "Summary": ".mapreduce",
+        "summarize": ".mapreduce",
+    }
     if name in lazy:
         import importlib
 
@@ -60,6 +74,23 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["LLM", "Completion", "Passage", "ChatClient", "LLMError", "FatalLLMError", "EmptyAnswerError",
-           "OpenAILLM", "ExtractiveLLM", "Answer", "Summary", "summarize", "get_llm", "check_citations",
-           "parse_citations", "passages_from", "provenance"]
+__all__ = [
+    "LLM",
+    "Completion",
+    "Passage",
+    "ChatClient",
+    "ChatSettings",
+    "LLMError",
+    "FatalLLMError",
+    "EmptyAnswerError",
+    "OpenAILLM",
+    "ExtractiveLLM",
+    "Answer",
+    "Summary",
+    "summarize",
+    "get_llm",
+    "check_citations",
+    "parse_citations",
+    "passages_from",
+    "provenance",
+]

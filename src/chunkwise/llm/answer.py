@@ -19,9 +19,11 @@ NO_PASSAGES = "no relevant passages found"
 #: cosine similarity (question vs chunk) below which a retrieved chunk is not given to the LLM. Measured on
 #: examples/ with MiniLM (best hit): questions the corpus answers 0.17-0.64, unrelated ones 0.03-0.18 (they overlap)
 DEFAULT_MIN_SCORE = 0.15
-PLUG_IN_NOTE = ("extractive answer (no LLM configured): for a written answer pass --llm-base-url URL "
-                "--llm-model NAME (any OpenAI-compatible server) or set CHUNKWISE_LLM_BASE_URL and "
-                "CHUNKWISE_LLM_MODEL")
+PLUG_IN_NOTE = (
+    "extractive answer (no LLM configured): for a written answer pass --llm-base-url URL "
+    "--llm-model NAME (any OpenAI-compatible server) or set CHUNKWISE_LLM_BASE_URL and "
+    "CHUNKWISE_LLM_MODEL"
+)
 
 
 @dataclass
@@ -57,14 +59,25 @@ class Answer:
         return [by_number[n] for n in self.citations if n in by_number]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"question": self.question, "answer": self.text, "llm": self.llm, "extractive": self.extractive,
-                "citations": self.citations, "invalid_citations": self.invalid_citations, "given": self.given,
-                "left_out": self.left_out, "cut": self.cut, "prompt_tokens": self.prompt_tokens,
-                "note": self.note, "passages": [p.to_dict() for p in self.passages]}
+        return {
+            "question": self.question,
+            "answer": self.text,
+            "llm": self.llm,
+            "extractive": self.extractive,
+            "citations": self.citations,
+            "invalid_citations": self.invalid_citations,
+            "given": self.given,
+            "left_out": self.left_out,
+            "cut": self.cut,
+            "prompt_tokens": self.prompt_tokens,
+            "note": self.note,
+            "passages": [p.to_dict() for p in self.passages],
+        }
 
 
-def answer_passages(question: str, passages: list[Passage], llm: LLM,
-                    on_token: Callable[[str], None] | None = None) -> Answer:
+def answer_passages(
+    question: str, passages: list[Passage], llm: LLM, on_token: Callable[[str], None] | None = None
+) -> Answer:
     """Ask ``llm`` about ``passages`` and check the answer's citations."""
     if not passages:
         return Answer(question, "", [], llm=llm.name, extractive=llm.extractive, note=NO_PASSAGES)
@@ -75,10 +88,24 @@ def answer_passages(question: str, passages: list[Passage], llm: LLM,
     if llm.extractive:
         notes.append(PLUG_IN_NOTE)
     if comp.left_out:
-        notes.append(f"{comp.left_out} of {len(passages)} passages did not fit the model's context window "
-                     "(context_tokens) and were left out")
-    return Answer(question, comp.text, passages, given, valid, invalid, llm.name, llm.extractive, comp.left_out,
-                  comp.cut, comp.prompt_tokens, "; ".join(notes) or None)
+        notes.append(
+            f"{comp.left_out} of {len(passages)} passages did not fit the model's context window "
+            "(context_tokens) and were left out"
+        )
+    return Answer(
+        question,
+        comp.text,
+        passages,
+        given,
+        valid,
+        invalid,
+        llm.name,
+        llm.extractive,
+        comp.left_out,
+        comp.cut,
+        comp.prompt_tokens,
+        "; ".join(notes) or None,
+    )
 
 
 def relevance(index, question: str, hits: list, hybrid: bool) -> list[float]:
@@ -93,17 +120,26 @@ def relevance(index, question: str, hits: list, hybrid: bool) -> list[float]:
     return [float(v) for v in emb.embed([h.text for h in hits]) @ q]
 
 
-def ask_index(index, question: str, k: int = 5, *, llm: LLM | None = None, hybrid: bool = False,
-              filter: str | None = None, min_score: float | None = DEFAULT_MIN_SCORE,
-              on_token: Callable[[str], None] | None = None,
-              on_passages: Callable[[list[Passage]], None] | None = None) -> Answer:
+def ask_index(
+    index,
+    question: str,
+    k: int = 5,
+    *,
+    llm: LLM | None = None,
+    hybrid: bool = False,
+    filter: str | None = None,
+    min_score: float | None = DEFAULT_MIN_SCORE,
+    on_token: Callable[[str], None] | None = None,
+    on_passages: Callable[[list[Passage]], None] | None = None,
+) -> Answer:
     """Retrieve ``k`` chunks from ``index`` and answer ``question`` from those above ``min_score``
     (``on_passages`` sees the numbered passages before the LLM is asked)."""
     if min_score is not None and not isinstance(min_score, (int, float)):
         raise ConfigError(f"min_score must be a number or None, got {min_score!r}")
     if index.count() == 0 and index.config is not None:
-        raise ConfigError("the index is empty (0 chunks); run `chunkwise index PATH` first",
-                          source=index.store.location)
+        raise ConfigError(
+            "the index is empty (0 chunks); run `chunkwise index PATH` first", source=index.store.location
+        )
     hits = index.search(question, k=k, filter=filter, hybrid=hybrid)
     if min_score is not None:
         sims = relevance(index, question, hits, hybrid)

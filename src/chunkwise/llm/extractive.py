@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..segmentation.sentences import split_sentences
-from .base import LLM, STYLES, Completion, Passage
+from .base import LLM, STYLES, Completion, Passage, quote
 
 #: an answer sentence must score at least this fraction of the best sentence's similarity
 MIN_RELATIVE = 0.75
@@ -90,12 +90,14 @@ class ExtractiveLLM(LLM):
         and other fragments are left out."""
         keep = [i for i, (_, t, _) in enumerate(items) if not _fragment(t)]
         cands: list[tuple[int, ...]] = [(i,) for i in keep]
-        cands += [(i, i + 1) for i in keep if i + 1 < len(items) and i + 1 in set(keep)
-                  and items[i][0] is items[i + 1][0]]
+        cands += [
+            (i, i + 1) for i in keep if i + 1 < len(items) and i + 1 in set(keep) and items[i][0] is items[i + 1][0]
+        ]
         return cands or [(i,) for i in range(len(items))]
 
-    def answer(self, question: str, passages: list[Passage],
-               on_token: Callable[[str], None] | None = None) -> Completion:
+    def answer(
+        self, question: str, passages: list[Passage], on_token: Callable[[str], None] | None = None
+    ) -> Completion:
         """The sentences (or pairs of consecutive sentences) closest to the question, best first, each with
         its passage number, without overlaps, up to ``answer_sentences`` sentences."""
         items = self.sentences(passages)
@@ -124,7 +126,7 @@ class ExtractiveLLM(LLM):
                 continue
             picked.append(c)
             used |= set(c)
-        text = " ".join(" ".join(items[i][1] for i in c) + f" [{items[c[0]][0].number}]" for c in picked)
+        text = " ".join(quote(" ".join(items[i][1] for i in c)) + f" [{items[c[0]][0].number}]" for c in picked)
         if on_token:
             on_token(text)
         return Completion(text, list(passages))
@@ -148,8 +150,10 @@ class ExtractiveLLM(LLM):
                 continue
             chosen.append(int(i))
         chosen.sort()  # document order
-        lines = [f"{items[i][1]} [{items[i][0].number}]" if items[i][0].number is not None else items[i][1]
-                 for i in chosen]
+        lines = [
+            f"{quote(items[i][1])} [{items[i][0].number}]" if items[i][0].number is not None else items[i][1]
+            for i in chosen
+        ]
         text = "\n".join(f"- {s}" for s in lines) if style == "bullets" else " ".join(lines)
         return Completion(text, list(passages))
 

@@ -54,12 +54,25 @@ class Summary:
         return sum(self.levels)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"source": self.source, "summary": self.text, "style": self.style, "llm": self.llm,
-                "extractive": self.extractive, "citations": self.citations,
-                "invalid_citations": self.invalid_citations, "levels": self.levels, "depth": self.depth,
-                "calls": self.calls, "cut": self.cut, "chunks": len(self.passages),
-                "sources": [{"number": p.number, "label": p.label, "start": p.start, "end": p.end}
-                            for p in self.passages if p.number in set(self.citations)]}
+        return {
+            "source": self.source,
+            "summary": self.text,
+            "style": self.style,
+            "llm": self.llm,
+            "extractive": self.extractive,
+            "citations": self.citations,
+            "invalid_citations": self.invalid_citations,
+            "levels": self.levels,
+            "depth": self.depth,
+            "calls": self.calls,
+            "cut": self.cut,
+            "chunks": len(self.passages),
+            "sources": [
+                {"number": p.number, "label": p.label, "start": p.start, "end": p.end}
+                for p in self.passages
+                if p.number in set(self.citations)
+            ],
+        }
 
 
 def _notes(comp_text: str, group: list[Passage]) -> Passage:
@@ -122,8 +135,10 @@ class MapReduce:
             while not self.llm.fits(notes):
                 groups = pack(notes, self.llm)
                 if len(groups) == len(notes):
-                    raise ConfigError("the context window is too small to combine two partial summaries; "
-                                      "raise context_tokens or lower answer_tokens")
+                    raise ConfigError(
+                        "the context window is too small to combine two partial summaries; "
+                        "raise context_tokens or lower answer_tokens"
+                    )
                 notes, c = self._round(f"reduce {level}", groups)
                 levels.append(len(groups))
                 cut += c
@@ -135,9 +150,16 @@ class MapReduce:
         return comp.text, levels, cut + comp.cut
 
 
-def summarize(doc_or_chunks: Document | str | os.PathLike | list[Chunk], llm: LLM | None = None, *,
-              strategy: str = "auto", style: str = "bullets", concurrency: int = 4,
-              progress: Progress | None = None, **params: Any) -> Summary:
+def summarize(
+    doc_or_chunks: Document | str | os.PathLike | list[Chunk],
+    llm: LLM | None = None,
+    *,
+    strategy: str = "auto",
+    style: str = "bullets",
+    concurrency: int = 4,
+    progress: Progress | None = None,
+    **params: Any,
+) -> Summary:
     """Summarise a document (a :class:`Document`, a path, text) or its chunks, citing chunks as ``[n]``.
 
     ``llm``: an :class:`~chunkwise.llm.base.LLM` (default: the offline

@@ -4,19 +4,23 @@ The prompt never exceeds the model's context window: every prompt is counted (``
 default, plus the chat format's per-message overhead) against ``context_tokens - answer_tokens``, and
 passages that do not fit are left out, lowest-ranked first; a single passage too long on its own is cut
 at a token boundary. What was left out or cut is reported, never dropped silently.
+
+Passages are quoted as data (:func:`~chunkwise.llm.base.passage_block`: fenced by a code no passage can
+contain, under :data:`~chunkwise.llm.base.DATA_RULE`), so a document cannot pass its text off as an
+instruction, as another passage's header or as a source to cite.
 """
 
 from __future__ import annotations
 
-import os
 import re
-from contextlib import contextmanager
 from collections.abc import Callable
+from contextlib import contextmanager
+from typing import Any
 
 from ..errors import ConfigError
 from ..segmentation.tokenizers import resolve_tokenizer
-from .base import LLM, STYLES, Completion, Passage
-from .client import ChatClient, FatalLLMError
+from .base import DATA_RULE, LLM, STYLES, Completion, Passage, fence_code, passage_block
+from .client import SETTINGS, ChatClient, FatalLLMError
 
 #: tokens the chat format adds per message, and once per request (OpenAI's published accounting)
 MESSAGE_OVERHEAD = 4
@@ -28,24 +32,29 @@ CACHE_NAME = "llm_answers.sqlite3"
 ANSWER_SYSTEM = (
     "You answer questions using only the numbered passages you are given. After every statement, cite the "
     "passage(s) it comes from by number in square brackets, like [2] or [1][3]. Cite only passages that "
-    "were given. If the passages do not contain the answer, say that they do not."
+    "were given. If the passages do not contain the answer, say that they do not. " + DATA_RULE
 )
 SUMMARY_SYSTEM = (
     "You summarise documents faithfully. After every point, cite the numbers of the passages it comes from "
-    "in square brackets, like [2] or [1][3], exactly as they appear in the input."
+    "in square brackets, like [2] or [1][3], exactly as they appear on the passages' header lines (notes "
+    "carry the numbers of the passages they stand for). " + DATA_RULE
 )
-NOTES_INSTRUCTION = ("Write concise notes on the passages below: the main points only, each followed by the "
-                     "bracketed numbers of the passages it comes from.")
+NOTES_INSTRUCTION = (
+    "Write concise notes on the passages below: the main points only, each followed by the "
+    "bracketed numbers of the passages it comes from."
+)
 FINAL_INSTRUCTION = {
     "bullets": "Summarise the passages below as a bulleted list, one '- ' line per main point, each point "
-               "followed by the bracketed numbers of the passages it comes from.",
+    "followed by the bracketed numbers of the passages it comes from.",
     "paragraph": "Summarise the passages below in one paragraph, each statement followed by the bracketed "
-                 "numbers of the passages it comes from.",
+    "numbers of the passages it comes from.",
 }
 
 
-def _passage_block(passages: list[Passage]) -> str:
-    return "\n\n".join(f"{p.header()}\n{p.text.strip()}" for p in passages)
+def _passages(passages: list[Passage], *context: str) -> str:
+    """The fenced passages, introduced by the code their fences carry."""
+    code = fence_code(passages, *context)
+    return f"Passages (fence code {code}):\n\n{passage_block(passages, code)}"
 
 
 class OpenAILLM(LLM):
@@ -58,26 +67,50 @@ class OpenAILLM(LLM):
     context_tokens: the model's context window (prompt + answer). answer_tokens: the most tokens an
         answer may take (sent as the API's ``max_tokens``; reserved out of the window).
     tokenizer: counts prompt tokens (``cl100k`` default; ``hf:PATH`` for the model's own tokenizer).
-    stream: stream answers (``on_token`` gets the pieces). temperature, timeout, retries, backoff, cache,
-        cache_dir: as :class:`ChatClient`; or pass a ready ``client``.
+    stream: stream answers (``on_token`` gets the pieces). temperature: the sampling temperature.
+    client: a ready :class:`ChatClient`; else ``connection`` holds the other connection settings of
+        :class:`~chunkwise.llm.client.ChatSettings` (``timeout``, ``deadline``, ``retries``, ``backoff``,
+        ``max_response_bytes``, ``cache``, ``cache_dir``), declared there once.
     """
 
     extractive = False
 
-    def __init__(self, base_url: str | None = None, model: str | None = None, api_key: str | None = None, *,
-                 context_tokens: int = DEFAULT_CONTEXT_TOKENS, answer_tokens: int = DEFAULT_ANSWER_TOKENS,
-                 tokenizer="cl100k", stream: bool = True, temperature: float = 0.0, timeout: float = 60.0,
-                 retries: int = 3, backoff: float = 0.5, cache: bool = True,
-                 cache_dir: str | os.PathLike | None = None, client: ChatClient | None = None):
+    def __init__(
+        self,
+        base_url: str | None = None,
+        model: str | None = None,
+        api_key: str | None = None,
+        *,
+        context_tokens: int = DEFAULT_CONTEXT_TOKENS,
+        answer_tokens: int = DEFAULT_ANSWER_TOKENS,
+        tokenizer="cl100k",
+        stream: bool = True,
+        temperature: float = 0.0,
+        client: ChatClient | None = None,
+        **connection: Any,
+    ):
+        unknown = sorted(set(connection) - set(SETTINGS) | set(connection) & {"base_url", "model", "api_key"})
+        if unknown:
+            raise ConfigError(
+                f"OpenAILLM has no option {', '.join(unknown)}; connection settings: "
+                f"{', '.join(n for n in SETTINGS if n not in ('base_url', 'model', 'api_key'))}"
+            )
         for name, v in (("context_tokens", context_tokens), ("answer_tokens", answer_tokens)):
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ConfigError(f"{name} must be an integer >= 1, got {v!r}")
         if context_tokens < answer_tokens + 64:
-            raise ConfigError(f"context_tokens ({context_tokens}) must leave room for a prompt beside "
-                              f"answer_tokens ({answer_tokens}): at least answer_tokens + 64")
-        self.client = client or ChatClient(base_url=base_url, model=model, api_key=api_key, timeout=timeout,
-                                           retries=retries, backoff=backoff, cache=cache, cache_dir=cache_dir,
-                                           cache_name=CACHE_NAME, purpose="an LLM answer")
+            raise ConfigError(
+                f"context_tokens ({context_tokens}) must leave room for a prompt beside "
+                f"answer_tokens ({answer_tokens}): at least answer_tokens + 64"
+            )
+        self.client = client or ChatClient(
+            base_url=base_url,
+            model=model,
+            api_key=api_key,
+            **connection,
+            cache_name=CACHE_NAME,
+            purpose="an LLM answer",
+        )
         self.context_tokens = context_tokens
         self.answer_tokens = answer_tokens
         self.tokenizer = resolve_tokenizer(tokenizer)
@@ -98,24 +131,31 @@ class OpenAILLM(LLM):
     # -- prompts ---------------------------------------------------------------------------------------
     @staticmethod
     def answer_messages(question: str, passages: list[Passage]) -> list[dict[str, str]]:
-        user = (f"Passages:\n\n{_passage_block(passages)}\n\nQuestion: {question.strip()}\n\n"
-                "Answer from the passages only, citing them by number like [1].")
+        user = (
+            f"{_passages(passages, question)}\n\nQuestion: {question.strip()}\n\n"
+            "Answer from the passages only, citing them by the numbers on their header lines, like [1]."
+        )
         return [{"role": "system", "content": ANSWER_SYSTEM}, {"role": "user", "content": user}]
 
     @staticmethod
     def summary_messages(passages: list[Passage], style: str = "bullets", final: bool = True) -> list[dict[str, str]]:
         instruction = FINAL_INSTRUCTION[style] if final else NOTES_INSTRUCTION
-        return [{"role": "system", "content": SUMMARY_SYSTEM},
-                {"role": "user", "content": f"{instruction}\n\n{_passage_block(passages)}"}]
+        return [
+            {"role": "system", "content": SUMMARY_SYSTEM},
+            {"role": "user", "content": f"{instruction}\n\n{_passages(passages)}"},
+        ]
 
     # -- fitting the window ------------------------------------------------------------------------------
-    def fit(self, make: Callable[[list[Passage]], list[dict[str, str]]],
-            passages: list[Passage]) -> tuple[list[dict[str, str]], list[Passage], int]:
+    def fit(
+        self, make: Callable[[list[Passage]], list[dict[str, str]]], passages: list[Passage]
+    ) -> tuple[list[dict[str, str]], list[Passage], int]:
         """The messages for as many passages as fit the budget, in order (later ones that fit are still
         taken); a first passage too long alone is cut at a token boundary. Returns (messages, given, cut)."""
         if self.prompt_tokens(make([])) > self.budget:
-            raise ConfigError(f"the prompt without any passage already exceeds context_tokens "
-                              f"({self.context_tokens}) less answer_tokens ({self.answer_tokens})")
+            raise ConfigError(
+                f"the prompt without any passage already exceeds context_tokens "
+                f"({self.context_tokens}) less answer_tokens ({self.answer_tokens})"
+            )
         given: list[Passage] = []
         cut = 0
         for p in passages:
@@ -146,8 +186,9 @@ class OpenAILLM(LLM):
         return short
 
     # -- the work --------------------------------------------------------------------------------------
-    def answer(self, question: str, passages: list[Passage],
-               on_token: Callable[[str], None] | None = None) -> Completion:
+    def answer(
+        self, question: str, passages: list[Passage], on_token: Callable[[str], None] | None = None
+    ) -> Completion:
         messages, given, cut = self.fit(lambda ps: self.answer_messages(question, ps), passages)
         with _window_hint(self):
             if self.stream:
@@ -167,8 +208,13 @@ class OpenAILLM(LLM):
         return Completion(text, given, len(passages) - len(given), self.prompt_tokens(messages), cut)
 
     def fits(self, passages: list[Passage]) -> bool:
-        return max(self.prompt_tokens(self.summary_messages(passages, s, f))
-                   for s, f in (("bullets", True), ("paragraph", True), ("bullets", False))) <= self.budget
+        return (
+            max(
+                self.prompt_tokens(self.summary_messages(passages, s, f))
+                for s, f in (("bullets", True), ("paragraph", True), ("bullets", False))
+            )
+            <= self.budget
+        )
 
     def close(self) -> None:
         self.client.close()
@@ -181,10 +227,12 @@ def _window_hint(llm: OpenAILLM):
         yield
     except FatalLLMError as exc:
         if "HTTP 400" in exc.problem and re.search(r"context|too long|maximum|exceed", exc.problem, re.I):
-            raise FatalLLMError(f"{exc.problem} (the server counts the prompt longer than chunkwise did with "
-                                f"{llm.tokenizer.name}: pass --llm-tokenizer hf:PATH with the model's tokenizer, "
-                                f"or a smaller --context-tokens than {llm.context_tokens})",
-                                source=exc.source) from None
+            raise FatalLLMError(
+                f"{exc.problem} (the server counts the prompt longer than chunkwise did with "
+                f"{llm.tokenizer.name}: pass --llm-tokenizer hf:PATH with the model's tokenizer, "
+                f"or a smaller --context-tokens than {llm.context_tokens})",
+                source=exc.source,
+            ) from None
         raise
 
 
