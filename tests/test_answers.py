@@ -1,4 +1,4 @@
-"""Answers with citations and map-reduce summaries, against a local OpenAI-compatible server (tests/fake_chat.py)
+"""Answers with citations and map-reduce summaries, against a local OpenAI-compatible server (tests/fake_openai.py)
 and offline (the extractive fallback) on the examples."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from fake_chat import FakeChat, prompt_tokens
+from fake_openai import FakeOpenAI, prompt_tokens
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -30,10 +30,8 @@ SECRET = "sk-test-DO-NOT-PRINT-4242"
 
 
 @pytest.fixture
-def chat():
-    server = FakeChat()
-    yield server
-    server.close()
+def chat(fake_openai):
+    return fake_openai
 
 
 @pytest.fixture(scope="module")
@@ -139,7 +137,7 @@ def test_retries_on_429_and_5xx(chat, tmp_path):
     assert len(chat.requests) == 2 and len(pieces) > 1  # a stream is retried before its first token
     chat.requests.clear()
     chat.always_status = 500
-    with pytest.raises(LLMError, match="HTTP 500 after retries"):
+    with pytest.raises(LLMError, match="HTTP 500: scripted 500; gave up after 3 attempts"):
         ChatClient(chat.url, "m", backoff=0.01, retries=2, cache=False).complete([{"role": "user", "content": "x"}])
     assert len(chat.requests) == 3
 
@@ -147,7 +145,7 @@ def test_retries_on_429_and_5xx(chat, tmp_path):
 def test_timeout_is_an_error_not_a_hang(chat, tmp_path):
     chat.delay = 1.5
     t0 = time.monotonic()
-    with pytest.raises(LLMError, match="timed out after retries"):
+    with pytest.raises(LLMError, match=r"timed out \(nothing received for 0.2 s\); gave up after 2 attempts"):
         ChatClient(chat.url, "m", timeout=0.2, retries=1, backoff=0.01, cache=False).complete(
             [{"role": "user", "content": "x"}])
     assert time.monotonic() - t0 < 5
@@ -324,7 +322,7 @@ def test_empty_index_and_missing_database(tmp_path, capsys):
 
 
 def test_endpoint_down_is_one_line_naming_the_url(examples_db, capsys):
-    server = FakeChat()
+    server = FakeOpenAI()
     url = server.url
     server.close()
     rc = ask(examples_db, DEMO, "--llm-base-url", url, "--llm-model", "m", "--llm-retries", "1", "--no-cache")

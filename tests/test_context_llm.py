@@ -1,13 +1,11 @@
-"""LLM context (contextual retrieval) against a local OpenAI-compatible server started by the tests."""
+"""LLM context (contextual retrieval) against the local OpenAI-compatible fake (tests/fake_openai.py)."""
 
 from __future__ import annotations
 
-import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from fake_openai import FakeOpenAI
 
 from chunkwise.context import contextualize
 from chunkwise.context.llm import ContextWarning, LLMContextualizer
@@ -24,69 +22,16 @@ The company opened two terminals in Rotterdam and hired 140 people.
 It expects margins to improve next year as fuel contracts are renegotiated."""
 
 
-class FakeLLM:
-    """A chat-completions server on 127.0.0.1 with scripted failures; records every request."""
-
-    def __init__(self):
-        self.requests: list[dict] = []
-        self.headers: list[dict] = []
-        self.fail_first = 0  # answer this many requests with `fail_status`
-        self.fail_status = 503
-        self.always_status: int | None = None
-        self.delay = 0.0
-        self.answer = None  # override the answer text
-        self.lock = threading.Lock()
-        llm = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                with llm.lock:
-                    llm.requests.append(body)
-                    llm.headers.append(dict(self.headers))
-                    n = len(llm.requests)
-                if llm.delay:
-                    time.sleep(llm.delay)
-                status = llm.always_status or (llm.fail_status if n <= llm.fail_first else 200)
-                if self.path != "/v1/chat/completions":
-                    status = 404
-                if status != 200:
-                    payload = json.dumps({"error": {"message": f"scripted {status}"}}).encode()
-                    self.send_response(status)
-                    if status == 429:
-                        self.send_header("Retry-After", "0")
-                else:
-                    chunk = body["messages"][-1]["content"].split("<chunk>\n")[1].split("\n</chunk>")[0]
-                    text = llm.answer if llm.answer is not None else f"From the Harbor Lights report: {chunk[:20]}"
-                    payload = json.dumps({"choices": [{"message": {"role": "assistant", "content": text}}]}).encode()
-                    self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                try:
-                    self.wfile.write(payload)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
-        self.thread.start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+def situate(body: dict) -> str:
+    """The fake's answer: names the report and quotes the start of the chunk it was asked about."""
+    chunk = body["messages"][-1]["content"].split("<chunk>\n")[1].split("\n</chunk>")[0]
+    return f"From the Harbor Lights report: {chunk[:20]}"
 
 
 @pytest.fixture
-def llm():
-    server = FakeLLM()
-    yield server
-    server.close()
+def llm(fake_openai):
+    fake_openai.answer = situate
+    return fake_openai
 
 
 @pytest.fixture
@@ -162,7 +107,7 @@ def test_failing_endpoint_keeps_plain_text_counts_failures_and_finishes(llm, tmp
     doc, chunks = doc_chunks
     llm.always_status = 500
     ctx = make(llm, tmp_path, retries=2)
-    with pytest.warns(ContextWarning, match=r"failed for 4 of 4 chunks \(HTTP 500 after retries\)"):
+    with pytest.warns(ContextWarning, match=r"failed for 4 of 4 chunks \(HTTP 500: scripted 500; gave up after 3 attempts\)"):
         out = ctx.contextualize(doc, chunks)
     assert ctx.failures == 4 and ctx.requested == 0
     assert all(c.context is None and c.embed_text == c.text for c in out)
@@ -202,9 +147,9 @@ def test_unreachable_endpoint_and_empty_answers(llm, tmp_path, doc_chunks):
         ctx.contextualize(doc, chunks)
     assert ctx.failures == 4
 
-    server = FakeLLM()
+    server = FakeOpenAI()
     try:
-        server.answer = "<think>hmm</think>   "
+        server.answer = lambda body: "<think>hmm</think>   "
         ctx = LLMContextualizer(base_url=server.url, model="m", cache_dir=tmp_path, backoff=0.01)
         with pytest.warns(ContextWarning, match="empty answer"):
             ctx.contextualize(doc, chunks)
