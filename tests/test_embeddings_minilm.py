@@ -438,3 +438,112 @@ def test_batches_hold_at_most_2048_padded_positions(minilm):
     assert sorted({len(b) for b in batches if len(ids[b[0]]) == 512}) == [1, 4]
     assert max(len(b) for b in batches if len(ids[b[0]]) == 36) == 56
     assert sorted(r for b in batches for r in b) == list(range(len(ids)))
+
+
+# -- nothing read back from the cache is trusted: the graph's record and canary -------------------------------
+def _good_graph() -> Path:
+    """The rewritten graph in the default cache (made on first use), with its record."""
+    from chunkwise.embeddings.cache import default_cache_dir
+    from chunkwise.embeddings.minilm import onnx_model_path
+    from chunkwise.embeddings.onnx_graph import fast_graph_path
+
+    path = Path(fast_graph_path(onnx_model_path(), default_cache_dir()))
+    assert path.suffix == ".onnx"
+    return path
+
+
+def _damaged_copy(folder: Path, how: str, matching_record: bool = False) -> Path:
+    """A copy of the good graph and its record in ``folder``, damaged as the outside campaign did: 4 KB
+    flipped in the middle (same size), or cut in half; with ``matching_record`` the record is made to vouch
+    for the damaged bytes (so only the canary can tell)."""
+    import hashlib
+    import json
+    import shutil
+
+    good = _good_graph()
+    folder.mkdir(mode=0o700, exist_ok=True)
+    target = folder / good.name
+    data = bytearray(good.read_bytes())
+    if how == "flip":  # inside the first attention weight (the middle of the file is the word embeddings)
+        at = _first_matmul_weight_offset(good, bytes(data)) + 4096
+        data[at: at + 4096] = bytes(255 - b for b in data[at: at + 4096])
+    else:
+        del data[len(data) // 2:]
+    target.write_bytes(bytes(data))
+    if good.with_suffix(".json").is_file():
+        shutil.copyfile(good.with_suffix(".json"), target.with_suffix(".json"))
+    if matching_record:
+        record = json.loads(target.with_suffix(".json").read_text())
+        record.update(sha256=hashlib.sha256(bytes(data)).hexdigest(), size=len(data))
+        target.with_suffix(".json").write_text(json.dumps(record))
+    return target
+
+
+TEXTS = SEED + ["Short.", " ".join(SEED * 6)]
+
+
+def _first_matmul_weight_offset(graph: Path, data: bytes) -> int:
+    """Where the first MatMul's weight lies in the file: every text passes through it (most of the middle of
+    the file is the word embedding table, whose rows only some texts read)."""
+    import onnx
+
+    model = onnx.load(str(graph), load_external_data=False)
+    inits = {t.name: t for t in model.graph.initializer}
+    node = next(n for n in model.graph.node if n.op_type == "MatMul" and any(i in inits for i in n.input))
+    raw = next(inits[i].raw_data for i in node.input if i in inits)
+    offset = data.find(raw[:256])
+    assert offset > 0 and len(raw) > 3 * 4096
+    return offset
+
+
+@pytest.mark.parametrize("how", ["flip", "truncate"])
+def test_a_damaged_rewritten_graph_is_rebuilt(minilm, tmp_path, how):
+    """A graph whose bytes no longer match its recorded SHA-256 is rebuilt (one warning line), then used: the
+    vectors are a clean run's. Before, 4 KB flipped gave wrong vectors silently (cosine ~0.04) and a cut
+    graph ended in an InvalidProtobuf traceback, every run."""
+    import warnings
+
+    cache = tmp_path / "cache"
+    damaged = _damaged_copy(cache, how)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        emb = MiniLMEmbedder(cache_dir=cache)
+    lines = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+    why = "does not match its recorded SHA-256" if how == "flip" else "bytes, its record says"
+    assert len(lines) == 1 and why in lines[0] and str(damaged) in lines[0] and "rebuilding it" in lines[0], lines
+    np.testing.assert_allclose(emb.embed(TEXTS), minilm.embed(TEXTS), atol=1e-5)
+    assert damaged.stat().st_size == _good_graph().stat().st_size  # rebuilt in place, whole
+
+
+def test_a_graph_that_fails_its_canary_is_rebuilt(minilm, tmp_path):
+    """Damage the checksum cannot see (the record rewritten to vouch for the damaged bytes): the canary, one
+    forward pass of a fixed text against the shipped graph's recorded vector, catches it before anything is
+    embedded; the graph is discarded and rebuilt with one warning line."""
+    import warnings
+
+    cache = tmp_path / "cache"
+    damaged = _damaged_copy(cache, "flip", matching_record=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        emb = MiniLMEmbedder(cache_dir=cache)
+    lines = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert len(lines) == 1 and "wrong canary vector" in lines[0] and str(damaged) in lines[0], lines
+    np.testing.assert_allclose(emb.embed(TEXTS), minilm.embed(TEXTS), atol=1e-5)
+
+
+def test_the_record_holds_the_graphs_sha256_and_the_shipped_graphs_canary():
+    """The record written with the graph: its SHA-256 and size, and the canary vector computed from the
+    shipped graph (not the rewritten one), equal to what the shipped graph embeds for the canary text."""
+    import hashlib
+    import json
+
+    from chunkwise.embeddings.minilm import _load_session, onnx_model_path
+    from chunkwise.embeddings.onnx_graph import CANARY_TEXT
+
+    graph = _good_graph()
+    record = json.loads(graph.with_suffix(".json").read_text())
+    assert record["sha256"] == hashlib.sha256(graph.read_bytes()).hexdigest()
+    assert record["size"] == graph.stat().st_size and record["canary"]["text"] == CANARY_TEXT
+    shipped = MiniLMEmbedder()
+    shipped._session = _load_session.__wrapped__(shipped.threads, onnx_model_path())
+    np.testing.assert_allclose(np.asarray(record["canary"]["vector"]), shipped.embed([CANARY_TEXT])[0], atol=1e-6)

