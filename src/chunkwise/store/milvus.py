@@ -62,6 +62,8 @@ OUTPUT_FIELDS = [
     "content_hash", "metadata", "source_start", "source_end",
 ]
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,200}$")
+READ_ONLY_PROBLEM = ("the database directory is not writable: it can be searched, but indexing into it or "
+                     "deleting from it needs write access (copy it somewhere writable to change it)")
 #: rows per upsert call, and the byte budget of one call (gRPC messages default to 64 MiB)
 _WRITE_ROWS = 512
 _WRITE_BYTES = 16 << 20
@@ -140,6 +142,12 @@ def _import_pymilvus():
     return pymilvus
 
 
+def _writable(path: Path) -> bool:
+    """Whether this user may change the Milvus Lite directory ``path`` (root may, whatever the mode bits; a
+    read-only mount refuses everyone)."""
+    return os.access(path, os.W_OK | os.X_OK)
+
+
 def _message(exc: Exception) -> str:
     msg = getattr(exc, "message", None) or str(exc) or type(exc).__name__
     return " ".join(str(msg).split())
@@ -194,6 +202,9 @@ class MilvusStore:
         self.output_fields = list(OUTPUT_FIELDS)
         self._client = None
         self._engine = None  # Milvus Lite behind a private socket (store/lite.py)
+        #: a Milvus Lite directory this user may read but not write: searched through a private copy
+        #: (store/lite.py); every write is refused with one line
+        self.read_only = False
         self._loaded: set[str] = set()
         self._bm25: BM25Fallback | None = None  # bm25s fallback for servers without BM25, built on the first text search
 
@@ -235,9 +246,22 @@ class MilvusStore:
 
             with contextlib.suppress(OSError):
                 private_dir(path)  # 0700: the chunks are copies of the user's documents
-        elif not os.access(path, os.W_OK | os.X_OK):
-            raise InputError("the database directory is not writable", source=self.db)
+        elif not _writable(path):
+            if not os.access(path, os.R_OK | os.X_OK):
+                raise InputError("the database directory is not readable", source=self.db)
+            self.read_only = True  # searchable through a private copy; writes are refused
         return str(path)
+
+    def require_writable(self) -> None:
+        """Connect, and refuse a database that can only be read (before a run chunks and embeds for nothing)."""
+        self.connect()
+        if self.read_only:
+            raise InputError(READ_ONLY_PROBLEM, source=self.db)
+
+    def _writer(self):
+        """The client, for a call that writes (refused on a read-only database)."""
+        self.require_writable()
+        return self.connect()
 
     def _diagnose_lite_failure(self) -> str:
         """Why Milvus Lite refused to open ``self.db`` (pymilvus only says 'illegal connection params')."""
@@ -300,12 +324,23 @@ class MilvusStore:
             from . import lite
 
             try:
-                self._engine = lite.start(path)  # a private unix socket, not a TCP port (see store/lite.py)
+                # a private unix socket, not a TCP port; a private copy of a read-only database (store/lite.py)
+                self._engine = lite.start(path, read_only=self.read_only)
+                if self._engine is None and self.read_only:
+                    raise InputError("the database directory is not writable (and this milvus-lite version "
+                                     "cannot open a private copy of it)", source=self.db)
                 client = MilvusClient(uri=self._engine.uri if self._engine else path, timeout=self.timeout)
-            except Exception:
+            except InputError:
+                raise
+            except Exception as exc:
                 if self._engine is not None:
                     self._engine.stop()
                     self._engine = None
+                if isinstance(exc, lite.ReadOnlyCopyError):
+                    raise InputError(f"not writable here, and {exc}", source=self.db) from None
+                if self.read_only:
+                    raise InputError("the database directory is not writable, and Milvus Lite could not open a "
+                                     f"copy of it ({_message(exc)})", source=self.db) from None
                 raise InputError(self._diagnose_lite_failure(), source=self.db) from None
             self.capabilities = ServerCapabilities("lite")
         self._client = client
@@ -365,7 +400,7 @@ class MilvusStore:
         """
         from pymilvus.exceptions import MilvusException
 
-        client = self.connect()
+        client = self._writer()
         fingerprint = "chunkwise-config:" + stable_config_hash(config)
         with self._errors("create the index"):
             if replace:
@@ -616,7 +651,7 @@ class MilvusStore:
         ids = list(doc_ids)
         if ids:
             with self._errors("write the document list"):
-                self.connect().delete(self.state_collection, ids=ids)
+                self._writer().delete(self.state_collection, ids=ids)
 
     def mark(self, markers: Iterable[Marker]) -> None:
         """Last step: the documents are completely indexed with these content hashes."""
@@ -624,7 +659,7 @@ class MilvusStore:
                                 {} if m.complete else {"complete": False}) for m in markers]
         if rows:
             with self._errors("write the document list"):
-                self.connect().upsert(self.state_collection, rows)
+                self._writer().upsert(self.state_collection, rows)
 
     # -- chunks ----------------------------------------------------------------------------------------
     def _encode(self, row: dict) -> dict:
@@ -651,7 +686,7 @@ class MilvusStore:
 
     def upsert_chunks(self, rows: Iterable[dict]) -> None:
         self._bm25 = None
-        client = self.connect()
+        client = self._writer()
         batch: list[dict] = []
         size = 0
         with self._errors("write chunks"):
@@ -668,7 +703,7 @@ class MilvusStore:
     def delete_chunks(self, ids: Iterable[str]) -> int:
         ids = list(ids)
         self._bm25 = None
-        client = self.connect()
+        client = self._writer()
         with self._errors("delete chunks"):
             for i in range(0, len(ids), 4096):
                 client.delete(self.collection, ids=ids[i:i + 4096])
@@ -688,7 +723,7 @@ class MilvusStore:
         its in-memory table: measured on the five Chroma corpora (1,790 chunks), BM25 search went from
         1.2 s to 33 ms and vector search from 200 ms to 6 ms per query after one 1 s flush."""
         with self._errors("flush"):
-            self.connect().flush(self.collection)
+            self._writer().flush(self.collection)
 
     def count(self) -> int:
         client = self.connect()
