@@ -234,3 +234,34 @@ def test_chunk_command_gives_the_clips(scene, tmp_path, capsys):
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [(r["start_frame"], r["end_frame"], r["track_ids"]) for r in rows] == [(20, 120, [1, 2]), (180, 230, [3])]
     assert all(r["strategy"] == "video" for r in rows)
+
+
+def test_unchanged_video_is_recognised_by_its_file_hash_before_tracking(scene, tmp_path, monkeypatch,
+                                                                          fake_embedder):
+    """A no-op re-index must not decode or track a video again: that is where all its time goes."""
+    from chunkwise.retrieval import Index
+    from chunkwise.store.memory import MemoryStore
+    from chunkwise.video.trackers import MotionTracker
+
+    folder = tmp_path / "media"
+    folder.mkdir()
+    shutil.copy(scene, folder / "hall.mp4")
+    (folder / "notes.md").write_text("# Notes\n\nThe keeper cleans the lens on foggy days.\n")
+    calls = []
+    real = MotionTracker.track
+
+    def counting(self, info, classes=None):
+        calls.append(info.path)
+        yield from real(self, info, classes)
+
+    monkeypatch.setattr(MotionTracker, "track", counting)
+    with Index(store=MemoryStore(), embedder=fake_embedder) as ix:
+        first = ix.add([str(folder)])
+        assert (first.indexed, len(calls)) == (2, 1)
+        again = ix.add([str(folder)])
+        assert (again.indexed, again.skipped, len(calls)) == (0, 2, 1)  # the tracker was not called
+        # a subtitle file beside it changes the clip text: the video (and the new .vtt) are read again
+        (folder / "hall.vtt").write_text("WEBVTT\n\n00:00:01.000 --> 00:00:02.000\nA red square.\n")
+        changed = ix.add([str(folder)])
+        assert (changed.indexed, len(calls)) == (2, 2)
+        assert ix.add([str(folder)]).skipped == 3 and len(calls) == 2

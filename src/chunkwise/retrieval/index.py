@@ -45,7 +45,7 @@ from ..strategies.factory import make_strategy
 from ..formats.walk import UnreadableFolder
 from ..strategies.many import chunk_documents
 from ..embeddings.vectors import pooled_vector
-from ..video.document import VideoDocument
+from ..video.document import VideoDocument, unchanged_video
 from .progress import Progress
 from .fusion import DENSE_WEIGHT, ZSCORE_DEPTH, check_fusion, fuse_candidates_zscore, reciprocal_rank_fusion
 
@@ -386,13 +386,15 @@ class Index:
         return docs, paths
 
     @staticmethod
-    def _iter_inputs(docs: list[Document], found: list, load_options: dict[str, Any] | None = None
-                     ) -> Iterator[tuple[str, Document | ChunkwiseError]]:
+    def _iter_inputs(docs: list[Document], found: list, load_options: dict[str, Any] | None = None,
+                     markers: dict[str, Marker] | None = None) -> Iterator[tuple[str, Document | ChunkwiseError]]:
         yield from ((d.source, d) for d in docs)
         if found:
             from ..formats import read_inputs
 
-            yield from read_inputs(found, **(load_options or {}))
+            for item in found:  # an unchanged video is known by its file hash, before any decoding
+                stub = unchanged_video(item.path, markers) if markers and item.error is None and item.path else None
+                yield from [(item.source, stub)] if stub is not None else read_inputs([item], **(load_options or {}))
 
     @staticmethod
     def _sizes(docs: list[Document], found: list) -> dict[str, int]:
@@ -476,7 +478,7 @@ class Index:
                    and getattr(getattr(strat, "embedder", None), "model_id", None) == embedder.model_id)
         try:
             run.bars.set_totals(len(docs) + len(found), self._sizes(docs, found))
-            items = self._changed(self._iter_inputs(docs, found, load_options), markers, run.seen,
+            items = self._changed(self._iter_inputs(docs, found, load_options, markers), markers, run.seen,
                                   report, run.bars, run.walked, run.unreadable)
             # semantic strategies embed the sentences of a whole group of documents in one stream; the
             # language of each document is checked as it arrives, before any of it is embedded

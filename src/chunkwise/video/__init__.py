@@ -20,7 +20,7 @@ from typing import Any
 from collections.abc import Iterable
 
 from ..document import Chunk
-from .document import VideoDocument, build_document
+from .document import VideoDocument, build_document, content_key
 from .frames import VIDEO_EXTENSIONS, VideoInfo, probe
 from .rule import Clip, ClipObject, ClipRule
 from .tracks import Detection, group_frames, read_mot
@@ -41,6 +41,7 @@ def load_video(path: str | os.PathLike, tracker: Any = "auto", classes: Iterable
     source = os.fspath(path)
     rule = ClipRule(gap, min_duration, max_duration, pad, split_on_new_id)
     trk = get_tracker(tracker, video=source)
+    fingerprint = trk.fingerprint()
     info = probe(source)
     rule.validate(info.fps)
     if isinstance(trk, MotionTracker) and trk.lost_frames is None:
@@ -49,6 +50,10 @@ def load_video(path: str | os.PathLike, tracker: Any = "auto", classes: Iterable
         trk.lost_frames = max(1, rule.frames(gap, info.fps))
     sub_path = subtitles_beside(source) if subtitles == "auto" else subtitles
     subs = load_subtitles(sub_path) if sub_path else None
+    rule_meta = {"gap": gap, "min_duration": min_duration, "max_duration": max_duration, "pad": pad,
+                 "split_on_new_id": split_on_new_id}
+    # hashed before tracking: the key says what was read, whatever happens to the file meanwhile
+    key = content_key(source, fingerprint, rule_meta, [*trk.side_files(), sub_path], tokenizer)
     found = rule.clips(trk.track(info, classes), info.fps, info.n_frames or None)
     n_frames = info.n_frames  # the decoded count once a tracker has read every frame
     for c in found:  # clamp end padding to the real length (the container's count may be an estimate)
@@ -57,10 +62,10 @@ def load_video(path: str | os.PathLike, tracker: Any = "auto", classes: Iterable
     found = [c for c in found if c.start_frame <= c.end_frame]
     meta = {"kind": "video", "fps": info.fps, "frames": n_frames, "width": info.width, "height": info.height,
             "codec": info.codec, "tracker": trk.describe(),
-            "rule": {"gap": gap, "min_duration": min_duration, "max_duration": max_duration, "pad": pad,
-                     "split_on_new_id": split_on_new_id},
+            "rule": rule_meta,
             "subtitles": str(sub_path) if sub_path else None}
     doc = build_document(found, source, subs, tokenizer, meta)
+    doc.file_key = key
     doc.problems = list(info.problems)
     if doc.problems:
         doc.metadata["warnings"] = list(doc.problems)

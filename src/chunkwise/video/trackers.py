@@ -36,6 +36,15 @@ class Tracker:
     def describe(self) -> str:
         return self.name
 
+    def fingerprint(self) -> str:
+        """The tracker and every setting, as text: part of a video's content key (equal fingerprints and
+        equal inputs give equal tracks)."""
+        return f"{type(self).__name__}{sorted((k, repr(v)) for k, v in vars(self).items())}"
+
+    def side_files(self) -> list[str]:
+        """Files besides the video that the tracks are read from (their bytes are part of the content key)."""
+        return []
+
 
 class MotionTracker(Tracker):
     """Background subtraction (OpenCV MOG2) -> boxes -> ByteTrack IDs (``trackers`` library).
@@ -177,6 +186,9 @@ class MotTracks(Tracker):
 
     def describe(self) -> str:
         return f"tracks from {self.path}"
+
+    def side_files(self) -> list[str]:
+        return [self.path]
 
 
 def mot_beside(video: str | os.PathLike) -> Path | None:
