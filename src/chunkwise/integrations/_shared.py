@@ -1,15 +1,47 @@
-"""What both adapters need: a strategy built once from a name or object, and a chunk's metadata."""
+"""What both adapters need: a strategy built once from a name or object, and a chunk's metadata.
+
+Metadata is what the frameworks hand on to vector stores, and most of those (Chroma, Pinecone, FAISS's
+docstores through JSON, Milvus's dynamic fields) accept only scalar values and refuse ``None``: a chunk's
+metadata therefore leaves out the fields it does not have (a text chunk's frames, a PDF-less chunk's
+pages) and joins its lists into strings (``section`` with ``" > "``, ``speakers``/``classes``/``track_ids``
+with ``", "``). ``list_metadata="keep"`` keeps the lists for stores that take them.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ..document import CHUNK_FIELDS, Chunk, Document
-from ..errors import MissingDependencyError
+from ..errors import ConfigError, MissingDependencyError
 from ..strategies import Strategy, get_strategy
 
 #: Chunk fields that are the chunk itself, not metadata about it
 _NOT_METADATA = ("text", "context")
+#: the chunk fields an adapter may put into metadata: bookkeeping, kept out of embedded and LLM text
+METADATA_KEYS = tuple(k for k in CHUNK_FIELDS if k not in _NOT_METADATA)
+#: how a list-valued field is joined into one string
+_JOINERS = {"section": " > "}
+LIST_METADATA = ("join", "keep")
+#: the frameworks' own names for the chunk size and overlap, and chunkwise's
+ECOSYSTEM_NAMES = {"chunk_size": "max_tokens", "chunk_overlap": "overlap"}
+
+
+def ecosystem_params(params: dict[str, Any]) -> dict[str, Any]:
+    """``chunk_size``/``chunk_overlap`` (LangChain's and LlamaIndex's names) as ``max_tokens``/``overlap``,
+    counted in the strategy's tokenizer; giving both spellings of one parameter is an error."""
+    out = dict(params)
+    for theirs, ours in ECOSYSTEM_NAMES.items():
+        if theirs in out:
+            if ours in out:
+                raise ConfigError(f"give {theirs} or {ours}, not both")
+            out[ours] = out.pop(theirs)
+    return out
+
+
+def check_list_metadata(value: str) -> str:
+    if value not in LIST_METADATA:
+        raise ConfigError(f"list_metadata must be one of {', '.join(LIST_METADATA)}, got {value!r}")
+    return value
 
 
 def build_strategy(strategy: str | Strategy, params: dict[str, Any]) -> Strategy:
@@ -23,10 +55,19 @@ def build_strategy(strategy: str | Strategy, params: dict[str, Any]) -> Strategy
     return strat
 
 
-def chunk_metadata(chunk: Chunk) -> dict[str, Any]:
-    """The chunk's provenance under its own field names (``start``, ``end``, ``page_start``, ...)."""
+def chunk_metadata(chunk: Chunk, list_metadata: str = "join") -> dict[str, Any]:
+    """The chunk's provenance under its own field names (``start``, ``end``, ``page_start``, ...): no
+    ``None`` values, and lists joined into strings unless ``list_metadata="keep"`` (empty lists left out)."""
     d = chunk.to_dict()
-    return {k: d[k] for k in CHUNK_FIELDS if k not in _NOT_METADATA and k in d}
+    out: dict[str, Any] = {}
+    for k in METADATA_KEYS:
+        v = d.get(k)
+        if v is None or (isinstance(v, list) and not v):
+            continue
+        if isinstance(v, list) and list_metadata == "join":
+            v = _JOINERS.get(k, ", ").join(str(x) for x in v)
+        out[k] = v
+    return out
 
 
 def chunks_of(strategy: Strategy, text: str, source: str | None = None) -> list[Chunk]:

@@ -14,8 +14,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from ..errors import ConfigError
 from ..strategies import Strategy
-from ._shared import build_strategy, chunk_metadata, chunks_of, require
+from ._shared import build_strategy, check_list_metadata, chunk_metadata, chunks_of, ecosystem_params, require
 
 _lc = require("langchain_text_splitters", "langchain", "the LangChain adapter")
 _lc_docs = require("langchain_core.documents", "langchain", "the LangChain adapter")
@@ -27,15 +28,36 @@ class ChunkwiseTextSplitter(_lc.TextSplitter):  # type: ignore[name-defined]  # 
     ``strategy`` is a strategy name or object; ``params`` are its parameters (``max_tokens``,
     ``overlap``, ``tokenizer``, ...). ``chunk_size`` and ``chunk_overlap`` of the base class mirror
     ``max_tokens`` and ``overlap``, counted in the strategy's tokenizer, not in characters.
-    ``add_start_index`` keeps LangChain's ``start_index`` metadata key (equal to ``start``).
+    LangChain's own spelling is accepted too: ``ChunkwiseTextSplitter(chunk_size=200, chunk_overlap=20)``
+    is ``max_tokens=200, overlap=20``. ``add_start_index`` keeps LangChain's ``start_index`` metadata key
+    (equal to ``start``). Metadata has no ``None`` values and lists joined into strings, which every
+    vector store accepts; ``list_metadata="keep"`` keeps the lists.
     """
 
     def __init__(self, strategy: str | Strategy = "recursive", *, add_start_index: bool = False,
-                 **params: Any):
-        strat = build_strategy(strategy, params)
+                 list_metadata: str = "join", **params: Any):
+        strat = build_strategy(strategy, ecosystem_params(params))
         super().__init__(chunk_size=strat.max_tokens, chunk_overlap=min(strat.overlap, strat.max_tokens - 1),
                          add_start_index=add_start_index, strip_whitespace=False)
         self.strategy = strat
+        self.list_metadata = check_list_metadata(list_metadata)
+
+    @classmethod
+    def from_tiktoken_encoder(cls, encoding_name: str = "cl100k_base", model_name: str | None = None,
+                              allowed_special: Any = None, disallowed_special: Any = None, **kwargs: Any):
+        """LangChain's constructor for token sizes, offline: counts in chunkwise's own cl100k encoder (the
+        base class would download tiktoken's rank file). Other encodings are refused with one line."""
+        if model_name is not None or encoding_name != "cl100k_base":
+            raise ConfigError(f"only cl100k_base is available offline, got {model_name or encoding_name!r}; "
+                              "or pass tokenizer='hf:PATH/tokenizer.json'")
+        strategy = kwargs.pop("strategy", "recursive")
+        return cls(strategy, tokenizer="cl100k", **kwargs)
+
+    @classmethod
+    def from_huggingface_tokenizer(cls, tokenizer: Any, **kwargs: Any):
+        """LangChain's constructor for a Hugging Face tokenizer object: not supported (chunkwise needs a
+        tokenizer with exact offsets); name its ``tokenizer.json`` instead."""
+        raise ConfigError("pass tokenizer='hf:PATH/tokenizer.json' (a tokenizer file, counted exactly)")
 
     def split_text(self, text: str) -> list[str]:
         """The chunk texts, in order: exact slices of ``text``."""
@@ -48,7 +70,7 @@ class ChunkwiseTextSplitter(_lc.TextSplitter):  # type: ignore[name-defined]  # 
         for text, meta in zip(texts, metadatas):
             for c in chunks_of(self.strategy, text, meta.get("source")):
                 m = copy.deepcopy(meta)
-                m.update(chunk_metadata(c))
+                m.update(chunk_metadata(c, self.list_metadata))
                 if self._add_start_index:
                     m["start_index"] = c.start
                 out.append(_lc_docs.Document(page_content=c.text, metadata=m))

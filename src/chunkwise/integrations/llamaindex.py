@@ -17,15 +17,14 @@ from typing import Any
 from collections.abc import Sequence
 
 from ..strategies import Strategy
-from ._shared import build_strategy, chunk_metadata, chunks_of, require
+from ._shared import METADATA_KEYS, build_strategy, check_list_metadata, chunk_metadata, chunks_of, ecosystem_params, require
 
 _core = require("llama_index.core.node_parser", "llamaindex", "the LlamaIndex adapter")
 _schema = require("llama_index.core.schema", "llamaindex", "the LlamaIndex adapter")
 _pyd = require("llama_index.core.bridge.pydantic", "llamaindex", "the LlamaIndex adapter")
 
-#: the chunkwise metadata keys kept out of the embedded and LLM-visible text
-_CHUNKWISE_KEYS = ("id", "doc_id", "source", "index", "start", "end", "token_count", "page_start", "page_end",
-                   "section", "strategy", "start_time", "end_time", "speakers")
+#: the chunkwise metadata keys kept out of the embedded and LLM-visible text: every chunk field but the text
+_CHUNKWISE_KEYS = METADATA_KEYS
 
 
 class ChunkwiseNodeParser(_core.NodeParser):  # type: ignore[name-defined]  # base imported at run time
@@ -33,19 +32,41 @@ class ChunkwiseNodeParser(_core.NodeParser):  # type: ignore[name-defined]  # ba
 
     strategy: str = _pyd.Field(default="recursive", description="chunkwise strategy name")
     params: dict = _pyd.Field(default_factory=dict, description="the strategy's parameters")
+    list_metadata: str = _pyd.Field(default="join", description="'join' lists into strings, or 'keep' them")
     _strategy: Any = _pyd.PrivateAttr(default=None)
 
     @classmethod
-    def from_strategy(cls, strategy: str | Strategy = "recursive", **params: Any) -> ChunkwiseNodeParser:
-        strat = build_strategy(strategy, params)
-        parser = cls(strategy=strat.name, params={k: v for k, v in strat.get_params().items()
-                                                   if isinstance(v, (str, int, float, bool, type(None)))})
+    def from_strategy(cls, strategy: str | Strategy = "recursive", list_metadata: str = "join",
+                      **params: Any) -> ChunkwiseNodeParser:
+        """A parser for ``strategy`` (name or object); ``chunk_size``/``chunk_overlap`` are accepted as
+        LlamaIndex spells ``max_tokens``/``overlap``."""
+        strat = build_strategy(strategy, ecosystem_params(params))
+        parser = cls(strategy=strat.name, list_metadata=check_list_metadata(list_metadata),
+                     params={k: v for k, v in strat.get_params().items()
+                             if isinstance(v, (str, int, float, bool, type(None)))})
         parser._strategy = strat
+        return parser
+
+    @classmethod
+    def from_defaults(cls, chunk_size: int | None = None, chunk_overlap: int | None = None,
+                      strategy: str | Strategy = "recursive", **params: Any) -> ChunkwiseNodeParser:
+        """LlamaIndex's constructor convention (``SentenceSplitter.from_defaults(chunk_size=..., ...)``);
+        framework-only keywords (``callback_manager``, ``include_prev_next_rel``...) are passed to the base."""
+        list_metadata = params.pop("list_metadata", "join")
+        own = {k: params.pop(k) for k in list(params) if k in cls.model_fields}
+        if chunk_size is not None:
+            params["chunk_size"] = chunk_size
+        if chunk_overlap is not None:
+            params["chunk_overlap"] = chunk_overlap
+        parser = cls.from_strategy(strategy, list_metadata=list_metadata, **params)
+        for k, v in own.items():
+            setattr(parser, k, v)
         return parser
 
     def _get_strategy(self) -> Strategy:
         if self._strategy is None:
-            self._strategy = build_strategy(self.strategy, dict(self.params))
+            check_list_metadata(self.list_metadata)
+            self._strategy = build_strategy(self.strategy, ecosystem_params(dict(self.params)))
         return self._strategy
 
     def _parse_nodes(self, nodes: Sequence, show_progress: bool = False, **kwargs: Any) -> list:
@@ -55,7 +76,8 @@ class ChunkwiseNodeParser(_core.NodeParser):  # type: ignore[name-defined]  # ba
             text = node.get_content(metadata_mode=_schema.MetadataMode.NONE)
             source = node.metadata.get("file_path") or node.node_id
             for c in chunks_of(strat, text, source):
-                meta = {**node.metadata, **chunk_metadata(c)} if self.include_metadata else chunk_metadata(c)
+                own = chunk_metadata(c, self.list_metadata)
+                meta = {**node.metadata, **own} if self.include_metadata else own
                 child = _schema.TextNode(
                     id_=c.id, text=c.text, start_char_idx=c.start, end_char_idx=c.end, metadata=meta,
                     excluded_embed_metadata_keys=[*node.excluded_embed_metadata_keys, *_CHUNKWISE_KEYS],

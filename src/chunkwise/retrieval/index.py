@@ -33,7 +33,7 @@ from collections.abc import Set as AbstractSet
 import numpy as np
 
 from ..deprecation import renamed
-from ..document import Chunk, Document
+from ..document import CHUNK_FIELDS, Chunk, Document
 from ..embeddings.base import Embedder
 from ..embeddings.language import LanguageCheck
 from ..errors import ChunkwiseError, ConfigError, InputError
@@ -56,14 +56,13 @@ DEFAULT_BATCH = 256
 EMBED_BATCH = 64
 
 
-#: what :meth:`SearchResult.to_dict` writes, in order (``chunk_index`` is the chunk's ``index``)
-RESULT_FIELDS = ("rank", "score", "id", "doc_id", "source", "text", "start", "end", "chunk_index", "token_count",
-                 "page_start", "page_end", "section", "start_time", "end_time", "speakers", "strategy", "context",
-                 "metadata", "vector_rank", "bm25_rank", "source_start", "source_end")
-#: the chunk's fields a result answers for itself (``hit.text``, ``hit.page_start``...)
-_CHUNK_ATTRS = ("id", "doc_id", "source", "text", "start", "end", "token_count", "page_start", "page_end",
-                "section", "start_time", "end_time", "speakers", "strategy", "context", "source_start",
-                "source_end", "start_frame", "end_frame", "track_ids", "classes")
+#: the chunk's fields a result answers for itself (``hit.text``, ``hit.page_start``...): the chunk schema
+#: (:data:`~chunkwise.document.CHUNK_FIELDS`) less ``index``, which a result names ``chunk_index``
+_CHUNK_ATTRS = tuple(name for name in CHUNK_FIELDS if name != "index")
+#: what :meth:`SearchResult.to_dict` writes, in order: rank and score, every chunk field, then the row's
+#: metadata and where each retriever ranked the hit
+RESULT_FIELDS = ("rank", "score", *("chunk_index" if name == "index" else name for name in CHUNK_FIELDS),
+                 "metadata", "vector_rank", "bm25_rank")
 
 
 @dataclass
@@ -95,11 +94,11 @@ class SearchResult:
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def to_dict(self) -> dict[str, Any]:
-        d = {name: getattr(self, name) for name in RESULT_FIELDS}
-        for name in ("section", "speakers"):
-            d[name] = list(d[name])
-        d["metadata"] = dict(self.metadata)
-        return d
+        chunk = self.chunk.to_dict()
+        chunk["chunk_index"] = chunk.pop("index")
+        extra = {"rank": self.rank, "score": self.score, "metadata": dict(self.metadata),
+                 "vector_rank": self.vector_rank, "bm25_rank": self.bm25_rank}
+        return {name: extra[name] if name in extra else chunk[name] for name in RESULT_FIELDS}
 
 
 @dataclass

@@ -45,7 +45,7 @@ from ..document import Chunk, Document
 from ..errors import ChunkwiseError, ConfigError, InputError
 from .base import Hit, Marker
 from .bm25 import BM25Fallback
-from .rows import MAX_VARCHAR, chunk_from_row, chunk_rows, truncate_utf8
+from .rows import MAX_VARCHAR, SECTION_BYTES, chunk_from_row, chunk_rows, truncate_utf8
 
 #: bump when the schema changes incompatibly; recorded in the config row
 SCHEMA_VERSION = 2  # 2: source_start/source_end
@@ -560,7 +560,7 @@ class MilvusStore:
         add("token_count", DataType.INT64)
         add("page_start", DataType.INT64, nullable=nullable)
         add("page_end", DataType.INT64, nullable=nullable)
-        add("section", DataType.VARCHAR, max_length=8192)
+        add("section", DataType.VARCHAR, max_length=SECTION_BYTES)
         add("start_time", DataType.DOUBLE, nullable=nullable)
         add("end_time", DataType.DOUBLE, nullable=nullable)
         add("speakers", DataType.ARRAY, element_type=DataType.VARCHAR, max_capacity=64, max_length=256)
