@@ -1,0 +1,84 @@
+"""What every command costs before it works: start-up CPU of the CLI next to Python's own, in one run.
+
+    python benchmarks/bench_startup.py [--rounds 5] [--db PATH]
+
+Each row runs a fresh interpreter ``--rounds`` times (bytecode cached: one warm-up run first) and takes
+the median user+system CPU time of the child (``resource.getrusage(RUSAGE_CHILDREN)`` deltas), which a
+machine shared with other work disturbs less than wall time. Rows:
+
+- ``python -c "import json"``: the floor every Python command pays.
+- ``chunkwise --version`` and ``chunkwise --help``: budget 2x the floor (no numpy, no strategies).
+- ``import`` rows for what a search needs (pymilvus, onnxruntime, tokenizers, numpy) and a cold
+  ``chunkwise search`` on a small index (``--db``, default: one built here from examples/ with the test
+  embedder's cheap settings): budget 1.3x importing what it needs.
+
+Printed: the median CPU seconds, the ratio to the floor, and for the search row the ratio to its imports.
+``python -X importtime -c 'from chunkwise.cli import main; main(["--version"])'`` shows where the time of a row goes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def cpu_of(cmd: list[str], rounds: int) -> float:
+    """Median CPU seconds (user + system) of ``cmd`` in a child process, after one warm-up run."""
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    times = []
+    for _ in range(rounds):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        times.append((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
+    return statistics.median(times)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--db", help="an index to search (default: examples/ indexed into a temporary one)")
+    args = ap.parse_args(argv)
+    py = sys.executable
+    cli = [str(Path(py).parent / "chunkwise")]  # the installed entry point, as a user runs it
+    db = args.db
+    if db is None:
+        db = str(Path(tempfile.mkdtemp(prefix="bench-startup-")) / "examples.db")
+        subprocess.run([*cli, "-q", "index", str(ROOT / "examples"), "--db", db], check=True)
+    rows = [
+        ("python -c 'import json'", [py, "-c", "import json"]),
+        ("chunkwise --version", [*cli, "--version"]),
+        ("chunkwise --help", [*cli, "--help"]),
+        ("import numpy", [py, "-c", "import numpy"]),
+        ("import what search needs", [py, "-c", "import numpy, tokenizers, onnxruntime, pymilvus"]),
+        ("chunkwise search (cold)", [*cli, "-q", "search", "lighthouse lens", "--db", db, "-k", "3"]),
+    ]
+    results = {name: cpu_of(cmd, args.rounds) for name, cmd in rows}
+    floor = results["python -c 'import json'"]
+    needs = results["import what search needs"]
+    print(f"{'row':28} {'CPU s':>7} {'x floor':>8}  budget")
+    budgets = {
+        "chunkwise --version": ("floor", 2.0),
+        "chunkwise --help": ("floor", 2.0),
+        "chunkwise search (cold)": ("needs", 1.3),
+    }
+    for name, cpu in results.items():
+        line = f"{name:28} {cpu:7.3f} {cpu / floor:8.1f}"
+        if name in budgets:
+            ref_name, limit = budgets[name]
+            ref = floor if ref_name == "floor" else needs
+            ratio = cpu / ref
+            line += f"  {ratio:.2f}x {'the floor' if ref_name == 'floor' else 'its imports'} (budget {limit}x)"
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
