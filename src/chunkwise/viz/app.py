@@ -711,16 +711,19 @@ def _add_chunk_api(app, embedder, max_upload_bytes: int, searchable: bool) -> No
             if not isinstance(text, str) or not isinstance(strategies, str):
                 raise RequestError(400, "text and strategies are form fields, not files")
             specs = _view_specs(strategies, StrategySpec)
-            built = make_strategies(specs, embedder)
+            raw, name = None, None
             if file is not None and not isinstance(file, str) and file.filename:
-                raw = await file.read(max_upload_bytes + 1)
-                doc = upload_document(raw, file.filename, max_upload_bytes)
-            else:
-                doc = _pasted_document(text)
+                raw, name = await file.read(max_upload_bytes + 1), file.filename
         finally:
             await form.close()
-        body, data = render_columns(doc, build_views(doc, built))
-        return {"source": doc.source, "html": body, "data": data}
+
+        def work() -> dict[str, Any]:  # in a thread: chunking a long text must not stall every connection
+            built = make_strategies(specs, embedder)
+            doc = upload_document(raw, name, max_upload_bytes) if raw is not None else _pasted_document(text)
+            body, data = render_columns(doc, build_views(doc, built))
+            return {"source": doc.source, "html": body, "data": data}
+
+        return await asyncio.to_thread(work)
 
 
 #: the page's default column
