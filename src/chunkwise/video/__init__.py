@@ -45,9 +45,9 @@ def load_video(path: str | os.PathLike, tracker: Any = "auto", classes: Iterable
     info = probe(source)
     rule.validate(info.fps)
     if isinstance(trk, MotionTracker) and trk.lost_frames is None:
-        # ByteTrack keeps a lost track as long as the rule waits, so an object back within --gap keeps its ID
+        # a lost object keeps its ID at least as long as the rule waits, so one back within --gap is the same
         trk = copy.copy(trk)
-        trk.lost_frames = max(1, rule.frames(gap, info.fps))
+        trk.lost_frames = max(1, rule.frames(gap, info.fps), int(round(2 * info.fps)))
     sub_path = subtitles_beside(source) if subtitles == "auto" else subtitles
     subs = load_subtitles(sub_path) if sub_path else None
     rule_meta = {"gap": gap, "min_duration": min_duration, "max_duration": max_duration, "pad": pad,

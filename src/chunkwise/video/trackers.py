@@ -47,77 +47,73 @@ class Tracker:
 
 
 class MotionTracker(Tracker):
-    """Background subtraction (OpenCV MOG2) -> boxes -> ByteTrack IDs (``trackers`` library).
+    """Weight-free: a background model finds what is not background, a box tracker makes one ID per object
+    (:mod:`chunkwise.video.motion` says why each part is there).
 
-    ``width``: frames are scaled to this width before subtraction (speed; boxes are scaled back).
-    ``min_area``: smallest blob kept, as a fraction of the frame area. ``var_threshold``: MOG2's
-    sensitivity (higher = fewer, surer foreground pixels). ``lost_frames``: how long ByteTrack keeps an
-    unmatched track alive so an object that reappears keeps its ID (default: one second of frames).
+    ``width``: frames are scaled to this width first (speed; boxes are scaled back). ``min_area``:
+    smallest blob kept, as a share of the frame. ``threshold``: colour difference (0-255) from the
+    background that makes a pixel foreground, after the frame's gain is corrected. ``lost_frames``: how
+    long an object that is not seen keeps its ID (default: the clip rule's gap, at least two seconds).
+    ``hold``: seconds an object that arrived and stands still stays an object (then it becomes background,
+    like a parked car). ``absorb``: seconds before a still blob that never arrived (a ghost, glare) becomes
+    background.
     """
 
     name = "motion"
 
-    def __init__(self, width: int = 480, min_area: float = 0.0008, var_threshold: float = 32.0,
-                 history: int = 500, lost_frames: int | None = None):
+    def __init__(self, width: int = 320, min_area: float = 0.0008, threshold: float = 25.0,
+                 lost_frames: int | None = None, hold: float = 60.0, absorb: float = 1.0):
         self.width = width
         self.min_area = min_area
-        self.var_threshold = var_threshold
-        self.history = history
+        self.threshold = threshold
         self.lost_frames = lost_frames
+        self.hold = hold
+        self.absorb = absorb
 
     def _libs(self):
         try:
             import cv2
-            import supervision as sv
-            from trackers import ByteTrackTracker
         except ImportError as exc:
             raise MissingDependencyError("the motion tracker", "video", getattr(exc, "name", None)) from None
-        return cv2, sv, ByteTrackTracker
+        return cv2
 
     def track(self, info: VideoInfo, classes=None) -> Iterator[tuple[int, list[Detection]]]:
         wanted = class_filter(classes)
         if wanted is not None and "object" not in wanted:
             raise ConfigError("the motion tracker finds moving objects without classes (class 'object'); "
                               "--classes needs --tracker ultralytics:WEIGHTS or tracks:FILE")
-        cv2, sv, ByteTrackTracker = self._libs()
-        import numpy as np
+        cv2 = self._libs()
+        from .motion import Background, BoxTracker
 
         cv2.setNumThreads(1)
-        sub = cv2.createBackgroundSubtractorMOG2(history=self.history, varThreshold=self.var_threshold,
-                                                 detectShadows=False)
-        kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (3, 3))
-        lost = self.lost_frames if self.lost_frames is not None else max(1, int(round(info.fps)))
-        tracker = ByteTrackTracker(lost_track_buffer=lost, frame_rate=info.fps, minimum_consecutive_frames=2)
-        scale = None
+        fps = info.fps
+        lost = self.lost_frames if self.lost_frames is not None else max(1, int(round(2 * fps)))
+        background = Background(fps, threshold=self.threshold, absorb=self.absorb, min_area=self.min_area)
+        boxes: BoxTracker | None = None
+        scale = 1.0
+
+        def detections(ready) -> Iterator[tuple[int, list[Detection]]]:
+            for index, found in ready:
+                yield index, [Detection(index, tid, (float(b[0]) * scale, float(b[1]) * scale,
+                                                     float(b[2] - b[0]) * scale, float(b[3] - b[1]) * scale),
+                                        "object") for tid, b in found]
+
         for index, image in iter_frames(info, width=self.width, fmt="bgr24"):
-            if scale is None:
+            if boxes is None:
                 scale = info.width / image.shape[1] if image.shape[1] else 1.0
-                min_px = self.min_area * image.shape[0] * image.shape[1]
-            mask = sub.apply(image)
-            if index == 0:
-                continue  # the first frame only initialises the background model
-            mask = cv2.morphologyEx(mask, cv2.MORPH_OPEN, kernel)
-            mask = cv2.dilate(mask, kernel, iterations=2)
-            n, _, stats, _ = cv2.connectedComponentsWithStats(mask, connectivity=8)
-            blobs = stats[1:n]
-            blobs = blobs[blobs[:, cv2.CC_STAT_AREA] >= min_px]
-            xyxy = np.empty((len(blobs), 4), dtype=np.float32)
-            xyxy[:, 0] = blobs[:, 0]
-            xyxy[:, 1] = blobs[:, 1]
-            xyxy[:, 2] = blobs[:, 0] + blobs[:, 2]
-            xyxy[:, 3] = blobs[:, 1] + blobs[:, 3]
-            out = tracker.update(sv.Detections(xyxy=xyxy))
-            dets = []
-            ids = out.tracker_id if out.tracker_id is not None else []
-            for box, tid in zip(out.xyxy, ids):
-                if tid is None or int(tid) < 0:
-                    continue  # a track not confirmed yet
-                x0, y0, x1, y1 = (float(v) * scale for v in box)
-                dets.append(Detection(index, int(tid), (x0, y0, x1 - x0, y1 - y0), "object"))
-            yield index, dets
+                margin = 0.02 * image.shape[1]
+                # answers wait one second: an object is named from its first frame once it is sure
+                boxes = BoxTracker(lost, max(1, int(round(self.hold * fps))), margin, travel=2.5 * margin,
+                                   delay=max(1, int(round(fps))))
+            blobs = background.detect(image)
+            ready = boxes.step(index, blobs)
+            background.learn(boxes.protected(index))
+            yield from detections(ready)
+        if boxes is not None:
+            yield from detections(boxes.flush())
 
     def describe(self) -> str:
-        return f"motion (MOG2 at {self.width}px + ByteTrack)"
+        return f"motion (background model at {self.width}px + box tracker)"
 
 
 class UltralyticsTracker(Tracker):

@@ -1,0 +1,426 @@
+"""The weight-free motion tracker's two halves: a background model that finds what is not background, and
+a box tracker that turns those blobs into one ID per object.
+
+Why not MOG2 + ByteTrack as they come: on real footage a person standing still fades into MOG2's
+background after a few seconds (one visit became two or three clips), the empty room then stays
+"foreground" as a ghost for seconds (two visits became one), a camera's auto-exposure lights up the whole
+frame at once (a false clip on an empty road, clip ends 1-2 s late), and one object breaks into many blobs
+whose IDs churn (one car was "110 objects"). So:
+
+- :class:`Background` keeps one background image. Each frame is first corrected for a global gain change
+  (the median ratio of frame to background over the background pixels: auto-exposure and dimming cancel
+  out); when most of the frame still differs, the scene changed as a whole (lights switched) and the
+  background is re-seeded instead of reporting foreground. The background learns only where nothing is
+  tracked: an object that arrived and stands still stays foreground (no fading, so no ghost when it
+  leaves), while a blob that appeared in place and does not move (a ghost, a moved chair, sensor
+  glare) is absorbed after ``absorb`` seconds.
+- :class:`BoxTracker` links blobs to tracks by overlap; fragments of one object (several blobs inside or
+  beside one track's box) join that track, a lost track keeps its ID for ``lost`` frames and gives it back
+  to a blob that reappears near it, and overlapping tracks merge into the older ID. A track is reported
+  once it has been seen on two frames and has moved.
+
+Both work on frames scaled down (the caller's ``width``); boxes are in those pixels.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+#: a blob whose share of pixels that changed over half a second is below this is "still"
+STILL_MOTION = 0.02
+#: ... and above this is "moving" (a track must have moved once to be reported)
+MOVING_MOTION = 0.1
+
+
+@dataclass
+class Blobs:
+    """What :meth:`Background.detect` found in one frame: boxes ``(x0, y0, x1, y1)``, each box's share of
+    pixels in motion, and the frame's foreground share; ``reseeded`` when the scene changed as a whole."""
+
+    boxes: np.ndarray
+    motion: np.ndarray
+    foreground: float
+    reseeded: bool = False
+
+
+class Background:
+    """A background image with gain correction, selective learning and absorption of still blobs.
+
+    ``threshold``: a pixel is foreground when a colour channel differs from the background by more than
+    this (0-255), after gain correction. ``adapt``: seconds over which background pixels follow slow
+    changes. ``absorb``: seconds a blob that is neither moving nor protected stays before it becomes
+    background. ``reseed``: foreground share of the frame above which the whole background is replaced.
+    ``min_area``: smallest blob kept, as a share of the frame.
+    """
+
+    def __init__(
+        self,
+        fps: float,
+        threshold: float = 25.0,
+        adapt: float = 2.0,
+        absorb: float = 1.0,
+        reseed: float = 0.5,
+        min_area: float = 0.0008,
+    ):
+        import cv2
+
+        self.cv2 = cv2
+        self.fps = fps
+        self.threshold = threshold
+        self.alpha = min(1.0, 1.0 / max(1.0, adapt * fps))
+        self.absorb_frames = max(1, int(round(absorb * fps)))
+        self.reseed = reseed
+        self.min_area = min_area
+        self.lag = max(1, int(round(fps / 2)))
+        self.kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (3, 3))
+        self.bg: np.ndarray | None = None
+        self.bg_luma: np.ndarray | None = None
+        self.recent: list[np.ndarray] = []
+        self.still: np.ndarray | None = None
+        self.prev_fg: np.ndarray | None = None
+        self._frame: np.ndarray | None = None
+        self._fg: np.ndarray | None = None
+        self._labels: np.ndarray | None = None
+        self._still_blob: np.ndarray | None = None
+        self.gain = 1.0
+
+    def detect(self, image: np.ndarray) -> Blobs:
+        """Blobs of one frame (``uint8`` H x W x 3); call :meth:`learn` after the tracker has seen them."""
+        cv2 = self.cv2
+        frame = image.astype(np.float32)
+        if self.bg is None:  # the first frame is the background
+            self._reset(frame)
+            return Blobs(np.empty((0, 4), np.float32), np.empty(0), 0.0)
+        assert self.bg_luma is not None
+        luma = cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY)
+        ratio = (luma[::4, ::4] + 1.0) / (self.bg_luma[::4, ::4] + 1.0)
+        if self.prev_fg is not None:
+            sample = ~self.prev_fg[::4, ::4]
+            if sample.mean() > 0.1:
+                ratio = ratio[sample]
+        self.gain = float(np.median(ratio))
+        frame *= 1.0 / self.gain
+        diff = _channel_max(cv2, cv2.absdiff(frame, self.bg))
+        mask = (diff > self.threshold).astype(np.uint8)
+        share = float(mask.mean())
+        if share > self.reseed:  # the whole scene changed (lights, a camera move): start again from it
+            self._reset(frame)
+            return Blobs(np.empty((0, 4), np.float32), np.empty(0), share, reseeded=True)
+        mask = cv2.morphologyEx(mask, cv2.MORPH_OPEN, self.kernel)
+        mask = cv2.dilate(mask, self.kernel, iterations=2)
+        n, labels, stats, _ = cv2.connectedComponentsWithStats(mask, connectivity=8)
+        moving = _channel_max(cv2, cv2.absdiff(frame, self.recent[0])) > self.threshold
+        area = stats[:, cv2.CC_STAT_AREA].astype(np.float64)
+        motion = np.bincount(labels.ravel(), weights=moving.ravel(), minlength=n) / np.maximum(area, 1.0)
+        keep = np.flatnonzero(area >= self.min_area * mask.size)
+        keep = keep[keep > 0]
+        x, y = stats[keep, cv2.CC_STAT_LEFT], stats[keep, cv2.CC_STAT_TOP]
+        w, h = stats[keep, cv2.CC_STAT_WIDTH], stats[keep, cv2.CC_STAT_HEIGHT]
+        boxes = np.stack([x, y, x + w, y + h], axis=1).astype(np.float32) if len(keep) else np.empty((0, 4), np.float32)
+        still = motion < STILL_MOTION
+        still[0] = False
+        self._frame, self._fg, self._labels, self._still_blob = frame, mask.astype(bool), labels, still
+        self.recent.append(frame)
+        if len(self.recent) > self.lag:
+            self.recent.pop(0)
+        return Blobs(boxes, motion[keep], share)
+
+    def _reset(self, frame: np.ndarray) -> None:
+        self.bg = frame.copy()
+        self.bg_luma = self.cv2.cvtColor(self.bg, self.cv2.COLOR_BGR2GRAY)
+        self.still = np.zeros(frame.shape[:2], np.int32)
+        self.prev_fg = None
+        self.recent = [frame]
+        self._frame, self._fg = None, None
+
+    def learn(self, protected: list[tuple[float, float, float, float]]) -> None:
+        """Update the background after a frame: background pixels adapt, pixels inside ``protected`` boxes
+        (objects that arrived and are tracked) are left alone, and still blobs outside them that have been
+        still for ``absorb`` seconds become background."""
+        if self._frame is None or self._fg is None or self.bg is None or self.still is None:
+            return
+        assert self._labels is not None and self._still_blob is not None
+        frame, fg = self._frame, self._fg
+        guard = np.zeros(fg.shape, bool)
+        for x0, y0, x1, y1 in protected:
+            guard[max(0, int(y0)) : int(np.ceil(y1)), max(0, int(x0)) : int(np.ceil(x1))] = True
+        still = self._still_blob[self._labels] & ~guard
+        self.still = np.where(still, self.still + 1, 0)
+        absorbed = self.still >= self.absorb_frames
+        learn = (~fg & ~guard).astype(np.uint8)
+        self.cv2.accumulateWeighted(frame, self.bg, self.alpha, mask=learn)
+        if absorbed.any():
+            np.copyto(self.bg, frame, where=absorbed[:, :, None])
+            self.still[absorbed] = 0
+        self.bg_luma = self.cv2.cvtColor(self.bg, self.cv2.COLOR_BGR2GRAY)
+        self.prev_fg = fg & ~absorbed
+
+
+def _channel_max(cv2: Any, image: np.ndarray) -> np.ndarray:
+    """The largest of the three channels, per pixel (OpenCV's max: several times numpy's ``max(axis=2)``)."""
+    b, g, r = cv2.split(image)
+    return cv2.max(cv2.max(b, g), r)
+
+
+def _overlap(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """IoU of every box in ``a`` (n x 4) with every box in ``b`` (m x 4), and the share of each ``a`` box
+    that lies inside each ``b`` box."""
+    x0 = np.maximum(a[:, None, 0], b[None, :, 0])
+    y0 = np.maximum(a[:, None, 1], b[None, :, 1])
+    x1 = np.minimum(a[:, None, 2], b[None, :, 2])
+    y1 = np.minimum(a[:, None, 3], b[None, :, 3])
+    inter = np.clip(x1 - x0, 0, None) * np.clip(y1 - y0, 0, None)
+    area_a = (a[:, 2] - a[:, 0]) * (a[:, 3] - a[:, 1])
+    area_b = (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1])
+    iou = inter / np.maximum(area_a[:, None] + area_b[None, :] - inter, 1e-9)
+    return iou, inter / np.maximum(area_a[:, None], 1e-9)
+
+
+def _iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return _overlap(a, b)[0]
+
+
+def _area(box: np.ndarray) -> float:
+    return float(max(0.0, box[2] - box[0]) * max(0.0, box[3] - box[1]))
+
+
+def _gap(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The distance between the edges of every box in ``a`` and every box in ``b`` (0 when they touch)."""
+    dx = np.maximum(0, np.maximum(a[:, None, 0] - b[None, :, 2], b[None, :, 0] - a[:, None, 2]))
+    dy = np.maximum(0, np.maximum(a[:, None, 1] - b[None, :, 3], b[None, :, 1] - a[:, None, 3]))
+    return np.maximum(dx, dy)
+
+
+def merge_boxes(boxes: np.ndarray, motion: np.ndarray, margin: float) -> tuple[np.ndarray, np.ndarray]:
+    """Boxes that overlap or lie within ``margin`` pixels of each other as one box (their union), with
+    the area-weighted motion share: the pieces an object breaks into become one detection."""
+    boxes = boxes.copy()
+    motion = motion.astype(np.float64).copy()
+    area = (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
+    merged = True
+    while merged and len(boxes) > 1:
+        merged = False
+        near = _gap(boxes, boxes) <= margin
+        np.fill_diagonal(near, False)
+        for i, j in zip(*np.nonzero(near)):
+            i, j = int(min(i, j)), int(max(i, j))
+            union = np.array(
+                [
+                    min(boxes[i, 0], boxes[j, 0]),
+                    min(boxes[i, 1], boxes[j, 1]),
+                    max(boxes[i, 2], boxes[j, 2]),
+                    max(boxes[i, 3], boxes[j, 3]),
+                ]
+            )
+            box_i, box_j = boxes[i], boxes[j]
+            # pieces of one object: their union is not much more than the pieces (two objects side by
+            # side on a diagonal leave a large empty corner, and stay two)
+            if _area(union) > 1.6 * (_area(box_i) + _area(box_j)) and min(_area(box_i), _area(box_j)) > 0.1 * max(
+                _area(box_i), _area(box_j)
+            ):
+                continue
+            boxes[i] = union
+            motion[i] = (motion[i] * area[i] + motion[j] * area[j]) / max(area[i] + area[j], 1e-9)
+            area[i] = area[i] + area[j]
+            boxes, motion, area = np.delete(boxes, j, 0), np.delete(motion, j), np.delete(area, j)
+            merged = True
+            break
+    return boxes, motion
+
+
+@dataclass
+class Track:
+    """One object: its latest box, when it was first and last seen, and whether it has moved/travelled."""
+
+    id: int
+    box: np.ndarray
+    first: int
+    last: int
+    birth: np.ndarray
+    hits: int = 1
+    moved: bool = False
+    travelled: bool = False
+    last_motion: int = 0
+    velocity: np.ndarray = field(default_factory=lambda: np.zeros(4, np.float32))
+
+    @property
+    def confirmed(self) -> bool:
+        """An object, not noise: seen twice, moving once, and come some way (glare and ghosts stay put)."""
+        return self.hits >= 2 and self.moved and self.travelled
+
+    def predicted(self, frame: int) -> np.ndarray:
+        return self.box + self.velocity * min(frame - self.last, 5)
+
+
+class BoxTracker:
+    """Blobs to object IDs (see the module docstring). ``lost``: frames a track that is not seen keeps
+    its ID; ``hold``: frames an arrived object that no longer moves stays protected from the background;
+    ``margin``: pixels between fragments that still count as one object; ``travel``: pixels a track's
+    centre must move from where it appeared before it counts as an object; ``delay``: frames each frame's
+    answer waits, so a track confirmed (or merged into an older one) within that time is reported from its
+    first frame under its final ID.
+    """
+
+    def __init__(self, lost: int, hold: int, margin: float, travel: float, delay: int):
+        self.lost = lost
+        self.hold = hold
+        self.margin = margin
+        self.travel = travel
+        self.delay = delay
+        self.tracks: list[Track] = []
+        self.next_id = 1
+        self.alias: dict[int, int] = {}
+        self.pending: list[tuple[int, list[tuple[int, np.ndarray]]]] = []
+        self.by_id: dict[int, Track] = {}
+
+    def step(self, frame: int, blobs: Blobs) -> list[tuple[int, list[tuple[int, np.ndarray]]]]:
+        """Take one frame's blobs; answer the frames now ready: ``(frame, [(id, box)])`` of the confirmed
+        objects, ``delay`` frames late. :meth:`flush` answers the rest at the end."""
+        seen = self.update(frame, blobs)
+        self.pending.append((frame, [(t.id, t.box.copy()) for t in seen]))
+        ready = []
+        while self.pending and frame - self.pending[0][0] >= self.delay:
+            ready.append(self._answer(*self.pending.pop(0)))
+        return ready
+
+    def flush(self) -> list[tuple[int, list[tuple[int, np.ndarray]]]]:
+        ready = [self._answer(*p) for p in self.pending]
+        self.pending = []
+        return ready
+
+    def _final(self, tid: int) -> int:
+        while tid in self.alias:
+            tid = self.alias[tid]
+        return tid
+
+    def _answer(self, frame: int, seen: list[tuple[int, np.ndarray]]) -> tuple[int, list[tuple[int, np.ndarray]]]:
+        out: dict[int, np.ndarray] = {}
+        for tid, box in seen:
+            final = self._final(tid)
+            t = self.by_id.get(final)
+            if t is None or not t.confirmed:
+                continue
+            if final in out:  # two pieces of one object on this frame: one box
+                b = out[final]
+                box = np.array([min(b[0], box[0]), min(b[1], box[1]), max(b[2], box[2]), max(b[3], box[3])])
+            out[final] = box
+        return frame, sorted(out.items())
+
+    def update(self, frame: int, blobs: Blobs) -> list[Track]:
+        """Link one frame's blobs to tracks; the tracks seen on it (confirmed or not)."""
+        boxes, motion = (
+            merge_boxes(blobs.boxes, blobs.motion, self.margin) if len(blobs.boxes) else (blobs.boxes, blobs.motion)
+        )
+        self.tracks = [t for t in self.tracks if frame - t.last <= self.lost]
+        live = list(self.tracks)
+        assigned: dict[int, list[int]] = {}
+        free = list(range(len(boxes)))
+        if live and len(boxes):
+            pred = np.stack([t.predicted(frame) for t in live])
+            iou, inside = _overlap(boxes, pred)
+            gap = _gap(boxes, pred)
+            size = np.sqrt(np.maximum((pred[:, 2] - pred[:, 0]) * (pred[:, 3] - pred[:, 1]), 1.0))
+            recent = np.array([frame - t.last for t in live])
+            # overlap (or a piece inside the box) first; else near it; among equals the most recently seen
+            overlaps = (iou > 0.05) | (inside > 0.5)
+            near = gap <= np.maximum(self.margin, 0.5 * size)[None, :]
+            score = np.where(overlaps, 1.0 + iou, np.where(near, 0.5 - gap / (1.0 + size[None, :]), -1.0))
+            score -= 0.01 * np.minimum(recent, 40)[None, :]
+            free = []
+            near_only: list[tuple[int, int]] = []
+            for d in range(len(boxes)):
+                k = int(np.argmax(score[d]))
+                if score[d, k] >= 1.0 - 0.5:
+                    if overlaps[d, k]:
+                        assigned.setdefault(k, []).append(d)
+                    else:
+                        near_only.append((d, k))
+                else:
+                    free.append(d)
+            for d, k in near_only:  # only near a track: takes it up only when nothing overlaps it
+                if k in assigned:
+                    free.append(d)
+                else:
+                    assigned[k] = [d]
+        seen: list[Track] = []
+        for k, ds in assigned.items():
+            t = live[k]
+            b = boxes[ds]
+            box = np.array([b[:, 0].min(), b[:, 1].min(), b[:, 2].max(), b[:, 3].max()], np.float32)
+            m = float(np.average(motion[ds], weights=(b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1]) + 1e-9))
+            self._observe(t, box, m, frame)
+            seen.append(t)
+        for d in free:
+            t = Track(self.next_id, boxes[d].copy(), frame, frame, self._center(boxes[d]))
+            self.next_id += 1
+            t.moved = motion[d] >= MOVING_MOTION
+            t.last_motion = frame
+            self.tracks.append(t)
+            self.by_id[t.id] = t
+            seen.append(t)
+        self._merge(seen)
+        gone = {t.id for t in seen} - {t.id for t in self.tracks}
+        return [t for t in seen if t.id not in gone] + [
+            self.by_id[self._final(i)] for i in gone if self._final(i) not in {t.id for t in seen}
+        ]
+
+    @staticmethod
+    def _center(box: np.ndarray) -> np.ndarray:
+        return np.array([(box[0] + box[2]) / 2, (box[1] + box[3]) / 2], np.float32)
+
+    def _observe(self, t: Track, box: np.ndarray, motion: float, frame: int) -> None:
+        steps = max(1, frame - t.last)
+        t.velocity = 0.5 * t.velocity + 0.5 * (box - t.box) / steps
+        t.box, t.last = box, frame
+        t.hits += 1
+        if motion >= MOVING_MOTION:
+            t.moved = True
+            t.last_motion = frame
+        if not t.travelled:
+            t.travelled = float(np.linalg.norm(self._center(box) - t.birth)) > self.travel
+
+    def _merge(self, seen: list[Track]) -> None:
+        """Tracks seen on this frame whose boxes overlap mostly are one object: the younger joins the older
+        (and earlier frames still waiting are answered with the older ID)."""
+        if len(seen) < 2:
+            return
+        boxes = np.stack([t.box for t in seen])
+        iou = _iou(boxes, boxes)
+        gone: set[int] = set()
+        order = sorted(range(len(seen)), key=lambda i: seen[i].id)
+        for a in order:
+            for b in order:
+                if a == b or seen[a].id in gone or seen[b].id in gone or seen[b].id < seen[a].id:
+                    continue
+                if iou[a, b] > 0.3:
+                    old, young = seen[a], seen[b]
+                    old.box = np.array(
+                        [
+                            min(old.box[0], young.box[0]),
+                            min(old.box[1], young.box[1]),
+                            max(old.box[2], young.box[2]),
+                            max(old.box[3], young.box[3]),
+                        ],
+                        np.float32,
+                    )
+                    old.moved |= young.moved
+                    old.travelled |= young.travelled
+                    old.hits += young.hits
+                    old.last_motion = max(old.last_motion, young.last_motion)
+                    gone.add(young.id)
+                    self.alias[young.id] = old.id
+        self.tracks = [t for t in self.tracks if t.id not in gone]
+
+    def protected(self, frame: int) -> list[Any]:
+        """Boxes the background must not learn: objects that arrived (travelled) and are still held."""
+        return [
+            tuple(t.box)
+            for t in self.tracks
+            if t.travelled and frame - t.last <= self.lost and frame - t.last_motion <= self.hold
+        ]
+
+
+__all__ = ["Background", "BoxTracker", "Blobs", "Track", "merge_boxes"]
