@@ -1,19 +1,27 @@
 """chunkwise: chunk documents where the meaning changes, index them, and measure whether it retrieves better.
 
-The names below are the Python API. Heavy parts (Milvus, embedding back-ends) are imported on first use so
-``import chunkwise`` stays fast.
+The names below are the Python API, each imported on first use so ``import chunkwise`` stays fast.
 """
 
 from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from .api import chunk, chunk_file, chunk_text
-from .document import Chunk, Cue, Document, Page, Section
-from .errors import ChunkwiseError, ConfigError, InputError
-from .strategies import get_strategy
-
+# Every name is imported on first use (PEP 562), so ``import chunkwise`` and ``chunkwise --version`` cost
+# about what Python's start-up does; ``chunkwise.chunk`` brings in the strategies (and numpy) when asked.
 _LAZY = {
+    "chunk": ("chunkwise.api", "chunk"),
+    "chunk_file": ("chunkwise.api", "chunk_file"),
+    "chunk_text": ("chunkwise.api", "chunk_text"),
+    "Chunk": ("chunkwise.document", "Chunk"),
+    "Cue": ("chunkwise.document", "Cue"),
+    "Document": ("chunkwise.document", "Document"),
+    "Page": ("chunkwise.document", "Page"),
+    "Section": ("chunkwise.document", "Section"),
+    "ChunkwiseError": ("chunkwise.errors", "ChunkwiseError"),
+    "ConfigError": ("chunkwise.errors", "ConfigError"),
+    "InputError": ("chunkwise.errors", "InputError"),
+    "get_strategy": ("chunkwise.strategies", "get_strategy"),
     "Index": ("chunkwise.retrieval.index", "Index"),
     "get_embedder": ("chunkwise.embeddings", "get_embedder"),
     "load": ("chunkwise.formats", "load"),
@@ -31,9 +39,14 @@ def __getattr__(name: str):
         import importlib
 
         module, attr = _LAZY[name]
-        return getattr(importlib.import_module(module), attr)
+        value = getattr(importlib.import_module(module), attr)
+        globals()[name] = value  # later look-ups skip this function
+        return value
     raise AttributeError(f"module 'chunkwise' has no attribute {name!r}")
 
 
-__all__ = ["chunk", "chunk_file", "chunk_text", "Chunk", "Cue", "Document", "Page", "Section", "ChunkwiseError", "ConfigError",
-           "InputError", "get_strategy", *_LAZY, "__version__"]
+__all__ = [*_LAZY, "__version__"]
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

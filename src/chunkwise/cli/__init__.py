@@ -15,9 +15,34 @@ from ..errors import ChunkwiseError
 #: command modules, each with ``register(subparsers)``; every sub-parser sets ``func(args) -> int``
 COMMAND_MODULES = ("chunk", "inspect", "embeddings", "index", "evaluate", "strategies", "answers", "video", "viz",
                    "serve")
+#: command -> the module that registers it, so a run imports only its own command's module (and what that
+#: needs): ``chunkwise search`` does not import the strategies' or the video code's dependencies.
+#: ``tests/test_cli_options.py`` checks it against what the modules register.
+COMMANDS = {
+    "chunk": "chunk", "inspect": "inspect", "embed": "embeddings", "distill": "embeddings", "cache": "embeddings",
+    "index": "index", "search": "index", "eval": "evaluate", "tune": "evaluate", "strategies": "strategies",
+    "ask": "answers", "summarize": "answers", "video": "video", "viz": "viz", "serve": "serve",
+}
+#: global options that take a value (the command is the first other word of the command line)
+_VALUE_OPTIONS = ("--embedder", "--embedder-backend", "--base-url", "--cache-dir")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def command_of(argv: list[str]) -> str | None:
+    """The command word of a command line (``None``: none given, e.g. ``chunkwise --help``)."""
+    skip = False
+    for word in argv:
+        if skip:
+            skip = False
+        elif word in _VALUE_OPTIONS:
+            skip = True
+        elif word == "--" or not word.startswith("-"):
+            return word if word in COMMANDS else None
+    return None
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser, or with ``command`` one with only that command's module registered (what a run
+    of that command needs; argparse never looks at the other sub-parsers then)."""
     from .. import __version__
 
     parser = argparse.ArgumentParser(
@@ -27,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"chunkwise {__version__}")
     add_global_options(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
+    for name in COMMAND_MODULES if command is None else (COMMANDS[command],):
         try:
             module = importlib.import_module(f"{__name__}.{name}")
         except ModuleNotFoundError as exc:  # a command group not built yet
@@ -81,8 +106,14 @@ def main(argv: list[str] | None = None) -> int:
 
     # old names still work; say so (Python hides DeprecationWarning outside __main__)
     warnings.filterwarnings("default", category=ChunkwiseDeprecationWarning)
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    if words == ["--version"]:  # the one answer that needs no parser
+        from .. import __version__
+
+        print(f"chunkwise {__version__}")
+        return 0
+    parser = build_parser(command_of(words))
+    args = parser.parse_args(words)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

@@ -1,0 +1,79 @@
+"""The CLI starts like a small tool: ``--version`` without the package's dependencies, and a command that
+imports only its own module. (What start-up costs is measured in benchmarks/bench_startup.py.)"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import subprocess
+import sys
+
+import pytest
+
+from chunkwise.cli import COMMAND_MODULES, COMMANDS, build_parser, command_of, main
+
+
+def registered(module: str) -> set[str]:
+    """The commands ``chunkwise.cli.MODULE.register`` adds to a parser."""
+    sub = argparse.ArgumentParser().add_subparsers()
+    importlib.import_module(f"chunkwise.cli.{module}").register(sub)
+    return set(sub.choices)
+
+
+def test_the_command_table_is_what_the_modules_register():
+    by_module: dict[str, set[str]] = {}
+    for command, module in COMMANDS.items():
+        by_module.setdefault(module, set()).add(command)
+    assert set(by_module) == set(COMMAND_MODULES)
+    for module in COMMAND_MODULES:
+        assert registered(module) == by_module[module], module
+
+
+@pytest.mark.parametrize(
+    ("argv", "command"),
+    [
+        (["search", "q"], "search"),
+        (["--embedder", "static", "index", "docs/"], "index"),
+        (["--cache-dir", "search", "ask", "q"], "ask"),  # an option's value is not the command
+        (["-q", "--no-cache", "eval", "ds"], "eval"),
+        (["--help"], None),
+        ([], None),
+        (["nonsense"], None),
+    ],
+)
+def test_command_of(argv, command):
+    assert command_of(argv) == command
+
+
+def test_one_command_parser_parses_like_the_whole_one():
+    argv = ["--embedder", "static", "search", "lens", "-k", "3", "--db", "x.db"]
+    assert vars(build_parser("search").parse_args(argv)).keys() == vars(build_parser().parse_args(argv)).keys()
+    assert build_parser("search").parse_args(argv).k == 3
+
+
+def test_version_imports_nothing_heavy():
+    code = (
+        "import sys; from chunkwise.cli import main; main(['--version']); "
+        "print(sorted(m for m in ('numpy', 'chunkwise.strategies', 'pymilvus', 'onnxruntime') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True).stdout
+    assert out.splitlines() == ["chunkwise 0.1.0", "[]"]
+
+
+def test_import_chunkwise_is_lazy_and_complete():
+    code = (
+        "import sys, chunkwise; heavy = 'numpy' in sys.modules; "
+        "missing = [n for n in chunkwise.__all__ if getattr(chunkwise, n, None) is None]; print(heavy, missing)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True).stdout
+    assert out.strip() == "False []"
+
+
+def test_version_and_help_exit_cleanly(capsys):
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip().startswith("chunkwise ")
+    with pytest.raises(SystemExit) as exc:
+        main(["--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert all(command in out for command in COMMANDS)
