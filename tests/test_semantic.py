@@ -63,6 +63,57 @@ def test_seed_example_two_chunks(minilm, name, params):
     assert [c.text for c in chunks] == [PUMP, CAFETERIA]
 
 
+# The same five sentences with a shorter last one: the cafeteria notice is 23 MiniLM tokens, under the
+# 24-token min_tokens default, and its adjacent distances (0.52 0.61 1.04 0.62) are those of the
+# reported example. The min_tokens merge used to glue it back onto the pump across the strongest cut.
+SHORT_SEED = SEED.replace("are 11:30 to 14:00 on weekdays.", "are 11:30 to 14:00.")
+SHORT_CAFETERIA = SHORT_SEED[SHORT_SEED.index("The staff"):]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_short_topic_survives_min_tokens_defaults(minilm, name):
+    strategy = get_strategy(name, embedder=minilm)
+    assert minilm.tokenizer.count(SHORT_CAFETERIA) < strategy.effective_min_tokens()
+    chunks = strategy.chunk(Document(SHORT_SEED))
+    assert [c.text for c in chunks] == [PUMP, SHORT_CAFETERIA]
+    rows = strategy.explain(SHORT_SEED)
+    assert [r["breakpoint"] for r in rows] == [False, False, True, False, True]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_cli_short_topic_two_chunks_with_defaults(tmp_path, capsys, name):
+    from chunkwise.cli import main
+
+    path = tmp_path / "pump.txt"
+    path.write_text(SHORT_SEED + "\n", encoding="utf-8")
+    assert main(["--no-cache", "chunk", str(path), "-s", name, "--format", "jsonl"]) == 0
+    texts = [json.loads(line)["text"] for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    assert texts == [PUMP, SHORT_CAFETERIA]
+
+
+def test_decisive_cut_is_never_merged_across():
+    """A short segment after a cut far above the document's typical distance joins the other side or
+    stays alone; without the rule it joined the more similar neighbour across the cut."""
+    from chunkwise.strategies.units import DECISIVE_MARGIN, decisive_cuts, merge_small
+
+    # units 0-2 one topic, 3-4 another; unit 2->3 distance 1.0, the others about 0.3
+    a, b = np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0])
+    vecs = l2_normalize(np.stack([a, a + 0.4 * b, a + 0.2 * b, b + 0.3 * a, b]).astype(np.float32))
+    units = Units(spans=[(i * 10, i * 10 + 9) for i in range(5)], tokens=np.array([10, 10, 10, 5, 5]),
+                  gaps=np.zeros(4, dtype=np.int64), vectors=vecs)
+    d = units.adjacent_distances()
+    assert d[2] >= np.median(d) + DECISIVE_MARGIN > max(d[0], d[1], d[3])
+    assert decisive_cuts(units, [3]) == {3}
+    assert merge_small(units, [0, 3, 5], min_tokens=24, max_tokens=256) == [0, 5]  # the old behaviour
+    assert merge_small(units, [0, 3, 5], min_tokens=24, max_tokens=256, keep={3}) == [0, 3, 5]
+    # a cut that is not decisive still merges, and a sliver inside a topic still folds into a neighbour
+    assert decisive_cuts(units, [1]) == set()
+    assert merge_small(units, [0, 1, 3, 5], min_tokens=15, max_tokens=256, keep={3}) == [0, 3, 5]
+    # one unit alone is a sliver, not a topic: it folds into its nearer neighbour even across a kept cut
+    # (unit 3 joins unit 4), and the two-unit segment that results is then held apart at cut 3
+    assert merge_small(units, [0, 3, 4, 5], min_tokens=24, max_tokens=256, keep={3, 4}) == [0, 3, 5]
+
+
 def test_embedded_once_real_model(minilm):
     before = minilm.texts_embedded
     get_strategy("semantic", embedder=minilm, buffer_size=2).chunk(SEED)

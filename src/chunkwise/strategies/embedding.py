@@ -12,8 +12,9 @@ they decide where meaning changes. Everything around that decision must be right
 3. **Decide.** The strategy returns cut positions between units, plus the per-unit numbers that explain them
    (:class:`Decision`).
 4. **Shape.** Segments over the cap are cut (at the largest distance inside them, or greedily), segments under
-   ``min_tokens`` merge into the more similar neighbour where the cap allows, ``overlap`` repeats whole
-   trailing units, and exact token counts are checked before :func:`build_chunks` makes the chunks.
+   ``min_tokens`` merge into the more similar neighbour where the cap allows, but never across a decisive
+   topic change (:func:`~.units.decisive_cuts`), ``overlap`` repeats whole trailing units, and exact token
+   counts are checked before :func:`build_chunks` makes the chunks.
 5. **Keep the vectors.** Each chunk carries ``sentence_vectors`` and ``sentence_spans``; :func:`chunk_vectors`
    turns them into chunk vectors for indexing by pooling, or embeds the chunk text.
 
@@ -43,6 +44,7 @@ from .units import (
     Units,
     add_overlap,
     exact_fit,
+    decisive_cuts,
     merge_small,
     split_over_cap,
     split_over_chars,
@@ -189,7 +191,9 @@ class EmbeddingStrategy(Strategy):
         max_chars = max_chars_for(self.max_tokens)
         fitted, added = split_over_chars(units, fitted, max_chars)
         causes.update(dict.fromkeys(added, "max_tokens"))
-        fitted = merge_small(units, fitted, self.effective_min_tokens(), self.max_tokens, max_chars)
+        # the strategy's own cuts at a clear topic change survive min_tokens (a short genuine topic stays)
+        keep = decisive_cuts(units, [c for c in cuts if c not in decision.cap_cuts])
+        fitted = merge_small(units, fitted, self.effective_min_tokens(), self.max_tokens, max_chars, keep)
         causes = {c: causes.get(c, self.cut_cause) for c in fitted[1:-1]}
         return add_overlap(units, fitted, self.overlap, self.max_tokens, max_chars), causes
 
