@@ -265,3 +265,50 @@ def test_unchanged_video_is_recognised_by_its_file_hash_before_tracking(scene, t
         changed = ix.add([str(folder)])
         assert (changed.indexed, len(calls)) == (2, 2)
         assert ix.add([str(folder)]).skipped == 3 and len(calls) == 2
+
+
+# -- the motion tracker on what real footage does ------------------------------------------------------------------
+def spans(chunks):
+    return [(c.start_frame, c.end_frame) for c in chunks]
+
+
+def near(found, truth, frames=2):
+    return len(found) == len(truth) and all(abs(a - x) <= frames and abs(b - y) <= frames
+                                            for (a, b), (x, y) in zip(found, truth))
+
+
+@pytest.mark.slow  # 440 frames encoded and tracked (~8 s on a shared 2-core machine)
+@pytest.mark.timeout(120)
+def test_an_object_standing_still_stays_one_object_and_leaves_no_ghost(tmp_path):
+    """Someone walks in, stands still for 10 s and walks on; a second one arrives 1.6 s after the first
+    left. A background model that learns the still object splits the first visit, and the ghost it leaves
+    where the object stood joins the second visit."""
+    shapes = [Shape(10, 330, x=20, y=80, vx=2, size=40, stop=(50, 299)),
+              Shape(370, 420, x=250, y=60, vx=-2, color=(40, 40, 230))]
+    video = write_video(tmp_path / "still.mp4", shapes, 440)
+    chunks = clips(video, tracker="motion")
+    assert near(spans(chunks), [(10, 330), (370, 420)]), spans(chunks)
+    assert [len(c.track_ids) for c in chunks] == [1, 1]
+
+
+@pytest.mark.timeout(120)
+def test_whole_frame_light_changes_are_not_objects(tmp_path):
+    """Auto-exposure dims the whole frame while nothing is there, then the light changes colour at once;
+    a square crossing during a second dip gives the one clip, ending when the square does."""
+    def gain(f):
+        dip = 1.0 - 0.4 * max(0.0, 1 - abs(f - 50) / 25) - 0.4 * max(0.0, 1 - abs(f - 200) / 25)
+        colour = (1.5, 1.0, 0.6) if f >= 110 else (1.0, 1.0, 1.0)
+        return [dip * c for c in colour]
+
+    video = write_video(tmp_path / "light.mp4", [Shape(180, 220, x=30, y=100, vx=3)], 250, gain=gain)
+    chunks = clips(video, tracker="motion")
+    assert near(spans(chunks), [(180, 220)]), spans(chunks)
+
+
+@pytest.mark.timeout(60)
+def test_an_object_seen_in_pieces_is_one_object(tmp_path):
+    """A shape the subtractor sees as two blobs (a gap through it) is one object, in the IDs and the text."""
+    video = write_video(tmp_path / "pieces.mp4", [Shape(20, 120, x=20, y=80, vx=2, size=40, split=5)], 150)
+    chunks = clips(video, tracker="motion")
+    assert near(spans(chunks), [(20, 120)]), spans(chunks)
+    assert len(chunks[0].track_ids) == 1 and ": 1 object" in chunks[0].text
