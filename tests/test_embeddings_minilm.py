@@ -454,8 +454,8 @@ def _good_graph() -> Path:
 
 def _damaged_copy(folder: Path, how: str, matching_record: bool = False) -> Path:
     """A copy of the good graph and its record in ``folder``, damaged as the outside campaign did: 4 KB
-    flipped in the middle (same size), or cut in half; with ``matching_record`` the record is made to vouch
-    for the damaged bytes (so only the canary can tell)."""
+    scrambled inside the first attention weight (same size), or cut in half; with ``matching_record`` the
+    record is made to vouch for the damaged bytes (so only the canary can tell)."""
     import hashlib
     import json
     import shutil
@@ -466,7 +466,9 @@ def _damaged_copy(folder: Path, how: str, matching_record: bool = False) -> Path
     data = bytearray(good.read_bytes())
     if how == "flip":  # inside the first attention weight (the middle of the file is the word embeddings)
         at = _first_matmul_weight_offset(good, bytes(data)) + 4096
-        data[at: at + 4096] = bytes(255 - b for b in data[at: at + 4096])
+        # the 1,024 float32 weights there in reverse order: finite, plausible, wrong (inverting the bytes
+        # instead gives NaN, which the index's own finiteness check already stopped)
+        data[at : at + 4096] = np.frombuffer(bytes(data[at : at + 4096]), dtype=np.float32)[::-1].tobytes()
     else:
         del data[len(data) // 2:]
     target.write_bytes(bytes(data))
@@ -499,7 +501,7 @@ def _first_matmul_weight_offset(graph: Path, data: bytes) -> int:
 @pytest.mark.parametrize("how", ["flip", "truncate"])
 def test_a_damaged_rewritten_graph_is_rebuilt(minilm, tmp_path, how):
     """A graph whose bytes no longer match its recorded SHA-256 is rebuilt (one warning line), then used: the
-    vectors are a clean run's. Before, 4 KB flipped gave wrong vectors silently (cosine ~0.04) and a cut
+    vectors are a clean run's. Before, 4 KB scrambled gave wrong vectors silently and a cut
     graph ended in an InvalidProtobuf traceback, every run."""
     import warnings
 

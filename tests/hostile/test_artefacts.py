@@ -48,7 +48,7 @@ def _good_graph() -> Path:
 
 def _cache_with_graph(folder: Path, damage: str | None = None) -> Path:
     """A cache directory holding a copy of the good graph and its record (no rewrite needed), the graph
-    damaged as the campaign did: ``flip`` (4 KB inverted inside the first attention weight, same size) or
+    damaged as the campaign did: ``flip`` (4 KB scrambled inside the first attention weight, same size) or
     ``cut`` (the second half gone)."""
     import onnx
 
@@ -62,7 +62,9 @@ def _cache_with_graph(folder: Path, damage: str | None = None) -> Path:
         raw = next(inits[i].raw_data for i in node.input if i in inits)
         at = data.find(raw[:256]) + 4096
         assert at > 4096
-        data[at : at + 4096] = bytes(255 - b for b in data[at : at + 4096])
+        # the 1,024 float32 weights there in reverse order: finite, plausible, wrong (inverting the bytes
+        # instead gives NaN, which the index's own finiteness check already stopped)
+        data[at : at + 4096] = np.frombuffer(bytes(data[at : at + 4096]), dtype=np.float32)[::-1].tobytes()
     elif damage == "cut":
         del data[len(data) // 2 :]
     (folder / good.name).write_bytes(bytes(data))
