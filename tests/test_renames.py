@@ -240,6 +240,8 @@ def test_cli_index_passes_late_window(monkeypatch, tmp_path):
     seen = {}
 
     class FakeIndex:
+        store = None  # no store to check for write access
+
         def __enter__(self):
             return self
 

@@ -20,7 +20,6 @@ from typing import Any
 from ..deprecation import ChunkwiseDeprecationWarning
 from ..errors import ConfigError
 from ..strategies import STRATEGY_NAMES
-from ..strategies.factory import make_strategy, parse_value
 
 
 class DeprecatedFlag(argparse.Action):
@@ -145,6 +144,8 @@ def parse_params(items: list[str]) -> dict[str, Any]:
         if "=" not in item:
             raise ConfigError(f"--param expects NAME=VALUE, got {item!r}")
         key, value = item.split("=", 1)
+        from ..strategies.factory import parse_value
+
         params[key.strip().replace("-", "_")] = parse_value(value.strip())
     return params
 
@@ -183,4 +184,6 @@ def strategy_params_from_args(args: argparse.Namespace) -> tuple[str, dict[str, 
 def strategy_from_args(args: argparse.Namespace, embedder=None):
     """Build the strategy; semantic strategies get the global ``--embedder`` unless a parameter names one."""
     name, params = strategy_params_from_args(args)
+    from ..strategies.factory import make_strategy
+
     return make_strategy(name, params, embedder)

@@ -5,9 +5,27 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from typing import TYPE_CHECKING
+
 from ..deprecation import renamed
 from ..errors import ConfigError
-from .base import Strategy, build_chunks, regions, trim_span
+
+if TYPE_CHECKING:
+    from .base import Strategy, build_chunks, regions, trim_span
+
+#: names of ``strategies.base`` re-exported here, imported on first use: a command line that only needs
+#: the strategy names (``--strategy`` choices) does not import the tokenizers and numpy
+_BASE_NAMES = ("Strategy", "build_chunks", "regions", "trim_span")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _BASE_NAMES:
+        from . import base
+
+        value = getattr(base, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 #: name -> "module:Class", imported on first use so `chunkwise chunk` never loads embedding code it skips
 _REGISTRY: dict[str, str] = {
