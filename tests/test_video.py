@@ -312,3 +312,22 @@ def test_an_object_seen_in_pieces_is_one_object(tmp_path):
     chunks = clips(video, tracker="motion")
     assert near(spans(chunks), [(20, 120)]), spans(chunks)
     assert len(chunks[0].track_ids) == 1 and ": 1 object" in chunks[0].text
+
+
+@pytest.mark.timeout(60)
+def test_clip_text_says_where_objects_enter_and_leave_and_how_they_move(tmp_path):
+    """Clips are found by what happens in them: the edge an object comes in by and goes out by, its
+    direction, how long it stays and how big it is."""
+    crossing = Shape(20, 90, x=0, y=100, vx=4.1, size=40)  # from the left edge to the right edge
+    video = write_video(tmp_path / "cross.mp4", [crossing], 110)
+    (chunk,) = clips(video, tracker="motion")
+    assert ": 1 object. object 1 enters at 0:00.8 from the left, moves right, leaves at 0:03.6 to the right" in chunk.text
+    assert "s in view, medium)" in chunk.text
+
+
+def test_clip_text_counts_classes_from_tracks(scene, tmp_path):
+    mot = tmp_path / "cls.txt"  # MOT16 ground truth: column 8 is the class (1 pedestrian, 3 car)
+    mot.write_text("".join(f"{f},{tid},{10 + f},50,40,30,1,{cls},1\n" for f in range(21, 60)
+                           for tid, cls in ((1, 3), (2, 3), (3, 1))))
+    (chunk,) = clips(scene, tracker=f"tracks:{mot}")
+    assert ": 3 objects (2 cars, 1 pedestrian). car 1 enters at 0:00.8 at the upper left, moves right" in chunk.text

@@ -107,7 +107,9 @@ def build_document(clips: list[Clip], source: str, subtitles: Document | None = 
     """The document and its chunks for ``clips`` of the video ``source``."""
     from ..segmentation.tokenizers import resolve_tokenizer
 
-    texts = [describe(c, source, subtitles) for c in clips]
+    meta = metadata or {}
+    frame_size = (meta["width"], meta["height"]) if meta.get("width") and meta.get("height") else None
+    texts = [describe(c, source, subtitles, frame_size) for c in clips]
     text = SEPARATOR.join(texts)
     name = os.path.basename(source) if source and not source.startswith("<") else None
     doc = VideoDocument(text=text, source=source, metadata=dict(metadata or {}), title=name)

@@ -275,6 +275,7 @@ class BoxTracker:
         self.alias: dict[int, int] = {}
         self.pending: list[tuple[int, list[tuple[int, np.ndarray]]]] = []
         self.by_id: dict[int, Track] = {}
+        self.public: dict[int, int] = {}
 
     def step(self, frame: int, blobs: Blobs) -> list[tuple[int, list[tuple[int, np.ndarray]]]]:
         """Take one frame's blobs; answer the frames now ready: ``(frame, [(id, box)])`` of the confirmed
@@ -303,11 +304,13 @@ class BoxTracker:
             t = self.by_id.get(final)
             if t is None or not t.confirmed:
                 continue
+            if final not in self.public:  # objects are numbered 1, 2, ... in the order they are confirmed
+                self.public[final] = len(self.public) + 1
             if final in out:  # two pieces of one object on this frame: one box
                 b = out[final]
                 box = np.array([min(b[0], box[0]), min(b[1], box[1]), max(b[2], box[2]), max(b[3], box[3])])
             out[final] = box
-        return frame, sorted(out.items())
+        return frame, sorted((self.public[k], box) for k, box in out.items())
 
     def update(self, frame: int, blobs: Blobs) -> list[Track]:
         """Link one frame's blobs to tracks; the tracks seen on it (confirmed or not)."""

@@ -28,14 +28,22 @@ from ..errors import ConfigError, InputError
 from .tracks import Detection
 
 
+Box = tuple[float, float, float, float]
+
+
 @dataclass
 class ClipObject:
-    """A tracked object inside one clip: its first and last frame there (inclusive)."""
+    """A tracked object inside one clip: its first and last frame there (inclusive) and, when the tracker
+    gave boxes, its box ``(x, y, w, h)`` on those frames and its largest box area (what the clip text says
+    about where it enters and leaves, which way it moves and how big it is)."""
 
     track_id: int
     cls: str
     first_frame: int
     last_frame: int
+    first_box: Box | None = None
+    last_box: Box | None = None
+    max_area: float = 0.0
 
 
 @dataclass
@@ -83,21 +91,31 @@ class _Event:
         self.last = frame
         self.present: dict[int, tuple[int, ...]] = {}
         self.cls: dict[int, str] = {}
+        self.boxes: dict[int, dict[int, Box]] = {}
 
-    def add(self, frame: int, ids: dict[int, str]) -> None:
+    def add(self, frame: int, ids: dict[int, str], boxes: dict[int, Box] | None = None) -> None:
         self.last = frame
         self.present[frame] = tuple(sorted(ids))
         self.cls.update(ids)
+        if boxes:
+            self.boxes[frame] = boxes
 
     def objects(self, a: int, b: int) -> list[ClipObject]:
-        """Objects present within frames ``[a, b]`` with their first and last frame there."""
+        """Objects present within frames ``[a, b]`` with their first and last frame (and box) there."""
         first: dict[int, int] = {}
         last: dict[int, int] = {}
+        area: dict[int, float] = {}
         for f in range(max(a, self.start), min(b, self.last) + 1):
+            boxes = self.boxes.get(f, {})
             for tid in self.present.get(f, ()):
                 first.setdefault(tid, f)
                 last[tid] = f
-        return [ClipObject(t, self.cls[t], first[t], last[t]) for t in sorted(first, key=lambda t: (first[t], t))]
+                box = boxes.get(tid)
+                if box is not None:
+                    area[tid] = max(area.get(tid, 0.0), box[2] * box[3])
+        return [ClipObject(t, self.cls[t], first[t], last[t], self.boxes.get(first[t], {}).get(t),
+                           self.boxes.get(last[t], {}).get(t), area.get(t, 0.0))
+                for t in sorted(first, key=lambda t: (first[t], t))]
 
 
 class ClipRule:
@@ -150,9 +168,11 @@ class ClipRule:
             if frame <= prev:
                 raise InputError(f"frames must come in increasing order (frame {frame} after {prev})")
             prev = frame
+            dets = list(dets)
             ids = {d.track_id: d.cls for d in dets}
             if not ids:
                 continue
+            boxes = {d.track_id: d.box for d in dets if d.box[2] > 0 and d.box[3] > 0}
             if event is not None and frame - event.last - 1 >= gap_frames:
                 yield event
                 event = None
@@ -162,7 +182,7 @@ class ClipRule:
             seen.update(ids)
             if event is None:
                 event = _Event(frame)
-            event.add(frame, ids)
+            event.add(frame, ids, boxes)
         if event is not None:
             yield event
 

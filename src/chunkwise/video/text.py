@@ -60,27 +60,125 @@ def speech(subtitles: Document | None, start: float, end: float) -> str:
     return " ".join(s for s in said if s)
 
 
-def describe(clip: Clip, source: str, subtitles: Document | None = None) -> str:
-    """The searchable text of one clip: time range, objects entering and leaving, speech."""
+#: the frame's edges, each with the unit vector pointing into the frame (image y grows downwards)
+_EDGES = {"left": (1.0, 0.0), "right": (-1.0, 0.0), "top": (0.0, 1.0), "bottom": (0.0, -1.0)}
+#: a box this close to an edge (share of the frame) touches it
+EDGE = 0.03
+#: a move shorter than this share of the frame is "staying in place"
+MOVE = 0.1
+
+
+def _center(box) -> tuple[float, float]:
+    return box[0] + box[2] / 2, box[1] + box[3] / 2
+
+
+def _touching(box, width: float, height: float) -> list[str]:
+    x, y, w, h = box
+    sides = []
+    if x <= EDGE * width:
+        sides.append("left")
+    if x + w >= (1 - EDGE) * width:
+        sides.append("right")
+    if y <= EDGE * height:
+        sides.append("top")
+    if y + h >= (1 - EDGE) * height:
+        sides.append("bottom")
+    return sides
+
+
+def _region(box, width: float, height: float) -> str:
+    """Where in the frame a box is, in words (thirds of the frame)."""
+    cx, cy = _center(box)
+    col = ("left", "", "right")[min(2, int(3 * cx / width))]
+    row = ("upper", "", "lower")[min(2, int(3 * cy / height))]
+    if not col and not row:
+        return "in the centre"
+    return "at the " + " ".join(w for w in (row, col) if w) + ("" if col else " middle")
+
+
+def _side(box, move: tuple[float, float], width: float, height: float, entering: bool) -> str:
+    """The edge an object comes in from (``entering``) or goes out by, else where in the frame it is.
+    Of several edges a box touches, the one its motion leads away from (in) or towards (out)."""
+    sides = _touching(box, width, height)
+    if not sides:
+        return _region(box, width, height)
+    sign = 1.0 if entering else -1.0
+    best = max(sides, key=lambda e: sign * (_EDGES[e][0] * move[0] + _EDGES[e][1] * move[1]))
+    if entering:
+        return "from the " + best
+    return "at the " + best if best in ("top", "bottom") else "to the " + best
+
+
+def _direction(move: tuple[float, float]) -> str | None:
+    """``moves right``, ``moves up and left``...; ``None`` for a move shorter than :data:`MOVE`."""
+    dx, dy = move
+    if max(abs(dx), abs(dy)) < MOVE:
+        return None
+    horizontal = "right" if dx > 0 else "left"
+    vertical = "down" if dy > 0 else "up"
+    if abs(dx) >= MOVE and abs(dy) >= MOVE and 0.5 <= abs(dx) / abs(dy) <= 2:
+        return f"moves {vertical} and {horizontal}"
+    return f"moves {horizontal}" if abs(dx) > abs(dy) else f"moves {vertical}"
+
+
+def size_class(area: float, width: float, height: float) -> str:
+    """``small`` (under 1% of the frame), ``medium`` (under 10%) or ``large``."""
+    share = area / max(1.0, width * height)
+    return "small" if share < 0.01 else "medium" if share < 0.1 else "large"
+
+
+def _object_text(o, clip: Clip, frame_size: tuple[int, int] | None) -> str:
     fps = clip.fps
+    # an object at the very start or end of a clip entered or left then, unless a cut of a longer event
+    # (max_duration) is what ends the piece there
+    entered = o.first_frame > clip.start_frame or o.first_frame == clip.event_start
+    left = o.last_frame < clip.end_frame or o.last_frame == clip.event_end
+    enter = f"enters at {format_time(o.first_frame / fps)}" if entered else "in view from the start"
+    leave = f"leaves at {format_time((o.last_frame + 1) / fps)}" if left else "still in view at the end"
+    if not frame_size or o.first_box is None or o.last_box is None:
+        return f"{o.cls} {o.track_id} {enter}, {leave}"
+    width, height = frame_size
+    (x0, y0), (x1, y1) = _center(o.first_box), _center(o.last_box)
+    move = ((x1 - x0) / width, (y1 - y0) / height)
+    parts = [f"{o.cls} {o.track_id} {enter} {_side(o.first_box, move, width, height, True)}"]
+    direction = _direction(move)
+    if direction:
+        parts.append(direction)
+    elif (o.last_frame - o.first_frame + 1) / fps >= 1.0:
+        parts.append("stays in place")
+    parts.append(f"{leave} {_side(o.last_box, move, width, height, False)}")
+    seconds = (o.last_frame - o.first_frame + 1) / fps
+    return ", ".join(parts) + f" ({seconds:.1f} s in view, {size_class(o.max_area, width, height)})"
+
+
+def _count(clip: Clip) -> str:
+    """``1 object``, ``3 objects``; with classes ``3 objects (2 cars, 1 person)``."""
+    n = len(clip.objects)
+    head = f"{n} object{'s' if n != 1 else ''}"
+    classes = clip.classes
+    if classes and classes != ["object"]:
+        counts: dict[str, int] = {}
+        for o in clip.objects:
+            counts[o.cls] = counts.get(o.cls, 0) + 1
+        head += " (" + ", ".join(f"{k} {c}{'s' if k != 1 and not c.endswith('s') else ''}"
+                                 for c, k in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))) + ")"
+    return head
+
+
+def describe(clip: Clip, source: str, subtitles: Document | None = None,
+             frame_size: tuple[int, int] | None = None) -> str:
+    """The searchable text of one clip: time range, how many objects (of which classes), each one's entry
+    and exit (with ``frame_size`` and boxes also the edge it comes in by and goes out by, its direction of
+    motion, how long it stays and its size), and the speech."""
     name = Path(source).name if source and not source.startswith("<") else source
     head = f"{format_time(clip.start_time)}-{format_time(clip.end_time)} ({clip.duration:.1f} s)"
     if name:
         head += f" in {name}"
-    classes = clip.classes
     n = len(clip.objects)
-    head += f": {n} object{'s' if n != 1 else ''}"
-    if classes and classes != ["object"]:
-        head += f" ({', '.join(classes)})"
+    head += ": " + _count(clip)
     if clip.split is not None:
         head += f", part {clip.split + 1} of a longer event"
-    parts = []
-    for o in clip.objects[:MAX_LISTED]:
-        enter = (f"enters at {format_time(o.first_frame / fps)}" if o.first_frame > clip.start_frame
-                 else "in view from the start")
-        leave = (f"leaves at {format_time((o.last_frame + 1) / fps)}" if o.last_frame < clip.end_frame
-                 else "still in view at the end")
-        parts.append(f"{o.cls} {o.track_id} {enter}, {leave}")
+    parts = [_object_text(o, clip, frame_size) for o in clip.objects[:MAX_LISTED]]
     text = head + ". " + "; ".join(parts) + "."
     if n > MAX_LISTED:
         text = text[:-1] + f"; and {n - MAX_LISTED} more objects."
@@ -90,4 +188,4 @@ def describe(clip: Clip, source: str, subtitles: Document | None = None) -> str:
     return text
 
 
-__all__ = ["describe", "format_time", "subtitles_beside", "load_subtitles", "speech", "SUBTITLE_EXTENSIONS"]
+__all__ = ["describe", "size_class", "format_time", "subtitles_beside", "load_subtitles", "speech", "SUBTITLE_EXTENSIONS"]
