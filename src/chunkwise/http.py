@@ -330,6 +330,10 @@ class JSONClient:
                 last, retry_after = exc.reason, exc.retry_after
             if not self._wait(attempts, retry_after, deadline_at, last):
                 raise self.error(self.redact(f"{last}; gave up after {_n(attempts)}"), source=self.url)
+        return self.decode(raw)
+
+    def decode(self, raw: bytes) -> Any:
+        """``raw`` as JSON, or the one error every use reports for a body that is not JSON."""
         try:
             return json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, ValueError):

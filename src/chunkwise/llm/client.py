@@ -294,9 +294,9 @@ class ChatClient(ChatSettings):
         """Text pieces of a streamed answer. Retries happen only before the response starts."""
         with self.http.open(payload, accept="text/event-stream") as resp:
             if "event-stream" not in resp.content_type:  # a server that does not stream: one JSON answer
-                raw = resp.read()
+                data = self.http.decode(resp.read())
                 try:
-                    yield _answer_text(json.loads(raw.decode("utf-8")))
+                    yield _answer_text(data)
                 except EmptyAnswerError as exc:
                     raise EmptyAnswerError(exc.problem, source=self.url) from None
                 except (ValueError, KeyError, IndexError, TypeError) as exc:
