@@ -346,3 +346,20 @@ def test_embedder_base_class_keeps_one_name():
     assert "max_tokens" not in vars(Embedder) or isinstance(vars(Embedder)["max_tokens"], property)
     assert Embedder.model_window == 0
     assert issubclass(ChunkwiseDeprecationWarning, DeprecationWarning)
+
+
+def test_every_deprecation_names_its_removal_release(capsys):
+    """Old names warn with what replaces them and the release that removes them, in one wording."""
+    from chunkwise.deprecation import REMOVED_IN
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        get_strategy("semantic", window=2, embedder=FakeEmbedder())
+        FakeEmbedder().max_tokens  # noqa: B018 - the deprecated attribute read is the test
+        with pytest.raises(Exception):  # noqa: B017 - any failure after the warning: the name alone is tested
+            get_embedder("minilm-torch")
+    messages = [str(w.message) for w in caught if issubclass(w.category, ChunkwiseDeprecationWarning)]
+    assert len(messages) == 3, messages
+    assert all(f"(removed in chunkwise {REMOVED_IN})" in m for m in messages), messages
+    assert main(["eval", "x", "--embed-window", "5"]) == 2
+    assert f"(removed in chunkwise {REMOVED_IN})" in capsys.readouterr().err

@@ -1,9 +1,10 @@
-"""Old names that still work: one place that warns about them and maps them to the new ones (issue 17).
+"""Old names that still work: one place that warns about them and maps them to the new ones.
 
 Each public name means one thing (``max_tokens`` the chunk cap, ``model_window`` an embedding model's
 input limit, ``answer_tokens`` an LLM answer's length, ``late_window`` late chunking's macro window; see
 CHANGELOG "Renamed"). An old spelling keeps working and raises a :class:`ChunkwiseDeprecationWarning` that
-names the new one; the CLI prints these as one ``chunkwise: warning: ...`` line.
+names the new one and the release that removes the old one (:data:`REMOVED_IN`); the CLI prints these as
+one ``chunkwise: warning: ...`` line. Every deprecation message is made by :func:`deprecation_message`.
 """
 
 from __future__ import annotations
@@ -14,14 +15,24 @@ from typing import Any
 from .errors import ConfigError
 
 
+#: the release that removes every old name deprecated so far
+REMOVED_IN = "0.3.0"
+
+
 class ChunkwiseDeprecationWarning(DeprecationWarning):
-    """An old name or spelling that still works; the message says what to use instead."""
+    """An old name or spelling that still works; the message says what to use instead and when it goes."""
+
+
+def deprecation_message(old: str, new: str) -> str:
+    """``OLD is deprecated, use NEW (removed in chunkwise X)``: the one wording of every deprecation."""
+    return f"{old} is deprecated, use {new} (removed in chunkwise {REMOVED_IN})"
 
 
 def warn_renamed(old: str, new: str, where: str = "", stacklevel: int = 3) -> None:
     """Warn that ``old`` is now ``new`` (``where``: what the name belongs to, e.g. ``"minilm embedder"``)."""
     owner = f"{where}: " if where else ""
-    warnings.warn(f"{owner}{old!r} is deprecated, use {new!r}", ChunkwiseDeprecationWarning, stacklevel=stacklevel)
+    warnings.warn(owner + deprecation_message(repr(old), repr(new)), ChunkwiseDeprecationWarning,
+                  stacklevel=stacklevel)
 
 
 def renamed(kw: dict[str, Any], renames: dict[str, str], where: str = "", stacklevel: int = 4) -> dict[str, Any]:
@@ -40,4 +51,4 @@ def renamed(kw: dict[str, Any], renames: dict[str, str], where: str = "", stackl
     return out
 
 
-__all__ = ["ChunkwiseDeprecationWarning", "warn_renamed", "renamed"]
+__all__ = ["ChunkwiseDeprecationWarning", "REMOVED_IN", "deprecation_message", "warn_renamed", "renamed"]

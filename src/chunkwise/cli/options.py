@@ -17,7 +17,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from ..deprecation import ChunkwiseDeprecationWarning
+from ..deprecation import ChunkwiseDeprecationWarning, deprecation_message
 from ..errors import ConfigError
 from ..strategies import STRATEGY_NAMES
 
@@ -34,7 +34,7 @@ class DeprecatedFlag(argparse.Action):
         super().__init__(option_strings, dest, **kw)
 
     def __call__(self, parser, namespace, values, option_string=None):
-        warnings.warn(f"{option_string} is deprecated, use {self.new}", ChunkwiseDeprecationWarning, stacklevel=2)
+        warnings.warn(deprecation_message(option_string, self.new), ChunkwiseDeprecationWarning, stacklevel=2)
         setattr(namespace, self.dest, values)
 
 

@@ -28,7 +28,7 @@ import os
 import warnings
 from typing import Any
 
-from ..deprecation import ChunkwiseDeprecationWarning
+from ..deprecation import ChunkwiseDeprecationWarning, deprecation_message
 from ..errors import ConfigError
 from .base import Embedder, check_texts, l2_normalize
 
@@ -92,9 +92,9 @@ def _backend(name: str, backend: str | None, base_url: str | None, api_key_env: 
              kw: dict[str, Any]) -> Embedder:
     if name in OLD_EMBEDDER_NAMES:
         new, old_backend = OLD_EMBEDDER_NAMES[name]
-        warnings.warn(f"embedder name {name!r} is deprecated, use {new!r} with backend={old_backend!r} "
-                      f"(CLI: --embedder {new} --embedder-backend {old_backend})", ChunkwiseDeprecationWarning,
-                      stacklevel=4)
+        warnings.warn(deprecation_message(f"embedder name {name!r}", f"{new!r} with backend={old_backend!r} "
+                                          f"(CLI: --embedder {new} --embedder-backend {old_backend})"),
+                      ChunkwiseDeprecationWarning, stacklevel=4)
     name, backend = split_name(name, backend)
     backend = _check_backend(name, backend)
     if name == "minilm" and backend == "torch":
