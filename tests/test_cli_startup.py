@@ -77,3 +77,28 @@ def test_version_and_help_exit_cleanly(capsys):
     assert exc.value.code == 0
     out = capsys.readouterr().out
     assert all(command in out for command in COMMANDS)
+
+
+def test_one_default_strategy_everywhere():
+    """CLI commands, the Python API, the index, the web app and the adapters fall back on one strategy."""
+    import inspect
+
+    from chunkwise import api
+    from chunkwise.cli.options import strategy_params_from_args
+    from chunkwise.retrieval.index import Index
+    from chunkwise.strategies import DEFAULT_STRATEGY
+
+    for command in ("chunk", "index", "viz", "summarize"):
+        args = build_parser(command).parse_args([command, "x"])
+        assert strategy_params_from_args(args)[0] == DEFAULT_STRATEGY, command
+    for fn in (api.chunk, api.chunk_file, api.chunk_text, Index.add):
+        assert inspect.signature(fn).parameters["strategy"].default == DEFAULT_STRATEGY, fn
+    pytest.importorskip("langchain_text_splitters")
+    from chunkwise.integrations.langchain import ChunkwiseTextSplitter
+
+    assert ChunkwiseTextSplitter().strategy.name == DEFAULT_STRATEGY
+    pytest.importorskip("llama_index.core")
+    from chunkwise.integrations.llamaindex import ChunkwiseNodeParser
+
+    assert ChunkwiseNodeParser().strategy == DEFAULT_STRATEGY
+    assert ChunkwiseNodeParser.from_strategy()._get_strategy().name == DEFAULT_STRATEGY

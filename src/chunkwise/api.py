@@ -16,7 +16,7 @@ from typing import Any
 
 from .document import Chunk, Document
 from .errors import ConfigError, InputError
-from .strategies import Strategy, get_strategy
+from .strategies import DEFAULT_STRATEGY, Strategy, get_strategy
 
 #: keyword arguments of chunk/chunk_file that go to the loader, not to the strategy
 LOADER_OPTIONS = ("format", "encoding", "max_bytes", "clean", "clean_headers", "dehyphenate", "reflow",
@@ -46,7 +46,7 @@ def looks_like_path(text: str) -> bool:
             and Path(text).suffix.lower() in EXTENSIONS)
 
 
-def chunk_file(path: str | os.PathLike, strategy: str | Strategy = "auto", **params: Any) -> list[Chunk]:
+def chunk_file(path: str | os.PathLike, strategy: str | Strategy = DEFAULT_STRATEGY, **params: Any) -> list[Chunk]:
     """Load one file (any supported format) and chunk it. ``params`` holds both the loader options
     (:data:`LOADER_OPTIONS`) and the strategy's parameters (``max_tokens``, ``overlap``, ...)."""
     from .formats import load
@@ -56,7 +56,7 @@ def chunk_file(path: str | os.PathLike, strategy: str | Strategy = "auto", **par
     return strat.chunk(load(path, **loader))
 
 
-def chunk_text(text: str, strategy: str | Strategy = "auto", *, source: str = "<text>",
+def chunk_text(text: str, strategy: str | Strategy = DEFAULT_STRATEGY, *, source: str = "<text>",
                **params: Any) -> list[Chunk]:
     """Chunk a string as plain text (exactly as given: no file is read, no cleaning)."""
     if not isinstance(text, str):
@@ -91,7 +91,7 @@ def as_document(obj: str | os.PathLike | Document, *, text_ok: bool = False, **l
     raise InputError(f"expected a path, a Document or text=..., got {type(obj).__name__}")
 
 
-def chunk(path_or_doc: str | os.PathLike | Document | None = None, strategy: str | Strategy = "auto", *,
+def chunk(path_or_doc: str | os.PathLike | Document | None = None, strategy: str | Strategy = DEFAULT_STRATEGY, *,
           text: str | None = None, **params: Any) -> list[Chunk]:
     """Chunk a file, a :class:`Document`, or (with ``text=``) a string.
 

@@ -40,7 +40,7 @@ def register(subparsers) -> None:
         epilog=strategies_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="files, folders, or - for standard input")
-    add_chunking_options(p, default_strategy="auto")
+    add_chunking_options(p)
     o = p.add_argument_group("output")
     o.add_argument("--format", "-f", choices=("jsonl", "table", "text"), default="jsonl",
                    help="jsonl: one object per chunk with every chunk field (default); table: for people (wraps "

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..deprecation import ChunkwiseDeprecationWarning, deprecation_message
 from ..errors import ConfigError
-from ..strategies import STRATEGY_NAMES
+from ..strategies import DEFAULT_STRATEGY, STRATEGY_NAMES
 
 
 class DeprecatedFlag(argparse.Action):
@@ -121,7 +121,7 @@ def input_options(args: argparse.Namespace) -> dict[str, Any]:
     return opts
 
 
-def add_chunking_options(p: argparse.ArgumentParser, default_strategy: str = "auto") -> None:
+def add_chunking_options(p: argparse.ArgumentParser, default_strategy: str = DEFAULT_STRATEGY) -> None:
     g = p.add_argument_group("chunking")
     g.add_argument("--strategy", "-s", choices=STRATEGY_NAMES, default=None,
                    help=f"chunking strategy (default: {default_strategy})")

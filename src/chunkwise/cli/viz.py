@@ -30,7 +30,7 @@ def register(subparsers) -> None:
         epilog=strategies_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("path", metavar="PATH", help="one document (text, Markdown, HTML, PDF, WebVTT, SRT), or - for stdin")
-    add_chunking_options(p, default_strategy="semantic")
+    add_chunking_options(p)
     p.add_argument("--compare", action="append", default=[], metavar="NAME[:k=v,...]",
                    help="another strategy as a side-by-side column (repeatable, up to 3), e.g. "
                         "--compare recursive --compare semantic:threshold_amount=90")

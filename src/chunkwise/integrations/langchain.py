@@ -15,7 +15,7 @@ import copy
 from typing import Any
 
 from ..errors import ConfigError
-from ..strategies import Strategy
+from ..strategies import DEFAULT_STRATEGY, Strategy
 from ._shared import build_strategy, check_list_metadata, chunk_metadata, chunks_of, ecosystem_params, require
 
 _lc = require("langchain_text_splitters", "langchain", "the LangChain adapter")
@@ -34,7 +34,7 @@ class ChunkwiseTextSplitter(_lc.TextSplitter):  # type: ignore[name-defined]  # 
     vector store accepts; ``list_metadata="keep"`` keeps the lists.
     """
 
-    def __init__(self, strategy: str | Strategy = "recursive", *, add_start_index: bool = False,
+    def __init__(self, strategy: str | Strategy = DEFAULT_STRATEGY, *, add_start_index: bool = False,
                  list_metadata: str = "join", **params: Any):
         strat = build_strategy(strategy, ecosystem_params(params))
         super().__init__(chunk_size=strat.max_tokens, chunk_overlap=min(strat.overlap, strat.max_tokens - 1),
@@ -50,7 +50,7 @@ class ChunkwiseTextSplitter(_lc.TextSplitter):  # type: ignore[name-defined]  # 
         if model_name is not None or encoding_name != "cl100k_base":
             raise ConfigError(f"only cl100k_base is available offline, got {model_name or encoding_name!r}; "
                               "or pass tokenizer='hf:PATH/tokenizer.json'")
-        strategy = kwargs.pop("strategy", "recursive")
+        strategy = kwargs.pop("strategy", DEFAULT_STRATEGY)
         return cls(strategy, tokenizer="cl100k", **kwargs)
 
     @classmethod

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 from collections.abc import Sequence
 
-from ..strategies import Strategy
+from ..strategies import DEFAULT_STRATEGY, Strategy
 from ._shared import METADATA_KEYS, build_strategy, check_list_metadata, chunk_metadata, chunks_of, ecosystem_params, require
 
 _core = require("llama_index.core.node_parser", "llamaindex", "the LlamaIndex adapter")
@@ -30,13 +30,13 @@ _CHUNKWISE_KEYS = METADATA_KEYS
 class ChunkwiseNodeParser(_core.NodeParser):  # type: ignore[name-defined]  # base imported at run time
     """A LlamaIndex ``NodeParser`` whose cuts are a chunkwise strategy's (``strategy`` name + ``params``)."""
 
-    strategy: str = _pyd.Field(default="recursive", description="chunkwise strategy name")
+    strategy: str = _pyd.Field(default=DEFAULT_STRATEGY, description="chunkwise strategy name")
     params: dict = _pyd.Field(default_factory=dict, description="the strategy's parameters")
     list_metadata: str = _pyd.Field(default="join", description="'join' lists into strings, or 'keep' them")
     _strategy: Any = _pyd.PrivateAttr(default=None)
 
     @classmethod
-    def from_strategy(cls, strategy: str | Strategy = "recursive", list_metadata: str = "join",
+    def from_strategy(cls, strategy: str | Strategy = DEFAULT_STRATEGY, list_metadata: str = "join",
                       **params: Any) -> ChunkwiseNodeParser:
         """A parser for ``strategy`` (name or object); ``chunk_size``/``chunk_overlap`` are accepted as
         LlamaIndex spells ``max_tokens``/``overlap``."""
@@ -49,7 +49,7 @@ class ChunkwiseNodeParser(_core.NodeParser):  # type: ignore[name-defined]  # ba
 
     @classmethod
     def from_defaults(cls, chunk_size: int | None = None, chunk_overlap: int | None = None,
-                      strategy: str | Strategy = "recursive", **params: Any) -> ChunkwiseNodeParser:
+                      strategy: str | Strategy = DEFAULT_STRATEGY, **params: Any) -> ChunkwiseNodeParser:
         """LlamaIndex's constructor convention (``SentenceSplitter.from_defaults(chunk_size=..., ...)``);
         framework-only keywords (``callback_manager``, ``include_prev_next_rel``...) are passed to the base."""
         list_metadata = params.pop("list_metadata", "join")

@@ -31,6 +31,7 @@ import numpy as np
 from ..document import Chunk
 from ..errors import ChunkwiseError, ConfigError, InputError, MissingDependencyError
 from ..formats.walk import UnreadableFolder
+from ..strategies import DEFAULT_STRATEGY
 from ..store.milvus import MilvusStore
 from .index import EMBED_BATCH, Index, IndexReport, _Progress
 
@@ -171,7 +172,7 @@ class RayIngest:
                     "options": ix._embedder_options}
         return ix._embedder_arg  # an Embedder object: shipped to the actors as it is
 
-    def run(self, paths: list[str], strategy="auto", params: dict | None = None, *, include=None,
+    def run(self, paths: list[str], strategy=DEFAULT_STRATEGY, params: dict | None = None, *, include=None,
             exclude=None, prune: bool = False, batch_size: int = 256, recreate: bool = False,
             progress: bool = False, load_options: dict | None = None) -> IndexReport:
         t0 = time.perf_counter()

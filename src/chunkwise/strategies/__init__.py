@@ -39,6 +39,10 @@ _REGISTRY: dict[str, str] = {
     "cohesion": "cohesion:CohesionChunker",
 }
 STRATEGY_NAMES = tuple(_REGISTRY)
+#: the strategy of every front end that is not told one (CLI, Python API, web app, adapters, map-reduce):
+#: ``auto`` picks per document (Markdown structure, subtitles' cues, prose) and is within the measured
+#: noise of the best fixed-size strategy on every public set evaluated (docs/evaluation.md)
+DEFAULT_STRATEGY = "auto"
 #: strategies that embed while chunking (they take an ``embedder``)
 SEMANTIC_STRATEGIES = ("semantic", "maxmin", "cohesion")
 
@@ -64,4 +68,4 @@ def get_strategy(name: str, **params: Any) -> Strategy:
 
 
 __all__ = ["Strategy", "build_chunks", "regions", "trim_span", "get_strategy", "strategy_class",
-           "STRATEGY_NAMES", "SEMANTIC_STRATEGIES"]
+           "STRATEGY_NAMES", "SEMANTIC_STRATEGIES", "DEFAULT_STRATEGY"]

@@ -46,7 +46,7 @@ def build_views(doc: Document, strategies: Sequence[Any], shared: dict[str, Any]
     return [build_view(doc, s, label) for s, label in zip(built, labels_for(built))]
 
 
-def report(doc: Document | str | os.PathLike, strategies: Sequence[Any] = ("recursive",), path: str | os.PathLike | None = None,
+def report(doc: Document | str | os.PathLike, strategies: Sequence[Any] = ("auto",), path: str | os.PathLike | None = None,
            **shared: Any) -> str:
     """The HTML report of ``doc`` (a :class:`Document`, a path or text) chunked by ``strategies``; written to
     ``path`` when given. ``shared`` parameters (``max_tokens=...``) apply to every strategy that has them."""

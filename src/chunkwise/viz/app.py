@@ -28,6 +28,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from ..errors import ChunkwiseError, ConfigError, InputError
+from ..strategies import DEFAULT_STRATEGY
 
 #: default upload limit (bytes): a 100-page PDF is a few MB
 MAX_UPLOAD_BYTES = 10 * 1024 * 1024
@@ -72,7 +73,7 @@ def _models() -> tuple[Any, Any, Any]:
         model_config = ConfigDict(extra="forbid")
 
     class StrategySpec(Strict):
-        strategy: str = Field("recursive", description="a strategy name (see GET /health for the list)")
+        strategy: str = Field(DEFAULT_STRATEGY, description="a strategy name (see GET /health for the list)")
         params: dict[str, Any] = Field(
             default_factory=dict, description='strategy parameters, e.g. {"max_tokens": 128}'
         )
@@ -80,7 +81,7 @@ def _models() -> tuple[Any, Any, Any]:
     class ChunkRequest(Strict):
         # the length is checked by the route, for chunkwise's own 413 message; the schema still says it
         text: str = Field(..., description="the document text", json_schema_extra={"maxLength": MAX_TEXT_CHARS})
-        strategy: str = "recursive"
+        strategy: str = DEFAULT_STRATEGY
         params: dict[str, Any] = Field(default_factory=dict, description="strategy parameters (max_tokens, ...)")
         compare: list[StrategySpec] = Field(
             default_factory=list, max_length=3, description="more strategies, side by side (up to 3)"
@@ -616,7 +617,7 @@ def _add_pages(app, searchable: bool) -> None:
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def index_page():
         options = "".join(f'<option value="{n}">{n}</option>' for n in STRATEGY_NAMES)
-        main = options.replace('value="recursive"', 'value="recursive" selected')
+        main = options.replace(f'value="{DEFAULT_STRATEGY}"', f'value="{DEFAULT_STRATEGY}" selected')
         page = asset("app.html").replace("{{STRATEGIES}}", main, 1).replace("{{STRATEGIES}}", options)
         page = page.replace("{{CSS}}", asset("viz.css"))
         return HTMLResponse(page.replace("{{SEARCH}}", "" if searchable else "hidden"))
@@ -727,7 +728,7 @@ def _add_chunk_api(app, embedder, max_upload_bytes: int, searchable: bool) -> No
 
 
 #: the page's default column
-DEFAULT_SPECS = '[{"strategy": "recursive"}]'
+DEFAULT_SPECS = json.dumps([{"strategy": DEFAULT_STRATEGY}])
 
 
 async def _read_form(request):
