@@ -517,19 +517,22 @@ def test_a_damaged_rewritten_graph_is_rebuilt(minilm, tmp_path, how):
     assert damaged.stat().st_size == _good_graph().stat().st_size  # rebuilt in place, whole
 
 
-def test_a_graph_that_fails_its_canary_is_rebuilt(minilm, tmp_path):
+@pytest.mark.parametrize("how", ["flip", "truncate"])
+def test_a_graph_that_fails_its_canary_or_does_not_load_is_rebuilt(minilm, tmp_path, how):
     """Damage the checksum cannot see (the record rewritten to vouch for the damaged bytes): the canary, one
-    forward pass of a fixed text against the shipped graph's recorded vector, catches it before anything is
-    embedded; the graph is discarded and rebuilt with one warning line."""
+    forward pass of a fixed text against the shipped graph's recorded vector, catches a graph that answers
+    wrongly, and a graph that does not parse is caught when it is loaded; either is discarded and rebuilt
+    with one warning line before anything is embedded."""
     import warnings
 
     cache = tmp_path / "cache"
-    damaged = _damaged_copy(cache, "flip", matching_record=True)
+    damaged = _damaged_copy(cache, how, matching_record=True)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         emb = MiniLMEmbedder(cache_dir=cache)
     lines = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
-    assert len(lines) == 1 and "wrong canary vector" in lines[0] and str(damaged) in lines[0], lines
+    why = "wrong canary vector" if how == "flip" else "cannot be loaded (InvalidProtobuf"
+    assert len(lines) == 1 and why in lines[0] and str(damaged) in lines[0], lines
     np.testing.assert_allclose(emb.embed(TEXTS), minilm.embed(TEXTS), atol=1e-5)
 
 
@@ -549,3 +552,16 @@ def test_the_record_holds_the_graphs_sha256_and_the_shipped_graphs_canary():
     shipped = MiniLMEmbedder()
     shipped._session = _load_session.__wrapped__(shipped.threads, onnx_model_path())
     np.testing.assert_allclose(np.asarray(record["canary"]["vector"]), shipped.embed([CANARY_TEXT])[0], atol=1e-6)
+
+
+def test_a_damaged_shipped_model_file_is_one_clear_error(tmp_path, monkeypatch):
+    """The package's own file cut short (a broken installation) is a ConfigError naming the fix, not
+    onnxruntime's InvalidProtobuf traceback."""
+    from chunkwise.embeddings import minilm as module
+
+    broken = tmp_path / "model.onnx"
+    broken.write_bytes(Path(module.onnx_model_path()).read_bytes()[:1000])
+    monkeypatch.setattr(module, "onnx_model_path", lambda: str(broken))
+    with pytest.raises(ConfigError) as err:
+        module._session(1, "shipped")
+    assert "cannot be loaded" in str(err.value) and "reinstall" in str(err.value) and "\n" not in str(err.value)

@@ -67,7 +67,7 @@ def _session(threads: int, graph: str = "fast", cache_dir: str | None = None):
     fails too, the shipped file runs."""
     path = onnx_model_path()
     if graph != "fast":
-        return _load_session(threads, path)
+        return _shipped_session(threads, path)
     from .cache import resolve_cache_dir
     from .onnx_graph import fast_graph_path, rebuild
 
@@ -88,6 +88,11 @@ def _session(threads: int, graph: str = "fast", cache_dir: str | None = None):
         else:
             warnings.warn(f"the MiniLM graph runs as shipped (slower): its rebuilt copy {fast} {problem}",
                           RuntimeWarning, stacklevel=3)
+    return _shipped_session(threads, path)
+
+
+def _shipped_session(threads: int, path: str):
+    """The session on the file as shipped; a damaged installation is one line, not onnxruntime's traceback."""
     try:
         return _load_session(threads, path)
     except Exception as exc:  # noqa: BLE001 - onnxruntime's errors (InvalidProtobuf, NoSuchFile...) are plain
