@@ -33,6 +33,8 @@ import numpy as np
 STILL_MOTION = 0.02
 #: ... and above this is "moving" (a track must have moved once to be reported)
 MOVING_MOTION = 0.1
+#: a track with less motion than this is frozen (a person standing still still shows more: breath, hair)
+ALIVE_MOTION = 0.002
 
 
 @dataclass
@@ -244,6 +246,10 @@ class Track:
     moved: bool = False
     travelled: bool = False
     last_motion: int = 0
+    last_alive: int = 0
+    max_area: float = 0.0
+    #: finished runs of frames without any motion longer than the settle time (first, last)
+    frozen: list[tuple[int, int]] = field(default_factory=list)
     velocity: np.ndarray = field(default_factory=lambda: np.zeros(4, np.float32))
 
     @property
@@ -253,6 +259,21 @@ class Track:
 
     def predicted(self, frame: int) -> np.ndarray:
         return self.box + self.velocity * min(frame - self.last, 5)
+
+    def residue(self, frame: int, settle: int) -> bool:
+        """What an object left behind (a gap where it took something, a thing it put down): the track
+        shrank to under half its largest box and has not moved at all for ``settle`` frames. It is no
+        object any more: not reported, and the background may learn it."""
+        return _area(self.box) < 0.5 * self.max_area and frame - self.last_alive > settle
+
+    def frozen_at(self, frame: int, box: np.ndarray, now: int, settle: int) -> bool:
+        """Was ``frame`` (its box ``box``) part of a residue: a motionless stretch longer than ``settle``
+        frames of a track shrunk to under half its largest box?"""
+        if _area(box) >= 0.5 * self.max_area:
+            return False
+        if frame > self.last_alive and now - self.last_alive > settle:
+            return True
+        return any(a <= frame <= b for a, b in self.frozen)
 
 
 class BoxTracker:
@@ -264,8 +285,9 @@ class BoxTracker:
     first frame under its final ID.
     """
 
-    def __init__(self, lost: int, hold: int, margin: float, travel: float, delay: int):
+    def __init__(self, lost: int, hold: int, margin: float, travel: float, delay: int, settle: int | None = None):
         self.lost = lost
+        self.settle = max(1, delay - 1) if settle is None else settle
         self.hold = hold
         self.margin = margin
         self.travel = travel
@@ -276,10 +298,12 @@ class BoxTracker:
         self.pending: list[tuple[int, list[tuple[int, np.ndarray]]]] = []
         self.by_id: dict[int, Track] = {}
         self.public: dict[int, int] = {}
+        self.frame = 0
 
     def step(self, frame: int, blobs: Blobs) -> list[tuple[int, list[tuple[int, np.ndarray]]]]:
         """Take one frame's blobs; answer the frames now ready: ``(frame, [(id, box)])`` of the confirmed
         objects, ``delay`` frames late. :meth:`flush` answers the rest at the end."""
+        self.frame = frame
         seen = self.update(frame, blobs)
         self.pending.append((frame, [(t.id, t.box.copy()) for t in seen]))
         ready = []
@@ -304,6 +328,8 @@ class BoxTracker:
             t = self.by_id.get(final)
             if t is None or not t.confirmed:
                 continue
+            if t.frozen_at(frame, box, self.frame, self.settle):
+                continue  # the frozen stretch of what an object left behind
             if final not in self.public:  # objects are numbered 1, 2, ... in the order they are confirmed
                 self.public[final] = len(self.public) + 1
             if final in out:  # two pieces of one object on this frame: one box
@@ -360,7 +386,8 @@ class BoxTracker:
             t = Track(self.next_id, boxes[d].copy(), frame, frame, self._center(boxes[d]))
             self.next_id += 1
             t.moved = motion[d] >= MOVING_MOTION
-            t.last_motion = frame
+            t.last_motion = t.last_alive = frame
+            t.max_area = _area(boxes[d])
             self.tracks.append(t)
             self.by_id[t.id] = t
             seen.append(t)
@@ -379,6 +406,12 @@ class BoxTracker:
         t.velocity = 0.5 * t.velocity + 0.5 * (box - t.box) / steps
         t.box, t.last = box, frame
         t.hits += 1
+        t.max_area = max(t.max_area, _area(box))
+        if motion >= ALIVE_MOTION:
+            if frame - t.last_alive - 1 > self.settle:
+                t.frozen.append((t.last_alive + 1, frame - 1))
+                del t.frozen[:-8]
+            t.last_alive = frame
         if motion >= MOVING_MOTION:
             t.moved = True
             t.last_motion = frame
@@ -413,6 +446,8 @@ class BoxTracker:
                     old.travelled |= young.travelled
                     old.hits += young.hits
                     old.last_motion = max(old.last_motion, young.last_motion)
+                    old.last_alive = max(old.last_alive, young.last_alive)
+                    old.max_area = max(old.max_area, young.max_area, _area(old.box))
                     gone.add(young.id)
                     self.alias[young.id] = old.id
         self.tracks = [t for t in self.tracks if t.id not in gone]
@@ -422,7 +457,10 @@ class BoxTracker:
         return [
             tuple(t.box)
             for t in self.tracks
-            if t.travelled and frame - t.last <= self.lost and frame - t.last_motion <= self.hold
+            if t.travelled
+            and frame - t.last <= self.lost
+            and frame - t.last_motion <= self.hold
+            and not t.residue(frame, self.settle)
         ]
 
 

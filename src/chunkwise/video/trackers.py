@@ -102,9 +102,10 @@ class MotionTracker(Tracker):
             if boxes is None:
                 scale = info.width / image.shape[1] if image.shape[1] else 1.0
                 margin = 0.02 * image.shape[1]
-                # answers wait one second: an object is named from its first frame once it is sure
+                # answers wait two seconds: an object is named from its first frame once it is sure, and
+                # the frozen tail of what it left behind is cut off
                 boxes = BoxTracker(lost, max(1, int(round(self.hold * fps))), margin, travel=2.5 * margin,
-                                   delay=max(1, int(round(fps))))
+                                   delay=max(2, int(round(2 * fps))), settle=max(1, int(round(fps))))
             blobs = background.detect(image)
             ready = boxes.step(index, blobs)
             background.learn(boxes.protected(index))
