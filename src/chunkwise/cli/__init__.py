@@ -14,7 +14,7 @@ from ..errors import ChunkwiseError
 
 #: command modules, each with ``register(subparsers)``; every sub-parser sets ``func(args) -> int``
 COMMAND_MODULES = ("chunk", "inspect", "embeddings", "index", "evaluate", "strategies", "answers", "video", "viz",
-                   "serve")
+                   "serve", "questions")
 #: command -> the module that registers it, so a run imports only its own command's module (and what that
 #: needs): ``chunkwise search`` does not import the strategies' or the video code's dependencies.
 #: ``tests/test_cli_options.py`` checks it against what the modules register.
@@ -22,6 +22,7 @@ COMMANDS = {
     "chunk": "chunk", "inspect": "inspect", "embed": "embeddings", "distill": "embeddings", "cache": "embeddings",
     "index": "index", "search": "index", "eval": "evaluate", "tune": "evaluate", "strategies": "strategies",
     "ask": "answers", "summarize": "answers", "video": "video", "viz": "viz", "serve": "serve",
+    "questions": "questions",
 }
 #: global options that take a value (the command is the first other word of the command line)
 _VALUE_OPTIONS = ("--embedder", "--embedder-backend", "--base-url", "--cache-dir")
