@@ -123,6 +123,34 @@ def test_lead_in_and_opener_stay_with_what_follows(name):
         assert not c.text.rstrip().endswith(("If you go to:", "/// tip")) or c is chunks[-1]
 
 
+@pytest.mark.parametrize("opener", ["/// tip", "//// tab | Linux", "!!! note", "::: warning"])
+@pytest.mark.parametrize("name", STRATEGIES)
+def test_nested_block_openers_stay_with_their_body(name, opener):
+    """pymdownx nests blocks with more slashes (``//// tab | Linux`` inside ``/// tab``): still an opener."""
+    para = "Bread needs flour, water, salt and a starter that is active and bubbly."
+    text = f"{para}\n\n{para}\n\n{opener}\n\n{para}\n\n{para}"
+    chunks = make(name, "words", max_tokens=20).chunk(Document(text))
+    for c in chunks[:-1]:
+        assert not c.text.rstrip().endswith(opener), [x.text for x in chunks]
+
+
+@pytest.mark.parametrize("heading", ["   ## Indented", "#"])
+def test_one_definition_of_a_heading_line(heading):
+    """An indented ATX heading and a bare ``#`` are headings to the chunk rules, the semantic units and the
+    recursive splitter alike (CommonMark); four spaces make code, ``#tag`` is text."""
+    from chunkwise.formats.markdown_blocks import ATX_HEADING_RE
+    from chunkwise.strategies.recursive import PRESETS
+    from chunkwise.strategies.units import structure_breaks
+
+    assert ATX_HEADING_RE.match(heading) and not ATX_HEADING_RE.match("    # code")
+    assert not ATX_HEADING_RE.match("#tag")
+    text = f"First line.\n{heading}\nSecond line."
+    assert re.search(PRESETS["markdown"][0], text)  # the recursive preset cuts before it
+    a = text.index(heading)
+    breaks = structure_breaks(text, [(0, a - 1), (a, len(text))])
+    assert breaks[0] == 1.0  # a semantic unit boundary of full strength
+
+
 @pytest.mark.parametrize("name", STRATEGIES)
 def test_symbol_only_chunks_are_merged(name):
     text = "The pump seal holds the valve pressure well.\n\n🚀\n\n\ue000\ue001\n\nThe valve opens at high pressure."

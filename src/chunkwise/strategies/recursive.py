@@ -32,6 +32,7 @@ from collections.abc import Sequence
 
 from ..document import Document
 from ..errors import ConfigError
+from ..formats.markdown_blocks import ATX_HEADING
 from ..segmentation.token_map import TokenMap
 from ..segmentation.tokenizers import Tokenizer
 from .base import Span, Strategy, max_chars_for, trim_span
@@ -50,7 +51,7 @@ _WORDS = r"\s+"
 PRESETS: dict[str, list[str]] = {
     "prose": [r"\n[ \t]*\n\s*", r"\n", _SENTENCES, _CLAUSE, _WORDS, _CHARACTERS],
     "markdown": [
-        r"\n(?=#{1,6}[ \t])",                                # before a heading
+        rf"\n(?={ATX_HEADING})",                             # before a heading
         r"\n[ \t]*\n\s*",                                    # blank line: paragraphs, blocks
         r"\n(?=[ \t]*(?:[-*+]|\d{1,9}[.)])[ \t])",           # before a list item
         r"\n",

@@ -24,17 +24,18 @@ import re
 from collections.abc import Sequence
 
 from ..document import Document
+from ..formats.markdown_blocks import ATX_HEADING_RE
 from ..segmentation.tokenizers import Tokenizer
 from .base import Span, max_chars_for, trim_span
 
 #: a chunk under this many tokens is merged into a neighbour where the cap allows (every strategy)
 MIN_CHUNK_TOKENS = 5
 
-_ATX = re.compile(r" {0,3}#{1,6}(?:[ \t]|$)")
+_ATX = ATX_HEADING_RE
 _FENCE = re.compile(r"[ \t]{0,3}(`{3,}|~{3,})(.*)$")
-#: pymdownx blocks (``/// tip``), admonitions (``!!! note``, ``??? note``, ``???+ note``), Docusaurus/
+#: pymdownx blocks (``/// tip``, nested ``//// tab | Title``), admonitions (``!!! note``, ``??? note``, ``???+ note``), Docusaurus/
 #: MyST colon fences (``:::tip``, ``::: {note}``); not mkdocstrings' ``::: package.module`` (one line, dotted)
-_OPENER = re.compile(r"[ \t]*(?:/{3}[ \t]*[\w-]|!{3}[ \t]*[\w-]|\?{3}\+?[ \t]*[\w-]"
+_OPENER = re.compile(r"[ \t]*(?:/{3,}[ \t]*[\w-]|!{3}[ \t]*[\w-]|\?{3}\+?[ \t]*[\w-]"
                      r"|:{3,}[ \t]*\{?[A-Za-z-]+\}?(?:[ \t].*)?$)")
 _FENCE_LINE = re.compile(r"^[ \t]{0,3}(?:`{3,}|~{3,})", re.MULTILINE)
 

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..formats.markdown_blocks import ATX_HEADING_RE
 from ..segmentation.tokenizers import Tokenizer
 from .base import Span, max_chars_for, trim_span
 
@@ -113,7 +114,7 @@ def unit_spans(text: str, start: int, end: int, tokenizer: Tokenizer, cap: int,
     return out, list(out_counts)
 
 
-_HEADING_LINE = re.compile(r" {0,3}#{1,6}[ \t]")
+_HEADING_LINE = ATX_HEADING_RE
 _LIST_ITEM = re.compile(r"[ \t]*(?:[-*+\u2022]|\d{1,3}[.)])[ \t]")
 
 
