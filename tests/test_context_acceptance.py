@@ -101,6 +101,7 @@ and a solar panel on the back tops it up during the day.
 """
 
 
+@pytest.mark.slow  # late chunking with the real model, index and search through the CLI (about 8 s)
 def test_cli_index_and_search_with_late_and_headings(tmp_path, monkeypatch, capsys):
     """End to end: `chunkwise index [--late | --context headings]` then `chunkwise search`; the exact chunk
     text comes back, and the chunk that only says "it" ranks first only with late chunking or headings."""

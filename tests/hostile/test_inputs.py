@@ -94,6 +94,7 @@ def test_explicit_dev_zero_link_stops_at_the_size_limit(tmp_path):
     assert "lighthouse" in done.out
 
 
+@pytest.mark.slow  # indexes with the real model in a CLI subprocess (about 10 s)
 def test_index_with_a_non_utf8_name_and_special_files(tmp_path):
     folder = tmp_path / "in"
     build(folder)
@@ -109,6 +110,7 @@ def test_index_with_a_non_utf8_name_and_special_files(tmp_path):
     assert "3 unchanged and skipped" in again.err and "pruned" not in again.err, again.err
 
 
+@pytest.mark.slow  # three index runs as another user, each a CLI subprocess with the real model
 @pytest.mark.skipif(not can_drop_privileges(), reason="needs root (to run a child as nobody) and setpriv; "
                                                       "as a normal user chmod 000 works but root reads anyway")
 def test_prune_never_deletes_what_it_could_not_read(shared_dir):  # noqa: F811 (the imported fixture)
