@@ -40,12 +40,14 @@ ALIVE_MOTION = 0.002
 @dataclass
 class Blobs:
     """What :meth:`Background.detect` found in one frame: boxes ``(x0, y0, x1, y1)``, each box's share of
-    pixels in motion, and the frame's foreground share; ``reseeded`` when the scene changed as a whole."""
+    pixels in motion, and the frame's foreground share; ``reseeded`` when the scene changed as a whole;
+    ``pixels``: each blob's foreground pixel count (``None``: its box area)."""
 
     boxes: np.ndarray
     motion: np.ndarray
     foreground: float
     reseeded: bool = False
+    pixels: np.ndarray | None = None
 
 
 class Background:
@@ -128,7 +130,7 @@ class Background:
         self.recent.append(frame)
         if len(self.recent) > self.lag:
             self.recent.pop(0)
-        return Blobs(boxes, motion[keep], share)
+        return Blobs(boxes, motion[keep], share, pixels=area[keep])
 
     def _reset(self, frame: np.ndarray) -> None:
         self.bg = frame.copy()
@@ -196,12 +198,16 @@ def _gap(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.maximum(dx, dy)
 
 
-def merge_boxes(boxes: np.ndarray, motion: np.ndarray, margin: float) -> tuple[np.ndarray, np.ndarray]:
+def merge_boxes(
+    boxes: np.ndarray, motion: np.ndarray, margin: float, pixels: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Boxes that overlap or lie within ``margin`` pixels of each other as one box (their union), with
-    the area-weighted motion share: the pieces an object breaks into become one detection."""
+    the area-weighted motion share and the summed ``pixels``: the pieces an object breaks into become one
+    detection."""
     boxes = boxes.copy()
     motion = motion.astype(np.float64).copy()
-    area = (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
+    area = ((boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])).astype(np.float64)
+    pixels = area.copy() if pixels is None else pixels.astype(np.float64).copy()
     merged = True
     while merged and len(boxes) > 1:
         merged = False
@@ -227,10 +233,16 @@ def merge_boxes(boxes: np.ndarray, motion: np.ndarray, margin: float) -> tuple[n
             boxes[i] = union
             motion[i] = (motion[i] * area[i] + motion[j] * area[j]) / max(area[i] + area[j], 1e-9)
             area[i] = area[i] + area[j]
-            boxes, motion, area = np.delete(boxes, j, 0), np.delete(motion, j), np.delete(area, j)
+            pixels[i] = pixels[i] + pixels[j]
+            boxes, motion, area, pixels = (
+                np.delete(boxes, j, 0),
+                np.delete(motion, j),
+                np.delete(area, j),
+                np.delete(pixels, j),
+            )
             merged = True
             break
-    return boxes, motion
+    return boxes, motion, pixels
 
 
 @dataclass
@@ -247,7 +259,8 @@ class Track:
     travelled: bool = False
     last_motion: int = 0
     last_alive: int = 0
-    max_area: float = 0.0
+    pixels: float = 0.0
+    max_pixels: float = 0.0
     #: finished runs of frames without any motion longer than the settle time (first, last)
     frozen: list[tuple[int, int]] = field(default_factory=list)
     velocity: np.ndarray = field(default_factory=lambda: np.zeros(4, np.float32))
@@ -262,14 +275,14 @@ class Track:
 
     def residue(self, frame: int, settle: int) -> bool:
         """What an object left behind (a gap where it took something, a thing it put down): the track
-        shrank to under half its largest box and has not moved at all for ``settle`` frames. It is no
-        object any more: not reported, and the background may learn it."""
-        return _area(self.box) < 0.5 * self.max_area and frame - self.last_alive > settle
+        shrank to under half its largest size (foreground pixels) and has not moved at all for ``settle``
+        frames. It is no object any more: not reported, and the background may learn it."""
+        return self.pixels < 0.5 * self.max_pixels and frame - self.last_alive > settle
 
-    def frozen_at(self, frame: int, box: np.ndarray, now: int, settle: int) -> bool:
-        """Was ``frame`` (its box ``box``) part of a residue: a motionless stretch longer than ``settle``
-        frames of a track shrunk to under half its largest box?"""
-        if _area(box) >= 0.5 * self.max_area:
+    def frozen_at(self, frame: int, pixels: float, now: int, settle: int) -> bool:
+        """Was ``frame`` (when the track had ``pixels``) part of a residue: a motionless stretch longer than
+        ``settle`` frames of a track shrunk to under half its largest size?"""
+        if pixels >= 0.5 * self.max_pixels:
             return False
         if frame > self.last_alive and now - self.last_alive > settle:
             return True
@@ -295,7 +308,7 @@ class BoxTracker:
         self.tracks: list[Track] = []
         self.next_id = 1
         self.alias: dict[int, int] = {}
-        self.pending: list[tuple[int, list[tuple[int, np.ndarray]]]] = []
+        self.pending: list[tuple[int, list[tuple[int, np.ndarray, float]]]] = []
         self.by_id: dict[int, Track] = {}
         self.public: dict[int, int] = {}
         self.frame = 0
@@ -305,7 +318,7 @@ class BoxTracker:
         objects, ``delay`` frames late. :meth:`flush` answers the rest at the end."""
         self.frame = frame
         seen = self.update(frame, blobs)
-        self.pending.append((frame, [(t.id, t.box.copy()) for t in seen]))
+        self.pending.append((frame, [(t.id, t.box.copy(), t.pixels) for t in seen]))
         ready = []
         while self.pending and frame - self.pending[0][0] >= self.delay:
             ready.append(self._answer(*self.pending.pop(0)))
@@ -321,14 +334,16 @@ class BoxTracker:
             tid = self.alias[tid]
         return tid
 
-    def _answer(self, frame: int, seen: list[tuple[int, np.ndarray]]) -> tuple[int, list[tuple[int, np.ndarray]]]:
+    def _answer(
+        self, frame: int, seen: list[tuple[int, np.ndarray, float]]
+    ) -> tuple[int, list[tuple[int, np.ndarray]]]:
         out: dict[int, np.ndarray] = {}
-        for tid, box in seen:
+        for tid, box, pixels in seen:
             final = self._final(tid)
             t = self.by_id.get(final)
             if t is None or not t.confirmed:
                 continue
-            if t.frozen_at(frame, box, self.frame, self.settle):
+            if t.frozen_at(frame, pixels, self.frame, self.settle):
                 continue  # the frozen stretch of what an object left behind
             if final not in self.public:  # objects are numbered 1, 2, ... in the order they are confirmed
                 self.public[final] = len(self.public) + 1
@@ -340,9 +355,8 @@ class BoxTracker:
 
     def update(self, frame: int, blobs: Blobs) -> list[Track]:
         """Link one frame's blobs to tracks; the tracks seen on it (confirmed or not)."""
-        boxes, motion = (
-            merge_boxes(blobs.boxes, blobs.motion, self.margin) if len(blobs.boxes) else (blobs.boxes, blobs.motion)
-        )
+        boxes, motion = blobs.boxes, blobs.motion
+        pixels = blobs.pixels if blobs.pixels is not None else (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
         self.tracks = [t for t in self.tracks if frame - t.last <= self.lost]
         live = list(self.tracks)
         assigned: dict[int, list[int]] = {}
@@ -380,14 +394,20 @@ class BoxTracker:
             b = boxes[ds]
             box = np.array([b[:, 0].min(), b[:, 1].min(), b[:, 2].max(), b[:, 3].max()], np.float32)
             m = float(np.average(motion[ds], weights=(b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1]) + 1e-9))
-            self._observe(t, box, m, frame)
+            self._observe(t, box, m, frame, float(pixels[ds].sum()))
             seen.append(t)
-        for d in free:
-            t = Track(self.next_id, boxes[d].copy(), frame, frame, self._center(boxes[d]))
+        # the pieces of a new object are one object: blobs no track claims are merged before they start one
+        new = (
+            merge_boxes(boxes[free], motion[free], self.margin, pixels[free])
+            if free
+            else (boxes[:0], motion[:0], pixels[:0])
+        )
+        for box, m, n in zip(*new):
+            t = Track(self.next_id, box.copy(), frame, frame, self._center(box))
             self.next_id += 1
-            t.moved = motion[d] >= MOVING_MOTION
+            t.moved = m >= MOVING_MOTION
             t.last_motion = t.last_alive = frame
-            t.max_area = _area(boxes[d])
+            t.pixels = t.max_pixels = float(n)
             self.tracks.append(t)
             self.by_id[t.id] = t
             seen.append(t)
@@ -401,12 +421,13 @@ class BoxTracker:
     def _center(box: np.ndarray) -> np.ndarray:
         return np.array([(box[0] + box[2]) / 2, (box[1] + box[3]) / 2], np.float32)
 
-    def _observe(self, t: Track, box: np.ndarray, motion: float, frame: int) -> None:
+    def _observe(self, t: Track, box: np.ndarray, motion: float, frame: int, pixels: float) -> None:
         steps = max(1, frame - t.last)
         t.velocity = 0.5 * t.velocity + 0.5 * (box - t.box) / steps
         t.box, t.last = box, frame
         t.hits += 1
-        t.max_area = max(t.max_area, _area(box))
+        t.pixels = pixels
+        t.max_pixels = max(t.max_pixels, pixels)
         if motion >= ALIVE_MOTION:
             if frame - t.last_alive - 1 > self.settle:
                 t.frozen.append((t.last_alive + 1, frame - 1))
@@ -424,14 +445,14 @@ class BoxTracker:
         if len(seen) < 2:
             return
         boxes = np.stack([t.box for t in seen])
-        iou = _iou(boxes, boxes)
+        iou, inside = _overlap(boxes, boxes)
         gone: set[int] = set()
         order = sorted(range(len(seen)), key=lambda i: seen[i].id)
         for a in order:
             for b in order:
                 if a == b or seen[a].id in gone or seen[b].id in gone or seen[b].id < seen[a].id:
                     continue
-                if iou[a, b] > 0.3:
+                if iou[a, b] > 0.6 or inside[b, a] > 0.8:  # the same object, or a piece inside an older one
                     old, young = seen[a], seen[b]
                     old.box = np.array(
                         [
@@ -447,7 +468,7 @@ class BoxTracker:
                     old.hits += young.hits
                     old.last_motion = max(old.last_motion, young.last_motion)
                     old.last_alive = max(old.last_alive, young.last_alive)
-                    old.max_area = max(old.max_area, young.max_area, _area(old.box))
+                    old.max_pixels = max(old.max_pixels, young.max_pixels)
                     gone.add(young.id)
                     self.alias[young.id] = old.id
         self.tracks = [t for t in self.tracks if t.id not in gone]
