@@ -104,6 +104,7 @@ def register(subparsers) -> None:
     t.add_argument("-o", "--output", default="best.json", metavar="FILE.json",
                    help="where to write the best configuration (default best.json)")
     t.add_argument("--top", type=int, default=20, help="leaderboard rows to print (default 20)")
+    add_search_options(t)
     add_chunking_options(t)
     t.set_defaults(func=run_tune)
 
@@ -310,6 +311,10 @@ def run_tune(args) -> int:
     from ..evaluation.results import EvaluationReport
     from ..evaluation.tune import check_grid, parse_grid, parse_metric, parse_requirement, tune, write_config
 
+    if args.trials is not None or (not args.grid and not args.strategy and not args.config):
+        from .tune_search import run_search
+
+        return run_search(args)
     if not args.strategy and not args.config:
         raise ConfigError("tune needs --strategy NAME (or --config FILE) and at least one --grid NAME=V1,V2")
     if not args.grid:
@@ -336,7 +341,7 @@ def run_tune(args) -> int:
     evaluator = _evaluator(args, ds, k=k)
     require = [parse_requirement(r) for r in args.require]
     result = tune(evaluator, base.strategy, grid, metric, fixed, args.max_tokens_retrieved, _progress(args),
-                  require=require)
+                  require=require, holdout=args.holdout)
     board = format_leaderboard(result, evaluator.k)
     lines = board.splitlines()
     print("\n".join(lines[: 2 + args.top]))
@@ -345,10 +350,12 @@ def run_tune(args) -> int:
     print(f"\n{len(result.rows)} configurations in {result.seconds:.1f} s; {result.texts_embedded} texts sent to "
           f"the embedder (the rest came from the memo or the cache)")
     config = result.best_config(dataset=str(args.dataset), embedder=evaluator.embedder.model_id)
-    best = result.best
+    best = result.chosen
     assert best is not None and best.result is not None and best.score is not None  # best_config raised otherwise
     write_config(args.output, config)
-    print(f"best ({metric} = {fmt_score(metric, best.score)}): {json.dumps({k: config[k] for k in config if k != 'tuned'})}")
+    if result.decision is not None:
+        print(result.decision.summary(metric))
+    print(f"wrote ({metric} = {fmt_score(metric, best.score)}): {json.dumps({k: config[k] for k in config if k != 'tuned'})}")
     print(f"wrote {args.output}; use it with: chunkwise chunk --config {args.output} FILES / chunkwise eval "
           f"{args.dataset} --config {args.output}")
     if args.report:
@@ -362,6 +369,23 @@ def run_tune(args) -> int:
         if not args.quiet:
             print(f"chunkwise: wrote {args.report}", file=sys.stderr)
     return 0
+
+
+def add_search_options(t: argparse.ArgumentParser) -> None:
+    """``tune``'s held-out split and its budgeted search (:func:`chunkwise.evaluation.tune.search`)."""
+    t.add_argument("--holdout", type=float, default=0.3, metavar="F",
+                   help="fraction of the queries kept out of the ranking for the final winner vs runner-up "
+                        "comparison (seeded by --seed; default 0.3; 0: compare on all queries)")
+    g = t.add_argument_group("search (tune --trials N, or tune DATASET alone)")
+    g.add_argument("--trials", type=int, default=None, metavar="N",
+                   help="evaluate N distinct points of strategy x size x overlap x retrieval chosen by Optuna's "
+                        "TPE sampler (seeded) instead of a --grid (default 30 when neither is given)")
+    g.add_argument("--strategies", default=None, metavar="LIST", help="strategies to search (default fixed,sentence,recursive)")
+    g.add_argument("--sizes", default=None, metavar="LIST", help="max_tokens values (default 128,256,512)")
+    g.add_argument("--overlaps", default=None, metavar="LIST", help="overlap values (default 0,32)")
+    g.add_argument("--retrieval", default=None, metavar="LIST",
+                   help="dense, zscore (hybrid, z-score fusion), rrf (hybrid, RRF) (default all three)")
+    g.add_argument("--rrf-ks", default=None, metavar="LIST", help="RRF constants for rrf (default 10,60)")
 
 
 def fmt_score(metric: str, value: float) -> str:

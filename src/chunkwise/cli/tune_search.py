@@ -1,0 +1,106 @@
+"""``chunkwise tune DATASET [--trials N]``: the budgeted search over strategy x size x overlap x retrieval.
+
+Kept apart from :mod:`.evaluate` (which parses the flags and runs ``--grid`` searches) so the grid path stays
+as it was; the search itself is :func:`chunkwise.evaluation.tune.search`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from ..errors import ConfigError
+
+DEFAULT_TRIALS = 30
+
+
+def _list(text: str | None, kind: type, flag: str) -> list | None:
+    if text is None:
+        return None
+    try:
+        values = [kind(v.strip()) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise ConfigError(f"{flag} expects a comma-separated list of {kind.__name__} values, got {text!r}") from None
+    if not values:
+        raise ConfigError(f"{flag}: no values")
+    return list(dict.fromkeys(values))
+
+
+def space_from_args(args):
+    """The :class:`~chunkwise.evaluation.tune.SearchSpace` the flags describe (defaults where not given);
+    ``--strategy``/``--max-tokens``/``--overlap`` pin one value, ``--grid`` adds parameters."""
+    from ..evaluation.tune import SearchSpace, parse_grid
+
+    space = SearchSpace()
+    strategies = _list(args.strategies, str, "--strategies")
+    if args.strategy and strategies:
+        raise ConfigError("give --strategy (one) or --strategies (several), not both")
+    space.strategies = strategies or ([args.strategy] if args.strategy else space.strategies)
+    sizes = _list(args.sizes, int, "--sizes")
+    space.max_tokens = sizes or ([args.max_tokens] if args.max_tokens else space.max_tokens)
+    overlaps = _list(args.overlaps, int, "--overlaps")
+    space.overlap = overlaps or ([args.overlap] if args.overlap is not None else space.overlap)
+    if args.dense:
+        space.retrieval = ["dense"]
+    space.retrieval = _list(args.retrieval, str, "--retrieval") or space.retrieval
+    space.rrf_k = _list(args.rrf_ks, int, "--rrf-ks") or ([args.rrf_k] if args.rrf_k else space.rrf_k)
+    space.extra = parse_grid(args.grid) if args.grid else {}
+    for name in ("max_tokens", "overlap", "hybrid", "fusion", "rrf_k"):
+        if name in space.extra:
+            raise ConfigError(f"--grid {name}: use the search flags (--sizes, --overlaps, --retrieval, --rrf-ks)")
+    space.check()
+    return space
+
+
+def run_search(args) -> int:
+    from ..evaluation.report import format_leaderboard
+    from ..evaluation.tune import parse_metric, parse_requirement, search, write_config
+    from .evaluate import _dataset, _evaluator, _progress, fmt_score
+    from .options import parse_params
+
+    if args.config:
+        raise ConfigError("tune --trials searches its own space; --config applies to --grid searches")
+    metric, metric_k = parse_metric(args.metric)
+    space = space_from_args(args)
+    fixed = {}
+    if args.tokenizer:
+        fixed["tokenizer"] = args.tokenizer
+    if args.min_tokens is not None:
+        fixed["min_tokens"] = args.min_tokens
+    if args.respect_sections is not None:
+        fixed["respect_sections"] = args.respect_sections
+    fixed.update(parse_params(args.param) if args.param else {})
+    if args.late:
+        fixed["late"] = True
+    if args.context:
+        fixed["context"] = args.context
+    if args.vectors:
+        fixed["vectors"] = args.vectors
+    require = [parse_requirement(r) for r in args.require]
+    trials = args.trials if args.trials is not None else DEFAULT_TRIALS
+    ds = _dataset(args)
+    evaluator = _evaluator(args, ds, k=metric_k or args.k)
+    result = search(evaluator, space, trials, metric, fixed, args.max_tokens_retrieved, _progress(args), require,
+                    holdout=args.holdout, seed=args.seed, n_boot=args.bootstrap)
+    lines = format_leaderboard(result, evaluator.k).splitlines()
+    print("\n".join(lines[: 2 + args.top]))
+    if len(lines) > 2 + args.top:
+        print(f"... {len(lines) - 2 - args.top} more")
+    print(f"\n{len(result.rows)} configurations ({result.sampler}, of {len(space.points())} in the space) in "
+          f"{result.seconds:.1f} s; {result.texts_embedded} texts sent to the embedder")
+    config = result.best_config(dataset=str(args.dataset), embedder=evaluator.embedder.model_id)
+    chosen = result.chosen
+    assert chosen is not None and chosen.score is not None  # best_config raised otherwise
+    write_config(args.output, config)
+    if result.decision is not None:
+        print(result.decision.summary(metric))
+    print(f"wrote ({metric} = {fmt_score(metric, chosen.score)}): "
+          f"{json.dumps({k: config[k] for k in config if k != 'tuned'})}")
+    print(f"wrote {args.output}; use it with: chunkwise index --config {args.output} DOCS / chunkwise eval "
+          f"{args.dataset} --config {args.output}")
+    if args.report and not args.quiet:
+        print("chunkwise: --report is written by --grid searches only", file=sys.stderr)
+    return 0
+
+
+__all__ = ["run_search", "space_from_args", "DEFAULT_TRIALS"]
