@@ -329,3 +329,20 @@ def test_a_passage_cannot_forge_a_passage_header_or_a_citation(fake_openai, tmp_
         ExtractiveLLM(embedder=FakeEmbedder(), answer_sentences=1),
     )
     assert "brass bell (2) every single morning" in ans.text and ans.citations == [1]
+
+
+def test_proxies_from_the_environment_are_used_except_for_loopback(fake_openai, monkeypatch):
+    """As urllib did: ``$HTTP_PROXY`` carries requests to other hosts (the absolute URL as the target);
+    a loopback endpoint is reached directly even when a proxy is set."""
+    from chunkwise.llm import ChatClient
+
+    monkeypatch.setenv("http_proxy", fake_openai.origin)
+    monkeypatch.delenv("no_proxy", raising=False)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    client = ChatClient("http://llm.invalid/v1", "m", cache=False, retries=0)
+    assert client.complete([{"role": "user", "content": "Question: q"}]).startswith("Open the vents")
+    assert fake_openai.seen == [("POST", "http://llm.invalid/v1/chat/completions")]
+    monkeypatch.setenv("http_proxy", "http://127.0.0.1:9")  # nothing listens there
+    direct = ChatClient(fake_openai.url, "m", cache=False, retries=0)
+    assert direct.complete([{"role": "user", "content": "Question: q"}]).startswith("Open the vents")
+    assert fake_openai.seen[-1] == ("POST", "/v1/chat/completions")
