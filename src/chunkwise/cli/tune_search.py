@@ -40,7 +40,7 @@ def space_from_args(args):
     space.max_tokens = sizes or ([args.max_tokens] if args.max_tokens else space.max_tokens)
     overlaps = _list(args.overlaps, int, "--overlaps")
     space.overlap = overlaps or ([args.overlap] if args.overlap is not None else space.overlap)
-    if args.dense:
+    if getattr(args, "dense", False):
         space.retrieval = ["dense"]
     space.retrieval = _list(args.retrieval, str, "--retrieval") or space.retrieval
     space.rrf_k = _list(args.rrf_ks, int, "--rrf-ks") or ([args.rrf_k] if args.rrf_k else space.rrf_k)

@@ -1,0 +1,306 @@
+"""``chunkwise questions`` (generated evaluation datasets) and ``tune``'s significance decision and search."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import FakeEmbedder
+
+import chunkwise.embeddings
+from chunkwise.cli import main
+from chunkwise.errors import ConfigError
+from chunkwise.evaluation import Evaluator, load_dataset, tune
+from chunkwise.evaluation.datasets import make_document
+from chunkwise.evaluation.questions import (
+    generate_questions,
+    jaccard,
+    lexical_overlap,
+    load_documents,
+    locate,
+    make_questions,
+    write_question_set,
+)
+from chunkwise.evaluation.results import RunResult
+from chunkwise.evaluation.spec import RunSpec
+from chunkwise.evaluation.tune import NO_WINNER, SIGNIFICANT, SearchSpace, TuneRow, decide, search, split_queries
+
+TOPICS = {
+    "bees": "honey nectar hive queen eggs summer wax comb pollen swarm drone worker",
+    "lights": "lamp lens dusk cloth keeper beacon tower fog signal shore rocks night",
+    "trains": "conductor tickets midnight platform carriage rails engine station whistle timetable",
+    "bread": "dough yeast oven flour crust loaf knead bakery rye sourdough starter",
+    "ships": "sail harbour anchor storm hull deck mast captain cargo tide voyage",
+}
+
+
+def write_kb(root: Path, seed: int = 1) -> Path:
+    """Six Markdown documents with headed sections of five sentences each, and one plain text file."""
+    rng = random.Random(seed)
+    kb = root / "kb"
+    (kb / "more").mkdir(parents=True)
+    for topic, vocab in TOPICS.items():
+        words = vocab.split()
+        parts = []
+        for h in range(3):
+            sents = [" ".join(rng.choice(words) for _ in range(rng.randint(7, 14))).capitalize() + "."
+                     for _ in range(5)]
+            parts.append(f"## {topic.title()} care and history part {h}\n\n" + " ".join(sents))
+        (kb / f"{topic}.md").write_text(f"# {topic.title()}\n\n" + "\n\n".join(parts) + "\n", encoding="utf-8")
+    sents = [" ".join(rng.choice(TOPICS["bees"].split()) for _ in range(9)).capitalize() + "." for _ in range(9)]
+    (kb / "more" / "notes.txt").write_text(" ".join(sents) + "\n", encoding="utf-8")
+    return kb
+
+
+@pytest.fixture
+def kb(tmp_path):
+    return write_kb(tmp_path)
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    emb = FakeEmbedder()
+    monkeypatch.setattr(chunkwise.embeddings, "embedder_from_args", lambda args, **kw: emb)
+    monkeypatch.setattr(chunkwise.embeddings, "get_embedder", lambda name=None, **kw: emb)
+    return emb
+
+
+# -- the generators -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method", ["heldout", "cloze", "heading", "keyphrase"])
+def test_offline_methods_write_a_dataset_eval_reads_back_exactly(kb, tmp_path, method):
+    out = tmp_path / "ds"
+    qs = make_questions([kb], out, method=method, n=12, seed=3)
+    ds = load_dataset(out)
+    assert ds.problems == [] and len(ds.queries) == len(qs.questions) > 0
+    rows = [json.loads(line) for line in (out / "queries.jsonl").read_text().splitlines()]
+    assert {r["kind"] for r in rows} == {method}
+    for row in rows:  # every reference's content is the written text at its offsets (the loader checks it)
+        for ref in row["references"]:
+            text = (out / "docs" / ref["doc"]).read_text(encoding="utf-8")
+            assert text[ref["start"]:ref["end"]] == ref["content"] != ""
+    manifest = json.loads((out / "questions.json").read_text())
+    assert manifest["method"] == method and manifest["seed"] == 3 and manifest["kept"] == len(rows)
+    assert set(manifest["filters"]) == {"max_lexical_overlap", "lexical_ngram", "near_duplicate_jaccard"}
+    assert sorted(p.relative_to(out / "docs").as_posix() for p in (out / "docs").rglob("*.*")) == [
+        "bees.md", "bread.md", "lights.md", "more/notes.txt", "ships.md", "trains.md"]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".ds")]  # no temporary folder left
+
+
+def test_heldout_removes_the_query_sentence_and_cloze_excludes_it_from_the_reference(kb, tmp_path):
+    docs = load_documents([kb])
+    held = generate_questions(docs, method="heldout", n=10, seed=0)
+    for q in held.questions:
+        assert q.query in docs[q.doc].text  # taken from the original ...
+        assert q.query not in held.texts[q.doc]  # ... and no longer in the written document
+        assert len(held.texts[q.doc]) < len(docs[q.doc].text)
+    cloze = generate_questions(docs, method="cloze", n=10, seed=0)
+    for q in cloze.questions:
+        text = cloze.texts[q.doc]
+        assert text == docs[q.doc].text and q.query in text
+        refs = q.spans()
+        assert len(refs) == 2 and all(q.query not in text[a:b] for a, b in refs)
+        assert text[refs[0][1]:refs[1][0]].strip() == q.query
+
+
+def test_sampling_is_seeded_and_spread_over_documents_and_sections(kb):
+    docs = load_documents([kb])
+    a = generate_questions(docs, method="heldout", n=12, seed=7)
+    b = generate_questions(docs, method="heldout", n=12, seed=7)
+    c = generate_questions(docs, method="heldout", n=12, seed=8)
+    assert [q.query for q in a.questions] == [q.query for q in b.questions]
+    assert [q.query for q in a.questions] != [q.query for q in c.questions]
+    per_doc: dict[str, int] = {}
+    for q in a.questions:
+        per_doc[q.doc] = per_doc.get(q.doc, 0) + 1
+    # 12 questions over 6 documents: about two each (a rejected passage's turn goes to the next document),
+    # not all from the first documents
+    assert len(per_doc) == 6 and max(per_doc.values()) <= 3
+    written = {d: make_document(t, d, Path(d)) for d, t in a.texts.items()}
+    sections = {(q.doc, tuple(written[q.doc].section_at(q.start, q.start + 1))) for q in a.questions
+                if q.doc.endswith(".md")}
+    assert len(sections) == sum(v for d, v in per_doc.items() if d.endswith(".md"))  # no section twice
+
+
+def test_filters_reject_copied_and_near_duplicate_questions():
+    assert lexical_overlap("the queen lays eggs all summer", "The queen lays eggs all summer long.") == 1.0
+    assert lexical_overlap("when does the colony breed", "The queen lays eggs all summer long.") == 0.0
+    assert jaccard("Eggs queen summer", "summer, queen eggs!") == 1.0
+    doc = "Alpha beta gamma delta epsilon zeta. " * 3
+    text = "\n\n".join([doc] * 4)
+    qs = generate_questions({"d.txt": text}, method="cloze", n=5, seed=0)
+    # every passage repeats the same sentences: the held-out sentence is also in its neighbours (copied),
+    # or the same question again (near-duplicate); both are counted, nothing is kept
+    assert qs.questions == [] and set(qs.rejected) == {"trivially lexical"}
+    with pytest.raises(ConfigError, match="no question could be generated .*trivially lexical"):
+        write_question_set(qs, "unused")
+    body = "Run the installer and follow the prompts until the tool reports that it is ready for use.\n"
+    docs = {f"{d}.md": make_document(f"# Guide {d}\n\n## Install the tool\n\n{body}", f"{d}.md", Path(f"{d}.md"))
+            for d in ("a", "b")}
+    heads = generate_questions(docs, method="heading", n=5, seed=0)
+    # "Install the tool" twice: the second is a near-duplicate (each "Guide" heading governs its subsection)
+    assert sorted(q.query for q in heads.questions) == ["Guide a", "Guide b", "Install the tool"]
+    assert heads.rejected == {"near-duplicate": 1}
+
+
+def test_locate_exact_then_normalised_then_fuzzy():
+    text = "Intro.  The Queen lays\n eggs all summer long. Then winter comes."
+    assert locate("Then winter comes.", text) == (text.index("Then"), len(text))
+    a, b = locate("the  queen LAYS eggs all summer long.", text)
+    assert text[a:b] == "The Queen lays\n eggs all summer long."
+    a, b = locate("The Queen lays eggs al summer long.", text)  # a typo: the fuzzy alignment
+    assert text[a:b] == "The Queen lays\n eggs all summer long."
+    assert locate("Bees dance to show the way to flowers.", text) is None
+    assert locate("winter", text, 0, 20) is None  # only inside the given passage
+
+
+def test_bad_arguments_are_one_line(kb, tmp_path, capsys):
+    assert main(["questions", str(tmp_path / "missing"), "-o", str(tmp_path / "o")]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    assert main(["questions", str(kb), "-o", str(tmp_path / "o"), "-n", "0"]) == 2
+    assert "positive integer" in capsys.readouterr().err
+    assert main(["questions", str(kb), "-o", str(tmp_path / "o"), "-n", "3"]) == 0
+    capsys.readouterr()
+    assert main(["questions", str(kb), "-o", str(tmp_path / "o"), "-n", "3"]) == 2
+    assert "already exists; choose another folder or pass --force" in capsys.readouterr().err
+    assert main(["questions", str(kb), "-o", str(tmp_path / "o"), "-n", "4", "--force"]) == 0
+    assert len(load_dataset(tmp_path / "o").queries) == 4
+
+
+# -- the LLM generator, against the fake OpenAI-compatible server ------------------------------------
+
+
+def _llm_answer(body: dict) -> str:
+    """Per passage: a JSON question with its excerpt copied (even passages), re-cased and re-spaced (1 mod 4),
+    an excerpt that is not in the passage (3 mod 4); passages of bees.md get prose, not JSON."""
+    user = body["messages"][-1]["content"]
+    passage = user.split('"""\n', 1)[1].split('\n"""', 1)[0]
+    first = passage.split(". ")[0] + "."
+    n = sum(map(ord, passage)) % 4
+    if "'bees.md'" in user.split('"""')[0]:
+        return "Here is a question about bees!"
+    if n == 3:
+        return json.dumps({"question": f"what about {n}?", "excerpt": "Nothing like this is in the text."})
+    excerpt = first if n % 2 == 0 else "  ".join(first.upper().split())
+    return "```json\n" + json.dumps({"question": f"Which words open part {sum(map(ord, first))}?",
+                                     "excerpt": excerpt}) + "\n```"
+
+
+def test_llm_questions_locate_excerpts_reject_the_rest_and_are_cached(kb, tmp_path, fake_openai, capsys):
+    fake_openai.answer = _llm_answer
+    url = fake_openai.url
+    argv = ["--cache-dir", str(tmp_path / "cache"), "questions", str(kb), "-o", str(tmp_path / "ds"), "-n", "8",
+            "--llm-base-url", url, "--llm-model", "m"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    manifest = json.loads((tmp_path / "ds" / "questions.json").read_text())
+    assert manifest["method"] == "llm" and manifest["model"] == "m" and "{passage}" in manifest["prompt"]
+    assert manifest["rejected"]["answer not JSON with a question and an excerpt"] >= 1
+    assert manifest["rejected"]["excerpt not found in the passage"] >= 1
+    ds = load_dataset(tmp_path / "ds")
+    rows = [json.loads(line) for line in (tmp_path / "ds" / "queries.jsonl").read_text().splitlines()]
+    assert ds.problems == [] and len(rows) == manifest["kept"] > 0 and f"{manifest['kept']} llm questions" in out
+    assert {r["style"] for r in rows} <= {"factoid", "why", "multi"} and len({r["style"] for r in rows}) > 1
+    for r in rows:  # re-cased, re-spaced excerpts were aligned back onto the exact text
+        ref = r["references"][0]
+        assert ref["content"][0].isupper() and not ref["content"].isupper()
+    sent = len(fake_openai.requests)
+    assert main([*argv, "--force"]) == 0
+    assert len(fake_openai.requests) == sent  # every answer came from the cache (keyed on the endpoint)
+    assert (tmp_path / "ds" / "queries.jsonl").read_text().splitlines() == [json.dumps(r) for r in rows]
+
+
+def test_a_failing_endpoint_fails_the_run_in_one_line_and_writes_nothing(kb, tmp_path, fake_openai, capsys):
+    fake_openai.always_status = 500
+    url = fake_openai.url
+    rc = main(["--no-cache", "questions", str(kb), "-o", str(tmp_path / "ds"), "--llm-base-url", url,
+               "--llm-model", "m", "--llm-retries", "0"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "500" in err
+    assert list(tmp_path.iterdir()) == [kb]
+
+
+# -- tune: when it cannot tell -------------------------------------------------------------------------
+
+
+def test_two_identical_configurations_give_no_significant_winner(dataset):
+    ev = Evaluator(dataset, FakeEmbedder())
+    # documents of about 20 words: caps of 40 and 41 words give the same chunks, so the same scores
+    res = tune(ev, "fixed", {"max_tokens": [40, 41]}, metric="recall@5", fixed={"tokenizer": "words"})
+    a, b = (r.result for r in res.rows)
+    assert np.array_equal(a.per_query["recall@5"], b.per_query["recall@5"])
+    assert res.decision.verdict == NO_WINNER and (res.decision.lo, res.decision.hi) == (0.0, 0.0)
+    cfg = res.best_config()
+    assert cfg["tuned"]["decision"]["verdict"] == "no significant winner"
+    assert "cheapest" in cfg["tuned"]["decision"]["rule"]
+
+
+def _row(name: str, scores: list[float], tokens: float) -> TuneRow:
+    per = np.array(scores, dtype=float)
+    result = RunResult(RunSpec("fixed", {"max_tokens": len(name)}, label=name), {"recall@5": per},
+                       {"recall@5": float(per.mean()), "tokens_retrieved@5": tokens}, {"chunks": 10}, [], {})
+    return TuneRow({}, float(per.mean()), result, search_score=float(per.mean()))
+
+
+def test_decide_names_a_significant_winner_and_else_takes_the_cheapest_within_the_interval():
+    every = np.arange(40)
+    strong = _row("strong", [1.0] * 40, 900)
+    weak = _row("weak", [0.0] * 40, 100)
+    chosen, d = decide([strong, weak], "recall@5", every, every, "queries", 200, 0)
+    assert chosen is strong and d.verdict == SIGNIFICANT and d.lo > 0
+    # a one-query lead (the 80.0 vs 77.5 of a 40-query tune): not significant; the cheaper one is written
+    lead = _row("lead", [1.0] * 32 + [0.0] * 8, 900)
+    close = _row("close", [1.0] * 31 + [0.0] * 9, 300)
+    far = _row("far", [0.0] * 40, 10)
+    chosen, d = decide([lead, close, far], "recall@5", every, every, "queries", 200, 0)
+    assert d.verdict == NO_WINNER and d.lo <= 0 <= d.hi and chosen is close  # far is significantly worse
+    assert "no significant winner: took the cheapest within the interval, close" in d.summary("recall@5")
+
+
+def test_holdout_split_is_seeded_disjoint_and_refused_when_too_small():
+    search_idx, held, how = split_queries(40, 0.3, 0)
+    assert len(held) == 12 and len(search_idx) == 28 and not set(held) & set(search_idx)
+    assert np.array_equal(held, split_queries(40, 0.3, 0)[1]) and not np.array_equal(held, split_queries(40, 0.3, 1)[1])
+    assert "held-out" in how
+    s, h, how = split_queries(20, 0.3, 0)
+    assert len(s) == len(h) == 20 and "too few" in how
+    with pytest.raises(ConfigError, match="holdout"):
+        split_queries(10, 1.5, 0)
+
+
+def test_search_evaluates_distinct_points_seeded(kb, tmp_path):
+    make_questions([kb], tmp_path / "ds", n=30, seed=0)
+    ds = load_dataset(tmp_path / "ds")
+    space = SearchSpace(max_tokens=[16, 32, 64], overlap=[0, 4])
+    assert len(space.points()) == 3 * 3 * 2 * 4  # strategies x sizes x overlaps x (dense, zscore, rrf at 2 k)
+    runs = [search(Evaluator(ds, FakeEmbedder()), space, trials=6, fixed={"tokenizer": "words"}, seed=5)
+            for _ in range(2)]
+    names = [[r.result.name for r in res.rows] for res in runs]
+    assert names[0] == names[1] and len(set(names[0])) == 6 and runs[0].sampler == "optuna-tpe"
+    assert {r.params["strategy"] for r in runs[0].rows} <= {"fixed", "sentence", "recursive"}
+    cfg = runs[0].best_config()
+    assert cfg["tuned"]["sampler"] == "optuna-tpe" and cfg["tuned"]["decision"]["queries"] == len(ds.queries)
+    small = SearchSpace(strategies=["fixed"], max_tokens=[8], overlap=[0], retrieval=["dense", "zscore"])
+    whole = search(Evaluator(ds, FakeEmbedder()), small, trials=6, fixed={"tokenizer": "words"})
+    assert whole.sampler == "grid" and len(whole.rows) == 2
+
+
+# -- the acceptance path: documents -> questions -> tune -> index --config -> ask, offline -------------
+
+
+def test_folder_to_questions_to_tune_to_index_to_ask(kb, tmp_path, fake, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["questions", "kb", "-o", "ds", "-n", "30"]) == 0
+    assert main(["tune", "ds", "--trials", "4", "--tokenizer", "words", "--sizes", "16,32", "-o", "best.json"]) == 0
+    out = capsys.readouterr().out
+    cfg = json.loads(Path("best.json").read_text())
+    assert cfg["tuned"]["decision"]["verdict"] in (SIGNIFICANT, NO_WINNER) and cfg["tuned"]["decision"]["chosen"]
+    assert cfg["tuned"]["decision"]["verdict"] in out
+    assert main(["index", "kb", "--config", "best.json", "--db", "kb.db"]) == 0
+    assert main(["ask", "What does the queen do in summer?", "--db", "kb.db", "--format", "json"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["extractive"] is True and answer["citations"]
