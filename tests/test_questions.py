@@ -46,8 +46,9 @@ def write_kb(root: Path, seed: int = 1) -> Path:
         words = vocab.split()
         parts = []
         for h in range(3):
-            sents = [" ".join(rng.choice(words) for _ in range(rng.randint(7, 14))).capitalize() + "."
-                     for _ in range(5)]
+            sents = [
+                " ".join(rng.choice(words) for _ in range(rng.randint(7, 14))).capitalize() + "." for _ in range(5)
+            ]
             parts.append(f"## {topic.title()} care and history part {h}\n\n" + " ".join(sents))
         (kb / f"{topic}.md").write_text(f"# {topic.title()}\n\n" + "\n\n".join(parts) + "\n", encoding="utf-8")
     sents = [" ".join(rng.choice(TOPICS["bees"].split()) for _ in range(9)).capitalize() + "." for _ in range(9)]
@@ -82,12 +83,18 @@ def test_offline_methods_write_a_dataset_eval_reads_back_exactly(kb, tmp_path, m
     for row in rows:  # every reference's content is the written text at its offsets (the loader checks it)
         for ref in row["references"]:
             text = (out / "docs" / ref["doc"]).read_text(encoding="utf-8")
-            assert text[ref["start"]:ref["end"]] == ref["content"] != ""
+            assert text[ref["start"] : ref["end"]] == ref["content"] != ""
     manifest = json.loads((out / "questions.json").read_text())
     assert manifest["method"] == method and manifest["seed"] == 3 and manifest["kept"] == len(rows)
     assert set(manifest["filters"]) == {"max_lexical_overlap", "lexical_ngram", "near_duplicate_jaccard"}
     assert sorted(p.relative_to(out / "docs").as_posix() for p in (out / "docs").rglob("*.*")) == [
-        "bees.md", "bread.md", "lights.md", "more/notes.txt", "ships.md", "trains.md"]
+        "bees.md",
+        "bread.md",
+        "lights.md",
+        "more/notes.txt",
+        "ships.md",
+        "trains.md",
+    ]
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".ds")]  # no temporary folder left
 
 
@@ -104,7 +111,7 @@ def test_heldout_removes_the_query_sentence_and_cloze_excludes_it_from_the_refer
         assert text == docs[q.doc].text and q.query in text
         refs = q.spans()
         assert len(refs) == 2 and all(q.query not in text[a:b] for a, b in refs)
-        assert text[refs[0][1]:refs[1][0]].strip() == q.query
+        assert text[refs[0][1] : refs[1][0]].strip() == q.query
 
 
 def test_sampling_is_seeded_and_spread_over_documents_and_sections(kb):
@@ -121,8 +128,9 @@ def test_sampling_is_seeded_and_spread_over_documents_and_sections(kb):
     # not all from the first documents
     assert len(per_doc) == 6 and max(per_doc.values()) <= 3
     written = {d: make_document(t, d, Path(d)) for d, t in a.texts.items()}
-    sections = {(q.doc, tuple(written[q.doc].section_at(q.start, q.start + 1))) for q in a.questions
-                if q.doc.endswith(".md")}
+    sections = {
+        (q.doc, tuple(written[q.doc].section_at(q.start, q.start + 1))) for q in a.questions if q.doc.endswith(".md")
+    }
     assert len(sections) == sum(v for d, v in per_doc.items() if d.endswith(".md"))  # no section twice
 
 
@@ -139,8 +147,10 @@ def test_filters_reject_copied_and_near_duplicate_questions():
     with pytest.raises(ConfigError, match="no question could be generated .*trivially lexical"):
         write_question_set(qs, "unused")
     body = "Run the installer and follow the prompts until the tool reports that it is ready for use.\n"
-    docs = {f"{d}.md": make_document(f"# Guide {d}\n\n## Install the tool\n\n{body}", f"{d}.md", Path(f"{d}.md"))
-            for d in ("a", "b")}
+    docs = {
+        f"{d}.md": make_document(f"# Guide {d}\n\n## Install the tool\n\n{body}", f"{d}.md", Path(f"{d}.md"))
+        for d in ("a", "b")
+    }
     heads = generate_questions(docs, method="heading", n=5, seed=0)
     # "Install the tool" twice: the second is a near-duplicate (each "Guide" heading governs its subsection)
     assert sorted(q.query for q in heads.questions) == ["Guide a", "Guide b", "Install the tool"]
@@ -186,15 +196,30 @@ def _llm_answer(body: dict) -> str:
     if n == 3:
         return json.dumps({"question": f"what about {n}?", "excerpt": "Nothing like this is in the text."})
     excerpt = first if n % 2 == 0 else "  ".join(first.upper().split())
-    return "```json\n" + json.dumps({"question": f"Which words open part {sum(map(ord, first))}?",
-                                     "excerpt": excerpt}) + "\n```"
+    return (
+        "```json\n"
+        + json.dumps({"question": f"Which words open part {sum(map(ord, first))}?", "excerpt": excerpt})
+        + "\n```"
+    )
 
 
 def test_llm_questions_locate_excerpts_reject_the_rest_and_are_cached(kb, tmp_path, fake_openai, capsys):
     fake_openai.answer = _llm_answer
     url = fake_openai.url
-    argv = ["--cache-dir", str(tmp_path / "cache"), "questions", str(kb), "-o", str(tmp_path / "ds"), "-n", "8",
-            "--llm-base-url", url, "--llm-model", "m"]
+    argv = [
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "questions",
+        str(kb),
+        "-o",
+        str(tmp_path / "ds"),
+        "-n",
+        "8",
+        "--llm-base-url",
+        url,
+        "--llm-model",
+        "m",
+    ]
     assert main(argv) == 0
     out = capsys.readouterr().out
     manifest = json.loads((tmp_path / "ds" / "questions.json").read_text())
@@ -217,8 +242,21 @@ def test_llm_questions_locate_excerpts_reject_the_rest_and_are_cached(kb, tmp_pa
 def test_a_failing_endpoint_fails_the_run_in_one_line_and_writes_nothing(kb, tmp_path, fake_openai, capsys):
     fake_openai.always_status = 500
     url = fake_openai.url
-    rc = main(["--no-cache", "questions", str(kb), "-o", str(tmp_path / "ds"), "--llm-base-url", url,
-               "--llm-model", "m", "--llm-retries", "0"])
+    rc = main(
+        [
+            "--no-cache",
+            "questions",
+            str(kb),
+            "-o",
+            str(tmp_path / "ds"),
+            "--llm-base-url",
+            url,
+            "--llm-model",
+            "m",
+            "--llm-retries",
+            "0",
+        ]
+    )
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1 and "500" in err
     assert list(tmp_path.iterdir()) == [kb]
@@ -241,8 +279,14 @@ def test_two_identical_configurations_give_no_significant_winner(dataset):
 
 def _row(name: str, scores: list[float], tokens: float) -> TuneRow:
     per = np.array(scores, dtype=float)
-    result = RunResult(RunSpec("fixed", {"max_tokens": len(name)}, label=name), {"recall@5": per},
-                       {"recall@5": float(per.mean()), "tokens_retrieved@5": tokens}, {"chunks": 10}, [], {})
+    result = RunResult(
+        RunSpec("fixed", {"max_tokens": len(name)}, label=name),
+        {"recall@5": per},
+        {"recall@5": float(per.mean()), "tokens_retrieved@5": tokens},
+        {"chunks": 10},
+        [],
+        {},
+    )
     return TuneRow({}, float(per.mean()), result, search_score=float(per.mean()))
 
 
@@ -277,8 +321,9 @@ def test_search_evaluates_distinct_points_seeded(kb, tmp_path):
     ds = load_dataset(tmp_path / "ds")
     space = SearchSpace(max_tokens=[16, 32, 64], overlap=[0, 4])
     assert len(space.points()) == 3 * 3 * 2 * 4  # strategies x sizes x overlaps x (dense, zscore, rrf at 2 k)
-    runs = [search(Evaluator(ds, FakeEmbedder()), space, trials=6, fixed={"tokenizer": "words"}, seed=5)
-            for _ in range(2)]
+    runs = [
+        search(Evaluator(ds, FakeEmbedder()), space, trials=6, fixed={"tokenizer": "words"}, seed=5) for _ in range(2)
+    ]
     names = [[r.result.name for r in res.rows] for res in runs]
     assert names[0] == names[1] and len(set(names[0])) == 6 and runs[0].sampler == "optuna-tpe"
     assert {r.params["strategy"] for r in runs[0].rows} <= {"fixed", "sentence", "recursive"}

@@ -80,24 +80,41 @@ def run_search(args) -> int:
     trials = args.trials if args.trials is not None else DEFAULT_TRIALS
     ds = _dataset(args)
     evaluator = _evaluator(args, ds, k=metric_k or args.k)
-    result = search(evaluator, space, trials, metric, fixed, args.max_tokens_retrieved, _progress(args), require,
-                    holdout=args.holdout, seed=args.seed, n_boot=args.bootstrap)
+    result = search(
+        evaluator,
+        space,
+        trials,
+        metric,
+        fixed,
+        args.max_tokens_retrieved,
+        _progress(args),
+        require,
+        holdout=args.holdout,
+        seed=args.seed,
+        n_boot=args.bootstrap,
+    )
     lines = format_leaderboard(result, evaluator.k).splitlines()
     print("\n".join(lines[: 2 + args.top]))
     if len(lines) > 2 + args.top:
         print(f"... {len(lines) - 2 - args.top} more")
-    print(f"\n{len(result.rows)} configurations ({result.sampler}, of {len(space.points())} in the space) in "
-          f"{result.seconds:.1f} s; {result.texts_embedded} texts sent to the embedder")
+    print(
+        f"\n{len(result.rows)} configurations ({result.sampler}, of {len(space.points())} in the space) in "
+        f"{result.seconds:.1f} s; {result.texts_embedded} texts sent to the embedder"
+    )
     config = result.best_config(dataset=str(args.dataset), embedder=evaluator.embedder.model_id)
     chosen = result.chosen
     assert chosen is not None and chosen.score is not None  # best_config raised otherwise
     write_config(args.output, config)
     if result.decision is not None:
         print(result.decision.summary(metric))
-    print(f"wrote ({metric} = {fmt_score(metric, chosen.score)}): "
-          f"{json.dumps({k: config[k] for k in config if k != 'tuned'})}")
-    print(f"wrote {args.output}; use it with: chunkwise index --config {args.output} DOCS / chunkwise eval "
-          f"{args.dataset} --config {args.output}")
+    print(
+        f"wrote ({metric} = {fmt_score(metric, chosen.score)}): "
+        f"{json.dumps({k: config[k] for k in config if k != 'tuned'})}"
+    )
+    print(
+        f"wrote {args.output}; use it with: chunkwise index --config {args.output} DOCS / chunkwise eval "
+        f"{args.dataset} --config {args.output}"
+    )
     if args.report and not args.quiet:
         print("chunkwise: --report is written by --grid searches only", file=sys.stderr)
     return 0

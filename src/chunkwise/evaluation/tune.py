@@ -31,8 +31,10 @@ from .runner import Evaluator
 from .spec import RUN_KEYS, parse_value, spec_from_params, split_top_level
 
 #: metric names ``tune`` accepts (``@N`` takes any positive N for span and document recall metrics)
-METRIC_HELP = ("recall@N, precision@N, iou@N (Chroma's arithmetic), recall_set@N, precision_set@N, iou_set@N "
-               "(set arithmetic), N a number or 'min'; doc_recall@N, ndcg@10, mrr, precision_omega")
+METRIC_HELP = (
+    "recall@N, precision@N, iou@N (Chroma's arithmetic), recall_set@N, precision_set@N, iou_set@N "
+    "(set arithmetic), N a number or 'min'; doc_recall@N, ndcg@10, mrr, precision_omega"
+)
 _METRIC = re.compile(r"^(recall|precision|iou|recall_set|precision_set|iou_set|doc_recall)@(\d+|min)$")
 
 
@@ -89,8 +91,10 @@ def check_grid(strategy: str, grid: dict[str, Any], fixed: dict[str, Any]) -> No
     # an old name (semantic's window) is accepted here and renamed, with a warning, by get_strategy
     unknown = [p for p in [*grid, *fixed] if p not in valid and p not in RUN_KEYS and p not in cls.renamed_params]
     if unknown:
-        raise ConfigError(f"strategy {strategy!r} has no parameter {', '.join(sorted(set(unknown)))}; valid: "
-                          f"{', '.join(valid)} (and the run options late, context)")
+        raise ConfigError(
+            f"strategy {strategy!r} has no parameter {', '.join(sorted(set(unknown)))}; valid: "
+            f"{', '.join(valid)} (and the run options late, context)"
+        )
 
 
 _REQUIRE = re.compile(r"^\s*([\w@.]+)\s*(>=|<=|>|<)\s*([-+0-9.eE]+)\s*$")
@@ -159,15 +163,25 @@ class Decision:
     rule: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {"verdict": self.verdict, "winner": self.winner, "runner_up": self.runner_up,
-                "diff": round(self.diff, 6), "ci95": [round(self.lo, 6), round(self.hi, 6)],
-                "queries": self.queries, "split": self.split, "chosen": self.chosen, "rule": self.rule}
+        return {
+            "verdict": self.verdict,
+            "winner": self.winner,
+            "runner_up": self.runner_up,
+            "diff": round(self.diff, 6),
+            "ci95": [round(self.lo, 6), round(self.hi, 6)],
+            "queries": self.queries,
+            "split": self.split,
+            "chosen": self.chosen,
+            "rule": self.rule,
+        }
 
     def summary(self, metric: str) -> str:
         if self.runner_up is None:
             return f"{self.verdict}; wrote {self.chosen}"
-        head = (f"{self.winner} vs {self.runner_up}: {metric} {self.diff:+.4f} [95% CI {self.lo:+.4f}, "
-                f"{self.hi:+.4f}] on {self.queries} {self.split}")
+        head = (
+            f"{self.winner} vs {self.runner_up}: {metric} {self.diff:+.4f} [95% CI {self.lo:+.4f}, "
+            f"{self.hi:+.4f}] on {self.queries} {self.split}"
+        )
         if self.verdict == SIGNIFICANT:
             return f"{head}: significant winner {self.chosen}"
         return f"{head}: no significant winner: took the cheapest within the interval, {self.chosen}"
@@ -204,15 +218,35 @@ class TuneResult:
             if self.max_tokens_retrieved is not None:
                 limits.append(f"tokens retrieved <= {self.max_tokens_retrieved:g}")
             limits += [f"{n}{op}{v:g}" for n, op, v in self.require]
-            raise ConfigError("no configuration of the grid could be evaluated"
-                              + (f" that meets {', '.join(limits)}" if limits else ""))
+            raise ConfigError(
+                "no configuration of the grid could be evaluated"
+                + (f" that meets {', '.join(limits)}" if limits else "")
+            )
         cfg = self.chosen.result.spec.to_config()
         r = self.chosen.result
         cfg["tuned"] = {
-            "metric": self.metric, "score": self.chosen.score, "dataset": dataset, "embedder": embedder,
-            "scores": {k: round(v, 6) for k, v in r.scores.items()
-                       if k in ("recall@5", "iou@5", "precision@5", "recall@10", "iou@10", "ndcg@10", "mrr",
-                                "recall_set@5", "iou_set@5", self.metric) or k.startswith("tokens_retrieved")},
+            "metric": self.metric,
+            "score": self.chosen.score,
+            "dataset": dataset,
+            "embedder": embedder,
+            "scores": {
+                k: round(v, 6)
+                for k, v in r.scores.items()
+                if k
+                in (
+                    "recall@5",
+                    "iou@5",
+                    "precision@5",
+                    "recall@10",
+                    "iou@10",
+                    "ndcg@10",
+                    "mrr",
+                    "recall_set@5",
+                    "iou_set@5",
+                    self.metric,
+                )
+                or k.startswith("tokens_retrieved")
+            },
             "grid_points": len(self.rows),
             "sampler": self.sampler,
         }
@@ -221,11 +255,19 @@ class TuneResult:
         return cfg
 
 
-def tune(evaluator: Evaluator, strategy: str, grid: dict[str, list[Any]], metric: str = "recall@5",
-         fixed: dict[str, Any] | None = None, max_tokens_retrieved: float | None = None,
-         progress: Callable[[str], None] | None = None,
-         require: Sequence[tuple[str, str, float] | str] = (), holdout: float = 0.3, seed: int | None = None,
-         n_boot: int | None = None) -> TuneResult:
+def tune(
+    evaluator: Evaluator,
+    strategy: str,
+    grid: dict[str, list[Any]],
+    metric: str = "recall@5",
+    fixed: dict[str, Any] | None = None,
+    max_tokens_retrieved: float | None = None,
+    progress: Callable[[str], None] | None = None,
+    require: Sequence[tuple[str, str, float] | str] = (),
+    holdout: float = 0.3,
+    seed: int | None = None,
+    n_boot: int | None = None,
+) -> TuneResult:
     """Evaluate every point of ``grid`` (``fixed`` parameters added to each) and rank them by ``metric``.
 
     ``max_tokens_retrieved`` excludes from the choice of the best (not from the leaderboard) points whose
@@ -248,15 +290,34 @@ def tune(evaluator: Evaluator, strategy: str, grid: dict[str, list[Any]], metric
     n0 = evaluator.embedder.texts_embedded
     rows: list[TuneRow] = []
     for i, point in enumerate(points, 1):
-        rows.append(_point(evaluator, strategy, {**fixed, **point}, metric, max_tokens_retrieved, reqs,
-                           progress, f"[{i}/{len(points)}]"))
-    return finish(evaluator, strategy, metric, rows, t0, n0, max_tokens_retrieved, fixed, reqs, holdout, seed,
-                  n_boot, "grid")
+        rows.append(
+            _point(
+                evaluator,
+                strategy,
+                {**fixed, **point},
+                metric,
+                max_tokens_retrieved,
+                reqs,
+                progress,
+                f"[{i}/{len(points)}]",
+            )
+        )
+    return finish(
+        evaluator, strategy, metric, rows, t0, n0, max_tokens_retrieved, fixed, reqs, holdout, seed, n_boot, "grid"
+    )
 
 
-def _point(evaluator: Evaluator, strategy: str, params: dict[str, Any], metric: str,
-           max_tokens_retrieved: float | None, reqs: list[tuple[str, str, float]],
-           progress: Callable[[str], None], where: str, shown: dict[str, Any] | None = None) -> TuneRow:
+def _point(
+    evaluator: Evaluator,
+    strategy: str,
+    params: dict[str, Any],
+    metric: str,
+    max_tokens_retrieved: float | None,
+    reqs: list[tuple[str, str, float]],
+    progress: Callable[[str], None],
+    where: str,
+    shown: dict[str, Any] | None = None,
+) -> TuneRow:
     """Evaluate one point; an invalid one (``overlap >= max_tokens``) is a row with its error."""
     tokens_key = f"tokens_retrieved@{evaluator.k}"
     spec = spec_from_params(strategy, params)
@@ -267,15 +328,21 @@ def _point(evaluator: Evaluator, strategy: str, params: dict[str, Any], metric: 
         progress(f"{where} {spec.name}: skipped ({exc})")
         return TuneRow(shown, None, error=str(exc))
     if metric not in result.scores:
-        raise ConfigError(f"metric {metric!r} is not computed with k={evaluator.k}; "
-                          f"available: {', '.join(sorted(result.scores))}")
+        raise ConfigError(
+            f"metric {metric!r} is not computed with k={evaluator.k}; available: {', '.join(sorted(result.scores))}"
+        )
     score = result.scores[metric]
     over = max_tokens_retrieved is not None and result.scores[tokens_key] > max_tokens_retrieved
     failed = [f"{n}{op}{v:g}" for n, op, v in reqs if not _meets(result.scores, (n, op, v))]
-    extra = "".join(f", {n} = {result.scores[n]:.4f}" for n in dict.fromkeys(["recall@5", "iou@5", *(r[0] for r in reqs)])
-                    if n != metric and n in result.scores)
-    progress(f"{where} {spec.name}: {metric} = {score:.4f}{extra}"
-             f" ({result.scores[tokens_key]:.0f} tokens retrieved{', over budget' if over else ''})")
+    extra = "".join(
+        f", {n} = {result.scores[n]:.4f}"
+        for n in dict.fromkeys(["recall@5", "iou@5", *(r[0] for r in reqs)])
+        if n != metric and n in result.scores
+    )
+    progress(
+        f"{where} {spec.name}: {metric} = {score:.4f}{extra}"
+        f" ({result.scores[tokens_key]:.0f} tokens retrieved{', over budget' if over else ''})"
+    )
     return TuneRow(shown, score, result, over_budget=over, failed=failed)
 
 
@@ -290,14 +357,27 @@ def split_queries(n: int, holdout: float, seed: int) -> tuple[np.ndarray, np.nda
     if holdout == 0:
         return every, every, "queries (no held-out split)"
     if n_hold < MIN_HOLDOUT_QUERIES or n - n_hold < 1:
-        return every, every, (f"queries (all: {n} are too few to hold out {holdout:.0%}, which needs "
-                              f"{MIN_HOLDOUT_QUERIES} held-out queries)")
+        return (
+            every,
+            every,
+            (
+                f"queries (all: {n} are too few to hold out {holdout:.0%}, which needs "
+                f"{MIN_HOLDOUT_QUERIES} held-out queries)"
+            ),
+        )
     perm = np.random.default_rng(seed).permutation(n)
     return np.sort(perm[n_hold:]), np.sort(perm[:n_hold]), f"held-out queries ({holdout:.0%}, seed {seed})"
 
 
-def decide(rows: Sequence[TuneRow], metric: str, search: np.ndarray, held: np.ndarray, split: str,
-           n_boot: int = 1000, seed: int = 0) -> tuple[TuneRow | None, Decision | None]:
+def decide(
+    rows: Sequence[TuneRow],
+    metric: str,
+    search: np.ndarray,
+    held: np.ndarray,
+    split: str,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> tuple[TuneRow | None, Decision | None]:
     """The row to write and why: ``rows`` are the eligible rows best first (by the search queries). The
     winner is compared with the runner-up on the ``held`` queries by a paired bootstrap; when the interval
     contains 0 the cheapest row not significantly worse than the winner there is taken."""
@@ -306,33 +386,72 @@ def decide(rows: Sequence[TuneRow], metric: str, search: np.ndarray, held: np.nd
     best = rows[0]
     assert best.result is not None
     if len(rows) == 1:
-        return best, Decision("only one configuration could win", best.result.name, None, 0.0, 0.0, 0.0,
-                              len(held), split, best.result.name, "the only eligible configuration")
+        return best, Decision(
+            "only one configuration could win",
+            best.result.name,
+            None,
+            0.0,
+            0.0,
+            0.0,
+            len(held),
+            split,
+            best.result.name,
+            "the only eligible configuration",
+        )
     runner = rows[1]
     assert runner.result is not None
 
     def vs(row: TuneRow) -> M.Bootstrap:
         assert best.result is not None and row.result is not None
-        return M.paired_bootstrap(best.result.per_query[metric][held], row.result.per_query[metric][held],
-                                  n_boot, seed)
+        return M.paired_bootstrap(best.result.per_query[metric][held], row.result.per_query[metric][held], n_boot, seed)
 
     ci = vs(runner)
     if ci["lo"] > 0:
-        return best, Decision(SIGNIFICANT, best.result.name, runner.result.name, ci["diff"], ci["lo"], ci["hi"],
-                              len(held), split, best.result.name,
-                              "the winner's interval against the runner-up excludes 0")
+        return best, Decision(
+            SIGNIFICANT,
+            best.result.name,
+            runner.result.name,
+            ci["diff"],
+            ci["lo"],
+            ci["hi"],
+            len(held),
+            split,
+            best.result.name,
+            "the winner's interval against the runner-up excludes 0",
+        )
     tied = [best] + [r for r in rows[1:] if vs(r)["lo"] <= 0]
     chosen = min(tied, key=lambda r: r.cost)  # min keeps the better-ranked row among equal costs
     assert chosen.result is not None
-    return chosen, Decision(NO_WINNER, best.result.name, runner.result.name, ci["diff"], ci["lo"], ci["hi"],
-                            len(held), split, chosen.result.name,
-                            f"the cheapest (tokens retrieved, then chunks) of the {len(tied)} configurations "
-                            "not significantly worse than the winner")
+    return chosen, Decision(
+        NO_WINNER,
+        best.result.name,
+        runner.result.name,
+        ci["diff"],
+        ci["lo"],
+        ci["hi"],
+        len(held),
+        split,
+        chosen.result.name,
+        f"the cheapest (tokens retrieved, then chunks) of the {len(tied)} configurations "
+        "not significantly worse than the winner",
+    )
 
 
-def finish(evaluator: Evaluator, strategy: str, metric: str, rows: list[TuneRow], t0: float, n0: int,
-           max_tokens_retrieved: float | None, fixed: dict[str, Any], reqs: list[tuple[str, str, float]],
-           holdout: float, seed: int | None, n_boot: int | None, sampler: str) -> TuneResult:
+def finish(
+    evaluator: Evaluator,
+    strategy: str,
+    metric: str,
+    rows: list[TuneRow],
+    t0: float,
+    n0: int,
+    max_tokens_retrieved: float | None,
+    fixed: dict[str, Any],
+    reqs: list[tuple[str, str, float]],
+    holdout: float,
+    seed: int | None,
+    n_boot: int | None,
+    sampler: str,
+) -> TuneResult:
     """Rank the rows on the search queries, decide on the held-out ones, and assemble the result."""
     seed = evaluator.seed if seed is None else seed
     n_boot = evaluator.n_boot if n_boot is None else n_boot
@@ -341,20 +460,34 @@ def finish(evaluator: Evaluator, strategy: str, metric: str, rows: list[TuneRow]
         if r.result is not None:
             r.search_score = float(r.result.per_query[metric][search].mean())
     scored = [r for r in rows if r.score is not None]
-    scored.sort(key=lambda r: -(r.search_score or 0.0))   # every score here is a float
+    scored.sort(key=lambda r: -(r.search_score or 0.0))  # every score here is a float
     rows = scored + [r for r in rows if r.score is None]
     eligible = [r for r in scored if not r.over_budget and not r.failed]
     chosen, decision = decide(eligible, metric, search, held, split, n_boot, seed)
-    return TuneResult(strategy, metric, rows, eligible[0] if eligible else None, time.perf_counter() - t0,
-                      evaluator.embedder.texts_embedded - n0, max_tokens_retrieved, fixed, reqs, chosen, decision,
-                      sampler)
+    return TuneResult(
+        strategy,
+        metric,
+        rows,
+        eligible[0] if eligible else None,
+        time.perf_counter() - t0,
+        evaluator.embedder.texts_embedded - n0,
+        max_tokens_retrieved,
+        fixed,
+        reqs,
+        chosen,
+        decision,
+        sampler,
+    )
 
 
 # -- a budgeted search over the space that matters -----------------------------------------------------
 
 #: retrieval settings of the search space: how each reads as run options
-RETRIEVALS: dict[str, dict[str, Any]] = {"dense": {"hybrid": False}, "zscore": {"hybrid": True, "fusion": "zscore"},
-              "rrf": {"hybrid": True, "fusion": "rrf"}}
+RETRIEVALS: dict[str, dict[str, Any]] = {
+    "dense": {"hybrid": False},
+    "zscore": {"hybrid": True, "fusion": "zscore"},
+    "rrf": {"hybrid": True, "fusion": "rrf"},
+}
 
 
 @dataclass
@@ -374,8 +507,13 @@ class SearchSpace:
     def check(self) -> None:
         from ..strategies import STRATEGY_NAMES
 
-        for name, values in (("strategies", self.strategies), ("max_tokens", self.max_tokens),
-                             ("overlap", self.overlap), ("retrieval", self.retrieval), ("rrf_k", self.rrf_k)):
+        for name, values in (
+            ("strategies", self.strategies),
+            ("max_tokens", self.max_tokens),
+            ("overlap", self.overlap),
+            ("retrieval", self.retrieval),
+            ("rrf_k", self.rrf_k),
+        ):
             if not values:
                 raise ConfigError(f"the search space has no {name}")
         bad = [x for x in self.strategies if x not in STRATEGY_NAMES]
@@ -391,25 +529,37 @@ class SearchSpace:
         """Every distinct valid point (overlap below max_tokens; rrf_k only for RRF), in a fixed order."""
         out = []
         names = list(self.extra)
-        for strat, size, ov, ret in itertools.product(self.strategies, self.max_tokens, self.overlap,
-                                                      self.retrieval):
+        for strat, size, ov, ret in itertools.product(self.strategies, self.max_tokens, self.overlap, self.retrieval):
             if ov >= size:
                 continue
-            for ks in (self.rrf_k if ret == "rrf" else [None]):
+            for ks in self.rrf_k if ret == "rrf" else [None]:
                 for combo in itertools.product(*(self.extra[n] for n in names)):
-                    params: dict[str, Any] = {"max_tokens": size, "overlap": ov, **dict(zip(names, combo)),
-                                              **RETRIEVALS[ret]}
+                    params: dict[str, Any] = {
+                        "max_tokens": size,
+                        "overlap": ov,
+                        **dict(zip(names, combo)),
+                        **RETRIEVALS[ret],
+                    }
                     if ks is not None:
                         params["rrf_k"] = ks
                     out.append((strat, params))
         return out
 
 
-def search(evaluator: Evaluator, space: SearchSpace | None = None, trials: int = 30, metric: str = "recall@5",
-           fixed: dict[str, Any] | None = None, max_tokens_retrieved: float | None = None,
-           progress: Callable[[str], None] | None = None, require: Sequence[tuple[str, str, float] | str] = (),
-           holdout: float = 0.3, seed: int | None = None, n_boot: int | None = None,
-           sampler: str = "tpe") -> TuneResult:
+def search(
+    evaluator: Evaluator,
+    space: SearchSpace | None = None,
+    trials: int = 30,
+    metric: str = "recall@5",
+    fixed: dict[str, Any] | None = None,
+    max_tokens_retrieved: float | None = None,
+    progress: Callable[[str], None] | None = None,
+    require: Sequence[tuple[str, str, float] | str] = (),
+    holdout: float = 0.3,
+    seed: int | None = None,
+    n_boot: int | None = None,
+    sampler: str = "tpe",
+) -> TuneResult:
     """Evaluate ``trials`` distinct points of ``space`` chosen by Optuna's TPE sampler (seeded; ``sampler=
     "random"`` or Optuna missing: a seeded random sample), ranked on the search queries and decided on the
     held-out ones as :func:`tune` does. A space no larger than ``trials`` is evaluated whole."""
@@ -434,8 +584,17 @@ def search(evaluator: Evaluator, space: SearchSpace | None = None, trials: int =
         key = json.dumps([strat, params], sort_keys=True)
         if key not in done:
             shown = {"strategy": strat, **params}
-            done[key] = _point(evaluator, strat, {**fixed, **params}, metric, max_tokens_retrieved, reqs,
-                               progress, f"[{len(done) + 1}/{min(trials, len(points))}]", shown)
+            done[key] = _point(
+                evaluator,
+                strat,
+                {**fixed, **params},
+                metric,
+                max_tokens_retrieved,
+                reqs,
+                progress,
+                f"[{len(done) + 1}/{min(trials, len(points))}]",
+                shown,
+            )
         return done[key]
 
     used = "grid" if len(points) <= trials else sampler
@@ -454,8 +613,9 @@ def search(evaluator: Evaluator, space: SearchSpace | None = None, trials: int =
     else:
         used = "optuna-tpe"
         optuna.logging.set_verbosity(optuna.logging.WARNING)
-        study = optuna.create_study(direction="maximize",
-                                    sampler=optuna.samplers.TPESampler(seed=seed, n_startup_trials=min(10, trials)))
+        study = optuna.create_study(
+            direction="maximize", sampler=optuna.samplers.TPESampler(seed=seed, n_startup_trials=min(10, trials))
+        )
         by_key = {json.dumps([st, pr], sort_keys=True): (st, pr) for st, pr in points}
         asks = 0
         while len(done) < trials and asks < 20 * trials:
@@ -463,8 +623,10 @@ def search(evaluator: Evaluator, space: SearchSpace | None = None, trials: int =
             trial = study.ask()
             strat = str(trial.suggest_categorical("strategy", space.strategies))
             ret = str(trial.suggest_categorical("retrieval", space.retrieval))
-            point: dict[str, Any] = {"max_tokens": trial.suggest_categorical("max_tokens", space.max_tokens),
-                                     "overlap": trial.suggest_categorical("overlap", space.overlap)}
+            point: dict[str, Any] = {
+                "max_tokens": trial.suggest_categorical("max_tokens", space.max_tokens),
+                "overlap": trial.suggest_categorical("overlap", space.overlap),
+            }
             for n in space.extra:  # JSON text: Optuna's choices must be plain scalars
                 point[n] = json.loads(str(trial.suggest_categorical(n, [json.dumps(v) for v in space.extra[n]])))
             point.update(RETRIEVALS[ret])
@@ -480,8 +642,9 @@ def search(evaluator: Evaluator, space: SearchSpace | None = None, trials: int =
             else:
                 study.tell(trial, float(row.result.per_query[metric][search_idx].mean()))
     rows = list(done.values())
-    return finish(evaluator, "search", metric, rows, t0, n0, max_tokens_retrieved, fixed, reqs, holdout, seed,
-                  n_boot, used)
+    return finish(
+        evaluator, "search", metric, rows, t0, n0, max_tokens_retrieved, fixed, reqs, holdout, seed, n_boot, used
+    )
 
 
 def write_config(path: str | Path, config: dict[str, Any]) -> None:
@@ -492,5 +655,19 @@ def write_config(path: str | Path, config: dict[str, Any]) -> None:
         raise ConfigError(f"cannot write the configuration ({exc.strerror})", source=str(path)) from None
 
 
-__all__ = ["tune", "search", "SearchSpace", "Decision", "decide", "split_queries", "RETRIEVALS", "parse_grid", "parse_metric", "parse_requirement", "check_grid", "write_config", "TuneResult",
-           "TuneRow"]
+__all__ = [
+    "tune",
+    "search",
+    "SearchSpace",
+    "Decision",
+    "decide",
+    "split_queries",
+    "RETRIEVALS",
+    "parse_grid",
+    "parse_metric",
+    "parse_requirement",
+    "check_grid",
+    "write_config",
+    "TuneResult",
+    "TuneRow",
+]
