@@ -66,19 +66,19 @@ def main(argv: list[str] | None = None) -> int:
     if "llm" in modes and not args.llm_base_url:
         print("llm mode skipped: no --llm-base-url given (no endpoint on this machine)", file=sys.stderr)
         modes.remove("llm")
-    specs = [RunSpec(args.strategy, dict(params), label="baseline")]
+    specs = [RunSpec(args.strategy, dict(params), hybrid=False, label="baseline")]
     for mode in modes:
         if mode == "late":
             opts = {k: v for k, v in (("window", args.late_window), ("overlap", args.late_overlap)) if v is not None}
-            specs.append(RunSpec(args.strategy, dict(params), label="late", late=True, late_opts=opts))
+            specs.append(RunSpec(args.strategy, dict(params), hybrid=False, label="late", late=True, late_opts=opts))
         elif mode == "neighbors":
-            specs.append(RunSpec(args.strategy, dict(params), label="neighbors", context="neighbors",
+            specs.append(RunSpec(args.strategy, dict(params), hybrid=False, label="neighbors", context="neighbors",
                                  context_opts={"neighbors": args.neighbors}))
         elif mode == "llm":
-            specs.append(RunSpec(args.strategy, dict(params), label="llm", context="llm",
+            specs.append(RunSpec(args.strategy, dict(params), hybrid=False, label="llm", context="llm",
                                  context_opts={"base_url": args.llm_base_url, "model": args.llm_model}))
         else:
-            specs.append(RunSpec(args.strategy, dict(params), label=mode, context=mode))
+            specs.append(RunSpec(args.strategy, dict(params), hybrid=False, label=mode, context=mode))
 
     ev = Evaluator(ds, embedder, k=5, n_boot=args.n_boot,
                    progress=lambda msg: print(f"  {msg}", file=sys.stderr, flush=True))

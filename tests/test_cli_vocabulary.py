@@ -84,5 +84,7 @@ def test_embedder_factory_validates_like_strategies():
 
 
 def test_search_fusion_flags_need_hybrid(tmp_path, capsys):
-    assert main(["search", "q", "--db", str(tmp_path / "x.db"), "--fusion", "zscore"]) == 2
-    assert "add --hybrid" in capsys.readouterr().err
+    assert main(["search", "q", "--db", str(tmp_path / "x.db"), "--dense", "--fusion", "zscore"]) == 2
+    assert "drop --dense" in capsys.readouterr().err
+    assert main(["search", "q", "--db", str(tmp_path / "x.db"), "--dense", "--hybrid"]) == 2
+    assert "contradict" in capsys.readouterr().err

@@ -68,7 +68,8 @@ def test_eval_two_runs_json_and_report(dataset, tmp_path, capsys):  # noqa: F811
     assert rc == 0
     data = json.loads(capsys.readouterr().out)
     assert [r["name"] for r in data["runs"]] == ["small", "big"]
-    assert data["runs"][1]["config"] == {"strategy": "fixed", "params": {"max_tokens": 12, "overlap": 4, "tokenizer": "words"}}
+    assert data["runs"][1]["config"] == {"strategy": "fixed", "params": {"max_tokens": 12, "overlap": 4, "tokenizer": "words"},
+                                         "run": {"hybrid": True, "fusion": "zscore", "dense_weight": 0.8}}
     for key in ("recall@5", "iou@5", "precision_omega", "recall@min", "iou_set@10", "ndcg@10", "mrr", "pk"):
         assert key in data["runs"][0]["scores"]
     assert any(c["metric"] == "recall@5" for c in data["comparisons"])
@@ -118,6 +119,18 @@ def test_bad_input_is_one_line(dataset, tmp_path, capsys):  # noqa: F811
     assert "has no parameter bogus" in capsys.readouterr().err
 
 
+def test_eval_default_is_hybrid_and_dense_opts_out(dataset, capsys):  # noqa: F811
+    rc = main(["-q", "eval", dataset.path, "--strategy", "fixed", "--tokenizer", "words", "--max-tokens", "5",
+               "--format", "json"])
+    assert rc == 0 and json.loads(capsys.readouterr().out)["runs"][0]["config"]["run"]["hybrid"] is True
+    rc = main(["-q", "eval", dataset.path, "--run", "a=fixed:max_tokens=5,tokenizer=words",
+               "--run", "b=fixed:max_tokens=5,tokenizer=words,hybrid=true", "--dense", "--format", "json"])
+    assert rc == 0 and [r["config"]["run"] for r in json.loads(capsys.readouterr().out)["runs"]] == [
+        {"hybrid": False}, {"hybrid": False}]
+    assert main(["eval", dataset.path, "--strategy", "fixed", "--dense", "--hybrid"]) == 2
+    assert "contradict" in capsys.readouterr().err
+
+
 def test_tune_with_zscore_fusion_round_trips(dataset, tmp_path, capsys):  # noqa: F811
     best = tmp_path / "best.json"
     rc = main(["-q", "tune", dataset.path, "--strategy", "fixed", "--tokenizer", "words", "--hybrid",
@@ -133,9 +146,9 @@ def test_tune_with_zscore_fusion_round_trips(dataset, tmp_path, capsys):  # noqa
     assert data["runs"][0]["scores"]["recall@5"] == pytest.approx(cfg["tuned"]["score"])
     # flags apply to every run; a bad value is one line
     rc = main(["-q", "eval", dataset.path, "--strategy", "fixed", "--tokenizer", "words", "--max-tokens", "5",
-               "--hybrid", "--rrf-k", "10", "--format", "json"])
-    assert rc == 0 and json.loads(capsys.readouterr().out)["runs"][0]["config"]["run"] == {"hybrid": True,
-                                                                                             "rrf_k": 10}
+               "--fusion", "rrf", "--rrf-k", "10", "--format", "json"])
+    assert rc == 0 and json.loads(capsys.readouterr().out)["runs"][0]["config"]["run"] == {
+        "hybrid": True, "fusion": "rrf", "rrf_k": 10}
     rc = main(["-q", "eval", dataset.path, "--strategy", "fixed", "--hybrid", "--fusion", "zscore",
                "--dense-weight", "1.5"])
     assert rc != 0 and "dense_weight must be" in capsys.readouterr().err

@@ -179,11 +179,25 @@ class ConstantEmbedder(FakeEmbedder):
 
 def test_hybrid_retrieval_uses_bm25(dataset):
     ev = Evaluator(dataset, ConstantEmbedder())
-    dense = ev.run(parse_run_spec("fixed:max_tokens=5,tokenizer=words"))
-    hybrid = ev.run(parse_run_spec("fixed:max_tokens=5,tokenizer=words,hybrid=true"))
-    assert hybrid.spec.hybrid and hybrid.name.endswith("hybrid")
+    dense = ev.run(parse_run_spec("fixed:max_tokens=5,tokenizer=words,hybrid=false"))
+    hybrid = ev.run(parse_run_spec("fixed:max_tokens=5,tokenizer=words,hybrid=true,fusion=rrf"))
+    assert not dense.spec.hybrid and dense.name.endswith("dense")
+    assert hybrid.spec.hybrid and hybrid.name.endswith("fusion=rrf")
     assert hybrid.curve[1][1] > dense.curve[1][1]  # recall with one retrieved chunk
     assert hybrid.curve[1][1] > 0.5 and hybrid.scores["mrr"] == 1.0
+
+
+def test_default_run_is_hybrid_zscore(dataset):
+    """Evaluation retrieves as `search` does by default: BM25 + vectors, z-score fusion. With blind
+    vectors only BM25 can find the answer, so the default run finds it and a dense run does not."""
+    ev = Evaluator(dataset, ConstantEmbedder())
+    default = ev.run(parse_run_spec("fixed:max_tokens=5,tokenizer=words"))
+    dense = ev.run(parse_run_spec("fixed:max_tokens=5,tokenizer=words,hybrid=false"))
+    assert (default.spec.hybrid, default.spec.fusion, default.spec.dense_weight) == (True, "zscore", 0.8)
+    assert default.name == "fixed max_tokens=5 tokenizer=words"
+    assert default.scores["mrr"] == 1.0 and default.curve[1][1] > dense.curve[1][1]
+    assert default.spec.to_config()["run"] == {"hybrid": True, "fusion": "zscore", "dense_weight": 0.8}
+    assert dense.spec.to_config()["run"] == {"hybrid": False}
 
 
 def test_pooled_vectors_reuse_what_the_strategy_embedded(dataset):
@@ -195,7 +209,7 @@ def test_pooled_vectors_reuse_what_the_strategy_embedded(dataset):
     by_doc, _ = ev.chunk_all(spec)
     chunk_texts = {c.text for cs in by_doc.values() for c in cs if c.text.count(".") > 1}
     assert chunk_texts and not chunk_texts & set(sent)  # multi-sentence chunks were never embedded as a whole
-    assert res.spec.to_config()["run"] == {"vectors": "pool"}
+    assert res.spec.to_config()["run"] == {"hybrid": True, "fusion": "zscore", "dense_weight": 0.8, "vectors": "pool"}
     with pytest.raises(ConfigError, match="vectors must be one of"):
         parse_run_spec("fixed:vectors=bogus")
 
@@ -248,23 +262,25 @@ def test_zscore_fusion_arithmetic():
 
 def test_hybrid_fusion_options(dataset):
     ev = Evaluator(dataset, ConstantEmbedder())
-    dense = ev.run(parse_run_spec("fixed:max_tokens=5,tokenizer=words"))
+    dense = ev.run(parse_run_spec("fixed:max_tokens=5,tokenizer=words,hybrid=false"))
     z = ev.run(parse_run_spec("fixed:max_tokens=5,tokenizer=words,hybrid=true,fusion=zscore"))
-    assert z.name.endswith("hybrid fusion=zscore dense_weight=0.7")
-    assert z.spec.to_config()["run"] == {"hybrid": True, "fusion": "zscore", "dense_weight": 0.7}
+    assert z.name == "fixed max_tokens=5 tokenizer=words"  # the default retrieval adds nothing to the name
+    assert z.spec.to_config()["run"] == {"hybrid": True, "fusion": "zscore", "dense_weight": 0.8}
     assert z.curve[1][1] > dense.curve[1][1] and z.scores["mrr"] == 1.0  # BM25 finds what dense cannot
     # all weight on the (blind) vectors: no better than dense retrieval
     blind = ev.run(parse_run_spec("fixed:max_tokens=5,tokenizer=words,hybrid=true,fusion=zscore,dense_weight=1"))
     assert blind.curve[1][1] <= dense.curve[1][1] + 1e-9
-    k10 = ev.run(parse_run_spec("fixed:max_tokens=5,tokenizer=words,hybrid=true,rrf_k=10"))
-    assert k10.name.endswith("hybrid rrf_k=10") and k10.spec.to_config()["run"] == {"hybrid": True, "rrf_k": 10}
+    assert blind.name.endswith("dense_weight=1.0")
+    k10 = ev.run(parse_run_spec("fixed:max_tokens=5,tokenizer=words,hybrid=true,fusion=rrf,rrf_k=10"))
+    assert k10.name.endswith("fusion=rrf rrf_k=10")
+    assert k10.spec.to_config()["run"] == {"hybrid": True, "fusion": "rrf", "rrf_k": 10}
     assert k10.scores["mrr"] == 1.0
     # round trip through a config: the same spec comes back
     cfg = z.spec.to_config()
     from chunkwise.evaluation.runner import spec_from_params
 
     again = spec_from_params(cfg["strategy"], cfg["params"], run=cfg["run"])
-    assert (again.fusion, again.dense_weight, again.hybrid) == ("zscore", 0.7, True)
+    assert (again.fusion, again.dense_weight, again.hybrid) == ("zscore", 0.8, True)
 
 
 @pytest.mark.parametrize("spec, message", [
@@ -281,4 +297,4 @@ def test_bad_fusion_options(spec, message):
 def test_fusion_without_hybrid_is_an_error(dataset):
     ev = Evaluator(dataset, FakeEmbedder())
     with pytest.raises(ConfigError, match="hybrid retrieval only"):
-        ev.run(parse_run_spec("fixed:max_tokens=5,tokenizer=words,fusion=zscore"))
+        ev.run(parse_run_spec("fixed:max_tokens=5,tokenizer=words,hybrid=false,fusion=rrf"))

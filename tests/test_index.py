@@ -217,7 +217,7 @@ def test_pool_mode_reuses_sentence_vectors(index):
     emb.texts_embedded = 0
     report = index.add(docs(), strategy=strat, vectors="pool")
     assert (report.reused, report.embedded, emb.texts_embedded) == (9, 0, 0)
-    hit = index.search("Beekeepers wear veils and gloves.", k=1)[0]
+    hit = index.search("Beekeepers wear veils and gloves.", k=1, hybrid=False)[0]  # the cosine itself
     assert hit.text == "Beekeepers wear veils and gloves." and hit.score == pytest.approx(1.0, abs=1e-5)
 
 
@@ -254,14 +254,30 @@ def test_late_chunking_vectors_are_used(index):
 def test_hybrid_search_builtin_bm25_and_bm25s_fallback_agree(index):
     index.add(docs(), strategy=lines())
     assert index.store.bm25_builtin
-    builtin = index.search("conductor tickets", k=3, hybrid=True)
+    builtin = index.search("conductor tickets", k=3, hybrid=True, fusion="rrf")
     assert builtin[0].text == "The conductor checks tickets twice."
     assert builtin[0].bm25_rank == 1 and builtin[0].score == pytest.approx(2 / 61)
     index.store.bm25_builtin = False  # as against a Milvus server without BM25 functions
-    fallback = index.search("conductor tickets", k=3, hybrid=True)
+    fallback = index.search("conductor tickets", k=3, hybrid=True, fusion="rrf")
     assert fallback[0].text == builtin[0].text and fallback[0].bm25_rank == 1
     filtered = index.search("conductor tickets", k=3, hybrid=True, filter='source == "kb/bees.txt"')
     assert filtered and all(h.source == "kb/bees.txt" for h in filtered)
+    # the default is the same hybrid search, z-score fused, on the client-side BM25 too
+    default = index.search("conductor tickets", k=3)
+    assert default[0].text == builtin[0].text and (default[0].vector_rank, default[0].bm25_rank) == (1, 1)
+    assert [h.id for h in default] == [h.id for h in index.search("conductor tickets", k=3, fusion="zscore")]
+    dense = index.search("conductor tickets", k=3, hybrid=False)
+    assert all(h.bm25_rank is None for h in dense) and dense[0].score <= 1.0
+
+
+def test_search_default_is_hybrid(index):
+    """Without arguments a search fuses BM25 and vectors; hybrid=False is vector search alone. The fake
+    embedder gives an exact-text query a cosine of 1, so only the hybrid score can exceed it."""
+    index.add(docs(), strategy=lines())
+    default = index.search("The conductor checks tickets twice.", k=2)
+    assert default[0].bm25_rank == 1 and default[0].vector_rank == 1 and default[0].score > 1.0
+    dense = index.search("The conductor checks tickets twice.", k=2, hybrid=False)
+    assert dense[0].bm25_rank is None and dense[0].score == pytest.approx(1.0, abs=1e-5)
 
 
 def test_filter_and_bad_queries(index):

@@ -62,7 +62,9 @@ def register(subparsers) -> None:
                     "extractive: the best supporting sentences of the retrieved chunks, with citations.")
     p.add_argument("question", help="the question")
     p.add_argument("-k", type=int, default=5, help="chunks to retrieve (default 5)")
-    p.add_argument("--hybrid", action="store_true", help="retrieve by BM25 + vectors (RRF), as search --hybrid")
+    p.add_argument("--dense", action="store_true",
+                   help="retrieve by vectors alone (default: BM25 + vectors, z-score fusion, as `search`)")
+    p.add_argument("--hybrid", action="store_true", help=argparse.SUPPRESS)  # the default now; kept for old scripts
     p.add_argument("--filter", default=None, metavar="EXPR", help="Milvus boolean expression, as in search")
     p.add_argument("--min-score", type=float, default=None, metavar="COSINE",
                    help="leave out chunks less similar to the question than this (default 0.15; -1 keeps all)")
@@ -109,6 +111,14 @@ def _sources(answer) -> list[str]:
     return lines
 
 
+def _hybrid(args: argparse.Namespace) -> bool:
+    """Hybrid unless ``--dense``; ``--hybrid`` (the old opt-in) asks for the default, so both at once
+    contradict each other."""
+    if args.dense and args.hybrid:
+        raise ConfigError("--dense and --hybrid contradict each other (hybrid is the default)")
+    return not args.dense
+
+
 def run_ask(args: argparse.Namespace) -> int:
     from .index import open_index
 
@@ -135,7 +145,7 @@ def run_ask(args: argparse.Namespace) -> int:
                         print("\n".join(_wrap(p.text)) or "    ")
                     print(flush=True)
 
-            answer = index.ask(args.question, k=args.k, llm=llm, hybrid=args.hybrid, filter=args.filter,
+            answer = index.ask(args.question, k=args.k, llm=llm, hybrid=_hybrid(args), filter=args.filter,
                                min_score=args.min_score, on_token=on_token, on_passages=on_passages)
         finally:
             llm.close()

@@ -36,16 +36,17 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                    dest="embed_window")
     p.add_argument("-k", type=int, default=5, help="n of doc recall@k and of tokens retrieved (default 5)")
     p.add_argument("--late", action="store_true", help="embed chunks by late chunking (every run)")
-    p.add_argument("--hybrid", action="store_true",
-                   help="retrieve by BM25 + vector reciprocal rank fusion, as `search --hybrid` (every run)")
+    p.add_argument("--dense", action="store_true",
+                   help="retrieve by vectors alone (every run; default: BM25 + vectors fused, as `search`)")
+    p.add_argument("--hybrid", action="store_true", help=argparse.SUPPRESS)  # the default now; kept for old scripts
     p.add_argument("--fusion", choices=("rrf", "zscore"), default=None,
-                   help="how --hybrid fuses the vector and BM25 rankings: rrf (reciprocal rank fusion, as "
-                        "`search --hybrid`; default) or zscore (per query z-normalised scores, combined "
-                        "dense_weight * vector + (1 - dense_weight) * BM25)")
+                   help="how BM25 and the vector ranking are fused: zscore (per query z-normalised scores, "
+                        "dense_weight * vector + (1 - dense_weight) * BM25; default, as `search`) or rrf "
+                        "(reciprocal rank fusion)")
     p.add_argument("--rrf-k", type=int, default=None, metavar="K",
                    help="the RRF constant for --fusion rrf (default 60)")
     p.add_argument("--dense-weight", type=float, default=None, metavar="W",
-                   help="weight of the vector scores for --fusion zscore, in [0, 1] (default 0.7)")
+                   help="weight of the vector scores for --fusion zscore, in [0, 1] (default 0.8)")
     p.add_argument("--vectors", choices=("text", "pool"), default=None,
                    help="chunk vectors: embed the text (default) or pool a semantic strategy's sentence vectors "
                         "(as `index --vectors pool`)")
@@ -203,6 +204,9 @@ def _shared_spec(args):
     from ..evaluation.spec import spec_from_params
     from .options import strategy_params_from_args
 
+    if args.dense and args.hybrid:
+        raise ConfigError("--dense and --hybrid contradict each other (hybrid is the default)")
+
     run = _config_file(args.config)[2] if args.config else {}
     name, params = strategy_params_from_args(args)
     return spec_from_params(name, params, run=run)
@@ -211,6 +215,8 @@ def _shared_spec(args):
 def _specs(args):
     from ..evaluation.spec import parse_run_spec, spec_from_params
 
+    if args.dense and args.hybrid:
+        raise ConfigError("--dense and --hybrid contradict each other (hybrid is the default)")
     specs = []
     if not args.runs or _shared_flags_given(args):
         specs.append(_shared_spec(args))
@@ -226,8 +232,8 @@ def _specs(args):
     for s in specs:
         if args.late:
             s.late = True
-        if args.hybrid:
-            s.hybrid = True
+        if args.dense:
+            s.hybrid = False
         if args.vectors and s.vectors == "text":
             s.vectors = args.vectors
         _apply_fusion_flags(args, s)
@@ -248,10 +254,10 @@ def _fusion_flags(args) -> dict:
 
 def _apply_fusion_flags(args, spec) -> None:
     """Fusion flags apply to every run that does not set the same option itself."""
-    from ..evaluation.spec import DEFAULT_DENSE_WEIGHT, DEFAULT_RRF_K
+    from ..evaluation.spec import DEFAULT_DENSE_WEIGHT, DEFAULT_FUSION, DEFAULT_RRF_K
 
     flags = _fusion_flags(args)
-    if "fusion" in flags and spec.fusion == "rrf":
+    if "fusion" in flags and spec.fusion == DEFAULT_FUSION:
         spec.fusion = flags["fusion"]
     if "rrf_k" in flags and spec.rrf_k == DEFAULT_RRF_K:
         spec.rrf_k = int(flags["rrf_k"])
@@ -327,8 +333,7 @@ def run_tune(args) -> int:
         fixed["late"] = True
     if base.context or args.context:
         fixed["context"] = base.context or args.context
-    if base.hybrid or args.hybrid:
-        fixed["hybrid"] = True
+    fixed["hybrid"] = base.hybrid and not args.dense
     if args.vectors or base.vectors != "text":
         fixed["vectors"] = args.vectors or base.vectors
     _apply_fusion_flags(args, base)

@@ -95,19 +95,21 @@ def register(subparsers) -> None:
     p.set_defaults(func=run_index)
 
     s = subparsers.add_parser("search", help="search an index built by `chunkwise index`",
-                              description="Retrieve the chunks closest to a query, by vectors or hybrid "
-                                          "(BM25 + vectors, reciprocal rank fusion).")
+                              description="Retrieve the chunks closest to a query: BM25 and vectors fused by "
+                                          "z-scores (the default, chosen by measurement: docs/evaluation.md), "
+                                          "or vectors alone with --dense.")
     s.add_argument("query", help="the question or keywords")
     s.add_argument("-k", type=int, default=5, help="number of chunks to return (default 5)")
     s.add_argument("--filter", default=None, metavar="EXPR",
                    help="Milvus boolean expression, e.g. 'source like \"%%manual%%\" and page_start >= 3'; "
                         "passed to Milvus as it is (trusted input only: applications use Index.search(where=...))")
-    s.add_argument("--hybrid", action="store_true", help="fuse BM25 and vector rankings")
+    s.add_argument("--dense", action="store_true", help="vectors alone (default: BM25 + vectors fused)")
+    s.add_argument("--hybrid", action="store_true", help=argparse.SUPPRESS)  # the default now; kept for old scripts
     s.add_argument("--fusion", choices=("rrf", "zscore"), default=None,
-                   help="with --hybrid: rrf (reciprocal rank fusion; default) or zscore (per-query z-scores, "
-                        "--dense-weight x vector + rest x BM25, as `eval`/`tune` --fusion zscore)")
+                   help="how BM25 and vectors are fused: zscore (per-query z-scores, --dense-weight x vector + "
+                        "rest x BM25, as `eval`/`tune`; default) or rrf (reciprocal rank fusion)")
     s.add_argument("--dense-weight", type=float, default=None, metavar="W",
-                   help="weight of the vector scores in zscore fusion (default 0.7)")
+                   help="weight of the vector scores in zscore fusion (default 0.8)")
     s.add_argument("--config", default=None, metavar="FILE",
                    help="take hybrid, fusion and dense_weight from a configuration written by `chunkwise tune`")
     s.add_argument("--format", choices=("table", "jsonl"), default="table", help="output format")
@@ -247,14 +249,18 @@ def _format_table(results, max_chars: int) -> str:
 def _retrieval_settings(args: argparse.Namespace) -> tuple[bool, dict]:
     """``hybrid`` and the fusion keywords: a ``--config`` file's run settings, overridden by the flags."""
     from ..retrieval.fusion import DENSE_WEIGHT
+    from ..retrieval.index import DEFAULT_FUSION, DEFAULT_HYBRID
     from .options import load_config
 
     run: dict = load_config(args.config)[2] if args.config else {}
-    hybrid = bool(args.hybrid or run.get("hybrid", False))
-    fusion = args.fusion or run.get("fusion") or "rrf"
+    if args.dense and args.hybrid:
+        raise ConfigError("--dense and --hybrid contradict each other (hybrid is the default)")
+    hybrid = bool(args.hybrid or (not args.dense and run.get("hybrid", DEFAULT_HYBRID)))
+    fusion = args.fusion or run.get("fusion") or DEFAULT_FUSION
     weight = args.dense_weight if args.dense_weight is not None else run.get("dense_weight", DENSE_WEIGHT)
     if not hybrid and (args.fusion or args.dense_weight is not None):
-        raise ConfigError("--fusion and --dense-weight apply to hybrid search: add --hybrid")
+        raise ConfigError("--fusion and --dense-weight apply to hybrid search: drop --dense"
+                          + (f" (or the \"hybrid\": false of {args.config})" if args.config else ""))
     return hybrid, ({"fusion": fusion, "dense_weight": weight} if hybrid else {})
 
 

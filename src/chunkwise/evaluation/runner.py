@@ -41,7 +41,8 @@ from . import metrics as M
 from .boundaries import boundaries_from_offsets, pk, window_diff
 from .datasets import Dataset
 from .results import Comparison, EvaluationReport, RunResult
-from .spec import (DEFAULT_DENSE_WEIGHT, DEFAULT_RRF_K, RUN_KEYS, VECTOR_MODES, RunSpec, fusion_settings,
+from .spec import (DEFAULT_DENSE_WEIGHT, DEFAULT_FUSION, DEFAULT_RRF_K, RUN_KEYS, VECTOR_MODES, RunSpec,
+                   fusion_settings,
                    parse_run_spec, spec_from_params, split_top_level)
 
 #: numbers of retrieved chunks at which span metrics are always reported
@@ -191,10 +192,10 @@ class Evaluator:
     # -- one run ------------------------------------------------------------------------------------
     def run(self, spec: RunSpec) -> RunResult:
         """Chunk, embed, retrieve and score one configuration."""
-        if not spec.hybrid and (spec.fusion != "rrf" or spec.rrf_k != DEFAULT_RRF_K
+        if not spec.hybrid and (spec.fusion != DEFAULT_FUSION or spec.rrf_k != DEFAULT_RRF_K
                                 or spec.dense_weight != DEFAULT_DENSE_WEIGHT):
             raise ConfigError(f"{spec.name}: fusion, rrf_k and dense_weight apply to hybrid retrieval only; "
-                              f"add hybrid=true (or --hybrid)")
+                              f"drop hybrid=false (or --dense)")
         t_start = time.perf_counter()
         emb_n0 = self.embedder.texts_embedded
         q0 = self.embedder.seconds

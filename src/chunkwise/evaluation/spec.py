@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..retrieval.fusion import DENSE_WEIGHT, FUSION_MODES, RRF_K
-from ..retrieval.index import VECTOR_MODES
+from ..retrieval.index import DEFAULT_FUSION, DEFAULT_HYBRID, VECTOR_MODES
 from ..strategies.factory import parse_value
 
 #: keys of a run spec that configure the run, not the strategy
@@ -31,7 +31,8 @@ class RunSpec:
 
     ``context`` is a :func:`chunkwise.context.contextualize` mode (``headings``, ``neighbors``...);
     ``late`` embeds chunks by late chunking (:func:`chunkwise.context.late_chunk_vectors`);
-    ``hybrid`` retrieves by reciprocal rank fusion of the vector ranking and BM25 (as ``search --hybrid``).
+    ``hybrid`` (the default, as for ``search``) retrieves by BM25 and the vector ranking fused
+    (``fusion``: z-scores by default, or reciprocal rank fusion); ``hybrid=False`` by vectors alone.
     """
 
     strategy: str
@@ -41,21 +42,23 @@ class RunSpec:
     context: str | None = None
     context_opts: dict[str, Any] = field(default_factory=dict)
     late_opts: dict[str, Any] = field(default_factory=dict)
-    hybrid: bool = False
+    hybrid: bool = DEFAULT_HYBRID
     vectors: str = "text"
     #: hybrid fusion: ``rrf`` (reciprocal rank fusion with constant ``rrf_k``) or ``zscore`` (per query, each
     #: retriever's scores over all chunks z-normalised, then ``dense_weight * dense + (1 - dense_weight) * bm25``)
-    fusion: str = "rrf"
+    fusion: str = DEFAULT_FUSION
     rrf_k: int = DEFAULT_RRF_K
     dense_weight: float = DEFAULT_DENSE_WEIGHT
 
     def fusion_options(self) -> dict[str, Any]:
-        """The fusion settings that differ from the defaults (``{}`` for plain RRF with k = 60)."""
+        """The fusion settings that differ from the defaults (``{}`` for z-score fusion at the default
+        weight): what a run's name shows and what ``tune`` passes on."""
         out: dict[str, Any] = {}
-        if self.fusion != "rrf":
+        if self.fusion != DEFAULT_FUSION:
             out["fusion"] = self.fusion
+        if self.fusion == "zscore" and self.dense_weight != DEFAULT_DENSE_WEIGHT:
             out["dense_weight"] = self.dense_weight
-        elif self.rrf_k != DEFAULT_RRF_K:
+        if self.fusion == "rrf" and self.rrf_k != DEFAULT_RRF_K:
             out["rrf_k"] = self.rrf_k
         return out
 
@@ -73,8 +76,9 @@ class RunSpec:
         if self.late:
             parts.append("late")
         if self.hybrid:
-            parts.append("hybrid")
             parts.extend(f"{k}={v}" for k, v in self.fusion_options().items())
+        else:
+            parts.append("dense")
         if self.vectors != "text":
             parts.append(f"vectors={self.vectors}")
         return " ".join(parts)
@@ -90,9 +94,14 @@ class RunSpec:
             run["context"] = self.context
         if self.context_opts:
             run["context_opts"] = self.context_opts
+        # written out in full: a file must mean the same whatever a later version's defaults are
+        run["hybrid"] = self.hybrid
         if self.hybrid:
-            run["hybrid"] = True
-            run.update(self.fusion_options())
+            run["fusion"] = self.fusion
+            if self.fusion == "zscore":
+                run["dense_weight"] = self.dense_weight
+            elif self.rrf_k != DEFAULT_RRF_K:
+                run["rrf_k"] = self.rrf_k
         if self.vectors != "text":
             run["vectors"] = self.vectors
         if run:
@@ -167,7 +176,7 @@ def spec_from_params(name: str, params: dict[str, Any], label: str | None = None
         if key in params:
             run[key] = params.pop(key)
     late = _flag(run.get("late", False))
-    hybrid = _flag(run.get("hybrid", False))
+    hybrid = _flag(run.get("hybrid", DEFAULT_HYBRID))
     ctx = run.get("context") or None
     if ctx is not None and not isinstance(ctx, str):
         raise ConfigError(f"context must be a mode name, got {ctx!r}")
@@ -179,7 +188,7 @@ def spec_from_params(name: str, params: dict[str, Any], label: str | None = None
 
 def fusion_settings(run: dict[str, Any]) -> dict[str, Any]:
     """Validated ``fusion``, ``rrf_k`` and ``dense_weight`` from a run mapping (defaults where absent)."""
-    fusion = run.get("fusion") or "rrf"
+    fusion = run.get("fusion") or DEFAULT_FUSION
     if fusion not in FUSION_MODES:
         raise ConfigError(f"fusion must be one of {', '.join(FUSION_MODES)}, got {fusion!r}")
     rrf_k = run.get("rrf_k", DEFAULT_RRF_K)
@@ -207,5 +216,6 @@ def _flag(value: Any) -> bool:
     return bool(value)
 
 
-__all__ = ["RunSpec", "RUN_KEYS", "VECTOR_MODES", "DEFAULT_RRF_K", "DEFAULT_DENSE_WEIGHT", "parse_run_spec",
+__all__ = ["RunSpec", "RUN_KEYS", "VECTOR_MODES", "DEFAULT_RRF_K", "DEFAULT_DENSE_WEIGHT", "DEFAULT_FUSION",
+           "DEFAULT_HYBRID", "parse_run_spec",
            "spec_from_params", "fusion_settings", "split_top_level", "parse_value"]

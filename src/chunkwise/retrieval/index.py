@@ -5,7 +5,7 @@
     from chunkwise import Index
     with Index(db="./chunkwise.db") as index:          # or Index(uri="http://host:19530", token=...)
         report = index.add(["docs/"], strategy="recursive", params={"max_tokens": 256})
-        for hit in index.search("how do I reset the lamp?", k=5, hybrid=True):
+        for hit in index.search("how do I reset the lamp?", k=5):   # BM25 + vectors; hybrid=False: vectors
             print(hit.rank, hit.score, hit.source, hit.page_start, hit.text)
 
 What it guarantees (details in :mod:`chunkwise.store.milvus`):
@@ -50,6 +50,11 @@ from .progress import Progress
 from .fusion import DENSE_WEIGHT, ZSCORE_DEPTH, check_fusion, fuse_candidates_zscore, reciprocal_rank_fusion
 
 VECTOR_MODES = ("text", "pool")
+#: how search, ask and eval retrieve unless told otherwise: BM25 and vectors fused by z-scores, chosen by
+#: measurement on public sets of different kinds (benchmarks/bench_retrieval.py, docs/evaluation.md,
+#: "Dense or hybrid"); ``hybrid=False`` / ``--dense`` is plain vector search
+DEFAULT_HYBRID = True
+DEFAULT_FUSION = "zscore"
 #: chunks gathered (over several small documents) before one embedding + write round
 DEFAULT_BATCH = 256
 #: texts per call to the embedder (also the step of the embedding progress bar)
@@ -730,18 +735,22 @@ class Index:
             raise InputError("no such document in the index (give its doc id or its source path)", source=key)
         return self.store.delete_documents(ids)
 
-    def search(self, query: str, k: int = 5, filter: str | None = None, hybrid: bool = False,
-               fusion: str = "rrf", dense_weight: float = DENSE_WEIGHT, where: Any = None) -> list[SearchResult]:
-        """The ``k`` best chunks for ``query``: by cosine similarity, or BM25 and vectors fused.
+    def search(self, query: str, k: int = 5, filter: str | None = None, hybrid: bool = DEFAULT_HYBRID,
+               fusion: str = DEFAULT_FUSION, dense_weight: float = DENSE_WEIGHT,
+               where: Any = None) -> list[SearchResult]:
+        """The ``k`` best chunks for ``query``: BM25 and vectors fused (the default), or by cosine similarity
+        alone with ``hybrid=False``.
 
         ``filter`` is a raw Milvus boolean expression over the stored fields, e.g.
         ``'source like "%manual%" and page_start >= 3'``, passed as it is: only for trusted input.
         ``where`` is the safe form for values from untrusted input: ``(field, operator, value)`` tuples
         (or a ``{field: value}`` mapping for equality) that :func:`chunkwise.retrieval.filters.build_filter`
         checks and quotes, e.g. ``where=[("page_start", ">=", 2), ("source", "==", user_value)]``.
-        Both given: both must hold. With ``hybrid=True``, ``fusion`` is ``"rrf"`` (reciprocal rank fusion)
-        or ``"zscore"`` (``dense_weight * z(vector) + (1 - dense_weight) * z(BM25)`` over the candidates of
-        both sides; see :mod:`chunkwise.retrieval.fusion`).
+        Both given: both must hold. With ``hybrid=True``, ``fusion`` is ``"zscore"`` (the default:
+        ``dense_weight * z(vector) + (1 - dense_weight) * z(BM25)`` over the candidates of both sides) or
+        ``"rrf"`` (reciprocal rank fusion); see :mod:`chunkwise.retrieval.fusion`. Hybrid is the default
+        because it measured better than vectors alone on transcripts and Chroma's corpora
+        (docs/evaluation.md); a store without BM25 of its own (Milvus < 2.5) scores BM25 client-side.
         """
         from .filters import build_filter
 
@@ -777,7 +786,7 @@ class Index:
         return [SearchResult.from_hit(r, s, stored[i], vector_rank=vrank.get(i), bm25_rank=brank.get(i))
                 for r, (i, s) in enumerate(fused, start=1) if i in stored]
 
-    def ask(self, question: str, k: int = 5, *, llm=None, hybrid: bool = False, filter: str | None = None,
+    def ask(self, question: str, k: int = 5, *, llm=None, hybrid: bool = DEFAULT_HYBRID, filter: str | None = None,
             min_score: float | None = None, on_token=None, on_passages=None):
         """Answer ``question`` from the ``k`` best chunks, citing them as ``[n]``; see
         :func:`chunkwise.llm.answer.ask_index`. ``llm``: an :class:`~chunkwise.llm.base.LLM` (default: the
@@ -790,4 +799,4 @@ class Index:
                          min_score=DEFAULT_MIN_SCORE if min_score is None else min_score, on_passages=on_passages)
 
 
-__all__ = ["Index", "IndexReport", "SearchResult", "VECTOR_MODES"]
+__all__ = ["Index", "IndexReport", "SearchResult", "VECTOR_MODES", "DEFAULT_HYBRID", "DEFAULT_FUSION"]
