@@ -77,3 +77,27 @@ def test_search_cli_and_api_default_is_hybrid_dense_opts_out(examples_db, capsys
         assert [h.id for h in api] == [h["id"] for h in hits]
         assert [h.id for h in ix.search(QUESTION, k=5, hybrid=False)] == [h["id"] for h in dense]
         assert "forty people" in ix.ask(QUESTION).text
+
+
+def test_web_search_default_is_hybrid(tmp_path):
+    """`chunkwise serve`'s /search retrieves as `chunkwise search` does unless the request says
+    ``"hybrid": false``."""
+    pytest.importorskip("fastapi")
+    from conftest import FakeEmbedder
+    from fastapi.testclient import TestClient
+
+    from chunkwise.viz.app import create_app
+
+    fake = FakeEmbedder()
+    db = tmp_path / "s.db"
+    with chunkwise.Index(db, embedder=fake) as ix:
+        ix.add(
+            [chunkwise.Document("The pump needs a new seal.\n\nLunch is at noon.", source="<t>")],
+            strategy="sentence",
+            params={"max_tokens": 8, "tokenizer": "words"},
+        )
+    with TestClient(create_app(str(db), embedder=fake), base_url="http://127.0.0.1") as client:
+        default = client.post("/search", json={"query": "new seal", "k": 2}).json()["results"]
+        dense = client.post("/search", json={"query": "new seal", "k": 2, "hybrid": False}).json()["results"]
+    assert default[0]["bm25_rank"] == 1 and "seal" in default[0]["text"]
+    assert all(h["bm25_rank"] is None for h in dense)

@@ -91,7 +91,7 @@ def _models() -> tuple[Any, Any, Any]:
     class SearchRequest(Strict):
         query: str = Field(..., min_length=1, max_length=2000)
         k: int = Field(5, ge=1, le=100)
-        hybrid: bool = False
+        hybrid: bool = True  # as `chunkwise search`: BM25 + vectors unless the request says false
 
     return StrategySpec, ChunkRequest, SearchRequest
 
