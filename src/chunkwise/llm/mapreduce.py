@@ -22,6 +22,7 @@ from collections.abc import Callable
 
 from ..document import Chunk, Document
 from ..errors import ConfigError
+from ..strategies import DEFAULT_STRATEGY
 from .base import LLM, STYLES, Passage, check_citations, passages_from
 
 #: progress callback: (stage, done, total), e.g. ("map", 3, 40), ("reduce 1", 2, 8), ("final", 1, 1)
@@ -154,7 +155,7 @@ def summarize(
     doc_or_chunks: Document | str | os.PathLike | list[Chunk],
     llm: LLM | None = None,
     *,
-    strategy: str = "auto",
+    strategy: str = DEFAULT_STRATEGY,
     style: str = "bullets",
     concurrency: int = 4,
     progress: Progress | None = None,

@@ -40,7 +40,7 @@ from ..errors import ChunkwiseError, ConfigError, InputError
 from ..store.base import Hit, Marker, Store
 from ..store.milvus import DEFAULT_COLLECTION, SCHEMA_VERSION, MilvusStore
 from ..store.rows import MAX_VARCHAR, jsonable
-from ..strategies import Strategy
+from ..strategies import DEFAULT_STRATEGY, Strategy
 from ..strategies.factory import make_strategy
 from ..formats.walk import UnreadableFolder
 from ..strategies.many import chunk_documents
@@ -412,7 +412,7 @@ class Index:
                     sizes[item.source] = 0
         return sizes
 
-    def add(self, inputs: Any, strategy: str | Strategy = "auto", *, params: dict[str, Any] | None = None,
+    def add(self, inputs: Any, strategy: str | Strategy = DEFAULT_STRATEGY, *, params: dict[str, Any] | None = None,
             vectors: str = "text", late: bool = False, late_options: dict[str, Any] | None = None,
             context: str | None = None, context_options: dict[str, Any] | None = None, prune: bool = False,
             include: list[str] | None = None, exclude: list[str] | None = None, all_files: bool = False,

@@ -1,0 +1,273 @@
+"""The run configuration: one type for how documents are chunked, embedded and retrieved.
+
+A :class:`PipelineConfig` is what ``chunkwise tune`` writes, what every ``--config`` reads (``index``,
+``search``, ``ask``, ``eval``, ``chunk``), what an evaluation run is (``RunSpec`` is this class) and what
+``Index.add``/``Index.search`` take apart into their keyword arguments. Each setting is declared once in
+:data:`SETTINGS` with its default, its check and its help; :meth:`PipelineConfig.validate` is the one
+place they are checked, so a tuned ``rrf_k`` means the same to ``eval`` and to ``search``.
+
+The file is JSON, ``{"strategy": NAME, "params": {...}, "run": {...}}`` plus what ``tune`` records about
+how it chose (``"tuned"``, kept as it is). ``run`` holds the settings below; a file written by
+:meth:`PipelineConfig.save` spells every one of them out, so it means the same whatever a later release's
+defaults are. A missing key takes the default; an unknown key is an error naming the valid ones.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from ..context import CONTEXT_MODES
+from ..deprecation import renamed
+from ..errors import ConfigError
+from ..strategies import DEFAULT_STRATEGY, STRATEGY_NAMES
+
+#: how a chunk's vector is made: its text embedded, or pooled from the sentence vectors a semantic strategy
+#: already computed
+VECTOR_MODES = ("text", "pool")
+#: options of late chunking (``chunkwise.context.late_chunk_vectors``)
+LATE_OPTIONS = ("late_window", "overlap", "macro")
+#: how hybrid retrieval fuses the vector and BM25 rankings (``chunkwise.retrieval.fusion``)
+FUSION_MODES = ("rrf", "zscore")
+#: the constant of reciprocal rank fusion (Cormack et al.); larger values flatten the difference between ranks
+RRF_K = 60
+#: weight of the vector scores in z-score fusion (BM25 gets ``1 - DENSE_WEIGHT``). 0.8 measured best over
+#: transcripts, code Q&A and Chroma's corpora together (benchmarks/bench_retrieval.py, docs/evaluation.md):
+#: 0.7 gains as much on prose but loses significantly to vectors alone on code, whose identifiers BM25 reads
+#: poorly; at 0.8 no set is significantly worse than dense
+DENSE_WEIGHT = 0.8
+#: how search, ask and eval retrieve unless told otherwise: BM25 and vectors fused by z-scores, chosen by
+#: measurement on public sets of different kinds (benchmarks/bench_retrieval.py, docs/evaluation.md,
+#: "Dense or hybrid"); ``hybrid=False`` / ``--dense`` is plain vector search
+DEFAULT_HYBRID = True
+DEFAULT_FUSION = "zscore"
+#: old spellings of run keys, still read (with a deprecation warning)
+OLD_RUN_KEYS = {"context_opts": "context_options", "late_opts": "late_options"}
+
+
+def _bool(name: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+        return value.strip().lower() in ("1", "true", "yes", "on")
+    raise ConfigError(f"{name} must be true or false, got {value!r}")
+
+
+def _choice(options: tuple[str, ...], optional: bool = False) -> Callable[[str, Any], Any]:
+    def check(name: str, value: Any) -> Any:
+        if optional and value in (None, "none"):
+            return None
+        if value not in options:
+            raise ConfigError(f"{name} must be one of {', '.join(options)}, got {value!r}")
+        return value
+
+    return check
+
+
+def _mapping(name: str, value: Any) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+        raise ConfigError(f"{name} must be a mapping of names to values, got {value!r}")
+    return dict(value)
+
+
+def _late_options(name: str, value: Any) -> dict[str, Any]:
+    options = renamed(_mapping(name, value), {"window": "late_window"}, name)
+    unknown = sorted(set(options) - set(LATE_OPTIONS))
+    if unknown:
+        raise ConfigError(f"late chunking has no option {', '.join(unknown)}; valid: {', '.join(LATE_OPTIONS)}")
+    return options
+
+
+def _non_negative_int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ConfigError(f"{name} must be a non-negative integer, got {value!r}")
+    if value < 0 or int(value) != value:
+        raise ConfigError(f"{name} must be a non-negative integer, got {value!r}")
+    return int(value)
+
+
+def _unit_interval(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+        raise ConfigError(f"{name} must be a number in [0, 1], got {value!r}")
+    return float(value)
+
+
+def _label(name: str, value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value or None
+    raise ConfigError(f"{name} must be a string, got {value!r}")
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One run setting: its default, the function that checks and normalises a value, and its help."""
+
+    default: Any
+    check: Callable[[str, Any], Any]
+    help: str
+
+
+#: every setting of the ``run`` mapping, declared once (the dataclass fields below follow this order)
+SETTINGS: dict[str, Setting] = {
+    "vectors": Setting("text", _choice(VECTOR_MODES), "chunk vectors: embed the text, or pool sentence vectors"),
+    "late": Setting(False, _bool, "late chunking: chunk vectors pooled from whole-document token vectors"),
+    "late_options": Setting(None, _late_options, f"late chunking options ({', '.join(LATE_OPTIONS)})"),
+    "context": Setting(None, _choice(CONTEXT_MODES, optional=True), "text embedded beside each chunk"),
+    "context_options": Setting(None, _mapping, "options of the context mode"),
+    "hybrid": Setting(DEFAULT_HYBRID, _bool, "retrieve by BM25 and vectors fused (else vectors alone)"),
+    "fusion": Setting(DEFAULT_FUSION, _choice(FUSION_MODES), "how hybrid retrieval fuses the two rankings"),
+    "rrf_k": Setting(RRF_K, _non_negative_int, "the constant of reciprocal rank fusion"),
+    "dense_weight": Setting(DENSE_WEIGHT, _unit_interval, "weight of the vector scores in z-score fusion"),
+    "label": Setting(None, _label, "a name for the configuration in reports"),
+}
+#: the keys of a configuration file
+FILE_KEYS = ("strategy", "params", "run", "tuned")
+
+
+@dataclass
+class PipelineConfig:
+    """A chunking strategy with its parameters, how chunk vectors are made, and how retrieval fuses.
+
+    ``late_options``/``context_options`` hold options of late chunking and of the context mode;
+    ``hybrid``/``fusion``/``rrf_k``/``dense_weight`` are what ``Index.search`` takes. Build one from a
+    file or mapping (:meth:`load`, :meth:`from_mapping`); :meth:`validate` checks and normalises it.
+    """
+
+    strategy: str = DEFAULT_STRATEGY
+    params: dict[str, Any] = field(default_factory=dict)
+    vectors: str = "text"
+    late: bool = False
+    late_options: dict[str, Any] = field(default_factory=dict)
+    context: str | None = None
+    context_options: dict[str, Any] = field(default_factory=dict)
+    hybrid: bool = DEFAULT_HYBRID
+    fusion: str = DEFAULT_FUSION
+    rrf_k: int = RRF_K
+    dense_weight: float = DENSE_WEIGHT
+    label: str | None = None
+    #: how ``tune`` chose this configuration (metric, scores, interval...): kept, never interpreted
+    tuned: dict[str, Any] | None = field(default=None, compare=False)
+
+    def validate(self) -> PipelineConfig:
+        """This configuration with every setting checked and normalised (one :class:`ConfigError` naming the
+        first bad one)."""
+        if not isinstance(self.strategy, str) or self.strategy not in STRATEGY_NAMES:
+            raise ConfigError(f"unknown strategy {self.strategy!r}; choose one of {', '.join(STRATEGY_NAMES)}")
+        values = {name: setting.check(name, getattr(self, name)) for name, setting in SETTINGS.items()}
+        for name in ("late_options", "context_options"):
+            values[name] = values[name] or {}
+        return replace(self, params=_mapping("params", self.params), **values)
+
+    # -- files and mappings ------------------------------------------------------------------------------
+    @classmethod
+    def from_mapping(cls, data: Any, source: str | None = None) -> PipelineConfig:
+        """A configuration from the file layout ``{"strategy", "params", "run", "tuned"}`` (checked)."""
+        where = {"source": source} if source else {}
+        if not isinstance(data, Mapping):
+            raise ConfigError('expected {"strategy": NAME, "params": {...}, "run": {...}}', **where)
+        unknown = sorted(set(data) - set(FILE_KEYS))
+        if unknown:
+            raise ConfigError(f"unknown key {', '.join(unknown)}; a configuration has {', '.join(FILE_KEYS)}", **where)
+        run = renamed(_mapping("run", data.get("run")), OLD_RUN_KEYS, "configuration")
+        unknown = sorted(set(run) - set(SETTINGS))
+        if unknown:
+            raise ConfigError(f"unknown run setting {', '.join(unknown)}; valid: {', '.join(SETTINGS)}", **where)
+        tuned = data.get("tuned")
+        try:
+            return cls(
+                strategy=data.get("strategy") or DEFAULT_STRATEGY,
+                params=_mapping("params", data.get("params")),
+                tuned=dict(tuned) if isinstance(tuned, Mapping) else None,
+                **{
+                    k: (SETTINGS[k].default if v is None and k not in ("context", "label") else v)
+                    for k, v in run.items()
+                },
+            ).validate()
+        except ConfigError as exc:
+            raise ConfigError(str(exc), **where) from None
+
+    def to_mapping(self) -> dict[str, Any]:
+        """The file layout, every run setting written out (the strategy's parameters as given)."""
+        out: dict[str, Any] = {
+            "strategy": self.strategy,
+            "params": {k: v for k, v in self.params.items() if k != "embedder"},
+            "run": {name: getattr(self, name) for name in SETTINGS},
+        }
+        if self.tuned is not None:
+            out["tuned"] = self.tuned
+        return out
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> PipelineConfig:
+        """Read a configuration file (one :class:`ConfigError` naming the file on any problem)."""
+        p = Path(path)
+        try:
+            data = json.loads(p.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigError("configuration file not found", source=str(path)) from None
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ConfigError(f"not a readable JSON configuration ({exc})", source=str(path)) from None
+        return cls.from_mapping(data, source=str(path))
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the configuration atomically (a reader never sees half a file)."""
+        p = Path(path)
+        text = json.dumps(self.to_mapping(), indent=2, ensure_ascii=False, default=str) + "\n"
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent if str(p.parent) else ".")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text)
+            os.replace(tmp, p)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    # -- what the front ends hand on -----------------------------------------------------------------------
+    def index_options(self) -> dict[str, Any]:
+        """Keyword arguments of ``Index.add``: the strategy, its parameters, vectors, late chunking, context."""
+        return {
+            "strategy": self.strategy,
+            "params": dict(self.params),
+            "vectors": self.vectors,
+            "late": self.late,
+            "late_options": dict(self.late_options),
+            "context": self.context,
+            "context_options": dict(self.context_options),
+        }
+
+    def search_options(self) -> dict[str, Any]:
+        """Keyword arguments of ``Index.search``/``Index.ask``: how retrieval fuses."""
+        return {"hybrid": self.hybrid, "fusion": self.fusion, "rrf_k": self.rrf_k, "dense_weight": self.dense_weight}
+
+    def with_settings(self, **settings: Any) -> PipelineConfig:
+        """A copy with some settings replaced (``None`` values left as they are), checked: how command-line
+        flags override a ``--config`` file."""
+        given = {k: v for k, v in settings.items() if v is not None}
+        unknown = sorted(set(given) - {f.name for f in fields(self)})
+        if unknown:
+            raise ConfigError(f"unknown setting {', '.join(unknown)}")
+        return replace(self, **given).validate()
+
+
+__all__ = [
+    "PipelineConfig",
+    "Setting",
+    "SETTINGS",
+    "FILE_KEYS",
+    "VECTOR_MODES",
+    "LATE_OPTIONS",
+    "FUSION_MODES",
+    "RRF_K",
+    "DENSE_WEIGHT",
+    "DEFAULT_HYBRID",
+    "DEFAULT_FUSION",
+    "OLD_RUN_KEYS",
+]
