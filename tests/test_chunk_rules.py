@@ -218,3 +218,49 @@ def test_a_bare_line_over_the_first_heading_does_not_hold_the_heading_back(name)
     chunks = make(name, "minilm", max_tokens=24).chunk(Document(text))
     check_rules(text, chunks, 24, "minilm")
     assert any(c.text.startswith("### Pump") and "Pump pump" in c.text for c in chunks)
+
+
+def _geotopo_like() -> str:
+    """The shape of pypdf's text of LaTeX lecture notes (GeoTopo): theorem-like labels and unnumbered
+    headings stand on a line of their own before their body, with nothing marking them as headings."""
+    para = "Sei X ein topologischer Raum und U eine offene Teilmenge von X mit der Teilraumtopologie."
+    body = f"{para}\n\n{para}"
+    return (f"{body}\n\nDanksagungen\n\n{body}\n\n{para}\nDefinition 47\n\n{body}\n\n"
+            f"{para}\n\nSatz 1.2 (Jordanscher Kurvensatz)\n\n{body}\n\n{para}\n\nLösung zu Aufgabe 6\n\n"
+            f"{body}\n\n{para}")
+
+
+@pytest.mark.parametrize("name", ["recursive", "sentence", "fixed", "auto"])
+@pytest.mark.parametrize("max_tokens", [30, 40, 60])
+def test_pdf_labels_and_unmarked_headings_stay_with_their_body(name, max_tokens):
+    """In PDF text a label (``Definition 47``) or a heading the outline leaves out (``Danksagungen``) is a
+    plain line; a chunk must not end on it while its body starts the next chunk (it did for 50 of 292
+    chunks of GeoTopo)."""
+    text = _geotopo_like()
+    labels = ["Danksagungen", "Definition 47", "Satz 1.2 (Jordanscher Kurvensatz)", "Lösung zu Aufgabe 6"]
+    doc = Document(text, source="<notes.pdf>", metadata={"format": "pdf"})
+    chunks = make(name, "words", max_tokens=max_tokens).chunk(doc)
+    assert all(doc.text[c.start:c.end] == c.text and c.token_count <= max_tokens for c in chunks)
+    for c in chunks[:-1]:
+        assert c.text.rstrip().splitlines()[-1] not in labels, [x.text for x in chunks]
+    for label in labels:  # each label is in the chunk where its body starts
+        body = text.index("Sei", text.index(label))
+        assert any(c.start <= text.index(label) and body < c.end for c in chunks), label
+
+
+def test_label_lines_are_only_label_shaped_lines():
+    from chunkwise.strategies.tidy import is_label_line
+
+    for line in ["Definition 47", "Beispiel 3 (Basis und Subbasis)", "Proposition 4.2", "Satz (Zwischenwertsatz)"]:
+        assert is_label_line(line, alone=False), line
+    assert is_label_line("Danksagungen", alone=True) and not is_label_line("Danksagungen", alone=False)
+    for line in ["Kurve, 87", "Wäre A∩A1 = ∅", "X", "x 2", "R0 1 0 f g", "Abbildung 2.4: Kartenwechsel",
+                 "Beweis.", "Das ist alles."]:
+        assert not is_label_line(line, alone=True), line
+
+
+def test_label_rule_is_for_unmarked_text_only():
+    """Plain strings and Markdown keep their chunks: a short line there is text (their headings are marked)."""
+    text = _geotopo_like()
+    plain = make("recursive", "words", max_tokens=30).chunk(Document(text))
+    assert any(c.text.rstrip().endswith("Definition 47") for c in plain)

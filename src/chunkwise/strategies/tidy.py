@@ -6,7 +6,10 @@ strategy, so they are fixed once here, in the shared step that turns spans into 
 1. **Nothing that introduces is left behind.** A chunk never ends with a heading, a lead-in that ends with
    ``:`` (``If you go to:``), an admonition or block opener (``/// tip``, ``!!! note``, ``???``, ``:::tip``)
    or a code-fence opener whose body starts the next chunk: that tail moves to the next chunk when the
-   next chunk still fits ``max_tokens`` (the cap comes first).
+   next chunk still fits ``max_tokens`` (the cap comes first). A PDF has no markup for the headings its
+   outline leaves out nor for theorem-like labels, so in PDF text a line that stands alone before a
+   paragraph break and is shaped like one (``Definition 47``, ``Satz 1.2 (Jordanscher Kurvensatz)``, a
+   short title such as ``Danksagungen``) counts as a heading too (:func:`is_label_line`).
 2. **No junk chunk.** A chunk of 0 tokens, of only punctuation, symbols, emoji or private-use glyphs (no
    letter or digit in any script), or under :data:`MIN_CHUNK_TOKENS` tokens is merged into a neighbour
    when the merged chunk fits the cap; a document that is nothing but junk keeps it (nothing is dropped).
@@ -38,6 +41,31 @@ _FENCE = re.compile(r"[ \t]{0,3}(`{3,}|~{3,})(.*)$")
 _OPENER = re.compile(r"[ \t]*(?:/{3,}[ \t]*[\w-]|!{3}[ \t]*[\w-]|\?{3}\+?[ \t]*[\w-]"
                      r"|:{3,}[ \t]*\{?[A-Za-z-]+\}?(?:[ \t].*)?$)")
 _FENCE_LINE = re.compile(r"^[ \t]{0,3}(?:`{3,}|~{3,})", re.MULTILINE)
+#: a label: one to four words (the first capitalised, of three letters or more: not a variable), then a number (``47``, ``1.2``) and/or a
+#: parenthesised title: ``Definition 47``, ``Lösung zu Aufgabe 6``, ``Satz (Zwischenwertsatz)``
+_LABEL = re.compile(r"[ \t]*([^\W\d_]{3}[\w-]*(?:[ \t]+[^\W\d_][\w-]*){0,3})"
+                    r"((?:[ \t]+\d+(?:\.\d+)*)?\.?)((?:[ \t]+\([^()\n]{1,80}\))?)[ \t]*$")
+#: a short title: one to four words of letters (the first capitalised, three letters or more), nothing else on the line
+_TITLE = re.compile(r"[ \t]*[^\W\d_]{3}[^\W\d_-]*(?:[- \t]+[^\W\d_]+){0,3}[ \t]*$")
+#: formats whose text has no markup for its headings, so the chunk rules recognise them by their shape
+LABEL_FORMATS = ("pdf",)
+
+
+def is_label_line(line: str, alone: bool) -> bool:
+    """Whether ``line``, followed by a paragraph break, is a label or a heading in unmarked (PDF) text.
+
+    A numbered or titled label (``Definition 47``, ``Beispiel 3 (Basis und Subbasis)``) qualifies wherever
+    it stands; a bare short title (``Danksagungen``, ``Erforderliche Vorkenntnisse``) only when it is a
+    paragraph of its own (``alone``: a blank line or the chunk start before it), since a prose paragraph
+    may end in a short line. At most 80 characters, the first letter upper case (``Lemma 2``, not a
+    formula such as ``x 2`` or a wrapped ``and 3``)."""
+    line = line.strip()
+    if not line or len(line) > 80 or not line[0].isupper():
+        return False
+    m = _LABEL.fullmatch(line)
+    if m and (m.group(2).strip(" \t.") or m.group(3).strip()):
+        return True
+    return alone and bool(_TITLE.fullmatch(line))
 
 
 def is_junk(text: str) -> bool:
@@ -59,6 +87,7 @@ class _Doc:
                 if b > a:
                     self.heads[b] = a
         self._fences: list[int] | None = None
+        self.labels = str(doc.metadata.get("format") or "").lower() in LABEL_FORMATS
 
     def fence_opens(self, line_start: int) -> bool:
         """Whether the fence line at ``line_start`` opens a block (an even number of fence lines before)."""
@@ -95,7 +124,20 @@ class _Doc:
             return ls
         if line.rstrip().endswith(":") and not self._in_code(ls):
             return self._paragraph_start(ls, a)
+        if self.labels and self._label(ls, pos, line, a):
+            return ls
         return None
+
+    def _label(self, ls: int, pos: int, line: str, a: int) -> bool:
+        """A label or unmarked heading line (:func:`is_label_line`) before a paragraph break."""
+        text = self.text
+        nxt = pos
+        while nxt < len(text) and text[nxt].isspace():
+            nxt += 1
+        if nxt >= len(text) or not paragraph_break(text, nxt):
+            return False
+        alone = ls <= a or paragraph_break(text, ls)
+        return is_label_line(line, alone)
 
     def _in_code(self, pos: int) -> bool:
         if self._fences is None:
@@ -356,4 +398,4 @@ class _Rules:
         return g
 
 
-__all__ = ["tidy_spans", "is_junk", "MIN_CHUNK_TOKENS"]
+__all__ = ["tidy_spans", "is_junk", "is_label_line", "MIN_CHUNK_TOKENS", "LABEL_FORMATS"]
