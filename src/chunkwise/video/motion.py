@@ -14,10 +14,13 @@ whose IDs churn (one car was "110 objects"). So:
   tracked: an object that arrived and stands still stays foreground (no fading, so no ghost when it
   leaves), while a blob that appeared in place and does not move (a ghost, a moved chair, sensor
   glare) is absorbed after ``absorb`` seconds.
-- :class:`BoxTracker` links blobs to tracks by overlap; fragments of one object (several blobs inside or
-  beside one track's box) join that track, a lost track keeps its ID for ``lost`` frames and gives it back
-  to a blob that reappears near it, and overlapping tracks merge into the older ID. A track is reported
-  once it has been seen on two frames and has moved.
+- :class:`BoxTracker` links blobs to tracks by overlap: pieces of one object (several blobs inside or
+  overlapping one track's box) join that track, blobs no track claims are merged with their neighbours before
+  they start one, a lost track keeps its ID for ``lost`` frames and gives it back to a blob that reappears
+  beside it, and tracks that come to overlap mostly merge into the older ID. A track is reported once it has
+  been seen twice, moved and travelled; what an object leaves behind (a gap where it took something: the
+  track shrinks to under half its size and freezes) stops being an object. Answers wait ``delay`` frames, so
+  an object is named from its first frame under its final ID and a frozen residue's stretch is cut off.
 
 Both work on frames scaled down (the caller's ``width``); boxes are in those pixels.
 """

@@ -1,9 +1,8 @@
 """Trackers behind one interface: ``track(info, classes) -> (frame, [Detection])`` for every frame.
 
-- ``motion`` (:class:`MotionTracker`): weight-free. OpenCV's MOG2 background subtraction finds moving
-  blobs, and ByteTrack from the ``trackers`` library (Roboflow) links them into IDs. Needs the ``video``
-  extra only; sees *moving* things (an object that stands still long enough becomes background) and has one
-  class, ``object``.
+- ``motion`` (:class:`MotionTracker`): weight-free. A gain-corrected background model finds what is not
+  background and a box tracker makes one ID per object (:mod:`chunkwise.video.motion`). Needs the ``video``
+  extra only; one class, ``object``.
 - ``ultralytics:WEIGHTS`` (:class:`UltralyticsTracker`): a YOLO model in tracking mode
   (``model.track(..., persist=True)``) on the frames decoded here. AGPL, so only in the ``video-yolo``
   extra, never a default; the user supplies the weights file (nothing is downloaded).
