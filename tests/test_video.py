@@ -289,6 +289,7 @@ def test_an_object_standing_still_stays_one_object_and_leaves_no_ghost(tmp_path)
     chunks = clips(video, tracker="motion")
     assert near(spans(chunks), [(10, 330), (370, 420)]), spans(chunks)
     assert [len(c.track_ids) for c in chunks] == [1, 1]
+    assert "moves right, stops for 10 s, leaves at 0:13.2" in chunks[0].text  # said where it waited
 
 
 @pytest.mark.timeout(120)

@@ -44,6 +44,8 @@ class ClipObject:
     first_box: Box | None = None
     last_box: Box | None = None
     max_area: float = 0.0
+    #: the longest run of frames over which its box stayed put (someone waiting, a car stopped)
+    still_frames: int = 0
 
 
 @dataclass
@@ -105,16 +107,25 @@ class _Event:
         first: dict[int, int] = {}
         last: dict[int, int] = {}
         area: dict[int, float] = {}
+        anchor: dict[int, tuple[int, float, float, float]] = {}  # where the current still run began
+        still: dict[int, int] = {}
         for f in range(max(a, self.start), min(b, self.last) + 1):
             boxes = self.boxes.get(f, {})
             for tid in self.present.get(f, ()):
                 first.setdefault(tid, f)
                 last[tid] = f
                 box = boxes.get(tid)
-                if box is not None:
-                    area[tid] = max(area.get(tid, 0.0), box[2] * box[3])
+                if box is None:
+                    continue
+                area[tid] = max(area.get(tid, 0.0), box[2] * box[3])
+                cx, cy = box[0] + box[2] / 2, box[1] + box[3] / 2
+                at = anchor.get(tid)
+                # still: the centre within a quarter of the box's size of where the run began
+                if at is None or math.hypot(cx - at[1], cy - at[2]) > at[3]:
+                    at = anchor[tid] = (f, cx, cy, 0.25 * math.sqrt(max(box[2] * box[3], 1.0)))
+                still[tid] = max(still.get(tid, 0), f - at[0] + 1)
         return [ClipObject(t, self.cls[t], first[t], last[t], self.boxes.get(first[t], {}).get(t),
-                           self.boxes.get(last[t], {}).get(t), area.get(t, 0.0))
+                           self.boxes.get(last[t], {}).get(t), area.get(t, 0.0), still.get(t, 0))
                 for t in sorted(first, key=lambda t: (first[t], t))]
 
 

@@ -66,6 +66,8 @@ _EDGES = {"left": (1.0, 0.0), "right": (-1.0, 0.0), "top": (0.0, 1.0), "bottom":
 EDGE = 0.03
 #: a move shorter than this share of the frame is "staying in place"
 MOVE = 0.1
+#: seconds an object that moves must stay put to be said to stop
+STOP = 2.0
 
 
 def _center(box) -> tuple[float, float]:
@@ -142,12 +144,14 @@ def _object_text(o, clip: Clip, frame_size: tuple[int, int] | None) -> str:
     move = ((x1 - x0) / width, (y1 - y0) / height)
     parts = [f"{o.cls} {o.track_id} {enter} {_side(o.first_box, move, width, height, True)}"]
     direction = _direction(move)
+    seconds = (o.last_frame - o.first_frame + 1) / fps
     if direction:
         parts.append(direction)
-    elif (o.last_frame - o.first_frame + 1) / fps >= 1.0:
+        if o.still_frames / fps >= STOP:
+            parts.append(f"stops for {o.still_frames / fps:.0f} s")
+    elif seconds >= 1.0:
         parts.append("stays in place")
     parts.append(f"{leave} {_side(o.last_box, move, width, height, False)}")
-    seconds = (o.last_frame - o.first_frame + 1) / fps
     return ", ".join(parts) + f" ({seconds:.1f} s in view, {size_class(o.max_area, width, height)})"
 
 
