@@ -332,3 +332,16 @@ def test_clip_text_counts_classes_from_tracks(scene, tmp_path):
                            for tid, cls in ((1, 3), (2, 3), (3, 1))))
     (chunk,) = clips(scene, tracker=f"tracks:{mot}")
     assert ": 3 objects (2 cars, 1 pedestrian). car 1 enters at 0:00.8 at the upper left, moves right" in chunk.text
+
+
+@pytest.mark.timeout(30)
+def test_unchanged_check_never_opens_a_fifo(tmp_path):
+    """The hash before loading must not block on a FIFO that took an indexed video's name."""
+    import os
+
+    from chunkwise.video.document import VideoDocument, unchanged_video
+
+    fifo = tmp_path / "hall.mp4"
+    os.mkfifo(fifo)
+    marker = type("M", (), {"content_hash": "x", "complete": True})()
+    assert unchanged_video(fifo, {VideoDocument(text="", source=str(fifo)).id: marker}) is None

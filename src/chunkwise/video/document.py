@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,6 +87,8 @@ def unchanged_video(path: str | os.PathLike, markers: Mapping[str, Any]) -> Vide
     if marker is None or not getattr(marker, "complete", True):
         return None
     try:
+        if not stat.S_ISREG(os.stat(source).st_mode):
+            return None  # a FIFO would block the hash; the real load refuses it with a message
         stub.file_key = default_key(source)
     except OSError:
         return None  # the real load reports the problem
