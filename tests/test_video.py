@@ -277,7 +277,6 @@ def near(found, truth, frames=2):
                                             for (a, b), (x, y) in zip(found, truth))
 
 
-@pytest.mark.slow  # 440 frames encoded and tracked (~8 s on a shared 2-core machine)
 @pytest.mark.timeout(120)
 def test_an_object_standing_still_stays_one_object_and_leaves_no_ghost(tmp_path):
     """Someone walks in, stands still for 10 s and walks on; a second one arrives 1.6 s after the first
