@@ -327,3 +327,48 @@ def test_recursive_vectorised_merge_equals_the_scalar_merge(tokenizer):
         slow = R._Splitter(text, tok, max_tokens, levels, keep, tm, max_tokens * 16)
         slow.tm = TokenMap(text, tok, lists=False)  # numpy offsets: merge takes the scalar path
         assert fast.split(0, len(text)) == slow.split(0, len(text))
+
+
+# -- fenced code under the recursive presets -------------------------------------------------------------
+CONSOLE_FENCE = ("```console\n$ uv run fastapi dev main.py\n\n<span style=\"color: green;\">INFO</span>:     "
+                 "Uvicorn running on http://127.0.0.1:8000\n\nINFO:     Application startup complete.\n```")
+
+
+@pytest.mark.parametrize("separators", ["prose", "markdown"])
+@pytest.mark.parametrize("indent", ["", "    "])
+def test_recursive_never_cuts_a_fence_that_fits(separators, indent):
+    """A console session has blank lines inside its fence; the paragraph level cut there (26 of 391 fences
+    of the FastAPI docs that fit 256 tokens came out in two chunks). An indented fence (inside ``!!! note``
+    or a tab) is a fence too."""
+    fence = "\n".join(indent + line if line else line for line in CONSOLE_FENCE.split("\n"))
+    para = "Run the development server and open the page in the browser to see the result of the code."
+    text = f"{para}\n\n{para}\n\n{fence}\n\n{para}\n\n{para}"
+    tok = get_tokenizer("words")
+    n_fence = tok.count(fence.strip())
+    doc = Document(text)
+    for max_tokens in range(n_fence, n_fence + 40, 3):
+        chunks = chunk(doc, "recursive", max_tokens=max_tokens, tokenizer="words", separators=separators)
+        a = text.index(fence.strip())
+        b = a + len(fence.strip())
+        assert any(c.start <= a and b <= c.end for c in chunks), (max_tokens, [c.text for c in chunks])
+        assert all(doc.text[c.start:c.end] == c.text and c.token_count <= max_tokens for c in chunks)
+
+
+def test_recursive_cuts_a_fence_too_big_and_keeps_explicit_separators_literal():
+    text = "Intro line here.\n\n" + CONSOLE_FENCE + "\n\nOutro line here."
+    tok = get_tokenizer("words")
+    small = tok.count(CONSOLE_FENCE) - 2
+    chunks = chunk(Document(text), "recursive", max_tokens=small, tokenizer="words")
+    assert all(c.token_count <= small for c in chunks)  # too big: cut, never over the cap
+    assert not any(CONSOLE_FENCE in c.text for c in chunks)
+    # an explicit list is LangChain's splitter: a blank line is a separator wherever it is
+    spans = recursive_split(text, 0, len(text), tok, tok.count(CONSOLE_FENCE), separators=["\n\n", "\n", " ", ""])
+    assert not any(a <= text.index("```console") and text.index("complete.\n```") < b for a, b in spans)
+
+
+def test_fence_spans_pairs_openers_with_their_closers():
+    from chunkwise.strategies.recursive import fence_spans
+
+    text = "a\n```py\nx = 1\n~~~\n```\nb\n  ~~~~\n  ```\n  ~~~~~\nc\n```\nnever closed\n"
+    spans = fence_spans(text, 0, len(text))
+    assert [text[a:b] for a, b in spans] == ["```py\nx = 1\n~~~\n```", "~~~~\n  ```\n  ~~~~~"]
