@@ -375,22 +375,28 @@ class BoxTracker:
             near = gap <= np.maximum(self.margin, 0.5 * size)[None, :]
             score = np.where(overlaps, 1.0 + iou, np.where(near, 0.5 - gap / (1.0 + size[None, :]), -1.0))
             score -= 0.01 * np.minimum(recent, 40)[None, :]
-            free = []
-            near_only: list[tuple[int, int]] = []
+            # 1. one blob per track, best overlaps first: objects side by side keep their own tracks
+            taken: set[int] = set()
+            for d, k in sorted(zip(*np.nonzero(overlaps)), key=lambda dk: -score[dk[0], dk[1]]):
+                if d not in taken and k not in assigned:
+                    assigned[k] = [int(d)]
+                    taken.add(d)
+            # 2. the other overlapping blobs are pieces of the track they overlap most
             for d in range(len(boxes)):
-                k = int(np.argmax(score[d]))
-                if score[d, k] >= 1.0 - 0.5:
-                    if overlaps[d, k]:
-                        assigned.setdefault(k, []).append(d)
-                    else:
-                        near_only.append((d, k))
-                else:
-                    free.append(d)
-            for d, k in near_only:  # only near a track: takes it up only when nothing overlaps it
-                if k in assigned:
-                    free.append(d)
-                else:
+                if d not in taken and overlaps[d].any():
+                    k = int(np.argmax(np.where(overlaps[d], score[d], -np.inf)))
+                    assigned.setdefault(k, []).append(d)
+                    taken.add(d)
+            # 3. a blob only near a track takes it up when nothing overlaps it (an object back from an occlusion)
+            free = []
+            for d in range(len(boxes)):
+                if d in taken:
+                    continue
+                k = int(np.argmax(np.where(near[d], score[d], -np.inf))) if near[d].any() else -1
+                if k >= 0 and k not in assigned and score[d, k] > 0:
                     assigned[k] = [d]
+                else:
+                    free.append(d)
         seen: list[Track] = []
         for k, ds in assigned.items():
             t = live[k]
