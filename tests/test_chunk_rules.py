@@ -12,6 +12,7 @@ The checks here are independent of the implementation: they count the alternativ
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -25,6 +26,7 @@ from chunkwise.strategies import SEMANTIC_STRATEGIES, get_strategy
 from chunkwise.strategies.base import max_chars_for
 from conftest import FakeEmbedder
 
+ROOT = Path(__file__).resolve().parents[1]
 STRATEGIES = ["fixed", "sentence", "recursive", "markdown", "auto", "semantic", "maxmin", "cohesion"]
 STICKY = re.compile(r"^(?: {0,3}#{1,6}[ \t].*|.*:[ \t]*|[ \t]*(?:/{3}[ \t]*\w.*|!{3}[ \t]*\w.*|```\w*))$")
 
@@ -264,3 +266,44 @@ def test_label_rule_is_for_unmarked_text_only():
     text = _geotopo_like()
     plain = make("recursive", "words", max_tokens=30).chunk(Document(text))
     assert any(c.text.rstrip().endswith("Definition 47") for c in plain)
+
+
+def _vtt(utterances: list[tuple[str, str]]) -> bytes:
+    cues, t = ["WEBVTT", ""], 0
+    for speaker, line in utterances:
+        cues += [f"00:00:{t:02d}.000 --> 00:00:{t + 2:02d}.000", f"<v {speaker}>{line}", ""]
+        t += 2
+    return "\n".join(cues).encode()
+
+
+def test_auto_cuts_a_transcript_at_its_topic_shifts():
+    """examples/team-meeting.vtt has three topics (its NOTE says so); ``auto`` packed all 237 tokens into
+    one chunk. Now each topic is its own chunk, cut exactly where the next topic starts."""
+    doc = chunkwise.load(ROOT / "examples" / "team-meeting.vtt")
+    chunks = chunkwise.chunk(doc)
+    assert [c.text.split("\n")[0][:40] for c in chunks] == [
+        "Maria: Good morning everyone, let's star", "Aisha: Next topic is the crash in the pa",
+        "Maria: Last topic: the summer party."]
+    assert {c.strategy for c in chunks} == {"auto:sentence"}
+    assert [(c.start_time, c.end_time) for c in chunks] == [(1.0, 24.0), (25.0, 45.0), (46.0, 61.0)]
+
+
+def test_auto_transcript_topics_come_from_the_words_not_from_cue_phrases():
+    release = ["The release of version two ships on the fourteenth.", "Testing the release branch takes two weeks.",
+               "The release notes list every feature of version two.", "Marketing announces the release date."]
+    garden = ["The garden beds need compost before planting tomatoes.", "Tomatoes and beans grow in the sunny beds.",
+              "Water the garden beds every evening in summer.", "Compost from the kitchen feeds the tomatoes."]
+    doc = load_bytes(_vtt([("Ann", s) for s in release + garden]), source="<m.vtt>", name="m.vtt")
+    chunks = chunkwise.chunk(doc)
+    assert [c.text.split("\n")[0].removeprefix("Ann: ") for c in chunks] == [release[0], garden[0]]
+    one = load_bytes(_vtt([("Ann", s) for s in release * 2]), source="<r.vtt>", name="r.vtt")
+    assert len(chunkwise.chunk(one)) == 1  # one topic: one chunk, as before
+    assert all(c.token_count <= 20 for c in chunkwise.chunk(doc, max_tokens=20))  # the cap still rules
+
+
+def test_topic_cuts_need_a_real_valley():
+    from chunkwise.strategies.auto import topic_cuts
+
+    assert topic_cuts([]) == [] and topic_cuts(["One thing only."] * 3) == []
+    same = ["The pump seal holds the valve pressure."] * 10
+    assert topic_cuts(same) == []

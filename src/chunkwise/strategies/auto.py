@@ -10,9 +10,14 @@ HTML or PDF with headings   ``recursive`` with ``respect_sections`` = :data:`SEC
                             chunk never crosses a heading of level 1-2; an explicit
                             ``respect_sections`` wins)
 subtitles (SRT, VTT)        ``sentence`` packing the loader's cue-merged sentences (a chunk never
-                            ends mid-cue)
+                            ends mid-cue), cut first where the topic shifts (:func:`topic_cuts`)
 anything else (plain text)  ``recursive``
 =========================== ===================================================================
+
+Why topic cuts for transcripts: a meeting or a podcast has no headings, and whole sentences packed to
+``max_tokens`` put the end of one agenda item and the start of the next in one chunk (the three topics of
+``examples/team-meeting.vtt`` were one 237-token chunk). The cut points come from the words alone
+(lexical cohesion, as TextTiling): no model, a few milliseconds for an hour of speech.
 
 Every chunk records what was used as ``strategy="auto:<name>"`` (``auto:markdown``, ``auto:recursive``,
 ``auto:sentence``). Chunk ids hash the ``auto`` configuration (its own parameters), the document and the
@@ -23,13 +28,126 @@ document, so re-indexing the same files gives the same chunks.
 
 from __future__ import annotations
 
+import math
+import re
+import statistics
+from collections import Counter
+from collections.abc import Sequence
+
 from ..document import Chunk, Document, stable_hash
 from ..segmentation.tokenizers import Tokenizer
 from .base import Span, Strategy
+from .sentence import SentenceChunker
 
 #: heading level that HTML and PDF chunks never cross under ``auto`` (1 = ``<h1>``/top outline entries)
 SECTION_LEVEL = 2
 SUBTITLE_FORMATS = ("srt", "vtt", "subtitles", "webvtt")
+
+#: units on each side of a gap whose words are compared (TextTiling's block size, in utterances)
+TOPIC_WINDOW = 3
+#: a gap is a topic shift when its depth (how far the word overlap across it drops below the peaks on
+#: either side; 0 to 2) is at least this, and at least half a standard deviation over the mean depth
+TOPIC_DEPTH = 0.5
+#: fewest units between two topic cuts (a shift of one utterance is a digression, not a topic)
+TOPIC_MIN_UNITS = 2
+
+_WORD = re.compile(r"[^\W\d_]{4,}")
+#: frequent words of four letters or more that carry no topic (English, German); shorter ones never count
+_STOP = frozenset("""that this with have will then they there what when were from your about would could should
+which their them these those been being into also just only some than very more most such like here over
+well even back much many must does done make made want wants going know think yeah okay right really thing
+things every everyone good morning agreed thanks thank sure maybe because where while after before other
+dass eine einer eines einem einen nicht sich auch oder aber wenn dann noch schon sind wird werden haben kann
+""".split())
+_SPEAKER = re.compile(r"([^:\n]{1,40}):\s")
+
+
+def _bag(text: str, speakers: set[str]) -> Counter[str]:
+    """The topic words of one utterance: words of four letters or more but stop words, cut to their first
+    five letters (a crude stem: "crashes" and "crash" agree), without the ``Name:`` prefix."""
+    m = _SPEAKER.match(text)
+    if m and m.group(1) in speakers:
+        text = text[m.end():]
+    return Counter(w[:5] for w in _WORD.findall(text.lower()) if w not in _STOP)
+
+
+def _cosine(a: Counter[str], b: Counter[str]) -> float:
+    num = sum(n * b[k] for k, n in a.items() if k in b)
+    den = math.sqrt(sum(n * n for n in a.values()) * sum(n * n for n in b.values()))
+    return num / den if den else 0.0
+
+
+def topic_cuts(texts: Sequence[str], speakers: Sequence[str] = ()) -> list[int]:
+    """Indices ``i`` of the utterances ``texts`` that start a new topic (never 0), by lexical cohesion.
+
+    TextTiling (Hearst 1997) on utterances: the words of the :data:`TOPIC_WINDOW` utterances before each gap
+    are compared with those of the ones after it (cosine of word counts); a gap is a shift where that
+    similarity falls into a valley at least :data:`TOPIC_DEPTH` deep and half a standard deviation deeper
+    than the mean valley, at least :data:`TOPIC_MIN_UNITS` utterances from the previous cut; deepest first.
+    """
+    m = len(texts)
+    if m < 2 * TOPIC_MIN_UNITS:
+        return []
+    names = set(speakers)
+    bags = [_bag(t, names) for t in texts]
+    w = TOPIC_WINDOW
+    sim = []
+    for g in range(1, m):
+        left: Counter[str] = Counter()
+        right: Counter[str] = Counter()
+        for bag in bags[max(0, g - w):g]:
+            left.update(bag)
+        for bag in bags[g:g + w]:
+            right.update(bag)
+        sim.append(_cosine(left, right))
+    depth = []
+    for i, s in enumerate(sim):
+        lp = rp = s
+        j = i
+        while j > 0 and sim[j - 1] >= lp:
+            j -= 1
+            lp = sim[j]
+        j = i
+        while j < len(sim) - 1 and sim[j + 1] >= rp:
+            j += 1
+            rp = sim[j]
+        depth.append(lp - s + rp - s)
+    floor = max(TOPIC_DEPTH, statistics.fmean(depth) + statistics.pstdev(depth) / 2)
+    cuts: list[int] = []
+    for i in sorted(range(len(depth)), key=lambda k: (-depth[k], k)):
+        g = i + 1  # the gap before utterance g
+        if depth[i] < floor:
+            break
+        if g < TOPIC_MIN_UNITS or m - g < TOPIC_MIN_UNITS:
+            continue
+        if all(abs(g - c) >= TOPIC_MIN_UNITS for c in cuts):
+            cuts.append(g)
+    return sorted(cuts)
+
+
+class TranscriptChunker(SentenceChunker):
+    """``sentence`` packing of a transcript's utterances, cut first at topic shifts (:func:`topic_cuts`).
+
+    Each topic is packed on its own, so a chunk never holds the end of one topic and the start of the next;
+    a topic longer than ``max_tokens`` is packed into several chunks as before. Overlap stays inside a topic.
+    """
+
+    name = "sentence"
+
+    def split_with_counts(self, doc: Document, start: int, end: int, tokenizer: Tokenizer):
+        from .units import sentence_spans
+
+        given = doc.metadata.get("units")
+        units = sentence_spans(doc.text, start, end, given) if given else []
+        speakers = [str(s) for s in doc.metadata.get("speakers") or []]
+        cuts = [units[i][0] for i in topic_cuts([doc.text[a:b] for a, b in units], speakers)]
+        spans: list[Span] = []
+        counts: list[int] = []
+        for a, b in zip([start, *cuts], [*cuts, end]):
+            part, part_counts = super().split_with_counts(doc, a, b, tokenizer)
+            spans += part
+            counts += part_counts
+        return spans, counts
 
 
 class AutoChunker(Strategy):
@@ -50,7 +168,7 @@ class AutoChunker(Strategy):
         if fmt == "markdown":
             return get_strategy("markdown", **params)
         if fmt in SUBTITLE_FORMATS or doc.cues:
-            return get_strategy("sentence", **params)
+            return TranscriptChunker(**params)
         if fmt in ("html", "pdf") and doc.sections and params.get("respect_sections") is None:
             params["respect_sections"] = SECTION_LEVEL
         return get_strategy("recursive", **params)
@@ -72,4 +190,4 @@ class AutoChunker(Strategy):
         return self.resolve(doc).split(doc, start, end, tokenizer)
 
 
-__all__ = ["AutoChunker", "SECTION_LEVEL"]
+__all__ = ["AutoChunker", "SECTION_LEVEL", "TranscriptChunker", "topic_cuts"]
