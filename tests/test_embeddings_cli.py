@@ -9,7 +9,7 @@ import sys
 
 import numpy as np
 import pytest
-from test_embeddings_openai import Server
+from fake_openai import FakeOpenAI
 
 from chunkwise.cli import main
 from chunkwise.embeddings import get_embedder
@@ -67,7 +67,7 @@ def test_embed_binary_file_is_an_input_error(tmp_path, capsys):
 
 
 def test_embed_through_openai_endpoint(tmp_path, capsys, monkeypatch):
-    server = Server()
+    server = FakeOpenAI()
     try:
         assert main(["--embedder", "openai:test-embed", "--base-url", server.url, "--cache-dir", str(tmp_path),
                      "embed", "hello", "world"]) == 0

@@ -196,8 +196,8 @@ def test_default_run_is_hybrid_zscore(dataset):
     assert (default.spec.hybrid, default.spec.fusion, default.spec.dense_weight) == (True, "zscore", 0.8)
     assert default.name == "fixed max_tokens=5 tokenizer=words"
     assert default.scores["mrr"] == 1.0 and default.curve[1][1] > dense.curve[1][1]
-    assert default.spec.to_config()["run"] == {"hybrid": True, "fusion": "zscore", "dense_weight": 0.8}
-    assert dense.spec.to_config()["run"] == {"hybrid": False}
+    assert default.spec.to_mapping()["run"] == {"hybrid": True, "fusion": "zscore", "dense_weight": 0.8}
+    assert dense.spec.to_mapping()["run"] == {"hybrid": False}
 
 
 def test_pooled_vectors_reuse_what_the_strategy_embedded(dataset):
@@ -209,7 +209,7 @@ def test_pooled_vectors_reuse_what_the_strategy_embedded(dataset):
     by_doc, _ = ev.chunk_all(spec)
     chunk_texts = {c.text for cs in by_doc.values() for c in cs if c.text.count(".") > 1}
     assert chunk_texts and not chunk_texts & set(sent)  # multi-sentence chunks were never embedded as a whole
-    assert res.spec.to_config()["run"] == {"hybrid": True, "fusion": "zscore", "dense_weight": 0.8, "vectors": "pool"}
+    assert res.spec.to_mapping()["run"] == {"hybrid": True, "fusion": "zscore", "dense_weight": 0.8, "vectors": "pool"}
     with pytest.raises(ConfigError, match="vectors must be one of"):
         parse_run_spec("fixed:vectors=bogus")
 
@@ -265,7 +265,7 @@ def test_hybrid_fusion_options(dataset):
     dense = ev.run(parse_run_spec("fixed:max_tokens=5,tokenizer=words,hybrid=false"))
     z = ev.run(parse_run_spec("fixed:max_tokens=5,tokenizer=words,hybrid=true,fusion=zscore"))
     assert z.name == "fixed max_tokens=5 tokenizer=words"  # the default retrieval adds nothing to the name
-    assert z.spec.to_config()["run"] == {"hybrid": True, "fusion": "zscore", "dense_weight": 0.8}
+    assert z.spec.to_mapping()["run"] == {"hybrid": True, "fusion": "zscore", "dense_weight": 0.8}
     assert z.curve[1][1] > dense.curve[1][1] and z.scores["mrr"] == 1.0  # BM25 finds what dense cannot
     # all weight on the (blind) vectors: no better than dense retrieval
     blind = ev.run(parse_run_spec("fixed:max_tokens=5,tokenizer=words,hybrid=true,fusion=zscore,dense_weight=1"))
@@ -273,10 +273,10 @@ def test_hybrid_fusion_options(dataset):
     assert blind.name.endswith("dense_weight=1.0")
     k10 = ev.run(parse_run_spec("fixed:max_tokens=5,tokenizer=words,hybrid=true,fusion=rrf,rrf_k=10"))
     assert k10.name.endswith("fusion=rrf rrf_k=10")
-    assert k10.spec.to_config()["run"] == {"hybrid": True, "fusion": "rrf", "rrf_k": 10}
+    assert k10.spec.to_mapping()["run"] == {"hybrid": True, "fusion": "rrf", "rrf_k": 10}
     assert k10.scores["mrr"] == 1.0
     # round trip through a config: the same spec comes back
-    cfg = z.spec.to_config()
+    cfg = z.spec.to_mapping()
     from chunkwise.evaluation.runner import spec_from_params
 
     again = spec_from_params(cfg["strategy"], cfg["params"], run=cfg["run"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import FakeEmbedder
-from test_index import docs, lines
+from index_data import docs, lines
 
 from chunkwise.errors import ConfigError
 from chunkwise.retrieval import Index

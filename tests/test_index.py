@@ -6,7 +6,6 @@ acceptance tests use the real ones.
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 import time
@@ -14,38 +13,13 @@ import time
 import numpy as np
 import pytest
 from conftest import FakeEmbedder
+from index_data import BEES, LAMP, TRAINS, LineStrategy, docs, lines  # noqa: F401 (names the tests use)
 
 from chunkwise import Document, Page, Section
 from chunkwise.errors import ChunkwiseError, ConfigError, InputError
 from chunkwise.retrieval import Index, reciprocal_rank_fusion
 from chunkwise.retrieval.hybrid import BM25Fallback
 from chunkwise.store import MilvusStore
-from chunkwise.strategies import Strategy
-
-
-class LineStrategy(Strategy):
-    """One chunk per non-empty line (the index tests need predictable chunks, not clever ones)."""
-
-    name = "lines"
-    apply_rules = False  # exactly one chunk per line, however short
-
-    def split(self, doc, start, end, tokenizer):
-        return [(start + m.start(), start + m.end()) for m in re.finditer(r"[^\n]+", doc.text[start:end])]
-
-
-def lines(**kw):
-    return LineStrategy(tokenizer="words", **kw)
-
-
-BEES = "Bees make honey from nectar in the hive.\nThe queen lays eggs all summer.\nBeekeepers wear veils and gloves."
-LAMP = "The lighthouse lamp turns every ten seconds.\nKeepers polish the lens at dusk.\nFog horns sound in winter storms."
-TRAINS = "The night train leaves at nine.\nSleeping cars have narrow bunks.\nThe conductor checks tickets twice."
-
-
-def docs():
-    # file-like sources: a document's id comes from its source, so an edited text replaces the old one
-    return [Document(BEES, source="kb/bees.txt"), Document(LAMP, source="kb/lamp.txt"),
-            Document(TRAINS, source="kb/trains.txt")]
 
 
 def stored(index: Index) -> set[tuple[str, str]]:

@@ -9,44 +9,33 @@ killed in the middle of a run (the next run resumes and ends with a clean run's 
 from __future__ import annotations
 
 import os
-import random
 import signal
 import subprocess
 import sys
-import time
-import uuid
-from pathlib import Path
 
 import pytest
 from conftest import ROOT, FakeEmbedder
-from milvus_servers import Server, free_ports, kill_tree, start_milvus_235, start_milvus_lite
+from milvus_servers import (  # noqa: F401 (the tests use these names)
+    CLI,
+    FAST_CLI,
+    PARAMS,
+    Server,
+    cli,
+    cli_cmd,
+    contents,
+    free_ports,
+    kill_tree,
+    new_collection,
+    start_milvus_235,
+    start_milvus_lite,
+    wait_for_chunks,
+    write_corpus,
+)
 
 from chunkwise.retrieval import Index
-from chunkwise.store.milvus import MilvusStore, ServerCapabilities
+from chunkwise.store.milvus import ServerCapabilities
 
 pytestmark = pytest.mark.slow
-
-WORDS = ("river stone lamp keeper harbor winter bread oven flour garden rose train ticket night bee honey wax "
-         "queen storm fog lens glass tower bell copper salt anchor rope sail gull").split()
-PARAMS = {"max_tokens": 48}
-CLI = "import sys; from chunkwise.cli import main; sys.exit(main(sys.argv[1:]))"
-#: the real CLI with the test embedder in place of the ONNX model (what is under test is Milvus, not MiniLM)
-FAST_CLI = ("import sys; sys.path.insert(0, sys.argv.pop(1)); import conftest, chunkwise.embeddings as e; "
-            "e.get_embedder = lambda *a, **k: conftest.FakeEmbedder(); " + CLI.split("; ", 1)[1])
-
-
-def write_corpus(folder: Path, seed: int, names: list[str]) -> None:
-    rng = random.Random(seed)
-    folder.mkdir(parents=True, exist_ok=True)
-    for name in names:
-        paras = [" ".join(" ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 14))).capitalize() + "."
-                          for _ in range(rng.randint(3, 6))) for _ in range(rng.randint(4, 7))]
-        (folder / name).write_text("\n\n".join(paras), encoding="utf-8")
-
-
-def new_collection() -> str:
-    return "t_" + uuid.uuid4().hex[:12]
-
 
 @pytest.fixture(scope="session", params=["milvus-2.3.5", "milvus-lite"])
 def server(request, tmp_path_factory):
@@ -62,73 +51,6 @@ def server(request, tmp_path_factory):
 
 def open_index(server: Server, collection: str, **kw) -> Index:
     return Index(uri=server.uri, token=server.token, collection=collection, **kw)
-
-
-def contents(server: Server, collection: str) -> tuple[set[tuple[str, str]], dict[str, str]]:
-    """(id, text) of every chunk and source -> content hash of every marker.
-
-    A loaded server can drop a connection (gRPC ``GOAWAY``, ``UNAVAILABLE``): such a read is retried on a
-    new connection a few times; what it reads is compared, so a retry cannot hide a wrong result."""
-    for attempt in range(4):
-        store = MilvusStore(uri=server.uri, token=server.token, collection=collection, timeout=60)
-        try:
-            store.open()
-            rows = {(r["id"], r["text"]) for r in store.scan_chunks(["id", "text"])}
-            return rows, {m.source: m.content_hash for m in store.markers().values()}
-        except Exception as exc:  # noqa: BLE001 - only transport errors are retried
-            if attempt == 3 or not _transient(exc):
-                raise
-            time.sleep(1.0 + attempt)
-        finally:
-            store.close()
-    raise AssertionError("unreachable")
-
-
-def _transient(exc: BaseException) -> bool:
-    """A dropped or refused connection, not an answer: worth a new connection."""
-    text = f"{type(exc).__name__} {exc}"
-    return any(s in text for s in ("GOAWAY", "UNAVAILABLE", "too_many_pings", "Connection reset", "Socket closed",
-                                   "connection refused", "Deadline Exceeded", "DEADLINE_EXCEEDED"))
-
-
-def cli_cmd(server: Server, *args: str, collection: str, fast: bool = False) -> list[str]:
-    """``chunkwise ARGS --uri ... --collection ...``; ``fast``: with the test embedder."""
-    code = [FAST_CLI, str(ROOT / "tests")] if fast else [CLI]
-    cmd = [sys.executable, "-c", *code, "--no-cache", *args, "--uri", server.uri, "--collection", collection]
-    return cmd + (["--token", server.token] if server.token else [])
-
-
-def cli(server: Server, *args: str, collection: str, fast: bool = False,
-        timeout: float = 180) -> subprocess.CompletedProcess:
-    return subprocess.run(cli_cmd(server, *args, collection=collection, fast=fast), capture_output=True,
-                          text=True, timeout=timeout)
-
-
-def wait_for_chunks(server: Server, collection: str, proc: subprocess.Popen, timeout: float = 120) -> None:
-    """Until ``proc`` has written some chunks into ``collection`` (or has ended): the moment to kill.
-
-    Polls on a fresh connection after any error: a server under load answers frequent polls on one
-    channel with ``GOAWAY too_many_pings``, and a dead channel would poll until the deadline."""
-    from pymilvus import MilvusClient
-
-    deadline = time.monotonic() + timeout
-    client = None
-    try:
-        while time.monotonic() < deadline and proc.poll() is None:
-            try:
-                client = client or MilvusClient(uri=server.uri, token=server.token, timeout=60)
-                if client.has_collection(collection + "__state") and client.has_collection(collection):
-                    rows = client.query(collection, filter="", output_fields=["count(*)"])
-                    if rows and rows[0]["count(*)"] > 0:
-                        return
-            except Exception:  # noqa: BLE001 - not created or not loaded yet, or the channel dropped
-                if client is not None:
-                    client.close()
-                client = None
-            time.sleep(0.5)
-    finally:
-        if client is not None:
-            client.close()
 
 
 def test_capabilities_from_version():

@@ -15,7 +15,7 @@ import sys
 import numpy as np
 import pytest
 from milvus_servers import start_milvus_lite
-from test_milvus_server import CLI, contents, new_collection, wait_for_chunks, write_corpus
+from milvus_servers import CLI, contents, new_collection, wait_for_chunks, write_corpus
 
 from chunkwise.errors import ConfigError
 from chunkwise.retrieval import Index

@@ -51,7 +51,7 @@ def llm_from_args(args: argparse.Namespace, embedder=None, stream: bool = True):
 
 
 def register(subparsers) -> None:
-    from .index import add_store_options
+    from .index import add_retrieval_options, add_store_options
     from .options import add_chunking_options
 
     p = subparsers.add_parser(
@@ -62,9 +62,7 @@ def register(subparsers) -> None:
                     "extractive: the best supporting sentences of the retrieved chunks, with citations.")
     p.add_argument("question", help="the question")
     p.add_argument("-k", type=int, default=5, help="chunks to retrieve (default 5)")
-    p.add_argument("--dense", action="store_true",
-                   help="retrieve by vectors alone (default: BM25 + vectors, z-score fusion, as `search`)")
-    p.add_argument("--hybrid", action="store_true", help=argparse.SUPPRESS)  # the default now; kept for old scripts
+    add_retrieval_options(p)
     p.add_argument("--filter", default=None, metavar="EXPR", help="Milvus boolean expression, as in search")
     p.add_argument("--min-score", type=float, default=None, metavar="COSINE",
                    help="leave out chunks less similar to the question than this (default 0.15; -1 keeps all)")
@@ -111,22 +109,15 @@ def _sources(answer) -> list[str]:
     return lines
 
 
-def _hybrid(args: argparse.Namespace) -> bool:
-    """Hybrid unless ``--dense``; ``--hybrid`` (the old opt-in) asks for the default, so both at once
-    contradict each other."""
-    if args.dense and args.hybrid:
-        raise ConfigError("--dense and --hybrid contradict each other (hybrid is the default)")
-    return not args.dense
-
-
 def run_ask(args: argparse.Namespace) -> int:
-    from .index import open_index
+    from .index import open_index, retrieval_settings
 
     if not args.question.strip():
         raise InputError("the question is empty")
     if args.k < 1:
         raise ConfigError(f"-k must be >= 1, got {args.k}")
     text_out = args.format == "text"
+    settings = retrieval_settings(args)
     with open_index(args) as index:
         llm = llm_from_args(args, stream=text_out and not args.no_stream)
         try:
@@ -145,8 +136,8 @@ def run_ask(args: argparse.Namespace) -> int:
                         print("\n".join(_wrap(p.text)) or "    ")
                     print(flush=True)
 
-            answer = index.ask(args.question, k=args.k, llm=llm, hybrid=_hybrid(args), filter=args.filter,
-                               min_score=args.min_score, on_token=on_token, on_passages=on_passages)
+            answer = index.ask(args.question, k=args.k, llm=llm, filter=args.filter, min_score=args.min_score,
+                               on_token=on_token, on_passages=on_passages, **settings)
         finally:
             llm.close()
     if not text_out:

@@ -47,6 +47,25 @@ def open_index(args: argparse.Namespace):
                  embedder_options=options, timeout=args.timeout)
 
 
+def add_retrieval_options(p: argparse.ArgumentParser) -> None:
+    """How ``search`` and ``ask`` retrieve: hybrid (the default) or ``--dense``, the fusion flags, and a
+    ``--config`` file whose retrieval settings they take (the flags given override it)."""
+    from ..pipeline.config import DENSE_WEIGHT, FUSION_MODES, RRF_K
+
+    p.add_argument("--dense", action="store_true", help="vectors alone (default: BM25 + vectors fused)")
+    p.add_argument("--hybrid", action="store_true", help=argparse.SUPPRESS)  # the default now; kept for old scripts
+    p.add_argument("--fusion", choices=FUSION_MODES, default=None,
+                   help="how BM25 and vectors are fused: zscore (per-query z-scores, --dense-weight x vector + "
+                        "rest x BM25, as `eval`/`tune`; default) or rrf (reciprocal rank fusion)")
+    p.add_argument("--dense-weight", type=float, default=None, metavar="W",
+                   help=f"weight of the vector scores in zscore fusion (default {DENSE_WEIGHT})")
+    p.add_argument("--rrf-k", type=int, default=None, metavar="K",
+                   help=f"the constant of rrf fusion (default {RRF_K})")
+    p.add_argument("--config", default=None, metavar="FILE",
+                   help="retrieve as a configuration written by `chunkwise tune` says (hybrid, fusion, rrf_k, "
+                        "dense_weight); flags given override it")
+
+
 def register(subparsers) -> None:
     from .options import add_chunking_options, add_input_options
 
@@ -60,7 +79,7 @@ def register(subparsers) -> None:
     add_chunking_options(p)
     add_input_options(p)
     g = p.add_argument_group("vectors and context")
-    g.add_argument("--vectors", choices=("text", "pool"), default="text",
+    g.add_argument("--vectors", choices=("text", "pool"), default=None,
                    help="text: embed each chunk (default); pool: mean-pool the sentence vectors a semantic "
                         "strategy computed while chunking (no second embedding pass)")
     g.add_argument("--late", action="store_true",
@@ -103,15 +122,7 @@ def register(subparsers) -> None:
     s.add_argument("--filter", default=None, metavar="EXPR",
                    help="Milvus boolean expression, e.g. 'source like \"%%manual%%\" and page_start >= 3'; "
                         "passed to Milvus as it is (trusted input only: applications use Index.search(where=...))")
-    s.add_argument("--dense", action="store_true", help="vectors alone (default: BM25 + vectors fused)")
-    s.add_argument("--hybrid", action="store_true", help=argparse.SUPPRESS)  # the default now; kept for old scripts
-    s.add_argument("--fusion", choices=("rrf", "zscore"), default=None,
-                   help="how BM25 and vectors are fused: zscore (per-query z-scores, --dense-weight x vector + "
-                        "rest x BM25, as `eval`/`tune`; default) or rrf (reciprocal rank fusion)")
-    s.add_argument("--dense-weight", type=float, default=None, metavar="W",
-                   help="weight of the vector scores in zscore fusion (default 0.8)")
-    s.add_argument("--config", default=None, metavar="FILE",
-                   help="take hybrid, fusion and dense_weight from a configuration written by `chunkwise tune`")
+    add_retrieval_options(s)
     s.add_argument("--format", choices=("table", "jsonl"), default="table", help="output format")
     s.add_argument("--max-chars", type=int, default=400, metavar="N",
                    help="table format: cut each text at N characters (0 = whole text; default 400)")
@@ -119,12 +130,15 @@ def register(subparsers) -> None:
     s.set_defaults(func=run_search)
 
 
+def _llm_context_options(args: argparse.Namespace) -> dict:
+    return {"base_url": args.llm_base_url, "model": args.llm_model, "cache_dir": getattr(args, "cache_dir", None)}
+
+
 def _context_options(args: argparse.Namespace) -> dict:
     if args.context == "neighbors":
         return {"neighbors": args.context_neighbors}
     if args.context == "llm":
-        return {"base_url": args.llm_base_url, "model": args.llm_model,
-                "cache_dir": getattr(args, "cache_dir", None)}
+        return _llm_context_options(args)
     if args.context_neighbors is not None or args.llm_base_url or args.llm_model:
         raise ConfigError("--context-neighbors needs --context neighbors; --llm-* options need --context llm")
     return {}
@@ -138,8 +152,6 @@ def run_index(args: argparse.Namespace) -> int:
         raise ConfigError("nothing to do: give files or folders to index (or --delete / --prune)")
     if args.batch_size < 1:
         raise ConfigError(f"--batch-size must be >= 1, got {args.batch_size}")
-    if not args.late and (args.late_window is not None or args.late_overlap is not None):
-        raise ConfigError("--late-window and --late-overlap need --late")
     quiet = args.quiet
     load_options = input_options(args)
     with open_index(args) as index:
@@ -153,20 +165,41 @@ def run_index(args: argparse.Namespace) -> int:
                     print(f"deleted {key}: {n} chunks", file=sys.stderr)
             return 0
         name, params = strategy_params_from_args(args)
+        run = _run_settings(args)
         if args.engine == "ray":
-            return _report(_run_ray(index, args, name, params, load_options), quiet)
+            return _report(_run_ray(index, args, name, params, load_options, run), quiet)
         elif args.address is not None or args.workers is not None:
             raise ConfigError("--address and --workers need --engine ray")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DecodingWarning)  # printed below, once, from report.warnings
             report = index.add(
-                args.paths, strategy=name, params=params, vectors=args.vectors, late=args.late,
-                late_options={"late_window": args.late_window, "overlap": args.late_overlap} if args.late else None,
-                context=args.context, context_options=_context_options(args), prune=args.prune,
+                args.paths, strategy=name, params=params, **run, prune=args.prune,
                 **walk_options(args), load_options=load_options, batch_size=args.batch_size,
                 recreate=args.recreate, progress=not quiet, notify=_warn_now)
         _warn_repaired(index)
     return _report(report, quiet)
+
+
+def _run_settings(args: argparse.Namespace) -> dict:
+    """``Index.add``'s vectors, late chunking and context: a ``--config`` file's settings, the flags given
+    overriding them (so ``index --config tuned.json`` builds the index ``eval`` measured)."""
+    from ..pipeline.config import PipelineConfig
+    from .options import pipeline_config
+
+    config = pipeline_config(args.config) if args.config else PipelineConfig()
+    late = bool(args.late or config.late)
+    if not late and (args.late_window is not None or args.late_overlap is not None):
+        raise ConfigError("--late-window and --late-overlap need --late")
+    late_options = dict(config.late_options)
+    late_options.update({k: v for k, v in (("late_window", args.late_window), ("overlap", args.late_overlap))
+                         if v is not None})
+    context = args.context or config.context
+    context_options = _context_options(args) if args.context or not config.context else dict(config.context_options)
+    if context == "llm" and not args.context:  # the endpoint is this machine's, not the file's
+        context_options.update({k: v for k, v in _llm_context_options(args).items() if v is not None})
+    options = config.with_settings(vectors=args.vectors, late=late, context=context).index_options()
+    return {"vectors": options["vectors"], "late": late, "late_options": late_options if late else None,
+            "context": context, "context_options": context_options}
 
 
 def _warn_repaired(index) -> None:
@@ -185,12 +218,12 @@ def _warn_now(line: str) -> None:
     print(f"chunkwise: warning: {line}", file=sys.stderr, flush=True)
 
 
-def _run_ray(index, args: argparse.Namespace, name: str, params: dict, load_options: dict):
+def _run_ray(index, args: argparse.Namespace, name: str, params: dict, load_options: dict, run: dict):
     """``--engine ray``: the same options, minus those the Ray engine does not run (refused, not ignored)."""
     from ..retrieval.ray_engine import index_with_ray
 
-    unsupported = [flag for flag, on in (("--late", args.late), ("--context", args.context),
-                                         ("--vectors pool", args.vectors == "pool"),
+    unsupported = [flag for flag, on in (("--late", run["late"]), ("--context", run["context"]),
+                                         ("--vectors pool", run["vectors"] == "pool"),
                                          ("--all-files", getattr(args, "all_files", False))) if on]
     if unsupported:
         raise ConfigError(f"--engine ray does not support {', '.join(unsupported)} yet; use the local engine")
@@ -246,22 +279,22 @@ def _format_table(results, max_chars: int) -> str:
     return "\n".join(lines).rstrip("\n")
 
 
-def _retrieval_settings(args: argparse.Namespace) -> tuple[bool, dict]:
-    """``hybrid`` and the fusion keywords: a ``--config`` file's run settings, overridden by the flags."""
-    from ..retrieval.fusion import DENSE_WEIGHT
-    from ..retrieval.index import DEFAULT_FUSION, DEFAULT_HYBRID
-    from .options import load_config
+def retrieval_settings(args: argparse.Namespace) -> dict:
+    """``Index.search``'s ``hybrid``, ``fusion``, ``rrf_k`` and ``dense_weight``: a ``--config`` file's
+    settings (every one of them, as ``eval`` measured them), overridden by the flags given."""
+    from ..pipeline.config import PipelineConfig
+    from .options import pipeline_config
 
-    run: dict = load_config(args.config)[2] if args.config else {}
+    config = pipeline_config(args.config) if getattr(args, "config", None) else PipelineConfig()
     if args.dense and args.hybrid:
         raise ConfigError("--dense and --hybrid contradict each other (hybrid is the default)")
-    hybrid = bool(args.hybrid or (not args.dense and run.get("hybrid", DEFAULT_HYBRID)))
-    fusion = args.fusion or run.get("fusion") or DEFAULT_FUSION
-    weight = args.dense_weight if args.dense_weight is not None else run.get("dense_weight", DENSE_WEIGHT)
-    if not hybrid and (args.fusion or args.dense_weight is not None):
-        raise ConfigError("--fusion and --dense-weight apply to hybrid search: drop --dense"
+    hybrid = True if args.hybrid else (False if args.dense else config.hybrid)
+    flags = {"fusion": getattr(args, "fusion", None), "dense_weight": getattr(args, "dense_weight", None),
+             "rrf_k": getattr(args, "rrf_k", None)}
+    if not hybrid and any(v is not None for v in flags.values()):
+        raise ConfigError("--fusion, --rrf-k and --dense-weight apply to hybrid search: drop --dense"
                           + (f" (or the \"hybrid\": false of {args.config})" if args.config else ""))
-    return hybrid, ({"fusion": fusion, "dense_weight": weight} if hybrid else {})
+    return config.with_settings(hybrid=hybrid, **flags).search_options()
 
 
 def run_search(args: argparse.Namespace) -> int:
@@ -271,9 +304,9 @@ def run_search(args: argparse.Namespace) -> int:
         raise ConfigError(f"-k must be >= 1, got {args.k}")
     if args.max_chars < 0:
         raise ConfigError(f"--max-chars must be >= 0, got {args.max_chars}")
-    hybrid, fusion = _retrieval_settings(args)
+    settings = retrieval_settings(args)
     with open_index(args) as index:
-        results = index.search(args.query, k=args.k, filter=args.filter, hybrid=hybrid, **fusion)
+        results = index.search(args.query, k=args.k, filter=args.filter, **settings)
     if args.format == "jsonl":
         for r in results:
             sys.stdout.write(json.dumps(r.to_dict(), ensure_ascii=False) + "\n")

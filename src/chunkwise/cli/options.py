@@ -11,10 +11,8 @@ parameters not covered by a dedicated flag are passed as ``--param NAME=VALUE`` 
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import warnings
-from pathlib import Path
 from typing import Any
 
 from ..deprecation import ChunkwiseDeprecationWarning, deprecation_message
@@ -151,19 +149,18 @@ def parse_params(items: list[str]) -> dict[str, Any]:
 
 
 def load_config(path: str) -> tuple[str | None, dict[str, Any], dict[str, Any]]:
-    """Strategy name, strategy parameters and run options (``vectors``, ``hybrid``, ``late``...) of a
-    ``--config`` JSON file ``{"strategy": ..., "params": {...}, "run": {...}}`` as ``chunkwise tune`` writes."""
-    p = Path(path)
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError("configuration file not found", source=path) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"not a readable JSON configuration ({exc})", source=path) from None
-    if (not isinstance(data, dict) or not isinstance(data.get("params", {}), dict)
-            or not isinstance(data.get("run") or {}, dict)):
-        raise ConfigError('expected {"strategy": NAME, "params": {...}}', source=path)
-    return data.get("strategy"), dict(data.get("params", {})), dict(data.get("run") or {})
+    """Strategy name, strategy parameters and run settings of a ``--config`` file as ``chunkwise tune``
+    writes it, read and checked as a :class:`~chunkwise.pipeline.PipelineConfig` (an unknown key or a bad
+    value is one error naming the file). The run settings come back under their current names."""
+    config = pipeline_config(path)
+    return config.strategy, dict(config.params), config.to_mapping()["run"]
+
+
+def pipeline_config(path: str):
+    """The :class:`~chunkwise.pipeline.PipelineConfig` of a ``--config`` file."""
+    from ..pipeline.config import PipelineConfig
+
+    return PipelineConfig.load(path)
 
 
 def strategy_params_from_args(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:

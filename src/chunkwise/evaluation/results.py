@@ -39,7 +39,7 @@ class RunResult:
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
-            "config": self.spec.to_config(),
+            "config": self.spec.to_mapping(),
             "scores": self.scores,
             "stats": self.stats,
             "curve": {str(n): {"tokens_retrieved": t, "recall": r, "iou": i} for n, (t, r, i) in self.curve.items()},

@@ -161,11 +161,11 @@ class Evaluator:
 
     def _contextualize(self, spec: RunSpec, doc: Document, chunks: list[Chunk]) -> list[Chunk]:
         chunks = [Chunk(**{**c.__dict__, "context": None}) for c in chunks]  # never mutate memoised chunks
-        result = contextualize(doc, chunks, spec.context, **spec.context_opts)
+        result = contextualize(doc, chunks, spec.context, **spec.context_options)
         return list(result) if result is not None else chunks
 
     def _late_vectors(self, spec: RunSpec, doc: Document, chunks: list[Chunk]) -> np.ndarray:
-        return late_chunk_vectors(doc, chunks, self.embedder, **spec.late_opts)
+        return late_chunk_vectors(doc, chunks, self.embedder, **spec.late_options)
 
     def _text_or_pooled(self, spec: RunSpec, chunks: list[Chunk]) -> np.ndarray:
         """Chunk vectors: embedded ``embed_text``, or (``vectors="pool"``) the strategy's own vectors as

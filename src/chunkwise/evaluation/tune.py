@@ -222,7 +222,7 @@ class TuneResult:
                 "no configuration of the grid could be evaluated"
                 + (f" that meets {', '.join(limits)}" if limits else "")
             )
-        cfg = self.chosen.result.spec.to_config()
+        cfg = self.chosen.result.spec.to_mapping()
         r = self.chosen.result
         cfg["tuned"] = {
             "metric": self.metric,

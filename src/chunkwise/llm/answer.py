@@ -131,16 +131,18 @@ def ask_index(
     min_score: float | None = DEFAULT_MIN_SCORE,
     on_token: Callable[[str], None] | None = None,
     on_passages: Callable[[list[Passage]], None] | None = None,
+    search_options: dict[str, Any] | None = None,
 ) -> Answer:
     """Retrieve ``k`` chunks from ``index`` and answer ``question`` from those above ``min_score``
-    (``on_passages`` sees the numbered passages before the LLM is asked)."""
+    (``on_passages`` sees the numbered passages before the LLM is asked; ``search_options``: how hybrid
+    retrieval fuses, ``fusion``/``rrf_k``/``dense_weight`` as ``Index.search`` takes them)."""
     if min_score is not None and not isinstance(min_score, (int, float)):
         raise ConfigError(f"min_score must be a number or None, got {min_score!r}")
     if index.count() == 0 and index.config is not None:
         raise ConfigError(
             "the index is empty (0 chunks); run `chunkwise index PATH` first", source=index.store.location
         )
-    hits = index.search(question, k=k, filter=filter, hybrid=hybrid)
+    hits = index.search(question, k=k, filter=filter, hybrid=hybrid, **(search_options or {}))
     if min_score is not None:
         sims = relevance(index, question, hits, hybrid)
         hits = [h for h, s in zip(hits, sims) if s >= min_score]

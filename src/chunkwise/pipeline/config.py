@@ -8,8 +8,8 @@ place they are checked, so a tuned ``rrf_k`` means the same to ``eval`` and to `
 
 The file is JSON, ``{"strategy": NAME, "params": {...}, "run": {...}}`` plus what ``tune`` records about
 how it chose (``"tuned"``, kept as it is). ``run`` holds the settings below; a file written by
-:meth:`PipelineConfig.save` spells every one of them out, so it means the same whatever a later release's
-defaults are. A missing key takes the default; an unknown key is an error naming the valid ones.
+:meth:`PipelineConfig.save` always spells out the retrieval settings. A missing key takes the default; an
+unknown key is an error naming the valid ones.
 """
 
 from __future__ import annotations
@@ -59,15 +59,21 @@ def _bool(name: str, value: Any) -> bool:
     raise ConfigError(f"{name} must be true or false, got {value!r}")
 
 
-def _choice(options: tuple[str, ...], optional: bool = False) -> Callable[[str, Any], Any]:
+def _choice(options: tuple[str, ...]) -> Callable[[str, Any], Any]:
     def check(name: str, value: Any) -> Any:
-        if optional and value in (None, "none"):
-            return None
         if value not in options:
             raise ConfigError(f"{name} must be one of {', '.join(options)}, got {value!r}")
         return value
 
     return check
+
+
+def _context(name: str, value: Any) -> str | None:
+    if value in (None, "none"):
+        return None
+    if value not in CONTEXT_MODES:
+        raise ConfigError(f"unknown context mode {value!r}; choose one of {', '.join(CONTEXT_MODES)}")
+    return value
 
 
 def _mapping(name: str, value: Any) -> dict[str, Any]:
@@ -120,7 +126,7 @@ SETTINGS: dict[str, Setting] = {
     "vectors": Setting("text", _choice(VECTOR_MODES), "chunk vectors: embed the text, or pool sentence vectors"),
     "late": Setting(False, _bool, "late chunking: chunk vectors pooled from whole-document token vectors"),
     "late_options": Setting(None, _late_options, f"late chunking options ({', '.join(LATE_OPTIONS)})"),
-    "context": Setting(None, _choice(CONTEXT_MODES, optional=True), "text embedded beside each chunk"),
+    "context": Setting(None, _context, "text embedded beside each chunk"),
     "context_options": Setting(None, _mapping, "options of the context mode"),
     "hybrid": Setting(DEFAULT_HYBRID, _bool, "retrieve by BM25 and vectors fused (else vectors alone)"),
     "fusion": Setting(DEFAULT_FUSION, _choice(FUSION_MODES), "how hybrid retrieval fuses the two rankings"),
@@ -152,7 +158,8 @@ class PipelineConfig:
     fusion: str = DEFAULT_FUSION
     rrf_k: int = RRF_K
     dense_weight: float = DENSE_WEIGHT
-    label: str | None = None
+    #: a name for the configuration in reports (not written to files: it names a run, it changes nothing)
+    label: str | None = field(default=None, compare=False)
     #: how ``tune`` chose this configuration (metric, scores, interval...): kept, never interpreted
     tuned: dict[str, Any] | None = field(default=None, compare=False)
 
@@ -195,15 +202,59 @@ class PipelineConfig:
             raise ConfigError(str(exc), **where) from None
 
     def to_mapping(self) -> dict[str, Any]:
-        """The file layout, every run setting written out (the strategy's parameters as given)."""
-        out: dict[str, Any] = {
-            "strategy": self.strategy,
-            "params": {k: v for k, v in self.params.items() if k != "embedder"},
-            "run": {name: getattr(self, name) for name in SETTINGS},
-        }
+        """The file layout. The retrieval settings are always written out (``hybrid``, ``fusion`` and the
+        fusion's own parameter), as is anything that differs from its default: a file means the same
+        whatever a later release's defaults are for the settings that decide retrieval."""
+        out: dict[str, Any] = {"strategy": self.strategy,
+                               "params": {k: v for k, v in self.params.items() if k != "embedder"}}
+        run: dict[str, Any] = {"hybrid": self.hybrid}
+        if self.hybrid:
+            run["fusion"] = self.fusion
+            run["dense_weight" if self.fusion == "zscore" else "rrf_k"] = getattr(
+                self, "dense_weight" if self.fusion == "zscore" else "rrf_k")
+        for name, setting in SETTINGS.items():
+            value = getattr(self, name)
+            if name != "label" and name not in run and value != (setting.default if setting.default is not None
+                                                                 else ({} if name.endswith("_options") else None)):
+                run[name] = dict(value) if isinstance(value, dict) else value
+        out["run"] = run
         if self.tuned is not None:
             out["tuned"] = self.tuned
         return out
+
+    def fusion_options(self) -> dict[str, Any]:
+        """The fusion settings that differ from the defaults (``{}`` for z-score fusion at the default
+        weight): what a run's name shows."""
+        out: dict[str, Any] = {}
+        if self.fusion != DEFAULT_FUSION:
+            out["fusion"] = self.fusion
+        if self.fusion == "zscore" and self.dense_weight != DENSE_WEIGHT:
+            out["dense_weight"] = self.dense_weight
+        if self.fusion == "rrf" and self.rrf_k != RRF_K:
+            out["rrf_k"] = self.rrf_k
+        return out
+
+    @property
+    def name(self) -> str:
+        """The label, or a readable summary: strategy, parameters, context, late, retrieval, vectors."""
+        if self.label:
+            return self.label
+        parts = [self.strategy]
+        for k, v in self.params.items():
+            if k == "embedder":
+                continue
+            parts.append(f"{k}={json.dumps(v, ensure_ascii=False) if not isinstance(v, str) else v}")
+        if self.context:
+            parts.append(f"context={self.context}")
+        if self.late:
+            parts.append("late")
+        if self.hybrid:
+            parts.extend(f"{k}={v}" for k, v in self.fusion_options().items())
+        else:
+            parts.append("dense")
+        if self.vectors != "text":
+            parts.append(f"vectors={self.vectors}")
+        return " ".join(parts)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> PipelineConfig:

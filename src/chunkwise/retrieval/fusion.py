@@ -22,15 +22,9 @@ from collections.abc import Hashable, Mapping, Sequence
 
 import numpy as np
 
-#: how hybrid retrieval fuses the two rankings
-FUSION_MODES = ("rrf", "zscore")
-#: the constant of Cormack et al.; larger values flatten the difference between ranks
-RRF_K = 60
-#: weight of the vector scores in z-score fusion (BM25 gets ``1 - DENSE_WEIGHT``). 0.8 measured best over
-#: transcripts, code Q&A and Chroma's corpora together (benchmarks/bench_retrieval.py, docs/evaluation.md):
-#: 0.7 gains as much on prose but loses significantly to vectors alone on code, whose identifiers BM25 reads
-#: poorly; at 0.8 no set is significantly worse than dense
-DENSE_WEIGHT = 0.8
+# the settings (fusion modes, the RRF constant, the z-score weight) are defined with the run configuration
+from ..pipeline.config import DENSE_WEIGHT, FUSION_MODES, RRF_K
+
 #: candidates per side that ``Index.search`` z-normalises over. Measured on Chroma's evaluation with the tuned
 #: configuration (benchmarks/bench_search_fusion.py): recall@5 80.9 at 50, 82.2 at 200, 82.9 at 1000, against
 #: 83.7 for full-corpus z-scores and 79.9 for RRF; fetching 1000 ids per side costs a few milliseconds.

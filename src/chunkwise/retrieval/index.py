@@ -47,14 +47,8 @@ from ..strategies.many import chunk_documents
 from ..embeddings.vectors import pooled_vector
 from ..video.document import VideoDocument, unchanged_video
 from .progress import Progress
+from ..pipeline.config import DEFAULT_FUSION, DEFAULT_HYBRID, LATE_OPTIONS, RRF_K, SETTINGS, VECTOR_MODES
 from .fusion import DENSE_WEIGHT, ZSCORE_DEPTH, check_fusion, fuse_candidates_zscore, reciprocal_rank_fusion
-
-VECTOR_MODES = ("text", "pool")
-#: how search, ask and eval retrieve unless told otherwise: BM25 and vectors fused by z-scores, chosen by
-#: measurement on public sets of different kinds (benchmarks/bench_retrieval.py, docs/evaluation.md,
-#: "Dense or hybrid"); ``hybrid=False`` / ``--dense`` is plain vector search
-DEFAULT_HYBRID = True
-DEFAULT_FUSION = "zscore"
 #: chunks gathered (over several small documents) before one embedding + write round
 DEFAULT_BATCH = 256
 #: texts per call to the embedder (also the step of the embedding progress bar)
@@ -344,9 +338,9 @@ class Index:
                 contextualize(Document(""), [], context, **context_options)
         else:
             context = None
-        unknown = sorted(set(late_options) - {"late_window", "overlap", "macro"})
+        unknown = sorted(set(late_options) - set(LATE_OPTIONS))
         if unknown:
-            raise ConfigError(f"late chunking has no option {', '.join(unknown)}; valid: late_window, overlap, macro")
+            raise ConfigError(f"late chunking has no option {', '.join(unknown)}; valid: {', '.join(LATE_OPTIONS)}")
         config = None if recreate else self.store.read_config()
         embedder = self.embedder(config)
         if isinstance(strategy, Strategy):
@@ -737,7 +731,7 @@ class Index:
 
     def search(self, query: str, k: int = 5, filter: str | None = None, hybrid: bool = DEFAULT_HYBRID,
                fusion: str = DEFAULT_FUSION, dense_weight: float = DENSE_WEIGHT,
-               where: Any = None) -> list[SearchResult]:
+               where: Any = None, rrf_k: int = RRF_K) -> list[SearchResult]:
         """The ``k`` best chunks for ``query``: BM25 and vectors fused (the default), or by cosine similarity
         alone with ``hybrid=False``.
 
@@ -748,7 +742,9 @@ class Index:
         checks and quotes, e.g. ``where=[("page_start", ">=", 2), ("source", "==", user_value)]``.
         Both given: both must hold. With ``hybrid=True``, ``fusion`` is ``"zscore"`` (the default:
         ``dense_weight * z(vector) + (1 - dense_weight) * z(BM25)`` over the candidates of both sides) or
-        ``"rrf"`` (reciprocal rank fusion); see :mod:`chunkwise.retrieval.fusion`. Hybrid is the default
+        ``"rrf"`` (reciprocal rank fusion with constant ``rrf_k``); see :mod:`chunkwise.retrieval.fusion`.
+        ``search(q, **config.search_options())`` retrieves as a :class:`~chunkwise.pipeline.PipelineConfig`
+        (a ``tune`` result) says. Hybrid is the default
         because it measured better than vectors alone on transcripts and Chroma's corpora
         (docs/evaluation.md); a store without BM25 of its own (Milvus < 2.5) scores BM25 client-side.
         """
@@ -762,6 +758,7 @@ class Index:
         if filter is not None and not isinstance(filter, str):
             raise ConfigError("filter must be a string (a Milvus boolean expression)")
         check_fusion(fusion, dense_weight)
+        rrf_k = SETTINGS["rrf_k"].check("rrf_k", rrf_k)
         filter = filter.strip() if filter else None
         if safe:
             filter = f"({filter}) and {safe}" if filter else safe
@@ -779,7 +776,7 @@ class Index:
         if fusion == "zscore":
             fused = fuse_candidates_zscore(vector_hits, bm25_hits, dense_weight)[:k]
         else:
-            fused = reciprocal_rank_fusion([list(vector_hits), list(bm25_hits)])[:k]
+            fused = reciprocal_rank_fusion([list(vector_hits), list(bm25_hits)], k=rrf_k)[:k]
         stored = {h.id: h for h in self.store.fetch([i for i, _ in fused])}
         vrank = {i: n for n, i in enumerate(vector_hits, start=1)}
         brank = {i: n for n, i in enumerate(bm25_hits, start=1)}
@@ -787,16 +784,19 @@ class Index:
                 for r, (i, s) in enumerate(fused, start=1) if i in stored]
 
     def ask(self, question: str, k: int = 5, *, llm=None, hybrid: bool = DEFAULT_HYBRID, filter: str | None = None,
-            min_score: float | None = None, on_token=None, on_passages=None):
+            min_score: float | None = None, on_token=None, on_passages=None, fusion: str = DEFAULT_FUSION,
+            dense_weight: float = DENSE_WEIGHT, rrf_k: int = RRF_K):
         """Answer ``question`` from the ``k`` best chunks, citing them as ``[n]``; see
         :func:`chunkwise.llm.answer.ask_index`. ``llm``: an :class:`~chunkwise.llm.base.LLM` (default: the
         offline extractive answer); ``min_score``: cosine threshold (default
         :data:`~chunkwise.llm.answer.DEFAULT_MIN_SCORE`); ``on_token`` receives the answer as it streams,
-        ``on_passages`` the numbered passages before the LLM is asked."""
+        ``on_passages`` the numbered passages before the LLM is asked; ``fusion``/``dense_weight``/``rrf_k``
+        as for :meth:`search` (``ask(q, **config.search_options())`` retrieves as a configuration says)."""
         from ..llm.answer import DEFAULT_MIN_SCORE, ask_index
 
         return ask_index(self, question, k, llm=llm, hybrid=hybrid, filter=filter, on_token=on_token,
-                         min_score=DEFAULT_MIN_SCORE if min_score is None else min_score, on_passages=on_passages)
+                         min_score=DEFAULT_MIN_SCORE if min_score is None else min_score, on_passages=on_passages,
+                         search_options={"fusion": fusion, "dense_weight": dense_weight, "rrf_k": rrf_k})
 
 
 __all__ = ["Index", "IndexReport", "SearchResult", "VECTOR_MODES", "DEFAULT_HYBRID", "DEFAULT_FUSION"]
