@@ -183,3 +183,36 @@ def test_pdf_without_text_layer(tmp_path):
 def test_pdf_detected_by_content(tmp_path):
     doc = load_bytes(PDF.read_bytes(), "upload.bin", name="upload.bin")
     assert doc.metadata["format"] == "pdf"
+
+
+def test_words_glued_by_the_extraction_get_their_space_back():
+    """pypdf finds no space where a font changes between two words ("Z heißtVerklebung vonX undY" in
+    GeoTopo); the document's own vocabulary says where the words part."""
+    from chunkwise.formats.cleaning import clean, glued_word_edits
+
+    text = ("Z heißtVerklebung vonX undY. Ein Raum heißt zusammenhängend. Die Verklebung von X und Y ist eine "
+            "Fläche, X und Y sind Räume. JavaScript und JavaScript. Das iPhone von Java und Script. Siehe github.com/MartinThoma "
+            "von Martin und Thoma. Die Kugeloberfläche ist eine Kugel.")
+    result = clean(text, split_glued=True)
+    assert "Z heißt Verklebung von X und Y." in result.text
+    for kept in ("JavaScript", "iPhone", "github.com/MartinThoma", "Kugeloberfläche"):
+        assert kept in result.text
+    assert glued_word_edits("nothing glued here") == []
+    assert clean(text).text == text  # only asked for (the PDF loader asks)
+    # the source map replays the inserted spaces: a slice of the source maps to the cleaned words
+    s, e = result.source_map.span(0, result.text.index("Y.") + 1)
+    assert result.source_map.clean_slice(text, result.text, s, e) == result.text[:result.text.index("Y.") + 1]
+
+
+def test_pdf_loader_splits_glued_words(tmp_path):
+    fpdf = pytest.importorskip("fpdf")
+    pdf = fpdf.FPDF()
+    pdf.add_page()
+    pdf.set_font("Helvetica", size=11)
+    pdf.multi_cell(0, 6, "Die Verklebung von X und Y heisst eine Flaeche. Z heisstVerklebung vonX undY. "
+                         "Die Verklebung von X und Y ist stetig.")
+    path = tmp_path / "glued.pdf"
+    pdf.output(str(path))
+    doc = load(path)
+    assert "Z heisst Verklebung von X und Y." in doc.text, doc.text
+    assert load(path, normalize_whitespace=False).text.count("heisstVerklebung") == 1

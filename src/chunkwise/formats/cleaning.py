@@ -320,6 +320,49 @@ def dehyphenate_edits(text: str) -> list[Edit]:
     return edits
 
 
+_LETTERS = re.compile(r"[^\W\d_]+")
+_SPACE = re.compile(r"\s")
+#: a lower-case letter followed by an upper-case one (Latin): where a word boundary lost its space would be
+_CASE_TURN = re.compile(r"(?<=[a-z\u00df-\u00f6\u00f8-\u00ff])(?=[A-Z\u00c0-\u00d6\u00d8-\u00de])")
+
+
+def glued_word_edits(text: str) -> list[Edit]:
+    """Put back the space between two words that a PDF's text extraction glued together.
+
+    A PDF positions words instead of storing spaces; pypdf infers a space from the gap, and where a font
+    changes (an italic defined term, a math variable) it sometimes finds none: "Z heißtVerklebung vonX
+    undY". Its layout mode glues the same places, so the repair is in the text: a run of letters that
+    occurs only once is cut where a lower-case letter meets an upper-case one when every piece is a word
+    of this document standing alone elsewhere (in any case: "Reguläre" opening a caption is "reguläre"), or
+    a one-letter capital that does (a variable such as "X"). The document's own vocabulary decides, so
+    "JavaScript" in a text that uses it twice, a German compound (whose parts after the first are lower
+    case) or "iPhone" (a one-letter piece) stay whole, and so does anything in a URL or an e-mail address.
+    Words glued in lower case ("wenneskeineoffenen") have no such sign and are left as they are.
+    """
+    runs = _LETTERS.findall(text)
+    if not runs:
+        return []
+    vocab = Counter(runs)
+    lower = Counter(r.lower() for r in runs)  # "Reguläre" opening a caption is the word "reguläre"
+    edits: list[Edit] = []
+    for m in _LETTERS.finditer(text):
+        run = m.group()
+        if len(run) < 4 or vocab[run] > 1 or not _CASE_TURN.search(run):
+            continue
+        cuts = [t.start() for t in _CASE_TURN.finditer(run)]
+        pieces = [run[a:b] for a, b in zip([0, *cuts], [*cuts, len(run)])]
+        if not (all((len(w) >= 2 and lower[w.lower()] >= 1) or (len(w) == 1 and vocab[w] >= 2)
+                    for w in pieces)
+                and len(pieces[0]) >= 2):
+            continue
+        lo = max(text.rfind(" ", 0, m.start()), text.rfind("\n", 0, m.start())) + 1
+        hi = _SPACE.search(text, m.end())
+        token = text[lo:hi.start() if hi else len(text)]
+        if "/" not in token and "@" not in token:  # an address: its letters are no words
+            edits.extend((m.start() + c, m.start() + c, " ") for c in cuts)
+    return edits
+
+
 _FOLD_CANDIDATES = re.compile(r"[^\x00-\x7f]")
 
 
@@ -453,7 +496,7 @@ def clean(text: str, positions: list[int] | None = None, options: CleaningOption
           collapse_spaces: bool = False, headings: set[str] | frozenset[str] = frozenset(),
           paragraph_ends: set[str] | frozenset[str] = frozenset(), fold: bool = False,
           edits: list[Edit] | None = None, source_map: SourceMap | None = None,
-          table_lines: set[str] | frozenset[str] = frozenset()) -> CleanResult:
+          table_lines: set[str] | frozenset[str] = frozenset(), split_glued: bool = False) -> CleanResult:
     """Run the enabled cleaning steps in order and map ``positions`` through all of them.
 
     ``edits`` are the loader's own edits, applied first whatever the options (line endings, PDF glyph
@@ -461,7 +504,9 @@ def clean(text: str, positions: list[int] | None = None, options: CleaningOption
     (that is how they are kept track of). ``fold`` (PDF) folds compatibility characters (:func:`fold_edits`; part of
     ``normalize_whitespace``). ``headings`` (PDF outline titles) are lines reflow never joins,
     ``paragraph_ends`` lines after which it always starts a paragraph, ``table_lines`` table rows it keeps
-    as they are; with page starts, table-of-contents dot-leader lines are dropped. Returns the cleaned text, the mapped
+    as they are; with page starts, table-of-contents dot-leader lines are dropped. ``split_glued`` (PDF) puts
+    back spaces the extraction lost between words (:func:`glued_word_edits`; part of ``normalize_whitespace``).
+    Returns the cleaned text, the mapped
     positions, how many edits each step made and the :class:`~.sourcemap.SourceMap` from ``text`` (or from
     the source of the given ``source_map``) to the cleaned text.
     """
@@ -488,6 +533,8 @@ def clean(text: str, positions: list[int] | None = None, options: CleaningOption
         run("normalize_whitespace", whitespace_edits(text, collapse_spaces))
     if options.dehyphenate:
         run("dehyphenate", dehyphenate_edits(text))
+    if options.normalize_whitespace and split_glued:
+        run("split_glued", glued_word_edits(text))
     if options.reflow:
         run("reflow", reflow_edits(text, paragraph_breaks, headings, paragraph_ends=paragraph_ends,
                                    table_lines=table_lines))

@@ -346,7 +346,8 @@ def load_pdf(data: bytes, source: str, **options) -> Document:
     raw = "\n".join(texts)
     result = clean(raw, starts, CleaningOptions.from_options(options), page_starts=starts,
                    paragraph_breaks=True, collapse_spaces=True, headings={t for _, t, _ in outline},
-                   paragraph_ends=paragraph_ends, table_lines=table_lines, fold=True, edits=edits)
+                   paragraph_ends=paragraph_ends, table_lines=table_lines, fold=True, edits=edits,
+                   split_glued=True)
     text = result.text
     n = len(text)
     mapped = [min(max(0, p), n) for p in result.positions]
