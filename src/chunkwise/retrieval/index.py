@@ -39,20 +39,18 @@ from ..embeddings.language import LanguageCheck
 from ..errors import ChunkwiseError, ConfigError, InputError
 from ..store.base import Hit, Marker, Store
 from ..store.milvus import DEFAULT_COLLECTION, SCHEMA_VERSION, MilvusStore
-from ..store.rows import MAX_VARCHAR, jsonable
+from ..store.rows import jsonable
 from ..strategies import DEFAULT_STRATEGY, Strategy
 from ..strategies.factory import make_strategy
 from ..formats.walk import UnreadableFolder
 from ..strategies.many import chunk_documents
-from ..embeddings.vectors import pooled_vector
 from ..video.document import VideoDocument, unchanged_video
+from .ingest import EMBED_BATCH as EMBED_BATCH, check_sizes, embed_documents, finish_chunks, is_unchanged, write_documents
 from .progress import Progress
 from ..pipeline.config import DEFAULT_FUSION, DEFAULT_HYBRID, LATE_OPTIONS, RRF_K, SETTINGS, VECTOR_MODES
 from .fusion import DENSE_WEIGHT, ZSCORE_DEPTH, check_fusion, fuse_candidates_zscore, reciprocal_rank_fusion
 #: chunks gathered (over several small documents) before one embedding + write round
 DEFAULT_BATCH = 256
-#: texts per call to the embedder (also the step of the embedding progress bar)
-EMBED_BATCH = 64
 
 
 #: the chunk's fields a result answers for itself (``hit.text``, ``hit.page_start``...): the chunk schema
@@ -528,18 +526,10 @@ class Index:
 
     def _finish_chunks(self, doc: Document, chunks, run: _Run) -> tuple[list[Chunk], bool]:
         """A document's final chunks and whether they are complete (an LLM context may fail for some)."""
-        if isinstance(chunks, Exception):
-            raise chunks
-        if chunks is None:  # a video arrives as ready-made clip chunks (chunkwise.video)
-            assert isinstance(doc, VideoDocument), doc
-            chunks = doc.chunks
-        complete = True
-        if run.context:
-            t = time.perf_counter()
-            chunks, complete = self._contextualize(doc, chunks, run.context, run.context_options, run.report)
-            run.report.timings["context"] += time.perf_counter() - t
-        self._check_sizes(doc, chunks)
-        return chunks, complete
+        done = finish_chunks(doc, chunks, run.context, run.context_options)
+        run.report.timings["context"] += done.context_seconds
+        run.report.warnings.extend((doc.source, w) for w in done.warnings)
+        return done.chunks, done.complete
 
     def _flush_run(self, pending: list[tuple[Document, list[Chunk]]], run: _Run) -> None:
         self._flush(pending, run.markers, run.embedder, run.reuse, run.late, run.late_options, run.report,
@@ -570,104 +560,37 @@ class Index:
                 continue
             seen.add(doc.id)
             report.documents += 1
-            marker = markers.get(doc.id)
-            if marker is not None and marker.content_hash == doc.content_hash and marker.complete:
+            if is_unchanged(doc, markers):
                 report.skipped += 1
                 continue
             report.warnings.extend((doc.source, str(w)) for w in doc.metadata.get("warnings", []))
             yield source, doc
 
     @staticmethod
-    def _contextualize(doc: Document, chunks: list[Chunk], context: str, context_options: dict,
-                       report: IndexReport) -> tuple[list[Chunk], bool]:
-        """Fill chunk contexts; ``complete`` is False when any chunk did not get the context it asked for
-        (its warning goes to ``report.warnings`` as one line, not Python's warnings format)."""
-        import warnings
-
-        from ..context import contextualize
-
-        ctx = context_options.get("contextualizer")
-        before = getattr(ctx, "failures", 0)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            chunks = contextualize(doc, chunks, context, **context_options)
-        for w in caught:
-            message = str(w.message)
-            prefix = f"{doc.source}: "
-            report.warnings.append((doc.source, message[len(prefix):] if message.startswith(prefix) else message))
-        complete = getattr(ctx, "failures", 0) == before
-        if not complete:
-            report.warnings.append((doc.source, "indexed without the missing llm context and marked incomplete: "
-                                                "the next run retries it"))
-        return chunks, complete
-
-    @staticmethod
     def _check_sizes(doc: Document, chunks: list[Chunk]) -> None:
-        for c in chunks:
-            n = len(c.text.encode("utf-8", "surrogatepass"))
-            if n > MAX_VARCHAR:
-                raise InputError(f"chunk {c.index} is {n} bytes of UTF-8; Milvus stores at most {MAX_VARCHAR} "
-                                 "per text field: lower --max-tokens", source=doc.source)
-
-    def _vectors(self, pending: list[tuple[Document, list[Chunk]]], embedder: Embedder, reuse: bool, late: bool,
-                 late_options: dict, report: IndexReport, bars: _Progress) -> list[np.ndarray]:
-        """One vector array per pending document, embedding every chunk text at most once."""
-        out: list[np.ndarray] = []
-        todo: list[tuple[int, int, str]] = []
-        for d, (doc, chunks) in enumerate(pending):
-            vecs = np.zeros((len(chunks), embedder.dim), dtype=np.float32)
-            if late and chunks:
-                from ..context import late_chunk_vectors
-
-                vecs[:] = late_chunk_vectors(doc, chunks, embedder, **late_options)
-                report.embedded += len(chunks)
-            else:
-                for i, c in enumerate(chunks):
-                    pooled = pooled_vector(c, embedder.dim) if reuse and not c.context else None
-                    if pooled is not None:
-                        vecs[i] = pooled
-                        report.reused += 1
-                    else:
-                        todo.append((d, i, c.embed_text))
-            out.append(vecs)
-        for a in range(0, len(todo), EMBED_BATCH):
-            part = todo[a:a + EMBED_BATCH]
-            emb = embedder.embed([t for _, _, t in part])
-            for (d, i, _), v in zip(part, emb):
-                out[d][i] = v
-            report.embedded += len(part)
-            bars.update("embedding", "chunk", len(part))
-        return out
+        check_sizes(doc, chunks)
 
     def _flush(self, pending, markers: dict[str, Marker], embedder: Embedder, reuse: bool, late: bool,
                late_options: dict, report: IndexReport, bars: _Progress, incomplete: AbstractSet[str] = frozenset()) -> None:
         """Embed and write a batch of documents with the unmark → upsert → delete stale → mark protocol."""
         t = time.perf_counter()
-        vectors = self._vectors(pending, embedder, reuse, late, late_options, report, bars)
+        vectors, embedded, reused = embed_documents(
+            pending, embedder, reuse, late, late_options, on_embedded=lambda n: bars.update("embedding", "chunk", n))
+        report.embedded += embedded
+        report.reused += reused
         report.timings["embed"] += time.perf_counter() - t
         self._write(pending, vectors, markers, embedder.model_id, report, bars, incomplete)
 
     def _write(self, pending, vectors: list[np.ndarray], markers: dict[str, Marker], model_id: str,
                report: IndexReport, bars: _Progress, incomplete: AbstractSet[str] = frozenset()) -> None:
-        """Write embedded documents: unmark → upsert → delete stale → mark (shared with the Ray engine)."""
+        """Write embedded documents (:func:`~chunkwise.retrieval.ingest.write_documents`) and count them."""
         t = time.perf_counter()
-        doc_ids = [doc.id for doc, _ in pending]
-        self.store.unmark([d for d in doc_ids if d in markers])
-        for d in doc_ids:
-            markers.pop(d, None)
-        written = self.store.upsert([(doc, chunks, vecs) for (doc, chunks), vecs in zip(pending, vectors)], model_id)
-        keep = set(written)
-        stored = self.store.chunk_ids(doc_ids)
-        stale = sorted(set().union(*stored.values()) - keep) if stored else []
-        report.removed += self.store.delete_chunks(stale)
-        new_markers = [Marker(doc.id, doc.source, doc.content_hash, len(chunks), doc.id not in incomplete)
-                       for doc, chunks in pending]
-        self.store.mark(new_markers)
-        markers.update({m.doc_id: m for m in new_markers})
+        done = write_documents(self.store, pending, vectors, markers, model_id, incomplete)
+        report.removed += done.removed
         report.timings["write"] += time.perf_counter() - t
         report.indexed += len(pending)
-        report.chunks += len(written)
-        bars.update("chunks written", "chunk", len(written))
+        report.chunks += len(done.written)
+        bars.update("chunks written", "chunk", len(done.written))
 
     def _prune(self, markers: dict[str, Marker], seen: AbstractSet[str], walked: AbstractSet[str] = frozenset(),
                unreadable: Sequence[str] = ()) -> int:
