@@ -37,6 +37,8 @@ VALID = {
     "fusion": st.sampled_from(FUSION_MODES),
     "rrf_k": st.integers(0, 10_000),
     "dense_weight": st.floats(0, 1, allow_nan=False),
+    "expand": st.sampled_from([None, "neighbors:0", "neighbors:2", "section", "parent:512"]),
+    "budget": st.one_of(st.none(), st.integers(1, 100_000)),
     "label": st.one_of(st.none(), st.text(min_size=1, max_size=12)),
 }
 #: values each setting must refuse, derived from the kind of its check
@@ -50,6 +52,8 @@ INVALID = {
     "fusion": ["sum", "", 0],
     "rrf_k": [-1, 2.5, "60", True, float("inf")],
     "dense_weight": [-0.1, 1.5, "0.5", True, float("nan")],
+    "expand": ["window", "neighbors:-1", "parent:0", "section:2", 3],
+    "budget": [0, -5, 2.5, "lots", True],
     "label": [3, ["x"]],
 }
 
@@ -118,7 +122,7 @@ def test_old_run_keys_still_read_with_a_warning():
 
 def test_front_end_options_cover_every_setting():
     config = PipelineConfig(strategy="fixed", params={"max_tokens": 64}, rrf_k=7, hybrid=False).validate()
-    handed_on = set(config.index_options()) | set(config.search_options())
+    handed_on = set(config.index_options()) | set(config.search_options()) | set(config.expand_options())
     assert handed_on == {"strategy", "params", *SETTINGS} - {"label"}  # a label names a run, it changes nothing
     assert config.search_options() == {"hybrid": False, "fusion": "zscore", "rrf_k": 7, "dense_weight": 0.8}
     assert config.with_settings(rrf_k=None, fusion="rrf").fusion == "rrf"

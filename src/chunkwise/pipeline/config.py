@@ -106,6 +106,67 @@ def _unit_interval(name: str, value: Any) -> float:
     return float(value)
 
 
+#: how search results are widened before a reader sees them (``chunkwise.retrieval.expand``)
+EXPAND_MODES = ("neighbors:N", "section", "parent:TOKENS")
+#: the ``N`` of a bare ``neighbors`` and the ``TOKENS`` of a bare ``parent``
+EXPAND_DEFAULTS = {"neighbors": 1, "parent": 512}
+
+
+def parse_expand(value: Any) -> tuple[str, int | None] | None:
+    """``"neighbors:2"`` -> ``("neighbors", 2)``, ``"section"`` -> ``("section", None)``, ``"parent:512"``
+    -> ``("parent", 512)``; ``None``/``"none"`` -> ``None``. Here, below the retrieval layer, so a
+    configuration file's ``expand`` is checked when it is read, not when a search first uses it."""
+    if value is None or (isinstance(value, str) and value.strip().lower() in ("", "none")):
+        return None
+    problem = f"expand must be one of none, {', '.join(EXPAND_MODES)}, got {value!r}"
+    if not isinstance(value, str):
+        raise ConfigError(problem)
+    kind, sep, number = value.strip().lower().partition(":")
+    if kind == "section" and not sep:
+        return ("section", None)
+    if kind not in EXPAND_DEFAULTS:
+        raise ConfigError(problem)
+    if not sep:
+        return (kind, EXPAND_DEFAULTS[kind])
+    try:
+        n = int(number)
+    except ValueError:
+        raise ConfigError(problem) from None
+    if n < (0 if kind == "neighbors" else 1):
+        raise ConfigError(f"{problem} ({'N must be >= 0' if kind == 'neighbors' else 'TOKENS must be >= 1'})")
+    return (kind, n)
+
+
+def parse_budget(value: Any) -> int | None:
+    """A token budget: a positive integer, or ``"2k"`` for 2000; ``None`` for no budget."""
+    if value is None:
+        return None
+    problem = f"budget must be a positive number of tokens (e.g. 2000 or 2k), got {value!r}"
+    if isinstance(value, str):
+        text = value.strip().lower()
+        scale = 1000 if text.endswith("k") else 1
+        try:
+            value = float(text[:-1] if scale > 1 else text) * scale
+        except ValueError:
+            raise ConfigError(problem) from None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ConfigError(problem)
+    if value < 1 or int(value) != value:
+        raise ConfigError(problem)
+    return int(value)
+
+
+def _expand(name: str, value: Any) -> str | None:
+    parsed = parse_expand(value)
+    if parsed is None:
+        return None
+    return parsed[0] if parsed[1] is None else f"{parsed[0]}:{parsed[1]}"
+
+
+def _budget(name: str, value: Any) -> int | None:
+    return parse_budget(value)
+
+
 def _label(name: str, value: Any) -> str | None:
     if value is None or isinstance(value, str):
         return value or None
@@ -132,6 +193,9 @@ SETTINGS: dict[str, Setting] = {
     "fusion": Setting(DEFAULT_FUSION, _choice(FUSION_MODES), "how hybrid retrieval fuses the two rankings"),
     "rrf_k": Setting(RRF_K, _non_negative_int, "the constant of reciprocal rank fusion"),
     "dense_weight": Setting(DENSE_WEIGHT, _unit_interval, "weight of the vector scores in z-score fusion"),
+    "expand": Setting(None, _expand, "context handed to the reader around each hit: none, neighbors:N, section, "
+                                      "parent:TOKENS"),
+    "budget": Setting(None, _budget, "tokens (cl100k) of context the reader gets at most"),
     "label": Setting(None, _label, "a name for the configuration in reports"),
 }
 #: the keys of a configuration file
@@ -158,6 +222,9 @@ class PipelineConfig:
     fusion: str = DEFAULT_FUSION
     rrf_k: int = RRF_K
     dense_weight: float = DENSE_WEIGHT
+    #: what the reader sees around each hit (``ask``, ``search --expand``; ``eval``'s span recall at a budget)
+    expand: str | None = None
+    budget: int | None = None
     #: a name for the configuration in reports (not written to files: it names a run, it changes nothing)
     label: str | None = field(default=None, compare=False)
     #: how ``tune`` chose this configuration (metric, scores, interval...): kept, never interpreted
@@ -254,6 +321,10 @@ class PipelineConfig:
             parts.append("dense")
         if self.vectors != "text":
             parts.append(f"vectors={self.vectors}")
+        if self.expand:
+            parts.append(f"expand={self.expand}")
+        if self.budget:
+            parts.append(f"budget={self.budget}")
         return " ".join(parts)
 
     @classmethod
@@ -298,6 +369,10 @@ class PipelineConfig:
         """Keyword arguments of ``Index.search``/``Index.ask``: how retrieval fuses."""
         return {"hybrid": self.hybrid, "fusion": self.fusion, "rrf_k": self.rrf_k, "dense_weight": self.dense_weight}
 
+    def expand_options(self) -> dict[str, Any]:
+        """Keyword arguments of ``Index.expand``/``Index.ask``: the context around each hit and its budget."""
+        return {"expand": self.expand, "budget": self.budget}
+
     def with_settings(self, **settings: Any) -> PipelineConfig:
         """A copy with some settings replaced (``None`` values left as they are), checked: how command-line
         flags override a ``--config`` file."""
@@ -321,4 +396,7 @@ __all__ = [
     "DEFAULT_HYBRID",
     "DEFAULT_FUSION",
     "OLD_RUN_KEYS",
+    "EXPAND_MODES",
+    "parse_expand",
+    "parse_budget",
 ]

@@ -1,0 +1,362 @@
+"""Context beyond one chunk: retrieve on small chunks, hand the reader the text around them (small-to-big).
+
+Small chunks rank well, but an answer often spans more than one of them: on meeting transcripts the gold
+spans have a median of 2,752 characters, which ten 256-token chunks rarely hold. Expansion keeps retrieval
+as it is and widens what the reader sees, like LlamaIndex's sentence-window and auto-merging retrievers or
+LangChain's ``ParentDocumentRetriever``, but from the stored chunks themselves (no second index):
+
+- ``neighbors:N``: the ``N`` chunks each side of a hit in the same document, by chunk index;
+- ``section``: the hit's whole section: the run of chunks around it whose section path starts with the
+  hit's (a document without sections is one section);
+- ``parent:TOKENS``: a window of about ``TOKENS`` tokens (the chunks' own counts) centred on the hit, cut at
+  chunk boundaries.
+
+Hits of one document whose windows overlap, touch or are adjacent by chunk index become *one* passage, so
+no text reaches a prompt twice. With ``budget`` the passages' tokens together never exceed it: hits are
+taken in rank order, each with the widest window of its mode that still fits, shrunk one chunk at a time
+(alternately from each side) down to the hit alone; a hit whose chunk alone does not fit is left out and
+the next one tried. Tokens are counted with cl100k unless told otherwise: the budget is the reader's (an
+LLM's) context, not the embedder's window, and the budget counts passage text only (not the headers and
+fences a prompt adds around it).
+
+Every passage's text is stitched from stored chunk texts by their offsets (overlapping chunks share their
+overlap once; the offsets are exact, ``doc.text[c.start:c.end] == c.text``), so ``pieces`` are exact spans of
+the document and ``text`` is their texts in order. Characters no chunk holds (the whitespace a strategy
+trims between chunks) are not stored anywhere; where consecutive chunks leave such a gap the text has
+:data:`GAP` instead and ``pieces`` has two spans.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..document import Chunk
+from ..errors import ConfigError
+from ..pipeline.config import parse_budget, parse_expand
+from ..segmentation.tokenizers import Tokenizer, resolve_tokenizer
+
+#: what stands between two stored chunks that do not touch (the characters between them are not stored)
+GAP = "\n"
+#: the tokenizer budgets are counted with unless told otherwise (the reader's tokens, not the embedder's)
+BUDGET_TOKENIZER = "cl100k"
+
+
+@dataclass
+class ExpandedPassage:
+    """One piece of context for the reader: consecutive stored chunks of one document, stitched.
+
+    ``start``/``end``: offsets into the document text (the first chunk's start, the last one's end);
+    ``pieces``: the exact document spans the text holds (one unless chunks leave a gap); ``chunks``: the
+    chunk indexes it covers; ``hits``: the ranks (1-based, as given) of the search results it contains,
+    best first; ``score``: the best of their scores; ``token_count``: its text counted with ``tokenizer``.
+    Page, time, speaker and section fields summarise the chunks (``section``: the path they share), so
+    ``llm.base.provenance`` labels a passage as it labels a chunk.
+    """
+
+    rank: int
+    doc_id: str
+    source: str
+    start: int
+    end: int
+    text: str
+    pieces: list[tuple[int, int]]
+    chunks: list[int]
+    hits: list[int]
+    token_count: int
+    tokenizer: str
+    score: float | None = None
+    section: list[str] = field(default_factory=list)
+    page_start: int | None = None
+    page_end: int | None = None
+    start_time: float | None = None
+    end_time: float | None = None
+    speakers: list[str] = field(default_factory=list)
+    #: the search results (or chunks) of ``hits``, in the same order (not serialised)
+    results: list[Any] = field(default_factory=list, repr=False, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        names = (
+            "rank",
+            "doc_id",
+            "source",
+            "start",
+            "end",
+            "pieces",
+            "chunks",
+            "hits",
+            "score",
+            "token_count",
+            "tokenizer",
+            "section",
+            "page_start",
+            "page_end",
+            "start_time",
+            "end_time",
+            "speakers",
+            "text",
+        )
+        out = {name: getattr(self, name) for name in names}
+        out["pieces"] = [list(p) for p in self.pieces]
+        return out
+
+
+# -- windows ---------------------------------------------------------------------------------------------
+
+
+def _grow(
+    pos: int, lo: int, hi: int, sizes: Sequence[int] | None = None, limit: int | None = None
+) -> list[tuple[int, int]]:
+    """Windows around ``pos`` inside ``[lo, hi]``, one chunk wider each step (right, then left, alternately;
+    the other side once one side ends), narrowest first; with ``limit``, only while the chunks' sizes sum to
+    at most ``limit`` (the hit itself always)."""
+    a = b = pos
+    out = [(a, b)]
+    total = sizes[pos] if sizes is not None else 0
+    right = True
+    while a > lo or b < hi:
+        take_right = b < hi and (right or a <= lo)
+        nxt = b + 1 if take_right else a - 1
+        if limit is not None and sizes is not None:
+            if total + sizes[nxt] > limit:
+                break
+            total += sizes[nxt]
+        if take_right:
+            b = nxt
+        else:
+            a = nxt
+        right = not take_right
+        out.append((a, b))
+    return out
+
+
+def windows(mode: tuple[str, int | None] | None, chunks: Sequence[Chunk], pos: int) -> list[tuple[int, int]]:
+    """The candidate windows of the hit at ``pos`` of ``chunks`` (one document, in index order), as
+    positions ``(first, last)``, narrowest first: the hit alone, then wider, up to what ``mode`` asks."""
+    if mode is None:
+        return [(pos, pos)]
+    kind, n = mode
+    last = len(chunks) - 1
+    if kind == "neighbors":
+        assert n is not None
+        return [(max(0, pos - k), min(last, pos + k)) for k in range(n + 1)]
+    if kind == "parent":
+        return _grow(pos, 0, last, [c.token_count for c in chunks], n)
+    path = list(chunks[pos].section or [])
+    lo = hi = pos
+    while lo > 0 and list(chunks[lo - 1].section or [])[: len(path)] == path:
+        lo -= 1
+    while hi < last and list(chunks[hi + 1].section or [])[: len(path)] == path:
+        hi += 1
+    return _grow(pos, lo, hi)
+
+
+# -- stitching -------------------------------------------------------------------------------------------
+
+
+def stitch(chunks: Sequence[Chunk]) -> tuple[str, list[tuple[int, int]]]:
+    """The text of consecutive chunks of one document and the exact spans it holds: each chunk adds only
+    what lies past the end of the text so far (its overlap with earlier chunks is not repeated); a gap
+    between chunks becomes :data:`GAP`."""
+    parts: list[str] = []
+    pieces: list[tuple[int, int]] = []
+    end = None
+    for c in sorted(chunks, key=lambda c: (c.start, c.end)):
+        if end is None or c.start > end:
+            if end is not None:
+                parts.append(GAP)
+            parts.append(c.text)
+            pieces.append((c.start, c.end))
+            end = c.end
+        elif c.end > end:
+            parts.append(c.text[end - c.start :])
+            pieces[-1] = (pieces[-1][0], c.end)
+            end = c.end
+    return "".join(parts), pieces
+
+
+# -- expansion -------------------------------------------------------------------------------------------
+
+
+class _Doc:
+    """One document's stored chunks in index order and the windows (positions) chosen in it so far."""
+
+    def __init__(self, chunks: Sequence[Chunk]):
+        self.chunks = sorted(chunks, key=lambda c: c.index)
+        self.position = {c.index: i for i, c in enumerate(self.chunks)}
+        self.spans: list[list[int]] = []  # [first, last] positions, sorted, disjoint, not touching
+
+    def merged(self, a: int, b: int) -> tuple[int, int, list[int]]:
+        """The window ``[a, b]`` joined with every chosen window it overlaps, touches by index or by
+        characters (repeatedly, as joining widens it), and the indexes of those windows in ``spans``."""
+        absorbed: list[int] = []
+        changed = True
+        while changed:
+            changed = False
+            lo_char = min(c.start for c in self.chunks[a : b + 1])
+            hi_char = max(c.end for c in self.chunks[a : b + 1])
+            for i, (x, y) in enumerate(self.spans):
+                if i in absorbed:
+                    continue
+                xs = min(c.start for c in self.chunks[x : y + 1])
+                ye = max(c.end for c in self.chunks[x : y + 1])
+                if x <= b + 1 and y >= a - 1 or xs <= hi_char and ye >= lo_char:
+                    absorbed.append(i)
+                    a, b = min(a, x), max(b, y)
+                    changed = True
+        return a, b, sorted(absorbed)
+
+
+def expand_chunks(
+    hits: Sequence[Any],
+    doc_chunks: Callable[[str], Sequence[Chunk]],
+    mode: str | None = None,
+    budget: int | str | None = None,
+    tokenizer: str | Tokenizer = BUDGET_TOKENIZER,
+    memo: dict[str, int] | None = None,
+) -> list[ExpandedPassage]:
+    """Expand ranked ``hits`` (search results with ``.chunk`` and ``.score``, or chunks; best first) into
+    passages, best first; see the module docstring. ``doc_chunks(doc_id)`` answers a document's stored
+    chunks (any order); ``memo`` caches token counts by text across calls (evaluation passes one)."""
+    parsed = parse_expand(mode)
+    limit = parse_budget(budget)
+    tok = resolve_tokenizer(tokenizer)
+    counts = memo if memo is not None else {}
+
+    def count(text: str) -> int:
+        n = counts.get(text)
+        if n is None:
+            n = counts[text] = tok.count(text)
+        return n
+
+    docs: dict[str, _Doc] = {}
+    owners: dict[tuple[str, int], list[int]] = {}  # (doc, first position of a window) -> hit numbers in it
+    scores: dict[int, float | None] = {}
+    items: dict[int, Any] = {}
+    total = 0
+
+    def tokens_of(d: _Doc, a: int, b: int) -> int:
+        return count(stitch(d.chunks[a : b + 1])[0])
+
+    def cost(d: _Doc, window: tuple[int, int]) -> tuple[int, int, int, list[int]]:
+        """The window joined with the chosen windows it meets, and how many tokens that adds."""
+        a, b, absorbed = d.merged(*window)
+        return a, b, tokens_of(d, a, b) - sum(tokens_of(d, *d.spans[i]) for i in absorbed), absorbed
+
+    for number, hit in enumerate(hits, start=1):
+        chunk = getattr(hit, "chunk", hit)
+        if not isinstance(chunk, Chunk):
+            raise ConfigError(f"cannot expand {type(hit).__name__!r}: expected search results or chunks")
+        items[number] = hit
+        scores[number] = getattr(hit, "score", None)
+        d = docs.get(chunk.doc_id)
+        if d is None:
+            stored = list(doc_chunks(chunk.doc_id))
+            if not any(c.index == chunk.index for c in stored):
+                stored.append(chunk)  # a hit is its own context even when the store no longer has it
+            d = docs[chunk.doc_id] = _Doc(stored)
+        pos = d.position[chunk.index]
+        inside = next((i for i, (x, y) in enumerate(d.spans) if x <= pos <= y), None)
+        if inside is not None:
+            owners[(chunk.doc_id, d.spans[inside][0])].append(number)
+            continue
+        if limit is not None and total >= limit:
+            continue
+        candidates = windows(parsed, d.chunks, pos)
+
+        best = None
+        if limit is None:
+            best = cost(d, candidates[-1])
+        else:
+            lo, hi = 0, len(candidates) - 1
+            widest = cost(d, candidates[hi])
+            if total + widest[2] <= limit:
+                best = widest
+            else:
+                narrow = cost(d, candidates[0])
+                if total + narrow[2] <= limit:
+                    best = narrow
+                    hi -= 1
+                    while lo < hi:  # the widest that fits (window costs grow with the window)
+                        mid = (lo + hi + 1) // 2
+                        trial = cost(d, candidates[mid])
+                        if total + trial[2] <= limit:
+                            best, lo = trial, mid
+                        else:
+                            hi = mid - 1
+        if best is None:
+            continue
+        a, b, delta, absorbed = best
+        members = [number]
+        for i in absorbed:
+            members.extend(owners.pop((chunk.doc_id, d.spans[i][0])))
+        d.spans = sorted([s for i, s in enumerate(d.spans) if i not in absorbed] + [[a, b]])
+        owners[(chunk.doc_id, a)] = members
+        total += delta
+
+    out: list[ExpandedPassage] = []
+    for (doc_id, first), members in owners.items():
+        d = docs[doc_id]
+        last = next(y for x, y in d.spans if x == first)
+        cs = d.chunks[first : last + 1]
+        text, pieces = stitch(cs)
+        members = sorted(members)
+        known = [s for s in (scores[m] for m in members) if s is not None]
+        pages = [p for c in cs for p in (c.page_start, c.page_end) if p is not None]
+        times = [t for c in cs for t in (c.start_time, c.end_time) if t is not None]
+        out.append(
+            ExpandedPassage(
+                rank=0,
+                doc_id=doc_id,
+                source=cs[0].source,
+                start=pieces[0][0],
+                end=pieces[-1][1],
+                text=text,
+                pieces=pieces,
+                chunks=[c.index for c in cs],
+                hits=members,
+                token_count=count(text),
+                tokenizer=tok.name,
+                score=max(known) if known else None,
+                section=_common_path(cs),
+                page_start=min(pages) if pages else None,
+                page_end=max(pages) if pages else None,
+                start_time=min(times) if times else None,
+                end_time=max(times) if times else None,
+                speakers=list(dict.fromkeys(s for c in cs for s in c.speakers)),
+                results=[items[m] for m in members],
+            )
+        )
+    out.sort(key=lambda p: p.hits[0])
+    for rank, p in enumerate(out, start=1):
+        p.rank = rank
+    return out
+
+
+def _common_path(chunks: Sequence[Chunk]) -> list[str]:
+    path = list(chunks[0].section or [])
+    for c in chunks[1:]:
+        other = list(c.section or [])
+        n = 0
+        while n < min(len(path), len(other)) and path[n] == other[n]:
+            n += 1
+        path = path[:n]
+    return path
+
+
+def store_chunks(store: Any) -> Callable[[str], list[Chunk]]:
+    """``doc_chunks`` for :func:`expand_chunks` over a :class:`~chunkwise.store.base.Store`: a document's
+    chunks fetched by its chunk ids (read once per document per call)."""
+    cache: dict[str, list[Chunk]] = {}
+
+    def doc_chunks(doc_id: str) -> list[Chunk]:
+        if doc_id not in cache:
+            ids = sorted(store.chunk_ids([doc_id]).get(doc_id, set()))
+            cache[doc_id] = [h.chunk for h in store.fetch(ids) if h.chunk is not None]
+        return cache[doc_id]
+
+    return doc_chunks
+
+
+__all__ = ["ExpandedPassage", "expand_chunks", "store_chunks", "stitch", "windows", "GAP", "BUDGET_TOKENIZER"]
