@@ -184,7 +184,7 @@ class MilvusStore:
     """
 
     def __init__(self, db: str | os.PathLike | None = None, uri: str | None = None, token: str | None = None,
-                 collection: str = DEFAULT_COLLECTION, timeout: float = 10.0):
+                 collection: str = DEFAULT_COLLECTION, timeout: float = 10.0, client_bm25: bool | None = None):
         if db is not None and uri is not None:
             raise ConfigError("give either a Milvus Lite path (db) or a server URI (uri), not both")
         if not isinstance(collection, str) or not _NAME_RE.match(collection):
@@ -206,7 +206,18 @@ class MilvusStore:
         #: (store/lite.py); every write is refused with one line
         self.read_only = False
         self._loaded: set[str] = set()
-        self._bm25: BM25Fallback | None = None  # bm25s fallback for servers without BM25, built on the first text search
+        #: bm25s over the stored texts (built on the first text search, dropped by every write of this store)
+        self._bm25: BM25Fallback | None = None
+        #: rank text searches with that bm25s index even where Milvus has BM25 of its own. ``None`` (the
+        #: default): yes for Milvus Lite in a directory, which one process at a time may open, so no other
+        #: writer can make the index stale; Milvus Lite scores BM25 in pure Python, term by term over its
+        #: posting lists, ~80% of a hybrid query's CPU (docs/index.md#search-cost). A server keeps its own
+        #: BM25 (other clients write to it, and its BM25 is compiled).
+        self.client_bm25 = client_bm25
+        #: the recorded configuration and the collection facts, read once per connection: a search needs
+        #: neither again, and each costs a round trip (docs/index.md#search-cost)
+        self._config: dict[str, Any] | None = None
+        self._opened = False
 
     # -- connection ------------------------------------------------------------------------------------
     @property
@@ -350,6 +361,7 @@ class MilvusStore:
         """Close the client and, for Milvus Lite, stop its in-process server and release the directory."""
         client, self._client = self._client, None
         self._loaded.clear()
+        self._forget()
         if client is None:
             return
         with contextlib.suppress(Exception):
@@ -363,6 +375,12 @@ class MilvusStore:
 
                 server_manager_instance.release_server(os.path.abspath(self.db))
 
+    def _forget(self) -> None:
+        """Drop what was read once per connection (the configuration, the collection facts, bm25s)."""
+        self._config = None
+        self._opened = False
+        self._bm25 = None
+
     @contextlib.contextmanager
     def _errors(self, action: str):
         """Milvus failures as one-line errors that name the store and what was being done."""
@@ -375,7 +393,12 @@ class MilvusStore:
 
     # -- collections -----------------------------------------------------------------------------------
     def read_config(self) -> dict[str, Any] | None:
-        """The recorded configuration, or ``None`` for an index that does not exist (yet)."""
+        """The recorded configuration, or ``None`` for an index that does not exist (yet).
+
+        Read once per connection (an index's configuration changes only when this store recreates it);
+        "does not exist" is asked again every time, since another client may create the index meanwhile."""
+        if self._config is not None:
+            return dict(self._config)
         client = self.connect()
         with self._errors("read the index configuration"):
             if not client.has_collection(self.state_collection):
@@ -386,7 +409,10 @@ class MilvusStore:
                 return None
             self._load(self.state_collection)
             rows = client.get(self.state_collection, ids=[CONFIG_ID], output_fields=["data"])
-        return dict(rows[0]["data"]) if rows else None
+        if not rows:
+            return None
+        self._config = dict(rows[0]["data"])
+        return dict(self._config)
 
     def create(self, config: dict[str, Any], dim: int, replace: bool = False) -> None:
         """Create the index and record ``config``, unless another client just did (create-if-absent).
@@ -401,6 +427,7 @@ class MilvusStore:
         from pymilvus.exceptions import MilvusException
 
         client = self._writer()
+        self._forget()
         fingerprint = "chunkwise-config:" + stable_config_hash(config)
         with self._errors("create the index"):
             if replace:
@@ -436,6 +463,7 @@ class MilvusStore:
 
     def _drop_all(self) -> None:
         client = self.connect()
+        self._forget()
         for name in (self.collection, self.state_collection):
             if client.has_collection(name):
                 client.drop_collection(name)
@@ -496,8 +524,11 @@ class MilvusStore:
             time.sleep(0.2)
 
     def open(self) -> None:
-        """Load the collections for search and find out whether Milvus computes BM25 itself."""
+        """Load the collections for search and find out whether Milvus computes BM25 itself (once per
+        connection: the schema of a collection does not change while it exists)."""
         client = self.connect()
+        if self._opened:
+            return
         with self._errors("open the index"):
             desc = client.describe_collection(self.collection)
             fields = {f.get("name"): f for f in desc.get("fields", [])}
@@ -508,6 +539,7 @@ class MilvusStore:
             self.output_fields = [f for f in OUTPUT_FIELDS if f in fields]
             for name in (self.collection, self.state_collection):
                 self._load(name)
+        self._opened = True
 
     def _load(self, name: str) -> None:
         """Load a collection for reading once per connection (a reopened database starts released)."""
@@ -770,15 +802,31 @@ class MilvusStore:
                 for h in hits]
 
     def search_text(self, query: str, limit: int, filter: str | None = None) -> list[Hit]:
-        """Chunks by BM25 over ``indexed_text``, best first: Milvus's own where the collection has it
-        (:attr:`bm25_builtin`), else ``bm25s`` over the stored texts (built once, rebuilt after writes)."""
-        if self.bm25_builtin:
+        """Chunks by BM25 over ``indexed_text``, best first: ``bm25s`` over the stored texts where
+        :attr:`uses_client_bm25` (built on the first call, rebuilt after writes; no round trip per query
+        without a filter, one with), else Milvus's own."""
+        if not self.uses_client_bm25:
             scores = as_scores(self.search_bm25(query, limit, filter, fields=["id"]))
             return [Hit(i, s) for i, s in scores.items()]
         if self._bm25 is None:
             self._bm25 = BM25Fallback((r["id"], r["indexed_text"]) for r in self.scan_chunks(["id", "indexed_text"]))
-        allowed = {r["id"] for r in self.scan_chunks(["id"], filter)} if filter else None
+        allowed = self._ids_matching(filter) if filter else None
         return [Hit(i, s) for i, s in self._bm25.search(query, limit, allowed)]
+
+    @property
+    def uses_client_bm25(self) -> bool:
+        """Whether text search runs ``bm25s`` here rather than Milvus's BM25 (see :attr:`client_bm25`)."""
+        if not self.bm25_builtin:
+            return True
+        return self.db is not None if self.client_bm25 is None else bool(self.client_bm25)
+
+    def _ids_matching(self, filter: str) -> set[str]:
+        """The ids of the chunks ``filter`` admits: one plain query, an iterator only for a large answer."""
+        with self._filter_errors(filter, "read chunks"):
+            rows = self.connect().query(self.collection, filter=filter, output_fields=["id"], limit=_QUERY_LIMIT)
+            if len(rows) >= _QUERY_LIMIT:
+                rows = list(self._scan(self.collection, ["id"], filter))
+        return {r["id"] for r in rows}
 
     def search_bm25(self, query: str, limit: int, filter: str | None = None,
                     fields: list[str] | None = None) -> list[dict]:

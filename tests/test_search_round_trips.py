@@ -1,0 +1,97 @@
+"""What one search costs in calls to Milvus: the pymilvus client's methods are wrapped and counted.
+
+Each call is a gRPC round trip (on Milvus Lite, to its server process). Before, every ``Index.search`` read
+the configuration and described the collection again (three calls) on top of its searches and fetch; the
+configuration and collection facts are now read once per opened index, and on Milvus Lite the BM25 side is
+ranked by bm25s in process, so a hybrid search is one vector search plus one fetch of the final chunks.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from conftest import FakeEmbedder
+from index_data import docs, lines
+
+from chunkwise import Document
+from chunkwise.retrieval import Index
+from chunkwise.store import MilvusStore
+
+
+def count_calls(index: Index) -> Counter:
+    """Wrap every public method of the index's pymilvus client; the counter fills as they are called."""
+    client = index.store.connect()
+    calls: Counter = Counter()
+    for name in dir(client):
+        method = getattr(client, name)
+        if name.startswith("_") or not callable(method):
+            continue
+
+        def wrapped(*args, _name=name, _method=method, **kwargs):
+            calls[_name] += 1
+            return _method(*args, **kwargs)
+
+        setattr(client, name, wrapped)
+    return calls
+
+
+@pytest.fixture
+def index(tmp_path):
+    ix = Index(tmp_path / "t.db", embedder=FakeEmbedder())
+    ix.add(docs(), strategy=lines())
+    yield ix
+    ix.close()
+
+
+def test_a_search_reads_configuration_and_collection_once(index):
+    calls = count_calls(index)
+    index.search("conductor tickets", k=3)  # the first: configuration, collection, the BM25 index
+    first = sum(calls.values())
+    calls.clear()
+    for _ in range(3):
+        index.search("conductor tickets", k=3)
+    assert calls == Counter({"search": 3, "get": 3}), calls  # one vector search and one fetch each
+    calls.clear()
+    for _ in range(3):
+        index.search("conductor tickets", k=3, hybrid=False)
+    assert calls == Counter({"search": 3}), calls
+    assert first > 2  # what every search paid before: has_collection, get config, describe, ...
+
+
+def test_filtered_hybrid_search_asks_for_the_admitted_ids_once(index):
+    index.search("conductor tickets", k=3)
+    calls = count_calls(index)
+    hits = index.search("conductor tickets", k=3, filter='source == "kb/bees.txt"')
+    assert hits and all(h.source == "kb/bees.txt" for h in hits)
+    assert calls == Counter({"search": 1, "query": 1, "get": 1}), calls
+
+
+def test_writes_of_the_same_index_reach_the_cached_bm25(index):
+    assert index.search("conductor tickets", k=1)[0].text == "The conductor checks tickets twice."
+    index.add([Document("Penguins huddle on the ice.", source="kb/penguins.txt")], strategy=lines())
+    hit = index.search("penguins huddle", k=1)[0]
+    assert hit.text == "Penguins huddle on the ice." and hit.bm25_rank == 1
+    index.delete("kb/penguins.txt")
+    assert all(h.source != "kb/penguins.txt" for h in index.search("penguins huddle", k=3))
+
+
+def test_recreating_reads_the_new_configuration(tmp_path):
+    with Index(tmp_path / "t.db", embedder=FakeEmbedder()) as ix:
+        ix.add(docs(), strategy=lines())
+        assert ix.config["strategy"]["params"].get("max_tokens") != 40
+        ix.add(docs(), strategy=lines(max_tokens=40), recreate=True)
+        assert ix.config["strategy"]["params"]["max_tokens"] == 40
+        assert len(ix.search("conductor tickets", k=3)) == 3
+
+
+@pytest.mark.parametrize("query", ["conductor tickets", "queen eggs summer", "lens fog winter", "night train"])
+def test_bm25s_ranks_as_milvus_bm25_on_a_small_index(tmp_path, query):
+    """The same hybrid results with Milvus Lite's own BM25 (``client_bm25=False``, the path before)."""
+    with Index(tmp_path / "t.db", embedder=FakeEmbedder()) as ix:
+        ix.add(docs(), strategy=lines())
+        new = [(h.id, h.bm25_rank) for h in ix.search(query, k=3)]
+    with Index(store=MilvusStore(db=tmp_path / "t.db", client_bm25=False), embedder=FakeEmbedder()) as ix:
+        old = [(h.id, h.bm25_rank) for h in ix.search(query, k=3)]
+        assert ix.store.bm25_builtin and not ix.store.uses_client_bm25
+    assert new == old
