@@ -88,12 +88,26 @@ def _models() -> tuple[Any, Any, Any]:
         )
         explain: bool = Field(False, description="include the per-sentence rows of semantic strategies")
 
-    class SearchRequest(Strict):
-        query: str = Field(..., min_length=1, max_length=2000)
+    class Retrieval(Strict):
         k: int = Field(5, ge=1, le=100)
         hybrid: bool = True  # as `chunkwise search`: BM25 + vectors unless the request says false
+        # how hybrid retrieval fuses (None: Index.search's defaults), so `search --server` retrieves as locally
+        fusion: str | None = None
+        rrf_k: int | None = Field(None, ge=1)
+        dense_weight: float | None = None
 
-    return StrategySpec, ChunkRequest, SearchRequest
+        def options(self) -> dict[str, Any]:
+            given = {"fusion": self.fusion, "rrf_k": self.rrf_k, "dense_weight": self.dense_weight}
+            return {"k": self.k, "hybrid": self.hybrid, **{n: v for n, v in given.items() if v is not None}}
+
+    class SearchRequest(Retrieval):
+        query: str = Field(..., min_length=1, max_length=2000)
+
+    class AskRequest(Retrieval):
+        question: str = Field(..., min_length=1, max_length=2000)
+        min_score: float | None = Field(None, description="cosine threshold (default: ask's, 0.15)")
+
+    return StrategySpec, ChunkRequest, SearchRequest, AskRequest
 
 
 def check_text_length(text: str) -> None:
@@ -230,7 +244,7 @@ def create_app(
     )
     _add_error_handlers(app)
     _add_pages(app, searchable=searchable)
-    _add_chunk_api(app, embedder, max_upload_bytes, searchable=searchable)
+    _add_chunk_api(app, embedder, max_upload_bytes, searchable=searchable, opener=opener)
     _add_search_api(app, opener, searchable)
     # outermost last: Host check, then the token, then the body guard, then compression
     app.add_middleware(GZipMiddleware, minimum_size=1024, compresslevel=6)
@@ -558,6 +572,8 @@ class IndexOpener:
         self.where = where_index
         self.index: Any = None
         self.lock = threading.Lock()
+        #: how often the index was opened (and its model loaded): once per server, however many queries
+        self.opens = 0
 
     def get(self):
         with self.lock:
@@ -569,6 +585,7 @@ class IndexOpener:
                 if w["embedder"] is not None:
                     kw["embedder"] = w["embedder"]
                 index = Index(db=w["db"], uri=w["uri"], **kw)
+                self.opens += 1
                 try:
                     index.search("chunkwise", k=1)  # opens the collection, loads and runs the model
                 except BaseException:
@@ -640,7 +657,7 @@ def _add_pages(app, searchable: bool) -> None:
         return Response(asset("app.js"), media_type="application/javascript")
 
 
-def _add_chunk_api(app, embedder, max_upload_bytes: int, searchable: bool) -> None:
+def _add_chunk_api(app, embedder, max_upload_bytes: int, searchable: bool, opener: IndexOpener) -> None:
     """``/health``, ``/chunk`` (JSON) and ``/view`` (the page's columns for pasted text or an upload)."""
     from fastapi import Request
 
@@ -650,7 +667,7 @@ def _add_chunk_api(app, embedder, max_upload_bytes: int, searchable: bool) -> No
     from . import build_views
     from .html import render_columns
 
-    StrategySpec, ChunkRequest, _ = _models()
+    StrategySpec, ChunkRequest, _, _ = _models()
 
     @app.get("/health")
     def health() -> dict[str, Any]:
@@ -660,6 +677,7 @@ def _add_chunk_api(app, embedder, max_upload_bytes: int, searchable: bool) -> No
             "version": __version__,
             "strategies": list(STRATEGY_NAMES),
             "index": searchable,
+            "index_opens": opener.opens,
             "max_upload_bytes": max_upload_bytes,
         }
 
@@ -776,21 +794,22 @@ def _pasted_document(text: str):
 
 
 def _add_search_api(app, opener: IndexOpener, searchable: bool) -> None:
-    """``/search``: the server's own index (opened at start or on first use, closed on shutdown), with
-    highlights."""
+    """``/search`` and ``/ask``: the server's own index (opened at start or on first use, closed on shutdown),
+    with highlights; ``/ask`` answers through ``Index.ask`` as ``chunkwise ask`` does."""
     from .model import where
 
-    _, _, SearchRequest = _models()
+    _, _, SearchRequest, AskRequest = _models()
+    no_index = "no index: start the server with --db PATH.db (built by `chunkwise index`)"
 
     @app.post("/search")
     def search(req: SearchRequest) -> dict[str, Any]:
         """Retrieve the ``k`` chunks closest to ``query`` from the server's index, with ``highlights``
         (character spans of the query words in each hit's text)."""
         if not searchable:
-            raise RequestError(404, "no index: start the server with --db PATH.db (built by `chunkwise index`)")
+            raise RequestError(404, no_index)
         if not req.query.strip():
             raise RequestError(400, "the query is empty")
-        results = opener.get().search(req.query, k=req.k, hybrid=req.hybrid)
+        results = opener.get().search(req.query, **req.options())
         out = []
         for r in results:
             d = r.to_dict()
@@ -798,6 +817,25 @@ def _add_search_api(app, opener: IndexOpener, searchable: bool) -> None:
             d["where"] = where(r.chunk)
             out.append(d)
         return {"query": req.query, "results": out}
+
+    @app.post("/ask")
+    def ask(req: AskRequest) -> dict[str, Any]:
+        """Answer ``question`` from the ``k`` best chunks of the server's index, citing them (``Answer``'s
+        JSON, as ``chunkwise ask --format json`` prints it). The model is the server's: the chat endpoint of
+        ``$CHUNKWISE_LLM_BASE_URL``/``$CHUNKWISE_LLM_MODEL`` where it runs, else the extractive answer."""
+        from ..llm import get_llm
+
+        if not searchable:
+            raise RequestError(404, no_index)
+        if not req.question.strip():
+            raise RequestError(400, "the question is empty")
+        options = req.options()
+        llm = get_llm(stream=False)
+        try:
+            answer = opener.get().ask(req.question, options.pop("k"), llm=llm, min_score=req.min_score, **options)
+        finally:
+            llm.close()
+        return answer.to_dict()
 
 
 __all__ = ["create_app", "serve", "host_names", "is_loopback", "highlights", "RequestError", "MAX_UPLOAD_BYTES"]
