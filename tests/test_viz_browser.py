@@ -198,3 +198,21 @@ def test_app_search_highlights_hits(page, server):
     marks = page.locator("#hits mark").all_inner_texts()
     assert marks and all(m.lower().startswith(("feeding", "starter")) for m in marks)
     shot(page, "app-search")
+
+
+def test_app_ask_shows_the_answer_and_its_cited_source(page, server):
+    page.goto(server + "/")
+    assert page.locator("#hybrid").is_checked()  # hybrid is search's default, so the box starts checked
+    assert "BM25" in page.locator("label:has(#hybrid)").inner_text()
+    page.fill("#question", "How often do I feed the starter?")
+    page.press("#question", "Enter")
+    page.wait_for_selector("#answer details.source")
+    sources = page.locator("#answer details.source summary").all_inner_texts()
+    assert sources and all(s.startswith("[") for s in sources)
+    assert any("sourdough-guide.md" in s for s in sources)
+    text = page.locator("#answer .answer-text").inner_text()
+    assert "[1]" in text or "[2]" in text
+    assert page.locator("#answer .cite").count() >= 1
+    page.locator("#answer details.source").first.locator("summary").click()
+    assert page.locator("#answer details.source .doc").first.is_visible()
+    shot(page, "app-ask")

@@ -64,7 +64,7 @@ class RequestError(Exception):
         self.message = message
 
 
-def _models() -> tuple[Any, Any, Any]:
+def _models() -> tuple[Any, Any, Any, Any]:
     """The request bodies. Unknown fields are refused (422 naming them): a misplaced ``max_tokens`` at the
     top level used to be ignored in silence, chunking at the default size."""
     from pydantic import BaseModel, ConfigDict, Field

@@ -1,4 +1,5 @@
-// chunkwise serve: send the form to /view whenever it changes and draw the answer; search with highlights.
+// chunkwise serve: send the form to /view whenever it changes and draw the answer; search with highlights;
+// ask with cited sources.
 (function () {
   "use strict";
   var $ = function (id) { return document.getElementById(id); };
@@ -82,4 +83,43 @@
         }).join("") || '<p class="info">no results</p>';
       });
   });
+
+  // ask: the answer (its [n] citations as written), a hedge when the best passage is a weak match, then
+  // the cited sources with their text
+  function citedText(text) {
+    return esc(text).replace(/\[(\d+(?:\s*[,-]\s*\d+)*)\]/g, '<span class="cite">[$1]</span>');
+  }
+
+  function ask() {
+    var q = $("question").value;
+    if (!q.trim()) return;
+    $("answer").innerHTML = '<p class="info">answering…</p>';
+    fetch("/ask", {method: "POST", headers: {"Content-Type": "application/json"},
+                   body: JSON.stringify({question: q, k: +$("k").value, hybrid: $("hybrid").checked})})
+      .then(function (r) { return r.json().then(function (b) { return {ok: r.ok, body: b}; }); })
+      .then(function (res) {
+        var a = res.body;
+        if (!res.ok) { $("answer").innerHTML = '<p class="error">' + esc(a.error) + "</p>"; return; }
+        if (!a.passages.length) { $("answer").innerHTML = '<p class="info">no relevant passages found</p>'; return; }
+        var byNumber = {};
+        a.passages.forEach(function (p) { byNumber[p.number] = p; });
+        var out = '<div class="answer-text">' + citedText(a.answer) + "</div>";
+        if (a.hedge) out += '<p class="hedge">Caution: ' + esc(a.hedge) + "</p>";
+        out += a.citations.length ? "<h3>Sources</h3>" : '<p class="info">the answer cites none of the passages</p>';
+        out += a.citations.map(function (n) {
+          var p = byNumber[n];
+          return '<details class="source"><summary>[' + n + "] " + esc(p.label) + '</summary><div class="doc">' +
+                 esc(p.text) + "</div></details>";
+        }).join("");
+        out += a.invalid_citations.map(function (n) {
+          return '<p class="error">[' + n + "] is cited but no passage [" + n + "] was given: unsupported citation</p>";
+        }).join("");
+        if (a.note) out += '<p class="info">' + esc(a.note) + "</p>";
+        $("answer").innerHTML = out;
+      }).catch(function (e) { $("answer").innerHTML = '<p class="error">' + esc(String(e)) + "</p>"; });
+  }
+
+  $("ask-run").addEventListener("click", ask);
+  $("question").addEventListener("keydown", function (ev) { if (ev.key === "Enter") ask(); });
+  $("query").addEventListener("keydown", function (ev) { if (ev.key === "Enter") $("search-run").click(); });
 })();
