@@ -1,4 +1,4 @@
-"""Peak memory of ``chunkwise chunk`` on CJK text without whitespace (issue 20, failure 8).
+"""Peak memory of ``chunkwise chunk`` on CJK text without whitespace.
 
 Writes N MB (default 10) of generated Japanese-like text (kanji and kana, a 。 every 10-40 characters, no
 spaces), runs ``chunkwise chunk FILE -o /dev/null`` in a child process and prints its peak RSS (the child's

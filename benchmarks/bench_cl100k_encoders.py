@@ -2,7 +2,7 @@
 
     python benchmarks/bench_cl100k_encoders.py [--corpora DIR ...] [--rounds 5]
 
-Why: chunkwise's ``fixed`` strategy costs one cl100k encoding plus slicing (issue 19), so the encoder sets
+Why: chunkwise's ``fixed`` strategy costs one cl100k encoding plus slicing, so the encoder sets
 its floor. Every candidate must load cl100k without the network: from bpe-openai's shipped
 ``cl100k_base.tiktoken.gz`` (decompressed into a temporary file for loaders that want a plain path) or
 from data packaged in its own wheel. Candidates that are not installed are listed as such
@@ -21,7 +21,7 @@ column shows how each candidate copes (ids compared with bpe-openai, itself chec
 Timing: process CPU time (all threads) of encoding every document of a corpus, best of ``--rounds``
 rounds, rows interleaved per round; ``RAYON_NUM_THREADS=1`` so a Rust thread pool cannot help. Encoders
 with a cache of pre-token encodings (splintr) have it cleared before every round. Ratios are against
-bpe-openai (the encoder chunkwise used before issue 19): above 1 is faster.
+bpe-openai (the encoder chunkwise used before gigatoken): above 1 is faster.
 """
 
 from __future__ import annotations

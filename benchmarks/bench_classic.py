@@ -19,12 +19,12 @@ Peers (the ``bench`` extra; none needs torch): LangChain ``TokenTextSplitter`` a
 rank file; we put bpe-openai's copy of it under tiktoken's cache key in a temporary ``TIKTOKEN_CACHE_DIR``
 so peers that insist on ``get_encoding`` run offline.
 
-Goals (issue 2): fixed 512/50 >= 1.5x the fastest token peer; recursive 512 >= 1.5x chonkie's
-RecursiveChunker; sentence 512 >= 2x chonkie's SentenceChunker. Issue 19: fixed within 1.15x of the
+Goals: fixed 512/50 >= 1.5x the fastest token peer; recursive 512 >= 1.5x chonkie's
+RecursiveChunker; sentence 512 >= 2x chonkie's SentenceChunker. And: fixed within 1.15x of the
 tokenizer floor: the fastest ``floor`` row, one cl100k encoding with character offsets (chunkwise's encoder
 through its offset arrays: gigatoken with the ``cl100k-fast`` extra, else bpe-openai; or tiktoken's
 ``decode_with_offsets``) plus slicing 512-token windows every 462 tokens, no boundary snapping, no recount,
-no Chunk objects. With gigatoken, ``fixed`` and the floor also run on bpe-openai (as before issue 19) in the
+no Chunk objects. With gigatoken, ``fixed`` and the floor also run on bpe-openai (as before gigatoken) in the
 same run, each fixed row checked against its own floor. Another corpus of prose:
 ``python benchmarks/prose_corpus.py /tmp/prose && python benchmarks/bench_classic.py --corpora /tmp/prose``.
 """
@@ -79,7 +79,7 @@ def default_encoder() -> str:
 
 
 def bpe_openai_tokenizer():
-    """chunkwise's cl100k tokenizer on bpe-openai's encoder (as before issue 19), for the same-run comparison."""
+    """chunkwise's cl100k tokenizer on bpe-openai's encoder (as before gigatoken), for the same-run comparison."""
     from chunkwise.segmentation.tiktoken_bpe import TiktokenTokenizer
 
     old = os.environ.get("CHUNKWISE_CL100K_ENCODER")
@@ -132,7 +132,7 @@ def build_rows(enc, only: list[str] | None):
         ("floor", "floor: tiktoken offsets + slices", floor_tiktoken),
         ("token", "chunkwise fixed 512/50", ours("fixed", max_tokens=512, overlap=50)),
     ]
-    if default_encoder() != "bpe-openai":  # before/after issue 19 in the same run
+    if default_encoder() != "bpe-openai":  # with and without gigatoken in the same run
         rows += [
             ("floor", "floor: bpe-openai offsets + slices", lambda: floor_bpe(bpe_openai_tokenizer)),
             ("token", "chunkwise fixed 512/50 (bpe-openai)",
@@ -278,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
         if not mine or not others:
             continue
         ref = min(others, key=lambda r: r["best"])
-        for row in mine:  # fixed: also the bpe-openai row (before issue 19) when it ran
+        for row in mine:  # fixed: also the bpe-openai row (before gigatoken) when it ran
             ratio = ref["best"] / row["best"]
             cpu_ratio = ref["cpu"] / row["cpu"]
             verdict = "met" if (min(ratio, cpu_ratio) if kind == "token" else ratio) >= goal else "NOT met"
@@ -286,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"({verdict})")
     floors = [r for r in rows if r["kind"] == "floor"]
     fixed = [r for r in rows if r["name"].startswith("chunkwise fixed")]
-    if floors and fixed:  # issue 19: fixed within 1.15x of one tokenizer pass plus slicing
+    if floors and fixed:  # fixed within 1.15x of one tokenizer pass plus slicing
         for row in fixed:  # the bpe-openai row against the bpe-openai floor, ours against the fastest
             same = [r for r in floors if "(bpe-openai)" in row["name"] and "bpe-openai" in r["name"]]
             ref = min(same or floors, key=lambda r: r["cpu"])

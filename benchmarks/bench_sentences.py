@@ -40,7 +40,7 @@ from chunkwise.segmentation.sentences import SENTENCE_BACKENDS, split_sentences 
 GOLD_DIR = ROOT / "tests" / "data" / "sentences"
 GOLDEN_DIR = ROOT / "tests" / "data" / "golden_rules"
 GOLDEN_LANGUAGES = ("en", "de", "es", "fr", "it", "nl", "zh", "ja")
-#: The last commit before the Golden Rules work (issue 21): the "before" of the speed ratio.
+#: The last commit before the Golden Rules work: the "before" of the speed ratio.
 DEFAULT_BASELINE = "476b49d"
 DEFAULT_CORPORA = ROOT.parent / "shared" / "data" / "chroma-eval" / "corpora"
 LANGUAGES = ("en", "de", "zh", "ja")

@@ -1,4 +1,4 @@
-"""Build the hostile PDFs of tests/data/hostile (issue 20): run once, with ``cryptography`` installed.
+"""Build the hostile PDFs of tests/data/hostile: run once, with ``cryptography`` installed.
 
 - ``aes-empty-password.pdf``: one page of text encrypted with AES-128 and an empty user password; without
   the ``cryptography`` package pypdf opens it but cannot decrypt the page streams.

@@ -1,4 +1,4 @@
-"""SIGKILL campaign: kill ``chunkwise index`` at random points, re-run, compare with a clean run (issue 20).
+"""SIGKILL campaign: kill ``chunkwise index`` at random points, re-run, compare with a clean run.
 
 Each trial starts from a copy of an index of version 1 of a folder, updates it to version 2 (three files
 edited, one deleted, one added, ``--prune``) with 1-3 kills at random moments (after a random share of

@@ -1,4 +1,4 @@
-"""One vocabulary, checked (issue 17): parameters listed with meanings, configuration errors found once
+"""One vocabulary, checked: parameters listed with meanings, configuration errors found once
 before any input, `--run LABEL=FILE.json`, each metric once in the tune leaderboard, validated factories."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Acceptance (issue 8), with the real MiniLM model: a later chunk that only says "it"/"the device" about a
+"""Acceptance, with the real MiniLM model: a later chunk that only says "it"/"the device" about a
 product named in the first paragraph ranks higher for a query naming the product with late chunking or
 headings context than without."""
 

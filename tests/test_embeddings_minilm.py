@@ -239,7 +239,7 @@ def test_session_options_keep_the_vectors(minilm):
     assert cos.min() >= 1 - 1e-4
 
 
-# -- the exact graph rewrite (issue 19: embeddings/onnx_graph.py) ------------------------------------------
+# -- the exact graph rewrite (embeddings/onnx_graph.py) ------------------------------------------
 def test_rewritten_graph_gives_the_shipped_graphs_vectors(minilm):
     """The default session runs the rewritten graph (no NaN guards, float weights folded, BERT fusions), and
     its vectors equal the shipped graph's on padded batches of real text of mixed lengths."""
@@ -430,7 +430,7 @@ def test_a_nan_guard_whose_test_is_read_elsewhere_stays():
 
 
 def test_batches_hold_at_most_2048_padded_positions(minilm):
-    """The default token budget per forward pass (issue 19: 2,048 positions ran 1.1-1.3x faster than 8,192
+    """The default token budget per forward pass (2,048 positions ran 1.1-1.3x faster than 8,192
     on this CPU): four 512-position texts a batch, 56 of 36 positions."""
     ids = [[1] * 512] * 9 + [[1] * 36] * 100
     batches = list(minilm._batches(ids))

@@ -1,4 +1,4 @@
-"""``fixed`` chunk outputs are byte-identical to the implementation before the speed work (issue 19).
+"""``fixed`` chunk outputs are byte-identical to the implementation before the speed work.
 
 The digests below were computed with that implementation (commit 029a6c1; the three rows that the shared
 chunk rules of strategies/tidy.py change, with that implementation on top of those rules) over a corpus sample: the

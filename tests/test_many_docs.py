@@ -1,4 +1,4 @@
-"""chunk_many: one embedding stream for many documents, identical to chunking them one by one (issue 12.5)."""
+"""chunk_many: one embedding stream for many documents, identical to chunking them one by one."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A plain ``pip install`` of the built wheel works with no other step and no torch (issue 17).
+"""A plain ``pip install`` of the built wheel works with no other step and no torch.
 
 The wheel is built with ``python -m build`` and installed into a fresh virtual environment; the
 installed ``chunkwise`` then chunks, indexes and searches the shipped examples. This is the path a user

@@ -1,4 +1,4 @@
-"""One vocabulary (issue 17): every renamed parameter works under its new name, and its old name still works,
+"""One vocabulary: every renamed parameter works under its new name, and its old name still works,
 warns (DeprecationWarning naming the new one) and gives the same result."""
 
 from __future__ import annotations

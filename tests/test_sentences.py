@@ -317,7 +317,7 @@ def test_chroma_corpora_spans_are_exact():
         assert 20 <= lengths[len(lengths) // 2] <= 400, (path.name, lengths[len(lengths) // 2])
 
 
-# -- rules from the Golden Rules (issue 21) and other languages (issue 12) ---------------------------------
+# -- rules from the Golden Rules and other languages ---------------------------------
 
 
 @pytest.mark.parametrize(

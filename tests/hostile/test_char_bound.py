@@ -1,4 +1,4 @@
-"""Failure 6 of issue 20: the 16-characters-per-token bound holds for the semantic strategies too.
+"""the 16-characters-per-token bound holds for the semantic strategies too.
 
 A run of text without spaces is one token to a word tokenizer (and one ``[UNK]`` to WordPiece), so token
 caps alone let a 300,000-character chunk through; the shared shaping step (strategies/units.py) must cut it.

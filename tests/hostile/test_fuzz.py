@@ -1,4 +1,4 @@
-"""Fuzzing the loaders and the sentence splitter (issue 20): hostile bytes never escape as anything but
+"""Fuzzing the loaders and the sentence splitter: hostile bytes never escape as anything but
 one :class:`ChunkwiseError`, and sentence spans keep their invariants.
 
 Time-boxed here (``CHUNKWISE_FUZZ_EXAMPLES``, default 150 per target); ``scripts/fuzz.py`` runs the same

@@ -1,6 +1,6 @@
 """The fastest cl100k encoder that is installed: gigatoken when it is there, else bpe-openai's.
 
-Why: the ``fixed`` strategy costs one cl100k encoding plus slicing, so the encoder sets its floor (issue 19).
+Why: the ``fixed`` strategy costs one cl100k encoding plus slicing, so the encoder sets its floor.
 ``benchmarks/bench_cl100k_encoders.py`` measured gigatoken (MIT, the ``cl100k-fast`` extra) at 17-20x
 bpe-openai's Rust encoder in single-thread CPU time on two corpora, with ids equal to tiktoken's on both
 and on a hostile set. Both encoders are loaded from bpe-openai's shipped ``cl100k_base.tiktoken.gz``, so

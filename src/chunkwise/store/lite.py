@@ -1,4 +1,4 @@
-"""Milvus Lite's embedded engine, reachable only by this process's user (issue 20, failure 7).
+"""Milvus Lite's embedded engine, reachable only by this process's user.
 
 pymilvus opens a ``.db`` path by starting Milvus Lite's gRPC server in process on ``127.0.0.1`` and a free
 TCP port, with no authentication: for the whole run any local user can connect to that port, read the
