@@ -95,6 +95,46 @@ def test_report_from_disk(page, tmp_path):
     shot(page, "report-hover")
 
 
+TOP_OFFSET_JS = """d => {  // the character offset of the text at the top of a column's .doc
+    const r = d.getBoundingClientRect(), pos = document.caretPositionFromPoint
+        ? document.caretPositionFromPoint(r.left + 8, r.top + 4) : null;
+    let node = pos ? pos.offsetNode : document.caretRangeFromPoint(r.left + 8, r.top + 4).startContainer;
+    let off = pos ? pos.offset : document.caretRangeFromPoint(r.left + 8, r.top + 4).startOffset;
+    const walk = document.createTreeWalker(d, NodeFilter.SHOW_TEXT);
+    let at = 0;
+    while (walk.nextNode()) { if (walk.currentNode === node) return at + off; at += walk.currentNode.length; }
+    return -1;
+}"""
+
+
+def test_report_columns_scroll_together(page, tmp_path):
+    """Scrolling one strategy's text scrolls the others to the same place in the document; the checkbox
+    turns it off."""
+    from chunkwise.formats import load
+
+    doc = load(GUIDE)
+    views = build_views(doc, [get_strategy(name, max_tokens=48) for name in ("recursive", "sentence", "fixed")])
+    path = tmp_path / "report.html"
+    path.write_text(render_report(doc, views), encoding="utf-8")
+    page.set_viewport_size({"width": 1280, "height": 700})
+    page.goto(path.as_uri())
+    page.wait_for_selector("#plot-sizes-2 .main-svg")
+    docs = page.locator(".column .doc")
+    assert docs.count() == 3
+    assert docs.nth(1).evaluate("d => d.scrollHeight > d.clientHeight + 400")  # there is somewhere to scroll
+    docs.nth(1).evaluate("d => { d.scrollTop = 400; }")
+    page.wait_for_function("() => [...document.querySelectorAll('.column .doc')].every(d => d.scrollTop > 200)")
+    page.wait_for_timeout(200)
+    tops = [docs.nth(i).evaluate(TOP_OFFSET_JS) for i in range(3)]
+    assert tops[1] > 100 and all(abs(t - tops[1]) < 80 for t in tops), tops  # the same text at every top
+    shot(page, "report-sync-scroll")
+    page.uncheck("input.sync-scroll")
+    before = [docs.nth(i).evaluate("d => d.scrollTop") for i in (0, 2)]
+    docs.nth(1).evaluate("d => { d.scrollTop = 900; }")
+    page.wait_for_timeout(300)
+    assert [docs.nth(i).evaluate("d => d.scrollTop") for i in (0, 2)] == before  # off: each column on its own
+
+
 def test_report_shows_time_ranges(page, tmp_path):
     from chunkwise.formats import load
 

@@ -3,6 +3,9 @@
 Layout: one column per strategy, side by side: its numbers, the distance curve (semantic strategies), the
 chunk-size histogram and the document text with every chunk coloured. Hovering a chunk shows its card:
 index, tokens against ``max_tokens``, offsets, pages or time range, section and why the chunk ends there.
+The columns scroll together (the text at the top of one is kept at the top of the others, by character
+offset: each column wraps its own cut marks), since comparing strategies means reading the same passage in
+each; a checkbox above them turns it off.
 
 The text is rendered in Python (it reads without scripts; the text content of a column is exactly the
 document text: cut marks are drawn by CSS, not characters). Chunk details and figures travel as one JSON
@@ -105,7 +108,9 @@ def render_columns(doc: Document, views: Sequence[StrategyView]) -> tuple[str, d
                     f'<h2>{html.escape(view.label)}</h2>{_stats(view)}{plots}'
                     f'<div class="doc" data-chunks="{len(view.chunks)}">{render_text(doc.text, view.chunks)}</div>'
                     f'</section>')
-    body = f'<div class="columns n{len(views)}">{"".join(cols)}</div>'
+    sync = ('<label class="info sync"><input type="checkbox" class="sync-scroll" checked> scroll the columns '
+            "together (the text at the top of one is kept at the top of the others)</label>") if len(views) > 1 else ""
+    body = f'{sync}<div class="columns n{len(views)}">{"".join(cols)}</div>'
     return body, data
 
 

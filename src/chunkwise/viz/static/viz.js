@@ -70,6 +70,75 @@
     });
   }
 
+  // scroll the columns together: the text at the top of the scrolled column is put at the top of the others
+  // (by character offset, since each column wraps its own chunk marks); the report's checkbox turns it off
+  function nodeBox(node, doc) {
+    var rects;
+    if (node.nodeType === 3) {
+      var range = document.createRange();
+      range.selectNodeContents(node);
+      rects = range.getClientRects();
+    } else {
+      rects = node.getClientRects();
+    }
+    if (!rects.length) return null;
+    var base = doc.getBoundingClientRect().top + doc.clientTop - doc.scrollTop;
+    return {top: rects[0].top - base, bottom: rects[rects.length - 1].bottom - base};
+  }
+
+  function pieces(doc) {
+    var at = 0, out = [];
+    doc.childNodes.forEach(function (n) {
+      var len = n.textContent.length;
+      if (len) out.push({at: at, len: len, node: n});
+      at += len;
+    });
+    return out;
+  }
+
+  function offsetAtTop(doc, list) {  // the character offset shown at the top of doc
+    var y = doc.scrollTop, lo = 0, hi = list.length - 1;
+    while (lo < hi) {  // the first piece whose bottom is below y
+      var mid = (lo + hi) >> 1, box = nodeBox(list[mid].node, doc);
+      if (box && box.bottom <= y) lo = mid + 1; else hi = mid;
+    }
+    var p = list[lo], b = p && nodeBox(p.node, doc);
+    if (!b) return 0;
+    var frac = b.bottom > b.top ? Math.min(1, Math.max(0, (y - b.top) / (b.bottom - b.top))) : 0;
+    return p.at + frac * p.len;
+  }
+
+  function topForOffset(doc, list, offset) {  // the scrollTop that puts offset at the top of doc
+    var lo = 0, hi = list.length - 1;
+    while (lo < hi) {
+      var mid = (lo + hi + 1) >> 1;
+      if (list[mid].at <= offset) lo = mid; else hi = mid - 1;
+    }
+    var p = list[lo], b = p && nodeBox(p.node, doc);
+    if (!b) return doc.scrollTop;
+    return b.top + (b.bottom - b.top) * Math.min(1, (offset - p.at) / p.len);
+  }
+
+  function syncScroll(root) {
+    var docs = Array.prototype.slice.call(root.querySelectorAll(".column .doc"));
+    var box = root.querySelector("input.sync-scroll");
+    if (docs.length < 2) return;
+    var lists = docs.map(pieces), driver = null, release = null;
+    docs.forEach(function (doc, i) {
+      doc.addEventListener("scroll", function () {
+        if (box && !box.checked) return;
+        if (driver !== null && driver !== i) return;  // a scroll this code caused
+        driver = i;
+        clearTimeout(release);
+        release = setTimeout(function () { driver = null; }, 150);
+        var offset = offsetAtTop(doc, lists[i]);
+        docs.forEach(function (other, j) {
+          if (j !== i) other.scrollTop = topForOffset(other, lists[j], offset);
+        });
+      }, {passive: true});
+    });
+  }
+
   function draw(root, data) {
     var config = {displaylogo: false, responsive: true};
     data.strategies.forEach(function (strat, s) {
@@ -101,6 +170,7 @@
   window.chunkwiseViz = {
     render: function (root, data) {
       wire(root, data);
+      syncScroll(root);
       return plotlyReady().then(function () { draw(root, data); }, function (err) {
         root.querySelectorAll(".plot").forEach(function (p) { p.textContent = String(err.message || err); });
       });
