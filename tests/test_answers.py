@@ -305,6 +305,43 @@ def test_no_relevant_passages_is_an_answer(examples_db, capsys):
     assert rc == 0 and capsys.readouterr().out.strip() == "no relevant passages found"
 
 
+def test_an_answer_from_a_weak_best_match_is_hedged(examples_db, capsys):
+    """examples/ answers the README question (best cosine well above the calibrated 0.30): no hedge; it
+    has nothing on planets, yet a podcast chunk passes the 0.15 threshold: the answer says it is unsure."""
+    from chunkwise.llm.answer import CONFIDENT_SCORE
+
+    with chunkwise.Index(db=examples_db) as ix:
+        sure = ix.ask(DEMO)
+        unsure = ix.ask("Which planet has the most moons?")
+    assert sure.confident and sure.best_score >= CONFIDENT_SCORE and sure.hedge is None
+    assert unsure.found and not unsure.confident and 0.15 <= unsure.best_score < CONFIDENT_SCORE
+    assert unsure.hedge == f"the best passage is a weak match ({unsure.best_score:.2f}): this answer may not be supported"
+    assert ask(examples_db, "Which planet has the most moons?") == 0
+    out = capsys.readouterr().out
+    answer, _, sources = out.partition("\nSources:")
+    assert answer.rstrip().splitlines()[-1] == f"Caution: {unsure.hedge}" and sources
+    assert ask(examples_db, DEMO) == 0 and "Caution" not in capsys.readouterr().out
+    assert ask(examples_db, "Which planet has the most moons?", "--format", "json") == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["confident"] is False and data["hedge"] == unsure.hedge and data["best_score"] == unsure.best_score
+    assert chunkwise.llm.answer.Answer.from_dict(unsure.to_dict()).to_dict() == unsure.to_dict()
+
+
+def test_interactive_asks_many_questions_over_one_opened_index(examples_db, capsys, monkeypatch):
+    """``ask --interactive``: the first question from the argument, then one per input line until an empty
+    one; the index (and its model) is opened once."""
+    import io
+
+    opened = []
+    real = chunkwise.Index.__init__
+    monkeypatch.setattr(chunkwise.Index, "__init__", lambda self, *a, **k: opened.append(1) or real(self, *a, **k))
+    monkeypatch.setattr("sys.stdin", io.StringIO("Which planet has the most moons?\nHow much honey do bees need?\n\n"))
+    assert ask(examples_db, DEMO, "--interactive", "--format", "json") == 0
+    answers = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [a["question"] for a in answers] == [DEMO, "Which planet has the most moons?", "How much honey do bees need?"]
+    assert [a["confident"] for a in answers] == [True, False, True] and opened == [1]
+
+
 def test_empty_index_and_missing_database(tmp_path, capsys):
     db = str(tmp_path / "empty.db")
     doc = tmp_path / "one.txt"
