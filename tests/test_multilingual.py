@@ -1,4 +1,4 @@
-"""use-multilingual embedder and the once-per-run language warning (issue 12, item 4)."""
+"""use-multilingual embedder and the once-per-run language warning."""
 
 from __future__ import annotations
 
@@ -84,7 +84,7 @@ def test_language_check_counts_and_warns_once(capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert "3 documents look German" in err and "minilm is English-only" in err
-    assert "--embedder use-multilingual" in err
+    assert "--embedder e5" in err
     assert not check.warn()  # once
     multi = LanguageCheck("use-multilingual")
     for t in GERMAN:
@@ -106,9 +106,9 @@ def test_cli_chunk_warns_once_for_german_with_default(capsys, tmp_path):
     lines = [line for line in err.splitlines() if "warning" in line]
     assert lines == [  # the first German document at once, before it is embedded; the totals at the end
         f"chunkwise: warning: {tmp_path / 'de0.txt'} looks German; the embedder minilm is English-only - "
-        "try --embedder use-multilingual",
+        "try --embedder e5 (extra e5) or --embedder auto",
         "chunkwise: warning: 3 documents look German; the embedder minilm is English-only - "
-        "try --embedder use-multilingual"]
+        "try --embedder e5 (extra e5) or --embedder auto"]
     assert len({json.loads(r)["source"] for r in out.splitlines()}) == 4
 
 

@@ -117,7 +117,7 @@ def test_index_warns_about_the_language_before_anything_is_embedded(tmp_path, ca
     assert len(warning) == 1  # one document: the early line says it all, no second line at the end
     assert lines[warning[0]] == (
         "chunkwise: warning: skript.txt looks German; the embedder minilm-fake is "
-        "English-only - try --embedder use-multilingual"
+        "English-only - try --embedder e5 (extra e5) or --embedder auto"
     )
     assert warning[0] < lines.index("EMBED-CALL")
 

@@ -83,7 +83,8 @@ def add_global_options(parser: argparse.ArgumentParser, after_command: bool = Fa
 
     add("--embedder", default=default,
         help="embedding model for every command that embeds: minilm (default), "
-             "st:NAME_OR_PATH, static, openai:MODEL, use-multilingual")
+             "st:NAME_OR_PATH, static, openai:MODEL, use-multilingual, e5 (multilingual-e5-small), "
+             "auto (e5 when most input documents are not English, else minilm)")
     add("--embedder-backend", default=default, choices=("onnx", "torch"),
         help="library that runs the embedding model where there is a choice: minilm on onnx (default) or "
              "torch (extra 'torch'; formerly --embedder minilm-torch)")
@@ -119,6 +120,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
+        if getattr(args, "embedder", None) == "auto":  # picked by the inputs' language, before any work
+            from ..embeddings.language import resolve_auto
+
+            args.embedder = resolve_auto(args)
         return int(args.func(args) or 0)
     except ChunkwiseError as exc:
         print(f"chunkwise: error: {exc}", file=sys.stderr)

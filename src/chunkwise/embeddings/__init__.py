@@ -33,7 +33,7 @@ from ..errors import ConfigError
 from .base import Embedder, check_texts, l2_normalize
 
 #: the names ``--embedder`` accepts (``st:`` and ``openai:`` take a suffix)
-EMBEDDER_NAMES = ("minilm", "st:NAME_OR_PATH", "static", "openai:MODEL", "use-multilingual")
+EMBEDDER_NAMES = ("minilm", "st:NAME_OR_PATH", "static", "openai:MODEL", "use-multilingual", "e5", "auto")
 #: models that run on more than one library: ``backend=`` choices, the default first
 EMBEDDER_BACKENDS = {"minilm": ("onnx", "torch")}
 #: old names that carried the back-end -> (model name, backend); still accepted, with a warning
@@ -127,6 +127,19 @@ def _backend(name: str, backend: str | None, base_url: str | None, api_key_env: 
 
         _check_kwargs(name, USEMultilingualEmbedder.__init__, kw)
         return USEMultilingualEmbedder(**kw)
+    if name in ("e5", "multilingual-e5-small"):
+        from .e5 import E5Embedder
+
+        _check_kwargs(name, E5Embedder.__init__, kw)
+        return E5Embedder(**kw)
+    if name == "auto":
+        from .language import choose_embedder
+
+        sample = kw.pop("sample", None)
+        if sample is None:
+            raise ConfigError("embedder 'auto' picks by the documents' language: pass sample=[texts] "
+                              "(the command line samples the input files itself)")
+        return _backend(choose_embedder(sample), backend, base_url, api_key_env, cache_dir, kw)
     if name.startswith("openai:") and len(name) > 7:
         from .openai import OpenAIEmbedder
 

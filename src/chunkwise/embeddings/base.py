@@ -94,6 +94,15 @@ class Embedder(ABC):
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embeddings of ``texts`` as a float32 ``(len(texts), dim)`` array with unit-length rows."""
 
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Embeddings of search queries, in the same space as :meth:`embed`'s documents.
+
+        Models trained with asymmetric prefixes (E5: ``query: `` / ``passage: ``) read a query differently
+        from a document; search and evaluation embed queries here so such a back-end can tell them apart.
+        Every other back-end reads both alike, so the default is :meth:`embed`.
+        """
+        return self.embed(texts)
+
     def embed_tokens(self, text: str) -> tuple[np.ndarray, list[tuple[int, int]]]:
         """Contextual token vectors of ``text`` (one window, up to ``model_window``) and their character spans.
 
@@ -123,6 +132,15 @@ class Embedder(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.model_id!r}, dim={self.dim})"
+
+
+def distinct_queries(embedder: Embedder) -> bool:
+    """Whether ``embedder`` (or the back-end under its wrappers) embeds queries unlike documents: a wrapper
+    then has to keep the two apart (separate cache namespace, separate memo)."""
+    if isinstance(embedder, WrappedEmbedder):
+        return embedder.distinct_queries
+    own = getattr(type(embedder), "embed_queries", None)
+    return own is not None and own is not Embedder.embed_queries
 
 
 class WrappedEmbedder(Embedder):
@@ -158,6 +176,18 @@ class WrappedEmbedder(Embedder):
 
     def embed_tokens(self, text: str) -> tuple[np.ndarray, list[tuple[int, int]]]:
         return self.inner.embed_tokens(text)
+
+    @property
+    def distinct_queries(self) -> bool:
+        """Whether the back-end underneath embeds queries differently from documents."""
+        return distinct_queries(self.inner)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Through this wrapper (its cache or memo) when queries read like documents; else the back-end's
+        own query embedding (a wrapper that stores vectors overrides this to keep queries apart)."""
+        if not self.distinct_queries:
+            return self.embed(texts)
+        return self.inner.embed_queries(texts)
 
     def close(self) -> None:
         self.inner.close()

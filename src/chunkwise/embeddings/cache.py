@@ -333,6 +333,16 @@ class CachedEmbedder(WrappedEmbedder):
         self.unit = bool(getattr(inner, "normalized", True))
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self._cached(texts, self.cache_key, self.inner.embed)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Queries of a back-end that reads them unlike documents (E5's ``query: ``) are cached under their
+        own namespace (``MODEL:query``), so a text that is both a chunk and a query keeps both vectors."""
+        if not self.distinct_queries:
+            return self.embed(texts)
+        return self._cached(texts, self.cache_key + ":query", self.inner.embed_queries)
+
+    def _cached(self, texts: Sequence[str], cache_key: str, compute) -> np.ndarray:
         texts = check_texts(texts)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
@@ -340,7 +350,7 @@ class CachedEmbedder(WrappedEmbedder):
         unique: dict[bytes, str] = {}
         for k, t in zip(keys, texts):
             unique.setdefault(k, t)
-        vectors, damaged = self.cache.get_checked(self.cache_key, list(unique))
+        vectors, damaged = self.cache.get_checked(cache_key, list(unique))
         dim = self.dim or None  # a remote back-end learns its dimension from its first answer
         if dim is None and vectors:
             dims = [v.shape[0] for v in vectors.values()]
@@ -351,11 +361,11 @@ class CachedEmbedder(WrappedEmbedder):
         self.cache_repaired += len(damaged)
         missing = [k for k in unique if k not in vectors]
         if missing:
-            new = self.inner.embed([unique[k] for k in missing])
+            new = compute([unique[k] for k in missing])
             fresh = list(zip(missing, new))
             sound = [(k, v) for k, v in fresh if np.all(np.isfinite(v))]  # never cache what the embedder got wrong
-            self.cache.put_many(self.cache_key, [(k, v) for k, v in sound if k not in damaged])
-            self.cache.put_many(self.cache_key, [(k, v) for k, v in sound if k in damaged], replace=True)
+            self.cache.put_many(cache_key, [(k, v) for k, v in sound if k not in damaged])
+            self.cache.put_many(cache_key, [(k, v) for k, v in sound if k in damaged], replace=True)
             vectors.update(fresh)
         return np.stack([vectors[k] for k in keys]).astype(np.float32, copy=False)
 

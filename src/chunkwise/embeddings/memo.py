@@ -29,30 +29,40 @@ class MemoEmbedder(WrappedEmbedder):
         super().__init__(inner)
         self.progress = progress
         self._memo: dict[str, np.ndarray] = {}
+        self._query_memo: dict[str, np.ndarray] = {}
         self._tokens: dict[str, tuple[np.ndarray, list]] = {}
         self._token_bytes = 0
         self.seconds = 0.0
         self.requested = 0
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self._memoised(texts, self._memo, self.inner.embed)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Queries, memoised apart from documents when the back-end reads them differently (E5)."""
+        if not self.distinct_queries:
+            return self.embed(texts)
+        return self._memoised(texts, self._query_memo, self.inner.embed_queries)
+
+    def _memoised(self, texts: Sequence[str], memo: dict[str, np.ndarray], compute) -> np.ndarray:
         texts = list(texts)
         self.requested += len(texts)
-        missing = list(dict.fromkeys(t for t in texts if t not in self._memo))
+        missing = list(dict.fromkeys(t for t in texts if t not in memo))
         # in batches: the persistent cache is written batch by batch (an interrupted cold run keeps what it
         # paid for) and long runs can report progress
         for a in range(0, len(missing), self.batch):
             part = missing[a:a + self.batch]
             t0 = time.perf_counter()
-            vecs = self.inner.embed(part)
+            vecs = compute(part)
             self.seconds += time.perf_counter() - t0
             for t, v in zip(part, vecs):
-                self._memo[t] = v
+                memo[t] = v
             if self.progress and len(missing) > self.batch:
                 self.progress(f"embedded {min(a + self.batch, len(missing))}/{len(missing)} texts "
                               f"({self.seconds:.0f} s embedding so far)")
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        return np.stack([self._memo[t] for t in texts]).astype(np.float32, copy=False)
+        return np.stack([memo[t] for t in texts]).astype(np.float32, copy=False)
 
     #: memory allowed for memoised token vectors (late chunking), stored as float16
     token_memo_bytes = 768 * 2**20
@@ -75,7 +85,7 @@ class MemoEmbedder(WrappedEmbedder):
         return half.astype(np.float32), list(spans)
 
     def __getattr__(self, name: str):  # anything else a back-end offers (window, batch_size...)
-        if name in ("inner", "_memo", "_tokens", "progress"):
+        if name in ("inner", "_memo", "_query_memo", "_tokens", "progress"):
             raise AttributeError(name)
         return getattr(self.inner, name)
 

@@ -38,6 +38,13 @@ def resolve_embedder(embedder: str | Embedder | None) -> Embedder:
     raise ConfigError(f"embedder must be an Embedder or a name such as 'minilm', not {type(embedder).__name__}")
 
 
+def query_vectors(embedder: Embedder, queries: Sequence[str]) -> np.ndarray:
+    """Vectors of search queries: ``embed_queries`` (E5 reads ``query: TEXT``, documents ``passage: TEXT``),
+    or ``embed`` for an embedder-like object written before queries were told apart."""
+    embed_queries = getattr(embedder, "embed_queries", None)
+    return embed_queries(queries) if embed_queries is not None else embedder.embed(queries)
+
+
 #: texts per call to the embedder in :func:`embed_stream_sorted` (the step of its progress bar); large
 #: enough that every back-end fills its own batches, small enough that the bar moves
 STREAM_SLICE = 1024

@@ -29,7 +29,7 @@ from ..context import contextualize, late_chunk_vectors
 from ..document import Chunk, Document
 from ..embeddings.base import Embedder
 from ..embeddings.memo import MemoEmbedder
-from ..embeddings.vectors import pooled_vector
+from ..embeddings.vectors import pooled_vector, query_vectors
 from ..errors import ChunkwiseError, ConfigError
 from ..retrieval.fusion import FUSION_MODES, fuse_zscore, reciprocal_rank_fusion, zscore
 from ..segmentation.sentences import split_sentences
@@ -51,6 +51,8 @@ SPAN_NS = (5, 10)
 CURVE_NS = (1, 2, 3, 4, 5, 6, 8, 10, 15, 20)
 #: metrics compared between strategies with the paired bootstrap
 COMPARED_METRICS = ("recall@5", "iou@5", "precision@5", "recall_set@5", "iou_set@5", "ndcg@10", "mrr")
+#: retrieved chunks that span recall at a token budget may draw on (a 4k budget of 64-token chunks)
+BUDGET_DEPTH = 64
 #: candidates taken from each ranking before reciprocal rank fusion (hybrid runs)
 HYBRID_CANDIDATES = 100
 
@@ -126,7 +128,7 @@ class Evaluator:
     # -- pieces -------------------------------------------------------------------------------------
     def query_vectors(self) -> np.ndarray:
         if self._query_vectors is None:
-            self._query_vectors = self.embedder.embed([q.text for q in self.dataset.queries])
+            self._query_vectors = query_vectors(self.embedder, [q.text for q in self.dataset.queries])
         return self._query_vectors
 
     def build_strategy(self, spec: RunSpec):
@@ -256,9 +258,14 @@ class Evaluator:
         layout = self._layout(chunks)
         sims = self._similarities(store, qv)
         top_n = min(len(chunks), max(max(CURVE_NS), max(SPAN_NS), self.k, M.MIN_CAP))
-        order, scores_for_docs = self._rank(spec, store, sims, top_n)
+        deep_order, scores_for_docs = self._rank(spec, store, sims, min(len(chunks), max(top_n, BUDGET_DEPTH)))
+        order = deep_order[:, :top_n]
+        if spec.hybrid and spec.fusion == "rrf":  # documents ranked by the top_n ranks alone, as before
+            scores_for_docs = np.zeros_like(sims)
+            np.put_along_axis(scores_for_docs, order, np.arange(top_n, 0, -1, dtype=np.float32)[None, :], axis=1)
         doc_rank = self._doc_rank(layout, scores_for_docs)
         per_query, curve_acc = self._score_queries(layout, order, doc_rank)
+        per_query.update(self._budget_recall(spec, chunks, deep_order))
         if self.answer_llm is not None:
             from .answers import answer_scores
 
@@ -352,6 +359,27 @@ class Evaluator:
                 iou, rec, _ = M.chroma_span_scores(refs, retrieved[:n])
                 curve_acc[n] += (float(layout.tokens[ranked[:n]].sum()), rec, iou)
         return per_query, curve_acc
+
+    def _budget_recall(self, spec: RunSpec, chunks: list[Chunk], order: np.ndarray) -> dict[str, np.ndarray]:
+        """Span recall at each token budget (:data:`~.metrics.BUDGETS`, and the run's ``budget``): the ranked
+        chunks handed to the reader as ``spec.expand`` widens them (none: the chunks themselves, hits of one
+        document that meet merged), until the budget (counted with ``count_tokenizer``) is full."""
+        from ..retrieval.expand import expand_chunks
+
+        budgets = sorted(set(M.BUDGETS) | ({spec.budget} if spec.budget else set()))
+        by_doc: dict[str, list[Chunk]] = {}
+        for c in chunks:
+            by_doc.setdefault(c.doc_id, []).append(c)
+        out = {M.budget_name(b): np.zeros(len(self.dataset.queries)) for b in budgets}
+        for qi, q in enumerate(self.dataset.queries):
+            refs = [(r.doc, r.start, r.end) for r in q.references]
+            hits = [chunks[i] for i in order[qi]]
+            for b in budgets:
+                passages = expand_chunks(hits, by_doc.__getitem__, spec.expand, b, self.count_tokenizer,
+                                         memo=self._token_memo)
+                context = [(p.source, a, e) for p in passages for a, e in p.pieces]
+                out[M.budget_name(b)][qi] = M.span_recall(refs, context)
+        return out
 
     def _span_metrics(self, qi: int, refs: list[tuple[str, int, int]], retrieved: list[tuple[str, int, int]],
                       layout: _Layout, per_query: dict[str, np.ndarray]) -> None:
