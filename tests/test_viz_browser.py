@@ -256,3 +256,29 @@ def test_app_ask_shows_the_answer_and_its_cited_source(page, server):
     page.locator("#answer details.source").first.locator("summary").click()
     assert page.locator("#answer details.source .doc").first.is_visible()
     shot(page, "app-ask")
+
+
+def test_eval_report_tables_fit_the_page(page, tmp_path, capsys):
+    """``eval --report`` with four runs named by their specs: at 1280 px every table fits the page, and each
+    sits in its own scroll container (a wider one scrolls there instead of running past the edge)."""
+    from chunkwise.cli import main
+    from chunkwise.evaluation import load_dataset
+    from eval_data import write_topics
+
+    data = load_dataset(write_topics(tmp_path))
+    report = tmp_path / "report.html"
+    runs = ["fixed:max_tokens=4,overlap=2,tokenizer=words,min_tokens=1", "fixed:max_tokens=12,overlap=4,tokenizer=words",
+            "recursive:max_tokens=10,tokenizer=words,min_tokens=2", "sentence:max_tokens=10,tokenizer=words,overlap=1"]
+    assert main(["-q", "eval", data.path, *[a for r in runs for a in ("--run", r)], "--report", str(report),
+                 "--bootstrap", "50"]) == 0
+    capsys.readouterr()
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(report.as_uri())
+    layout = page.evaluate("""() => ({page: document.documentElement.scrollWidth, width: innerWidth,
+        tables: [...document.querySelectorAll('table')].map(t => ({scroll: t.parentElement.classList.contains('scroll'),
+            right: t.getBoundingClientRect().right, edge: t.parentElement.getBoundingClientRect().right,
+            overflow: t.parentElement.scrollWidth - t.parentElement.clientWidth}))})""")
+    assert len(layout["tables"]) >= 5 and layout["page"] <= layout["width"]
+    for t in layout["tables"]:
+        assert t["scroll"] and t["right"] <= t["edge"] + 1 and t["overflow"] <= 0, t
+    shot(page, "eval-report")

@@ -3,6 +3,9 @@
 The HTML report is one file with inline CSS and SVG (no scripts, no fonts or libraries from the internet),
 so it can be mailed, archived or opened on an air-gapped machine: the comparison table, recall against
 tokens retrieved per strategy (the trade-off a chunk size really makes), and chunk-size histograms.
+Tables fit the page: headers, run names and confidence intervals wrap (a name made of a run spec has no
+spaces to wrap at), and each table sits in its own horizontal scroll container, so a table wider than the
+page still never widens the page or hides its last columns past the edge.
 """
 
 from __future__ import annotations
@@ -116,12 +119,13 @@ body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em a
 padding:0 1em}
 h1{font-size:1.5em}h2{font-size:1.15em;margin-top:2em;border-bottom:1px solid #ddd;padding-bottom:.2em}
 table{border-collapse:collapse;font-size:.88em;margin:.5em 0}
-th,td{padding:.3em .6em;border-bottom:1px solid #e5e5e5;text-align:right;white-space:nowrap}
-th:first-child,td:first-child{text-align:left;white-space:normal;max-width:26em}
-th{background:#f5f5f5}td.best{font-weight:bold;background:#eef7ee}
+th,td{padding:.3em .5em;border-bottom:1px solid #e5e5e5;text-align:right;white-space:nowrap}
+th:first-child,td:first-child{text-align:left;white-space:normal;overflow-wrap:anywhere;min-width:10em;max-width:20em}
+th{background:#f5f5f5;white-space:normal;vertical-align:bottom}td.best{font-weight:bold;background:#eef7ee}
+td.ns,td.sig{white-space:normal;min-width:6.5em}
 .ns{color:#999}.sig{color:#222}.muted{color:#666;font-size:.9em}
 .swatch{display:inline-block;width:.8em;height:.8em;margin-right:.4em;border-radius:2px;vertical-align:-.05em}
-.hists{display:flex;flex-wrap:wrap;gap:1em}.scroll{overflow-x:auto}
+.hists{display:flex;flex-wrap:wrap;gap:1em}.scroll{overflow-x:auto;max-width:100%}
 svg text{font-family:system-ui,sans-serif}
 """
 
@@ -278,7 +282,7 @@ def format_html(report: EvaluationReport, title: str = "chunkwise evaluation") -
     h += ["<h2>Chunk sizes</h2><div class=hists>"]
     h += [histogram_svg(r, PALETTE[i % len(PALETTE)], lo, hi) for i, r in enumerate(runs)]
     h.append("</div>")
-    h += ["<h2>Context and cost</h2><table><tr><th>run</th><th>chunks</th><th>mean</th><th>median</th><th>max</th>"
+    h += ["<h2>Context and cost</h2><div class=scroll><table><tr><th>run</th><th>chunks</th><th>mean</th><th>median</th><th>max</th>"
           f"<th>tokens retrieved@{k}</th><th>chunking s</th><th>embedding s</th><th>texts embedded</th></tr>"]
     for r in runs:
         s = r.stats
@@ -286,22 +290,22 @@ def format_html(report: EvaluationReport, title: str = "chunkwise evaluation") -
                  f"<td>{s['tokens_per_chunk_median']:.0f}</td><td>{s['tokens_per_chunk_max']}</td>"
                  f"<td>{s[f'tokens_retrieved@{k}']:.0f}</td><td>{s.get('chunk_seconds', 0):.1f}</td>"
                  f"<td>{s.get('embed_seconds', 0):.1f}</td><td>{s.get('texts_embedded', 0)}</td></tr>")
-    h.append("</table>")
+    h.append("</table></div>")
     if any(r.boundary_scores for r in runs):
-        h.append("<h2>Boundaries (lower is better)</h2><table><tr><th>run</th><th>Pk</th><th>WindowDiff</th></tr>")
+        h.append("<h2>Boundaries (lower is better)</h2><div class=scroll><table><tr><th>run</th><th>Pk</th><th>WindowDiff</th></tr>")
         for r in runs:
             h.append(f"<tr><td>{_esc(r.name)}</td><td>{fmt('pk', r.scores.get('pk'))}</td>"
                      f"<td>{fmt('window_diff', r.scores.get('window_diff'))}</td></tr>")
-        h.append("</table>")
+        h.append("</table></div>")
     if report.comparisons:
-        h.append("<h2>All pairwise differences</h2><table><tr><th>a − b</th><th>metric</th><th>Δ</th><th>95% CI</th></tr>")
+        h.append("<h2>All pairwise differences</h2><div class=scroll><table><tr><th>a − b</th><th>metric</th><th>Δ</th><th>95% CI</th></tr>")
         for c in report.comparisons:
             scale = 1 if c.metric in ("ndcg@10", "mrr") else 100
             cls = "sig" if c.significant else "ns"
             h.append(f"<tr class={cls}><td>{_esc(c.a)} − {_esc(c.b)}</td><td>{_esc(c.metric)}</td>"
                      f"<td>{scale * c.diff:+.2f}</td><td>[{scale * c.lo:+.2f}, {scale * c.hi:+.2f}]"
                      f"{'' if c.significant else ' ' + NS_MARK}</td></tr>")
-        h.append("</table>")
+        h.append("</table></div>")
     if report.problems:
         h.append(f"<h2>Dataset problems ({len(report.problems)}, skipped)</h2><ul>")
         h += [f"<li>{_esc(p)}</li>" for p in report.problems[:200]]
