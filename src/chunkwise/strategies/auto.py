@@ -43,12 +43,14 @@ from .sentence import SentenceChunker
 SECTION_LEVEL = 2
 SUBTITLE_FORMATS = ("srt", "vtt", "subtitles", "webvtt")
 
-#: units on each side of a gap whose words are compared (TextTiling's block size, in utterances)
-TOPIC_WINDOW = 3
+#: topic words on each side of a gap that are compared (TextTiling's block; a short transcript uses a sixth
+#: of its words, at least :data:`TOPIC_WINDOW_MIN`): tuned on QMSum's validation meetings
+TOPIC_WINDOW = 200
+TOPIC_WINDOW_MIN = 12
 #: a gap is a topic shift when its depth (how far the word overlap across it drops below the peaks on
-#: either side; 0 to 2) is at least this, and at least half a standard deviation over the mean depth
-TOPIC_DEPTH = 0.5
-#: fewest units between two topic cuts (a shift of one utterance is a digression, not a topic)
+#: either side; 0 to 2) is at least this, and at least one standard deviation over the mean depth
+TOPIC_DEPTH = 0.2
+#: fewest utterances a transcript needs before it is cut at all
 TOPIC_MIN_UNITS = 2
 
 _WORD = re.compile(r"[^\W\d_]{4,}")
@@ -71,6 +73,16 @@ def _bag(text: str, speakers: set[str]) -> Counter[str]:
     return Counter(w[:5] for w in _WORD.findall(text.lower()) if w not in _STOP)
 
 
+def _remove(total: Counter[str], bag: Counter[str]) -> None:
+    """Take ``bag``'s counts out of ``total``, dropping words that reach 0."""
+    for k, n in bag.items():
+        left = total[k] - n
+        if left > 0:
+            total[k] = left
+        else:
+            del total[k]
+
+
 def _cosine(a: Counter[str], b: Counter[str]) -> float:
     num = sum(n * b[k] for k, n in a.items() if k in b)
     den = math.sqrt(sum(n * n for n in a.values()) * sum(n * n for n in b.values()))
@@ -80,47 +92,61 @@ def _cosine(a: Counter[str], b: Counter[str]) -> float:
 def topic_cuts(texts: Sequence[str], speakers: Sequence[str] = ()) -> list[int]:
     """Indices ``i`` of the utterances ``texts`` that start a new topic (never 0), by lexical cohesion.
 
-    TextTiling (Hearst 1997) on utterances: the words of the :data:`TOPIC_WINDOW` utterances before each gap
-    are compared with those of the ones after it (cosine of word counts); a gap is a shift where that
-    similarity falls into a valley at least :data:`TOPIC_DEPTH` deep and half a standard deviation deeper
-    than the mean valley, at least :data:`TOPIC_MIN_UNITS` utterances from the previous cut; deepest first.
+    TextTiling (Hearst 1997) on utterances: the topic words of a window before each gap (whole utterances
+    back to :data:`TOPIC_WINDOW` words, a sixth of the transcript's words when that is less) are compared
+    with those of a window after it (cosine of word counts); a gap is a shift where that similarity falls
+    into a valley at least :data:`TOPIC_DEPTH` deep and one standard deviation deeper than the mean
+    valley. Deepest first, each cut at least one window's words away from the others and from either end.
     """
     m = len(texts)
     if m < 2 * TOPIC_MIN_UNITS:
         return []
     names = set(speakers)
     bags = [_bag(t, names) for t in texts]
-    w = TOPIC_WINDOW
+    sizes = [sum(b.values()) for b in bags]
+    cum = [0]
+    for n in sizes:
+        cum.append(cum[-1] + n)
+    w = min(TOPIC_WINDOW, max(TOPIC_WINDOW_MIN, cum[-1] // 6))
+    # sliding windows: left holds utterances [lo, g) (back while fewer than w words were taken), right
+    # holds [g, hi) (on while fewer than w words were taken)
     sim = []
+    left: Counter[str] = Counter()
+    right: Counter[str] = Counter()
+    lo, hi = 0, 0
     for g in range(1, m):
-        left: Counter[str] = Counter()
-        right: Counter[str] = Counter()
-        for bag in bags[max(0, g - w):g]:
-            left.update(bag)
-        for bag in bags[g:g + w]:
-            right.update(bag)
+        left.update(bags[g - 1])
+        while cum[g] - cum[lo + 1] >= w:
+            _remove(left, bags[lo])
+            lo += 1
+        if g == 1:
+            hi = 1
+        else:  # utterance g - 1 crosses over to the left
+            _remove(right, bags[g - 1])
+        while hi < m and cum[hi] - cum[g] < w:
+            right.update(bags[hi])
+            hi += 1
         sim.append(_cosine(left, right))
-    depth = []
-    for i, s in enumerate(sim):
-        lp = rp = s
-        j = i
-        while j > 0 and sim[j - 1] >= lp:
-            j -= 1
-            lp = sim[j]
-        j = i
-        while j < len(sim) - 1 and sim[j + 1] >= rp:
-            j += 1
-            rp = sim[j]
-        depth.append(lp - s + rp - s)
-    floor = max(TOPIC_DEPTH, statistics.fmean(depth) + statistics.pstdev(depth) / 2)
+    # the peak reached climbing from each gap to the left and to the right (linear: a climb from i that
+    # takes its first step continues as the climb from its neighbour)
+    n = len(sim)
+    lpeak, rpeak = list(sim), list(sim)
+    for i in range(1, n):
+        if sim[i - 1] >= sim[i]:
+            lpeak[i] = lpeak[i - 1]
+    for i in range(n - 2, -1, -1):
+        if sim[i + 1] >= sim[i]:
+            rpeak[i] = rpeak[i + 1]
+    depth = [lpeak[i] + rpeak[i] - 2 * sim[i] for i in range(n)]
+    floor = max(TOPIC_DEPTH, statistics.fmean(depth) + statistics.pstdev(depth))
     cuts: list[int] = []
     for i in sorted(range(len(depth)), key=lambda k: (-depth[k], k)):
-        g = i + 1  # the gap before utterance g
         if depth[i] < floor:
             break
-        if g < TOPIC_MIN_UNITS or m - g < TOPIC_MIN_UNITS:
+        g = i + 1  # the gap before utterance g
+        if cum[g] < w or cum[m] - cum[g] < w or g < TOPIC_MIN_UNITS or m - g < TOPIC_MIN_UNITS:
             continue
-        if all(abs(g - c) >= TOPIC_MIN_UNITS for c in cuts):
+        if all(abs(cum[g] - cum[c]) >= w for c in cuts):
             cuts.append(g)
     return sorted(cuts)
 
