@@ -22,7 +22,8 @@ from chunkwise.retrieval.index import Index
 
 #: a non-default value for every setting, as a tune output writes it
 TUNED = {"hybrid": True, "fusion": "rrf", "rrf_k": 7, "dense_weight": 0.35, "vectors": "pool", "late": True,
-         "late_options": {"late_window": 128}, "context": "neighbors", "context_options": {"neighbors": 1}}
+         "late_options": {"late_window": 128}, "context": "neighbors", "context_options": {"neighbors": 1},
+         "expand": "neighbors:1", "budget": 2000}
 RETRIEVAL = ("hybrid", "fusion", "rrf_k", "dense_weight")
 
 
@@ -45,6 +46,10 @@ class Recorder:
 
     def search(self, query, **kw):
         self.calls.append(("search", kw))
+        return []
+
+    def expand(self, results, mode=None, budget=None):
+        self.calls.append(("expand", {"expand": mode, "budget": budget}))
         return []
 
     def ask(self, question, **kw):
@@ -81,6 +86,18 @@ def test_search_and_ask_take_each_retrieval_setting(tmp_path, recorder, command,
     [(called, kw)] = recorder.calls
     assert called == command and kw[key] == value, kw
     assert {k: kw[k] for k in RETRIEVAL} == PipelineConfig.from_mapping({"run": run}).search_options()
+
+
+@pytest.mark.parametrize("command", ["search", "ask"])
+def test_search_and_ask_take_expand_and_budget(tmp_path, recorder, command):
+    path = write(tmp_path, {"expand": TUNED["expand"], "budget": TUNED["budget"]})
+    for extra in ([], ["--expand", "section", "--budget", "1k"]):
+        try:
+            main([command, "lamp", "--config", path, *extra])
+        except SystemExit:
+            pass
+    called = [kw for name, kw in recorder.calls if name == ("expand" if command == "search" else "ask")]
+    assert [(kw["expand"], kw["budget"]) for kw in called] == [("neighbors:1", 2000), ("section", 1000)]
 
 
 def test_flags_override_the_file(tmp_path, recorder):

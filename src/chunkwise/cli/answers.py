@@ -110,7 +110,7 @@ def _sources(answer) -> list[str]:
 
 
 def run_ask(args: argparse.Namespace) -> int:
-    from .index import open_index, retrieval_settings
+    from .index import expand_settings, open_index, retrieval_settings
 
     if not args.question.strip():
         raise InputError("the question is empty")
@@ -118,6 +118,7 @@ def run_ask(args: argparse.Namespace) -> int:
         raise ConfigError(f"-k must be >= 1, got {args.k}")
     text_out = args.format == "text"
     settings = retrieval_settings(args)
+    settings.update({k: v for k, v in expand_settings(args).items() if v is not None})
     with open_index(args) as index:
         llm = llm_from_args(args, stream=text_out and not args.no_stream)
         try:

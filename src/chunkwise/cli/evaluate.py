@@ -78,6 +78,10 @@ def register(subparsers) -> None:
                         "'recursive:max_tokens=200,overlap=0,tokenizer=cl100k'; values are JSON where they "
                         "parse; keys late/context set run options; a .json path is read like --config")
     p.add_argument("-o", "--output", default=None, metavar="FILE.json", help="also write the JSON results here")
+    p.add_argument("--expand", default=None, metavar="MODE",
+                   help="every run without its own expand: widen the ranked chunks before span recall at a token "
+                        "budget (span_recall@1k/2k/4k, cl100k tokens) is scored: neighbors:N, section, "
+                        "parent:TOKENS (default: the chunks alone)")
     p.add_argument("--answers", action="store_true",
                    help="also ask the LLM (--llm-base-url; extractive without one) each query with the top -k "
                         "chunks and report citation recall: the answer cites a chunk overlapping a reference")
@@ -239,6 +243,8 @@ def _specs(args):
         _apply_fusion_flags(args, s)
         if args.context and not s.context:
             s.context = args.context
+        if getattr(args, "expand", None) and not s.expand:
+            s.expand = s.with_settings(expand=args.expand).expand  # checked: one line on a bad mode
     return specs
 
 

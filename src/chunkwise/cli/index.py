@@ -61,9 +61,18 @@ def add_retrieval_options(p: argparse.ArgumentParser) -> None:
                    help=f"weight of the vector scores in zscore fusion (default {DENSE_WEIGHT})")
     p.add_argument("--rrf-k", type=int, default=None, metavar="K",
                    help=f"the constant of rrf fusion (default {RRF_K})")
+    p.add_argument("--expand", default=None, metavar="MODE",
+                   help="hand on the context around each hit: neighbors:N (N chunks each side), section (the "
+                        "hit's section), parent:TOKENS (about TOKENS tokens around it); hits that meet are merged "
+                        "into one passage (default: the hits alone)")
+    p.add_argument("--budget", default=None, metavar="TOKENS",
+                   help="at most this many tokens of passages in all, counted with cl100k, e.g. 2000 or 2k "
+                        "(default: no limit)")
     p.add_argument("--config", default=None, metavar="FILE",
                    help="retrieve as a configuration written by `chunkwise tune` says (hybrid, fusion, rrf_k, "
-                        "dense_weight); flags given override it")
+                        "dense_weight, expand, budget); flags given override it")
+
+
 
 
 def register(subparsers) -> None:
@@ -297,6 +306,40 @@ def retrieval_settings(args: argparse.Namespace) -> dict:
     return config.with_settings(hybrid=hybrid, **flags).search_options()
 
 
+def expand_settings(args: argparse.Namespace) -> dict:
+    """``Index.expand``'s (and ``Index.ask``'s) ``expand`` and ``budget``: a ``--config`` file's, overridden
+    by the flags given (``--expand none`` turns a file's expansion off)."""
+    from ..pipeline.config import PipelineConfig
+    from .options import pipeline_config
+
+    config = pipeline_config(args.config) if getattr(args, "config", None) else PipelineConfig()
+    flag = getattr(args, "expand", None)
+    budget = getattr(args, "budget", None)
+    options = config.with_settings(budget=budget).expand_options()
+    if flag is not None:
+        options["expand"] = PipelineConfig(expand=flag).validate().expand
+    return options
+
+
+def _format_passages(passages, max_chars: int) -> str:
+    width = max(40, shutil.get_terminal_size((100, 20)).columns)
+    lines = []
+    for p in passages:
+        from ..llm.base import provenance
+
+        hits = ",".join(f"#{n}" for n in p.hits)
+        score = f"{p.score:.4f}" if p.score is not None else "-"
+        lines.append(f"[{p.rank}] {score}  {provenance(p)}  chars {p.start}-{p.end}  chunks "
+                     f"{p.chunks[0]}-{p.chunks[-1]}  hits {hits}  {p.token_count} tokens ({p.tokenizer})")
+        text = " ".join(p.text.split())
+        if max_chars and len(text) > max_chars:
+            text = text[:max_chars].rstrip() + " …"
+        lines.extend(textwrap.wrap(text, width=width - 4, initial_indent="    ", subsequent_indent="    ")
+                     or ["    "])
+        lines.append("")
+    return "\n".join(lines).rstrip("\n")
+
+
 def run_search(args: argparse.Namespace) -> int:
     if not args.query.strip():
         raise InputError("the query is empty")
@@ -305,8 +348,19 @@ def run_search(args: argparse.Namespace) -> int:
     if args.max_chars < 0:
         raise ConfigError(f"--max-chars must be >= 0, got {args.max_chars}")
     settings = retrieval_settings(args)
+    widen = expand_settings(args)
     with open_index(args) as index:
         results = index.search(args.query, k=args.k, filter=args.filter, **settings)
+        if widen["expand"] is not None or widen["budget"] is not None:
+            passages = index.expand(results, widen["expand"], widen["budget"])
+            if args.format == "jsonl":
+                for p in passages:
+                    sys.stdout.write(json.dumps(p.to_dict(), ensure_ascii=False) + "\n")
+            elif passages:
+                print(_format_passages(passages, args.max_chars))
+            elif not args.quiet:
+                print("chunkwise: no results", file=sys.stderr)
+            return 0
     if args.format == "jsonl":
         for r in results:
             sys.stdout.write(json.dumps(r.to_dict(), ensure_ascii=False) + "\n")

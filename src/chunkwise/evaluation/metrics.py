@@ -195,6 +195,23 @@ def set_span_scores(references: Sequence[DocRange], retrieved: Sequence[DocRange
     return _ratio(inter, r_len + g_len - inter), _ratio(inter, g_len), _ratio(inter, r_len)
 
 
+#: the token budgets of span recall at a budget, ``span_recall@1k`` ...: how much context a reader is handed
+BUDGETS = (1000, 2000, 4000)
+
+
+def budget_name(tokens: int) -> str:
+    """``span_recall@1k`` for 1000 tokens, ``span_recall@1500`` for 1500."""
+    return f"span_recall@{tokens // 1000}k" if tokens % 1000 == 0 else f"span_recall@{tokens}"
+
+
+def span_recall(references: Sequence[DocRange], context: Sequence[DocRange]) -> float:
+    """Span recall at a token budget: the share of the gold characters (references united) that the context
+    handed to the reader holds, ``context`` being the exact document spans of its passages (chunks, or
+    expanded windows, within the budget). Unlike recall@k it does not care how many pieces the context is
+    cut into, so small chunks, big chunks and expanded ones compare at the same reader cost."""
+    return set_span_scores(references, context)[1]
+
+
 def set_precision_omega(references: Sequence[DocRange], chunks_by_doc: dict[str, tuple[np.ndarray, np.ndarray]]) -> tuple[float, int]:
     """``(precision_Ω, count)``: precision of retrieving exactly the chunks that overlap the references
     (positive-length overlaps only), and how many chunks that is."""

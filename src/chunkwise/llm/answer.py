@@ -132,6 +132,8 @@ def ask_index(
     on_token: Callable[[str], None] | None = None,
     on_passages: Callable[[list[Passage]], None] | None = None,
     search_options: dict[str, Any] | None = None,
+    expand: str | None = None,
+    budget: int | str | None = None,
 ) -> Answer:
     """Retrieve ``k`` chunks from ``index`` and answer ``question`` from those above ``min_score``
     (``on_passages`` sees the numbered passages before the LLM is asked; ``search_options``: how hybrid
@@ -152,7 +154,10 @@ def ask_index(
         llm = ExtractiveLLM()
     if isinstance(llm, ExtractiveLLM) and llm.embedder is None:
         llm.embedder = index.embedder(index.config)
-    passages = passages_from(hits)
+    # with expand/budget the LLM reads the hits above the threshold widened by index.expand, one passage
+    # (one citation number) per merged window; the threshold and best_score stay the hits' own
+    passages = passages_from(index.expand(hits, expand, budget) if expand is not None or budget is not None
+                             else hits)
     if on_passages is not None:
         on_passages(passages)
     return answer_passages(question, passages, llm, on_token=on_token)

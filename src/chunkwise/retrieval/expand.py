@@ -258,11 +258,12 @@ def expand_chunks(
             d = docs[chunk.doc_id] = _Doc(stored)
         pos = d.position[chunk.index]
         inside = next((i for i, (x, y) in enumerate(d.spans) if x <= pos <= y), None)
-        if inside is not None:
-            owners[(chunk.doc_id, d.spans[inside][0])].append(number)
+        if inside is not None and (parsed is None or limit is not None and total >= limit):
+            owners[(chunk.doc_id, d.spans[inside][0])].append(number)  # held already, nothing to widen
             continue
         if limit is not None and total >= limit:
             continue
+        # a hit inside a chosen window still widens it by its own window (its narrowest costs nothing)
         candidates = windows(parsed, d.chunks, pos)
 
         best = None

@@ -706,20 +706,40 @@ class Index:
         return [SearchResult.from_hit(r, s, stored[i], vector_rank=vrank.get(i), bm25_rank=brank.get(i))
                 for r, (i, s) in enumerate(fused, start=1) if i in stored]
 
+    def expand(self, results: Sequence[SearchResult], mode: str | None = None, budget: int | str | None = None,
+               tokenizer: Any = "cl100k"):
+        """The context a reader gets from ``results`` (best first): each hit widened by ``mode``
+        (``"neighbors:N"``, ``"section"``, ``"parent:TOKENS"``; ``None``: the hit alone), hits of one document
+        that meet merged into one passage, at most ``budget`` tokens in all (counted with ``tokenizer``,
+        cl100k by default: the reader's tokens). Neighbouring chunks are read from the store by document;
+        see :mod:`chunkwise.retrieval.expand`. Returns :class:`~chunkwise.retrieval.expand.ExpandedPassage` s,
+        best first, each with its exact offsets and the ranks of the results it holds."""
+        from .expand import expand_chunks, store_chunks
+
+        if not results:
+            return []
+        self._open_existing()
+        return expand_chunks(results, store_chunks(self.store), mode, budget, tokenizer)
+
     def ask(self, question: str, k: int = 5, *, llm=None, hybrid: bool = DEFAULT_HYBRID, filter: str | None = None,
             min_score: float | None = None, on_token=None, on_passages=None, fusion: str = DEFAULT_FUSION,
-            dense_weight: float = DENSE_WEIGHT, rrf_k: int = RRF_K):
+            dense_weight: float = DENSE_WEIGHT, rrf_k: int = RRF_K, expand: str | None = None,
+            budget: int | str | None = None):
         """Answer ``question`` from the ``k`` best chunks, citing them as ``[n]``; see
         :func:`chunkwise.llm.answer.ask_index`. ``llm``: an :class:`~chunkwise.llm.base.LLM` (default: the
         offline extractive answer); ``min_score``: cosine threshold (default
         :data:`~chunkwise.llm.answer.DEFAULT_MIN_SCORE`); ``on_token`` receives the answer as it streams,
         ``on_passages`` the numbered passages before the LLM is asked; ``fusion``/``dense_weight``/``rrf_k``
-        as for :meth:`search` (``ask(q, **config.search_options())`` retrieves as a configuration says)."""
+        as for :meth:`search` (``ask(q, **config.search_options())`` retrieves as a configuration says);
+        ``expand``/``budget``: the LLM reads the hits widened as :meth:`expand` does, and cites those passages."""
         from ..llm.answer import DEFAULT_MIN_SCORE, ask_index
+        from ..pipeline.config import parse_budget, parse_expand
 
+        parse_expand(expand), parse_budget(budget)  # a bad mode is refused before anything is retrieved
         return ask_index(self, question, k, llm=llm, hybrid=hybrid, filter=filter, on_token=on_token,
                          min_score=DEFAULT_MIN_SCORE if min_score is None else min_score, on_passages=on_passages,
-                         search_options={"fusion": fusion, "dense_weight": dense_weight, "rrf_k": rrf_k})
+                         search_options={"fusion": fusion, "dense_weight": dense_weight, "rrf_k": rrf_k},
+                         expand=expand, budget=budget)
 
 
 __all__ = ["Index", "IndexReport", "SearchResult", "VECTOR_MODES", "DEFAULT_HYBRID", "DEFAULT_FUSION"]
