@@ -22,7 +22,7 @@ def register(subparsers) -> None:
         help="write evaluation questions for a folder of documents (a dataset for eval/tune)",
         description="Sample passages across the documents and their sections, make one question per passage "
         "(with an LLM endpoint: a question a user would ask and its exact excerpt; without one: an "
-        f"offline proxy, by default {DEFAULT_OFFLINE_METHOD!r}: a sentence held out of its passage), "
+        f"offline proxy, by default {DEFAULT_OFFLINE_METHOD!r}: a sentence as the query for its neighbours), "
         "drop near-duplicates and questions copied from their answer, and write docs/ + "
         "queries.jsonl + questions.json, the dataset `chunkwise eval` and `tune` read.",
     )

@@ -7,11 +7,12 @@ model, seed, filters, how many questions were kept and why the others were rejec
 
 Generators (``method``):
 
-- ``heldout`` (inverse cloze task, the offline default): a sentence of a passage is the query and is
+- ``heldout`` (inverse cloze task): a sentence of a passage is the query and is
   *removed from the written document*; the reference is the passage it came from, so the query never
   matches its answer word for word and retrieval has to find the context it was taken out of.
-- ``cloze``: the same sentence as the query, left in the document; the reference is its neighbours (the
-  sentence itself excluded), so a chunking scores when it keeps a sentence together with its context.
+- ``cloze`` (the offline default): the same sentence as the query, left in the document; the reference is
+  its neighbours (the sentence itself excluded), so a chunking scores when it keeps a sentence together with
+  its context. The written documents are the originals, so the dataset's corpus is the one users index.
 - ``heading``: a Markdown heading is the query for its section's text (documents without headings give
   none).
 - ``keyphrase``: the passage's most distinctive words (TF-IDF over the corpus's passages) as a keyword
@@ -59,8 +60,9 @@ from ..segmentation.sentences import split_sentences
 #: the generators, offline ones first
 OFFLINE_METHODS = ("heldout", "cloze", "heading", "keyphrase")
 METHODS = (*OFFLINE_METHODS, "llm")
-#: what ``questions`` uses without an LLM endpoint (chosen by benchmarks/bench_questions.py)
-DEFAULT_OFFLINE_METHOD = "heldout"
+#: what ``questions`` uses without an LLM endpoint: of the proxies, the one whose pipeline rankings agreed
+#: best with human questions' (benchmarks/bench_questions.py; docs/evaluation.md "Generated questions")
+DEFAULT_OFFLINE_METHOD = "cloze"
 #: question styles the LLM generator rotates through
 STYLES = {
     "factoid": "a short factual question (who, what, when, where, how many)",
