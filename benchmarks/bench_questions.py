@@ -61,28 +61,33 @@ def scores(folder: Path, embedder, label: str) -> dict[str, dict[str, float]]:
     return out
 
 
-def agreement(human: dict[str, dict[str, float]], gen: dict[str, dict[str, float]], metric: str) -> dict:
+def _tau(human: dict, gen: dict, names: list[str], metric: str) -> float:
+    """Kendall's tau of two rankings of ``names``; NaN when one set of scores is constant (no ranking)."""
     from scipy.stats import kendalltau
 
+    return float(kendalltau([human[n][metric] for n in names], [gen[n][metric] for n in names]).statistic)
+
+
+def agreement(human: dict[str, dict[str, float]], gen: dict[str, dict[str, float]], metric: str) -> dict:
+    """Kendall's tau over all pipelines, and within each retrieval mode (the strategy x size ranking alone);
+    top-1 agreement; on how many chunkings both question sets agree that hybrid beats dense."""
     names = list(PIPELINES)
-    h = [human[n][metric] for n in names]
-    g = [gen[n][metric] for n in names]
-    tau = kendalltau(h, g)
+    hybrid = [n for n in names if not n.endswith(" dense")]
+    dense = [n for n in names if n.endswith(" dense")]
     top_h = max(names, key=lambda n: human[n][metric])
     top_g = max(names, key=lambda n: gen[n][metric])
-    # the retrieval decision alone: does hybrid beat dense on the same chunks, for both question sets?
-    pairs = [n for n in names if not n.endswith(" dense")]
     same_sign = sum(
         (human[n][metric] - human[f"{n} dense"][metric]) * (gen[n][metric] - gen[f"{n} dense"][metric]) > 0
-        for n in pairs
+        for n in hybrid
     )
     return {
-        "tau": float(tau.statistic),
-        "p": float(tau.pvalue),
+        "tau": _tau(human, gen, names, metric),
+        "tau_hybrid": _tau(human, gen, hybrid, metric),
+        "tau_dense": _tau(human, gen, dense, metric),
         "top1": top_h == top_g,
         "top_human": top_h,
         "top_generated": top_g,
-        "hybrid_sign": f"{same_sign}/{len(pairs)}",
+        "hybrid_sign": f"{same_sign}/{len(hybrid)}",
     }
 
 
@@ -147,21 +152,25 @@ def main() -> None:
         Path(args.output).write_text(json.dumps(rows, indent=1))
 
 
+def _t(x: float) -> str:
+    return "n/a" if x != x else f"{x:+.2f}"  # NaN: the generated scores were all equal
+
+
 def print_row(r: dict) -> None:
     if "error" in r:
         return
     n, s = r["ndcg@10"], r["recall@5"]
     print(
-        f"  {r['method']:10s} {r['questions']:4d} q  nDCG tau {n['tau']:+.2f} top1 {'yes' if n['top1'] else 'no '} "
-        f"hybrid sign {n['hybrid_sign']}  | recall@5 tau {s['tau']:+.2f} top1 {'yes' if s['top1'] else 'no'}",
+        f"  {r['method']:10s} {r['questions']:4d} q  nDCG tau {_t(n['tau'])} top1 {'yes' if n['top1'] else 'no'} "
+        f"hybrid sign {n['hybrid_sign']}  | recall@5 tau {_t(s['tau'])} top1 {'yes' if s['top1'] else 'no'}",
         flush=True,
     )
 
 
 def print_table(rows: list[dict]) -> None:
     print(
-        "\n| set | proxy | questions | Kendall's tau nDCG@10 | top-1 nDCG@10 | hybrid>dense agrees | "
-        "Kendall's tau recall@5 | top-1 recall@5 |"
+        "\n| set | proxy | questions | nDCG@10: tau all / hybrid-only / dense-only | top-1 | hybrid > dense agrees "
+        "| recall@5: tau all / hybrid-only / dense-only | top-1 |"
     )
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:
@@ -170,9 +179,9 @@ def print_table(rows: list[dict]) -> None:
             continue
         n, s = r["ndcg@10"], r["recall@5"]
         print(
-            f"| {r['set']} | {r['method']} | {r['questions']} | {n['tau']:+.2f} | {'yes' if n['top1'] else 'no'} "
-            f"({n['top_human']} / {n['top_generated']}) | {n['hybrid_sign']} | {s['tau']:+.2f} | "
-            f"{'yes' if s['top1'] else 'no'} ({s['top_human']} / {s['top_generated']}) |"
+            f"| {r['set']} | {r['method']} | {r['questions']} | {_t(n['tau'])} / {_t(n['tau_hybrid'])} / "
+            f"{_t(n['tau_dense'])} | {'yes' if n['top1'] else 'no'} | {n['hybrid_sign']} | {_t(s['tau'])} / "
+            f"{_t(s['tau_hybrid'])} / {_t(s['tau_dense'])} | {'yes' if s['top1'] else 'no'} |"
         )
 
 
