@@ -53,6 +53,7 @@ def llm_from_args(args: argparse.Namespace, embedder=None, stream: bool = True):
 def register(subparsers) -> None:
     from .index import add_retrieval_options, add_store_options
     from .options import add_chunking_options
+    from .remote import add_server_option
 
     p = subparsers.add_parser(
         "ask", help="answer a question from the index, citing the chunks it used",
@@ -70,6 +71,10 @@ def register(subparsers) -> None:
     p.add_argument("--format", choices=("text", "json"), default="text",
                    help="text (streamed answer, then sources) or json (one object)")
     p.add_argument("--no-stream", action="store_true", help="ask for the whole answer at once")
+    p.add_argument("--interactive", action="store_true",
+                   help="a prompt loop: open the index and load the model once, then answer question after "
+                        "question (the first question is the argument; an empty line or Ctrl-D ends)")
+    add_server_option(p)
     add_store_options(p)
     add_llm_options(p)
     p.set_defaults(func=run_ask)
@@ -110,6 +115,7 @@ def _sources(answer) -> list[str]:
 
 
 def run_ask(args: argparse.Namespace) -> int:
+    from . import remote
     from .index import expand_settings, open_index, retrieval_settings
 
     if not args.question.strip():
@@ -118,39 +124,86 @@ def run_ask(args: argparse.Namespace) -> int:
         raise ConfigError(f"-k must be >= 1, got {args.k}")
     text_out = args.format == "text"
     settings = retrieval_settings(args)
-    settings.update({k: v for k, v in expand_settings(args).items() if v is not None})
+    widen = {k: v for k, v in expand_settings(args).items() if v is not None}
+    url = remote.server_url(args)
+    if url and args.interactive:
+        raise ConfigError("--interactive opens the index here; a --server is already warm: drop one of them")
+    if url and widen:
+        raise ConfigError("--expand and --budget (or a --config's expand/budget) are applied here, not sent to a "
+                          "--server: drop them or the --server")
+    if url:
+        answer = remote.ask(args, url, settings)
+        if text_out and args.show_context:
+            _show_passages(answer.passages)
+        if text_out and answer.found:
+            sys.stdout.write(answer.text if answer.text.endswith("\n") else answer.text + "\n")
+        return _print_answer(args, answer, text_out)
+    settings.update(widen)
     with open_index(args) as index:
         llm = llm_from_args(args, stream=text_out and not args.no_stream)
         try:
-            streamed: list[str] = []
-
-            def on_token(piece: str) -> None:
-                if text_out:
-                    streamed.append(piece)
-                    sys.stdout.write(piece)
-                    sys.stdout.flush()
-
-            def on_passages(passages) -> None:
-                if text_out and args.show_context and passages:
-                    for p in passages:
-                        print(p.header())
-                        print("\n".join(_wrap(p.text)) or "    ")
-                    print(flush=True)
-
-            answer = index.ask(args.question, k=args.k, llm=llm, filter=args.filter, min_score=args.min_score,
-                               on_token=on_token, on_passages=on_passages, **settings)
+            question = args.question
+            while True:
+                rc = _ask_once(args, index, llm, question, text_out, settings)
+                if not args.interactive:
+                    return rc
+                question = _next_question()
+                if question is None:
+                    return rc
         finally:
             llm.close()
+
+
+def _next_question() -> str | None:
+    """The next question of ``--interactive`` (None: an empty line, end of input or Ctrl-C)."""
+    try:
+        line = input("\nquestion> " if sys.stdin.isatty() else "")
+    except (EOFError, KeyboardInterrupt):
+        return None
+    return line.strip() or None
+
+
+def _show_passages(passages) -> None:
+    for p in passages:
+        print(p.header())
+        print("\n".join(_wrap(p.text)) or "    ")
+    print(flush=True)
+
+
+def _ask_once(args, index, llm, question: str, text_out: bool, settings: dict) -> int:
+    """One question over the open index, printed as ``chunkwise ask`` prints it."""
+    streamed: list[str] = []
+
+    def on_token(piece: str) -> None:
+        if text_out:
+            streamed.append(piece)
+            sys.stdout.write(piece)
+            sys.stdout.flush()
+
+    def on_passages(passages) -> None:
+        if text_out and args.show_context and passages:
+            _show_passages(passages)
+
+    answer = index.ask(question, k=args.k, llm=llm, filter=args.filter, min_score=args.min_score,
+                       on_token=on_token, on_passages=on_passages, **settings)
+    if streamed and not "".join(streamed).endswith("\n"):
+        sys.stdout.write("\n")
+    return _print_answer(args, answer, text_out)
+
+
+def _print_answer(args, answer, text_out: bool) -> int:
+    """Everything after the answer's text (the local path streams the text as it comes): the hedge, the
+    sources, the note; or the whole answer as one JSON line."""
     if not text_out:
         print(json.dumps(answer.to_dict(), ensure_ascii=False))
         return 0
     if not answer.found:
-        print("no relevant passages found")
+        print("no relevant passages found", flush=True)
         return 0
-    if streamed and not "".join(streamed).endswith("\n"):
-        sys.stdout.write("\n")
+    if answer.hedge:
+        print(f"Caution: {answer.hedge}")
     print()
-    print("\n".join(_sources(answer)))
+    print("\n".join(_sources(answer)), flush=True)
     if answer.note and not args.quiet:
         print(f"chunkwise: note: {answer.note}", file=sys.stderr)
     return 0

@@ -135,6 +135,9 @@ def register(subparsers) -> None:
     s.add_argument("--format", choices=("table", "jsonl"), default="table", help="output format")
     s.add_argument("--max-chars", type=int, default=400, metavar="N",
                    help="table format: cut each text at N characters (0 = whole text; default 400)")
+    from .remote import add_server_option
+
+    add_server_option(s)
     add_store_options(s)
     s.set_defaults(func=run_search)
 
@@ -349,6 +352,13 @@ def run_search(args: argparse.Namespace) -> int:
         raise ConfigError(f"--max-chars must be >= 0, got {args.max_chars}")
     settings = retrieval_settings(args)
     widen = expand_settings(args)
+    from . import remote
+
+    url = remote.server_url(args)
+    if url:
+        if widen["expand"] is not None or widen["budget"] is not None:
+            raise ConfigError("--expand and --budget are not sent to a --server yet: search locally for them")
+        return _print_results(args, remote.search(args, url, settings))
     with open_index(args) as index:
         results = index.search(args.query, k=args.k, filter=args.filter, **settings)
         if widen["expand"] is not None or widen["budget"] is not None:
@@ -361,6 +371,10 @@ def run_search(args: argparse.Namespace) -> int:
             elif not args.quiet:
                 print("chunkwise: no results", file=sys.stderr)
             return 0
+    return _print_results(args, results)
+
+
+def _print_results(args: argparse.Namespace, results) -> int:
     if args.format == "jsonl":
         for r in results:
             sys.stdout.write(json.dumps(r.to_dict(), ensure_ascii=False) + "\n")

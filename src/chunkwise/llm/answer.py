@@ -19,6 +19,10 @@ NO_PASSAGES = "no relevant passages found"
 #: cosine similarity (question vs chunk) below which a retrieved chunk is not given to the LLM. Measured on
 #: examples/ with MiniLM (best hit): questions the corpus answers 0.17-0.64, unrelated ones 0.03-0.18 (they overlap)
 DEFAULT_MIN_SCORE = 0.15
+#: best hit's cosine below which an answer is hedged (``Answer.confident`` is False). Calibrated with MiniLM
+#: and hybrid retrieval (docs/answers.md): examples/ answered 0.32-0.79 vs unrelated 0.05-0.23; Chroma's
+#: state_of_the_union, its 76 questions vs 92 from other corpora: 2 answered hedged, 6 unrelated confident
+CONFIDENT_SCORE = 0.30
 PLUG_IN_NOTE = (
     "extractive answer (no LLM configured): for a written answer pass --llm-base-url URL "
     "--llm-model NAME (any OpenAI-compatible server) or set CHUNKWISE_LLM_BASE_URL and "
@@ -47,6 +51,29 @@ class Answer:
     cut: int = 0
     prompt_tokens: int | None = None
     note: str | None = None
+    #: cosine similarity of the best retrieved chunk to the question (None: nothing was retrieved)
+    best_score: float | None = None
+    #: whether ``best_score`` reached :data:`CONFIDENT_SCORE`: a weak best match means the passages
+    #: probably do not hold the answer, whatever the LLM writes from them
+    confident: bool = False
+
+    @property
+    def hedge(self) -> str | None:
+        """The one line a reader needs when the answer is not :attr:`confident` (None when it is, or when
+        nothing was found: "no relevant passages found" says that already)."""
+        if self.confident or not self.passages or self.best_score is None:
+            return None
+        return f"the best passage is a weak match ({self.best_score:.2f}): this answer may not be supported"
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Answer:
+        """The answer :meth:`to_dict` wrote (``chunkwise ask --server`` reads the server's this way)."""
+        passages = [Passage(**{k: p.get(k) for k in ("number", "text", "label", "source", "start", "end", "score")})
+                    for p in d.get("passages", [])]
+        return cls(d["question"], d.get("answer", ""), passages, list(d.get("given", [])),
+                   list(d.get("citations", [])), list(d.get("invalid_citations", [])), d.get("llm", ""),
+                   bool(d.get("extractive")), int(d.get("left_out", 0)), int(d.get("cut", 0)),
+                   d.get("prompt_tokens"), d.get("note"), d.get("best_score"), bool(d.get("confident")))
 
     @property
     def found(self) -> bool:
@@ -71,6 +98,9 @@ class Answer:
             "cut": self.cut,
             "prompt_tokens": self.prompt_tokens,
             "note": self.note,
+            "best_score": self.best_score,
+            "confident": self.confident,
+            "hedge": self.hedge,
             "passages": [p.to_dict() for p in self.passages],
         }
 
@@ -132,12 +162,14 @@ def ask_index(
     on_token: Callable[[str], None] | None = None,
     on_passages: Callable[[list[Passage]], None] | None = None,
     search_options: dict[str, Any] | None = None,
+    confident_score: float = CONFIDENT_SCORE,
     expand: str | None = None,
     budget: int | str | None = None,
 ) -> Answer:
     """Retrieve ``k`` chunks from ``index`` and answer ``question`` from those above ``min_score``
     (``on_passages`` sees the numbered passages before the LLM is asked; ``search_options``: how hybrid
-    retrieval fuses, ``fusion``/``rrf_k``/``dense_weight`` as ``Index.search`` takes them)."""
+    retrieval fuses, ``fusion``/``rrf_k``/``dense_weight`` as ``Index.search`` takes them). The answer is
+    ``confident`` when the best hit's cosine reaches ``confident_score``; below it the answer carries a hedge."""
     if min_score is not None and not isinstance(min_score, (int, float)):
         raise ConfigError(f"min_score must be a number or None, got {min_score!r}")
     if index.count() == 0 and index.config is not None:
@@ -145,8 +177,9 @@ def ask_index(
             "the index is empty (0 chunks); run `chunkwise index PATH` first", source=index.store.location
         )
     hits = index.search(question, k=k, filter=filter, hybrid=hybrid, **(search_options or {}))
+    sims = relevance(index, question, hits, hybrid)
+    best = max(sims) if sims else None
     if min_score is not None:
-        sims = relevance(index, question, hits, hybrid)
         hits = [h for h, s in zip(hits, sims) if s >= min_score]
     from .extractive import ExtractiveLLM
 
@@ -160,7 +193,11 @@ def ask_index(
                              else hits)
     if on_passages is not None:
         on_passages(passages)
-    return answer_passages(question, passages, llm, on_token=on_token)
+    answer = answer_passages(question, passages, llm, on_token=on_token)
+    answer.best_score = best
+    answer.confident = best is not None and best >= confident_score
+    return answer
 
 
-__all__ = ["Answer", "answer_passages", "ask_index", "NO_PASSAGES", "DEFAULT_MIN_SCORE", "PLUG_IN_NOTE"]
+__all__ = ["Answer", "answer_passages", "ask_index", "NO_PASSAGES", "DEFAULT_MIN_SCORE", "CONFIDENT_SCORE",
+           "PLUG_IN_NOTE"]
