@@ -349,3 +349,26 @@ def test_folder_to_questions_to_tune_to_index_to_ask(kb, tmp_path, fake, capsys,
     assert main(["ask", "What does the queen do in summer?", "--db", "kb.db", "--format", "json"]) == 0
     answer = json.loads(capsys.readouterr().out)
     assert answer["extractive"] is True and answer["citations"]
+
+
+def test_tune_cli_says_no_significant_winner_and_writes_it(dataset, tmp_path, fake, capsys):
+    best = tmp_path / "best.json"
+    rc = main(
+        [
+            "-q",
+            "tune",
+            dataset.path,
+            "--strategy",
+            "fixed",
+            "--tokenizer",
+            "words",
+            "--grid",
+            "max_tokens=40,41",
+            "-o",
+            str(best),
+        ]
+    )
+    out = capsys.readouterr().out
+    assert rc == 0 and "no significant winner: took the cheapest within the interval" in out
+    decision = json.loads(best.read_text())["tuned"]["decision"]
+    assert decision["verdict"] == NO_WINNER and decision["ci95"] == [0.0, 0.0] and "too few" in decision["split"]
