@@ -146,6 +146,7 @@ def test_two_processes_writing_at_once(tmp_path):
     np.testing.assert_allclose(got[text_key("p1 3 4")], FakeEmbedder().embed(["p1 3 4"])[0])
 
 
+@pytest.mark.slow  # builds MiniLM in fresh cache folders (a graph rewrite each)
 def test_get_embedder_cache_and_no_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("CHUNKWISE_CACHE_DIR", str(tmp_path / "env"))
     emb = get_embedder("minilm")
@@ -158,6 +159,7 @@ def test_get_embedder_cache_and_no_cache(tmp_path, monkeypatch):
     assert not isinstance(get_embedder("minilm", cache=False), CachedEmbedder)
 
 
+@pytest.mark.slow  # builds MiniLM in fresh cache folders (a graph rewrite each)
 def test_embedder_from_args(tmp_path):
     parser = __import__("chunkwise.cli", fromlist=["build_parser"]).build_parser()
     args = parser.parse_args(["--cache-dir", str(tmp_path), "cache", "stats"])

@@ -83,6 +83,7 @@ def _warnings(err: str) -> list[str]:
     return [line for line in err.splitlines() if line.startswith("chunkwise: warning:")]
 
 
+@pytest.mark.slow  # CLI index/search subprocesses with the real model (a graph rewrite each)
 @pytest.mark.parametrize("damage", ["flip", "cut"])
 def test_a_damaged_graph_is_rebuilt_and_gives_a_clean_runs_vectors(tmp_path, damage):
     """Before: the flipped graph indexed with exit 0 and wrong vectors (which then stayed in the embedding
@@ -106,6 +107,7 @@ def test_a_damaged_graph_is_rebuilt_and_gives_a_clean_runs_vectors(tmp_path, dam
     assert again.returncode == 0 and "pump.txt" in again.out and not _warnings(again.err), again.err
 
 
+@pytest.mark.slow  # CLI index/search subprocesses with the real model (a graph rewrite each)
 def test_damaged_cached_vectors_are_embedded_again_and_counted(tmp_path):
     """Before: one cached vector holding +inf failed every later run ('embedder returned a non-finite
     vector'), blamed on the embedder. Now: +inf, NaN, a doubled vector and a truncated blob are each embedded
@@ -160,6 +162,7 @@ def _chmod_tree(folder: Path, dirs: int, files: int) -> None:
     not can_drop_privileges(),
     reason="needs root (to run a child as nobody) and setpriv; root writes to a read-only folder anyway",
 )
+@pytest.mark.slow  # CLI index/search subprocesses with the real model (a graph rewrite each)
 def test_a_read_only_index_can_be_searched(shared_dir):  # noqa: F811 (the imported fixture)
     """Before: `search` on an index its user may read but not write failed with 'the database directory is
     not writable'. Now: it is searched (through a private copy, the original untouched), and `index` on it

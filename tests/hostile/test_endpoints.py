@@ -192,6 +192,7 @@ def error_line(done) -> str:
     return lines[0]
 
 
+@pytest.mark.slow  # `chunkwise ask` subprocesses with the real model, against the fake endpoint
 @pytest.mark.parametrize("stream", [True, False])
 def test_a_redirect_to_another_host_never_gets_the_key(keeper_db, fake_openai, other_host, tmp_path, stream):
     fake_openai.redirect_to(other_host, 302)
@@ -213,6 +214,7 @@ def test_a_redirect_to_another_host_never_gets_the_key(keeper_db, fake_openai, o
     assert other_host.seen == [] and client.requests_sent == 8  # a redirect is not retried
 
 
+@pytest.mark.slow  # `chunkwise ask` subprocesses with the real model, against the fake endpoint
 def test_the_answer_cache_never_answers_for_a_broken_endpoint(keeper_db, fake_openai, other_host, tmp_path):
     good = ask(keeper_db, fake_openai, "--format", "json", cache_dir=tmp_path)
     assert good.returncode == 0, good.err
@@ -250,6 +252,7 @@ def test_the_answer_cache_never_answers_for_a_broken_endpoint(keeper_db, fake_op
         assert db.execute("SELECT COUNT(*) FROM completions").fetchone() == (1,)
 
 
+@pytest.mark.slow  # `chunkwise ask` subprocesses with the real model, against the fake endpoint
 @pytest.mark.parametrize("stream", [True, False])
 def test_a_dripping_answer_ends_at_the_deadline(keeper_db, fake_openai, tmp_path, stream):
     fake_openai.drip = 0.05  # a byte every 50 ms: never silent long enough for --llm-timeout 5
@@ -276,6 +279,7 @@ def test_a_dripping_answer_ends_at_the_deadline(keeper_db, fake_openai, tmp_path
         llm.answer(QUESTION, [Passage(1, GOOD, "keeper.txt")])
 
 
+@pytest.mark.slow  # `chunkwise ask` subprocesses with the real model, against the fake endpoint
 @pytest.mark.parametrize("mode", ["stream", "no-stream", "announced"])
 def test_a_50_mb_answer_is_refused_at_the_cap(keeper_db, fake_openai, tmp_path, mode):
     fake_openai.huge = 50 * 2**20
