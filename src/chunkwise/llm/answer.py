@@ -146,7 +146,9 @@ def relevance(index, question: str, hits: list, hybrid: bool) -> list[float]:
     if not hits:
         return []
     emb = index.embedder(index.config)
-    q = emb.embed([question])[0]
+    from ..embeddings.vectors import query_vectors
+
+    q = query_vectors(emb, [question])[0]  # a query, as the search embedded it (E5 reads 'query: ...')
     return [float(v) for v in emb.embed([h.text for h in hits]) @ q]
 
 

@@ -111,7 +111,9 @@ class ExtractiveLLM(LLM):
         if pairs:
             for c, v in zip(pairs, emb.embed([items[c[0]][1] + " " + items[c[1]][1] for c in pairs])):
                 vecs[c] = np.asarray(v, dtype=np.float32) / (np.linalg.norm(v) or 1.0)
-        q = np.asarray(emb.embed([question])[0], dtype=np.float32)
+        from ..embeddings.vectors import query_vectors
+
+        q = np.asarray(query_vectors(emb, [question])[0], dtype=np.float32)  # a query, not a passage
         q = q / (np.linalg.norm(q) or 1.0)
         sims = np.array([float(vecs[c] @ q) for c in cands])
         order = np.argsort(-sims, kind="stable")
