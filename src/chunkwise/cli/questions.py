@@ -10,7 +10,7 @@ import os
 import sys
 
 from ..errors import ConfigError
-from .options import add_input_options, input_options
+from .options import add_input_options, input_options, walk_options
 
 
 def register(subparsers) -> None:
@@ -98,7 +98,7 @@ def run_questions(args) -> int:
     method = args.method or ("llm" if client is not None else DEFAULT_OFFLINE_METHOD)
     progress = None if args.quiet else (lambda msg: print(f"chunkwise: {msg}", file=sys.stderr, flush=True))
     try:
-        docs = load_documents(args.paths, **input_options(args))
+        docs = load_documents(args.paths, **walk_options(args), **input_options(args))
         qs = generate_questions(
             docs,
             method=method,

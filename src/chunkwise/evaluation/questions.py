@@ -278,7 +278,13 @@ def _heldout(
         query = " ".join(text[sent[0] : sent[1]].split())
         # the reference: the passage without the sentence (its neighbours on both sides)
         rest = text[p.start : sent[0]] + " " + text[sent[1] : p.end]
-        q = Question(query, p.doc, p.start, p.end, "heldout" if mask else "cloze", exclude=None if mask else sent)
+        # cloze: the sentence and the whitespace around it are left out of the reference's two pieces
+        a, b = sent
+        while a > p.start and text[a - 1].isspace():
+            a -= 1
+        while b < p.end and text[b].isspace():
+            b += 1
+        q = Question(query, p.doc, p.start, p.end, "heldout" if mask else "cloze", exclude=None if mask else (a, b))
         if flt.offer(q, rest):
             pending.append((q, p, sent))
             cut.setdefault(p.doc, []).append(sent)
@@ -578,15 +584,22 @@ def doc_id_for(name: str) -> str:
     return name if Path(name).suffix.lower() in (".md", ".markdown", ".txt") else f"{name}.txt"
 
 
-def load_documents(paths: Sequence[str | os.PathLike], **load_options: Any) -> dict[str, Document]:
-    """The documents under ``paths`` (files and folders, as ``chunkwise chunk`` reads them), keyed by the
-    id they get in ``docs/`` (path relative to the folder given; a file given alone: its name)."""
+def load_documents(
+    paths: Sequence[str | os.PathLike],
+    include: Sequence[str] | None = None,
+    exclude: Sequence[str] | None = None,
+    all_files: bool = False,
+    **load_options: Any,
+) -> dict[str, Document]:
+    """The documents under ``paths`` (files and folders, as ``chunkwise chunk`` reads them: the same walk,
+    globs and loader options), keyed by the id they get in ``docs/`` (path relative to the folder given; a
+    file given alone: its name)."""
     from ..formats import iter_documents
     from .datasets import make_document
 
     out: dict[str, Document] = {}
     roots = [Path(p) for p in paths]
-    for source, doc in iter_documents([str(p) for p in paths], **load_options):
+    for source, doc in iter_documents([str(p) for p in paths], include, exclude, all_files=all_files, **load_options):
         if isinstance(doc, InputError):
             raise doc
         rel = None
