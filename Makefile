@@ -29,11 +29,10 @@ browser:
 	  || echo "chromium: apt-get install failed; the browser tests will skip"; \
 	else echo "chromium: not installed (needs apt-get as root); the browser tests will skip"; fi
 
-# ruff (lint rules in pyproject.toml; the format check covers the files listed in FORMATTED, see CONTRIBUTING.md)
-FORMATTED = noxfile.py
+# ruff: lint rules (import sorting included) in pyproject.toml, and the whole tree formatted (`ruff format`)
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks scripts
-	$(BIN)/ruff format --check $(FORMATTED)
+	$(BIN)/ruff check src tests benchmarks scripts noxfile.py
+	$(BIN)/ruff format --check src tests benchmarks scripts noxfile.py
 
 # mypy over the package (settings and the per-module overrides in pyproject.toml)
 types: $(STAMP)

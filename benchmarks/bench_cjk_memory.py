@@ -31,12 +31,25 @@ def cjk(chars: int, seed: int = 1) -> str:
 
 
 def peak(path: str) -> tuple[float, float]:
-    code = ("import resource, subprocess, sys; subprocess.run([sys.executable, '-m', 'chunkwise', 'chunk', "
-            "sys.argv[1], '-q', '-o', '/dev/null']); "
-            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    code = (
+        "import resource, subprocess, sys; subprocess.run([sys.executable, '-m', 'chunkwise', 'chunk', "
+        "sys.argv[1], '-q', '-o', '/dev/null']); "
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+    )
     t = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", code.replace("'-m', 'chunkwise'", "'-c', 'import sys; from chunkwise.cli import main; sys.exit(main(sys.argv[1:]))'"), path],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            code.replace(
+                "'-m', 'chunkwise'", "'-c', 'import sys; from chunkwise.cli import main; sys.exit(main(sys.argv[1:]))'"
+            ),
+            path,
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return int(out.stdout.split()[-1]) / 1024, time.perf_counter() - t
 
 

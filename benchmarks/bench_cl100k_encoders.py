@@ -36,8 +36,8 @@ import random
 import sys
 import tempfile
 import time
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 
 os.environ.setdefault("RAYON_NUM_THREADS", "1")
 
@@ -108,6 +108,7 @@ def candidates(plain: Path) -> list[tuple[str, str, Callable[[], tuple[Encode, C
     def cannot(why: str):
         def load():
             raise RuntimeError(why)
+
         return load
 
     return [
@@ -153,15 +154,41 @@ def _short_licence(meta, dist: str) -> str:
 def hostile(seed: int = 0) -> list[str]:
     """Texts that break encoders: every class of the cl100k pattern, at its edges."""
     fixed = [
-        "", " ", "\x00", "a\x00b", "\x00" * 50, "\r\n\r\n", "  \n\n\t  x", "x   ", "   ", "\n" * 300, " " * 5000,
-        "héllo wörld naïve café", "e\u0301" * 200, "\u0300\u0301\u0302 leading marks", "a\u0308\u0308\u0308",
-        "日本語のテキストと中文文本和한국어", "😀👍🏽👨‍👩‍👧‍👦🇩🇪 emoji", "🙂" * 1000, "١٢٣ ٤٥٦ ७८९",
-        "<|endoftext|>", "a<|endoftext|>b <|fim_prefix|><|endofprompt|>", "I'm, you'RE, they'Ll, it'S",
-        "1234567890" * 50, "3.14159, 2,718; 1e-10", "\u200b\u200c\u200d\ufeff zero widths", "\u2028\u2029\x85\x0b\x0c",
-        "ﬁ ﬂ Ⅻ ℌ ① ²³", "tab\tsep\tvalues\n" * 20, "```python\nprint('x')\n```", "https://ex.com/a?b=c&d=e#f",
-        "\U0010ffff\U000e0001 private \ue000", "Ωmega ß ẞ İ ı", "\x7f\x1b[31mred\x1b[0m",
+        "",
+        " ",
+        "\x00",
+        "a\x00b",
+        "\x00" * 50,
+        "\r\n\r\n",
+        "  \n\n\t  x",
+        "x   ",
+        "   ",
+        "\n" * 300,
+        " " * 5000,
+        "héllo wörld naïve café",
+        "e\u0301" * 200,
+        "\u0300\u0301\u0302 leading marks",
+        "a\u0308\u0308\u0308",
+        "日本語のテキストと中文文本和한국어",
+        "😀👍🏽👨‍👩‍👧‍👦🇩🇪 emoji",
+        "🙂" * 1000,
+        "١٢٣ ٤٥٦ ७८९",
+        "<|endoftext|>",
+        "a<|endoftext|>b <|fim_prefix|><|endofprompt|>",
+        "I'm, you'RE, they'Ll, it'S",
+        "1234567890" * 50,
+        "3.14159, 2,718; 1e-10",
+        "\u200b\u200c\u200d\ufeff zero widths",
+        "\u2028\u2029\x85\x0b\x0c",
+        "ﬁ ﬂ Ⅻ ℌ ① ²³",
+        "tab\tsep\tvalues\n" * 20,
+        "```python\nprint('x')\n```",
+        "https://ex.com/a?b=c&d=e#f",
+        "\U0010ffff\U000e0001 private \ue000",
+        "Ωmega ß ẞ İ ı",
+        "\x7f\x1b[31mred\x1b[0m",
     ]
-    alphabet = ("abcXYZ019 \t\n\r.,'!?-_/\\\x00é\u0301日本😀👍🏽\u200b١٢٣ß<|>endoftext" + "\U0001f468\u200d\U0001f469")
+    alphabet = "abcXYZ019 \t\n\r.,'!?-_/\\\x00é\u0301日本😀👍🏽\u200b١٢٣ß<|>endoftext" + "\U0001f468\u200d\U0001f469"
     rng = random.Random(seed)
     rand = ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 200))) for _ in range(2000)]
     return fixed + rand
@@ -209,8 +236,16 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.perf_counter()
             encode, clear = load()
             encode("Warm up. Load everything once.")
-            rows.append({"name": name, "dist": dist, "encode": encode, "clear": clear,
-                         "load_s": time.perf_counter() - t0, "note": ""})
+            rows.append(
+                {
+                    "name": name,
+                    "dist": dist,
+                    "encode": encode,
+                    "clear": clear,
+                    "load_s": time.perf_counter() - t0,
+                    "note": "",
+                }
+            )
         except Exception as exc:  # noqa: BLE001 - a missing or unusable candidate is a row, not a crash
             rows.append({"name": name, "dist": dist, "encode": None, "note": f"{type(exc).__name__}: {exc}"[:70]})
     ref = next(r["encode"] for r in rows if r["name"] == "tiktoken")
@@ -258,8 +293,12 @@ def main(argv: list[str] | None = None) -> int:
 
     base = next(r for r in live if r["name"] == "bpe-openai")
     mb = {k: sum(len(t.encode("utf-8")) for t in texts) / 1e6 for k, texts in corpora.items()}
-    print("cl100k encoders; CPU time single-thread (RAYON_NUM_THREADS=1), best of", args.rounds, "rounds;",
-          ", ".join(f"{k} {v:.2f} MB" for k, v in mb.items()))
+    print(
+        "cl100k encoders; CPU time single-thread (RAYON_NUM_THREADS=1), best of",
+        args.rounds,
+        "rounds;",
+        ", ".join(f"{k} {v:.2f} MB" for k, v in mb.items()),
+    )
     head = f"{'encoder':12} {'licence':14} {'offline':8} {'load s':>6} {'ids = tiktoken':22}"
     for k in corpora:
         head += f" {k + ' MB/s':>13} {'x bpe-openai':>12}"

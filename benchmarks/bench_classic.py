@@ -75,7 +75,9 @@ def default_encoder() -> str:
     from chunkwise.segmentation.cl100k_encoder import GigatokenEncoder
     from chunkwise.segmentation.tokenizers import get_tokenizer
 
-    return "gigatoken" if isinstance(getattr(get_tokenizer("cl100k"), "_fast", None), GigatokenEncoder) else "bpe-openai"
+    return (
+        "gigatoken" if isinstance(getattr(get_tokenizer("cl100k"), "_fast", None), GigatokenEncoder) else "bpe-openai"
+    )
 
 
 def bpe_openai_tokenizer():
@@ -101,6 +103,7 @@ def build_rows(enc, only: list[str] | None):
         def make():
             strat = get_strategy(name, tokenizer=tokenizer() if callable(tokenizer) else tokenizer, **params)
             return lambda text: [c.text for c in strat.chunk(text)]
+
         return make
 
     def floor_bpe(tokenizer=None):
@@ -123,7 +126,7 @@ def build_rows(enc, only: list[str] | None):
             ids = enc.encode_ordinary(text)
             _, offs = enc.decode_with_offsets(ids)
             offs.append(len(text))
-            return [text[offs[k]:offs[min(k + 512, len(ids))]] for k in range(0, len(ids), 462)]
+            return [text[offs[k] : offs[min(k + 512, len(ids))]] for k in range(0, len(ids), 462)]
 
         return run
 
@@ -135,8 +138,11 @@ def build_rows(enc, only: list[str] | None):
     if default_encoder() != "bpe-openai":  # with and without gigatoken in the same run
         rows += [
             ("floor", "floor: bpe-openai offsets + slices", lambda: floor_bpe(bpe_openai_tokenizer)),
-            ("token", "chunkwise fixed 512/50 (bpe-openai)",
-             ours("fixed", tokenizer=bpe_openai_tokenizer, max_tokens=512, overlap=50)),
+            (
+                "token",
+                "chunkwise fixed 512/50 (bpe-openai)",
+                ours("fixed", tokenizer=bpe_openai_tokenizer, max_tokens=512, overlap=50),
+            ),
         ]
     rows += [
         ("recursive", "chunkwise recursive 512", ours("recursive", max_tokens=512)),
@@ -153,7 +159,8 @@ def build_rows(enc, only: list[str] | None):
         from langchain_text_splitters import RecursiveCharacterTextSplitter
 
         s = RecursiveCharacterTextSplitter.from_tiktoken_encoder(
-            encoding_name="cl100k_base", chunk_size=512, chunk_overlap=0)
+            encoding_name="cl100k_base", chunk_size=512, chunk_overlap=0
+        )
         return s.split_text
 
     def chonkie_token():
@@ -251,8 +258,10 @@ def main(argv: list[str] | None = None) -> int:
             row["out"] = out
 
     print()
-    print(f"{'kind':10} {'splitter':36} {'MB/s':>7} {'vs best peer':>12} {'cpu MB/s':>9} {'chunks':>7} "
-          f"{'max tok':>8} {'exact':>6}")
+    print(
+        f"{'kind':10} {'splitter':36} {'MB/s':>7} {'vs best peer':>12} {'cpu MB/s':>9} {'chunks':>7} "
+        f"{'max tok':>8} {'exact':>6}"
+    )
     for kind in ("floor", "token", "recursive", "sentence"):
         group = [r for r in rows if r["kind"] == kind]
         peers = [r for r in group if not r["name"].startswith("chunkwise")]
@@ -263,8 +272,10 @@ def main(argv: list[str] | None = None) -> int:
             max_tok = max((len(enc.encode_ordinary(c)) for c in chunks), default=0)
             ratio = f"{speed / best_peer:.2f}x" if best_peer else "-"
             share = exact_share(texts, r["out"])
-            print(f"{kind:10} {r['name']:36} {speed:7.2f} {ratio:>12} {mb / r['cpu']:9.2f} {len(chunks):7d} "
-                  f"{max_tok:8d} {share:6.1%}")
+            print(
+                f"{kind:10} {r['name']:36} {speed:7.2f} {ratio:>12} {mb / r['cpu']:9.2f} {len(chunks):7d} "
+                f"{max_tok:8d} {share:6.1%}"
+            )
     print()
     goals = [
         ("token", "chunkwise fixed", None, 1.5),
@@ -273,8 +284,13 @@ def main(argv: list[str] | None = None) -> int:
     ]
     for kind, ours, peer, goal in goals:
         mine = [r for r in rows if r["name"].startswith(ours)]
-        others = [r for r in rows if r["kind"] == kind and not r["name"].startswith("chunkwise")
-                  and (peer is None or r["name"].startswith(peer))]
+        others = [
+            r
+            for r in rows
+            if r["kind"] == kind
+            and not r["name"].startswith("chunkwise")
+            and (peer is None or r["name"].startswith(peer))
+        ]
         if not mine or not others:
             continue
         ref = min(others, key=lambda r: r["best"])
@@ -282,8 +298,9 @@ def main(argv: list[str] | None = None) -> int:
             ratio = ref["best"] / row["best"]
             cpu_ratio = ref["cpu"] / row["cpu"]
             verdict = "met" if (min(ratio, cpu_ratio) if kind == "token" else ratio) >= goal else "NOT met"
-            print(f"goal {row['name']} >= {goal}x {ref['name']}: {ratio:.2f}x wall, {cpu_ratio:.2f}x CPU time "
-                  f"({verdict})")
+            print(
+                f"goal {row['name']} >= {goal}x {ref['name']}: {ratio:.2f}x wall, {cpu_ratio:.2f}x CPU time ({verdict})"
+            )
     floors = [r for r in rows if r["kind"] == "floor"]
     fixed = [r for r in rows if r["name"].startswith("chunkwise fixed")]
     if floors and fixed:  # fixed within 1.15x of one tokenizer pass plus slicing

@@ -38,16 +38,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-tokens", type=int, default=200)
     ap.add_argument("--tokenizer", default="minilm")
     ap.add_argument("--embedder", default="minilm")
-    ap.add_argument("--modes", default="late,headings,neighbors", help="comma-separated: late, headings, "
-                    "neighbors, llm")
+    ap.add_argument(
+        "--modes", default="late,headings,neighbors", help="comma-separated: late, headings, neighbors, llm"
+    )
     ap.add_argument("--neighbors", type=int, default=2)
     ap.add_argument("--late-window", type=int, default=None)
     ap.add_argument("--late-overlap", type=int, default=None)
     ap.add_argument("--llm-base-url", default=None)
     ap.add_argument("--llm-model", default=None)
     ap.add_argument("--n-boot", type=int, default=2000)
-    ap.add_argument("--speed-doc", default="state_of_the_union",
-                    help="corpus for the speed comparison (embedding without cache; '' to skip)")
+    ap.add_argument(
+        "--speed-doc",
+        default="state_of_the_union",
+        help="corpus for the speed comparison (embedding without cache; '' to skip)",
+    )
     ap.add_argument("--json", default=None, help="write all numbers to this file (rewritten after every run)")
     ap.add_argument("--resume", action="store_true", help="reuse the runs already in --json (same settings)")
     args = ap.parse_args(argv)
@@ -72,16 +76,33 @@ def main(argv: list[str] | None = None) -> int:
             opts = {k: v for k, v in (("window", args.late_window), ("overlap", args.late_overlap)) if v is not None}
             specs.append(RunSpec(args.strategy, dict(params), hybrid=False, label="late", late=True, late_opts=opts))
         elif mode == "neighbors":
-            specs.append(RunSpec(args.strategy, dict(params), hybrid=False, label="neighbors", context="neighbors",
-                                 context_opts={"neighbors": args.neighbors}))
+            specs.append(
+                RunSpec(
+                    args.strategy,
+                    dict(params),
+                    hybrid=False,
+                    label="neighbors",
+                    context="neighbors",
+                    context_opts={"neighbors": args.neighbors},
+                )
+            )
         elif mode == "llm":
-            specs.append(RunSpec(args.strategy, dict(params), hybrid=False, label="llm", context="llm",
-                                 context_opts={"base_url": args.llm_base_url, "model": args.llm_model}))
+            specs.append(
+                RunSpec(
+                    args.strategy,
+                    dict(params),
+                    hybrid=False,
+                    label="llm",
+                    context="llm",
+                    context_opts={"base_url": args.llm_base_url, "model": args.llm_model},
+                )
+            )
         else:
             specs.append(RunSpec(args.strategy, dict(params), hybrid=False, label=mode, context=mode))
 
-    ev = Evaluator(ds, embedder, k=5, n_boot=args.n_boot,
-                   progress=lambda msg: print(f"  {msg}", file=sys.stderr, flush=True))
+    ev = Evaluator(
+        ds, embedder, k=5, n_boot=args.n_boot, progress=lambda msg: print(f"  {msg}", file=sys.stderr, flush=True)
+    )
     settings = {k: v for k, v in vars(args).items() if k not in ("json", "resume", "n_boot", "modes", "speed_doc")}
     saved = _load(args.json, settings) if args.resume and args.json else {}
     results, seconds = {}, {}
@@ -102,8 +123,10 @@ def main(argv: list[str] | None = None) -> int:
             _save(args.json, settings, results, seconds)
 
     base = results["baseline"]
-    print(f"\n{len(ds.queries)} queries, {len(ds.documents)} corpora, {args.strategy} max_tokens={args.max_tokens} "
-          f"({args.tokenizer} tokens), embedder {embedder.model_id}, paired bootstrap n={args.n_boot}\n")
+    print(
+        f"\n{len(ds.queries)} queries, {len(ds.documents)} corpora, {args.strategy} max_tokens={args.max_tokens} "
+        f"({args.tokenizer} tokens), embedder {embedder.model_id}, paired bootstrap n={args.n_boot}\n"
+    )
     print("| run | chunks | " + " | ".join(METRICS) + " |")
     print("|---|---|" + "---|" * len(METRICS))
     table = {}
@@ -118,11 +141,15 @@ def main(argv: list[str] | None = None) -> int:
             bs = M.paired_bootstrap(res.per_query[m], base.per_query[m], n_boot=args.n_boot, seed=0)
             row[m].update({k: float(bs[k]) for k in ("diff", "lo", "hi")}, significant=bool(bs["significant"]))
             mark = "*" if bs["significant"] else ""
-            cells.append(f"{100 * mean:.1f} ({100 * bs['diff']:+.1f} [{100 * bs['lo']:+.1f}, {100 * bs['hi']:+.1f}]{mark})")
+            cells.append(
+                f"{100 * mean:.1f} ({100 * bs['diff']:+.1f} [{100 * bs['lo']:+.1f}, {100 * bs['hi']:+.1f}]{mark})"
+            )
         print(f"| {label} | {res.stats['chunks']} | " + " | ".join(cells) + " |")
         table[label] = {"metrics": row, "seconds": seconds[label], "chunks": res.stats["chunks"]}
-    print("\nValues in %; in brackets: difference to the baseline and its 95% paired-bootstrap interval; "
-          "* = the interval excludes 0.")
+    print(
+        "\nValues in %; in brackets: difference to the baseline and its 95% paired-bootstrap interval; "
+        "* = the interval excludes 0."
+    )
     if args.speed_doc:
         speed(ds, args, modes)
     if args.json:
@@ -160,8 +187,10 @@ def speed(ds, args, modes) -> None:
             emb.embed([c.embed_text for c in chunks])
         rows.append((mode, (time.perf_counter() - t0) / base))
     n_tok = sum(emb.tokenizer.count_batch([c.text for c in chunks]))
-    print(f"\nSpeed on {args.speed_doc} ({len(chunks)} chunks, {n_tok} tokens, cache off), time relative to "
-          "embedding the plain chunks:\n")
+    print(
+        f"\nSpeed on {args.speed_doc} ({len(chunks)} chunks, {n_tok} tokens, cache off), time relative to "
+        "embedding the plain chunks:\n"
+    )
     print("| mode | time ratio |\n|---|---|")
     print("| plain chunks | 1.00x |")
     for mode, r in rows:
@@ -177,9 +206,17 @@ class _Saved:
 
 
 def _save(path, settings, results, seconds, table=None) -> None:
-    data = {"settings": settings, "runs": {label: {"per_query": {m: r.per_query[m].tolist() for m in METRICS},
-                                                  "stats": r.stats, "seconds": seconds[label]}
-                                           for label, r in results.items()}}
+    data = {
+        "settings": settings,
+        "runs": {
+            label: {
+                "per_query": {m: r.per_query[m].tolist() for m in METRICS},
+                "stats": r.stats,
+                "seconds": seconds[label],
+            }
+            for label, r in results.items()
+        },
+    }
     if table is not None:
         data["table"] = table
     Path(path).write_text(json.dumps(data, indent=1))

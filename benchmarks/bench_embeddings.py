@@ -59,8 +59,10 @@ def load_sentences(n: int) -> list[list[str]]:
     try:
         from chunkwise.segmentation.sentences import split_sentences
     except ImportError:  # pragma: no cover - fallback when the segmentation module is absent
+
         def split_sentences(text):
             return [m.span() for m in re.finditer(r"[^.!?\n]+[.!?]?", text)]
+
     files = sorted(CORPORA.glob("*.md"))
     if not files:
         sys.exit(f"no corpora in {CORPORA}")
@@ -139,8 +141,12 @@ def window_study(minilm_512, sentences_by_corpus) -> dict:
         start = tok.offsets(c)[254][0]
         tails.append(c[start:])
     a, b, t = minilm_512.embed(chunks), w256.embed(chunks), minilm_512.embed(tails)
-    return {"chunks": len(chunks), "cos_512_vs_256": float((a * b).sum(1).mean()),
-            "tail_cos_512": float((a * t).sum(1).mean()), "tail_cos_256": float((b * t).sum(1).mean())}
+    return {
+        "chunks": len(chunks),
+        "cos_512_vs_256": float((a * b).sum(1).mean()),
+        "tail_cos_512": float((a * t).sum(1).mean()),
+        "tail_cos_256": float((b * t).sum(1).mean()),
+    }
 
 
 STREAM_CHILD = r"""
@@ -170,13 +176,16 @@ print(f"{{count}} {{dt:.2f}} {{base / 1024:.0f}} {{peak / 1024:.0f}}")
 
 
 def stream_memory(name: str, n: int) -> dict:
-    out = subprocess.run([sys.executable, "-c", STREAM_CHILD.format(src=str(ROOT / "src")), name, str(n)],
-                         capture_output=True, text=True, timeout=1800)
+    out = subprocess.run(
+        [sys.executable, "-c", STREAM_CHILD.format(src=str(ROOT / "src")), name, str(n)],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     if out.returncode != 0:
         return {"error": out.stderr.strip().splitlines()[-1] if out.stderr.strip() else "failed"}
     count, secs, base, peak = out.stdout.split()
-    return {"texts": int(count), "seconds": float(secs), "rss_after_load_mb": float(base),
-            "peak_rss_mb": float(peak)}
+    return {"texts": int(count), "seconds": float(secs), "rss_after_load_mb": float(base), "peak_rss_mb": float(peak)}
 
 
 # -- peers on the same ONNX file ----------------------------------------------------------------
@@ -214,9 +223,14 @@ def peer_rows(model_dir: Path) -> dict:
         from fastembed import TextEmbedding
         from fastembed.common.model_description import ModelSource, PoolingType
 
-        TextEmbedding.add_custom_model(model="local/minilm-int8", pooling=PoolingType.MEAN, normalization=True,
-                                       sources=ModelSource(hf="local/minilm-int8"), dim=384,
-                                       model_file="onnx/model.onnx")
+        TextEmbedding.add_custom_model(
+            model="local/minilm-int8",
+            pooling=PoolingType.MEAN,
+            normalization=True,
+            sources=ModelSource(hf="local/minilm-int8"),
+            dim=384,
+            model_file="onnx/model.onnx",
+        )
         fe = TextEmbedding("local/minilm-int8", specific_model_path=str(model_dir))
         rows["fastembed"] = lambda texts: np.asarray(list(fe.embed(texts)))  # its defaults (batch 256)
     except Exception as exc:  # the peers are optional
@@ -224,8 +238,12 @@ def peer_rows(model_dir: Path) -> dict:
     try:
         from sentence_transformers import SentenceTransformer
 
-        st = SentenceTransformer(str(model_dir), backend="onnx", device="cpu",
-                                 model_kwargs={"file_name": "onnx/model.onnx", "provider": "CPUExecutionProvider"})
+        st = SentenceTransformer(
+            str(model_dir),
+            backend="onnx",
+            device="cpu",
+            model_kwargs={"file_name": "onnx/model.onnx", "provider": "CPUExecutionProvider"},
+        )
         rows["sentence-transformers onnx"] = lambda texts: st.encode(texts, normalize_embeddings=True)
     except Exception as exc:
         print(f"sentence-transformers onnx skipped: {type(exc).__name__}: {exc}")
@@ -247,7 +265,7 @@ def long_chunks(sentences: list[str], tokenizer, n: int, size: int = 254) -> lis
     """Consecutive text cut into pieces of exactly ``size`` MiniLM tokens (256 positions with [CLS]/[SEP])."""
     text = " ".join(sentences)
     offsets = tokenizer.offsets(text)
-    return [text[offsets[k][0]:offsets[k + size - 1][1]] for k in range(0, len(offsets) - size, size)][:n]
+    return [text[offsets[k][0] : offsets[k + size - 1][1]] for k in range(0, len(offsets) - size, size)][:n]
 
 
 def peers_throughput(sentences: list[str], long_source: list[str], n_long: int, rounds: int) -> dict:
@@ -279,8 +297,12 @@ def peers_throughput(sentences: list[str], long_source: list[str], n_long: int, 
         results[kind] = {}
         for name, (wall, cpu) in best.items():
             cos = float((vecs[name] * vecs["chunkwise minilm"]).sum(1).min())
-            results[kind][name] = {"texts_s": len(texts) / wall, "tokens_s": tokens / wall,
-                                   "cpu_tokens_s": tokens / cpu, "min_cos": cos}
+            results[kind][name] = {
+                "texts_s": len(texts) / wall,
+                "tokens_s": tokens / wall,
+                "cpu_tokens_s": tokens / cpu,
+                "min_cos": cos,
+            }
             print(f"{name:<28}{len(texts) / wall:>9.0f}{tokens / wall:>10.0f}{tokens / cpu:>10.0f}{cos:>10.6f}")
         # the goal is against the peers on the same int8 file (torch runs other weights: shown, not compared)
         peers = [r for n, r in results[kind].items() if not n.startswith("chunkwise") and "torch" not in n]
@@ -288,8 +310,10 @@ def peers_throughput(sentences: list[str], long_source: list[str], n_long: int, 
             ours = results[kind]["chunkwise minilm"]
             fastest = max(p["tokens_s"] for p in peers)
             fastest_cpu = max(p["cpu_tokens_s"] for p in peers)
-            print(f"goal tokens/s >= 1.3x the faster peer: {ours['tokens_s'] / fastest:.2f}x wall, "
-                  f"{ours['cpu_tokens_s'] / fastest_cpu:.2f}x CPU time")
+            print(
+                f"goal tokens/s >= 1.3x the faster peer: {ours['tokens_s'] / fastest:.2f}x wall, "
+                f"{ours['cpu_tokens_s'] / fastest_cpu:.2f}x CPU time"
+            )
     return results
 
 
@@ -302,24 +326,32 @@ def main() -> None:
     ap.add_argument("--skip-torch", action="store_true")
     ap.add_argument("--skip-stream", action="store_true")
     ap.add_argument("--json", default=None, help="also write the results to this JSON file")
-    ap.add_argument("--peers", action="store_true",
-                    help="only the peer comparison on the same ONNX file (fastembed, sentence-transformers onnx)")
+    ap.add_argument(
+        "--peers",
+        action="store_true",
+        help="only the peer comparison on the same ONNX file (fastembed, sentence-transformers onnx)",
+    )
     ap.add_argument("--long", type=int, default=400, help="256-token chunks for the peer comparison")
     args = ap.parse_args()
     if args.peers:
         # the long pieces come from enough consecutive text for --long of them (about 8 sentences each)
-        res = peers_throughput([s for g in load_sentences(args.sentences) for s in g],
-                               [s for g in load_sentences(max(args.sentences, 8 * args.long)) for s in g],
-                               args.long, args.rounds)
+        res = peers_throughput(
+            [s for g in load_sentences(args.sentences) for s in g],
+            [s for g in load_sentences(max(args.sentences, 8 * args.long)) for s in g],
+            args.long,
+            args.rounds,
+        )
         if args.json:
             Path(args.json).write_text(json.dumps(res, indent=1))
         return
 
     groups = load_sentences(args.sentences)
     sentences = [s for g in groups for s in g]
-    print(f"{len(sentences)} sentences from {len(groups)} corpora "
-          f"({np.mean([len(s) for s in sentences]):.0f} chars on average); cores: {os.cpu_count()}, "
-          f"load average {os.getloadavg()[0]:.1f}")
+    print(
+        f"{len(sentences)} sentences from {len(groups)} corpora "
+        f"({np.mean([len(s) for s in sentences]):.0f} chars on average); cores: {os.cpu_count()}, "
+        f"load average {os.getloadavg()[0]:.1f}"
+    )
 
     backends: dict[str, object] = {"minilm": get_embedder("minilm", cache=False)}
     if not args.skip_torch:
@@ -373,15 +405,17 @@ def main() -> None:
         if cos is not None:
             row.update(cos_min=float(cos.min()), cos_p1=float(np.percentile(cos, 1)), cos_mean=float(cos.mean()))
         results["agreement"][name] = row
-        fmt = (lambda k, row=row: f"{row[k]:>10.4f}" if k in row else f"{'-':>10}")
+        fmt = lambda k, row=row: f"{row[k]:>10.4f}" if k in row else f"{'-':>10}"
         print(f"{name:<16}{fmt('pearson')}{fmt('spearman')}{fmt('cos_min')}{fmt('cos_p1')}{fmt('cos_mean')}")
 
     ws = window_study(backends["minilm"], groups)
     results["window"] = ws
     if ws:
-        print(f"\nwindow: {ws['chunks']} chunks of 300-500 tokens; cos(512-window, 256-window) = "
-              f"{ws['cos_512_vs_256']:.4f}; similarity to the text past token 254: "
-              f"512-window {ws['tail_cos_512']:.4f}, 256-window {ws['tail_cos_256']:.4f}")
+        print(
+            f"\nwindow: {ws['chunks']} chunks of 300-500 tokens; cos(512-window, 256-window) = "
+            f"{ws['cos_512_vs_256']:.4f}; similarity to the text past token 254: "
+            f"512-window {ws['tail_cos_512']:.4f}, 256-window {ws['tail_cos_256']:.4f}"
+        )
 
     if not args.skip_stream:
         print("\nstreamed memory (fresh process, batches of 4,096)")
@@ -394,8 +428,10 @@ def main() -> None:
             extra = ""
             if n < 1_000_000:
                 extra = f"; 1,000,000 texts would take ~{r['seconds'] * 1_000_000 / n / 60:.0f} min (extrapolated)"
-            print(f"  {name:<8}{r['texts']:>10,} texts in {r['seconds']:.1f} s ({r['texts'] / r['seconds']:,.0f}/s): "
-                  f"RSS {r['rss_after_load_mb']:.0f} MB after loading, peak {r['peak_rss_mb']:.0f} MB{extra}")
+            print(
+                f"  {name:<8}{r['texts']:>10,} texts in {r['seconds']:.1f} s ({r['texts'] / r['seconds']:,.0f}/s): "
+                f"RSS {r['rss_after_load_mb']:.0f} MB after loading, peak {r['peak_rss_mb']:.0f} MB{extra}"
+            )
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
 

@@ -51,8 +51,10 @@ def main(argv=None) -> int:
         print(line)
     rec, iou = 100 * report.runs[0].scores["recall@5"], 100 * report.runs[0].scores["iou@5"]
     ok = rec > TARGET[0] and iou > TARGET[1]
-    print(f"\nbest-config {json.dumps(best.to_config())}:\nrecall {rec:.2f} > {TARGET[0]} and IoU {iou:.2f} > {TARGET[1]}: "
-          f"{'met' if ok else 'NOT met'} (Δ = best-config − row; ≈ not significant)")
+    print(
+        f"\nbest-config {json.dumps(best.to_config())}:\nrecall {rec:.2f} > {TARGET[0]} and IoU {iou:.2f} > {TARGET[1]}: "
+        f"{'met' if ok else 'NOT met'} (Δ = best-config − row; ≈ not significant)"
+    )
     return 0 if ok else 1
 
 

@@ -28,17 +28,24 @@ CHROMA_SEPARATORS = ["\n\n", "\n", ".", "?", "!", " ", ""]
 
 #: label, run spec, published (recall, IoU) at n = 5
 CONFIGS = [
-    ("Recursive 200/0", "recursive", {"max_tokens": 200, "overlap": 0, "tokenizer": "cl100k",
-                                       "separators": CHROMA_SEPARATORS}, (75.7, 6.5)),
+    (
+        "Recursive 200/0",
+        "recursive",
+        {"max_tokens": 200, "overlap": 0, "tokenizer": "cl100k", "separators": CHROMA_SEPARATORS},
+        (75.7, 6.5),
+    ),
     ("TokenText 250/125", "fixed", {"max_tokens": 250, "overlap": 125, "tokenizer": "cl100k"}, (82.4, 3.5)),
     # Chroma's ClusterSemanticChunker has no layout prior, no heading walls and no minimum size: pinned
-    ("Cluster 200", "cohesion", {"max_tokens": 200, "tokenizer": "cl100k", "min_tokens": 0,
-                                 "structure_bonus": 0.0, "respect_sections": 0}, (75.2, 7.2)),
+    (
+        "Cluster 200",
+        "cohesion",
+        {"max_tokens": 200, "tokenizer": "cl100k", "min_tokens": 0, "structure_bonus": 0.0, "respect_sections": 0},
+        (75.2, 7.2),
+    ),
 ]
 
 
-def run(data: Path, docs: list[str] | None = None, window: int = 256, configs=CONFIGS, progress=None,
-        on_row=None):
+def run(data: Path, docs: list[str] | None = None, window: int = 256, configs=CONFIGS, progress=None, on_row=None):
     """Evaluate the configurations; returns ``(report, rows)`` with rows of (label, published, ours, result).
 
     ``on_row(row)`` is called as each configuration finishes (a long cold run shows results as it goes).
@@ -61,23 +68,36 @@ def run(data: Path, docs: list[str] | None = None, window: int = 256, configs=CO
         rows.append(row)
         if on_row:
             on_row(row)
-    report = EvaluationReport(ds.path, ds.summary(), ev.embedder.model_id, ev.k, ev.count_tokenizer.name,
-                              len(ds.queries), results, ev.compare(results), list(ds.problems),
-                              time.perf_counter() - t0)
+    report = EvaluationReport(
+        ds.path,
+        ds.summary(),
+        ev.embedder.model_id,
+        ev.k,
+        ev.count_tokenizer.name,
+        len(ds.queries),
+        results,
+        ev.compare(results),
+        list(ds.problems),
+        time.perf_counter() - t0,
+    )
     return report, rows
 
 
-HEAD = (f"{'configuration':20} {'recall':>7} {'(pub)':>6} {'Δ':>6}   {'IoU':>5} {'(pub)':>6} {'Δ':>5}   "
-        f"{'prec':>5} {'precΩ':>6}  {'IoU·set':>7}  {'chunks':>6} {'embedded':>8} {'seconds':>7}")
+HEAD = (
+    f"{'configuration':20} {'recall':>7} {'(pub)':>6} {'Δ':>6}   {'IoU':>5} {'(pub)':>6} {'Δ':>5}   "
+    f"{'prec':>5} {'precΩ':>6}  {'IoU·set':>7}  {'chunks':>6} {'embedded':>8} {'seconds':>7}"
+)
 
 
 def format_row(row) -> str:
     label, (p_rec, p_iou), (rec, iou), r = row
     within = abs(rec - p_rec) <= 2 and abs(iou - p_iou) <= 1
-    return (f"{label:20} {rec:7.1f} {p_rec:6.1f} {rec - p_rec:+6.1f}   {iou:5.1f} {p_iou:6.1f} {iou - p_iou:+5.1f}   "
-            f"{100 * r.scores['precision@5']:5.1f} {100 * r.scores['precision_omega']:6.1f}  "
-            f"{100 * r.scores['iou_set@5']:7.1f}  {r.stats['chunks']:6d} {r.stats['texts_embedded']:8d} "
-            f"{r.stats['seconds']:7.1f}{'' if within else '   (outside ±2 / ±1)'}")
+    return (
+        f"{label:20} {rec:7.1f} {p_rec:6.1f} {rec - p_rec:+6.1f}   {iou:5.1f} {p_iou:6.1f} {iou - p_iou:+5.1f}   "
+        f"{100 * r.scores['precision@5']:5.1f} {100 * r.scores['precision_omega']:6.1f}  "
+        f"{100 * r.scores['iou_set@5']:7.1f}  {r.stats['chunks']:6d} {r.stats['texts_embedded']:8d} "
+        f"{r.stats['seconds']:7.1f}{'' if within else '   (outside ±2 / ±1)'}"
+    )
 
 
 def main(argv=None) -> int:
@@ -94,9 +114,13 @@ def main(argv=None) -> int:
     print(f"Chroma general evaluation set, n = 5, all-MiniLM-L6-v2 (window {args.window})\n")
     print(HEAD)
     print("-" * len(HEAD), flush=True)
-    report, rows = run(Path(args.data), args.docs.split(",") if args.docs else None, args.window,
-                       progress=lambda m: print(f"  {m}", file=sys.stderr, flush=True),
-                       on_row=lambda row: print(format_row(row), flush=True))
+    report, rows = run(
+        Path(args.data),
+        args.docs.split(",") if args.docs else None,
+        args.window,
+        progress=lambda m: print(f"  {m}", file=sys.stderr, flush=True),
+        on_row=lambda row: print(format_row(row), flush=True),
+    )
     print(f"\n{report.dataset_summary}; embedder {report.embedder}; total {time.perf_counter() - t0:.1f} s")
     if args.json:
         from chunkwise.evaluation.report import format_json

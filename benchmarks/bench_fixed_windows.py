@@ -43,8 +43,8 @@ def main(argv: list[str] | None = None) -> int:
         for method in ("count", "offsets"):  # count tokenizer calls without changing what they return
             orig = getattr(tok, method)
 
-            def counted(*a, _orig=orig, **kw):
-                calls["n"] += 1
+            def counted(*a, _orig=orig, _calls=calls, **kw):
+                _calls["n"] += 1
                 return _orig(*a, **kw)
 
             setattr(tok, method, counted)

@@ -49,7 +49,7 @@ def tales(path: Path, limit: int) -> list[list[str]]:
     heads = list(TITLE.finditer(text))
     out = []
     for h, nxt in zip(heads, heads[1:] + [None]):
-        body = text[h.end():nxt.start() if nxt else len(text)]
+        body = text[h.end() : nxt.start() if nxt else len(text)]
         body = " ".join(body.split())
         sents = [body[a:b].strip() for a, b in split_sentences(body)]
         sents = [s for s in sents if len(s.split()) >= 3]
@@ -71,7 +71,7 @@ def stitched(corpus: list[list[str]], n_docs: int, n_runs: int, seed: int):
             a = rng.randrange(0, len(corpus[t]) - k)
             if starts:
                 ref.add(len(starts))
-            for s in corpus[t][a:a + k]:
+            for s in corpus[t][a : a + k]:
                 starts.append(offset)
                 pieces.append(s)
                 offset += len(s) + 1
@@ -115,12 +115,18 @@ def retrieval(corpus: list[list[str]], n_queries: int, seed: int, embedders: dic
             rel = owner[order] == t
             hit = np.nonzero(rel)[0]
             ranks.append(int(hit[0]) + 1 if len(hit) else None)
-            ideal = gains[:min(10, int((owner == t).sum()))].sum()
+            ideal = gains[: min(10, int((owner == t).sum()))].sum()
             ndcgs.append(float(gains[rel].sum() / ideal))
-        out[name] = (sum(r == 1 for r in ranks) / len(ranks), sum(r is not None and r <= 5 for r in ranks) / len(ranks),
-                     sum(1 / r for r in ranks if r) / len(ranks), statistics.mean(ndcgs),
-                     sum(r is not None for r in ranks) / len(ranks), len(chunks), secs,
-                     1000 * cpu / (len(chunks) + len(queries)))
+        out[name] = (
+            sum(r == 1 for r in ranks) / len(ranks),
+            sum(r is not None and r <= 5 for r in ranks) / len(ranks),
+            sum(1 / r for r in ranks if r) / len(ranks),
+            statistics.mean(ndcgs),
+            sum(r is not None for r in ranks) / len(ranks),
+            len(chunks),
+            secs,
+            1000 * cpu / (len(chunks) + len(queries)),
+        )
     return out
 
 
@@ -137,8 +143,10 @@ def main() -> None:
     args = ap.parse_args()
     corpus = tales(args.grimm, args.tales)
     print(f"{len(corpus)} tales, {sum(map(len, corpus))} sentences", flush=True)
-    embedders = {"minilm": get_embedder("minilm", cache=False),
-                 "use-multilingual": get_embedder("use-multilingual", cache=False)}
+    embedders = {
+        "minilm": get_embedder("minilm", cache=False),
+        "use-multilingual": get_embedder("use-multilingual", cache=False),
+    }
     docs = [] if args.no_boundaries else stitched(corpus, args.docs, args.runs, args.seed)
     print(f"boundaries: {len(docs)} stitched documents of {args.runs} runs (Pk / WindowDiff, lower is better)")
     print(f"{'strategy':<10} {'embedder':<18} {'Pk':>6} {'WD':>6} {'seconds':>8}")
@@ -151,8 +159,10 @@ def main() -> None:
         embedders["e5"] = get_embedder("e5", cache=False)
     res = retrieval(corpus, args.queries, args.seed, embedders)
     print(f"retrieval: {args.queries} held-out sentences -> a chunk of their own tale")
-    print(f"{'embedder':<18} {'hit@1':>6} {'hit@5':>6} {'MRR@10':>7} {'nDCG@10':>8} {'hit@10':>7} {'chunks':>7} "
-          f"{'embed s':>8} {'CPU ms/text':>11}")
+    print(
+        f"{'embedder':<18} {'hit@1':>6} {'hit@5':>6} {'MRR@10':>7} {'nDCG@10':>8} {'hit@10':>7} {'chunks':>7} "
+        f"{'embed s':>8} {'CPU ms/text':>11}"
+    )
     for name, (h1, h5, mrr, ndcg, h10, n, secs, cpu) in res.items():
         print(f"{name:<18} {h1:>6.3f} {h5:>6.3f} {mrr:>7.3f} {ndcg:>8.3f} {h10:>7.3f} {n:>7} {secs:>8.1f} {cpu:>11.1f}")
 

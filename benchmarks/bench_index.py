@@ -63,25 +63,40 @@ def main() -> int:
         other = report.seconds - sum(t.values())
         rows = [(k, t[k]) for k in ("setup", "load", "chunk", "context", "embed", "write") if k != "context" or t[k]]
         rows.append(("other", other))
-        print(f"\nchunkwise index: {len(paths)} corpora, {size / 1e6:.2f} MB, {report.chunks} chunks, "
-              f"embedder {embedder.model_id}, strategy {args.strategy} (max_tokens {args.max_tokens}), "
-              f"cache {'on' if args.cache else 'off'}\n")
+        print(
+            f"\nchunkwise index: {len(paths)} corpora, {size / 1e6:.2f} MB, {report.chunks} chunks, "
+            f"embedder {embedder.model_id}, strategy {args.strategy} (max_tokens {args.max_tokens}), "
+            f"cache {'on' if args.cache else 'off'}\n"
+        )
         print(f"{'stage':<10} {'seconds':>9} {'share':>8}")
         for name, sec in rows:
             print(f"{name:<10} {sec:>9.2f} {sec / report.seconds:>8.1%}")
         print(f"{'total':<10} {report.seconds:>9.2f} {1:>8.0%}")
         non_embed = 1 - t["embed"] / report.seconds
-        print(f"\neverything except embedding: {non_embed:.1%} of the total (goal <= 10%): "
-              f"{'met' if non_embed <= 0.10 else 'NOT met'}")
-        print(f"throughput: {report.chunks_per_second:.1f} chunks/s end to end, "
-              f"{report.chunks / t['embed']:.1f} chunks/s embedding, "
-              f"{report.chunks / max(t['write'], 1e-9):.0f} chunks/s writing to Milvus Lite")
-        print(f"re-run on unchanged files: {again.seconds:.2f} s ({again.seconds / report.seconds:.1%} of the "
-              f"first run), {again.skipped} documents skipped, {again.embedded} chunks embedded")
+        print(
+            f"\neverything except embedding: {non_embed:.1%} of the total (goal <= 10%): "
+            f"{'met' if non_embed <= 0.10 else 'NOT met'}"
+        )
+        print(
+            f"throughput: {report.chunks_per_second:.1f} chunks/s end to end, "
+            f"{report.chunks / t['embed']:.1f} chunks/s embedding, "
+            f"{report.chunks / max(t['write'], 1e-9):.0f} chunks/s writing to Milvus Lite"
+        )
+        print(
+            f"re-run on unchanged files: {again.seconds:.2f} s ({again.seconds / report.seconds:.1%} of the "
+            f"first run), {again.skipped} documents skipped, {again.embedded} chunks embedded"
+        )
 
-        result = {"corpora": args.corpora, "bytes": size, "chunks": report.chunks, "seconds": report.seconds,
-                  "timings": dict(t, other=other), "non_embedding_share": non_embed,
-                  "rerun_seconds": again.seconds, "embedder": embedder.model_id}
+        result = {
+            "corpora": args.corpora,
+            "bytes": size,
+            "chunks": report.chunks,
+            "seconds": report.seconds,
+            "timings": dict(t, other=other),
+            "non_embedding_share": non_embed,
+            "rerun_seconds": again.seconds,
+            "embedder": embedder.model_id,
+        }
         if args.queries:
             with open(CHROMA / "questions_df.csv", encoding="utf-8", newline="") as fh:
                 qs = [q for q in csv.DictReader(fh) if q["corpus_id"] in args.corpora][: args.queries]
@@ -93,8 +108,15 @@ def main() -> int:
                 for q in qs:
                     hits = index.search(q["question"], k=5, hybrid=hybrid)
                     refs = json.loads(q["references"])
-                    found += all(any(h.source.endswith(f"{q['corpus_id']}.md") and h.start < r["end_index"]
-                                     and r["start_index"] < h.end for h in hits) for r in refs)
+                    found += all(
+                        any(
+                            h.source.endswith(f"{q['corpus_id']}.md")
+                            and h.start < r["end_index"]
+                            and r["start_index"] < h.end
+                            for h in hits
+                        )
+                        for r in refs
+                    )
                 ms = (time.perf_counter() - t0) * 1000 / len(qs)
                 name = "hybrid" if hybrid else "vector"
                 print(f"{name:<8} {ms:>9.1f} {found / len(qs):>9.1%}")

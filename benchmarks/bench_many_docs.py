@@ -67,7 +67,7 @@ def short_documents(n: int) -> list[Document]:
     for k in itertools.cycle((1, 2, 3, 4)):
         if len(docs) >= n or pos + k > len(sentences):
             break
-        docs.append(Document(" ".join(sentences[pos:pos + k]), source=f"doc{len(docs)}"))
+        docs.append(Document(" ".join(sentences[pos : pos + k]), source=f"doc{len(docs)}"))
         pos += k
     return docs
 
@@ -97,8 +97,11 @@ def run(strategy_name: str, docs: list[Document], per_doc: int, repeat: int) -> 
     embedder.embed(["warm up the session"])
     rec = Recorder(embedder)
     strategy = get_strategy(strategy_name, embedder=rec)
-    print(f"{len(docs)} documents, {sum(len(d.text) for d in docs) / len(docs):.0f} chars on average; "
-          f"strategy {strategy_name}, MiniLM int8 ONNX, no cache", flush=True)
+    print(
+        f"{len(docs)} documents, {sum(len(d.text) for d in docs) / len(docs):.0f} chars on average; "
+        f"strategy {strategy_name}, MiniLM int8 ONNX, no cache",
+        flush=True,
+    )
     rows = []
 
     best_many = (float("inf"), float("inf"))
@@ -118,7 +121,7 @@ def run(strategy_name: str, docs: list[Document], per_doc: int, repeat: int) -> 
     fw2, fc2 = floor(embedder, texts_single, 1)
     rows.append(("per-doc (chunk)", len(sub), len(set(texts_single)), w, c, fw2, fc2))
     print(rows[-1], flush=True)
-    same = [[x.to_dict() for x in cs] for cs in single] == [[x.to_dict() for x in cs] for cs in many[:len(sub)]]
+    same = [[x.to_dict() for x in cs] for cs in single] == [[x.to_dict() for x in cs] for cs in many[: len(sub)]]
 
     doc = long_document()
     rec.texts = []

@@ -39,10 +39,14 @@ from pathlib import Path
 
 #: repository -> (commit the numbers in docs/formats.md were measured on, paths used)
 MANIFEST = {
-    "adbar/trafilatura": ("e90b0ef51ab026fdb905fb6c5b3c84dd3d784fd5",
-                          ["tests/evaldata.json", "tests/cache", "tests/eval"]),
-    "py-pdf/sample-files": ("6921079eb3e1ed0944db5ec75016910d59da7fdb",
-                            ["009-pdflatex-geotopo/GeoTopo-komprimiert.pdf"]),
+    "adbar/trafilatura": (
+        "e90b0ef51ab026fdb905fb6c5b3c84dd3d784fd5",
+        ["tests/evaldata.json", "tests/cache", "tests/eval"],
+    ),
+    "py-pdf/sample-files": (
+        "6921079eb3e1ed0944db5ec75016910d59da7fdb",
+        ["009-pdflatex-geotopo/GeoTopo-komprimiert.pdf"],
+    ),
     "fastapi/fastapi": ("c3f316b7e814667e8ee81e03a7330d00ee61e45c", ["docs/en/docs"]),
     "glut23/webvtt-py": ("2f78325d96f260540fe4ba729d3624daaf3f9be6", ["tests/subtitles"]),
     "byroot/pysrt": ("93f52f6d4f70f4e18dc71deeaae0ec1e9100a50f", ["tests/static"]),
@@ -64,14 +68,16 @@ def fetch(cache: Path, mirrors: Path | None) -> None:
             git_dir = mirrors / repo.replace("/", "+")
             if (git_dir / "repo").is_dir():
                 git_dir = git_dir / "repo"
-            archive = subprocess.run(["git", "--git-dir", str(git_dir), "archive", "HEAD", *paths],
-                                     check=True, capture_output=True).stdout
+            archive = subprocess.run(
+                ["git", "--git-dir", str(git_dir), "archive", "HEAD", *paths], check=True, capture_output=True
+            ).stdout
             subprocess.run(["tar", "x", "-C", str(target)], input=archive, check=True)
         else:
             subprocess.run(["git", "clone", "--depth", "1", f"https://github.com/{repo}", str(target)], check=True)
 
 
 # -- HTML ------------------------------------------------------------------------------------------------
+
 
 def _norm(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
@@ -92,8 +98,7 @@ def _scores(c: list[int]) -> dict:
     tp, fp, fn, tn = c
     p = tp / (tp + fp) if tp + fp else 0.0
     r = tp / (tp + fn) if tp + fn else 0.0
-    return {"precision": round(p, 4), "recall": round(r, 4),
-            "f1": round(2 * tp / (2 * tp + fp + fn), 4) if tp else 0.0}
+    return {"precision": round(p, 4), "recall": round(r, 4), "f1": round(2 * tp / (2 * tp + fp + fn), 4) if tp else 0.0}
 
 
 def check_html(cache: Path, limit: int | None) -> dict:
@@ -128,9 +133,13 @@ def check_html(cache: Path, limit: int | None) -> dict:
             text, failed = None, failed + 1
         seconds["chunkwise"] += time.perf_counter() - t
         totals["chunkwise"] = [a + b for a, b in zip(totals["chunkwise"], _count(item, text))]
-    out = {"pages": len(items), "chunkwise_failed": failed, "chunkwise_warned": warned,
-           "scores": {k: _scores(v) for k, v in totals.items()},
-           "seconds": {k: round(v, 1) for k, v in seconds.items()}}
+    out = {
+        "pages": len(items),
+        "chunkwise_failed": failed,
+        "chunkwise_warned": warned,
+        "scores": {k: _scores(v) for k, v in totals.items()},
+        "seconds": {k: round(v, 1) for k, v in seconds.items()},
+    }
     out.update(_html_spot_checks(root))
     return out
 
@@ -143,8 +152,12 @@ def _html_spot_checks(root: Path) -> dict:
         warnings.simplefilter("ignore")
         verge = load(root / "cache" / "theverge.com.ios13.html")
         wiki = load(root / "cache" / "en.wikipedia.org.tsne.html")
-    body = ["iOS 13’s third developer beta includes a new feature", "FaceTime Attention Correction",
-            "Dave Schukin explains", "public-facing beta next week"]
+    body = [
+        "iOS 13’s third developer beta includes a new feature",
+        "FaceTime Attention Correction",
+        "Dave Schukin explains",
+        "public-facing beta next week",
+    ]
     return {
         "verge_body_sentences_found": f"{sum(s in verge.text for s in body)}/{len(body)}",
         "verge_characters": len(verge.text),
@@ -157,8 +170,10 @@ def _html_spot_checks(root: Path) -> dict:
 # -- PDF ---------------------------------------------------------------------------------------------------
 
 #: a running header of a LaTeX book as pypdf extracts it: page number, section number, title in capitals
-_RUNNING_HEADER = re.compile(r"^\d{1,3} (?:KAPITEL )?\d+(?:\.\d+)*\.? [A-ZÄÖÜ][A-ZÄÖÜß0-9 ,.\-]{2,}$"
-                             r"|^(?:KAPITEL )?\d+(?:\.\d+)*\.? [A-ZÄÖÜ][A-ZÄÖÜß0-9 ,.\-]{2,}? \d{1,3}$")
+_RUNNING_HEADER = re.compile(
+    r"^\d{1,3} (?:KAPITEL )?\d+(?:\.\d+)*\.? [A-ZÄÖÜ][A-ZÄÖÜß0-9 ,.\-]{2,}$"
+    r"|^(?:KAPITEL )?\d+(?:\.\d+)*\.? [A-ZÄÖÜ][A-ZÄÖÜß0-9 ,.\-]{2,}? \d{1,3}$"
+)
 
 
 def _raw_headers(path: Path) -> list[str]:
@@ -209,7 +224,8 @@ def check_pdf(cache: Path) -> dict:
     chunks = chunkwise.chunk(doc)
     headers = _raw_headers(path)
     return {
-        "pages": len(doc.pages), "chunks": len(chunks),
+        "pages": len(doc.pages),
+        "chunks": len(chunks),
         "running_headers_in_raw_text": len(headers),
         "running_headers_left": sum(doc.text.count(h) for h in set(headers)),
         "chunks_with_ligatures": sum(bool(_LIGATURES.search(c.text)) for c in chunks),
@@ -220,6 +236,7 @@ def check_pdf(cache: Path) -> dict:
 
 
 # -- Markdown ----------------------------------------------------------------------------------------------
+
 
 def check_markdown(cache: Path) -> dict:
     import chunkwise
@@ -240,12 +257,18 @@ def check_markdown(cache: Path) -> dict:
             end_heading += _heading_end_chunks(doc, chunks)
             heading_only += _heading_only_chunks(doc, chunks)
             zero += sum(c.token_count == 0 for c in chunks)
-    return {"documents": n_docs, "chunks": n_chunks, "chunks_ending_in_heading": end_heading,
-            "chunks_ending_in_heading_pct": round(100 * end_heading / max(1, n_chunks), 2),
-            "heading_only_chunks": heading_only, "zero_token_chunks": zero}
+    return {
+        "documents": n_docs,
+        "chunks": n_chunks,
+        "chunks_ending_in_heading": end_heading,
+        "chunks_ending_in_heading_pct": round(100 * end_heading / max(1, n_chunks), 2),
+        "heading_only_chunks": heading_only,
+        "zero_token_chunks": zero,
+    }
 
 
 # -- subtitles ---------------------------------------------------------------------------------------------
+
 
 def _webvtt_accepts(path: Path) -> bool:
     import webvtt
@@ -272,9 +295,13 @@ def check_subtitles(cache: Path) -> dict:
     from chunkwise.errors import InputError
     from chunkwise.formats import load
 
-    files = sorted([*(repo_dir(cache, "glut23/webvtt-py") / "tests" / "subtitles").glob("*.vtt"),
-                    *(repo_dir(cache, "glut23/webvtt-py") / "tests" / "subtitles").glob("*.srt"),
-                    *(repo_dir(cache, "byroot/pysrt") / "tests" / "static").glob("*.srt")])
+    files = sorted(
+        [
+            *(repo_dir(cache, "glut23/webvtt-py") / "tests" / "subtitles").glob("*.vtt"),
+            *(repo_dir(cache, "glut23/webvtt-py") / "tests" / "subtitles").glob("*.srt"),
+            *(repo_dir(cache, "byroot/pysrt") / "tests" / "static").glob("*.srt"),
+        ]
+    )
     rows = []
     for f in files:
         with warnings.catch_warnings(record=True) as caught:
@@ -284,12 +311,23 @@ def check_subtitles(cache: Path) -> dict:
                 ours, why = True, "; ".join(str(w.message).split(": ", 1)[-1] for w in caught)
             except InputError as exc:
                 ours, why = False, exc.problem
-        rows.append({"file": f"{f.parent.parent.parent.name}/{f.name}", "webvtt_py": _webvtt_accepts(f),
-                     "pysrt": _pysrt_accepts(f) if f.suffix == ".srt" else None, "chunkwise": ours, "note": why})
+        rows.append(
+            {
+                "file": f"{f.parent.parent.parent.name}/{f.name}",
+                "webvtt_py": _webvtt_accepts(f),
+                "pysrt": _pysrt_accepts(f) if f.suffix == ".srt" else None,
+                "chunkwise": ours,
+                "note": why,
+            }
+        )
     ecosystem = [r for r in rows if r["webvtt_py"] or r["pysrt"]]
-    return {"files": len(rows), "accepted_by_webvtt_py_or_pysrt": len(ecosystem),
-            "of_those_accepted_by_chunkwise": sum(r["chunkwise"] for r in ecosystem),
-            "accepted_by_chunkwise": sum(r["chunkwise"] for r in rows), "rows": rows}
+    return {
+        "files": len(rows),
+        "accepted_by_webvtt_py_or_pysrt": len(ecosystem),
+        "of_those_accepted_by_chunkwise": sum(r["chunkwise"] for r in ecosystem),
+        "accepted_by_chunkwise": sum(r["chunkwise"] for r in rows),
+        "rows": rows,
+    }
 
 
 CHECKS = {"html": check_html, "pdf": check_pdf, "markdown": check_markdown, "subtitles": check_subtitles}

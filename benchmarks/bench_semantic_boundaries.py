@@ -82,8 +82,9 @@ def clean_sentences(path: Path, tokenizer) -> list[str]:
     return [s for s, n in zip(out, counts) if n <= 120]
 
 
-def build_docs(corpora: dict[str, list[str]], n_docs: int, n_runs: int, seed: int, same_corpus: float,
-               layout: str = "flat"):
+def build_docs(
+    corpora: dict[str, list[str]], n_docs: int, n_runs: int, seed: int, same_corpus: float, layout: str = "flat"
+):
     """``n_docs`` stitched documents of ``n_runs`` runs each: (text, sentence starts, reference boundaries).
 
     ``layout="paragraphs"``: sentences are grouped into paragraphs of 2-5 sentences separated by a blank
@@ -111,7 +112,7 @@ def build_docs(corpora: dict[str, list[str]], n_docs: int, n_runs: int, seed: in
                 sents = corpora[name]
                 pos = rng.randrange(0, len(sents) - 12)
             length = rng.randint(3, 12)
-            runs.append(sents[pos:pos + length])
+            runs.append(sents[pos : pos + length])
             prev_name, prev_pos = name, pos
         text, starts, ref = "", [], set()
         for run in runs:
@@ -215,8 +216,13 @@ def evaluate(name: str, params: dict, docs, embedder, max_tokens: int) -> dict:
         n_chunks.append(len(chunks))
         n_ref.append(len(ref) + 1)
         assert all(c.token_count <= strat.max_tokens for c in chunks)
-    return {"pk": statistics.mean(pks), "wd": statistics.mean(wds), "chunks": statistics.mean(n_chunks),
-            "ref": statistics.mean(n_ref), "seconds": time.perf_counter() - t0}
+    return {
+        "pk": statistics.mean(pks),
+        "wd": statistics.mean(wds),
+        "chunks": statistics.mean(n_chunks),
+        "ref": statistics.mean(n_ref),
+        "seconds": time.perf_counter() - t0,
+    }
 
 
 # -- baselines implemented here only (not chunkwise strategies): they get the reference sentences as units --
@@ -225,8 +231,9 @@ def doc_sentences(text: str, starts: list[int]) -> list[str]:
     return [text[a:b].strip() for a, b in zip(starts, ends)]
 
 
-def exact_dp(v: np.ndarray, penalty: float, tokens: np.ndarray | None = None, max_tokens: int | None = None,
-             mu_mode: str = "doc") -> set[int]:
+def exact_dp(
+    v: np.ndarray, penalty: float, tokens: np.ndarray | None = None, max_tokens: int | None = None, mu_mode: str = "doc"
+) -> set[int]:
     """The cohesion objective solved exactly with the full similarity matrix (O(n^2) per document):
     maximise sum over chunks of (sum of pair similarities - mu) - penalty. ``max_tokens`` (with per-unit
     ``tokens``) restricts chunk length like chunkwise's cap; None = no cap."""
@@ -282,7 +289,11 @@ def texttiling(v: np.ndarray, w: int = 3, c: float = 0.5) -> set[int]:
     thr = depth.mean() - c * depth.std()
     out = set()
     for g in range(len(depth)):
-        if depth[g] > thr and (g == 0 or depth[g] >= depth[g - 1]) and (g == len(depth) - 1 or depth[g] >= depth[g + 1]):
+        if (
+            depth[g] > thr
+            and (g == 0 or depth[g] >= depth[g - 1])
+            and (g == len(depth) - 1 or depth[g] >= depth[g + 1])
+        ):
             out.add(int(gaps[g]))
     return out
 
@@ -359,8 +370,13 @@ def evaluate_baseline(kind: str, params: dict, docs, embedder, tokenizer) -> dic
         wds.append(window_diff(ref, hyp, len(starts)))
         n_chunks.append(len(hyp) + 1)
         n_ref.append(len(ref) + 1)
-    return {"pk": statistics.mean(pks), "wd": statistics.mean(wds), "chunks": statistics.mean(n_chunks),
-            "ref": statistics.mean(n_ref), "seconds": time.perf_counter() - t0}
+    return {
+        "pk": statistics.mean(pks),
+        "wd": statistics.mean(wds),
+        "chunks": statistics.mean(n_chunks),
+        "ref": statistics.mean(n_ref),
+        "seconds": time.perf_counter() - t0,
+    }
 
 
 BASELINES: list[tuple[str, dict]] = [
@@ -386,14 +402,22 @@ def main(argv=None) -> int:
     ap.add_argument("--docs", type=int, default=20, help="documents per set")
     ap.add_argument("--runs", type=int, default=8, help="runs (topic segments) per document")
     ap.add_argument("--seed", type=int, default=13)
-    ap.add_argument("--same-corpus", type=float, default=0.3, help="share of runs from a distant part of the "
-                    "same corpus")
+    ap.add_argument(
+        "--same-corpus", type=float, default=0.3, help="share of runs from a distant part of the same corpus"
+    )
     ap.add_argument("--max-tokens", type=int, default=256)
     ap.add_argument("--only", default=None, help="regex over setting labels")
-    ap.add_argument("--layout", choices=("flat", "paragraphs"), default="flat",
-                    help="flat: runs joined by spaces (no layout); paragraphs: blank lines between paragraphs")
-    ap.add_argument("--baselines", action="store_true",
-                    help="also the exact DP, TextTiling and C99 baselines (on the reference sentences)")
+    ap.add_argument(
+        "--layout",
+        choices=("flat", "paragraphs"),
+        default="flat",
+        help="flat: runs joined by spaces (no layout); paragraphs: blank lines between paragraphs",
+    )
+    ap.add_argument(
+        "--baselines",
+        action="store_true",
+        help="also the exact DP, TextTiling and C99 baselines (on the reference sentences)",
+    )
     args = ap.parse_args(argv)
     if not CORPORA.exists():
         print(f"corpora not found at {CORPORA}", file=sys.stderr)
@@ -402,13 +426,17 @@ def main(argv=None) -> int:
     tok = embedder.tokenizer
     corpora = {p.stem: clean_sentences(p, tok) for p in sorted(CORPORA.glob("*.md"))}
     print("sentences per corpus:", {k: len(v) for k, v in corpora.items()})
-    sets = {"dev": build_docs(corpora, args.docs, args.runs, args.seed, args.same_corpus, args.layout),
-            "test": build_docs(corpora, args.docs, args.runs, args.seed + 1, args.same_corpus, args.layout)}
+    sets = {
+        "dev": build_docs(corpora, args.docs, args.runs, args.seed, args.same_corpus, args.layout),
+        "test": build_docs(corpora, args.docs, args.runs, args.seed + 1, args.same_corpus, args.layout),
+    }
     settings = [("semantic", {}), ("maxmin", {}), ("cohesion", {})] + SETTINGS
     if args.only:
         settings = [s for s in settings if re.search(args.only, label(*s))]
-    print(f"\nlayout={args.layout}; {args.docs} documents per set, {args.runs} runs of 3-12 sentences each, max_tokens={args.max_tokens}; "
-          "Pk / WindowDiff (lower is better)\n")
+    print(
+        f"\nlayout={args.layout}; {args.docs} documents per set, {args.runs} runs of 3-12 sentences each, max_tokens={args.max_tokens}; "
+        "Pk / WindowDiff (lower is better)\n"
+    )
     print("| setting | dev Pk | dev WD | test Pk | test WD | chunks/doc | ref segments/doc |")
     print("|---|---|---|---|---|---|---|")
     if args.baselines:
@@ -421,8 +449,11 @@ def main(argv=None) -> int:
         else:
             dev = evaluate(name, params, sets["dev"], embedder, args.max_tokens)
             test = evaluate(name, params, sets["test"], embedder, args.max_tokens)
-        print(f"| {label(name, params)} | {dev['pk']:.3f} | {dev['wd']:.3f} | {test['pk']:.3f} | "
-              f"{test['wd']:.3f} | {test['chunks']:.1f} | {test['ref']:.1f} |", flush=True)
+        print(
+            f"| {label(name, params)} | {dev['pk']:.3f} | {dev['wd']:.3f} | {test['pk']:.3f} | "
+            f"{test['wd']:.3f} | {test['chunks']:.1f} | {test['ref']:.1f} |",
+            flush=True,
+        )
     return 0
 
 

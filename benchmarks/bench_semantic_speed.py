@@ -230,10 +230,14 @@ def main(argv=None) -> int:
         keep = [s.strip() for s in args.only.split(",")]
         rows = [r for r in rows if any(k in r[0] for k in keep)]
     floor_tokens = sum(tok.count_batch(sentences))
-    print(f"text: {len(text.encode()) / 1024:.0f} KB, {len(sentences)} sentences, {floor_tokens} tokens; "
-          f"cap {CAP} MiniLM tokens; best of {args.repeat} runs\n")
-    print("| chunker | wall / floor | CPU / floor | texts embedded | tokens embedded | chunks | min / median / max tokens "
-          "| over cap |")
+    print(
+        f"text: {len(text.encode()) / 1024:.0f} KB, {len(sentences)} sentences, {floor_tokens} tokens; "
+        f"cap {CAP} MiniLM tokens; best of {args.repeat} runs\n"
+    )
+    print(
+        "| chunker | wall / floor | CPU / floor | texts embedded | tokens embedded | chunks | min / median / max tokens "
+        "| over cap |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     floors = []
     for label, fn in rows:
@@ -254,11 +258,15 @@ def main(argv=None) -> int:
             continue
         counts = tok.count_batch([c for c in chunks if c.strip()])
         emb_tokens = sum(tok.count_batch(rec.texts))
-        print(f"| {label} | {min(times) / min(adjacent):.2f}x | {min(cpu) / min(cpu_adjacent):.2f}x | {len(rec.texts)} | {emb_tokens} | {len(counts)} | "
-              f"{min(counts)} / {int(np.median(counts))} / {max(counts)} | {sum(n > CAP for n in counts)} |",
-              flush=True)
-    print(f"\nfloor: embedding the {len(sentences)} sentences once took {min(floors):.2f} s "
-          f"(best of {len(floors)}; median {statistics.median(floors):.2f} s)")
+        print(
+            f"| {label} | {min(times) / min(adjacent):.2f}x | {min(cpu) / min(cpu_adjacent):.2f}x | {len(rec.texts)} | {emb_tokens} | {len(counts)} | "
+            f"{min(counts)} / {int(np.median(counts))} / {max(counts)} | {sum(n > CAP for n in counts)} |",
+            flush=True,
+        )
+    print(
+        f"\nfloor: embedding the {len(sentences)} sentences once took {min(floors):.2f} s "
+        f"(best of {len(floors)}; median {statistics.median(floors):.2f} s)"
+    )
     return 0
 
 

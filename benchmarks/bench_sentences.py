@@ -72,8 +72,11 @@ def quality_table() -> None:
     gold = {lang: load_gold(lang) for lang in LANGUAGES}
     n_gold = {lang: sum(len(d["gold"]) for d in docs) for lang, docs in gold.items()}
     n_held = sum(len(d["gold"]) for docs in gold.values() for d in docs if d.get("set") == "heldout")
-    print(f"Boundary precision / recall / F1 on the gold set ({sum(n_gold.values())} boundaries: "
-          + ", ".join(f"{lang} {n}" for lang, n in n_gold.items()) + f"; held-out {n_held})\n")
+    print(
+        f"Boundary precision / recall / F1 on the gold set ({sum(n_gold.values())} boundaries: "
+        + ", ".join(f"{lang} {n}" for lang, n in n_gold.items())
+        + f"; held-out {n_held})\n"
+    )
     header = ["back-end"] + [lang for lang in LANGUAGES] + ["overall P", "overall R", "overall F1", "held-out F1"]
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
@@ -105,14 +108,18 @@ def golden_table(baseline: str | None = None) -> None:
     """Cases of pySBD's Golden Rules reproduced exactly, per language and back-end."""
     import pysbd
 
-    suites = {lang: json.loads((GOLDEN_DIR / f"{lang}.json").read_text(encoding="utf-8"))["suites"]
-              for lang in GOLDEN_LANGUAGES}
+    suites = {
+        lang: json.loads((GOLDEN_DIR / f"{lang}.json").read_text(encoding="utf-8"))["suites"]
+        for lang in GOLDEN_LANGUAGES
+    }
     print("pySBD Golden Rules: cases reproduced exactly (every case list of the language's pySBD test file)\n")
     header = ["back-end"] + list(GOLDEN_LANGUAGES) + ["all"]
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
-    rows = {b: (lambda t, lang, clean, b=b: [t[x:y] for x, y in split_sentences(t, backend=b, language=lang)])
-            for b in SENTENCE_BACKENDS}
+    rows = {
+        b: (lambda t, lang, clean, b=b: [t[x:y] for x, y in split_sentences(t, backend=b, language=lang)])
+        for b in SENTENCE_BACKENDS
+    }
 
     def raw_pysbd(text, lang, clean, name=""):
         seg = pysbd.Segmenter(language=lang, clean=clean, doc_type="pdf" if "PDF" in name else None)
@@ -121,8 +128,11 @@ def golden_table(baseline: str | None = None) -> None:
     rows["pysbd (raw, as its tests call it)"] = raw_pysbd
     old = baseline_splitter(baseline) if baseline else None
     if old:
-        rows = {"chunkwise": rows["chunkwise"],
-                f"chunkwise@{baseline}": lambda t, lang, clean: [t[x:y] for x, y in old(t, language=lang)], **rows}
+        rows = {
+            "chunkwise": rows["chunkwise"],
+            f"chunkwise@{baseline}": lambda t, lang, clean: [t[x:y] for x, y in old(t, language=lang)],
+            **rows,
+        }
     for name, fn in rows.items():
         cells, ok_all, n_all = [name], 0, 0
         for lang in GOLDEN_LANGUAGES:
@@ -191,16 +201,20 @@ def speed_table(corpora: Path, rounds: int, raw_peers_too: bool = True, baseline
             found[name] = sum(len(fn(t)) for t in texts)
             best[name] = min(best.get(name, float("inf")), time.process_time() - t0)
     fastest = min(best.values())
-    print(f"Speed on the Chroma corpora ({len(texts)} files, {mb:.2f} MB), with exact offsets; CPU time, best of "
-          f"{rounds}\n")
+    print(
+        f"Speed on the Chroma corpora ({len(texts)} files, {mb:.2f} MB), with exact offsets; CPU time, best of "
+        f"{rounds}\n"
+    )
     print("| back-end | MB/s | sentences | sentences/s | speed vs fastest |")
     print("|---|---|---|---|---|")
     for name in rows:
         s = best[name]
         print(f"| {name} | {mb / s:.2f} | {found[name]} | {found[name] / s:,.0f} | {fastest / s:.2f}x |")
     if old:
-        print(f"chunkwise now vs chunkwise@{baseline}: {best[f'chunkwise@{baseline}'] / best['chunkwise']:.2f}x "
-              "the speed (MB/s; over 1 = faster now)\n")
+        print(
+            f"chunkwise now vs chunkwise@{baseline}: {best[f'chunkwise@{baseline}'] / best['chunkwise']:.2f}x "
+            "the speed (MB/s; over 1 = faster now)\n"
+        )
     raw = raw_peers()
     if raw and raw_peers_too:
         print("For reference, raw peers (strings, no offsets, whole corpus file per call; pysbd with English rules):\n")
@@ -220,8 +234,11 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--no-speed", action="store_true", help="only the quality table")
     ap.add_argument("--no-raw", action="store_true", help="skip timing the raw peers (raw pysbd takes over a minute)")
-    ap.add_argument("--baseline", default=DEFAULT_BASELINE,
-                    help="git revision whose chunkwise back-end is timed beside today's ('' to skip)")
+    ap.add_argument(
+        "--baseline",
+        default=DEFAULT_BASELINE,
+        help="git revision whose chunkwise back-end is timed beside today's ('' to skip)",
+    )
     args = ap.parse_args()
     quality_table()
     golden_table(args.baseline or None)

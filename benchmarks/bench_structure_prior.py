@@ -50,8 +50,11 @@ SETTINGS = [
 
 def heading_ends(doc) -> set[int]:
     """Ends of headings that have a body (a heading directly over a higher-level one has none)."""
-    return {s.heading_end for s in doc.sections
-            if s.heading_end > s.heading_start >= 0 and doc.text[s.heading_end:s.end].strip()}
+    return {
+        s.heading_end
+        for s in doc.sections
+        if s.heading_end > s.heading_start >= 0 and doc.text[s.heading_end : s.end].strip()
+    }
 
 
 def structural_positions(doc) -> tuple[set[int], int, int]:
@@ -66,8 +69,20 @@ def structural_positions(doc) -> tuple[set[int], int, int]:
 
 def measure(files, name, params, tok) -> dict:
     strat = get_strategy(name, **params)
-    out = dict(files=0, chunks=0, cuts=0, struct_cuts=0, breaks=0, gaps=0, end_heading=0, heading_only=0,
-               under5=0, zero=0, symbols=0, tokens=0)
+    out = dict(
+        files=0,
+        chunks=0,
+        cuts=0,
+        struct_cuts=0,
+        breaks=0,
+        gaps=0,
+        end_heading=0,
+        heading_only=0,
+        under5=0,
+        zero=0,
+        symbols=0,
+        tokens=0,
+    )
     t0 = time.perf_counter()
     for f in files:
         doc = load(f)
@@ -114,8 +129,10 @@ def main(argv=None) -> int:
             other.append(p)
     tok = get_tokenizer("minilm")
     print(f"{len(md)} Markdown files, {len(other)} other files\n")
-    print("| corpus | setting | chunks | mean tok | cuts@struct | chance | end heading | heading only | <5 tok "
-          "| 0 tok | symbols | s |")
+    print(
+        "| corpus | setting | chunks | mean tok | cuts@struct | chance | end heading | heading only | <5 tok "
+        "| 0 tok | symbols | s |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for corpus, files in (("markdown", md), ("html/pdf", other)):
         for name, params in SETTINGS:
@@ -124,15 +141,18 @@ def main(argv=None) -> int:
                 continue
             use = files
             if name in ("semantic", "maxmin", "cohesion") and corpus == "markdown":
-                use = files[::max(1, args.semantic_every)]
+                use = files[:: max(1, args.semantic_every)]
             if not use:
                 continue
             r = measure(use, name, params, tok)
             share = r["struct_cuts"] / max(1, r["cuts"])
             chance = r["breaks"] / max(1, r["gaps"])
-            print(f"| {corpus} ({r['files']}) | {label} | {r['chunks']} | {r['tokens'] / max(1, r['chunks']):.0f} | "
-                  f"{share:.1%} | {chance:.1%} | {r['end_heading']} | {r['heading_only']} | {r['under5']} | "
-                  f"{r['zero']} | {r['symbols']} | {r['seconds']:.0f} |", flush=True)
+            print(
+                f"| {corpus} ({r['files']}) | {label} | {r['chunks']} | {r['tokens'] / max(1, r['chunks']):.0f} | "
+                f"{share:.1%} | {chance:.1%} | {r['end_heading']} | {r['heading_only']} | {r['under5']} | "
+                f"{r['zero']} | {r['symbols']} | {r['seconds']:.0f} |",
+                flush=True,
+            )
     return 0
 
 

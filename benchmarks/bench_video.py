@@ -65,11 +65,24 @@ def scene(n_frames: int, width: int, height: int):
     shapes = []
     period = 6 * FPS
     for i, start in enumerate(range(FPS, n_frames, period)):
-        shapes.append(Shape(start, min(n_frames - 1, start + 3 * FPS), x=20 * k, y=(40 + 30 * (i % 4)) * k,
-                            vx=3.0 * k, size=30 * k))
+        shapes.append(
+            Shape(
+                start, min(n_frames - 1, start + 3 * FPS), x=20 * k, y=(40 + 30 * (i % 4)) * k, vx=3.0 * k, size=30 * k
+            )
+        )
         if i % 2:
-            shapes.append(Shape(start + FPS, min(n_frames - 1, start + 4 * FPS), x=width - 60 * k, y=height // 2,
-                                vx=-2.5 * k, vy=0.5 * k, size=24 * k, color=(40, 40, 230)))
+            shapes.append(
+                Shape(
+                    start + FPS,
+                    min(n_frames - 1, start + 4 * FPS),
+                    x=width - 60 * k,
+                    y=height // 2,
+                    vx=-2.5 * k,
+                    vy=0.5 * k,
+                    size=24 * k,
+                    color=(40, 40, 230),
+                )
+            )
     return shapes
 
 
@@ -79,8 +92,10 @@ def make_video(path: Path, seconds: float, width: int, height: int) -> str:
     n = int(seconds * FPS)
     t = time.perf_counter()
     write_video(path, scene(n, width, height), n, FPS, width, height, gop=50, crf=23)
-    print(f"  generated {path.name}: {width}x{height}, {seconds:.0f} s ({time.perf_counter() - t:.0f} s to make)",
-          file=sys.stderr)
+    print(
+        f"  generated {path.name}: {width}x{height}, {seconds:.0f} s ({time.perf_counter() - t:.0f} s to make)",
+        file=sys.stderr,
+    )
     return str(path)
 
 
@@ -114,11 +129,24 @@ def time_motion(path: str, width: int) -> tuple[int, float, int]:
 
 #: the truth read from the frames (see the module docstring): per video, events as (first s, end s, objects)
 EVENTS = {
-    "one-by-one-person-detection.mp4": [(6.1, 19.8, 1), (22.6, 44.8, 1), (50.3, 69.8, 1), (74.5, 86.6, 1),
-                                        (92.3, 119.8, 1), (123.5, 135.8, 1)],
+    "one-by-one-person-detection.mp4": [
+        (6.1, 19.8, 1),
+        (22.6, 44.8, 1),
+        (50.3, 69.8, 1),
+        (74.5, 86.6, 1),
+        (92.3, 119.8, 1),
+        (123.5, 135.8, 1),
+    ],
     "car-detection.mp4": [(4.40, 8.88, 1), (14.48, 19.12, 2), (25.28, 28.0, 1)],
-    "bottle-detection.mp4": [(5.8, 7.3, 1), (11.4, 13.4, 1), (15.9, 18.0, 2), (22.0, 24.5, 1), (27.5, 29.0, 1),
-                             (31.0, 32.0, 1), (34.6, 37.0, 1)],
+    "bottle-detection.mp4": [
+        (5.8, 7.3, 1),
+        (11.4, 13.4, 1),
+        (15.9, 18.0, 2),
+        (22.0, 24.5, 1),
+        (27.5, 29.0, 1),
+        (31.0, 32.0, 1),
+        (34.6, 37.0, 1),
+    ],
 }
 
 
@@ -128,8 +156,8 @@ def legacy_tracker():
     import numpy as np
 
     from chunkwise.video.frames import iter_frames
-    from chunkwise.video.tracks import Detection
     from chunkwise.video.trackers import Tracker
+    from chunkwise.video.tracks import Detection
 
     class LegacyMotion(Tracker):
         name = "legacy"
@@ -142,8 +170,9 @@ def legacy_tracker():
             cv2.setNumThreads(1)
             sub = cv2.createBackgroundSubtractorMOG2(history=500, varThreshold=32.0, detectShadows=False)
             kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (3, 3))
-            tracker = ByteTrackTracker(lost_track_buffer=max(1, int(round(info.fps))), frame_rate=info.fps,
-                                       minimum_consecutive_frames=2)
+            tracker = ByteTrackTracker(
+                lost_track_buffer=max(1, int(round(info.fps))), frame_rate=info.fps, minimum_consecutive_frames=2
+            )
             for index, image in iter_frames(info, width=480, fmt="bgr24"):
                 scale = info.width / image.shape[1]
                 min_px = 0.0008 * image.shape[0] * image.shape[1]
@@ -153,13 +182,28 @@ def legacy_tracker():
                 mask = cv2.dilate(cv2.morphologyEx(mask, cv2.MORPH_OPEN, kernel), kernel, iterations=2)
                 n, _, stats, _ = cv2.connectedComponentsWithStats(mask, connectivity=8)
                 blobs = stats[1:n][stats[1:n, cv2.CC_STAT_AREA] >= min_px]
-                xyxy = np.stack([blobs[:, 0], blobs[:, 1], blobs[:, 0] + blobs[:, 2], blobs[:, 1] + blobs[:, 3]],
-                                axis=1).astype(np.float32) if len(blobs) else np.empty((0, 4), np.float32)
+                xyxy = (
+                    np.stack(
+                        [blobs[:, 0], blobs[:, 1], blobs[:, 0] + blobs[:, 2], blobs[:, 1] + blobs[:, 3]], axis=1
+                    ).astype(np.float32)
+                    if len(blobs)
+                    else np.empty((0, 4), np.float32)
+                )
                 out = tracker.update(sv.Detections(xyxy=xyxy))
                 ids = out.tracker_id if out.tracker_id is not None else []
-                yield index, [Detection(index, int(t), tuple(float(v) * scale for v in (b[0], b[1], b[2] - b[0],
-                                                                                     b[3] - b[1])), "object")
-                              for b, t in zip(out.xyxy, ids) if t is not None and int(t) >= 0]
+                yield (
+                    index,
+                    [
+                        Detection(
+                            index,
+                            int(t),
+                            tuple(float(v) * scale for v in (b[0], b[1], b[2] - b[0], b[3] - b[1])),
+                            "object",
+                        )
+                        for b, t in zip(out.xyxy, ids)
+                        if t is not None and int(t) >= 0
+                    ],
+                )
 
     return LegacyMotion()
 
@@ -187,33 +231,55 @@ def score(events, clips) -> dict:
     ids = [len({i for c in p for i in c[2]}) / n for p, (_, _, n) in zip(per, events) if p]
     errors = [max(abs(p[0][0] - a), abs(p[0][1] - b)) for p, (a, b, _) in zip(per, events) if len(p) == 1]
     merged = sum(1 for c in clips if sum(1 for a, b, _ in events if c[0] < b and c[1] > a) > 1)
-    return {"events": len(events), "found": len(found), "missed": len(events) - len(found), "merged": merged,
-            "false": sum(1 for c in clips if not any(c[0] < b and c[1] > a for a, b, _ in events)),
-            "clips": len(clips), "clips_per_event": sum(len(p) for p in found) / max(1, len(found)),
-            "ids_per_object": sum(ids) / max(1, len(ids)), "max_ids_per_object": max(ids, default=0),
-            "worst_boundary_s": max(errors, default=None)}
+    return {
+        "events": len(events),
+        "found": len(found),
+        "missed": len(events) - len(found),
+        "merged": merged,
+        "false": sum(1 for c in clips if not any(c[0] < b and c[1] > a for a, b, _ in events)),
+        "clips": len(clips),
+        "clips_per_event": sum(len(p) for p in found) / max(1, len(found)),
+        "ids_per_object": sum(ids) / max(1, len(ids)),
+        "max_ids_per_object": max(ids, default=0),
+        "worst_boundary_s": max(errors, default=None),
+    }
 
 
 def public(folder: str, trackers: list[str]) -> list[dict]:
     rows = []
-    print(f"\n{'video':32} {'tracker':8} {'found':>7} {'false':>6} {'clips':>6} {'merged':>7} {'clips/ev':>9} {'IDs/obj':>8} "
-          f"{'max IDs':>8} {'worst s':>8} {'x real':>7} {'RSS MB':>7}")
+    print(
+        f"\n{'video':32} {'tracker':8} {'found':>7} {'false':>6} {'clips':>6} {'merged':>7} {'clips/ev':>9} {'IDs/obj':>8} "
+        f"{'max IDs':>8} {'worst s':>8} {'x real':>7} {'RSS MB':>7}"
+    )
     for name, events in EVENTS.items():
         path = Path(folder) / name
         if not path.is_file():
             print(f"  {name}: not in {folder} (see the module docstring)", file=sys.stderr)
             continue
         for tracker in trackers:
-            out = subprocess.run([sys.executable, "-c", ONE, str(path), tracker, str(Path(__file__).parent)],
-                                 capture_output=True, text=True, check=True, cwd=ROOT)
+            out = subprocess.run(
+                [sys.executable, "-c", ONE, str(path), tracker, str(Path(__file__).parent)],
+                capture_output=True,
+                text=True,
+                check=True,
+                cwd=ROOT,
+            )
             r = json.loads(out.stdout.strip().splitlines()[-1])
-            row = {"video": name, "tracker": tracker, **score(events, r["clips"]),
-                   "x_realtime": r["duration"] / r["seconds"], "peak_rss_mb": r["peak_rss_mb"], "texts": r["texts"]}
+            row = {
+                "video": name,
+                "tracker": tracker,
+                **score(events, r["clips"]),
+                "x_realtime": r["duration"] / r["seconds"],
+                "peak_rss_mb": r["peak_rss_mb"],
+                "texts": r["texts"],
+            }
             rows.append(row)
             worst = "-" if row["worst_boundary_s"] is None else f"{row['worst_boundary_s']:.2f}"
-            print(f"{name:32} {tracker:8} {row['found']:>3}/{row['events']:<3} {row['false']:>6} {row['clips']:>6} {row['merged']:>7} "
-                  f"{row['clips_per_event']:9.2f} {row['ids_per_object']:8.1f} {row['max_ids_per_object']:8.0f} "
-                  f"{worst:>8} {row['x_realtime']:7.1f} {row['peak_rss_mb']:7.0f}")
+            print(
+                f"{name:32} {tracker:8} {row['found']:>3}/{row['events']:<3} {row['false']:>6} {row['clips']:>6} {row['merged']:>7} "
+                f"{row['clips_per_event']:9.2f} {row['ids_per_object']:8.1f} {row['max_ids_per_object']:8.0f} "
+                f"{worst:>8} {row['x_realtime']:7.1f} {row['peak_rss_mb']:7.0f}"
+            )
     return rows
 
 
@@ -261,8 +327,7 @@ def mot_figures() -> list[dict]:
 
     results: dict[str, list] = {"motion (BoxTracker)": [], "ByteTrack (trackers)": []}
     margin = 0.02 * width
-    linker = BoxTracker(lost=2 * fps, hold=10**9, margin=margin, travel=2.5 * margin, delay=2 * fps,
-                        settle=fps)
+    linker = BoxTracker(lost=2 * fps, hold=10**9, margin=margin, travel=2.5 * margin, delay=2 * fps, settle=fps)
     ready = []
     for f in range(n_frames):
         b = xyxy(f)
@@ -286,14 +351,20 @@ def mot_figures() -> list[dict]:
                 fh.write(f"{f + 1},{tid},{x0:.1f},{y0:.1f},{x1 - x0:.1f},{y1 - y0:.1f},1,-1,-1,-1\n")
         acc = mm.utils.compare_to_groundtruth(gt_df, mm.io.loadtxt(fh.name, fmt="mot15-2D"), "iou", distth=0.5)
         os.remove(fh.name)
-        m = mm.metrics.create().compute(acc, metrics=["idf1", "mota", "num_switches", "num_fragmentations"],
-                                        name=name)
-        row = {"tracker": name, "idf1": float(m["idf1"].iloc[0]), "mota": float(m["mota"].iloc[0]),
-               "id_switches": int(m["num_switches"].iloc[0]), "fragmentations": int(m["num_fragmentations"].iloc[0]),
-               "ids": len({t for _, t, _ in hyp})}
+        m = mm.metrics.create().compute(acc, metrics=["idf1", "mota", "num_switches", "num_fragmentations"], name=name)
+        row = {
+            "tracker": name,
+            "idf1": float(m["idf1"].iloc[0]),
+            "mota": float(m["mota"].iloc[0]),
+            "id_switches": int(m["num_switches"].iloc[0]),
+            "fragmentations": int(m["num_fragmentations"].iloc[0]),
+            "ids": len({t for _, t, _ in hyp}),
+        }
         rows.append(row)
-        print(f"  {name:24} {row['idf1']:6.3f} {row['mota']:6.3f} {row['id_switches']:6d} {row['fragmentations']:5d} "
-              f"{row['ids']:4d}")
+        print(
+            f"  {name:24} {row['idf1']:6.3f} {row['mota']:6.3f} {row['id_switches']:6d} {row['fragmentations']:5d} "
+            f"{row['ids']:4d}"
+        )
     return rows
 
 
@@ -321,15 +392,26 @@ def reindex(folder: str) -> dict:
         for name in ("one-by-one-person-detection.mp4", "car-detection.mp4"):
             shutil.copy(Path(folder) / name, media / name)
         for _ in range(2):
-            out = subprocess.run([sys.executable, "-c", REINDEX, str(media), str(Path(tmp) / "v.db")], cwd=ROOT,
-                                 capture_output=True, text=True, check=True)
+            out = subprocess.run(
+                [sys.executable, "-c", REINDEX, str(media), str(Path(tmp) / "v.db")],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                check=True,
+            )
             runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
             r = runs[-1]
-            print(f"  {r['seconds']:6.1f} s ({r['indexed']} indexed, {r['skipped']} unchanged): setup "
-                  f"{r['setup']:.2f} s, load {r['load']:.2f} s")
+            print(
+                f"  {r['seconds']:6.1f} s ({r['indexed']} indexed, {r['skipped']} unchanged): setup "
+                f"{r['setup']:.2f} s, load {r['load']:.2f} s"
+            )
     first, again = runs
-    r = {"first": first, "again": again, "share": again["seconds"] / first["seconds"],
-         "load_share": again["load"] / first["load"]}
+    r = {
+        "first": first,
+        "again": again,
+        "share": again["seconds"] / first["seconds"],
+        "load_share": again["load"] / first["load"],
+    }
     print(f"  no-op re-index: {100 * r['share']:.1f}% of the first run ({100 * r['load_share']:.2f}% of its load)")
     return r
 
@@ -387,8 +469,17 @@ def main() -> int:
             for label, n, s, c in rows:
                 fps = n / s
                 print(f"  {label:34} {fps:9.1f} {fps / FPS:12.2f} {'' if c is None else c:>6}")
-                results["speed"].append({"video": name, "run": label, "frames": n, "seconds": s, "fps": fps,
-                                         "x_realtime": fps / FPS, "clips": c})
+                results["speed"].append(
+                    {
+                        "video": name,
+                        "run": label,
+                        "frames": n,
+                        "seconds": s,
+                        "fps": fps,
+                        "x_realtime": fps / FPS,
+                        "clips": c,
+                    }
+                )
         w, h = (int(v) for v in args.long_size.lower().split("x"))
         print(f"\npeak RSS, motion tracker end to end ({w}x{h})")
         for minutes in sorted({1.0, args.minutes}):
@@ -396,8 +487,10 @@ def main() -> int:
             r = peak_rss(path)
             r.update(minutes=minutes, size=f"{w}x{h}")
             results["memory"].append(r)
-            print(f"  {minutes:4g} min: peak RSS {r['peak_rss_mb']:7.1f} MB, {r['clips']} clips, "
-                  f"{r['seconds']:.0f} s ({minutes * 60 / r['seconds']:.1f}x real time)")
+            print(
+                f"  {minutes:4g} min: peak RSS {r['peak_rss_mb']:7.1f} MB, {r['clips']} clips, "
+                f"{r['seconds']:.0f} s ({minutes * 60 / r['seconds']:.1f}x real time)"
+            )
             os.remove(path)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))

@@ -38,7 +38,7 @@ def make_pdf(path: Path, pages: int, per_page: int = 2800) -> None:
     pdf.set_font("Helvetica", size=9)
     for k in range(pages):
         pdf.add_page()
-        pdf.multi_cell(0, 4, text[k * per_page:(k + 1) * per_page])
+        pdf.multi_cell(0, 4, text[k * per_page : (k + 1) * per_page])
     pdf.output(str(path))
 
 
@@ -57,16 +57,20 @@ def main() -> None:
     make_pdf(pdf, args.pages)
     doc = load(pdf)
     full, js = len(plotly_js().encode("utf-8")), len(plotly_js_gzip_base64())
-    print(f"document: {len(doc.pages)} pages, {len(doc.text):,} characters; plotly.js {full / 1e6:.2f} MB, "
-          f"embedded gzip+base64 {js / 1e6:.2f} MB")
+    print(
+        f"document: {len(doc.pages)} pages, {len(doc.text):,} characters; plotly.js {full / 1e6:.2f} MB, "
+        f"embedded gzip+base64 {js / 1e6:.2f} MB"
+    )
     for name, strategies in (("1 column", ["semantic"]), ("4 columns", ["semantic", "maxmin", "recursive", "fixed"])):
         t0 = time.perf_counter()
         page = report(doc, strategies, path=out / f"report-{len(strategies)}.html", max_tokens=256)
         seconds = time.perf_counter() - t0
         size = len(page.encode("utf-8"))
         gz = len(gzip.compress(page.encode("utf-8")))
-        print(f"{name:<10} {size / 1e6:6.2f} MB (plotly.js {100 * js / size:.0f}%), gzip {gz / 1e6:.2f} MB, "
-              f"{seconds:.1f}s")
+        print(
+            f"{name:<10} {size / 1e6:6.2f} MB (plotly.js {100 * js / size:.0f}%), gzip {gz / 1e6:.2f} MB, "
+            f"{seconds:.1f}s"
+        )
     print(f"reports in {out}")
 
 

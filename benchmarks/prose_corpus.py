@@ -37,8 +37,9 @@ def _man(path: Path) -> str | None:
     """One man page rendered to plain text (no overstrike), or None when rendering fails."""
     env = dict(os.environ, MANWIDTH="80", MAN_KEEP_FORMATTING="0")
     try:
-        out = subprocess.run(f"man -l {str(path)!r} 2>/dev/null | col -b", shell=True, env=env,
-                             capture_output=True, timeout=20).stdout.decode("utf-8", "replace")
+        out = subprocess.run(
+            f"man -l {str(path)!r} 2>/dev/null | col -b", shell=True, env=env, capture_output=True, timeout=20
+        ).stdout.decode("utf-8", "replace")
     except (OSError, subprocess.TimeoutExpired):
         return None
     return out if len(out) > 200 else None

@@ -15,5 +15,18 @@ from pathlib import Path
 if __name__ == "__main__":
     root = Path(__file__).resolve().parents[1]
     env = dict(os.environ, CHUNKWISE_FUZZ_EXAMPLES=sys.argv[1] if len(sys.argv) > 1 else "20000")
-    sys.exit(subprocess.call([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                              str(root / "tests" / "hostile" / "test_fuzz.py")], env=env, cwd=root))
+    sys.exit(
+        subprocess.call(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                str(root / "tests" / "hostile" / "test_fuzz.py"),
+            ],
+            env=env,
+            cwd=root,
+        )
+    )

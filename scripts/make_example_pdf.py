@@ -12,7 +12,7 @@ The output is deterministic (fixed creation date), so regenerating it does not c
 from __future__ import annotations
 
 import sys
-from datetime import datetime, UTC
+from datetime import UTC, datetime
 from pathlib import Path
 
 from fpdf import FPDF
@@ -23,54 +23,80 @@ HEADER = f"{TITLE} - Revision 3"
 #: (level, heading, paragraphs); a paragraph given as a list of lines is written with those exact line
 #: breaks (to place a hyphenated word at a line end), a string is wrapped by fpdf2.
 CHAPTERS = [
-    (0, "1 Introduction", [
-        "This manual describes the routine care of the harbor lighthouse at North Point. The keeper on duty "
-        "follows it every week, and the relief keeper uses it to check what was done. Each chapter names the "
-        "tools, the order of the work and the entries that belong in the log book.",
-        "The light has guided fishing boats into the harbor since the old signal fire was replaced by a lamp "
-        "and lens. Most of the work is simple, but skipping a step lets salt and soot build up until the beam "
-        "grows dim and the ships lose sight of the rocks.",
-    ]),
-    (0, "2 Lamp and Lens", [
-        "The lamp room sits at the top of the tower, behind a gallery exposed to wind and spray. Everything in "
-        "this chapter happens there, so carry the tools up in one trip and keep the hatch closed while you "
-        "work.",
-    ]),
-    (1, "2.1 Cleaning the Lens", [
-        "Clean the lens every morning after the light is switched off. Use a soft linen cloth and distilled "
-        "water only; household cleaners leave a film that scatters the beam. Work from the centre panel "
-        "outwards and never press on the prisms.",
-        ["Once a month, polish the brass frame and check the seals for salt crust.",
-         "Record the condition of each panel in the log, and report any chip or crack to the harbor main-",
-         "tenance office the same day so a spare panel can be ordered before the winter storms."],
-        "On foggy days the lens collects moisture on the inside as well. Open the vents for ten minutes before "
-        "cleaning so the glass can dry, otherwise the cloth only moves the droplets around and leaves streaks "
-        "that are visible from the sea.",
-    ]),
-    (1, "2.2 Replacing the Lamp", [
-        "The lamp is replaced after four thousand hours of service or at the first sign of flicker. Switch the "
-        "circuit off at the panel on the landing, wait until the old lamp has cooled, and wear cotton gloves so "
-        "that no oil from your skin reaches the new bulb.",
-        "Write the date, the serial number of the new lamp and the hour counter in the log book. The spare "
-        "lamps are kept in the locked cabinet on the second landing; there should always be two of them.",
-    ]),
-    (0, "3 Tower Structure", [
-        "Walk the stairs from the base to the gallery once a week and look for rust stains, loose rails and "
-        "cracks in the plaster. Rust stains below a bolt mean water is getting in and the bolt must be treated "
-        "before the spring inspection.",
-        "The gallery railing carries the full force of the winter gales. Check every post by hand, tighten the "
-        "clamps that move and paint bare spots with the grey primer kept in the store room. Never lean on the "
-        "railing while you test it, and wear the harness when the wind is strong.",
-        "The door at the base of the tower swells in damp weather. Plane it only in summer, when the wood is "
-        "dry, and oil the hinges at the same time.",
-    ]),
-    (0, "4 Log Book and Reports", [
-        "Every task in this manual ends with an entry in the log book: the date, the keeper's initials, what "
-        "was done and anything unusual that was seen. The log is the only record the harbor office receives, "
-        "so write clearly and do not leave gaps.",
-        "At the end of each month, copy the totals for lamp hours, fuel and spare parts onto the monthly "
-        "report form and send it to the harbor office with the supply boat.",
-    ]),
+    (
+        0,
+        "1 Introduction",
+        [
+            "This manual describes the routine care of the harbor lighthouse at North Point. The keeper on duty "
+            "follows it every week, and the relief keeper uses it to check what was done. Each chapter names the "
+            "tools, the order of the work and the entries that belong in the log book.",
+            "The light has guided fishing boats into the harbor since the old signal fire was replaced by a lamp "
+            "and lens. Most of the work is simple, but skipping a step lets salt and soot build up until the beam "
+            "grows dim and the ships lose sight of the rocks.",
+        ],
+    ),
+    (
+        0,
+        "2 Lamp and Lens",
+        [
+            "The lamp room sits at the top of the tower, behind a gallery exposed to wind and spray. Everything in "
+            "this chapter happens there, so carry the tools up in one trip and keep the hatch closed while you "
+            "work.",
+        ],
+    ),
+    (
+        1,
+        "2.1 Cleaning the Lens",
+        [
+            "Clean the lens every morning after the light is switched off. Use a soft linen cloth and distilled "
+            "water only; household cleaners leave a film that scatters the beam. Work from the centre panel "
+            "outwards and never press on the prisms.",
+            [
+                "Once a month, polish the brass frame and check the seals for salt crust.",
+                "Record the condition of each panel in the log, and report any chip or crack to the harbor main-",
+                "tenance office the same day so a spare panel can be ordered before the winter storms.",
+            ],
+            "On foggy days the lens collects moisture on the inside as well. Open the vents for ten minutes before "
+            "cleaning so the glass can dry, otherwise the cloth only moves the droplets around and leaves streaks "
+            "that are visible from the sea.",
+        ],
+    ),
+    (
+        1,
+        "2.2 Replacing the Lamp",
+        [
+            "The lamp is replaced after four thousand hours of service or at the first sign of flicker. Switch the "
+            "circuit off at the panel on the landing, wait until the old lamp has cooled, and wear cotton gloves so "
+            "that no oil from your skin reaches the new bulb.",
+            "Write the date, the serial number of the new lamp and the hour counter in the log book. The spare "
+            "lamps are kept in the locked cabinet on the second landing; there should always be two of them.",
+        ],
+    ),
+    (
+        0,
+        "3 Tower Structure",
+        [
+            "Walk the stairs from the base to the gallery once a week and look for rust stains, loose rails and "
+            "cracks in the plaster. Rust stains below a bolt mean water is getting in and the bolt must be treated "
+            "before the spring inspection.",
+            "The gallery railing carries the full force of the winter gales. Check every post by hand, tighten the "
+            "clamps that move and paint bare spots with the grey primer kept in the store room. Never lean on the "
+            "railing while you test it, and wear the harness when the wind is strong.",
+            "The door at the base of the tower swells in damp weather. Plane it only in summer, when the wood is "
+            "dry, and oil the hinges at the same time.",
+        ],
+    ),
+    (
+        0,
+        "4 Log Book and Reports",
+        [
+            "Every task in this manual ends with an entry in the log book: the date, the keeper's initials, what "
+            "was done and anything unusual that was seen. The log is the only record the harbor office receives, "
+            "so write clearly and do not leave gaps.",
+            "At the end of each month, copy the totals for lamp hours, fuel and spare parts onto the monthly "
+            "report form and send it to the harbor office with the supply boat.",
+        ],
+    ),
 ]
 
 
@@ -114,6 +140,10 @@ def build(path: Path) -> None:
 
 
 if __name__ == "__main__":
-    out = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parents[1] / "examples" / "lighthouse-manual.pdf"
+    out = (
+        Path(sys.argv[1])
+        if len(sys.argv) > 1
+        else Path(__file__).resolve().parents[1] / "examples" / "lighthouse-manual.pdf"
+    )
     build(out)
     print(f"wrote {out} ({out.stat().st_size} bytes)")

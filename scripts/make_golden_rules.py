@@ -80,8 +80,12 @@ def main() -> None:
             {"name": list_name, "clean": "CLEAN" in list_name or "PDF" in list_name, "cases": cases}
             for list_name, cases in case_lists(git_show(args.repo, commit, path))
         ]
-        doc = {"source": f"https://github.com/nipunsadvilkar/pySBD/blob/{commit}/{path}", "commit": commit,
-               "licence": "MIT, Copyright (c) 2019 Nipun Sadvilkar (see LICENSE-pySBD)", "suites": suites}
+        doc = {
+            "source": f"https://github.com/nipunsadvilkar/pySBD/blob/{commit}/{path}",
+            "commit": commit,
+            "licence": "MIT, Copyright (c) 2019 Nipun Sadvilkar (see LICENSE-pySBD)",
+            "suites": suites,
+        }
         (OUT / f"{lang}.json").write_text(json.dumps(doc, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
         print(lang, ", ".join(f"{s['name']} {len(s['cases'])}" for s in suites))
 

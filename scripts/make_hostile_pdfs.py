@@ -22,10 +22,16 @@ def text_pdf() -> bytes:
 
     w = PdfWriter()
     page = w.add_blank_page(300, 200)
-    font = DictionaryObject({NameObject("/Type"): NameObject("/Font"), NameObject("/Subtype"): NameObject("/Type1"),
-                             NameObject("/BaseFont"): NameObject("/Helvetica")})
-    page[NameObject("/Resources")] = DictionaryObject({NameObject("/Font"): DictionaryObject(
-        {NameObject("/F1"): w._add_object(font)})})
+    font = DictionaryObject(
+        {
+            NameObject("/Type"): NameObject("/Font"),
+            NameObject("/Subtype"): NameObject("/Type1"),
+            NameObject("/BaseFont"): NameObject("/Helvetica"),
+        }
+    )
+    page[NameObject("/Resources")] = DictionaryObject(
+        {NameObject("/Font"): DictionaryObject({NameObject("/F1"): w._add_object(font)})}
+    )
     stream = DecodedStreamObject()
     stream.set_data(b"BT /F1 12 Tf 20 150 Td (The keeper lit the lamp at dusk.) Tj ET")
     page[NameObject("/Contents")] = w._add_object(stream)

@@ -26,8 +26,10 @@ from pathlib import Path
 
 import numpy as np
 
-WORDS = ("river stone lamp keeper harbor winter bread oven flour garden rose train ticket night bee honey wax "
-         "queen storm fog lens glass tower bell copper salt anchor rope sail gull").split()
+WORDS = (
+    "river stone lamp keeper harbor winter bread oven flour garden rose train ticket night bee honey wax "
+    "queen storm fog lens glass tower bell copper salt anchor rope sail gull"
+).split()
 NAMES = [f"doc{i}.txt" for i in range(6)]
 
 
@@ -37,16 +39,32 @@ def write_corpus(folder: Path, seed: int, names: list[str]) -> None:
     for name in names:
         paras = []
         for _ in range(rng.randint(4, 7)):
-            sents = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 14))).capitalize() + "."
-                     for _ in range(rng.randint(3, 6))]
+            sents = [
+                " ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 14))).capitalize() + "."
+                for _ in range(rng.randint(3, 6))
+            ]
             paras.append(" ".join(sents))
         (folder / name).write_text("\n\n".join(paras), encoding="utf-8")
 
 
 def index_cmd(db: Path, folder: Path) -> list[str]:
     code = "import sys; from chunkwise.cli import main; sys.exit(main(sys.argv[1:]))"
-    return [sys.executable, "-c", code, "-q", "--no-cache", "index", str(folder), "--db", str(db),
-            "--max-tokens", "48", "--batch-size", "4", "--prune"]
+    return [
+        sys.executable,
+        "-c",
+        code,
+        "-q",
+        "--no-cache",
+        "index",
+        str(folder),
+        "--db",
+        str(db),
+        "--max-tokens",
+        "48",
+        "--batch-size",
+        "4",
+        "--prune",
+    ]
 
 
 def run_to_end(db: Path, folder: Path) -> None:
@@ -77,8 +95,9 @@ def snapshot(db: Path) -> tuple[dict, dict, int]:
         markers = {m.source: m.content_hash for m in store.markers().values()}
     finally:
         store.close()
-    chunks = {r["id"]: (r["text"], int(r["start"]), int(r["end"]), np.asarray(r["vector"], dtype=np.float32))
-              for r in rows}
+    chunks = {
+        r["id"]: (r["text"], int(r["start"]), int(r["end"]), np.asarray(r["vector"], dtype=np.float32)) for r in rows
+    }
     return chunks, markers, len(rows)
 
 
@@ -170,8 +189,10 @@ def main() -> int:
     seed = int(sys.argv[2]) if len(sys.argv) > 2 else 1
     with tempfile.TemporaryDirectory(prefix="chunkwise-sigkill-") as d:
         r = campaign(trials, seed, Path(d))
-    print(f"{r.trials} trials, {r.kills} kills while running, {r.mid_update} left a half-done update, "
-          f"{len(r.failures)} ended different from a clean run")
+    print(
+        f"{r.trials} trials, {r.kills} kills while running, {r.mid_update} left a half-done update, "
+        f"{len(r.failures)} ended different from a clean run"
+    )
     for f in r.failures:
         print("  " + f)
     return 1 if r.failures else 0

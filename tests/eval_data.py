@@ -57,5 +57,8 @@ def write_topics(root: Path) -> Path:
         units.append([start, start + len(s) + (1 if not s.endswith(".") else 0)])
         pos = start + len(s)
     return write_neutral(
-        root, topic_queries(), docs=TOPICS, boundaries=[{"doc": "cats.txt", "boundaries": [units[2][0]], "units": units}]
+        root,
+        topic_queries(),
+        docs=TOPICS,
+        boundaries=[{"doc": "cats.txt", "boundaries": [units[2][0]], "units": units}],
     )

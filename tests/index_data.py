@@ -24,7 +24,9 @@ def lines(**kw):
 
 
 BEES = "Bees make honey from nectar in the hive.\nThe queen lays eggs all summer.\nBeekeepers wear veils and gloves."
-LAMP = "The lighthouse lamp turns every ten seconds.\nKeepers polish the lens at dusk.\nFog horns sound in winter storms."
+LAMP = (
+    "The lighthouse lamp turns every ten seconds.\nKeepers polish the lens at dusk.\nFog horns sound in winter storms."
+)
 TRAINS = "The night train leaves at nine.\nSleeping cars have narrow bunks.\nThe conductor checks tickets twice."
 
 

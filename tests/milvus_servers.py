@@ -32,8 +32,18 @@ from chunkwise.store.milvus import MilvusStore
 ROOT = Path(__file__).resolve().parents[1]
 
 #: milvus-server options that take a port (all set, so nothing collides with a default 19530 server)
-_PORT_OPTIONS = ("proxy-port", "etcd-port", "root-coord-port", "proxy-internal-port", "query-coord-port",
-                 "query-node-port", "index-coord-port", "index-node-port", "data-coord-port", "data-node-port")
+_PORT_OPTIONS = (
+    "proxy-port",
+    "etcd-port",
+    "root-coord-port",
+    "proxy-internal-port",
+    "query-coord-port",
+    "query-node-port",
+    "index-coord-port",
+    "index-node-port",
+    "data-coord-port",
+    "data-node-port",
+)
 ROOT_TOKEN = "root:Milvus"
 
 
@@ -98,8 +108,9 @@ def kill_tree(proc: subprocess.Popen) -> None:
 
 def _spawn(cmd: list[str], log: Path) -> subprocess.Popen:
     with open(log, "ab") as fh:
-        return subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True, cwd=log.parent)
+        return subprocess.Popen(
+            cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, cwd=log.parent
+        )
 
 
 def _wait_healthy(server: Server, timeout: float) -> None:
@@ -122,8 +133,10 @@ def _wait_healthy(server: Server, timeout: float) -> None:
         time.sleep(1.0)
     tail = server.log.read_text(errors="replace")[-800:] if server.log.exists() else ""
     kill_tree(server.proc)
-    raise RuntimeError(f"{server.kind} did not become healthy in {timeout:.0f} s "
-                       f"(exit code {server.proc.poll()}; last error {last!r}); log tail: {tail}")
+    raise RuntimeError(
+        f"{server.kind} did not become healthy in {timeout:.0f} s "
+        f"(exit code {server.proc.poll()}; last error {last!r}); log tail: {tail}"
+    )
 
 
 def start_milvus_235(data: Path, timeout: float = 150.0) -> Server:
@@ -141,8 +154,7 @@ def start_milvus_235(data: Path, timeout: float = 150.0) -> Server:
     cmd += ["--authorization-enabled", "true"]
     data.mkdir(parents=True, exist_ok=True)
     log = data / "server.log"
-    server = Server("milvus-2.3.5", f"http://127.0.0.1:{ports[0]}", ROOT_TOKEN, False, _spawn(cmd, log), log,
-                    cmd, data)
+    server = Server("milvus-2.3.5", f"http://127.0.0.1:{ports[0]}", ROOT_TOKEN, False, _spawn(cmd, log), log, cmd, data)
     _wait_healthy(server, timeout)
     return server
 
@@ -162,21 +174,30 @@ def start_milvus_lite(data: Path, port: int | None = None, timeout: float = 60.0
 
 
 # -- what the server tests (Milvus servers, Ray) share ----------------------------------------------------
-WORDS = ("river stone lamp keeper harbor winter bread oven flour garden rose train ticket night bee honey wax "
-         "queen storm fog lens glass tower bell copper salt anchor rope sail gull").split()
+WORDS = (
+    "river stone lamp keeper harbor winter bread oven flour garden rose train ticket night bee honey wax "
+    "queen storm fog lens glass tower bell copper salt anchor rope sail gull"
+).split()
 PARAMS = {"max_tokens": 48}
 CLI = "import sys; from chunkwise.cli import main; sys.exit(main(sys.argv[1:]))"
 #: the real CLI with the test embedder in place of the ONNX model (what is under test is Milvus, not MiniLM)
-FAST_CLI = ("import sys; sys.path.insert(0, sys.argv.pop(1)); import conftest, chunkwise.embeddings as e; "
-            "e.get_embedder = lambda *a, **k: conftest.FakeEmbedder(); " + CLI.split("; ", 1)[1])
+FAST_CLI = (
+    "import sys; sys.path.insert(0, sys.argv.pop(1)); import conftest, chunkwise.embeddings as e; "
+    "e.get_embedder = lambda *a, **k: conftest.FakeEmbedder(); " + CLI.split("; ", 1)[1]
+)
 
 
 def write_corpus(folder: Path, seed: int, names: list[str]) -> None:
     rng = random.Random(seed)
     folder.mkdir(parents=True, exist_ok=True)
     for name in names:
-        paras = [" ".join(" ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 14))).capitalize() + "."
-                          for _ in range(rng.randint(3, 6))) for _ in range(rng.randint(4, 7))]
+        paras = [
+            " ".join(
+                " ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 14))).capitalize() + "."
+                for _ in range(rng.randint(3, 6))
+            )
+            for _ in range(rng.randint(4, 7))
+        ]
         (folder / name).write_text("\n\n".join(paras), encoding="utf-8")
 
 
@@ -207,8 +228,19 @@ def contents(server: Server, collection: str) -> tuple[set[tuple[str, str]], dic
 def _transient(exc: BaseException) -> bool:
     """A dropped or refused connection, not an answer: worth a new connection."""
     text = f"{type(exc).__name__} {exc}"
-    return any(s in text for s in ("GOAWAY", "UNAVAILABLE", "too_many_pings", "Connection reset", "Socket closed",
-                                   "connection refused", "Deadline Exceeded", "DEADLINE_EXCEEDED"))
+    return any(
+        s in text
+        for s in (
+            "GOAWAY",
+            "UNAVAILABLE",
+            "too_many_pings",
+            "Connection reset",
+            "Socket closed",
+            "connection refused",
+            "Deadline Exceeded",
+            "DEADLINE_EXCEEDED",
+        )
+    )
 
 
 def cli_cmd(server: Server, *args: str, collection: str, fast: bool = False) -> list[str]:
@@ -218,10 +250,12 @@ def cli_cmd(server: Server, *args: str, collection: str, fast: bool = False) -> 
     return cmd + (["--token", server.token] if server.token else [])
 
 
-def cli(server: Server, *args: str, collection: str, fast: bool = False,
-        timeout: float = 180) -> subprocess.CompletedProcess:
-    return subprocess.run(cli_cmd(server, *args, collection=collection, fast=fast), capture_output=True,
-                          text=True, timeout=timeout)
+def cli(
+    server: Server, *args: str, collection: str, fast: bool = False, timeout: float = 180
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        cli_cmd(server, *args, collection=collection, fast=fast), capture_output=True, text=True, timeout=timeout
+    )
 
 
 def wait_for_chunks(server: Server, collection: str, proc: subprocess.Popen, timeout: float = 120) -> None:
@@ -249,5 +283,3 @@ def wait_for_chunks(server: Server, collection: str, proc: subprocess.Popen, tim
     finally:
         if client is not None:
             client.close()
-
-

@@ -3,10 +3,9 @@ and offline (the extractive fallback) on the examples."""
 
 from __future__ import annotations
 
-import re
-
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -67,7 +66,15 @@ def ask(db, *args):
 
 
 def test_parse_citations_forms():
-    assert parse_citations("Open the vents [1]. Dry glass [2, 3] and [4-6]; see [passage 7] [1].") == [1, 2, 3, 4, 5, 6, 7]
+    assert parse_citations("Open the vents [1]. Dry glass [2, 3] and [4-6]; see [passage 7] [1].") == [
+        1,
+        2,
+        3,
+        4,
+        5,
+        6,
+        7,
+    ]
     assert parse_citations("no citations, a list [a] or [ ] here") == []
     assert check_citations("x [1] y [9] z [2]", [1, 2, 3]) == ([1, 2], [9])
 
@@ -105,7 +112,9 @@ def test_streaming_answer_with_numbered_provenance_and_checked_citations(chat, t
     assert body["stream"] is True and body["model"] == "test-model" and body["max_tokens"] == 512
     user = body["messages"][-1]["content"]
     # the page range depends on the default strategy's cut; the provenance format does not
-    assert re.search(r"\[1\] examples/lighthouse-manual\.pdf p\.2(-3)? §2\.1 Cleaning the Lens\n", user) and DEMO in user
+    assert (
+        re.search(r"\[1\] examples/lighthouse-manual\.pdf p\.2(-3)? §2\.1 Cleaning the Lens\n", user) and DEMO in user
+    )
     assert len(pieces) > 3 and "".join(pieces).strip() == ans.text  # streamed piece by piece
     assert ans.citations == [1] and ans.invalid_citations == [] and ans.given == [1, 2, 3][: len(ans.given)]
     assert "Open the vents" in ans.cited_passages[0].text
@@ -118,8 +127,20 @@ def test_citation_to_a_passage_not_given_is_flagged(chat, tmp_path, examples_db,
     assert rc == 0 and "Open the vents [1], dry the glass [7]." in out
     assert re.search(r"Sources:\n  \[1\] examples/lighthouse-manual\.pdf p\.2(-3)? §2\.1 Cleaning the Lens", out)
     assert "! [7] is cited but no passage [7] was given" in out
-    rc = ask(examples_db, DEMO, "-k", "2", "--llm-base-url", chat.url, "--llm-model", "m", "--format", "json",
-             "--cache-dir", str(tmp_path))
+    rc = ask(
+        examples_db,
+        DEMO,
+        "-k",
+        "2",
+        "--llm-base-url",
+        chat.url,
+        "--llm-model",
+        "m",
+        "--format",
+        "json",
+        "--cache-dir",
+        str(tmp_path),
+    )
     data = json.loads(capsys.readouterr().out)
     assert data["citations"] == [1] and data["invalid_citations"] == [7] and len(data["passages"]) == 2
 
@@ -146,7 +167,8 @@ def test_timeout_is_an_error_not_a_hang(chat, tmp_path):
     chat.delay = 1.5
     with pytest.raises(LLMError, match=r"timed out \(nothing received for 0.2 s\); gave up after 2 attempts"):
         ChatClient(chat.url, "m", timeout=0.2, retries=1, backoff=0.01, cache=False).complete(
-            [{"role": "user", "content": "x"}])
+            [{"role": "user", "content": "x"}]
+        )
 
 
 def test_malformed_answers_fail_at_once(chat, tmp_path):
@@ -168,8 +190,7 @@ def test_a_stream_that_breaks_off_is_an_error(chat, tmp_path):
     chat.break_stream_after = 3
     got = []
     with pytest.raises(LLMError, match="broke off"):
-        ChatClient(chat.url, "m", cache=False).stream([{"role": "user", "content": "Question: q"}],
-                                                      on_token=got.append)
+        ChatClient(chat.url, "m", cache=False).stream([{"role": "user", "content": "Question: q"}], on_token=got.append)
     assert 0 < len(got) <= 3
 
 
@@ -205,8 +226,26 @@ def test_prompt_is_trimmed_to_the_window_never_sent_over_it(chat, tmp_path):
 
 def test_ask_reports_passages_left_out(chat, tmp_path, examples_db, capsys):
     chat.context_tokens = 700
-    rc = ask(examples_db, DEMO, "-k", "5", "--llm-base-url", chat.url, "--llm-model", "m", "--context-tokens", "700",
-             "--answer-tokens", "100", "--format", "json", "--min-score", "-1", "--cache-dir", str(tmp_path))
+    rc = ask(
+        examples_db,
+        DEMO,
+        "-k",
+        "5",
+        "--llm-base-url",
+        chat.url,
+        "--llm-model",
+        "m",
+        "--context-tokens",
+        "700",
+        "--answer-tokens",
+        "100",
+        "--format",
+        "json",
+        "--min-score",
+        "-1",
+        "--cache-dir",
+        str(tmp_path),
+    )
     data = json.loads(capsys.readouterr().out)
     assert rc == 0 and chat.overflows == [] and data["left_out"] >= 1 and "did not fit" in data["note"]
 
@@ -217,13 +256,22 @@ def test_ask_reports_passages_left_out(chat, tmp_path, examples_db, capsys):
 def test_map_reduce_depth_for_a_document_20x_the_context(chat, tmp_path):
     context, answer = 1024, 128
     chat.context_tokens = context
-    sentences = [f"Section {i} explains how the keeper inspects part number {i} of the light every week." for i in range(1200)]
+    sentences = [
+        f"Section {i} explains how the keeper inspects part number {i} of the light every week." for i in range(1200)
+    ]
     doc = Document(" ".join(sentences), source="long.txt")
     llm = llm_for(chat, tmp_path, context_tokens=context, answer_tokens=answer)
     assert llm.tokenizer.count(doc.text) >= 20 * context
     stages = []
-    result = summarize(doc, llm, strategy="fixed", max_tokens=200, tokenizer="cl100k", concurrency=3,
-                       progress=lambda stage, done, total: stages.append((stage, done, total)))
+    result = summarize(
+        doc,
+        llm,
+        strategy="fixed",
+        max_tokens=200,
+        tokenizer="cl100k",
+        concurrency=3,
+        progress=lambda stage, done, total: stages.append((stage, done, total)),
+    )
     n = len(result.passages)
     assert chat.overflows == [] and max(chat.prompt_sizes) + answer <= context
     assert result.levels[0] == n and result.levels[-1] == 1 and result.depth >= 4
@@ -262,15 +310,32 @@ def test_offline_python_api_and_show_context(examples_db, capsys):
     assert any("Open the vents" in p.text for p in ans.cited_passages)
     rc = ask(examples_db, DEMO, "-k", "2", "--show-context")
     out = capsys.readouterr().out
-    assert rc == 0 and out.index("[2] examples/") < out.rindex("Open the vents for ten minutes before cleaning so")  # context, then answer
+    assert rc == 0 and out.index("[2] examples/") < out.rindex(
+        "Open the vents for ten minutes before cleaning so"
+    )  # context, then answer
 
 
 def test_offline_summary_same_shape_as_llm_summary(chat, tmp_path, capsys):
     pdf = str(EXAMPLES / "lighthouse-manual.pdf")
     assert main(["summarize", pdf, "--format", "json"]) == 0
     offline = json.loads(capsys.readouterr().out)
-    assert main(["summarize", pdf, "--format", "json", "--llm-base-url", chat.url, "--llm-model", "m",
-                 "--cache-dir", str(tmp_path)]) == 0
+    assert (
+        main(
+            [
+                "summarize",
+                pdf,
+                "--format",
+                "json",
+                "--llm-base-url",
+                chat.url,
+                "--llm-model",
+                "m",
+                "--cache-dir",
+                str(tmp_path),
+            ]
+        )
+        == 0
+    )
     online = json.loads(capsys.readouterr().out)
     assert set(offline) == set(online) and offline["extractive"] and not online["extractive"]
     assert offline["citations"] and offline["summary"].startswith("- ") and offline["levels"] == [1]
@@ -292,7 +357,8 @@ def test_extractive_summary_reuses_semantic_sentence_vectors():
 
     emb = Counting()
     chunks = chunkwise.get_strategy("cohesion", max_tokens=120, embedder=emb.inner).chunk(
-        chunkwise.load(EXAMPLES / "night-trains.txt"))
+        chunkwise.load(EXAMPLES / "night-trains.txt")
+    )
     s = summarize(chunks, ExtractiveLLM(embedder=emb), style="paragraph")
     assert emb.texts == 0 and s.text and s.citations  # no sentence embedded twice
 
@@ -315,7 +381,9 @@ def test_an_answer_from_a_weak_best_match_is_hedged(examples_db, capsys):
         unsure = ix.ask("Which planet has the most moons?")
     assert sure.confident and sure.best_score >= CONFIDENT_SCORE and sure.hedge is None
     assert unsure.found and not unsure.confident and 0.15 <= unsure.best_score < CONFIDENT_SCORE
-    assert unsure.hedge == f"the best passage is a weak match ({unsure.best_score:.2f}): this answer may not be supported"
+    assert (
+        unsure.hedge == f"the best passage is a weak match ({unsure.best_score:.2f}): this answer may not be supported"
+    )
     assert ask(examples_db, "Which planet has the most moons?") == 0
     out = capsys.readouterr().out
     answer, _, sources = out.partition("\nSources:")
@@ -338,7 +406,11 @@ def test_interactive_asks_many_questions_over_one_opened_index(examples_db, caps
     monkeypatch.setattr("sys.stdin", io.StringIO("Which planet has the most moons?\nHow much honey do bees need?\n\n"))
     assert ask(examples_db, DEMO, "--interactive", "--format", "json") == 0
     answers = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert [a["question"] for a in answers] == [DEMO, "Which planet has the most moons?", "How much honey do bees need?"]
+    assert [a["question"] for a in answers] == [
+        DEMO,
+        "Which planet has the most moons?",
+        "How much honey do bees need?",
+    ]
     assert [a["confident"] for a in answers] == [True, False, True] and opened == [1]
 
 
@@ -377,8 +449,18 @@ def test_api_key_is_never_printed(chat, examples_db, capsys, monkeypatch, tmp_pa
     llm = OpenAILLM(chat.url, "m", cache_dir=tmp_path)
     assert SECRET not in repr(llm.client) and SECRET not in repr(vars(llm))
     chat.always_status = None
-    rc = ask(examples_db, DEMO, "--llm-base-url", chat.url, "--llm-model", "m", "--format", "json",
-             "--cache-dir", str(tmp_path))
+    rc = ask(
+        examples_db,
+        DEMO,
+        "--llm-base-url",
+        chat.url,
+        "--llm-model",
+        "m",
+        "--format",
+        "json",
+        "--cache-dir",
+        str(tmp_path),
+    )
     assert rc == 0 and SECRET not in capsys.readouterr().out
 
 
@@ -395,9 +477,10 @@ def test_configuration_errors(tmp_path, examples_db, capsys):
 
 
 def test_eval_answers_reports_citation_recall(chat, tmp_path, capsys, monkeypatch):
-    import chunkwise.embeddings
     from conftest import FakeEmbedder
     from eval_data import QUERIES, TOPICS, write_neutral
+
+    import chunkwise.embeddings
 
     fake = FakeEmbedder()
     monkeypatch.setattr(chunkwise.embeddings, "embedder_from_args", lambda args, **kw: fake)
@@ -411,8 +494,25 @@ def test_eval_answers_reports_citation_recall(chat, tmp_path, capsys, monkeypatc
     offline = json.loads(capsys.readouterr().out)["runs"][0]["scores"]
     assert 0 < offline["citation_recall"] <= 1 and offline["answer_cites"] == 1.0
     chat.answer = lambda body: "It is in the first passage [1], not in [99]."
-    assert main(["eval", str(root), "--run", spec, "--answers", "--llm-base-url", chat.url, "--llm-model", "m",
-                 "--cache-dir", str(tmp_path), "-q"]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                str(root),
+                "--run",
+                spec,
+                "--answers",
+                "--llm-base-url",
+                chat.url,
+                "--llm-model",
+                "m",
+                "--cache-dir",
+                str(tmp_path),
+                "-q",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "citation recall" in out and len(chat.requests) == len(queries)
     assert main(["eval", str(root), "--run", spec, "--llm-model", "m", "-q"]) == 2
@@ -426,13 +526,20 @@ def test_a_server_that_counts_the_prompt_longer_gets_a_hint(chat, tmp_path):
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.integers(150, 1500), st.integers(8, 80),
-       st.lists(st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=3000),
-                min_size=1, max_size=6),
-       st.text(max_size=200))
+@given(
+    st.integers(150, 1500),
+    st.integers(8, 80),
+    st.lists(
+        st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=3000),
+        min_size=1,
+        max_size=6,
+    ),
+    st.text(max_size=200),
+)
 def test_fitted_prompts_never_exceed_the_window(context, answer, texts, question):
-    llm = OpenAILLM("http://127.0.0.1:9/v1", "m", context_tokens=context + answer + 64, answer_tokens=answer,
-                    cache=False)
+    llm = OpenAILLM(
+        "http://127.0.0.1:9/v1", "m", context_tokens=context + answer + 64, answer_tokens=answer, cache=False
+    )
     passages = [Passage(n, t, f"doc{n}.txt") for n, t in enumerate(texts, start=1)]
     try:
         messages, given_, cut = llm.fit(lambda ps: llm.answer_messages(question, ps), passages)

@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 
 import pytest
+from conftest import FakeEmbedder
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -24,7 +25,6 @@ from chunkwise.formats import load_bytes
 from chunkwise.segmentation.tokenizers import get_tokenizer
 from chunkwise.strategies import SEMANTIC_STRATEGIES, get_strategy
 from chunkwise.strategies.base import max_chars_for
-from conftest import FakeEmbedder
 
 ROOT = Path(__file__).resolve().parents[1]
 STRATEGIES = ["fixed", "sentence", "recursive", "markdown", "auto", "semantic", "maxmin", "cohesion"]
@@ -79,11 +79,12 @@ def check_rules(text: str, chunks, max_tokens: int, tokenizer: str) -> None:
         prv = chunks[k - 1] if k > 0 else None
         if nxt is not None and nxt.start >= c.end:
             ls = _last_line_start(text, c.start, c.end)
-            last = text[ls:c.end].rstrip()
+            last = text[ls : c.end].rstrip()
             if STICKY.match(last):
                 # allowed only when the tail plus the next chunk's first paragraph is over the cap
                 assert not fits(ls, max(nxt.start + 1, min(nxt.end, _para_end(text, nxt.start)))), (
-                    f"chunk {k} ends with {last!r} although the next chunk could take it")
+                    f"chunk {k} ends with {last!r} although the next chunk could take it"
+                )
         small = c.token_count < 5 or not any(ch.isalnum() for ch in c.text)
         if small and len(chunks) > 1:
             for other in (prv, nxt):
@@ -99,7 +100,7 @@ def check_rules(text: str, chunks, max_tokens: int, tokenizer: str) -> None:
 def test_rules_hold_for_every_strategy(name, tokenizer, text, max_tokens):
     doc = load_bytes(text.encode(), source="<doc.md>", name="doc.md") if name == "auto" else Document(text)
     chunks = make(name, tokenizer, max_tokens=max_tokens).chunk(doc)
-    assert all(doc.text[c.start:c.end] == c.text for c in chunks)
+    assert all(doc.text[c.start : c.end] == c.text for c in chunks)
     assert all(c.token_count <= max_tokens for c in chunks)
     check_rules(doc.text, chunks, max_tokens, tokenizer)
 
@@ -167,8 +168,11 @@ def test_a_document_of_only_symbols_is_kept():
 
 
 def test_anchor_attributes_are_not_in_sections():
-    doc = load_bytes(b"# Guide { #guide }\n\nIntro text here.\n\n## Install {#install .big}\n\nRun pip install.\n",
-                     source="<g.md>", name="g.md")
+    doc = load_bytes(
+        b"# Guide { #guide }\n\nIntro text here.\n\n## Install {#install .big}\n\nRun pip install.\n",
+        source="<g.md>",
+        name="g.md",
+    )
     assert [s.path for s in doc.sections] == [("Guide",), ("Guide", "Install")]
     chunks = chunkwise.chunk(doc, max_tokens=8)
     assert all("{" not in " ".join(c.section) for c in chunks)
@@ -177,18 +181,23 @@ def test_anchor_attributes_are_not_in_sections():
 def test_heading_only_section_is_not_a_region():
     from chunkwise.strategies.base import regions
 
-    doc = load_bytes(b"# Guide\n\n## Install\n\nRun pip install now.\n\n## Use\n\nImport it.\n",
-                     source="<g.md>", name="g.md")
+    doc = load_bytes(
+        b"# Guide\n\n## Install\n\nRun pip install now.\n\n## Use\n\nImport it.\n", source="<g.md>", name="g.md"
+    )
     bounds = regions(doc, 2)
-    assert doc.text[bounds[0][0]:bounds[0][1]].startswith("# Guide\n\n## Install")
+    assert doc.text[bounds[0][0] : bounds[0][1]].startswith("# Guide\n\n## Install")
     assert len(bounds) == 2
 
 
 def test_auto_resolves_by_format_and_labels_chunks():
     md = load_bytes(b"# T\n\nSome text for the reader.\n", source="<a.md>", name="a.md")
     txt = load_bytes(b"Some text for the reader.\n", source="<a.txt>", name="a.txt")
-    srt = load_bytes(b"1\n00:00:01,000 --> 00:00:02,000\nHello there, this is\n\n2\n00:00:02,000 --> "
-                     b"00:00:03,000\na sentence over two cues.\n", source="<a.srt>", name="a.srt")
+    srt = load_bytes(
+        b"1\n00:00:01,000 --> 00:00:02,000\nHello there, this is\n\n2\n00:00:02,000 --> "
+        b"00:00:03,000\na sentence over two cues.\n",
+        source="<a.srt>",
+        name="a.srt",
+    )
     assert {c.strategy for c in chunkwise.chunk(md)} == {"auto:markdown"}
     assert {c.strategy for c in chunkwise.chunk(txt)} == {"auto:recursive"}
     assert {c.strategy for c in chunkwise.chunk(srt)} == {"auto:sentence"}
@@ -201,8 +210,13 @@ def test_auto_html_with_headings_respects_sections():
     from chunkwise.strategies.auto import SECTION_LEVEL, AutoChunker
 
     # an <article>: trafilatura keeps the headings of the main content it finds (bare <body> text may lose them)
-    html = (b"<html><body><article><h1>Guide</h1><p>" + b"Intro words here. " * 5 + b"</p><h2>Install</h2><p>"
-            + b"Run the installer now. " * 5 + b"</p></article></body></html>")
+    html = (
+        b"<html><body><article><h1>Guide</h1><p>"
+        + b"Intro words here. " * 5
+        + b"</p><h2>Install</h2><p>"
+        + b"Run the installer now. " * 5
+        + b"</p></article></body></html>"
+    )
     doc = load_bytes(html, source="<a.html>", name="a.html")
     assert doc.sections
     inner = AutoChunker(max_tokens=200).resolve(doc)
@@ -227,9 +241,11 @@ def _geotopo_like() -> str:
     headings stand on a line of their own before their body, with nothing marking them as headings."""
     para = "Sei X ein topologischer Raum und U eine offene Teilmenge von X mit der Teilraumtopologie."
     body = f"{para}\n\n{para}"
-    return (f"{body}\n\nDanksagungen\n\n{body}\n\n{para}\nDefinition 47\n\n{body}\n\n"
-            f"{para}\n\nSatz 1.2 (Jordanscher Kurvensatz)\n\n{body}\n\n{para}\n\nLösung zu Aufgabe 6\n\n"
-            f"{body}\n\n{para}")
+    return (
+        f"{body}\n\nDanksagungen\n\n{body}\n\n{para}\nDefinition 47\n\n{body}\n\n"
+        f"{para}\n\nSatz 1.2 (Jordanscher Kurvensatz)\n\n{body}\n\n{para}\n\nLösung zu Aufgabe 6\n\n"
+        f"{body}\n\n{para}"
+    )
 
 
 @pytest.mark.parametrize("name", ["recursive", "sentence", "fixed", "auto"])
@@ -242,7 +258,7 @@ def test_pdf_labels_and_unmarked_headings_stay_with_their_body(name, max_tokens)
     labels = ["Danksagungen", "Definition 47", "Satz 1.2 (Jordanscher Kurvensatz)", "Lösung zu Aufgabe 6"]
     doc = Document(text, source="<notes.pdf>", metadata={"format": "pdf"})
     chunks = make(name, "words", max_tokens=max_tokens).chunk(doc)
-    assert all(doc.text[c.start:c.end] == c.text and c.token_count <= max_tokens for c in chunks)
+    assert all(doc.text[c.start : c.end] == c.text and c.token_count <= max_tokens for c in chunks)
     for c in chunks[:-1]:
         assert c.text.rstrip().splitlines()[-1] not in labels, [x.text for x in chunks]
     for label in labels:  # each label is in the chunk where its body starts
@@ -256,8 +272,16 @@ def test_label_lines_are_only_label_shaped_lines():
     for line in ["Definition 47", "Beispiel 3 (Basis und Subbasis)", "Proposition 4.2", "Satz (Zwischenwertsatz)"]:
         assert is_label_line(line, alone=False), line
     assert is_label_line("Danksagungen", alone=True) and not is_label_line("Danksagungen", alone=False)
-    for line in ["Kurve, 87", "Wäre A∩A1 = ∅", "X", "x 2", "R0 1 0 f g", "Abbildung 2.4: Kartenwechsel",
-                 "Beweis.", "Das ist alles."]:
+    for line in [
+        "Kurve, 87",
+        "Wäre A∩A1 = ∅",
+        "X",
+        "x 2",
+        "R0 1 0 f g",
+        "Abbildung 2.4: Kartenwechsel",
+        "Beweis.",
+        "Das ist alles.",
+    ]:
         assert not is_label_line(line, alone=True), line
 
 
@@ -282,17 +306,27 @@ def test_auto_cuts_a_transcript_at_its_topic_shifts():
     doc = chunkwise.load(ROOT / "examples" / "team-meeting.vtt")
     chunks = chunkwise.chunk(doc)
     assert [c.text.split("\n")[0][:40] for c in chunks] == [
-        "Maria: Good morning everyone, let's star", "Aisha: Next topic is the crash in the pa",
-        "Maria: Last topic: the summer party."]
+        "Maria: Good morning everyone, let's star",
+        "Aisha: Next topic is the crash in the pa",
+        "Maria: Last topic: the summer party.",
+    ]
     assert {c.strategy for c in chunks} == {"auto:sentence"}
     assert [(c.start_time, c.end_time) for c in chunks] == [(1.0, 24.0), (25.0, 45.0), (46.0, 61.0)]
 
 
 def test_auto_transcript_topics_come_from_the_words_not_from_cue_phrases():
-    release = ["The release of version two ships on the fourteenth.", "Testing the release branch takes two weeks.",
-               "The release notes list every feature of version two.", "Marketing announces the release date."]
-    garden = ["The garden beds need compost before planting tomatoes.", "Tomatoes and beans grow in the sunny beds.",
-              "Water the garden beds every evening in summer.", "Compost from the kitchen feeds the tomatoes."]
+    release = [
+        "The release of version two ships on the fourteenth.",
+        "Testing the release branch takes two weeks.",
+        "The release notes list every feature of version two.",
+        "Marketing announces the release date.",
+    ]
+    garden = [
+        "The garden beds need compost before planting tomatoes.",
+        "Tomatoes and beans grow in the sunny beds.",
+        "Water the garden beds every evening in summer.",
+        "Compost from the kitchen feeds the tomatoes.",
+    ]
     doc = load_bytes(_vtt([("Ann", s) for s in release + garden]), source="<m.vtt>", name="m.vtt")
     chunks = chunkwise.chunk(doc)
     assert [c.text.split("\n")[0].removeprefix("Ann: ") for c in chunks] == [release[0], garden[0]]

@@ -16,10 +16,29 @@ from chunkwise.segmentation.tokenizers import get_tokenizer
 pytest.importorskip("gigatoken")
 
 HOSTILE = [
-    "", " ", "\x00", "a\x00b", "\r\n\r\n", "  \n\n\t  x", "x   ", " " * 3000, "\n" * 300, "e\u0301" * 200,
-    "\u0300\u0301 leading marks", "日本語のテキストと中文文本和한국어", "😀👍🏽👨‍👩‍👧‍👦🇩🇪", "🙂" * 500,
-    "<|endoftext|>", "a<|endoftext|>b <|fim_prefix|><|endofprompt|>", "I'm, you'RE, they'Ll", "1234567890" * 50,
-    "\u200b\u200c\u200d\ufeff", "\u2028\u2029\x85\x0b\x0c", "ﬁ Ⅻ ① ²³", "\U0010ffff\U000e0001\ue000", "İı ẞß",
+    "",
+    " ",
+    "\x00",
+    "a\x00b",
+    "\r\n\r\n",
+    "  \n\n\t  x",
+    "x   ",
+    " " * 3000,
+    "\n" * 300,
+    "e\u0301" * 200,
+    "\u0300\u0301 leading marks",
+    "日本語のテキストと中文文本和한국어",
+    "😀👍🏽👨‍👩‍👧‍👦🇩🇪",
+    "🙂" * 500,
+    "<|endoftext|>",
+    "a<|endoftext|>b <|fim_prefix|><|endofprompt|>",
+    "I'm, you'RE, they'Ll",
+    "1234567890" * 50,
+    "\u200b\u200c\u200d\ufeff",
+    "\u2028\u2029\x85\x0b\x0c",
+    "ﬁ Ⅻ ① ²³",
+    "\U0010ffff\U000e0001\ue000",
+    "İı ẞß",
 ]
 
 
@@ -62,9 +81,35 @@ def test_random_text_gives_tiktoken_ids(tok, giga, text):
 
 
 @settings(max_examples=100, deadline=None)
-@given(parts=st.lists(st.sampled_from(["a", "Z", " ", "  ", "\n", "\r\n", "\t", "'s", "'LL", "12345", ".", "!?",
-                                       "é", "e\u0301", "日本", "🙂", "👍🏽", "\x00", "<|endoftext|>", "\u200d"]),
-                      max_size=80))
+@given(
+    parts=st.lists(
+        st.sampled_from(
+            [
+                "a",
+                "Z",
+                " ",
+                "  ",
+                "\n",
+                "\r\n",
+                "\t",
+                "'s",
+                "'LL",
+                "12345",
+                ".",
+                "!?",
+                "é",
+                "e\u0301",
+                "日本",
+                "🙂",
+                "👍🏽",
+                "\x00",
+                "<|endoftext|>",
+                "\u200d",
+            ]
+        ),
+        max_size=80,
+    )
+)
 def test_pattern_edges_give_tiktoken_ids(tok, giga, parts):
     text = "".join(parts)
     assert ids(giga.encode(text)) == tok.encoding.encode_ordinary(text)

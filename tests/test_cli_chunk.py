@@ -38,7 +38,7 @@ def test_examples_folder_to_jsonl(capsys):
     docs = {r["source"]: load(r["source"]) for r in rows}
     for r in rows:
         assert tuple(r) == CHUNK_FIELDS  # exactly the chunk fields, in order
-        assert docs[r["source"]].text[r["start"]:r["end"]] == r["text"]
+        assert docs[r["source"]].text[r["start"] : r["end"]] == r["text"]
         assert r["token_count"] <= 96 and r["strategy"].startswith("auto:")
     pdf_rows = [r for r in rows if r["source"].endswith(".pdf")]
     assert pdf_rows[-1]["page_end"] == 4 and all(r["page_start"] for r in pdf_rows)
@@ -62,18 +62,21 @@ def test_mixed_folder_with_bad_files(capsys, tmp_path):
     assert len(bin_err) == 1 and "binary file (PNG image)" in bin_err[0]
     assert "Traceback" not in err
     assert {Path(r["source"]).name for r in jsonl(out)} == set(GOOD)  # the rest is chunked
-    tail = err[err.index("2 inputs failed:"):]
+    tail = err[err.index("2 inputs failed:") :]
     assert "broken.pdf" in tail and "photo.txt" in tail and "photo.dat" not in tail
     assert "chunkwise: warning: skipped 1 file of unsupported types: .dat 1" in err
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--max-tokens", "0"], "max_tokens must be an integer >= 1"),
-    (["--max-tokens", "50", "--overlap", "50"], "overlap (50) must be smaller than max_tokens (50)"),
-    (["--max-file-size", "lots"], "--max-file-size expects a size"),
-    (["--encoding", "klingon"], "unknown encoding"),
-    (["-p", "nonsense=1"], "has no parameter nonsense"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--max-tokens", "0"], "max_tokens must be an integer >= 1"),
+        (["--max-tokens", "50", "--overlap", "50"], "overlap (50) must be smaller than max_tokens (50)"),
+        (["--max-file-size", "lots"], "--max-file-size expects a size"),
+        (["--encoding", "klingon"], "unknown encoding"),
+        (["-p", "nonsense=1"], "has no parameter nonsense"),
+    ],
+)
 def test_parameter_errors_exit_2_with_one_line(capsys, args, message):
     code, out, err = run(capsys, EXAMPLES / "night-trains.txt", *args)
     assert code == 2 and out == ""
@@ -111,8 +114,17 @@ def test_stdin(capsys, monkeypatch):
 
 def test_table_format_and_output_file(capsys, tmp_path):
     out_file = tmp_path / "chunks.txt"
-    code, out, err = run(capsys, EXAMPLES / "lighthouse-manual.pdf", EXAMPLES / "team-meeting.vtt",
-                         "--format", "table", "--max-tokens", "120", "-o", out_file)
+    code, out, err = run(
+        capsys,
+        EXAMPLES / "lighthouse-manual.pdf",
+        EXAMPLES / "team-meeting.vtt",
+        "--format",
+        "table",
+        "--max-tokens",
+        "120",
+        "-o",
+        out_file,
+    )
     assert code == 0 and out == ""
     table = out_file.read_text(encoding="utf-8").splitlines()
     assert table[0].split() == ["source", "#", "tokens", "section", "where", "text"]
@@ -155,16 +167,25 @@ def test_real_subprocess():
     exe = Path(sys.executable).parent / "chunkwise"
     if not exe.exists():
         pytest.skip("chunkwise console script not installed next to the interpreter")
-    ok = subprocess.run([str(exe), "chunk", str(EXAMPLES / "sourdough-guide.md"), "--max-tokens", "64"],
-                        capture_output=True, text=True, timeout=120)
+    ok = subprocess.run(
+        [str(exe), "chunk", str(EXAMPLES / "sourdough-guide.md"), "--max-tokens", "64"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert ok.returncode == 0, ok.stderr
     rows = jsonl(ok.stdout)
     assert rows and all(r["token_count"] <= 64 for r in rows)
-    bad = subprocess.run([str(exe), "chunk", str(EXAMPLES / "night-trains.txt"), "/nonexistent/file.pdf"],
-                         capture_output=True, text=True, timeout=120)
+    bad = subprocess.run(
+        [str(exe), "chunk", str(EXAMPLES / "night-trains.txt"), "/nonexistent/file.pdf"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert bad.returncode == 1
     assert "chunkwise: error: /nonexistent/file.pdf: no such file" in bad.stderr
     assert "Traceback" not in bad.stderr and jsonl(bad.stdout)
-    param = subprocess.run([str(exe), "chunk", str(EXAMPLES), "--max-tokens", "-3"],
-                           capture_output=True, text=True, timeout=120)
+    param = subprocess.run(
+        [str(exe), "chunk", str(EXAMPLES), "--max-tokens", "-3"], capture_output=True, text=True, timeout=120
+    )
     assert param.returncode == 2 and param.stderr.strip().count("\n") == 0 and "Traceback" not in param.stderr

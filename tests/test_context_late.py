@@ -21,8 +21,20 @@ from chunkwise.segmentation.tokenizers import get_tokenizer
 
 
 def make_chunks(doc: Document, spans: list[tuple[int, int]]) -> list[Chunk]:
-    return [Chunk(text=doc.text[a:b], start=a, end=b, index=i, id=f"c{i}", doc_id=doc.id, source=doc.source,
-                  token_count=0, strategy="test") for i, (a, b) in enumerate(spans)]
+    return [
+        Chunk(
+            text=doc.text[a:b],
+            start=a,
+            end=b,
+            index=i,
+            id=f"c{i}",
+            doc_id=doc.id,
+            source=doc.source,
+            token_count=0,
+            strategy="test",
+        )
+        for i, (a, b) in enumerate(spans)
+    ]
 
 
 def word_vec(word: str, dim: int = 32) -> np.ndarray:
@@ -43,8 +55,14 @@ class WordEmbedder(Embedder):
         return get_tokenizer("words")
 
     def embed(self, texts):
-        return l2_normalize(np.stack([sum((word_vec(w, self.dim) for w in t.split()), np.zeros(self.dim))
-                                      + (0 if t.split() else 1) for t in texts]).astype(np.float32))
+        return l2_normalize(
+            np.stack(
+                [
+                    sum((word_vec(w, self.dim) for w in t.split()), np.zeros(self.dim)) + (0 if t.split() else 1)
+                    for t in texts
+                ]
+            ).astype(np.float32)
+        )
 
     def embed_tokens(self, text):
         self.windows.append(text)
@@ -69,14 +87,19 @@ def brute_force(doc: Document, chunks: list[Chunk], embedder: Embedder) -> np.nd
     vecs, spans = embedder.embed_tokens(doc.text)
     out = []
     for c in chunks:
-        inside = [v for v, (a, b) in zip(vecs, spans) if 2 * (min(b, c.end) - max(a, c.start)) >= (b - a)
-                  and min(b, c.end) > max(a, c.start)]
+        inside = [
+            v
+            for v, (a, b) in zip(vecs, spans)
+            if 2 * (min(b, c.end) - max(a, c.start)) >= (b - a) and min(b, c.end) > max(a, c.start)
+        ]
         out.append(np.mean(inside, axis=0))
     return l2_normalize(np.array(out))
 
 
-TEXT = ("Alpha beta gamma. Delta epsilon zeta eta. Theta iota kappa lambda mu. Nu xi omicron pi rho sigma. "
-        "Tau upsilon phi chi psi omega.")
+TEXT = (
+    "Alpha beta gamma. Delta epsilon zeta eta. Theta iota kappa lambda mu. Nu xi omicron pi rho sigma. "
+    "Tau upsilon phi chi psi omega."
+)
 
 
 def test_single_window_equals_mean_of_tokens_inside_each_chunk():
@@ -119,8 +142,7 @@ def test_macro_windows_cover_every_token_once_from_its_best_window():
     for p, v in enumerate(vecs):
         left, right = int(v[0]), int(v[1])
         got_score = min(left if p - left > 0 else 10**6, right if p + right < 99 else 10**6)
-        best = max(min(p - s if s > 0 else 10**6, e - 1 - p if e < 100 else 10**6)
-                   for s, e in windows if s <= p < e)
+        best = max(min(p - s if s > 0 else 10**6, e - 1 - p if e < 100 else 10**6) for s, e in windows if s <= p < e)
         assert got_score == best
     # overlap: consecutive windows share tokens, no window exceeds the limit
     assert all(e - s <= 20 for s, e in windows)
@@ -142,8 +164,11 @@ words = st.text(alphabet=st.characters(blacklist_categories=("Cs", "Zs", "Cc", "
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.tuples(words, st.sampled_from([" ", "  ", "\n", "\n\n", "\t"])), min_size=1, max_size=120),
-       st.integers(2, 30), st.data())
+@given(
+    st.lists(st.tuples(words, st.sampled_from([" ", "  ", "\n", "\n\n", "\t"])), min_size=1, max_size=120),
+    st.integers(2, 30),
+    st.data(),
+)
 def test_property_any_text_any_windows(parts, window, data):
     text = "".join(w + s for w, s in parts)
     overlap = data.draw(st.integers(0, window - 1))
@@ -218,8 +243,15 @@ def test_long_document_without_macro_windows_is_a_clear_error():
     assert late_chunk_vectors(short, make_chunks(short, [(0, 4)]), WordEmbedder(), macro=False).shape == (1, 32)
 
 
-@pytest.mark.parametrize("kw, msg", [({"late_window": 51}, "larger than"), ({"late_window": 1}, ">= 2"),
-                                     ({"late_window": 10, "overlap": 10}, "overlap"), ({"overlap": -1}, "overlap")])
+@pytest.mark.parametrize(
+    "kw, msg",
+    [
+        ({"late_window": 51}, "larger than"),
+        ({"late_window": 1}, ">= 2"),
+        ({"late_window": 10, "overlap": 10}, "overlap"),
+        ({"overlap": -1}, "overlap"),
+    ],
+)
 def test_bad_window_parameters(kw, msg):
     doc = Document("a b c")
     with pytest.raises(ConfigError, match=msg):

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from conftest import Paragraphs
 from fake_openai import FakeOpenAI
 
 from chunkwise.context import contextualize
 from chunkwise.context.llm import ContextWarning, LLMContextualizer
 from chunkwise.document import Document
 from chunkwise.errors import ConfigError
-from conftest import Paragraphs
 
 REPORT = """Harbor Lights Ltd. annual report 2024.
 
@@ -105,7 +105,9 @@ def test_failing_endpoint_keeps_plain_text_counts_failures_and_finishes(llm, tmp
     doc, chunks = doc_chunks
     llm.always_status = 500
     ctx = make(llm, tmp_path, retries=2)
-    with pytest.warns(ContextWarning, match=r"failed for 4 of 4 chunks \(HTTP 500: scripted 500; gave up after 3 attempts\)"):
+    with pytest.warns(
+        ContextWarning, match=r"failed for 4 of 4 chunks \(HTTP 500: scripted 500; gave up after 3 attempts\)"
+    ):
         out = ctx.contextualize(doc, chunks)
     assert ctx.failures == 4 and ctx.requested == 0
     assert all(c.context is None and c.embed_text == c.text for c in out)

@@ -49,8 +49,9 @@ def test_time_span():
 
 
 def test_chunk_to_dict_has_exactly_the_documented_fields():
-    c = Chunk(text="t", start=0, end=1, index=0, id="i", doc_id="d", source="s", token_count=1, strategy="fixed",
-              vector=[1.0])
+    c = Chunk(
+        text="t", start=0, end=1, index=0, id="i", doc_id="d", source="s", token_count=1, strategy="fixed", vector=[1.0]
+    )
     d = c.to_dict()
     assert tuple(d) == CHUNK_FIELDS
     json.dumps(d)

@@ -27,8 +27,12 @@ def test_same_vectors_and_interface_as_the_backend(cached):
     emb, inner = cached
     texts = ["alpha beta", "gamma", "alpha beta delta"]
     np.testing.assert_allclose(emb.embed(texts), FakeEmbedder().embed(texts))
-    assert (emb.model_id, emb.dim, emb.model_window, emb.tokenizer) == \
-        (inner.model_id, inner.dim, inner.model_window, inner.tokenizer)
+    assert (emb.model_id, emb.dim, emb.model_window, emb.tokenizer) == (
+        inner.model_id,
+        inner.dim,
+        inner.model_window,
+        inner.tokenizer,
+    )
     assert emb.embed([]).shape == (0, inner.dim)
 
 
@@ -131,8 +135,10 @@ def test_two_processes_writing_at_once(tmp_path):
     script = tmp_path / "writer.py"
     cache_dir = tmp_path / "cache"
     script.write_text(WRITER.format(tests=str(__import__("pathlib").Path(__file__).parent), dir=str(cache_dir)))
-    procs = [subprocess.Popen([sys.executable, str(script), tag], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True) for tag in ("p1", "p2")]
+    procs = [
+        subprocess.Popen([sys.executable, str(script), tag], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for tag in ("p1", "p2")
+    ]
     outs = [p.communicate(timeout=120) for p in procs]
     for p, (_out, err) in zip(procs, outs):
         assert p.returncode == 0, err
@@ -227,8 +233,10 @@ def _poison(path, model: str, text: str, vec_bytes: bytes, dim: int) -> None:
     import sqlite3
 
     with sqlite3.connect(path / "embeddings.sqlite3") as conn:
-        n = conn.execute("UPDATE embeddings SET vec = ?, dim = ? WHERE model = ? AND key = ?",
-                         (vec_bytes, dim, model, text_key(text))).rowcount
+        n = conn.execute(
+            "UPDATE embeddings SET vec = ?, dim = ? WHERE model = ? AND key = ?",
+            (vec_bytes, dim, model, text_key(text)),
+        ).rowcount
     assert n == 1
 
 
@@ -243,12 +251,14 @@ def test_a_damaged_cached_vector_is_embedded_again_and_overwritten(tmp_path, bad
     clean = first.embed(texts)
     first.close()
     good = clean[1].copy()
-    poisoned = {"inf": (np.where(np.arange(64) == 3, np.inf, good).astype(np.float32).tobytes(), 64),
-                "nan": (np.full(64, np.nan, np.float32).tobytes(), 64),
-                "norm": ((good * 2).astype(np.float32).tobytes(), 64),
-                "short": (good[:10].tobytes(), 64),
-                "odd bytes": (good.tobytes()[:-1], 64),
-                "dim": (good[:32].tobytes(), 32)}[bad]
+    poisoned = {
+        "inf": (np.where(np.arange(64) == 3, np.inf, good).astype(np.float32).tobytes(), 64),
+        "nan": (np.full(64, np.nan, np.float32).tobytes(), 64),
+        "norm": ((good * 2).astype(np.float32).tobytes(), 64),
+        "short": (good[:10].tobytes(), 64),
+        "odd bytes": (good.tobytes()[:-1], 64),
+        "dim": (good[:32].tobytes(), 32),
+    }[bad]
     _poison(tmp_path, "fake-bow-64", texts[1], *poisoned)
 
     again = CachedEmbedder(FakeEmbedder(), EmbeddingCache(tmp_path))

@@ -47,12 +47,15 @@ def test_embed_stdin_no_cache(tmp_path, monkeypatch, capsys):
     assert not (tmp_path / "embeddings.sqlite3").exists()
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["embed"], "nothing to embed"),
-    (["embed", "-i", "/no/such/file.txt"], "file not found"),
-    (["embed", "x", "-o", "v.csv"], ".npy or .jsonl"),
-    (["--embedder", "bert-huge", "embed", "x"], "choose one of minilm"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["embed"], "nothing to embed"),
+        (["embed", "-i", "/no/such/file.txt"], "file not found"),
+        (["embed", "x", "-o", "v.csv"], ".npy or .jsonl"),
+        (["--embedder", "bert-huge", "embed", "x"], "choose one of minilm"),
+    ],
+)
 def test_embed_errors_are_one_line(argv, message, capsys, tmp_path):
     assert main(["--cache-dir", str(tmp_path), *argv]) == 2
     err = capsys.readouterr().err
@@ -69,14 +72,29 @@ def test_embed_binary_file_is_an_input_error(tmp_path, capsys):
 def test_embed_through_openai_endpoint(tmp_path, capsys, monkeypatch):
     server = FakeOpenAI()
     try:
-        assert main(["--embedder", "openai:test-embed", "--base-url", server.url, "--cache-dir", str(tmp_path),
-                     "embed", "hello", "world"]) == 0
+        assert (
+            main(
+                [
+                    "--embedder",
+                    "openai:test-embed",
+                    "--base-url",
+                    server.url,
+                    "--cache-dir",
+                    str(tmp_path),
+                    "embed",
+                    "hello",
+                    "world",
+                ]
+            )
+            == 0
+        )
         assert len(capsys.readouterr().out.splitlines()) == 2
         assert server.requests[0]["input"] == ["hello", "world"]
         server.key = "secret"
         monkeypatch.setenv("OPENAI_API_KEY", "wrong")
-        assert main(["--embedder", "openai:test-embed", "--base-url", server.url, "--no-cache",
-                     "embed", "new text"]) == 2
+        assert (
+            main(["--embedder", "openai:test-embed", "--base-url", server.url, "--no-cache", "embed", "new text"]) == 2
+        )
         err = capsys.readouterr().err
         assert "authentication failed (HTTP 401" in err and "$OPENAI_API_KEY" in err
     finally:
@@ -86,6 +104,10 @@ def test_embed_through_openai_endpoint(tmp_path, capsys, monkeypatch):
 def test_console_script_runs(tmp_path):
     """The installed `chunkwise` entry point, in a separate process."""
     bindir = __import__("pathlib").Path(sys.executable).parent
-    r = subprocess.run([str(bindir / "chunkwise"), "--cache-dir", str(tmp_path), "cache", "stats"],
-                       capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [str(bindir / "chunkwise"), "--cache-dir", str(tmp_path), "cache", "stats"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 0 and "entries:" in r.stdout

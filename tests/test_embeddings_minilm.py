@@ -191,9 +191,12 @@ def test_st_missing_local_model_is_a_clear_error(tmp_path):
 
 @needs_torch
 def test_onnx_matches_torch_per_sentence(minilm, minilm_torch):
-    texts = SEED + ["A much longer sentence that talks about many different things, " * 5,
-                    " ".join(f"Paragraph {i} explains how pump {i} is serviced." for i in range(45)),  # ~400 tokens
-                    "Kurzer deutscher Satz über Pumpen.", "数据分块很重要。"]
+    texts = SEED + [
+        "A much longer sentence that talks about many different things, " * 5,
+        " ".join(f"Paragraph {i} explains how pump {i} is serviced." for i in range(45)),  # ~400 tokens
+        "Kurzer deutscher Satz über Pumpen.",
+        "数据分块很重要。",
+    ]
     cos = (minilm.embed(texts) * minilm_torch.embed(texts)).sum(axis=1)
     assert cos.min() >= 0.998, cos
     # very short texts are where int8 quantisation shows most: on 5,000 corpus sentences 12 (all of 4-9
@@ -233,8 +236,11 @@ def test_session_options_keep_the_vectors(minilm):
     assert opts.get_session_config_entry("session.intra_op.allow_spinning") == "0"
     reference = MiniLMEmbedder()
     reference._session = ort.InferenceSession(onnx_model_path(), providers=["CPUExecutionProvider"])
-    texts = ["The pump is inspected every week.", "Lunch is served at noon in the cafeteria.",
-             " ".join(f"word{i} and more text about valves" for i in range(60))]
+    texts = [
+        "The pump is inspected every week.",
+        "Lunch is served at noon in the cafeteria.",
+        " ".join(f"word{i} and more text about valves" for i in range(60)),
+    ]
     cos = (minilm.embed(texts) * reference.embed(texts)).sum(axis=1)
     assert cos.min() >= 1 - 1e-4
 
@@ -288,8 +294,13 @@ def _tiny_attention_model():
         helper.make_node("Where", ["nan", "zero", "p"], ["g"]),
         helper.make_node("MatMul", ["g", "x"], ["y"]),
     ]
-    graph = helper.make_graph(nodes, "tiny", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 4])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 4])], [w, scale, zero])
+    graph = helper.make_graph(
+        nodes,
+        "tiny",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 4])],
+        [w, scale, zero],
+    )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
@@ -368,10 +379,12 @@ def test_graph_rewrite_falls_back_to_the_shipped_file(tmp_path, caplog, monkeypa
 def _refuse_in(folder, is_file):
     """``Path.is_file`` raising PermissionError under ``folder`` (as for another user's 0700 folder; root,
     which runs some of these tests, could enter it anyway)."""
+
     def wrapped(self):
         if folder in self.parents:
             raise PermissionError(13, "Permission denied", str(self))
         return is_file(self)
+
     return wrapped
 
 
@@ -386,17 +399,21 @@ def test_processes_on_a_cold_cache_rewrite_the_graph_once(tmp_path):
     src = tmp_path / "model.onnx"
     onnx.save(_tiny_attention_model(), src)
     cache = tmp_path / "cache"
-    code = ("import sys, chunkwise.embeddings.onnx_graph as g\n"
-            "calls = []\n"
-            "real = g._run_rewrite\n"
-            "def counted(*a):\n"
-            "    calls.append(1)\n"
-            "    return real(*a)\n"
-            "g._run_rewrite = counted\n"
-            "path = g.fast_graph_path(sys.argv[1], g.Path(sys.argv[2]))\n"
-            "print(len(calls), path)\n")
-    procs = [subprocess.Popen([sys.executable, "-c", code, str(src), str(cache)], stdout=subprocess.PIPE, text=True)
-             for _ in range(4)]
+    code = (
+        "import sys, chunkwise.embeddings.onnx_graph as g\n"
+        "calls = []\n"
+        "real = g._run_rewrite\n"
+        "def counted(*a):\n"
+        "    calls.append(1)\n"
+        "    return real(*a)\n"
+        "g._run_rewrite = counted\n"
+        "path = g.fast_graph_path(sys.argv[1], g.Path(sys.argv[2]))\n"
+        "print(len(calls), path)\n"
+    )
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code, str(src), str(cache)], stdout=subprocess.PIPE, text=True)
+        for _ in range(4)
+    ]
     outs = [p.communicate(timeout=300)[0].split() for p in procs]
     assert all(p.returncode == 0 for p in procs)
     assert sum(int(calls) for calls, _ in outs) == 1
@@ -472,7 +489,7 @@ def _damaged_copy(folder: Path, how: str, matching_record: bool = False) -> Path
         # instead gives NaN, which the index's own finiteness check already stopped)
         data[at : at + 4096] = np.frombuffer(bytes(data[at : at + 4096]), dtype=np.float32)[::-1].tobytes()
     else:
-        del data[len(data) // 2:]
+        del data[len(data) // 2 :]
     target.write_bytes(bytes(data))
     if good.with_suffix(".json").is_file():
         shutil.copyfile(good.with_suffix(".json"), target.with_suffix(".json"))

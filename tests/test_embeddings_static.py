@@ -10,7 +10,10 @@ pytest.importorskip("model2vec")
 from chunkwise.cli import main  # noqa: E402
 from chunkwise.embeddings import get_embedder  # noqa: E402
 from chunkwise.embeddings.static import (  # noqa: E402
-    StaticEmbedder, distill_static, static_model_dir, zipf_sif_weights,
+    StaticEmbedder,
+    distill_static,
+    static_model_dir,
+    zipf_sif_weights,
 )
 from chunkwise.errors import ConfigError, InputError  # noqa: E402
 
@@ -104,8 +107,7 @@ def test_cli_distill_writes_the_model(tmp_path, capsys, monkeypatch):
     import chunkwise.embeddings.static as static_mod
 
     real = static_mod.distill_static
-    monkeypatch.setattr(static_mod, "distill_static",
-                        lambda *a, **kw: real(*a, **{**kw, "limit_vocab": 1100}))
+    monkeypatch.setattr(static_mod, "distill_static", lambda *a, **kw: real(*a, **{**kw, "limit_vocab": 1100}))
     assert main(["--cache-dir", str(tmp_path), "distill", "--pca-dims", "32"]) == 0
     assert "static model written to" in capsys.readouterr().out
     assert StaticEmbedder.load(tmp_path).dim == 32

@@ -62,14 +62,33 @@ def check_html(text):
 def test_eval_two_runs_json_and_report(dataset, tmp_path, capsys):  # noqa: F811
     report = tmp_path / "r.html"
     out = tmp_path / "r.json"
-    rc = main(["-q", "eval", dataset.path, "--run", "small=fixed:max_tokens=4,tokenizer=words",
-               "--run", "big=fixed:max_tokens=12,overlap=4,tokenizer=words", "--format", "json",
-               "--report", str(report), "-o", str(out), "--bootstrap", "200"])
+    rc = main(
+        [
+            "-q",
+            "eval",
+            dataset.path,
+            "--run",
+            "small=fixed:max_tokens=4,tokenizer=words",
+            "--run",
+            "big=fixed:max_tokens=12,overlap=4,tokenizer=words",
+            "--format",
+            "json",
+            "--report",
+            str(report),
+            "-o",
+            str(out),
+            "--bootstrap",
+            "200",
+        ]
+    )
     assert rc == 0
     data = json.loads(capsys.readouterr().out)
     assert [r["name"] for r in data["runs"]] == ["small", "big"]
-    assert data["runs"][1]["config"] == {"strategy": "fixed", "params": {"max_tokens": 12, "overlap": 4, "tokenizer": "words"},
-                                         "run": {"hybrid": True, "fusion": "zscore", "dense_weight": 0.8}}
+    assert data["runs"][1]["config"] == {
+        "strategy": "fixed",
+        "params": {"max_tokens": 12, "overlap": 4, "tokenizer": "words"},
+        "run": {"hybrid": True, "fusion": "zscore", "dense_weight": 0.8},
+    }
     for key in ("recall@5", "iou@5", "precision_omega", "recall@min", "iou_set@10", "ndcg@10", "mrr", "pk"):
         assert key in data["runs"][0]["scores"]
     assert any(c["metric"] == "recall@5" for c in data["comparisons"])
@@ -88,9 +107,27 @@ def test_eval_single_strategy_from_shared_flags_and_table(dataset, capsys):  # n
 
 def test_tune_writes_config_that_eval_and_chunk_accept(dataset, tmp_path, capsys):  # noqa: F811
     best = tmp_path / "best.json"
-    rc = main(["-q", "tune", dataset.path, "--strategy", "fixed", "--tokenizer", "words",
-               "--grid", "max_tokens=4,8,16", "--grid", "overlap=0,2", "--metric", "iou@5", "-o", str(best),
-               "--report", str(tmp_path / "t.html")])
+    rc = main(
+        [
+            "-q",
+            "tune",
+            dataset.path,
+            "--strategy",
+            "fixed",
+            "--tokenizer",
+            "words",
+            "--grid",
+            "max_tokens=4,8,16",
+            "--grid",
+            "overlap=0,2",
+            "--metric",
+            "iou@5",
+            "-o",
+            str(best),
+            "--report",
+            str(tmp_path / "t.html"),
+        ]
+    )
     assert rc == 0
     out = capsys.readouterr().out
     assert "iou@5" in out and "6 configurations" in out
@@ -120,22 +157,68 @@ def test_bad_input_is_one_line(dataset, tmp_path, capsys):  # noqa: F811
 
 
 def test_eval_default_is_hybrid_and_dense_opts_out(dataset, capsys):  # noqa: F811
-    rc = main(["-q", "eval", dataset.path, "--strategy", "fixed", "--tokenizer", "words", "--max-tokens", "5",
-               "--format", "json"])
+    rc = main(
+        [
+            "-q",
+            "eval",
+            dataset.path,
+            "--strategy",
+            "fixed",
+            "--tokenizer",
+            "words",
+            "--max-tokens",
+            "5",
+            "--format",
+            "json",
+        ]
+    )
     assert rc == 0 and json.loads(capsys.readouterr().out)["runs"][0]["config"]["run"]["hybrid"] is True
-    rc = main(["-q", "eval", dataset.path, "--run", "a=fixed:max_tokens=5,tokenizer=words",
-               "--run", "b=fixed:max_tokens=5,tokenizer=words,hybrid=true", "--dense", "--format", "json"])
+    rc = main(
+        [
+            "-q",
+            "eval",
+            dataset.path,
+            "--run",
+            "a=fixed:max_tokens=5,tokenizer=words",
+            "--run",
+            "b=fixed:max_tokens=5,tokenizer=words,hybrid=true",
+            "--dense",
+            "--format",
+            "json",
+        ]
+    )
     assert rc == 0 and [r["config"]["run"] for r in json.loads(capsys.readouterr().out)["runs"]] == [
-        {"hybrid": False}, {"hybrid": False}]
+        {"hybrid": False},
+        {"hybrid": False},
+    ]
     assert main(["eval", dataset.path, "--strategy", "fixed", "--dense", "--hybrid"]) == 2
     assert "contradict" in capsys.readouterr().err
 
 
 def test_tune_with_zscore_fusion_round_trips(dataset, tmp_path, capsys):  # noqa: F811
     best = tmp_path / "best.json"
-    rc = main(["-q", "tune", dataset.path, "--strategy", "fixed", "--tokenizer", "words", "--hybrid",
-               "--fusion", "zscore", "--grid", "max_tokens=4,8", "--grid", "dense_weight=0.5,0.9",
-               "--metric", "recall@5", "-o", str(best)])
+    rc = main(
+        [
+            "-q",
+            "tune",
+            dataset.path,
+            "--strategy",
+            "fixed",
+            "--tokenizer",
+            "words",
+            "--hybrid",
+            "--fusion",
+            "zscore",
+            "--grid",
+            "max_tokens=4,8",
+            "--grid",
+            "dense_weight=0.5,0.9",
+            "--metric",
+            "recall@5",
+            "-o",
+            str(best),
+        ]
+    )
     assert rc == 0 and "4 configurations" in capsys.readouterr().out
     cfg = json.loads(best.read_text())
     assert cfg["run"]["hybrid"] is True and cfg["run"]["fusion"] == "zscore"
@@ -145,10 +228,31 @@ def test_tune_with_zscore_fusion_round_trips(dataset, tmp_path, capsys):  # noqa
     assert rc == 0 and data["runs"][0]["config"]["run"] == cfg["run"]
     assert data["runs"][0]["scores"]["recall@5"] == pytest.approx(cfg["tuned"]["score"])
     # flags apply to every run; a bad value is one line
-    rc = main(["-q", "eval", dataset.path, "--strategy", "fixed", "--tokenizer", "words", "--max-tokens", "5",
-               "--fusion", "rrf", "--rrf-k", "10", "--format", "json"])
+    rc = main(
+        [
+            "-q",
+            "eval",
+            dataset.path,
+            "--strategy",
+            "fixed",
+            "--tokenizer",
+            "words",
+            "--max-tokens",
+            "5",
+            "--fusion",
+            "rrf",
+            "--rrf-k",
+            "10",
+            "--format",
+            "json",
+        ]
+    )
     assert rc == 0 and json.loads(capsys.readouterr().out)["runs"][0]["config"]["run"] == {
-        "hybrid": True, "fusion": "rrf", "rrf_k": 10}
-    rc = main(["-q", "eval", dataset.path, "--strategy", "fixed", "--hybrid", "--fusion", "zscore",
-               "--dense-weight", "1.5"])
+        "hybrid": True,
+        "fusion": "rrf",
+        "rrf_k": 10,
+    }
+    rc = main(
+        ["-q", "eval", dataset.path, "--strategy", "fixed", "--hybrid", "--fusion", "zscore", "--dense-weight", "1.5"]
+    )
     assert rc != 0 and "dense_weight must be" in capsys.readouterr().err

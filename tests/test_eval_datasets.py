@@ -28,10 +28,19 @@ def write_chroma(root, corpora, rows):
 
 def test_neutral_layout_ids_whole_document_and_boundaries(tmp_path):
     text_a = "# Cats\n\nCats purr. Cats sleep a lot.\n"
-    ds = load_dataset(write_neutral(tmp_path, [
-        {"query": "what do cats do", "references": [{"doc": "a.md", "start": 8, "end": 18, "content": "Cats purr."}]},
-        {"id": "dogs", "query": "who barks", "references": [{"doc": "sub/b.txt"}]},
-    ], boundaries=[{"doc": "a.md", "boundaries": [8, 19], "units": [[0, 6], [8, 18], [19, 36]]}]))
+    ds = load_dataset(
+        write_neutral(
+            tmp_path,
+            [
+                {
+                    "query": "what do cats do",
+                    "references": [{"doc": "a.md", "start": 8, "end": 18, "content": "Cats purr."}],
+                },
+                {"id": "dogs", "query": "who barks", "references": [{"doc": "sub/b.txt"}]},
+            ],
+            boundaries=[{"doc": "a.md", "boundaries": [8, 19], "units": [[0, 6], [8, 18], [19, 36]]}],
+        )
+    )
     assert ds.layout == "neutral"
     assert sorted(ds.documents) == ["a.md", "sub/b.txt"]
     assert ds.documents["a.md"].text == text_a
@@ -46,14 +55,24 @@ def test_neutral_layout_ids_whole_document_and_boundaries(tmp_path):
 
 
 def test_bad_references_and_empty_queries_are_reported_not_silent(tmp_path):
-    ds = load_dataset(write_neutral(tmp_path, [
-        {"query": "ok", "references": [{"doc": "a.md", "start": 8, "end": 18},
-                                       {"doc": "a.md", "start": 8, "end": 18, "content": "Dogs bark."},
-                                       {"doc": "a.md", "start": 30, "end": 999},
-                                       {"doc": "nope.md", "start": 0, "end": 1}]},
-        {"query": "no refs", "references": []},
-        {"query": "all bad", "references": [{"doc": "a.md", "start": 5, "end": 2}]},
-    ]))
+    ds = load_dataset(
+        write_neutral(
+            tmp_path,
+            [
+                {
+                    "query": "ok",
+                    "references": [
+                        {"doc": "a.md", "start": 8, "end": 18},
+                        {"doc": "a.md", "start": 8, "end": 18, "content": "Dogs bark."},
+                        {"doc": "a.md", "start": 30, "end": 999},
+                        {"doc": "nope.md", "start": 0, "end": 1},
+                    ],
+                },
+                {"query": "no refs", "references": []},
+                {"query": "all bad", "references": [{"doc": "a.md", "start": 5, "end": 2}]},
+            ],
+        )
+    )
     assert len(ds.queries) == 1 and len(ds.queries[0].references) == 1
     assert ds.skipped_references == 4
     assert ds.skipped_queries == 2
@@ -67,10 +86,14 @@ def test_bad_references_and_empty_queries_are_reported_not_silent(tmp_path):
 
 def test_chroma_layout_and_offset_mismatch(tmp_path):
     corpus = "Alpha beta gamma. Delta epsilon."
-    root = write_chroma(tmp_path, {"c1": corpus}, [
-        ("q ok", [{"content": "Alpha beta", "start_index": 0, "end_index": 10}], "c1"),
-        ("q shifted", [{"content": "Delta", "start_index": 17, "end_index": 22}], "c1"),
-    ])
+    root = write_chroma(
+        tmp_path,
+        {"c1": corpus},
+        [
+            ("q ok", [{"content": "Alpha beta", "start_index": 0, "end_index": 10}], "c1"),
+            ("q shifted", [{"content": "Delta", "start_index": 17, "end_index": 22}], "c1"),
+        ],
+    )
     ds = load_dataset(root)
     assert ds.layout == "chroma" and list(ds.documents) == ["c1"]
     assert [q.text for q in ds.queries] == ["q ok"]
@@ -89,8 +112,9 @@ def test_folder_in_neither_layout(tmp_path):
 
 
 def test_bad_boundaries_file_names_the_line(tmp_path):
-    write_neutral(tmp_path, [{"query": "q", "references": [{"doc": "a.md"}]}],
-                  boundaries=[{"doc": "a.md", "boundaries": [5000]}])
+    write_neutral(
+        tmp_path, [{"query": "q", "references": [{"doc": "a.md"}]}], boundaries=[{"doc": "a.md", "boundaries": [5000]}]
+    )
     with pytest.raises(InputError, match="line 1: a boundary lies outside"):
         load_dataset(tmp_path)
 

@@ -115,7 +115,9 @@ def test_document_metrics():
     assert M.reciprocal_rank(ranked, ["z"]) == 0.0
     assert M.ndcg_at_k(ranked, ["b"], 10) == 1.0
     assert M.ndcg_at_k(ranked, ["a"], 10) == pytest.approx(1 / np.log2(3))
-    assert M.ndcg_at_k(ranked, ["a", "d"], 10) == pytest.approx((1 / np.log2(3) + 1 / np.log2(5)) / (1 + 1 / np.log2(3)))
+    assert M.ndcg_at_k(ranked, ["a", "d"], 10) == pytest.approx(
+        (1 / np.log2(3) + 1 / np.log2(5)) / (1 + 1 / np.log2(3))
+    )
 
 
 def test_paired_bootstrap():

@@ -14,6 +14,7 @@ from chunkwise.errors import ConfigError
 from chunkwise.evaluation import Evaluator, evaluate, load_dataset, parse_grid, parse_run_spec, tune
 from chunkwise.evaluation.runner import MemoEmbedder, RunSpec, split_top_level
 
+
 def test_retrieval_is_exact_and_scores_make_sense(dataset):
     ev = Evaluator(dataset, FakeEmbedder(), k=5)
     res = ev.run(parse_run_spec("fixed:max_tokens=6,overlap=0,tokenizer=words"))
@@ -96,8 +97,12 @@ def test_context_and_late_options_reach_the_context_module(dataset):
 
 
 def test_compare_marks_significance(dataset):
-    rep = evaluate(dataset, ["small=fixed:max_tokens=4,tokenizer=words", "big=fixed:max_tokens=30,tokenizer=words"],
-                   embedder=FakeEmbedder(), n_boot=200)
+    rep = evaluate(
+        dataset,
+        ["small=fixed:max_tokens=4,tokenizer=words", "big=fixed:max_tokens=30,tokenizer=words"],
+        embedder=FakeEmbedder(),
+        n_boot=200,
+    )
     c = rep.comparison("small", "big", "iou@5")
     assert c is not None and c.lo <= c.diff <= c.hi
     assert {r.name for r in rep.runs} == {"small", "big"}
@@ -140,7 +145,9 @@ def test_tune_finds_best_and_writes_a_config_chunk_accepts(dataset, tmp_path):
     path = tmp_path / "best.json"
     path.write_text(json.dumps(cfg))
     name, params, _ = load_config(str(path))
-    assert name == "fixed" and params["tokenizer"] == "words" and params["max_tokens"] == result.best.params["max_tokens"]
+    assert (
+        name == "fixed" and params["tokenizer"] == "words" and params["max_tokens"] == result.best.params["max_tokens"]
+    )
     # the token budget excludes configurations from winning
     small = tune(ev, "fixed", grid, metric="recall@5", fixed={"tokenizer": "words"}, max_tokens_retrieved=20)
     assert small.best is None or small.best.result.scores["tokens_retrieved@5"] <= 20
@@ -237,8 +244,12 @@ def test_tune_requirements_keep_failing_points_from_winning(dataset):
 def test_boundaries_without_units_use_the_sentence_splitter(tmp_path):
     text = TOPICS["ships.txt"] + " " + TOPICS["bread.txt"]
     cut = len(TOPICS["ships.txt"]) + 1
-    root = write_neutral(tmp_path, [{"query": "yeast bread", "references": [{"doc": "d.txt"}]}], docs={"d.txt": text},
-                         boundaries=[{"doc": "d.txt", "boundaries": [cut]}])
+    root = write_neutral(
+        tmp_path,
+        [{"query": "yeast bread", "references": [{"doc": "d.txt"}]}],
+        docs={"d.txt": text},
+        boundaries=[{"doc": "d.txt", "boundaries": [cut]}],
+    )
     ev = Evaluator(load_dataset(root), FakeEmbedder())
     perfect = ev.run(parse_run_spec("sentence:max_tokens=30,tokenizer=words"))
     one_chunk = ev.run(parse_run_spec("fixed:max_tokens=200,tokenizer=words"))
@@ -283,12 +294,15 @@ def test_hybrid_fusion_options(dataset):
     assert (again.fusion, again.dense_weight, again.hybrid) == ("zscore", 0.8, True)
 
 
-@pytest.mark.parametrize("spec, message", [
-    ("fixed:hybrid=true,fusion=bogus", "fusion must be one of"),
-    ("fixed:hybrid=true,fusion=zscore,dense_weight=2", "dense_weight must be"),
-    ("fixed:hybrid=true,rrf_k=-1", "rrf_k must be"),
-    ("fixed:hybrid=true,rrf_k=1.5", "rrf_k must be"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("fixed:hybrid=true,fusion=bogus", "fusion must be one of"),
+        ("fixed:hybrid=true,fusion=zscore,dense_weight=2", "dense_weight must be"),
+        ("fixed:hybrid=true,rrf_k=-1", "rrf_k must be"),
+        ("fixed:hybrid=true,rrf_k=1.5", "rrf_k must be"),
+    ],
+)
 def test_bad_fusion_options(spec, message):
     with pytest.raises(ConfigError, match=message):
         parse_run_spec(spec)

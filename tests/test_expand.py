@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import json
 
-import chunkwise.embeddings
 import pytest
 from conftest import FakeEmbedder, Paragraphs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import chunkwise.embeddings
 from chunkwise.cli import main
 from chunkwise.document import Document
 from chunkwise.errors import ConfigError

@@ -50,9 +50,26 @@ def test_inspect_rows_split_sentences_as_the_strategy_does(tmp_path, capsys):
     text = "Usa un attrezzo adatto, ad es. Una chiave inglese. Poi chiudi la valvola.\n"
     path = tmp_path / "it.txt"
     path.write_text(text, encoding="utf-8")
-    assert main(["inspect", str(path), "--strategy", "sentence", "-p", "max_tokens=10", "-p", "tokenizer=words",
-                 "-p", "language=it"]) == 0
+    assert (
+        main(
+            [
+                "inspect",
+                str(path),
+                "--strategy",
+                "sentence",
+                "-p",
+                "max_tokens=10",
+                "-p",
+                "tokenizer=words",
+                "-p",
+                "language=it",
+            ]
+        )
+        == 0
+    )
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert [r["sentence"] for r in rows] == ["Usa un attrezzo adatto, ad es. Una chiave inglese.",
-                                             "Poi chiudi la valvola."]
+    assert [r["sentence"] for r in rows] == [
+        "Usa un attrezzo adatto, ad es. Una chiave inglese.",
+        "Poi chiudi la valvola.",
+    ]
     assert [r["breakpoint"] for r in rows] == [True, True]

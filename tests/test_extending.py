@@ -39,7 +39,7 @@ def test_a_new_strategy_chunks_exactly_and_indexes(tmp_path):
     doc = Document(TEXT, source="t.txt")
     chunks = LineChunker(max_tokens=50, tokenizer="words").chunk(doc)
     assert [c.text for c in chunks] == TEXT.split("\n")
-    assert all(doc.text[c.start:c.end] == c.text and c.strategy == "lines" for c in chunks)
+    assert all(doc.text[c.start : c.end] == c.text and c.strategy == "lines" for c in chunks)
     with Index(store=MemoryStore(), embedder=WordEmbedder()) as ix:
         report = ix.add([doc], strategy=LineChunker(max_tokens=50, tokenizer="words"))
         assert report.chunks == 4 and ix.config["strategy"]["name"] == "lines"
@@ -81,8 +81,9 @@ def test_a_new_embedder_drives_a_semantic_strategy_and_the_index():
 def load_keyvalue(data: bytes, source: str, **options) -> Document:
     """``key: value`` lines; the text is the values, one per line, with the keys as metadata."""
     pairs = [line.split(":", 1) for line in data.decode("utf-8").splitlines() if ":" in line]
-    return Document("\n".join(v.strip() for _, v in pairs), source=source,
-                    metadata={"keys": [k.strip() for k, _ in pairs]})
+    return Document(
+        "\n".join(v.strip() for _, v in pairs), source=source, metadata={"keys": [k.strip() for k, _ in pairs]}
+    )
 
 
 def test_a_new_format_is_detected_by_extension_and_indexed(tmp_path):

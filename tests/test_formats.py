@@ -43,6 +43,7 @@ def write(tmp_path: Path, name: str, data: bytes | str) -> Path:
 
 # -- plain text and the decoding policy ----------------------------------------------------------------
 
+
 def test_utf8_bom_stripped_and_crlf_normalised(tmp_path):
     p = write(tmp_path, "a.txt", b"\xef\xbb\xbfFirst line.\r\nSecond line.\r\n")
     doc = load(p, clean=False)
@@ -73,13 +74,16 @@ def test_utf16_with_bom_is_text_not_binary(tmp_path):
     assert load(p).text == "Hello wide world."
 
 
-@pytest.mark.parametrize("data, kind", [
-    (b"\x89PNG\r\n\x1a\n" + b"\x00" * 40, "PNG image"),
-    (b"PK\x03\x04" + b"\x00" * 40, "ZIP archive"),
-    (b"\x7fELF\x02\x01\x01" + b"\x00" * 40, "ELF executable"),
-    (b"some text\x00with a NUL byte", "NUL bytes"),
-    (bytes(range(1, 32)) * 20, "control characters"),
-])
+@pytest.mark.parametrize(
+    "data, kind",
+    [
+        (b"\x89PNG\r\n\x1a\n" + b"\x00" * 40, "PNG image"),
+        (b"PK\x03\x04" + b"\x00" * 40, "ZIP archive"),
+        (b"\x7fELF\x02\x01\x01" + b"\x00" * 40, "ELF executable"),
+        (b"some text\x00with a NUL byte", "NUL bytes"),
+        (bytes(range(1, 32)) * 20, "control characters"),
+    ],
+)
 def test_binary_files_are_refused(tmp_path, data, kind):
     p = write(tmp_path, "file.txt", data)
     with pytest.raises(InputError, match="binary file") as info:
@@ -123,34 +127,46 @@ def test_unwrapped_text_is_left_alone():
 
 # -- format detection ------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("data, name, fmt", [
-    (b"%PDF-1.7\n...", "x.txt", "pdf"),
-    (b"WEBVTT\n\n00:00.000 --> 00:01.000\nhi\n", None, "vtt"),
-    (b"1\n00:00:01,000 --> 00:00:02,000\nhi\n", None, "srt"),
-    (b"<!DOCTYPE html><html><body><p>x</p></body></html>", None, "html"),
-    (b"# Title\n\ntext\n\n## Sub\n\n```\ncode\n```\n", None, "markdown"),
-    (b"just some words", None, "text"),
-    (b"just some words", "notes.md", "markdown"),
-    (b"<p>fragment</p>", "page.htm", "html"),
-])
+
+@pytest.mark.parametrize(
+    "data, name, fmt",
+    [
+        (b"%PDF-1.7\n...", "x.txt", "pdf"),
+        (b"WEBVTT\n\n00:00.000 --> 00:01.000\nhi\n", None, "vtt"),
+        (b"1\n00:00:01,000 --> 00:00:02,000\nhi\n", None, "srt"),
+        (b"<!DOCTYPE html><html><body><p>x</p></body></html>", None, "html"),
+        (b"# Title\n\ntext\n\n## Sub\n\n```\ncode\n```\n", None, "markdown"),
+        (b"just some words", None, "text"),
+        (b"just some words", "notes.md", "markdown"),
+        (b"<p>fragment</p>", "page.htm", "html"),
+    ],
+)
 def test_detect_format(data, name, fmt):
     assert detect_format(data, name) == fmt
 
 
 # -- Markdown ---------------------------------------------------------------------------------------------
 
+
 def test_markdown_sections_nested_and_fence_aware():
-    text = ("---\ntitle: Front\n---\n\n# Top\n\nintro\n\n## A\n\n```\n# not a heading\n```\n\n"
-            "Setext\n------\n\n### Deep *em*\n\ntext\n\n# Second\n\nend\n")
+    text = (
+        "---\ntitle: Front\n---\n\n# Top\n\nintro\n\n## A\n\n```\n# not a heading\n```\n\n"
+        "Setext\n------\n\n### Deep *em*\n\ntext\n\n# Second\n\nend\n"
+    )
     secs = markdown_sections(text)
-    assert [s.path for s in secs] == [("Top",), ("Top", "A"), ("Top", "Setext"), ("Top", "Setext", "Deep em"),
-                                      ("Second",)]
+    assert [s.path for s in secs] == [
+        ("Top",),
+        ("Top", "A"),
+        ("Top", "Setext"),
+        ("Top", "Setext", "Deep em"),
+        ("Second",),
+    ]
     assert [s.level for s in secs] == [1, 2, 2, 3, 1]
     top, a, setext, deep, second = secs
-    assert text[top.start:top.heading_end] == "# Top"
+    assert text[top.start : top.heading_end] == "# Top"
     assert top.end == second.start and second.end == len(text)
     assert a.end == setext.start and setext.end == deep.end == second.start
-    assert text[setext.heading_start:setext.heading_end] == "Setext\n------"
+    assert text[setext.heading_start : setext.heading_end] == "Setext\n------"
 
 
 def test_markdown_example_document():
@@ -159,24 +175,42 @@ def test_markdown_example_document():
     assert doc.title == "A Practical Guide to Sourdough Baking"
     paths = [s.path[-1] for s in doc.sections]
     assert "Average rise time" not in paths  # a comment in a code fence
-    assert paths == ["A Practical Guide to Sourdough Baking", "Keeping a Starter", "Feeding Schedule",
-                     "Tracking Activity", "Mixing the Dough", "Stretch and Fold", "Shaping and Baking",
-                     "Baking in a Dutch Oven"]
+    assert paths == [
+        "A Practical Guide to Sourdough Baking",
+        "Keeping a Starter",
+        "Feeding Schedule",
+        "Tracking Activity",
+        "Mixing the Dough",
+        "Stretch and Fold",
+        "Shaping and Baking",
+        "Baking in a Dutch Oven",
+    ]
     at = doc.text.index("| 1:2:2")
     assert doc.section_at(at) == ["A Practical Guide to Sourdough Baking", "Keeping a Starter", "Feeding Schedule"]
 
 
 # -- HTML -------------------------------------------------------------------------------------------------
 
+
 def test_html_main_content_without_boilerplate():
     doc = load(EXAMPLES / "city-garden.html")
     check_structure(doc)
-    for junk in ("cookie", "Accept all", "About us", "Copyright", "Privacy policy", "Share on social",
-                 "Balcony composting", "analytics", "font-family"):
+    for junk in (
+        "cookie",
+        "Accept all",
+        "About us",
+        "Copyright",
+        "Privacy policy",
+        "Share on social",
+        "Balcony composting",
+        "analytics",
+        "font-family",
+    ):
         assert junk not in doc.text, junk
     assert doc.title == "Rooftop Gardens in the City - Green Streets Journal"
     assert [s.path for s in doc.sections][:4] == [
-        ("Rooftop Gardens in the City",), ("Rooftop Gardens in the City", "Why Roofs?"),
+        ("Rooftop Gardens in the City",),
+        ("Rooftop Gardens in the City", "Why Roofs?"),
         ("Rooftop Gardens in the City", "Planning a Rooftop Garden"),
         ("Rooftop Gardens in the City", "Planning a Rooftop Garden", "Load and Structure"),
     ]
@@ -185,33 +219,42 @@ def test_html_main_content_without_boilerplate():
     pos = doc.text.index("Wet soil is heavy")
     assert doc.section_at(pos)[-1] == "Load and Structure"
     for s in doc.sections:  # headings are exact slices
-        assert doc.text[s.heading_start:s.heading_end] == s.path[-1]
+        assert doc.text[s.heading_start : s.heading_end] == s.path[-1]
 
 
 def test_html_only_scripts_is_an_error(tmp_path):
-    p = write(tmp_path, "app.html", "<html><head><script>var a = 1;</script></head>"
-                                    "<body><script>render()</script><noscript></noscript></body></html>")
+    p = write(
+        tmp_path,
+        "app.html",
+        "<html><head><script>var a = 1;</script></head>"
+        "<body><script>render()</script><noscript></noscript></body></html>",
+    )
     with pytest.raises(InputError, match=r"app\.html: no text"):
         load(p)
 
 
 def test_html_meta_charset_and_pre(tmp_path):
-    html = ('<html><head><meta charset="iso-8859-1"></head><body><h1>Caf\xe9</h1>'
-            "<pre>  x = 1\n  y = 2</pre><p>Some   <b>bold</b>\n text</p></body></html>").encode("latin-1")
+    html = (
+        '<html><head><meta charset="iso-8859-1"></head><body><h1>Caf\xe9</h1>'
+        "<pre>  x = 1\n  y = 2</pre><p>Some   <b>bold</b>\n text</p></body></html>"
+    ).encode("latin-1")
     doc = load(write(tmp_path, "p.html", html))
     assert doc.text == "Caf\xe9\n\n  x = 1\n  y = 2\n\nSome bold text\n"
     assert doc.metadata["warnings"] == []
 
 
 def test_html_br_and_nested_lists_and_article_header():
-    html = ("<body><nav>Home</nav><article><header><h1>Title</h1></header><p>12 Harbor Road<br>North Point</p>"
-            "<ol><li>one<ul><li>inner</li></ul></li><li>two</li></ol></article><footer>bye</footer></body>")
+    html = (
+        "<body><nav>Home</nav><article><header><h1>Title</h1></header><p>12 Harbor Road<br>North Point</p>"
+        "<ol><li>one<ul><li>inner</li></ul></li><li>two</li></ol></article><footer>bye</footer></body>"
+    )
     doc = load_bytes(html.encode(), "x.html", name="x.html")
     assert doc.text == "Title\n\n12 Harbor Road\nNorth Point\n\n1. one\n  - inner\n2. two\n"
     assert doc.sections[0].path == ("Title",)
 
 
 # -- subtitles --------------------------------------------------------------------------------------------
+
 
 def test_vtt_cues_speakers_and_units():
     doc = load(EXAMPLES / "team-meeting.vtt")
@@ -223,7 +266,7 @@ def test_vtt_cues_speakers_and_units():
     assert (first.start_time, first.end_time, first.speaker) == (1.0, 4.0, "Maria")
     # the first two cues end mid-sentence: merged into one unit, one line of the text
     units = doc.metadata["units"]
-    u0 = doc.text[units[0][0]:units[0][1]]
+    u0 = doc.text[units[0][0] : units[0][1]]
     assert u0 == "Maria: Good morning everyone, let's start with the release date for version two of the app."
     assert all("\n" not in doc.text[a:b] for a, b in units)
     assert len(units) == 13
@@ -238,7 +281,9 @@ def test_srt_prefix_speakers(tmp_path):
     check_structure(doc)
     assert doc.metadata["speakers"] == ["HOST", "GUEST"]
     assert [c.speaker for c in doc.cues] == ["HOST", "HOST", "GUEST", "GUEST", "HOST", "GUEST"]
-    assert doc.text.splitlines()[0] == "HOST: Welcome back to the show. Today we talk about how bees survive the winter."
+    assert (
+        doc.text.splitlines()[0] == "HOST: Welcome back to the show. Today we talk about how bees survive the winter."
+    )
     assert doc.cues[1].start_time == 4.1 and doc.cues[1].end_time == 7.8
 
 
@@ -252,36 +297,63 @@ def test_srt_variants_crlf_bom_and_no_numbers():
 
 
 def test_note_prefix_is_not_a_speaker(tmp_path):
-    srt = "1\n00:00:01,000 --> 00:00:02,000\nNote: the shop opens at nine.\n\n2\n00:00:02,500 --> 00:00:03,000\nThanks.\n"
+    srt = (
+        "1\n00:00:01,000 --> 00:00:02,000\nNote: the shop opens at nine.\n\n2\n00:00:02,500 --> 00:00:03,000\nThanks.\n"
+    )
     doc = load(write(tmp_path, "n.srt", srt))
     assert [c.speaker for c in doc.cues] == [None, None]
     assert doc.text.startswith("Note: the shop")
 
 
-@pytest.mark.parametrize("name, content, message", [
-    ("bad.vtt", "WEBVTT\n\n00:00:xx.000 --> 00:00:03.000\nbroken\n",
-     r"bad\.vtt: no readable subtitle cues \(skipped 1 cue\(s\) with a broken timestamp \(line 3\)\)"),
-    ("bad.srt", "1\n00:00:0x,000 --> 00:00:04,000\nbroken\n", r"bad\.srt: no readable .*broken timestamp \(line 2\)"),
-    ("back.srt", "1\n00:00:05,000 --> 00:00:02,000\nbackwards\n", "end before they start"),
-    ("notime.srt", "1\njust text\n", "without a timing line"),
-    ("nocue.vtt", "WEBVTT\n\nNOTE nothing here\n", "no readable subtitle cues"),
-    ("empty.srt", "1\n00:00:01,000 --> 00:00:02,000\n\n", r"no readable .*without text"),
-    ("header.vtt", "00:00:01.000 --> 00:00:02.000\nno header\n", "must start with 'WEBVTT'"),
-])
+@pytest.mark.parametrize(
+    "name, content, message",
+    [
+        (
+            "bad.vtt",
+            "WEBVTT\n\n00:00:xx.000 --> 00:00:03.000\nbroken\n",
+            r"bad\.vtt: no readable subtitle cues \(skipped 1 cue\(s\) with a broken timestamp \(line 3\)\)",
+        ),
+        (
+            "bad.srt",
+            "1\n00:00:0x,000 --> 00:00:04,000\nbroken\n",
+            r"bad\.srt: no readable .*broken timestamp \(line 2\)",
+        ),
+        ("back.srt", "1\n00:00:05,000 --> 00:00:02,000\nbackwards\n", "end before they start"),
+        ("notime.srt", "1\njust text\n", "without a timing line"),
+        ("nocue.vtt", "WEBVTT\n\nNOTE nothing here\n", "no readable subtitle cues"),
+        ("empty.srt", "1\n00:00:01,000 --> 00:00:02,000\n\n", r"no readable .*without text"),
+        ("header.vtt", "00:00:01.000 --> 00:00:02.000\nno header\n", "must start with 'WEBVTT'"),
+    ],
+)
 def test_broken_subtitles(tmp_path, name, content, message):
     p = write(tmp_path, name, content)
     with pytest.raises(InputError, match=message):
         load(p, format="vtt" if name.endswith(".vtt") else None)
 
 
-@pytest.mark.parametrize("name, content, kept, warning", [
-    ("bad.vtt", "WEBVTT\n\n00:00:01.000 --> 00:00:02.000\nok\n\n00:00:xx.000 --> 00:00:03.000\nbroken\n",
-     "ok\n", "skipped 1 cue(s) with a broken timestamp (line 6)"),
-    ("back.srt", "1\n00:00:01,000 --> 00:00:02,000\nok\n\n2\n00:00:05,000 --> 00:00:02,000\nbackwards\n",
-     "ok\n", "skipped 1 cue(s) that end before they start (line 6)"),
-    ("notime.srt", "1\n00:00:01,000 --> 00:00:02,000\nok\n\n2\njust text\n", "ok\n",
-     "skipped 1 text block(s) without a timing line (line 5)"),
-])
+@pytest.mark.parametrize(
+    "name, content, kept, warning",
+    [
+        (
+            "bad.vtt",
+            "WEBVTT\n\n00:00:01.000 --> 00:00:02.000\nok\n\n00:00:xx.000 --> 00:00:03.000\nbroken\n",
+            "ok\n",
+            "skipped 1 cue(s) with a broken timestamp (line 6)",
+        ),
+        (
+            "back.srt",
+            "1\n00:00:01,000 --> 00:00:02,000\nok\n\n2\n00:00:05,000 --> 00:00:02,000\nbackwards\n",
+            "ok\n",
+            "skipped 1 cue(s) that end before they start (line 6)",
+        ),
+        (
+            "notime.srt",
+            "1\n00:00:01,000 --> 00:00:02,000\nok\n\n2\njust text\n",
+            "ok\n",
+            "skipped 1 text block(s) without a timing line (line 5)",
+        ),
+    ],
+)
 def test_partly_broken_subtitles_keep_the_rest_and_say_what_was_skipped(tmp_path, name, content, kept, warning):
     with pytest.warns(UserWarning, match=re.escape(warning)):
         doc = load(write(tmp_path, name, content))
@@ -290,6 +362,7 @@ def test_partly_broken_subtitles_keep_the_rest_and_say_what_was_skipped(tmp_path
 
 
 # -- folders, globs, stdin --------------------------------------------------------------------------------
+
 
 def test_glob_matching():
     assert matches("a/b/c.md", ["*.md"])
@@ -345,16 +418,47 @@ def test_api_chunk_reads_files():
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-_PIECES = ["# ", "## ", "```", "\n", "\n\n", "<h2>", "</h2>", "<p>", "<script>", "</script>", "<nav>", "-->",
-           "00:00:01.000", "00:00:02,000", "WEBVTT", "1\n", "<v Bob>", "word", "Wort ", "\u00e9", "\u4e2d\u6587",
-           "\u200b", "\r\n", "\x00", "-\n", "Page 3 of 9\n", "%PDF-", "|a|b|\n", "   ", "\ufeff"]
+_PIECES = [
+    "# ",
+    "## ",
+    "```",
+    "\n",
+    "\n\n",
+    "<h2>",
+    "</h2>",
+    "<p>",
+    "<script>",
+    "</script>",
+    "<nav>",
+    "-->",
+    "00:00:01.000",
+    "00:00:02,000",
+    "WEBVTT",
+    "1\n",
+    "<v Bob>",
+    "word",
+    "Wort ",
+    "\u00e9",
+    "\u4e2d\u6587",
+    "\u200b",
+    "\r\n",
+    "\x00",
+    "-\n",
+    "Page 3 of 9\n",
+    "%PDF-",
+    "|a|b|\n",
+    "   ",
+    "\ufeff",
+]
 
 
 @pytest.mark.filterwarnings("ignore::chunkwise.formats.text.DecodingWarning")
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.sampled_from(_PIECES), max_size=40), st.sampled_from([None, *("text", "markdown", "html",
-                                                                                "vtt", "srt")]),
-       st.sampled_from(["x.txt", "x.md", "x.html", "x.vtt", "x.srt", "x"]))
+@given(
+    st.lists(st.sampled_from(_PIECES), max_size=40),
+    st.sampled_from([None, *("text", "markdown", "html", "vtt", "srt")]),
+    st.sampled_from(["x.txt", "x.md", "x.html", "x.vtt", "x.srt", "x"]),
+)
 def test_hostile_input_never_crashes(pieces, fmt, name):
     data = "".join(pieces).encode("utf-8")
     try:
@@ -388,7 +492,7 @@ def test_markdown_front_matter_is_metadata_not_text(tmp_path):
     assert "author" not in doc.text
     assert doc.title == "Pumps"
     assert doc.metadata["front_matter"] == {"title": "Pumps", "author": "Ann"}
-    assert doc.sections[0].path == ("Pumps",) and doc.text[doc.sections[0].start:].startswith("# Pumps")
+    assert doc.sections[0].path == ("Pumps",) and doc.text[doc.sections[0].start :].startswith("# Pumps")
 
 
 def test_empty_front_matter_is_removed_like_the_section_parser_skips_it(tmp_path):
@@ -408,13 +512,14 @@ def test_html_headings_of_a_bare_body_page_are_kept(paragraphs):
     back before the paragraphs they head, and the sections follow them."""
     from chunkwise.formats.html import html_to_document
 
-    body = "".join(f"<h2>Part {i}</h2><p>" + f"Paragraph {i} is about pumps, valves and seals in detail. " * 4
-                   + "</p>" for i in range(paragraphs))
+    body = "".join(
+        f"<h2>Part {i}</h2><p>" + f"Paragraph {i} is about pumps, valves and seals in detail. " * 4 + "</p>"
+        for i in range(paragraphs)
+    )
     doc = html_to_document(f"<html><body><h1>Pump care</h1>{body}</body></html>", "bare.html")
     assert doc.text.startswith("Pump care\n\nPart 0\n\nParagraph 0 is about pumps")
-    assert [s.path for s in doc.sections] == [("Pump care",)] + [("Pump care", f"Part {i}")
-                                                                for i in range(paragraphs)]
-    assert "Paragraph 0 is about pumps" in doc.text[doc.sections[1].start:]
+    assert [s.path for s in doc.sections] == [("Pump care",)] + [("Pump care", f"Part {i}") for i in range(paragraphs)]
+    assert "Paragraph 0 is about pumps" in doc.text[doc.sections[1].start :]
 
 
 SBV = (
@@ -436,9 +541,13 @@ def test_sbv_is_read_as_subtitles_with_cues_and_time_ranges(tmp_path):
     assert "0:00" not in doc.text and "-->" not in doc.text  # no timing line is text
     assert doc.text.startswith("ALICE: Hi, my name is Alice Miller")
     assert [(c.start_time, c.end_time, c.speaker) for c in doc.cues] == [
-        (0.599, 4.16, "ALICE"), (4.16, 6.77, "JOHN"), (6.77, 10.88, "JOHN")]
-    assert doc.text[doc.cues[2].start:doc.cues[2].end] == ("Today we'll be teaching you how to make our famous "
-                                                            "chocolate chip cookies!")
+        (0.599, 4.16, "ALICE"),
+        (4.16, 6.77, "JOHN"),
+        (6.77, 10.88, "JOHN"),
+    ]
+    assert doc.text[doc.cues[2].start : doc.cues[2].end] == (
+        "Today we'll be teaching you how to make our famous chocolate chip cookies!"
+    )
     assert doc.metadata["warnings"] == ["skipped 1 cue(s) with a broken timestamp (line 11)"]
     chunks = get_strategy("recursive", max_tokens=20, tokenizer="words").chunk(doc)
     assert chunks[0].start_time == 0.599 and chunks[-1].end_time == 10.88

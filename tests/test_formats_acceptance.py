@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from chunkwise.formats import load
-from chunkwise.strategies import SEMANTIC_STRATEGIES, STRATEGY_NAMES, get_strategy
 from chunkwise.segmentation.tokenizers import get_tokenizer
+from chunkwise.strategies import SEMANTIC_STRATEGIES, STRATEGY_NAMES, get_strategy
 
 ROOT = Path(__file__).resolve().parents[1]
 MD = ROOT / "examples" / "sourdough-guide.md"
@@ -63,7 +63,7 @@ def test_markdown_section_paths_for_every_strategy(fake_embedder, max_tokens):
         chunks = strategy.chunk(doc)
         assert chunks, name
         for c in chunks:
-            assert doc.text[c.start:c.end] == c.text
+            assert doc.text[c.start : c.end] == c.text
             assert c.section == _expected_path(doc.text, c.start), (name, c.index, c.text[:40])
 
 
@@ -74,7 +74,7 @@ def _fence_spans(text: str) -> list[tuple[int, int]]:
 def test_markdown_code_fence_never_cut_when_it_fits(fake_embedder):
     doc = load(MD)
     [fence] = _fence_spans(doc.text)
-    tokens = get_tokenizer("minilm").count(doc.text[fence[0]:fence[1]])
+    tokens = get_tokenizer("minilm").count(doc.text[fence[0] : fence[1]])
     # the markdown strategy promises whole fences and tables (the recursive presets do not)
     structural = [(n, s) for n, s in _available(fake_embedder, max_tokens=tokens + 20) if n == "markdown"]
     assert structural, "the markdown strategy is missing"
@@ -87,6 +87,7 @@ def test_markdown_code_fence_never_cut_when_it_fits(fake_embedder):
 
 
 # -- transcripts ------------------------------------------------------------------------------------------
+
 
 def _check_times(doc, chunks, name):
     covered = set()

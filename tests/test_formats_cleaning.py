@@ -64,8 +64,9 @@ def _pages(bodies: list[str]) -> tuple[str, list[int]]:
 
 
 def test_running_headers_footers_and_page_numbers_removed():
-    bodies = [f"ACME Annual Report 2025\nChapter text number {i} goes here.\nMore of page {i}.\n- {i} -"
-              for i in range(1, 6)]
+    bodies = [
+        f"ACME Annual Report 2025\nChapter text number {i} goes here.\nMore of page {i}.\n- {i} -" for i in range(1, 6)
+    ]
     text, starts = _pages(bodies)
     edits = header_footer_edits(text, starts)
     new, mapped = apply_edits(text, edits, starts)
@@ -90,13 +91,15 @@ def test_dehyphenation_rejoins_and_keeps_real_compounds():
 
 
 def test_reflow_joins_wrapped_lines_and_splits_paragraphs():
-    lines = ["This paragraph was wrapped by a PDF generator at a fixed width of",
-             "about sixty five characters per line, and goes on for a while",
-             "until it ends here.",
-             "A new paragraph starts with a capital letter after a short line",
-             "and continues.",
-             "- a list item stays on its own line",
-             "- and so does this one"]
+    lines = [
+        "This paragraph was wrapped by a PDF generator at a fixed width of",
+        "about sixty five characters per line, and goes on for a while",
+        "until it ends here.",
+        "A new paragraph starts with a capital letter after a short line",
+        "and continues.",
+        "- a list item stays on its own line",
+        "- and so does this one",
+    ]
     text = "\n".join(lines)
     new, _ = apply_edits(text, reflow_edits(text, paragraph_breaks=True), [])
     assert new.split("\n\n")[0] == " ".join(lines[:3])
@@ -144,8 +147,10 @@ def test_dehyphenation_is_linear_on_a_long_word():
     import subprocess
     import sys
 
-    code = ("from chunkwise.formats.cleaning import dehyphenate_edits\n"
-            "assert dehyphenate_edits('a' * 2_000_000) == []\n"
-            "assert dehyphenate_edits('x' * 500_000 + ' main-\\ntenance office') != []\n")
+    code = (
+        "from chunkwise.formats.cleaning import dehyphenate_edits\n"
+        "assert dehyphenate_edits('a' * 2_000_000) == []\n"
+        "assert dehyphenate_edits('x' * 500_000 + ' main-\\ntenance office') != []\n"
+    )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr[-2000:]

@@ -69,10 +69,15 @@ def test_pdf_pages_sections_and_cleaning():
     assert doc.title == "Harbor Lighthouse Maintenance Manual"
     assert [p.number for p in doc.pages] == [1, 2, 3, 4]
     assert [s.path for s in doc.sections] == [
-        ("1 Introduction",), ("2 Lamp and Lens",), ("2 Lamp and Lens", "2.1 Cleaning the Lens"),
-        ("2 Lamp and Lens", "2.2 Replacing the Lamp"), ("3 Tower Structure",), ("4 Log Book and Reports",)]
+        ("1 Introduction",),
+        ("2 Lamp and Lens",),
+        ("2 Lamp and Lens", "2.1 Cleaning the Lens"),
+        ("2 Lamp and Lens", "2.2 Replacing the Lamp"),
+        ("3 Tower Structure",),
+        ("4 Log Book and Reports",),
+    ]
     for s in doc.sections:  # each section starts at its heading, found in the text
-        assert doc.text[s.heading_start:s.heading_end] == s.path[-1]
+        assert doc.text[s.heading_start : s.heading_end] == s.path[-1]
     # the outline points "2.1" at page 1, but the heading was pushed to page 2: found there
     s21 = doc.sections[2]
     assert doc.page_span(s21.start, s21.start + 1) == (2, 2)
@@ -96,7 +101,7 @@ def test_every_chunk_has_right_pages_and_section(fake_embedder):
         chunks = strategy.chunk(doc)
         assert chunks, name
         for c in chunks:
-            assert doc.text[c.start:c.end] == c.text
+            assert doc.text[c.start : c.end] == c.text
             assert "Revision 3" not in c.text and not re.search(r"Page \d+ of \d+", c.text), (name, c.text)
             words = c.text.split()
             first, last = " ".join(words[:4]), " ".join(words[-4:])
@@ -122,13 +127,14 @@ def test_cleaning_switches_on_pdf():
     assert kept.text.count("Harbor Lighthouse Maintenance Manual - Revision 3") == 4
     assert [p.number for p in kept.pages] == [1, 2, 3, 4]
     for p in kept.pages:  # pages still start at their own header
-        assert kept.text[p.start:].startswith("Harbor Lighthouse Maintenance Manual - Revision 3")
+        assert kept.text[p.start :].startswith("Harbor Lighthouse Maintenance Manual - Revision 3")
     raw = load(PDF, clean=False)
     assert "main-\ntenance" in raw.text and "Page 2 of 4" in raw.text
     assert len(raw.sections) == 6
 
 
 # -- bad PDFs --------------------------------------------------------------------------------------------
+
 
 def _encrypted(user_password: str, algorithm: str = "RC4-128") -> bytes:
     from pypdf import PdfReader, PdfWriter
@@ -156,11 +162,14 @@ def test_encrypted_pdf_with_empty_user_password_opens(tmp_path):
     assert len(load(p).pages) == 4
 
 
-@pytest.mark.parametrize("data", [
-    b"%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ngarbage",
-    PDF.read_bytes()[:900],
-    b"%PDF-1.7\n" + bytes(range(256)) * 8,
-])
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ngarbage",
+        PDF.read_bytes()[:900],
+        b"%PDF-1.7\n" + bytes(range(256)) * 8,
+    ],
+)
 def test_corrupt_pdf(tmp_path, data):
     p = tmp_path / "broken.pdf"
     p.write_bytes(data)
@@ -190,9 +199,11 @@ def test_words_glued_by_the_extraction_get_their_space_back():
     GeoTopo); the document's own vocabulary says where the words part."""
     from chunkwise.formats.cleaning import clean, glued_word_edits
 
-    text = ("Z heißtVerklebung vonX undY. Ein Raum heißt zusammenhängend. Die Verklebung von X und Y ist eine "
-            "Fläche, X und Y sind Räume. JavaScript und JavaScript. Das iPhone von Java und Script. Siehe github.com/MartinThoma "
-            "von Martin und Thoma. Die Kugeloberfläche ist eine Kugel.")
+    text = (
+        "Z heißtVerklebung vonX undY. Ein Raum heißt zusammenhängend. Die Verklebung von X und Y ist eine "
+        "Fläche, X und Y sind Räume. JavaScript und JavaScript. Das iPhone von Java und Script. Siehe github.com/MartinThoma "
+        "von Martin und Thoma. Die Kugeloberfläche ist eine Kugel."
+    )
     result = clean(text, split_glued=True)
     assert "Z heißt Verklebung von X und Y." in result.text
     for kept in ("JavaScript", "iPhone", "github.com/MartinThoma", "Kugeloberfläche"):
@@ -201,7 +212,7 @@ def test_words_glued_by_the_extraction_get_their_space_back():
     assert clean(text).text == text  # only asked for (the PDF loader asks)
     # the source map replays the inserted spaces: a slice of the source maps to the cleaned words
     s, e = result.source_map.span(0, result.text.index("Y.") + 1)
-    assert result.source_map.clean_slice(text, result.text, s, e) == result.text[:result.text.index("Y.") + 1]
+    assert result.source_map.clean_slice(text, result.text, s, e) == result.text[: result.text.index("Y.") + 1]
 
 
 def test_pdf_loader_splits_glued_words(tmp_path):
@@ -209,8 +220,12 @@ def test_pdf_loader_splits_glued_words(tmp_path):
     pdf = fpdf.FPDF()
     pdf.add_page()
     pdf.set_font("Helvetica", size=11)
-    pdf.multi_cell(0, 6, "Die Verklebung von X und Y heisst eine Flaeche. Z heisstVerklebung vonX undY. "
-                         "Die Verklebung von X und Y ist stetig.")
+    pdf.multi_cell(
+        0,
+        6,
+        "Die Verklebung von X und Y heisst eine Flaeche. Z heisstVerklebung vonX undY. "
+        "Die Verklebung von X und Y ist stetig.",
+    )
     path = tmp_path / "glued.pdf"
     pdf.output(str(path))
     doc = load(path)

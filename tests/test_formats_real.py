@@ -22,21 +22,27 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 def exact(doc, chunks) -> None:
     assert chunks
     for c in chunks:
-        assert doc.text[c.start:c.end] == c.text
+        assert doc.text[c.start : c.end] == c.text
     for s in doc.sections:
-        assert doc.text[s.heading_start:s.heading_end] == s.path[-1]
+        assert doc.text[s.heading_start : s.heading_end] == s.path[-1]
         assert 0 <= s.start <= s.heading_start < s.heading_end <= s.end <= len(doc.text)
 
 
 # -- HTML ----------------------------------------------------------------------------------------------
 
+
 def test_article_body_in_a_sidebar_classed_wrapper_is_kept():
     """The Verge's layout: the body sits in `div.l-sidebar-fixed.l-article-body-segment`; the old class rule
     dropped all of it and kept only the byline."""
     doc = load(DATA / "html" / "sidebar-article.html")
-    body = ["The harbour office has started printing a small orange lamp", "Until this spring the table listed",
-            "The lamp is computed from the latest survey", "We would rather print one symbol too many",
-            "Printed copies in the chandlery", "Update July 3rd, 8:05AM"]
+    body = [
+        "The harbour office has started printing a small orange lamp",
+        "Until this spring the table listed",
+        "The lamp is computed from the latest survey",
+        "We would rather print one symbol too many",
+        "Printed copies in the chandlery",
+        "Update July 3rd, 8:05AM",
+    ]
     for sentence in body:
         assert sentence in doc.text, sentence
     for junk in ("Copyright", "Privacy notice", "Ferry timetable", "More from the harbour", "dataLayer", "Weather"):
@@ -49,12 +55,26 @@ def test_article_body_in_a_sidebar_classed_wrapper_is_kept():
 
 def test_wikipedia_page_without_furniture_math_as_tex_and_table_rows():
     doc = load(DATA / "html" / "wiki-article.html")
-    for junk in ("Jump to", "[edit]", "edit]", "Ancient Greek geometry", "Archimedes", "Navigation menu",
-                 "Random article", "Categories", "last edited", "From the Encyclopedia"):
+    for junk in (
+        "Jump to",
+        "[edit]",
+        "edit]",
+        "Ancient Greek geometry",
+        "Archimedes",
+        "Navigation menu",
+        "Random article",
+        "Categories",
+        "last edited",
+        "From the Encyclopedia",
+    ):
         assert junk not in doc.text, junk
     assert [s.path for s in doc.sections] == [
-        ("Heron's formula",), ("Heron's formula", "Example"), ("Heron's formula", "Proofs"),
-        ("Heron's formula", "Proofs", "Algebraic proof"), ("Heron's formula", "Proofs", "Geometric proof")]
+        ("Heron's formula",),
+        ("Heron's formula", "Example"),
+        ("Heron's formula", "Proofs"),
+        ("Heron's formula", "Proofs", "Algebraic proof"),
+        ("Heron's formula", "Proofs", "Geometric proof"),
+    ]
     assert "For a triangle with sides a,b,c and semiperimeter s=(a+b+c)/2, the area" in doc.text
     assert "Sides | Semiperimeter | Area\n4, 13, 15\n(scalene) | 16 | 24\n3, 4, 5\n(right) | 6 | 6" in doc.text
     pos = doc.text.index("incircle")
@@ -64,8 +84,14 @@ def test_wikipedia_page_without_furniture_math_as_tex_and_table_rows():
 
 def test_full_mode_keeps_the_whole_visible_page():
     doc = load(DATA / "html" / "wiki-article.html", html_mode="full")
-    for text in ("Jump to navigation", "Ancient Greek geometry", "Archimedes", "Navigation menu",
-                 "last edited on 12 March 2024", "s=(a+b+c)/2"):
+    for text in (
+        "Jump to navigation",
+        "Ancient Greek geometry",
+        "Archimedes",
+        "Navigation menu",
+        "last edited on 12 March 2024",
+        "s=(a+b+c)/2",
+    ):
         assert text in doc.text, text
     assert "document.documentElement" not in doc.text  # scripts are never text
     assert doc.metadata["html_mode"] == "full"
@@ -78,11 +104,15 @@ def _comment_page() -> bytes:
     comments = "".join(
         f"<li class='comment'><div class='comment-author'>Reader {i}</div><div class='comment-content'><p>I have "
         f"grown tomatoes on my balcony for {i} years and the watering trick works for me, thanks for sharing "
-        "it with all of us here.</p></div></li>" for i in range(120))
-    return (f"<html><head><title>Tomatoes</title></head><body><article><h1>Balcony tomatoes</h1><p>Water tomatoes "
-            "in the morning, never at noon, and give them a deep pot. That is all there is to it for a good "
-            "harvest this summer on a small balcony.</p></article><section id='comments' class='comments-area'>"
-            f"<h2>120 comments</h2><ol class='comment-list'>{comments}</ol></section></body></html>").encode()
+        "it with all of us here.</p></div></li>"
+        for i in range(120)
+    )
+    return (
+        f"<html><head><title>Tomatoes</title></head><body><article><h1>Balcony tomatoes</h1><p>Water tomatoes "
+        "in the morning, never at noon, and give them a deep pot. That is all there is to it for a good "
+        "harvest this summer on a small balcony.</p></article><section id='comments' class='comments-area'>"
+        f"<h2>120 comments</h2><ol class='comment-list'>{comments}</ol></section></body></html>"
+    ).encode()
 
 
 def test_main_content_far_below_the_page_text_is_said_naming_the_file():
@@ -117,6 +147,7 @@ def test_no_text_html_is_still_one_clear_error(tmp_path, capsys):
 
 # -- subtitles -----------------------------------------------------------------------------------------
 
+
 def test_youtube_dl_vtt_with_timing_lines_after_text_is_read():
     doc = load(DATA / "subtitles" / "youtube_dl.vtt")
     starts = [c.start_time for c in doc.cues]
@@ -125,7 +156,7 @@ def test_youtube_dl_vtt_with_timing_lines_after_text_is_read():
     assert "<c" not in doc.text and "00:05" not in doc.text  # inline timestamps and class tags removed
     assert doc.metadata["warnings"] == []
     for c in doc.cues:
-        assert doc.text[c.start:c.end].strip()
+        assert doc.text[c.start : c.end].strip()
 
 
 def test_srt_with_an_empty_cue_is_read_and_the_skip_is_said():
@@ -147,14 +178,35 @@ def test_subtitle_numbers_without_blank_lines_and_vtt_entities():
 
 # -- one loader for every command ----------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("command", ["chunk", "inspect", "index", "eval", "tune"])
 def test_every_command_takes_the_same_loader_options(command):
-    argv = [command, "x", "--pdf-password", "pw", "--encoding", "latin-1", "--input-format", "html",
-            "--html-mode", "full", "--no-clean-headers", "--no-reflow", "--max-file-size", "2MB"]
+    argv = [
+        command,
+        "x",
+        "--pdf-password",
+        "pw",
+        "--encoding",
+        "latin-1",
+        "--input-format",
+        "html",
+        "--html-mode",
+        "full",
+        "--no-clean-headers",
+        "--no-reflow",
+        "--max-file-size",
+        "2MB",
+    ]
     args = build_parser().parse_args(argv)
-    assert input_options(args) == {"max_bytes": 2 * 1024 * 1024, "format": "html", "encoding": "latin-1",
-                                   "password": "pw", "html_mode": "full", "clean_headers": False,
-                                   "reflow": False}
+    assert input_options(args) == {
+        "max_bytes": 2 * 1024 * 1024,
+        "format": "html",
+        "encoding": "latin-1",
+        "password": "pw",
+        "html_mode": "full",
+        "clean_headers": False,
+        "reflow": False,
+    }
 
 
 def test_eval_reads_html_and_subtitles_in_docs_with_offsets_into_the_loaded_text(tmp_path):
@@ -167,11 +219,17 @@ def test_eval_reads_html_and_subtitles_in_docs_with_offsets_into_the_loaded_text
     (docs / "notes.md").write_text("# Notes\n\nThe  lamp   is orange.\n", encoding="utf-8")
     html_text = load(docs / "harbour.html").text
     a = html_text.index("echo sounder")
-    queries = [{"query": "how is the channel surveyed?",
-                "references": [{"doc": "harbour.html", "start": a, "end": a + 12, "content": "echo sounder"}]},
-               {"query": "what is the third caption?", "references": [{"doc": "talk.srt"}]},
-               {"query": "lamp colour", "references": [{"doc": "notes.md", "start": 9, "end": 30,
-                                                        "content": "The  lamp   is orange"}]}]
+    queries = [
+        {
+            "query": "how is the channel surveyed?",
+            "references": [{"doc": "harbour.html", "start": a, "end": a + 12, "content": "echo sounder"}],
+        },
+        {"query": "what is the third caption?", "references": [{"doc": "talk.srt"}]},
+        {
+            "query": "lamp colour",
+            "references": [{"doc": "notes.md", "start": 9, "end": 30, "content": "The  lamp   is orange"}],
+        },
+    ]
     (tmp_path / "queries.jsonl").write_text("\n".join(json.dumps(q) for q in queries) + "\n", encoding="utf-8")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -184,6 +242,7 @@ def test_eval_reads_html_and_subtitles_in_docs_with_offsets_into_the_loaded_text
 
 
 # -- Python API: no guessing -----------------------------------------------------------------------------
+
 
 def test_chunk_file_chunk_text_and_the_explicit_rule(tmp_path):
     path = DATA / "html" / "wiki-article.html"
@@ -207,9 +266,23 @@ def test_chunk_file_chunk_text_and_the_explicit_rule(tmp_path):
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-_LINES = ["", "", "00:00:01.000 --> 00:00:02.000", "00:00:03,500 --> 00:00:04,000 align:start", "1", "cue-7",
-          "00:00:0x.000 --> 00:00:02.000", "00:00:05.000 --> 00:00:01.000", "Hello there.", "<v Ann>Hi &amp; bye",
-          "NOTE remark", "<c.colorE5E5E5>word</c><00:00:01.500>", "   ", "NAME: text", "\u4e2d\u6587"]
+_LINES = [
+    "",
+    "",
+    "00:00:01.000 --> 00:00:02.000",
+    "00:00:03,500 --> 00:00:04,000 align:start",
+    "1",
+    "cue-7",
+    "00:00:0x.000 --> 00:00:02.000",
+    "00:00:05.000 --> 00:00:01.000",
+    "Hello there.",
+    "<v Ann>Hi &amp; bye",
+    "NOTE remark",
+    "<c.colorE5E5E5>word</c><00:00:01.500>",
+    "   ",
+    "NAME: text",
+    "\u4e2d\u6587",
+]
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -225,13 +298,14 @@ def test_subtitle_parser_is_exact_or_one_clear_error(lines, kind):
             return
     assert doc.cues and doc.text.endswith("\n")
     for c in doc.cues:
-        assert doc.text[c.start:c.end].strip() and c.start_time <= c.end_time
+        assert doc.text[c.start : c.end].strip() and c.start_time <= c.end_time
     assert [c.start for c in doc.cues] == sorted(c.start for c in doc.cues)
     for a, b in doc.metadata["units"]:
         assert 0 <= a < b <= len(doc.text)
 
 
 # -- the real-documents benchmark runs offline on a local cache ------------------------------------------
+
 
 def test_bench_real_documents_on_a_small_local_cache(tmp_path):
     import importlib.util

@@ -39,8 +39,9 @@ def _check_chunks(doc, source: str, max_tokens: int = 40) -> None:
             assert replayed == c.text
 
 
-_WORDS = st.sampled_from(["alpha", "Beta", "main-", "tenance", "the", "office.", "ﬁne", "x", "Ünïcode",
-                          "12", "-", "\u00a0", "end."])
+_WORDS = st.sampled_from(
+    ["alpha", "Beta", "main-", "tenance", "the", "office.", "ﬁne", "x", "Ünïcode", "12", "-", "\u00a0", "end."]
+)
 _SEPS = st.sampled_from([" ", " ", " ", "\n", "\r\n", "\n\n", "\r", "  ", "\t", "\n\n\n"])
 
 
@@ -75,22 +76,31 @@ def test_markdown_offsets_skip_front_matter():
     source = "---\r\ntitle: Guide\r\n---\r\n\r\n# Install\r\n\r\nRun the installer.\r\n\r\n\r\n"
     doc = load_bytes(source.encode(), source="g.md", name="g.md")
     c = get_strategy("markdown", max_tokens=50).chunk(doc)[0]
-    assert source[c.source_start:c.source_end].replace("\r\n", "\n") == c.text
+    assert source[c.source_start : c.source_end].replace("\r\n", "\n") == c.text
     _check_chunks(doc, source)
 
 
-@pytest.mark.parametrize("name,source", [
-    ("a.srt", "1\r\n00:00:01,000 --> 00:00:02,000\r\n<i>Hello</i> there,\r\nmy friend.\r\n\r\n"
-              "2\r\n00:00:03,000 --> 00:00:04,000\r\nBOB: See you soon.\r\n"),
-    ("a.vtt", "WEBVTT\n\n00:01.000 --> 00:02.000\n<v Alice>Hello there, my friend.\n\n"
-              "00:03.000 --> 00:04.000\n<v Bob>See you soon.\n"),
-])
+@pytest.mark.parametrize(
+    "name,source",
+    [
+        (
+            "a.srt",
+            "1\r\n00:00:01,000 --> 00:00:02,000\r\n<i>Hello</i> there,\r\nmy friend.\r\n\r\n"
+            "2\r\n00:00:03,000 --> 00:00:04,000\r\nBOB: See you soon.\r\n",
+        ),
+        (
+            "a.vtt",
+            "WEBVTT\n\n00:01.000 --> 00:02.000\n<v Alice>Hello there, my friend.\n\n"
+            "00:03.000 --> 00:04.000\n<v Bob>See you soon.\n",
+        ),
+    ],
+)
 def test_subtitle_offsets_point_at_the_cue_text(name, source):
     doc = load_bytes(source.encode(), source=name, name=name)
     _check_map(doc.source_map, source, doc.text)
     for c in get_strategy("fixed", max_tokens=3, tokenizer="words").chunk(doc):
         words = [w for w in re.findall(r"\w+", c.text) if w not in ("Alice", "Bob", "BOB")]
-        assert all(w in source[c.source_start:c.source_end] for w in words)
+        assert all(w in source[c.source_start : c.source_end] for w in words)
 
 
 def test_text_given_directly_has_no_source_offsets():
@@ -101,8 +111,10 @@ def test_text_given_directly_has_no_source_offsets():
 
 # -- PDF ----------------------------------------------------------------------------------------------------
 FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
-BODY = ("The keeper checks the lamp every evening and writes what was found into the log book, so that the "
-        "next keeper knows the state of the light before the night begins. ")
+BODY = (
+    "The keeper checks the lamp every evening and writes what was found into the log book, so that the "
+    "next keeper knows the state of the light before the night begins. "
+)
 
 
 def _body(number: int, times: int) -> str:
@@ -140,8 +152,9 @@ def _book(path, ligatures: bool = False):
     for n, title in sections:
         head = f"{n}. {title.upper()}"
         word = "ﬁne oﬀer" if ligatures else "fine offer"
-        page(number, None if "." not in n else head, [f"{n} {title}", _body(number, 2) + " " + word],
-             section=(n, title))
+        page(
+            number, None if "." not in n else head, [f"{n} {title}", _body(number, 2) + " " + word], section=(n, title)
+        )
         number += 1
         page(number, head, [_body(number, 3)])
         number += 1
@@ -160,7 +173,7 @@ def test_pdf_running_headers_with_changing_sections_are_removed(tmp_path):
     # sections start at the heading line, its number included
     assert [s.path[-1] for s in doc.sections] == ["Lamp", "Cleaning", "Tower", "Paint"]
     for s in doc.sections:
-        assert re.match(r"\d+(\.\d+)? " + re.escape(s.path[-1]), doc.text[s.start:])
+        assert re.match(r"\d+(\.\d+)? " + re.escape(s.path[-1]), doc.text[s.start :])
     chunks = get_strategy("recursive", max_tokens=60).chunk(doc)
     starting = [c for c in chunks if re.match(r"2 Tower", c.text)]
     assert starting and all(c.section == ["Tower"] for c in starting)
@@ -175,8 +188,8 @@ def test_pdf_offsets_point_into_the_page_text(tmp_path):
     for c in get_strategy("recursive", max_tokens=60).chunk(doc):
         first = pages[c.page_start - 1]
         words = c.text.split()
-        assert first[c.source_start:].split()[0] == words[0]
-        assert pages[c.page_end - 1][:c.source_end].split()[-1] == words[-1]
+        assert first[c.source_start :].split()[0] == words[0]
+        assert pages[c.page_end - 1][: c.source_end].split()[-1] == words[-1]
 
 
 @pytest.mark.skipif(not __import__("os").path.exists(FONT), reason="needs the DejaVu font for ligature glyphs")
@@ -226,8 +239,12 @@ def test_table_rows_stay_one_per_line(tmp_path, align):
     pdf.multi_cell(0, 6, prose)
     pdf.ln(4)
     with pdf.table(text_align=align, col_widths=(40, 25, 25)) as table:
-        for row in [("Part", "Qty", "Price"), ("Lamp", "2", "14.50"), ("Lens cloth", "10", "3.20"),
-                    ("Gasket", "4", "1.10")]:
+        for row in [
+            ("Part", "Qty", "Price"),
+            ("Lamp", "2", "14.50"),
+            ("Lens cloth", "10", "3.20"),
+            ("Gasket", "4", "1.10"),
+        ]:
             r = table.row()
             for cell in row:
                 r.cell(cell)
@@ -254,7 +271,7 @@ def test_index_stores_source_offsets_and_reads_an_old_collection(tmp_path, monke
     with Index(tmp_path / "new.db", embedder=FakeEmbedder()) as ix:
         ix.add([str(path)], strategy="recursive", params={"max_tokens": 8, "tokenizer": "words"})
         hit = next(h for h in ix.search("queen eggs", k=2) if "queen" in h.text)
-        assert source[hit.source_start:hit.source_end] == hit.text
+        assert source[hit.source_start : hit.source_end] == hit.text
 
     # an index written before source offsets existed (schema 1): searchable, adding to it refused clearly
     original = MilvusStore._chunk_schema
@@ -267,8 +284,10 @@ def test_index_stores_source_offsets_and_reads_an_old_collection(tmp_path, monke
     original_rows = store_milvus.chunk_rows
 
     def old_rows(*args, **kwargs):
-        return [{k: v for k, v in r.items() if k not in ("source_start", "source_end")}
-                for r in original_rows(*args, **kwargs)]
+        return [
+            {k: v for k, v in r.items() if k not in ("source_start", "source_end")}
+            for r in original_rows(*args, **kwargs)
+        ]
 
     with monkeypatch.context() as m:
         m.setattr(MilvusStore, "_chunk_schema", old_schema)
@@ -341,16 +360,19 @@ def test_pdf_loader_folds_ligatures_and_maps_nul_glyphs(tmp_path, monkeypatch):
     pages = [extract(p)[0] for p in PdfReader(str(path)).pages]
     for c in get_strategy("recursive", max_tokens=60).chunk(doc):
         if "offer" in c.text:
-            src = pages[c.page_end - 1][:c.source_end]
-            assert "o\ufb00er" in src or "o\ufb00er" in pages[c.page_start - 1][c.source_start:]
+            src = pages[c.page_end - 1][: c.source_end]
+            assert "o\ufb00er" in src or "o\ufb00er" in pages[c.page_start - 1][c.source_start :]
 
 
 def test_numbered_and_wrapped_outline_headings_stand_alone():
-    prose = ("The keeper checks the lamp every evening and writes what was found\n"
-             "into the log book, so that the next keeper knows the state of the\n"
-             "light before the night begins and can plan the work of the day.\n")
+    prose = (
+        "The keeper checks the lamp every evening and writes what was found\n"
+        "into the log book, so that the next keeper knows the state of the\n"
+        "light before the night begins and can plan the work of the day.\n"
+    )
     text = prose + "2 Mannigfaltigkeiten und\nSimplizialkomplexe\n" + prose + "2.1 Topologische Räume\n" + prose
-    result = clean(text, [], paragraph_breaks=True,
-                   headings={"2 Mannigfaltigkeiten und Simplizialkomplexe", "Topologische Räume"})
+    result = clean(
+        text, [], paragraph_breaks=True, headings={"2 Mannigfaltigkeiten und Simplizialkomplexe", "Topologische Räume"}
+    )
     assert "\n\n2 Mannigfaltigkeiten und Simplizialkomplexe\n\nThe keeper" in result.text
     assert "\n\n2.1 Topologische Räume\n\nThe keeper" in result.text

@@ -68,8 +68,7 @@ def test_candidate_matrix_is_search_scoring_row_by_row():
     full = candidate_zscore_matrix(dense, sparse, depth=30, dense_weight=0.7)
     # with every item a candidate on the dense side, only zero-BM25 items differ from full z-scores
     for q in range(3):
-        fused = fuse_candidates_zscore(dict(enumerate(dense[q])),
-                                       {i: s for i, s in enumerate(sparse[q]) if s > 0}, 0.7)
+        fused = fuse_candidates_zscore(dict(enumerate(dense[q])), {i: s for i, s in enumerate(sparse[q]) if s > 0}, 0.7)
         assert [i for i, _ in fused] == list(np.argsort(-full[q], kind="stable"))
     cut = candidate_zscore_matrix(dense, sparse, depth=5, dense_weight=0.7)
     assert all(5 <= np.isfinite(cut[q]).sum() <= 10 for q in range(3))

@@ -35,9 +35,13 @@ def index(tmp_path):
 
 def test_add_search_count_and_provenance(tmp_path):
     text = "# Guide\nBees make honey.\n## Hive\nThe queen lays eggs.\nDrones do not sting."
-    doc = Document(text, source="<guide>", metadata={"lang": "en"},
-                   pages=[Page(1, 0, 25), Page(2, 25, len(text))],
-                   sections=[Section(0, len(text), ("Guide",), 1), Section(25, len(text), ("Guide", "Hive"), 2)])
+    doc = Document(
+        text,
+        source="<guide>",
+        metadata={"lang": "en"},
+        pages=[Page(1, 0, 25), Page(2, 25, len(text))],
+        sections=[Section(0, len(text), ("Guide",), 1), Section(25, len(text), ("Guide", "Hive"), 2)],
+    )
     with Index(tmp_path / "p.db", embedder=FakeEmbedder()) as ix:
         report = ix.add([doc, *docs()], strategy=lines())
         assert (report.documents, report.indexed, report.skipped, report.failed) == (4, 4, 0, [])
@@ -47,7 +51,7 @@ def test_add_search_count_and_provenance(tmp_path):
         assert hits[0].score >= hits[1].score >= hits[2].score
         top = next(h for h in hits if h.source == "<guide>")
         assert top.text == "The queen lays eggs."
-        assert doc.text[top.start:top.end] == top.text
+        assert doc.text[top.start : top.end] == top.text
         assert (top.page_start, top.page_end, top.section) == (2, 2, ["Guide", "Hive"])
         assert top.metadata["document"] == {"lang": "en"} and top.strategy == "lines"
         assert top.doc_id == doc.id and top.vector_rank == 1
@@ -118,9 +122,14 @@ def test_prune_removes_documents_whose_files_are_gone(index, tmp_path):
         p = tmp_path / name
         p.write_text(text)
         files.append(p)
-    index.add([Document(BEES, source=str(files[0])), Document(LAMP, source=str(files[1])),
-               Document(TRAINS, source="<trains>")],
-              strategy=lines())
+    index.add(
+        [
+            Document(BEES, source=str(files[0])),
+            Document(LAMP, source=str(files[1])),
+            Document(TRAINS, source="<trains>"),
+        ],
+        strategy=lines(),
+    )
     files[0].unlink()
     report = index.add([], strategy=lines(), prune=False)
     assert report.pruned == 0 and index.count() == 9
@@ -138,9 +147,11 @@ def test_interrupted_replacement_then_rerun_equals_clean_run(tmp_path, fail_at):
     """Fail at every step of the write protocol (unmark, upsert, read ids, delete stale, mark), then run
     again, including with the *old* content back: the result is always exactly a clean run's."""
     v1 = docs()
-    v2 = [Document(BEES.replace("honey", "wax"), source="kb/bees.txt"),
-          Document("Short lamp text.", source="kb/lamp.txt"),
-          v1[2]]
+    v2 = [
+        Document(BEES.replace("honey", "wax"), source="kb/bees.txt"),
+        Document("Short lamp text.", source="kb/lamp.txt"),
+        v1[2],
+    ]
     with Index(tmp_path / "clean1.db", embedder=FakeEmbedder()) as ix:
         ix.add(v1, strategy=lines())
         clean_v1 = stored(ix)
@@ -205,12 +216,16 @@ def test_text_mode_embeds_each_chunk_once(index):
 
 
 def test_context_is_embedded_and_indexed_but_text_stays_exact(index):
-    doc = Document("# Bees\nThey make honey.\n# Trains\nThey run at night.", source="<ctx>",
-                   sections=[Section(0, 23, ("Bees",), 1), Section(23, 50, ("Trains",), 1)], title="Notes")
+    doc = Document(
+        "# Bees\nThey make honey.\n# Trains\nThey run at night.",
+        source="<ctx>",
+        sections=[Section(0, 23, ("Bees",), 1), Section(23, 50, ("Trains",), 1)],
+        title="Notes",
+    )
     index.add([doc], strategy=lines(), context="headings")
     hits = index.search("Notes Trains", k=4, hybrid=True)
     run = next(h for h in hits if h.text == "They run at night.")
-    assert run.context == "Notes > Trains" and doc.text[run.start:run.end] == run.text
+    assert run.context == "Notes > Trains" and doc.text[run.start : run.end] == run.text
     assert run.bm25_rank is not None  # the context words are BM25-indexed
 
 
@@ -320,10 +335,16 @@ def test_unreachable_server_fails_fast_without_state(tmp_path, monkeypatch):
 def test_database_in_use_by_another_process(tmp_path):
     db = tmp_path / "busy.db"
     holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sys, time; from pymilvus import MilvusClient; MilvusClient(sys.argv[1]).list_collections(); "
-         "print('ready', flush=True); time.sleep(60)", str(db)],
-        stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from pymilvus import MilvusClient; MilvusClient(sys.argv[1]).list_collections(); "
+            "print('ready', flush=True); time.sleep(60)",
+            str(db),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "ready"
         with pytest.raises(InputError, match="in use by another process"):
@@ -357,9 +378,22 @@ def test_server_uri_runs_the_same_code(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    server = subprocess.Popen([sys.executable, "-m", "milvus_lite", "server", "--data-dir", str(tmp_path / "srv"),
-                               "--host", "127.0.0.1", "--port", str(port)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "milvus_lite",
+            "server",
+            "--data-dir",
+            str(tmp_path / "srv"),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.time() + 30
         while time.time() < deadline:

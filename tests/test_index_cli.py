@@ -12,9 +12,9 @@ from chunkwise.cli import main
 
 FILES = {
     "bees.txt": "Bees make honey from nectar in the hive. The queen lays eggs all summer long.\n\n"
-                "Beekeepers wear veils and gloves when they open the hive.",
+    "Beekeepers wear veils and gloves when they open the hive.",
     "lamp.md": "# Lighthouse\n\nThe lamp turns every ten seconds.\n\n## Lens\n\nKeepers polish the lens at dusk "
-               "with a soft cloth.",
+    "with a soft cloth.",
     "trains.txt": "The night train leaves at nine. The conductor checks tickets twice before midnight.",
 }
 
@@ -51,7 +51,7 @@ def test_index_then_search_table_and_jsonl(corpus, capsys):
     assert len(hits) == 2 and hits[0]["rank"] == 1 and hits[0]["source"] == "kb/trains.txt"
     assert "conductor checks tickets" in hits[0]["text"]
     src = FILES["trains.txt"]
-    assert src[hits[0]["start"]:hits[0]["end"]] == hits[0]["text"]
+    assert src[hits[0]["start"] : hits[0]["end"]] == hits[0]["text"]
 
     code, out, err = run(capsys, "search", "polish the lens", "-k", "1", "--hybrid")
     assert code == 0, err
@@ -97,18 +97,21 @@ def test_partial_failure_exit_code_and_config_mismatch(corpus, capsys):
     assert code == 1 and "3 indexed" in err
 
 
-@pytest.mark.parametrize("argv, message", [
-    (("search", ""), "the query is empty"),
-    (("search", "bees", "-k", "0"), "-k must be >= 1"),
-    (("search", "bees", "--filter", "source =="), "invalid filter expression 'source ==': "),
-    (("search", "bees", "--collection", "other"), "no index named 'other'"),
-    (("search", "bees", "--db", "kb/bees.txt"), "must end in '.db'"),
-    (("search", "bees", "--db", "nowhere.db"), "nowhere.db: no database here; run `chunkwise index` first"),
-    (("index", "kb", "--db", "kb/x.db/y.db"), None),
-    (("index", "kb", "--uri", "http://127.0.0.1:9", "--timeout", "2"), "cannot reach the Milvus server"),
-    (("index",), "nothing to do"),
-    (("index", "kb", "--context", "bogus"), "unknown context mode 'bogus'"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (("search", ""), "the query is empty"),
+        (("search", "bees", "-k", "0"), "-k must be >= 1"),
+        (("search", "bees", "--filter", "source =="), "invalid filter expression 'source ==': "),
+        (("search", "bees", "--collection", "other"), "no index named 'other'"),
+        (("search", "bees", "--db", "kb/bees.txt"), "must end in '.db'"),
+        (("search", "bees", "--db", "nowhere.db"), "nowhere.db: no database here; run `chunkwise index` first"),
+        (("index", "kb", "--db", "kb/x.db/y.db"), None),
+        (("index", "kb", "--uri", "http://127.0.0.1:9", "--timeout", "2"), "cannot reach the Milvus server"),
+        (("index",), "nothing to do"),
+        (("index", "kb", "--context", "bogus"), "unknown context mode 'bogus'"),
+    ],
+)
 def test_bad_input_is_one_line(corpus, capsys, argv, message):
     assert run(capsys, "index", "kb", "--max-tokens", "16", "--tokenizer", "words")[0] == 0
     if argv[-1] == "kb/x.db/y.db":

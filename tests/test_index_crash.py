@@ -26,7 +26,8 @@ pytestmark = pytest.mark.slow
 
 # the corpus and the command are the SIGKILL campaign's (scripts/sigkill_campaign.py), written once there
 _SPEC = importlib.util.spec_from_file_location(
-    "sigkill_campaign", Path(__file__).resolve().parents[1] / "scripts" / "sigkill_campaign.py")
+    "sigkill_campaign", Path(__file__).resolve().parents[1] / "scripts" / "sigkill_campaign.py"
+)
 campaign = importlib.util.module_from_spec(_SPEC)
 sys.modules[_SPEC.name] = campaign  # dataclasses look their module up there
 _SPEC.loader.exec_module(campaign)

@@ -6,8 +6,13 @@ import pytest
 
 from chunkwise import get_strategy
 
-TEXT = ("The pump is inspected every spring. " * 6 + "\n\n" + "Its filter is replaced yearly. " * 5 + "\n\n"
-        + "The pump is inspected every spring. " * 6)  # a repeated passage: str.find would land on the first copy
+TEXT = (
+    "The pump is inspected every spring. " * 6
+    + "\n\n"
+    + "Its filter is replaced yearly. " * 5
+    + "\n\n"
+    + "The pump is inspected every spring. " * 6
+)  # a repeated passage: str.find would land on the first copy
 
 
 class TestLangChain:
@@ -34,7 +39,7 @@ class TestLangChain:
         assert len(docs) > 3
         for i, d in enumerate(docs):
             m = d.metadata
-            assert TEXT[m["start"]:m["end"]] == d.page_content
+            assert TEXT[m["start"] : m["end"]] == d.page_content
             assert m["start_index"] == m["start"] and m["index"] == i
             assert m["lang"] == "en" and m["source"] == "pump.txt" and 0 < m["token_count"] <= 24
         # the repeated passage's second copy keeps its own offsets
@@ -69,7 +74,7 @@ class TestLlamaIndex:
         nodes = self.parser().get_nodes_from_documents([doc])
         assert len(nodes) > 3
         for i, n in enumerate(nodes):
-            assert TEXT[n.start_char_idx:n.end_char_idx] == n.text
+            assert TEXT[n.start_char_idx : n.end_char_idx] == n.text
             assert n.metadata["start"] == n.start_char_idx and n.metadata["file_path"] == "pump.txt"
             assert n.relationships[NodeRelationship.SOURCE].node_id == doc.doc_id
             if i:
@@ -84,8 +89,7 @@ class TestLlamaIndex:
 
         from chunkwise.integrations.llamaindex import ChunkwiseNodeParser
 
-        pipe = IngestionPipeline(transformations=[ChunkwiseNodeParser(strategy="sentence",
-                                                                      params={"max_tokens": 24})])
+        pipe = IngestionPipeline(transformations=[ChunkwiseNodeParser(strategy="sentence", params={"max_tokens": 24})])
         nodes = pipe.run(documents=[Document(text=TEXT), Document(text="A second, short document.")])
         assert [n.text for n in nodes[:-1]] == [c.text for c in get_strategy("sentence", max_tokens=24).chunk(TEXT)]
         assert nodes[-1].text == "A second, short document."
@@ -96,8 +100,12 @@ class TestEcosystemConventions:
     """The frameworks' own parameter names work, nothing reaches the network, and the metadata is what
     scalar-only vector stores accept (no None, no lists) unless lists are asked for."""
 
-    MD = ("# Guide\n\nRead this first. " + "It says what the guide covers. " * 12 + "\n\n## Input > Output\n\n"
-          + "The pump is inspected every spring. Its filter is replaced yearly.\n")
+    MD = (
+        "# Guide\n\nRead this first. "
+        + "It says what the guide covers. " * 12
+        + "\n\n## Input > Output\n\n"
+        + "The pump is inspected every spring. Its filter is replaced yearly.\n"
+    )
 
     def test_langchain_chunk_size_and_overlap(self):
         pytest.importorskip("langchain_text_splitters")
@@ -106,8 +114,9 @@ class TestEcosystemConventions:
 
         s = ChunkwiseTextSplitter("fixed", chunk_size=12, chunk_overlap=3, tokenizer="words")
         assert (s.strategy.max_tokens, s.strategy.overlap) == (12, 3)
-        assert s.split_text(TEXT) == [c.text for c in get_strategy("fixed", max_tokens=12, overlap=3,
-                                                                    tokenizer="words").chunk(TEXT)]
+        assert s.split_text(TEXT) == [
+            c.text for c in get_strategy("fixed", max_tokens=12, overlap=3, tokenizer="words").chunk(TEXT)
+        ]
         with pytest.raises(ConfigError, match="not both"):
             ChunkwiseTextSplitter("fixed", chunk_size=12, max_tokens=10)
 

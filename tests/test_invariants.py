@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import FakeEmbedder
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -22,7 +23,6 @@ from chunkwise.errors import ConfigError
 from chunkwise.segmentation.tokenizers import get_tokenizer
 from chunkwise.strategies import SEMANTIC_STRATEGIES, get_strategy
 from chunkwise.strategies.base import max_chars_for
-from conftest import FakeEmbedder
 
 #: every strategy the invariants are checked for (extend this list for new strategies)
 STRATEGIES = ["fixed", "sentence", "recursive", "markdown", "auto", "semantic", "maxmin", "cohesion"]
@@ -44,7 +44,7 @@ def check(text: str, chunks, max_tokens: int, tokenizer: str) -> None:
     for i, c in enumerate(chunks):
         assert c.index == i
         assert 0 <= c.start < c.end <= len(text)
-        assert text[c.start:c.end] == c.text, "not an exact slice"
+        assert text[c.start : c.end] == c.text, "not an exact slice"
         assert c.start >= prev_start, "starts decrease"
         prev_start = c.start
         n = tok.count(c.text)
@@ -71,15 +71,44 @@ def run_twice(name: str, tokenizer: str, text: str, **params):
 
 # -- hostile fragments -------------------------------------------------------------------------------------
 FRAGMENTS = [
-    "Dr. Smith went to Washington. ", "It cost $3.50, i.e. too much! ", "Really?! ", "See v2.4.13... ",
-    "\n\n", "\n", "\r\n", "\r\n\r\n", "\t", "   ", "\x00", "\u200b", "\ufeff",
-    "🤖", "👩‍👩‍👧", "🇩🇪", "e\u0301", "a\u0308\u0304", "\u0301",
-    "مرحبا بالعالم. ", "שלום עולם. ", "\u202eRTL\u202c",
-    "这是一个句子。", "日本語の文です！", "你好？", "한국어 문장입니다. ",
-    "# Heading\n", "## Sub heading\n", "```\ncode # not a heading\n```\n", "| a | b |\n|---|---|\n| 1 | 2 |\n",
-    "- item one\n", "1. first\n", "> quote\n",
+    "Dr. Smith went to Washington. ",
+    "It cost $3.50, i.e. too much! ",
+    "Really?! ",
+    "See v2.4.13... ",
+    "\n\n",
+    "\n",
+    "\r\n",
+    "\r\n\r\n",
+    "\t",
+    "   ",
+    "\x00",
+    "\u200b",
+    "\ufeff",
+    "🤖",
+    "👩‍👩‍👧",
+    "🇩🇪",
+    "e\u0301",
+    "a\u0308\u0304",
+    "\u0301",
+    "مرحبا بالعالم. ",
+    "שלום עולם. ",
+    "\u202eRTL\u202c",
+    "这是一个句子。",
+    "日本語の文です！",
+    "你好？",
+    "한국어 문장입니다. ",
+    "# Heading\n",
+    "## Sub heading\n",
+    "```\ncode # not a heading\n```\n",
+    "| a | b |\n|---|---|\n| 1 | 2 |\n",
+    "- item one\n",
+    "1. first\n",
+    "> quote\n",
     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
-    "x" * 300, "1234567890" * 5, "https://example.com/a/b?c=d ", "mail@example.org ",
+    "x" * 300,
+    "1234567890" * 5,
+    "https://example.com/a/b?c=d ",
+    "mail@example.org ",
     "Lorem ipsum dolor sit amet, consectetur adipiscing elit. ",
 ]
 
@@ -88,11 +117,13 @@ texts = st.one_of(
     st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=30)), max_size=25).map("".join),
     st.text(max_size=300),
 )
-params = st.fixed_dictionaries({
-    "max_tokens": st.sampled_from([6, 9, 16, 40, 128]),
-    "overlap_share": st.sampled_from([0, 0, 0.2, 0.5]),
-    "min_share": st.sampled_from([0, 0, 0.3]),
-})
+params = st.fixed_dictionaries(
+    {
+        "max_tokens": st.sampled_from([6, 9, 16, 40, 128]),
+        "overlap_share": st.sampled_from([0, 0, 0.2, 0.5]),
+        "min_share": st.sampled_from([0, 0, 0.3]),
+    }
+)
 
 
 @pytest.mark.parametrize("tokenizer", TOKENIZERS)
@@ -155,17 +186,29 @@ def test_too_small_cap_for_one_character_is_a_config_error(name):
 #: inputs that once broke an invariant (found by random search), kept as regression cases
 REGRESSIONS = [
     # an overlapped chunk over the cap was re-split and repeated its neighbour's piece (duplicate ids)
-    ("markdown", "cl100k", dict(max_tokens=6, overlap=3),
-     "- item one\n   See v2.4.13... éLorem ipsum dolor sit amet, consectetur adipiscing elit. ```\n"
-     "code # not a heading\n```\n" + "x" * 300 + "שלום עולם. Lorem ipsum dolor sit amet, consectetur "
-     "adipiscing elit. é"),
+    (
+        "markdown",
+        "cl100k",
+        dict(max_tokens=6, overlap=3),
+        "- item one\n   See v2.4.13... éLorem ipsum dolor sit amet, consectetur adipiscing elit. ```\n"
+        "code # not a heading\n```\n" + "x" * 300 + "שלום עולם. Lorem ipsum dolor sit amet, consectetur "
+        "adipiscing elit. é",
+    ),
     # a fixed window whose recount disagreed could stop shrinking (endless loop)
-    ("fixed", "minilm", dict(max_tokens=6, overlap=1),
-     "## Sub heading\nReally?! See v2.4.13... \n> quote\n日本語の文です！\r\nשלום עולם. Really?! \t" + "x" * 300),
+    (
+        "fixed",
+        "minilm",
+        dict(max_tokens=6, overlap=1),
+        "## Sub heading\nReally?! See v2.4.13... \n> quote\n日本語の文です！\r\nשלום עולם. Really?! \t" + "x" * 300,
+    ),
     # sentences packed with overlap and then repaired one by one repeated chunks
-    ("sentence", "minilm", dict(max_tokens=6, overlap=1),
-     "## Sub heading\nReally?! See v2.4.13... \n> quote\n- item one\n> quote\n日本語の文です！\r\n"
-     "שלום עולם. Really?! \t" + "x" * 300),
+    (
+        "sentence",
+        "minilm",
+        dict(max_tokens=6, overlap=1),
+        "## Sub heading\nReally?! See v2.4.13... \n> quote\n- item one\n> quote\n日本語の文です！\r\n"
+        "שלום עולם. Really?! \t" + "x" * 300,
+    ),
 ]
 
 

@@ -13,12 +13,33 @@ import chunkwise
 
 ROOT = Path(chunkwise.__file__).resolve().parent
 #: the pipeline order of docs/ARCHITECTURE.md ("Layers"); top-level modules beside the packages included
-ORDER = ["document", "errors", "deprecation", "timefmt", "security", "http", "formats", "segmentation", "embeddings",
-         "strategies", "api", "llm", "context", "video", "store", "pipeline", "retrieval", "evaluation", "viz", "integrations",
-         "cli"]
+ORDER = [
+    "document",
+    "errors",
+    "deprecation",
+    "timefmt",
+    "security",
+    "http",
+    "formats",
+    "segmentation",
+    "embeddings",
+    "strategies",
+    "api",
+    "llm",
+    "context",
+    "video",
+    "store",
+    "pipeline",
+    "retrieval",
+    "evaluation",
+    "viz",
+    "integrations",
+    "cli",
+]
 #: later-layer imports the architecture page lists as exceptions (module -> imported package.module)
 ALLOWED = {
-    ("formats", "video"), ("formats", "video.frames"),      # a video file is loaded like any other input
+    ("formats", "video"),
+    ("formats", "video.frames"),  # a video file is loaded like any other input
 }
 
 

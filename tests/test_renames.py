@@ -26,9 +26,11 @@ from chunkwise.segmentation.tokens import get_tokenizer
 from chunkwise.strategies import get_strategy
 from chunkwise.strategies.semantic import SemanticChunker
 
-TEXT = ("Cats purr when they are content. A cat sleeps most of the day. Kittens play with string.\n\n"
-        "Rust has a borrow checker. Cargo builds Rust crates. The compiler rejects data races.\n\n"
-        "Bread needs flour and water. Yeast makes the dough rise. Bake it in a hot oven.")
+TEXT = (
+    "Cats purr when they are content. A cat sleeps most of the day. Kittens play with string.\n\n"
+    "Rust has a borrow checker. Cargo builds Rust crates. The compiler rejects data races.\n\n"
+    "Bread needs flour and water. Yeast makes the dough rise. Bake it in a hot oven."
+)
 URL = "http://127.0.0.1:9/v1"  # never contacted: the tests below only construct clients
 
 
@@ -40,8 +42,20 @@ def no_warnings():
 
 
 def chunks_of(doc: Document, spans: list[tuple[int, int]]) -> list[Chunk]:
-    return [Chunk(text=doc.text[a:b], start=a, end=b, index=i, id=f"c{i}", doc_id=doc.id, source=doc.source,
-                  token_count=0, strategy="test") for i, (a, b) in enumerate(spans)]
+    return [
+        Chunk(
+            text=doc.text[a:b],
+            start=a,
+            end=b,
+            index=i,
+            id=f"c{i}",
+            doc_id=doc.id,
+            source=doc.source,
+            token_count=0,
+            strategy="test",
+        )
+        for i, (a, b) in enumerate(spans)
+    ]
 
 
 # -- embedders: max_tokens -> model_window ----------------------------------------------------------------
@@ -57,6 +71,7 @@ def test_embedder_model_window_and_old_attribute(no_warnings):
 
 def test_embedder_subclass_written_for_the_old_contract_still_works():
     with pytest.warns(DeprecationWarning, match="embedder class Old: 'max_tokens' is deprecated"):
+
         class Old(FakeEmbedder):
             max_tokens = 5
 
@@ -73,6 +88,7 @@ def test_embedder_subclass_written_for_the_old_contract_still_works():
 
 def test_embedder_wrapper_with_an_old_max_tokens_property():
     with pytest.warns(DeprecationWarning, match="embedder class OldWrapper"):
+
         class OldWrapper(Embedder):  # a wrapper written against the old contract
             def __init__(self, inner):
                 self.inner = inner
@@ -156,7 +172,9 @@ def test_backend_from_the_environment(monkeypatch):
 
 def test_index_reopens_old_minilm_torch_records_without_a_warning(monkeypatch, tmp_path):
     seen = []
-    monkeypatch.setattr(chunkwise.embeddings, "get_embedder", lambda name, **kw: seen.append((name, kw)) or FakeEmbedder())
+    monkeypatch.setattr(
+        chunkwise.embeddings, "get_embedder", lambda name, **kw: seen.append((name, kw)) or FakeEmbedder()
+    )
     ix = Index(db=str(tmp_path / "x.db"))
     with warnings.catch_warnings():
         warnings.simplefilter("error", DeprecationWarning)
@@ -223,11 +241,19 @@ def test_index_late_options_old_key_and_old_records():
     with pytest.warns(DeprecationWarning, match="late_options: 'window' is deprecated, use 'late_window'"):
         from chunkwise.deprecation import renamed
 
-        assert renamed({"window": 64, "overlap": 8}, {"window": "late_window"}, "late_options", 2) == \
-            {"late_window": 64, "overlap": 8}
+        assert renamed({"window": 64, "overlap": 8}, {"window": "late_window"}, "late_options", 2) == {
+            "late_window": 64,
+            "overlap": 8,
+        }
     # a collection recorded before the rename is not "changed" by it
-    base = {"schema": 1, "embedder": {"model_id": "m", "dim": 3}, "strategy": {"config": "c", "params": {}}, "vectors": "text",
-            "late": True, "context": "llm"}
+    base = {
+        "schema": 1,
+        "embedder": {"model_id": "m", "dim": 3},
+        "strategy": {"config": "c", "params": {}},
+        "vectors": "text",
+        "late": True,
+        "context": "llm",
+    }
     old = {**base, "late_options": {"overlap": 8, "window": 64}, "context_options": {"max_tokens": 50}}
     new = {**base, "late_options": {"late_window": 64, "overlap": 8}, "context_options": {"answer_tokens": 50}}
     assert Index._differences(old, new) == []
@@ -303,7 +329,9 @@ def test_semantic_buffer_vectors_and_old_window(no_warnings):
         direct = SemanticChunker(embedder=emb, buffer_size=1, window="text", max_tokens=40)
     doc = Document(TEXT)
     spans = [(c.start, c.end, c.id) for c in new.chunk(doc)]
-    assert spans == [(c.start, c.end, c.id) for c in old.chunk(doc)] == [(c.start, c.end, c.id) for c in direct.chunk(doc)]
+    assert (
+        spans == [(c.start, c.end, c.id) for c in old.chunk(doc)] == [(c.start, c.end, c.id) for c in direct.chunk(doc)]
+    )
     assert "window" not in new.get_params() and new.get_params()["buffer_vectors"] == "text"
     with pytest.raises(ConfigError, match="buffer_vectors"):
         get_strategy("semantic", embedder=emb, buffer_vectors="mean").chunk(doc)

@@ -36,8 +36,10 @@ def found(hits, q) -> bool:
     """Every reference excerpt overlaps a retrieved chunk of its corpus (offsets are exact, so overlap is
     checked on character spans, and the excerpt text is checked to be in that chunk's document span)."""
     for ref in q["references"]:
-        if not any(h.source.endswith(f"{q['corpus_id']}.md") and h.start < ref["end_index"]
-                   and ref["start_index"] < h.end for h in hits):
+        if not any(
+            h.source.endswith(f"{q['corpus_id']}.md") and h.start < ref["end_index"] and ref["start_index"] < h.end
+            for h in hits
+        ):
             return False
     return True
 

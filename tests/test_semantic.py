@@ -12,22 +12,24 @@ from conftest import FakeEmbedder
 
 from chunkwise.document import Document
 from chunkwise.embeddings.base import Embedder, l2_normalize
+from chunkwise.embeddings.vectors import chunk_vectors
 from chunkwise.errors import ConfigError
 from chunkwise.segmentation.tokenizers import get_tokenizer
 from chunkwise.strategies import get_strategy
 from chunkwise.strategies.cohesion import CohesionChunker, optimal_cuts
 from chunkwise.strategies.maxmin import MaxMinChunker
 from chunkwise.strategies.semantic import SemanticChunker, pooled_windows
-from chunkwise.embeddings.vectors import chunk_vectors
 from chunkwise.strategies.units import Units
 
 NAMES = ("semantic", "maxmin", "cohesion")
 
-SEED = ("The XR-12 coolant pump must be inspected every 500 operating hours. Check the pump's impeller for "
-        "cavitation damage during each inspection. Replace the XR-12 seal kit if coolant leaks exceed 5 ml per "
-        "hour. The staff cafeteria now serves vegetarian lunch options on Fridays. Cafeteria opening hours are "
-        "11:30 to 14:00 on weekdays.")
-PUMP, CAFETERIA = SEED[:SEED.index(" The staff")], SEED[SEED.index("The staff"):]
+SEED = (
+    "The XR-12 coolant pump must be inspected every 500 operating hours. Check the pump's impeller for "
+    "cavitation damage during each inspection. Replace the XR-12 seal kit if coolant leaks exceed 5 ml per "
+    "hour. The staff cafeteria now serves vegetarian lunch options on Fridays. Cafeteria opening hours are "
+    "11:30 to 14:00 on weekdays."
+)
+PUMP, CAFETERIA = SEED[: SEED.index(" The staff")], SEED[SEED.index("The staff") :]
 
 
 def topic_text(topics: list[tuple[str, int]]) -> str:
@@ -54,10 +56,16 @@ def minilm():
     return get_embedder("minilm", cache=False)
 
 
-@pytest.mark.parametrize("name,params", [("semantic", {"buffer_size": 0, "threshold_type": "percentile",
-                                                       "threshold_amount": 95}),
-                                         ("semantic", {}), ("semantic", {"buffer_size": 1}), ("maxmin", {}),
-                                         ("cohesion", {})])
+@pytest.mark.parametrize(
+    "name,params",
+    [
+        ("semantic", {"buffer_size": 0, "threshold_type": "percentile", "threshold_amount": 95}),
+        ("semantic", {}),
+        ("semantic", {"buffer_size": 1}),
+        ("maxmin", {}),
+        ("cohesion", {}),
+    ],
+)
 def test_seed_example_two_chunks(minilm, name, params):
     chunks = get_strategy(name, embedder=minilm, **params).chunk(Document(SEED))
     assert [c.text for c in chunks] == [PUMP, CAFETERIA]
@@ -67,7 +75,7 @@ def test_seed_example_two_chunks(minilm, name, params):
 # 24-token min_tokens default, and its adjacent distances (0.52 0.61 1.04 0.62) are those of the
 # reported example. The min_tokens merge used to glue it back onto the pump across the strongest cut.
 SHORT_SEED = SEED.replace("are 11:30 to 14:00 on weekdays.", "are 11:30 to 14:00.")
-SHORT_CAFETERIA = SHORT_SEED[SHORT_SEED.index("The staff"):]
+SHORT_CAFETERIA = SHORT_SEED[SHORT_SEED.index("The staff") :]
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -99,8 +107,12 @@ def test_decisive_cut_is_never_merged_across():
     # units 0-2 one topic, 3-4 another; unit 2->3 distance 1.0, the others about 0.3
     a, b = np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0])
     vecs = l2_normalize(np.stack([a, a + 0.4 * b, a + 0.2 * b, b + 0.3 * a, b]).astype(np.float32))
-    units = Units(spans=[(i * 10, i * 10 + 9) for i in range(5)], tokens=np.array([10, 10, 10, 5, 5]),
-                  gaps=np.zeros(4, dtype=np.int64), vectors=vecs)
+    units = Units(
+        spans=[(i * 10, i * 10 + 9) for i in range(5)],
+        tokens=np.array([10, 10, 10, 5, 5]),
+        gaps=np.zeros(4, dtype=np.int64),
+        vectors=vecs,
+    )
     d = units.adjacent_distances()
     assert d[2] >= np.median(d) + DECISIVE_MARGIN > max(d[0], d[1], d[3])
     assert decisive_cuts(units, [3]) == {3}
@@ -130,8 +142,7 @@ def test_each_sentence_embedded_once(name):
     embedded = [t for call in emb.calls for t in call]
     assert len(emb.calls) == 1
     assert len(embedded) == len(set(embedded)) == 18
-    assert sorted(embedded) == sorted({s for c in chunks for s in
-                                       (text[a:b] for a, b in c.sentence_spans)})
+    assert sorted(embedded) == sorted({s for c in chunks for s in (text[a:b] for a, b in c.sentence_spans)})
 
 
 def test_duplicate_sentences_embedded_once():
@@ -149,7 +160,7 @@ def test_window_text_embeds_windows_for_parity():
     text = topic_text([("pump", 4), ("food", 4)])
     get_strategy("semantic", embedder=emb, buffer_size=1, buffer_vectors="text").chunk(text)
     spans = split_sentences(text)
-    windows = [text[spans[max(0, i - 1)][0]:spans[min(7, i + 1)][1]] for i in range(8)]
+    windows = [text[spans[max(0, i - 1)][0] : spans[min(7, i + 1)][1]] for i in range(8)]
     assert len(emb.calls) == 2  # the sentences once (for the chunks), then the windows as text
     assert sorted(emb.calls[0]) == sorted(text[a:b] for a, b in spans)
     assert emb.calls[1] == windows
@@ -160,7 +171,7 @@ def test_pooled_windows_match_explicit_sums():
     v = l2_normalize(rng.standard_normal((7, 5)))
     w = pooled_windows(v, 2)
     for i in range(7):
-        s = v[max(0, i - 2):i + 3].sum(0)
+        s = v[max(0, i - 2) : i + 3].sum(0)
         assert np.allclose(w[i], s / np.linalg.norm(s), atol=1e-6)
 
 
@@ -184,7 +195,7 @@ def test_no_punctuation_text(name):
     chunks = get_strategy(name, embedder=emb, max_tokens=50).chunk(text)
     assert len(chunks) >= 900 // 50
     assert all(c.token_count <= 50 for c in chunks)
-    assert all(text[c.start:c.end] == c.text for c in chunks)
+    assert all(text[c.start : c.end] == c.text for c in chunks)
 
 
 def test_cap_in_other_tokenizer_than_embedder():
@@ -196,8 +207,9 @@ def test_cap_in_other_tokenizer_than_embedder():
 
 # -- edge cases ---------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", NAMES)
-@pytest.mark.parametrize("text,n", [("", 0), ("   \n ", 0), ("One sentence only.", 1),
-                                    ("The pump leaks coolant. Lunch is at noon.", None)])
+@pytest.mark.parametrize(
+    "text,n", [("", 0), ("   \n ", 0), ("One sentence only.", 1), ("The pump leaks coolant. Lunch is at noon.", None)]
+)
 def test_tiny_inputs(name, text, n):
     emb = FakeEmbedder()
     strategy = get_strategy(name, embedder=emb)
@@ -206,17 +218,24 @@ def test_tiny_inputs(name, text, n):
         assert len(chunks) == n
     else:
         assert 1 <= len(chunks) <= 2
-    assert all(text[c.start:c.end] == c.text for c in chunks)
+    assert all(text[c.start : c.end] == c.text for c in chunks)
     rows = strategy.explain(text)
-    assert len(rows) == (0 if not text.strip() else text.count(".") )
+    assert len(rows) == (0 if not text.strip() else text.count("."))
     if rows:
         assert rows[-1]["breakpoint"] and rows[-1]["distance_to_next"] is None
 
 
-@pytest.mark.parametrize("name,params", [("semantic", {}), ("semantic", {"threshold_type": "gradient"}),
-                                         ("semantic", {"threshold_type": "interquartile"}),
-                                         ("semantic", {"threshold_type": "standard_deviation"}),
-                                         ("maxmin", {}), ("cohesion", {})])
+@pytest.mark.parametrize(
+    "name,params",
+    [
+        ("semantic", {}),
+        ("semantic", {"threshold_type": "gradient"}),
+        ("semantic", {"threshold_type": "interquartile"}),
+        ("semantic", {"threshold_type": "standard_deviation"}),
+        ("maxmin", {}),
+        ("cohesion", {}),
+    ],
+)
 def test_identical_sentences_no_nan(name, params):
     emb = FakeEmbedder()
     text = " ".join(["The coolant pump must be inspected."] * 200)
@@ -306,8 +325,9 @@ def test_min_tokens_merges_into_neighbour(name):
 def test_min_tokens_respects_cap():
     emb = FakeEmbedder()
     text = topic_text([("pump", 2), ("food", 1), ("tax", 2)])
-    chunks = get_strategy("semantic", embedder=emb, max_tokens=10, min_tokens=8,
-                          threshold_type="absolute", threshold_amount=0.0).chunk(text)
+    chunks = get_strategy(
+        "semantic", embedder=emb, max_tokens=10, min_tokens=8, threshold_type="absolute", threshold_amount=0.0
+    ).chunk(text)
     assert all(c.token_count <= 10 for c in chunks)
 
 
@@ -360,9 +380,12 @@ def test_respect_sections_never_crossed():
 def _units(vectors, tokens=None):
     v = l2_normalize(np.asarray(vectors, np.float32))
     n = len(v)
-    return Units(spans=[(2 * i, 2 * i + 1) for i in range(n)],
-                 tokens=np.asarray(tokens if tokens is not None else [1] * n, np.int64),
-                 gaps=np.zeros(max(n - 1, 0), np.int64), vectors=v)
+    return Units(
+        spans=[(2 * i, 2 * i + 1) for i in range(n)],
+        tokens=np.asarray(tokens if tokens is not None else [1] * n, np.int64),
+        gaps=np.zeros(max(n - 1, 0), np.int64),
+        vectors=v,
+    )
 
 
 def test_thresholds_match_langchain_definitions():
@@ -371,7 +394,8 @@ def test_thresholds_match_langchain_definitions():
     for kind in ("percentile", "standard_deviation", "gradient"):
         ours = SemanticChunker(threshold_type=kind).threshold(d)[0]
         theirs = lc.SemanticChunker(embeddings=None, breakpoint_threshold_type=kind)._calculate_breakpoint_threshold(
-            list(d))[0]
+            list(d)
+        )[0]
         assert ours == pytest.approx(theirs)
     # interquartile: Tukey's fence Q3 + k * IQR, where LangChain uses mean + k * IQR
     q1, q3 = np.percentile(d, [25, 75])
@@ -390,8 +414,7 @@ def test_n_chunks_and_avg_tokens():
     for n in (1, 2, 4, 7):
         chunks = get_strategy("semantic", embedder=emb, n_chunks=n, max_tokens=500, min_tokens=0).chunk(text)
         assert len(chunks) == n
-    four = get_strategy("semantic", embedder=emb, n_chunks=4, buffer_size=0, max_tokens=500,
-                        min_tokens=0).chunk(text)
+    four = get_strategy("semantic", embedder=emb, n_chunks=4, buffer_size=0, max_tokens=500, min_tokens=0).chunk(text)
     assert [len(c.sentence_spans) for c in four] == [5, 5, 5, 5]
     total = sum(c.token_count for c in four)
     for target in (10, 25, 50):
@@ -403,9 +426,11 @@ def test_n_chunks_and_avg_tokens():
 def test_topics_found_with_fake_embedder():
     emb = FakeEmbedder()
     text = topic_text([("pump", 6), ("food", 6), ("tax", 6)])
-    for name, params in (("semantic", {"buffer_size": 0, "threshold_type": "standard_deviation",
-                                       "threshold_amount": 1}),
-                         ("maxmin", {"fixed_threshold": 0.4}), ("cohesion", {})):
+    for name, params in (
+        ("semantic", {"buffer_size": 0, "threshold_type": "standard_deviation", "threshold_amount": 1}),
+        ("maxmin", {"fixed_threshold": 0.4}),
+        ("cohesion", {}),
+    ):
         chunks = get_strategy(name, embedder=emb, max_tokens=500, **params).chunk(text)
         assert [len(c.sentence_spans) for c in chunks] == [6, 6, 6], name
 
@@ -439,8 +464,11 @@ def test_maxmin_matches_authors_rule(seed):
     topic = np.repeat(np.arange(4), rng.integers(2, 8, 4))
     v = l2_normalize(centers[topic] + 0.6 * rng.standard_normal((len(topic), 16)))
     units = _units(v)
-    for params in ({"fixed_threshold": 0.6}, {"fixed_threshold": 0.3},
-                   {"fixed_threshold": 0.45, "c": 1.2, "init_constant": 1.2}):
+    for params in (
+        {"fixed_threshold": 0.6},
+        {"fixed_threshold": 0.3},
+        {"fixed_threshold": 0.45, "c": 1.2, "init_constant": 1.2},
+    ):
         full = dict(fixed_threshold=0.6, c=0.9, init_constant=1.5) | params
         strategy = MaxMinChunker(max_tokens=10_000, **full)
         d = strategy.decide(units, None, "")
@@ -482,8 +510,9 @@ def score(v, cuts, penalty):
     s = v @ v.T
     mu = (s.sum() - np.trace(s)) / (n * (n - 1))
     bounds = [0, *cuts, n]
-    return sum(sum(s[i, j] - mu for i in range(a, b) for j in range(i + 1, b)) - penalty
-               for a, b in zip(bounds, bounds[1:]))
+    return sum(
+        sum(s[i, j] - mu for i in range(a, b) for j in range(i + 1, b)) - penalty for a, b in zip(bounds, bounds[1:])
+    )
 
 
 @pytest.mark.parametrize("seed", range(8))
@@ -509,13 +538,23 @@ def test_cohesion_penalty_controls_chunk_count():
 
 
 # -- parameters -------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("name,params", [
-    ("semantic", {"threshold_type": "median"}), ("semantic", {"buffer_size": -1}),
-    ("semantic", {"buffer_vectors": "mean"}), ("semantic", {"n_chunks": 2, "avg_tokens": 50}),
-    ("semantic", {"threshold_amount": 150}), ("semantic", {"n_chunks": 0}),
-    ("maxmin", {"c": -1}), ("maxmin", {"init_constant": 0}), ("cohesion", {"penalty": -1}),
-    ("cohesion", {"max_tokens": 0}), ("semantic", {"embedder": 3}), ("maxmin", {"fixed_threshold": "high"}),
-])
+@pytest.mark.parametrize(
+    "name,params",
+    [
+        ("semantic", {"threshold_type": "median"}),
+        ("semantic", {"buffer_size": -1}),
+        ("semantic", {"buffer_vectors": "mean"}),
+        ("semantic", {"n_chunks": 2, "avg_tokens": 50}),
+        ("semantic", {"threshold_amount": 150}),
+        ("semantic", {"n_chunks": 0}),
+        ("maxmin", {"c": -1}),
+        ("maxmin", {"init_constant": 0}),
+        ("cohesion", {"penalty": -1}),
+        ("cohesion", {"max_tokens": 0}),
+        ("semantic", {"embedder": 3}),
+        ("maxmin", {"fixed_threshold": "high"}),
+    ],
+)
 def test_bad_parameters(name, params):
     with pytest.raises(ConfigError):
         get_strategy(name, embedder=params.pop("embedder", FakeEmbedder()), **params).chunk("A b. C d.")
@@ -527,8 +566,14 @@ def test_constructor_only_stores_and_tokenizer_defaults_to_embedders():
     emb = FakeEmbedder()
     chunks = SemanticChunker(embedder=emb, max_tokens=6).chunk("one two three four five six. seven eight.")
     assert chunks[0].token_count == 6  # counted in the embedder's (word) tokenizer
-    assert SemanticChunker.param_names()[:6] == ["max_tokens", "min_tokens", "overlap", "tokenizer",
-                                                 "respect_sections", "embedder"]
+    assert SemanticChunker.param_names()[:6] == [
+        "max_tokens",
+        "min_tokens",
+        "overlap",
+        "tokenizer",
+        "respect_sections",
+        "embedder",
+    ]
 
 
 def test_chunk_ids_deterministic_and_config_dependent():
@@ -549,7 +594,7 @@ def test_explain_rows_agree_with_chunks(name):
     strategy = get_strategy(name, embedder=emb, max_tokens=30)
     rows = strategy.explain(text)
     chunks = strategy.chunk(text)
-    assert [r["sentence"] for r in rows] == [text[r["start"]:r["end"]] for r in rows]
+    assert [r["sentence"] for r in rows] == [text[r["start"] : r["end"]] for r in rows]
     assert {r["end"] for r in rows if r["breakpoint"]} == {c.end for c in chunks}
     for r in rows:
         assert set(r) >= {"sentence", "start", "end", "distance_to_next", "threshold", "breakpoint"}
@@ -593,8 +638,12 @@ def test_loader_units_are_the_semantic_units(fake_embedder):
     from chunkwise.document import Document
     from chunkwise.strategies import get_strategy
 
-    lines = ["so the pump needs a new seal", "and the seal kit is on order",
-             "lunch moves to the new cafeteria", "the cafeteria opens at noon"]
+    lines = [
+        "so the pump needs a new seal",
+        "and the seal kit is on order",
+        "lunch moves to the new cafeteria",
+        "the cafeteria opens at noon",
+    ]
     text = "\n".join(lines) + "\ntrailing words without a unit"
     units, pos = [], 0
     for line in lines:
@@ -605,16 +654,16 @@ def test_loader_units_are_the_semantic_units(fake_embedder):
         rows = get_strategy(name, embedder=fake_embedder, tokenizer="words", max_tokens=64).explain(doc)
         spans = [[r["start"], r["end"]] for r in rows]
         assert spans[:4] == units, name
-        assert doc.text[spans[4][0]:spans[4][1]] == "trailing words without a unit"
-        without = get_strategy(name, embedder=fake_embedder, tokenizer="words", max_tokens=64).explain(
-            Document(text))
+        assert doc.text[spans[4][0] : spans[4][1]] == "trailing words without a unit"
+        without = get_strategy(name, embedder=fake_embedder, tokenizer="words", max_tokens=64).explain(Document(text))
         assert len(without) < len(rows)  # the plain splitter sees wrapped lines as one sentence
 
 
 def test_vtt_example_units_drive_the_semantic_strategies(fake_embedder):
+    from conftest import ROOT
+
     from chunkwise.formats import load
     from chunkwise.strategies import get_strategy
-    from conftest import ROOT
 
     doc = load(ROOT / "examples" / "team-meeting.vtt")
     rows = get_strategy("cohesion", embedder=fake_embedder, max_tokens=256).explain(doc)

@@ -16,8 +16,32 @@ from chunkwise.document import Document
 from chunkwise.segmentation.tokenizers import get_tokenizer
 from chunkwise.strategies import get_strategy
 
-WORDS = ["pump", "coolant", "seal", "lunch", "menu", "soup", "tax", "asset", "Dr.", "e.g.", "3.5", "U.S.",
-         "日本語の文です。", "中文句子。", "naïve", "—", "...", "?!", "\u200b", "x" * 40, "a-b-c", "$20", "(see", "below)"]
+WORDS = [
+    "pump",
+    "coolant",
+    "seal",
+    "lunch",
+    "menu",
+    "soup",
+    "tax",
+    "asset",
+    "Dr.",
+    "e.g.",
+    "3.5",
+    "U.S.",
+    "日本語の文です。",
+    "中文句子。",
+    "naïve",
+    "—",
+    "...",
+    "?!",
+    "\u200b",
+    "x" * 40,
+    "a-b-c",
+    "$20",
+    "(see",
+    "below)",
+]
 SEPS = [" ", " ", " ", ". ", "! ", "? ", "\n", "\n\n", "\t", "  ", ".\n", "\r\n", ""]
 
 
@@ -34,32 +58,40 @@ def texts(draw):
     return "".join(parts)
 
 
-PARAMS = st.sampled_from([
-    ("semantic", {}), ("semantic", {"buffer_size": 0, "threshold_type": "gradient"}),
-    ("semantic", {"threshold_type": "interquartile", "buffer_vectors": "text"}),
-    ("semantic", {"avg_tokens": 12}), ("semantic", {"n_chunks": 3}),
-    ("maxmin", {}), ("maxmin", {"fixed_threshold": 0.05}),
-    ("cohesion", {}), ("cohesion", {"penalty": 0.0}),
-])
+PARAMS = st.sampled_from(
+    [
+        ("semantic", {}),
+        ("semantic", {"buffer_size": 0, "threshold_type": "gradient"}),
+        ("semantic", {"threshold_type": "interquartile", "buffer_vectors": "text"}),
+        ("semantic", {"avg_tokens": 12}),
+        ("semantic", {"n_chunks": 3}),
+        ("maxmin", {}),
+        ("maxmin", {"fixed_threshold": 0.05}),
+        ("cohesion", {}),
+        ("cohesion", {"penalty": 0.0}),
+    ]
+)
 
 
-def check(text: str, name: str, params: dict, max_tokens: int, min_tokens: int, overlap: int,
-          tokenizer: str | None) -> None:
+def check(
+    text: str, name: str, params: dict, max_tokens: int, min_tokens: int, overlap: int, tokenizer: str | None
+) -> None:
     emb = FakeEmbedder(model_window=25)
-    strategy = get_strategy(name, embedder=emb, max_tokens=max_tokens, min_tokens=min_tokens, overlap=overlap,
-                            tokenizer=tokenizer, **params)
+    strategy = get_strategy(
+        name, embedder=emb, max_tokens=max_tokens, min_tokens=min_tokens, overlap=overlap, tokenizer=tokenizer, **params
+    )
     doc = Document(text)
     chunks = strategy.chunk(doc)
     tok = get_tokenizer(tokenizer or "words")
     covered = np.zeros(len(text), dtype=bool)
     for i, c in enumerate(chunks):
         assert c.index == i
-        assert text[c.start:c.end] == c.text
+        assert text[c.start : c.end] == c.text
         assert c.text == c.text.strip()
         assert not c.text.isspace()
         assert c.token_count == tok.count(c.text) <= max_tokens
         assert c.strategy == name
-        covered[c.start:c.end] = True
+        covered[c.start : c.end] = True
         assert len(c.sentence_spans) == len(c.sentence_vectors) >= 1
         assert c.sentence_spans[0][0] == c.start and c.sentence_spans[-1][1] == c.end
         assert all(c.start <= a < b <= c.end for a, b in c.sentence_spans)
@@ -83,8 +115,9 @@ def check(text: str, name: str, params: dict, max_tokens: int, min_tokens: int, 
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(text=texts(), params=PARAMS, max_tokens=st.integers(1, 40), min_tokens=st.integers(0, 10),
-       overlap=st.integers(0, 8))
+@given(
+    text=texts(), params=PARAMS, max_tokens=st.integers(1, 40), min_tokens=st.integers(0, 10), overlap=st.integers(0, 8)
+)
 def test_invariants_word_tokens(text, params, max_tokens, min_tokens, overlap):
     name, p = params
     min_tokens = min(min_tokens, max_tokens)

@@ -60,7 +60,7 @@ def test_one_sentence(text):
 @pytest.mark.parametrize(
     "text,expected",
     [
-        ("He said \"Stop.\" Then he left.", ['He said "Stop."', "Then he left."]),
+        ('He said "Stop." Then he left.', ['He said "Stop."', "Then he left."]),
         ("I waited... Nobody came.", ["I waited...", "Nobody came."]),
         ("I waited… Nobody came.", ["I waited…", "Nobody came."]),
         ("What? No way!", ["What?", "No way!"]),
@@ -109,12 +109,18 @@ def test_line_rules():
     # a list item, a heading, a table row or a fence on the next line starts a new unit
     assert sents("Steps:\n1. Unplug it.\n2. Wait.") == ["Steps:", "1. Unplug it.", "2. Wait."]
     assert sents("The kit has\n- two brushes\n- glue\nKeep it dry.") == [
-        "The kit has", "- two brushes", "- glue", "Keep it dry."]
+        "The kit has",
+        "- two brushes",
+        "- glue",
+        "Keep it dry.",
+    ]
     assert sents("# Title\nSome text here.\n## Next\nMore.") == ["# Title", "Some text here.", "## Next", "More."]
     assert sents("Costs\n| a | b |\n| 1 | 2 |") == ["Costs", "| a | b |", "| 1 | 2 |"]
     # a short title line that opens a paragraph
     assert sents("Chapter One\nThe village lay at the foot of the hills.") == [
-        "Chapter One", "The village lay at the foot of the hills."]
+        "Chapter One",
+        "The village lay at the foot of the hills.",
+    ]
     # CJK text wrapped without a terminator stays together; CRLF works like LF
     assert sents("委员会讨论了预算、\n学校的维修。") == ["委员会讨论了预算、\n学校的维修。"]
     assert sents("One.\r\nTwo.\r\n\r\nThree") == ["One.", "Two.", "Three"]
@@ -131,7 +137,9 @@ def test_flattened_lists_and_escaped_line_breaks():
     assert sents(text) == ["Try these ideas.", "1. Game nights: board games.", "2. Outdoor walks, e.g. hiking."]
     assert sents("Visited: 1. Sri Lanka, 2. India, 3. Bhutan.") == ["Visited: 1. Sri Lanka, 2. India, 3. Bhutan."]
     assert sents("Entry is free until Sept. 30. After that it costs $5.") == [
-        "Entry is free until Sept. 30.", "After that it costs $5."]
+        "Entry is free until Sept. 30.",
+        "After that it costs $5.",
+    ]
     # chat logs stored as Python/JSON reprs carry literal "\n" sequences
     esc = r"Steps:\n1. Log in.\n2. Click Save.\n\nDone. Next."
     assert sents(esc) == [r"Steps:\n1. Log in.", r"\n2. Click Save.", r"\n\nDone.", "Next."]
@@ -139,7 +147,9 @@ def test_flattened_lists_and_escaped_line_breaks():
 
 def test_lower_cased_text_still_splits():
     """Corpora that were lower-cased have no capitals; sentences must still be found there."""
-    body = " ".join(f"the company had a loss of ${i} million in 2017. it expects a profit in {2018 + i}." for i in range(12))
+    body = " ".join(
+        f"the company had a loss of ${i} million in 2017. it expects a profit in {2018 + i}." for i in range(12)
+    )
     out = sents(body)
     assert len(out) == 24
     assert out[0] == "the company had a loss of $0 million in 2017."
@@ -174,7 +184,9 @@ def test_unknown_backend_lists_valid_ones():
 
 def test_missing_backend_names_the_extra(monkeypatch):
     real = importlib.util.find_spec
-    monkeypatch.setattr(sent_mod.importlib.util, "find_spec", lambda name, *a: None if name == "pysbd" else real(name, *a))
+    monkeypatch.setattr(
+        sent_mod.importlib.util, "find_spec", lambda name, *a: None if name == "pysbd" else real(name, *a)
+    )
     with pytest.raises(MissingDependencyError, match=r"sentences"):
         SentenceSplitter("pysbd")
 
@@ -186,7 +198,7 @@ def test_non_str_input_is_a_config_error():
 
 @pytest.mark.parametrize("backend", SENTENCE_BACKENDS)
 def test_backends_give_exact_spans(backend):
-    text = "Dr. Smith  arrived at\n5 p.m. He said:   \"Hello.\"\n\nThen   he left.   今天下雨了。我们走吧！"
+    text = 'Dr. Smith  arrived at\n5 p.m. He said:   "Hello."\n\nThen   he left.   今天下雨了。我们走吧！'
     spans = split_sentences(text, backend=backend)
     assert len(spans) >= 3
     check_invariants(text, spans)
@@ -206,8 +218,14 @@ def test_huge_text_without_punctuation_or_spaces_is_one_sentence():
 
 def test_huge_runs_of_terminators_are_linear():
     # a regex that backtracked would take minutes here
-    for text in ("." * 2_000_000 + "x", "x" + "!" * 2_000_000, "a" + "。" * 1_000_000, "A" + "a" * 2_000_000 + ". B",
-                 "x" + ". " * 1_000_000, "\n".join(["1) a 2) b 3) c"] * 100_000)):
+    for text in (
+        "." * 2_000_000 + "x",
+        "x" + "!" * 2_000_000,
+        "a" + "。" * 1_000_000,
+        "A" + "a" * 2_000_000 + ". B",
+        "x" + ". " * 1_000_000,
+        "\n".join(["1) a 2) b 3) c"] * 100_000),
+    ):
         spans = split_sentences(text)
         check_invariants(text, spans)
 
@@ -237,17 +255,125 @@ def check_invariants(text: str, spans: list[tuple[int, int]]) -> None:
 
 
 HOSTILE = st.sampled_from(
-    [" ", "\n", "\n\n", "\r\n", "\t", "\x00", ".", "!", "?", "...", "…", "。", "！", "？", "．", "｡", "\"", "“", "”",
-     "„", "«", "(", ")", "」", "『", "Dr.", "e.g.", "z. B.", "3.", "3.5", "1. ", "- ", "# ", "| ", "```", "U.S.",
-     "etc.", "am", "The", "der", "a", "Z", "😀", "👍🏽", "e\u0301", "\u200b", "\u00a0", "\u2028", "\u3000", "שלום",
-     "مرحبا", "你好", "こんにちは", "https://x.org/a.b", "a@b.de", "\x0c", "\x1e", "\ufeff", "ß", "İ",
-     ". . .", " . . . .", "[...]", "1.)", "2)", "a. ", "b. ", "• 9. ", "⁃10. ", "I. ", "N°. ", "《", "》", "/",
-     ",,", "---", "___", "*", "¿", "¡", "Sra.", "p. ej.", "ecc.", "l'Avv.", "-3. "]
+    [
+        " ",
+        "\n",
+        "\n\n",
+        "\r\n",
+        "\t",
+        "\x00",
+        ".",
+        "!",
+        "?",
+        "...",
+        "…",
+        "。",
+        "！",
+        "？",
+        "．",
+        "｡",
+        '"',
+        "“",
+        "”",
+        "„",
+        "«",
+        "(",
+        ")",
+        "」",
+        "『",
+        "Dr.",
+        "e.g.",
+        "z. B.",
+        "3.",
+        "3.5",
+        "1. ",
+        "- ",
+        "# ",
+        "| ",
+        "```",
+        "U.S.",
+        "etc.",
+        "am",
+        "The",
+        "der",
+        "a",
+        "Z",
+        "😀",
+        "👍🏽",
+        "e\u0301",
+        "\u200b",
+        "\u00a0",
+        "\u2028",
+        "\u3000",
+        "שלום",
+        "مرحبا",
+        "你好",
+        "こんにちは",
+        "https://x.org/a.b",
+        "a@b.de",
+        "\x0c",
+        "\x1e",
+        "\ufeff",
+        "ß",
+        "İ",
+        ". . .",
+        " . . . .",
+        "[...]",
+        "1.)",
+        "2)",
+        "a. ",
+        "b. ",
+        "• 9. ",
+        "⁃10. ",
+        "I. ",
+        "N°. ",
+        "《",
+        "》",
+        "/",
+        ",,",
+        "---",
+        "___",
+        "*",
+        "¿",
+        "¡",
+        "Sra.",
+        "p. ej.",
+        "ecc.",
+        "l'Avv.",
+        "-3. ",
+    ]
 )
 #: Texts made mostly of punctuation, where a bare "sentence" is most likely.
 PUNCTUATION = st.lists(
-    st.sampled_from([" ", "\n", "\n\n", ".", ". ", "!", "?", "…", "...", ". . .", "”", "\"", ")", "]", "。", "！",
-                     "-", "*", "•", "😀", "A", "x", "7", "The", "end."]),
+    st.sampled_from(
+        [
+            " ",
+            "\n",
+            "\n\n",
+            ".",
+            ". ",
+            "!",
+            "?",
+            "…",
+            "...",
+            ". . .",
+            "”",
+            '"',
+            ")",
+            "]",
+            "。",
+            "！",
+            "-",
+            "*",
+            "•",
+            "😀",
+            "A",
+            "x",
+            "7",
+            "The",
+            "end.",
+        ]
+    ),
     max_size=30,
 ).map("".join)
 
@@ -329,13 +455,22 @@ def test_chroma_corpora_spans_are_exact():
         ("• 9. The first item • 10. The second item", ["• 9. The first item", "• 10. The second item"]),
         ("Steps:\n1) Open it 2) Close it", ["Steps:", "1) Open it", "2) Close it"]),
         # a number inside prose is no list, even after a list line
-        ("Read chapter 1. Then read chapter 2. It is short.", ["Read chapter 1.", "Then read chapter 2.", "It is short."]),
-        ("We make a good team, you and I. Did you see Albert I. Jones?", ["We make a good team, you and I.", "Did you see Albert I. Jones?"]),
+        (
+            "Read chapter 1. Then read chapter 2. It is short.",
+            ["Read chapter 1.", "Then read chapter 2.", "It is short."],
+        ),
+        (
+            "We make a good team, you and I. Did you see Albert I. Jones?",
+            ["We make a good team, you and I.", "Did you see Albert I. Jones?"],
+        ),
         ("It is at N°. 1026.253.553. That is all.", ["It is at N°. 1026.253.553.", "That is all."]),
         ('"Bohr [...] used it [...]" (Smith 55).', ['"Bohr [...] used it [...]" (Smith 55).']),
         ("the thing is . . . I didn't mean it.", ["the thing is . . . I didn't mean it."]),
         ("with a period . . . . Next sentence.", ["with a period . . . .", "Next sentence."]),
-        ("into compounds. . . . The practice was kept. . . .", ["into compounds.", ". . . The practice was kept. . . ."]),
+        (
+            "into compounds. . . . The practice was kept. . . .",
+            ["into compounds.", ". . . The practice was kept. . . ."],
+        ),
         ("我们明天一起去看《摔跤吧！爸爸》好吗？好！", ["我们明天一起去看《摔跤吧！爸爸》好吗？", "好！"]),
         ("Tongefäße aus dem 1. -3. Jahrhundert sind alt.", ["Tongefäße aus dem 1. -3. Jahrhundert sind alt."]),
     ],
@@ -347,17 +482,41 @@ def test_golden_rule_patterns(text, expected):
 @pytest.mark.parametrize(
     "language,text,expected",
     [
-        ("es", "El Sr. García y la Sra. López llegaron. La Srta. Ruiz no.", ["El Sr. García y la Sra. López llegaron.", "La Srta. Ruiz no."]),
+        (
+            "es",
+            "El Sr. García y la Sra. López llegaron. La Srta. Ruiz no.",
+            ["El Sr. García y la Sra. López llegaron.", "La Srta. Ruiz no."],
+        ),
         ("es", "Hay frutas, p. ej. Manzanas. Compré tres.", ["Hay frutas, p. ej. Manzanas.", "Compré tres."]),
         ("es", "Trajo libros, cuadernos, etc. Luego se fue.", ["Trajo libros, cuadernos, etc.", "Luego se fue."]),
         ("es", "Eso es. Luego vamos.", ["Eso es.", "Luego vamos."]),  # "es" is a verb in Spanish
         ("es", "Fue el 30 Ago. 1984 en los EE. UU. y nada más.", ["Fue el 30 Ago. 1984 en los EE. UU. y nada más."]),
-        ("fr", "M. Dupont et Mme. Durand sont là. Me Roy plaide.", ["M. Dupont et Mme. Durand sont là.", "Me Roy plaide."]),
-        ("it", "Il Sig. Rossi e l'Avv. Neri, ad es. Oggi. Poi ecc. Basta.", ["Il Sig. Rossi e l'Avv. Neri, ad es. Oggi.", "Poi ecc.", "Basta."]),
+        (
+            "fr",
+            "M. Dupont et Mme. Durand sont là. Me Roy plaide.",
+            ["M. Dupont et Mme. Durand sont là.", "Me Roy plaide."],
+        ),
+        (
+            "it",
+            "Il Sig. Rossi e l'Avv. Neri, ad es. Oggi. Poi ecc. Basta.",
+            ["Il Sig. Rossi e l'Avv. Neri, ad es. Oggi.", "Poi ecc.", "Basta."],
+        ),
         ("it", "Il Dott. Verdi arriva. Sono l'Ing. Mengozzi.", ["Il Dott. Verdi arriva.", "Sono l'Ing. Mengozzi."]),
-        ("nl", "Dhr. Jansen komt, bijv. Morgen. Hij kocht kaas enz. Daarna niets.", ["Dhr. Jansen komt, bijv. Morgen.", "Hij kocht kaas enz.", "Daarna niets."]),
-        ("pt", "A Sr.ª Silva e o Dr. Costa, p. ex. Hoje. Foi bom.", ["A Sr.ª Silva e o Dr. Costa, p. ex. Hoje.", "Foi bom."]),
-        ("en", "It happened two years ago. John left. Tell me. Then go.", ["It happened two years ago.", "John left.", "Tell me.", "Then go."]),
+        (
+            "nl",
+            "Dhr. Jansen komt, bijv. Morgen. Hij kocht kaas enz. Daarna niets.",
+            ["Dhr. Jansen komt, bijv. Morgen.", "Hij kocht kaas enz.", "Daarna niets."],
+        ),
+        (
+            "pt",
+            "A Sr.ª Silva e o Dr. Costa, p. ex. Hoje. Foi bom.",
+            ["A Sr.ª Silva e o Dr. Costa, p. ex. Hoje.", "Foi bom."],
+        ),
+        (
+            "en",
+            "It happened two years ago. John left. Tell me. Then go.",
+            ["It happened two years ago.", "John left.", "Tell me.", "Then go."],
+        ),
     ],
 )
 def test_abbreviations_of_other_languages(language, text, expected):
@@ -372,7 +531,9 @@ def test_language_only_abbreviations():
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.sampled_from(["a", "b ", "x" * 50, "word " * 30, "A", "Z", "\n", ". ", "é"]), max_size=120).map("".join))
+@given(
+    st.lists(st.sampled_from(["a", "b ", "x" * 50, "word " * 30, "A", "Z", "\n", ". ", "é"]), max_size=120).map("".join)
+)
 def test_caseless_prefilter_never_misses_a_stretch(text):
     """The cheap window test must say yes wherever the full scan finds a lower-cased stretch."""
     full = sent_mod._CASELESS_START_RE.match(text) or sent_mod._CASELESS_RE.search(text)

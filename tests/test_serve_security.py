@@ -19,9 +19,9 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import FakeEmbedder
 
 from chunkwise.cli import main
-from conftest import FakeEmbedder
 
 fastapi = pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import FakeEmbedder
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from conftest import FakeEmbedder
 
 import chunkwise.evaluation.runner as runner
 from chunkwise.document import Document
@@ -21,8 +21,10 @@ from chunkwise.store.bm25 import BM25Fallback
 from chunkwise.store.memory import MemoryStore
 from chunkwise.strategies import get_strategy
 
-TEXT = ("Bees make honey in the hive.\n\nThe queen lays eggs all summer.\n\nLamps need oil to burn.\n\n"
-        "Oil lamps smoke in the hall.\n\nBees make honey in the hive.")
+TEXT = (
+    "Bees make honey in the hive.\n\nThe queen lays eggs all summer.\n\nLamps need oil to burn.\n\n"
+    "Oil lamps smoke in the hall.\n\nBees make honey in the hive."
+)
 
 
 def filled(emb=None):
@@ -79,8 +81,12 @@ def test_writes_replace_in_place_delete_and_refuse_bad_vectors():
 
 def test_an_index_runs_over_it(tmp_path):
     with Index(store=MemoryStore(), embedder=FakeEmbedder()) as ix:
-        assert ix.add([Document(TEXT, source="kb.txt")], strategy="recursive",
-                      params={"max_tokens": 8, "tokenizer": "words"}).chunks > 0
+        assert (
+            ix.add(
+                [Document(TEXT, source="kb.txt")], strategy="recursive", params={"max_tokens": 8, "tokenizer": "words"}
+            ).chunks
+            > 0
+        )
         assert "honey" in ix.search("bees honey", k=1)[0].text
         assert any("Oil" in h.text for h in ix.search("oil lamps", k=2, hybrid=True))
 

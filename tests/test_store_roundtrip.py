@@ -38,19 +38,28 @@ def chunks(draw) -> tuple[Document, Chunk]:
     doc = Document(text=prefix + body + draw(st.text(max_size=5)), source=f"docs/{next(_ids)}-{draw(TEXT)}")
     video = draw(st.booleans())
     chunk = Chunk(
-        text=body, start=len(prefix), end=len(prefix) + len(body), index=draw(st.integers(0, 1000)),
-        id=f"c{next(_ids)}", doc_id=doc.id, source=doc.source, token_count=draw(st.integers(1, 512)),
+        text=body,
+        start=len(prefix),
+        end=len(prefix) + len(body),
+        index=draw(st.integers(0, 1000)),
+        id=f"c{next(_ids)}",
+        doc_id=doc.id,
+        source=doc.source,
+        token_count=draw(st.integers(1, 512)),
         strategy=draw(st.sampled_from(["fixed", "semantic", "video"])),
-        page_start=draw(OPT_INT), page_end=draw(OPT_INT),
+        page_start=draw(OPT_INT),
+        page_end=draw(OPT_INT),
         section=draw(st.lists(HEADING, max_size=6)),
-        start_time=draw(OPT_TIME), end_time=draw(OPT_TIME),
+        start_time=draw(OPT_TIME),
+        end_time=draw(OPT_TIME),
         speakers=draw(st.lists(TEXT, max_size=3, unique=True)),
         context=draw(st.one_of(st.none(), TEXT)),
         start_frame=draw(st.integers(0, 10**6)) if video else None,
         end_frame=draw(st.integers(0, 10**6)) if video else None,
         track_ids=draw(st.lists(st.integers(0, 10**6), max_size=5)) if video else None,
         classes=draw(st.lists(st.sampled_from(["person", "car"]), max_size=2)) if video else None,
-        source_start=draw(OPT_INT), source_end=draw(OPT_INT),
+        source_start=draw(OPT_INT),
+        source_end=draw(OPT_INT),
     )
     return doc, chunk
 
@@ -63,7 +72,9 @@ def vector() -> np.ndarray:
 def check(written: Chunk, hit: Hit) -> None:
     got = hit.chunk
     assert got is not None
-    assert {name: getattr(got, name) for name in CHUNK_FIELDS} == {name: getattr(written, name) for name in CHUNK_FIELDS}
+    assert {name: getattr(got, name) for name in CHUNK_FIELDS} == {
+        name: getattr(written, name) for name in CHUNK_FIELDS
+    }
     out = SearchResult.from_hit(1, 0.5, hit).to_dict()
     assert list(out) == list(RESULT_FIELDS)
     assert out["section"] == written.section and out["chunk_index"] == written.index
@@ -104,8 +115,18 @@ def test_milvus_lite_round_trip(lite, item):
 def test_a_heading_with_the_separator_comes_back_whole():
     """The case that used to split: ``Input > Output`` is one heading, not two levels."""
     doc = Document(text="Body text.", source="a.md")
-    chunk = Chunk(text="Body text.", start=0, end=10, index=0, id="x", doc_id=doc.id, source="a.md",
-                  token_count=2, strategy="fixed", section=["Guide", "Input > Output"])
+    chunk = Chunk(
+        text="Body text.",
+        start=0,
+        end=10,
+        index=0,
+        id="x",
+        doc_id=doc.id,
+        source="a.md",
+        token_count=2,
+        strategy="fixed",
+        section=["Guide", "Input > Output"],
+    )
     [row] = chunk_rows(doc, [chunk], vector(), "test")
     assert row["section"] == "Guide > Input > Output"  # the column keeps the readable path for filters
     assert chunk_from_row(row)[0].section == ["Guide", "Input > Output"]

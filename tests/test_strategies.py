@@ -5,16 +5,16 @@ from __future__ import annotations
 import random
 
 import pytest
+from conftest import CHROMA
 
 from chunkwise import chunk
 from chunkwise.document import Document, Section
 from chunkwise.errors import ConfigError
+from chunkwise.formats.markdown_blocks import markdown_blocks, markdown_sections
 from chunkwise.segmentation.sentences import split_sentences
 from chunkwise.segmentation.tokenizers import get_tokenizer
 from chunkwise.strategies import get_strategy
-from chunkwise.formats.markdown_blocks import markdown_blocks, markdown_sections
 from chunkwise.strategies.recursive import PRESETS, recursive_split, recursive_split_counted
-from conftest import CHROMA
 
 PROSE = (
     "Dr. Smith arrived at 9 a.m. on Monday. He reviewed version 2.4.13 of the report, e.g. the tables. "
@@ -34,7 +34,7 @@ def test_fixed_windows_are_full_and_overlap_by_the_requested_tokens():
     chunks = chunk(Document(text), "fixed", max_tokens=100, overlap=20, tokenizer="words")
     assert [c.token_count for c in chunks[:-1]] == [100] * (len(chunks) - 1)
     for prev, cur in zip(chunks, chunks[1:]):
-        shared = text[cur.start:prev.end].split()
+        shared = text[cur.start : prev.end].split()
         assert len(shared) == 20
     assert chunks[-1].end == len(text)
 
@@ -75,7 +75,7 @@ def test_sentence_overlap_repeats_whole_trailing_sentences_within_the_budget():
     ends = {b for _, b in sentence_spans}
     for prev, cur in zip(chunks, chunks[1:]):
         assert cur.start < prev.end, "no overlap"
-        shared = text[cur.start:prev.end]
+        shared = text[cur.start : prev.end]
         assert tok.count(shared) <= 12
         # the shared part is whole sentences: 2 sentences of 5 words fit in 12 tokens, 3 do not
         assert tok.count(shared) == 10
@@ -122,7 +122,7 @@ def test_recursive_overlap_starts_at_a_word_inside_the_previous_chunk():
     for prev, cur in zip(chunks, chunks[1:]):
         assert prev.start < cur.start < prev.end
         assert text[cur.start - 1].isspace()
-        assert len(text[cur.start:prev.end].split()) <= 5
+        assert len(text[cur.start : prev.end].split()) <= 5
 
 
 def test_recursive_explicit_separators_keep_the_separator_at_the_start_like_langchain():
@@ -131,15 +131,18 @@ def test_recursive_explicit_separators_keep_the_separator_at_the_start_like_lang
     pieces = [text[a:b] for a, b in spans]
     assert pieces[0] == "alpha beta"
     assert pieces[1].startswith(". gamma")
-    end_spans = recursive_split(text, 0, len(text), get_tokenizer("words"), 3, separators=[".", " ", ""],
-                                keep_separator="end")
+    end_spans = recursive_split(
+        text, 0, len(text), get_tokenizer("words"), 3, separators=[".", " ", ""], keep_separator="end"
+    )
     assert text[slice(*end_spans[0])] == "alpha beta."
 
 
 def test_recursive_code_preset_cuts_before_top_level_definitions():
-    code = "import os\n\n" + "\n".join(
-        f"def f{i}(x):\n    y = x + {i}\n    return y * 2\n" for i in range(8)
-    ) + "\nclass K:\n    def m(self):\n        return 1\n"
+    code = (
+        "import os\n\n"
+        + "\n".join(f"def f{i}(x):\n    y = x + {i}\n    return y * 2\n" for i in range(8))
+        + "\nclass K:\n    def m(self):\n        return 1\n"
+    )
     chunks = chunk(Document(code), "recursive", max_tokens=30, tokenizer="cl100k", separators="code")
     assert all(c.token_count <= 30 for c in chunks)
     assert sum(c.text.startswith(("def ", "class ")) for c in chunks) >= len(chunks) - 1
@@ -191,22 +194,26 @@ Text under details. More text under details.
 def test_markdown_sections_from_headings_not_from_code():
     sections = markdown_sections(MD)
     assert [s.path for s in sections] == [
-        ("Guide",), ("Guide", "Install"), ("Guide", "Use"), ("Guide", "Use", "Details")]
+        ("Guide",),
+        ("Guide", "Install"),
+        ("Guide", "Use"),
+        ("Guide", "Use", "Details"),
+    ]
     assert sections[0].end == len(MD)
-    assert MD[sections[1].heading_start:sections[1].heading_end] == "## Install"
+    assert MD[sections[1].heading_start : sections[1].heading_end] == "## Install"
 
 
 def test_markdown_sections_handle_crlf_and_setext():
     text = "Title\r\n=====\r\n\r\nBody.\r\n\r\nSub\r\n---\r\nMore."
     sections = markdown_sections(text)
     assert [s.path for s in sections] == [("Title",), ("Title", "Sub")]
-    assert text[sections[1].start:].startswith("Sub")
+    assert text[sections[1].start :].startswith("Sub")
 
 
 def test_markdown_chunks_keep_fence_and_table_whole_and_fill_sections():
     chunks = chunk(Document(MD), "markdown", max_tokens=40, tokenizer="cl100k")
-    fence = MD[MD.index("```bash"):MD.index("```\n\n|") + 3]
-    table = MD[MD.index("| option"):MD.index("| second  |") + len("| second  |")]
+    fence = MD[MD.index("```bash") : MD.index("```\n\n|") + 3]
+    table = MD[MD.index("| option") : MD.index("| second  |") + len("| second  |")]
     assert any(fence in c.text for c in chunks)
     assert any(table in c.text for c in chunks)
     by_text = {c.text.splitlines()[0]: c.section for c in chunks}
@@ -223,7 +230,7 @@ def test_markdown_never_crosses_a_heading():
             for h in heading_starts:
                 if c.start < h < c.end:
                     # only a heading-only parent may sit before a heading inside a chunk
-                    assert all(line.startswith("#") for line in MD[c.start:h].strip().splitlines())
+                    assert all(line.startswith("#") for line in MD[c.start : h].strip().splitlines())
 
 
 def test_markdown_splits_a_fence_too_big_with_the_code_rules():
@@ -303,8 +310,9 @@ def test_sentence_packing_with_bound_counts_equals_packing_with_estimates(tokeni
     m = len(units)
     for max_tokens in (20, 64, 200):
         plain = _pack(units, tm.estimate, max_tokens, max_tokens * 16, overlap)
-        counted = _pack(units, tm.estimate, max_tokens, max_tokens * 16, overlap,
-                        counted=(upper[:m].tolist(), lower[m:].tolist()))
+        counted = _pack(
+            units, tm.estimate, max_tokens, max_tokens * 16, overlap, counted=(upper[:m].tolist(), lower[m:].tolist())
+        )
         assert counted == plain
 
 
@@ -316,8 +324,9 @@ def test_recursive_vectorised_merge_equals_the_scalar_merge(tokenizer):
 
     rng = random.Random(4)
     vocab = ["one", "two", "three.", "x" * 30, "é"]
-    paras = ["\n\n".join(" ".join(rng.choice(vocab) for _ in range(rng.randint(1, 80))) for _ in range(3))
-             for _ in range(60)]
+    paras = [
+        "\n\n".join(" ".join(rng.choice(vocab) for _ in range(rng.randint(1, 80))) for _ in range(3)) for _ in range(60)
+    ]
     text = "\n".join(paras)
     tok = get_tokenizer(tokenizer)
     levels, keep = R._levels("prose")
@@ -330,8 +339,10 @@ def test_recursive_vectorised_merge_equals_the_scalar_merge(tokenizer):
 
 
 # -- fenced code under the recursive presets -------------------------------------------------------------
-CONSOLE_FENCE = ("```console\n$ uv run fastapi dev main.py\n\n<span style=\"color: green;\">INFO</span>:     "
-                 "Uvicorn running on http://127.0.0.1:8000\n\nINFO:     Application startup complete.\n```")
+CONSOLE_FENCE = (
+    '```console\n$ uv run fastapi dev main.py\n\n<span style="color: green;">INFO</span>:     '
+    "Uvicorn running on http://127.0.0.1:8000\n\nINFO:     Application startup complete.\n```"
+)
 
 
 @pytest.mark.parametrize("separators", ["prose", "markdown"])
@@ -351,7 +362,7 @@ def test_recursive_never_cuts_a_fence_that_fits(separators, indent):
         a = text.index(fence.strip())
         b = a + len(fence.strip())
         assert any(c.start <= a and b <= c.end for c in chunks), (max_tokens, [c.text for c in chunks])
-        assert all(doc.text[c.start:c.end] == c.text and c.token_count <= max_tokens for c in chunks)
+        assert all(doc.text[c.start : c.end] == c.text and c.token_count <= max_tokens for c in chunks)
 
 
 def test_recursive_cuts_a_fence_too_big_and_keeps_explicit_separators_literal():

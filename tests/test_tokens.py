@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 import pytest
+from conftest import CHROMA
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -17,12 +18,23 @@ from chunkwise.segmentation.tokenizers import (
     minilm_tokenizer_path,
     resolve_tokenizer,
 )
-from conftest import CHROMA
 
 SAMPLES = [
-    "", "a", "Hello, world!", "naïve café — déjà vu", "e\u0301\u0301", "🤖👩‍👩‍👧🇩🇪", "中文字符，日本語。",
-    "line\r\nbreak\rcr", "nul\x00inside", "  leading and trailing  ", "<|endoftext|> is ordinary text",
-    "x" * 500, "1234567890" * 20, "مرحبا بالعالم", "a\u200bb\ufeffc",
+    "",
+    "a",
+    "Hello, world!",
+    "naïve café — déjà vu",
+    "e\u0301\u0301",
+    "🤖👩‍👩‍👧🇩🇪",
+    "中文字符，日本語。",
+    "line\r\nbreak\rcr",
+    "nul\x00inside",
+    "  leading and trailing  ",
+    "<|endoftext|> is ordinary text",
+    "x" * 500,
+    "1234567890" * 20,
+    "مرحبا بالعالم",
+    "a\u200bb\ufeffc",
 ]
 
 
@@ -111,9 +123,42 @@ def test_get_and_resolve_tokenizer():
     assert get_tokenizer(f"hf:{minilm_tokenizer_path()}").count("hello world") == 2
 
 
-FRAGMENTS = ["word", " ", "  ", "\n", "\n\n", "\r\n", "\t", ".", ",", "'s", "'ll", "(", ")", "123", "4567",
-             "é", "中文", "🤖", "\u0301", "\x00", "Ab", "...", "-", "x" * 120, "$3.50", "don't",
-             "\x0b", "\x0c", "\x1c", "\x85", "\xa0", "\u3000", "3", " 7"]
+FRAGMENTS = [
+    "word",
+    " ",
+    "  ",
+    "\n",
+    "\n\n",
+    "\r\n",
+    "\t",
+    ".",
+    ",",
+    "'s",
+    "'ll",
+    "(",
+    ")",
+    "123",
+    "4567",
+    "é",
+    "中文",
+    "🤖",
+    "\u0301",
+    "\x00",
+    "Ab",
+    "...",
+    "-",
+    "x" * 120,
+    "$3.50",
+    "don't",
+    "\x0b",
+    "\x0c",
+    "\x1c",
+    "\x85",
+    "\xa0",
+    "\u3000",
+    "3",
+    " 7",
+]
 
 
 @pytest.mark.parametrize("name", TOKENIZER_NAMES)
@@ -178,8 +223,7 @@ def test_cl100k_long_texts_encode_with_the_same_tokens():
 
 
 @settings(max_examples=150, deadline=None)
-@given(parts=st.lists(st.sampled_from(FRAGMENTS + ["ü", "ß", "€", "𝔘", "\u200d", "ąę"]),
-                      min_size=1, max_size=60))
+@given(parts=st.lists(st.sampled_from(FRAGMENTS + ["ü", "ß", "€", "𝔘", "\u200d", "ąę"]), min_size=1, max_size=60))
 def test_cl100k_offsets_from_lead_bytes_match_the_byte_to_character_map(parts):
     """offset_arrays sums each token's UTF-8 lead bytes (a table by id); the plain way maps the token byte
     ends onto the text's own bytes. Both must give the same character spans (widened to whole characters)."""

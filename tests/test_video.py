@@ -12,19 +12,23 @@ pytest.importorskip("av")
 pytest.importorskip("cv2")
 pytest.importorskip("trackers")
 
+from video_synth import Shape, truth_events, write_video  # noqa: E402
+
 from chunkwise.cli import main  # noqa: E402
 from chunkwise.errors import ConfigError, InputError, MissingDependencyError  # noqa: E402
 from chunkwise.video import clips, load_video, probe  # noqa: E402
 from chunkwise.video.cut import cut_clips  # noqa: E402
 from chunkwise.video.trackers import UltralyticsTracker, get_tracker  # noqa: E402
-from video_synth import Shape, truth_events, write_video  # noqa: E402
 
 FPS = 25
 N = 260
 # red square 20..80; blue square 60..120 hidden 95..102 (an occlusion shorter than the 1 s gap);
 # yellow square 180..230: two events, the first with overlapping presences
-SHAPES = [Shape(20, 80), Shape(60, 120, x=200, y=150, vx=-2, color=(40, 40, 230), hidden=tuple(range(95, 103))),
-          Shape(180, 230, x=100, y=30, vx=2, vy=1.5, color=(240, 240, 60))]
+SHAPES = [
+    Shape(20, 80),
+    Shape(60, 120, x=200, y=150, vx=-2, color=(40, 40, 230), hidden=tuple(range(95, 103))),
+    Shape(180, 230, x=100, y=30, vx=2, vy=1.5, color=(240, 240, 60)),
+]
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +58,7 @@ def test_chunks_are_exact_spans_of_the_video_document(scene):
     doc = load_video(scene, tracker="motion", subtitles=None)
     assert doc.chunks and doc.metadata["kind"] == "video" and doc.metadata["fps"] == FPS
     for c in doc.chunks:
-        assert doc.text[c.start:c.end] == c.text
+        assert doc.text[c.start : c.end] == c.text
         assert c.doc_id == doc.id and c.token_count > 0
     assert len({c.id for c in doc.chunks}) == len(doc.chunks)
 
@@ -83,8 +87,10 @@ def test_auto_uses_mot_file_beside_the_video_and_subtitles(scene, tmp_path):
     video = tmp_path / "lobby.mp4"
     shutil.copy(scene, video)
     write_mot(tmp_path / "lobby.mot.txt", SHAPES)
-    (tmp_path / "lobby.vtt").write_text("WEBVTT\n\n00:00:01.000 --> 00:00:02.000\nThe red square arrives.\n\n"
-                                        "00:00:07.500 --> 00:00:08.000\nNow the yellow one.\n")
+    (tmp_path / "lobby.vtt").write_text(
+        "WEBVTT\n\n00:00:01.000 --> 00:00:02.000\nThe red square arrives.\n\n"
+        "00:00:07.500 --> 00:00:08.000\nNow the yellow one.\n"
+    )
     doc = load_video(video)
     assert doc.metadata["tracker"].startswith("tracks from")
     assert [c.track_ids for c in doc.chunks] == [[1, 2], [3]]
@@ -131,10 +137,13 @@ def test_cli_no_objects(tmp_path, capsys):
     assert out == "" and "no tracked objects" in err and "0 clips" in err
 
 
-@pytest.mark.parametrize("content, problem", [
-    (b"", "empty file"),
-    (b"this is plain text, not a video at all\n" * 20, "not a video file"),
-])
+@pytest.mark.parametrize(
+    "content, problem",
+    [
+        (b"", "empty file"),
+        (b"this is plain text, not a video at all\n" * 20, "not a video file"),
+    ],
+)
 def test_cli_bad_files(tmp_path, capsys, content, problem):
     p = tmp_path / "bad.mp4"
     p.write_bytes(content)
@@ -182,6 +191,7 @@ def test_malformed_mot_line_cli(scene, tmp_path, capsys):
 def test_ultralytics_missing_names_the_extra(scene, tmp_path):
     try:
         import ultralytics  # noqa: F401
+
         pytest.skip("ultralytics is installed")
     except ImportError:
         pass
@@ -193,6 +203,7 @@ def test_ultralytics_missing_names_the_extra(scene, tmp_path):
 def test_ultralytics_missing_cli(scene, capsys):
     try:
         import ultralytics  # noqa: F401
+
         pytest.skip("ultralytics is installed")
     except ImportError:
         pass
@@ -220,8 +231,7 @@ def test_index_and_search_video(scene, tmp_path, capsys):
     hit = json.loads(capsys.readouterr().out.splitlines()[0])
     assert hit["source"].endswith("hall.mp4") and hit["strategy"] == "video"
     assert hit["start_time"] == pytest.approx(180 / FPS) and hit["end_time"] == pytest.approx(231 / FPS)
-    assert hit["metadata"]["video"] == {"start_frame": 180, "end_frame": 230, "track_ids": [3],
-                                        "classes": ["object"]}
+    assert hit["metadata"]["video"] == {"start_frame": 180, "end_frame": 230, "track_ids": [3], "classes": ["object"]}
     assert main(["search", "yellow lamp drops", "--db", db, "-k", "1"]) == 0
     assert "0:07.2-0:09.2  frames 180-230 ids 3" in capsys.readouterr().out
 
@@ -236,8 +246,7 @@ def test_chunk_command_gives_the_clips(scene, tmp_path, capsys):
     assert all(r["strategy"] == "video" for r in rows)
 
 
-def test_unchanged_video_is_recognised_by_its_file_hash_before_tracking(scene, tmp_path, monkeypatch,
-                                                                          fake_embedder):
+def test_unchanged_video_is_recognised_by_its_file_hash_before_tracking(scene, tmp_path, monkeypatch, fake_embedder):
     """A no-op re-index must not decode or track a video again: that is where all its time goes."""
     from chunkwise.retrieval import Index
     from chunkwise.store.memory import MemoryStore
@@ -273,8 +282,9 @@ def spans(chunks):
 
 
 def near(found, truth, frames=2):
-    return len(found) == len(truth) and all(abs(a - x) <= frames and abs(b - y) <= frames
-                                            for (a, b), (x, y) in zip(found, truth))
+    return len(found) == len(truth) and all(
+        abs(a - x) <= frames and abs(b - y) <= frames for (a, b), (x, y) in zip(found, truth)
+    )
 
 
 @pytest.mark.timeout(120)
@@ -282,8 +292,10 @@ def test_an_object_standing_still_stays_one_object_and_leaves_no_ghost(tmp_path)
     """Someone walks in, stands still for 10 s and walks on; a second one arrives 1.6 s after the first
     left. A background model that learns the still object splits the first visit, and the ghost it leaves
     where the object stood joins the second visit."""
-    shapes = [Shape(10, 330, x=20, y=80, vx=2, size=40, stop=(50, 299)),
-              Shape(370, 420, x=250, y=60, vx=-2, color=(40, 40, 230))]
+    shapes = [
+        Shape(10, 330, x=20, y=80, vx=2, size=40, stop=(50, 299)),
+        Shape(370, 420, x=250, y=60, vx=-2, color=(40, 40, 230)),
+    ]
     video = write_video(tmp_path / "still.mp4", shapes, 440)
     chunks = clips(video, tracker="motion")
     assert near(spans(chunks), [(10, 330), (370, 420)]), spans(chunks)
@@ -295,6 +307,7 @@ def test_an_object_standing_still_stays_one_object_and_leaves_no_ghost(tmp_path)
 def test_whole_frame_light_changes_are_not_objects(tmp_path):
     """Auto-exposure dims the whole frame while nothing is there, then the light changes colour at once;
     a square crossing during a second dip gives the one clip, ending when the square does."""
+
     def gain(f):
         dip = 1.0 - 0.4 * max(0.0, 1 - abs(f - 50) / 25) - 0.4 * max(0.0, 1 - abs(f - 200) / 25)
         colour = (1.5, 1.0, 0.6) if f >= 110 else (1.0, 1.0, 1.0)
@@ -321,14 +334,19 @@ def test_clip_text_says_where_objects_enter_and_leave_and_how_they_move(tmp_path
     crossing = Shape(20, 90, x=0, y=100, vx=4.1, size=40)  # from the left edge to the right edge
     video = write_video(tmp_path / "cross.mp4", [crossing], 110)
     (chunk,) = clips(video, tracker="motion")
-    assert ": 1 object. object 1 enters at 0:00.8 from the left, moves right, leaves at 0:03.6 to the right" in chunk.text
+    assert (
+        ": 1 object. object 1 enters at 0:00.8 from the left, moves right, leaves at 0:03.6 to the right" in chunk.text
+    )
     assert "s in view, medium)" in chunk.text
 
 
 def test_clip_text_counts_classes_from_tracks(scene, tmp_path):
     mot = tmp_path / "cls.txt"  # MOT16 ground truth: column 8 is the class (1 pedestrian, 3 car)
-    mot.write_text("".join(f"{f},{tid},{10 + f},50,40,30,1,{cls},1\n" for f in range(21, 60)
-                           for tid, cls in ((1, 3), (2, 3), (3, 1))))
+    mot.write_text(
+        "".join(
+            f"{f},{tid},{10 + f},50,40,30,1,{cls},1\n" for f in range(21, 60) for tid, cls in ((1, 3), (2, 3), (3, 1))
+        )
+    )
     (chunk,) = clips(scene, tracker=f"tracks:{mot}")
     assert ": 3 objects (2 cars, 1 pedestrian). car 1 enters at 0:00.8 at the upper left, moves right" in chunk.text
 

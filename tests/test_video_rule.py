@@ -74,8 +74,7 @@ def test_split_on_new_id():
 
 
 def test_classes_filter_and_records():
-    dets = [Detection(f, 1, cls="pedestrian") for f in range(10)] + [Detection(f, 2, cls="car")
-                                                                    for f in range(50, 60)]
+    dets = [Detection(f, 1, cls="pedestrian") for f in range(10)] + [Detection(f, 2, cls="car") for f in range(50, 60)]
     assert spans(clips_from_tracks(dets, FPS, classes="car")) == [(50, 59)]
     assert spans(clips_from_tracks(dets, FPS, classes=["pedestrian", "car"])) == [(0, 9), (50, 59)]
     assert clips_from_tracks([], FPS) == []
@@ -106,14 +105,17 @@ def reference_events(frames: set[int], gap_frames: int) -> list[tuple[int, int]]
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.dictionaries(st.integers(0, 5), st.lists(st.tuples(st.integers(0, 300), st.integers(0, 40)), max_size=4),
-                       max_size=5),
-       st.integers(1, 40), st.one_of(st.none(), st.integers(1, 90)))
+@given(
+    st.dictionaries(
+        st.integers(0, 5), st.lists(st.tuples(st.integers(0, 300), st.integers(0, 40)), max_size=4), max_size=5
+    ),
+    st.integers(1, 40),
+    st.one_of(st.none(), st.integers(1, 90)),
+)
 def test_rule_matches_reference(ranges, gap_frames, cap):
     tracks = presence({tid: [(a, a + n) for a, n in rs] for tid, rs in ranges.items()})
     frames = {f for f, _ in tracks}
-    chunks = clips_from_tracks(tracks, FPS, gap=gap_frames / FPS,
-                               max_duration=None if cap is None else cap / FPS)
+    chunks = clips_from_tracks(tracks, FPS, gap=gap_frames / FPS, max_duration=None if cap is None else cap / FPS)
     events = reference_events(frames, gap_frames)
     if cap is None:
         assert spans(chunks) == events
@@ -142,12 +144,15 @@ def test_mot_formats(tmp_path):
     assert read_mot(p)[0].cls == "object" and read_mot(p)[0].box == (10.0, 20.0, 30.0, 40.0)
 
 
-@pytest.mark.parametrize("bad, line", [
-    ("1,1,10,20,30,40,1\n2,1,10,20\n", 2),
-    ("1,1,10,20,30,40,1\n1,1,10,20,30,40,1\nx,1,1,1,1,1,1\n", 3),
-    ("0,1,10,20,30,40,1\n", 1),
-    ("1,-1,10,20,30,40,1\n", 1),
-])
+@pytest.mark.parametrize(
+    "bad, line",
+    [
+        ("1,1,10,20,30,40,1\n2,1,10,20\n", 2),
+        ("1,1,10,20,30,40,1\n1,1,10,20,30,40,1\nx,1,1,1,1,1,1\n", 3),
+        ("0,1,10,20,30,40,1\n", 1),
+        ("1,-1,10,20,30,40,1\n", 1),
+    ],
+)
 def test_malformed_mot_line_names_the_line(tmp_path, bad, line):
     p = tmp_path / "bad.txt"
     p.write_text(bad)

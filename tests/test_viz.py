@@ -7,6 +7,7 @@ import html
 import re
 
 import pytest
+from conftest import ROOT, FakeEmbedder
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -16,8 +17,6 @@ from chunkwise.strategies import get_strategy
 from chunkwise.timefmt import format_time
 from chunkwise.viz import build_views, report
 from chunkwise.viz.html import render_text
-
-from conftest import ROOT, FakeEmbedder
 
 GUIDE = ROOT / "examples" / "sourdough-guide.md"
 
@@ -61,28 +60,46 @@ def test_report_api_writes_one_self_contained_file(tmp_path):
 
 def test_cli_viz(tmp_path, capsys):
     out = tmp_path / "report.html"
-    code = main(["viz", str(GUIDE), "-s", "recursive", "--max-tokens", "64", "--compare", "fixed",
-                 "--compare", "sentence:min_tokens=8", "-o", str(out)])
+    code = main(
+        [
+            "viz",
+            str(GUIDE),
+            "-s",
+            "recursive",
+            "--max-tokens",
+            "64",
+            "--compare",
+            "fixed",
+            "--compare",
+            "sentence:min_tokens=8",
+            "-o",
+            str(out),
+        ]
+    )
     assert code == 0
     page = out.read_text(encoding="utf-8")
     assert page.count('class="column"') == 3
     assert "MB" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["viz", "missing.md"], "missing.md: no such file"),
-    (["viz", str(GUIDE), "--compare", "nope"], "unknown strategy 'nope'"),
-    (["viz", str(GUIDE), "--max-tokens", "-5"], "max_tokens"),
-    (["viz", str(GUIDE), "-s", "recursive"] + ["--compare", "fixed"] * 4, "up to 3"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["viz", "missing.md"], "missing.md: no such file"),
+        (["viz", str(GUIDE), "--compare", "nope"], "unknown strategy 'nope'"),
+        (["viz", str(GUIDE), "--max-tokens", "-5"], "max_tokens"),
+        (["viz", str(GUIDE), "-s", "recursive"] + ["--compare", "fixed"] * 4, "up to 3"),
+    ],
+)
 def test_cli_viz_errors_are_one_line(argv, message, capsys, tmp_path):
     assert main(argv + ["-o", str(tmp_path / "x.html")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0] and err[0].startswith("chunkwise: error:")
 
 
-@pytest.mark.parametrize("seconds, text", [(5810.4, "1:36:50.4"), (247.25, "4:07.2"), (0, "0:00.0"),
-                                           (3599.96, "1:00:00.0"), (None, "?")])
+@pytest.mark.parametrize(
+    "seconds, text", [(5810.4, "1:36:50.4"), (247.25, "4:07.2"), (0, "0:00.0"), (3599.96, "1:00:00.0"), (None, "?")]
+)
 def test_format_time(seconds, text):
     assert format_time(seconds) == text
 
@@ -121,11 +138,16 @@ def _from_schema(schema: dict, spec: dict, depth: int = 0):
     if kind == "object" and "properties" in spec:
         props = {k: _from_schema(schema, v, depth + 1) for k, v in spec["properties"].items()}
         required = set(spec.get("required", []))
-        return st.fixed_dictionaries({k: v for k, v in props.items() if k in required},
-                                     optional={k: v for k, v in props.items() if k not in required})
+        return st.fixed_dictionaries(
+            {k: v for k, v in props.items() if k in required},
+            optional={k: v for k, v in props.items() if k not in required},
+        )
     # free-form objects (strategy params): the shared parameters with hostile values
-    return st.dictionaries(st.sampled_from(["max_tokens", "min_tokens", "overlap", "unknown"]),
-                           st.one_of(st.integers(-3, 300), st.text(max_size=5), st.none()), max_size=3)
+    return st.dictionaries(
+        st.sampled_from(["max_tokens", "min_tokens", "overlap", "unknown"]),
+        st.one_of(st.integers(-3, 300), st.text(max_size=5), st.none()),
+        max_size=3,
+    )
 
 
 def _body_schema(schema: dict, path: str) -> dict:
@@ -154,7 +176,7 @@ def test_schema_driven_requests_get_json_answers(client, path):
             return
         for s in data["strategies"]:
             for c in s["chunks"]:
-                assert payload["text"][c["start"]:c["end"]] == c["text"]
+                assert payload["text"][c["start"] : c["end"]] == c["text"]
                 assert c["token_count"] <= s["max_tokens"]
 
     check()
@@ -165,8 +187,9 @@ def test_health(client):
     assert data["status"] == "ok" and "semantic" in data["strategies"]
 
 
-@pytest.mark.parametrize("kind", ["oversize", "binary", "type", "strategy", "negative", "embedder", "hf", "empty",
-                                  "badjson"])
+@pytest.mark.parametrize(
+    "kind", ["oversize", "binary", "type", "strategy", "negative", "embedder", "hf", "empty", "badjson"]
+)
 def test_bad_requests_are_4xx_with_a_message(client, kind):
     specs = '[{"strategy": "recursive"}]'
     if kind == "oversize":
@@ -185,8 +208,9 @@ def test_bad_requests_are_4xx_with_a_message(client, kind):
         r = client.post("/chunk", json={"text": "Some text.", "params": {"max_tokens": -1}})
         expect = (400, "max_tokens")
     elif kind == "embedder":
-        r = client.post("/chunk", json={"text": "Some text.", "strategy": "semantic",
-                                         "params": {"embedder": "st:/etc"}})
+        r = client.post(
+            "/chunk", json={"text": "Some text.", "strategy": "semantic", "params": {"embedder": "st:/etc"}}
+        )
         expect = (400, "cannot be set over HTTP")
     elif kind == "hf":
         r = client.post("/chunk", json={"text": "Some text.", "params": {"tokenizer": "hf:/etc/passwd"}})
@@ -301,6 +325,9 @@ def test_classic_causes_name_headings_and_the_end():
 
 
 def test_huge_body_is_refused_before_reading(client):
-    r = client.post("/view", content=b"x", headers={"content-length": str(10**10),
-                                                     "content-type": "multipart/form-data; boundary=b"})
+    r = client.post(
+        "/view",
+        content=b"x",
+        headers={"content-length": str(10**10), "content-type": "multipart/form-data; boundary=b"},
+    )
     assert r.status_code == 413 and "too large" in r.json()["error"]

@@ -15,24 +15,32 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import ROOT, FakeEmbedder
 
 from chunkwise.document import Document
 from chunkwise.strategies import get_strategy
 from chunkwise.viz import build_views, render_report
 
-from conftest import ROOT, FakeEmbedder
-
 CHROMIUM = os.environ.get("CHUNKWISE_CHROMIUM", "/usr/bin/chromium")
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 ARTEFACTS = Path(os.environ.get("CHUNKWISE_ARTEFACTS", Path(tempfile.gettempdir()) / "chunkwise-artefacts"))
 GUIDE = ROOT / "examples" / "sourdough-guide.md"
 SUBTITLES = ROOT / "examples" / "podcast-episode.srt"
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[dev]')")
 if not (Path(CHROMIUM).exists() or shutil.which(CHROMIUM)):
-    pytest.skip(f"no chromium at {CHROMIUM} (apt-get install chromium; `make install` tries it)",
-                allow_module_level=True)
+    pytest.skip(
+        f"no chromium at {CHROMIUM} (apt-get install chromium; `make install` tries it)", allow_module_level=True
+    )
 
 
 @pytest.fixture(scope="module")
@@ -66,8 +74,10 @@ def test_report_from_disk(page, tmp_path):
     from chunkwise.formats import load
 
     doc = load(GUIDE)
-    views = build_views(doc, [get_strategy("semantic", max_tokens=96, embedder=FakeEmbedder()),
-                              get_strategy("recursive", max_tokens=96)])
+    views = build_views(
+        doc,
+        [get_strategy("semantic", max_tokens=96, embedder=FakeEmbedder()), get_strategy("recursive", max_tokens=96)],
+    )
     path = tmp_path / "report.html"
     path.write_text(render_report(doc, views), encoding="utf-8")
     page.goto(path.as_uri())
@@ -170,8 +180,9 @@ def server(tmp_path_factory):
     with Index(db, embedder=fake) as ix:
         ix.add([GUIDE], strategy="recursive", params={"max_tokens": 64})
     port = _free_port()
-    srv = uvicorn.Server(uvicorn.Config(create_app(str(db), embedder=fake), host="127.0.0.1", port=port,
-                                        log_level="warning"))
+    srv = uvicorn.Server(
+        uvicorn.Config(create_app(str(db), embedder=fake), host="127.0.0.1", port=port, log_level="warning")
+    )
     thread = threading.Thread(target=srv.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20
@@ -202,7 +213,9 @@ def test_app_parameters_change_the_cuts(page, server):
     assert page.locator("#view .column .doc").first.evaluate("e => e.textContent") == text
     page.fill("#max_tokens", "32")
     page.dispatch_event("#max_tokens", "change")
-    page.wait_for_function(f"document.querySelectorAll(\"#view .column[data-index='0'] [data-first]\").length != {coarse}")
+    page.wait_for_function(
+        f"document.querySelectorAll(\"#view .column[data-index='0'] [data-first]\").length != {coarse}"
+    )
     fine = _chunks_shown(page)
     assert fine == len(get_strategy("recursive", max_tokens=32).chunk(Document(text))) > coarse
     page.locator("#view .column [data-first='1']").hover()
@@ -261,16 +274,34 @@ def test_app_ask_shows_the_answer_and_its_cited_source(page, server):
 def test_eval_report_tables_fit_the_page(page, tmp_path, capsys):
     """``eval --report`` with four runs named by their specs: at 1280 px every table fits the page, and each
     sits in its own scroll container (a wider one scrolls there instead of running past the edge)."""
+    from eval_data import write_topics
+
     from chunkwise.cli import main
     from chunkwise.evaluation import load_dataset
-    from eval_data import write_topics
 
     data = load_dataset(write_topics(tmp_path))
     report = tmp_path / "report.html"
-    runs = ["fixed:max_tokens=4,overlap=2,tokenizer=words,min_tokens=1", "fixed:max_tokens=12,overlap=4,tokenizer=words",
-            "recursive:max_tokens=10,tokenizer=words,min_tokens=2", "sentence:max_tokens=10,tokenizer=words,overlap=1"]
-    assert main(["-q", "eval", data.path, *[a for r in runs for a in ("--run", r)], "--report", str(report),
-                 "--bootstrap", "50"]) == 0
+    runs = [
+        "fixed:max_tokens=4,overlap=2,tokenizer=words,min_tokens=1",
+        "fixed:max_tokens=12,overlap=4,tokenizer=words",
+        "recursive:max_tokens=10,tokenizer=words,min_tokens=2",
+        "sentence:max_tokens=10,tokenizer=words,overlap=1",
+    ]
+    assert (
+        main(
+            [
+                "-q",
+                "eval",
+                data.path,
+                *[a for r in runs for a in ("--run", r)],
+                "--report",
+                str(report),
+                "--bootstrap",
+                "50",
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     page.set_viewport_size({"width": 1280, "height": 900})
     page.goto(report.as_uri())

@@ -10,9 +10,8 @@ from conftest import FakeEmbedder
 
 import chunkwise.embeddings
 from chunkwise.cli import main
-from chunkwise.formats import SkippedFilesWarning, iter_documents, register_format
-from chunkwise.formats import EXTENSIONS, _REGISTERED
 from chunkwise.document import Document
+from chunkwise.formats import _REGISTERED, EXTENSIONS, SkippedFilesWarning, iter_documents, register_format
 
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00"
 

@@ -49,15 +49,25 @@ def render(shapes: list[Shape], f: int, width: int, height: int) -> np.ndarray:
         t = s.moved(f)
         x = int(s.x + s.vx * t) % max(1, width - s.size)
         y = int(s.y + s.vy * t) % max(1, height - s.size)
-        img[y:y + s.size, x:x + s.size] = s.color
+        img[y : y + s.size, x : x + s.size] = s.color
         if s.split:
             mid = x + (s.size - s.split) // 2
-            img[y:y + s.size, mid:mid + s.split] = (90, 100, 90)
+            img[y : y + s.size, mid : mid + s.split] = (90, 100, 90)
     return img
 
 
-def write_video(path, shapes: list[Shape], n_frames: int, fps: int = 25, width: int = 320, height: int = 240,
-                codec: str = "libx264", gop: int = 25, crf: int = 18, gain=None) -> str:
+def write_video(
+    path,
+    shapes: list[Shape],
+    n_frames: int,
+    fps: int = 25,
+    width: int = 320,
+    height: int = 240,
+    codec: str = "libx264",
+    gop: int = 25,
+    crf: int = 18,
+    gain=None,
+) -> str:
     """Encode the scene to ``path`` (one keyframe every ``gop`` frames); ``gain(frame)`` scales whole
     frames: one factor (brightness) or three (R, G, B: the light's colour changes)."""
     import av

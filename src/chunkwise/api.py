@@ -19,8 +19,18 @@ from .errors import ConfigError, InputError
 from .strategies import DEFAULT_STRATEGY, Strategy, get_strategy
 
 #: keyword arguments of chunk/chunk_file that go to the loader, not to the strategy
-LOADER_OPTIONS = ("format", "encoding", "max_bytes", "clean", "clean_headers", "dehyphenate", "reflow",
-                  "normalize_whitespace", "password", "html_mode")
+LOADER_OPTIONS = (
+    "format",
+    "encoding",
+    "max_bytes",
+    "clean",
+    "clean_headers",
+    "dehyphenate",
+    "reflow",
+    "normalize_whitespace",
+    "password",
+    "html_mode",
+)
 
 
 def _split_options(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -32,8 +42,9 @@ def _split_options(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, An
 def _strategy(strategy: str | Strategy, params: dict[str, Any]) -> Strategy:
     if isinstance(strategy, Strategy):
         if params:
-            raise ConfigError(f"parameters {', '.join(sorted(params))} given with a strategy object; set them "
-                              "on the strategy instead")
+            raise ConfigError(
+                f"parameters {', '.join(sorted(params))} given with a strategy object; set them on the strategy instead"
+            )
         return strategy
     return get_strategy(strategy, **params)
 
@@ -42,8 +53,12 @@ def looks_like_path(text: str) -> bool:
     """One short line ending in an extension chunkwise reads (``notes.md``, ``../a/b.pdf``)."""
     from .formats import EXTENSIONS
 
-    return (0 < len(text) <= 1024 and "\n" not in text and not text.startswith(" ")
-            and Path(text).suffix.lower() in EXTENSIONS)
+    return (
+        0 < len(text) <= 1024
+        and "\n" not in text
+        and not text.startswith(" ")
+        and Path(text).suffix.lower() in EXTENSIONS
+    )
 
 
 def chunk_file(path: str | os.PathLike, strategy: str | Strategy = DEFAULT_STRATEGY, **params: Any) -> list[Chunk]:
@@ -56,8 +71,9 @@ def chunk_file(path: str | os.PathLike, strategy: str | Strategy = DEFAULT_STRAT
     return strat.chunk(load(path, **loader))
 
 
-def chunk_text(text: str, strategy: str | Strategy = DEFAULT_STRATEGY, *, source: str = "<text>",
-               **params: Any) -> list[Chunk]:
+def chunk_text(
+    text: str, strategy: str | Strategy = DEFAULT_STRATEGY, *, source: str = "<text>", **params: Any
+) -> list[Chunk]:
     """Chunk a string as plain text (exactly as given: no file is read, no cleaning)."""
     if not isinstance(text, str):
         raise InputError(f"chunk_text expects a str, got {type(text).__name__}")
@@ -82,17 +98,25 @@ def as_document(obj: str | os.PathLike | Document, *, text_ok: bool = False, **l
         if short and Path(obj).is_file():
             return load(obj, **loader)
         if looks_like_path(obj):
-            raise InputError("no such file; use chunkwise.chunk_text(...) (or chunk(text=...)) for raw text",
-                             source=obj)
+            raise InputError(
+                "no such file; use chunkwise.chunk_text(...) (or chunk(text=...)) for raw text", source=obj
+            )
         if text_ok:
             return Document(obj)
-        raise InputError("not a file; chunkwise.chunk() reads files: use chunkwise.chunk_text(text) or "
-                         "chunk(text=...) to chunk a string")
+        raise InputError(
+            "not a file; chunkwise.chunk() reads files: use chunkwise.chunk_text(text) or "
+            "chunk(text=...) to chunk a string"
+        )
     raise InputError(f"expected a path, a Document or text=..., got {type(obj).__name__}")
 
 
-def chunk(path_or_doc: str | os.PathLike | Document | None = None, strategy: str | Strategy = DEFAULT_STRATEGY, *,
-          text: str | None = None, **params: Any) -> list[Chunk]:
+def chunk(
+    path_or_doc: str | os.PathLike | Document | None = None,
+    strategy: str | Strategy = DEFAULT_STRATEGY,
+    *,
+    text: str | None = None,
+    **params: Any,
+) -> list[Chunk]:
     """Chunk a file, a :class:`Document`, or (with ``text=``) a string.
 
     The rule (no guessing): a ``Path``/``os.PathLike`` or a string naming an existing file is read as a

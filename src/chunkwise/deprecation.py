@@ -14,7 +14,6 @@ from typing import Any
 
 from .errors import ConfigError
 
-
 #: the release that removes every old name deprecated so far
 REMOVED_IN = "0.3.0"
 
@@ -31,8 +30,7 @@ def deprecation_message(old: str, new: str) -> str:
 def warn_renamed(old: str, new: str, where: str = "", stacklevel: int = 3) -> None:
     """Warn that ``old`` is now ``new`` (``where``: what the name belongs to, e.g. ``"minilm embedder"``)."""
     owner = f"{where}: " if where else ""
-    warnings.warn(owner + deprecation_message(repr(old), repr(new)), ChunkwiseDeprecationWarning,
-                  stacklevel=stacklevel)
+    warnings.warn(owner + deprecation_message(repr(old), repr(new)), ChunkwiseDeprecationWarning, stacklevel=stacklevel)
 
 
 def renamed(kw: dict[str, Any], renames: dict[str, str], where: str = "", stacklevel: int = 4) -> dict[str, Any]:

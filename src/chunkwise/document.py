@@ -141,10 +141,28 @@ class Document:
 
 #: The fields of a chunk that are written to JSONL and stored in an index, in this order.
 CHUNK_FIELDS = (
-    "id", "doc_id", "source", "index", "start", "end", "text", "token_count",
-    "page_start", "page_end", "section", "strategy", "start_time", "end_time", "speakers", "context",
-    "start_frame", "end_frame", "track_ids", "classes",
-    "source_start", "source_end",
+    "id",
+    "doc_id",
+    "source",
+    "index",
+    "start",
+    "end",
+    "text",
+    "token_count",
+    "page_start",
+    "page_end",
+    "section",
+    "strategy",
+    "start_time",
+    "end_time",
+    "speakers",
+    "context",
+    "start_frame",
+    "end_frame",
+    "track_ids",
+    "classes",
+    "source_start",
+    "source_end",
 )
 
 

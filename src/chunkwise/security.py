@@ -19,8 +19,10 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 REDACTED = "[redacted]"
-_HEADER = re.compile(r"(?i)\b(authorization|proxy-authorization|x-api-key|api-key|api_key|cookie)"
-                     r"(\"?\s*[:=]\s*\"?)([^\s\",}]+(?:\s+[^\s\",}]+)?)")
+_HEADER = re.compile(
+    r"(?i)\b(authorization|proxy-authorization|x-api-key|api-key|api_key|cookie)"
+    r"(\"?\s*[:=]\s*\"?)([^\s\",}]+(?:\s+[^\s\",}]+)?)"
+)
 _BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{6,}")
 _KEYLIKE = re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_-]{8,}")
 _warned: set[str] = set()
@@ -57,8 +59,12 @@ def warn_plain_http(url: str, has_key: bool) -> bool:
     if not has_key or parts.scheme != "http" or is_loopback(parts.hostname) or url in _warned:
         return False
     _warned.add(url)
-    warnings.warn(f"{url}: the API key is sent over plain http:// to another machine, readable by anyone on "
-                  "the way; use https://", PlainHTTPWarning, stacklevel=3)
+    warnings.warn(
+        f"{url}: the API key is sent over plain http:// to another machine, readable by anyone on "
+        "the way; use https://",
+        PlainHTTPWarning,
+        stacklevel=3,
+    )
     return True
 
 

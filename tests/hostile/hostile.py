@@ -13,21 +13,25 @@ from pathlib import Path
 
 import pytest
 
-GOOD = ("The lighthouse keeper climbed the stairs every evening. He trimmed the wick and polished the lens. "
-        "Ships passed the harbour safely through the winter storms.\n\n"
-        "In spring the keeper planted roses beside the tower. The bees came back to the garden.")
+GOOD = (
+    "The lighthouse keeper climbed the stairs every evening. He trimmed the wick and polished the lens. "
+    "Ships passed the harbour safely through the winter storms.\n\n"
+    "In spring the keeper planted roses beside the tower. The bees came back to the garden."
+)
 #: the CLI in a child that reports its own peak RSS on its last stderr line (``peak_rss_kb=N``): Linux's
 #: ``VmHWM`` (the peak of this program's own memory; ``ru_maxrss`` keeps the parent's resident size from
 #: before ``exec``, so a test process holding a model made every child look 1 GB big), else ``ru_maxrss``
-CODE = ("import atexit, resource, sys\n"
-        "def peak():\n"
-        "    try:\n"
-        "        with open('/proc/self/status') as f:\n"
-        "            return int(next(l for l in f if l.startswith('VmHWM:')).split()[1])\n"
-        "    except (OSError, StopIteration, ValueError):\n"
-        "        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
-        "atexit.register(lambda: sys.stderr.write('\\npeak_rss_kb=%d\\n' % peak()))\n"
-        "from chunkwise.cli import main; sys.exit(main(sys.argv[1:]))")
+CODE = (
+    "import atexit, resource, sys\n"
+    "def peak():\n"
+    "    try:\n"
+    "        with open('/proc/self/status') as f:\n"
+    "            return int(next(l for l in f if l.startswith('VmHWM:')).split()[1])\n"
+    "    except (OSError, StopIteration, ValueError):\n"
+    "        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+    "atexit.register(lambda: sys.stderr.write('\\npeak_rss_kb=%d\\n' % peak()))\n"
+    "from chunkwise.cli import main; sys.exit(main(sys.argv[1:]))"
+)
 NOBODY = 65534
 
 
@@ -37,8 +41,11 @@ def can_drop_privileges() -> bool:
     e.g. a pyenv build in a 0700 /root, cannot load its shared library as another user)."""
     if os.geteuid() != 0 or shutil.which("setpriv") is None:
         return False
-    probe = subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
-                            sys.executable, "-c", "pass"], capture_output=True, timeout=60)
+    probe = subprocess.run(
+        ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", sys.executable, "-c", "pass"],
+        capture_output=True,
+        timeout=60,
+    )
     return probe.returncode == 0
 
 

@@ -19,12 +19,13 @@ from chunkwise.strategies.base import max_chars_for
 def test_spaceless_run_is_capped_by_characters(name, max_tokens, overlap, min_tokens):
     text = "A short sentence first. " + "x" * 300_000 + " And a normal sentence after it. The end."
     doc = Document(text, source="run.txt")
-    strategy = get_strategy(name, embedder=FakeEmbedder(), max_tokens=max_tokens, overlap=overlap,
-                            min_tokens=min_tokens)
+    strategy = get_strategy(
+        name, embedder=FakeEmbedder(), max_tokens=max_tokens, overlap=overlap, min_tokens=min_tokens
+    )
     chunks = strategy.chunk(doc)
     limit = max_chars_for(max_tokens)
     assert max(len(c.text) for c in chunks) <= limit
-    assert all(text[c.start:c.end] == c.text and c.token_count <= max_tokens for c in chunks)
+    assert all(text[c.start : c.end] == c.text and c.token_count <= max_tokens for c in chunks)
     covered = sum(c.end - c.start for c in chunks) if overlap == 0 else None
     if covered is not None:
         assert covered >= 300_000

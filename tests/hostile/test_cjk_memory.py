@@ -44,7 +44,23 @@ cjk = _bench_module().cjk
 def test_blocks_give_the_same_tokens_as_the_whole_text():
     tok = get_tokenizer("minilm")
     rng = random.Random(5)
-    pieces = ["漢字", "かな", "テスト", "。", "、", "abc", "Déjà", " ", "\n", "123", "𠀀", "ｱｲ", "e\u0301", "!?", "한국어"]
+    pieces = [
+        "漢字",
+        "かな",
+        "テスト",
+        "。",
+        "、",
+        "abc",
+        "Déjà",
+        " ",
+        "\n",
+        "123",
+        "𠀀",
+        "ｱｲ",
+        "e\u0301",
+        "!?",
+        "한국어",
+    ]
     text = "".join(rng.choice(pieces) for _ in range(300_000))
     whole = tok.hf.encode(text, add_special_tokens=False)
     starts, ends = tok.offset_arrays(text)

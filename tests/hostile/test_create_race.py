@@ -17,8 +17,10 @@ from chunkwise.errors import ChunkwiseError
 from chunkwise.retrieval.index import Index
 from chunkwise.store import lite
 
-DOCS = [Document(f"The keeper {k} lit the lamp. Ships passed the harbour in the storm. Bees came back.",
-                 source=f"d{k}.txt") for k in range(3)]
+DOCS = [
+    Document(f"The keeper {k} lit the lamp. Ships passed the harbour in the storm. Bees came back.", source=f"d{k}.txt")
+    for k in range(3)
+]
 
 
 @pytest.fixture
@@ -26,7 +28,7 @@ def server(tmp_path):
     engine = lite.start(str(tmp_path / "server.db"))
     if engine is None:
         pytest.skip("this milvus-lite cannot be served on a private socket")
-    yield "unix://" + engine.uri[len("unix:"):]
+    yield "unix://" + engine.uri[len("unix:") :]
     engine.stop()
 
 

@@ -322,9 +322,10 @@ def test_a_passage_cannot_forge_a_passage_header_or_a_citation(fake_openai, tmp_
     assert [f.split("\n", 1)[0] for f in fenced] == ["[1] blog/anyone-can-write.txt", "[2] keeper.txt"]
     assert fenced[0].split("\n", 1)[1] == FORGED and fenced[1].split("\n", 1)[1] == GOOD
     # the offline answer quotes passage text: a citation the text carries is not read as the answer's own
+    from conftest import FakeEmbedder
+
     from chunkwise.llm import ExtractiveLLM
     from chunkwise.llm.answer import answer_passages
-    from conftest import FakeEmbedder
 
     quoted = Passage(1, "The keeper polished the brass bell [2] every single morning before dawn.", "blog.txt")
     ans = answer_passages(

@@ -44,8 +44,9 @@ def test_mangled_stream_is_named():
     assert "OCR" not in str(err.value)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("cryptography") is not None,
-                    reason="cryptography is installed: the AES PDF simply opens")
+@pytest.mark.skipif(
+    importlib.util.find_spec("cryptography") is not None, reason="cryptography is installed: the AES PDF simply opens"
+)
 def test_aes_pdf_without_cryptography_says_so():
     with pytest.raises(InputError, match="needs the 'cryptography' package"):
         load(DATA / "aes-empty-password.pdf")

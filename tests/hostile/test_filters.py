@@ -15,11 +15,21 @@ INJECTIONS = ['x" or 1 == 1 or "', "x' or 1 == 1 or '", 'x\\" or id != "', "a\no
 def test_build_filter_quotes_and_validates():
     assert build_filter([("page_start", ">=", 2)]) == "(page_start >= 2)"
     assert build_filter({"doc_id": 'a"b'}) == '(doc_id == "a\\"b")'
-    assert build_filter([("speakers", "contains", "Ann"), ("chunk_index", "in", [1, 2])]) == \
-        '(array_contains(speakers, "Ann")) and (chunk_index in [1, 2])'
-    for bad in ([("vector", "==", 1)], [("page_start", "==", "2")], [("page_start", "or", 1)],
-                [("page_start", ">=", float("nan"))], [("source", "like", 3)], "page_start > 1",
-                [("page_start", ">=", True)], [("source", "contains", "x")], [("page_start", "in", "12")]):
+    assert (
+        build_filter([("speakers", "contains", "Ann"), ("chunk_index", "in", [1, 2])])
+        == '(array_contains(speakers, "Ann")) and (chunk_index in [1, 2])'
+    )
+    for bad in (
+        [("vector", "==", 1)],
+        [("page_start", "==", "2")],
+        [("page_start", "or", 1)],
+        [("page_start", ">=", float("nan"))],
+        [("source", "like", 3)],
+        "page_start > 1",
+        [("page_start", ">=", True)],
+        [("source", "contains", "x")],
+        [("page_start", "in", "12")],
+    ):
         with pytest.raises(ConfigError):
             build_filter(bad)
 

@@ -17,13 +17,21 @@ from chunkwise.formats import FORMATS, load_bytes
 from chunkwise.segmentation.sentences import split_sentences
 
 EXAMPLES = int(os.environ.get("CHUNKWISE_FUZZ_EXAMPLES", "150"))
-FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=EXAMPLES <= 150,
-                suppress_health_check=list(HealthCheck))
+FUZZ = settings(
+    max_examples=EXAMPLES, deadline=None, derandomize=EXAMPLES <= 150, suppress_health_check=list(HealthCheck)
+)
 
-SEEDS = [b"%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF",
-         b"WEBVTT\n\n00:00.000 --> 00:01.000\nhello\n", b"1\n00:00:00,000 --> 00:00:01,000\nhi\n\n",
-         b"<!doctype html><html><body><h1>T</h1><p>x</p>", b"# Title\n\n```\ncode\n", b"\xff\xfe\x00\x00",
-         b"\xef\xbb\xbf", "日本語の文。".encode("utf-16-le"), b"\x00" * 8]
+SEEDS = [
+    b"%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF",
+    b"WEBVTT\n\n00:00.000 --> 00:01.000\nhello\n",
+    b"1\n00:00:00,000 --> 00:00:01,000\nhi\n\n",
+    b"<!doctype html><html><body><h1>T</h1><p>x</p>",
+    b"# Title\n\n```\ncode\n",
+    b"\xff\xfe\x00\x00",
+    b"\xef\xbb\xbf",
+    "日本語の文。".encode("utf-16-le"),
+    b"\x00" * 8,
+]
 
 
 @st.composite
@@ -35,8 +43,11 @@ def hostile_bytes(draw):
 
 
 @FUZZ
-@given(data=hostile_bytes(), fmt=st.sampled_from((None,) + FORMATS), name=st.sampled_from(
-    [None, "a.txt", "a.md", "a.html", "a.pdf", "a.vtt", "a.srt", "noext"]))
+@given(
+    data=hostile_bytes(),
+    fmt=st.sampled_from((None,) + FORMATS),
+    name=st.sampled_from([None, "a.txt", "a.md", "a.html", "a.pdf", "a.vtt", "a.srt", "noext"]),
+)
 def test_loaders_fail_only_with_one_clear_error(data, fmt, name):
     options = {"format": fmt} if fmt else {}
     try:
@@ -53,9 +64,34 @@ def test_loaders_fail_only_with_one_clear_error(data, fmt, name):
 
 
 @FUZZ
-@given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=800)
-       | st.lists(st.sampled_from(["Dr.", "e.g.", "3.5", " ", "\n", "。", "?!", "...", "U.S.", "“", "”", ")",
-                                   "x" * 50, "\u200b", "\r\n", "A", "b", "。」"]), max_size=200).map("".join))
+@given(
+    st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=800)
+    | st.lists(
+        st.sampled_from(
+            [
+                "Dr.",
+                "e.g.",
+                "3.5",
+                " ",
+                "\n",
+                "。",
+                "?!",
+                "...",
+                "U.S.",
+                "“",
+                "”",
+                ")",
+                "x" * 50,
+                "\u200b",
+                "\r\n",
+                "A",
+                "b",
+                "。」",
+            ]
+        ),
+        max_size=200,
+    ).map("".join)
+)
 def test_sentence_spans_keep_their_invariants(text):
     spans = split_sentences(text)
     pos = 0

@@ -111,8 +111,10 @@ def test_index_with_a_non_utf8_name_and_special_files(tmp_path):
 
 
 @pytest.mark.slow  # three index runs as another user, each a CLI subprocess with the real model
-@pytest.mark.skipif(not can_drop_privileges(), reason="needs root (to run a child as nobody) and setpriv; "
-                                                      "as a normal user chmod 000 works but root reads anyway")
+@pytest.mark.skipif(
+    not can_drop_privileges(),
+    reason="needs root (to run a child as nobody) and setpriv; as a normal user chmod 000 works but root reads anyway",
+)
 def test_prune_never_deletes_what_it_could_not_read(shared_dir):  # noqa: F811 (the imported fixture)
     folder = shared_dir / "in"
     build(folder, fifo=False, zero=False)
@@ -135,8 +137,9 @@ def test_prune_never_deletes_what_it_could_not_read(shared_dir):  # noqa: F811 (
     assert len(lines_about(done.err, "locked: cannot read this folder (permission denied)")) == 1, done.err
     assert "1 pruned" in done.err, done.err
     os.chmod(secret, 0o777)
-    listing = run_cli(["-q", "--no-cache", "search", "keeper number", "-k", "20", "--db", db, "--format", "jsonl"],
-                      user=NOBODY)
+    listing = run_cli(
+        ["-q", "--no-cache", "search", "keeper number", "-k", "20", "--db", db, "--format", "jsonl"], user=NOBODY
+    )
     sources = {os.path.basename(json.loads(line)["source"]) for line in listing.out.splitlines()}
     assert {f"doc{k}.txt" for k in range(4)} <= sources
     assert "z_last.txt" not in sources

@@ -44,20 +44,36 @@ def listening_tcp_sockets_of_this_process() -> list[str]:
 def test_no_tcp_port_and_a_private_socket(tmp_path, fake_embedder):
     before = set(listening_tcp_sockets_of_this_process())  # other tests' servers may be listening
     with Index(db=tmp_path / "x.db", embedder=fake_embedder) as index:
-        index.add([Document("The keeper lit the lamp. The ships were safe.", source="a.txt")],
-                  params={"max_tokens": 32})
+        index.add(
+            [Document("The keeper lit the lamp. The ships were safe.", source="a.txt")], params={"max_tokens": 32}
+        )
         assert set(listening_tcp_sockets_of_this_process()) - before == set()
         engine = index.store._engine
         assert engine is not None and engine.uri.startswith("unix:")
-        path = engine.uri[len("unix:"):]
+        path = engine.uri[len("unix:") :]
         assert stat.S_IMODE(os.stat(os.path.dirname(path)).st_mode) == 0o700
         assert stat.S_IMODE(os.stat(tmp_path / "x.db").st_mode) == 0o700
         if can_drop_privileges():
-            probe = ("import socket, sys\ns = socket.socket(socket.AF_UNIX)\n"
-                     "try:\n    s.connect(sys.argv[1])\nexcept PermissionError:\n    print('refused')\n"
-                     "else:\n    print('connected')\n")
-            done = subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
-                                   sys.executable, "-c", probe, path], capture_output=True, text=True, timeout=60)
+            probe = (
+                "import socket, sys\ns = socket.socket(socket.AF_UNIX)\n"
+                "try:\n    s.connect(sys.argv[1])\nexcept PermissionError:\n    print('refused')\n"
+                "else:\n    print('connected')\n"
+            )
+            done = subprocess.run(
+                [
+                    "setpriv",
+                    f"--reuid={NOBODY}",
+                    f"--regid={NOBODY}",
+                    "--clear-groups",
+                    sys.executable,
+                    "-c",
+                    probe,
+                    path,
+                ],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
             assert done.stdout.strip() == "refused", done.stderr
     assert not os.path.exists(os.path.dirname(path))  # the socket folder is removed on close
     with Index(db=tmp_path / "x.db", embedder=fake_embedder) as index:  # and the database opens again

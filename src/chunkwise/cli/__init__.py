@@ -13,15 +13,38 @@ import sys
 from ..errors import ChunkwiseError
 
 #: command modules, each with ``register(subparsers)``; every sub-parser sets ``func(args) -> int``
-COMMAND_MODULES = ("chunk", "inspect", "embeddings", "index", "evaluate", "strategies", "answers", "video", "viz",
-                   "serve", "questions")
+COMMAND_MODULES = (
+    "chunk",
+    "inspect",
+    "embeddings",
+    "index",
+    "evaluate",
+    "strategies",
+    "answers",
+    "video",
+    "viz",
+    "serve",
+    "questions",
+)
 #: command -> the module that registers it, so a run imports only its own command's module (and what that
 #: needs): ``chunkwise search`` does not import the strategies' or the video code's dependencies.
 #: ``tests/test_cli_options.py`` checks it against what the modules register.
 COMMANDS = {
-    "chunk": "chunk", "inspect": "inspect", "embed": "embeddings", "distill": "embeddings", "cache": "embeddings",
-    "index": "index", "search": "index", "eval": "evaluate", "tune": "evaluate", "strategies": "strategies",
-    "ask": "answers", "summarize": "answers", "video": "video", "viz": "viz", "serve": "serve",
+    "chunk": "chunk",
+    "inspect": "inspect",
+    "embed": "embeddings",
+    "distill": "embeddings",
+    "cache": "embeddings",
+    "index": "index",
+    "search": "index",
+    "eval": "evaluate",
+    "tune": "evaluate",
+    "strategies": "strategies",
+    "ask": "answers",
+    "summarize": "answers",
+    "video": "video",
+    "viz": "viz",
+    "serve": "serve",
     "questions": "questions",
 }
 #: global options that take a value (the command is the first other word of the command line)
@@ -81,13 +104,20 @@ def add_global_options(parser: argparse.ArgumentParser, after_command: bool = Fa
         if not any(f in taken for f in flags):
             g.add_argument(*flags, **kw)
 
-    add("--embedder", default=default,
+    add(
+        "--embedder",
+        default=default,
         help="embedding model for every command that embeds: minilm (default), "
-             "st:NAME_OR_PATH, static, openai:MODEL, use-multilingual, e5 (multilingual-e5-small), "
-             "auto (e5 when most input documents are not English, else minilm)")
-    add("--embedder-backend", default=default, choices=("onnx", "torch"),
+        "st:NAME_OR_PATH, static, openai:MODEL, use-multilingual, e5 (multilingual-e5-small), "
+        "auto (e5 when most input documents are not English, else minilm)",
+    )
+    add(
+        "--embedder-backend",
+        default=default,
+        choices=("onnx", "torch"),
         help="library that runs the embedding model where there is a choice: minilm on onnx (default) or "
-             "torch (extra 'torch'; formerly --embedder minilm-torch)")
+        "torch (extra 'torch'; formerly --embedder minilm-torch)",
+    )
     add("--base-url", default=default, help="base URL for openai:MODEL embedders")
     add("--cache-dir", default=default, help="embedding cache directory (default: user cache dir)")
     add("--no-cache", action="store_true", default=flag_default, help="do not read or write the embedding cache")

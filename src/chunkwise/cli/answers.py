@@ -21,33 +21,76 @@ def add_llm_options(p: argparse.ArgumentParser, answers: bool = True) -> None:
     from ..llm.openai import DEFAULT_ANSWER_TOKENS, DEFAULT_CONTEXT_TOKENS
 
     g = p.add_argument_group("language model (optional; without one the answer is extractive)")
-    g.add_argument("--llm-base-url", default=None, metavar="URL",
-                   help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 (default $CHUNKWISE_LLM_BASE_URL)")
+    g.add_argument(
+        "--llm-base-url",
+        default=None,
+        metavar="URL",
+        help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 (default $CHUNKWISE_LLM_BASE_URL)",
+    )
     g.add_argument("--llm-model", default=None, metavar="NAME", help="chat model (default $CHUNKWISE_LLM_MODEL)")
-    g.add_argument("--context-tokens", type=int, default=None, metavar="N",
-                   help=f"the model's context window, prompt + answer (default {DEFAULT_CONTEXT_TOKENS}); "
-                        "prompts are fitted to it, never sent over it")
-    g.add_argument("--answer-tokens", type=int, default=None, metavar="N",
-                   help=f"most tokens of an answer, reserved out of the window (default {DEFAULT_ANSWER_TOKENS})")
-    g.add_argument("--llm-tokenizer", default=None, metavar="NAME",
-                   help="tokenizer that counts prompt tokens: cl100k (default) | hf:PATH (the model's own)")
-    g.add_argument("--llm-timeout", type=float, default=None, metavar="SECONDS",
-                   help="the longest wait to connect or between two reads (default 60)")
-    g.add_argument("--llm-deadline", type=float, default=None, metavar="SECONDS",
-                   help="the most a whole request may take, retries and streaming included "
-                        "(default 300, or --llm-timeout if longer)")
-    g.add_argument("--llm-retries", type=int, default=None, metavar="N",
-                   help="extra attempts on 408/409/429/5xx/timeouts (default 3)")
+    g.add_argument(
+        "--context-tokens",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"the model's context window, prompt + answer (default {DEFAULT_CONTEXT_TOKENS}); "
+        "prompts are fitted to it, never sent over it",
+    )
+    g.add_argument(
+        "--answer-tokens",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"most tokens of an answer, reserved out of the window (default {DEFAULT_ANSWER_TOKENS})",
+    )
+    g.add_argument(
+        "--llm-tokenizer",
+        default=None,
+        metavar="NAME",
+        help="tokenizer that counts prompt tokens: cl100k (default) | hf:PATH (the model's own)",
+    )
+    g.add_argument(
+        "--llm-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="the longest wait to connect or between two reads (default 60)",
+    )
+    g.add_argument(
+        "--llm-deadline",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="the most a whole request may take, retries and streaming included "
+        "(default 300, or --llm-timeout if longer)",
+    )
+    g.add_argument(
+        "--llm-retries",
+        type=int,
+        default=None,
+        metavar="N",
+        help="extra attempts on 408/409/429/5xx/timeouts (default 3)",
+    )
 
 
 def llm_from_args(args: argparse.Namespace, embedder=None, stream: bool = True):
     """The LLM the flags ask for: ``OpenAILLM`` with an endpoint, else the extractive fallback."""
     from ..llm import get_llm
 
-    return get_llm(args.llm_base_url, args.llm_model, embedder=embedder, context_tokens=args.context_tokens,
-                   answer_tokens=args.answer_tokens, tokenizer=args.llm_tokenizer, timeout=args.llm_timeout,
-                   deadline=args.llm_deadline, retries=args.llm_retries, stream=stream, cache=not getattr(args, "no_cache", False),
-                   cache_dir=getattr(args, "cache_dir", None))
+    return get_llm(
+        args.llm_base_url,
+        args.llm_model,
+        embedder=embedder,
+        context_tokens=args.context_tokens,
+        answer_tokens=args.answer_tokens,
+        tokenizer=args.llm_tokenizer,
+        timeout=args.llm_timeout,
+        deadline=args.llm_deadline,
+        retries=args.llm_retries,
+        stream=stream,
+        cache=not getattr(args, "no_cache", False),
+        cache_dir=getattr(args, "cache_dir", None),
+    )
 
 
 def register(subparsers) -> None:
@@ -56,34 +99,50 @@ def register(subparsers) -> None:
     from .remote import add_server_option
 
     p = subparsers.add_parser(
-        "ask", help="answer a question from the index, citing the chunks it used",
+        "ask",
+        help="answer a question from the index, citing the chunks it used",
         description="Retrieve the best chunks, number them with their provenance, ask a chat model (any "
-                    "OpenAI-compatible endpoint) and print the answer as it streams, then the cited sources. "
-                    "Citations are checked against the chunks given. Without an endpoint the answer is "
-                    "extractive: the best supporting sentences of the retrieved chunks, with citations.")
+        "OpenAI-compatible endpoint) and print the answer as it streams, then the cited sources. "
+        "Citations are checked against the chunks given. Without an endpoint the answer is "
+        "extractive: the best supporting sentences of the retrieved chunks, with citations.",
+    )
     p.add_argument("question", help="the question")
     p.add_argument("-k", type=int, default=5, help="chunks to retrieve (default 5)")
     add_retrieval_options(p)
     p.add_argument("--filter", default=None, metavar="EXPR", help="Milvus boolean expression, as in search")
-    p.add_argument("--min-score", type=float, default=None, metavar="COSINE",
-                   help="leave out chunks less similar to the question than this (default 0.15; -1 keeps all)")
+    p.add_argument(
+        "--min-score",
+        type=float,
+        default=None,
+        metavar="COSINE",
+        help="leave out chunks less similar to the question than this (default 0.15; -1 keeps all)",
+    )
     p.add_argument("--show-context", action="store_true", help="print the numbered passages before the answer")
-    p.add_argument("--format", choices=("text", "json"), default="text",
-                   help="text (streamed answer, then sources) or json (one object)")
+    p.add_argument(
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        help="text (streamed answer, then sources) or json (one object)",
+    )
     p.add_argument("--no-stream", action="store_true", help="ask for the whole answer at once")
-    p.add_argument("--interactive", action="store_true",
-                   help="a prompt loop: open the index and load the model once, then answer question after "
-                        "question (the first question is the argument; an empty line or Ctrl-D ends)")
+    p.add_argument(
+        "--interactive",
+        action="store_true",
+        help="a prompt loop: open the index and load the model once, then answer question after "
+        "question (the first question is the argument; an empty line or Ctrl-D ends)",
+    )
     add_server_option(p)
     add_store_options(p)
     add_llm_options(p)
     p.set_defaults(func=run_ask)
 
     s = subparsers.add_parser(
-        "summarize", help="summarise documents (map-reduce with an LLM, or extractive offline)",
+        "summarize",
+        help="summarise documents (map-reduce with an LLM, or extractive offline)",
         description="Chunk each document and summarise it: one call when it fits the model's context, else "
-                    "map (each chunk, in parallel) and reduce (groups of notes) until it does. Without an "
-                    "endpoint the summary is extractive: the most central sentences, with citations.")
+        "map (each chunk, in parallel) and reduce (groups of notes) until it does. Without an "
+        "endpoint the summary is extractive: the most central sentences, with citations.",
+    )
     s.add_argument("paths", nargs="+", metavar="PATH", help="files or folders to summarise (- for stdin)")
     s.add_argument("--style", choices=("bullets", "paragraph"), default="bullets", help="default bullets")
     s.add_argument("--concurrency", type=int, default=4, metavar="N", help="map requests at once (default 4)")
@@ -109,8 +168,9 @@ def _sources(answer) -> list[str]:
     else:
         lines.append("Sources: the answer cites none of the passages")
     for n in answer.invalid_citations:
-        lines.append(f"  ! [{n}] is cited but no passage [{n}] was given (of {len(answer.given)}): "
-                     "unsupported citation")
+        lines.append(
+            f"  ! [{n}] is cited but no passage [{n}] was given (of {len(answer.given)}): unsupported citation"
+        )
     return lines
 
 
@@ -129,8 +189,10 @@ def run_ask(args: argparse.Namespace) -> int:
     if url and args.interactive:
         raise ConfigError("--interactive opens the index here; a --server is already warm: drop one of them")
     if url and widen:
-        raise ConfigError("--expand and --budget (or a --config's expand/budget) are applied here, not sent to a "
-                          "--server: drop them or the --server")
+        raise ConfigError(
+            "--expand and --budget (or a --config's expand/budget) are applied here, not sent to a "
+            "--server: drop them or the --server"
+        )
     if url:
         answer = remote.ask(args, url, settings)
         if text_out and args.show_context:
@@ -184,8 +246,16 @@ def _ask_once(args, index, llm, question: str, text_out: bool, settings: dict) -
         if text_out and args.show_context and passages:
             _show_passages(passages)
 
-    answer = index.ask(question, k=args.k, llm=llm, filter=args.filter, min_score=args.min_score,
-                       on_token=on_token, on_passages=on_passages, **settings)
+    answer = index.ask(
+        question,
+        k=args.k,
+        llm=llm,
+        filter=args.filter,
+        min_score=args.min_score,
+        on_token=on_token,
+        on_passages=on_passages,
+        **settings,
+    )
     if streamed and not "".join(streamed).endswith("\n"):
         sys.stdout.write("\n")
     return _print_answer(args, answer, text_out)
@@ -247,8 +317,9 @@ def run_summarize(args: argparse.Namespace) -> int:
                 failed += 1
                 continue
             chunks = strategy.chunk(doc)
-            result = summarize(chunks, llm, style=args.style, concurrency=args.concurrency,
-                               progress=_progress(args, source))
+            result = summarize(
+                chunks, llm, style=args.style, concurrency=args.concurrency, progress=_progress(args, source)
+            )
             result.source = source
             done += 1
             _print_summary(args, result, several)
@@ -274,8 +345,11 @@ def _print_summary(args, result, several: bool) -> None:
     for n in result.invalid_citations:
         print(f"  ! [{n}] is cited but the document has no chunk [{n}]: unsupported citation")
     if not args.quiet:
-        how = "extractive (no LLM configured; --llm-base-url URL --llm-model NAME for a written summary)" \
-            if result.extractive else f"{result.llm}, calls per level {'+'.join(map(str, result.levels))}"
+        how = (
+            "extractive (no LLM configured; --llm-base-url URL --llm-model NAME for a written summary)"
+            if result.extractive
+            else f"{result.llm}, calls per level {'+'.join(map(str, result.levels))}"
+        )
         extra = f"; {result.cut} chunk(s) cut to fit the context window" if result.cut else ""
         print(f"chunkwise: {result.source}: {len(result.passages)} chunks; {how}{extra}", file=sys.stderr)
     if several:

@@ -25,6 +25,7 @@ from ..timefmt import format_time_range
 from ..video.document import VideoDocument
 from .options import add_input_options, input_options, parse_size  # noqa: F401 - re-exported for callers
 
+
 def register(subparsers) -> None:
     import textwrap
 
@@ -32,20 +33,28 @@ def register(subparsers) -> None:
     from .strategies import strategies_epilog
 
     p = subparsers.add_parser(
-        "chunk", help="chunk files, folders or stdin; print JSONL or a table",
+        "chunk",
+        help="chunk files, folders or stdin; print JSONL or a table",
         description=textwrap.fill(
             "Chunk documents (text, Markdown, HTML, PDF, WebVTT, SRT, SBV; folders recursively, files of "
             "supported types; - for stdin) and write one JSON object per chunk, or a table for reading.",
-            width=100),
-        epilog=strategies_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter,
+            width=100,
+        ),
+        epilog=strategies_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="files, folders, or - for standard input")
     add_chunking_options(p)
     o = p.add_argument_group("output")
-    o.add_argument("--format", "-f", choices=("jsonl", "table", "text"), default="jsonl",
-                   help="jsonl: one object per chunk with every chunk field (default); table: for people (wraps "
-                        "on a terminal, whole text per line in a pipe); text: one block per chunk, a header "
-                        "line of provenance then the exact text")
+    o.add_argument(
+        "--format",
+        "-f",
+        choices=("jsonl", "table", "text"),
+        default="jsonl",
+        help="jsonl: one object per chunk with every chunk field (default); table: for people (wraps "
+        "on a terminal, whole text per line in a pipe); text: one block per chunk, a header "
+        "line of provenance then the exact text",
+    )
     o.add_argument("-o", "--output", default=None, metavar="FILE", help="write here instead of stdout")
     add_input_options(p)
     p.set_defaults(func=run)
@@ -95,19 +104,22 @@ class _TableWriter:
         fixed = src_w + 5 + 6 + sec_w + pages_w + 5 * 2
         text_w = max(20, self.width - fixed)
         if not self.header_done:
-            self.out.write(f"{'source':<{src_w}}  {'#':>5}  {'tokens':>6}  {'section':<{sec_w}}  "
-                           f"{'where':<{pages_w}}  text\n")
+            self.out.write(
+                f"{'source':<{src_w}}  {'#':>5}  {'tokens':>6}  {'section':<{sec_w}}  {'where':<{pages_w}}  text\n"
+            )
             self.header_done = True
         for c in chunks:
-            source = c.source if len(c.source) <= src_w else "\u2026" + c.source[-(src_w - 1):]
+            source = c.source if len(c.source) <= src_w else "\u2026" + c.source[-(src_w - 1) :]
             section = " > ".join(c.section)
             if len(section) > sec_w:  # keep the innermost heading readable
-                section = "\u2026" + section[-(sec_w - 1):]
+                section = "\u2026" + section[-(sec_w - 1) :]
             words = " ".join(c.text.split())
             lines = textwrap.wrap(words, text_w, break_on_hyphens=False) if self.wrap else [words]
             lines = lines or [""]
-            self.out.write(f"{source:<{src_w}}  {c.index:>5}  {c.token_count:>6}  {section:<{sec_w}}  "
-                           f"{_pages(c):<{pages_w}}  {lines[0]}\n")
+            self.out.write(
+                f"{source:<{src_w}}  {c.index:>5}  {c.token_count:>6}  {section:<{sec_w}}  "
+                f"{_pages(c):<{pages_w}}  {lines[0]}\n"
+            )
             for line in lines[1:]:
                 self.out.write(" " * (fixed) + line + "\n")
 
@@ -220,9 +232,11 @@ def run(args: argparse.Namespace) -> int:
     if languages is not None:
         languages.warn()
     if not args.quiet:
-        print(f"chunkwise: {n_docs} document{'s' if n_docs != 1 else ''}, {n_chunks} chunk"
-              f"{'s' if n_chunks != 1 else ''} ({strategy.name}, max_tokens={strategy.max_tokens})",
-              file=sys.stderr)
+        print(
+            f"chunkwise: {n_docs} document{'s' if n_docs != 1 else ''}, {n_chunks} chunk"
+            f"{'s' if n_chunks != 1 else ''} ({strategy.name}, max_tokens={strategy.max_tokens})",
+            file=sys.stderr,
+        )
     if failures:
         print(f"chunkwise: {len(failures)} input{'s' if len(failures) != 1 else ''} failed:", file=sys.stderr)
         for source, problem in failures:

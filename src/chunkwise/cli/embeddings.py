@@ -15,30 +15,47 @@ import sys
 
 def register(subparsers) -> None:
     e = subparsers.add_parser(
-        "embed", help="embed texts (arguments, or one per line from a file or stdin)",
+        "embed",
+        help="embed texts (arguments, or one per line from a file or stdin)",
         description="Embed texts with the embedder chosen by --embedder and print JSON lines "
-                    '{"index", "text", "vector"} or write a .npy matrix (row i = text i). Vectors are '
-                    "L2-normalised float32; cached vectors are reused.")
+        '{"index", "text", "vector"} or write a .npy matrix (row i = text i). Vectors are '
+        "L2-normalised float32; cached vectors are reused.",
+    )
     e.add_argument("texts", nargs="*", metavar="TEXT", help="texts to embed")
-    e.add_argument("--input", "-i", default=None, metavar="FILE",
-                   help="read texts from FILE, one per line ('-' = stdin); every line is a row, blank ones too")
-    e.add_argument("--output", "-o", default=None, metavar="FILE",
-                   help="write vectors to FILE: .npy (float32 matrix) or .jsonl (default: JSON lines on stdout)")
+    e.add_argument(
+        "--input",
+        "-i",
+        default=None,
+        metavar="FILE",
+        help="read texts from FILE, one per line ('-' = stdin); every line is a row, blank ones too",
+    )
+    e.add_argument(
+        "--output",
+        "-o",
+        default=None,
+        metavar="FILE",
+        help="write vectors to FILE: .npy (float32 matrix) or .jsonl (default: JSON lines on stdout)",
+    )
     e.add_argument("--batch-size", type=int, default=1024, help="texts per embedding call (default 1024)")
     e.set_defaults(func=run_embed)
 
     p = subparsers.add_parser(
-        "distill", help="distil the static embedding model from MiniLM (once, into the cache directory)",
+        "distill",
+        help="distil the static embedding model from MiniLM (once, into the cache directory)",
         description="Distil a model2vec static model from the local all-MiniLM-L6-v2 (ONNX, no torch) and "
-                    "save it under CACHE_DIR/static/NAME, where `--embedder static` finds it.")
+        "save it under CACHE_DIR/static/NAME, where `--embedder static` finds it.",
+    )
     p.add_argument("--pca-dims", type=int, default=256, help="output dimensions (default 256)")
     p.add_argument("--sif-coefficient", type=float, default=1e-5, help="Zipf/SIF weighting (default 1e-5)")
     p.add_argument("--name", default=None, help="model folder name (default minilm-static-256)")
     p.add_argument("--force", action="store_true", help="distil again even if the model exists")
     p.set_defaults(func=run_distill)
 
-    c = subparsers.add_parser("cache", help="inspect or clear the embedding cache",
-                              description="The persistent embedding cache (SQLite, keyed by model and text hash).")
+    c = subparsers.add_parser(
+        "cache",
+        help="inspect or clear the embedding cache",
+        description="The persistent embedding cache (SQLite, keyed by model and text hash).",
+    )
     csub = c.add_subparsers(dest="cache_command", metavar="ACTION")
     s = csub.add_parser("stats", help="location, size and entries per model")
     s.add_argument("--json", action="store_true", help="machine-readable output")
@@ -74,14 +91,22 @@ def run_distill(args: argparse.Namespace) -> int:
         if not quiet and sys.stderr.isatty():
             print(f"\rembedding vocabulary: {done}/{total}", end="", file=sys.stderr, flush=True)
 
-    path = distill_static(args.cache_dir, name=name, pca_dims=args.pca_dims,
-                          sif_coefficient=args.sif_coefficient, force=args.force, progress=progress)
+    path = distill_static(
+        args.cache_dir,
+        name=name,
+        pca_dims=args.pca_dims,
+        sif_coefficient=args.sif_coefficient,
+        force=args.force,
+        progress=progress,
+    )
     if not quiet and sys.stderr.isatty():
         print(file=sys.stderr)
     meta = StaticEmbedder(path).metadata
-    print(f"static model written to {path} ({meta.get('vocab_size')} tokens x {args.pca_dims} dims, "
-          f"PCA keeps {meta.get('explained_variance', 0):.1%} of the variance, {time.time() - started:.0f} s); "
-          "use it with --embedder static")
+    print(
+        f"static model written to {path} ({meta.get('vocab_size')} tokens x {args.pca_dims} dims, "
+        f"PCA keeps {meta.get('explained_variance', 0):.1%} of the variance, {time.time() - started:.0f} s); "
+        "use it with --embedder static"
+    )
     return 0
 
 
@@ -97,13 +122,17 @@ def run_cache_stats(args: argparse.Namespace) -> int:
         print(json.dumps(info, indent=2))
         return 0
     print(f"cache:    {info['path']}{'' if info['exists'] else ' (not created yet)'}")
-    print(f"size:     {_human(info['file_bytes'])} on disk, {_human(info['used_bytes'])} live, "
-          f"bound {_human(info['max_bytes'])}")
+    print(
+        f"size:     {_human(info['file_bytes'])} on disk, {_human(info['used_bytes'])} live, "
+        f"bound {_human(info['max_bytes'])}"
+    )
     print(f"entries:  {info['entries']}")
     for model, m in info["models"].items():
         print(f"  {model:<40} {m['entries']:>9} vectors  {_human(m['vector_bytes'])}")
-    print(f"graphs:   {_human(info['graphs']['bytes'])} in {info['graphs']['files']} file(s): the rewritten MiniLM "
-          "model (made again when needed)")
+    print(
+        f"graphs:   {_human(info['graphs']['bytes'])} in {info['graphs']['files']} file(s): the rewritten MiniLM "
+        "model (made again when needed)"
+    )
     return 0
 
 
@@ -182,8 +211,9 @@ def run_embed(args: argparse.Namespace) -> int:
             else:
                 stream = sink or sys.stdout
                 for i, (text, vec) in enumerate(zip(batch, vectors)):
-                    stream.write(json.dumps({"index": n + i, "text": text,
-                                             "vector": [round(float(x), 7) for x in vec]}) + "\n")
+                    stream.write(
+                        json.dumps({"index": n + i, "text": text, "vector": [round(float(x), 7) for x in vec]}) + "\n"
+                    )
             n += len(batch)
     finally:
         if sink:
@@ -193,8 +223,11 @@ def run_embed(args: argparse.Namespace) -> int:
         matrix = np.concatenate(chunks) if chunks else np.zeros((0, embedder.dim), dtype=np.float32)
         np.save(out_path, matrix.astype(np.float32, copy=False))
     if not getattr(args, "quiet", False):
-        print(f"embedded {n} texts with {embedder.model_id} ({embedder.dim} dims): "
-              f"{embedder.texts_embedded} computed, {n - embedder.texts_embedded} from cache or repeated, "
-              f"{embedder.truncated} truncated to {embedder.model_window} tokens"
-              + (f"; wrote {out_path}" if out_path else ""), file=sys.stderr)
+        print(
+            f"embedded {n} texts with {embedder.model_id} ({embedder.dim} dims): "
+            f"{embedder.texts_embedded} computed, {n - embedder.texts_embedded} from cache or repeated, "
+            f"{embedder.truncated} truncated to {embedder.model_window} tokens"
+            + (f"; wrote {out_path}" if out_path else ""),
+            file=sys.stderr,
+        )
     return 0

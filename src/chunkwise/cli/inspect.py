@@ -29,16 +29,21 @@ def register(subparsers) -> None:
     from .options import add_chunking_options
 
     p = subparsers.add_parser(
-        "inspect", help="explain a chunking: one JSON line per sentence with distances and breakpoints",
+        "inspect",
+        help="explain a chunking: one JSON line per sentence with distances and breakpoints",
         description="Print one JSON object per sentence: its span, the distance to the next sentence, the "
-                    "threshold it was compared with, and whether (and why) a chunk ends there.",
+        "threshold it was compared with, and whether (and why) a chunk ends there.",
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="files, folders, or - for standard input")
     add_chunking_options(p, default_strategy="semantic")
     p.add_argument("-o", "--output", default=None, metavar="FILE", help="write here instead of stdout")
-    p.add_argument("--format", "-f", choices=("jsonl", "table"), default="jsonl",
-                   help="jsonl: one object per sentence (default); table: distances with the cuts marked, "
-                        "for people")
+    p.add_argument(
+        "--format",
+        "-f",
+        choices=("jsonl", "table"),
+        default="jsonl",
+        help="jsonl: one object per sentence (default); table: distances with the cuts marked, for people",
+    )
     add_input_options(p)
     p.set_defaults(func=run)
 
@@ -53,8 +58,7 @@ def format_rows(doc, rows: list[dict], width: int = 120) -> str:
     head = f"{'#':>5} {'chunk':>5} {'tok':>4} {'distance':>8} {'thresh':>8}   " + (f"{'time':>9}  " if timed else "")
     text_w = max(20, width - len(head) - 1) if width else 0
     rule = min(width or 100, 100) - 6
-    lines = [f"{doc.source}: {len(rows)} sentences, {rows[-1]['chunk'] + 1 if rows else 0} chunks",
-             head + "sentence"]
+    lines = [f"{doc.source}: {len(rows)} sentences, {rows[-1]['chunk'] + 1 if rows else 0} chunks", head + "sentence"]
 
     def num(v) -> str:
         return f"{v:8.4f}" if isinstance(v, (int, float)) else f"{'-':>8}"

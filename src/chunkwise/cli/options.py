@@ -55,32 +55,59 @@ def add_input_options(p: argparse.ArgumentParser, globs: bool = True) -> None:
     encoding, size limit, HTML mode and the cleaning switches. One definition for every command."""
     g = p.add_argument_group("input")
     if globs:
-        g.add_argument("--include", action="append", default=[], metavar="GLOB",
-                       help="when walking folders, only files matching this glob, e.g. '*.md' or "
-                            "'docs/**/*.pdf' (repeatable); one naming an extension ('*.svg') also reads "
-                            "files of a type chunkwise would skip")
-        g.add_argument("--exclude", action="append", default=[], metavar="GLOB",
-                       help="when walking folders, skip files matching this glob (repeatable)")
-        g.add_argument("--all-files", action="store_true",
-                       help="when walking folders, read every file, not only the supported types (text, "
-                            "Markdown, HTML, PDF, subtitles, video; extension-less text files)")
-    g.add_argument("--input-format", default=None,
-                   choices=("text", "markdown", "html", "pdf", "vtt", "srt", "sbv"),
-                   help="read every input as this format instead of detecting it")
-    g.add_argument("--encoding", default=None,
-                   help="decode text inputs with this encoding (default: UTF-8; invalid bytes are replaced "
-                        "and reported)")
-    g.add_argument("--max-file-size", default="100MB", metavar="SIZE",
-                   help="refuse files larger than this (default 100MB)")
-    g.add_argument("--pdf-password", default=None, metavar="PASSWORD",
-                   help="password for encrypted PDFs (the empty password is always tried)")
-    g.add_argument("--html-mode", choices=("main", "full"), default=None,
-                   help="HTML: main (default) keeps the page's main content (trafilatura); full keeps all "
-                        "visible text")
+        g.add_argument(
+            "--include",
+            action="append",
+            default=[],
+            metavar="GLOB",
+            help="when walking folders, only files matching this glob, e.g. '*.md' or "
+            "'docs/**/*.pdf' (repeatable); one naming an extension ('*.svg') also reads "
+            "files of a type chunkwise would skip",
+        )
+        g.add_argument(
+            "--exclude",
+            action="append",
+            default=[],
+            metavar="GLOB",
+            help="when walking folders, skip files matching this glob (repeatable)",
+        )
+        g.add_argument(
+            "--all-files",
+            action="store_true",
+            help="when walking folders, read every file, not only the supported types (text, "
+            "Markdown, HTML, PDF, subtitles, video; extension-less text files)",
+        )
+    g.add_argument(
+        "--input-format",
+        default=None,
+        choices=("text", "markdown", "html", "pdf", "vtt", "srt", "sbv"),
+        help="read every input as this format instead of detecting it",
+    )
+    g.add_argument(
+        "--encoding",
+        default=None,
+        help="decode text inputs with this encoding (default: UTF-8; invalid bytes are replaced and reported)",
+    )
+    g.add_argument(
+        "--max-file-size", default="100MB", metavar="SIZE", help="refuse files larger than this (default 100MB)"
+    )
+    g.add_argument(
+        "--pdf-password",
+        default=None,
+        metavar="PASSWORD",
+        help="password for encrypted PDFs (the empty password is always tried)",
+    )
+    g.add_argument(
+        "--html-mode",
+        choices=("main", "full"),
+        default=None,
+        help="HTML: main (default) keeps the page's main content (trafilatura); full keeps all visible text",
+    )
     c = p.add_argument_group("cleaning (PDF and plain text)")
     c.add_argument("--no-clean", action="store_true", help="switch off every cleaning step")
-    c.add_argument("--no-clean-headers", action="store_true",
-                   help="keep running page headers/footers and page numbers (PDF)")
+    c.add_argument(
+        "--no-clean-headers", action="store_true", help="keep running page headers/footers and page numbers (PDF)"
+    )
     c.add_argument("--no-dehyphenate", action="store_true", help="keep words hyphenated across line breaks")
     c.add_argument("--no-reflow", action="store_true", help="keep line-wrapped paragraphs as they are")
     c.add_argument("--no-normalize-whitespace", action="store_true", help="keep whitespace as extracted")
@@ -89,9 +116,11 @@ def add_input_options(p: argparse.ArgumentParser, globs: bool = True) -> None:
 def walk_options(args: argparse.Namespace) -> dict[str, Any]:
     """The folder-walk keywords (``include``, ``exclude``, ``all_files``) of :func:`chunkwise.formats.
     iter_documents` and ``Index.add`` from the flags of :func:`add_input_options`."""
-    return {"include": list(getattr(args, "include", None) or []),
-            "exclude": list(getattr(args, "exclude", None) or []),
-            "all_files": bool(getattr(args, "all_files", False))}
+    return {
+        "include": list(getattr(args, "include", None) or []),
+        "exclude": list(getattr(args, "exclude", None) or []),
+        "all_files": bool(getattr(args, "all_files", False)),
+    }
 
 
 def input_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -121,18 +150,38 @@ def input_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def add_chunking_options(p: argparse.ArgumentParser, default_strategy: str = DEFAULT_STRATEGY) -> None:
     g = p.add_argument_group("chunking")
-    g.add_argument("--strategy", "-s", choices=STRATEGY_NAMES, default=None,
-                   help=f"chunking strategy (default: {default_strategy})")
+    g.add_argument(
+        "--strategy",
+        "-s",
+        choices=STRATEGY_NAMES,
+        default=None,
+        help=f"chunking strategy (default: {default_strategy})",
+    )
     g.add_argument("--max-tokens", type=int, default=None, help="hard cap per chunk (default 256)")
     g.add_argument("--min-tokens", type=int, default=None, help="merge chunks smaller than this")
     g.add_argument("--overlap", type=int, default=None, help="tokens repeated between chunks")
     g.add_argument("--tokenizer", default=None, help="minilm (default) | cl100k | chars | words | hf:PATH")
-    g.add_argument("--respect-sections", type=int, default=None, metavar="LEVEL",
-                   help="never cross a heading of this level or higher")
-    g.add_argument("--param", "-p", action="append", default=[], metavar="NAME=VALUE",
-                   help="any other strategy parameter, e.g. -p threshold_type=percentile -p buffer_size=0")
-    g.add_argument("--config", default=None, metavar="FILE",
-                   help="JSON file with {\"strategy\": ..., \"params\": {...}} (as written by `chunkwise tune`)")
+    g.add_argument(
+        "--respect-sections",
+        type=int,
+        default=None,
+        metavar="LEVEL",
+        help="never cross a heading of this level or higher",
+    )
+    g.add_argument(
+        "--param",
+        "-p",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="any other strategy parameter, e.g. -p threshold_type=percentile -p buffer_size=0",
+    )
+    g.add_argument(
+        "--config",
+        default=None,
+        metavar="FILE",
+        help='JSON file with {"strategy": ..., "params": {...}} (as written by `chunkwise tune`)',
+    )
     p.set_defaults(_default_strategy=default_strategy)
 
 

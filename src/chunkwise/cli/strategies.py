@@ -26,13 +26,21 @@ def _summary(name: str) -> str:
 
 def strategies_epilog() -> str:
     """A compact list: each strategy with its own parameters and their defaults."""
-    lines = ["strategy parameters (set with -p NAME=VALUE; `chunkwise strategies NAME` explains them):",
-             "  all: " + ", ".join(f"{d.name}={format_default(d.default)}" for d in describe(Strategy))]
+    lines = [
+        "strategy parameters (set with -p NAME=VALUE; `chunkwise strategies NAME` explains them):",
+        "  all: " + ", ".join(f"{d.name}={format_default(d.default)}" for d in describe(Strategy)),
+    ]
     for name in STRATEGY_NAMES:
         own = [d for d in describe(strategy_class(name)) if d.name not in SHARED]
         if own:
-            lines.append(textwrap.fill(", ".join(f"{d.name}={format_default(d.default)}" for d in own),
-                                       width=100, initial_indent=f"  {name}: ", subsequent_indent="      "))
+            lines.append(
+                textwrap.fill(
+                    ", ".join(f"{d.name}={format_default(d.default)}" for d in own),
+                    width=100,
+                    initial_indent=f"  {name}: ",
+                    subsequent_indent="      ",
+                )
+            )
     return "\n".join(lines)
 
 
@@ -53,8 +61,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("strategies", help="list strategies and their parameters",
-                              description="List the chunking strategies, or one strategy's parameters with "
-                                          "their defaults and meanings.")
+    p = subparsers.add_parser(
+        "strategies",
+        help="list strategies and their parameters",
+        description="List the chunking strategies, or one strategy's parameters with their defaults and meanings.",
+    )
     p.add_argument("name", nargs="?", metavar="NAME", help="a strategy name")
     p.set_defaults(func=run)

@@ -23,39 +23,77 @@ def _seconds(name: str):
         if not value >= 0 or value == float("inf"):
             raise argparse.ArgumentTypeError(f"{name} must be a number of seconds >= 0, got {text!r}")
         return value
+
     return parse
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "video", help="cut a video into event clips from object-tracking IDs",
+        "video",
+        help="cut a video into event clips from object-tracking IDs",
         description="Track objects in a video and cut it into event clips: a clip opens when a tracked object "
-                    "appears while none is open, later IDs join it, and it closes when every ID has been absent "
-                    "for --gap seconds. Each clip is a chunk with a searchable description.")
+        "appears while none is open, later IDs join it, and it closes when every ID has been absent "
+        "for --gap seconds. Each clip is a chunk with a searchable description.",
+    )
     p.add_argument("file", metavar="FILE", help="the video file")
-    p.add_argument("--tracker", default="auto", metavar="SPEC",
-                   help="auto (default: tracks:VIDEO_STEM.mot.txt if it exists, else motion) | motion "
-                        "(weight-free: background subtraction + ByteTrack) | ultralytics:WEIGHTS (extra "
-                        "video-yolo, AGPL) | tracks:FILE (MOTChallenge tracks)")
-    p.add_argument("--classes", default=None, metavar="NAMES",
-                   help="keep only these classes, e.g. person,car (ultralytics and tracks: only)")
-    p.add_argument("--gap", type=_seconds("--gap"), default=1.0, metavar="S",
-                   help="a clip closes when every tracked ID has been absent this long (default 1.0)")
-    p.add_argument("--min-duration", type=_seconds("--min-duration"), default=0.0, metavar="S",
-                   help="drop events shorter than this (default 0)")
-    p.add_argument("--max-duration", type=_seconds("--max-duration"), default=None, metavar="S",
-                   help="hard cap: split longer clips where the fewest objects are visible")
-    p.add_argument("--pad", type=_seconds("--pad"), default=0.0, metavar="S",
-                   help="widen each clip by this much at both ends (default 0)")
-    p.add_argument("--split-on-new-id", action="store_true",
-                   help="variant: start a new clip whenever a new ID enters")
-    p.add_argument("--subtitles", default="auto", metavar="FILE",
-                   help="subtitle file whose speech goes into the clip texts (default: VIDEO_STEM.vtt/.srt "
-                        "beside the video; 'none' to ignore it)")
+    p.add_argument(
+        "--tracker",
+        default="auto",
+        metavar="SPEC",
+        help="auto (default: tracks:VIDEO_STEM.mot.txt if it exists, else motion) | motion "
+        "(weight-free: background subtraction + ByteTrack) | ultralytics:WEIGHTS (extra "
+        "video-yolo, AGPL) | tracks:FILE (MOTChallenge tracks)",
+    )
+    p.add_argument(
+        "--classes",
+        default=None,
+        metavar="NAMES",
+        help="keep only these classes, e.g. person,car (ultralytics and tracks: only)",
+    )
+    p.add_argument(
+        "--gap",
+        type=_seconds("--gap"),
+        default=1.0,
+        metavar="S",
+        help="a clip closes when every tracked ID has been absent this long (default 1.0)",
+    )
+    p.add_argument(
+        "--min-duration",
+        type=_seconds("--min-duration"),
+        default=0.0,
+        metavar="S",
+        help="drop events shorter than this (default 0)",
+    )
+    p.add_argument(
+        "--max-duration",
+        type=_seconds("--max-duration"),
+        default=None,
+        metavar="S",
+        help="hard cap: split longer clips where the fewest objects are visible",
+    )
+    p.add_argument(
+        "--pad",
+        type=_seconds("--pad"),
+        default=0.0,
+        metavar="S",
+        help="widen each clip by this much at both ends (default 0)",
+    )
+    p.add_argument("--split-on-new-id", action="store_true", help="variant: start a new clip whenever a new ID enters")
+    p.add_argument(
+        "--subtitles",
+        default="auto",
+        metavar="FILE",
+        help="subtitle file whose speech goes into the clip texts (default: VIDEO_STEM.vtt/.srt "
+        "beside the video; 'none' to ignore it)",
+    )
     p.add_argument("--cut", default=None, metavar="OUTDIR", help="write each clip as its own file here")
-    p.add_argument("--cut-mode", choices=("auto", "copy", "reencode"), default="auto",
-                   help="auto: stream copy from the previous keyframe when it is at most 2 s early, else "
-                        "re-encode (default); copy; reencode (frame-exact)")
+    p.add_argument(
+        "--cut-mode",
+        choices=("auto", "copy", "reencode"),
+        default="auto",
+        help="auto: stream copy from the previous keyframe when it is at most 2 s early, else "
+        "re-encode (default); copy; reencode (frame-exact)",
+    )
     p.add_argument("--format", choices=("jsonl", "table"), default="jsonl", help="output format (default jsonl)")
     p.set_defaults(func=run_video)
 
@@ -66,8 +104,10 @@ def _table(chunks) -> str:
     lines = []
     for c in chunks:
         ids = ",".join(str(i) for i in c.track_ids)
-        lines.append(f"#{c.index:<3} {format_time(c.start_time)}-{format_time(c.end_time)}  "
-                     f"frames {c.start_frame}-{c.end_frame}  ids {ids}  {','.join(c.classes)}")
+        lines.append(
+            f"#{c.index:<3} {format_time(c.start_time)}-{format_time(c.end_time)}  "
+            f"frames {c.start_frame}-{c.end_frame}  ids {ids}  {','.join(c.classes)}"
+        )
         lines.append(f"     {c.text}")
     return "\n".join(lines)
 
@@ -78,9 +118,17 @@ def run_video(args: argparse.Namespace) -> int:
     if args.max_duration is not None and args.max_duration <= 0:
         raise ConfigError(f"--max-duration must be > 0, got {args.max_duration}")
     subtitles = None if str(args.subtitles).lower() == "none" else args.subtitles
-    doc = load_video(args.file, tracker=args.tracker, classes=args.classes, gap=args.gap,
-                     min_duration=args.min_duration, max_duration=args.max_duration, pad=args.pad,
-                     split_on_new_id=args.split_on_new_id, subtitles=subtitles)
+    doc = load_video(
+        args.file,
+        tracker=args.tracker,
+        classes=args.classes,
+        gap=args.gap,
+        min_duration=args.min_duration,
+        max_duration=args.max_duration,
+        pad=args.pad,
+        split_on_new_id=args.split_on_new_id,
+        subtitles=subtitles,
+    )
     for problem in doc.problems:
         print(f"chunkwise: warning: {args.file}: {problem}", file=sys.stderr)
     chunks = doc.chunks
@@ -90,8 +138,10 @@ def run_video(args: argparse.Namespace) -> int:
     elif chunks:
         print(_table(chunks))
     if not chunks:
-        print(f"chunkwise: {args.file}: no tracked objects found ({doc.metadata.get('tracker')}); 0 clips",
-              file=sys.stderr)
+        print(
+            f"chunkwise: {args.file}: no tracked objects found ({doc.metadata.get('tracker')}); 0 clips",
+            file=sys.stderr,
+        )
     if args.cut and chunks:
         from ..video.cut import cut_clips
 

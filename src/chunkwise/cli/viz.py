@@ -22,20 +22,32 @@ def register(subparsers) -> None:
     from .strategies import strategies_epilog
 
     p = subparsers.add_parser(
-        "viz", help="write an HTML report: chunks coloured, cut reasons, distance curve, size histogram",
+        "viz",
+        help="write an HTML report: chunks coloured, cut reasons, distance curve, size histogram",
         description="Chunk one document and write a self-contained HTML report (works offline, from disk): "
-                    "the text with every chunk coloured and a hover card (tokens, offsets, page, section, "
-                    "time, why it ends), the distance curve with threshold and breakpoints for semantic "
-                    "strategies, and the chunk-size histogram against max_tokens.",
-        epilog=strategies_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter,
+        "the text with every chunk coloured and a hover card (tokens, offsets, page, section, "
+        "time, why it ends), the distance curve with threshold and breakpoints for semantic "
+        "strategies, and the chunk-size histogram against max_tokens.",
+        epilog=strategies_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("path", metavar="PATH", help="one document (text, Markdown, HTML, PDF, WebVTT, SRT), or - for stdin")
     add_chunking_options(p)
-    p.add_argument("--compare", action="append", default=[], metavar="NAME[:k=v,...]",
-                   help="another strategy as a side-by-side column (repeatable, up to 3), e.g. "
-                        "--compare recursive --compare semantic:threshold_amount=90")
-    p.add_argument("-o", "--output", default="chunkwise-report.html", metavar="FILE",
-                   help="where to write the report (default chunkwise-report.html)")
+    p.add_argument(
+        "--compare",
+        action="append",
+        default=[],
+        metavar="NAME[:k=v,...]",
+        help="another strategy as a side-by-side column (repeatable, up to 3), e.g. "
+        "--compare recursive --compare semantic:threshold_amount=90",
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        default="chunkwise-report.html",
+        metavar="FILE",
+        help="where to write the report (default chunkwise-report.html)",
+    )
     add_input_options(p)
     p.set_defaults(func=run)
 
@@ -88,8 +100,14 @@ def views_with_progress(doc, strategies: list, quiet: bool = False) -> list:
 
     from ..viz import build_view, labels_for
 
-    bar = tqdm(total=len(strategies), desc="chunking", unit="strategy", file=sys.stderr, leave=False,
-               disable=quiet or not sys.stderr.isatty())
+    bar = tqdm(
+        total=len(strategies),
+        desc="chunking",
+        unit="strategy",
+        file=sys.stderr,
+        leave=False,
+        disable=quiet or not sys.stderr.isatty(),
+    )
     views = []
     try:
         for strategy, label in zip(strategies, labels_for(strategies)):
@@ -122,6 +140,8 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"cannot write the report ({exc.strerror or exc})", source=args.output) from None
     if not args.quiet:
         size = len(page.encode("utf-8"))
-        print(f"chunkwise: wrote {args.output} ({size / 1e6:.1f} MB; {', '.join(s.name for s in strategies)})",
-              file=sys.stderr)
+        print(
+            f"chunkwise: wrote {args.output} ({size / 1e6:.1f} MB; {', '.join(s.name for s in strategies)})",
+            file=sys.stderr,
+        )
     return 0

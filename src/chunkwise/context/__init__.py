@@ -25,8 +25,21 @@ CONTEXT_MODES = ("headings", "neighbors", "llm")
 
 _NEIGHBOR_OPTS = ("neighbors", "max_context_tokens", "tokenizer", "sentence_backend")
 _HEADING_OPTS = ("separator",)
-_LLM_OPTS = ("base_url", "model", "api_key", "concurrency", "timeout", "retries", "backoff", "answer_tokens",
-             "temperature", "max_document_chars", "cache", "cache_dir", "contextualizer")
+_LLM_OPTS = (
+    "base_url",
+    "model",
+    "api_key",
+    "concurrency",
+    "timeout",
+    "retries",
+    "backoff",
+    "answer_tokens",
+    "temperature",
+    "max_document_chars",
+    "cache",
+    "cache_dir",
+    "contextualizer",
+)
 
 
 def contextualize(doc: Document | str, chunks: list[Chunk], mode: str | None, **opts: Any) -> list[Chunk]:
@@ -89,5 +102,12 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["contextualize", "late_chunk_vectors", "CONTEXT_MODES", "LateChunkingStats", "LateChunkingWarning",
-           "LLMContextualizer", "ContextWarning"]
+__all__ = [
+    "contextualize",
+    "late_chunk_vectors",
+    "CONTEXT_MODES",
+    "LateChunkingStats",
+    "LateChunkingWarning",
+    "LLMContextualizer",
+    "ContextWarning",
+]

@@ -54,8 +54,14 @@ def add_headings(doc: Document, chunks: list[Chunk], separator: str = " > ") -> 
     return chunks
 
 
-def add_neighbors(doc: Document, chunks: list[Chunk], neighbors: int = 2, max_context_tokens: int | None = 128,
-                  tokenizer: str | Tokenizer = "minilm", sentence_backend: str = "chunkwise") -> list[Chunk]:
+def add_neighbors(
+    doc: Document,
+    chunks: list[Chunk],
+    neighbors: int = 2,
+    max_context_tokens: int | None = 128,
+    tokenizer: str | Tokenizer = "minilm",
+    sentence_backend: str = "chunkwise",
+) -> list[Chunk]:
     """Set ``context`` to the ``neighbors`` sentences before and after each chunk, joined by `` … ``.
 
     ``max_context_tokens`` (``0`` or ``None``: no cap) bounds the whole context, half before and half after the
@@ -64,9 +70,12 @@ def add_neighbors(doc: Document, chunks: list[Chunk], neighbors: int = 2, max_co
     """
     if not isinstance(neighbors, int) or isinstance(neighbors, bool) or neighbors < 1:
         raise ConfigError(f"neighbors must be an integer >= 1 sentences, got {neighbors!r}")
-    if max_context_tokens is not None and (not isinstance(max_context_tokens, int)
-                                           or isinstance(max_context_tokens, bool) or max_context_tokens == 1
-                                           or max_context_tokens < 0):
+    if max_context_tokens is not None and (
+        not isinstance(max_context_tokens, int)
+        or isinstance(max_context_tokens, bool)
+        or max_context_tokens == 1
+        or max_context_tokens < 0
+    ):
         raise ConfigError(f"max_context_tokens must be 0 (no cap) or an integer >= 2, got {max_context_tokens!r}")
     if max_context_tokens == 0:
         max_context_tokens = None
@@ -84,13 +93,13 @@ def add_neighbors(doc: Document, chunks: list[Chunk], neighbors: int = 2, max_co
         before = ""
         if i > 0:
             a = starts[max(0, i - neighbors)]
-            before = text[a:c.start].strip()
+            before = text[a : c.start].strip()
         # sentences that end after the chunk: the first `neighbors` of them (one may straddle the end)
         j = bisect.bisect_right(ends, c.end)
         after = ""
         if j < len(sents):
             b = ends[min(len(sents), j + neighbors) - 1]
-            after = text[c.end:b].strip()
+            after = text[c.end : b].strip()
         if tok is not None and half is not None:
             before = _keep_tokens(before, tok, half, from_end=True)
             after = _keep_tokens(after, tok, half, from_end=False)
@@ -107,5 +116,5 @@ def _keep_tokens(text: str, tok: Tokenizer, limit: int, from_end: bool) -> str:
     if len(offs) <= limit:
         return text
     if from_end:
-        return text[offs[-limit][0]:].strip()
+        return text[offs[-limit][0] :].strip()
     return text[: offs[limit - 1][1]].strip()

@@ -37,8 +37,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..document import Chunk, Document
 from ..deprecation import warn_renamed
+from ..document import Chunk, Document
 from ..embeddings.base import Embedder, l2_normalize
 from ..errors import ConfigError
 
@@ -81,7 +81,7 @@ def check_chunk_spans(text: str, chunks: list[Chunk], source: str) -> None:
                 f"internal error: chunk {c.index} ({c.id}) spans [{c.start}:{c.end}], outside document "
                 f"{source} of {n} characters"
             )
-        if text[c.start:c.end] != c.text:
+        if text[c.start : c.end] != c.text:
             raise RuntimeError(
                 f"internal error: chunk {c.index} ({c.id}) text does not match {source}[{c.start}:{c.end}]"
             )
@@ -146,10 +146,17 @@ def _window_owners(windows: list[Span], n: int) -> list[int]:
     return [int(f) if f < n and best[f] == k else -1 for k, f in enumerate(firsts)]
 
 
-def document_token_vectors(text: str, embedder: Embedder, late_window: int | None = None,
-                           overlap: int | None = None, macro: bool = True, source: str = "<text>",
-                           stats: LateChunkingStats | None = None, *,
-                           window: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+def document_token_vectors(
+    text: str,
+    embedder: Embedder,
+    late_window: int | None = None,
+    overlap: int | None = None,
+    macro: bool = True,
+    source: str = "<text>",
+    stats: LateChunkingStats | None = None,
+    *,
+    window: int | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """Contextual vectors of every token of ``text`` and their character spans ``(t, 2)``, in order.
 
     One ``embed_tokens`` call when the text fits ``late_window`` tokens; otherwise overlapping macro windows,
@@ -255,9 +262,17 @@ def _inside(ts: int, te: int, a: int, b: int) -> bool:
     return 2 * (min(te, b) - max(ts, a)) >= (te - ts)
 
 
-def late_chunk_vectors(doc: Document | str, chunks: list[Chunk], embedder: Embedder,
-                       late_window: int | None = None, overlap: int | None = None, macro: bool = True,
-                       stats: LateChunkingStats | None = None, *, window: int | None = None) -> np.ndarray:
+def late_chunk_vectors(
+    doc: Document | str,
+    chunks: list[Chunk],
+    embedder: Embedder,
+    late_window: int | None = None,
+    overlap: int | None = None,
+    macro: bool = True,
+    stats: LateChunkingStats | None = None,
+    *,
+    window: int | None = None,
+) -> np.ndarray:
     """Late-chunked embeddings of ``chunks`` of ``doc``: a float32 ``(len(chunks), embedder.dim)`` array with
     unit-length rows, in the order of ``chunks``.
 
@@ -285,12 +300,15 @@ def late_chunk_vectors(doc: Document | str, chunks: list[Chunk], embedder: Embed
     if missing:
         stats.fallback = len(missing)
         pooled[missing] = embedder.embed([chunks[i].text for i in missing])
-        log.debug("late chunking: %d chunk(s) of %s had no token inside; embedded on their own",
-                  len(missing), doc.source)
+        log.debug(
+            "late chunking: %d chunk(s) of %s had no token inside; embedded on their own", len(missing), doc.source
+        )
     if stats.truncated:
-        warnings.warn(f"late chunking: {stats.truncated} macro window(s) of {doc.source} were truncated by "
-                      f"{embedder.model_id!r} (window larger than the back-end reads); chunks left without "
-                      "tokens were embedded on their own", LateChunkingWarning,
-                      stacklevel=2)
+        warnings.warn(
+            f"late chunking: {stats.truncated} macro window(s) of {doc.source} were truncated by "
+            f"{embedder.model_id!r} (window larger than the back-end reads); chunks left without "
+            "tokens were embedded on their own",
+            LateChunkingWarning,
+            stacklevel=2,
+        )
     return l2_normalize(pooled)
-

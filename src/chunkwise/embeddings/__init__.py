@@ -55,8 +55,11 @@ def _check_kwargs(name: str, factory, kw: dict[str, Any], given: tuple[str, ...]
     params = inspect.signature(factory).parameters
     if any(p.kind is p.VAR_KEYWORD for p in params.values()):
         return
-    valid = [n for n, p in params.items() if n not in ("self", "cls", *given)
-             and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    valid = [
+        n
+        for n, p in params.items()
+        if n not in ("self", "cls", *given) and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    ]
     unknown = sorted(set(kw) - set(valid))
     if unknown:
         listed = [n for n in valid if n not in _OLD_KEYWORDS]
@@ -69,8 +72,10 @@ def split_name(name: str, backend: str | None = None) -> tuple[str, str | None]:
     if name in OLD_EMBEDDER_NAMES:
         new, old_backend = OLD_EMBEDDER_NAMES[name]
         if backend not in (None, old_backend):
-            raise ConfigError(f"embedder {name!r} runs on {old_backend}, not backend={backend!r}; "
-                              f"use embedder {new!r} with backend={backend!r}")
+            raise ConfigError(
+                f"embedder {name!r} runs on {old_backend}, not backend={backend!r}; "
+                f"use embedder {new!r} with backend={backend!r}"
+            )
         return new, old_backend
     return name, backend
 
@@ -88,13 +93,19 @@ def _check_backend(name: str, backend: str | None) -> str | None:
     return backend
 
 
-def _backend(name: str, backend: str | None, base_url: str | None, api_key_env: str, cache_dir,
-             kw: dict[str, Any]) -> Embedder:
+def _backend(
+    name: str, backend: str | None, base_url: str | None, api_key_env: str, cache_dir, kw: dict[str, Any]
+) -> Embedder:
     if name in OLD_EMBEDDER_NAMES:
         new, old_backend = OLD_EMBEDDER_NAMES[name]
-        warnings.warn(deprecation_message(f"embedder name {name!r}", f"{new!r} with backend={old_backend!r} "
-                                          f"(CLI: --embedder {new} --embedder-backend {old_backend})"),
-                      ChunkwiseDeprecationWarning, stacklevel=4)
+        warnings.warn(
+            deprecation_message(
+                f"embedder name {name!r}",
+                f"{new!r} with backend={old_backend!r} (CLI: --embedder {new} --embedder-backend {old_backend})",
+            ),
+            ChunkwiseDeprecationWarning,
+            stacklevel=4,
+        )
     name, backend = split_name(name, backend)
     backend = _check_backend(name, backend)
     if name == "minilm" and backend == "torch":
@@ -119,8 +130,9 @@ def _backend(name: str, backend: str | None, base_url: str | None, api_key_env: 
     if name == "static":
         from .static import StaticEmbedder
 
-        _check_kwargs(name, StaticEmbedder.__init__, {k: v for k, v in kw.items() if k not in ("name", "path")},
-                      ("path",))
+        _check_kwargs(
+            name, StaticEmbedder.__init__, {k: v for k, v in kw.items() if k not in ("name", "path")}, ("path",)
+        )
         return StaticEmbedder.load(cache_dir=cache_dir, **kw)
     if name == "use-multilingual":
         from .multilingual import USEMultilingualEmbedder
@@ -137,8 +149,10 @@ def _backend(name: str, backend: str | None, base_url: str | None, api_key_env: 
 
         sample = kw.pop("sample", None)
         if sample is None:
-            raise ConfigError("embedder 'auto' picks by the documents' language: pass sample=[texts] "
-                              "(the command line samples the input files itself)")
+            raise ConfigError(
+                "embedder 'auto' picks by the documents' language: pass sample=[texts] "
+                "(the command line samples the input files itself)"
+            )
         return _backend(choose_embedder(sample), backend, base_url, api_key_env, cache_dir, kw)
     if name.startswith("openai:") and len(name) > 7:
         from .openai import OpenAIEmbedder
@@ -148,9 +162,16 @@ def _backend(name: str, backend: str | None, base_url: str | None, api_key_env: 
     raise ConfigError(f"unknown embedder {name!r}; choose one of {', '.join(EMBEDDER_NAMES)}")
 
 
-def get_embedder(name: str | None = DEFAULT_EMBEDDER, *, backend: str | None = None, cache: bool = True,
-                 cache_dir: str | os.PathLike | None = None, base_url: str | None = None,
-                 api_key_env: str = "OPENAI_API_KEY", **kw: Any) -> Embedder:
+def get_embedder(
+    name: str | None = DEFAULT_EMBEDDER,
+    *,
+    backend: str | None = None,
+    cache: bool = True,
+    cache_dir: str | os.PathLike | None = None,
+    base_url: str | None = None,
+    api_key_env: str = "OPENAI_API_KEY",
+    **kw: Any,
+) -> Embedder:
     """An embedder by name, wrapped in the persistent cache unless ``cache=False``.
 
     ``name=None`` means ``$CHUNKWISE_EMBEDDER`` or ``minilm`` (and ``backend=None`` then means
@@ -180,11 +201,24 @@ def get_embedder(name: str | None = DEFAULT_EMBEDDER, *, backend: str | None = N
 def embedder_from_args(args: argparse.Namespace, **kw: Any) -> Embedder:
     """The embedder the global CLI options ask for (``--embedder``, ``--embedder-backend``, ``--base-url``,
     ``--cache-dir``, ``--no-cache``)."""
-    return get_embedder(getattr(args, "embedder", None), backend=getattr(args, "embedder_backend", None),
-                        cache=not getattr(args, "no_cache", False),
-                        cache_dir=getattr(args, "cache_dir", None),
-                        base_url=getattr(args, "base_url", None), **kw)
+    return get_embedder(
+        getattr(args, "embedder", None),
+        backend=getattr(args, "embedder_backend", None),
+        cache=not getattr(args, "no_cache", False),
+        cache_dir=getattr(args, "cache_dir", None),
+        base_url=getattr(args, "base_url", None),
+        **kw,
+    )
 
 
-__all__ = ["Embedder", "l2_normalize", "check_texts", "get_embedder", "embedder_from_args",
-           "EMBEDDER_NAMES", "EMBEDDER_BACKENDS", "DEFAULT_EMBEDDER", "split_name"]
+__all__ = [
+    "Embedder",
+    "l2_normalize",
+    "check_texts",
+    "get_embedder",
+    "embedder_from_args",
+    "EMBEDDER_NAMES",
+    "EMBEDDER_BACKENDS",
+    "DEFAULT_EMBEDDER",
+    "split_name",
+]

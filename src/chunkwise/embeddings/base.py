@@ -17,8 +17,8 @@ and :meth:`Embedder.embed_stream` (bounded-memory embedding of an iterable of an
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any
 from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -42,8 +42,7 @@ def check_texts(texts: Any) -> list[str]:
     rejected with their position, so a caller with a million texts learns *which* one is bad.
     """
     if isinstance(texts, (str, bytes)):
-        raise InputError(f"embed() expects a list of strings, got a single {type(texts).__name__} "
-                         "(wrap it in a list)")
+        raise InputError(f"embed() expects a list of strings, got a single {type(texts).__name__} (wrap it in a list)")
     try:
         items = list(texts)
     except TypeError:
@@ -191,4 +190,3 @@ class WrappedEmbedder(Embedder):
 
     def close(self) -> None:
         self.inner.close()
-

@@ -29,8 +29,8 @@ import sqlite3
 import threading
 import time
 import warnings
-from pathlib import Path
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -150,8 +150,9 @@ class EmbeddingCache:
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.executescript(_SCHEMA)
         except (sqlite3.Error, OSError) as exc:
-            raise ConfigError(f"cannot open the embedding cache ({exc}); use --cache-dir DIR or --no-cache",
-                              source=str(self.path)) from None
+            raise ConfigError(
+                f"cannot open the embedding cache ({exc}); use --cache-dir DIR or --no-cache", source=str(self.path)
+            ) from None
         self._conn = conn
         self._pid = os.getpid()
         return conn
@@ -187,11 +188,12 @@ class EmbeddingCache:
             stale: list[bytes] = []
             try:
                 for s in range(0, len(keys), _SQL_VARS):
-                    part = list(keys[s: s + _SQL_VARS])
+                    part = list(keys[s : s + _SQL_VARS])
                     marks = ",".join("?" * len(part))
                     rows = conn.execute(
                         f"SELECT key, dim, vec, last_used FROM embeddings WHERE model = ? AND key IN ({marks})",
-                        [model, *part]).fetchall()
+                        [model, *part],
+                    ).fetchall()
                     for key, dim, blob, last_used in rows:
                         if isinstance(blob, bytes) and len(blob) == 4 * dim:
                             found[bytes(key)] = np.frombuffer(blob, dtype=np.float32)
@@ -200,13 +202,22 @@ class EmbeddingCache:
                         if isinstance(last_used, int) and last_used < now - TOUCH_INTERVAL:
                             stale.append(bytes(key))
                 if stale:
-                    self._write(conn, lambda: [conn.execute(
-                        f"UPDATE embeddings SET last_used = ? WHERE model = ? AND key IN "
-                        f"({','.join('?' * len(stale[s: s + _SQL_VARS]))})",
-                        [now, model, *stale[s: s + _SQL_VARS]]) for s in range(0, len(stale), _SQL_VARS)])
+                    self._write(
+                        conn,
+                        lambda: [
+                            conn.execute(
+                                f"UPDATE embeddings SET last_used = ? WHERE model = ? AND key IN "
+                                f"({','.join('?' * len(stale[s : s + _SQL_VARS]))})",
+                                [now, model, *stale[s : s + _SQL_VARS]],
+                            )
+                            for s in range(0, len(stale), _SQL_VARS)
+                        ],
+                    )
             except sqlite3.DatabaseError as exc:
-                raise ConfigError(f"the embedding cache is unreadable ({exc}); run `chunkwise cache clear` "
-                                  "or use --no-cache", source=str(self.path)) from None
+                raise ConfigError(
+                    f"the embedding cache is unreadable ({exc}); run `chunkwise cache clear` or use --no-cache",
+                    source=str(self.path),
+                ) from None
         return found, damaged
 
     def put_many(self, model: str, items: Sequence[tuple[bytes, np.ndarray]], replace: bool = False) -> None:
@@ -215,12 +226,15 @@ class EmbeddingCache:
         if not items:
             return
         now = _now()
-        rows = [(model, key, int(v.shape[0]), np.ascontiguousarray(v, dtype=np.float32).tobytes(), now)
-                for key, v in items]
-        sql = ("INSERT INTO embeddings (model, key, dim, vec, last_used) VALUES (?, ?, ?, ?, ?) ON CONFLICT "
-               "(model, key) DO UPDATE SET dim = excluded.dim, vec = excluded.vec, last_used = excluded.last_used"
-               if replace else
-               "INSERT OR IGNORE INTO embeddings (model, key, dim, vec, last_used) VALUES (?, ?, ?, ?, ?)")
+        rows = [
+            (model, key, int(v.shape[0]), np.ascontiguousarray(v, dtype=np.float32).tobytes(), now) for key, v in items
+        ]
+        sql = (
+            "INSERT INTO embeddings (model, key, dim, vec, last_used) VALUES (?, ?, ?, ?, ?) ON CONFLICT "
+            "(model, key) DO UPDATE SET dim = excluded.dim, vec = excluded.vec, last_used = excluded.last_used"
+            if replace
+            else "INSERT OR IGNORE INTO embeddings (model, key, dim, vec, last_used) VALUES (?, ?, ?, ?, ?)"
+        )
         with self._lock:
             conn = self._connect()
             try:
@@ -229,8 +243,11 @@ class EmbeddingCache:
             except sqlite3.Error as exc:
                 # a full disk or a read-only cache must not stop the embedding itself
                 if not self._write_failed:
-                    warnings.warn(f"embedding cache {self.path}: write failed ({exc}); continuing without "
-                                  "storing new vectors", RuntimeWarning, stacklevel=3)
+                    warnings.warn(
+                        f"embedding cache {self.path}: write failed ({exc}); continuing without storing new vectors",
+                        RuntimeWarning,
+                        stacklevel=3,
+                    )
                 self._write_failed = True
 
     @staticmethod
@@ -269,23 +286,35 @@ class EmbeddingCache:
                 if rows == 0:
                     break
                 n = max(1, int(rows * (1 - 0.9 * self.max_bytes / used)) + 1)
-                self._write(conn, lambda n=n: conn.execute(
-                    "DELETE FROM embeddings WHERE id IN "
-                    "(SELECT id FROM embeddings ORDER BY last_used, id LIMIT ?)", (n,)))
+                self._write(
+                    conn,
+                    lambda n=n: conn.execute(
+                        "DELETE FROM embeddings WHERE id IN (SELECT id FROM embeddings ORDER BY last_used, id LIMIT ?)",
+                        (n,),
+                    ),
+                )
                 deleted += n
         return deleted
 
     # -- maintenance --------------------------------------------------------------------------------
     def stats(self) -> dict:
         """Path, size bound, file sizes and a row count per model."""
-        info: dict[str, Any] = {"path": str(self.path), "max_bytes": self.max_bytes, "exists": self.path.exists(),
-                "file_bytes": 0, "used_bytes": 0, "entries": 0, "models": {}}
+        info: dict[str, Any] = {
+            "path": str(self.path),
+            "max_bytes": self.max_bytes,
+            "exists": self.path.exists(),
+            "file_bytes": 0,
+            "used_bytes": 0,
+            "entries": 0,
+            "models": {},
+        }
         if not self.path.exists():
             return info
         with self._lock:
             conn = self._connect()
             for model, count, size in conn.execute(
-                    "SELECT model, count(*), sum(length(vec)) FROM embeddings GROUP BY model ORDER BY model"):
+                "SELECT model, count(*), sum(length(vec)) FROM embeddings GROUP BY model ORDER BY model"
+            ):
                 info["models"][model] = {"entries": count, "vector_bytes": int(size or 0)}
                 info["entries"] += count
             info["used_bytes"] = self.used_bytes()
@@ -301,8 +330,11 @@ class EmbeddingCache:
             n = [0]
 
             def work():
-                cur = (conn.execute("DELETE FROM embeddings WHERE model = ?", (model,)) if model
-                       else conn.execute("DELETE FROM embeddings"))
+                cur = (
+                    conn.execute("DELETE FROM embeddings WHERE model = ?", (model,))
+                    if model
+                    else conn.execute("DELETE FROM embeddings")
+                )
                 n[0] = cur.rowcount
 
             self._write(conn, work)

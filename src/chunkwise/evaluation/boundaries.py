@@ -61,8 +61,9 @@ def pk(ref_boundaries: Iterable[int], hyp_boundaries: Iterable[int], n_units: in
     return float(np.mean(ref_same != hyp_same))
 
 
-def window_diff(ref_boundaries: Iterable[int], hyp_boundaries: Iterable[int], n_units: int,
-                k: int | None = None) -> float:
+def window_diff(
+    ref_boundaries: Iterable[int], hyp_boundaries: Iterable[int], n_units: int, k: int | None = None
+) -> float:
     """WindowDiff: the share of windows ``(i, i + k]`` whose boundary counts differ between reference and
     hypothesis. Returns 0.0 when the text is shorter than the window."""
     ref = list(ref_boundaries)

@@ -35,10 +35,10 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from collections.abc import Iterable
 
 from ..document import Document
 from ..errors import InputError
@@ -106,8 +106,10 @@ class Dataset:
         keep = set(self.documents) if docs is None else set(docs)
         unknown = sorted(keep - set(self.documents))
         if unknown:
-            raise InputError(f"unknown document(s) {', '.join(unknown)}; the dataset has "
-                             f"{', '.join(sorted(self.documents))}", source=self.path)
+            raise InputError(
+                f"unknown document(s) {', '.join(unknown)}; the dataset has {', '.join(sorted(self.documents))}",
+                source=self.path,
+            )
         queries = [q for q in self.queries if all(r.doc in keep for r in q.references)]
         if limit is not None:
             queries = queries[:limit]
@@ -124,13 +126,16 @@ class Dataset:
 
     def summary(self) -> str:
         chars = sum(len(d.text) for d in self.documents.values())
-        s = (f"{self.path}: {self.layout} layout, {len(self.documents)} documents ({chars:,} characters), "
-             f"{len(self.queries)} queries")
+        s = (
+            f"{self.path}: {self.layout} layout, {len(self.documents)} documents ({chars:,} characters), "
+            f"{len(self.queries)} queries"
+        )
         if self.boundaries:
             s += f", gold boundaries for {len(self.boundaries)} documents"
         if self.skipped_references or self.skipped_queries:
-            s += (f"; skipped {self.skipped_references} reference(s) and {self.skipped_queries} "
-                  f"query(ies) (see problems)")
+            s += (
+                f"; skipped {self.skipped_references} reference(s) and {self.skipped_queries} query(ies) (see problems)"
+            )
         return s
 
 
@@ -144,8 +149,9 @@ def detect_layout(path: str | Path) -> str:
     if not p.exists():
         raise InputError("dataset folder not found", source=str(path))
     if not p.is_dir():
-        raise InputError("a dataset is a folder (Chroma's corpora/ + questions_df.csv, or docs/ + "
-                         "queries.jsonl)", source=str(path))
+        raise InputError(
+            "a dataset is a folder (Chroma's corpora/ + questions_df.csv, or docs/ + queries.jsonl)", source=str(path)
+        )
     if (p / CHROMA_QUESTIONS).is_file():
         return "chroma"
     if (p / NEUTRAL_QUERIES).is_file():
@@ -206,8 +212,9 @@ def read_text(path: Path, encoding: str | None = None) -> str:
     try:
         return path.read_text(encoding=encoding or "utf-8")
     except UnicodeDecodeError as exc:
-        raise InputError(f"not {encoding or 'UTF-8'} text ({exc.reason} at byte {exc.start}; see --encoding)",
-                         source=str(path)) from None
+        raise InputError(
+            f"not {encoding or 'UTF-8'} text ({exc.reason} at byte {exc.start}; see --encoding)", source=str(path)
+        ) from None
     except OSError as exc:
         raise InputError(f"cannot read ({exc.strerror})", source=str(path)) from None
 
@@ -273,8 +280,13 @@ class _Collector:
 def _chroma_corpus_file(root: Path, corpus_id: str) -> Path | None:
     corpora = root / CHROMA_CORPORA
     name = Path(corpus_id).name
-    for cand in (corpora / corpus_id, corpora / f"{corpus_id}.md", corpora / f"{corpus_id}.txt",
-                 corpora / name, root / corpus_id):
+    for cand in (
+        corpora / corpus_id,
+        corpora / f"{corpus_id}.md",
+        corpora / f"{corpus_id}.txt",
+        corpora / name,
+        root / corpus_id,
+    ):
         if cand.is_file():
             return cand
     return None
@@ -290,8 +302,9 @@ def load_chroma(path: str | Path) -> Dataset:
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise InputError(f"cannot read questions ({exc})", source=str(qfile)) from None
     if rows and not {"question", "references", "corpus_id"} <= set(rows[0]):
-        raise InputError(f"expected the columns question, references, corpus_id; found "
-                         f"{', '.join(rows[0])}", source=str(qfile))
+        raise InputError(
+            f"expected the columns question, references, corpus_id; found {', '.join(rows[0])}", source=str(qfile)
+        )
     documents: dict[str, Document] = {}
     missing: set[str] = set()
     for row in rows:
@@ -304,8 +317,10 @@ def load_chroma(path: str | Path) -> Dataset:
             continue
         documents[cid] = make_document(read_text(f), cid, f)
     if not documents:
-        raise InputError(f"no corpus files found under {root / CHROMA_CORPORA} for the corpus ids in "
-                         f"{CHROMA_QUESTIONS}", source=str(root))
+        raise InputError(
+            f"no corpus files found under {root / CHROMA_CORPORA} for the corpus ids in {CHROMA_QUESTIONS}",
+            source=str(root),
+        )
     col = _Collector(str(qfile), documents)
     for i, row in enumerate(rows):
         where = f"row {i + 2} (question {i})"
@@ -323,11 +338,13 @@ def load_chroma(path: str | Path) -> Dataset:
             if not isinstance(r, dict):
                 refs.append(col._skip(f"{where} reference {j}", "not an object"))
                 continue
-            refs.append(col.check(f"{where} reference {j}", cid, r.get("start_index"), r.get("end_index"),
-                                  r.get("content")))
+            refs.append(
+                col.check(f"{where} reference {j}", cid, r.get("start_index"), r.get("end_index"), r.get("content"))
+            )
         col.add(str(i), row.get("question", ""), refs, where)
-    return Dataset(str(root), "chroma", documents, col.queries, {}, col.problems,
-                   col.skipped_references, col.skipped_queries)
+    return Dataset(
+        str(root), "chroma", documents, col.queries, {}, col.problems, col.skipped_references, col.skipped_queries
+    )
 
 
 # -- the neutral layout -------------------------------------------------------------------------------
@@ -353,8 +370,9 @@ def load_neutral(path: str | Path, **load_options: Any) -> Dataset:
     root = Path(path)
     docs_dir = root / NEUTRAL_DOCS
     if not docs_dir.is_dir():
-        raise InputError(f"the neutral layout needs a {NEUTRAL_DOCS}/ folder beside {NEUTRAL_QUERIES}",
-                         source=str(root))
+        raise InputError(
+            f"the neutral layout needs a {NEUTRAL_DOCS}/ folder beside {NEUTRAL_QUERIES}", source=str(root)
+        )
     documents: dict[str, Document] = {}
     for f in sorted(docs_dir.rglob("*")):
         if f.is_file() and not any(part.startswith(".") for part in f.relative_to(docs_dir).parts):
@@ -368,7 +386,7 @@ def load_neutral(path: str | Path, **load_options: Any) -> Dataset:
         where = f"line {line}"
         if not isinstance(obj, dict) or "query" not in obj:
             col.add(str(line), "", [], where)
-            col.problems[-1] = f"{qfile}: {where}: query skipped: expected {{\"query\": ..., \"references\": [...]}}"
+            col.problems[-1] = f'{qfile}: {where}: query skipped: expected {{"query": ..., "references": [...]}}'
             continue
         refs_json = obj.get("references") or []
         if not isinstance(refs_json, list):
@@ -390,16 +408,25 @@ def load_neutral(path: str | Path, **load_options: Any) -> Dataset:
     bfile = root / NEUTRAL_BOUNDARIES
     if bfile.is_file():
         boundaries = _load_boundaries(bfile, documents)
-    return Dataset(str(root), "neutral", documents, col.queries, boundaries, col.problems,
-                   col.skipped_references, col.skipped_queries)
+    return Dataset(
+        str(root),
+        "neutral",
+        documents,
+        col.queries,
+        boundaries,
+        col.problems,
+        col.skipped_references,
+        col.skipped_queries,
+    )
 
 
 def _load_boundaries(path: Path, documents: dict[str, Document]) -> dict[str, Boundaries]:
     out: dict[str, Boundaries] = {}
     for line, obj in _read_jsonl(path):
         if not isinstance(obj, dict) or "doc" not in obj or not isinstance(obj.get("boundaries"), list):
-            raise InputError(f'line {line}: expected {{"doc": ID, "boundaries": [...], "units": [...]}}',
-                             source=str(path))
+            raise InputError(
+                f'line {line}: expected {{"doc": ID, "boundaries": [...], "units": [...]}}', source=str(path)
+            )
         doc = str(obj["doc"])
         if doc not in documents:
             raise InputError(f"line {line}: unknown document {doc!r}", source=str(path))
@@ -409,12 +436,12 @@ def _load_boundaries(path: Path, documents: dict[str, Document]) -> dict[str, Bo
             units = obj.get("units")
             units = [(int(a), int(b)) for a, b in units] if units is not None else None
         except (TypeError, ValueError):
-            raise InputError(f"line {line}: boundaries must be integers and units [start, end] pairs",
-                             source=str(path)) from None
+            raise InputError(
+                f"line {line}: boundaries must be integers and units [start, end] pairs", source=str(path)
+            ) from None
         if any(not 0 <= b <= n for b in bounds):
             raise InputError(f"line {line}: a boundary lies outside {doc!r} ({n} characters)", source=str(path))
         if units is not None and any(not 0 <= a < b <= n for a, b in units):
-            raise InputError(f"line {line}: a unit lies outside {doc!r} ({n} characters) or is empty",
-                             source=str(path))
+            raise InputError(f"line {line}: a unit lies outside {doc!r} ({n} characters) or is empty", source=str(path))
         out[doc] = Boundaries(doc, bounds, sorted(units) if units is not None else None)
     return out

@@ -122,7 +122,9 @@ def chroma_span_scores(references: Sequence[DocRange], retrieved: Sequence[DocRa
     return _ratio(numerator, iou_den), _ratio(numerator, recall_den), _ratio(numerator, precision_den)
 
 
-def chroma_precision_omega(references: Sequence[DocRange], chunks_by_doc: dict[str, tuple[np.ndarray, np.ndarray]]) -> tuple[float, int]:
+def chroma_precision_omega(
+    references: Sequence[DocRange], chunks_by_doc: dict[str, tuple[np.ndarray, np.ndarray]]
+) -> tuple[float, int]:
     """``(precision_Ω, highlighted chunk count)`` of one query, as Chroma's ``_full_precision_score``.
 
     ``chunks_by_doc[doc] = (starts, ends)`` of every chunk of the document.
@@ -212,7 +214,9 @@ def span_recall(references: Sequence[DocRange], context: Sequence[DocRange]) -> 
     return set_span_scores(references, context)[1]
 
 
-def set_precision_omega(references: Sequence[DocRange], chunks_by_doc: dict[str, tuple[np.ndarray, np.ndarray]]) -> tuple[float, int]:
+def set_precision_omega(
+    references: Sequence[DocRange], chunks_by_doc: dict[str, tuple[np.ndarray, np.ndarray]]
+) -> tuple[float, int]:
     """``(precision_Ω, count)``: precision of retrieving exactly the chunks that overlap the references
     (positive-length overlaps only), and how many chunks that is."""
     g = _by_doc(references)
@@ -267,8 +271,13 @@ class Bootstrap(TypedDict):
     significant: bool
 
 
-def paired_bootstrap(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, n_boot: int = 1000,
-                     seed: int = 0, alpha: float = 0.05) -> Bootstrap:
+def paired_bootstrap(
+    a: Sequence[float] | np.ndarray,
+    b: Sequence[float] | np.ndarray,
+    n_boot: int = 1000,
+    seed: int = 0,
+    alpha: float = 0.05,
+) -> Bootstrap:
     """Mean of ``a - b`` over the same queries and its percentile bootstrap confidence interval.
 
     Queries are resampled with replacement (the same resample for both strategies: the pairing removes
@@ -288,7 +297,6 @@ def paired_bootstrap(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.nd
     step = max(1, 2_000_000 // max(n, 1))  # bound the memory of one block of resamples
     for i in range(0, n_boot, step):
         m = min(step, n_boot - i)
-        means[i:i + m] = diff[rng.integers(0, n, size=(m, n))].mean(axis=1)
+        means[i : i + m] = diff[rng.integers(0, n, size=(m, n))].mean(axis=1)
     lo, hi = np.quantile(means, [alpha / 2, 1 - alpha / 2])
-    return {"diff": float(diff.mean()), "lo": float(lo), "hi": float(hi),
-            "significant": bool(lo > 0 or hi < 0)}
+    return {"diff": float(diff.mean()), "lo": float(lo), "hi": float(hi), "significant": bool(lo > 0 or hi < 0)}

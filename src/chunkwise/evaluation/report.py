@@ -13,8 +13,8 @@ from __future__ import annotations
 import html
 import json
 import math
-from typing import Any
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -22,12 +22,21 @@ from .results import EvaluationReport, RunResult
 
 #: (metric key, column title) of the main table; span metrics print as percentages like Chroma's table
 MAIN_COLUMNS = (
-    ("recall@5", "Recall@5"), ("precision@5", "Prec@5"), ("precision_omega", "PrecΩ"), ("iou@5", "IoU@5"),
-    ("recall@10", "Recall@10"), ("iou@10", "IoU@10"), ("recall@min", "Recall@min"), ("iou@min", "IoU@min"),
+    ("recall@5", "Recall@5"),
+    ("precision@5", "Prec@5"),
+    ("precision_omega", "PrecΩ"),
+    ("iou@5", "IoU@5"),
+    ("recall@10", "Recall@10"),
+    ("iou@10", "IoU@10"),
+    ("recall@min", "Recall@min"),
+    ("iou@min", "IoU@min"),
 )
 EXTRA_COLUMNS = (
-    ("recall_set@5", "Recall·set@5"), ("precision_set@5", "Prec·set@5"), ("iou_set@5", "IoU·set@5"),
-    ("ndcg@10", "nDCG@10"), ("mrr", "MRR"),
+    ("recall_set@5", "Recall·set@5"),
+    ("precision_set@5", "Prec·set@5"),
+    ("iou_set@5", "IoU·set@5"),
+    ("ndcg@10", "nDCG@10"),
+    ("mrr", "MRR"),
 )
 PERCENT = {k for k, _ in MAIN_COLUMNS + EXTRA_COLUMNS} - {"ndcg@10", "mrr"}
 NS_MARK = "≈"
@@ -36,8 +45,15 @@ NS_MARK = "≈"
 def fmt(metric: str, value: float | None) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
-    if metric in PERCENT or metric.split("@")[0] in ("recall", "precision", "iou", "recall_set",
-                                                      "precision_set", "iou_set", "doc_recall"):
+    if metric in PERCENT or metric.split("@")[0] in (
+        "recall",
+        "precision",
+        "iou",
+        "recall_set",
+        "precision_set",
+        "iou_set",
+        "doc_recall",
+    ):
         return f"{100 * value:.1f}"
     return f"{value:.3f}"
 
@@ -69,8 +85,11 @@ def baseline_marks(report: EvaluationReport, metric: str) -> dict[str, str]:
 def format_table(report: EvaluationReport) -> str:
     """The terminal report: the Chroma-style table, the corrected and document-level metrics, context."""
     k = report.k
-    parts = [report.dataset_summary, f"embedder {report.embedder}; {report.queries} queries; "
-             f"sizes in {report.count_tokenizer} tokens; span metrics in % (Chroma's arithmetic unless ·set)"]
+    parts = [
+        report.dataset_summary,
+        f"embedder {report.embedder}; {report.queries} queries; "
+        f"sizes in {report.count_tokenizer} tokens; span metrics in % (Chroma's arithmetic unless ·set)",
+    ]
     marks = {m: baseline_marks(report, m) for m in ("recall@5", "iou@5")}
     headers = ["run", *[t for _, t in MAIN_COLUMNS]]
     rows = [[r.name, *[fmt(m, r.scores.get(m)) for m, _ in MAIN_COLUMNS]] for r in report.runs]
@@ -80,26 +99,46 @@ def format_table(report: EvaluationReport) -> str:
         headers += ["Pk", "WindowDiff"]
     rows = []
     for r in report.runs:
-        row = [r.name, *[fmt(m, r.scores.get(m)) for m, _ in EXTRA_COLUMNS], fmt(f"doc_recall@{k}", r.scores.get(f"doc_recall@{k}"))]
+        row = [
+            r.name,
+            *[fmt(m, r.scores.get(m)) for m, _ in EXTRA_COLUMNS],
+            fmt(f"doc_recall@{k}", r.scores.get(f"doc_recall@{k}")),
+        ]
         if "Pk" in headers:
             row += [fmt("pk", r.scores.get("pk")), fmt("window_diff", r.scores.get("window_diff"))]
         rows.append(row)
     parts += ["", _table(headers, rows)]
     headers = ["run", "chunks", "tok/chunk", "median", "max", f"tok retrieved@{k}", "embed s", "embedded", "run s"]
-    rows = [[r.name, str(r.stats["chunks"]), f"{r.stats['tokens_per_chunk_mean']:.0f}",
-             f"{r.stats['tokens_per_chunk_median']:.0f}", str(r.stats["tokens_per_chunk_max"]),
-             f"{r.stats[f'tokens_retrieved@{k}']:.0f}", f"{r.stats.get('embed_seconds', 0):.1f}",
-             str(r.stats.get("texts_embedded", 0)), f"{r.stats.get('seconds', 0):.1f}"] for r in report.runs]
+    rows = [
+        [
+            r.name,
+            str(r.stats["chunks"]),
+            f"{r.stats['tokens_per_chunk_mean']:.0f}",
+            f"{r.stats['tokens_per_chunk_median']:.0f}",
+            str(r.stats["tokens_per_chunk_max"]),
+            f"{r.stats[f'tokens_retrieved@{k}']:.0f}",
+            f"{r.stats.get('embed_seconds', 0):.1f}",
+            str(r.stats.get("texts_embedded", 0)),
+            f"{r.stats.get('seconds', 0):.1f}",
+        ]
+        for r in report.runs
+    ]
     parts += ["", _table(headers, rows)]
     if marks["recall@5"]:
         base = report.runs[0].name
         headers = ["run", f"ΔRecall@5 vs {base}", f"ΔIoU@5 vs {base}"]
         rows = [[r.name, marks["recall@5"].get(r.name, "-"), marks["iou@5"].get(r.name, "-")] for r in report.runs[1:]]
-        parts += ["", _table(headers, rows),
-                  f"(paired bootstrap 95% CI over queries, points; {NS_MARK} = not significant)"]
+        parts += [
+            "",
+            _table(headers, rows),
+            f"(paired bootstrap 95% CI over queries, points; {NS_MARK} = not significant)",
+        ]
     if report.problems:
-        parts += ["", f"{len(report.problems)} problem(s) in the dataset (skipped):",
-                  *[f"  {p}" for p in report.problems[:10]]]
+        parts += [
+            "",
+            f"{len(report.problems)} problem(s) in the dataset (skipped):",
+            *[f"  {p}" for p in report.problems[:10]],
+        ]
         if len(report.problems) > 10:
             parts.append(f"  ... and {len(report.problems) - 10} more (see --format json)")
     return "\n".join(parts)
@@ -111,8 +150,7 @@ def format_json(report: EvaluationReport) -> str:
 
 # -- HTML ---------------------------------------------------------------------------------------------
 
-PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
-           "#7f7f7f", "#bcbd22")
+PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22")
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;max-width:1150px;color:#222;
@@ -161,56 +199,78 @@ def curve_svg(runs: Sequence[RunResult], width: int = 760, height: int = 380) ->
     ymax = min(1.0, max(rec for _, rec in pts) + 0.03)
     sx = lambda x: pad_l + (width - pad_l - pad_r) * x / xmax
     sy = lambda y: height - pad_b - (height - pad_t - pad_b) * (y - ymin) / max(ymax - ymin, 1e-9)
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-           f'viewBox="0 0 {width} {height}" role="img" aria-label="recall against tokens retrieved">']
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="recall against tokens retrieved">'
+    ]
     for t in _nice_ticks(0, xmax):
         x = sx(t)
-        out.append(f'<line x1="{x:.1f}" y1="{pad_t}" x2="{x:.1f}" y2="{height - pad_b}" stroke="#eee"/>'
-                   f'<text x="{x:.1f}" y="{height - pad_b + 16}" font-size="11" text-anchor="middle">{t:g}</text>')
+        out.append(
+            f'<line x1="{x:.1f}" y1="{pad_t}" x2="{x:.1f}" y2="{height - pad_b}" stroke="#eee"/>'
+            f'<text x="{x:.1f}" y="{height - pad_b + 16}" font-size="11" text-anchor="middle">{t:g}</text>'
+        )
     for t in _nice_ticks(ymin, ymax):
         y = sy(t)
-        out.append(f'<line x1="{pad_l}" y1="{y:.1f}" x2="{width - pad_r}" y2="{y:.1f}" stroke="#eee"/>'
-                   f'<text x="{pad_l - 6}" y="{y + 4:.1f}" font-size="11" text-anchor="end">{100 * t:.0f}%</text>')
-    out.append(f'<text x="{(pad_l + width - pad_r) / 2}" y="{height - 10}" font-size="12" text-anchor="middle">'
-               'mean tokens retrieved per query (n = 1, 2, 3, 4, 5, 6, 8, 10, 15, 20 chunks)</text>')
-    out.append(f'<text x="14" y="{(pad_t + height - pad_b) / 2}" font-size="12" text-anchor="middle" '
-               f'transform="rotate(-90 14 {(pad_t + height - pad_b) / 2})">recall</text>')
+        out.append(
+            f'<line x1="{pad_l}" y1="{y:.1f}" x2="{width - pad_r}" y2="{y:.1f}" stroke="#eee"/>'
+            f'<text x="{pad_l - 6}" y="{y + 4:.1f}" font-size="11" text-anchor="end">{100 * t:.0f}%</text>'
+        )
+    out.append(
+        f'<text x="{(pad_l + width - pad_r) / 2}" y="{height - 10}" font-size="12" text-anchor="middle">'
+        "mean tokens retrieved per query (n = 1, 2, 3, 4, 5, 6, 8, 10, 15, 20 chunks)</text>"
+    )
+    out.append(
+        f'<text x="14" y="{(pad_t + height - pad_b) / 2}" font-size="12" text-anchor="middle" '
+        f'transform="rotate(-90 14 {(pad_t + height - pad_b) / 2})">recall</text>'
+    )
     for i, r in enumerate(runs):
         color = PALETTE[i % len(PALETTE)]
         xy = [(sx(t), sy(rec), n) for n, (t, rec, _) in sorted(r.curve.items())]
-        out.append(f'<polyline fill="none" stroke="{color}" stroke-width="2" points="'
-                   + " ".join(f"{x:.1f},{y:.1f}" for x, y, _ in xy) + '"/>')
+        out.append(
+            f'<polyline fill="none" stroke="{color}" stroke-width="2" points="'
+            + " ".join(f"{x:.1f},{y:.1f}" for x, y, _ in xy)
+            + '"/>'
+        )
         for x, y, n in xy:
             tip = f"{r.name}: n={n}, {r.curve[n][0]:.0f} tokens, recall {100 * r.curve[n][1]:.1f}%"
             radius = 4.5 if n == 5 else 3
-            out.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{radius}" fill="{color}"><title>{_esc(tip)}</title></circle>')
+            out.append(
+                f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{radius}" fill="{color}"><title>{_esc(tip)}</title></circle>'
+            )
     out.append("</svg>")
     return "".join(out)
 
 
-def histogram_svg(run: RunResult, color: str, lo: int, hi: int, width: int = 360, height: int = 170,
-                  bins: int = 30) -> str:
+def histogram_svg(
+    run: RunResult, color: str, lo: int, hi: int, width: int = 360, height: int = 170, bins: int = 30
+) -> str:
     """Histogram of chunk sizes (count tokenizer), on a shared x range so runs compare."""
     vals = np.asarray(run.chunk_tokens)
     counts, edges = np.histogram(vals, bins=bins, range=(lo, max(hi, lo + 1)))
     pad_l, pad_b, pad_t = 40, 32, 22
     cmax = max(int(counts.max()), 1)
     bw = (width - pad_l - 10) / bins
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
-           f'role="img" aria-label="chunk sizes of {_esc(run.name)}">',
-           f'<text x="{pad_l}" y="14" font-size="12">{_esc(run.name)[:60]}</text>']
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+        f'role="img" aria-label="chunk sizes of {_esc(run.name)}">',
+        f'<text x="{pad_l}" y="14" font-size="12">{_esc(run.name)[:60]}</text>',
+    ]
     for i, c in enumerate(counts.tolist()):
         h = (height - pad_t - pad_b) * c / cmax
         x = pad_l + i * bw
-        out.append(f'<rect x="{x:.1f}" y="{height - pad_b - h:.1f}" width="{max(bw - 1, 1):.1f}" height="{h:.1f}" '
-                   f'fill="{color}"><title>{edges[i]:.0f}–{edges[i + 1]:.0f} tokens: {c} chunks</title></rect>')
+        out.append(
+            f'<rect x="{x:.1f}" y="{height - pad_b - h:.1f}" width="{max(bw - 1, 1):.1f}" height="{h:.1f}" '
+            f'fill="{color}"><title>{edges[i]:.0f}–{edges[i + 1]:.0f} tokens: {c} chunks</title></rect>'
+        )
     for t in _nice_ticks(lo, hi, 4):
         x = pad_l + (width - pad_l - 10) * (t - lo) / max(hi - lo, 1)
         out.append(f'<text x="{x:.1f}" y="{height - pad_b + 14}" font-size="10" text-anchor="middle">{t:g}</text>')
-    out.append(f'<text x="{pad_l - 4}" y="{pad_t + 8}" font-size="10" text-anchor="end">{cmax}</text>'
-               f'<text x="{pad_l - 4}" y="{height - pad_b}" font-size="10" text-anchor="end">0</text>'
-               f'<text x="{(pad_l + width) / 2}" y="{height - 6}" font-size="10" text-anchor="middle">'
-               f'tokens per chunk (median {run.stats["tokens_per_chunk_median"]:.0f})</text></svg>')
+    out.append(
+        f'<text x="{pad_l - 4}" y="{pad_t + 8}" font-size="10" text-anchor="end">{cmax}</text>'
+        f'<text x="{pad_l - 4}" y="{height - pad_b}" font-size="10" text-anchor="end">0</text>'
+        f'<text x="{(pad_l + width) / 2}" y="{height - 6}" font-size="10" text-anchor="middle">'
+        f"tokens per chunk (median {run.stats['tokens_per_chunk_median']:.0f})</text></svg>"
+    )
     return "".join(out)
 
 
@@ -230,8 +290,10 @@ def _html_table(report: EvaluationReport, cols, best, deltas=None, extra: bool =
             cls = " class=best" if v is not None and len(runs) > 1 and v == best[m] else ""
             h.append(f"<td{cls}>{fmt(m, v)}</td>")
         if extra:
-            h.append(f"<td>{fmt(f'doc_recall@{k}', r.scores.get(f'doc_recall@{k}'))}</td><td>{r.stats['chunks']}</td>"
-                     f"<td>{r.stats['tokens_per_chunk_mean']:.0f}</td><td>{r.stats[f'tokens_retrieved@{k}']:.0f}</td>")
+            h.append(
+                f"<td>{fmt(f'doc_recall@{k}', r.scores.get(f'doc_recall@{k}'))}</td><td>{r.stats['chunks']}</td>"
+                f"<td>{r.stats['tokens_per_chunk_mean']:.0f}</td><td>{r.stats[f'tokens_retrieved@{k}']:.0f}</td>"
+            )
         if deltas and len(runs) > 1:
             for mk in deltas:
                 v = mk.get(r.name, "baseline" if i == 0 else "-")
@@ -249,16 +311,21 @@ def format_html(report: EvaluationReport, title: str = "chunkwise evaluation") -
     best = {m: max(r.scores.get(m, -1) for r in runs) for m, _ in cols}
     marks = baseline_marks(report, "recall@5")
     marks_iou = baseline_marks(report, "iou@5")
-    h = [f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>{_esc(title)}</title>",
-         f"<style>{CSS}</style></head><body>", f"<h1>{_esc(title)}</h1>",
-         f"<p class=muted>{_esc(report.dataset_summary)}<br>embedder <b>{_esc(report.embedder)}</b>; "
-         f"{report.queries} queries; chunk sizes in {_esc(report.count_tokenizer)} tokens; span metrics in %, "
-         "computed with Chroma's published arithmetic (·set = corrected set arithmetic).</p>",
-         "<h2>Comparison</h2>"]
+    h = [
+        f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>{_esc(title)}</title>",
+        f"<style>{CSS}</style></head><body>",
+        f"<h1>{_esc(title)}</h1>",
+        f"<p class=muted>{_esc(report.dataset_summary)}<br>embedder <b>{_esc(report.embedder)}</b>; "
+        f"{report.queries} queries; chunk sizes in {_esc(report.count_tokenizer)} tokens; span metrics in %, "
+        "computed with Chroma's published arithmetic (·set = corrected set arithmetic).</p>",
+        "<h2>Comparison</h2>",
+    ]
     h.append(_html_table(report, MAIN_COLUMNS, best, deltas=(marks, marks_iou)))
     if len(runs) > 1:
-        h.append(f"<p class=muted>Δ: difference to the first run in points with its paired-bootstrap 95% "
-                 f"confidence interval over the same queries; {NS_MARK} and grey = not significant.</p>")
+        h.append(
+            f"<p class=muted>Δ: difference to the first run in points with its paired-bootstrap 95% "
+            f"confidence interval over the same queries; {NS_MARK} and grey = not significant.</p>"
+        )
     h.append("<h2>Corrected (set) span metrics, document ranking, context</h2>")
     h.append(_html_table(report, EXTRA_COLUMNS, best, extra=True))
     by_doc = [r for r in runs if r.stats.get("by_document")]
@@ -271,40 +338,57 @@ def format_html(report: EvaluationReport, title: str = "chunkwise evaluation") -
             h.append(f"<tr><td>{_esc(r.name)}</td>")
             for d in docs:
                 v = r.stats["by_document"].get(d)
-                h.append(f"<td>{fmt('recall@5', v['recall@5'])} / {fmt('iou@5', v['iou@5'])}</td>" if v else "<td>-</td>")
+                h.append(
+                    f"<td>{fmt('recall@5', v['recall@5'])} / {fmt('iou@5', v['iou@5'])}</td>" if v else "<td>-</td>"
+                )
             h.append("</tr>")
         h.append("</table></div>")
-    h += ["<h2>Recall against tokens retrieved</h2>",
-          "<p class=muted>Each point retrieves n chunks; larger dots are n = 5. Up and to the left is better: "
-          "more of the answer for fewer tokens in the prompt.</p>", curve_svg(runs)]
+    h += [
+        "<h2>Recall against tokens retrieved</h2>",
+        "<p class=muted>Each point retrieves n chunks; larger dots are n = 5. Up and to the left is better: "
+        "more of the answer for fewer tokens in the prompt.</p>",
+        curve_svg(runs),
+    ]
     all_tokens = [t for r in runs for t in r.chunk_tokens]
     lo, hi = (min(all_tokens), max(all_tokens)) if all_tokens else (0, 1)
     h += ["<h2>Chunk sizes</h2><div class=hists>"]
     h += [histogram_svg(r, PALETTE[i % len(PALETTE)], lo, hi) for i, r in enumerate(runs)]
     h.append("</div>")
-    h += ["<h2>Context and cost</h2><div class=scroll><table><tr><th>run</th><th>chunks</th><th>mean</th><th>median</th><th>max</th>"
-          f"<th>tokens retrieved@{k}</th><th>chunking s</th><th>embedding s</th><th>texts embedded</th></tr>"]
+    h += [
+        "<h2>Context and cost</h2><div class=scroll><table><tr><th>run</th><th>chunks</th><th>mean</th><th>median</th><th>max</th>"
+        f"<th>tokens retrieved@{k}</th><th>chunking s</th><th>embedding s</th><th>texts embedded</th></tr>"
+    ]
     for r in runs:
         s = r.stats
-        h.append(f"<tr><td>{_esc(r.name)}</td><td>{s['chunks']}</td><td>{s['tokens_per_chunk_mean']:.1f}</td>"
-                 f"<td>{s['tokens_per_chunk_median']:.0f}</td><td>{s['tokens_per_chunk_max']}</td>"
-                 f"<td>{s[f'tokens_retrieved@{k}']:.0f}</td><td>{s.get('chunk_seconds', 0):.1f}</td>"
-                 f"<td>{s.get('embed_seconds', 0):.1f}</td><td>{s.get('texts_embedded', 0)}</td></tr>")
+        h.append(
+            f"<tr><td>{_esc(r.name)}</td><td>{s['chunks']}</td><td>{s['tokens_per_chunk_mean']:.1f}</td>"
+            f"<td>{s['tokens_per_chunk_median']:.0f}</td><td>{s['tokens_per_chunk_max']}</td>"
+            f"<td>{s[f'tokens_retrieved@{k}']:.0f}</td><td>{s.get('chunk_seconds', 0):.1f}</td>"
+            f"<td>{s.get('embed_seconds', 0):.1f}</td><td>{s.get('texts_embedded', 0)}</td></tr>"
+        )
     h.append("</table></div>")
     if any(r.boundary_scores for r in runs):
-        h.append("<h2>Boundaries (lower is better)</h2><div class=scroll><table><tr><th>run</th><th>Pk</th><th>WindowDiff</th></tr>")
+        h.append(
+            "<h2>Boundaries (lower is better)</h2><div class=scroll><table><tr><th>run</th><th>Pk</th><th>WindowDiff</th></tr>"
+        )
         for r in runs:
-            h.append(f"<tr><td>{_esc(r.name)}</td><td>{fmt('pk', r.scores.get('pk'))}</td>"
-                     f"<td>{fmt('window_diff', r.scores.get('window_diff'))}</td></tr>")
+            h.append(
+                f"<tr><td>{_esc(r.name)}</td><td>{fmt('pk', r.scores.get('pk'))}</td>"
+                f"<td>{fmt('window_diff', r.scores.get('window_diff'))}</td></tr>"
+            )
         h.append("</table></div>")
     if report.comparisons:
-        h.append("<h2>All pairwise differences</h2><div class=scroll><table><tr><th>a − b</th><th>metric</th><th>Δ</th><th>95% CI</th></tr>")
+        h.append(
+            "<h2>All pairwise differences</h2><div class=scroll><table><tr><th>a − b</th><th>metric</th><th>Δ</th><th>95% CI</th></tr>"
+        )
         for c in report.comparisons:
             scale = 1 if c.metric in ("ndcg@10", "mrr") else 100
             cls = "sig" if c.significant else "ns"
-            h.append(f"<tr class={cls}><td>{_esc(c.a)} − {_esc(c.b)}</td><td>{_esc(c.metric)}</td>"
-                     f"<td>{scale * c.diff:+.2f}</td><td>[{scale * c.lo:+.2f}, {scale * c.hi:+.2f}]"
-                     f"{'' if c.significant else ' ' + NS_MARK}</td></tr>")
+            h.append(
+                f"<tr class={cls}><td>{_esc(c.a)} − {_esc(c.b)}</td><td>{_esc(c.metric)}</td>"
+                f"<td>{scale * c.diff:+.2f}</td><td>[{scale * c.lo:+.2f}, {scale * c.hi:+.2f}]"
+                f"{'' if c.significant else ' ' + NS_MARK}</td></tr>"
+            )
         h.append("</table></div>")
     if report.problems:
         h.append(f"<h2>Dataset problems ({len(report.problems)}, skipped)</h2><ul>")
@@ -319,21 +403,42 @@ def format_leaderboard(result, k: int) -> str:
     columns, each metric once (the tuned one is not repeated under another spelling)."""
     titles = dict(MAIN_COLUMNS + EXTRA_COLUMNS)
     context = [m for m in ("recall@5", "iou@5", "ndcg@10") if m != result.metric]
-    headers = ["#", "parameters", titles.get(result.metric, result.metric), *(titles[m] for m in context),
-               f"tok retrieved@{k}", "chunks", "s"]
+    headers = [
+        "#",
+        "parameters",
+        titles.get(result.metric, result.metric),
+        *(titles[m] for m in context),
+        f"tok retrieved@{k}",
+        "chunks",
+        "s",
+    ]
     rows = []
     rank = 0
     for row in result.rows:
-        params = " ".join(f"{a}={json.dumps(b) if not isinstance(b, str) else b}"
-                          for a, b in row.params.items() if a not in result.fixed)
+        params = " ".join(
+            f"{a}={json.dumps(b) if not isinstance(b, str) else b}"
+            for a, b in row.params.items()
+            if a not in result.fixed
+        )
         if row.result is None:
             rows.append(["-", params or "(defaults)", "error", *([""] * (len(headers) - 4)), (row.error or "")[:60]])
             continue
         rank += 1
         s = row.result.scores
-        mark = " *" if row is result.best else (" (over budget)" if row.over_budget else
-                                                 f" (fails {', '.join(row.failed)})" if row.failed else "")
-        rows.append([f"{rank}{mark}", params or "(defaults)", fmt(result.metric, row.score),
-                     *(fmt(m, s[m]) for m in context), f"{s[f'tokens_retrieved@{k}']:.0f}",
-                     str(row.result.stats["chunks"]), f"{row.result.stats['seconds']:.1f}"])
+        mark = (
+            " *"
+            if row is result.best
+            else (" (over budget)" if row.over_budget else f" (fails {', '.join(row.failed)})" if row.failed else "")
+        )
+        rows.append(
+            [
+                f"{rank}{mark}",
+                params or "(defaults)",
+                fmt(result.metric, row.score),
+                *(fmt(m, s[m]) for m in context),
+                f"{s[f'tokens_retrieved@{k}']:.0f}",
+                str(row.result.stats["chunks"]),
+                f"{row.result.stats['seconds']:.1f}",
+            ]
+        )
     return _table(headers, rows)

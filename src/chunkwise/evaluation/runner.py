@@ -19,9 +19,9 @@ import json
 import statistics
 import sys
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
-from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -41,9 +41,18 @@ from . import metrics as M
 from .boundaries import boundaries_from_offsets, pk, window_diff
 from .datasets import Dataset
 from .results import Comparison, EvaluationReport, RunResult
-from .spec import (DEFAULT_DENSE_WEIGHT, DEFAULT_FUSION, DEFAULT_RRF_K, RUN_KEYS, VECTOR_MODES, RunSpec,
-                   fusion_settings,
-                   parse_run_spec, spec_from_params, split_top_level)
+from .spec import (
+    DEFAULT_DENSE_WEIGHT,
+    DEFAULT_FUSION,
+    DEFAULT_RRF_K,
+    RUN_KEYS,
+    VECTOR_MODES,
+    RunSpec,
+    fusion_settings,
+    parse_run_spec,
+    spec_from_params,
+    split_top_level,
+)
 
 #: numbers of retrieved chunks at which span metrics are always reported
 SPAN_NS = (5, 10)
@@ -65,8 +74,9 @@ def top_indices(sims: np.ndarray, n: int) -> np.ndarray:
     if n < total:
         part = np.argpartition(-sims, n - 1, axis=1)[:, :n]
         part.sort(axis=1)
-        return np.take_along_axis(part, np.argsort(-np.take_along_axis(sims, part, axis=1), axis=1,
-                                                   kind="stable"), axis=1)
+        return np.take_along_axis(
+            part, np.argsort(-np.take_along_axis(sims, part, axis=1), axis=1, kind="stable"), axis=1
+        )
     return np.argsort(-sims, axis=1, kind="stable")
 
 
@@ -102,15 +112,25 @@ class Evaluator:
        score citation recall (:mod:`.answers`); ``answer_concurrency`` requests at once.
     """
 
-    def __init__(self, dataset: Dataset, embedder: Embedder, k: int = 5, count_tokenizer: str = "cl100k",
-                 n_boot: int = 1000, seed: int = 0, progress: Callable[[str], None] | None = None,
-                 answer_llm: Any = None, answer_concurrency: int = 4):
+    def __init__(
+        self,
+        dataset: Dataset,
+        embedder: Embedder,
+        k: int = 5,
+        count_tokenizer: str = "cl100k",
+        n_boot: int = 1000,
+        seed: int = 0,
+        progress: Callable[[str], None] | None = None,
+        answer_llm: Any = None,
+        answer_concurrency: int = 4,
+    ):
         if not isinstance(k, int) or k < 1:
             raise ConfigError(f"k must be a positive integer, got {k!r}")
         if not dataset.queries:
-            raise ConfigError(f"{dataset.path}: no queries to evaluate"
-                              + (f" ({len(dataset.problems)} problem(s), first: {dataset.problems[0]})"
-                                 if dataset.problems else ""))
+            raise ConfigError(
+                f"{dataset.path}: no queries to evaluate"
+                + (f" ({len(dataset.problems)} problem(s), first: {dataset.problems[0]})" if dataset.problems else "")
+            )
         self.dataset = dataset
         self.embedder = embedder if isinstance(embedder, MemoEmbedder) else MemoEmbedder(embedder, progress)
         self.k = k
@@ -194,10 +214,13 @@ class Evaluator:
     # -- one run ------------------------------------------------------------------------------------
     def run(self, spec: RunSpec) -> RunResult:
         """Chunk, embed, retrieve and score one configuration."""
-        if not spec.hybrid and (spec.fusion != DEFAULT_FUSION or spec.rrf_k != DEFAULT_RRF_K
-                                or spec.dense_weight != DEFAULT_DENSE_WEIGHT):
-            raise ConfigError(f"{spec.name}: fusion, rrf_k and dense_weight apply to hybrid retrieval only; "
-                              f"drop hybrid=false (or --dense)")
+        if not spec.hybrid and (
+            spec.fusion != DEFAULT_FUSION or spec.rrf_k != DEFAULT_RRF_K or spec.dense_weight != DEFAULT_DENSE_WEIGHT
+        ):
+            raise ConfigError(
+                f"{spec.name}: fusion, rrf_k and dense_weight apply to hybrid retrieval only; "
+                f"drop hybrid=false (or --dense)"
+            )
         t_start = time.perf_counter()
         emb_n0 = self.embedder.texts_embedded
         q0 = self.embedder.seconds
@@ -213,16 +236,19 @@ class Evaluator:
         chunks = [c for _, cs, _ in items for c in cs]
         self.progress(f"{spec.name}: {len(chunks)} chunks, scoring {len(self.dataset.queries)} queries")
         result = self._score(spec, chunks, store, qv)
-        result.stats.update({
-            "chunk_seconds": round(chunk_seconds - chunk_embed_s, 3),
-            "embed_seconds": round(embed_seconds, 3),
-            "texts_embedded": self.embedder.texts_embedded - emb_n0,
-            "seconds": round(time.perf_counter() - t_start, 3),
-        })
+        result.stats.update(
+            {
+                "chunk_seconds": round(chunk_seconds - chunk_embed_s, 3),
+                "embed_seconds": round(embed_seconds, 3),
+                "texts_embedded": self.embedder.texts_embedded - emb_n0,
+                "seconds": round(time.perf_counter() - t_start, 3),
+            }
+        )
         return result
 
-    def _embedded_chunks(self, spec: RunSpec, by_doc: dict[str, list[Chunk]]
-                         ) -> list[tuple[Document, list[Chunk], np.ndarray]]:
+    def _embedded_chunks(
+        self, spec: RunSpec, by_doc: dict[str, list[Chunk]]
+    ) -> list[tuple[Document, list[Chunk], np.ndarray]]:
         """Each document with its chunks (contextualised when the run asks) and their vectors: late-chunked
         per document, or else embedded (or pooled) in one call for all chunks of the corpus."""
         items: list[tuple[Document, list[Chunk], np.ndarray]] = []
@@ -232,8 +258,11 @@ class Evaluator:
                 continue
             if spec.context:
                 cs = self._contextualize(spec, doc, cs)
-            vecs = (np.asarray(self._late_vectors(spec, doc, cs), dtype=np.float32) if spec.late
-                    else np.zeros((0, 0), dtype=np.float32))
+            vecs = (
+                np.asarray(self._late_vectors(spec, doc, cs), dtype=np.float32)
+                if spec.late
+                else np.zeros((0, 0), dtype=np.float32)
+            )
             items.append((doc, cs, vecs))
         if not items:
             raise ConfigError(f"{spec.name}: the strategy produced no chunks")
@@ -249,8 +278,9 @@ class Evaluator:
         store.create({"dataset": self.dataset.path}, self.embedder.dim)
         store.upsert(items, self.embedder.model_id)
         if store.count() != sum(len(cs) for _, cs, _ in items):
-            raise ChunkwiseError("two chunks of the evaluation corpus have the same id; give the documents "
-                                 "distinct names")
+            raise ChunkwiseError(
+                "two chunks of the evaluation corpus have the same id; give the documents distinct names"
+            )
         return store
 
     def _score(self, spec: RunSpec, chunks: list[Chunk], store: MemoryStore, qv: np.ndarray) -> RunResult:
@@ -269,12 +299,16 @@ class Evaluator:
         if self.answer_llm is not None:
             from .answers import answer_scores
 
-            per_query.update(answer_scores(self.answer_llm, self.dataset.queries, chunks, order, self.k,
-                                           self.answer_concurrency, self.progress))
+            per_query.update(
+                answer_scores(
+                    self.answer_llm, self.dataset.queries, chunks, order, self.k, self.answer_concurrency, self.progress
+                )
+            )
         scores = {name: float(v.mean()) for name, v in per_query.items()}
         curve = self._curve(curve_acc, len(order[0]))
-        result = RunResult(spec, per_query, scores, self._stats(layout, per_query, scores),
-                           layout.tokens.tolist(), curve)
+        result = RunResult(
+            spec, per_query, scores, self._stats(layout, per_query, scores), layout.tokens.tolist(), curve
+        )
         if self.dataset.boundaries:
             result.boundary_scores = self._boundary_scores(chunks)
             if result.boundary_scores:
@@ -306,8 +340,7 @@ class Evaluator:
         np.put_along_axis(sims, positions, scores, axis=1)
         return sims
 
-    def _rank(self, spec: RunSpec, store: MemoryStore, sims: np.ndarray,
-              top_n: int) -> tuple[np.ndarray, np.ndarray]:
+    def _rank(self, spec: RunSpec, store: MemoryStore, sims: np.ndarray, top_n: int) -> tuple[np.ndarray, np.ndarray]:
         """The ``top_n`` chunks per query, best first, and the per-chunk scores documents are ranked by
         (the similarities; the fused z-scores; for RRF, ``top_n .. 1`` on the retrieved chunks, else 0)."""
         if spec.hybrid and spec.fusion == "zscore":
@@ -334,13 +367,24 @@ class Evaluator:
         """The ``n`` of the span metrics: :data:`SPAN_NS`, ``k`` and ``"min"`` (Chroma's minimal n)."""
         return [*sorted(set(SPAN_NS) | {self.k}), "min"]
 
-    def _score_queries(self, layout: _Layout, order: np.ndarray,
-                       doc_rank: np.ndarray) -> tuple[dict[str, np.ndarray], dict[int, np.ndarray]]:
+    def _score_queries(
+        self, layout: _Layout, order: np.ndarray, doc_rank: np.ndarray
+    ) -> tuple[dict[str, np.ndarray], dict[int, np.ndarray]]:
         """Every metric for every query, and the summed (tokens, recall, IoU) of each curve point."""
-        names = [f"{m}@{n}" for n in self._cutoffs()
-                 for m in ("recall", "precision", "iou", "recall_set", "precision_set", "iou_set")]
-        names += ["precision_omega", "precision_omega_set", "min_n", f"doc_recall@{self.k}", "ndcg@10", "mrr",
-                  f"tokens_retrieved@{self.k}"]
+        names = [
+            f"{m}@{n}"
+            for n in self._cutoffs()
+            for m in ("recall", "precision", "iou", "recall_set", "precision_set", "iou_set")
+        ]
+        names += [
+            "precision_omega",
+            "precision_omega_set",
+            "min_n",
+            f"doc_recall@{self.k}",
+            "ndcg@10",
+            "mrr",
+            f"tokens_retrieved@{self.k}",
+        ]
         per_query = {name: np.zeros(len(self.dataset.queries)) for name in names}
         curve_acc = {n: np.zeros(3) for n in CURVE_NS}
         for qi, q in enumerate(self.dataset.queries):
@@ -375,14 +419,21 @@ class Evaluator:
             refs = [(r.doc, r.start, r.end) for r in q.references]
             hits = [chunks[i] for i in order[qi]]
             for b in budgets:
-                passages = expand_chunks(hits, by_doc.__getitem__, spec.expand, b, self.count_tokenizer,
-                                         memo=self._token_memo)
+                passages = expand_chunks(
+                    hits, by_doc.__getitem__, spec.expand, b, self.count_tokenizer, memo=self._token_memo
+                )
                 context = [(p.source, a, e) for p in passages for a, e in p.pieces]
                 out[M.budget_name(b)][qi] = M.span_recall(refs, context)
         return out
 
-    def _span_metrics(self, qi: int, refs: list[tuple[str, int, int]], retrieved: list[tuple[str, int, int]],
-                      layout: _Layout, per_query: dict[str, np.ndarray]) -> None:
+    def _span_metrics(
+        self,
+        qi: int,
+        refs: list[tuple[str, int, int]],
+        retrieved: list[tuple[str, int, int]],
+        layout: _Layout,
+        per_query: dict[str, np.ndarray],
+    ) -> None:
         """Chroma's span metrics and the set variants of query ``qi`` at every cutoff, into ``per_query``."""
         omega, count = M.chroma_precision_omega(refs, layout.by_doc)
         omega_set, count_set = M.set_precision_omega(refs, layout.by_doc)
@@ -401,8 +452,7 @@ class Evaluator:
             per_query[f"precision_set@{n}"][qi] = prec_s
             per_query[f"iou_set@{n}"][qi] = iou_s
 
-    def _curve(self, curve_acc: dict[int, np.ndarray],
-               retrieved: int) -> dict[int, tuple[float, float, float]]:
+    def _curve(self, curve_acc: dict[int, np.ndarray], retrieved: int) -> dict[int, tuple[float, float, float]]:
         """Mean (tokens retrieved, recall, IoU) per curve point that the retrieval depth reaches."""
         nq = len(self.dataset.queries)
         curve: dict[int, tuple[float, float, float]] = {}
@@ -412,8 +462,7 @@ class Evaluator:
                 curve[n] = (tok, rec, iou)
         return curve
 
-    def _stats(self, layout: _Layout, per_query: dict[str, np.ndarray],
-               scores: dict[str, float]) -> dict[str, Any]:
+    def _stats(self, layout: _Layout, per_query: dict[str, np.ndarray], scores: dict[str, float]) -> dict[str, Any]:
         """Chunk sizes, tokens retrieved and, with several corpora, the main scores per corpus (Chroma's
         ``corpora_scores``: queries grouped by the document of their first reference)."""
         tok_list = layout.tokens.tolist()
@@ -430,8 +479,13 @@ class Evaluator:
             groups.setdefault(q.references[0].doc, []).append(qi)
         if len(groups) > 1:
             stats["by_document"] = {
-                d: {"queries": len(ix), **{m: round(float(per_query[m][ix].mean()), 6)
-                                           for m in ("recall@5", "iou@5", "precision@5", "recall_set@5", "iou_set@5")}}
+                d: {
+                    "queries": len(ix),
+                    **{
+                        m: round(float(per_query[m][ix].mean()), 6)
+                        for m in ("recall@5", "iou@5", "precision@5", "recall_set@5", "iou_set@5")
+                    },
+                }
                 for d, ix in groups.items()
             }
         return stats
@@ -452,8 +506,7 @@ class Evaluator:
         are, so a chunk far ahead in one ranking is not pulled level with the runner-up."""
         return fuse_zscore(sims, self._bm25_scores(store), spec.dense_weight)
 
-    def _hybrid_order(self, store: MemoryStore, sims: np.ndarray, top_n: int,
-                      rrf_k: int = DEFAULT_RRF_K) -> np.ndarray:
+    def _hybrid_order(self, store: MemoryStore, sims: np.ndarray, top_n: int, rrf_k: int = DEFAULT_RRF_K) -> np.ndarray:
         """Top chunks by reciprocal rank fusion (constant ``rrf_k``) of the dense ranking and BM25 over
         ``embed_text`` (what the index's ``hybrid=True`` search does), each ranking cut at
         :data:`HYBRID_CANDIDATES`."""
@@ -467,8 +520,11 @@ class Evaluator:
             fused = dict(reciprocal_rank_fusion([dense[qi].tolist(), bm25_ranking], k=rrf_k))
             best = list(fused)[:top_n]
             if len(best) < top_n:  # pad with the next dense hits (only when BM25 and dense agree a lot)
-                rest = [i for i in top_indices(sims[qi:qi + 1], min(n_chunks, 2 * top_n + cand))[0].tolist()
-                        if i not in fused]
+                rest = [
+                    i
+                    for i in top_indices(sims[qi : qi + 1], min(n_chunks, 2 * top_n + cand))[0].tolist()
+                    if i not in fused
+                ]
                 best += rest[: top_n - len(best)]
             order[qi] = best
         return order
@@ -493,7 +549,7 @@ class Evaluator:
         """Paired bootstrap for every ordered pair of runs (``a`` before ``b``) and metric."""
         out = []
         for i, a in enumerate(results):
-            for b in results[i + 1:]:
+            for b in results[i + 1 :]:
                 for m in metrics:
                     if m not in a.per_query or m not in b.per_query:
                         continue
@@ -526,8 +582,13 @@ class Evaluator:
         )
 
 
-def evaluate(dataset: Dataset | str, specs: Sequence[RunSpec | str], embedder: Embedder | str | None = None,
-             k: int = 5, **kw: Any) -> EvaluationReport:
+def evaluate(
+    dataset: Dataset | str,
+    specs: Sequence[RunSpec | str],
+    embedder: Embedder | str | None = None,
+    k: int = 5,
+    **kw: Any,
+) -> EvaluationReport:
     """Python API: evaluate run specs (or ``"recursive:max_tokens=200"`` strings) on a dataset.
 
     ``embedder`` is an :class:`Embedder` or a name for :func:`chunkwise.embeddings.get_embedder`
@@ -547,7 +608,27 @@ def evaluate(dataset: Dataset | str, specs: Sequence[RunSpec | str], embedder: E
 
 #: the names this module has always offered; :mod:`.spec`, :mod:`.results` and
 #: :mod:`chunkwise.embeddings.memo` hold the code
-__all__ = ["RunSpec", "RunResult", "EvaluationReport", "Comparison", "Evaluator", "MemoEmbedder", "evaluate",
-           "parse_run_spec", "spec_from_params", "fusion_settings", "fuse_zscore", "zscore", "FUSION_MODES",
-           "split_top_level", "top_indices", "CURVE_NS", "SPAN_NS", "VECTOR_MODES", "RUN_KEYS", "parse_value",
-           "DEFAULT_RRF_K", "DEFAULT_DENSE_WEIGHT"]
+__all__ = [
+    "RunSpec",
+    "RunResult",
+    "EvaluationReport",
+    "Comparison",
+    "Evaluator",
+    "MemoEmbedder",
+    "evaluate",
+    "parse_run_spec",
+    "spec_from_params",
+    "fusion_settings",
+    "fuse_zscore",
+    "zscore",
+    "FUSION_MODES",
+    "split_top_level",
+    "top_indices",
+    "CURVE_NS",
+    "SPAN_NS",
+    "VECTOR_MODES",
+    "RUN_KEYS",
+    "parse_value",
+    "DEFAULT_RRF_K",
+    "DEFAULT_DENSE_WEIGHT",
+]

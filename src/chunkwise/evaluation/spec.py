@@ -90,8 +90,9 @@ def parse_run_spec(text: str) -> RunSpec:
     return spec_from_params(name, params, label=label)
 
 
-def spec_from_params(name: str, params: dict[str, Any], label: str | None = None,
-                     run: dict[str, Any] | None = None) -> RunSpec:
+def spec_from_params(
+    name: str, params: dict[str, Any], label: str | None = None, run: dict[str, Any] | None = None
+) -> RunSpec:
     """A run from strategy parameters that may include run settings (``late``, ``context``, ``hybrid``...),
     checked as a configuration file is."""
     params = dict(params)
@@ -113,6 +114,17 @@ def fusion_settings(run: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-__all__ = ["RunSpec", "RUN_KEYS", "VECTOR_MODES", "DEFAULT_RRF_K", "DEFAULT_DENSE_WEIGHT", "DEFAULT_FUSION",
-           "DEFAULT_HYBRID", "parse_run_spec",
-           "spec_from_params", "fusion_settings", "split_top_level", "parse_value"]
+__all__ = [
+    "RunSpec",
+    "RUN_KEYS",
+    "VECTOR_MODES",
+    "DEFAULT_RRF_K",
+    "DEFAULT_DENSE_WEIGHT",
+    "DEFAULT_FUSION",
+    "DEFAULT_HYBRID",
+    "parse_run_spec",
+    "spec_from_params",
+    "fusion_settings",
+    "split_top_level",
+    "parse_value",
+]

@@ -17,10 +17,10 @@ import json
 import random
 import re
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from collections.abc import Callable, Sequence
 
 import numpy as np
 

@@ -42,21 +42,44 @@ DEFAULT_MAX_BYTES = 100 * 1024 * 1024
 
 #: extension -> format
 EXTENSIONS = {
-    ".txt": "text", ".text": "text", ".log": "text", ".rst": "text", ".csv": "text", ".tsv": "text",
-    ".md": "markdown", ".markdown": "markdown", ".mdown": "markdown", ".mkd": "markdown", ".mdx": "markdown",
-    ".html": "html", ".htm": "html", ".xhtml": "html",
+    ".txt": "text",
+    ".text": "text",
+    ".log": "text",
+    ".rst": "text",
+    ".csv": "text",
+    ".tsv": "text",
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".mdown": "markdown",
+    ".mkd": "markdown",
+    ".mdx": "markdown",
+    ".html": "html",
+    ".htm": "html",
+    ".xhtml": "html",
     ".pdf": "pdf",
-    ".vtt": "vtt", ".webvtt": "vtt",
+    ".vtt": "vtt",
+    ".webvtt": "vtt",
     ".srt": "srt",
     ".sbv": "sbv",
 }
 FORMATS = ("text", "markdown", "html", "pdf", "vtt", "srt", "sbv")
-KNOWN_OPTIONS = {"format", "encoding", "max_bytes", "clean", "clean_headers", "dehyphenate", "reflow",
-                 "normalize_whitespace", "password", "html_mode"}
+KNOWN_OPTIONS = {
+    "format",
+    "encoding",
+    "max_bytes",
+    "clean",
+    "clean_headers",
+    "dehyphenate",
+    "reflow",
+    "normalize_whitespace",
+    "password",
+    "html_mode",
+}
 
 _SRT_START = re.compile(rb"\A\s*\d+\s*\r?\n\s*\d+:\d\d:\d\d[,.]\d+\s*-->")
-_HTML_START = re.compile(rb"\A\s*(?:<\?xml[^>]*>\s*)?(?:<!--.*?-->\s*)*<(?:!doctype\s+html|html|head|body)\b",
-                         re.IGNORECASE | re.DOTALL)
+_HTML_START = re.compile(
+    rb"\A\s*(?:<\?xml[^>]*>\s*)?(?:<!--.*?-->\s*)*<(?:!doctype\s+html|html|head|body)\b", re.IGNORECASE | re.DOTALL
+)
 _SBV_START = re.compile(rb"\A\s*\d+:\d\d:\d\d\.\d{1,3},\d+:\d\d:\d\d\.\d{1,3}[ \t]*\r?\n")
 _MD_HINT = re.compile(rb"^(?:#{1,6} \S|```|~~~|\|.*\|\s*$|[-*] \[[ x]\] )", re.MULTILINE)
 
@@ -129,8 +152,9 @@ def _check_options(options: dict) -> None:
 
 
 def _size_error(size: int, limit: int, source: str) -> InputError:
-    return InputError(f"file too large ({size:,} bytes; the limit is {limit:,} bytes, see --max-file-size)",
-                      source=source)
+    return InputError(
+        f"file too large ({size:,} bytes; the limit is {limit:,} bytes, see --max-file-size)", source=source
+    )
 
 
 def load_bytes(data: bytes, source: str = "<bytes>", name: str | None = None, **options) -> Document:
@@ -225,7 +249,7 @@ def _glob_regex(pattern: str) -> re.Pattern:
                 out.append(re.escape("["))
                 i += 1
             else:
-                body = pattern[i + 1:j].replace("\\", "\\\\")
+                body = pattern[i + 1 : j].replace("\\", "\\\\")
                 out.append("[^" + body[1:] + "]" if body.startswith("!") else "[" + body + "]")
                 i = j + 1
         else:
@@ -267,9 +291,14 @@ def _mpeg_ts(path: str) -> bool:
     return head[:1] == b"\x47" and (len(head) < 189 or head[188:189] == b"\x47")
 
 
-def list_inputs(paths: Iterable[str | os.PathLike], include: Iterable[str] | None = None,
-                exclude: Iterable[str] | None = None, *, all_files: bool = False,
-                skipped: Skipped | None = None) -> Iterator[Found]:
+def list_inputs(
+    paths: Iterable[str | os.PathLike],
+    include: Iterable[str] | None = None,
+    exclude: Iterable[str] | None = None,
+    *,
+    all_files: bool = False,
+    skipped: Skipped | None = None,
+) -> Iterator[Found]:
     """What :func:`iter_documents` reads, without reading it: one :class:`.walk.Found` per file (``path``
     set; ``"-"`` for standard input) or per problem (``error`` set: an unreadable folder, a folder without
     matching files), in order, each file once. The Ray engine lists its work with it, so both engines see
@@ -317,8 +346,10 @@ def list_inputs(paths: Iterable[str | os.PathLike], include: Iterable[str] | Non
                     what = " of a supported type (see the skipped files)"
                 else:
                     what = " matching the include/exclude patterns" if include or exclude else ""
-                yield Found(display_name(name), error=InputError(f"directory has no readable files{what}",
-                                                                 source=display_name(name)))
+                yield Found(
+                    display_name(name),
+                    error=InputError(f"directory has no readable files{what}", source=display_name(name)),
+                )
                 continue
         else:
             found = [Found(display_name(name), path=name)]
@@ -332,8 +363,13 @@ def list_inputs(paths: Iterable[str | os.PathLike], include: Iterable[str] | Non
             yield item
 
 
-def collect_inputs(paths: Iterable[str | os.PathLike], include: Iterable[str] | None = None,
-                   exclude: Iterable[str] | None = None, *, all_files: bool = False) -> list[Found]:
+def collect_inputs(
+    paths: Iterable[str | os.PathLike],
+    include: Iterable[str] | None = None,
+    exclude: Iterable[str] | None = None,
+    *,
+    all_files: bool = False,
+) -> list[Found]:
     """:func:`list_inputs` as a list, walked before anything is read (so a run knows its total up front),
     and the files of unsupported types said at once in one :class:`.walk.SkippedFilesWarning`."""
     skipped = Skipped()
@@ -362,9 +398,14 @@ def read_inputs(found: Iterable[Found], **options) -> Iterator[tuple[str, Docume
                 yield item.source, exc
 
 
-def iter_documents(paths: Iterable[str | os.PathLike], include: Iterable[str] | None = None,
-                   exclude: Iterable[str] | None = None, *, all_files: bool = False,
-                   **options) -> Iterator[tuple[str, Document | InputError]]:
+def iter_documents(
+    paths: Iterable[str | os.PathLike],
+    include: Iterable[str] | None = None,
+    exclude: Iterable[str] | None = None,
+    *,
+    all_files: bool = False,
+    **options,
+) -> Iterator[tuple[str, Document | InputError]]:
     """Yield ``(source, Document or InputError)`` for every input: files, folders (recursively, filtered
     by ``include``/``exclude`` globs) and ``-`` for standard input. Each input is read only when its turn
     comes, and a failure is yielded, not raised, so the caller can report it and go on.
@@ -378,5 +419,23 @@ def iter_documents(paths: Iterable[str | os.PathLike], include: Iterable[str] | 
     yield from read_inputs(collect_inputs(paths, include, exclude, all_files=all_files), **options)
 
 
-__all__ = ["load", "load_bytes", "register_format", "read_stdin", "iter_documents", "list_inputs", "collect_inputs",
-           "read_inputs", "supported_extensions", "detect_format", "matches", "Skipped", "SkippedFilesWarning", "FORMATS", "EXTENSIONS", "DEFAULT_MAX_BYTES", "UnreadableFolder", "display_name"]
+__all__ = [
+    "load",
+    "load_bytes",
+    "register_format",
+    "read_stdin",
+    "iter_documents",
+    "list_inputs",
+    "collect_inputs",
+    "read_inputs",
+    "supported_extensions",
+    "detect_format",
+    "matches",
+    "Skipped",
+    "SkippedFilesWarning",
+    "FORMATS",
+    "EXTENSIONS",
+    "DEFAULT_MAX_BYTES",
+    "UnreadableFolder",
+    "display_name",
+]

@@ -46,8 +46,12 @@ class CleaningOptions:
     def from_options(cls, options: dict) -> CleaningOptions:
         """Read ``clean=False`` (all off) and the individual switches from loader keyword options."""
         on = bool(options.get("clean", True))
-        return cls(**{name: bool(options.get(name, on)) for name in
-                      ("clean_headers", "dehyphenate", "reflow", "normalize_whitespace")})
+        return cls(
+            **{
+                name: bool(options.get(name, on))
+                for name in ("clean_headers", "dehyphenate", "reflow", "normalize_whitespace")
+            }
+        )
 
 
 @dataclass
@@ -138,7 +142,7 @@ def _page_runs(indices: list[int], min_pages: int = 3, max_gap: int = 2) -> set[
     after the previous one (a title running over a section, or on every other page)."""
     found: set[int] = set()
     run: list[int] = []
-    ordered: list[int | None] = [*sorted(set(indices)), None]   # None closes the last run
+    ordered: list[int | None] = [*sorted(set(indices)), None]  # None closes the last run
     for index in ordered:
         if index is not None and run and index - run[-1] <= max_gap:
             run.append(index)
@@ -172,7 +176,7 @@ def header_footer_edits(text: str, page_starts: list[int], max_lines: int = 3) -
     bounds = list(page_starts) + [n]
     pages = []
     for a, b in zip(bounds, bounds[1:]):
-        lines = [(s + a, e + a) for s, e in _lines(text[a:b]) if text[s + a:e + a].strip()]
+        lines = [(s + a, e + a) for s, e in _lines(text[a:b]) if text[s + a : e + a].strip()]
         pages.append(lines)
 
     def edges(lines):
@@ -225,7 +229,9 @@ def header_footer_edits(text: str, page_starts: list[int], max_lines: int = 3) -
     return _merge_adjacent(edits)
 
 
-_DOT_LEADER = re.compile(r"^[^\n]*?(?:\.[ \t]?){4,}[ \t]*(?:\d{1,5}|[ivxlcdm]{1,7})[ \t]*$", re.MULTILINE | re.IGNORECASE)
+_DOT_LEADER = re.compile(
+    r"^[^\n]*?(?:\.[ \t]?){4,}[ \t]*(?:\d{1,5}|[ivxlcdm]{1,7})[ \t]*$", re.MULTILINE | re.IGNORECASE
+)
 
 
 def dot_leader_edits(text: str) -> list[Edit]:
@@ -351,13 +357,14 @@ def glued_word_edits(text: str) -> list[Edit]:
             continue
         cuts = [t.start() for t in _CASE_TURN.finditer(run)]
         pieces = [run[a:b] for a, b in zip([0, *cuts], [*cuts, len(run)])]
-        if not (all((len(w) >= 2 and lower[w.lower()] >= 1) or (len(w) == 1 and vocab[w] >= 2)
-                    for w in pieces)
-                and len(pieces[0]) >= 2):
+        if not (
+            all((len(w) >= 2 and lower[w.lower()] >= 1) or (len(w) == 1 and vocab[w] >= 2) for w in pieces)
+            and len(pieces[0]) >= 2
+        ):
             continue
         lo = max(text.rfind(" ", 0, m.start()), text.rfind("\n", 0, m.start())) + 1
         hi = _SPACE.search(text, m.end())
-        token = text[lo:hi.start() if hi else len(text)]
+        token = text[lo : hi.start() if hi else len(text)]
         if "/" not in token and "@" not in token:  # an address: its letters are no words
             edits.extend((m.start() + c, m.start() + c, " ") for c in cuts)
     return edits
@@ -426,10 +433,15 @@ def _is_heading(line: str, heads: set[str]) -> bool:
     return norm in heads or _HEADING_NUMBER.sub("", norm) in heads
 
 
-def reflow_edits(text: str, paragraph_breaks: bool, headings: set[str] | frozenset[str] = frozenset(),
-                 min_width: int = 30, max_width: int = 160,
-                 paragraph_ends: set[str] | frozenset[str] = frozenset(),
-                 table_lines: set[str] | frozenset[str] = frozenset()) -> list[Edit]:
+def reflow_edits(
+    text: str,
+    paragraph_breaks: bool,
+    headings: set[str] | frozenset[str] = frozenset(),
+    min_width: int = 30,
+    max_width: int = 160,
+    paragraph_ends: set[str] | frozenset[str] = frozenset(),
+    table_lines: set[str] | frozenset[str] = frozenset(),
+) -> list[Edit]:
     """Join line-wrapped paragraphs: a single line break inside a paragraph becomes a space.
 
     The wrap width is estimated from the line lengths. A break is joined when the line does not end a
@@ -491,12 +503,22 @@ def reflow_edits(text: str, paragraph_breaks: bool, headings: set[str] | frozens
     return edits
 
 
-def clean(text: str, positions: list[int] | None = None, options: CleaningOptions | None = None, *,
-          page_starts: list[int] | None = None, paragraph_breaks: bool = False,
-          collapse_spaces: bool = False, headings: set[str] | frozenset[str] = frozenset(),
-          paragraph_ends: set[str] | frozenset[str] = frozenset(), fold: bool = False,
-          edits: list[Edit] | None = None, source_map: SourceMap | None = None,
-          table_lines: set[str] | frozenset[str] = frozenset(), split_glued: bool = False) -> CleanResult:
+def clean(
+    text: str,
+    positions: list[int] | None = None,
+    options: CleaningOptions | None = None,
+    *,
+    page_starts: list[int] | None = None,
+    paragraph_breaks: bool = False,
+    collapse_spaces: bool = False,
+    headings: set[str] | frozenset[str] = frozenset(),
+    paragraph_ends: set[str] | frozenset[str] = frozenset(),
+    fold: bool = False,
+    edits: list[Edit] | None = None,
+    source_map: SourceMap | None = None,
+    table_lines: set[str] | frozenset[str] = frozenset(),
+    split_glued: bool = False,
+) -> CleanResult:
     """Run the enabled cleaning steps in order and map ``positions`` through all of them.
 
     ``edits`` are the loader's own edits, applied first whatever the options (line endings, PDF glyph
@@ -526,7 +548,7 @@ def clean(text: str, positions: list[int] | None = None, options: CleaningOption
     if options.normalize_whitespace and fold:
         run("fold_compat", fold_edits(text))
     if options.clean_headers and page_starts:
-        page_starts = mapped[:len(page_starts)]  # mapped through the steps before
+        page_starts = mapped[: len(page_starts)]  # mapped through the steps before
         run("clean_headers", header_footer_edits(text, page_starts))
         run("dot_leaders", dot_leader_edits(text))
     if options.normalize_whitespace:
@@ -536,8 +558,10 @@ def clean(text: str, positions: list[int] | None = None, options: CleaningOption
     if options.normalize_whitespace and split_glued:
         run("split_glued", glued_word_edits(text))
     if options.reflow:
-        run("reflow", reflow_edits(text, paragraph_breaks, headings, paragraph_ends=paragraph_ends,
-                                   table_lines=table_lines))
+        run(
+            "reflow",
+            reflow_edits(text, paragraph_breaks, headings, paragraph_ends=paragraph_ends, table_lines=table_lines),
+        )
     if options.normalize_whitespace:  # the steps above may leave doubled blank lines or edge space
         run("normalize_whitespace_final", whitespace_edits(text, collapse_spaces=False))
     return CleanResult(text, mapped, steps, smap)

@@ -40,11 +40,37 @@ MIN_MAIN_SHARE = 0.05
 
 # -- the page-text walker (full mode, and the rule-based fallback of main mode) ----------------------------
 
-INVISIBLE_TAGS = {"script", "style", "noscript", "template", "head", "meta", "link", "svg", "canvas", "iframe",
-                  "object", "embed", "audio", "video", "map", "title"}
+INVISIBLE_TAGS = {
+    "script",
+    "style",
+    "noscript",
+    "template",
+    "head",
+    "meta",
+    "link",
+    "svg",
+    "canvas",
+    "iframe",
+    "object",
+    "embed",
+    "audio",
+    "video",
+    "map",
+    "title",
+}
 DROP_TAGS = INVISIBLE_TAGS | {"nav", "aside", "form", "button", "select", "input", "textarea", "dialog", "menu"}
-DROP_ROLES = {"navigation", "banner", "contentinfo", "complementary", "dialog", "alertdialog", "search",
-              "menu", "menubar", "toolbar"}
+DROP_ROLES = {
+    "navigation",
+    "banner",
+    "contentinfo",
+    "complementary",
+    "dialog",
+    "alertdialog",
+    "search",
+    "menu",
+    "menubar",
+    "toolbar",
+}
 BOILERPLATE = re.compile(
     r"(?:^|[-_ ])(cookies?|consent|gdpr|banner|nav|navbar|navigation|menu|footer|site-?footer|sidebar|"
     r"breadcrumbs?|share|sharing|social|ads?|advert\w*|sponsored|popup|modal|newsletter|subscribe|"
@@ -55,18 +81,58 @@ BOILERPLATE = re.compile(
 WIKI_FURNITURE = re.compile(r"(?:^|\s)(?:mw-editsection|mw-jump-link)(?:$|\s)")
 NEVER_DROP = {"html", "body", "main", "article"}
 BLOCK_TAGS = {
-    "p", "div", "section", "article", "main", "header", "footer", "li", "ul", "ol", "dl", "dt", "dd",
-    "blockquote", "pre", "table", "thead", "tbody", "tfoot", "tr", "figure", "figcaption", "address",
-    "details", "summary", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "caption", "center", "fieldset",
-    "legend", "body", "html", "nav", "aside", "form", "menu", "dialog",
+    "p",
+    "div",
+    "section",
+    "article",
+    "main",
+    "header",
+    "footer",
+    "li",
+    "ul",
+    "ol",
+    "dl",
+    "dt",
+    "dd",
+    "blockquote",
+    "pre",
+    "table",
+    "thead",
+    "tbody",
+    "tfoot",
+    "tr",
+    "figure",
+    "figcaption",
+    "address",
+    "details",
+    "summary",
+    "hr",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "caption",
+    "center",
+    "fieldset",
+    "legend",
+    "body",
+    "html",
+    "nav",
+    "aside",
+    "form",
+    "menu",
+    "dialog",
 }
 HEADINGS = {f"h{i}": i for i in range(1, 7)}
 _META_CHARSET = re.compile(rb"<meta[^>]+charset\s*=\s*[\"']?\s*([\w.:-]+)", re.IGNORECASE)
 _SPACES = re.compile(r"\s+")
 _NON_WORD = re.compile(r"\W+")
 _BR = "\ue000"  # private-use placeholder for <br> while inline whitespace is collapsed
-_EDIT_SUFFIX = re.compile(r"\s*\[\s*(?:edit|edit source|bearbeiten|Quelltext bearbeiten|modifier)\s*\]\s*$",
-                          re.IGNORECASE)
+_EDIT_SUFFIX = re.compile(
+    r"\s*\[\s*(?:edit|edit source|bearbeiten|Quelltext bearbeiten|modifier)\s*\]\s*$", re.IGNORECASE
+)
 _TEX_WRAPPER = re.compile(r"^\s*\{\\(?:display|text|script)style\s*(.*)\}\s*$", re.DOTALL)
 
 Block = tuple[str, int, bool]  # (text, heading level or 0, tight with the previous block)
@@ -248,22 +314,34 @@ def page_blocks(tree, keep_all: bool) -> list[Block]:
 
 # -- main content through trafilatura --------------------------------------------------------------------
 
-_TRAFILATURA_OPTIONS: dict[str, Any] = {"output_format": "xml", "include_tables": True, "include_comments": False,
-                        "include_formatting": False, "include_links": False, "include_images": False,
-                        "with_metadata": False, "deduplicate": False}
+_TRAFILATURA_OPTIONS: dict[str, Any] = {
+    "output_format": "xml",
+    "include_tables": True,
+    "include_comments": False,
+    "include_formatting": False,
+    "include_links": False,
+    "include_images": False,
+    "with_metadata": False,
+    "deduplicate": False,
+}
 
 
 def _prepare_lxml(tree) -> None:
     """Formulas to their TeX/alt text and MediaWiki furniture out, before trafilatura sees the page."""
-    for el in tree.xpath('//*[contains(concat(" ", normalize-space(@class), " "), " mw-editsection ")'
-                         ' or contains(concat(" ", normalize-space(@class), " "), " mw-jump-link ")]'):
+    for el in tree.xpath(
+        '//*[contains(concat(" ", normalize-space(@class), " "), " mw-editsection ")'
+        ' or contains(concat(" ", normalize-space(@class), " "), " mw-jump-link ")]'
+    ):
         _replace(el, "")
     for el in tree.xpath('//*[contains(@class, "mwe-math-element")]'):
-        alt = el.xpath('string(.//*[local-name()="math"]/@alttext)') or el.xpath('string(.//img/@alt)')
+        alt = el.xpath('string(.//*[local-name()="math"]/@alttext)') or el.xpath("string(.//img/@alt)")
         _replace(el, f" {tex(alt)} " if alt else "")
     for el in tree.xpath('//*[local-name()="math"]'):
-        alt = el.get("alttext") or el.xpath('string(.//*[local-name()="annotation"]'
-                                            '[@encoding="application/x-tex"])') or el.xpath("string(.)")
+        alt = (
+            el.get("alttext")
+            or el.xpath('string(.//*[local-name()="annotation"][@encoding="application/x-tex"])')
+            or el.xpath("string(.)")
+        )
         _replace(el, f" {tex(alt)} ")
     for el in tree.xpath('//img[contains(@class, "math") and @alt]'):
         _replace(el, f" {tex(el.get('alt'))} ")
@@ -409,6 +487,7 @@ def _xml_list(el, out: _Builder, depth: int) -> None:
 
 # -- choosing the blocks ---------------------------------------------------------------------------------
 
+
 def _chars(blocks: list[Block]) -> int:
     return sum(len(t) - t.count(" ") - t.count("\n") for t, _, _ in blocks)
 
@@ -482,8 +561,10 @@ def main_blocks(html: str, tree, source: str) -> tuple[list[Block], list[str]]:
     """Main-content blocks and warnings (see the module docstring for the fallback order)."""
     visible = visible_chars(html)
     tried: list[tuple[str, list[Block]]] = []
-    for name, make in (("trafilatura", lambda: trafilatura_blocks(html)),
-                       ("trafilatura (favor_recall)", lambda: trafilatura_blocks(html, favor_recall=True))):
+    for name, make in (
+        ("trafilatura", lambda: trafilatura_blocks(html)),
+        ("trafilatura (favor_recall)", lambda: trafilatura_blocks(html, favor_recall=True)),
+    ):
         blocks = make()
         if blocks and _chars(blocks) >= MIN_MAIN_SHARE * visible:
             return _with_structure(blocks, tree), []
@@ -499,8 +580,10 @@ def main_blocks(html: str, tree, source: str) -> tuple[list[Block], list[str]]:
             return [], []
         return full, ["no main content found; kept the whole page text (--html-mode full)"]
     share = _chars(best) / max(1, visible)
-    return best, [f"main-content extraction ({name}) kept only {share:.0%} of the page's visible text "
-                  f"({_chars(best):,} of {visible:,} characters); use --html-mode full to keep the whole page"]
+    return best, [
+        f"main-content extraction ({name}) kept only {share:.0%} of the page's visible text "
+        f"({_chars(best):,} of {visible:,} characters); use --html-mode full to keep the whole page"
+    ]
 
 
 def html_to_document(html: str, source: str, warnings: list[str] | None = None, mode: str = "main") -> Document:
@@ -519,12 +602,16 @@ def html_to_document(html: str, source: str, warnings: list[str] | None = None, 
         blocks, extra = main_blocks(html, tree, source)
         warns.extend(extra)
     if not blocks:
-        raise InputError("no text: the HTML has no readable content (only scripts, styles or markup)",
-                         source=source)
+        raise InputError("no text: the HTML has no readable content (only scripts, styles or markup)", source=source)
     text, sections = assemble(blocks)
     title = page_title or next((s.path[-1] for s in sections if s.level == 1), None)
-    return Document(text, source=source, sections=sections, title=title,
-                    metadata={"format": "html", "html_mode": mode, "warnings": warns})
+    return Document(
+        text,
+        source=source,
+        sections=sections,
+        title=title,
+        metadata={"format": "html", "html_mode": mode, "warnings": warns},
+    )
 
 
 def assemble(blocks: list[Block]) -> tuple[str, list[Section]]:
@@ -549,7 +636,7 @@ def assemble(blocks: list[Block]) -> tuple[str, list[Section]]:
         while stack and stack[-1][0] >= level:
             stack.pop()
         stack.append((level, title))
-        end = next((h[2] for h in heads[k + 1:] if h[0] <= level), n)
+        end = next((h[2] for h in heads[k + 1 :] if h[0] <= level), n)
         sections.append(Section(start, end, tuple(t for _, t in stack), level, start, hend))
     return doc_text, sections
 

@@ -55,8 +55,14 @@ def load_markdown(data: bytes, source: str, **options) -> Document:
     sections = markdown_sections(text)
     title = fm.get("title") or next((s.path[-1] for s in sections if s.level == 1), None)
     emit_warnings(source, warns)
-    return Document(text, source=source, sections=sections, title=title,
-                    metadata={"format": "markdown", "warnings": warns, "front_matter": fm}, source_map=smap)
+    return Document(
+        text,
+        source=source,
+        sections=sections,
+        title=title,
+        metadata={"format": "markdown", "warnings": warns, "front_matter": fm},
+        source_map=smap,
+    )
 
 
 __all__ = ["load_markdown", "markdown_sections", "front_matter"]

@@ -142,7 +142,7 @@ def markdown_sections(text: str, blocks: list[Block] | None = None) -> list[Sect
         while stack and stack[-1][0] >= h.level:
             stack.pop()
         stack.append((h.level, h.title))
-        end = next((g.start for g in heads[k + 1:] if g.level <= h.level), len(text))
+        end = next((g.start for g in heads[k + 1 :] if g.level <= h.level), len(text))
         sections.append(Section(h.start, end, tuple(t for _, t in stack), h.level, h.start, h.end))
     return sections
 

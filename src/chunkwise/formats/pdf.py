@@ -53,8 +53,10 @@ def _open(data: bytes, source: str, password: str | None):
             try:
                 ok = reader.decrypt(password or "")
             except DependencyError:
-                raise InputError("encrypted PDF (AES): reading it needs the 'cryptography' package "
-                                 "(pip install cryptography)", source=source) from None
+                raise InputError(
+                    "encrypted PDF (AES): reading it needs the 'cryptography' package (pip install cryptography)",
+                    source=source,
+                ) from None
             if not ok:
                 what = "the given password is wrong" if password else "a password is needed"
                 raise InputError(f"encrypted PDF: {what}", source=source)
@@ -101,8 +103,11 @@ def _find_heading(text: str, title: str, start: int, stop: int) -> re.Match | No
     if not words:
         return None
     body = r"\s+".join(words)
-    for pattern in (rf"(?im)^[ \t]*({_NUMBER_PREFIX}{body})[ \t]*$", rf"(?im)^[ \t]*({_NUMBER_PREFIX}{body})",
-                    rf"(?i)({body})"):
+    for pattern in (
+        rf"(?im)^[ \t]*({_NUMBER_PREFIX}{body})[ \t]*$",
+        rf"(?im)^[ \t]*({_NUMBER_PREFIX}{body})",
+        rf"(?i)({body})",
+    ):
         m = re.compile(pattern).search(text, start, stop)
         if m:
             return m
@@ -136,7 +141,7 @@ def _sections(text: str, pages: list[Page], outline: list[tuple[int, str, int]])
     sections = []
     for rank, i in enumerate(order):
         start, level, hs, he, _ = placed[i]
-        end = next((placed[j][0] for j in order[rank + 1:] if placed[j][1] <= level and placed[j][0] > start), n)
+        end = next((placed[j][0] for j in order[rank + 1 :] if placed[j][1] <= level and placed[j][0] > start), n)
         sections.append(Section(start, end, paths[i], level, hs, he))
     return sections
 
@@ -205,16 +210,41 @@ def _table_rows(lines: list[str], min_rows: int = 3) -> set[str]:
 #: what pypdf's "\x00" stands for in TeX's fonts (code 0 of the font: no ToUnicode entry, so pypdf gives
 #: the raw code): minus in the symbol fonts, capital Gamma in the text and math italic fonts, a big left
 #: parenthesis in the extension font. Anything else: U+FFFD, so a glyph is never silently lost.
-_NUL_BY_FONT = (("CMSY", "\u2212"), ("CMBSY", "\u2212"), ("CMEX", "("), ("CMMI", "\u0393"), ("CMR", "\u0393"),
-                ("CMBX", "\u0393"), ("CMTI", "\u0393"), ("CMSL", "\u0393"), ("CMSS", "\u0393"))
+_NUL_BY_FONT = (
+    ("CMSY", "\u2212"),
+    ("CMBSY", "\u2212"),
+    ("CMEX", "("),
+    ("CMMI", "\u0393"),
+    ("CMR", "\u0393"),
+    ("CMBX", "\u0393"),
+    ("CMTI", "\u0393"),
+    ("CMSL", "\u0393"),
+    ("CMSS", "\u0393"),
+)
 #: private-use code points of symbol fonts that stand for common characters (Symbol/Wingdings bullets)
-_PUA = {"\uf0b7": "\u2022", "\uf0a7": "\u25aa", "\uf076": "\u2756", "\uf0d8": "\u27a2", "\uf0fc": "\u2713",
-        "\uf0e0": "\u2192", "\uf02d": "-", "\uf0a8": "\u25a1", "\uf06e": "\u25a0", "\uf0b2": "\u2265", "\uf0a3": "\u2264"}
+_PUA = {
+    "\uf0b7": "\u2022",
+    "\uf0a7": "\u25aa",
+    "\uf076": "\u2756",
+    "\uf0d8": "\u27a2",
+    "\uf0fc": "\u2713",
+    "\uf0e0": "\u2192",
+    "\uf02d": "-",
+    "\uf0a8": "\u25a1",
+    "\uf06e": "\u25a0",
+    "\uf0b2": "\u2265",
+    "\uf0a3": "\u2264",
+}
 # Adobe's corporate-use code points for the pieces of big brackets (top, extender, bottom) in Symbol fonts
-_PUA.update({chr(0xF8EB + k): "(" for k in range(3)} | {chr(0xF8EE + k): "[" for k in range(3)}
-            | {chr(0xF8F1 + k): "{" for k in range(4)} | {chr(0xF8F6 + k): ")" for k in range(3)}
-            | {chr(0xF8F9 + k): "]" for k in range(3)} | {chr(0xF8FC + k): "}" for k in range(3)}
-            | {"\uf8f5": "|", "\uf8e6": "|", "\uf8e7": "\u2015"})
+_PUA.update(
+    {chr(0xF8EB + k): "(" for k in range(3)}
+    | {chr(0xF8EE + k): "[" for k in range(3)}
+    | {chr(0xF8F1 + k): "{" for k in range(4)}
+    | {chr(0xF8F6 + k): ")" for k in range(3)}
+    | {chr(0xF8F9 + k): "]" for k in range(3)}
+    | {chr(0xF8FC + k): "}" for k in range(3)}
+    | {"\uf8f5": "|", "\uf8e6": "|", "\uf8e7": "\u2015"}
+)
 _PRIVATE = re.compile(r"[\ue000-\uf8ff]")
 
 
@@ -260,11 +290,11 @@ def _page_problem(exc: Exception, source: str) -> str:
     from pypdf.errors import DependencyError, LimitReachedError
 
     if isinstance(exc, DependencyError):
-        raise InputError("encrypted PDF (AES): reading it needs the 'cryptography' package "
-                         "(pip install cryptography)", source=source) from None
+        raise InputError(
+            "encrypted PDF (AES): reading it needs the 'cryptography' package (pip install cryptography)", source=source
+        ) from None
     if isinstance(exc, LimitReachedError):
-        return ("a compressed stream expands past pypdf's safety limit (a decompression bomb, or a huge "
-                "page); refused")
+        return "a compressed stream expands past pypdf's safety limit (a decompression bomb, or a huge page); refused"
     return f"corrupt content stream ({type(exc).__name__}: {' '.join(str(exc).split())[:160]})"
 
 
@@ -335,8 +365,10 @@ def load_pdf(data: bytes, source: str, **options) -> Document:
         # every page failed: say why, not "no text layer" (a bomb or a damaged file is not a scan)
         raise InputError(f"no page could be read: {page_errors[0]}", source=source)
     if not any(t.strip() for t in texts):
-        raise InputError(f"no text layer in {len(texts)} page(s): a scanned PDF needs OCR, which chunkwise "
-                         "does not do", source=source)
+        raise InputError(
+            f"no text layer in {len(texts)} page(s): a scanned PDF needs OCR, which chunkwise does not do",
+            source=source,
+        )
     starts, pos = [], 0
     edits = []
     for t, nul_fonts in zip(texts, glyphs):
@@ -344,10 +376,20 @@ def load_pdf(data: bytes, source: str, **options) -> Document:
         edits.extend(_glyph_edits(t, nul_fonts, pos))
         pos += len(t) + 1  # pages are joined by one line break
     raw = "\n".join(texts)
-    result = clean(raw, starts, CleaningOptions.from_options(options), page_starts=starts,
-                   paragraph_breaks=True, collapse_spaces=True, headings={t for _, t, _ in outline},
-                   paragraph_ends=paragraph_ends, table_lines=table_lines, fold=True, edits=edits,
-                   split_glued=True)
+    result = clean(
+        raw,
+        starts,
+        CleaningOptions.from_options(options),
+        page_starts=starts,
+        paragraph_breaks=True,
+        collapse_spaces=True,
+        headings={t for _, t, _ in outline},
+        paragraph_ends=paragraph_ends,
+        table_lines=table_lines,
+        fold=True,
+        edits=edits,
+        split_glued=True,
+    )
     text = result.text
     n = len(text)
     mapped = [min(max(0, p), n) for p in result.positions]
@@ -361,6 +403,12 @@ def load_pdf(data: bytes, source: str, **options) -> Document:
     smap = result.source_map
     assert smap is not None  # clean() always returns one
     smap.page_starts = starts
-    return Document(text, source=source, pages=pages, sections=sections, title=title,
-                    metadata={"format": "pdf", "page_count": len(pages), "warnings": warns,
-                              "cleaning": result.steps}, source_map=smap)
+    return Document(
+        text,
+        source=source,
+        pages=pages,
+        sections=sections,
+        title=title,
+        metadata={"format": "pdf", "page_count": len(pages), "warnings": warns, "cleaning": result.steps},
+        source_map=smap,
+    )

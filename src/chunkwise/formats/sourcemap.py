@@ -43,8 +43,13 @@ Edit = tuple[int, int, str]
 class SourceMap:
     """Segments ``(c0, c1, s0, s1, exact)`` mapping the cleaned text back into the source text."""
 
-    def __init__(self, segments: list[tuple[int, int, int, int, bool]], source_length: int,
-                 page_starts: list[int] | None = None, exact: bool = True):
+    def __init__(
+        self,
+        segments: list[tuple[int, int, int, int, bool]],
+        source_length: int,
+        page_starts: list[int] | None = None,
+        exact: bool = True,
+    ):
         self.segments = segments
         self.source_length = source_length
         self.page_starts = page_starts
@@ -217,8 +222,9 @@ def _attach_insertions(segments: list[tuple[int, int, int, int, bool]], source_l
     return out
 
 
-def _normalise(segments: list[tuple[int, int, int, int, bool]],
-               source_length: int) -> list[tuple[int, int, int, int, bool]]:
+def _normalise(
+    segments: list[tuple[int, int, int, int, bool]], source_length: int
+) -> list[tuple[int, int, int, int, bool]]:
     """Merge neighbours: exact ones that continue each other, and any whose source spans overlap (a cut
     through a replaced segment makes the whole of it one replaced segment again); insertions are attached
     to a neighbouring source character (:func:`_attach_insertions`)."""

@@ -49,7 +49,9 @@ MAX_UNIT_CHARS = 400
 _TS = r"(?:(\d+):)?(\d\d?):([0-5]\d)(?:[.,](\d{1,3}))?"
 _TIMING = re.compile(rf"^\s*{_TS}\s*-->\s*{_TS}(?:[ \t].*)?$")
 _SENTENCE_END = re.compile(r"[.!?\u2026\u3002\uff01\uff1f][\"'\u201d\u2019)\]]*$")
-_SPEAKER = re.compile(r"^(?:(?:[-\u2013]|>>)\s*)?([A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2}|[A-Z][A-Z0-9 .'-]{1,30})\s*:\s+(\S.*)$")
+_SPEAKER = re.compile(
+    r"^(?:(?:[-\u2013]|>>)\s*)?([A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2}|[A-Z][A-Z0-9 .'-]{1,30})\s*:\s+(\S.*)$"
+)
 _VOICE = re.compile(r"<v(?:\.[\w.-]+)?\s+([^>]+)>")
 _TAGS = re.compile(r"<[^>]*>|\{\\[^}]*\}")
 _SBV_TS = r"(?:(\d+):)?(\d\d?):([0-5]\d)(?:\.(\d{1,3}))?"
@@ -149,11 +151,11 @@ class _CueParser:
         if self.broken:
             out.append(f"skipped {len(self.broken)} cue(s) with a broken timestamp ({_lines_list(self.broken)})")
         if self.backwards:
-            out.append(f"skipped {len(self.backwards)} cue(s) that end before they start "
-                       f"({_lines_list(self.backwards)})")
+            out.append(
+                f"skipped {len(self.backwards)} cue(s) that end before they start ({_lines_list(self.backwards)})"
+            )
         if self.orphans:
-            out.append(f"skipped {len(self.orphans)} text block(s) without a timing line "
-                       f"({_lines_list(self.orphans)})")
+            out.append(f"skipped {len(self.orphans)} text block(s) without a timing line ({_lines_list(self.orphans)})")
         return out
 
 
@@ -217,8 +219,13 @@ def _merge(cues: list[_RawCue]) -> list[list[_RawCue]]:
         if units:
             last = units[-1][-1]
             size = sum(len(c.text) + 1 for c in units[-1])
-            if (punctuated and not _SENTENCE_END.search(last.text) and cue.speaker == last.speaker
-                    and cue.start - last.end <= MAX_GAP and size + len(cue.text) <= MAX_UNIT_CHARS):
+            if (
+                punctuated
+                and not _SENTENCE_END.search(last.text)
+                and cue.speaker == last.speaker
+                and cue.start - last.end <= MAX_GAP
+                and size + len(cue.text) <= MAX_UNIT_CHARS
+            ):
                 units[-1].append(cue)
                 continue
         units.append([cue])
@@ -257,10 +264,19 @@ def _build(cues: list[_RawCue], source: str, fmt: str, warns: list[str]) -> Docu
     text = "".join(parts) + "\n"
     check_text(text, source)
     speakers = list(dict.fromkeys(c.speaker for c in doc_cues if c.speaker))
-    return Document(text, source=source, cues=doc_cues, metadata={
-        "format": fmt, "units": spans, "warnings": warns, "speakers": speakers,
-        "duration": max(c.end_time for c in doc_cues), "cue_count": len(cues),
-    })
+    return Document(
+        text,
+        source=source,
+        cues=doc_cues,
+        metadata={
+            "format": fmt,
+            "units": spans,
+            "warnings": warns,
+            "speakers": speakers,
+            "duration": max(c.end_time for c in doc_cues),
+            "cue_count": len(cues),
+        },
+    )
 
 
 def load_vtt(data: bytes, source: str, **options) -> Document:

@@ -24,11 +24,34 @@ from ..document import Document
 from ..errors import ConfigError, InputError
 from .cleaning import CleaningOptions, clean
 
-
 #: extensions whose line breaks carry meaning: never re-flowed or de-hyphenated
 LINE_ORIENTED = {
-    ".csv", ".tsv", ".log", ".py", ".js", ".ts", ".java", ".c", ".h", ".cpp", ".go", ".rs", ".rb", ".sh",
-    ".sql", ".json", ".jsonl", ".yaml", ".yml", ".toml", ".ini", ".cfg", ".xml", ".tex", ".srt", ".vtt",
+    ".csv",
+    ".tsv",
+    ".log",
+    ".py",
+    ".js",
+    ".ts",
+    ".java",
+    ".c",
+    ".h",
+    ".cpp",
+    ".go",
+    ".rs",
+    ".rb",
+    ".sh",
+    ".sql",
+    ".json",
+    ".jsonl",
+    ".yaml",
+    ".yml",
+    ".toml",
+    ".ini",
+    ".cfg",
+    ".xml",
+    ".tex",
+    ".srt",
+    ".vtt",
 }
 
 
@@ -126,7 +149,7 @@ def binary_kind(data: bytes) -> str | None:
     if bom_encoding(data)[0] or utf16_without_bom(data):
         return None  # UTF-16/32 text has NUL bytes but is text
     for magic, offset, kind in MAGIC:
-        if kind and data[offset:offset + len(magic)] == magic:
+        if kind and data[offset : offset + len(magic)] == magic:
             return kind
     head = data[:8192]
     if not head:

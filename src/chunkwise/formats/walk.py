@@ -63,7 +63,7 @@ def os_path(display: str) -> str:
     data = bytearray()
     pos = 0
     for m in _ESCAPED_BYTE.finditer(display):
-        data += display[pos:m.start()].encode("utf-8", "surrogateescape")
+        data += display[pos : m.start()].encode("utf-8", "surrogateescape")
         data.append(int(m.group(1), 16))
         pos = m.end()
     data += display[pos:].encode("utf-8", "surrogateescape")
@@ -129,11 +129,14 @@ def read_bounded(path: str | os.PathLike, limit: int | None, source: str) -> byt
         if kind == "directory":
             raise InputError("is a directory (use iter_documents or pass it to `chunkwise chunk`)", source=source)
         if kind:
-            raise InputError(f"not a regular file ({kind}); chunkwise reads files only (pipe a stream to "
-                             "`-` instead)", source=source)
+            raise InputError(
+                f"not a regular file ({kind}); chunkwise reads files only (pipe a stream to `-` instead)", source=source
+            )
         if limit is not None and st.st_size > limit:  # known too large: no need to read it
-            raise InputError(f"file too large ({st.st_size:,} bytes; the limit is {limit:,} bytes, see "
-                             "--max-file-size)", source=source)
+            raise InputError(
+                f"file too large ({st.st_size:,} bytes; the limit is {limit:,} bytes, see --max-file-size)",
+                source=source,
+            )
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
         parts: list[bytes] = []
@@ -151,8 +154,11 @@ def read_bounded(path: str | os.PathLike, limit: int | None, source: str) -> byt
     finally:
         os.close(fd)
     if limit is not None and total > limit:
-        raise InputError(f"file too large (it grew past the limit of {limit:,} bytes while being read, or "
-                         "its size is not what the file system reports; see --max-file-size)", source=source)
+        raise InputError(
+            f"file too large (it grew past the limit of {limit:,} bytes while being read, or "
+            "its size is not what the file system reports; see --max-file-size)",
+            source=source,
+        )
     return b"".join(parts)
 
 
@@ -194,8 +200,10 @@ class Skipped:
             parts.append(f"{len(self.counts) - len(shown)} more types {rest:,}")
         first = next((k for k, _ in shown if k.startswith(".")), ".ext")
         n = self.total
-        return (f"skipped {n:,} file{'s' if n != 1 else ''} of unsupported types: {', '.join(parts)} "
-                f"(--include '*{first}' reads a type anyway, --all-files reads every file)")
+        return (
+            f"skipped {n:,} file{'s' if n != 1 else ''} of unsupported types: {', '.join(parts)} "
+            f"(--include '*{first}' reads a type anyway, --all-files reads every file)"
+        )
 
 
 def sniff_text(path: str) -> bool:
@@ -251,9 +259,26 @@ def walk_folder(folder: str, keep: Callable[[str, str], bool]) -> Iterator[Found
 def _folder_problem(exc: OSError) -> Found:
     name = display_name(exc.filename or "?")
     what = "permission denied" if exc.errno in (errno.EACCES, errno.EPERM) else (exc.strerror or "error")
-    return Found(name, error=UnreadableFolder(f"cannot read this folder ({what}); its files were skipped "
-                                              "(and are kept in an index by --prune)", source=name))
+    return Found(
+        name,
+        error=UnreadableFolder(
+            f"cannot read this folder ({what}); its files were skipped (and are kept in an index by --prune)",
+            source=name,
+        ),
+    )
 
 
-__all__ = ["UnreadableFolder", "Found", "Skipped", "SkippedFilesWarning", "sniff_text", "display_name", "os_path", "source_exists", "under", "file_kind",
-           "read_bounded", "walk_folder"]
+__all__ = [
+    "UnreadableFolder",
+    "Found",
+    "Skipped",
+    "SkippedFilesWarning",
+    "sniff_text",
+    "display_name",
+    "os_path",
+    "source_exists",
+    "under",
+    "file_kind",
+    "read_bounded",
+    "walk_folder",
+]

@@ -34,22 +34,40 @@ class ChunkwiseTextSplitter(_lc.TextSplitter):  # type: ignore[name-defined]  # 
     vector store accepts; ``list_metadata="keep"`` keeps the lists.
     """
 
-    def __init__(self, strategy: str | Strategy = DEFAULT_STRATEGY, *, add_start_index: bool = False,
-                 list_metadata: str = "join", **params: Any):
+    def __init__(
+        self,
+        strategy: str | Strategy = DEFAULT_STRATEGY,
+        *,
+        add_start_index: bool = False,
+        list_metadata: str = "join",
+        **params: Any,
+    ):
         strat = build_strategy(strategy, ecosystem_params(params))
-        super().__init__(chunk_size=strat.max_tokens, chunk_overlap=min(strat.overlap, strat.max_tokens - 1),
-                         add_start_index=add_start_index, strip_whitespace=False)
+        super().__init__(
+            chunk_size=strat.max_tokens,
+            chunk_overlap=min(strat.overlap, strat.max_tokens - 1),
+            add_start_index=add_start_index,
+            strip_whitespace=False,
+        )
         self.strategy = strat
         self.list_metadata = check_list_metadata(list_metadata)
 
     @classmethod
-    def from_tiktoken_encoder(cls, encoding_name: str = "cl100k_base", model_name: str | None = None,
-                              allowed_special: Any = None, disallowed_special: Any = None, **kwargs: Any):
+    def from_tiktoken_encoder(
+        cls,
+        encoding_name: str = "cl100k_base",
+        model_name: str | None = None,
+        allowed_special: Any = None,
+        disallowed_special: Any = None,
+        **kwargs: Any,
+    ):
         """LangChain's constructor for token sizes, offline: counts in chunkwise's own cl100k encoder (the
         base class would download tiktoken's rank file). Other encodings are refused with one line."""
         if model_name is not None or encoding_name != "cl100k_base":
-            raise ConfigError(f"only cl100k_base is available offline, got {model_name or encoding_name!r}; "
-                              "or pass tokenizer='hf:PATH/tokenizer.json'")
+            raise ConfigError(
+                f"only cl100k_base is available offline, got {model_name or encoding_name!r}; "
+                "or pass tokenizer='hf:PATH/tokenizer.json'"
+            )
         strategy = kwargs.pop("strategy", DEFAULT_STRATEGY)
         return cls(strategy, tokenizer="cl100k", **kwargs)
 

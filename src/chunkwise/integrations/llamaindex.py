@@ -13,11 +13,19 @@ or shown to an LLM.
 
 from __future__ import annotations
 
-from typing import Any
 from collections.abc import Sequence
+from typing import Any
 
 from ..strategies import DEFAULT_STRATEGY, Strategy
-from ._shared import METADATA_KEYS, build_strategy, check_list_metadata, chunk_metadata, chunks_of, ecosystem_params, require
+from ._shared import (
+    METADATA_KEYS,
+    build_strategy,
+    check_list_metadata,
+    chunk_metadata,
+    chunks_of,
+    ecosystem_params,
+    require,
+)
 
 _core = require("llama_index.core.node_parser", "llamaindex", "the LlamaIndex adapter")
 _schema = require("llama_index.core.schema", "llamaindex", "the LlamaIndex adapter")
@@ -36,20 +44,28 @@ class ChunkwiseNodeParser(_core.NodeParser):  # type: ignore[name-defined]  # ba
     _strategy: Any = _pyd.PrivateAttr(default=None)
 
     @classmethod
-    def from_strategy(cls, strategy: str | Strategy = DEFAULT_STRATEGY, list_metadata: str = "join",
-                      **params: Any) -> ChunkwiseNodeParser:
+    def from_strategy(
+        cls, strategy: str | Strategy = DEFAULT_STRATEGY, list_metadata: str = "join", **params: Any
+    ) -> ChunkwiseNodeParser:
         """A parser for ``strategy`` (name or object); ``chunk_size``/``chunk_overlap`` are accepted as
         LlamaIndex spells ``max_tokens``/``overlap``."""
         strat = build_strategy(strategy, ecosystem_params(params))
-        parser = cls(strategy=strat.name, list_metadata=check_list_metadata(list_metadata),
-                     params={k: v for k, v in strat.get_params().items()
-                             if isinstance(v, (str, int, float, bool, type(None)))})
+        parser = cls(
+            strategy=strat.name,
+            list_metadata=check_list_metadata(list_metadata),
+            params={k: v for k, v in strat.get_params().items() if isinstance(v, (str, int, float, bool, type(None)))},
+        )
         parser._strategy = strat
         return parser
 
     @classmethod
-    def from_defaults(cls, chunk_size: int | None = None, chunk_overlap: int | None = None,
-                      strategy: str | Strategy = DEFAULT_STRATEGY, **params: Any) -> ChunkwiseNodeParser:
+    def from_defaults(
+        cls,
+        chunk_size: int | None = None,
+        chunk_overlap: int | None = None,
+        strategy: str | Strategy = DEFAULT_STRATEGY,
+        **params: Any,
+    ) -> ChunkwiseNodeParser:
         """LlamaIndex's constructor convention (``SentenceSplitter.from_defaults(chunk_size=..., ...)``);
         framework-only keywords (``callback_manager``, ``include_prev_next_rel``...) are passed to the base."""
         list_metadata = params.pop("list_metadata", "join")
@@ -79,7 +95,11 @@ class ChunkwiseNodeParser(_core.NodeParser):  # type: ignore[name-defined]  # ba
                 own = chunk_metadata(c, self.list_metadata)
                 meta = {**node.metadata, **own} if self.include_metadata else own
                 child = _schema.TextNode(
-                    id_=c.id, text=c.text, start_char_idx=c.start, end_char_idx=c.end, metadata=meta,
+                    id_=c.id,
+                    text=c.text,
+                    start_char_idx=c.start,
+                    end_char_idx=c.end,
+                    metadata=meta,
                     excluded_embed_metadata_keys=[*node.excluded_embed_metadata_keys, *_CHUNKWISE_KEYS],
                     excluded_llm_metadata_keys=[*node.excluded_llm_metadata_keys, *_CHUNKWISE_KEYS],
                     relationships={_schema.NodeRelationship.SOURCE: node.as_related_node_info()},

@@ -24,7 +24,6 @@ def _check_options(cls: type, options: dict[str, Any]) -> None:
     import inspect
 
     from ..errors import ConfigError
-
     from .client import SETTINGS
 
     params = inspect.signature(cls).parameters

@@ -8,9 +8,9 @@ LLM was actually shown, and a citation to any other number is reported as invali
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-from collections.abc import Callable
 
 from ..errors import ConfigError
 from .base import LLM, Passage, check_citations, passages_from
@@ -68,12 +68,26 @@ class Answer:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Answer:
         """The answer :meth:`to_dict` wrote (``chunkwise ask --server`` reads the server's this way)."""
-        passages = [Passage(**{k: p.get(k) for k in ("number", "text", "label", "source", "start", "end", "score")})
-                    for p in d.get("passages", [])]
-        return cls(d["question"], d.get("answer", ""), passages, list(d.get("given", [])),
-                   list(d.get("citations", [])), list(d.get("invalid_citations", [])), d.get("llm", ""),
-                   bool(d.get("extractive")), int(d.get("left_out", 0)), int(d.get("cut", 0)),
-                   d.get("prompt_tokens"), d.get("note"), d.get("best_score"), bool(d.get("confident")))
+        passages = [
+            Passage(**{k: p.get(k) for k in ("number", "text", "label", "source", "start", "end", "score")})
+            for p in d.get("passages", [])
+        ]
+        return cls(
+            d["question"],
+            d.get("answer", ""),
+            passages,
+            list(d.get("given", [])),
+            list(d.get("citations", [])),
+            list(d.get("invalid_citations", [])),
+            d.get("llm", ""),
+            bool(d.get("extractive")),
+            int(d.get("left_out", 0)),
+            int(d.get("cut", 0)),
+            d.get("prompt_tokens"),
+            d.get("note"),
+            d.get("best_score"),
+            bool(d.get("confident")),
+        )
 
     @property
     def found(self) -> bool:
@@ -191,8 +205,7 @@ def ask_index(
         llm.embedder = index.embedder(index.config)
     # with expand/budget the LLM reads the hits above the threshold widened by index.expand, one passage
     # (one citation number) per merged window; the threshold and best_score stay the hits' own
-    passages = passages_from(index.expand(hits, expand, budget) if expand is not None or budget is not None
-                             else hits)
+    passages = passages_from(index.expand(hits, expand, budget) if expand is not None or budget is not None else hits)
     if on_passages is not None:
         on_passages(passages)
     answer = answer_passages(question, passages, llm, on_token=on_token)
@@ -201,5 +214,12 @@ def ask_index(
     return answer
 
 
-__all__ = ["Answer", "answer_passages", "ask_index", "NO_PASSAGES", "DEFAULT_MIN_SCORE", "CONFIDENT_SCORE",
-           "PLUG_IN_NOTE"]
+__all__ = [
+    "Answer",
+    "answer_passages",
+    "ask_index",
+    "NO_PASSAGES",
+    "DEFAULT_MIN_SCORE",
+    "CONFIDENT_SCORE",
+    "PLUG_IN_NOTE",
+]

@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from collections.abc import Callable, Iterable
 
 #: ``[3]``, ``[1, 4]``, ``[2-3]``, ``[passage 2]``: what counts as a citation in an answer
 CITATION = re.compile(r"\[\s*(?:passages?|sources?|chunks?)?\s*(\d+(?:\s*(?:,|;|-|–|and)\s*\d+)*)\s*\]", re.I)

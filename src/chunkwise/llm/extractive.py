@@ -11,8 +11,8 @@ reused instead of embedding again.
 from __future__ import annotations
 
 import re
-from typing import Any
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

@@ -15,10 +15,10 @@ takes the first branch: the most central sentences of the whole document, in the
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
-from collections.abc import Callable
 
 from ..document import Chunk, Document
 from ..errors import ConfigError

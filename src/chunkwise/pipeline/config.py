@@ -193,8 +193,9 @@ SETTINGS: dict[str, Setting] = {
     "fusion": Setting(DEFAULT_FUSION, _choice(FUSION_MODES), "how hybrid retrieval fuses the two rankings"),
     "rrf_k": Setting(RRF_K, _non_negative_int, "the constant of reciprocal rank fusion"),
     "dense_weight": Setting(DENSE_WEIGHT, _unit_interval, "weight of the vector scores in z-score fusion"),
-    "expand": Setting(None, _expand, "context handed to the reader around each hit: none, neighbors:N, section, "
-                                      "parent:TOKENS"),
+    "expand": Setting(
+        None, _expand, "context handed to the reader around each hit: none, neighbors:N, section, parent:TOKENS"
+    ),
     "budget": Setting(None, _budget, "tokens (cl100k) of context the reader gets at most"),
     "label": Setting(None, _label, "a name for the configuration in reports"),
 }
@@ -272,17 +273,24 @@ class PipelineConfig:
         """The file layout. The retrieval settings are always written out (``hybrid``, ``fusion`` and the
         fusion's own parameter), as is anything that differs from its default: a file means the same
         whatever a later release's defaults are for the settings that decide retrieval."""
-        out: dict[str, Any] = {"strategy": self.strategy,
-                               "params": {k: v for k, v in self.params.items() if k != "embedder"}}
+        out: dict[str, Any] = {
+            "strategy": self.strategy,
+            "params": {k: v for k, v in self.params.items() if k != "embedder"},
+        }
         run: dict[str, Any] = {"hybrid": self.hybrid}
         if self.hybrid:
             run["fusion"] = self.fusion
             run["dense_weight" if self.fusion == "zscore" else "rrf_k"] = getattr(
-                self, "dense_weight" if self.fusion == "zscore" else "rrf_k")
+                self, "dense_weight" if self.fusion == "zscore" else "rrf_k"
+            )
         for name, setting in SETTINGS.items():
             value = getattr(self, name)
-            if name != "label" and name not in run and value != (setting.default if setting.default is not None
-                                                                 else ({} if name.endswith("_options") else None)):
+            if (
+                name != "label"
+                and name not in run
+                and value
+                != (setting.default if setting.default is not None else ({} if name.endswith("_options") else None))
+            ):
                 run[name] = dict(value) if isinstance(value, dict) else value
         out["run"] = run
         if self.tuned is not None:

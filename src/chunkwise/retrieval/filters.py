@@ -19,14 +19,32 @@ from ..store.milvus import quote
 
 #: field -> type of its values ("str", "int", "float", "list" for ARRAY<VARCHAR>)
 FILTER_FIELDS = {
-    "id": "str", "doc_id": "str", "source": "str", "section": "str", "strategy": "str", "embedder": "str",
-    "content_hash": "str", "start": "int", "end": "int", "chunk_index": "int", "token_count": "int",
-    "page_start": "int", "page_end": "int", "start_time": "float", "end_time": "float", "speakers": "list",
+    "id": "str",
+    "doc_id": "str",
+    "source": "str",
+    "section": "str",
+    "strategy": "str",
+    "embedder": "str",
+    "content_hash": "str",
+    "start": "int",
+    "end": "int",
+    "chunk_index": "int",
+    "token_count": "int",
+    "page_start": "int",
+    "page_end": "int",
+    "start_time": "float",
+    "end_time": "float",
+    "speakers": "list",
 }
 COMPARISONS = ("==", "!=", "<", "<=", ">", ">=")
 #: operator -> field types it applies to
-OPERATORS = {**dict.fromkeys(COMPARISONS, ("str", "int", "float")), "in": ("str", "int", "float"),
-             "not in": ("str", "int", "float"), "like": ("str",), "contains": ("list",)}
+OPERATORS = {
+    **dict.fromkeys(COMPARISONS, ("str", "int", "float")),
+    "in": ("str", "int", "float"),
+    "not in": ("str", "int", "float"),
+    "like": ("str",),
+    "contains": ("list",),
+}
 MAX_VALUES = 10_000
 
 

@@ -164,9 +164,7 @@ _UPPER = "A-ZÀ-ÖØ-ÞА-ЯΑ-Ω"
 _CASELESS_RE = re.compile(rf"[{_UPPER}]([^{_UPPER}]{{600,}}+)")  # after a capital (in C: linear)
 _UPPER_RE = re.compile(rf"[{_UPPER}]")
 _CASELESS_START_RE = re.compile(rf"[^{_UPPER}]{{600,}}+")  # at the very start of the text
-_NEXT_WORD_RE = re.compile(
-    rf"(?:[\s{re.escape(_OPENERS)}]|{_ESCAPED_BREAK}){{0,64}}+([^\W_][\w'’\-]{{0,64}}|\S)"
-)
+_NEXT_WORD_RE = re.compile(rf"(?:[\s{re.escape(_OPENERS)}]|{_ESCAPED_BREAK}){{0,64}}+([^\W_][\w'’\-]{{0,64}}|\S)")
 _NUMBER_RE = re.compile(r"\d[\d.,]*")
 _DOTTED_ABBR_RE = re.compile(r"(?:[^\W\d_]{1,3}\.)+[^\W\d_]{1,3}")
 _LOWER_WORD_RE = re.compile(r"[a-zß-öø-ÿа-яα-ω]{2,}")
@@ -359,10 +357,14 @@ def _terminator_cuts(text: str, language: str | None) -> list[int]:
     Lower-cased text (some corpora are; the finance one is) has no capitals to go by, so inside stretches
     without any capital a lower-case word may open a sentence.
     """
-    cuts: list[int | None] = [
-        end if text[end - 1] in _CJK_TERMS else _judge_terminator(text, start, end, language, False, True)
-        for start, end in (m.span() for m in _CJK_RUN_RE.finditer(text))
-    ] if _has_cjk_terminator(text) else []  # a bare 。！？ ends the sentence at once; closers and "．" are judged
+    cuts: list[int | None] = (
+        [
+            end if text[end - 1] in _CJK_TERMS else _judge_terminator(text, start, end, language, False, True)
+            for start, end in (m.span() for m in _CJK_RUN_RE.finditer(text))
+        ]
+        if _has_cjk_terminator(text)
+        else []
+    )  # a bare 。！？ ends the sentence at once; closers and "．" are judged
     if "《" in text:  # 《摔跤吧！爸爸》: a terminator inside a title does not end the sentence
         cuts = [c for c in cuts if c is None or not _inside_title(text, c)]
     covered: bytes | bytearray = b""  # a mask, 1 where a spaced ellipsis lies: those periods are judged on their own
@@ -568,8 +570,12 @@ def _period_ends_sentence(text: str, dot: int, nxt: str, language: str | None) -
 
 #: One set per language (one lookup per period): the shared lists plus the language's own.
 _NEVER_FINAL_ANY = NEVER_FINAL | ROMANCE_DUTCH_NEVER_FINAL
-_NEVER_FINAL_FOR: dict[str | None, frozenset[str] | set[str]] = {lang: _NEVER_FINAL_ANY | words for lang, words in LANGUAGE_NEVER_FINAL.items()}
-_MAY_BE_FINAL_FOR: dict[str | None, frozenset[str] | set[str]] = {lang: MAY_BE_FINAL | words for lang, words in LANGUAGE_MAY_BE_FINAL.items()}
+_NEVER_FINAL_FOR: dict[str | None, frozenset[str] | set[str]] = {
+    lang: _NEVER_FINAL_ANY | words for lang, words in LANGUAGE_NEVER_FINAL.items()
+}
+_MAY_BE_FINAL_FOR: dict[str | None, frozenset[str] | set[str]] = {
+    lang: MAY_BE_FINAL | words for lang, words in LANGUAGE_MAY_BE_FINAL.items()
+}
 #: Second parts of two-part abbreviations that may be written with a space ("ej" of "p. ej.").
 _SPACED_SECOND_PARTS = frozenset(
     w.split(".")[1] for w in set().union(*_NEVER_FINAL_FOR.values()) if re.fullmatch(r"\w\.\w{2,}", w)

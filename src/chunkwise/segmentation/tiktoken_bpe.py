@@ -146,8 +146,13 @@ _CL100K_PATTERN = (
     r"""\s+(?!\S)|\s"""
 )
 _SPECIAL = {
-    "cl100k_base": {"<|endoftext|>": 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259,
-                    "<|fim_suffix|>": 100260, "<|endofprompt|>": 100276},
+    "cl100k_base": {
+        "<|endoftext|>": 100257,
+        "<|fim_prefix|>": 100258,
+        "<|fim_middle|>": 100259,
+        "<|fim_suffix|>": 100260,
+        "<|endofprompt|>": 100276,
+    },
 }
 
 
@@ -166,8 +171,12 @@ def _tiktoken_params(rank_file: Path, encoding: str) -> dict:
             if line.strip():
                 token, rank = line.split()
                 ranks[base64.b64decode(token)] = int(rank)
-    return {"name": encoding, "pat_str": _CL100K_PATTERN, "mergeable_ranks": ranks,
-            "special_tokens": _SPECIAL[encoding]}
+    return {
+        "name": encoding,
+        "pat_str": _CL100K_PATTERN,
+        "mergeable_ranks": ranks,
+        "special_tokens": _SPECIAL[encoding],
+    }
 
 
 def _token_byte_lengths(rank_file: Path) -> np.ndarray:

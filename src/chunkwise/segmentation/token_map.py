@@ -193,7 +193,7 @@ class TokenMap:
         out = [self.exact(text, a, b) for a, b in spans]
         todo = [i for i, n in enumerate(out) if n is None]
         if todo:
-            for i, n in zip(todo, self.tokenizer.count_batch([text[spans[i][0]:spans[i][1]] for i in todo])):
+            for i, n in zip(todo, self.tokenizer.count_batch([text[spans[i][0] : spans[i][1]] for i in todo])):
                 out[i] = n
         return out  # type: ignore[return-value]
 

@@ -156,8 +156,9 @@ class HFTokenizer(Tokenizer):
         blocks = _whitespace_blocks(text)
         total = 0
         for group in _block_groups(blocks):
-            total += sum(len(e.ids) for e in self._tok.encode_batch([text[a:b] for a, b in group],
-                                                                    add_special_tokens=False))
+            total += sum(
+                len(e.ids) for e in self._tok.encode_batch([text[a:b] for a, b in group], add_special_tokens=False)
+            )
         return total
 
     def offset_arrays(self, text: str) -> tuple[np.ndarray, np.ndarray]:
@@ -173,15 +174,15 @@ class HFTokenizer(Tokenizer):
             parts = []
             for group in _block_groups(blocks):
                 encs = self._tok.encode_batch([squeezed[a:b] for a, b in group], add_special_tokens=False)
-                parts.extend(np.asarray(e.offsets, dtype=np.int64).reshape(-1, 2) + a
-                             for e, (a, _) in zip(encs, group))
+                parts.extend(np.asarray(e.offsets, dtype=np.int64).reshape(-1, 2) + a for e, (a, _) in zip(encs, group))
                 del encs
         arr = np.concatenate(parts) if parts else np.zeros((0, 2), dtype=np.int64)
         starts, ends = arr[:, 0], arr[:, 1]
         if runs:  # map squeezed offsets back: after each placeholder, add the characters it stood for
             lengths = np.asarray([n for _, n in runs], dtype=np.int64)
             squeezed_pos = np.asarray([s for s, _ in runs], dtype=np.int64) - np.concatenate(
-                ([0], np.cumsum(lengths - 1)[:-1]))
+                ([0], np.cumsum(lengths - 1)[:-1])
+            )
             shift = np.concatenate(([0], np.cumsum(lengths - 1)))
             starts = starts + shift[np.searchsorted(squeezed_pos + 1, starts, side="right")]
             ends = ends + shift[np.searchsorted(squeezed_pos + 1, ends, side="right")]
@@ -191,8 +192,7 @@ class HFTokenizer(Tokenizer):
         if not texts:
             return []
         if self.name == "minilm" and sum(len(t) for t in texts) > _STREAM_CHARS:
-            return [self.count(t) if len(t) > _STREAM_CHARS else n
-                    for t, n in zip(texts, self._count_small(texts))]
+            return [self.count(t) if len(t) > _STREAM_CHARS else n for t, n in zip(texts, self._count_small(texts))]
         texts = [self._squeeze(t)[0] for t in texts]
         return [len(e.ids) for e in self._tok.encode_batch(texts, add_special_tokens=False)]
 
@@ -240,8 +240,9 @@ def _whitespace_blocks(text: str, size: int = 16384) -> list[Span]:
 
 _SPACE = re.compile(r"[ \t\n\r]")  # BERT splits here; it deletes other controls (\x1c) instead
 #: where a BERT token can never continue: ASCII whitespace, or before a CJK ideograph (BERT's _is_chinese_char)
-_CUT = re.compile("[ \t\n\r\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002a6df"
-                  "\U0002a700-\U0002ceaf\U0002f800-\U0002fa1f]")
+_CUT = re.compile(
+    "[ \t\n\r\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002a6df\U0002a700-\U0002ceaf\U0002f800-\U0002fa1f]"
+)
 #: texts longer than this are tokenised block by block (bounded memory); blocks go to Rust in groups this big
 _STREAM_CHARS = 1 << 16
 

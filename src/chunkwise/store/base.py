@@ -10,9 +10,9 @@ primitives, so every store gets it by construction: a store only has to make eac
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
-from collections.abc import Iterable
 
 import numpy as np
 
@@ -75,6 +75,7 @@ class Store(Protocol):
     # -- chunks
     def upsert(self, items: list[tuple[Document, list[Chunk], np.ndarray]], embedder_id: str) -> list[str]:
         """Write every document's chunks with their vectors; returns the chunk ids written."""
+
     def chunk_ids(self, doc_ids: Iterable[str]) -> dict[str, set[str]]: ...
     def chunk_documents(self) -> dict[str, str]: ...
     def delete_chunks(self, ids: Iterable[str]) -> int: ...
@@ -84,9 +85,11 @@ class Store(Protocol):
 
     # -- reading
     def fetch(self, ids: list[str]) -> list[Hit]: ...
-    def search_vector(self, vector: np.ndarray, limit: int, filter: str | None = None,
-                      ids_only: bool = False) -> list[Hit]:
+    def search_vector(
+        self, vector: np.ndarray, limit: int, filter: str | None = None, ids_only: bool = False
+    ) -> list[Hit]:
         """Nearest chunks by cosine similarity, best first."""
+
     def search_text(self, query: str, limit: int, filter: str | None = None) -> list[Hit]:
         """Chunks by BM25 over their indexed text (context + text), best first, ids and scores only."""
 

@@ -101,12 +101,19 @@ def _private_copy(path: str, target: str) -> str:
             try:
                 fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
             except BlockingIOError:
-                raise ReadOnlyCopyError("the database is in use by another process (Milvus Lite allows one at "
-                                        "a time), and it is not writable here to wait for it") from None
+                raise ReadOnlyCopyError(
+                    "the database is in use by another process (Milvus Lite allows one at "
+                    "a time), and it is not writable here to wait for it"
+                ) from None
             except OSError:
                 pass  # a file system without locks
-        shutil.copytree(path, target, symlinks=True, copy_function=shutil.copyfile,
-                        ignore=lambda folder, names: ["LOCK"] if folder == path else [])
+        shutil.copytree(
+            path,
+            target,
+            symlinks=True,
+            copy_function=shutil.copyfile,
+            ignore=lambda folder, names: ["LOCK"] if folder == path else [],
+        )
     except ReadOnlyCopyError:
         raise
     except (OSError, shutil.Error) as exc:

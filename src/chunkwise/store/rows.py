@@ -44,8 +44,15 @@ def jsonable(value: Any) -> Any:
 
 def video_meta(meta: dict[str, Any], c: Chunk) -> dict[str, Any]:
     """A video clip's row metadata: the document's plus its frames, track IDs and classes."""
-    return {**meta, "video": {"start_frame": c.start_frame, "end_frame": c.end_frame,
-                              "track_ids": list(c.track_ids or []), "classes": list(c.classes or [])}}
+    return {
+        **meta,
+        "video": {
+            "start_frame": c.start_frame,
+            "end_frame": c.end_frame,
+            "track_ids": list(c.track_ids or []),
+            "classes": list(c.classes or []),
+        },
+    }
 
 
 def section_column(section: list[str]) -> tuple[str, list[str] | None]:
@@ -67,19 +74,33 @@ def chunk_rows(doc: Document, chunks: list[Chunk], vectors: np.ndarray, embedder
         row_meta = meta if c.track_ids is None else video_meta(meta, c)
         if exact_path is not None:
             row_meta = {**row_meta, SECTION_PATH_KEY: jsonable(exact_path)}
-        rows.append({
-            "id": c.id, "doc_id": c.doc_id, "source": truncate_utf8(c.source, MAX_VARCHAR), "text": c.text,
-            "context": truncate_utf8(c.context, MAX_VARCHAR) if c.context else None,
-            "indexed_text": truncate_utf8(c.embed_text, MAX_VARCHAR),
-            "start": c.start, "end": c.end, "chunk_index": c.index, "token_count": c.token_count,
-            "page_start": c.page_start, "page_end": c.page_end,
-            "section": section,
-            "start_time": c.start_time, "end_time": c.end_time,
-            "speakers": [truncate_utf8(s, 256) for s in c.speakers[:64]],
-            "strategy": c.strategy, "embedder": embedder_id, "content_hash": content_hash,
-            "metadata": row_meta, "vector": v.tolist(),
-            "source_start": c.source_start, "source_end": c.source_end,
-        })
+        rows.append(
+            {
+                "id": c.id,
+                "doc_id": c.doc_id,
+                "source": truncate_utf8(c.source, MAX_VARCHAR),
+                "text": c.text,
+                "context": truncate_utf8(c.context, MAX_VARCHAR) if c.context else None,
+                "indexed_text": truncate_utf8(c.embed_text, MAX_VARCHAR),
+                "start": c.start,
+                "end": c.end,
+                "chunk_index": c.index,
+                "token_count": c.token_count,
+                "page_start": c.page_start,
+                "page_end": c.page_end,
+                "section": section,
+                "start_time": c.start_time,
+                "end_time": c.end_time,
+                "speakers": [truncate_utf8(s, 256) for s in c.speakers[:64]],
+                "strategy": c.strategy,
+                "embedder": embedder_id,
+                "content_hash": content_hash,
+                "metadata": row_meta,
+                "vector": v.tolist(),
+                "source_start": c.source_start,
+                "source_end": c.source_end,
+            }
+        )
     return rows
 
 
@@ -90,18 +111,42 @@ def chunk_from_row(e: dict[str, Any]) -> tuple[Chunk, dict[str, Any]]:
     joined = e.get("section") or ""
     section = list(exact_path) if exact_path is not None else (joined.split(SECTION_SEPARATOR) if joined else [])
     video = metadata.get("video") or {}
-    chunk = Chunk(text=e["text"], start=int(e["start"]), end=int(e["end"]), index=int(e["chunk_index"]),
-                  id=e["id"], doc_id=e["doc_id"], source=e["source"], token_count=int(e["token_count"]),
-                  strategy=e.get("strategy") or "", page_start=e.get("page_start"), page_end=e.get("page_end"),
-                  section=section,
-                  start_time=e.get("start_time"), end_time=e.get("end_time"),
-                  speakers=list(e.get("speakers") or []), context=e.get("context"),
-                  start_frame=video.get("start_frame"), end_frame=video.get("end_frame"),
-                  track_ids=video.get("track_ids") if video else None,
-                  classes=video.get("classes") if video else None,
-                  source_start=e.get("source_start"), source_end=e.get("source_end"))
+    chunk = Chunk(
+        text=e["text"],
+        start=int(e["start"]),
+        end=int(e["end"]),
+        index=int(e["chunk_index"]),
+        id=e["id"],
+        doc_id=e["doc_id"],
+        source=e["source"],
+        token_count=int(e["token_count"]),
+        strategy=e.get("strategy") or "",
+        page_start=e.get("page_start"),
+        page_end=e.get("page_end"),
+        section=section,
+        start_time=e.get("start_time"),
+        end_time=e.get("end_time"),
+        speakers=list(e.get("speakers") or []),
+        context=e.get("context"),
+        start_frame=video.get("start_frame"),
+        end_frame=video.get("end_frame"),
+        track_ids=video.get("track_ids") if video else None,
+        classes=video.get("classes") if video else None,
+        source_start=e.get("source_start"),
+        source_end=e.get("source_end"),
+    )
     return chunk, metadata
 
 
-__all__ = ["chunk_rows", "chunk_from_row", "jsonable", "video_meta", "truncate_utf8", "section_column", "MAX_VARCHAR",
-           "SECTION_SEPARATOR", "SECTION_BYTES", "SECTION_PATH_KEY"]
+__all__ = [
+    "chunk_rows",
+    "chunk_from_row",
+    "jsonable",
+    "video_meta",
+    "truncate_utf8",
+    "section_column",
+    "MAX_VARCHAR",
+    "SECTION_SEPARATOR",
+    "SECTION_BYTES",
+    "SECTION_PATH_KEY",
+]

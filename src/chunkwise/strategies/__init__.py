@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import importlib
-from typing import Any
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..deprecation import renamed
 from ..errors import ConfigError
@@ -26,6 +24,7 @@ def __getattr__(name: str) -> Any:
         globals()[name] = value
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 #: name -> "module:Class", imported on first use so `chunkwise chunk` never loads embedding code it skips
 _REGISTRY: dict[str, str] = {
@@ -61,11 +60,18 @@ def get_strategy(name: str, **params: Any) -> Strategy:
     valid = cls.param_names()
     unknown = sorted(set(params) - set(valid))
     if unknown:
-        raise ConfigError(
-            f"strategy {name!r} has no parameter {', '.join(unknown)}; valid: {', '.join(valid)}"
-        )
+        raise ConfigError(f"strategy {name!r} has no parameter {', '.join(unknown)}; valid: {', '.join(valid)}")
     return cls(**params)
 
 
-__all__ = ["Strategy", "build_chunks", "regions", "trim_span", "get_strategy", "strategy_class",
-           "STRATEGY_NAMES", "SEMANTIC_STRATEGIES", "DEFAULT_STRATEGY"]
+__all__ = [
+    "Strategy",
+    "build_chunks",
+    "regions",
+    "trim_span",
+    "get_strategy",
+    "strategy_class",
+    "STRATEGY_NAMES",
+    "SEMANTIC_STRATEGIES",
+    "DEFAULT_STRATEGY",
+]

@@ -55,12 +55,14 @@ TOPIC_MIN_UNITS = 2
 
 _WORD = re.compile(r"[^\W\d_]{4,}")
 #: frequent words of four letters or more that carry no topic (English, German); shorter ones never count
-_STOP = frozenset("""that this with have will then they there what when were from your about would could should
+_STOP = frozenset(
+    """that this with have will then they there what when were from your about would could should
 which their them these those been being into also just only some than very more most such like here over
 well even back much many must does done make made want wants going know think yeah okay right really thing
 things every everyone good morning agreed thanks thank sure maybe because where while after before other
 dass eine einer eines einem einen nicht sich auch oder aber wenn dann noch schon sind wird werden haben kann
-""".split())
+""".split()
+)
 _SPEAKER = re.compile(r"([^:\n]{1,40}):\s")
 
 
@@ -69,7 +71,7 @@ def _bag(text: str, speakers: set[str]) -> Counter[str]:
     five letters (a crude stem: "crashes" and "crash" agree), without the ``Name:`` prefix."""
     m = _SPEAKER.match(text)
     if m and m.group(1) in speakers:
-        text = text[m.end():]
+        text = text[m.end() :]
     return Counter(w[:5] for w in _WORD.findall(text.lower()) if w not in _STOP)
 
 

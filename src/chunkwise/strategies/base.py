@@ -88,8 +88,12 @@ class Strategy:
             if klass is object or "__init__" not in vars(klass):
                 continue
             for p in inspect.signature(vars(klass)["__init__"]).parameters.values():
-                if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and p.name not in names \
-                        and p.name not in cls.renamed_params:
+                if (
+                    p.name != "self"
+                    and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+                    and p.name not in names
+                    and p.name not in cls.renamed_params
+                ):
                     names.append(p.name)
         return names
 
@@ -200,21 +204,28 @@ def regions(doc: Document, level: int | None) -> list[Span]:
     bounds = [0]
     for cut in cuts:
         prev = bounds[-1]
-        if prev in head_end and not doc.text[head_end[prev]:cut].strip():
+        if prev in head_end and not doc.text[head_end[prev] : cut].strip():
             continue  # the previous region is only its heading: extend it over this one
         bounds.append(cut)
     bounds.append(n)
     return [(a, b) for a, b in zip(bounds, bounds[1:]) if b > a]
 
 
-def tidy(doc: Document, spans: list[Span], counts: list[int] | None, tokenizer: Tokenizer, max_tokens: int,
-         bounds: list[Span], cuts: list[int] | None = None) -> tuple[list[Span], list[int]]:
+def tidy(
+    doc: Document,
+    spans: list[Span],
+    counts: list[int] | None,
+    tokenizer: Tokenizer,
+    max_tokens: int,
+    bounds: list[Span],
+    cuts: list[int] | None = None,
+) -> tuple[list[Span], list[int]]:
     """The rules every strategy keeps (:mod:`chunkwise.strategies.tidy`) on sorted, non-empty spans."""
     from .tidy import tidy_spans
 
     check_aligned(spans, counts, "tidy")
     given: list[int | None] = list(counts) if counts is not None else [None] * len(spans)
-    pairs = sorted((s, n) for s, n in zip(spans, given) if s[1] > s[0] and not doc.text[s[0]:s[1]].isspace())
+    pairs = sorted((s, n) for s, n in zip(spans, given) if s[1] > s[0] and not doc.text[s[0] : s[1]].isspace())
     spans = [s for s, _ in pairs]
     if any(n is None for _, n in pairs):
         counts = tokenizer.count_batch([doc.text[a:b] for a, b in spans])

@@ -52,12 +52,26 @@ class CohesionChunker(EmbeddingStrategy):
     cap_split_by_distance = True
     cut_cause = "objective"
 
-    def __init__(self, max_tokens: int = 256, min_tokens: int | None = None, overlap: int = 0,
-                 tokenizer: str | Tokenizer | None = None, respect_sections: int | None = DEFAULT_SECTION_LEVEL,
-                 embedder: str | Embedder | None = DEFAULT_EMBEDDER, penalty: float = DEFAULT_PENALTY,
-                 structure_bonus: float = DEFAULT_STRUCTURE_BONUS):
-        super().__init__(max_tokens=max_tokens, min_tokens=min_tokens, overlap=overlap, tokenizer=tokenizer,
-                         respect_sections=respect_sections, embedder=embedder, structure_bonus=structure_bonus)
+    def __init__(
+        self,
+        max_tokens: int = 256,
+        min_tokens: int | None = None,
+        overlap: int = 0,
+        tokenizer: str | Tokenizer | None = None,
+        respect_sections: int | None = DEFAULT_SECTION_LEVEL,
+        embedder: str | Embedder | None = DEFAULT_EMBEDDER,
+        penalty: float = DEFAULT_PENALTY,
+        structure_bonus: float = DEFAULT_STRUCTURE_BONUS,
+    ):
+        super().__init__(
+            max_tokens=max_tokens,
+            min_tokens=min_tokens,
+            overlap=overlap,
+            tokenizer=tokenizer,
+            respect_sections=respect_sections,
+            embedder=embedder,
+            structure_bonus=structure_bonus,
+        )
         self.penalty = penalty
 
     def validate(self) -> None:

@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import bisect
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
-from collections.abc import Sequence
 
 import numpy as np
 
@@ -43,8 +43,8 @@ from .units import (
     Decision,
     Units,
     add_overlap,
-    exact_fit,
     decisive_cuts,
+    exact_fit,
     merge_small,
     split_over_cap,
     split_over_chars,
@@ -75,11 +75,23 @@ class EmbeddingStrategy(Strategy):
     #: the ``cause`` that ``explain`` reports for the strategy's own cuts
     cut_cause = "threshold"
 
-    def __init__(self, max_tokens: int = 256, min_tokens: int | None = None, overlap: int = 0,
-                 tokenizer: str | Tokenizer | None = None, respect_sections: int | None = DEFAULT_SECTION_LEVEL,
-                 embedder: str | Embedder | None = DEFAULT_EMBEDDER, structure_bonus: float = 0.0):
-        super().__init__(max_tokens=max_tokens, min_tokens=min_tokens, overlap=overlap,
-                         tokenizer=tokenizer, respect_sections=respect_sections)
+    def __init__(
+        self,
+        max_tokens: int = 256,
+        min_tokens: int | None = None,
+        overlap: int = 0,
+        tokenizer: str | Tokenizer | None = None,
+        respect_sections: int | None = DEFAULT_SECTION_LEVEL,
+        embedder: str | Embedder | None = DEFAULT_EMBEDDER,
+        structure_bonus: float = 0.0,
+    ):
+        super().__init__(
+            max_tokens=max_tokens,
+            min_tokens=min_tokens,
+            overlap=overlap,
+            tokenizer=tokenizer,
+            respect_sections=respect_sections,
+        )
         self.embedder = embedder
         self.structure_bonus = structure_bonus
 
@@ -112,14 +124,16 @@ class EmbeddingStrategy(Strategy):
         tokenizer = embedder.tokenizer if self.tokenizer is None else resolve_tokenizer(self.tokenizer)
         return embedder, tokenizer
 
-    def prepare(self, doc: Document, embedder: Embedder, tokenizer: Tokenizer,
-                bounds: list[Span] | None = None) -> list[Units]:
+    def prepare(
+        self, doc: Document, embedder: Embedder, tokenizer: Tokenizer, bounds: list[Span] | None = None
+    ) -> list[Units]:
         """Units of every region, embedded in one pass (each distinct unit text exactly once)."""
         plan = self.plan(doc, embedder, tokenizer, bounds)
         return self.finish(doc, plan, embed_all(embedder, plan.texts), tokenizer)
 
-    def plan(self, doc: Document, embedder: Embedder, tokenizer: Tokenizer,
-             bounds: list[Span] | None = None) -> UnitPlan:
+    def plan(
+        self, doc: Document, embedder: Embedder, tokenizer: Tokenizer, bounds: list[Span] | None = None
+    ) -> UnitPlan:
         """Everything :meth:`prepare` does before the model runs: the units of every region and the distinct
         unit texts to embed. Split out so :meth:`chunk_many` can embed the units of many documents in one
         stream (see :class:`UnitPlan`)."""
@@ -129,10 +143,17 @@ class EmbeddingStrategy(Strategy):
         same = etok is tokenizer or getattr(etok, "name", None) == getattr(tokenizer, "name", "")
         cap = min(self.max_tokens, emb_max) if (emb_max and same) else self.max_tokens
         per_region = []
-        for a, b in (regions(doc, self.respect_sections) if bounds is None else bounds):
-            spans, counts = unit_spans(text, a, b, tokenizer, cap,
-                                       None if same else etok, None if same or not emb_max else emb_max,
-                                       given=doc.metadata.get("units"))
+        for a, b in regions(doc, self.respect_sections) if bounds is None else bounds:
+            spans, counts = unit_spans(
+                text,
+                a,
+                b,
+                tokenizer,
+                cap,
+                None if same else etok,
+                None if same or not emb_max else emb_max,
+                given=doc.metadata.get("units"),
+            )
             per_region.append(((a, b), spans, counts))
         texts: list[str] = []
         index: dict[str, int] = {}
@@ -154,14 +175,20 @@ class EmbeddingStrategy(Strategy):
         heads = {sec.heading_start for sec in doc.sections if sec.heading_start >= 0}
         out = []
         for ((ra, rb), spans, counts), row in zip(plan.per_region, plan.slots):
-            gap_texts = [text[spans[k][1]:spans[k + 1][0]] for k in range(len(spans) - 1)]
+            gap_texts = [text[spans[k][1] : spans[k + 1][0]] for k in range(len(spans) - 1)]
             distinct = sorted(set(gap_texts))
             gap_count = dict(zip(distinct, tokenizer.count_batch(distinct))) if distinct else {}
             gaps = [gap_count[g] for g in gap_texts]
-            out.append(Units(spans=spans, tokens=np.asarray(counts, dtype=np.int64),
-                             gaps=np.asarray(gaps, dtype=np.int64),
-                             vectors=vectors[row] if row else np.zeros((0, vectors.shape[1]), np.float32),
-                             region=(ra, rb), breaks=structure_breaks(text, spans, heads)))
+            out.append(
+                Units(
+                    spans=spans,
+                    tokens=np.asarray(counts, dtype=np.int64),
+                    gaps=np.asarray(gaps, dtype=np.int64),
+                    vectors=vectors[row] if row else np.zeros((0, vectors.shape[1]), np.float32),
+                    region=(ra, rb),
+                    breaks=structure_breaks(text, spans, heads),
+                )
+            )
         return out
 
     def shape(self, units: Units, decision: Decision) -> tuple[list[tuple[int, int]], dict[int, str]]:
@@ -178,8 +205,11 @@ class EmbeddingStrategy(Strategy):
         if self.cap_split_by_distance:
             # the strategy's own distances (window to window for semantic) where it has them
             own = decision.distance
-            distances = (np.asarray(own, dtype=np.float64) if len(own) == n - 1 and None not in own
-                         else units.adjacent_distances())
+            distances = (
+                np.asarray(own, dtype=np.float64)
+                if len(own) == n - 1 and None not in own
+                else units.adjacent_distances()
+            )
             if self.structure_bonus:  # over-long segments are cut at paragraph breaks when they are close calls
                 distances = self.boosted(units, distances, CAP_SPLIT_BONUS)
         fitted = [0]
@@ -197,9 +227,9 @@ class EmbeddingStrategy(Strategy):
         causes = {c: causes.get(c, self.cut_cause) for c in fitted[1:-1]}
         return add_overlap(units, fitted, self.overlap, self.max_tokens, max_chars), causes
 
-    def _run(self, doc: Document, all_units: list[Units] | None = None,
-             resolved: tuple[Embedder, Tokenizer] | None = None
-             ) -> tuple[list[Units], list[Decision], list[list[tuple[int, int]]], list[dict], Tokenizer]:
+    def _run(
+        self, doc: Document, all_units: list[Units] | None = None, resolved: tuple[Embedder, Tokenizer] | None = None
+    ) -> tuple[list[Units], list[Decision], list[list[tuple[int, int]]], list[dict], Tokenizer]:
         embedder, tokenizer = resolved or self._resolve()
         if all_units is None:
             all_units = self.prepare(doc, embedder, tokenizer)
@@ -212,8 +242,9 @@ class EmbeddingStrategy(Strategy):
             causes.append(c)
         return all_units, decisions, ranges, causes, tokenizer
 
-    def _final(self, doc: Document, all_units: list[Units], ranges: list[list[tuple[int, int]]],
-               tokenizer: Tokenizer) -> tuple[list[Span], list[tuple[Units, int, int]], list[int]]:
+    def _final(
+        self, doc: Document, all_units: list[Units], ranges: list[list[tuple[int, int]]], tokenizer: Tokenizer
+    ) -> tuple[list[Span], list[tuple[Units, int, int]], list[int]]:
         """Character spans, their unit ranges and exact token counts (over-cap spans re-cut, see exact_fit)."""
         spans: list[Span] = []
         owners: list[tuple[Units, int, int]] = []
@@ -225,8 +256,9 @@ class EmbeddingStrategy(Strategy):
         if any(n > self.max_tokens for n in counts):
             s2, o2 = [], []
             for _span, (units, i, j), n in zip(spans, owners, counts):
-                pieces = [(i, j)] if n <= self.max_tokens else exact_fit(doc.text, units, i, j, tokenizer,
-                                                                          self.max_tokens)
+                pieces = (
+                    [(i, j)] if n <= self.max_tokens else exact_fit(doc.text, units, i, j, tokenizer, self.max_tokens)
+                )
                 for x, y in pieces:
                     s2.append((units.spans[x][0], units.spans[y - 1][1]))
                     o2.append((units, x, y))
@@ -241,8 +273,9 @@ class EmbeddingStrategy(Strategy):
             doc = Document(doc)
         return self._chunks(doc, *self._run(doc))
 
-    def _chunks(self, doc: Document, all_units: list[Units], _decisions, ranges, _causes,
-                tokenizer: Tokenizer) -> list[Chunk]:
+    def _chunks(
+        self, doc: Document, all_units: list[Units], _decisions, ranges, _causes, tokenizer: Tokenizer
+    ) -> list[Chunk]:
         """The chunks of one decided document, each with the vectors and spans of its units attached."""
         spans, owners, counts = self._final(doc, all_units, ranges, tokenizer)
         spans, owners, counts = self._tidy(doc, all_units, spans, counts, tokenizer)
@@ -252,8 +285,9 @@ class EmbeddingStrategy(Strategy):
             c.sentence_spans = list(units.spans[a:b])
         return chunks
 
-    def _tidy(self, doc: Document, all_units: list[Units], spans: list[Span], counts: list[int],
-              tokenizer: Tokenizer) -> tuple[list[Span], list[tuple[Units, int, int]], list[int]]:
+    def _tidy(
+        self, doc: Document, all_units: list[Units], spans: list[Span], counts: list[int], tokenizer: Tokenizer
+    ) -> tuple[list[Span], list[tuple[Units, int, int]], list[int]]:
         """The rules every strategy keeps (:mod:`chunkwise.strategies.tidy`), cutting only at unit starts,
         then each chunk's units found again (chunks stay unions of whole units)."""
         from .base import tidy
@@ -272,8 +306,10 @@ class EmbeddingStrategy(Strategy):
             units = flat[lo][2] if lo < len(flat) else all_units[0]
             owners.append((units, flat[lo][3] if lo < len(flat) else 0, flat[hi - 1][3] + 1 if hi > lo else 0))
         return spans, owners, counts
-    def chunk_many(self, docs: Sequence[Document | str], *, progress: bool = False,
-                   return_exceptions: bool = False) -> list[list[Chunk] | Exception]:
+
+    def chunk_many(
+        self, docs: Sequence[Document | str], *, progress: bool = False, return_exceptions: bool = False
+    ) -> list[list[Chunk] | Exception]:
         """Chunks of many documents, the same as ``[self.chunk(d) for d in docs]``, with one embedding stream.
 
         Why: a corpus of short documents embedded per document pays for many tiny, padded batches (the
@@ -348,7 +384,9 @@ class EmbeddingStrategy(Strategy):
                 dist = None if last else d.distance[k]
                 thr = None if last else d.threshold[k]
                 row = {
-                    "sentence": doc.text[a:b], "start": a, "end": b,
+                    "sentence": doc.text[a:b],
+                    "start": a,
+                    "end": b,
                     "distance_to_next": None if dist is None else round(float(dist), 6),
                     "threshold": None if thr is None else round(float(thr), 6),
                     "breakpoint": (k + 1) in ends,
@@ -389,8 +427,9 @@ def check_choice(name: str, value: Any, choices: Sequence[Any]) -> None:
         raise ConfigError(f"{name} must be one of {', '.join(map(str, choices))}, got {value!r}")
 
 
-def check_number(name: str, value: Any, low: float | None = None, high: float | None = None,
-                 integer: bool = False) -> None:
+def check_number(
+    name: str, value: Any, low: float | None = None, high: float | None = None, integer: bool = False
+) -> None:
     ok = isinstance(value, (int, float)) and not isinstance(value, bool)
     if integer:
         ok = ok and isinstance(value, int)
@@ -401,10 +440,22 @@ def check_number(name: str, value: Any, low: float | None = None, high: float | 
     if ok and high is not None and value > high:
         ok = False
     if not ok:
-        rng = f" in [{low}, {high}]" if low is not None and high is not None else (f" >= {low}" if low is not None else "")
+        rng = (
+            f" in [{low}, {high}]"
+            if low is not None and high is not None
+            else (f" >= {low}" if low is not None else "")
+        )
         kind = "an integer" if integer else "a number"
         raise ConfigError(f"{name} must be {kind}{rng}, got {value!r}")
 
 
-__all__ = ["DEFAULT_MIN_TOKENS", "DEFAULT_SECTION_LEVEL", "UnitPlan", "EmbeddingStrategy", "resolve_embedder",
-           "check_choice", "check_number", "DEFAULT_EMBEDDER"]
+__all__ = [
+    "DEFAULT_MIN_TOKENS",
+    "DEFAULT_SECTION_LEVEL",
+    "UnitPlan",
+    "EmbeddingStrategy",
+    "resolve_embedder",
+    "check_choice",
+    "check_number",
+    "DEFAULT_EMBEDDER",
+]

@@ -38,9 +38,17 @@ def _rows_from_chunks(strategy, doc: Document) -> list[dict[str, Any]]:
         # a chunk ends between this sentence's end and the next sentence's start
         i = bisect.bisect_left(ends, b)
         cut = last or (i < len(ends) and ends[i] <= spans[k + 1][0])
-        rows.append({"sentence": doc.text[a:b], "start": a, "end": b, "distance_to_next": None,
-                     "threshold": None, "breakpoint": bool(cut),
-                     "cause": ("end" if last else "rule") if cut else None})
+        rows.append(
+            {
+                "sentence": doc.text[a:b],
+                "start": a,
+                "end": b,
+                "distance_to_next": None,
+                "threshold": None,
+                "breakpoint": bool(cut),
+                "cause": ("end" if last else "rule") if cut else None,
+            }
+        )
     return rows
 
 

@@ -141,8 +141,9 @@ def _within_chars(S, pos: int, i: int, j: int, max_chars: int) -> int:
     return int(S[k - 1]) if k - 1 > i and S[k - 1] > pos else pos + max_chars
 
 
-def _shrink(text: str, tm: TokenMap, tokenizer: Tokenizer, a: int, b: int, c: int, i: int, max_tokens: int,
-            max_chars: int) -> tuple[int, int, int]:
+def _shrink(
+    text: str, tm: TokenMap, tokenizer: Tokenizer, a: int, b: int, c: int, i: int, max_tokens: int, max_chars: int
+) -> tuple[int, int, int]:
     """A window whose exact count ``c`` is over the cap: give back the excess tokens and count again; when
     that does not shrink it, cut it exactly instead. ``(end, count, token the next window starts near)``."""
     S, E = _as_array(tm.starts), _as_array(tm.ends)
@@ -183,14 +184,22 @@ def _overlap_start(text: str, S, pos: int, e: int, i: int, j: int, overlap: int,
     return nxt, hint
 
 
-def _merge_short(text: str, tm: TokenMap, tokenizer: Tokenizer, spans: list[Span], counts: list[int],
-                 min_tokens: int, max_tokens: int, max_chars: int) -> tuple[list[Span], list[int]]:
+def _merge_short(
+    text: str,
+    tm: TokenMap,
+    tokenizer: Tokenizer,
+    spans: list[Span],
+    counts: list[int],
+    min_tokens: int,
+    max_tokens: int,
+    max_chars: int,
+) -> tuple[list[Span], list[int]]:
     """``min_tokens``: merge a short window into its neighbour when the exact count still fits."""
     merged = merge_small(spans, tm.estimate, min_tokens, max_tokens, max_chars)
     if merged == spans:
         return spans, counts
     known = dict(zip(spans, counts))  # spans merge_small left alone keep their exact counts
-    merged_counts = [known[sp] if sp in known else tokenizer.count(text[sp[0]:sp[1]]) for sp in merged]
+    merged_counts = [known[sp] if sp in known else tokenizer.count(text[sp[0] : sp[1]]) for sp in merged]
     if max(merged_counts) <= max_tokens:  # else the estimate was short: keep the windows
         return merged, merged_counts
     return spans, counts

@@ -23,8 +23,9 @@ from ..errors import ChunkwiseError
 GROUP_CHARS = 5_000_000
 
 
-def chunk_many(strategy, docs: Sequence[Document], *, progress: bool = False,
-               return_exceptions: bool = False) -> list[list[Chunk] | ChunkwiseError]:
+def chunk_many(
+    strategy, docs: Sequence[Document], *, progress: bool = False, return_exceptions: bool = False
+) -> list[list[Chunk] | ChunkwiseError]:
     """``[strategy.chunk(d) for d in docs]``, with one embedding stream when the strategy has one.
 
     ``return_exceptions``: a document that fails gets its :class:`~chunkwise.errors.ChunkwiseError` in its
@@ -43,8 +44,9 @@ def chunk_many(strategy, docs: Sequence[Document], *, progress: bool = False,
     return out
 
 
-def chunk_documents(strategy, items: Iterable[tuple[str, Any]], *, progress: bool = False,
-                    group_chars: int = GROUP_CHARS) -> Iterator[tuple[str, Any, list[Chunk] | ChunkwiseError | None]]:
+def chunk_documents(
+    strategy, items: Iterable[tuple[str, Any]], *, progress: bool = False, group_chars: int = GROUP_CHARS
+) -> Iterator[tuple[str, Any, list[Chunk] | ChunkwiseError | None]]:
     """``(source, item, chunks or exception)`` for every ``(source, item)`` of ``items``, in order.
 
     ``item`` is what a loader yields: a :class:`Document` is chunked (in groups of up to ``group_chars``

@@ -111,8 +111,7 @@ class MarkdownChunker(Strategy):
             emit(runs)
             done = k + 1
             preset = "code" if kind == "code" else "markdown"
-            sub, sub_ints = recursive_split_counted(text, a, b, tokenizer, max_tokens,
-                                                    separators=preset, token_map=tm)
+            sub, sub_ints = recursive_split_counted(text, a, b, tokenizer, max_tokens, separators=preset, token_map=tm)
             sub_counts: list[int | None] = list(sub_ints)
             if lead is not None:
                 # a heading followed by a block too big for one chunk leads the block's first piece
@@ -130,7 +129,7 @@ class MarkdownChunker(Strategy):
             for k, (plain, wide) in enumerate(zip(list(spans), with_overlap)):
                 if wide != plain:
                     n = tm.exact(text, *wide)
-                    n = tokenizer.count(text[wide[0]:wide[1]]) if n is None else n
+                    n = tokenizer.count(text[wide[0] : wide[1]]) if n is None else n
                     if n <= max_tokens:
                         spans[k], counts[k] = wide, n
         todo = [i for i, c in enumerate(counts) if c is None]
@@ -164,5 +163,11 @@ def _parts(text: str, start: int, end: int, blocks: list[Block]) -> list[tuple[i
 
 def _verify(text: str, spans: list[Span], counts: list[int], tokenizer: Tokenizer, max_tokens: int):
     """Re-split the rare span whose exact count is over the cap (its estimate was a token short)."""
-    return repair(spans, counts, max_tokens, lambda k, _n: recursive_split_counted(
-        text, spans[k][0], spans[k][1], tokenizer, max_tokens, separators="markdown"))
+    return repair(
+        spans,
+        counts,
+        max_tokens,
+        lambda k, _n: recursive_split_counted(
+            text, spans[k][0], spans[k][1], tokenizer, max_tokens, separators="markdown"
+        ),
+    )

@@ -63,13 +63,28 @@ class MaxMinChunker(EmbeddingStrategy):
     name = "maxmin"
     cap_split_by_distance = False
 
-    def __init__(self, max_tokens: int = 256, min_tokens: int | None = None, overlap: int = 0,
-                 tokenizer: str | Tokenizer | None = None, respect_sections: int | None = DEFAULT_SECTION_LEVEL,
-                 embedder: str | Embedder | None = DEFAULT_EMBEDDER, fixed_threshold: float = 0.15,
-                 c: float = 0.3, init_constant: float = 2.0,
-                 structure_bonus: float = DEFAULT_STRUCTURE_BONUS):
-        super().__init__(max_tokens=max_tokens, min_tokens=min_tokens, overlap=overlap, tokenizer=tokenizer,
-                         respect_sections=respect_sections, embedder=embedder, structure_bonus=structure_bonus)
+    def __init__(
+        self,
+        max_tokens: int = 256,
+        min_tokens: int | None = None,
+        overlap: int = 0,
+        tokenizer: str | Tokenizer | None = None,
+        respect_sections: int | None = DEFAULT_SECTION_LEVEL,
+        embedder: str | Embedder | None = DEFAULT_EMBEDDER,
+        fixed_threshold: float = 0.15,
+        c: float = 0.3,
+        init_constant: float = 2.0,
+        structure_bonus: float = DEFAULT_STRUCTURE_BONUS,
+    ):
+        super().__init__(
+            max_tokens=max_tokens,
+            min_tokens=min_tokens,
+            overlap=overlap,
+            tokenizer=tokenizer,
+            respect_sections=respect_sections,
+            embedder=embedder,
+            structure_bonus=structure_bonus,
+        )
         self.fixed_threshold = fixed_threshold
         self.c = c
         self.init_constant = init_constant

@@ -93,8 +93,15 @@ def pack(
     return spans, counts
 
 
-def fill(units: Sequence[Span], estimate: Estimate, max_tokens: int, max_chars: int, overlap: int = 0,
-         counted: tuple[list[int], list[int]] | None = None, oversize: Oversize | None = None) -> list[Span]:
+def fill(
+    units: Sequence[Span],
+    estimate: Estimate,
+    max_tokens: int,
+    max_chars: int,
+    overlap: int = 0,
+    counted: tuple[list[int], list[int]] | None = None,
+    oversize: Oversize | None = None,
+) -> list[Span]:
     """Greedy packing of consecutive units while the span is estimated to fit.
 
     ``counted``: ``(upper, lower)`` from :meth:`TokenMap.bound_counts` at the units' ends and starts, so
@@ -107,6 +114,7 @@ def fill(units: Sequence[Span], estimate: Estimate, max_tokens: int, max_chars: 
     ends = [b for _, b in units]
     est = _span_estimate(starts, ends, estimate, counted)
     if counted is None:
+
         def fits(i: int, j: int) -> bool:  # units i..j inclusive
             a, b = starts[i], ends[j]
             return b - a <= max_chars and estimate(a, b) <= max_tokens
@@ -146,8 +154,9 @@ def fill(units: Sequence[Span], estimate: Estimate, max_tokens: int, max_chars: 
     return spans
 
 
-def _span_estimate(starts: list[int], ends: list[int], estimate: Estimate,
-                   counted: tuple[list[int], list[int]] | None) -> Callable[[int, int], int]:
+def _span_estimate(
+    starts: list[int], ends: list[int], estimate: Estimate, counted: tuple[list[int], list[int]] | None
+) -> Callable[[int, int], int]:
     """The estimate of units ``i..j`` (inclusive): integer arithmetic when bound counts are given."""
     if counted is None:
         return lambda i, j: estimate(starts[i], ends[j])
@@ -155,8 +164,9 @@ def _span_estimate(starts: list[int], ends: list[int], estimate: Estimate,
     return lambda i, j: upper[j] - lower[i] if ends[j] > starts[i] else 0
 
 
-def _overlap_start(i: int, j: int, est: Callable[[int, int], int], fits: Callable[[int, int], bool],
-                   overlap: int) -> int:
+def _overlap_start(
+    i: int, j: int, est: Callable[[int, int], int], fits: Callable[[int, int], bool], overlap: int
+) -> int:
     """The first unit of the span after units ``i..j``: trailing units worth at most ``overlap`` tokens
     (never all of them, so every span brings a new unit), as long as the next span still takes unit ``j+1``."""
     k = j + 1
@@ -167,8 +177,7 @@ def _overlap_start(i: int, j: int, est: Callable[[int, int], int], fits: Callabl
     return k
 
 
-def merge_small(spans: list[Span], estimate: Estimate, min_tokens: int, max_tokens: int,
-                max_chars: int) -> list[Span]:
+def merge_small(spans: list[Span], estimate: Estimate, min_tokens: int, max_tokens: int, max_chars: int) -> list[Span]:
     """Merge spans under ``min_tokens`` into a neighbour (the smaller one first) where the cap allows.
 
     ``estimate(a, b)`` counts a span; spans are sorted and do not overlap. One pass each way keeps this
@@ -188,8 +197,9 @@ def merge_small(spans: list[Span], estimate: Estimate, min_tokens: int, max_toke
     return out
 
 
-def word_overlap(text: str, spans: list[Span], tm: TokenMap, overlap: int, max_tokens: int,
-                 max_chars: int) -> list[Span]:
+def word_overlap(
+    text: str, spans: list[Span], tm: TokenMap, overlap: int, max_tokens: int, max_chars: int
+) -> list[Span]:
     """Start each span up to ``overlap`` tokens early, at a word start inside the previous span, as long
     as the longer span is still estimated to fit."""
     out = [spans[0]]
@@ -206,9 +216,13 @@ def word_overlap(text: str, spans: list[Span], tm: TokenMap, overlap: int, max_t
     return out
 
 
-def repair(spans: list[Span], counts: list[int], max_tokens: int,
-           fix: Callable[[int, int], tuple[list[Span], list[int]]],
-           max_chars: int | None = None) -> tuple[list[Span], list[int]]:
+def repair(
+    spans: list[Span],
+    counts: list[int],
+    max_tokens: int,
+    fix: Callable[[int, int], tuple[list[Span], list[int]]],
+    max_chars: int | None = None,
+) -> tuple[list[Span], list[int]]:
     """Keep every span whose exact count fits (and, given ``max_chars``, its length); replace span ``k``
     that counted ``n`` by ``fix(k, n)``'s spans and counts (the strategy's re-split)."""
     out_spans: list[Span] = []
@@ -224,9 +238,16 @@ def repair(spans: list[Span], counts: list[int], max_tokens: int,
     return out_spans, out_counts
 
 
-def repack_exact(text: str, units: list[Span], spans: list[Span], counts: list[int], tokenizer: Tokenizer,
-                 max_tokens: int, overlap: int = 0,
-                 split_unit: Callable[[int, int], list[Span]] | None = None) -> tuple[list[Span], list[int]]:
+def repack_exact(
+    text: str,
+    units: list[Span],
+    spans: list[Span],
+    counts: list[int],
+    tokenizer: Tokenizer,
+    max_tokens: int,
+    overlap: int = 0,
+    split_unit: Callable[[int, int], list[Span]] | None = None,
+) -> tuple[list[Span], list[int]]:
     """Pack again, counting exactly, where a span's exact count came out over the cap.
 
     Without overlap only the spans over the cap are packed again (from the units inside them); with
@@ -255,16 +276,21 @@ def repack_exact(text: str, units: list[Span], spans: list[Span], counts: list[i
         return new, [exact(x, y) for x, y in new]
 
     if not overlap:
-        return repair(spans, counts, max_tokens,
-                      lambda k, _n: refill([u for u in units if spans[k][0] <= u[0] and u[1] <= spans[k][1]], 0),
-                      max_chars)
+        return repair(
+            spans,
+            counts,
+            max_tokens,
+            lambda k, _n: refill([u for u in units if spans[k][0] <= u[0] and u[1] <= spans[k][1]], 0),
+            max_chars,
+        )
     first_bad = next(i for i, ((a, b), n) in enumerate(zip(spans, counts)) if n > max_tokens or b - a > max_chars)
     rest_spans, rest_counts = refill([u for u in units if u[0] >= spans[first_bad][0]], overlap)
     return spans[:first_bad] + rest_spans, counts[:first_bad] + rest_counts
 
 
-def fit_exact(text: str, start: int, end: int, tokenizer: Tokenizer, max_tokens: int,
-              max_chars: int | None = None) -> tuple[list[Span], list[int]]:
+def fit_exact(
+    text: str, start: int, end: int, tokenizer: Tokenizer, max_tokens: int, max_chars: int | None = None
+) -> tuple[list[Span], list[int]]:
     """Cover ``text[start:end]`` with consecutive spans whose *exact* counts are within ``max_tokens``.
 
     The last resort of every strategy (a word longer than the cap, a span whose estimate was too low):
@@ -311,7 +337,7 @@ def fit_first(text: str, a: int, end: int, tokenizer: Tokenizer, max_tokens: int
 
 def _fit_first_token(text: str, a: int, c: int, tokenizer: Tokenizer, max_tokens: int) -> tuple[int, int]:
     """Cut inside the first token at ``a`` (``c`` characters long): characters one by one."""
-    while c > 1 and tokenizer.count(text[a:a + c]) > max_tokens:
+    while c > 1 and tokenizer.count(text[a : a + c]) > max_tokens:
         c = max(1, c // 2) if c > 8 else c - 1
     b = a + c
     n = tokenizer.count(text[a:b])

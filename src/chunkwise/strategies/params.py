@@ -32,7 +32,7 @@ PARAM_HELP: dict[str, str] = {
     "n_chunks": "ask for this many chunks per region instead of a threshold",
     "avg_tokens": "ask for this mean chunk size instead of a threshold (measured after the cap)",
     "buffer_vectors": "pool (buffer vectors pooled from sentence vectors) or text (buffers embedded, LangChain "
-                      "parity); formerly `window`",
+    "parity); formerly `window`",
     "fixed_threshold": "similarity floor every join must beat (Max-Min)",
     "c": "scale of the size-adjusted minimum similarity (Max-Min)",
     "init_constant": "multiplier of the first pair's similarity when a chunk has one sentence (Max-Min)",

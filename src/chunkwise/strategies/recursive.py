@@ -33,8 +33,8 @@ from __future__ import annotations
 import bisect
 import functools
 import re
-from dataclasses import dataclass
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from ..document import Document
 from ..errors import ConfigError
@@ -59,20 +59,24 @@ _WORDS = r"\s+"
 PRESETS: dict[str, list[str]] = {
     "prose": [r"\n[ \t]*\n\s*", r"\n", _SENTENCES, _CLAUSE, _WORDS, _CHARACTERS],
     "markdown": [
-        rf"\n(?={ATX_HEADING})",                             # before a heading
-        r"\n[ \t]*\n\s*",                                    # blank line: paragraphs, blocks
-        r"\n(?=[ \t]*(?:[-*+]|\d{1,9}[.)])[ \t])",           # before a list item
+        rf"\n(?={ATX_HEADING})",  # before a heading
+        r"\n[ \t]*\n\s*",  # blank line: paragraphs, blocks
+        r"\n(?=[ \t]*(?:[-*+]|\d{1,9}[.)])[ \t])",  # before a list item
         r"\n",
-        _SENTENCES, _CLAUSE, _WORDS, _CHARACTERS,
+        _SENTENCES,
+        _CLAUSE,
+        _WORDS,
+        _CHARACTERS,
     ],
     "code": [
         # before a top-level definition (Python, JavaScript/TypeScript, Go, Rust, Java, C#)
         r"\n(?=@\w|(?:async[ \t]+def|def|class|function|export|const|let|var|interface|type|enum|struct"
         r"|impl|fn|func|pub|public|private|protected|static|package|module)\b)",
-        r"\n[ \t]*\n\s*",                                    # blank lines
+        r"\n[ \t]*\n\s*",  # blank lines
         r"\n(?=[ \t]+(?:@\w|(?:async[ \t]+def|def|class|function|fn|func)\b))",  # nested definitions
         r"\n",
-        _WORDS, _CHARACTERS,
+        _WORDS,
+        _CHARACTERS,
     ],
 }
 
@@ -134,8 +138,17 @@ def _compile_levels(separators: str | Sequence[str]) -> tuple[list[_Level], str]
 class _Splitter:
     """One run of the algorithm over ``text[start:end]`` (state shared by the recursive calls)."""
 
-    def __init__(self, text: str, tokenizer: Tokenizer, max_tokens: int, levels: list[_Level], keep: str,
-                 token_map: TokenMap, max_chars: int, fences: bool = False):
+    def __init__(
+        self,
+        text: str,
+        tokenizer: Tokenizer,
+        max_tokens: int,
+        levels: list[_Level],
+        keep: str,
+        token_map: TokenMap,
+        max_chars: int,
+        fences: bool = False,
+    ):
         self.text = text
         self.tokenizer = tokenizer
         self.max_tokens = max_tokens
@@ -278,8 +291,14 @@ class _Splitter:
             if all(pb == bounds[k + 1] for k, (_, pb) in enumerate(pieces)):
                 upper, lower = self.tm.bound_counts(bounds)
                 counted = (upper[1:].tolist(), lower[:-1].tolist())
-        return fill(pieces, self.tm.estimate, self.max_tokens, self.max_chars, counted=counted,
-                    oversize=lambda a, b: self.split(a, b, next_level))
+        return fill(
+            pieces,
+            self.tm.estimate,
+            self.max_tokens,
+            self.max_chars,
+            counted=counted,
+            oversize=lambda a, b: self.split(a, b, next_level),
+        )
 
 
 def fence_spans(text: str, start: int, end: int) -> list[Span]:
@@ -330,13 +349,31 @@ def recursive_split_counted(
     splitter = _Splitter(text, tokenizer, max_tokens, levels, keep, tm, max_chars, fences)
     spans = [trim_span(text, a, b) for a, b in splitter.split(start, end)]
     spans = [(a, b) for a, b in spans if b > a]
-    return pack(text, spans, tokenizer, max_tokens, token_map=tm, min_tokens=min_tokens, overlap=overlap,
-                overlap_by="words", packed=True,
-                resplit=lambda a, b, n: _resplit(text, a, b, tokenizer, max_tokens, levels, keep, n, fences))
+    return pack(
+        text,
+        spans,
+        tokenizer,
+        max_tokens,
+        token_map=tm,
+        min_tokens=min_tokens,
+        overlap=overlap,
+        overlap_by="words",
+        packed=True,
+        resplit=lambda a, b, n: _resplit(text, a, b, tokenizer, max_tokens, levels, keep, n, fences),
+    )
 
 
-def _resplit(text: str, a: int, b: int, tokenizer: Tokenizer, max_tokens: int, levels: list[_Level],
-             keep: str, n: int, fences: bool = False) -> tuple[list[Span], list[int]]:
+def _resplit(
+    text: str,
+    a: int,
+    b: int,
+    tokenizer: Tokenizer,
+    max_tokens: int,
+    levels: list[_Level],
+    keep: str,
+    n: int,
+    fences: bool = False,
+) -> tuple[list[Span], list[int]]:
     """Split a span that counted ``n > max_tokens`` tokens, with its own tokenisation and a tighter budget."""
     budget = max_tokens
     for attempt in range(3):
@@ -376,8 +413,16 @@ def recursive_split(
     tokenisation.
     """
     return recursive_split_counted(
-        text, start, end, tokenizer, max_tokens, min_tokens=min_tokens, overlap=overlap,
-        separators=separators, keep_separator=keep_separator, token_map=token_map,
+        text,
+        start,
+        end,
+        tokenizer,
+        max_tokens,
+        min_tokens=min_tokens,
+        overlap=overlap,
+        separators=separators,
+        keep_separator=keep_separator,
+        token_map=token_map,
     )[0]
 
 
@@ -416,6 +461,13 @@ class RecursiveChunker(Strategy):
 
     def split_with_counts(self, doc: Document, start: int, end: int, tokenizer: Tokenizer):
         return recursive_split_counted(
-            doc.text, start, end, tokenizer, self.max_tokens, min_tokens=self.min_tokens,
-            overlap=self.overlap, separators=self.separators, keep_separator=self.keep_separator,
+            doc.text,
+            start,
+            end,
+            tokenizer,
+            self.max_tokens,
+            min_tokens=self.min_tokens,
+            overlap=self.overlap,
+            separators=self.separators,
+            keep_separator=self.keep_separator,
         )

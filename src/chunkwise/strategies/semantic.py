@@ -48,8 +48,13 @@ from .units import Decision, Units
 #: added to the distance at a paragraph break or heading (times its strength) before the threshold
 DEFAULT_STRUCTURE_BONUS = 0.2
 THRESHOLD_TYPES = ("percentile", "standard_deviation", "interquartile", "gradient", "absolute")
-THRESHOLD_DEFAULTS = {"percentile": 95.0, "standard_deviation": 3.0, "interquartile": 1.5, "gradient": 95.0,
-                      "absolute": 0.25}
+THRESHOLD_DEFAULTS = {
+    "percentile": 95.0,
+    "standard_deviation": 3.0,
+    "interquartile": 1.5,
+    "gradient": 95.0,
+    "absolute": 0.25,
+}
 
 
 class SemanticChunker(EmbeddingStrategy):
@@ -74,14 +79,33 @@ class SemanticChunker(EmbeddingStrategy):
     cap_split_by_distance = True
     renamed_params = {"window": "buffer_vectors"}
 
-    def __init__(self, max_tokens: int = 256, min_tokens: int | None = None, overlap: int = 0,
-                 tokenizer: str | Tokenizer | None = None, respect_sections: int | None = DEFAULT_SECTION_LEVEL,
-                 embedder: str | Embedder | None = DEFAULT_EMBEDDER, buffer_size: int = 0,
-                 threshold_type: str = "percentile", threshold_amount: float | None = None,
-                 n_chunks: int | None = None, avg_tokens: int | None = None, buffer_vectors: str = "pool",
-                 structure_bonus: float = DEFAULT_STRUCTURE_BONUS, *, window: str | None = None):
-        super().__init__(max_tokens=max_tokens, min_tokens=min_tokens, overlap=overlap, tokenizer=tokenizer,
-                         respect_sections=respect_sections, embedder=embedder, structure_bonus=structure_bonus)
+    def __init__(
+        self,
+        max_tokens: int = 256,
+        min_tokens: int | None = None,
+        overlap: int = 0,
+        tokenizer: str | Tokenizer | None = None,
+        respect_sections: int | None = DEFAULT_SECTION_LEVEL,
+        embedder: str | Embedder | None = DEFAULT_EMBEDDER,
+        buffer_size: int = 0,
+        threshold_type: str = "percentile",
+        threshold_amount: float | None = None,
+        n_chunks: int | None = None,
+        avg_tokens: int | None = None,
+        buffer_vectors: str = "pool",
+        structure_bonus: float = DEFAULT_STRUCTURE_BONUS,
+        *,
+        window: str | None = None,
+    ):
+        super().__init__(
+            max_tokens=max_tokens,
+            min_tokens=min_tokens,
+            overlap=overlap,
+            tokenizer=tokenizer,
+            respect_sections=respect_sections,
+            embedder=embedder,
+            structure_bonus=structure_bonus,
+        )
         self.buffer_size = buffer_size
         self.threshold_type = threshold_type
         self.threshold_amount = threshold_amount
@@ -132,7 +156,7 @@ class SemanticChunker(EmbeddingStrategy):
         if b == 0:
             return units.adjacent_distances()
         if self.buffer_vectors == "text":
-            windows = [text[units.spans[max(0, i - b)][0]:units.spans[min(n - 1, i + b)][1]] for i in range(n)]
+            windows = [text[units.spans[max(0, i - b)][0] : units.spans[min(n - 1, i + b)][1]] for i in range(n)]
             w = embed_all(embedder, windows)
         else:
             w = pooled_windows(units.vectors, b)
@@ -140,8 +164,9 @@ class SemanticChunker(EmbeddingStrategy):
         return np.clip(1.0 - sims, 0.0, 2.0)
 
     def amount(self) -> float:
-        return float(THRESHOLD_DEFAULTS[self.threshold_type] if self.threshold_amount is None
-                     else self.threshold_amount)
+        return float(
+            THRESHOLD_DEFAULTS[self.threshold_type] if self.threshold_amount is None else self.threshold_amount
+        )
 
     def threshold(self, distances: np.ndarray) -> tuple[float, np.ndarray]:
         """The threshold and the array it applies to (the distances, or their gradient)."""

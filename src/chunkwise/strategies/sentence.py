@@ -44,8 +44,7 @@ class SentenceChunker(Strategy):
         self.sentence_backend = sentence_backend
         self.language = language
 
-    def units(self, text: str, start: int, end: int, tokenizer: Tokenizer, tm: TokenMap,
-              given=None) -> list[Span]:
+    def units(self, text: str, start: int, end: int, tokenizer: Tokenizer, tm: TokenMap, given=None) -> list[Span]:
         """Sentences of the region, with sentences over the cap replaced by their recursive pieces.
 
         ``given`` are sentence units a loader already knows (a transcript's cues merged into sentences,
@@ -59,15 +58,18 @@ class SentenceChunker(Strategy):
 
             sentences = sentence_spans(text, start, end, given)
         else:
-            sentences = [(a + start, b + start) for a, b in
-                         split_sentences(text[start:end], backend=self.sentence_backend, **kwargs)]
+            sentences = [
+                (a + start, b + start)
+                for a, b in split_sentences(text[start:end], backend=self.sentence_backend, **kwargs)
+            ]
         if not sentences:
             return []
         # every sentence's estimate in one vectorised pass (see TokenMap.bound_counts)
         upper, lower = tm.bound_counts([b for _, b in sentences] + [a for a, _ in sentences])
         m = len(sentences)
-        over = np.flatnonzero((upper[:m] - lower[m:] > self.max_tokens)
-                              | (np.asarray([b - a for a, b in sentences]) > max_chars))
+        over = np.flatnonzero(
+            (upper[:m] - lower[m:] > self.max_tokens) | (np.asarray([b - a for a, b in sentences]) > max_chars)
+        )
         if not len(over):
             return sentences
         units: list[Span] = []
@@ -91,6 +93,15 @@ class SentenceChunker(Strategy):
             return [], []
         upper, lower = tm.bound_counts([b for _, b in units] + [a for a, _ in units])
         m = len(units)
-        return pack(text, units, tokenizer, max_tokens, token_map=tm, min_tokens=self.min_tokens,
-                    overlap=self.overlap, overlap_by="units", counted=(upper[:m].tolist(), lower[m:].tolist()),
-                    split_unit=lambda a, b: recursive_split(text, a, b, tokenizer, max_tokens))
+        return pack(
+            text,
+            units,
+            tokenizer,
+            max_tokens,
+            token_map=tm,
+            min_tokens=self.min_tokens,
+            overlap=self.overlap,
+            overlap_by="units",
+            counted=(upper[:m].tolist(), lower[m:].tolist()),
+            split_unit=lambda a, b: recursive_split(text, a, b, tokenizer, max_tokens),
+        )

@@ -38,13 +38,17 @@ _ATX = ATX_HEADING_RE
 _FENCE = re.compile(r"[ \t]{0,3}(`{3,}|~{3,})(.*)$")
 #: pymdownx blocks (``/// tip``, nested ``//// tab | Title``), admonitions (``!!! note``, ``??? note``, ``???+ note``), Docusaurus/
 #: MyST colon fences (``:::tip``, ``::: {note}``); not mkdocstrings' ``::: package.module`` (one line, dotted)
-_OPENER = re.compile(r"[ \t]*(?:/{3,}[ \t]*[\w-]|!{3}[ \t]*[\w-]|\?{3}\+?[ \t]*[\w-]"
-                     r"|:{3,}[ \t]*\{?[A-Za-z-]+\}?(?:[ \t].*)?$)")
+_OPENER = re.compile(
+    r"[ \t]*(?:/{3,}[ \t]*[\w-]|!{3}[ \t]*[\w-]|\?{3}\+?[ \t]*[\w-]"
+    r"|:{3,}[ \t]*\{?[A-Za-z-]+\}?(?:[ \t].*)?$)"
+)
 _FENCE_LINE = re.compile(r"^[ \t]{0,3}(?:`{3,}|~{3,})", re.MULTILINE)
 #: a label: one to four words (the first capitalised, of three letters or more: not a variable), then a number (``47``, ``1.2``) and/or a
 #: parenthesised title: ``Definition 47``, ``Lösung zu Aufgabe 6``, ``Satz (Zwischenwertsatz)``
-_LABEL = re.compile(r"[ \t]*([^\W\d_]{3}[\w-]*(?:[ \t]+[^\W\d_][\w-]*){0,3})"
-                    r"((?:[ \t]+\d+(?:\.\d+)*)?\.?)((?:[ \t]+\([^()\n]{1,80}\))?)[ \t]*$")
+_LABEL = re.compile(
+    r"[ \t]*([^\W\d_]{3}[\w-]*(?:[ \t]+[^\W\d_][\w-]*){0,3})"
+    r"((?:[ \t]+\d+(?:\.\d+)*)?\.?)((?:[ \t]+\([^()\n]{1,80}\))?)[ \t]*$"
+)
 #: a short title: one to four words of letters (the first capitalised, three letters or more), nothing else on the line
 _TITLE = re.compile(r"[ \t]*[^\W\d_]{3}[^\W\d_-]*(?:[- \t]+[^\W\d_]+){0,3}[ \t]*$")
 #: formats whose text has no markup for its headings, so the chunk rules recognise them by their shape
@@ -150,15 +154,21 @@ class _Doc:
         pos = ls
         while pos > a:
             prev = max(a, text.rfind("\n", a, pos - 1) + 1)
-            if not text[prev:pos - 1].strip() or _ATX.match(text[prev:pos]):
+            if not text[prev : pos - 1].strip() or _ATX.match(text[prev:pos]):
                 break
             pos = prev
         return pos
 
 
-def tidy_spans(doc: Document, spans: Sequence[Span], counts: Sequence[int], tokenizer: Tokenizer,
-               max_tokens: int, bounds: Sequence[Span], cuts: Sequence[int] | None = None
-               ) -> tuple[list[Span], list[int]]:
+def tidy_spans(
+    doc: Document,
+    spans: Sequence[Span],
+    counts: Sequence[int],
+    tokenizer: Tokenizer,
+    max_tokens: int,
+    bounds: Sequence[Span],
+    cuts: Sequence[int] | None = None,
+) -> tuple[list[Span], list[int]]:
     """Apply the rules of this module to sorted ``spans`` (with exact ``counts``) inside ``bounds``
     (the regions); ``cuts`` are the allowed new cut positions (sorted), ``None`` for any line start."""
     if not spans:
@@ -288,11 +298,17 @@ class _Rules:
             lo, hi = bisect.bisect_right(self.cuts, na), bisect.bisect_left(self.cuts, nb)
             lines = list(self.cuts[lo:hi])
         # only paragraph breaks outside code fences: a fence or a table that fits stays whole
-        lines = [c for c in lines if na < c < nb and c - ta <= self.max_chars and not self.info._in_code(c)
-                 and text[c:c + 1] not in ("\n", "\r", "")]
+        lines = [
+            c
+            for c in lines
+            if na < c < nb
+            and c - ta <= self.max_chars
+            and not self.info._in_code(c)
+            and text[c : c + 1] not in ("\n", "\r", "")
+        ]
         paras = [c for c in lines if paragraph_break(text, c)]
         # else between lines (list items), never between table rows
-        lines = paras or [c for c in lines if not text[c:c + 1] == "|"]
+        lines = paras or [c for c in lines if not text[c : c + 1] == "|"]
         if not lines:
             return None
         # the longest head that fits: binary search over line starts (counts grow with length)
@@ -354,8 +370,11 @@ class _Rules:
         if self.cuts is not None:
             lo, hi = bisect.bisect_right(self.cuts, a), bisect.bisect_left(self.cuts, b)
             return list(self.cuts[lo:hi])
-        return [m + 1 for m in _find_all(text, "\n", a, b - 1)
-                if text[m + 1:m + 2] not in ("\n", "\r", "") and not self.info._in_code(m + 1)]
+        return [
+            m + 1
+            for m in _find_all(text, "\n", a, b - 1)
+            if text[m + 1 : m + 2] not in ("\n", "\r", "") and not self.info._in_code(m + 1)
+        ]
 
     def _last_piece_start(self, a: int, b: int) -> int | None:
         cands = [c for c in self._pieces(a, b) if trim_span(self.info.text, a, c)[1] > a]
@@ -391,9 +410,9 @@ class _Rules:
                 continue
             _, n, j, lo, hi = min(options)
             first = min(j, k)
-            g[first:first + 2] = [[lo, hi, n]]
+            g[first : first + 2] = [[lo, hi, n]]
             if flags is not None:
-                flags[first:first + 2] = [False]
+                flags[first : first + 2] = [False]
             k = max(0, first - 1) if first < k else first
         return g
 

@@ -12,9 +12,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from collections.abc import Sequence
 
 import numpy as np
 
@@ -82,9 +82,16 @@ def _at_headings(text: str, a: int, b: int) -> list[Span]:
     return list(zip(bounds, bounds[1:]))
 
 
-def unit_spans(text: str, start: int, end: int, tokenizer: Tokenizer, cap: int,
-               embed_tokenizer: Tokenizer | None = None, embed_cap: int | None = None,
-               given: Sequence[Sequence[int]] | None = None) -> tuple[list[Span], list[int]]:
+def unit_spans(
+    text: str,
+    start: int,
+    end: int,
+    tokenizer: Tokenizer,
+    cap: int,
+    embed_tokenizer: Tokenizer | None = None,
+    embed_cap: int | None = None,
+    given: Sequence[Sequence[int]] | None = None,
+) -> tuple[list[Span], list[int]]:
     """Sentence spans of ``text[start:end]`` (see :func:`sentence_spans`) with every span within ``cap``
     tokens of ``tokenizer`` (and within ``embed_cap`` tokens of ``embed_tokenizer`` when the embedder counts
     differently), and their token counts in ``tokenizer``."""
@@ -107,8 +114,7 @@ def unit_spans(text: str, start: int, end: int, tokenizer: Tokenizer, cap: int,
         if any(n > embed_cap for n in ecounts):
             spans2: list[Span] = []
             for (a, b), n in zip(out, ecounts):
-                spans2.extend([(a, b)] if n <= embed_cap else
-                              split_long(text, a, b, embed_tokenizer, embed_cap)[0])
+                spans2.extend([(a, b)] if n <= embed_cap else split_long(text, a, b, embed_tokenizer, embed_cap)[0])
             out = spans2
             out_counts = tokenizer.count_batch([text[a:b] for a, b in out])
     return out, list(out_counts)
@@ -118,8 +124,9 @@ _HEADING_LINE = ATX_HEADING_RE
 _LIST_ITEM = re.compile(r"[ \t]*(?:[-*+\u2022]|\d{1,3}[.)])[ \t]")
 
 
-def structure_breaks(text: str, spans: Sequence[Span], heading_starts: set[int] | frozenset = frozenset()
-                     ) -> np.ndarray:
+def structure_breaks(
+    text: str, spans: Sequence[Span], heading_starts: set[int] | frozenset = frozenset()
+) -> np.ndarray:
     """How strongly the layout marks each gap between consecutive units as a boundary, in ``[0, 1]``.
 
     1.0 before a heading (a loader's section heading or a Markdown ``#`` line), at a paragraph break (a
@@ -171,7 +178,7 @@ class Units:
 
     def tokens_of(self, i: int, j: int) -> int:
         """Estimated tokens of units ``[i, j)`` joined with the text between them."""
-        return int(self.tokens[i:j].sum() + self.gaps[i:j - 1].sum()) if j > i else 0
+        return int(self.tokens[i:j].sum() + self.gaps[i : j - 1].sum()) if j > i else 0
 
     def adjacent_distances(self) -> np.ndarray:
         """Cosine distance between each unit and the next (``n - 1`` values)."""
@@ -234,8 +241,8 @@ def split_over_cap(units: Units, i: int, j: int, max_tokens: int, distances: np.
                 a = k
         return cuts
     m = j - i
-    lengths = fit_lengths(units.tokens[i:j], units.gaps[i:j - 1], max_tokens)
-    gain = np.concatenate([[0.0], np.asarray(distances[i:j - 1], dtype=np.float64)])  # gain[s]: cut before s
+    lengths = fit_lengths(units.tokens[i:j], units.gaps[i : j - 1], max_tokens)
+    gain = np.concatenate([[0.0], np.asarray(distances[i : j - 1], dtype=np.float64)])  # gain[s]: cut before s
     big = 4.0 * m + 4.0  # one more piece always costs more than any sum of distances
     best = np.full(m + 1, np.inf)
     best[0] = 0.0
@@ -301,8 +308,14 @@ def decisive_cuts(units: Units, cuts: Sequence[int], margin: float = DECISIVE_MA
     return {int(c) for c in cuts if 0 < c < n and float(d[c - 1]) >= bar}
 
 
-def merge_small(units: Units, bounds: list[int], min_tokens: int, max_tokens: int,
-                max_chars: int | None = None, keep: set[int] | frozenset[int] = frozenset()) -> list[int]:
+def merge_small(
+    units: Units,
+    bounds: list[int],
+    min_tokens: int,
+    max_tokens: int,
+    max_chars: int | None = None,
+    keep: set[int] | frozenset[int] = frozenset(),
+) -> list[int]:
     """Merge segments under ``min_tokens`` into the more similar neighbour when the merged segment fits.
 
     ``bounds`` are segment starts plus ``n`` at the end. Similarity is between the pooled (summed, then
@@ -318,7 +331,7 @@ def merge_small(units: Units, bounds: list[int], min_tokens: int, max_tokens: in
     segs = [[bounds[s], bounds[s + 1]] for s in range(len(bounds) - 1)]
 
     def pooled(seg: list[int]) -> np.ndarray:
-        v = units.vectors[seg[0]:seg[1]].sum(axis=0)
+        v = units.vectors[seg[0] : seg[1]].sum(axis=0)
         return v / max(float(np.linalg.norm(v)), 1e-12)
 
     changed = True
@@ -335,21 +348,23 @@ def merge_small(units: Units, bounds: list[int], min_tokens: int, max_tokens: in
                 if 0 <= t < len(segs) and (b - a < 2 or segs[max(s, t)][0] not in keep):
                     lo, hi = min(segs[s][0], segs[t][0]), max(segs[s][1], segs[t][1])
                     if units.tokens_of(lo, hi) <= max_tokens and (
-                            max_chars is None or units.chars_of(lo, hi) <= max_chars):
+                        max_chars is None or units.chars_of(lo, hi) <= max_chars
+                    ):
                         options.append((float(pooled(segs[s]) @ pooled(segs[t])), -t, t))
             if not options:
                 s += 1
                 continue
             t = max(options)[2]
             lo, hi = min(s, t), max(s, t)
-            segs[lo:hi + 1] = [[segs[lo][0], segs[hi][1]]]
+            segs[lo : hi + 1] = [[segs[lo][0], segs[hi][1]]]
             changed = True
             s = lo
     return [seg[0] for seg in segs] + [segs[-1][1]]
 
 
-def add_overlap(units: Units, bounds: list[int], overlap: int, max_tokens: int,
-                max_chars: int | None = None) -> list[tuple[int, int]]:
+def add_overlap(
+    units: Units, bounds: list[int], overlap: int, max_tokens: int, max_chars: int | None = None
+) -> list[tuple[int, int]]:
     """Unit ranges ``[i, j)`` of the chunks, each extended backwards by whole units of the previous chunk
     worth at most ``overlap`` tokens (never the whole previous chunk, never past ``max_tokens`` or
     ``max_chars``)."""
@@ -359,8 +374,12 @@ def add_overlap(units: Units, bounds: list[int], overlap: int, max_tokens: int,
     out = [ranges[0]] if ranges else []
     for (pi, _pj), (i, j) in zip(ranges, ranges[1:]):
         a = i
-        while (a - 1 > pi and units.tokens_of(a - 1, i) <= overlap and units.tokens_of(a - 1, j) <= max_tokens
-               and (max_chars is None or units.chars_of(a - 1, j) <= max_chars)):
+        while (
+            a - 1 > pi
+            and units.tokens_of(a - 1, i) <= overlap
+            and units.tokens_of(a - 1, j) <= max_tokens
+            and (max_chars is None or units.chars_of(a - 1, j) <= max_chars)
+        ):
             a -= 1
         out.append((a, j))
     return out
@@ -377,12 +396,21 @@ def exact_fit(text: str, units: Units, i: int, j: int, tokenizer: Tokenizer, max
     a = i
     while a < j:
         b = j
-        while b - a > 1 and tokenizer.count(text[units.spans[a][0]:units.spans[b - 1][1]]) > max_tokens:
+        while b - a > 1 and tokenizer.count(text[units.spans[a][0] : units.spans[b - 1][1]]) > max_tokens:
             b -= 1
         out.append((a, b))
         a = b
     return out
 
 
-__all__ = ["structure_breaks", "Units", "Decision", "unit_spans", "split_over_cap", "merge_small", "add_overlap",
-           "decisive_cuts", "DECISIVE_MARGIN"]
+__all__ = [
+    "structure_breaks",
+    "Units",
+    "Decision",
+    "unit_spans",
+    "split_over_cap",
+    "merge_small",
+    "add_overlap",
+    "decisive_cuts",
+    "DECISIVE_MARGIN",
+]

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import copy
 import os
-from typing import Any
 from collections.abc import Iterable
+from typing import Any
 
 from ..document import Chunk
 from .document import VideoDocument, build_document, content_key
@@ -28,9 +28,18 @@ from .tracks import Detection, group_frames, read_mot
 RULE_DEFAULTS = {"gap": 1.0, "min_duration": 0.0, "max_duration": None, "pad": 0.0, "split_on_new_id": False}
 
 
-def load_video(path: str | os.PathLike, tracker: Any = "auto", classes: Iterable[str] | str | None = None,
-               gap: float = 1.0, min_duration: float = 0.0, max_duration: float | None = None, pad: float = 0.0,
-               split_on_new_id: bool = False, subtitles: Any = "auto", tokenizer: Any = "minilm") -> VideoDocument:
+def load_video(
+    path: str | os.PathLike,
+    tracker: Any = "auto",
+    classes: Iterable[str] | str | None = None,
+    gap: float = 1.0,
+    min_duration: float = 0.0,
+    max_duration: float | None = None,
+    pad: float = 0.0,
+    split_on_new_id: bool = False,
+    subtitles: Any = "auto",
+    tokenizer: Any = "minilm",
+) -> VideoDocument:
     """Track a video, cut it into clips and return the :class:`VideoDocument` (``.chunks`` are the clips).
 
     ``subtitles``: ``"auto"`` (a ``.vtt``/``.srt`` with the video's stem beside it), a path, or ``None``.
@@ -50,8 +59,13 @@ def load_video(path: str | os.PathLike, tracker: Any = "auto", classes: Iterable
         trk.lost_frames = max(1, rule.frames(gap, info.fps), int(round(2 * info.fps)))
     sub_path = subtitles_beside(source) if subtitles == "auto" else subtitles
     subs = load_subtitles(sub_path) if sub_path else None
-    rule_meta = {"gap": gap, "min_duration": min_duration, "max_duration": max_duration, "pad": pad,
-                 "split_on_new_id": split_on_new_id}
+    rule_meta = {
+        "gap": gap,
+        "min_duration": min_duration,
+        "max_duration": max_duration,
+        "pad": pad,
+        "split_on_new_id": split_on_new_id,
+    }
     # hashed before tracking: the key says what was read, whatever happens to the file meanwhile
     key = content_key(source, fingerprint, rule_meta, [*trk.side_files(), sub_path], tokenizer)
     found = rule.clips(trk.track(info, classes), info.fps, info.n_frames or None)
@@ -60,10 +74,17 @@ def load_video(path: str | os.PathLike, tracker: Any = "auto", classes: Iterable
         if n_frames and c.end_frame >= n_frames:
             c.end_frame = max(n_frames - 1, c.event_end)
     found = [c for c in found if c.start_frame <= c.end_frame]
-    meta = {"kind": "video", "fps": info.fps, "frames": n_frames, "width": info.width, "height": info.height,
-            "codec": info.codec, "tracker": trk.describe(),
-            "rule": rule_meta,
-            "subtitles": str(sub_path) if sub_path else None}
+    meta = {
+        "kind": "video",
+        "fps": info.fps,
+        "frames": n_frames,
+        "width": info.width,
+        "height": info.height,
+        "codec": info.codec,
+        "tracker": trk.describe(),
+        "rule": rule_meta,
+        "subtitles": str(sub_path) if sub_path else None,
+    }
     doc = build_document(found, source, subs, tokenizer, meta)
     doc.file_key = key
     doc.problems = list(info.problems)
@@ -72,17 +93,27 @@ def load_video(path: str | os.PathLike, tracker: Any = "auto", classes: Iterable
     return doc
 
 
-def clips(path: str | os.PathLike, tracker: Any = "auto", classes: Iterable[str] | str | None = None,
-          **options: Any) -> list[Chunk]:
+def clips(
+    path: str | os.PathLike, tracker: Any = "auto", classes: Iterable[str] | str | None = None, **options: Any
+) -> list[Chunk]:
     """The event clips of a video as chunks (see :func:`load_video` for the options)."""
     return load_video(path, tracker, classes, **options).chunks
 
 
-def clips_from_tracks(tracks: Iterable[Detection | tuple], fps: float, gap: float = 1.0,
-                      min_duration: float = 0.0, max_duration: float | None = None, pad: float = 0.0,
-                      split_on_new_id: bool = False, n_frames: int | None = None, source: str = "<tracks>",
-                      classes: Iterable[str] | str | None = None, subtitles: Any = None,
-                      tokenizer: Any = "minilm") -> list[Chunk]:
+def clips_from_tracks(
+    tracks: Iterable[Detection | tuple],
+    fps: float,
+    gap: float = 1.0,
+    min_duration: float = 0.0,
+    max_duration: float | None = None,
+    pad: float = 0.0,
+    split_on_new_id: bool = False,
+    n_frames: int | None = None,
+    source: str = "<tracks>",
+    classes: Iterable[str] | str | None = None,
+    subtitles: Any = None,
+    tokenizer: Any = "minilm",
+) -> list[Chunk]:
     """Clips from track records alone (pure logic, no video): :class:`Detection` objects or
     ``(frame, track_id[, cls])`` tuples with 0-based frames, in any order."""
     from .text import load_subtitles
@@ -99,5 +130,18 @@ def clips_from_tracks(tracks: Iterable[Detection | tuple], fps: float, gap: floa
     return build_document(found, source, subs, tokenizer).chunks
 
 
-__all__ = ["clips", "clips_from_tracks", "load_video", "read_mot", "probe", "Clip", "ClipObject", "ClipRule",
-           "Detection", "VideoDocument", "VideoInfo", "VIDEO_EXTENSIONS", "RULE_DEFAULTS"]
+__all__ = [
+    "clips",
+    "clips_from_tracks",
+    "load_video",
+    "read_mot",
+    "probe",
+    "Clip",
+    "ClipObject",
+    "ClipRule",
+    "Detection",
+    "VideoDocument",
+    "VideoInfo",
+    "VIDEO_EXTENSIONS",
+    "RULE_DEFAULTS",
+]

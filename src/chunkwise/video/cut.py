@@ -27,15 +27,18 @@ class CutResult:
 
     index: int
     path: str
-    mode: str          # "copy" or "reencode"
+    mode: str  # "copy" or "reencode"
     start_time: float  # actual start in the source (the keyframe for copies)
     end_time: float
     lead: float = 0.0  # seconds written before the requested start (copy mode only)
-    reason: str = ""   # why a re-encode was chosen
+    reason: str = ""  # why a re-encode was chosen
 
     def describe(self) -> str:
-        how = (f"stream copy from the keyframe at {self.start_time:.2f} s ({self.lead:.2f} s early)"
-               if self.mode == "copy" else f"re-encoded, frame-exact{f' ({self.reason})' if self.reason else ''}")
+        how = (
+            f"stream copy from the keyframe at {self.start_time:.2f} s ({self.lead:.2f} s early)"
+            if self.mode == "copy"
+            else f"re-encoded, frame-exact{f' ({self.reason})' if self.reason else ''}"
+        )
         return f"clip {self.index}: {self.path}: {how}"
 
 
@@ -92,8 +95,9 @@ class ClipCutter:
                     return CutResult(index, str(out), "copy", key, end, lead=start - key)
                 except (av.error.FFmpegError, ValueError) as exc:
                     if self.mode == "copy":
-                        raise InputError(f"stream copy failed for clip {index} ({_reason(exc)})",
-                                         source=str(video)) from None
+                        raise InputError(
+                            f"stream copy failed for clip {index} ({_reason(exc)})", source=str(video)
+                        ) from None
                     reason = f"stream copy failed: {_reason(exc)}"
                     out.unlink(missing_ok=True)
         out = self._name(video, index, ".mp4")
@@ -166,8 +170,9 @@ class ClipCutter:
                     dst.mux(packet)
 
 
-def cut_clips(video: str | os.PathLike, chunks, outdir: str | os.PathLike, mode: str = "auto",
-              max_lead: float = 2.0) -> list[CutResult]:
+def cut_clips(
+    video: str | os.PathLike, chunks, outdir: str | os.PathLike, mode: str = "auto", max_lead: float = 2.0
+) -> list[CutResult]:
     """Write each clip chunk (or :class:`~chunkwise.video.rule.Clip`) of ``video`` as its own file."""
     spans = [(getattr(c, "index", i), float(c.start_time), float(c.end_time)) for i, c in enumerate(chunks)]
     return ClipCutter(outdir, mode, max_lead).cut(video, spans)

@@ -61,15 +61,27 @@ def _digest_or_none(path: str | os.PathLike) -> str | None:
         return None
 
 
-def content_key(video: str | os.PathLike, tracker: str, rule: Mapping[str, Any],
-                side_files: Iterable[str | os.PathLike | None] = (), tokenizer: Any = "minilm") -> str:
+def content_key(
+    video: str | os.PathLike,
+    tracker: str,
+    rule: Mapping[str, Any],
+    side_files: Iterable[str | os.PathLike | None] = (),
+    tokenizer: Any = "minilm",
+) -> str:
     """What a video's clips depend on, as one hash: the video's bytes, every side file that was read
     (tracks, subtitles) by content and name, the tracker and its settings, the clip rule and the
     tokenizer, and :data:`ANALYSIS_VERSION`. Equal keys mean equal clips, so nothing needs re-tracking."""
     sides = [(Path(s).name, _digest_or_none(s)) for s in side_files if s is not None]
     tok = tokenizer if isinstance(tokenizer, str) else type(tokenizer).__name__
-    return stable_hash("video", ANALYSIS_VERSION, file_digest(video), tracker,
-                       json.dumps(dict(rule), sort_keys=True, default=str), json.dumps(sides), tok)
+    return stable_hash(
+        "video",
+        ANALYSIS_VERSION,
+        file_digest(video),
+        tracker,
+        json.dumps(dict(rule), sort_keys=True, default=str),
+        json.dumps(sides),
+        tok,
+    )
 
 
 def unchanged_video(path: str | os.PathLike, markers: Mapping[str, Any]) -> VideoDocument | None:
@@ -105,8 +117,13 @@ def default_key(source: str) -> str:
     return content_key(source, tracker.fingerprint(), RULE_DEFAULTS, [*tracker.side_files(), subtitles_beside(source)])
 
 
-def build_document(clips: list[Clip], source: str, subtitles: Document | None = None, tokenizer: Any = "minilm",
-                   metadata: dict[str, Any] | None = None) -> VideoDocument:
+def build_document(
+    clips: list[Clip],
+    source: str,
+    subtitles: Document | None = None,
+    tokenizer: Any = "minilm",
+    metadata: dict[str, Any] | None = None,
+) -> VideoDocument:
     """The document and its chunks for ``clips`` of the video ``source``."""
     from ..segmentation.tokenizers import resolve_tokenizer
 
@@ -124,13 +141,25 @@ def build_document(clips: list[Clip], source: str, subtitles: Document | None = 
         start, end = pos, pos + len(t)
         pos = end + len(SEPARATOR)
         cues.append(Cue(start, end, clip.start_time, clip.end_time))
-        doc.chunks.append(Chunk(
-            text=t, start=start, end=end, index=i,
-            id=stable_hash("chunk", doc.id, "video", clip.start_frame, clip.end_frame, i),
-            doc_id=doc.id, source=source, token_count=int(n), strategy="video",
-            start_time=round(clip.start_time, 6), end_time=round(clip.end_time, 6),
-            start_frame=clip.start_frame, end_frame=clip.end_frame, track_ids=clip.track_ids,
-            classes=clip.classes))
+        doc.chunks.append(
+            Chunk(
+                text=t,
+                start=start,
+                end=end,
+                index=i,
+                id=stable_hash("chunk", doc.id, "video", clip.start_frame, clip.end_frame, i),
+                doc_id=doc.id,
+                source=source,
+                token_count=int(n),
+                strategy="video",
+                start_time=round(clip.start_time, 6),
+                end_time=round(clip.end_time, 6),
+                start_frame=clip.start_frame,
+                end_frame=clip.end_frame,
+                track_ids=clip.track_ids,
+                classes=clip.classes,
+            )
+        )
     doc.cues = cues
     return doc
 

@@ -9,8 +9,8 @@ records the problem in :attr:`VideoInfo.problems`.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InputError, MissingDependencyError
@@ -114,13 +114,17 @@ def iter_frames(info: VideoInfo, width: int | None = None, fmt: str = "gray") ->
         except av.error.FFmpegError as exc:
             if index == 0:
                 raise InputError(f"cannot decode any frame ({_reason(exc)})", source=info.path) from None
-            info.problems.append(f"decoding stopped at frame {index} ({_reason(exc)}): the file looks "
-                                 "truncated; clips cover the frames before it")
+            info.problems.append(
+                f"decoding stopped at frame {index} ({_reason(exc)}): the file looks "
+                "truncated; clips cover the frames before it"
+            )
         if index == 0:
             raise InputError("no decodable video frames (truncated or empty stream)", source=info.path)
         if info.n_frames and index < info.n_frames - max(2, int(info.fps)):
-            info.problems.append(f"only {index} of {info.n_frames} frames could be decoded: the file looks "
-                                 "truncated; clips cover the frames before that")
+            info.problems.append(
+                f"only {index} of {info.n_frames} frames could be decoded: the file looks "
+                "truncated; clips cover the frames before that"
+            )
         info.n_frames = index
 
 

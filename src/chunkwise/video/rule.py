@@ -21,12 +21,11 @@ Frames are counted from 0; ``end_frame`` is inclusive; a clip covers ``[start_fr
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 
 from ..errors import ConfigError, InputError
 from .tracks import Detection
-
 
 Box = tuple[float, float, float, float]
 
@@ -124,16 +123,32 @@ class _Event:
                 if at is None or math.hypot(cx - at[1], cy - at[2]) > at[3]:
                     at = anchor[tid] = (f, cx, cy, 0.25 * math.sqrt(max(box[2] * box[3], 1.0)))
                 still[tid] = max(still.get(tid, 0), f - at[0] + 1)
-        return [ClipObject(t, self.cls[t], first[t], last[t], self.boxes.get(first[t], {}).get(t),
-                           self.boxes.get(last[t], {}).get(t), area.get(t, 0.0), still.get(t, 0))
-                for t in sorted(first, key=lambda t: (first[t], t))]
+        return [
+            ClipObject(
+                t,
+                self.cls[t],
+                first[t],
+                last[t],
+                self.boxes.get(first[t], {}).get(t),
+                self.boxes.get(last[t], {}).get(t),
+                area.get(t, 0.0),
+                still.get(t, 0),
+            )
+            for t in sorted(first, key=lambda t: (first[t], t))
+        ]
 
 
 class ClipRule:
     """The clip rule's parameters (seconds); :meth:`clips` applies it. See the module docstring."""
 
-    def __init__(self, gap: float = 1.0, min_duration: float = 0.0, max_duration: float | None = None,
-                 pad: float = 0.0, split_on_new_id: bool = False):
+    def __init__(
+        self,
+        gap: float = 1.0,
+        min_duration: float = 0.0,
+        max_duration: float | None = None,
+        pad: float = 0.0,
+        split_on_new_id: bool = False,
+    ):
         self.gap = gap
         self.min_duration = min_duration
         self.max_duration = max_duration
@@ -156,14 +171,16 @@ class ClipRule:
     def frames(self, seconds: float, fps: float) -> int:
         return int(round(seconds * fps))
 
-    def clips(self, frames: Iterable[tuple[int, Iterable[Detection]]], fps: float,
-              n_frames: int | None = None) -> list[Clip]:
+    def clips(
+        self, frames: Iterable[tuple[int, Iterable[Detection]]], fps: float, n_frames: int | None = None
+    ) -> list[Clip]:
         """Clips from ``(frame, detections)`` pairs in increasing frame order (frames with nothing may be
         left out). ``n_frames`` (the video length) clamps the end padding."""
         return list(self.iter_clips(frames, fps, n_frames))
 
-    def iter_clips(self, frames: Iterable[tuple[int, Iterable[Detection]]], fps: float,
-                   n_frames: int | None = None) -> Iterator[Clip]:
+    def iter_clips(
+        self, frames: Iterable[tuple[int, Iterable[Detection]]], fps: float, n_frames: int | None = None
+    ) -> Iterator[Clip]:
         """As :meth:`clips`, yielding each clip as soon as it closes (memory: the open event only)."""
         self.validate(fps)
         for event in self._events(frames, max(1, self.frames(self.gap, fps))):
@@ -207,8 +224,7 @@ class ClipRule:
         cap = None if self.max_duration is None else int(math.floor(self.max_duration * fps + 1e-9))
         pieces = list(split_points(a, b, cap, lambda f: len(event.present.get(f, ()))))
         for i, (s, e) in enumerate(pieces):
-            yield Clip(s, e, fps, event.objects(s, e), event.start, event.last,
-                       split=i if len(pieces) > 1 else None)
+            yield Clip(s, e, fps, event.objects(s, e), event.start, event.last, split=i if len(pieces) > 1 else None)
 
 
 def split_points(a: int, b: int, cap: int | None, visible) -> Iterator[tuple[int, int]]:

@@ -55,8 +55,11 @@ def speech(subtitles: Document | None, start: float, end: float) -> str:
     """The words spoken in ``[start, end)``: every cue overlapping it."""
     if subtitles is None:
         return ""
-    said = [" ".join(subtitles.text[c.start:c.end].split()) for c in subtitles.cues
-            if c.start_time < end and c.end_time > start]
+    said = [
+        " ".join(subtitles.text[c.start : c.end].split())
+        for c in subtitles.cues
+        if c.start_time < end and c.end_time > start
+    ]
     return " ".join(s for s in said if s)
 
 
@@ -164,13 +167,20 @@ def _count(clip: Clip) -> str:
         counts: dict[str, int] = {}
         for o in clip.objects:
             counts[o.cls] = counts.get(o.cls, 0) + 1
-        head += " (" + ", ".join(f"{k} {c}{'s' if k != 1 and not c.endswith('s') else ''}"
-                                 for c, k in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))) + ")"
+        head += (
+            " ("
+            + ", ".join(
+                f"{k} {c}{'s' if k != 1 and not c.endswith('s') else ''}"
+                for c, k in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+            )
+            + ")"
+        )
     return head
 
 
-def describe(clip: Clip, source: str, subtitles: Document | None = None,
-             frame_size: tuple[int, int] | None = None) -> str:
+def describe(
+    clip: Clip, source: str, subtitles: Document | None = None, frame_size: tuple[int, int] | None = None
+) -> str:
     """The searchable text of one clip: time range, how many objects (of which classes), each one's entry
     and exit (with ``frame_size`` and boxes also the edge it comes in by and goes out by, its direction of
     motion, how long it stays and its size), and the speech."""
@@ -192,4 +202,12 @@ def describe(clip: Clip, source: str, subtitles: Document | None = None,
     return text
 
 
-__all__ = ["describe", "size_class", "format_time", "subtitles_beside", "load_subtitles", "speech", "SUBTITLE_EXTENSIONS"]
+__all__ = [
+    "describe",
+    "size_class",
+    "format_time",
+    "subtitles_beside",
+    "load_subtitles",
+    "speech",
+    "SUBTITLE_EXTENSIONS",
+]

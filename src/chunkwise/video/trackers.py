@@ -13,8 +13,8 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from collections.abc import Iterator
+from pathlib import Path
 
 from ..errors import ConfigError, InputError, MissingDependencyError
 from .frames import VideoInfo, iter_frames
@@ -60,8 +60,15 @@ class MotionTracker(Tracker):
 
     name = "motion"
 
-    def __init__(self, width: int = 320, min_area: float = 0.0008, threshold: float = 25.0,
-                 lost_frames: int | None = None, hold: float = 60.0, absorb: float = 1.0):
+    def __init__(
+        self,
+        width: int = 320,
+        min_area: float = 0.0008,
+        threshold: float = 25.0,
+        lost_frames: int | None = None,
+        hold: float = 60.0,
+        absorb: float = 1.0,
+    ):
         self.width = width
         self.min_area = min_area
         self.threshold = threshold
@@ -79,8 +86,10 @@ class MotionTracker(Tracker):
     def track(self, info: VideoInfo, classes=None) -> Iterator[tuple[int, list[Detection]]]:
         wanted = class_filter(classes)
         if wanted is not None and "object" not in wanted:
-            raise ConfigError("the motion tracker finds moving objects without classes (class 'object'); "
-                              "--classes needs --tracker ultralytics:WEIGHTS or tracks:FILE")
+            raise ConfigError(
+                "the motion tracker finds moving objects without classes (class 'object'); "
+                "--classes needs --tracker ultralytics:WEIGHTS or tracks:FILE"
+            )
         cv2 = self._libs()
         from .motion import Background, BoxTracker
 
@@ -93,9 +102,23 @@ class MotionTracker(Tracker):
 
         def detections(ready) -> Iterator[tuple[int, list[Detection]]]:
             for index, found in ready:
-                yield index, [Detection(index, tid, (float(b[0]) * scale, float(b[1]) * scale,
-                                                     float(b[2] - b[0]) * scale, float(b[3] - b[1]) * scale),
-                                        "object") for tid, b in found]
+                yield (
+                    index,
+                    [
+                        Detection(
+                            index,
+                            tid,
+                            (
+                                float(b[0]) * scale,
+                                float(b[1]) * scale,
+                                float(b[2] - b[0]) * scale,
+                                float(b[3] - b[1]) * scale,
+                            ),
+                            "object",
+                        )
+                        for tid, b in found
+                    ],
+                )
 
         for index, image in iter_frames(info, width=self.width, fmt="bgr24"):
             if boxes is None:
@@ -103,8 +126,14 @@ class MotionTracker(Tracker):
                 margin = 0.02 * image.shape[1]
                 # answers wait two seconds: an object is named from its first frame once it is sure, and
                 # the frozen tail of what it left behind is cut off
-                boxes = BoxTracker(lost, max(1, int(round(self.hold * fps))), margin, travel=2.5 * margin,
-                                   delay=max(2, int(round(2 * fps))), settle=max(1, int(round(fps))))
+                boxes = BoxTracker(
+                    lost,
+                    max(1, int(round(self.hold * fps))),
+                    margin,
+                    travel=2.5 * margin,
+                    delay=max(2, int(round(2 * fps))),
+                    settle=max(1, int(round(fps))),
+                )
             blobs = background.detect(image)
             ready = boxes.step(index, blobs)
             background.learn(boxes.protected(index))
@@ -133,8 +162,9 @@ class UltralyticsTracker(Tracker):
         except ImportError:
             raise MissingDependencyError("--tracker ultralytics", "video-yolo", "ultralytics, AGPL-3.0") from None
         if not os.path.isfile(self.weights):
-            raise InputError("weights file not found (give a local .pt/.onnx file; nothing is downloaded)",
-                             source=self.weights)
+            raise InputError(
+                "weights file not found (give a local .pt/.onnx file; nothing is downloaded)", source=self.weights
+            )
         return YOLO(self.weights)
 
     def track(self, info: VideoInfo, classes=None) -> Iterator[tuple[int, list[Detection]]]:
@@ -145,11 +175,14 @@ class UltralyticsTracker(Tracker):
         if wanted is not None:
             cls_ids = [k for k, v in names.items() if v.lower() in wanted or str(k) in wanted]
             if not cls_ids:
-                raise ConfigError(f"--classes {','.join(sorted(wanted))}: none of these is a class of "
-                                  f"{self.weights} (it knows {', '.join(list(names.values())[:12])}...)")
+                raise ConfigError(
+                    f"--classes {','.join(sorted(wanted))}: none of these is a class of "
+                    f"{self.weights} (it knows {', '.join(list(names.values())[:12])}...)"
+                )
         for index, frame in iter_frames(info, fmt="bgr24"):
-            result = model.track(frame, persist=True, classes=cls_ids, conf=self.conf, tracker=self.tracker,
-                                 verbose=False)[0]
+            result = model.track(
+                frame, persist=True, classes=cls_ids, conf=self.conf, tracker=self.tracker, verbose=False
+            )[0]
             boxes = result.boxes
             dets = []
             if boxes is not None and boxes.id is not None:
@@ -176,8 +209,9 @@ class MotTracks(Tracker):
         wanted = class_filter(classes)
         frames = group_frames(d for d in iter_mot(self.path) if keep(d, wanted))
         if info is not None and info.n_frames and frames and frames[-1][0] >= info.n_frames:
-            info.problems.append(f"{self.path}: tracks reach frame {frames[-1][0] + 1} but the video has "
-                                 f"{info.n_frames} frames")
+            info.problems.append(
+                f"{self.path}: tracks reach frame {frames[-1][0] + 1} but the video has {info.n_frames} frames"
+            )
         yield from frames
 
     def describe(self) -> str:
@@ -215,5 +249,4 @@ def get_tracker(spec: str | Tracker | None = "auto", video: str | os.PathLike | 
     raise ConfigError(f"unknown tracker {spec!r}; choose one of {', '.join(TRACKER_NAMES)}")
 
 
-__all__ = ["Tracker", "MotionTracker", "UltralyticsTracker", "MotTracks", "get_tracker", "mot_beside",
-           "TRACKER_NAMES"]
+__all__ = ["Tracker", "MotionTracker", "UltralyticsTracker", "MotTracks", "get_tracker", "mot_beside", "TRACKER_NAMES"]

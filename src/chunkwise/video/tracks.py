@@ -8,16 +8,26 @@ any external tracker (or a benchmark's ground truth) can be cut into clips witho
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 
 from ..errors import InputError
 
 #: MOT16/17/20 ground-truth class ids (column 8 of the 9-column format)
 MOT_CLASSES = {
-    1: "pedestrian", 2: "person on vehicle", 3: "car", 4: "bicycle", 5: "motorbike",
-    6: "non motorized vehicle", 7: "static person", 8: "distractor", 9: "occluder",
-    10: "occluder on the ground", 11: "occluder full", 12: "reflection", 13: "crowd",
+    1: "pedestrian",
+    2: "person on vehicle",
+    3: "car",
+    4: "bicycle",
+    5: "motorbike",
+    6: "non motorized vehicle",
+    7: "static person",
+    8: "distractor",
+    9: "occluder",
+    10: "occluder on the ground",
+    11: "occluder full",
+    12: "reflection",
+    13: "crowd",
 }
 
 
@@ -58,8 +68,9 @@ def _parse_mot_line(line: str, lineno: int, source: str) -> Detection | None:
     if len(parts) == 1:
         parts = line.split()
     if len(parts) < 6:
-        raise InputError(f"line {lineno}: expected frame,id,x,y,w,h[,conf,...], got {line.strip()[:80]!r}",
-                         source=source)
+        raise InputError(
+            f"line {lineno}: expected frame,id,x,y,w,h[,conf,...], got {line.strip()[:80]!r}", source=source
+        )
     try:
         frame = int(float(parts[0]))
         track_id = int(float(parts[1]))
@@ -67,14 +78,20 @@ def _parse_mot_line(line: str, lineno: int, source: str) -> Detection | None:
         conf = float(parts[6]) if len(parts) > 6 and parts[6] != "" else None
         cls_num = int(float(parts[7])) if len(parts) == 9 else None
     except ValueError:
-        raise InputError(f"line {lineno}: not a number in {line.strip()[:80]!r} "
-                         "(expected frame,id,x,y,w,h[,conf,...])", source=source) from None
+        raise InputError(
+            f"line {lineno}: not a number in {line.strip()[:80]!r} (expected frame,id,x,y,w,h[,conf,...])",
+            source=source,
+        ) from None
     if frame < 1 or float(parts[0]) != frame:
-        raise InputError(f"line {lineno}: frame must be a whole number >= 1 (MOT counts from 1), got {parts[0]!r}",
-                         source=source)
+        raise InputError(
+            f"line {lineno}: frame must be a whole number >= 1 (MOT counts from 1), got {parts[0]!r}", source=source
+        )
     if track_id < 0:
-        raise InputError(f"line {lineno}: track id {track_id} (a detection file without track ids?); "
-                         "tracks: needs tracker output or ground truth", source=source)
+        raise InputError(
+            f"line {lineno}: track id {track_id} (a detection file without track ids?); "
+            "tracks: needs tracker output or ground truth",
+            source=source,
+        )
     if w < 0 or h < 0:
         raise InputError(f"line {lineno}: negative box size {w}x{h}", source=source)
     if conf == 0:

@@ -9,9 +9,9 @@ breakpoints for semantic strategies, and the chunk-size histogram against ``max_
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-from collections.abc import Sequence
 
 from ..document import Document
 from ..errors import ConfigError
@@ -35,7 +35,7 @@ def _strategy(spec: Any, shared: dict[str, Any]):
 def labels_for(strategies: Sequence[Any]) -> list[str]:
     """Column titles: the strategy name, with ``#2``... when a name repeats."""
     names = [s.name for s in strategies]
-    return [n if names.count(n) == 1 else f"{n} #{names[:k + 1].count(n)}" for k, n in enumerate(names)]
+    return [n if names.count(n) == 1 else f"{n} #{names[: k + 1].count(n)}" for k, n in enumerate(names)]
 
 
 def build_views(doc: Document, strategies: Sequence[Any], shared: dict[str, Any] | None = None) -> list[StrategyView]:
@@ -46,8 +46,12 @@ def build_views(doc: Document, strategies: Sequence[Any], shared: dict[str, Any]
     return [build_view(doc, s, label) for s, label in zip(built, labels_for(built))]
 
 
-def report(doc: Document | str | os.PathLike, strategies: Sequence[Any] = ("auto",), path: str | os.PathLike | None = None,
-           **shared: Any) -> str:
+def report(
+    doc: Document | str | os.PathLike,
+    strategies: Sequence[Any] = ("auto",),
+    path: str | os.PathLike | None = None,
+    **shared: Any,
+) -> str:
     """The HTML report of ``doc`` (a :class:`Document`, a path or text) chunked by ``strategies``; written to
     ``path`` when given. ``shared`` parameters (``max_tokens=...``) apply to every strategy that has them."""
     from ..api import as_document

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import html
 import json
+from collections.abc import Sequence
 from importlib import resources
 from typing import Any
-from collections.abc import Sequence
 
 from ..document import Document
 from .model import CAUSES, StrategyView
@@ -65,8 +65,10 @@ def render_text(text: str, chunks: Sequence[dict[str, Any]]) -> str:
             out.append(piece)
             continue
         first = cover[-1]  # the latest chunk colours an overlap; the card lists all of them
-        attrs = [f'class="chunk c{first % PALETTE_SIZE}{" overlap" if len(cover) > 1 else ""}"',
-                 f'data-chunks="{" ".join(map(str, cover))}"']
+        attrs = [
+            f'class="chunk c{first % PALETTE_SIZE}{" overlap" if len(cover) > 1 else ""}"',
+            f'data-chunks="{" ".join(map(str, cover))}"',
+        ]
         if a in starts and starts[a] in cover:
             attrs.append(f'data-first="{starts[a]}"')
         if b in ends and ends[b] in cover:
@@ -83,10 +85,12 @@ def _stats(view: StrategyView) -> str:
         causes[c["cause"]] = causes.get(c["cause"], 0) + 1
     params = ", ".join(f"{k}={v}" for k, v in view.to_dict()["params"].items() if v not in (None, 0, "", False))
     cause_text = ", ".join(f"{n} {html.escape(k)}" for k, n in sorted(causes.items(), key=lambda kv: -kv[1]))
-    return (f'<p class="params">{html.escape(params)}</p>'
-            f'<p class="stats"><b class="n-chunks">{len(view.chunks)}</b> chunks · median {median} tokens · '
-            f'largest {tokens[-1] if tokens else 0} / {view.max_tokens} · cuts: {cause_text} · '
-            f'{view.seconds:.2f}s</p>')
+    return (
+        f'<p class="params">{html.escape(params)}</p>'
+        f'<p class="stats"><b class="n-chunks">{len(view.chunks)}</b> chunks · median {median} tokens · '
+        f"largest {tokens[-1] if tokens else 0} / {view.max_tokens} · cuts: {cause_text} · "
+        f"{view.seconds:.2f}s</p>"
+    )
 
 
 def render_columns(doc: Document, views: Sequence[StrategyView]) -> tuple[str, dict[str, Any]]:
@@ -96,20 +100,55 @@ def render_columns(doc: Document, views: Sequence[StrategyView]) -> tuple[str, d
     data: dict[str, Any] = {"strategies": [], "causes": CAUSES}
     for s, view in enumerate(views):
         dist = distance_figure(view)
-        cards = [{k: c[k] for k in ("index", "start", "end", "token_count", "page_start", "page_end", "section",
-                                     "start_time", "end_time", "speakers", "cause", "where")} for c in view.chunks]
-        data["strategies"].append({"label": view.label, "max_tokens": view.max_tokens, "chunks": cards,
-                                   "breakpoints": view.breakpoints, "figures": {
-                                       "distance": dist, "sizes": size_figure(view)}})
-        plots = (f'<div class="plot plot-distance" id="plot-distance-{s}" data-breakpoints="{len(view.breakpoints)}">'
-                 f'</div>' if dist else "")
+        cards = [
+            {
+                k: c[k]
+                for k in (
+                    "index",
+                    "start",
+                    "end",
+                    "token_count",
+                    "page_start",
+                    "page_end",
+                    "section",
+                    "start_time",
+                    "end_time",
+                    "speakers",
+                    "cause",
+                    "where",
+                )
+            }
+            for c in view.chunks
+        ]
+        data["strategies"].append(
+            {
+                "label": view.label,
+                "max_tokens": view.max_tokens,
+                "chunks": cards,
+                "breakpoints": view.breakpoints,
+                "figures": {"distance": dist, "sizes": size_figure(view)},
+            }
+        )
+        plots = (
+            f'<div class="plot plot-distance" id="plot-distance-{s}" data-breakpoints="{len(view.breakpoints)}"></div>'
+            if dist
+            else ""
+        )
         plots += f'<div class="plot plot-sizes" id="plot-sizes-{s}"></div>'
-        cols.append(f'<section class="column" data-strategy="{html.escape(view.label)}" data-index="{s}">'
-                    f'<h2>{html.escape(view.label)}</h2>{_stats(view)}{plots}'
-                    f'<div class="doc" data-chunks="{len(view.chunks)}">{render_text(doc.text, view.chunks)}</div>'
-                    f'</section>')
-    sync = ('<label class="info sync"><input type="checkbox" class="sync-scroll" checked> scroll the columns '
-            "together (the text at the top of one is kept at the top of the others)</label>") if len(views) > 1 else ""
+        cols.append(
+            f'<section class="column" data-strategy="{html.escape(view.label)}" data-index="{s}">'
+            f"<h2>{html.escape(view.label)}</h2>{_stats(view)}{plots}"
+            f'<div class="doc" data-chunks="{len(view.chunks)}">{render_text(doc.text, view.chunks)}</div>'
+            f"</section>"
+        )
+    sync = (
+        (
+            '<label class="info sync"><input type="checkbox" class="sync-scroll" checked> scroll the columns '
+            "together (the text at the top of one is kept at the top of the others)</label>"
+        )
+        if len(views) > 1
+        else ""
+    )
     body = f'{sync}<div class="columns n{len(views)}">{"".join(cols)}</div>'
     return body, data
 
@@ -120,8 +159,9 @@ def _inline(js: str) -> str:
 
 
 def _legend() -> str:
-    items = "".join(f'<li><i class="cut-key" data-cut="{k}"></i><b>{k}</b>: {html.escape(v)}</li>'
-                    for k, v in CAUSES.items())
+    items = "".join(
+        f'<li><i class="cut-key" data-cut="{k}"></i><b>{k}</b>: {html.escape(v)}</li>' for k, v in CAUSES.items()
+    )
     return f'<details class="legend"><summary>Why a chunk ends (the mark after it)</summary><ul>{items}</ul></details>'
 
 
@@ -137,7 +177,7 @@ def render_report(doc: Document, views: Sequence[StrategyView], title: str | Non
         info += f" · {len(doc.cues)} cues"
     payload = json.dumps(data, ensure_ascii=False).replace("</", "<\\/")
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{html.escape(title)}</title>"
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<style>{asset('viz.css')}</style></head><body>"

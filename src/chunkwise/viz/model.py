@@ -54,9 +54,16 @@ class StrategyView:
         return [k for k, r in enumerate(self.rows[:-1]) if r["end"] in ends]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"label": self.label, "strategy": self.strategy, "params": _plain(self.params),
-                "max_tokens": self.max_tokens, "seconds": round(self.seconds, 4), "chunks": self.chunks,
-                "rows": self.rows, "breakpoints": self.breakpoints}
+        return {
+            "label": self.label,
+            "strategy": self.strategy,
+            "params": _plain(self.params),
+            "max_tokens": self.max_tokens,
+            "seconds": round(self.seconds, 4),
+            "chunks": self.chunks,
+            "rows": self.rows,
+            "breakpoints": self.breakpoints,
+        }
 
 
 def _plain(params: dict[str, Any]) -> dict[str, Any]:
@@ -109,8 +116,8 @@ def build_view(doc: Document, strategy, label: str | None = None) -> StrategyVie
     strategy.validate()
     rows = None
     if strategy.name in SEMANTIC_STRATEGIES and hasattr(strategy, "explain"):
-        from ..strategies import get_strategy
         from ..embeddings.vectors import resolve_embedder
+        from ..strategies import get_strategy
 
         params = dict(strategy.get_params(), embedder=MemoEmbedder(resolve_embedder(strategy.embedder)))
         once: Any = get_strategy(strategy.name, **params)  # chunk() and explain() share one embedding pass
@@ -128,8 +135,15 @@ def build_view(doc: Document, strategy, label: str | None = None) -> StrategyVie
         d["where"] = where(c)
         out.append(d)
     params = strategy.get_params()
-    return StrategyView(label=label or strategy.name, strategy=strategy.name, params=params,
-                        max_tokens=int(strategy.max_tokens), chunks=out, rows=rows, seconds=seconds)
+    return StrategyView(
+        label=label or strategy.name,
+        strategy=strategy.name,
+        params=params,
+        max_tokens=int(strategy.max_tokens),
+        chunks=out,
+        rows=rows,
+        seconds=seconds,
+    )
 
 
 __all__ = ["StrategyView", "build_view", "chunk_causes", "where", "CAUSES"]

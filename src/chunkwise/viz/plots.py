@@ -18,8 +18,14 @@ from ..errors import ConfigError
 from .model import CAUSES, StrategyView
 
 #: marker colour per cause of a cut
-CAUSE_COLORS = {"threshold": "#d62728", "objective": "#9467bd", "max_tokens": "#ff7f0e", "section": "#2ca02c",
-                "end": "#7f7f7f", "rule": "#1f77b4"}
+CAUSE_COLORS = {
+    "threshold": "#d62728",
+    "objective": "#9467bd",
+    "max_tokens": "#ff7f0e",
+    "section": "#2ca02c",
+    "end": "#7f7f7f",
+    "rule": "#1f77b4",
+}
 
 
 def _go():
@@ -62,10 +68,16 @@ def plotly_js_path() -> Path:
 
 
 def _layout(title: str, x: str, y: str, height: int = 260) -> dict[str, Any]:
-    return {"title": {"text": title, "font": {"size": 13}}, "height": height,
-            "margin": {"l": 48, "r": 12, "t": 36, "b": 40}, "xaxis": {"title": {"text": x}},
-            "yaxis": {"title": {"text": y}}, "legend": {"orientation": "h", "y": -0.25}, "hovermode": "closest",
-            "template": "plotly_white"}
+    return {
+        "title": {"text": title, "font": {"size": 13}},
+        "height": height,
+        "margin": {"l": 48, "r": 12, "t": 36, "b": 40},
+        "xaxis": {"title": {"text": x}},
+        "yaxis": {"title": {"text": y}},
+        "legend": {"orientation": "h", "y": -0.25},
+        "hovermode": "closest",
+        "template": "plotly_white",
+    }
 
 
 def distance_figure(view: StrategyView) -> dict[str, Any] | None:
@@ -80,22 +92,48 @@ def distance_figure(view: StrategyView) -> dict[str, Any] | None:
     dist = [r["distance_to_next"] for r in gaps]
     hover = [f"gap {k}: after “{_short(r['sentence'])}”" for k, r in enumerate(gaps)]
     fig = go.Figure()
-    fig.add_trace(go.Scatter(x=xs, y=dist, mode="lines", name="distance", line={"color": "#4c78a8", "width": 1.5},
-                             text=hover, hovertemplate="%{text}<br>distance %{y:.4f}<extra></extra>"))
+    fig.add_trace(
+        go.Scatter(
+            x=xs,
+            y=dist,
+            mode="lines",
+            name="distance",
+            line={"color": "#4c78a8", "width": 1.5},
+            text=hover,
+            hovertemplate="%{text}<br>distance %{y:.4f}<extra></extra>",
+        )
+    )
     thr = [r["threshold"] for r in gaps]
     if any(t is not None for t in thr):
-        fig.add_trace(go.Scatter(x=xs, y=thr, mode="lines", name="threshold",
-                                 line={"color": "#d62728", "dash": "dash", "width": 1.2},
-                                 hovertemplate="threshold %{y:.4f}<extra></extra>"))
+        fig.add_trace(
+            go.Scatter(
+                x=xs,
+                y=thr,
+                mode="lines",
+                name="threshold",
+                line={"color": "#d62728", "dash": "dash", "width": 1.2},
+                hovertemplate="threshold %{y:.4f}<extra></extra>",
+            )
+        )
     bp = view.breakpoints
     # a cut at a section edge has no distance: draw it on the axis so every breakpoint has its marker
     ys = [gaps[k]["distance_to_next"] if gaps[k]["distance_to_next"] is not None else 0.0 for k in bp]
     causes = [gaps[k]["cause"] or "rule" for k in bp]
-    fig.add_trace(go.Scatter(x=bp, y=ys, mode="markers", name="breakpoints",
-                             marker={"size": 9, "color": [CAUSE_COLORS.get(c, "#333") for c in causes],
-                                     "line": {"width": 1, "color": "#fff"}},
-                             text=[f"cut after gap {k}: {c} ({CAUSES.get(c, c)})" for k, c in zip(bp, causes)],
-                             hovertemplate="%{text}<extra></extra>"))
+    fig.add_trace(
+        go.Scatter(
+            x=bp,
+            y=ys,
+            mode="markers",
+            name="breakpoints",
+            marker={
+                "size": 9,
+                "color": [CAUSE_COLORS.get(c, "#333") for c in causes],
+                "line": {"width": 1, "color": "#fff"},
+            },
+            text=[f"cut after gap {k}: {c} ({CAUSES.get(c, c)})" for k, c in zip(bp, causes)],
+            hovertemplate="%{text}<extra></extra>",
+        )
+    )
     fig.update_layout(**_layout(f"{view.label}: distance per sentence gap", "sentence gap", "cosine distance"))
     return _plain(fig)
 
@@ -108,11 +146,21 @@ def size_figure(view: StrategyView) -> dict[str, Any]:
     # bins end at max_tokens + 0.5, so a chunk of exactly max_tokens is drawn left of the cap line
     end = view.max_tokens + 0.5
     start = end - size * math.ceil(end / size)
-    fig = go.Figure(go.Histogram(x=tokens, xbins={"start": start, "end": end, "size": size},
-                                 marker={"color": "#72b7b2"}, name="chunks",
-                                 hovertemplate="%{x} tokens: %{y} chunks<extra></extra>"))
-    fig.add_vline(x=view.max_tokens, line={"color": "#d62728", "dash": "dash"},
-                  annotation_text=f"max_tokens={view.max_tokens}", annotation_position="top left")
+    fig = go.Figure(
+        go.Histogram(
+            x=tokens,
+            xbins={"start": start, "end": end, "size": size},
+            marker={"color": "#72b7b2"},
+            name="chunks",
+            hovertemplate="%{x} tokens: %{y} chunks<extra></extra>",
+        )
+    )
+    fig.add_vline(
+        x=view.max_tokens,
+        line={"color": "#d62728", "dash": "dash"},
+        annotation_text=f"max_tokens={view.max_tokens}",
+        annotation_position="top left",
+    )
     fig.update_layout(**_layout(f"{view.label}: tokens per chunk ({len(tokens)} chunks)", "tokens", "chunks"))
     fig.update_xaxes(range=[0, view.max_tokens * 1.08])
     return _plain(fig)
