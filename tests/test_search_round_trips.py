@@ -95,3 +95,49 @@ def test_bm25s_ranks_as_milvus_bm25_on_a_small_index(tmp_path, query):
         old = [(h.id, h.bm25_rank) for h in ix.search(query, k=3)]
         assert ix.store.bm25_builtin and not ix.store.uses_client_bm25
     assert new == old
+
+
+def test_the_bm25_index_is_saved_for_the_next_process_and_dropped_by_a_write(tmp_path):
+    """A later process loads the saved bm25s index instead of reading every text back (a scan); a write
+    removes it before anything is written, so no process trusts an index that misses a chunk."""
+    with Index(tmp_path / "t.db", embedder=FakeEmbedder()) as ix:
+        ix.add(docs(), strategy=lines())
+        ix.search("conductor tickets", k=3)
+    assert (tmp_path / "t.db" / "chunkwise-bm25" / "ids.json").is_file()
+    with Index(tmp_path / "t.db", embedder=FakeEmbedder()) as ix:
+        calls = count_calls(ix)
+        assert ix.search("conductor tickets", k=1)[0].text == "The conductor checks tickets twice."
+        assert "query_iterator" not in calls and calls["query"] == 1, calls  # the count(*) check, no scan
+        ix.add([Document("Penguins huddle on the ice.", source="kb/penguins.txt")], strategy=lines())
+        assert not (tmp_path / "t.db" / "chunkwise-bm25").exists()
+    with Index(tmp_path / "t.db", embedder=FakeEmbedder()) as ix:
+        assert ix.search("penguins huddle", k=1)[0].bm25_rank == 1
+
+
+def test_a_saved_index_that_misses_chunks_is_not_used(tmp_path):
+    with Index(tmp_path / "t.db", embedder=FakeEmbedder()) as ix:
+        ix.add(docs(), strategy=lines())
+        ix.search("conductor tickets", k=3)
+    saved = tmp_path / "t.db" / "chunkwise-bm25"
+    keep = tmp_path / "kept"
+    saved.rename(keep)
+    with Index(tmp_path / "t.db", embedder=FakeEmbedder()) as ix:  # a write the saved index does not know
+        ix.add([Document("Penguins huddle on the ice.", source="kb/penguins.txt")], strategy=lines())
+    keep.rename(saved)
+    with Index(tmp_path / "t.db", embedder=FakeEmbedder()) as ix:
+        assert ix.search("penguins huddle", k=1)[0].bm25_rank == 1
+
+
+def test_milvus_lite_asks_for_at_most_200_vector_candidates(index):
+    client = index.store.connect()
+    limits = []
+    search = client.search
+
+    def recording(*args, **kwargs):
+        limits.append(kwargs["limit"])
+        return search(*args, **kwargs)
+
+    client.search = recording
+    index.search("conductor tickets", k=3)
+    index.search("conductor tickets", k=100)
+    assert limits == [200, 400]

@@ -17,8 +17,8 @@ side did not return that side's lowest candidate score (it ranked below every re
 
 from __future__ import annotations
 
-from typing import TypeVar
 from collections.abc import Hashable, Mapping, Sequence
+from typing import TypeVar
 
 import numpy as np
 
@@ -99,18 +99,20 @@ def check_fusion(fusion: str, dense_weight: float) -> None:
 
 
 def candidate_zscore_matrix(dense: np.ndarray, sparse: np.ndarray, depth: int,
-                            dense_weight: float = DENSE_WEIGHT) -> np.ndarray:
+                            dense_weight: float = DENSE_WEIGHT, sparse_depth: int | None = None) -> np.ndarray:
     """What ``Index.search(hybrid=True, fusion="zscore")`` scores, for every query row at once.
 
-    Each row keeps only the ``depth`` best dense and the ``depth`` best positive sparse candidates (what a
-    vector database returns), fused by :func:`fuse_candidates_zscore`; every other item scores ``-inf``.
-    Evaluation uses it to measure how far search's candidate z-scores are from full-corpus z-scores.
+    Each row keeps only the ``depth`` best dense and the ``sparse_depth`` (default ``depth``) best positive
+    sparse candidates (what a vector database returns), fused by :func:`fuse_candidates_zscore`; every
+    other item scores ``-inf``. Evaluation uses it to measure how far search's candidate z-scores are from
+    full-corpus z-scores; the two depths differ where one side costs more per candidate than the other.
     """
     out = np.full(dense.shape, -np.inf, dtype=np.float32)
+    s_depth = min(depth if sparse_depth is None else sparse_depth, dense.shape[1])
     depth = min(depth, dense.shape[1])
     for q in range(dense.shape[0]):
         d_top = np.argsort(-dense[q], kind="stable")[:depth]
-        s_top = [i for i in np.argsort(-sparse[q], kind="stable")[:depth] if sparse[q, i] > 0]
+        s_top = [i for i in np.argsort(-sparse[q], kind="stable")[:s_depth] if sparse[q, i] > 0]
         fused = fuse_candidates_zscore({int(i): float(dense[q, i]) for i in d_top},
                                        {int(i): float(sparse[q, i]) for i in s_top}, dense_weight)
         for i, score in fused:

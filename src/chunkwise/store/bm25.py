@@ -9,7 +9,12 @@ scikit-learn style tokenizer), Lucene's BM25 with ``k1=1.5, b=0.75``, the same v
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import tempfile
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -48,6 +53,34 @@ class BM25Fallback:
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    def save(self, folder: str | os.PathLike) -> None:
+        """Write the index to ``folder`` (replaced whole: written beside it, then renamed), so that a later
+        process loads it in milliseconds instead of reading every text back and indexing it again."""
+        target = Path(folder)
+        tmp = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))
+        try:
+            (tmp / "ids.json").write_text(json.dumps(self.ids), encoding="utf-8")
+            if self._retriever is not None:
+                self._retriever.save(str(tmp), show_progress=False)
+            if target.exists():
+                shutil.rmtree(target)
+            os.replace(tmp, target)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    @classmethod
+    def load(cls, folder: str | os.PathLike) -> BM25Fallback:
+        """An index written by :meth:`save` (``OSError``/``ValueError`` when there is none or it is damaged)."""
+        import bm25s
+
+        folder = Path(folder)
+        out = cls(())
+        out.ids = json.loads((folder / "ids.json").read_text(encoding="utf-8"))
+        out._index_of = {doc: n for n, doc in enumerate(out.ids)}
+        if out.ids:
+            out._retriever = bm25s.BM25.load(str(folder), show_progress=False)
+        return out
 
     def search(self, query: str, limit: int, allowed: set[str] | None = None) -> list[tuple[str, float]]:
         """The ``limit`` best ``(id, score)`` pairs with a positive score, restricted to ``allowed`` ids."""

@@ -34,10 +34,11 @@ import json
 import logging
 import os
 import re
+import shutil
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from collections.abc import Iterable, Iterator
 
 import numpy as np
 
@@ -61,6 +62,13 @@ OUTPUT_FIELDS = [
     "page_start", "page_end", "section", "start_time", "end_time", "speakers", "strategy", "embedder",
     "content_hash", "metadata", "source_start", "source_end",
 ]
+#: where a Milvus Lite directory keeps its bm25s index between processes (dropped before every write)
+BM25_FOLDER = "chunkwise-bm25"
+#: vector candidates of a hybrid search on Milvus Lite, which turns every hit into a whole row (all fields,
+#: the vector too) however few fields are asked for: ~0.1 ms each, so 1000 cost 4x a dense search at
+#: 50,000 chunks. recall@5 on Chroma's evaluation with 1000 BM25 candidates: 82.3 at 1000, 81.9 at 200,
+#: 81.3 at 100 (benchmarks/bench_search_fusion.py --sparse-depth 1000)
+LITE_VECTOR_DEPTH = 200
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,200}$")
 READ_ONLY_PROBLEM = ("the database directory is not writable: it can be searched, but indexing into it or "
                      "deleting from it needs write access (copy it somewhere writable to change it)")
@@ -211,13 +219,14 @@ class MilvusStore:
         #: rank text searches with that bm25s index even where Milvus has BM25 of its own. ``None`` (the
         #: default): yes for Milvus Lite in a directory, which one process at a time may open, so no other
         #: writer can make the index stale; Milvus Lite scores BM25 in pure Python, term by term over its
-        #: posting lists, ~80% of a hybrid query's CPU (docs/index.md#search-cost). A server keeps its own
+        #: posting lists, ~80% of a hybrid query's CPU (docs/scale.md#search-cost). A server keeps its own
         #: BM25 (other clients write to it, and its BM25 is compiled).
         self.client_bm25 = client_bm25
         #: the recorded configuration and the collection facts, read once per connection: a search needs
-        #: neither again, and each costs a round trip (docs/index.md#search-cost)
+        #: neither again, and each costs a round trip (docs/scale.md#search-cost)
         self._config: dict[str, Any] | None = None
         self._opened = False
+        self._bm25_saved_dropped = False
 
     # -- connection ------------------------------------------------------------------------------------
     @property
@@ -270,9 +279,15 @@ class MilvusStore:
             raise InputError(READ_ONLY_PROBLEM, source=self.db)
 
     def _writer(self):
-        """The client, for a call that writes (refused on a read-only database)."""
+        """The client, for a call that writes (refused on a read-only database). The bm25s index saved in
+        a Milvus Lite directory is removed before the first write of a connection, so a process killed
+        half-way through writing never leaves an index that a later one would trust."""
         self.require_writable()
-        return self.connect()
+        client = self.connect()
+        if not self._bm25_saved_dropped and self.db is not None:
+            shutil.rmtree(Path(self.db) / BM25_FOLDER, ignore_errors=True)
+            self._bm25_saved_dropped = True
+        return client
 
     def _diagnose_lite_failure(self) -> str:
         """Why Milvus Lite refused to open ``self.db`` (pymilvus only says 'illegal connection params')."""
@@ -380,6 +395,7 @@ class MilvusStore:
         self._config = None
         self._opened = False
         self._bm25 = None
+        self._bm25_saved_dropped = False
 
     @contextlib.contextmanager
     def _errors(self, action: str):
@@ -809,9 +825,33 @@ class MilvusStore:
             scores = as_scores(self.search_bm25(query, limit, filter, fields=["id"]))
             return [Hit(i, s) for i, s in scores.items()]
         if self._bm25 is None:
-            self._bm25 = BM25Fallback((r["id"], r["indexed_text"]) for r in self.scan_chunks(["id", "indexed_text"]))
+            self._bm25 = self._saved_bm25() or self._build_bm25()
         allowed = self._ids_matching(filter) if filter else None
         return [Hit(i, s) for i, s in self._bm25.search(query, limit, allowed)]
+
+    def _saved_bm25(self) -> BM25Fallback | None:
+        """The bm25s index an earlier process saved in the Milvus Lite directory, if it still covers every
+        chunk (writes remove it first; the count guards against writers that do not know of it)."""
+        if self.db is None or not self.bm25_builtin:
+            return None
+        try:
+            saved = BM25Fallback.load(Path(self.db) / BM25_FOLDER)
+        except (OSError, ValueError):
+            return None
+        return saved if len(saved) == self.count() else None
+
+    def _build_bm25(self) -> BM25Fallback:
+        """bm25s over every stored text (a scan of the collection), saved for later processes where it can be."""
+        built = BM25Fallback((r["id"], r["indexed_text"]) for r in self.scan_chunks(["id", "indexed_text"]))
+        if self.db is not None and self.bm25_builtin and not self.read_only:
+            with contextlib.suppress(OSError):
+                built.save(Path(self.db) / BM25_FOLDER)
+        return built
+
+    @property
+    def vector_depth(self) -> int | None:
+        """How many vector candidates a hybrid search asks for at most (``None``: as many as it fuses)."""
+        return LITE_VECTOR_DEPTH if self.db is not None else None
 
     @property
     def uses_client_bm25(self) -> bool:
