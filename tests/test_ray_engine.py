@@ -18,6 +18,7 @@ from milvus_servers import start_milvus_lite
 from milvus_servers import CLI, contents, new_collection, wait_for_chunks, write_corpus
 
 from chunkwise.errors import ConfigError
+from conftest import FakeEmbedder
 from chunkwise.retrieval import Index
 from chunkwise.store.milvus import MilvusStore
 
@@ -41,6 +42,8 @@ def local_ray():
     os.environ.setdefault("RAY_gcs_server_port_wait_time_s", "120")  # loaded CI machines: slow GCS start
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _node_ip_address="127.0.0.1",
              configure_logging=False)
+    # the test embedder lives in tests/conftest.py, which Ray's workers cannot import: ship it by value
+    ray.cloudpickle.register_pickle_by_value(sys.modules[FakeEmbedder.__module__])
     yield
     ray.shutdown()
 
@@ -121,3 +124,117 @@ def test_ray_job_killed_then_resumed(lite, local_ray, tmp_path):
                           text=True, timeout=300, env=env)
     assert done.returncode == 0, done.stderr
     assert contents(lite, coll) == contents(lite, clean)
+
+
+def write_markdown(folder, n: int) -> None:
+    """Markdown files with headings (for the headings context) and several sentences per paragraph (for
+    the neighbors context and the semantic strategy's sentence vectors)."""
+    from milvus_servers import WORDS
+
+    rng = __import__("random").Random(7)
+    folder.mkdir(parents=True, exist_ok=True)
+    for f in range(n):
+        parts = [f"# Guide {f}"]
+        for s in range(3):
+            parts.append(f"## Part {s}")
+            for _ in range(2):
+                parts.append(" ".join(" ".join(rng.choice(WORDS) for _ in range(rng.randint(5, 12))).capitalize()
+                                      + "." for _ in range(rng.randint(2, 5))))
+        (folder / f"g{f}.md").write_text("\n\n".join(parts) + "\n", encoding="utf-8")
+
+
+#: every vector and context mode of the local engine: (strategy, Index.add options)
+MODES = {
+    "text": ("recursive", {}),
+    "pool": ("semantic", {"vectors": "pool"}),
+    "late": ("recursive", {"late": True, "late_options": {"late_window": 64, "overlap": 16}}),
+    "headings": ("recursive", {"context": "headings"}),
+    "neighbors": ("recursive", {"context": "neighbors", "context_options": {"neighbors": 1}}),
+}
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_ray_equals_local_in_every_mode(local_ray, tmp_path, mode):
+    """The Ray engine runs the local engine's steps for every vector and context mode: the same chunk ids,
+    texts, offsets, contexts and markers, vectors within 1e-6 (it once ran only plain text vectors)."""
+    from chunkwise.retrieval.ray_engine import RayIngest
+    from chunkwise.store.memory import MemoryStore
+
+    folder = tmp_path / "corpus"
+    write_markdown(folder, 4)
+    strategy, options = MODES[mode]
+    params = {"max_tokens": 48}
+    local, dist = MemoryStore(), MemoryStore()
+    with Index(store=local, embedder=FakeEmbedder()) as ix:
+        ref = ix.add(folder, strategy=strategy, params=params, batch_size=16, **options)
+    with Index(store=dist, embedder=FakeEmbedder()) as ix:
+        rep = RayIngest(ix, workers=1).run([folder], strategy=strategy, params=params, batch_size=16, **options)
+    assert ref.chunks > 8 and not ref.failed and not rep.failed
+    assert (rep.indexed, rep.chunks, rep.embedded, rep.reused) == (ref.indexed, ref.chunks, ref.embedded, ref.reused)
+    if mode == "pool":
+        assert rep.reused > 0 and rep.embedded == 0
+    if mode in ("headings", "neighbors"):
+        assert all(row.chunk.context for row in dist.rows.values())
+
+    def chunks(store):
+        return {i: (r.chunk.text, r.chunk.start, r.chunk.end, r.chunk.context, r.chunk.source)
+                for i, r in store.rows.items()}
+
+    assert chunks(dist) == chunks(local)
+    assert dist.marks == local.marks
+    assert max(float(np.abs(dist.rows[i].vector - local.rows[i].vector).max()) for i in local.rows) <= 1e-6
+
+
+def embed_actors() -> set[str]:
+    """Ids of every embedding actor the cluster has made (alive or dead), from its control store."""
+    from ray._private.state import actors
+
+    return {a for a, info in actors().items() if "EmbedWorker" in str(info.get("ActorClassName", ""))}
+
+
+def test_ray_starts_no_actor_when_nothing_changed(local_ray, tmp_path):
+    """A re-run with nothing to do compares the markers in the chunking tasks and never starts the
+    embedding actors (each loads a model: 103 s on a real job); an edited file starts them again."""
+    from chunkwise.retrieval.ray_engine import RayIngest
+    from chunkwise.store.memory import MemoryStore
+
+    folder = tmp_path / "corpus"
+    write_corpus(folder, 4, [f"f{i}.txt" for i in range(3)])
+    store = MemoryStore()
+    with Index(store=store, embedder=FakeEmbedder()) as ix:
+        before = embed_actors()
+        first = RayIngest(ix, workers=2)
+        assert first.run([folder], params=PARAMS).chunks > 0
+        made = embed_actors() - before
+        assert first.actors_started == 2 and len(made) == 2
+        again = RayIngest(ix, workers=2)
+        rep = again.run([folder], params=PARAMS)
+        assert (rep.skipped, rep.chunks, rep.embedded) == (3, 0, 0)
+        assert again.actors_started == 0 and embed_actors() - before == made
+        (folder / "f1.txt").write_text("A changed file about copper bells.", encoding="utf-8")
+        edited = RayIngest(ix, workers=1)
+        rep = edited.run([folder], params=PARAMS)
+        assert (rep.indexed, rep.skipped) == (1, 2) and edited.actors_started == 1
+
+
+def test_ray_cli_takes_every_mode(lite, local_ray, tmp_path):
+    """``chunkwise index --engine ray`` runs --late, --context, --vectors pool and --all-files (it once
+    refused them) and builds the local engine's collection."""
+    folder = tmp_path / "corpus"
+    write_markdown(folder, 2)
+    (folder / "notes.unknown").write_text("A plain note about the harbor lamp and its keeper.", encoding="utf-8")
+    flags = ["--strategy", "semantic", "--vectors", "pool", "--context", "headings", "--all-files",
+             "--max-tokens", "48"]
+    clean, coll = new_collection(), new_collection()
+    base = [sys.executable, "-c", CLI, "-q", "--no-cache", "--embedder", "minilm", "index", str(folder), "--uri",
+            lite.uri]
+    env = {**os.environ, "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0"}
+    done = subprocess.run([*base, *flags, "--collection", clean], capture_output=True, text=True, timeout=300,
+                          env=env)
+    assert done.returncode == 0, done.stderr
+    done = subprocess.run([*base, *flags, "--collection", coll, "--engine", "ray", "--workers", "1", "--address",
+                           "auto"], capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr
+    rows, marks = contents(lite, coll)
+    assert (rows, marks) == contents(lite, clean)
+    assert any(source.endswith("notes.unknown") for source in marks)
