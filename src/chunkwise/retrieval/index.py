@@ -165,6 +165,27 @@ def _check_languages(items, languages: LanguageCheck):
         yield source, doc
 
 
+def _reuses(strategy: Strategy, embedder: Embedder, vectors: str) -> bool:
+    """``vectors="pool"`` pools the sentence vectors chunking computed only when they are the index's
+    embedder's (a strategy with another embedder lives in another vector space)."""
+    return vectors == "pool" and getattr(getattr(strategy, "embedder", None), "model_id", None) == embedder.model_id
+
+
+@dataclass
+class AddSettings:
+    """The settled configuration of one :meth:`Index.add` (:meth:`Index.prepare_add`): the strategy and
+    embedder to run, the context mode (``None`` for none) and its options, late chunking and its options,
+    and whether chunk vectors are pooled from chunking's sentence vectors (``reuse``)."""
+
+    strategy: Strategy
+    embedder: Embedder
+    context: str | None
+    context_options: dict[str, Any]
+    late: bool
+    late_options: dict[str, Any]
+    reuse: bool
+
+
 @dataclass
 class _Run:
     """The state of one :meth:`Index.add` call, shared by its steps."""
@@ -360,6 +381,22 @@ class Index:
             self.store.create(new, embedder.dim, replace=recreate)  # create-if-absent, atomic on the server
         return strat, embedder, context
 
+    def prepare_add(self, strategy: str | Strategy = DEFAULT_STRATEGY, params: dict[str, Any] | None = None, *,
+                    vectors: str = "text", late: bool = False, late_options: dict[str, Any] | None = None,
+                    context: str | None = None, context_options: dict[str, Any] | None = None,
+                    recreate: bool = False) -> AddSettings:
+        """What :meth:`add` settles before the first document: every option checked, the collection created
+        or its recorded configuration verified, the strategy and embedder made. Another engine (the Ray
+        engine) calls it so that it runs exactly the configuration the local engine would."""
+        late_options = renamed(dict(late_options or {}), {"window": "late_window"}, "late_options")
+        context_options = dict(context_options or {})
+        if context == "llm":
+            context_options = renamed(context_options, {"max_tokens": "answer_tokens"}, "context_options")
+        strat, embedder, context = self._prepare(strategy, params, vectors, late, late_options, context,
+                                                 context_options, recreate)
+        return AddSettings(strat, embedder, context, context_options, late, late_options if late else {},
+                           _reuses(strat, embedder, vectors))
+
     # -- adding documents ------------------------------------------------------------------------------
     @staticmethod
     def _inputs(inputs: Any) -> tuple[list[Document], list[str]]:
@@ -470,8 +507,7 @@ class Index:
         run = _Run(report=report, markers=markers, embedder=embedder, late=late, late_options=late_options,
                    context=context, context_options=context_options, batch_size=batch_size,
                    bars=_Progress(progress, "indexing"), languages=LanguageCheck(embedder, notify=notify),
-                   reuse=vectors == "pool"
-                   and getattr(getattr(strat, "embedder", None), "model_id", None) == embedder.model_id)
+                   reuse=_reuses(strat, embedder, vectors))
         try:
             run.bars.set_totals(len(docs) + len(found), self._sizes(docs, found))
             items = self._changed(self._iter_inputs(docs, found, load_options, markers), markers, run.seen,
@@ -742,4 +778,4 @@ class Index:
                          expand=expand, budget=budget)
 
 
-__all__ = ["Index", "IndexReport", "SearchResult", "VECTOR_MODES", "DEFAULT_HYBRID", "DEFAULT_FUSION"]
+__all__ = ["Index", "IndexReport", "AddSettings", "SearchResult", "VECTOR_MODES", "DEFAULT_HYBRID", "DEFAULT_FUSION"]
