@@ -231,16 +231,12 @@ def _warn_now(line: str) -> None:
 
 
 def _run_ray(index, args: argparse.Namespace, name: str, params: dict, load_options: dict, run: dict):
-    """``--engine ray``: the same options, minus those the Ray engine does not run (refused, not ignored)."""
+    """``--engine ray``: the same options as the local engine (vectors, late chunking, context, the walk)."""
     from ..retrieval.ray_engine import index_with_ray
 
-    unsupported = [flag for flag, on in (("--late", run["late"]), ("--context", run["context"]),
-                                         ("--vectors pool", run["vectors"] == "pool"),
-                                         ("--all-files", getattr(args, "all_files", False))) if on]
-    if unsupported:
-        raise ConfigError(f"--engine ray does not support {', '.join(unsupported)} yet; use the local engine")
     return index_with_ray(index, args.paths, address=args.address, workers=args.workers, strategy=name,
-                          params=params, include=args.include, exclude=args.exclude, prune=args.prune,
+                          params=params, **run, include=args.include, exclude=args.exclude,
+                          all_files=bool(getattr(args, "all_files", False)), prune=args.prune,
                           batch_size=args.batch_size, recreate=args.recreate, progress=not args.quiet,
                           load_options=load_options)
 
