@@ -2,7 +2,9 @@
 
 One generated corpus (random-word paragraphs, fixed seed), MiniLM (ONNX int8, no cache), recursive chunks of
 <= 256 tokens, written to a Milvus Lite server on loopback (a fresh collection per run). Prints chunks/s and
-the share of wall time spent embedding (for Ray: the driver's wait on the actor pool). Needs the ``ray`` extra.
+the share of wall time spent embedding (for Ray: the driver's wait on the actor pool), then, for each Ray run,
+the same run again with nothing changed: its time and how many embedding actors it started (none: the
+chunking tasks compare the markers and no model is loaded). Needs the ``ray`` extra.
 
     .venv/bin/python benchmarks/bench_ray.py [--files 40] [--workers 1 2]
 """
@@ -50,8 +52,16 @@ def main() -> None:
                     else:
                         rep = RayIngest(ix, workers=workers).run([folder], params={"max_tokens": 256})
                     dt = time.perf_counter() - t
+                    if workers is not None:  # nothing changed: no actor may start
+                        t = time.perf_counter()
+                        again = RayIngest(ix, workers=workers)
+                        noop = again.run([folder], params={"max_tokens": 256})
+                        redo = (time.perf_counter() - t, noop.skipped, again.actors_started)
                 print(f"{name:10} {rep.chunks:7d} {dt:6.1f} {rep.chunks / dt:9.1f} "
                       f"{100 * rep.timings['embed'] / dt:7.0f}%", flush=True)
+                if workers is not None:
+                    print(f"{name:10} re-run with nothing changed: {redo[0]:.1f} s, {redo[1]} skipped, "
+                          f"{redo[2]} actors started", flush=True)
         finally:
             ray.shutdown()
             srv.kill()
