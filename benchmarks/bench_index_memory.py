@@ -1,7 +1,10 @@
 """Peak memory of ``Index.add`` as the corpus grows: is the local index path streaming?
 
-For each corpus size (default 10 MB and 100 MB of plain text in 200 KB files, generated from a fixed seed)
-a fresh process indexes the folder and prints its peak resident set size (``VmHWM``) and time. Two stores:
+For each corpus size (default 2, 10 and 50 MB of plain text in 200 KB files, generated from a fixed seed)
+a fresh process indexes the folder and prints its peak resident set size (``VmHWM``) and time, and where
+the memory is: the Python objects alive at the end (``py blocks``: :func:`sys.getallocatedblocks`, which
+counts chunkwise's own objects, the markers, the loaded modules) and, for the server store, the Milvus Lite
+server's own resident memory (its whole process group) at the end. Two stores:
 
 - ``lite``: Milvus Lite in process (the default ``chunkwise index``): the peak includes the Milvus Lite
   engine, which holds its own data structures in the same process;
@@ -11,7 +14,10 @@ a fresh process indexes the folder and prints its peak resident set size (``VmHW
 The embedder is a hashed bag of words (a few microseconds per chunk) so that the run measures the
 pipeline and the store, not a model; chunking is ``recursive`` with ``max_tokens=256``.
 
-    .venv/bin/python benchmarks/bench_index_memory.py [--sizes 10 100] [--stores lite server]
+If the Python blocks stay flat while the in-process peak climbs, the growth is Milvus Lite's native engine,
+not chunkwise; the server store then shows the same growth in the server process.
+
+    .venv/bin/python benchmarks/bench_index_memory.py [--sizes 2 10 50] [--stores lite server]
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 CHILD = r"""
-import hashlib, json, re, sys, time
+import gc, hashlib, json, re, sys, time
 import numpy as np
 from chunkwise.embeddings.base import Embedder, l2_normalize
 from chunkwise.segmentation.tokenizers import get_tokenizer
@@ -60,8 +66,9 @@ base = rss("VmRSS")
 t = time.perf_counter()
 with Index(**where, embedder=HashEmbedder(), cache=False) as ix:
     rep = ix.add(folder, params={"max_tokens": 256})
+gc.collect()
 print(json.dumps({"chunks": rep.chunks, "seconds": time.perf_counter() - t, "base_mb": base / 1024,
-                  "peak_mb": rss("VmHWM") / 1024,
+                  "peak_mb": rss("VmHWM") / 1024, "py_blocks_k": sys.getallocatedblocks() // 1000,
                   "timings": {k: round(v, 1) for k, v in rep.timings.items()}}))
 """
 
@@ -82,6 +89,22 @@ def make_corpus(folder: Path, megabytes: int, file_kb: int = 200, seed: int = 0)
         (folder / f"f{n:05d}.txt").write_text("\n\n".join(paras), encoding="utf-8")
 
 
+def group_rss_mb(pgid: int) -> float:
+    """Resident memory of every process in a process group (the Milvus Lite server and its children)."""
+    import os
+
+    total = 0
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if os.getpgid(int(pid)) != pgid:
+                continue
+            with open(f"/proc/{pid}/status") as f:
+                total += next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+        except (OSError, StopIteration):
+            continue
+    return total / 1024
+
+
 def measure(folder: Path, where: dict) -> dict:
     out = subprocess.run([sys.executable, "-c", CHILD, str(folder), json.dumps(where)], capture_output=True,
                          text=True, check=True)
@@ -90,12 +113,13 @@ def measure(folder: Path, where: dict) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", type=int, nargs="+", default=[10, 100], help="corpus sizes in MB")
+    ap.add_argument("--sizes", type=int, nargs="+", default=[2, 10, 50], help="corpus sizes in MB")
     ap.add_argument("--stores", nargs="+", default=["lite", "server"], choices=["lite", "server"])
     args = ap.parse_args()
     from milvus_servers import start_milvus_lite
 
-    print(f"{'store':8} {'MB':>5} {'chunks':>8} {'s':>7} {'chunks/s':>9} {'base MB':>8} {'peak MB':>8}")
+    print(f"{'store':8} {'MB':>5} {'chunks':>8} {'s':>7} {'chunks/s':>9} {'base MB':>8} {'peak MB':>8} "
+          f"{'py blocks':>10} {'server MB':>10}")
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         for mb in args.sizes:
@@ -110,12 +134,15 @@ def main() -> None:
                     where = {"db": str(Path(tmp) / f"lite{mb}.db"), "collection": "mem"}
                 try:
                     r = measure(corpus, where)
+                    r["server_mb"] = group_rss_mb(server.proc.pid) if server is not None else None
                 finally:
                     if server is not None:
                         server.kill()
                 results[(store, mb)] = r
                 print(f"{store:8} {mb:5d} {r['chunks']:8d} {r['seconds']:7.1f} {r['chunks'] / r['seconds']:9.0f} "
-                      f"{r['base_mb']:8.0f} {r['peak_mb']:8.0f}  {r['timings']}", flush=True)
+                      f"{r['base_mb']:8.0f} {r['peak_mb']:8.0f} {r['py_blocks_k']:9d}k "
+                      f"{'-' if r['server_mb'] is None else format(r['server_mb'], '.0f'):>10}  {r['timings']}",
+                      flush=True)
     lo, hi = min(args.sizes), max(args.sizes)
     for store in args.stores:
         if (store, lo) in results and (store, hi) in results and lo != hi:
