@@ -46,8 +46,8 @@ XDIST       ?= 2
 PYTEST_ARGS ?=
 PYTEST       = $(BIN)/python -m pytest $(if $(filter 0,$(XDIST)),,-n $(XDIST)) $(PYTEST_ARGS)
 # The package's line-coverage floor (in-process coverage of the whole suite; CLI subprocesses not counted),
-# checked by `make coverage` after `.ci/run`'s two tiers: measured 2026-12-01, see CONTRIBUTING.md.
-COV_FLOOR    = 80
+# checked by `make coverage` after `.ci/run`'s two tiers. Measured 2026-12-01: 91% from the fast tier alone.
+COV_FLOOR    = 90
 
 test: $(STAMP) browser lint types
 	$(PYTEST) -m "not slow"
