@@ -45,7 +45,8 @@ from ..strategies.factory import make_strategy
 from ..formats.walk import UnreadableFolder
 from ..strategies.many import chunk_documents
 from ..video.document import VideoDocument, unchanged_video
-from .ingest import EMBED_BATCH as EMBED_BATCH, check_sizes, embed_documents, finish_chunks, is_unchanged, write_documents
+from .ingest import EMBED_BATCH as EMBED_BATCH  # re-exported: its old home
+from .ingest import check_sizes, embed_documents, finish_chunks, is_unchanged, write_documents
 from .progress import Progress
 from ..pipeline.config import DEFAULT_FUSION, DEFAULT_HYBRID, LATE_OPTIONS, RRF_K, SETTINGS, VECTOR_MODES
 from .fusion import DENSE_WEIGHT, ZSCORE_DEPTH, check_fusion, fuse_candidates_zscore, reciprocal_rank_fusion
