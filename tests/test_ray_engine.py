@@ -14,11 +14,10 @@ import sys
 
 import numpy as np
 import pytest
-from milvus_servers import start_milvus_lite
-from milvus_servers import CLI, contents, new_collection, wait_for_chunks, write_corpus
+from conftest import FakeEmbedder
+from milvus_servers import CLI, contents, new_collection, start_milvus_lite, wait_for_chunks, write_corpus
 
 from chunkwise.errors import ConfigError
-from conftest import FakeEmbedder
 from chunkwise.retrieval import Index
 from chunkwise.store.milvus import MilvusStore
 
