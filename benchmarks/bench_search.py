@@ -19,10 +19,10 @@ per query (calls on the pymilvus client, counted by wrapping its methods), for
 
 - ``dense``: ``Index.search(hybrid=False)``;
 - ``hybrid before``: the code path this benchmark replaced, reconstructed: the store forgets its
-  configuration and collection facts before each query (so it reads them again, as it did), ranks
-  BM25 with Milvus Lite's own (``MilvusStore(client_bm25=False)``) and asks both sides for 1000 candidates;
+  configuration and collection facts before each query (so it reads them again, as it did) and ranks
+  BM25 with Milvus Lite's own (``MilvusStore(client_bm25=False)``), 1000 candidates per side as now;
 - ``hybrid``: ``Index.search()`` as it is now (bm25s over an index loaded or built on the first hybrid
-  query, 200 vector candidates).
+  query).
 
 It also prints how often the two hybrid paths agree on the top 5. ``--chroma`` instead indexes Chroma's
 evaluation corpora with MiniLM (the default strategy) and prints recall@5 of all its questions for dense,
@@ -138,20 +138,15 @@ def count_calls(client) -> Counter:
     return calls
 
 
-VECTOR_DEPTH = None
-
-
 def search_before(index, query: str, k: int = 5):
     """The hybrid search this benchmark replaced: configuration and collection read again for every
     query (the store forgets them), BM25 by Milvus Lite itself."""
     store = index.store
     store._config, store._opened, store.client_bm25 = None, False, False
-    type(store).vector_depth = None  # type: ignore[assignment,misc]  # the 1000 candidates of before
     try:
         return index.search(query, k=k)
     finally:
         store.client_bm25 = None
-        type(store).vector_depth = VECTOR_DEPTH
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -171,10 +166,6 @@ def queries(words: list[str], n: int, seed: int = 7) -> list[str]:
 
 def measure(db: str, n_queries: int) -> dict:
     from chunkwise import Index
-    from chunkwise.store import MilvusStore
-
-    global VECTOR_DEPTH
-    VECTOR_DEPTH = MilvusStore.vector_depth
 
     qs = queries(source_words(), n_queries)
     index = Index(db, embedder=HashEmbedder(), cache=False)
@@ -253,10 +244,6 @@ def measure(db: str, n_queries: int) -> dict:
 def chroma_recall(data: Path) -> None:
     """recall@5 of Chroma's questions: dense, hybrid before (Milvus Lite's BM25), hybrid (bm25s)."""
     from chunkwise import Index
-    from chunkwise.store import MilvusStore
-
-    global VECTOR_DEPTH
-    VECTOR_DEPTH = MilvusStore.vector_depth
     from chunkwise.embeddings import get_embedder
 
     paths = sorted(str(p) for p in (data / "corpora").glob("*.md"))

@@ -126,18 +126,3 @@ def test_a_saved_index_that_misses_chunks_is_not_used(tmp_path):
     keep.rename(saved)
     with Index(tmp_path / "t.db", embedder=FakeEmbedder()) as ix:
         assert ix.search("penguins huddle", k=1)[0].bm25_rank == 1
-
-
-def test_milvus_lite_asks_for_at_most_200_vector_candidates(index):
-    client = index.store.connect()
-    limits = []
-    search = client.search
-
-    def recording(*args, **kwargs):
-        limits.append(kwargs["limit"])
-        return search(*args, **kwargs)
-
-    client.search = recording
-    index.search("conductor tickets", k=3)
-    index.search("conductor tickets", k=100)
-    assert limits == [200, 400]

@@ -64,11 +64,6 @@ OUTPUT_FIELDS = [
 ]
 #: where a Milvus Lite directory keeps its bm25s index between processes (dropped before every write)
 BM25_FOLDER = "chunkwise-bm25"
-#: vector candidates of a hybrid search on Milvus Lite, which turns every hit into a whole row (all fields,
-#: the vector too) however few fields are asked for: ~0.1 ms each, so 1000 cost 4x a dense search at
-#: 50,000 chunks. recall@5 on Chroma's evaluation with 1000 BM25 candidates: 82.3 at 1000, 81.9 at 200,
-#: 81.3 at 100 (benchmarks/bench_search_fusion.py --sparse-depth 1000)
-LITE_VECTOR_DEPTH = 200
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,200}$")
 READ_ONLY_PROBLEM = ("the database directory is not writable: it can be searched, but indexing into it or "
                      "deleting from it needs write access (copy it somewhere writable to change it)")
@@ -847,11 +842,6 @@ class MilvusStore:
             with contextlib.suppress(OSError):
                 built.save(Path(self.db) / BM25_FOLDER)
         return built
-
-    @property
-    def vector_depth(self) -> int | None:
-        """How many vector candidates a hybrid search asks for at most (``None``: as many as it fuses)."""
-        return LITE_VECTOR_DEPTH if self.db is not None else None
 
     @property
     def uses_client_bm25(self) -> bool:
