@@ -377,7 +377,9 @@ class RayIngest:
             # a killed actor is restarted (its model reloaded) and its call retried, so the job usually
             # finishes; past the retries the RayError of _pipeline ends the run with one line
             actor = ray.remote(num_cpus=1, max_restarts=2, max_task_retries=2)(EmbedWorker)
-            spec = ray.put(self._embedder_spec())
+            # the spec goes by value: an actor restarted after its object-store argument was released could
+            # not be rebuilt (Ray warns of exactly that for put arguments with max_restarts)
+            spec = self._embedder_spec()
             self._actors = [actor.remote(spec) for _ in range(self._workers)]
             self._pool = ActorPool(self._actors)
             self.actors_started += self._workers
