@@ -110,8 +110,14 @@ def test_the_bm25_index_is_saved_for_the_next_process_and_dropped_by_a_write(tmp
         assert "query_iterator" not in calls and calls["query"] == 1, calls  # the count(*) check, no scan
         ix.add([Document("Penguins huddle on the ice.", source="kb/penguins.txt")], strategy=lines())
         assert not (tmp_path / "t.db" / "chunkwise-bm25").exists()
+        assert ix.search("penguins huddle", k=1)[0].bm25_rank == 1  # saved again
+        assert (tmp_path / "t.db" / "chunkwise-bm25").exists()
+        # an edit with the same number of chunks: the count alone could not tell
+        ix.add([Document("Walruses rest on the ice.", source="kb/penguins.txt")], strategy=lines())
+        assert not (tmp_path / "t.db" / "chunkwise-bm25").exists()
     with Index(tmp_path / "t.db", embedder=FakeEmbedder()) as ix:
-        assert ix.search("penguins huddle", k=1)[0].bm25_rank == 1
+        hit = ix.search("walruses rest", k=1)[0]
+        assert hit.text == "Walruses rest on the ice." and hit.bm25_rank == 1
 
 
 def test_a_saved_index_that_misses_chunks_is_not_used(tmp_path):

@@ -841,6 +841,7 @@ class MilvusStore:
         if self.db is not None and self.bm25_builtin and not self.read_only:
             with contextlib.suppress(OSError):
                 built.save(Path(self.db) / BM25_FOLDER)
+                self._bm25_saved_dropped = False  # the next write of this connection must remove it again
         return built
 
     @property
