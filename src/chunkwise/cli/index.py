@@ -73,8 +73,6 @@ def add_retrieval_options(p: argparse.ArgumentParser) -> None:
                         "dense_weight, expand, budget); flags given override it")
 
 
-
-
 def register(subparsers) -> None:
     from .options import add_chunking_options, add_input_options
 

@@ -36,6 +36,7 @@ from ..deprecation import renamed
 from ..document import CHUNK_FIELDS, Chunk, Document
 from ..embeddings.base import Embedder
 from ..embeddings.language import LanguageCheck
+from ..embeddings.vectors import query_vectors
 from ..errors import ChunkwiseError, ConfigError, InputError
 from ..store.base import Hit, Marker, Store
 from ..store.milvus import DEFAULT_COLLECTION, SCHEMA_VERSION, MilvusStore
@@ -724,7 +725,7 @@ class Index:
             filter = f"({filter}) and {safe}" if filter else safe
         config = self._open_existing()
         embedder = self.embedder(config)
-        qvec = embedder.embed([query])[0]
+        qvec = query_vectors(embedder, [query])[0]  # E5 reads a query unlike a document
         if not hybrid:
             hits = self.store.search_vector(qvec, k, filter)
             return [SearchResult.from_hit(r, h.score, h, vector_rank=r) for r, h in enumerate(hits, start=1)]
