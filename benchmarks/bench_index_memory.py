@@ -72,8 +72,10 @@ print(json.dumps({"chunks": rep.chunks, "seconds": time.perf_counter() - t, "bas
                   "timings": {k: round(v, 1) for k, v in rep.timings.items()}}))
 """
 
-WORDS = ("river stone lamp keeper harbor winter bread oven flour garden rose train ticket night bee honey wax "
-         "queen storm fog lens glass tower bell copper salt anchor rope sail gull").split()
+WORDS = (
+    "river stone lamp keeper harbor winter bread oven flour garden rose train ticket night bee honey wax "
+    "queen storm fog lens glass tower bell copper salt anchor rope sail gull"
+).split()
 
 
 def make_corpus(folder: Path, megabytes: int, file_kb: int = 200, seed: int = 0) -> None:
@@ -106,8 +108,9 @@ def group_rss_mb(pgid: int) -> float:
 
 
 def measure(folder: Path, where: dict) -> dict:
-    out = subprocess.run([sys.executable, "-c", CHILD, str(folder), json.dumps(where)], capture_output=True,
-                         text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, str(folder), json.dumps(where)], capture_output=True, text=True, check=True
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -118,8 +121,10 @@ def main() -> None:
     args = ap.parse_args()
     from milvus_servers import start_milvus_lite
 
-    print(f"{'store':8} {'MB':>5} {'chunks':>8} {'s':>7} {'chunks/s':>9} {'base MB':>8} {'peak MB':>8} "
-          f"{'py blocks':>10} {'server MB':>10}")
+    print(
+        f"{'store':8} {'MB':>5} {'chunks':>8} {'s':>7} {'chunks/s':>9} {'base MB':>8} {'peak MB':>8} "
+        f"{'py blocks':>10} {'server MB':>10}"
+    )
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         for mb in args.sizes:
@@ -139,10 +144,12 @@ def main() -> None:
                     if server is not None:
                         server.kill()
                 results[(store, mb)] = r
-                print(f"{store:8} {mb:5d} {r['chunks']:8d} {r['seconds']:7.1f} {r['chunks'] / r['seconds']:9.0f} "
-                      f"{r['base_mb']:8.0f} {r['peak_mb']:8.0f} {r['py_blocks_k']:9d}k "
-                      f"{'-' if r['server_mb'] is None else format(r['server_mb'], '.0f'):>10}  {r['timings']}",
-                      flush=True)
+                print(
+                    f"{store:8} {mb:5d} {r['chunks']:8d} {r['seconds']:7.1f} {r['chunks'] / r['seconds']:9.0f} "
+                    f"{r['base_mb']:8.0f} {r['peak_mb']:8.0f} {r['py_blocks_k']:9d}k "
+                    f"{'-' if r['server_mb'] is None else format(r['server_mb'], '.0f'):>10}  {r['timings']}",
+                    flush=True,
+                )
     lo, hi = min(args.sizes), max(args.sizes)
     for store in args.stores:
         if (store, lo) in results and (store, hi) in results and lo != hi:

@@ -37,14 +37,12 @@ def main() -> None:
         folder = Path(tmp) / "corpus"
         write_corpus(folder, 0, [f"f{i:04d}.txt" for i in range(args.files)])
         srv = start_milvus_lite(Path(tmp) / "srv")
-        ray.init(include_dashboard=False, log_to_driver=False, _node_ip_address="127.0.0.1",
-                 configure_logging=False)
+        ray.init(include_dashboard=False, log_to_driver=False, _node_ip_address="127.0.0.1", configure_logging=False)
         print(f"{'engine':10} {'chunks':>7} {'s':>6} {'chunks/s':>9} {'embed %':>8}")
         try:
             runs = [("local", None)] + [(f"ray x{w}", w) for w in args.workers]
             for name, workers in runs:
-                with Index(uri=srv.uri, collection=f"b_{name.replace(' ', '_')}", embedder="minilm",
-                           cache=False) as ix:
+                with Index(uri=srv.uri, collection=f"b_{name.replace(' ', '_')}", embedder="minilm", cache=False) as ix:
                     ix.embedder()  # model load outside the timing, as the Ray actors load theirs at start
                     t = time.perf_counter()
                     if workers is None:
@@ -57,11 +55,17 @@ def main() -> None:
                         again = RayIngest(ix, workers=workers)
                         noop = again.run([folder], params={"max_tokens": 256})
                         redo = (time.perf_counter() - t, noop.skipped, again.actors_started)
-                print(f"{name:10} {rep.chunks:7d} {dt:6.1f} {rep.chunks / dt:9.1f} "
-                      f"{100 * rep.timings['embed'] / dt:7.0f}%", flush=True)
+                print(
+                    f"{name:10} {rep.chunks:7d} {dt:6.1f} {rep.chunks / dt:9.1f} "
+                    f"{100 * rep.timings['embed'] / dt:7.0f}%",
+                    flush=True,
+                )
                 if workers is not None:
-                    print(f"{name:10} re-run with nothing changed: {redo[0]:.1f} s, {redo[1]} skipped, "
-                          f"{redo[2]} actors started", flush=True)
+                    print(
+                        f"{name:10} re-run with nothing changed: {redo[0]:.1f} s, {redo[1]} skipped, "
+                        f"{redo[2]} actors started",
+                        flush=True,
+                    )
         finally:
             ray.shutdown()
             srv.kill()

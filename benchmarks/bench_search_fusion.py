@@ -26,10 +26,19 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("data", nargs="?", default=str(ROOT.parent / "shared" / "data" / "chroma-eval"))
     ap.add_argument("--config", default=str(ROOT / "docs" / "best-config.json"))
-    ap.add_argument("--depth", type=int, nargs="+", default=[50, 100, 200],
-                    help="candidates per side (Index.search uses max(50, 4k))")
-    ap.add_argument("--sparse-depth", type=int, default=None,
-                    help="BM25 candidates (default: the same as --depth); vectors keep --depth")
+    ap.add_argument(
+        "--depth",
+        type=int,
+        nargs="+",
+        default=[50, 100, 200],
+        help="candidates per side (Index.search uses max(50, 4k))",
+    )
+    ap.add_argument(
+        "--sparse-depth",
+        type=int,
+        default=None,
+        help="BM25 candidates (default: the same as --depth); vectors keep --depth",
+    )
     ap.add_argument("--embed-window", type=int, default=256)
     args = ap.parse_args()
 
@@ -50,14 +59,19 @@ def main() -> None:
 
     measure("full-corpus z-score (eval)", spec)
     for depth in args.depth:
+
         def cand(self, spec, store, sims, depth=depth):
-            return candidate_zscore_matrix(sims, self._bm25_scores(store), depth, spec.dense_weight,
-                                           sparse_depth=args.sparse_depth)
+            return candidate_zscore_matrix(
+                sims, self._bm25_scores(store), depth, spec.dense_weight, sparse_depth=args.sparse_depth
+            )
+
         runner.Evaluator._zscore_fused = cand
         bm25 = "" if args.sparse_depth is None else f", BM25 {args.sparse_depth}"
         measure(f"candidate z-score, depth {depth}{bm25} (search)", spec)
     runner.Evaluator._zscore_fused = full_fn
-    measure("reciprocal rank fusion (search default)", runner.spec_from_params(name, params, run={**run, "fusion": "rrf"}))
+    measure(
+        "reciprocal rank fusion (search default)", runner.spec_from_params(name, params, run={**run, "fusion": "rrf"})
+    )
     print(f"{'fusion':45s} {'recall@5':>9s} {'IoU@5':>7s} {'s':>6s}")
     for label, r, i, t in rows:
         print(f"{label:45s} {r:9.1f} {i:7.1f} {t:6.0f}")

@@ -39,8 +39,9 @@ def lite(tmp_path_factory):
 @pytest.fixture(scope="module")
 def local_ray():
     os.environ.setdefault("RAY_gcs_server_port_wait_time_s", "120")  # loaded CI machines: slow GCS start
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _node_ip_address="127.0.0.1",
-             configure_logging=False)
+    ray.init(
+        num_cpus=2, include_dashboard=False, log_to_driver=False, _node_ip_address="127.0.0.1", configure_logging=False
+    )
     # the test embedder lives in tests/conftest.py, which Ray's workers cannot import: ship it by value
     ray.cloudpickle.register_pickle_by_value(sys.modules[FakeEmbedder.__module__])
     yield
@@ -108,19 +109,40 @@ def test_ray_job_killed_then_resumed(lite, local_ray, tmp_path):
     mid-job; the re-run completes and the collection equals a clean run's."""
     folder = tmp_path / "corpus"
     write_corpus(folder, 5, [f"f{i}.txt" for i in range(10)])
-    args = ["-q", "--no-cache", "index", str(folder), "--max-tokens", "64", "--batch-size", "8", "--uri",
-            lite.uri, "--engine", "ray", "--workers", "1", "--address", "auto"]
+    args = [
+        "-q",
+        "--no-cache",
+        "index",
+        str(folder),
+        "--max-tokens",
+        "64",
+        "--batch-size",
+        "8",
+        "--uri",
+        lite.uri,
+        "--engine",
+        "ray",
+        "--workers",
+        "1",
+        "--address",
+        "auto",
+    ]
     clean, coll = new_collection(), new_collection()
     with Index(uri=lite.uri, collection=clean, embedder="minilm", cache=False) as ix:
         ix.add(folder, params={"max_tokens": 64}, batch_size=8)
     env = {**os.environ, "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0"}
-    proc = subprocess.Popen([sys.executable, "-c", CLI, *args, "--collection", coll], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CLI, *args, "--collection", coll],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
     wait_for_chunks(lite, coll, proc, timeout=180)
     os.kill(proc.pid, signal.SIGKILL)  # the driver; its actors and tasks die with their job
     proc.wait(timeout=30)
-    done = subprocess.run([sys.executable, "-c", CLI, *args, "--collection", coll], capture_output=True,
-                          text=True, timeout=300, env=env)
+    done = subprocess.run(
+        [sys.executable, "-c", CLI, *args, "--collection", coll], capture_output=True, text=True, timeout=300, env=env
+    )
     assert done.returncode == 0, done.stderr
     assert contents(lite, coll) == contents(lite, clean)
 
@@ -137,8 +159,12 @@ def write_markdown(folder, n: int) -> None:
         for s in range(3):
             parts.append(f"## Part {s}")
             for _ in range(2):
-                parts.append(" ".join(" ".join(rng.choice(WORDS) for _ in range(rng.randint(5, 12))).capitalize()
-                                      + "." for _ in range(rng.randint(2, 5))))
+                parts.append(
+                    " ".join(
+                        " ".join(rng.choice(WORDS) for _ in range(rng.randint(5, 12))).capitalize() + "."
+                        for _ in range(rng.randint(2, 5))
+                    )
+                )
         (folder / f"g{f}.md").write_text("\n\n".join(parts) + "\n", encoding="utf-8")
 
 
@@ -176,8 +202,10 @@ def test_ray_equals_local_in_every_mode(local_ray, tmp_path, mode):
         assert all(row.chunk.context for row in dist.rows.values())
 
     def chunks(store):
-        return {i: (r.chunk.text, r.chunk.start, r.chunk.end, r.chunk.context, r.chunk.source)
-                for i, r in store.rows.items()}
+        return {
+            i: (r.chunk.text, r.chunk.start, r.chunk.end, r.chunk.context, r.chunk.source)
+            for i, r in store.rows.items()
+        }
 
     assert chunks(dist) == chunks(local)
     assert dist.marks == local.marks
@@ -222,17 +250,41 @@ def test_ray_cli_takes_every_mode(lite, local_ray, tmp_path):
     folder = tmp_path / "corpus"
     write_markdown(folder, 2)
     (folder / "notes.unknown").write_text("A plain note about the harbor lamp and its keeper.", encoding="utf-8")
-    flags = ["--strategy", "semantic", "--vectors", "pool", "--context", "headings", "--all-files",
-             "--max-tokens", "48"]
+    flags = [
+        "--strategy",
+        "semantic",
+        "--vectors",
+        "pool",
+        "--context",
+        "headings",
+        "--all-files",
+        "--max-tokens",
+        "48",
+    ]
     clean, coll = new_collection(), new_collection()
-    base = [sys.executable, "-c", CLI, "-q", "--no-cache", "--embedder", "minilm", "index", str(folder), "--uri",
-            lite.uri]
+    base = [
+        sys.executable,
+        "-c",
+        CLI,
+        "-q",
+        "--no-cache",
+        "--embedder",
+        "minilm",
+        "index",
+        str(folder),
+        "--uri",
+        lite.uri,
+    ]
     env = {**os.environ, "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0"}
-    done = subprocess.run([*base, *flags, "--collection", clean], capture_output=True, text=True, timeout=300,
-                          env=env)
+    done = subprocess.run([*base, *flags, "--collection", clean], capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 0, done.stderr
-    done = subprocess.run([*base, *flags, "--collection", coll, "--engine", "ray", "--workers", "1", "--address",
-                           "auto"], capture_output=True, text=True, timeout=300, env=env)
+    done = subprocess.run(
+        [*base, *flags, "--collection", coll, "--engine", "ray", "--workers", "1", "--address", "auto"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     assert done.returncode == 0, done.stderr
     rows, marks = contents(lite, coll)
     assert (rows, marks) == contents(lite, clean)

@@ -21,16 +21,24 @@ from ..store.milvus import DEFAULT_COLLECTION, DEFAULT_DB
 def add_store_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("store")
     where = g.add_mutually_exclusive_group()
-    where.add_argument("--db", default=None, metavar="PATH.db",
-                       help=f"Milvus Lite database directory, created on first use (default: ./{DEFAULT_DB})")
-    where.add_argument("--uri", default=None, metavar="URL",
-                       help="Milvus server instead of Milvus Lite, e.g. http://localhost:19530")
-    g.add_argument("--token", default=None,
-                   help="Milvus token (user:password or API key; default: $MILVUS_TOKEN)")
-    g.add_argument("--collection", default=DEFAULT_COLLECTION,
-                   help=f"collection name (default: {DEFAULT_COLLECTION})")
-    g.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
-                   help="give up connecting to a server (and on any single call) after this long (default 10)")
+    where.add_argument(
+        "--db",
+        default=None,
+        metavar="PATH.db",
+        help=f"Milvus Lite database directory, created on first use (default: ./{DEFAULT_DB})",
+    )
+    where.add_argument(
+        "--uri", default=None, metavar="URL", help="Milvus server instead of Milvus Lite, e.g. http://localhost:19530"
+    )
+    g.add_argument("--token", default=None, help="Milvus token (user:password or API key; default: $MILVUS_TOKEN)")
+    g.add_argument("--collection", default=DEFAULT_COLLECTION, help=f"collection name (default: {DEFAULT_COLLECTION})")
+    g.add_argument(
+        "--timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="give up connecting to a server (and on any single call) after this long (default 10)",
+    )
 
 
 def open_index(args: argparse.Namespace):
@@ -41,10 +49,17 @@ def open_index(args: argparse.Namespace):
     options = {"base_url": args.base_url} if getattr(args, "base_url", None) else {}
     if getattr(args, "embedder_backend", None):
         options["backend"] = args.embedder_backend
-    return Index(db=args.db, uri=args.uri, token=args.token or os.environ.get("MILVUS_TOKEN"),
-                 collection=args.collection, embedder=getattr(args, "embedder", None),
-                 cache=not getattr(args, "no_cache", False), cache_dir=getattr(args, "cache_dir", None),
-                 embedder_options=options, timeout=args.timeout)
+    return Index(
+        db=args.db,
+        uri=args.uri,
+        token=args.token or os.environ.get("MILVUS_TOKEN"),
+        collection=args.collection,
+        embedder=getattr(args, "embedder", None),
+        cache=not getattr(args, "no_cache", False),
+        cache_dir=getattr(args, "cache_dir", None),
+        embedder_options=options,
+        timeout=args.timeout,
+    )
 
 
 def add_retrieval_options(p: argparse.ArgumentParser) -> None:
@@ -54,85 +69,167 @@ def add_retrieval_options(p: argparse.ArgumentParser) -> None:
 
     p.add_argument("--dense", action="store_true", help="vectors alone (default: BM25 + vectors fused)")
     p.add_argument("--hybrid", action="store_true", help=argparse.SUPPRESS)  # the default now; kept for old scripts
-    p.add_argument("--fusion", choices=FUSION_MODES, default=None,
-                   help="how BM25 and vectors are fused: zscore (per-query z-scores, --dense-weight x vector + "
-                        "rest x BM25, as `eval`/`tune`; default) or rrf (reciprocal rank fusion)")
-    p.add_argument("--dense-weight", type=float, default=None, metavar="W",
-                   help=f"weight of the vector scores in zscore fusion (default {DENSE_WEIGHT})")
-    p.add_argument("--rrf-k", type=int, default=None, metavar="K",
-                   help=f"the constant of rrf fusion (default {RRF_K})")
-    p.add_argument("--expand", default=None, metavar="MODE",
-                   help="hand on the context around each hit: neighbors:N (N chunks each side), section (the "
-                        "hit's section), parent:TOKENS (about TOKENS tokens around it); hits that meet are merged "
-                        "into one passage (default: the hits alone)")
-    p.add_argument("--budget", default=None, metavar="TOKENS",
-                   help="at most this many tokens of passages in all, counted with cl100k, e.g. 2000 or 2k "
-                        "(default: no limit)")
-    p.add_argument("--config", default=None, metavar="FILE",
-                   help="retrieve as a configuration written by `chunkwise tune` says (hybrid, fusion, rrf_k, "
-                        "dense_weight, expand, budget); flags given override it")
+    p.add_argument(
+        "--fusion",
+        choices=FUSION_MODES,
+        default=None,
+        help="how BM25 and vectors are fused: zscore (per-query z-scores, --dense-weight x vector + "
+        "rest x BM25, as `eval`/`tune`; default) or rrf (reciprocal rank fusion)",
+    )
+    p.add_argument(
+        "--dense-weight",
+        type=float,
+        default=None,
+        metavar="W",
+        help=f"weight of the vector scores in zscore fusion (default {DENSE_WEIGHT})",
+    )
+    p.add_argument("--rrf-k", type=int, default=None, metavar="K", help=f"the constant of rrf fusion (default {RRF_K})")
+    p.add_argument(
+        "--expand",
+        default=None,
+        metavar="MODE",
+        help="hand on the context around each hit: neighbors:N (N chunks each side), section (the "
+        "hit's section), parent:TOKENS (about TOKENS tokens around it); hits that meet are merged "
+        "into one passage (default: the hits alone)",
+    )
+    p.add_argument(
+        "--budget",
+        default=None,
+        metavar="TOKENS",
+        help="at most this many tokens of passages in all, counted with cl100k, e.g. 2000 or 2k (default: no limit)",
+    )
+    p.add_argument(
+        "--config",
+        default=None,
+        metavar="FILE",
+        help="retrieve as a configuration written by `chunkwise tune` says (hybrid, fusion, rrf_k, "
+        "dense_weight, expand, budget); flags given override it",
+    )
 
 
 def register(subparsers) -> None:
     from .options import add_chunking_options, add_input_options
 
     p = subparsers.add_parser(
-        "index", help="chunk, embed and store documents in Milvus (incremental)",
+        "index",
+        help="chunk, embed and store documents in Milvus (incremental)",
         description="Chunk files and folders, embed the chunks and store them in Milvus Lite (default) or a "
-                    "Milvus server. Re-running is incremental: unchanged documents are skipped, changed ones "
-                    "replaced; a run interrupted at any point can simply be run again.")
+        "Milvus server. Re-running is incremental: unchanged documents are skipped, changed ones "
+        "replaced; a run interrupted at any point can simply be run again.",
+    )
     p.add_argument("paths", nargs="*", metavar="PATH", help="files or folders to index")
     add_store_options(p)
     add_chunking_options(p)
     add_input_options(p)
     g = p.add_argument_group("vectors and context")
-    g.add_argument("--vectors", choices=("text", "pool"), default=None,
-                   help="text: embed each chunk (default); pool: mean-pool the sentence vectors a semantic "
-                        "strategy computed while chunking (no second embedding pass)")
-    g.add_argument("--late", action="store_true",
-                   help="late chunking: pool chunk vectors from token vectors of the whole document")
-    g.add_argument("--late-window", type=int, default=None, metavar="TOKENS",
-                   help="late chunking macro-window size (default: 256, at most the embedder's model_window)")
-    g.add_argument("--late-overlap", type=int, default=None, metavar="TOKENS",
-                   help="tokens shared by consecutive late-chunking windows")
-    g.add_argument("--context", default=None, metavar="MODE",
-                   help="contextual chunk text to embed and BM25-index: headings | neighbors | llm")
-    g.add_argument("--context-neighbors", type=int, default=None, metavar="N",
-                   help="sentences each side for --context neighbors (default 2)")
-    g.add_argument("--llm-base-url", default=None, metavar="URL",
-                   help="OpenAI-compatible endpoint for --context llm")
+    g.add_argument(
+        "--vectors",
+        choices=("text", "pool"),
+        default=None,
+        help="text: embed each chunk (default); pool: mean-pool the sentence vectors a semantic "
+        "strategy computed while chunking (no second embedding pass)",
+    )
+    g.add_argument(
+        "--late", action="store_true", help="late chunking: pool chunk vectors from token vectors of the whole document"
+    )
+    g.add_argument(
+        "--late-window",
+        type=int,
+        default=None,
+        metavar="TOKENS",
+        help="late chunking macro-window size (default: 256, at most the embedder's model_window)",
+    )
+    g.add_argument(
+        "--late-overlap",
+        type=int,
+        default=None,
+        metavar="TOKENS",
+        help="tokens shared by consecutive late-chunking windows",
+    )
+    g.add_argument(
+        "--context",
+        default=None,
+        metavar="MODE",
+        help="contextual chunk text to embed and BM25-index: headings | neighbors | llm",
+    )
+    g.add_argument(
+        "--context-neighbors",
+        type=int,
+        default=None,
+        metavar="N",
+        help="sentences each side for --context neighbors (default 2)",
+    )
+    g.add_argument("--llm-base-url", default=None, metavar="URL", help="OpenAI-compatible endpoint for --context llm")
     g.add_argument("--llm-model", default=None, help="chat model for --context llm")
     g = p.add_argument_group("maintenance")
     g.add_argument("--prune", action="store_true", help="remove documents whose files no longer exist")
-    g.add_argument("--delete", action="append", default=[], metavar="SOURCE_OR_ID",
-                   help="remove a document (by source path or doc id) and exit (repeatable)")
-    g.add_argument("--recreate", action="store_true",
-                   help="drop the collection and build it again (e.g. with another embedder or strategy)")
-    g.add_argument("--batch-size", type=int, default=256, metavar="CHUNKS",
-                   help="chunks gathered before each embed-and-write round (default 256)")
+    g.add_argument(
+        "--delete",
+        action="append",
+        default=[],
+        metavar="SOURCE_OR_ID",
+        help="remove a document (by source path or doc id) and exit (repeatable)",
+    )
+    g.add_argument(
+        "--recreate",
+        action="store_true",
+        help="drop the collection and build it again (e.g. with another embedder or strategy)",
+    )
+    g.add_argument(
+        "--batch-size",
+        type=int,
+        default=256,
+        metavar="CHUNKS",
+        help="chunks gathered before each embed-and-write round (default 256)",
+    )
     g = p.add_argument_group("distributed ingestion (extra 'ray')")
-    g.add_argument("--engine", choices=("local", "ray"), default="local",
-                   help="local: this process (default); ray: chunk in Ray tasks, embed in a Ray actor pool, "
-                        "write from here (needs --uri)")
-    g.add_argument("--address", default=None, metavar="auto|ray://HOST:PORT",
-                   help="Ray cluster to join (default: start a local one)")
-    g.add_argument("--workers", type=int, default=None, metavar="N",
-                   help="embedding actors, one model each (default: the cluster's CPUs)")
+    g.add_argument(
+        "--engine",
+        choices=("local", "ray"),
+        default="local",
+        help="local: this process (default); ray: chunk in Ray tasks, embed in a Ray actor pool, "
+        "write from here (needs --uri)",
+    )
+    g.add_argument(
+        "--address",
+        default=None,
+        metavar="auto|ray://HOST:PORT",
+        help="Ray cluster to join (default: start a local one)",
+    )
+    g.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="embedding actors, one model each (default: the cluster's CPUs)",
+    )
     p.set_defaults(func=run_index)
 
-    s = subparsers.add_parser("search", help="search an index built by `chunkwise index`",
-                              description="Retrieve the chunks closest to a query: BM25 and vectors fused by "
-                                          "z-scores (the default, chosen by measurement: docs/evaluation.md), "
-                                          "or vectors alone with --dense.")
+    s = subparsers.add_parser(
+        "search",
+        help="search an index built by `chunkwise index`",
+        description="Retrieve the chunks closest to a query: BM25 and vectors fused by "
+        "z-scores (the default, chosen by measurement: docs/evaluation.md), "
+        "or vectors alone with --dense.",
+    )
     s.add_argument("query", help="the question or keywords")
     s.add_argument("-k", type=int, default=5, help="number of chunks to return (default 5)")
-    s.add_argument("--filter", default=None, metavar="EXPR",
-                   help="Milvus boolean expression, e.g. 'source like \"%%manual%%\" and page_start >= 3'; "
-                        "passed to Milvus as it is (trusted input only: applications use Index.search(where=...))")
+    s.add_argument(
+        "--filter",
+        default=None,
+        metavar="EXPR",
+        help="Milvus boolean expression, e.g. 'source like \"%%manual%%\" and page_start >= 3'; "
+        "passed to Milvus as it is (trusted input only: applications use Index.search(where=...))",
+    )
     add_retrieval_options(s)
     s.add_argument("--format", choices=("table", "jsonl"), default="table", help="output format")
-    s.add_argument("--max-chars", type=int, default=400, metavar="N",
-                   help="table format: cut each text at N characters (0 = whole text; default 400)")
+    s.add_argument(
+        "--max-chars",
+        type=int,
+        default=400,
+        metavar="N",
+        help="table format: cut each text at N characters (0 = whole text; default 400)",
+    )
     from .remote import add_server_option
 
     add_server_option(s)
@@ -183,9 +280,18 @@ def run_index(args: argparse.Namespace) -> int:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DecodingWarning)  # printed below, once, from report.warnings
             report = index.add(
-                args.paths, strategy=name, params=params, **run, prune=args.prune,
-                **walk_options(args), load_options=load_options, batch_size=args.batch_size,
-                recreate=args.recreate, progress=not quiet, notify=_warn_now)
+                args.paths,
+                strategy=name,
+                params=params,
+                **run,
+                prune=args.prune,
+                **walk_options(args),
+                load_options=load_options,
+                batch_size=args.batch_size,
+                recreate=args.recreate,
+                progress=not quiet,
+                notify=_warn_now,
+            )
         _warn_repaired(index)
     return _report(report, quiet)
 
@@ -201,15 +307,21 @@ def _run_settings(args: argparse.Namespace) -> dict:
     if not late and (args.late_window is not None or args.late_overlap is not None):
         raise ConfigError("--late-window and --late-overlap need --late")
     late_options = dict(config.late_options)
-    late_options.update({k: v for k, v in (("late_window", args.late_window), ("overlap", args.late_overlap))
-                         if v is not None})
+    late_options.update(
+        {k: v for k, v in (("late_window", args.late_window), ("overlap", args.late_overlap)) if v is not None}
+    )
     context = args.context or config.context
     context_options = _context_options(args) if args.context or not config.context else dict(config.context_options)
     if context == "llm" and not args.context:  # the endpoint is this machine's, not the file's
         context_options.update({k: v for k, v in _llm_context_options(args).items() if v is not None})
     options = config.with_settings(vectors=args.vectors, late=late, context=context).index_options()
-    return {"vectors": options["vectors"], "late": late, "late_options": late_options if late else None,
-            "context": context, "context_options": context_options}
+    return {
+        "vectors": options["vectors"],
+        "late": late,
+        "late_options": late_options if late else None,
+        "context": context,
+        "context_options": context_options,
+    }
 
 
 def _warn_repaired(index) -> None:
@@ -218,9 +330,11 @@ def _warn_repaired(index) -> None:
 
     repaired = repaired_count(index.embedder())
     if repaired:
-        print(f"chunkwise: warning: {repaired} cached vector{'s were' if repaired != 1 else ' was'} damaged (not "
-              "finite, wrong length or not of unit length): embedded again and overwritten in the embedding cache",
-              file=sys.stderr)
+        print(
+            f"chunkwise: warning: {repaired} cached vector{'s were' if repaired != 1 else ' was'} damaged (not "
+            "finite, wrong length or not of unit length): embedded again and overwritten in the embedding cache",
+            file=sys.stderr,
+        )
 
 
 def _warn_now(line: str) -> None:
@@ -232,11 +346,23 @@ def _run_ray(index, args: argparse.Namespace, name: str, params: dict, load_opti
     """``--engine ray``: the same options as the local engine (vectors, late chunking, context, the walk)."""
     from ..retrieval.ray_engine import index_with_ray
 
-    return index_with_ray(index, args.paths, address=args.address, workers=args.workers, strategy=name,
-                          params=params, **run, include=args.include, exclude=args.exclude,
-                          all_files=bool(getattr(args, "all_files", False)), prune=args.prune,
-                          batch_size=args.batch_size, recreate=args.recreate, progress=not args.quiet,
-                          load_options=load_options)
+    return index_with_ray(
+        index,
+        args.paths,
+        address=args.address,
+        workers=args.workers,
+        strategy=name,
+        params=params,
+        **run,
+        include=args.include,
+        exclude=args.exclude,
+        all_files=bool(getattr(args, "all_files", False)),
+        prune=args.prune,
+        batch_size=args.batch_size,
+        recreate=args.recreate,
+        progress=not args.quiet,
+        load_options=load_options,
+    )
 
 
 def _report(report, quiet: bool) -> int:
@@ -273,14 +399,15 @@ def _format_table(results, max_chars: int) -> str:
             head.append(" > ".join(r.section))
         clip = r.metadata.get("video") if isinstance(r.metadata, dict) else None
         if clip:
-            head.append(f"frames {clip.get('start_frame')}-{clip.get('end_frame')} ids "
-                        + ",".join(str(i) for i in clip.get("track_ids", [])))
+            head.append(
+                f"frames {clip.get('start_frame')}-{clip.get('end_frame')} ids "
+                + ",".join(str(i) for i in clip.get("track_ids", []))
+            )
         lines.append("  ".join(head))
         text = " ".join(r.text.split())
         if max_chars and len(text) > max_chars:
             text = text[:max_chars].rstrip() + " …"
-        lines.extend(textwrap.wrap(text, width=width - 4, initial_indent="    ", subsequent_indent="    ")
-                     or ["    "])
+        lines.extend(textwrap.wrap(text, width=width - 4, initial_indent="    ", subsequent_indent="    ") or ["    "])
         lines.append("")
     return "\n".join(lines).rstrip("\n")
 
@@ -295,11 +422,16 @@ def retrieval_settings(args: argparse.Namespace) -> dict:
     if args.dense and args.hybrid:
         raise ConfigError("--dense and --hybrid contradict each other (hybrid is the default)")
     hybrid = True if args.hybrid else (False if args.dense else config.hybrid)
-    flags = {"fusion": getattr(args, "fusion", None), "dense_weight": getattr(args, "dense_weight", None),
-             "rrf_k": getattr(args, "rrf_k", None)}
+    flags = {
+        "fusion": getattr(args, "fusion", None),
+        "dense_weight": getattr(args, "dense_weight", None),
+        "rrf_k": getattr(args, "rrf_k", None),
+    }
     if not hybrid and any(v is not None for v in flags.values()):
-        raise ConfigError("--fusion, --rrf-k and --dense-weight apply to hybrid search: drop --dense"
-                          + (f" (or the \"hybrid\": false of {args.config})" if args.config else ""))
+        raise ConfigError(
+            "--fusion, --rrf-k and --dense-weight apply to hybrid search: drop --dense"
+            + (f' (or the "hybrid": false of {args.config})' if args.config else "")
+        )
     return config.with_settings(hybrid=hybrid, **flags).search_options()
 
 
@@ -326,13 +458,14 @@ def _format_passages(passages, max_chars: int) -> str:
 
         hits = ",".join(f"#{n}" for n in p.hits)
         score = f"{p.score:.4f}" if p.score is not None else "-"
-        lines.append(f"[{p.rank}] {score}  {provenance(p)}  chars {p.start}-{p.end}  chunks "
-                     f"{p.chunks[0]}-{p.chunks[-1]}  hits {hits}  {p.token_count} tokens ({p.tokenizer})")
+        lines.append(
+            f"[{p.rank}] {score}  {provenance(p)}  chars {p.start}-{p.end}  chunks "
+            f"{p.chunks[0]}-{p.chunks[-1]}  hits {hits}  {p.token_count} tokens ({p.tokenizer})"
+        )
         text = " ".join(p.text.split())
         if max_chars and len(text) > max_chars:
             text = text[:max_chars].rstrip() + " …"
-        lines.extend(textwrap.wrap(text, width=width - 4, initial_indent="    ", subsequent_indent="    ")
-                     or ["    "])
+        lines.extend(textwrap.wrap(text, width=width - 4, initial_indent="    ", subsequent_indent="    ") or ["    "])
         lines.append("")
     return "\n".join(lines).rstrip("\n")
 

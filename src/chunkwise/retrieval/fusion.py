@@ -33,8 +33,9 @@ ZSCORE_DEPTH = 1000
 K = TypeVar("K", bound=Hashable)
 
 
-def reciprocal_rank_fusion(rankings: Sequence[Sequence[K]], k: int = RRF_K,
-                           weights: Sequence[float] | None = None) -> list[tuple[K, float]]:
+def reciprocal_rank_fusion(
+    rankings: Sequence[Sequence[K]], k: int = RRF_K, weights: Sequence[float] | None = None
+) -> list[tuple[K, float]]:
     """Fuse ranked id lists (best first) into one ``[(id, score)]`` list, best first.
 
     Ties keep the order in which ids were first seen (the first ranking wins), so the result is
@@ -70,8 +71,9 @@ def fuse_zscore(dense: np.ndarray, sparse: np.ndarray, dense_weight: float = DEN
     return (dense_weight * zscore(dense) + (1.0 - dense_weight) * zscore(sparse)).astype(np.float32)
 
 
-def fuse_candidates_zscore(dense: Mapping[K, float], sparse: Mapping[K, float],
-                           dense_weight: float = DENSE_WEIGHT) -> list[tuple[K, float]]:
+def fuse_candidates_zscore(
+    dense: Mapping[K, float], sparse: Mapping[K, float], dense_weight: float = DENSE_WEIGHT
+) -> list[tuple[K, float]]:
     """z-score fusion over the union of two candidate sets (``id -> score``), best first.
 
     An id missing from one side gets that side's lowest returned score; ties keep dense order first.
@@ -98,8 +100,13 @@ def check_fusion(fusion: str, dense_weight: float) -> None:
         raise ConfigError(f"dense_weight must be a number in [0, 1], got {dense_weight!r}")
 
 
-def candidate_zscore_matrix(dense: np.ndarray, sparse: np.ndarray, depth: int,
-                            dense_weight: float = DENSE_WEIGHT, sparse_depth: int | None = None) -> np.ndarray:
+def candidate_zscore_matrix(
+    dense: np.ndarray,
+    sparse: np.ndarray,
+    depth: int,
+    dense_weight: float = DENSE_WEIGHT,
+    sparse_depth: int | None = None,
+) -> np.ndarray:
     """What ``Index.search(hybrid=True, fusion="zscore")`` scores, for every query row at once.
 
     Each row keeps only the ``depth`` best dense and the ``sparse_depth`` (default ``depth``) best positive
@@ -113,8 +120,9 @@ def candidate_zscore_matrix(dense: np.ndarray, sparse: np.ndarray, depth: int,
     for q in range(dense.shape[0]):
         d_top = np.argsort(-dense[q], kind="stable")[:depth]
         s_top = [i for i in np.argsort(-sparse[q], kind="stable")[:s_depth] if sparse[q, i] > 0]
-        fused = fuse_candidates_zscore({int(i): float(dense[q, i]) for i in d_top},
-                                       {int(i): float(sparse[q, i]) for i in s_top}, dense_weight)
+        fused = fuse_candidates_zscore(
+            {int(i): float(dense[q, i]) for i in d_top}, {int(i): float(sparse[q, i]) for i in s_top}, dense_weight
+        )
         for i, score in fused:
             out[q, i] = score
     return out

@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, field
-from typing import Any
 from collections.abc import Callable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -38,19 +38,20 @@ from ..embeddings.base import Embedder
 from ..embeddings.language import LanguageCheck
 from ..embeddings.vectors import query_vectors
 from ..errors import ChunkwiseError, ConfigError, InputError
+from ..formats.walk import UnreadableFolder
+from ..pipeline.config import DEFAULT_FUSION, DEFAULT_HYBRID, LATE_OPTIONS, RRF_K, SETTINGS, VECTOR_MODES
 from ..store.base import Hit, Marker, Store
 from ..store.milvus import DEFAULT_COLLECTION, SCHEMA_VERSION, MilvusStore
 from ..store.rows import jsonable
 from ..strategies import DEFAULT_STRATEGY, Strategy
 from ..strategies.factory import make_strategy
-from ..formats.walk import UnreadableFolder
 from ..strategies.many import chunk_documents
 from ..video.document import VideoDocument, unchanged_video
+from .fusion import DENSE_WEIGHT, ZSCORE_DEPTH, check_fusion, fuse_candidates_zscore, reciprocal_rank_fusion
 from .ingest import EMBED_BATCH as EMBED_BATCH  # re-exported: its old home
 from .ingest import check_sizes, embed_documents, finish_chunks, is_unchanged, write_documents
 from .progress import Progress
-from ..pipeline.config import DEFAULT_FUSION, DEFAULT_HYBRID, LATE_OPTIONS, RRF_K, SETTINGS, VECTOR_MODES
-from .fusion import DENSE_WEIGHT, ZSCORE_DEPTH, check_fusion, fuse_candidates_zscore, reciprocal_rank_fusion
+
 #: chunks gathered (over several small documents) before one embedding + write round
 DEFAULT_BATCH = 256
 
@@ -60,8 +61,14 @@ DEFAULT_BATCH = 256
 _CHUNK_ATTRS = tuple(name for name in CHUNK_FIELDS if name != "index")
 #: what :meth:`SearchResult.to_dict` writes, in order: rank and score, every chunk field, then the row's
 #: metadata and where each retriever ranked the hit
-RESULT_FIELDS = ("rank", "score", *("chunk_index" if name == "index" else name for name in CHUNK_FIELDS),
-                 "metadata", "vector_rank", "bm25_rank")
+RESULT_FIELDS = (
+    "rank",
+    "score",
+    *("chunk_index" if name == "index" else name for name in CHUNK_FIELDS),
+    "metadata",
+    "vector_rank",
+    "bm25_rank",
+)
 
 
 @dataclass
@@ -95,8 +102,13 @@ class SearchResult:
     def to_dict(self) -> dict[str, Any]:
         chunk = self.chunk.to_dict()
         chunk["chunk_index"] = chunk.pop("index")
-        extra = {"rank": self.rank, "score": self.score, "metadata": dict(self.metadata),
-                 "vector_rank": self.vector_rank, "bm25_rank": self.bm25_rank}
+        extra = {
+            "rank": self.rank,
+            "score": self.score,
+            "metadata": dict(self.metadata),
+            "vector_rank": self.vector_rank,
+            "bm25_rank": self.bm25_rank,
+        }
         return {name: extra[name] if name in extra else chunk[name] for name in RESULT_FIELDS}
 
 
@@ -121,8 +133,9 @@ class IndexReport:
     warnings: list[tuple[str, str]] = field(default_factory=list)
     #: documents written without everything asked for (e.g. failed llm context); retried by the next run
     incomplete: int = 0
-    timings: dict[str, float] = field(default_factory=lambda: dict.fromkeys(
-        ("setup", "load", "chunk", "context", "embed", "write"), 0.0))
+    timings: dict[str, float] = field(
+        default_factory=lambda: dict.fromkeys(("setup", "load", "chunk", "context", "embed", "write"), 0.0)
+    )
     #: one-line notes for the user (e.g. the server has no BM25, so hybrid search runs client-side)
     notes: list[str] = field(default_factory=list)
     #: one line when documents look like a language the embedder does not read (embeddings.language)
@@ -133,14 +146,18 @@ class IndexReport:
         return self.chunks / self.seconds if self.seconds > 0 else 0.0
 
     def summary(self) -> str:
-        parts = [f"{self.documents} documents ({self.indexed} indexed, {self.skipped} unchanged and skipped), "
-                 f"{len(self.failed)} failed"]
+        parts = [
+            f"{self.documents} documents ({self.indexed} indexed, {self.skipped} unchanged and skipped), "
+            f"{len(self.failed)} failed"
+        ]
         if self.pruned:
             parts.append(f"{self.pruned} pruned")
         if self.incomplete:
             parts.append(f"{self.incomplete} incomplete (retried next run)")
-        parts.append(f"{self.chunks} chunks written ({self.embedded} embedded, {self.reused} pooled), "
-                     f"{self.removed} stale removed")
+        parts.append(
+            f"{self.chunks} chunks written ({self.embedded} embedded, {self.reused} pooled), "
+            f"{self.removed} stale removed"
+        )
         parts.append(f"{self.seconds:.1f} s, {self.chunks_per_second:.1f} chunks/s")
         parts.append(f"collection holds {self.total_chunks} chunks")
         return "; ".join(parts)
@@ -221,12 +238,25 @@ class Index:
     instead of Milvus (then ``db``/``uri``/``token``/``collection``/``timeout`` are not used).
     """
 
-    def __init__(self, db: str | os.PathLike | None = None, *, uri: str | None = None, token: str | None = None,
-                 collection: str = DEFAULT_COLLECTION, embedder: Embedder | str | None = None,
-                 cache: bool = True, cache_dir: str | os.PathLike | None = None,
-                 embedder_options: dict[str, Any] | None = None, timeout: float = 10.0, store: Store | None = None):
-        self.store: Store = store if store is not None else MilvusStore(
-            db=db, uri=uri, token=token, collection=collection, timeout=timeout)
+    def __init__(
+        self,
+        db: str | os.PathLike | None = None,
+        *,
+        uri: str | None = None,
+        token: str | None = None,
+        collection: str = DEFAULT_COLLECTION,
+        embedder: Embedder | str | None = None,
+        cache: bool = True,
+        cache_dir: str | os.PathLike | None = None,
+        embedder_options: dict[str, Any] | None = None,
+        timeout: float = 10.0,
+        store: Store | None = None,
+    ):
+        self.store: Store = (
+            store
+            if store is not None
+            else MilvusStore(db=db, uri=uri, token=token, collection=collection, timeout=timeout)
+        )
         self._embedder_arg = embedder
         self._embedder: Embedder | None = embedder if isinstance(embedder, Embedder) else None
         self._owns_embedder = False
@@ -289,23 +319,52 @@ class Index:
                     f"(dim {rec.get('dim')}), not {emb.model_id!r} (dim {emb.dim}); search it with "
                     f"--embedder {rec.get('name')}"
                     + (f" --embedder-backend {rec['backend']}" if rec.get("backend") else "")
-                    + " or use another --collection", source=self.store.location)
+                    + " or use another --collection",
+                    source=self.store.location,
+                )
         return self._embedder
 
     # -- configuration ---------------------------------------------------------------------------------
-    def _build_config(self, strategy: Strategy, embedder: Embedder, vectors: str, late: bool,
-                      late_options: dict, context: str | None, context_options: dict) -> dict[str, Any]:
-        ctx_opts = {k: _printable(v) for k, v in sorted(context_options.items())
-                    if v is not None and k not in ("api_key", "base_url", "cache", "cache_dir", "contextualizer",
-                                                   "concurrency", "timeout", "retries", "backoff")}
+    def _build_config(
+        self,
+        strategy: Strategy,
+        embedder: Embedder,
+        vectors: str,
+        late: bool,
+        late_options: dict,
+        context: str | None,
+        context_options: dict,
+    ) -> dict[str, Any]:
+        ctx_opts = {
+            k: _printable(v)
+            for k, v in sorted(context_options.items())
+            if v is not None
+            and k
+            not in (
+                "api_key",
+                "base_url",
+                "cache",
+                "cache_dir",
+                "contextualizer",
+                "concurrency",
+                "timeout",
+                "retries",
+                "backoff",
+            )
+        }
         return {
             "schema": SCHEMA_VERSION,
-            "embedder": {"name": self._embedder_name() or embedder.model_id, "model_id": embedder.model_id,
-                         "dim": int(embedder.dim),
-                         **({"backend": self._embedder_options["backend"]}
-                            if self._embedder_options.get("backend") else {})},
-            "strategy": {"name": strategy.name, "config": strategy.config_id(),
-                         "params": {k: _printable(v) for k, v in strategy.get_params().items()}},
+            "embedder": {
+                "name": self._embedder_name() or embedder.model_id,
+                "model_id": embedder.model_id,
+                "dim": int(embedder.dim),
+                **({"backend": self._embedder_options["backend"]} if self._embedder_options.get("backend") else {}),
+            },
+            "strategy": {
+                "name": strategy.name,
+                "config": strategy.config_id(),
+                "params": {k: _printable(v) for k, v in strategy.get_params().items()},
+            },
             "vectors": vectors,
             "late": bool(late),
             "late_options": {k: v for k, v in sorted(late_options.items()) if v is not None} if late else {},
@@ -320,20 +379,30 @@ class Index:
         if old.get("schema") != new["schema"]:
             diffs.append(f"schema version {old.get('schema')} (this chunkwise writes {new['schema']})")
         if (old["embedder"].get("model_id"), old["embedder"].get("dim")) != (
-                new["embedder"]["model_id"], new["embedder"]["dim"]):
+            new["embedder"]["model_id"],
+            new["embedder"]["dim"],
+        ):
             diffs.append(f"embedder {old['embedder'].get('model_id')!r} (now {new['embedder']['model_id']!r})")
         if old["strategy"].get("config") != new["strategy"]["config"]:
-            changed = sorted(k for k in set(old["strategy"].get("params", {})) | set(new["strategy"]["params"])
-                             if old["strategy"].get("params", {}).get(k) != new["strategy"]["params"].get(k))
+            changed = sorted(
+                k
+                for k in set(old["strategy"].get("params", {})) | set(new["strategy"]["params"])
+                if old["strategy"].get("params", {}).get(k) != new["strategy"]["params"].get(k)
+            )
             what = f"strategy {old['strategy'].get('name')!r}"
             if old["strategy"].get("name") == new["strategy"]["name"] and changed:
-                what += " with " + ", ".join(f"{k}={old['strategy']['params'].get(k)!r} "
-                                             f"(now {new['strategy']['params'].get(k)!r})" for k in changed)
+                what += " with " + ", ".join(
+                    f"{k}={old['strategy']['params'].get(k)!r} (now {new['strategy']['params'].get(k)!r})"
+                    for k in changed
+                )
             else:
                 what += f" (now {new['strategy']['name']!r})"
             diffs.append(what)
         # recorded before the renames (late chunking's window, the llm context's max_tokens): the same thing
-        for key, was, now in (("late_options", "window", "late_window"), ("context_options", "max_tokens", "answer_tokens")):
+        for key, was, now in (
+            ("late_options", "window", "late_window"),
+            ("context_options", "max_tokens", "answer_tokens"),
+        ):
             if was in (old.get(key) or {}):
                 opts = dict(old[key])
                 opts[now] = opts.pop(was)
@@ -343,8 +412,17 @@ class Index:
                 diffs.append(f"{key}={old.get(key)!r} (now {new[key]!r})")
         return diffs
 
-    def _prepare(self, strategy: str | Strategy, params: dict | None, vectors: str, late: bool,
-                 late_options: dict, context: str | None, context_options: dict, recreate: bool):
+    def _prepare(
+        self,
+        strategy: str | Strategy,
+        params: dict | None,
+        vectors: str,
+        late: bool,
+        late_options: dict,
+        context: str | None,
+        context_options: dict,
+        recreate: bool,
+    ):
         """Check everything and create or verify the collection before a single row is written."""
         if vectors not in VECTOR_MODES:
             raise ConfigError(f"vectors must be one of {', '.join(VECTOR_MODES)}, got {vectors!r}")
@@ -376,17 +454,28 @@ class Index:
             diffs = self._differences(config, new)
             if diffs:
                 raise ConfigError(
-                    f"collection {self.store.collection!r} was built with " + "; ".join(diffs)
-                    + ": use another --collection, or --recreate to rebuild it", source=self.store.location)
+                    f"collection {self.store.collection!r} was built with "
+                    + "; ".join(diffs)
+                    + ": use another --collection, or --recreate to rebuild it",
+                    source=self.store.location,
+                )
             self.store.open()
         else:
             self.store.create(new, embedder.dim, replace=recreate)  # create-if-absent, atomic on the server
         return strat, embedder, context
 
-    def prepare_add(self, strategy: str | Strategy = DEFAULT_STRATEGY, params: dict[str, Any] | None = None, *,
-                    vectors: str = "text", late: bool = False, late_options: dict[str, Any] | None = None,
-                    context: str | None = None, context_options: dict[str, Any] | None = None,
-                    recreate: bool = False) -> AddSettings:
+    def prepare_add(
+        self,
+        strategy: str | Strategy = DEFAULT_STRATEGY,
+        params: dict[str, Any] | None = None,
+        *,
+        vectors: str = "text",
+        late: bool = False,
+        late_options: dict[str, Any] | None = None,
+        context: str | None = None,
+        context_options: dict[str, Any] | None = None,
+        recreate: bool = False,
+    ) -> AddSettings:
         """What :meth:`add` settles before the first document: every option checked, the collection created
         or its recorded configuration verified, the strategy and embedder made. Another engine (the Ray
         engine) calls it so that it runs exactly the configuration the local engine would."""
@@ -394,10 +483,18 @@ class Index:
         context_options = dict(context_options or {})
         if context == "llm":
             context_options = renamed(context_options, {"max_tokens": "answer_tokens"}, "context_options")
-        strat, embedder, context = self._prepare(strategy, params, vectors, late, late_options, context,
-                                                 context_options, recreate)
-        return AddSettings(strat, embedder, context, context_options, late, late_options if late else {},
-                           _reuses(strat, embedder, vectors))
+        strat, embedder, context = self._prepare(
+            strategy, params, vectors, late, late_options, context, context_options, recreate
+        )
+        return AddSettings(
+            strat,
+            embedder,
+            context,
+            context_options,
+            late,
+            late_options if late else {},
+            _reuses(strat, embedder, vectors),
+        )
 
     # -- adding documents ------------------------------------------------------------------------------
     @staticmethod
@@ -421,8 +518,12 @@ class Index:
         return docs, paths
 
     @staticmethod
-    def _iter_inputs(docs: list[Document], found: list, load_options: dict[str, Any] | None = None,
-                     markers: dict[str, Marker] | None = None) -> Iterator[tuple[str, Document | ChunkwiseError]]:
+    def _iter_inputs(
+        docs: list[Document],
+        found: list,
+        load_options: dict[str, Any] | None = None,
+        markers: dict[str, Marker] | None = None,
+    ) -> Iterator[tuple[str, Document | ChunkwiseError]]:
         yield from ((d.source, d) for d in docs)
         if found:
             from ..formats import read_inputs
@@ -443,13 +544,27 @@ class Index:
                     sizes[item.source] = 0
         return sizes
 
-    def add(self, inputs: Any, strategy: str | Strategy = DEFAULT_STRATEGY, *, params: dict[str, Any] | None = None,
-            vectors: str = "text", late: bool = False, late_options: dict[str, Any] | None = None,
-            context: str | None = None, context_options: dict[str, Any] | None = None, prune: bool = False,
-            include: list[str] | None = None, exclude: list[str] | None = None, all_files: bool = False,
-            load_options: dict[str, Any] | None = None, batch_size: int = DEFAULT_BATCH,
-            recreate: bool = False, progress: bool = False,
-            notify: Callable[[str], None] | None = None) -> IndexReport:
+    def add(
+        self,
+        inputs: Any,
+        strategy: str | Strategy = DEFAULT_STRATEGY,
+        *,
+        params: dict[str, Any] | None = None,
+        vectors: str = "text",
+        late: bool = False,
+        late_options: dict[str, Any] | None = None,
+        context: str | None = None,
+        context_options: dict[str, Any] | None = None,
+        prune: bool = False,
+        include: list[str] | None = None,
+        exclude: list[str] | None = None,
+        all_files: bool = False,
+        load_options: dict[str, Any] | None = None,
+        batch_size: int = DEFAULT_BATCH,
+        recreate: bool = False,
+        progress: bool = False,
+        notify: Callable[[str], None] | None = None,
+    ) -> IndexReport:
         """Index files, folders or :class:`Document` objects; returns an :class:`IndexReport`.
 
         ``strategy``/``params``: the chunker (a name and its parameters, or a strategy object).
@@ -494,8 +609,9 @@ class Index:
 
             contextualizer = LLMContextualizer(**{k: v for k, v in context_options.items() if v is not None})
         try:
-            strat, embedder, context = self._prepare(strategy, params, vectors, late, late_options, context,
-                                                     context_options, recreate)
+            strat, embedder, context = self._prepare(
+                strategy, params, vectors, late, late_options, context, context_options, recreate
+            )
             markers = self.store.markers()
             note = self.store.hybrid_note
             report.notes.extend([note] if note else [])
@@ -506,14 +622,30 @@ class Index:
         if contextualizer is not None:
             context_options = {"contextualizer": contextualizer}
         report.timings["setup"] = time.perf_counter() - t0
-        run = _Run(report=report, markers=markers, embedder=embedder, late=late, late_options=late_options,
-                   context=context, context_options=context_options, batch_size=batch_size,
-                   bars=_Progress(progress, "indexing"), languages=LanguageCheck(embedder, notify=notify),
-                   reuse=_reuses(strat, embedder, vectors))
+        run = _Run(
+            report=report,
+            markers=markers,
+            embedder=embedder,
+            late=late,
+            late_options=late_options,
+            context=context,
+            context_options=context_options,
+            batch_size=batch_size,
+            bars=_Progress(progress, "indexing"),
+            languages=LanguageCheck(embedder, notify=notify),
+            reuse=_reuses(strat, embedder, vectors),
+        )
         try:
             run.bars.set_totals(len(docs) + len(found), self._sizes(docs, found))
-            items = self._changed(self._iter_inputs(docs, found, load_options, markers), markers, run.seen,
-                                  report, run.bars, run.walked, run.unreadable)
+            items = self._changed(
+                self._iter_inputs(docs, found, load_options, markers),
+                markers,
+                run.seen,
+                report,
+                run.bars,
+                run.walked,
+                run.unreadable,
+            )
             # semantic strategies embed the sentences of a whole group of documents in one stream; the
             # language of each document is checked as it arrives, before any of it is embedded
             items = _check_languages(items, run.languages)
@@ -570,11 +702,28 @@ class Index:
         return done.chunks, done.complete
 
     def _flush_run(self, pending: list[tuple[Document, list[Chunk]]], run: _Run) -> None:
-        self._flush(pending, run.markers, run.embedder, run.reuse, run.late, run.late_options, run.report,
-                    run.bars, run.incomplete)
+        self._flush(
+            pending,
+            run.markers,
+            run.embedder,
+            run.reuse,
+            run.late,
+            run.late_options,
+            run.report,
+            run.bars,
+            run.incomplete,
+        )
 
-    def _changed(self, items, markers: dict[str, Marker], seen: set[str], report: IndexReport, bars: _Progress,
-                 walked: set[str], unreadable: list[str]):
+    def _changed(
+        self,
+        items,
+        markers: dict[str, Marker],
+        seen: set[str],
+        report: IndexReport,
+        bars: _Progress,
+        walked: set[str],
+        unreadable: list[str],
+    ):
         """``(source, document)`` for every input that needs chunking: failed loads go to the report (and
         every source met, read or not, to ``walked``; folders that could not be listed to ``unreadable``:
         ``--prune`` never removes what it could not read), a file named twice is dropped, a document whose
@@ -608,19 +757,38 @@ class Index:
     def _check_sizes(doc: Document, chunks: list[Chunk]) -> None:
         check_sizes(doc, chunks)
 
-    def _flush(self, pending, markers: dict[str, Marker], embedder: Embedder, reuse: bool, late: bool,
-               late_options: dict, report: IndexReport, bars: _Progress, incomplete: AbstractSet[str] = frozenset()) -> None:
+    def _flush(
+        self,
+        pending,
+        markers: dict[str, Marker],
+        embedder: Embedder,
+        reuse: bool,
+        late: bool,
+        late_options: dict,
+        report: IndexReport,
+        bars: _Progress,
+        incomplete: AbstractSet[str] = frozenset(),
+    ) -> None:
         """Embed and write a batch of documents with the unmark → upsert → delete stale → mark protocol."""
         t = time.perf_counter()
         vectors, embedded, reused = embed_documents(
-            pending, embedder, reuse, late, late_options, on_embedded=lambda n: bars.update("embedding", "chunk", n))
+            pending, embedder, reuse, late, late_options, on_embedded=lambda n: bars.update("embedding", "chunk", n)
+        )
         report.embedded += embedded
         report.reused += reused
         report.timings["embed"] += time.perf_counter() - t
         self._write(pending, vectors, markers, embedder.model_id, report, bars, incomplete)
 
-    def _write(self, pending, vectors: list[np.ndarray], markers: dict[str, Marker], model_id: str,
-               report: IndexReport, bars: _Progress, incomplete: AbstractSet[str] = frozenset()) -> None:
+    def _write(
+        self,
+        pending,
+        vectors: list[np.ndarray],
+        markers: dict[str, Marker],
+        model_id: str,
+        report: IndexReport,
+        bars: _Progress,
+        incomplete: AbstractSet[str] = frozenset(),
+    ) -> None:
         """Write embedded documents (:func:`~chunkwise.retrieval.ingest.write_documents`) and count them."""
         t = time.perf_counter()
         done = write_documents(self.store, pending, vectors, markers, model_id, incomplete)
@@ -630,8 +798,13 @@ class Index:
         report.chunks += len(done.written)
         bars.update("chunks written", "chunk", len(done.written))
 
-    def _prune(self, markers: dict[str, Marker], seen: AbstractSet[str], walked: AbstractSet[str] = frozenset(),
-               unreadable: Sequence[str] = ()) -> int:
+    def _prune(
+        self,
+        markers: dict[str, Marker],
+        seen: AbstractSet[str],
+        walked: AbstractSet[str] = frozenset(),
+        unreadable: Sequence[str] = (),
+    ) -> int:
         """Remove documents whose source file is gone (including chunks a killed run left unmarked).
 
         Only what is provably gone: never a source this run met (even one it failed to read), one that
@@ -641,9 +814,16 @@ class Index:
         sources = {m.doc_id: m.source for m in markers.values()}
         for doc_id, source in self.store.chunk_documents().items():
             sources.setdefault(doc_id, source)
-        gone = [d for d, src in sources.items()
-                if d not in seen and src and not src.startswith("<") and src not in walked
-                and not source_exists(src) and not under(src, unreadable)]
+        gone = [
+            d
+            for d, src in sources.items()
+            if d not in seen
+            and src
+            and not src.startswith("<")
+            and src not in walked
+            and not source_exists(src)
+            and not under(src, unreadable)
+        ]
         self.store.delete_documents(gone)
         for d in gone:
             markers.pop(d, None)
@@ -655,8 +835,10 @@ class Index:
             raise ConfigError("no database here; run `chunkwise index` first", source=self.store.location)
         config = self.store.read_config()
         if config is None:
-            raise ConfigError(f"no index named {self.store.collection!r} here; run `chunkwise index` first",
-                              source=self.store.location)
+            raise ConfigError(
+                f"no index named {self.store.collection!r} here; run `chunkwise index` first",
+                source=self.store.location,
+            )
         self.store.open()
         return config
 
@@ -684,15 +866,26 @@ class Index:
             ids = [key]
         else:
             absolute = os.path.abspath(key)
-            ids = [d for d, src in docs.items()
-                   if src == key or (not src.startswith("<") and os.path.abspath(src) == absolute)]
+            ids = [
+                d
+                for d, src in docs.items()
+                if src == key or (not src.startswith("<") and os.path.abspath(src) == absolute)
+            ]
         if not ids:
             raise InputError("no such document in the index (give its doc id or its source path)", source=key)
         return self.store.delete_documents(ids)
 
-    def search(self, query: str, k: int = 5, filter: str | None = None, hybrid: bool = DEFAULT_HYBRID,
-               fusion: str = DEFAULT_FUSION, dense_weight: float = DENSE_WEIGHT,
-               where: Any = None, rrf_k: int = RRF_K) -> list[SearchResult]:
+    def search(
+        self,
+        query: str,
+        k: int = 5,
+        filter: str | None = None,
+        hybrid: bool = DEFAULT_HYBRID,
+        fusion: str = DEFAULT_FUSION,
+        dense_weight: float = DENSE_WEIGHT,
+        where: Any = None,
+        rrf_k: int = RRF_K,
+    ) -> list[SearchResult]:
         """The ``k`` best chunks for ``query``: BM25 and vectors fused (the default), or by cosine similarity
         alone with ``hybrid=False``.
 
@@ -741,11 +934,19 @@ class Index:
         stored = {h.id: h for h in self.store.fetch([i for i, _ in fused])}
         vrank = {i: n for n, i in enumerate(vector_hits, start=1)}
         brank = {i: n for n, i in enumerate(bm25_hits, start=1)}
-        return [SearchResult.from_hit(r, s, stored[i], vector_rank=vrank.get(i), bm25_rank=brank.get(i))
-                for r, (i, s) in enumerate(fused, start=1) if i in stored]
+        return [
+            SearchResult.from_hit(r, s, stored[i], vector_rank=vrank.get(i), bm25_rank=brank.get(i))
+            for r, (i, s) in enumerate(fused, start=1)
+            if i in stored
+        ]
 
-    def expand(self, results: Sequence[SearchResult], mode: str | None = None, budget: int | str | None = None,
-               tokenizer: Any = "cl100k"):
+    def expand(
+        self,
+        results: Sequence[SearchResult],
+        mode: str | None = None,
+        budget: int | str | None = None,
+        tokenizer: Any = "cl100k",
+    ):
         """The context a reader gets from ``results`` (best first): each hit widened by ``mode``
         (``"neighbors:N"``, ``"section"``, ``"parent:TOKENS"``; ``None``: the hit alone), hits of one document
         that meet merged into one passage, at most ``budget`` tokens in all (counted with ``tokenizer``,
@@ -759,10 +960,23 @@ class Index:
         self._open_existing()
         return expand_chunks(results, store_chunks(self.store), mode, budget, tokenizer)
 
-    def ask(self, question: str, k: int = 5, *, llm=None, hybrid: bool = DEFAULT_HYBRID, filter: str | None = None,
-            min_score: float | None = None, on_token=None, on_passages=None, fusion: str = DEFAULT_FUSION,
-            dense_weight: float = DENSE_WEIGHT, rrf_k: int = RRF_K, expand: str | None = None,
-            budget: int | str | None = None):
+    def ask(
+        self,
+        question: str,
+        k: int = 5,
+        *,
+        llm=None,
+        hybrid: bool = DEFAULT_HYBRID,
+        filter: str | None = None,
+        min_score: float | None = None,
+        on_token=None,
+        on_passages=None,
+        fusion: str = DEFAULT_FUSION,
+        dense_weight: float = DENSE_WEIGHT,
+        rrf_k: int = RRF_K,
+        expand: str | None = None,
+        budget: int | str | None = None,
+    ):
         """Answer ``question`` from the ``k`` best chunks, citing them as ``[n]``; see
         :func:`chunkwise.llm.answer.ask_index`. ``llm``: an :class:`~chunkwise.llm.base.LLM` (default: the
         offline extractive answer); ``min_score``: cosine threshold (default
@@ -774,10 +988,20 @@ class Index:
         from ..pipeline.config import parse_budget, parse_expand
 
         parse_expand(expand), parse_budget(budget)  # a bad mode is refused before anything is retrieved
-        return ask_index(self, question, k, llm=llm, hybrid=hybrid, filter=filter, on_token=on_token,
-                         min_score=DEFAULT_MIN_SCORE if min_score is None else min_score, on_passages=on_passages,
-                         search_options={"fusion": fusion, "dense_weight": dense_weight, "rrf_k": rrf_k},
-                         expand=expand, budget=budget)
+        return ask_index(
+            self,
+            question,
+            k,
+            llm=llm,
+            hybrid=hybrid,
+            filter=filter,
+            on_token=on_token,
+            min_score=DEFAULT_MIN_SCORE if min_score is None else min_score,
+            on_passages=on_passages,
+            search_options={"fusion": fusion, "dense_weight": dense_weight, "rrf_k": rrf_k},
+            expand=expand,
+            budget=budget,
+        )
 
 
 __all__ = ["Index", "IndexReport", "AddSettings", "SearchResult", "VECTOR_MODES", "DEFAULT_HYBRID", "DEFAULT_FUSION"]

@@ -99,8 +99,9 @@ def import_ray():
     return ray
 
 
-def list_files(paths: list[str], include: list[str] | None, exclude: list[str] | None,
-               all_files: bool = False) -> tuple[list[str], list[InputError]]:
+def list_files(
+    paths: list[str], include: list[str] | None, exclude: list[str] | None, all_files: bool = False
+) -> tuple[list[str], list[InputError]]:
     """The files :func:`chunkwise.formats.iter_documents` would read, in its order (OS paths: each task
     reads one and gets the same source name as the local path, so doc ids match), and the problems the
     listing met (unreadable folders, folders without files), which the run reports and ``--prune`` respects."""
@@ -132,8 +133,9 @@ def load_embedder(spec: Any) -> Embedder:
     if key not in _TASK_EMBEDDERS:
         from ..embeddings import get_embedder
 
-        _TASK_EMBEDDERS[key] = get_embedder(spec["name"], cache=spec["cache"], cache_dir=spec["cache_dir"],
-                                            **spec["options"])
+        _TASK_EMBEDDERS[key] = get_embedder(
+            spec["name"], cache=spec["cache"], cache_dir=spec["cache_dir"], **spec["options"]
+        )
     return _TASK_EMBEDDERS[key]
 
 
@@ -193,8 +195,9 @@ def chunk_files(files: list[str], spec: TaskSpec) -> list[tuple]:
                 if not spec.keep_sentence_vectors:
                     c.sentence_vectors = c.sentence_spans = None
             warnings = [str(w) for w in doc.metadata.get("warnings", [])] + done.warnings
-            shipped = doc if spec.keep_text else DocInfo(doc.id, doc.source, doc.title, dict(doc.metadata),
-                                                          doc.content_hash)
+            shipped = (
+                doc if spec.keep_text else DocInfo(doc.id, doc.source, doc.title, dict(doc.metadata), doc.content_hash)
+            )
             out[slot] = ("doc", shipped, done.chunks, done.complete, warnings)
     finally:
         if contextualizer is not None:
@@ -223,14 +226,17 @@ class RayIngest:
     chunking tasks, at least 1). ``actors_started`` counts the embedding actors the last :meth:`run` made.
     """
 
-    def __init__(self, index: Index, address: str | None = None, workers: int | None = None,
-                 files_per_task: int = FILES_PER_TASK):
+    def __init__(
+        self, index: Index, address: str | None = None, workers: int | None = None, files_per_task: int = FILES_PER_TASK
+    ):
         if workers is not None and workers < 1:
             raise ConfigError(f"--workers must be >= 1, got {workers}")
         # Milvus Lite is refused; another Store (store=..., no ``db`` in the protocol) is written by the driver only
         if isinstance(index.store, MilvusStore) and index.store.db is not None:
-            raise ConfigError("--engine ray writes to a Milvus server: give --uri (Milvus Lite is a local "
-                              "single-process database that Ray workers cannot share)")
+            raise ConfigError(
+                "--engine ray writes to a Milvus server: give --uri (Milvus Lite is a local "
+                "single-process database that Ray workers cannot share)"
+            )
         self.index = index
         self.address = address
         self.workers = workers
@@ -244,43 +250,80 @@ class RayIngest:
             # machine (seen on 2 busy cores); the user's own setting wins
             os.environ.setdefault("RAY_gcs_server_port_wait_time_s", "120")
             try:
-                ray.init(address=self.address, include_dashboard=False, log_to_driver=False,
-                         configure_logging=False)
+                ray.init(address=self.address, include_dashboard=False, log_to_driver=False, configure_logging=False)
             except Exception as exc:  # noqa: BLE001 - ConnectionError, RuntimeError, ValueError ...
-                raise ChunkwiseError(f"cannot start or join the Ray cluster: {' '.join(str(exc).split())}",
-                                     source=self.address or "local Ray") from None
+                raise ChunkwiseError(
+                    f"cannot start or join the Ray cluster: {' '.join(str(exc).split())}",
+                    source=self.address or "local Ray",
+                ) from None
         return ray
 
     def _embedder_spec(self):
         ix = self.index
         if isinstance(ix._embedder_arg, str) or ix._embedder_arg is None:
-            return {"name": ix._embedder_name(), "cache": ix._cache, "cache_dir": ix._cache_dir,
-                    "options": ix._embedder_options}
+            return {
+                "name": ix._embedder_name(),
+                "cache": ix._cache,
+                "cache_dir": ix._cache_dir,
+                "options": ix._embedder_options,
+            }
         return ix._embedder_arg  # an Embedder object: shipped to the actors as it is
 
-    def _task_spec(self, settings: AddSettings, markers: dict[str, Marker], include, exclude,
-                   load_options: dict | None) -> TaskSpec:
+    def _task_spec(
+        self, settings: AddSettings, markers: dict[str, Marker], include, exclude, load_options: dict | None
+    ) -> TaskSpec:
         strategy, spec = settings.strategy, None
         own = getattr(strategy, "embedder", None)
         if isinstance(own, Embedder):  # embeds while chunking: the model is loaded where the task runs
             spec = self._embedder_spec() if own is settings.embedder else own
             strategy = copy.copy(strategy)
             strategy.embedder = None  # type: ignore[attr-defined]
-        return TaskSpec(strategy=strategy, embedder=spec, markers=dict(markers), context=settings.context,
-                        context_options={k: v for k, v in settings.context_options.items() if k != "contextualizer"},
-                        include=include, exclude=exclude, load_options=dict(load_options or {}),
-                        keep_text=settings.late, keep_sentence_vectors=settings.reuse)
+        return TaskSpec(
+            strategy=strategy,
+            embedder=spec,
+            markers=dict(markers),
+            context=settings.context,
+            context_options={k: v for k, v in settings.context_options.items() if k != "contextualizer"},
+            include=include,
+            exclude=exclude,
+            load_options=dict(load_options or {}),
+            keep_text=settings.late,
+            keep_sentence_vectors=settings.reuse,
+        )
 
-    def run(self, paths: list[str], strategy: str | Strategy = DEFAULT_STRATEGY, params: dict | None = None, *,
-            vectors: str = "text", late: bool = False, late_options: dict | None = None, context: str | None = None,
-            context_options: dict | None = None, include=None, exclude=None, all_files: bool = False,
-            prune: bool = False, batch_size: int = 256, recreate: bool = False, progress: bool = False,
-            load_options: dict | None = None) -> IndexReport:
+    def run(
+        self,
+        paths: list[str],
+        strategy: str | Strategy = DEFAULT_STRATEGY,
+        params: dict | None = None,
+        *,
+        vectors: str = "text",
+        late: bool = False,
+        late_options: dict | None = None,
+        context: str | None = None,
+        context_options: dict | None = None,
+        include=None,
+        exclude=None,
+        all_files: bool = False,
+        prune: bool = False,
+        batch_size: int = 256,
+        recreate: bool = False,
+        progress: bool = False,
+        load_options: dict | None = None,
+    ) -> IndexReport:
         t0 = time.perf_counter()
         ix = self.index
         report = IndexReport()
-        settings = ix.prepare_add(strategy, params, vectors=vectors, late=late, late_options=late_options,
-                                  context=context, context_options=context_options, recreate=recreate)
+        settings = ix.prepare_add(
+            strategy,
+            params,
+            vectors=vectors,
+            late=late,
+            late_options=late_options,
+            context=context,
+            context_options=context_options,
+            recreate=recreate,
+        )
         markers = ix.store.markers()
         if ix.store.hybrid_note:
             report.notes.append(ix.store.hybrid_note)
@@ -295,9 +338,18 @@ class RayIngest:
         bars = _Progress(progress)
         self.actors_started = 0
         try:
-            self._pipeline(ray, files, settings, markers, workers, cpus,
-                           self._task_spec(settings, markers, include, exclude, load_options), batch_size,
-                           report, bars)
+            self._pipeline(
+                ray,
+                files,
+                settings,
+                markers,
+                workers,
+                cpus,
+                self._task_spec(settings, markers, include, exclude, load_options),
+                batch_size,
+                report,
+                bars,
+            )
             if prune:
                 report.pruned = ix._prune(markers, set(self._seen), unreadable=unreadable)
             if report.chunks or report.removed or report.pruned:
@@ -308,15 +360,26 @@ class RayIngest:
         report.seconds = time.perf_counter() - t0
         return report
 
-    def _pipeline(self, ray, files, settings: AddSettings, markers, workers: int, cpus: int, spec: TaskSpec,
-                  batch_size: int, report: IndexReport, bars: _Progress) -> None:
+    def _pipeline(
+        self,
+        ray,
+        files,
+        settings: AddSettings,
+        markers,
+        workers: int,
+        cpus: int,
+        spec: TaskSpec,
+        batch_size: int,
+        report: IndexReport,
+        bars: _Progress,
+    ) -> None:
         """Chunking tasks -> embedding actor pool (started on first use) -> driver writes, with bounded work
         in flight."""
         # one CPU per task, so tasks spread over the nodes' CPUs; none when the actors hold every CPU (a
         # task that needs a CPU no actor gives back would wait for ever)
         chunk_task = ray.remote(num_cpus=1 if cpus > workers else 0, scheduling_strategy="SPREAD")(chunk_files)
         spec_ref = ray.put(spec)
-        groups = deque(files[i:i + self.files_per_task] for i in range(0, len(files), self.files_per_task))
+        groups = deque(files[i : i + self.files_per_task] for i in range(0, len(files), self.files_per_task))
         in_flight: deque = deque()
         self._seen: set[str] = set()
         self._pool = None
@@ -356,9 +419,12 @@ class RayIngest:
             if batch.docs:
                 self._embed_write(ray, batch, settings, markers, report, bars, incomplete)
         except ray.exceptions.RayError as exc:
-            raise ChunkwiseError(f"the Ray job failed ({type(exc).__name__}: "
-                                 f"{' '.join(str(exc).split())[:300]}); run the same command again to resume "
-                                 "(finished documents are skipped)", source=self.address or "local Ray") from None
+            raise ChunkwiseError(
+                f"the Ray job failed ({type(exc).__name__}: "
+                f"{' '.join(str(exc).split())[:300]}); run the same command again to resume "
+                "(finished documents are skipped)",
+                source=self.address or "local Ray",
+            ) from None
         finally:
             self._release(ray)
 
@@ -385,8 +451,16 @@ class RayIngest:
             self.actors_started += self._workers
         return self._pool
 
-    def _embed_write(self, ray, batch: _Batch, settings: AddSettings, markers, report: IndexReport,
-                     bars: _Progress, incomplete: set[str]) -> None:
+    def _embed_write(
+        self,
+        ray,
+        batch: _Batch,
+        settings: AddSettings,
+        markers,
+        report: IndexReport,
+        bars: _Progress,
+        incomplete: set[str],
+    ) -> None:
         """Plan a batch's vectors, compute the missing ones on the actor pool (the local engine's embedding
         calls, late chunking per document), then write it."""
         t = time.perf_counter()
@@ -410,8 +484,9 @@ class RayIngest:
         self.index._write(batch.docs, plan.vectors, markers, embedder.model_id, report, bars, incomplete)
 
 
-def index_with_ray(index: Index, paths: list[str], address: str | None = None, workers: int | None = None,
-                   **options: Any) -> IndexReport:
+def index_with_ray(
+    index: Index, paths: list[str], address: str | None = None, workers: int | None = None, **options: Any
+) -> IndexReport:
     """:class:`RayIngest` in one call (the CLI's ``--engine ray``)."""
     return RayIngest(index, address=address, workers=workers).run(paths, **options)
 

@@ -15,9 +15,9 @@ not understood here and are refused rather than ignored.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
-from collections.abc import Iterable
 
 import numpy as np
 
@@ -95,13 +95,15 @@ class MemoryStore:
             if len(vectors) != len(chunks):
                 raise ChunkwiseError(f"{len(chunks)} chunks but {len(vectors)} vectors", source=doc.source)
             if self.dim is not None and len(chunks) and vectors.shape[1] != self.dim:
-                raise ChunkwiseError(f"vectors of dimension {vectors.shape[1]}, the store holds {self.dim}",
-                                     source=doc.source)
+                raise ChunkwiseError(
+                    f"vectors of dimension {vectors.shape[1]}, the store holds {self.dim}", source=doc.source
+                )
             meta = jsonable({"document": doc.metadata, "title": doc.title})
             for c, v in zip(chunks, vectors):
                 if not np.all(np.isfinite(v)):
-                    raise ChunkwiseError(f"embedder returned a non-finite vector for chunk {c.index}",
-                                         source=doc.source)
+                    raise ChunkwiseError(
+                        f"embedder returned a non-finite vector for chunk {c.index}", source=doc.source
+                    )
                 self.rows[c.id] = Row(c, v, meta if c.track_ids is None else video_meta(meta, c))
                 written.append(c.id)
         self._changed()
@@ -144,14 +146,17 @@ class MemoryStore:
     def fetch(self, ids: list[str]) -> list[Hit]:
         return [self._hit(i, 0.0) for i in ids if i in self.rows]
 
-    def search_vector(self, vector: np.ndarray, limit: int, filter: str | None = None,
-                      ids_only: bool = False) -> list[Hit]:
+    def search_vector(
+        self, vector: np.ndarray, limit: int, filter: str | None = None, ids_only: bool = False
+    ) -> list[Hit]:
         """The ``limit`` nearest chunks by cosine similarity, best first (ties: store order)."""
         self._no_filter(filter)
         positions, scores = self.search_vectors(np.asarray(vector, dtype=np.float32)[None, :], limit)
         ids = self.ids
-        return [Hit(ids[p], s) if ids_only else self._hit(ids[p], s)
-                for p, s in zip(positions[0].tolist(), scores[0].tolist())]
+        return [
+            Hit(ids[p], s) if ids_only else self._hit(ids[p], s)
+            for p, s in zip(positions[0].tolist(), scores[0].tolist())
+        ]
 
     def search_vectors(self, vectors: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`search_vector` for many query rows at once, as arrays (what evaluation needs for thousands

@@ -58,23 +58,50 @@ DEFAULT_COLLECTION = "chunkwise"
 DEFAULT_DB = "chunkwise.db"
 #: scalar fields returned with every search hit
 OUTPUT_FIELDS = [
-    "id", "doc_id", "source", "text", "context", "start", "end", "chunk_index", "token_count",
-    "page_start", "page_end", "section", "start_time", "end_time", "speakers", "strategy", "embedder",
-    "content_hash", "metadata", "source_start", "source_end",
+    "id",
+    "doc_id",
+    "source",
+    "text",
+    "context",
+    "start",
+    "end",
+    "chunk_index",
+    "token_count",
+    "page_start",
+    "page_end",
+    "section",
+    "start_time",
+    "end_time",
+    "speakers",
+    "strategy",
+    "embedder",
+    "content_hash",
+    "metadata",
+    "source_start",
+    "source_end",
 ]
 #: where a Milvus Lite directory keeps its bm25s index between processes (dropped before every write)
 BM25_FOLDER = "chunkwise-bm25"
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,200}$")
-READ_ONLY_PROBLEM = ("the database directory is not writable: it can be searched, but indexing into it or "
-                     "deleting from it needs write access (copy it somewhere writable to change it)")
+READ_ONLY_PROBLEM = (
+    "the database directory is not writable: it can be searched, but indexing into it or "
+    "deleting from it needs write access (copy it somewhere writable to change it)"
+)
 #: rows per upsert call, and the byte budget of one call (gRPC messages default to 64 MiB)
 _WRITE_ROWS = 512
 _WRITE_BYTES = 16 << 20
 #: rows one plain query may return (Milvus caps offset + limit at 16384)
 _QUERY_LIMIT = 16384
 #: how a server without nullable fields stores ``None`` (real values are never negative or empty there)
-NULL_SENTINELS = {"context": "", "page_start": -1, "page_end": -1, "start_time": -1.0, "end_time": -1.0,
-                  "source_start": -1, "source_end": -1}
+NULL_SENTINELS = {
+    "context": "",
+    "page_start": -1,
+    "page_end": -1,
+    "start_time": -1.0,
+    "end_time": -1.0,
+    "source_start": -1,
+    "source_end": -1,
+}
 
 
 def quiet_milvus_logs() -> None:
@@ -111,8 +138,10 @@ class ServerCapabilities:
         """The one line to say when hybrid search cannot use Milvus's own BM25 on this server."""
         if self.bm25:
             return None
-        return (f"Milvus {self.version} has no BM25 functions: indexing dense vectors only; hybrid search needs "
-                "Milvus >= 2.5 for server-side BM25 and falls back to client-side bm25s over all stored texts")
+        return (
+            f"Milvus {self.version} has no BM25 functions: indexing dense vectors only; hybrid search needs "
+            "Milvus >= 2.5 for server-side BM25 and falls back to client-side bm25s over all stored texts"
+        )
 
 
 def _auth_failure(exc: BaseException | None) -> str | None:
@@ -186,13 +215,22 @@ class MilvusStore:
     unreachable server is an error after a few seconds, not a hang.
     """
 
-    def __init__(self, db: str | os.PathLike | None = None, uri: str | None = None, token: str | None = None,
-                 collection: str = DEFAULT_COLLECTION, timeout: float = 10.0, client_bm25: bool | None = None):
+    def __init__(
+        self,
+        db: str | os.PathLike | None = None,
+        uri: str | None = None,
+        token: str | None = None,
+        collection: str = DEFAULT_COLLECTION,
+        timeout: float = 10.0,
+        client_bm25: bool | None = None,
+    ):
         if db is not None and uri is not None:
             raise ConfigError("give either a Milvus Lite path (db) or a server URI (uri), not both")
         if not isinstance(collection, str) or not _NAME_RE.match(collection):
-            raise ConfigError(f"invalid collection name {collection!r}: use letters, digits and underscores, "
-                              "starting with a letter or underscore")
+            raise ConfigError(
+                f"invalid collection name {collection!r}: use letters, digits and underscores, "
+                "starting with a letter or underscore"
+            )
         self.db: str | None = None if uri is not None else os.fspath(db if db is not None else DEFAULT_DB)
         self.uri = uri
         self.token = token
@@ -243,8 +281,11 @@ class MilvusStore:
     def _check_db_path(self) -> str:
         path = Path(self._lite_db())
         if not path.name.endswith(".db") or path.name == ".db":
-            raise ConfigError("a Milvus Lite database path must end in '.db' (it is a directory Milvus Lite "
-                              "creates), e.g. --db ./chunkwise.db", source=self.db)
+            raise ConfigError(
+                "a Milvus Lite database path must end in '.db' (it is a directory Milvus Lite "
+                "creates), e.g. --db ./chunkwise.db",
+                source=self.db,
+            )
         if path.exists() and not path.is_dir():
             raise InputError("exists and is a file, not a Milvus Lite database directory", source=self.db)
         if not path.exists():
@@ -252,11 +293,11 @@ class MilvusStore:
             try:
                 parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
-                raise InputError(f"cannot create the database directory ({exc.strerror or exc})",
-                                 source=self.db) from None
+                raise InputError(
+                    f"cannot create the database directory ({exc.strerror or exc})", source=self.db
+                ) from None
             if not os.access(parent, os.W_OK | os.X_OK):
-                raise InputError("cannot create the database here: the directory is not writable",
-                                 source=self.db)
+                raise InputError("cannot create the database here: the directory is not writable", source=self.db)
             from ..security import private_dir
 
             with contextlib.suppress(OSError):
@@ -325,8 +366,11 @@ class MilvusStore:
 
         if self.uri is not None:
             if not re.match(r"^(https?|tcp|unix)://", self.uri):
-                raise ConfigError("a Milvus URI starts with http://, https://, tcp:// or unix:// "
-                                  "(use --db for a local Milvus Lite path)", source=self.uri)
+                raise ConfigError(
+                    "a Milvus URI starts with http://, https://, tcp:// or unix:// "
+                    "(use --db for a local Milvus Lite path)",
+                    source=self.uri,
+                )
             try:
                 client = MilvusClient(uri=self.uri, token=self.token or "", timeout=self.timeout)
                 client.list_collections(timeout=self.timeout)
@@ -334,11 +378,13 @@ class MilvusStore:
             except Exception as exc:  # MilvusException, grpc and socket errors of every kind
                 auth = _auth_failure(exc)
                 if auth:
-                    raise ChunkwiseError(f"authentication failed (wrong --token / $MILVUS_TOKEN?): {auth}",
-                                         source=self.uri) from None
+                    raise ChunkwiseError(
+                        f"authentication failed (wrong --token / $MILVUS_TOKEN?): {auth}", source=self.uri
+                    ) from None
                 within = f" within {self.timeout:g} s" if isinstance(exc, MilvusException) else ""
-                raise ChunkwiseError(f"cannot reach the Milvus server{within}: {_message(exc)}",
-                                     source=self.uri) from None
+                raise ChunkwiseError(
+                    f"cannot reach the Milvus server{within}: {_message(exc)}", source=self.uri
+                ) from None
             self.capabilities = ServerCapabilities.from_version(version)
         else:
             path = self._check_db_path()
@@ -348,8 +394,11 @@ class MilvusStore:
                 # a private unix socket, not a TCP port; a private copy of a read-only database (store/lite.py)
                 self._engine = lite.start(path, read_only=self.read_only)
                 if self._engine is None and self.read_only:
-                    raise InputError("the database directory is not writable (and this milvus-lite version "
-                                     "cannot open a private copy of it)", source=self.db)
+                    raise InputError(
+                        "the database directory is not writable (and this milvus-lite version "
+                        "cannot open a private copy of it)",
+                        source=self.db,
+                    )
                 client = MilvusClient(uri=self._engine.uri if self._engine else path, timeout=self.timeout)
             except InputError:
                 raise
@@ -360,8 +409,11 @@ class MilvusStore:
                 if isinstance(exc, lite.ReadOnlyCopyError):
                     raise InputError(f"not writable here, and {exc}", source=self.db) from None
                 if self.read_only:
-                    raise InputError("the database directory is not writable, and Milvus Lite could not open a "
-                                     f"copy of it ({_message(exc)})", source=self.db) from None
+                    raise InputError(
+                        "the database directory is not writable, and Milvus Lite could not open a "
+                        f"copy of it ({_message(exc)})",
+                        source=self.db,
+                    ) from None
                 raise InputError(self._diagnose_lite_failure(), source=self.db) from None
             self.capabilities = ServerCapabilities("lite")
         self._client = client
@@ -414,9 +466,11 @@ class MilvusStore:
         with self._errors("read the index configuration"):
             if not client.has_collection(self.state_collection):
                 if client.has_collection(self.collection):
-                    raise ConfigError(f"collection {self.collection!r} exists but was not made by chunkwise "
-                                      "(no state collection); choose another --collection",
-                                      source=self.location)
+                    raise ConfigError(
+                        f"collection {self.collection!r} exists but was not made by chunkwise "
+                        "(no state collection); choose another --collection",
+                        source=self.location,
+                    )
                 return None
             self._load(self.state_collection)
             rows = client.get(self.state_collection, ids=[CONFIG_ID], output_fields=["data"])
@@ -457,7 +511,8 @@ class MilvusStore:
                 raise ConfigError(
                     f"another client created collection {self.collection!r} at the same time with a different "
                     "configuration; run again to see what it records, or use another --collection",
-                    source=self.location)
+                    source=self.location,
+                )
             try:
                 client.create_index(self.state_collection, self._state_index(), sync=False)
             except MilvusException:  # the racing winner made it already
@@ -487,13 +542,20 @@ class MilvusStore:
 
         client = self.connect()
         try:
-            client.create_collection(name, schema=self._state_schema(description), consistency_level="Strong",
-                                     properties={CONFIG_PROPERTY: description})
+            client.create_collection(
+                name,
+                schema=self._state_schema(description),
+                consistency_level="Strong",
+                properties={CONFIG_PROPERTY: description},
+            )
         except MilvusException:
             if self._appears(name):
                 return
-            raise ConfigError(f"could not create collection {self.collection!r}, and no other client did "
-                              "either; is the server healthy? run again", source=self.location) from None
+            raise ConfigError(
+                f"could not create collection {self.collection!r}, and no other client did "
+                "either; is the server healthy? run again",
+                source=self.location,
+            ) from None
 
     def _appears(self, name: str, seconds: float = 5.0) -> bool:
         """Does ``name`` exist, or appear within ``seconds``? A racing winner's collection can take a
@@ -561,8 +623,9 @@ class MilvusStore:
     def _state_schema(self, description: str = ""):
         from pymilvus import DataType, MilvusClient
 
-        s = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False,
-                                       description=description or "chunkwise index state")
+        s = MilvusClient.create_schema(
+            auto_id=False, enable_dynamic_field=False, description=description or "chunkwise index state"
+        )
         s.add_field("id", DataType.VARCHAR, is_primary=True, max_length=128)
         s.add_field("kind", DataType.VARCHAR, max_length=16)
         s.add_field("source", DataType.VARCHAR, max_length=MAX_VARCHAR)
@@ -582,14 +645,20 @@ class MilvusStore:
 
     @staticmethod
     def _state_row(id_: str, kind: str, source: str, content_hash: str, chunks: int, data: dict) -> dict:
-        return {"id": id_, "kind": kind, "source": truncate_utf8(source, MAX_VARCHAR),
-                "content_hash": content_hash, "chunks": int(chunks), "data": data, "placeholder": [0.0, 0.0]}
+        return {
+            "id": id_,
+            "kind": kind,
+            "source": truncate_utf8(source, MAX_VARCHAR),
+            "content_hash": content_hash,
+            "chunks": int(chunks),
+            "data": data,
+            "placeholder": [0.0, 0.0],
+        }
 
     def _chunk_schema(self, dim: int, bm25: bool, nullable: bool = True):
         from pymilvus import DataType, Function, FunctionType, MilvusClient
 
-        s = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False,
-                                       description="chunkwise chunks")
+        s = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False, description="chunkwise chunks")
         add = s.add_field
         add("id", DataType.VARCHAR, is_primary=True, max_length=64)
         add("doc_id", DataType.VARCHAR, max_length=64)
@@ -616,8 +685,14 @@ class MilvusStore:
         add("source_end", DataType.INT64, nullable=nullable)
         if bm25:
             add("sparse", DataType.SPARSE_FLOAT_VECTOR)
-            s.add_function(Function(name="bm25", function_type=FunctionType.BM25,
-                                    input_field_names=["indexed_text"], output_field_names=["sparse"]))
+            s.add_function(
+                Function(
+                    name="bm25",
+                    function_type=FunctionType.BM25,
+                    input_field_names=["indexed_text"],
+                    output_field_names=["sparse"],
+                )
+            )
         return s
 
     def _create_chunks(self, dim: int) -> None:
@@ -626,20 +701,22 @@ class MilvusStore:
 
         client = self.connect()
         caps = self.capabilities or ServerCapabilities("unknown")
-        for bm25 in ((True, False) if caps.bm25 else (False,)):
+        for bm25 in (True, False) if caps.bm25 else (False,):
             ip = MilvusClient.prepare_index_params()
             ip.add_index(field_name="vector", index_type="AUTOINDEX", metric_type="COSINE")
             if bm25:
                 ip.add_index(field_name="sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
             try:
-                client.create_collection(self.collection, schema=self._chunk_schema(dim, bm25, caps.nullable),
-                                         consistency_level="Strong")
+                client.create_collection(
+                    self.collection, schema=self._chunk_schema(dim, bm25, caps.nullable), consistency_level="Strong"
+                )
                 client.create_index(self.collection, ip, sync=False)
                 return
             except MilvusException as exc:
                 # A server older than Milvus 2.5 has no BM25 functions: store without, use bm25s instead.
-                if not bm25 or not re.search(r"function|bm25|analyzer|sparse|create index on \d+ field",
-                                             _message(exc), re.I):
+                if not bm25 or not re.search(
+                    r"function|bm25|analyzer|sparse|create index on \d+ field", _message(exc), re.I
+                ):
                     raise
                 if client.has_collection(self.collection):
                     client.drop_collection(self.collection)
@@ -661,10 +738,17 @@ class MilvusStore:
     def markers(self) -> dict[str, Marker]:
         """Every completely indexed document, by doc id."""
         with self._errors("read the document list"):
-            rows = list(self._scan(self.state_collection, ["id", "source", "content_hash", "chunks", "data"],
-                                   'kind == "document"'))
-        return {r["id"]: Marker(r["id"], r["source"], r["content_hash"], r["chunks"],
-                                bool((r.get("data") or {}).get("complete", True))) for r in rows}
+            rows = list(
+                self._scan(
+                    self.state_collection, ["id", "source", "content_hash", "chunks", "data"], 'kind == "document"'
+                )
+            )
+        return {
+            r["id"]: Marker(
+                r["id"], r["source"], r["content_hash"], r["chunks"], bool((r.get("data") or {}).get("complete", True))
+            )
+            for r in rows
+        }
 
     def chunk_documents(self) -> dict[str, str]:
         """``doc_id -> source`` of every document with chunks in the collection (markers or not)."""
@@ -681,8 +765,9 @@ class MilvusStore:
         with self._errors("read chunk ids"):
             # one plain query covers a batch's documents; an iterator costs three round trips (each a
             # consistency wait of ~0.3 s on a Milvus 2.3 server), so it is used only when the answer is large
-            rows = self.connect().query(self.collection, filter=expr, output_fields=["id", "doc_id"],
-                                        limit=_QUERY_LIMIT)
+            rows = self.connect().query(
+                self.collection, filter=expr, output_fields=["id", "doc_id"], limit=_QUERY_LIMIT
+            )
             if len(rows) >= _QUERY_LIMIT:
                 rows = self._scan(self.collection, ["id", "doc_id"], expr)
             for r in rows:
@@ -698,8 +783,12 @@ class MilvusStore:
 
     def mark(self, markers: Iterable[Marker]) -> None:
         """Last step: the documents are completely indexed with these content hashes."""
-        rows = [self._state_row(m.doc_id, "document", m.source, m.content_hash, m.chunks,
-                                {} if m.complete else {"complete": False}) for m in markers]
+        rows = [
+            self._state_row(
+                m.doc_id, "document", m.source, m.content_hash, m.chunks, {} if m.complete else {"complete": False}
+            )
+            for m in markers
+        ]
         if rows:
             with self._errors("write the document list"):
                 self._writer().upsert(self.state_collection, rows)
@@ -749,7 +838,7 @@ class MilvusStore:
         client = self._writer()
         with self._errors("delete chunks"):
             for i in range(0, len(ids), 4096):
-                client.delete(self.collection, ids=ids[i:i + 4096])
+                client.delete(self.collection, ids=ids[i : i + 4096])
         return len(ids)
 
     def delete_documents(self, doc_ids: Iterable[str]) -> int:
@@ -798,19 +887,24 @@ class MilvusStore:
                 raise InputError(f"invalid filter expression {filter!r}: {_message(exc)}") from None
             raise ChunkwiseError(f"Milvus {action} failed: {_message(exc)}", source=self.location) from None
 
-    def search_vector(self, vector: np.ndarray, limit: int, filter: str | None = None,
-                      ids_only: bool = False) -> list[Hit]:
+    def search_vector(
+        self, vector: np.ndarray, limit: int, filter: str | None = None, ids_only: bool = False
+    ) -> list[Hit]:
         """Nearest chunks by cosine similarity, best first (with the stored chunks unless ``ids_only``)."""
         with self._filter_errors(filter, "search"):
             res = self.connect().search(
-                self.collection, data=[np.asarray(vector, dtype=np.float32).tolist()], anns_field="vector",
-                limit=limit, filter=filter or "", output_fields=["id"] if ids_only else self.output_fields,
-                search_params={"metric_type": "COSINE"})
+                self.collection,
+                data=[np.asarray(vector, dtype=np.float32).tolist()],
+                anns_field="vector",
+                limit=limit,
+                filter=filter or "",
+                output_fields=["id"] if ids_only else self.output_fields,
+                search_params={"metric_type": "COSINE"},
+            )
         hits = list(res[0]) if res else []
         if ids_only:
             return [Hit(h["id"], float(h["distance"])) for h in hits]
-        return [Hit(h["id"], float(h["distance"]), *chunk_from_row(self._decode(h.get("entity") or {})))
-                for h in hits]
+        return [Hit(h["id"], float(h["distance"]), *chunk_from_row(self._decode(h.get("entity") or {}))) for h in hits]
 
     def search_text(self, query: str, limit: int, filter: str | None = None) -> list[Hit]:
         """Chunks by BM25 over ``indexed_text``, best first: ``bm25s`` over the stored texts where
@@ -859,11 +953,17 @@ class MilvusStore:
                 rows = list(self._scan(self.collection, ["id"], filter))
         return {r["id"] for r in rows}
 
-    def search_bm25(self, query: str, limit: int, filter: str | None = None,
-                    fields: list[str] | None = None) -> list[dict]:
+    def search_bm25(
+        self, query: str, limit: int, filter: str | None = None, fields: list[str] | None = None
+    ) -> list[dict]:
         """Chunks by Milvus's own BM25 over ``indexed_text`` (only when :attr:`bm25_builtin`)."""
         with self._filter_errors(filter, "full-text search"):
             res = self.connect().search(
-                self.collection, data=[query], anns_field="sparse", limit=limit, filter=filter or "",
-                output_fields=self.output_fields if fields is None else fields)
+                self.collection,
+                data=[query],
+                anns_field="sparse",
+                limit=limit,
+                filter=filter or "",
+                output_fields=self.output_fields if fields is None else fields,
+            )
         return list(res[0]) if res else []
