@@ -372,3 +372,23 @@ def test_tune_cli_says_no_significant_winner_and_writes_it(dataset, tmp_path, fa
     assert rc == 0 and "no significant winner: took the cheapest within the interval" in out
     decision = json.loads(best.read_text())["tuned"]["decision"]
     assert decision["verdict"] == NO_WINNER and decision["ci95"] == [0.0, 0.0] and "too few" in decision["split"]
+
+
+def test_eval_report_shows_generated_questions_beside_their_excerpts(kb, tmp_path, fake, capsys):
+    import html
+
+    out = tmp_path / "ds"
+    qs = make_questions([kb], out, method="cloze", n=8, seed=5)
+    report = tmp_path / "report.html"
+    spec = "fixed:max_tokens=32,overlap=0,tokenizer=words"
+    assert main(["eval", str(out), "--run", spec, "--report", str(report), "--format", "json", "-q"]) == 0
+    page = report.read_text(encoding="utf-8")
+    assert "Generated questions (method cloze, seed 5)" in page
+    ds = load_dataset(out)
+    for q in ds.queries:
+        ref = q.references[0]
+        excerpt = ds.documents[ref.doc].text[ref.start : ref.end][:400]
+        row = f"<tr><td>{html.escape(q.text)}</td><td>{html.escape(excerpt)}"
+        assert row in page, q.text
+    data = json.loads(capsys.readouterr().out)
+    assert data["generated"]["total"] == len(qs.questions) and data["generated"]["manifest"]["seed"] == 5

@@ -390,12 +390,32 @@ def format_html(report: EvaluationReport, title: str = "chunkwise evaluation") -
                 f"{'' if c.significant else ' ' + NS_MARK}</td></tr>"
             )
         h.append("</table></div>")
+    if report.generated:
+        h.append(_generated_html(report.generated))
     if report.problems:
         h.append(f"<h2>Dataset problems ({len(report.problems)}, skipped)</h2><ul>")
         h += [f"<li>{_esc(p)}</li>" for p in report.problems[:200]]
         h.append("</ul>")
     h.append("</body></html>\n")
     return "".join(h)
+
+
+def _generated_html(generated: dict[str, Any]) -> str:
+    """The questions of a generated dataset beside the excerpts they were made from: numbers from generated
+    questions are only as good as the questions, so the report shows them."""
+    m = generated.get("manifest") or {}
+    how = ", ".join(f"{k} {_esc(m[k])}" for k in ("method", "model", "seed") if m.get(k) not in (None, ""))
+    shown, total = generated.get("questions") or [], generated.get("total", 0)
+    out = [
+        f"<h2>Generated questions ({_esc(how) or 'chunkwise questions'})</h2>",
+        f"<p class=muted>{len(shown)} of {total} shown, each beside the exact excerpt it was made from"
+        + (f"; known bias: {_esc(m['bias'])}" if m.get("bias") else "")
+        + "</p><div class=scroll><table><tr><th>question</th><th>excerpt</th><th>document</th></tr>",
+    ]
+    for q in shown:
+        out.append(f"<tr><td>{_esc(q['query'])}</td><td>{_esc(q['excerpt'])}</td><td>{_esc(q['doc'])}</td></tr>")
+    out.append("</table></div>")
+    return "".join(out)
 
 
 def format_leaderboard(result, k: int) -> str:

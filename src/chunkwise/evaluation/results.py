@@ -74,6 +74,9 @@ class EvaluationReport:
     comparisons: list[Comparison]
     problems: list[str]
     seconds: float
+    #: for a dataset made by ``chunkwise questions``: how (its ``questions.json``) and the questions with the
+    #: excerpts they were made from, so a reader of the report can judge them (see :func:`generated_questions`)
+    generated: dict[str, Any] | None = None
 
     def comparison(self, a: str, b: str, metric: str) -> Comparison | None:
         for c in self.comparisons:
@@ -93,7 +96,38 @@ class EvaluationReport:
             "problems": self.problems,
             "runs": [r.to_dict() for r in self.runs],
             "comparisons": [c.__dict__ for c in self.comparisons],
+            **({"generated": self.generated} if self.generated is not None else {}),
         }
 
 
-__all__ = ["RunResult", "Comparison", "EvaluationReport"]
+#: questions shown beside their excerpts in a report (the first ones, in the dataset's order)
+SHOWN_QUESTIONS = 200
+EXCERPT_CHARS = 400
+
+
+def generated_questions(dataset) -> dict[str, Any] | None:
+    """``{"manifest": ..., "questions": [{"query", "doc", "excerpt"}, ...]}`` when the dataset folder holds a
+    ``questions.json`` (written by ``chunkwise questions``), else ``None``. Excerpts are the exact reference
+    spans, cut at :data:`EXCERPT_CHARS`; what was cut is said (``…``), never hidden."""
+    import json
+    from pathlib import Path
+
+    path = Path(dataset.path) / "questions.json"
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(manifest, dict):
+        return None
+    shown = []
+    for q in dataset.queries[:SHOWN_QUESTIONS]:
+        ref = q.references[0] if q.references else None
+        doc = dataset.documents.get(ref.doc) if ref else None
+        excerpt = doc.text[ref.start : ref.end] if (doc is not None and ref is not None) else ""
+        if len(excerpt) > EXCERPT_CHARS:
+            excerpt = excerpt[:EXCERPT_CHARS] + "…"
+        shown.append({"query": q.text, "doc": ref.doc if ref else "", "excerpt": excerpt})
+    return {"manifest": manifest, "questions": shown, "total": len(dataset.queries)}
+
+
+__all__ = ["RunResult", "Comparison", "EvaluationReport", "generated_questions"]

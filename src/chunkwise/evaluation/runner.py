@@ -40,7 +40,7 @@ from ..strategies.many import chunk_many
 from . import metrics as M
 from .boundaries import boundaries_from_offsets, pk, window_diff
 from .datasets import Dataset
-from .results import Comparison, EvaluationReport, RunResult
+from .results import Comparison, EvaluationReport, RunResult, generated_questions
 from .spec import (
     DEFAULT_DENSE_WEIGHT,
     DEFAULT_FUSION,
@@ -579,6 +579,7 @@ class Evaluator:
             comparisons=comparisons,
             problems=list(self.dataset.problems),
             seconds=time.perf_counter() - t0,
+            generated=generated_questions(self.dataset),
         )
 
 
