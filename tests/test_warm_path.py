@@ -131,3 +131,16 @@ def test_server_flag_refuses_what_it_cannot_send(capsys, monkeypatch):
     assert "drop --db/--uri" in capsys.readouterr().err
     assert main(["ask", "lens?", "--server", url, "--llm-model", "m"]) == 2
     assert "--llm-model cannot be sent" in capsys.readouterr().err
+
+
+@pytest.mark.timeout(60)  # one refused connection and one retry: a hang fails here
+def test_an_unreachable_server_is_one_line_naming_it_once(capsys, monkeypatch):
+    monkeypatch.delenv("CHUNKWISE_SERVER", raising=False)
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"http://127.0.0.1:{port}"
+    assert main(["search", "lamp", "--server", url]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "endpoint unreachable" in err
+    assert err.count(f"{url}/search") == 1, err

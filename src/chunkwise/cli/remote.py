@@ -76,7 +76,8 @@ def post(url: str, route: str, payload: dict[str, Any]) -> Any:
     except EndpointError as exc:
         # the client's 404 hint is about OpenAI-style base URLs ending in /v1, not this app
         raise ConfigError(
-            str(exc).replace(" (is the base URL right? it usually ends in /v1)", ""), source=endpoint.url
+            exc.problem.replace(" (is the base URL right? it usually ends in /v1)", ""),
+            source=exc.source or endpoint.url,
         ) from None
 
 
