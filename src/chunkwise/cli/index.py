@@ -490,23 +490,17 @@ def run_search(args: argparse.Namespace) -> int:
         results = index.search(args.query, k=args.k, filter=args.filter, **settings)
         if widen["expand"] is not None or widen["budget"] is not None:
             passages = index.expand(results, widen["expand"], widen["budget"])
-            if args.format == "jsonl":
-                for p in passages:
-                    sys.stdout.write(json.dumps(p.to_dict(), ensure_ascii=False) + "\n")
-            elif passages:
-                print(_format_passages(passages, args.max_chars))
-            elif not args.quiet:
-                print("chunkwise: no results", file=sys.stderr)
-            return 0
+            return _print_results(args, passages, _format_passages)
     return _print_results(args, results)
 
 
-def _print_results(args: argparse.Namespace, results) -> int:
+def _print_results(args: argparse.Namespace, results, table=None) -> int:
+    """Search hits or expanded passages as JSONL (their ``to_dict``) or a table (``table``, default the hits')."""
     if args.format == "jsonl":
         for r in results:
             sys.stdout.write(json.dumps(r.to_dict(), ensure_ascii=False) + "\n")
     elif results:
-        print(_format_table(results, args.max_chars))
+        print((table or _format_table)(results, args.max_chars))
     elif not args.quiet:
         print("chunkwise: no results", file=sys.stderr)
     return 0
