@@ -1,6 +1,7 @@
-"""``chunkwise strategies [NAME]``: every strategy's parameters, defaults and meanings.
+"""``chunkwise strategies [NAME]``: every strategy's parameters, defaults, accepted values and meanings.
 
-The same table feeds the epilog of ``chunkwise chunk --help`` (:func:`strategies_epilog`), so a user finds
+All of it is generated from the strategies' declarations (:mod:`chunkwise.strategies.params`). The same
+table feeds the epilog of ``chunkwise chunk --help`` (:func:`strategies_epilog`), so a user finds
 ``-p penalty=...`` without reading error messages or source code.
 """
 
@@ -11,9 +12,9 @@ import textwrap
 
 from ..strategies import STRATEGY_NAMES, strategy_class
 from ..strategies.base import Strategy
-from ..strategies.params import describe, format_default
+from ..strategies.params import ParamDoc, describe, format_default
 
-#: parameters every strategy has (shown once, not per strategy)
+#: parameters every strategy has (shown once, and per strategy only where it takes them differently)
 SHARED = tuple(Strategy.param_names())
 
 
@@ -24,23 +25,32 @@ def _summary(name: str) -> str:
     return first.replace("``", "") + "."
 
 
+def _param_line(d: ParamDoc, indent: str, width: int = 100) -> str:
+    """``name=default  constraint: help``, wrapped under itself: one entry of the ``chunk --help`` list."""
+    head = f"{indent}{d.name}={format_default(d.default)}"
+    body = f"{d.constraint}: {d.help}" if d.constraint else d.help
+    return textwrap.fill(
+        body,
+        width=width,
+        initial_indent=f"{head:<{len(indent) + 24}} ",
+        subsequent_indent=" " * (len(indent) + 25),
+    )
+
+
 def strategies_epilog() -> str:
-    """A compact list: each strategy with its own parameters and their defaults."""
+    """Each strategy's own parameters (the shared ones once) with default, accepted values and meaning."""
     lines = [
         "strategy parameters (set with -p NAME=VALUE; `chunkwise strategies NAME` explains them):",
-        "  all: " + ", ".join(f"{d.name}={format_default(d.default)}" for d in describe(Strategy)),
+        "  all strategies:",
+        *(_param_line(d, "    ") for d in describe(Strategy)),
     ]
+    shared = {d.name: d for d in describe(Strategy)}
     for name in STRATEGY_NAMES:
-        own = [d for d in describe(strategy_class(name)) if d.name not in SHARED]
+        # its own parameters, and shared ones it takes differently (the semantic strategies' defaults)
+        own = [d for d in describe(strategy_class(name)) if shared.get(d.name) != d]
         if own:
-            lines.append(
-                textwrap.fill(
-                    ", ".join(f"{d.name}={format_default(d.default)}" for d in own),
-                    width=100,
-                    initial_indent=f"  {name}: ",
-                    subsequent_indent="      ",
-                )
-            )
+            lines.append(f"  {name}:")
+            lines.extend(_param_line(d, "    ") for d in own)
     return "\n".join(lines)
 
 
@@ -55,8 +65,10 @@ def run(args: argparse.Namespace) -> int:
             continue
         for d in describe(cls):
             print(f"  {d.name:18s} {format_default(d.default):12s} {d.help}")
+            if d.constraint:
+                print(f"  {'':18s} {'':12s} takes {d.constraint}")
     if not args.name:
-        print("\n`chunkwise strategies NAME` lists a strategy's parameters with defaults and meanings.")
+        print("\n`chunkwise strategies NAME` lists a strategy's parameters with defaults, values and meanings.")
     return 0
 
 

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 from ..document import Chunk, Document, stable_hash
 from ..errors import ConfigError
 from ..segmentation.tokenizers import Tokenizer, resolve_tokenizer
+from .params import Constraints, Interval, TokenizerSpec, strategy_label, validate_params
 
 Span = tuple[int, int]
 
@@ -45,8 +46,6 @@ class Strategy:
 
     #: registry name, also recorded on every chunk
     name: str = ""
-    #: whether ``min_tokens=None`` means a default of the strategy's own (the semantic strategies)
-    min_tokens_default: bool = False
     #: the shared chunk rules (:mod:`chunkwise.strategies.tidy`) apply; a custom strategy whose spans must
     #: come out exactly as it made them (a test fixture) may set this to False
     apply_rules: bool = True
@@ -55,6 +54,16 @@ class Strategy:
     #: old parameter name -> new name: still accepted (with a deprecation warning), left out of
     #: :meth:`param_names`, and used in :meth:`config_id` so chunk ids do not change with the rename
     renamed_params: ClassVar[dict[str, str]] = {}
+    #: parameter name -> the constraints a value must meet (any one of them; see :mod:`.params`). A
+    #: subclass declares the parameters it adds or takes differently; :meth:`param_constraints` merges
+    _parameter_constraints: ClassVar[dict[str, Constraints]] = {
+        "max_tokens": [Interval(int, 1, None)],
+        "min_tokens": [Interval(int, 0, None)],
+        "overlap": [Interval(int, 0, None)],
+        "tokenizer": [TokenizerSpec(), None],
+        "respect_sections": [Interval(int, 0, None), None],
+    }
+    _param_constraints_cache: ClassVar[dict[str, Constraints]]
 
     def __init__(
         self,
@@ -97,6 +106,18 @@ class Strategy:
                     names.append(p.name)
         return names
 
+    @classmethod
+    def param_constraints(cls) -> dict[str, Constraints]:
+        """Every declared parameter's constraints, merged over the class hierarchy (a subclass's entry
+        replaces its base's), in declaration order; cached per class."""
+        cached = cls.__dict__.get("_param_constraints_cache")
+        if cached is None:
+            cached = {}
+            for klass in reversed(cls.__mro__):
+                cached.update(vars(klass).get("_parameter_constraints", {}))
+            cls._param_constraints_cache = cached
+        return dict(cached)
+
     def get_params(self) -> dict[str, Any]:
         return {n: getattr(self, n) for n in self.param_names() if hasattr(self, n)}
 
@@ -119,24 +140,17 @@ class Strategy:
 
     # -- the work ----------------------------------------------------------------------------------------
     def validate(self) -> None:
-        """Reject parameters that cannot work, with a message a person can act on."""
+        """Reject parameters that cannot work, with a message a person can act on: every declared
+        constraint (:func:`~.params.validate_params`), then what relates parameters to each other, then
+        the tokenizer's name (an unknown one is a configuration error, found before any input)."""
+        validate_params(self)
+        who = strategy_label(self)
         mt = self.max_tokens
-        if not isinstance(mt, int) or isinstance(mt, bool) or mt < 1:
-            raise ConfigError(f"max_tokens must be an integer >= 1, got {mt!r}")
-        if self.min_tokens is None and self.min_tokens_default:  # the strategy's own default
-            pass
-        elif not isinstance(self.min_tokens, int) or isinstance(self.min_tokens, bool) or self.min_tokens < 0:
-            raise ConfigError(f"min_tokens must be an integer >= 0, got {self.min_tokens!r}")
-        elif self.min_tokens > mt:
-            raise ConfigError(f"min_tokens ({self.min_tokens}) must not exceed max_tokens ({mt})")
-        if not isinstance(self.overlap, int) or self.overlap < 0:
-            raise ConfigError(f"overlap must be an integer >= 0, got {self.overlap!r}")
+        if self.min_tokens is not None and self.min_tokens > mt:
+            raise ConfigError(f"{who}: min_tokens ({self.min_tokens}) must not exceed max_tokens ({mt})")
         if self.overlap >= mt:
-            raise ConfigError(f"overlap ({self.overlap}) must be smaller than max_tokens ({mt})")
-        rs = self.respect_sections
-        if rs is not None and (not isinstance(rs, int) or rs < 0 or isinstance(rs, bool)):
-            raise ConfigError(f"respect_sections must be a heading level >= 1 (0: none), got {rs!r}")
-        if isinstance(self.tokenizer, str):  # an unknown name is a configuration error, found before any input
+            raise ConfigError(f"{who}: overlap ({self.overlap}) must be smaller than max_tokens ({mt})")
+        if isinstance(self.tokenizer, str):
             resolve_tokenizer(self.tokenizer)
 
     def chunk(self, doc: Document | str) -> list[Chunk]:

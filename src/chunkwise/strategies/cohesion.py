@@ -28,7 +28,8 @@ import numpy as np
 
 from ..embeddings.base import Embedder
 from ..segmentation.tokenizers import Tokenizer
-from .embedding import DEFAULT_EMBEDDER, DEFAULT_SECTION_LEVEL, EmbeddingStrategy, check_number
+from .embedding import DEFAULT_EMBEDDER, DEFAULT_SECTION_LEVEL, EmbeddingStrategy
+from .params import Interval
 from .units import Decision, Units, fit_lengths
 
 DEFAULT_PENALTY = 0.5
@@ -51,6 +52,7 @@ class CohesionChunker(EmbeddingStrategy):
     name = "cohesion"
     cap_split_by_distance = True
     cut_cause = "objective"
+    _parameter_constraints = {"penalty": [Interval(float, 0, None)]}
 
     def __init__(
         self,
@@ -73,10 +75,6 @@ class CohesionChunker(EmbeddingStrategy):
             structure_bonus=structure_bonus,
         )
         self.penalty = penalty
-
-    def validate(self) -> None:
-        super().validate()
-        check_number("penalty", self.penalty, 0)
 
     def decide(self, units: Units, embedder: Embedder, text: str) -> Decision:
         n = len(units)

@@ -36,9 +36,9 @@ from ..document import Chunk, Document
 from ..embeddings import DEFAULT_EMBEDDER  # the default embedder name of every semantic strategy
 from ..embeddings.base import Embedder
 from ..embeddings.vectors import embed_all, embed_stream_sorted, resolve_embedder
-from ..errors import ConfigError
 from ..segmentation.tokenizers import Tokenizer, resolve_tokenizer
 from .base import Span, Strategy, build_chunks, max_chars_for, regions
+from .params import EmbedderSpec, Interval
 from .units import (
     Decision,
     Units,
@@ -71,7 +71,11 @@ class EmbeddingStrategy(Strategy):
     """
 
     cap_split_by_distance = True
-    min_tokens_default = True
+    _parameter_constraints = {
+        "min_tokens": [Interval(int, 0, None), None],  # None: a default of the strategy's own
+        "embedder": [EmbedderSpec(), None],
+        "structure_bonus": [Interval(float, 0, None)],
+    }
     #: the ``cause`` that ``explain`` reports for the strategy's own cuts
     cut_cause = "threshold"
 
@@ -94,10 +98,6 @@ class EmbeddingStrategy(Strategy):
         )
         self.embedder = embedder
         self.structure_bonus = structure_bonus
-
-    def validate(self) -> None:
-        super().validate()
-        check_number("structure_bonus", self.structure_bonus, 0)
 
     def effective_min_tokens(self) -> int:
         """``min_tokens``, or for ``None`` the default: :data:`DEFAULT_MIN_TOKENS` capped at ``max_tokens // 4``."""
@@ -422,40 +422,11 @@ def _bar(items, progress: bool, desc: str, unit: str):
     return tqdm(items, desc=desc, unit=unit, file=sys.stderr, leave=False, mininterval=0.5)
 
 
-def check_choice(name: str, value: Any, choices: Sequence[Any]) -> None:
-    if value not in choices:
-        raise ConfigError(f"{name} must be one of {', '.join(map(str, choices))}, got {value!r}")
-
-
-def check_number(
-    name: str, value: Any, low: float | None = None, high: float | None = None, integer: bool = False
-) -> None:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if integer:
-        ok = ok and isinstance(value, int)
-    if ok and value != value:  # NaN
-        ok = False
-    if ok and low is not None and value < low:
-        ok = False
-    if ok and high is not None and value > high:
-        ok = False
-    if not ok:
-        rng = (
-            f" in [{low}, {high}]"
-            if low is not None and high is not None
-            else (f" >= {low}" if low is not None else "")
-        )
-        kind = "an integer" if integer else "a number"
-        raise ConfigError(f"{name} must be {kind}{rng}, got {value!r}")
-
-
 __all__ = [
     "DEFAULT_MIN_TOKENS",
     "DEFAULT_SECTION_LEVEL",
     "UnitPlan",
     "EmbeddingStrategy",
     "resolve_embedder",
-    "check_choice",
-    "check_number",
     "DEFAULT_EMBEDDER",
 ]

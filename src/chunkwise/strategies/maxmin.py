@@ -33,7 +33,8 @@ import math
 
 from ..embeddings.base import Embedder
 from ..segmentation.tokenizers import Tokenizer
-from .embedding import DEFAULT_EMBEDDER, DEFAULT_SECTION_LEVEL, EmbeddingStrategy, check_number
+from .embedding import DEFAULT_EMBEDDER, DEFAULT_SECTION_LEVEL, EmbeddingStrategy
+from .params import Interval
 from .units import Decision, Units
 
 #: the paper's (authors' code) defaults, for reference
@@ -62,6 +63,11 @@ class MaxMinChunker(EmbeddingStrategy):
 
     name = "maxmin"
     cap_split_by_distance = False
+    _parameter_constraints = {
+        "fixed_threshold": [Interval(float, -1, 1)],  # a cosine similarity
+        "c": [Interval(float, 0, None)],
+        "init_constant": [Interval(float, 0, None, closed="right")],  # it divides fixed_threshold
+    }
 
     def __init__(
         self,
@@ -88,12 +94,6 @@ class MaxMinChunker(EmbeddingStrategy):
         self.fixed_threshold = fixed_threshold
         self.c = c
         self.init_constant = init_constant
-
-    def validate(self) -> None:
-        super().validate()
-        check_number("fixed_threshold", self.fixed_threshold, -1, 1)
-        check_number("c", self.c, 0)
-        check_number("init_constant", self.init_constant, 1e-9)
 
     def decide(self, units: Units, embedder: Embedder, text: str) -> Decision:
         n = len(units)

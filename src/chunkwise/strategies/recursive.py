@@ -43,6 +43,7 @@ from ..segmentation.token_map import TokenMap
 from ..segmentation.tokenizers import Tokenizer
 from .base import Span, Strategy, max_chars_for, trim_span
 from .packing import fill, fit_exact, pack
+from .params import Options, StrList
 
 _SENTENCES = "<sentences>"
 _CHARACTERS = ""
@@ -438,6 +439,10 @@ class RecursiveChunker(Strategy):
     name = "recursive"
     #: an int here (the base also allows ``None``, for the semantic strategies' own default)
     min_tokens: int
+    _parameter_constraints = {
+        "separators": [Options(*PRESETS, what="a preset"), StrList()],
+        "keep_separator": [Options("start", "end"), None],
+    }
 
     def __init__(
         self,
@@ -452,12 +457,6 @@ class RecursiveChunker(Strategy):
         super().__init__(max_tokens, min_tokens, overlap, tokenizer, respect_sections)
         self.separators = separators
         self.keep_separator = keep_separator
-
-    def validate(self) -> None:
-        super().validate()
-        _levels(self.separators)
-        if self.keep_separator not in (None, "start", "end"):
-            raise ConfigError(f"keep_separator must be 'start' or 'end', got {self.keep_separator!r}")
 
     def split_with_counts(self, doc: Document, start: int, end: int, tokenizer: Tokenizer):
         return recursive_split_counted(

@@ -41,13 +41,17 @@ import numpy as np
 from ..deprecation import warn_renamed
 from ..embeddings.base import Embedder
 from ..embeddings.vectors import embed_all
+from ..errors import ConfigError
 from ..segmentation.tokenizers import Tokenizer
-from .embedding import DEFAULT_EMBEDDER, DEFAULT_SECTION_LEVEL, EmbeddingStrategy, check_choice, check_number
+from .embedding import DEFAULT_EMBEDDER, DEFAULT_SECTION_LEVEL, EmbeddingStrategy
+from .params import Interval, Options, strategy_label
 from .units import Decision, Units
 
 #: added to the distance at a paragraph break or heading (times its strength) before the threshold
 DEFAULT_STRUCTURE_BONUS = 0.2
 THRESHOLD_TYPES = ("percentile", "standard_deviation", "interquartile", "gradient", "absolute")
+#: the range of ``threshold_amount`` per ``threshold_type`` (a percentile; a cosine distance)
+THRESHOLD_RANGES = {"percentile": (0, 100), "gradient": (0, 100), "absolute": (0, 2)}
 THRESHOLD_DEFAULTS = {
     "percentile": 95.0,
     "standard_deviation": 3.0,
@@ -78,6 +82,14 @@ class SemanticChunker(EmbeddingStrategy):
     name = "semantic"
     cap_split_by_distance = True
     renamed_params = {"window": "buffer_vectors"}
+    _parameter_constraints = {
+        "buffer_size": [Interval(int, 0, None)],
+        "threshold_type": [Options(*THRESHOLD_TYPES)],
+        "threshold_amount": [Interval(float, None, None), None],  # its range depends on threshold_type
+        "n_chunks": [Interval(int, 1, None), None],
+        "avg_tokens": [Interval(int, 1, None), None],
+        "buffer_vectors": [Options("pool", "text")],
+    }
 
     def __init__(
         self,
@@ -117,25 +129,18 @@ class SemanticChunker(EmbeddingStrategy):
         self.buffer_vectors = buffer_vectors
 
     def validate(self) -> None:
+        """The declared constraints, then what relates parameters: ``threshold_amount``'s range for its
+        ``threshold_type``, and ``n_chunks`` and ``avg_tokens`` being alternatives."""
         super().validate()
-        check_number("buffer_size", self.buffer_size, 0, integer=True)
-        check_choice("threshold_type", self.threshold_type, THRESHOLD_TYPES)
-        check_choice("buffer_vectors", self.buffer_vectors, ("pool", "text"))
-        if self.threshold_amount is not None:
-            if self.threshold_type in ("percentile", "gradient"):
-                check_number("threshold_amount", self.threshold_amount, 0, 100)
-            elif self.threshold_type == "absolute":
-                check_number("threshold_amount", self.threshold_amount, 0, 2)
-            else:
-                check_number("threshold_amount", self.threshold_amount)
-        if self.n_chunks is not None:
-            check_number("n_chunks", self.n_chunks, 1, integer=True)
-        if self.avg_tokens is not None:
-            check_number("avg_tokens", self.avg_tokens, 1, integer=True)
+        span = THRESHOLD_RANGES.get(self.threshold_type)
+        amount = self.threshold_amount
+        if amount is not None and span is not None and not span[0] <= amount <= span[1]:
+            raise ConfigError(
+                f"{strategy_label(self)}: threshold_amount must be a number in [{span[0]}, {span[1]}] for "
+                f"threshold_type={self.threshold_type!r}, got {amount!r}"
+            )
         if self.n_chunks is not None and self.avg_tokens is not None:
-            from ..errors import ConfigError
-
-            raise ConfigError("give n_chunks or avg_tokens, not both")
+            raise ConfigError(f"{strategy_label(self)}: give n_chunks or avg_tokens, not both")
 
     def effective_min_tokens(self) -> int:
         """The default ``min_tokens`` gives way to what was asked: none with ``n_chunks`` (that many chunks),

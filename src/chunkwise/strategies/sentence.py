@@ -16,10 +16,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..document import Document
+from ..segmentation.sentences import SENTENCE_BACKENDS
 from ..segmentation.token_map import TokenMap
 from ..segmentation.tokenizers import Tokenizer
 from .base import Span, Strategy, max_chars_for
 from .packing import pack
+from .params import InstanceOf, Options
 from .recursive import recursive_split
 
 
@@ -29,6 +31,10 @@ class SentenceChunker(Strategy):
 
     name = "sentence"
     min_tokens: int  # never None here (only the semantic strategies have a default of their own)
+    _parameter_constraints = {
+        "sentence_backend": [Options(*SENTENCE_BACKENDS)],
+        "language": [InstanceOf(str, "a language code"), None],
+    }
 
     def __init__(
         self,
