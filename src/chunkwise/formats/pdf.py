@@ -20,10 +20,12 @@ import logging
 import re
 import unicodedata
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 
 from ..document import Document, Page, Section
 from ..errors import InputError
-from .cleaning import CleaningOptions, apply_edits, clean, fold_edits
+from .cleaning import CleaningOptions, clean
+from .pdf_pages import _extract, _fold, _glyph_edits, _layout_hints, parsed_once
 
 
 @contextmanager
@@ -146,145 +148,6 @@ def _sections(text: str, pages: list[Page], outline: list[tuple[int, str, int]])
     return sections
 
 
-def _layout_hints(page) -> tuple[set[str], set[str]]:
-    """Paragraph ends and table rows of a page, as its layout shows them.
-
-    pypdf's plain extraction (used for the text) has no blank lines between paragraphs and writes a table
-    row as words separated by single spaces; its layout mode renders vertical gaps as blank lines and keeps
-    columns apart, but also reproduces multi-column pages side by side, so it only supplies hints, as
-    normalised lines. A line from a multi-column layout simply matches no line of the plain text.
-
-    - paragraph ends: lines followed by a blank line; the last three lines of a page give no hint (the gap
-      after them is the footer's);
-    - table rows (see :func:`_table_rows`).
-    """
-    try:
-        lines = (page.extract_text(extraction_mode="layout") or "").split("\n")
-    except Exception:
-        return set(), set()
-    filled = [i for i, line in enumerate(lines) if line.strip()]
-    last = filled[-3] if len(filled) >= 3 else -1
-    ends = set()
-    for i, (line, nxt) in enumerate(zip(lines, lines[1:])):
-        words = line.split()
-        if i < last and len(words) >= 2 and not nxt.strip():
-            ends.add(" ".join(words))
-    return ends, _table_rows(lines)
-
-
-_CELL = re.compile(r"(?:^|(?<=\S) {3,})(\S+(?: {1,2}\S+)*)")
-
-
-def _table_rows(lines: list[str], min_rows: int = 3) -> set[str]:
-    """Rows of table-like blocks in layout text: at least ``min_rows`` lines (blank lines between them
-    allowed) of two or more short cells (three spaces or more apart, four words at most on average), each
-    with as many cells as the row before or with columns lining up with its (two cell starts shared, give
-    or take two characters)."""
-    rows: set[str] = set()
-    block: list[tuple[str, list[int]]] = []
-
-    def flush():
-        if len(block) >= min_rows:
-            rows.update(" ".join(line.split()) for line, _ in block)
-        block.clear()
-
-    for line in lines:
-        if not line.strip():
-            continue
-        cells = [(m.start(1), m.group(1)) for m in _CELL.finditer(line)]
-        short = cells and sum(len(c.split()) for _, c in cells) <= 4 * len(cells)
-        if len(cells) < 2 or not short:
-            flush()
-            continue
-        starts = [pos for pos, _ in cells]
-        if block:
-            previous = block[-1][1]
-            shared = sum(1 for p in starts if any(abs(p - q) <= 2 for q in previous))
-            if len(starts) != len(previous) and shared < 2:  # centred or right-aligned columns drift
-                flush()
-        block.append((line, starts))
-    flush()
-    return rows
-
-
-#: what pypdf's "\x00" stands for in TeX's fonts (code 0 of the font: no ToUnicode entry, so pypdf gives
-#: the raw code): minus in the symbol fonts, capital Gamma in the text and math italic fonts, a big left
-#: parenthesis in the extension font. Anything else: U+FFFD, so a glyph is never silently lost.
-_NUL_BY_FONT = (
-    ("CMSY", "\u2212"),
-    ("CMBSY", "\u2212"),
-    ("CMEX", "("),
-    ("CMMI", "\u0393"),
-    ("CMR", "\u0393"),
-    ("CMBX", "\u0393"),
-    ("CMTI", "\u0393"),
-    ("CMSL", "\u0393"),
-    ("CMSS", "\u0393"),
-)
-#: private-use code points of symbol fonts that stand for common characters (Symbol/Wingdings bullets)
-_PUA = {
-    "\uf0b7": "\u2022",
-    "\uf0a7": "\u25aa",
-    "\uf076": "\u2756",
-    "\uf0d8": "\u27a2",
-    "\uf0fc": "\u2713",
-    "\uf0e0": "\u2192",
-    "\uf02d": "-",
-    "\uf0a8": "\u25a1",
-    "\uf06e": "\u25a0",
-    "\uf0b2": "\u2265",
-    "\uf0a3": "\u2264",
-}
-# Adobe's corporate-use code points for the pieces of big brackets (top, extender, bottom) in Symbol fonts
-_PUA.update(
-    {chr(0xF8EB + k): "(" for k in range(3)}
-    | {chr(0xF8EE + k): "[" for k in range(3)}
-    | {chr(0xF8F1 + k): "{" for k in range(4)}
-    | {chr(0xF8F6 + k): ")" for k in range(3)}
-    | {chr(0xF8F9 + k): "]" for k in range(3)}
-    | {chr(0xF8FC + k): "}" for k in range(3)}
-    | {"\uf8f5": "|", "\uf8e6": "|", "\uf8e7": "\u2015"}
-)
-_PRIVATE = re.compile(r"[\ue000-\uf8ff]")
-
-
-def _fold(line: str) -> str:
-    """A layout line folded like the text it is compared with (ligatures: "Oﬃcial" -> "Official")."""
-    return apply_edits(line, fold_edits(line), [])[0]
-
-
-def _nul_char(font) -> str:
-    name = str((font or {}).get("/BaseFont", "")).split("+")[-1].upper()
-    return next((ch for prefix, ch in _NUL_BY_FONT if name.startswith(prefix)), "\ufffd")
-
-
-def _glyph_edits(text: str, nul_fonts: list[str], offset: int) -> list[tuple[int, int, str]]:
-    """Edits for one page's extracted text: ``\x00`` glyphs to what their font says (matched in order
-    with the fonts pypdf reported for them; U+FFFD when the counts disagree), private-use glyphs to the
-    character they stand for or U+FFFD (their code has no meaning outside the font; never deleted), and
-    line endings to ``\n``."""
-    edits: list[tuple[int, int, str]] = []
-    nuls = [m.start() for m in re.finditer("\x00", text)]
-    chars = nul_fonts if len(nul_fonts) == len(nuls) else ["\ufffd"] * len(nuls)
-    edits.extend((offset + i, offset + i + 1, ch) for i, ch in zip(nuls, chars))
-    for m in _PRIVATE.finditer(text):
-        edits.append((offset + m.start(), offset + m.end(), _PUA.get(m.group(), "\ufffd")))
-    for m in re.finditer("\r\n?", text):
-        edits.append((offset + m.start(), offset + m.end(), "\n"))
-    return edits
-
-
-def _extract(page) -> tuple[str, list[str]]:
-    """A page's plain text and, for each ``\x00`` in it, the replacement its font calls for."""
-    nul_fonts: list[str] = []
-
-    def visit(text, cm, tm, font, size):
-        if text and "\x00" in text:
-            nul_fonts.extend([_nul_char(font)] * text.count("\x00"))
-
-    return page.extract_text(visitor_text=visit) or "", nul_fonts
-
-
 def _page_problem(exc: Exception, source: str) -> str:
     """Why a page's text could not be extracted, in words; a missing AES back-end stops the whole file."""
     from pypdf.errors import DependencyError, LimitReachedError
@@ -331,39 +194,16 @@ def load_pdf(data: bytes, source: str, **options) -> Document:
     chunk's first page (``page.extract_text()``), ``source_end`` into that of its last page."""
     with _quiet_pypdf():
         reader = _open(data, source, options.get("password"))
-        texts: list[str] = []
-        glyphs: list[list[str]] = []
-        warns: list[str] = []
-        page_errors: list[str] = []
-        paragraph_ends: set[str] = set()
-        table_lines: set[str] = set()
-        layout = CleaningOptions.from_options(options).reflow
-        for i, page in enumerate(reader.pages):
-            try:
-                text, nul_fonts = _extract(page)
-            except Exception as exc:
-                texts.append("")
-                glyphs.append([])
-                problem = _page_problem(exc, source)
-                page_errors.append(problem)
-                warns.append(f"page {i + 1} could not be read ({problem}); it is left out")
-                continue
-            texts.append(text)
-            glyphs.append(nul_fonts)
-            if layout and text.strip():
-                ends, rows = _layout_hints(page)
-                paragraph_ends |= {_fold(line) for line in ends}  # compared with the folded text
-                table_lines |= {_fold(line) for line in rows}
-        if not any(t.strip() for t in texts) and not page_errors:
-            page_errors = _probe_pages(reader, source)  # pypdf swallowed the reason: find it
+        read = _read_pages(reader, source, CleaningOptions.from_options(options).reflow)
         outline = _outline(reader)
         try:
             meta_title = (reader.metadata or {}).get("/Title")
         except Exception:
             meta_title = None
-    if not any(t.strip() for t in texts) and page_errors:
+    texts = read.texts
+    if not any(t.strip() for t in texts) and read.page_errors:
         # every page failed: say why, not "no text layer" (a bomb or a damaged file is not a scan)
-        raise InputError(f"no page could be read: {page_errors[0]}", source=source)
+        raise InputError(f"no page could be read: {read.page_errors[0]}", source=source)
     if not any(t.strip() for t in texts):
         raise InputError(
             f"no text layer in {len(texts)} page(s): a scanned PDF needs OCR, which chunkwise does not do",
@@ -371,25 +211,67 @@ def load_pdf(data: bytes, source: str, **options) -> Document:
         )
     starts, pos = [], 0
     edits = []
-    for t, nul_fonts in zip(texts, glyphs):
+    for t, nul_fonts in zip(texts, read.glyphs):
         starts.append(pos)
         edits.extend(_glyph_edits(t, nul_fonts, pos))
         pos += len(t) + 1  # pages are joined by one line break
-    raw = "\n".join(texts)
     result = clean(
-        raw,
+        "\n".join(texts),
         starts,
         CleaningOptions.from_options(options),
         page_starts=starts,
         paragraph_breaks=True,
         collapse_spaces=True,
         headings={t for _, t, _ in outline},
-        paragraph_ends=paragraph_ends,
-        table_lines=table_lines,
+        paragraph_ends=read.paragraph_ends,
+        table_lines=read.table_lines,
         fold=True,
         edits=edits,
         split_glued=True,
     )
+    return _document(result, starts, outline, meta_title, source, read.warns)
+
+
+@dataclass
+class _Pages:
+    """What the pages of a PDF gave: texts, ``\x00`` replacements, layout hints, problems."""
+
+    texts: list[str] = field(default_factory=list)
+    glyphs: list[list[str]] = field(default_factory=list)
+    warns: list[str] = field(default_factory=list)
+    page_errors: list[str] = field(default_factory=list)
+    paragraph_ends: set[str] = field(default_factory=set)
+    table_lines: set[str] = field(default_factory=set)
+
+
+def _read_pages(reader, source: str, layout: bool) -> _Pages:
+    """Every page's text (a page that cannot be read: empty, with a warning) and, with ``layout`` (reflow
+    on), its layout hints; each page's content stream is parsed once for both (:func:`.pdf_pages.parsed_once`)."""
+    read = _Pages()
+    for i, page in enumerate(reader.pages):
+        with parsed_once(page) as content:
+            try:
+                text, nul_fonts = _extract(page)
+            except Exception as exc:
+                read.texts.append("")
+                read.glyphs.append([])
+                problem = _page_problem(exc, source)
+                read.page_errors.append(problem)
+                read.warns.append(f"page {i + 1} could not be read ({problem}); it is left out")
+                continue
+            read.texts.append(text)
+            read.glyphs.append(nul_fonts)
+            if layout and text.strip():
+                ends, rows = _layout_hints(page, content)
+                read.paragraph_ends |= {_fold(line) for line in ends}  # compared with the folded text
+                read.table_lines |= {_fold(line) for line in rows}
+    if not any(t.strip() for t in read.texts) and not read.page_errors:
+        read.page_errors = _probe_pages(reader, source)  # pypdf swallowed the reason: find it
+    return read
+
+
+def _document(result, starts: list[int], outline, meta_title, source: str, warns: list[str]) -> Document:
+    """The Document of the cleaned text: pages mapped through the cleaning, outline sections, title."""
     text = result.text
     n = len(text)
     mapped = [min(max(0, p), n) for p in result.positions]
