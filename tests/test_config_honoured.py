@@ -33,12 +33,23 @@ TUNED = {
     "context_options": {"neighbors": 1},
     "expand": "neighbors:1",
     "budget": 2000,
+    "rerank": "maxsim:0.5",
+    "rerank_depth": 50,
+    "granularities": [128, 512],
 }
-RETRIEVAL = ("hybrid", "fusion", "rrf_k", "dense_weight")
+RETRIEVAL = ("hybrid", "fusion", "rrf_k", "dense_weight", "rerank", "rerank_depth")
 
 
 def test_the_tuned_example_covers_every_setting():
     assert set(TUNED) == set(SETTINGS) - {"label"}
+
+
+def test_index_refuses_an_evaluation_only_setting_in_one_line(tmp_path, capsys):
+    """granularities fuses several chunkings in ``eval``; an index holds one, so it is refused, not dropped."""
+    (tmp_path / "a.txt").write_text("Some text.")
+    assert main(["index", str(tmp_path / "a.txt"), "--config", write(tmp_path, {"granularities": [128, 512]})]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "granularities is an evaluation setting" in err
 
 
 class Recorder:

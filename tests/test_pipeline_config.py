@@ -40,6 +40,9 @@ VALID = {
     "expand": st.sampled_from([None, "neighbors:0", "neighbors:2", "section", "parent:512"]),
     "budget": st.one_of(st.none(), st.integers(1, 100_000)),
     "label": st.one_of(st.none(), st.text(min_size=1, max_size=12)),
+    "rerank": st.sampled_from([None, "maxsim", "maxsim:0.5", "maxsim:0", "llm", "cross:/models/ce"]),
+    "rerank_depth": st.integers(1, 1000),
+    "granularities": st.sampled_from([None, [128, 512], [64, 256, 1024]]),
 }
 #: values each setting must refuse, derived from the kind of its check
 INVALID = {
@@ -55,6 +58,9 @@ INVALID = {
     "expand": ["window", "neighbors:-1", "parent:0", "section:2", 3],
     "budget": [0, -5, 2.5, "lots", True],
     "label": [3, ["x"]],
+    "rerank": ["colbert", "maxsim:2", "maxsim:x", "cross:", "llm:listwise", 3],
+    "rerank_depth": [0, -3, 2.5, "30", True],
+    "granularities": [[128], [128, 128], [0, 256], "128,512", 256, [128, True]],
 }
 
 
@@ -125,8 +131,16 @@ def test_old_run_keys_still_read_with_a_warning():
 def test_front_end_options_cover_every_setting():
     config = PipelineConfig(strategy="fixed", params={"max_tokens": 64}, rrf_k=7, hybrid=False).validate()
     handed_on = set(config.index_options()) | set(config.search_options()) | set(config.expand_options())
-    assert handed_on == {"strategy", "params", *SETTINGS} - {"label"}  # a label names a run, it changes nothing
-    assert config.search_options() == {"hybrid": False, "fusion": "zscore", "rrf_k": 7, "dense_weight": 0.8}
+    # a label names a run, it changes nothing; granularities is an evaluation setting (an index has one size)
+    assert handed_on == {"strategy", "params", *SETTINGS} - {"label", "granularities"}
+    assert config.search_options() == {
+        "hybrid": False,
+        "fusion": "zscore",
+        "rrf_k": 7,
+        "dense_weight": 0.8,
+        "rerank": None,
+        "rerank_depth": 30,
+    }
     assert config.with_settings(rrf_k=None, fusion="rrf").fusion == "rrf"
     with pytest.raises(ConfigError, match="rrf_k"):
         config.with_settings(rrf_k=-3)

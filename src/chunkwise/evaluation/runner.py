@@ -16,11 +16,10 @@ everything from the persistent cache.
 from __future__ import annotations
 
 import json
-import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -31,16 +30,16 @@ from ..embeddings.base import Embedder
 from ..embeddings.memo import MemoEmbedder
 from ..embeddings.vectors import pooled_vector, query_vectors
 from ..errors import ChunkwiseError, ConfigError
-from ..retrieval.fusion import FUSION_MODES, fuse_zscore, reciprocal_rank_fusion, zscore
-from ..segmentation.sentences import split_sentences
+from ..retrieval.fusion import FUSION_MODES, fuse_zscore, zscore
 from ..segmentation.tokenizers import resolve_tokenizer
 from ..store.memory import MemoryStore
 from ..strategies.factory import make_strategy, parse_value
 from ..strategies.many import chunk_many
 from . import metrics as M
-from .boundaries import boundaries_from_offsets, pk, window_diff
 from .datasets import Dataset
+from .ranking import HYBRID_CANDIDATES, RankingMixin, fuse_granularities, top_indices
 from .results import Comparison, EvaluationReport, RunResult, generated_questions
+from .scoring import CURVE_NS, SPAN_NS, ScoringMixin
 from .spec import (
     DEFAULT_DENSE_WEIGHT,
     DEFAULT_FUSION,
@@ -54,49 +53,16 @@ from .spec import (
     split_top_level,
 )
 
-#: numbers of retrieved chunks at which span metrics are always reported
-SPAN_NS = (5, 10)
-#: points of the recall-vs-tokens-retrieved curve
-CURVE_NS = (1, 2, 3, 4, 5, 6, 8, 10, 15, 20)
 #: metrics compared between strategies with the paired bootstrap
 COMPARED_METRICS = ("recall@5", "iou@5", "precision@5", "recall_set@5", "iou_set@5", "ndcg@10", "mrr")
 #: retrieved chunks that span recall at a token budget may draw on (a 4k budget of 64-token chunks)
 BUDGET_DEPTH = 64
-#: candidates taken from each ranking before reciprocal rank fusion (hybrid runs)
-HYBRID_CANDIDATES = 100
-
-
-def top_indices(sims: np.ndarray, n: int) -> np.ndarray:
-    """Per row, the indices of the ``n`` highest scores, best first; ties broken by index (stable) among the
-    ``n`` kept (which of several scores tied at the ``n``-th place are kept is ``argpartition``'s choice)."""
-    total = sims.shape[1]
-    n = min(n, total)
-    if n < total:
-        part = np.argpartition(-sims, n - 1, axis=1)[:, :n]
-        part.sort(axis=1)
-        return np.take_along_axis(
-            part, np.argsort(-np.take_along_axis(sims, part, axis=1), axis=1, kind="stable"), axis=1
-        )
-    return np.argsort(-sims, axis=1, kind="stable")
 
 
 # -- the evaluator ------------------------------------------------------------------------------------
 
 
-@dataclass
-class _Layout:
-    """Where the pooled chunks of one run are: per chunk its document, span and token count (arrays in chunk
-    order), and per document the spans of its chunks (what the span metrics compare references with)."""
-
-    docs: list[str]
-    starts: np.ndarray
-    ends: np.ndarray
-    chunk_doc: np.ndarray
-    tokens: np.ndarray
-    by_doc: dict[str, tuple[np.ndarray, np.ndarray]]
-
-
-class Evaluator:
+class Evaluator(RankingMixin, ScoringMixin):
     """Scores runs on one dataset with one embedder, sharing query vectors, chunks and embeddings.
 
     Parameters
@@ -204,16 +170,40 @@ class Evaluator:
             out[todo] = self.embedder.embed([chunks[i].embed_text for i in todo])
         return out
 
-    def token_counts(self, chunks: list[Chunk]) -> list[int]:
-        missing = list(dict.fromkeys(c.text for c in chunks if c.text not in self._token_memo))
-        if missing:
-            for t, n in zip(missing, self.count_tokenizer.count_batch(missing)):
-                self._token_memo[t] = n
-        return [self._token_memo[c.text] for c in chunks]
-
     # -- one run ------------------------------------------------------------------------------------
     def run(self, spec: RunSpec) -> RunResult:
-        """Chunk, embed, retrieve and score one configuration."""
+        """Chunk, embed, retrieve (at each of ``spec.granularities``, fused), rerank and score one run."""
+        self._check_run(spec)
+        t_start = time.perf_counter()
+        emb_n0 = self.embedder.texts_embedded
+        q0 = self.embedder.seconds
+        qv = self.query_vectors()
+        embed_seconds = self.embedder.seconds - q0  # non-zero on the first run only
+        chunk_seconds = 0.0
+        parts = []
+        for size in spec.granularities or (None,):
+            chunks, deep, doc_scores, chunk_s, embed_s = self._retrieve(self._at_size(spec, size), qv)
+            parts.append((chunks, deep, doc_scores))
+            chunk_seconds += chunk_s
+            embed_seconds += embed_s
+        if len(parts) > 1:
+            chunks, deep, doc_scores = fuse_granularities([(cs, order) for cs, order, _ in parts])
+        if spec.rerank:
+            deep, doc_scores = self._reranked(spec, chunks, deep, doc_scores)
+        result = self._score(spec, chunks, deep, doc_scores)
+        result.stats.update(
+            {
+                "chunk_seconds": round(chunk_seconds, 3),
+                "embed_seconds": round(embed_seconds, 3),
+                "texts_embedded": self.embedder.texts_embedded - emb_n0,
+                "seconds": round(time.perf_counter() - t_start, 3),
+            }
+        )
+        return result
+
+    @staticmethod
+    def _check_run(spec: RunSpec) -> None:
+        """One error for settings that contradict each other."""
         if not spec.hybrid and (
             spec.fusion != DEFAULT_FUSION or spec.rrf_k != DEFAULT_RRF_K or spec.dense_weight != DEFAULT_DENSE_WEIGHT
         ):
@@ -221,30 +211,49 @@ class Evaluator:
                 f"{spec.name}: fusion, rrf_k and dense_weight apply to hybrid retrieval only; "
                 f"drop hybrid=false (or --dense)"
             )
-        t_start = time.perf_counter()
-        emb_n0 = self.embedder.texts_embedded
-        q0 = self.embedder.seconds
-        qv = self.query_vectors()
-        query_s = self.embedder.seconds - q0  # non-zero on the first run only
+        if spec.granularities and spec.expand:
+            raise ConfigError(f"{spec.name}: granularities and expand do not combine (whose neighbours?); drop one")
+
+    @staticmethod
+    def _at_size(spec: RunSpec, size: int | None) -> RunSpec:
+        """The run at one granularity: its strategy with ``max_tokens=size``, no second stage."""
+        if size is None:
+            return spec
+        return replace(spec, params={**spec.params, "max_tokens": size}, granularities=None, rerank=None)
+
+    def _retrieve(self, spec: RunSpec, qv: np.ndarray) -> tuple[list[Chunk], np.ndarray, np.ndarray, float, float]:
+        """One chunking's chunks, their ranking (:meth:`_ranking`) and the seconds spent chunking and
+        embedding (sentence vectors a semantic strategy computed count as embedding)."""
         emb_s0 = self.embedder.seconds
         by_doc, chunk_seconds = self.chunk_all(spec)
-        chunk_embed_s = self.embedder.seconds - emb_s0  # embedding done by semantic strategies
+        chunk_embed_s = self.embedder.seconds - emb_s0
         t0 = time.perf_counter()
         items = self._embedded_chunks(spec, by_doc)
-        embed_seconds = time.perf_counter() - t0 + chunk_embed_s + query_s
+        embed_seconds = time.perf_counter() - t0 + chunk_embed_s
         store = self._store(items)
         chunks = [c for _, cs, _ in items for c in cs]
         self.progress(f"{spec.name}: {len(chunks)} chunks, scoring {len(self.dataset.queries)} queries")
-        result = self._score(spec, chunks, store, qv)
-        result.stats.update(
-            {
-                "chunk_seconds": round(chunk_seconds - chunk_embed_s, 3),
-                "embed_seconds": round(embed_seconds, 3),
-                "texts_embedded": self.embedder.texts_embedded - emb_n0,
-                "seconds": round(time.perf_counter() - t_start, 3),
-            }
-        )
-        return result
+        deep, doc_scores = self._ranking(spec, chunks, store, qv)
+        return chunks, deep, doc_scores, chunk_seconds - chunk_embed_s, embed_seconds
+
+    def _top_n(self, n_chunks: int) -> int:
+        """Chunks per query the span metrics and the curve read."""
+        return min(n_chunks, max(max(CURVE_NS), max(SPAN_NS), self.k, M.MIN_CAP))
+
+    def _ranking(
+        self, spec: RunSpec, chunks: list[Chunk], store: MemoryStore, qv: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The deep order (deep enough for the budgets and the reranker) and the scores documents are
+        ranked by: with RRF, the ranks of the first :meth:`_top_n` chunks alone."""
+        sims = self._similarities(store, qv)
+        top_n = self._top_n(len(chunks))
+        depth = max(top_n, BUDGET_DEPTH, spec.rerank_depth if spec.rerank else 0)
+        deep_order, scores_for_docs = self._rank(spec, store, sims, min(len(chunks), depth))
+        if spec.hybrid and spec.fusion == "rrf":
+            scores_for_docs = np.zeros_like(sims)
+            ranks = np.arange(top_n, 0, -1, dtype=np.float32)[None, :]
+            np.put_along_axis(scores_for_docs, deep_order[:, :top_n], ranks, axis=1)
+        return deep_order, scores_for_docs
 
     def _embedded_chunks(
         self, spec: RunSpec, by_doc: dict[str, list[Chunk]]
@@ -283,16 +292,12 @@ class Evaluator:
             )
         return store
 
-    def _score(self, spec: RunSpec, chunks: list[Chunk], store: MemoryStore, qv: np.ndarray) -> RunResult:
-        """Retrieve for every query, then score the spans, the documents and the tokens retrieved."""
+    def _score(
+        self, spec: RunSpec, chunks: list[Chunk], deep_order: np.ndarray, scores_for_docs: np.ndarray
+    ) -> RunResult:
+        """Score the spans, the documents and the tokens retrieved of a ranking."""
         layout = self._layout(chunks)
-        sims = self._similarities(store, qv)
-        top_n = min(len(chunks), max(max(CURVE_NS), max(SPAN_NS), self.k, M.MIN_CAP))
-        deep_order, scores_for_docs = self._rank(spec, store, sims, min(len(chunks), max(top_n, BUDGET_DEPTH)))
-        order = deep_order[:, :top_n]
-        if spec.hybrid and spec.fusion == "rrf":  # documents ranked by the top_n ranks alone, as before
-            scores_for_docs = np.zeros_like(sims)
-            np.put_along_axis(scores_for_docs, order, np.arange(top_n, 0, -1, dtype=np.float32)[None, :], axis=1)
+        order = deep_order[:, : self._top_n(len(chunks))]
         doc_rank = self._doc_rank(layout, scores_for_docs)
         per_query, curve_acc = self._score_queries(layout, order, doc_rank)
         per_query.update(self._budget_recall(spec, chunks, deep_order))
@@ -309,240 +314,13 @@ class Evaluator:
         result = RunResult(
             spec, per_query, scores, self._stats(layout, per_query, scores), layout.tokens.tolist(), curve
         )
-        if self.dataset.boundaries:
+        if self.dataset.boundaries and not spec.granularities:  # chunk starts of one chunking only
             result.boundary_scores = self._boundary_scores(chunks)
             if result.boundary_scores:
                 for m in ("pk", "window_diff"):
                     vals = [v[m] for v in result.boundary_scores.values()]
                     result.scores[m] = float(np.mean(vals))
         return result
-
-    def _layout(self, chunks: list[Chunk]) -> _Layout:
-        """The pooled chunks as arrays (document, span, tokens) and each document's spans."""
-        starts = np.array([c.start for c in chunks], dtype=np.int64)
-        ends = np.array([c.end for c in chunks], dtype=np.int64)
-        docs = [c.source for c in chunks]
-        doc_index = {d: i for i, d in enumerate(self.doc_ids)}
-        chunk_doc = np.array([doc_index[d] for d in docs], dtype=np.int64)
-        tokens = np.array(self.token_counts(chunks), dtype=np.int64)
-        by_doc: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        for d in self.doc_ids:
-            m = chunk_doc == doc_index[d]
-            by_doc[d] = (starts[m], ends[m])
-        return _Layout(docs, starts, ends, chunk_doc, tokens, by_doc)
-
-    @staticmethod
-    def _similarities(store: MemoryStore, qv: np.ndarray) -> np.ndarray:
-        """Every query's cosine similarity with every chunk, shape (queries, chunks) in chunk order: the
-        store's exact vector search asked for all chunks (document ranking and z-scores need them all)."""
-        positions, scores = store.search_vectors(qv, store.count())
-        sims = np.empty_like(scores)
-        np.put_along_axis(sims, positions, scores, axis=1)
-        return sims
-
-    def _rank(self, spec: RunSpec, store: MemoryStore, sims: np.ndarray, top_n: int) -> tuple[np.ndarray, np.ndarray]:
-        """The ``top_n`` chunks per query, best first, and the per-chunk scores documents are ranked by
-        (the similarities; the fused z-scores; for RRF, ``top_n .. 1`` on the retrieved chunks, else 0)."""
-        if spec.hybrid and spec.fusion == "zscore":
-            fused = self._zscore_fused(spec, store, sims)
-            return top_indices(fused, top_n), fused
-        if spec.hybrid:
-            order = self._hybrid_order(store, sims, top_n, spec.rrf_k)
-            rank_scores = np.zeros_like(sims)
-            ranks = np.arange(order.shape[1], 0, -1, dtype=np.float32)
-            np.put_along_axis(rank_scores, order, ranks[None, :], axis=1)
-            return order, rank_scores
-        return top_indices(sims, top_n), sims
-
-    def _doc_rank(self, layout: _Layout, scores: np.ndarray) -> np.ndarray:
-        """Documents per query, best first: a document's score is its best chunk's score."""
-        doc_scores = np.full((len(scores), len(self.doc_ids)), -np.inf, dtype=np.float32)
-        for j in range(len(self.doc_ids)):
-            m = layout.chunk_doc == j
-            if m.any():
-                doc_scores[:, j] = scores[:, m].max(axis=1)
-        return np.argsort(-doc_scores, axis=1, kind="stable")
-
-    def _cutoffs(self) -> list[int | str]:
-        """The ``n`` of the span metrics: :data:`SPAN_NS`, ``k`` and ``"min"`` (Chroma's minimal n)."""
-        return [*sorted(set(SPAN_NS) | {self.k}), "min"]
-
-    def _score_queries(
-        self, layout: _Layout, order: np.ndarray, doc_rank: np.ndarray
-    ) -> tuple[dict[str, np.ndarray], dict[int, np.ndarray]]:
-        """Every metric for every query, and the summed (tokens, recall, IoU) of each curve point."""
-        names = [
-            f"{m}@{n}"
-            for n in self._cutoffs()
-            for m in ("recall", "precision", "iou", "recall_set", "precision_set", "iou_set")
-        ]
-        names += [
-            "precision_omega",
-            "precision_omega_set",
-            "min_n",
-            f"doc_recall@{self.k}",
-            "ndcg@10",
-            "mrr",
-            f"tokens_retrieved@{self.k}",
-        ]
-        per_query = {name: np.zeros(len(self.dataset.queries)) for name in names}
-        curve_acc = {n: np.zeros(3) for n in CURVE_NS}
-        for qi, q in enumerate(self.dataset.queries):
-            refs = [(r.doc, r.start, r.end) for r in q.references]
-            ranked = order[qi]
-            retrieved = [(layout.docs[i], int(layout.starts[i]), int(layout.ends[i])) for i in ranked]
-            self._span_metrics(qi, refs, retrieved, layout, per_query)
-            ranked_docs = [self.doc_ids[j] for j in doc_rank[qi]]
-            per_query[f"doc_recall@{self.k}"][qi] = M.doc_recall_at_k(ranked_docs, q.docs, self.k)
-            per_query["ndcg@10"][qi] = M.ndcg_at_k(ranked_docs, q.docs, 10)
-            per_query["mrr"][qi] = M.reciprocal_rank(ranked_docs, q.docs)
-            per_query[f"tokens_retrieved@{self.k}"][qi] = float(layout.tokens[ranked[: self.k]].sum())
-            for n in CURVE_NS:
-                if n > len(retrieved):
-                    continue
-                iou, rec, _ = M.chroma_span_scores(refs, retrieved[:n])
-                curve_acc[n] += (float(layout.tokens[ranked[:n]].sum()), rec, iou)
-        return per_query, curve_acc
-
-    def _budget_recall(self, spec: RunSpec, chunks: list[Chunk], order: np.ndarray) -> dict[str, np.ndarray]:
-        """Span recall at each token budget (:data:`~.metrics.BUDGETS`, and the run's ``budget``): the ranked
-        chunks handed to the reader as ``spec.expand`` widens them (none: the chunks themselves, hits of one
-        document that meet merged), until the budget (counted with ``count_tokenizer``) is full."""
-        from ..retrieval.expand import expand_chunks
-
-        budgets = sorted(set(M.BUDGETS) | ({spec.budget} if spec.budget else set()))
-        by_doc: dict[str, list[Chunk]] = {}
-        for c in chunks:
-            by_doc.setdefault(c.doc_id, []).append(c)
-        out = {M.budget_name(b): np.zeros(len(self.dataset.queries)) for b in budgets}
-        for qi, q in enumerate(self.dataset.queries):
-            refs = [(r.doc, r.start, r.end) for r in q.references]
-            hits = [chunks[i] for i in order[qi]]
-            for b in budgets:
-                passages = expand_chunks(
-                    hits, by_doc.__getitem__, spec.expand, b, self.count_tokenizer, memo=self._token_memo
-                )
-                context = [(p.source, a, e) for p in passages for a, e in p.pieces]
-                out[M.budget_name(b)][qi] = M.span_recall(refs, context)
-        return out
-
-    def _span_metrics(
-        self,
-        qi: int,
-        refs: list[tuple[str, int, int]],
-        retrieved: list[tuple[str, int, int]],
-        layout: _Layout,
-        per_query: dict[str, np.ndarray],
-    ) -> None:
-        """Chroma's span metrics and the set variants of query ``qi`` at every cutoff, into ``per_query``."""
-        omega, count = M.chroma_precision_omega(refs, layout.by_doc)
-        omega_set, count_set = M.set_precision_omega(refs, layout.by_doc)
-        per_query["precision_omega"][qi] = omega
-        per_query["precision_omega_set"][qi] = omega_set
-        per_query["min_n"][qi] = min(count, M.MIN_CAP)
-        for n in self._cutoffs():
-            n_c = min(count, M.MIN_CAP) if isinstance(n, str) else n  # n: a cutoff or "min"
-            n_s = min(count_set, M.MIN_CAP) if isinstance(n, str) else n
-            iou, rec, prec = M.chroma_span_scores(refs, retrieved[:n_c])
-            iou_s, rec_s, prec_s = M.set_span_scores(refs, retrieved[:n_s])
-            per_query[f"recall@{n}"][qi] = rec
-            per_query[f"precision@{n}"][qi] = prec
-            per_query[f"iou@{n}"][qi] = iou
-            per_query[f"recall_set@{n}"][qi] = rec_s
-            per_query[f"precision_set@{n}"][qi] = prec_s
-            per_query[f"iou_set@{n}"][qi] = iou_s
-
-    def _curve(self, curve_acc: dict[int, np.ndarray], retrieved: int) -> dict[int, tuple[float, float, float]]:
-        """Mean (tokens retrieved, recall, IoU) per curve point that the retrieval depth reaches."""
-        nq = len(self.dataset.queries)
-        curve: dict[int, tuple[float, float, float]] = {}
-        for n, acc in curve_acc.items():
-            if n <= retrieved:
-                tok, rec, iou = (float(x) for x in acc / nq)
-                curve[n] = (tok, rec, iou)
-        return curve
-
-    def _stats(self, layout: _Layout, per_query: dict[str, np.ndarray], scores: dict[str, float]) -> dict[str, Any]:
-        """Chunk sizes, tokens retrieved and, with several corpora, the main scores per corpus (Chroma's
-        ``corpora_scores``: queries grouped by the document of their first reference)."""
-        tok_list = layout.tokens.tolist()
-        stats: dict[str, Any] = {
-            "chunks": len(tok_list),
-            "tokens_per_chunk_mean": round(float(np.mean(tok_list)), 2),
-            "tokens_per_chunk_median": float(statistics.median(tok_list)),
-            "tokens_per_chunk_max": int(max(tok_list)),
-            f"tokens_retrieved@{self.k}": round(scores[f"tokens_retrieved@{self.k}"], 1),
-            "count_tokenizer": self.count_tokenizer.name,
-        }
-        groups: dict[str, list[int]] = {}
-        for qi, q in enumerate(self.dataset.queries):
-            groups.setdefault(q.references[0].doc, []).append(qi)
-        if len(groups) > 1:
-            stats["by_document"] = {
-                d: {
-                    "queries": len(ix),
-                    **{
-                        m: round(float(per_query[m][ix].mean()), 6)
-                        for m in ("recall@5", "iou@5", "precision@5", "recall_set@5", "iou_set@5")
-                    },
-                }
-                for d, ix in groups.items()
-            }
-        return stats
-
-    def _bm25_scores(self, store: MemoryStore) -> np.ndarray:
-        """BM25 score of every chunk for every query, shape (queries, chunks); 0 where no term matches."""
-        position = {chunk_id: n for n, chunk_id in enumerate(store.ids)}
-        out = np.zeros((len(self.dataset.queries), store.count()), dtype=np.float32)
-        for qi, q in enumerate(self.dataset.queries):
-            for hit in store.search_text(q.text, store.count()):
-                out[qi, position[hit.id]] = hit.score
-        return out
-
-    def _zscore_fused(self, spec: RunSpec, store: MemoryStore, sims: np.ndarray) -> np.ndarray:
-        """``fusion=zscore``: per query, the dense similarities and the BM25 scores of *all* chunks are each
-        z-normalised (mean 0, standard deviation 1; a constant row becomes 0), then combined as
-        ``dense_weight * dense + (1 - dense_weight) * bm25``. Unlike RRF it keeps how far apart the scores
-        are, so a chunk far ahead in one ranking is not pulled level with the runner-up."""
-        return fuse_zscore(sims, self._bm25_scores(store), spec.dense_weight)
-
-    def _hybrid_order(self, store: MemoryStore, sims: np.ndarray, top_n: int, rrf_k: int = DEFAULT_RRF_K) -> np.ndarray:
-        """Top chunks by reciprocal rank fusion (constant ``rrf_k``) of the dense ranking and BM25 over
-        ``embed_text`` (what the index's ``hybrid=True`` search does), each ranking cut at
-        :data:`HYBRID_CANDIDATES`."""
-        n_chunks = store.count()
-        cand = min(n_chunks, max(HYBRID_CANDIDATES, top_n))
-        dense = top_indices(sims, cand)
-        position = {chunk_id: n for n, chunk_id in enumerate(store.ids)}
-        order = np.zeros((len(sims), top_n), dtype=np.int64)
-        for qi, q in enumerate(self.dataset.queries):
-            bm25_ranking = [position[hit.id] for hit in store.search_text(q.text, cand)]
-            fused = dict(reciprocal_rank_fusion([dense[qi].tolist(), bm25_ranking], k=rrf_k))
-            best = list(fused)[:top_n]
-            if len(best) < top_n:  # pad with the next dense hits (only when BM25 and dense agree a lot)
-                rest = [
-                    i
-                    for i in top_indices(sims[qi : qi + 1], min(n_chunks, 2 * top_n + cand))[0].tolist()
-                    if i not in fused
-                ]
-                best += rest[: top_n - len(best)]
-            order[qi] = best
-        return order
-
-    def _boundary_scores(self, chunks: list[Chunk]) -> dict[str, dict[str, float]]:
-        """Pk and WindowDiff of the chunk starts against each document's gold boundaries (over its units)."""
-        out: dict[str, dict[str, float]] = {}
-        for doc_id, gold in self.dataset.boundaries.items():
-            units = gold.units
-            if units is None:
-                units = split_sentences(self.dataset.documents[doc_id].text)
-            if not units:
-                continue
-            unit_starts = [a for a, _ in units]
-            ref = boundaries_from_offsets(unit_starts, gold.boundaries)
-            hyp = boundaries_from_offsets(unit_starts, [c.start for c in chunks if c.source == doc_id])
-            out[doc_id] = {"pk": pk(ref, hyp, len(units)), "window_diff": window_diff(ref, hyp, len(units))}
-        return out
 
     # -- several runs -------------------------------------------------------------------------------
     def compare(self, results: list[RunResult], metrics: Sequence[str] = COMPARED_METRICS) -> list[Comparison]:
@@ -625,6 +403,7 @@ __all__ = [
     "FUSION_MODES",
     "split_top_level",
     "top_indices",
+    "HYBRID_CANDIDATES",
     "CURVE_NS",
     "SPAN_NS",
     "VECTOR_MODES",

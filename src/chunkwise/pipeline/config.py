@@ -156,6 +156,63 @@ def parse_budget(value: Any) -> int | None:
     return int(value)
 
 
+#: the rerankers ``Index.search(rerank=...)`` and evaluation runs take (``chunkwise.retrieval.rerank``)
+RERANK_KINDS = ("maxsim[:W]", "llm", "cross:PATH")
+#: candidates a reranker re-orders unless told otherwise (the first stage returns ``max(k, depth)``)
+RERANK_DEPTH = 30
+
+
+def parse_rerank(value: Any) -> tuple[str, str | float | None] | None:
+    """``"maxsim"`` -> ``("maxsim", 1.0)``, ``"maxsim:0.5"`` -> ``("maxsim", 0.5)`` (MaxSim's weight against
+    the first-stage score), ``"llm"`` -> ``("llm", None)``, ``"cross:PATH"`` -> ``("cross", PATH)``, ``None``
+    or ``"none"`` -> ``None``. Here, below the retrieval layer, so a configuration file's ``rerank`` is checked
+    when it is read; a model is loaded by the first search."""
+    if value is None or (isinstance(value, str) and value.strip().lower() in ("", "none")):
+        return None
+    problem = f"rerank must be one of none, {', '.join(RERANK_KINDS)}, got {value!r}"
+    kind, sep, arg = value.strip().partition(":") if isinstance(value, str) else ("", "", "")
+    if kind.lower() == "llm" and not sep:
+        return ("llm", None)
+    if kind.lower() == "cross" and arg.strip():
+        return ("cross", arg.strip())
+    if kind.lower() != "maxsim":
+        raise ConfigError(problem)
+    try:
+        weight = float(arg) if sep else 1.0
+    except ValueError:
+        raise ConfigError(problem) from None
+    if not (math.isfinite(weight) and 0.0 <= weight <= 1.0):
+        raise ConfigError(f"{problem} (W, the weight of MaxSim, is a number in [0, 1])")
+    return ("maxsim", weight)
+
+
+def _rerank(name: str, value: Any) -> str | None:
+    parsed = parse_rerank(value)
+    if parsed is None:
+        return None
+    kind, arg = parsed
+    if kind == "maxsim":
+        return "maxsim" if arg == 1.0 else f"maxsim:{arg:g}"
+    return kind if arg is None else f"{kind}:{arg}"
+
+
+def _positive_int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+    return value
+
+
+def _granularities(name: str, value: Any) -> list[int] | None:
+    """Chunk sizes (``max_tokens``) whose rankings an evaluation run fuses: two or more distinct positive
+    integers, kept in increasing order; ``None`` for one size (the strategy's own)."""
+    if value is None or value in ([], ()):
+        return None
+    sizes = set(value) if isinstance(value, (list, tuple)) else set()
+    if len(sizes) < 2 or any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in sizes):
+        raise ConfigError(f"{name} must be two or more chunk sizes (max_tokens), e.g. [128, 512], got {value!r}")
+    return sorted(sizes)
+
+
 def _expand(name: str, value: Any) -> str | None:
     parsed = parse_expand(value)
     if parsed is None:
@@ -197,6 +254,11 @@ SETTINGS: dict[str, Setting] = {
         None, _expand, "context handed to the reader around each hit: none, neighbors:N, section, parent:TOKENS"
     ),
     "budget": Setting(None, _budget, "tokens (cl100k) of context the reader gets at most"),
+    "rerank": Setting(None, _rerank, f"re-order the first stage's candidates: none, {', '.join(RERANK_KINDS)}"),
+    "rerank_depth": Setting(RERANK_DEPTH, _positive_int, "first-stage candidates the reranker re-orders"),
+    "granularities": Setting(
+        None, _granularities, "evaluation only: chunk sizes whose rankings are fused (one size when unset)"
+    ),
     "label": Setting(None, _label, "a name for the configuration in reports"),
 }
 #: the keys of a configuration file
@@ -226,6 +288,11 @@ class PipelineConfig:
     #: what the reader sees around each hit (``ask``, ``search --expand``; ``eval``'s span recall at a budget)
     expand: str | None = None
     budget: int | None = None
+    #: a second stage over the first stage's ``rerank_depth`` candidates (``chunkwise.retrieval.rerank``)
+    rerank: str | None = None
+    rerank_depth: int = RERANK_DEPTH
+    #: evaluation only: the run's strategy at each of these ``max_tokens``, rankings fused by RRF
+    granularities: list[int] | None = None
     #: a name for the configuration in reports (not written to files: it names a run, it changes nothing)
     label: str | None = field(default=None, compare=False)
     #: how ``tune`` chose this configuration (metric, scores, interval...): kept, never interpreted
@@ -291,7 +358,9 @@ class PipelineConfig:
                 and value
                 != (setting.default if setting.default is not None else ({} if name.endswith("_options") else None))
             ):
-                run[name] = dict(value) if isinstance(value, dict) else value
+                run[name] = (
+                    dict(value) if isinstance(value, dict) else list(value) if isinstance(value, list) else value
+                )
         out["run"] = run
         if self.tuned is not None:
             out["tuned"] = self.tuned
@@ -333,6 +402,11 @@ class PipelineConfig:
             parts.append(f"expand={self.expand}")
         if self.budget:
             parts.append(f"budget={self.budget}")
+        if self.rerank:
+            depth = f"@{self.rerank_depth}" if self.rerank_depth != RERANK_DEPTH else ""
+            parts.append(f"rerank={self.rerank}{depth}")
+        if self.granularities:
+            parts.append("granularities=" + "+".join(str(n) for n in self.granularities))
         return " ".join(parts)
 
     @classmethod
@@ -362,7 +436,13 @@ class PipelineConfig:
 
     # -- what the front ends hand on -----------------------------------------------------------------------
     def index_options(self) -> dict[str, Any]:
-        """Keyword arguments of ``Index.add``: the strategy, its parameters, vectors, late chunking, context."""
+        """Keyword arguments of ``Index.add``: the strategy, its parameters, vectors, late chunking, context.
+        An index holds one chunk size, so a configuration with ``granularities`` (an evaluation setting that
+        did not win on the public sets, docs/evaluation.md) is refused rather than indexed at one size."""
+        if self.granularities:
+            raise ConfigError(
+                "granularities is an evaluation setting (eval, tune); an index holds one chunk size: drop it"
+            )
         return {
             "strategy": self.strategy,
             "params": dict(self.params),
@@ -374,8 +454,15 @@ class PipelineConfig:
         }
 
     def search_options(self) -> dict[str, Any]:
-        """Keyword arguments of ``Index.search``/``Index.ask``: how retrieval fuses."""
-        return {"hybrid": self.hybrid, "fusion": self.fusion, "rrf_k": self.rrf_k, "dense_weight": self.dense_weight}
+        """Keyword arguments of ``Index.search``/``Index.ask``: how retrieval fuses, and the reranker."""
+        return {
+            "hybrid": self.hybrid,
+            "fusion": self.fusion,
+            "rrf_k": self.rrf_k,
+            "dense_weight": self.dense_weight,
+            "rerank": self.rerank,
+            "rerank_depth": self.rerank_depth,
+        }
 
     def expand_options(self) -> dict[str, Any]:
         """Keyword arguments of ``Index.expand``/``Index.ask``: the context around each hit and its budget."""
@@ -407,4 +494,7 @@ __all__ = [
     "EXPAND_MODES",
     "parse_expand",
     "parse_budget",
+    "RERANK_KINDS",
+    "RERANK_DEPTH",
+    "parse_rerank",
 ]
