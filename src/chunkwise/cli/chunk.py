@@ -158,8 +158,82 @@ def _open_output(path: str | None) -> TextIO:
         raise ConfigError(f"cannot write the output file ({exc.strerror or exc})", source=path) from None
 
 
-def run(args: argparse.Namespace) -> int:
+class _JsonlWriter:
+    """One JSON object per chunk, every chunk field."""
+
+    def __init__(self, out: TextIO):
+        self.out = out
+
+    def write(self, chunks) -> None:
+        for c in chunks:
+            self.out.write(json.dumps(c.to_dict(), ensure_ascii=False) + "\n")
+
+
+def _writer(fmt: str, out: TextIO) -> _JsonlWriter | _TableWriter | _TextWriter:
+    if fmt == "table":
+        return _TableWriter(out, shutil.get_terminal_size((120, 24)).columns)
+    return _TextWriter(out) if fmt == "text" else _JsonlWriter(out)
+
+
+class _Failures:
+    """Inputs that failed: each is printed when it fails and listed again at the end (exit status 1)."""
+
+    def __init__(self):
+        self.items: list[tuple[str, str]] = []
+
+    def add(self, source: str, exc: ChunkwiseError) -> None:
+        problem = exc.problem if exc.source else str(exc)
+        print(f"chunkwise: error: {source}: {problem}", file=sys.stderr)
+        self.items.append((source, problem))
+
+    def report(self) -> int:
+        if not self.items:
+            return 0
+        n = len(self.items)
+        print(f"chunkwise: {n} input{'s' if n != 1 else ''} failed:", file=sys.stderr)
+        for source, problem in self.items:
+            print(f"  {source}: {problem}", file=sys.stderr)
+        return 1
+
+
+def _language_check(strategy):
+    """A semantic strategy's check that the documents are in a language its model reads, else ``None``."""
     from ..embeddings.language import LanguageCheck
+
+    model = getattr(strategy, "embedder", None)
+    if model is None:
+        return None
+
+    def say(line: str) -> None:  # a warning: printed with -q too
+        print(f"chunkwise: warning: {line}", file=sys.stderr, flush=True)
+
+    return LanguageCheck(model, notify=say)
+
+
+def _checked(items, languages):
+    """Each document's language checked when it is loaded, before a semantic strategy embeds it."""
+    for source, item in items:
+        if languages is not None and not isinstance(item, (InputError, VideoDocument)):
+            languages.add(item.text, source)
+        yield source, item
+
+
+def _chunks_of(source: str, item, chunks, strategy, failures: _Failures):
+    """The chunks of one input, or ``None`` when it failed (reported); the loader's warnings printed."""
+    if isinstance(item, InputError):
+        failures.add(source, item)
+        return None
+    for message in item.metadata.get("warnings", []):
+        print(f"chunkwise: warning: {source}: {message}", file=sys.stderr)
+    if isinstance(chunks, ChunkwiseError):
+        failures.add(source, chunks)
+        return None
+    if chunks is None:  # a video arrives as ready-made clip chunks (chunkwise.video)
+        chunks = item.chunks if isinstance(item, VideoDocument) else strategy.chunk(item)
+    return chunks
+
+
+def run(args: argparse.Namespace) -> int:
     from ..formats import collect_inputs, read_inputs
     from ..formats.text import DecodingWarning
     from ..retrieval.progress import Progress
@@ -169,61 +243,27 @@ def run(args: argparse.Namespace) -> int:
     strategy = _build_strategy(args)
     options = input_options(args)
     out = _open_output(args.output)
-    table: _TableWriter | _TextWriter | None = None
-    if args.format == "table":
-        table = _TableWriter(out, shutil.get_terminal_size((120, 24)).columns)
-    elif args.format == "text":
-        table = _TextWriter(out)
-    failures: list[tuple[str, str]] = []
+    writer = _writer(args.format, out)
+    failures = _Failures()
+    languages = _language_check(strategy)
     n_docs = n_chunks = 0
-    model = getattr(strategy, "embedder", None)
-
-    def say(line: str) -> None:  # a warning: printed with -q too
-        print(f"chunkwise: warning: {line}", file=sys.stderr, flush=True)
-
-    languages = LanguageCheck(model, notify=say) if model is not None else None
-
-    def fail(source: str, exc: ChunkwiseError) -> None:
-        problem = exc.problem if exc.source else str(exc)
-        print(f"chunkwise: error: {source}: {problem}", file=sys.stderr)
-        failures.append((source, problem))
-
-    def checked(items):
-        """Each document's language checked when it is loaded, before a semantic strategy embeds it."""
-        for source, item in items:
-            if languages is not None and not isinstance(item, (InputError, VideoDocument)):
-                languages.add(item.text, source)
-            yield source, item
-
     progress = Progress(not args.quiet, "chunking", embeds=False)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DecodingWarning)  # printed below, once, from the metadata
             found = collect_inputs(args.paths, **walk_options(args))  # the skipped types: one line, now
             progress.set_totals(len(found), _sizes(found))
-            items = checked(read_inputs(found, **options))
+            items = _checked(read_inputs(found, **options), languages)
             # semantic strategies embed the sentences of many documents in one stream (strategies.many)
-            for source, item, chunks in chunk_documents(strategy, items, progress=progress.enabled):
-                if isinstance(item, InputError):
+            for source, item, given in chunk_documents(strategy, items, progress=progress.enabled):
+                chunks = _chunks_of(source, item, given, strategy, failures)
+                if chunks is None:
                     progress.file_done(source)
-                    fail(source, item)
                     continue
-                for message in item.metadata.get("warnings", []):
-                    print(f"chunkwise: warning: {source}: {message}", file=sys.stderr)
-                if isinstance(chunks, ChunkwiseError):
-                    progress.file_done(source)
-                    fail(source, chunks)
-                    continue
-                if chunks is None:  # a video arrives as ready-made clip chunks (chunkwise.video)
-                    chunks = item.chunks if isinstance(item, VideoDocument) else strategy.chunk(item)
                 progress.file_done(source, len(chunks))
                 n_docs += 1
                 n_chunks += len(chunks)
-                if table is not None:
-                    table.write(chunks)
-                else:
-                    for c in chunks:
-                        out.write(json.dumps(c.to_dict(), ensure_ascii=False) + "\n")
+                writer.write(chunks)
                 out.flush()
     finally:
         progress.close()
@@ -237,12 +277,7 @@ def run(args: argparse.Namespace) -> int:
             f"{'s' if n_chunks != 1 else ''} ({strategy.name}, max_tokens={strategy.max_tokens})",
             file=sys.stderr,
         )
-    if failures:
-        print(f"chunkwise: {len(failures)} input{'s' if len(failures) != 1 else ''} failed:", file=sys.stderr)
-        for source, problem in failures:
-            print(f"  {source}: {problem}", file=sys.stderr)
-        return 1
-    return 0
+    return failures.report()
 
 
 def _sizes(found) -> dict[str, int]:

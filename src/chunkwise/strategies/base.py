@@ -270,22 +270,8 @@ def build_chunks(
     spans are dropped. The cap is checked here for every strategy: a chunk over ``max_tokens`` is a bug in
     the strategy, reported as such rather than passed on to the user.
     """
-    text_all = doc.text
     check_aligned(spans, token_counts, f"strategy {strategy.name!r}")
-    aligned: list[int | None] = list(token_counts) if token_counts is not None else [None] * len(spans)
-    items = sorted(zip(spans, aligned))
-    kept: list[Span] = []
-    texts: list[str] = []
-    given: list[int | None] = []
-    for (a, b), n in items:
-        if b > a:
-            text = text_all[a:b]
-            if not text.isspace():
-                kept.append((a, b))
-                texts.append(text)
-                given.append(n)
-    known = [n for n in given if n is not None]
-    counts = known if len(known) == len(given) else tokenizer.count_batch(texts)
+    kept, texts, counts = _kept(doc.text, spans, token_counts, tokenizer)
     config = strategy.config_id()
     doc_id = doc.id
     # ids are stable_hash("chunk", doc_id, config, "a:b"); the common prefix is hashed once
@@ -328,6 +314,26 @@ def build_chunks(
             )
         )
     return chunks
+
+
+def _kept(
+    text_all: str, spans: list[Span], token_counts: list[int] | None, tokenizer: Tokenizer
+) -> tuple[list[Span], list[str], list[int]]:
+    """The non-empty, not only whitespace spans, sorted, with their texts and exact counts (the given ones
+    when every kept span has one, else all counted in one batch)."""
+    aligned: list[int | None] = list(token_counts) if token_counts is not None else [None] * len(spans)
+    kept: list[Span] = []
+    texts: list[str] = []
+    given: list[int | None] = []
+    for (a, b), n in sorted(zip(spans, aligned)):
+        if b > a:
+            text = text_all[a:b]
+            if not text.isspace():
+                kept.append((a, b))
+                texts.append(text)
+                given.append(n)
+    known = [n for n in given if n is not None]
+    return kept, texts, known if len(known) == len(given) else tokenizer.count_batch(texts)
 
 
 def _hash_prefix(*parts: str):

@@ -70,32 +70,29 @@ class FixedTokenChunker(Strategy):
 
     def split_with_counts(self, doc: Document, start: int, end: int, tokenizer: Tokenizer):
         """Token windows of ``max_tokens`` every ``max_tokens - overlap`` tokens, ends snapped back to a word
-        boundary when one is close, each window's count exact (shrunk when the recount disagrees).
-
-        The hot path stays in this one loop (a call per step would cost ~20% here); the rare steps
-        (the character bound, shrinking, ``min_tokens``) and the overlap are functions below."""
+        boundary when one is close, each window's count exact (shrunk when the recount disagrees). The hot
+        path stays in this one loop (a call per step would cost ~20% here); the rare steps (the character
+        bound, shrinking, ``min_tokens``) and the overlap are functions below. The offsets stay numpy
+        arrays (a list of every token offset would cost more than the whole loop): each window looks up a
+        handful of positions, by searchsorted or by slicing a few values out."""
         text = doc.text
         max_tokens, overlap = self.max_tokens, self.overlap
         max_chars = max_chars_for(max_tokens)
         tm = TokenMap(text[start:end], tokenizer, base=start, lists=False)
-        # The offsets stay numpy arrays (a list of every token offset would cost more than the whole loop):
-        # each window looks up a handful of positions, by searchsorted or by slicing a few values out.
         S, E = _as_array(tm.starts), _as_array(tm.ends)
         n = len(S)
         lookback = max(0, min(16, max_tokens // 10))
         exact, count = tm.exact, tokenizer.count
         spans: list[Span] = []
         counts: list[int] = []
-        pos = start
-        hint = 0  # the token the next window probably starts in (checked before use)
+        pos, hint = start, 0  # hint: the token the next window probably starts in (checked before use)
         while pos < end:
             # trim leading whitespace (inline trim_span: one call per window)
             while pos < end and text[pos].isspace():
                 pos += 1
             if pos >= end:
                 break
-            # the first token that ends after pos: usually the token the last window handed over (two
-            # lookups instead of a binary search), else searched
+            # the first token ending after pos: usually the one the last window handed over, else searched
             if 0 <= hint < n and E[hint] > pos and (hint == 0 or E[hint - 1] <= pos):
                 i = hint
             else:
@@ -117,8 +114,7 @@ class FixedTokenChunker(Strategy):
                 e = _within_chars(S, pos, i, j, max_chars)
             a, b = trim_span(text, pos, max(e, pos + 1))
             c = exact(text, a, b)
-            if c is None:
-                c = count(text[a:b])
+            c = count(text[a:b]) if c is None else c
             if c > max_tokens:
                 b, c, j = _shrink(text, tm, tokenizer, a, b, c, i, max_tokens, max_chars)
             if b > a:
