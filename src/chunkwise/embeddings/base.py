@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ..deprecation import warn_renamed
+from ..deprecation import renamed_attribute
 from ..errors import InputError
 from ..segmentation.tokenizers import Tokenizer
 
@@ -63,26 +63,9 @@ class Embedder(ABC):
     #: texts actually sent to the model so far (cache hits excluded): lets tests prove "embedded once"
     texts_embedded: int = 0
 
-    def __init_subclass__(cls, **kw: Any) -> None:
-        """A subclass written for the old contract (``max_tokens = 256`` or a ``max_tokens`` property in its
-        body) still works: it becomes ``model_window``, with a deprecation warning."""
-        super().__init_subclass__(**kw)
-        old = cls.__dict__.get("max_tokens")
-        if old is not None and old is not Embedder.__dict__.get("max_tokens"):  # a value or its own property
-            warn_renamed("max_tokens", "model_window", f"embedder class {cls.__name__}")
-            cls.model_window = old
-            setattr(cls, "max_tokens", Embedder.__dict__["max_tokens"])  # noqa: B010 - restore the property
-
-    @property
-    def max_tokens(self) -> int:
-        """Deprecated name of :attr:`model_window` (``max_tokens`` is the chunk cap only)."""
-        warn_renamed("max_tokens", "model_window", "embedder")
-        return self.model_window
-
-    @max_tokens.setter
-    def max_tokens(self, value: int) -> None:
-        warn_renamed("max_tokens", "model_window", "embedder")
-        self.model_window = value
+    #: the old name of :attr:`model_window` on instances, with a deprecation warning (``max_tokens`` is the
+    #: chunk cap only); a subclass that defines ``max_tokens`` itself is not translated
+    max_tokens = renamed_attribute("max_tokens", "model_window", "embedder")
 
     @property
     @abstractmethod

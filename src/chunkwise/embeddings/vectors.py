@@ -95,9 +95,13 @@ def pooled_vector(chunk: Chunk, dim: int) -> np.ndarray | None:
     """A chunk vector from what chunking already embedded, or ``None`` when there is nothing to reuse.
 
     The chunk's own ``vector`` when it has one of width ``dim``, else the re-normalised mean of its
-    ``sentence_vectors`` (kept by the semantic strategies). Indexing and evaluation use it for
-    ``vectors="pool"``, so a semantic chunking is never embedded a second time.
+    ``sentence_vectors`` (kept by the semantic strategies). A chunk with a ``context`` has nothing to reuse:
+    its vector is its ``embed_text`` (context and text) embedded, which no vector of its text alone stands
+    for. Indexing, evaluation and :func:`chunk_vectors` use this one rule for ``vectors="pool"``, so a
+    semantic chunking is never embedded a second time and every caller stores the same vectors.
     """
+    if chunk.context:
+        return None
     if chunk.vector is not None and np.shape(chunk.vector) == (dim,):
         return l2_normalize(np.asarray(chunk.vector, dtype=np.float32)[None])[0]
     sv = chunk.sentence_vectors
@@ -106,29 +110,37 @@ def pooled_vector(chunk: Chunk, dim: int) -> np.ndarray | None:
     return None
 
 
+def _pool_width(chunk: Chunk, embedder: Embedder | str | None) -> int:
+    """The vector width pooling checks against: the embedder's (what the index checks) when it is an object
+    that knows it, else the width of what the chunk kept (a name is not loaded just to ask)."""
+    dim = 0 if isinstance(embedder, str) or embedder is None else int(getattr(embedder, "dim", 0) or 0)
+    if dim:
+        return dim
+    for kept in (chunk.sentence_vectors, chunk.vector):
+        if kept is not None and len(kept):
+            return int(np.shape(kept)[-1])
+    return 0
+
+
 def chunk_vectors(chunks: Sequence[Chunk], mode: str = "embed", embedder: Embedder | str | None = None) -> np.ndarray:
     """One vector per chunk, stored on ``chunk.vector`` and returned as a float32 ``(n, dim)`` array.
 
     ``mode="embed"`` embeds each chunk's ``embed_text`` (its context plus text: the most faithful vector);
-    ``mode="pool"`` averages the unit vectors kept by a semantic strategy (no model call at all; chunks
-    without ``sentence_vectors`` are embedded instead).
+    ``mode="pool"`` reuses what chunking embedded (:func:`pooled_vector`; no model call for those) and
+    embeds the other chunks' ``embed_text``: exactly what ``Index.add(vectors="pool")`` stores.
     """
     if mode not in ("embed", "pool"):
         raise ConfigError(f"chunk vector mode must be 'embed' or 'pool', got {mode!r}")
     chunks = list(chunks)
-    need = [
-        k for k, c in enumerate(chunks) if mode == "embed" or c.sentence_vectors is None or len(c.sentence_vectors) == 0
-    ]
     out: dict[int, np.ndarray] = {}  # chunk index -> vector: every chunk is pooled or in ``need``
     if mode == "pool":
-        embedded = set(need)
         for k, c in enumerate(chunks):
-            if k not in embedded:
-                v = np.asarray(c.sentence_vectors, dtype=np.float32).sum(axis=0)
-                out[k] = v / max(float(np.linalg.norm(v)), 1e-12)
+            v = pooled_vector(c, _pool_width(c, embedder))
+            if v is not None:
+                out[k] = v
+    need = [k for k in range(len(chunks)) if k not in out]
     if need:
-        emb = resolve_embedder(embedder)
-        vecs = embed_all(emb, [chunks[k].embed_text for k in need])
+        vecs = embed_all(resolve_embedder(embedder), [chunks[k].embed_text for k in need])
         for k, v in zip(need, vecs):
             out[k] = v
     if not chunks:

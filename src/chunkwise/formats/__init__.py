@@ -22,10 +22,11 @@ import sys
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
+from .. import registry
 from ..document import Document
-from ..errors import ConfigError, InputError
-from ..video.frames import VIDEO_EXTENSIONS
+from ..errors import ChunkwiseError, ConfigError, InputError
 from .text import binary_kind
 from .walk import (  # noqa: F401 (re-export)
     Found,
@@ -62,7 +63,10 @@ EXTENSIONS = {
     ".srt": "srt",
     ".sbv": "sbv",
 }
-FORMATS = ("text", "markdown", "html", "pdf", "vtt", "srt", "sbv")
+#: the built-in formats (their loaders are listed in :mod:`chunkwise.registry`, kind ``"format"``)
+FORMATS = registry.builtin("format")
+#: extension -> format, for formats whose loader reads the file itself (streamed, no size cap: video)
+_STREAMED: dict[str, str] = {}
 KNOWN_OPTIONS = {
     "format",
     "encoding",
@@ -84,40 +88,37 @@ _SBV_START = re.compile(rb"\A\s*\d+:\d\d:\d\d\.\d{1,3},\d+:\d\d:\d\d\.\d{1,3}[ \
 _MD_HINT = re.compile(rb"^(?:#{1,6} \S|```|~~~|\|.*\|\s*$|[-*] \[[ x]\] )", re.MULTILINE)
 
 
-#: formats added with :func:`register_format`: name -> loader
-_REGISTERED: dict[str, Callable[..., Document]] = {}
+def __getattr__(name: str) -> Any:
+    if name == "_REGISTERED":  # the live name -> loader table (tests remove what they registered from it)
+        return registry.table("format")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def register_format(name: str, loader: Callable[..., Document], extensions: Iterable[str] = ()) -> None:
-    """Add an input format: ``loader(data: bytes, source: str, **options) -> Document`` reads it, and files
-    ending in one of ``extensions`` (e.g. ``".org"``) are given to it (``format=name`` forces it)."""
+def register_format(
+    name: str, loader: str | Callable[..., Document], extensions: Iterable[str] = (), *, streamed: bool = False
+) -> None:
+    """Add an input format: ``loader(data: bytes, source: str, **options) -> Document`` reads it (or a
+    ``"module:attr"`` string naming it, imported on first use), and files ending in one of ``extensions``
+    (e.g. ``".org"``) are given to it (``format=name`` forces it).
+
+    ``streamed=True``: the loader reads the file itself, ``loader(path: Path) -> Document`` (video: decoded
+    frame by frame, so the size limit does not apply, and bytes or standard input cannot be given to it)."""
     if name in FORMATS or not re.fullmatch(r"[a-z][a-z0-9_-]*", name or ""):
         raise ConfigError(f"cannot register input format {name!r}: a built-in one or not a lower-case name")
-    _REGISTERED[name] = loader
+    registry.register("format", name, loader)
     for ext in extensions:
-        EXTENSIONS[ext.lower() if ext.startswith(".") else "." + ext.lower()] = name
+        ext = ext.lower() if ext.startswith(".") else "." + ext.lower()
+        (_STREAMED if streamed else EXTENSIONS)[ext] = name
+
+
+def _streamed() -> dict[str, str]:
+    """:data:`_STREAMED`, once the modules that register formats themselves have done so."""
+    registry.table("format")
+    return _STREAMED
 
 
 def _loader(fmt: str) -> Callable[..., Document]:
-    if fmt in _REGISTERED:
-        return _REGISTERED[fmt]
-    if fmt == "text":
-        from .text import load_text as f
-    elif fmt == "markdown":
-        from .markdown import load_markdown as f
-    elif fmt == "html":
-        from .html import load_html as f
-    elif fmt == "pdf":
-        from .pdf import load_pdf as f
-    elif fmt == "vtt":
-        from .subtitles import load_vtt as f
-    elif fmt == "srt":
-        from .subtitles import load_srt as f
-    elif fmt == "sbv":
-        from .subtitles import load_sbv as f
-    else:
-        raise ConfigError(f"unknown input format {fmt!r}; choose one of {', '.join(FORMATS)}")
-    return f
+    return registry.resolve("format", fmt)[0]
 
 
 def detect_format(data: bytes, name: str | None = None) -> str:
@@ -166,8 +167,10 @@ def load_bytes(data: bytes, source: str = "<bytes>", name: str | None = None, **
     if not data:
         raise InputError("empty file (0 bytes)", source=source)
     fmt = options.get("format") or detect_format(data, name)
-    if fmt not in FORMATS and fmt not in _REGISTERED:
-        raise ConfigError(f"unknown input format {fmt!r}; choose one of {', '.join((*FORMATS, *_REGISTERED))}")
+    if not registry.has("format", fmt):
+        raise registry.unknown("format", fmt)
+    if fmt in _streamed().values():
+        raise ConfigError(f"input format {fmt!r} is read from a file, not from bytes or standard input")
     if fmt != "pdf":
         kind = binary_kind(data)
         if kind:
@@ -187,34 +190,32 @@ def load(path: str | os.PathLike, **options) -> Document:
 
 
 def _load_file(path: str, source: str, options: dict) -> Document:
-    if os.path.splitext(path)[1].lower() in VIDEO_EXTENSIONS:  # streamed by the video loader, no size cap
-        import stat
-
-        try:
-            mode = os.stat(path).st_mode
-        except FileNotFoundError:
-            raise InputError("no such file", source=source) from None
-        except OSError as exc:
-            raise InputError(f"cannot read ({exc.strerror or exc})", source=source) from None
-        if not stat.S_ISREG(mode):  # a FIFO or device named *.mp4 would block or never end
-            raise InputError("not a regular file (FIFO, device or socket): refused", source=source)
-        return _load_video(Path(path))
+    streamed = _streamed().get(os.path.splitext(path)[1].lower())
+    if streamed is not None:
+        return _load_streamed(streamed, path, source)
     data = read_bounded(path, options.get("max_bytes", DEFAULT_MAX_BYTES), source)
     return load_bytes(data, source=source, name=display_name(os.path.basename(path)), **options)
 
 
-def _load_video(path: Path) -> Document:
-    """A video file as clip chunks (:func:`chunkwise.video.load_video`, default tracker and clip rule); the
-    video is streamed, never read whole, so the size limit does not apply."""
-    from ..errors import ChunkwiseError
-    from ..video import load_video
+def _load_streamed(fmt: str, path: str, source: str) -> Document:
+    """A file whose loader reads it itself (a video: the default tracker and clip rule), streamed and never
+    read whole, so the size limit does not apply; only a regular file is given to it."""
+    import stat
 
     try:
-        return load_video(path)
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise InputError("no such file", source=source) from None
+    except OSError as exc:
+        raise InputError(f"cannot read ({exc.strerror or exc})", source=source) from None
+    if not stat.S_ISREG(mode):  # a FIFO or device named *.mp4 would block or never end
+        raise InputError("not a regular file (FIFO, device or socket): refused", source=source)
+    try:
+        return _loader(fmt)(Path(path))
     except InputError:
         raise
     except ChunkwiseError as exc:  # e.g. the video extra is missing: this file fails, the batch goes on
-        raise InputError(exc.problem, source=str(path)) from None
+        raise InputError(exc.problem, source=str(Path(path))) from None
 
 
 def read_stdin(**options) -> Document:
@@ -270,8 +271,8 @@ def matches(rel_path: str, patterns: Iterable[str]) -> bool:
 
 
 def supported_extensions() -> frozenset[str]:
-    """The extensions a folder walk reads: every format's (built-in and :func:`register_format`) and video."""
-    return frozenset(EXTENSIONS) | frozenset(VIDEO_EXTENSIONS)
+    """The extensions a folder walk reads: every format's, built-in and :func:`register_format` (video)."""
+    return frozenset(EXTENSIONS) | frozenset(_streamed())
 
 
 def _pattern_extension(pattern: str) -> str | None:
@@ -291,25 +292,10 @@ def _mpeg_ts(path: str) -> bool:
     return head[:1] == b"\x47" and (len(head) < 189 or head[188:189] == b"\x47")
 
 
-def list_inputs(
-    paths: Iterable[str | os.PathLike],
-    include: Iterable[str] | None = None,
-    exclude: Iterable[str] | None = None,
-    *,
-    all_files: bool = False,
-    skipped: Skipped | None = None,
-) -> Iterator[Found]:
-    """What :func:`iter_documents` reads, without reading it: one :class:`.walk.Found` per file (``path``
-    set; ``"-"`` for standard input) or per problem (``error`` set: an unreadable folder, a folder without
-    matching files), in order, each file once. The Ray engine lists its work with it, so both engines see
-    the same inputs under the same source names.
-
-    In folders only the supported types are taken (:func:`supported_extensions`; an extension-less file when
-    it sniffs as text); the others are counted in ``skipped`` (a :class:`.walk.Skipped`). An ``include``
-    pattern that names an extension (``*.svg``) takes files of that type anyway, ``all_files=True`` every
-    file. Files named in ``paths`` are always taken."""
-    include, exclude = list(include or []), list(exclude or [])
-    seen: set[str] = set()
+def _keeper(
+    include: list[str], exclude: list[str], all_files: bool, skipped: Skipped | None
+) -> Callable[[str, str], bool]:
+    """Whether a folder walk takes a file (its path relative to the folder, its path): see :func:`list_inputs`."""
     supported = supported_extensions()
     named = {ext for ext in map(_pattern_extension, include) if ext}
 
@@ -331,6 +317,43 @@ def list_inputs(
             skipped.add(ext or "no extension")
         return False
 
+    return keep
+
+
+def _folder_files(name: str, keep: Callable[[str, str], bool], filtered: bool, skipped: Skipped | None) -> list[Found]:
+    """The files a folder walk takes, or one :class:`.walk.Found` error saying why there are none."""
+    before = skipped.total if skipped is not None else 0
+    found = list(walk_folder(name, keep))
+    if found:
+        return found
+    if skipped is not None and skipped.total > before:
+        what = " of a supported type (see the skipped files)"
+    else:
+        what = " matching the include/exclude patterns" if filtered else ""
+    error = InputError(f"directory has no readable files{what}", source=display_name(name))
+    return [Found(display_name(name), error=error)]
+
+
+def list_inputs(
+    paths: Iterable[str | os.PathLike],
+    include: Iterable[str] | None = None,
+    exclude: Iterable[str] | None = None,
+    *,
+    all_files: bool = False,
+    skipped: Skipped | None = None,
+) -> Iterator[Found]:
+    """What :func:`iter_documents` reads, without reading it: one :class:`.walk.Found` per file (``path``
+    set; ``"-"`` for standard input) or per problem (``error`` set: an unreadable folder, a folder without
+    matching files), in order, each file once. The Ray engine lists its work with it, so both engines see
+    the same inputs under the same source names.
+
+    In folders only the supported types are taken (:func:`supported_extensions`; an extension-less file when
+    it sniffs as text); the others are counted in ``skipped`` (a :class:`.walk.Skipped`). An ``include``
+    pattern that names an extension (``*.svg``) takes files of that type anyway, ``all_files=True`` every
+    file. Files named in ``paths`` are always taken."""
+    include, exclude = list(include or []), list(exclude or [])
+    seen: set[str] = set()
+    keep = _keeper(include, exclude, all_files, skipped)
     for raw in paths:
         name = os.fspath(raw)
         if isinstance(name, bytes):
@@ -339,18 +362,7 @@ def list_inputs(
             yield Found("<stdin>", path="-")
             continue
         if os.path.isdir(name):
-            before = skipped.total if skipped is not None else 0
-            found = list(walk_folder(name, keep))
-            if not found:
-                if skipped is not None and skipped.total > before:
-                    what = " of a supported type (see the skipped files)"
-                else:
-                    what = " matching the include/exclude patterns" if include or exclude else ""
-                yield Found(
-                    display_name(name),
-                    error=InputError(f"directory has no readable files{what}", source=display_name(name)),
-                )
-                continue
+            found = _folder_files(name, keep, bool(include or exclude), skipped)
         else:
             found = [Found(display_name(name), path=name)]
         for item in found:

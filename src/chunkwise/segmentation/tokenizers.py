@@ -8,8 +8,8 @@ each token, so strategies can cut *on* token boundaries and still return exact s
 Counts never include special tokens ([CLS]/[SEP]); the embedder accounts for those in its own limit.
 
 This module holds the :class:`Tokenizer` interface, the character, word and Hugging Face tokenizers and the
-registry (:func:`get_tokenizer`, :func:`resolve_tokenizer`); cl100k lives in :mod:`.tiktoken_bpe` and
-span counting over a tokenised text in :mod:`.token_map`.
+look-ups by name through :mod:`chunkwise.registry` (:func:`get_tokenizer`, :func:`resolve_tokenizer`);
+cl100k lives in :mod:`.tiktoken_bpe` and span counting over a tokenised text in :mod:`.token_map`.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import registry
 from ..errors import ConfigError
 
 Span = tuple[int, int]
@@ -284,33 +285,44 @@ def minilm_tokenizer_path() -> Path:
     return Path(__file__).resolve().parent.parent / "models" / "minilm" / "tokenizer.json"
 
 
-TOKENIZER_NAMES = ("minilm", "cl100k", "chars", "words")
+#: the built-in tokenizers' plain names (``hf:PATH`` and registered names aside)
+TOKENIZER_NAMES = tuple(n for n in registry.builtin("tokenizer") if ":" not in n)
+
+
+def minilm_tokenizer() -> Tokenizer:
+    """The tokenizer ``minilm`` stands for: MiniLM's own WordPiece, shipped with chunkwise."""
+    return HFTokenizer(minilm_tokenizer_path(), "minilm")
+
+
+def cl100k_tokenizer() -> Tokenizer:
+    """OpenAI's ``cl100k_base`` (:mod:`.tiktoken_bpe`, imported here: it subclasses :class:`Tokenizer`)."""
+    from .tiktoken_bpe import TiktokenTokenizer
+
+    return TiktokenTokenizer("cl100k_base", "cl100k")
+
+
+def hf_file_tokenizer(path: str) -> Tokenizer:
+    """``hf:PATH``: a Hugging Face ``tokenizer.json`` file."""
+    if not Path(path).is_file():
+        raise ConfigError(f"tokenizer file not found: {path}")
+    return HFTokenizer(path, "hf:" + path)
 
 
 @functools.lru_cache(maxsize=16)
 def get_tokenizer(name: str = "minilm") -> Tokenizer:
-    """A tokenizer by name: ``minilm``, ``cl100k``, ``chars``, ``words``, or ``hf:/path/tokenizer.json``.
+    """A tokenizer by name (:mod:`chunkwise.registry`, kind ``"tokenizer"``): ``minilm``, ``cl100k``,
+    ``chars``, ``words``, ``hf:/path/tokenizer.json``, or one registered with ``register("tokenizer", ...)``.
 
-    Tokenizers are cached: they are immutable and loading one costs tens of milliseconds.
+    Tokenizers are cached: they are immutable and loading one costs tens of milliseconds (so a name
+    registered again after its first use keeps the first tokenizer in this process).
     """
     if not isinstance(name, str):
-        raise ConfigError(f"tokenizer must be a name ({', '.join(TOKENIZER_NAMES)} or hf:PATH), got {name!r}")
-    if name == "minilm":
-        return HFTokenizer(minilm_tokenizer_path(), "minilm")
-    if name == "cl100k":
-        from .tiktoken_bpe import TiktokenTokenizer  # it subclasses Tokenizer: imported here, not at the top
-
-        return TiktokenTokenizer("cl100k_base", "cl100k")
-    if name == "chars":
-        return CharTokenizer()
-    if name == "words":
-        return WordTokenizer()
-    if name.startswith("hf:"):
-        path = Path(name[3:])
-        if not path.is_file():
-            raise ConfigError(f"tokenizer file not found: {path}")
-        return HFTokenizer(path, name)
-    raise ConfigError(f"unknown tokenizer {name!r}; choose one of {', '.join(TOKENIZER_NAMES)} or hf:PATH")
+        raise ConfigError(f"tokenizer must be a name ({', '.join(registry.names('tokenizer'))}), got {name!r}")
+    factory, rest = registry.resolve("tokenizer", name)
+    tokenizer = factory() if rest is None else factory(rest)
+    if not isinstance(tokenizer, Tokenizer):
+        raise ConfigError(f"tokenizer {name!r} is registered as {factory!r}, which does not make a Tokenizer")
+    return tokenizer
 
 
 def resolve_tokenizer(tokenizer: str | Tokenizer | None, default: str = "minilm") -> Tokenizer:

@@ -1,15 +1,23 @@
-"""Chunking strategies, by name. Each is a plain object: parameters in, ``chunk(doc)`` does the work."""
+"""Chunking strategies, by name. Each is a plain object: parameters in, ``chunk(doc)`` does the work.
+
+Names resolve through :mod:`chunkwise.registry` (kind ``"strategy"``): the built-in ones are listed there
+and ``register("strategy", name, "module:Class")`` adds one. :data:`STRATEGY_NAMES` and
+:data:`SEMANTIC_STRATEGIES` are read from it when asked, so they include registered strategies.
+"""
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
+from .. import registry
 from ..deprecation import renamed
 from ..errors import ConfigError
 
 if TYPE_CHECKING:
     from .base import Strategy, build_chunks, regions, trim_span
+
+    STRATEGY_NAMES: tuple[str, ...]
+    SEMANTIC_STRATEGIES: tuple[str, ...]
 
 #: names of ``strategies.base`` re-exported here, imported on first use: a command line that only needs
 #: the strategy names (``--strategy`` choices) does not import the tokenizers and numpy
@@ -23,35 +31,34 @@ def __getattr__(name: str) -> Any:
         value = getattr(base, name)
         globals()[name] = value
         return value
+    if name == "STRATEGY_NAMES":  # read each time: a strategy registered later is listed too
+        return registry.names("strategy")
+    if name == "SEMANTIC_STRATEGIES":
+        return semantic_strategies()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-#: name -> "module:Class", imported on first use so `chunkwise chunk` never loads embedding code it skips
-_REGISTRY: dict[str, str] = {
-    "auto": "auto:AutoChunker",
-    "fixed": "fixed:FixedTokenChunker",
-    "sentence": "sentence:SentenceChunker",
-    "recursive": "recursive:RecursiveChunker",
-    "markdown": "markdown:MarkdownChunker",
-    "semantic": "semantic:SemanticChunker",
-    "maxmin": "maxmin:MaxMinChunker",
-    "cohesion": "cohesion:CohesionChunker",
-}
-STRATEGY_NAMES = tuple(_REGISTRY)
 #: the strategy of every front end that is not told one (CLI, Python API, web app, adapters, map-reduce):
 #: ``auto`` picks per document (Markdown structure, subtitles' cues, prose). Measured against ``fixed``
 #: 256/32 with hybrid retrieval and MiniLM (docs/semantic.md, "When they help"): +0.055 nDCG@10 [+0.018,
 #: +0.094] on QMSum transcripts, -0.012 [-0.027, +0.002] (within noise) on Chroma's corpora
 DEFAULT_STRATEGY = "auto"
-#: strategies that embed while chunking (they take an ``embedder``)
-SEMANTIC_STRATEGIES = ("semantic", "maxmin", "cohesion")
 
 
 def strategy_class(name: str) -> type[Strategy]:
-    if name not in _REGISTRY:
-        raise ConfigError(f"unknown strategy {name!r}; choose one of {', '.join(STRATEGY_NAMES)}")
-    module, cls = _REGISTRY[name].split(":")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), cls)
+    """The class registered as ``name``; an unknown name is the registry's error listing every valid one."""
+    from .base import Strategy
+
+    cls, _ = registry.resolve("strategy", name)
+    if not (isinstance(cls, type) and issubclass(cls, Strategy)):
+        raise ConfigError(f"strategy {name!r} is registered as {cls!r}, which is not a Strategy subclass")
+    return cls
+
+
+def semantic_strategies() -> tuple[str, ...]:
+    """The strategies that embed while chunking: those whose constructor takes an ``embedder`` (the
+    classes are imported to ask them, which is why this is a function behind :data:`SEMANTIC_STRATEGIES`)."""
+    return tuple(n for n in registry.names("strategy") if "embedder" in strategy_class(n).param_names())
 
 
 def get_strategy(name: str, **params: Any) -> Strategy:
@@ -72,6 +79,7 @@ __all__ = [
     "trim_span",
     "get_strategy",
     "strategy_class",
+    "semantic_strategies",
     "STRATEGY_NAMES",
     "SEMANTIC_STRATEGIES",
     "DEFAULT_STRATEGY",

@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..document import Chunk
+from ..formats import register_format
 from .document import VideoDocument, build_document, content_key
 from .frames import VIDEO_EXTENSIONS, VideoInfo, probe
 from .rule import Clip, ClipObject, ClipRule
@@ -74,23 +75,28 @@ def load_video(
         if n_frames and c.end_frame >= n_frames:
             c.end_frame = max(n_frames - 1, c.event_end)
     found = [c for c in found if c.start_frame <= c.end_frame]
-    meta = {
-        "kind": "video",
-        "fps": info.fps,
-        "frames": n_frames,
-        "width": info.width,
-        "height": info.height,
-        "codec": info.codec,
-        "tracker": trk.describe(),
-        "rule": rule_meta,
-        "subtitles": str(sub_path) if sub_path else None,
-    }
+    meta = _metadata(info, n_frames, trk.describe(), rule_meta, sub_path)
     doc = build_document(found, source, subs, tokenizer, meta)
     doc.file_key = key
     doc.problems = list(info.problems)
     if doc.problems:
         doc.metadata["warnings"] = list(doc.problems)
     return doc
+
+
+def _metadata(info: VideoInfo, n_frames: int, tracker: Any, rule: dict[str, Any], sub_path: Any) -> dict[str, Any]:
+    """The document metadata of a video: what was decoded, with which tracker and clip rule."""
+    return {
+        "kind": "video",
+        "fps": info.fps,
+        "frames": n_frames,
+        "width": info.width,
+        "height": info.height,
+        "codec": info.codec,
+        "tracker": tracker,
+        "rule": rule,
+        "subtitles": str(sub_path) if sub_path else None,
+    }
 
 
 def clips(
@@ -129,6 +135,11 @@ def clips_from_tracks(
     subs = load_subtitles(subtitles) if subtitles else None
     return build_document(found, source, subs, tokenizer).chunks
 
+
+# a video file is an input like any other: the folder walk takes these extensions and ``formats.load`` hands
+# such a file to load_video (imported by name on first use; ``chunkwise.registry`` imports this module the
+# first time a format is looked up, so formats never imports video)
+register_format("video", "chunkwise.video:load_video", VIDEO_EXTENSIONS, streamed=True)
 
 __all__ = [
     "clips",
