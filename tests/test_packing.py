@@ -217,9 +217,9 @@ def test_merge_small_merges_only_within_the_cap():
 def test_counts_are_aligned_or_none_never_guessed():
     """``split_with_counts`` gives one count per span (or None); a mismatch is reported, not guessed at."""
     from chunkwise.document import Document
-    from chunkwise.strategies.base import Strategy, build_chunks
+    from chunkwise.strategies.base import CountingStrategy, build_chunks
 
-    class OneCountShort(Strategy):
+    class OneCountShort(CountingStrategy):
         name = "one-count-short"
 
         def split_with_counts(self, doc, start, end, tokenizer):

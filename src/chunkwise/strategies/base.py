@@ -181,20 +181,31 @@ class Strategy:
 
     def split(self, doc: Document, start: int, end: int, tokenizer: Tokenizer) -> list[Span]:
         """Spans ``(a, b)`` with ``start <= a < b <= end`` covering every non-whitespace character of
-        ``doc.text[start:end]``, each within ``max_tokens``. Implemented by each strategy (or given by its
-        ``split_with_counts``: the classic strategies count while they pack, so they implement that one)."""
-        if type(self).split_with_counts is not Strategy.split_with_counts:
-            return self.split_with_counts(doc, start, end, tokenizer)[0]
+        ``doc.text[start:end]``, each within ``max_tokens``: what a strategy implements (one that counts
+        while it packs implements :meth:`split_with_counts` instead, see :class:`CountingStrategy`)."""
         raise NotImplementedError
 
     def split_with_counts(
         self, doc: Document, start: int, end: int, tokenizer: Tokenizer
     ) -> tuple[list[Span], list[int] | None]:
-        """``split`` plus the exact token count of each span when the strategy already has it (it counted
-        to verify the cap), so :func:`build_chunks` does not tokenise everything a second time. The counts
-        are ``None`` or one per span, in the same order (the classic strategies' :func:`~.packing.pack`
-        returns them so); anything else is an error, never guessed at."""
+        """What :meth:`chunk` calls: the spans of :meth:`split`, and no counts (:func:`build_chunks`
+        counts them). A strategy that has the exact count of each span already (it counted to verify the
+        cap) returns them, one per span in the same order, so nothing is tokenised a second time; anything
+        else is an error, never guessed at."""
         return self.split(doc, start, end, tokenizer), None
+
+
+class CountingStrategy(Strategy):
+    """A strategy that counts while it packs (the classic ones, through :mod:`.packing`): it implements
+    :meth:`split_with_counts`, and :meth:`split` is the adapter that drops the counts."""
+
+    def split(self, doc: Document, start: int, end: int, tokenizer: Tokenizer) -> list[Span]:
+        return self.split_with_counts(doc, start, end, tokenizer)[0]
+
+    def split_with_counts(
+        self, doc: Document, start: int, end: int, tokenizer: Tokenizer
+    ) -> tuple[list[Span], list[int] | None]:
+        raise NotImplementedError
 
 
 def check_aligned(spans: list[Span], counts: list[int] | None, who: str) -> None:

@@ -22,7 +22,7 @@ import numpy as np
 from ..document import Document
 from ..segmentation.token_map import TokenMap
 from ..segmentation.tokenizers import Tokenizer
-from .base import Span, Strategy, max_chars_for, trim_span
+from .base import CountingStrategy, Span, max_chars_for, trim_span
 from .packing import fit_first, merge_small
 
 
@@ -63,7 +63,7 @@ class _Range:
         return min(max(k, 0), len(r))
 
 
-class FixedTokenChunker(Strategy):
+class FixedTokenChunker(CountingStrategy):
     """Windows of ``max_tokens`` tokens with ``overlap`` tokens of overlap, cut on token boundaries."""
 
     name = "fixed"

@@ -26,12 +26,12 @@ from ..document import Document
 from ..formats.markdown_blocks import Block, markdown_blocks, markdown_sections
 from ..segmentation.token_map import TokenMap
 from ..segmentation.tokenizers import Tokenizer
-from .base import Span, Strategy, max_chars_for, trim_span
+from .base import CountingStrategy, Span, max_chars_for, trim_span
 from .packing import fill, merge_small, repair, word_overlap
 from .recursive import recursive_split_counted
 
 
-class MarkdownChunker(Strategy):
+class MarkdownChunker(CountingStrategy):
     """Split at headings, pack whole blocks (fences and tables never cut when they fit), sub-split with
     the recursive rules."""
 

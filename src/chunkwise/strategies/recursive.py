@@ -41,7 +41,7 @@ from ..errors import ConfigError
 from ..formats.markdown_blocks import ATX_HEADING
 from ..segmentation.token_map import TokenMap
 from ..segmentation.tokenizers import Tokenizer
-from .base import Span, Strategy, max_chars_for, trim_span
+from .base import CountingStrategy, Span, max_chars_for, trim_span
 from .packing import fill, fit_exact, pack
 from .params import Options, StrList
 
@@ -427,7 +427,7 @@ def recursive_split(
     )[0]
 
 
-class RecursiveChunker(Strategy):
+class RecursiveChunker(CountingStrategy):
     """Paragraphs, then lines, sentences, clauses, words and characters, until every piece fits.
 
     ``separators``: a preset (``"prose"``, ``"markdown"``, ``"code"``) or a list of literal separator

@@ -19,13 +19,13 @@ from ..document import Document
 from ..segmentation.sentences import SENTENCE_BACKENDS
 from ..segmentation.token_map import TokenMap
 from ..segmentation.tokenizers import Tokenizer
-from .base import Span, Strategy, max_chars_for
+from .base import CountingStrategy, Span, max_chars_for
 from .packing import pack
 from .params import InstanceOf, Options
 from .recursive import recursive_split
 
 
-class SentenceChunker(Strategy):
+class SentenceChunker(CountingStrategy):
     """Greedy packing of whole sentences; ``sentence_backend`` picks the segmenter (``chunkwise``, ``pysbd``,
     ``blingfire``) and ``language`` hints it (``en``, ``de``, ``zh``, ``ja``)."""
 
