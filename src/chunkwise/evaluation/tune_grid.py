@@ -1,0 +1,213 @@
+"""The grid search of ``tune`` and what every search shares: one point evaluated into a :class:`TuneRow`
+(:func:`evaluate_point`), the rows ranked and decided into a :class:`TuneResult` (:func:`finish`), and the
+configuration file the result writes (:meth:`TuneResult.best_config`)."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import ConfigError
+from .runner import Evaluator
+from .spec import spec_from_params
+from .tune_decide import Decision, TuneRow, decide, split_queries
+from .tune_parse import check_grid, meets, parse_metric, parse_requirement
+
+
+@dataclass
+class TuneResult:
+    strategy: str
+    metric: str
+    rows: list[TuneRow]
+    best: TuneRow | None
+    seconds: float
+    texts_embedded: int
+    max_tokens_retrieved: float | None = None
+    fixed: dict[str, Any] = field(default_factory=dict)
+    require: list[tuple[str, str, float]] = field(default_factory=list)
+    #: the row written by :meth:`best_config`: ``best``, or the cheapest within the interval (:class:`Decision`)
+    chosen: TuneRow | None = None
+    decision: Decision | None = None
+    #: how points were picked: "grid", "optuna-tpe" or "random"
+    sampler: str = "grid"
+
+    def best_config(self, dataset: str = "", embedder: str = "") -> dict[str, Any]:
+        if self.chosen is None:
+            self.chosen = self.best
+        if self.chosen is None or self.chosen.result is None:
+            limits = []
+            if self.max_tokens_retrieved is not None:
+                limits.append(f"tokens retrieved <= {self.max_tokens_retrieved:g}")
+            limits += [f"{n}{op}{v:g}" for n, op, v in self.require]
+            raise ConfigError(
+                "no configuration of the grid could be evaluated"
+                + (f" that meets {', '.join(limits)}" if limits else "")
+            )
+        cfg = self.chosen.result.spec.to_mapping()
+        r = self.chosen.result
+        cfg["tuned"] = {
+            "metric": self.metric,
+            "score": self.chosen.score,
+            "dataset": dataset,
+            "embedder": embedder,
+            "scores": {
+                k: round(v, 6)
+                for k, v in r.scores.items()
+                if k
+                in (
+                    "recall@5",
+                    "iou@5",
+                    "precision@5",
+                    "recall@10",
+                    "iou@10",
+                    "ndcg@10",
+                    "mrr",
+                    "recall_set@5",
+                    "iou_set@5",
+                    self.metric,
+                )
+                or k.startswith("tokens_retrieved")
+            },
+            "grid_points": len(self.rows),
+            "sampler": self.sampler,
+        }
+        if self.decision is not None:
+            cfg["tuned"]["decision"] = self.decision.to_dict()
+        return cfg
+
+
+def tune(
+    evaluator: Evaluator,
+    strategy: str,
+    grid: dict[str, list[Any]],
+    metric: str = "recall@5",
+    fixed: dict[str, Any] | None = None,
+    max_tokens_retrieved: float | None = None,
+    progress: Callable[[str], None] | None = None,
+    require: Sequence[tuple[str, str, float] | str] = (),
+    holdout: float = 0.3,
+    seed: int | None = None,
+    n_boot: int | None = None,
+) -> TuneResult:
+    """Evaluate every point of ``grid`` (``fixed`` parameters added to each) and rank them by ``metric``.
+
+    ``max_tokens_retrieved`` excludes from the choice of the best (not from the leaderboard) points whose
+    mean tokens retrieved per query at the evaluator's ``k`` exceed it; ``require`` (``"iou@5>=0.072"``)
+    likewise keeps points failing a requirement on another metric from winning. Invalid points (say
+    overlap >= max_tokens) are listed with their error and skipped.
+
+    ``holdout`` (a fraction, seeded by ``seed``, default the evaluator's) of the queries is kept out of the
+    ranking and used only for the final comparison of the winner with the runner-up (:class:`Decision`);
+    the result's ``chosen`` row is what :meth:`TuneResult.best_config` writes.
+    """
+    reqs = [parse_requirement(r) if isinstance(r, str) else r for r in require]
+    fixed = dict(fixed or {})
+    metric, _ = parse_metric(metric)
+    check_grid(strategy, grid, fixed)
+    progress = progress or (lambda msg: None)
+    names = list(grid)
+    points = [dict(zip(names, combo)) for combo in itertools.product(*(grid[n] for n in names))] or [{}]
+    t0 = time.perf_counter()
+    n0 = evaluator.embedder.texts_embedded
+    rows: list[TuneRow] = []
+    for i, point in enumerate(points, 1):
+        rows.append(
+            evaluate_point(
+                evaluator,
+                strategy,
+                {**fixed, **point},
+                metric,
+                max_tokens_retrieved,
+                reqs,
+                progress,
+                f"[{i}/{len(points)}]",
+            )
+        )
+    return finish(
+        evaluator, strategy, metric, rows, t0, n0, max_tokens_retrieved, fixed, reqs, holdout, seed, n_boot, "grid"
+    )
+
+
+def evaluate_point(
+    evaluator: Evaluator,
+    strategy: str,
+    params: dict[str, Any],
+    metric: str,
+    max_tokens_retrieved: float | None,
+    reqs: list[tuple[str, str, float]],
+    progress: Callable[[str], None],
+    where: str,
+    shown: dict[str, Any] | None = None,
+) -> TuneRow:
+    """Evaluate one point; an invalid one (``overlap >= max_tokens``) is a row with its error."""
+    tokens_key = f"tokens_retrieved@{evaluator.k}"
+    spec = spec_from_params(strategy, params)
+    shown = params if shown is None else shown
+    try:
+        result = evaluator.run(spec)
+    except ConfigError as exc:
+        progress(f"{where} {spec.name}: skipped ({exc})")
+        return TuneRow(shown, None, error=str(exc))
+    if metric not in result.scores:
+        raise ConfigError(
+            f"metric {metric!r} is not computed with k={evaluator.k}; available: {', '.join(sorted(result.scores))}"
+        )
+    score = result.scores[metric]
+    over = max_tokens_retrieved is not None and result.scores[tokens_key] > max_tokens_retrieved
+    failed = [f"{n}{op}{v:g}" for n, op, v in reqs if not meets(result.scores, (n, op, v))]
+    extra = "".join(
+        f", {n} = {result.scores[n]:.4f}"
+        for n in dict.fromkeys(["recall@5", "iou@5", *(r[0] for r in reqs)])
+        if n != metric and n in result.scores
+    )
+    progress(
+        f"{where} {spec.name}: {metric} = {score:.4f}{extra}"
+        f" ({result.scores[tokens_key]:.0f} tokens retrieved{', over budget' if over else ''})"
+    )
+    return TuneRow(shown, score, result, over_budget=over, failed=failed)
+
+
+def finish(
+    evaluator: Evaluator,
+    strategy: str,
+    metric: str,
+    rows: list[TuneRow],
+    t0: float,
+    n0: int,
+    max_tokens_retrieved: float | None,
+    fixed: dict[str, Any],
+    reqs: list[tuple[str, str, float]],
+    holdout: float,
+    seed: int | None,
+    n_boot: int | None,
+    sampler: str,
+) -> TuneResult:
+    """Rank the rows on the search queries, decide on the held-out ones, and assemble the result."""
+    seed = evaluator.seed if seed is None else seed
+    n_boot = evaluator.n_boot if n_boot is None else n_boot
+    search, held, split = split_queries(len(evaluator.dataset.queries), holdout, seed)
+    for r in rows:
+        if r.result is not None:
+            r.search_score = float(r.result.per_query[metric][search].mean())
+    scored = [r for r in rows if r.score is not None]
+    scored.sort(key=lambda r: -(r.search_score or 0.0))  # every score here is a float
+    rows = scored + [r for r in rows if r.score is None]
+    eligible = [r for r in scored if not r.over_budget and not r.failed]
+    chosen, decision = decide(eligible, metric, search, held, split, n_boot, seed)
+    return TuneResult(
+        strategy,
+        metric,
+        rows,
+        eligible[0] if eligible else None,
+        time.perf_counter() - t0,
+        evaluator.embedder.texts_embedded - n0,
+        max_tokens_retrieved,
+        fixed,
+        reqs,
+        chosen,
+        decision,
+        sampler,
+    )
