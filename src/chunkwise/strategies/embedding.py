@@ -44,8 +44,8 @@ from .units import (
     Units,
     add_overlap,
     decisive_cuts,
-    exact_fit,
-    merge_small,
+    fit_units_exact,
+    merge_small_segments,
     split_over_cap,
     split_over_chars,
     structure_breaks,
@@ -223,7 +223,7 @@ class EmbeddingStrategy(Strategy):
         causes.update(dict.fromkeys(added, "max_tokens"))
         # the strategy's own cuts at a clear topic change survive min_tokens (a short genuine topic stays)
         keep = decisive_cuts(units, [c for c in cuts if c not in decision.cap_cuts])
-        fitted = merge_small(units, fitted, self.effective_min_tokens(), self.max_tokens, max_chars, keep)
+        fitted = merge_small_segments(units, fitted, self.effective_min_tokens(), self.max_tokens, max_chars, keep)
         causes = {c: causes.get(c, self.cut_cause) for c in fitted[1:-1]}
         return add_overlap(units, fitted, self.overlap, self.max_tokens, max_chars), causes
 
@@ -245,7 +245,7 @@ class EmbeddingStrategy(Strategy):
     def _final(
         self, doc: Document, all_units: list[Units], ranges: list[list[tuple[int, int]]], tokenizer: Tokenizer
     ) -> tuple[list[Span], list[tuple[Units, int, int]], list[int]]:
-        """Character spans, their unit ranges and exact token counts (over-cap spans re-cut, see exact_fit)."""
+        """Character spans, their unit ranges and exact token counts (over-cap spans re-cut, see fit_units_exact)."""
         spans: list[Span] = []
         owners: list[tuple[Units, int, int]] = []
         for units, rs in zip(all_units, ranges):
@@ -257,7 +257,9 @@ class EmbeddingStrategy(Strategy):
             s2, o2 = [], []
             for _span, (units, i, j), n in zip(spans, owners, counts):
                 pieces = (
-                    [(i, j)] if n <= self.max_tokens else exact_fit(doc.text, units, i, j, tokenizer, self.max_tokens)
+                    [(i, j)]
+                    if n <= self.max_tokens
+                    else fit_units_exact(doc.text, units, i, j, tokenizer, self.max_tokens)
                 )
                 for x, y in pieces:
                     s2.append((units.spans[x][0], units.spans[y - 1][1]))

@@ -6,7 +6,13 @@
 2. **Shape.** Segments over the cap are cut (at the largest distance inside them, or greedily), segments under
    ``min_tokens`` merge into the more similar neighbour where the cap allows (never across a decisive topic
    change, :func:`decisive_cuts`), ``overlap`` repeats whole
-   trailing units, and exact token counts are checked (:func:`exact_fit`) before the chunks are made.
+   trailing units, and exact token counts are checked (:func:`fit_units_exact`) before the chunks are made.
+
+The names follow :mod:`.packing`, which does the same steps on character spans for the classic strategies:
+``merge_small`` there folds a span into its predecessor in one greedy pass, :func:`merge_small_segments`
+here folds a segment into its more *similar* neighbour and respects decisive cuts; ``fit_exact`` there cuts
+at token boundaries, :func:`fit_units_exact` here moves whole units (a chunk must own whole embedded
+units). They are different rules, not copies: one in place of the other would change the chunks.
 """
 
 from __future__ import annotations
@@ -297,7 +303,7 @@ def decisive_cuts(units: Units, cuts: Sequence[int], margin: float = DECISIVE_MA
     strategy, so the rule means the same for ``semantic`` (windows), ``maxmin`` (chunk similarities) and
     ``cohesion`` (an objective without a threshold). With one or two gaps the median is too close to
     the cut itself for this to fire, which is what we want: there is no "typical" to stand out from.
-    Only segments of two or more units are held apart by it (:func:`merge_small`): one unit alone is
+    Only segments of two or more units are held apart by it (:func:`merge_small_segments`): one unit alone is
     not evidence of a topic.
     """
     n = len(units)
@@ -308,7 +314,7 @@ def decisive_cuts(units: Units, cuts: Sequence[int], margin: float = DECISIVE_MA
     return {int(c) for c in cuts if 0 < c < n and float(d[c - 1]) >= bar}
 
 
-def merge_small(
+def merge_small_segments(
     units: Units,
     bounds: list[int],
     min_tokens: int,
@@ -385,7 +391,9 @@ def add_overlap(
     return out
 
 
-def exact_fit(text: str, units: Units, i: int, j: int, tokenizer: Tokenizer, max_tokens: int) -> list[tuple[int, int]]:
+def fit_units_exact(
+    text: str, units: Units, i: int, j: int, tokenizer: Tokenizer, max_tokens: int
+) -> list[tuple[int, int]]:
     """Unit ranges covering ``[i, j)`` whose *exact* token counts fit ``max_tokens``.
 
     Unit counts plus gap counts estimate a span's count; tokenizers that merge across unit edges (BPE) can
@@ -403,13 +411,20 @@ def exact_fit(text: str, units: Units, i: int, j: int, tokenizer: Tokenizer, max
     return out
 
 
+#: other names of :func:`merge_small_segments` and :func:`fit_units_exact`, for code that imports them so
+merge_small = merge_small_segments
+exact_fit = fit_units_exact
+
 __all__ = [
     "structure_breaks",
     "Units",
     "Decision",
     "unit_spans",
     "split_over_cap",
+    "merge_small_segments",
+    "fit_units_exact",
     "merge_small",
+    "exact_fit",
     "add_overlap",
     "decisive_cuts",
     "DECISIVE_MARGIN",
