@@ -178,7 +178,7 @@ def _writer(fmt: str, out: TextIO) -> _JsonlWriter | _TableWriter | _TextWriter:
 class _Failures:
     """Inputs that failed: each is printed when it fails and listed again at the end (exit status 1)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.items: list[tuple[str, str]] = []
 
     def add(self, source: str, exc: ChunkwiseError) -> None:
