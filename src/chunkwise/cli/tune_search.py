@@ -53,29 +53,15 @@ def space_from_args(args):
 
 
 def run_search(args) -> int:
-    from ..evaluation.report import format_leaderboard
     from ..evaluation.tune import parse_metric, parse_requirement, search, write_config
-    from .evaluate import _dataset, _evaluator, _progress, fmt_score
-    from .options import parse_params
+    from .eval_common import _dataset, _evaluator, _print_leaderboard, _progress
+    from .evaluate import fmt_score
 
     if args.config:
         raise ConfigError("tune --trials searches its own space; --config applies to --grid searches")
     metric, metric_k = parse_metric(args.metric)
     space = space_from_args(args)
-    fixed = {}
-    if args.tokenizer:
-        fixed["tokenizer"] = args.tokenizer
-    if args.min_tokens is not None:
-        fixed["min_tokens"] = args.min_tokens
-    if args.respect_sections is not None:
-        fixed["respect_sections"] = args.respect_sections
-    fixed.update(parse_params(args.param) if args.param else {})
-    if args.late:
-        fixed["late"] = True
-    if args.context:
-        fixed["context"] = args.context
-    if args.vectors:
-        fixed["vectors"] = args.vectors
+    fixed = _fixed_from_args(args)
     require = [parse_requirement(r) for r in args.require]
     trials = args.trials if args.trials is not None else DEFAULT_TRIALS
     ds = _dataset(args)
@@ -93,10 +79,7 @@ def run_search(args) -> int:
         seed=args.seed,
         n_boot=args.bootstrap,
     )
-    lines = format_leaderboard(result, evaluator.k).splitlines()
-    print("\n".join(lines[: 2 + args.top]))
-    if len(lines) > 2 + args.top:
-        print(f"... {len(lines) - 2 - args.top} more")
+    _print_leaderboard(result, evaluator.k, args.top)
     print(
         f"\n{len(result.rows)} configurations ({result.sampler}, of {len(space.points())} in the space) in "
         f"{result.seconds:.1f} s; {result.texts_embedded} texts sent to the embedder"
@@ -118,6 +101,28 @@ def run_search(args) -> int:
     if args.report and not args.quiet:
         print("chunkwise: --report is written by --grid searches only", file=sys.stderr)
     return 0
+
+
+def _fixed_from_args(args) -> dict:
+    """What every searched point shares: the chunking flags the space does not vary (tokenizer,
+    ``--min-tokens``, sections, ``-p``) and the run flags (late chunking, context, chunk vectors)."""
+    from .options import parse_params
+
+    fixed = {}
+    if args.tokenizer:
+        fixed["tokenizer"] = args.tokenizer
+    if args.min_tokens is not None:
+        fixed["min_tokens"] = args.min_tokens
+    if args.respect_sections is not None:
+        fixed["respect_sections"] = args.respect_sections
+    fixed.update(parse_params(args.param) if args.param else {})
+    if args.late:
+        fixed["late"] = True
+    if args.context:
+        fixed["context"] = args.context
+    if args.vectors:
+        fixed["vectors"] = args.vectors
+    return fixed
 
 
 __all__ = ["run_search", "space_from_args", "DEFAULT_TRIALS"]

@@ -1,0 +1,198 @@
+"""What ``chunkwise eval`` and ``chunkwise tune`` (both its grid and its budgeted search) share between
+parsing the flags and running: the dataset they name, the embedder and the evaluator, the run specs the
+flags describe (``--run``, the shared chunking flags, the fusion flags), progress lines, and writing files."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from ..errors import ConfigError
+from .options import input_options
+
+
+def _progress(args):
+    if getattr(args, "quiet", False):
+        return None
+    return lambda msg: print(f"chunkwise: {msg}", file=sys.stderr, flush=True)
+
+
+def _dataset(args):
+    from ..evaluation.datasets import load_dataset
+
+    ds = load_dataset(args.dataset, **input_options(args))
+    if args.docs or args.limit is not None:
+        docs = [d.strip() for d in args.docs.split(",") if d.strip()] if args.docs else None
+        if args.limit is not None and args.limit < 1:
+            raise ConfigError("--limit must be >= 1")
+        ds = ds.subset(docs, args.limit)
+    if ds.problems and not getattr(args, "quiet", False):
+        print(
+            f"chunkwise: {args.dataset}: skipped {ds.skipped_references} reference(s) and "
+            f"{ds.skipped_queries} query(ies):",
+            file=sys.stderr,
+        )
+        for line in ds.problems[:20]:
+            print(f"  {line}", file=sys.stderr)
+        if len(ds.problems) > 20:
+            print(f"  ... and {len(ds.problems) - 20} more (all listed in --format json / the report)", file=sys.stderr)
+    return ds
+
+
+def _embedder(args):
+    from ..embeddings import embedder_from_args
+
+    kw = {}
+    if args.embed_window is not None:  # the old flag: positions, [CLS]/[SEP] included, minilm only
+        name = getattr(args, "embedder", None) or "minilm"
+        if name != "minilm":
+            raise ConfigError(f"--embed-window applies to the minilm embedder only, not {name!r}")
+        if args.model_window is not None:
+            raise ConfigError("give --model-window only (--embed-window is its old name)")
+        if not isinstance(args.embed_window, int) or not 3 <= args.embed_window <= 512:
+            raise ConfigError(f"--embed-window must be an integer in 3..512, got {args.embed_window}")
+        kw["model_window"] = args.embed_window - 2
+    if args.model_window is not None:
+        kw["model_window"] = args.model_window
+    return embedder_from_args(args, **kw)
+
+
+def _evaluator(args, ds, k=None):
+    from ..evaluation.runner import Evaluator
+
+    embedder = _embedder(args)
+    llm = None
+    if getattr(args, "answers", False):
+        from .answers import llm_from_args
+
+        llm = llm_from_args(args, embedder=embedder, stream=False)
+    elif getattr(args, "llm_base_url", None) or getattr(args, "llm_model", None):
+        raise ConfigError("--llm-base-url and --llm-model need --answers")
+    _check_languages(ds, embedder)
+    return Evaluator(
+        ds,
+        embedder,
+        k=k or args.k,
+        count_tokenizer=args.count_tokenizer,
+        n_boot=args.bootstrap,
+        seed=args.seed,
+        progress=_progress(args),
+        answer_llm=llm,
+    )
+
+
+def _check_languages(ds, embedder) -> None:
+    """One warning when the corpus looks like a language the embedder does not read (chunkwise.embeddings.
+    language); a warning, not a progress line, so it is printed with -q too."""
+    from ..embeddings.language import LanguageCheck
+
+    check = LanguageCheck(embedder)
+    if check.active:
+        for doc in ds.documents.values():
+            check.add(doc.text)
+        check.warn()
+
+
+def _shared_flags_given(args) -> bool:
+    return any(
+        getattr(args, f, None) not in (None, [])
+        for f in ("strategy", "config", "max_tokens", "min_tokens", "overlap", "tokenizer", "respect_sections", "param")
+    )
+
+
+def _config_file(path: str):
+    """Strategy, params and run options of a ``--config`` JSON file (which must name a strategy)."""
+    from .options import load_config
+
+    name, params, run = load_config(path)
+    if not name:
+        raise ConfigError('the configuration names no "strategy"', source=path)
+    return name, params, run
+
+
+def _shared_spec(args):
+    from ..evaluation.spec import spec_from_params
+    from .options import strategy_params_from_args
+
+    if args.dense and args.hybrid:
+        raise ConfigError("--dense and --hybrid contradict each other (hybrid is the default)")
+
+    run = _config_file(args.config)[2] if args.config else {}
+    name, params = strategy_params_from_args(args)
+    return spec_from_params(name, params, run=run)
+
+
+def _specs(args):
+    from ..evaluation.spec import parse_run_spec, spec_from_params
+
+    if args.dense and args.hybrid:
+        raise ConfigError("--dense and --hybrid contradict each other (hybrid is the default)")
+    specs = []
+    if not args.runs or _shared_flags_given(args):
+        specs.append(_shared_spec(args))
+    for text in args.runs:
+        label, sep, path = text.partition("=")
+        if not sep or ":" in label:  # no LABEL= prefix (a spec's own key=value lies after its ':')
+            label, path = "", text
+        if path.strip().endswith(".json"):  # FILE.json or LABEL=FILE.json, read like --config
+            name, params, run = _config_file(path.strip())
+            specs.append(spec_from_params(name, params, label=label.strip() or Path(path.strip()).stem, run=run))
+        else:
+            specs.append(parse_run_spec(text))
+    for s in specs:
+        if args.late:
+            s.late = True
+        if args.dense:
+            s.hybrid = False
+        if args.vectors and s.vectors == "text":
+            s.vectors = args.vectors
+        _apply_fusion_flags(args, s)
+        if args.context and not s.context:
+            s.context = args.context
+        if getattr(args, "expand", None) and not s.expand:
+            s.expand = s.with_settings(expand=args.expand).expand  # checked: one line on a bad mode
+    return specs
+
+
+def _fusion_flags(args) -> dict:
+    """The fusion flags given on the command line, validated (``{}`` when none)."""
+    from ..evaluation.spec import fusion_settings
+
+    given = {
+        k: v
+        for k, v in (("fusion", args.fusion), ("rrf_k", args.rrf_k), ("dense_weight", args.dense_weight))
+        if v is not None
+    }
+    fusion_settings(given)  # raises ConfigError on a bad value
+    return given
+
+
+def _apply_fusion_flags(args, spec) -> None:
+    """Fusion flags apply to every run that does not set the same option itself."""
+    from ..evaluation.spec import DEFAULT_DENSE_WEIGHT, DEFAULT_FUSION, DEFAULT_RRF_K
+
+    flags = _fusion_flags(args)
+    if "fusion" in flags and spec.fusion == DEFAULT_FUSION:
+        spec.fusion = flags["fusion"]
+    if "rrf_k" in flags and spec.rrf_k == DEFAULT_RRF_K:
+        spec.rrf_k = int(flags["rrf_k"])
+    if "dense_weight" in flags and spec.dense_weight == DEFAULT_DENSE_WEIGHT:
+        spec.dense_weight = float(flags["dense_weight"])
+
+
+def _write(path: str, text: str) -> None:
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot write ({exc.strerror})", source=path) from None
+
+
+def _print_leaderboard(result, k: int, top: int) -> None:
+    """The first ``top`` rows of a tune result's leaderboard, and how many more there are; ``tune``'s grid and
+    its budgeted search print it alike."""
+    from ..evaluation.report import format_leaderboard
+
+    lines = format_leaderboard(result, k).splitlines()
+    print("\n".join(lines[: 2 + top]))
+    if len(lines) > 2 + top:
+        print(f"... {len(lines) - 2 - top} more")
