@@ -17,6 +17,14 @@ Sets (each converted to the neutral layout of `chunkwise eval`: docs/ + queries.
   annotators judged to answer it. CoSQA (Huang et al., ACL 2021), github.com/Jun-jie-Huang/CoCLR,
   ``data/search/cosqa-retrieval-test-500.json`` (queries with ``label`` 1 only) over
   ``data/search/code_idx_map.txt`` (6,267 functions). One function per document.
+- ``scifact``: scientific claims and the abstracts that support or contradict them. SciFact (Wadden et al.,
+  EMNLP 2020), in its BEIR form: the claims and ``qrels/{train,test}.tsv`` from
+  github.com/Kirloxious/CSI4107_Assignment2 (``scifact/``; its ``corpus.jsonl`` is not in the public copy)
+  and the abstracts from github.com/nice-hku-coder/coder_data, ``scifact_antonym/corpus_candidate.jsonl``:
+  2,101 of SciFact's 5,183 abstracts (the full ``scifact/corpus.jsonl`` there is too large for the public
+  copy). Only claims whose cited abstracts are all among those 2,101 are kept (train and test claims
+  together, 265), so every distractor is an abstract some other claim cites: a harder pool than the full
+  corpus, and not comparable with published SciFact numbers. One abstract per document.
 - ``chroma``: Chroma's chunking-evaluation set (finance, pubmed, wikitexts, chatlogs, state of the union;
   LLM-written questions with character spans), ``../shared/data/chroma-eval``; corpora cut into documents
   of about ``--doc-chars`` characters at line breaks, so nDCG is not a 5-document ranking.
@@ -25,7 +33,10 @@ Fetch the first two as git repositories (any clone will do; the script reads wit
 
     git clone --bare https://github.com/Yale-LILY/QMSum qmsum.git
     git clone --bare https://github.com/Jun-jie-Huang/CoCLR coclr.git
-    python benchmarks/bench_retrieval.py --qmsum qmsum.git --cosqa coclr.git [--chroma ../shared/data/chroma-eval]
+    git clone --bare https://github.com/Kirloxious/CSI4107_Assignment2 claims.git
+    git clone --bare https://github.com/nice-hku-coder/coder_data abstracts.git
+    python benchmarks/bench_retrieval.py --qmsum qmsum.git --cosqa coclr.git \
+        --scifact claims.git --scifact-abstracts abstracts.git [--chroma ../shared/data/chroma-eval]
 
 Subsampling (so each set runs in a few minutes on 2 shared cores, cold cache): QMSum ``--meetings``
 (default 12 of the 35 test meetings), CoSQA ``--code-queries`` (200 queries) over their functions plus
@@ -159,6 +170,28 @@ def prepare_cosqa(repo: str, out: Path, n_queries: int, n_distractors: int, seed
     return write_set(out, docs, queries)
 
 
+def prepare_scifact(claims_repo: str, abstracts_repo: str, out: Path, n_queries: int, seed: int) -> Path:
+    """The claims whose cited abstracts are all in the public candidate pool, over that pool."""
+    pool = [
+        json.loads(line) for line in git_show(abstracts_repo, "scifact_antonym/corpus_candidate.jsonl").splitlines()
+    ]
+    docs = {f"{d['doc_id']}.txt": d["text"] for d in pool if d["text"].strip()}
+    claims = {}
+    for line in git_show(claims_repo, "scifact/queries.jsonl").splitlines():
+        q = json.loads(line)
+        claims[q["_id"]] = q["text"]
+    cited: dict[str, list[str]] = {}
+    for split in ("train", "test"):
+        for row in git_show(claims_repo, f"scifact/qrels/{split}.tsv").splitlines():
+            cells = row.split()  # "query-id corpus-id score"; the test file has a "0" column between
+            if cells and cells[0].isdigit():
+                cited.setdefault(cells[0], []).append(f"{cells[-2]}.txt")
+    keep = sorted(q for q, ds in cited.items() if q in claims and all(d in docs for d in ds))
+    keep = sorted(random.Random(seed).sample(keep, min(n_queries, len(keep))), key=int)
+    queries = [{"id": f"claim-{q}", "query": claims[q], "references": sorted(set(cited[q]))} for q in keep]
+    return write_set(out, docs, queries)
+
+
 def prepare_chroma(path: str, out: Path, corpora: list[str], doc_chars: int) -> Path:
     docs: dict[str, str] = {}
     queries: list[dict] = []
@@ -212,6 +245,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--qmsum", help="a git dir of github.com/Yale-LILY/QMSum")
     ap.add_argument("--cosqa", help="a git dir of github.com/Jun-jie-Huang/CoCLR")
+    ap.add_argument("--scifact", help="a git dir of github.com/Kirloxious/CSI4107_Assignment2 (claims, qrels)")
+    ap.add_argument("--scifact-abstracts", help="a git dir of github.com/nice-hku-coder/coder_data (abstracts)")
+    ap.add_argument("--claims", type=int, default=265, help="SciFact claims (all 265 usable ones by default)")
     ap.add_argument("--chroma", default=str(ROOT.parent / "shared" / "data" / "chroma-eval"))
     ap.add_argument("--work", default="/tmp/chunkwise-bench-retrieval", help="where the converted sets go")
     ap.add_argument("--meetings", type=int, default=12)
@@ -222,7 +258,7 @@ def main() -> None:
     ap.add_argument("--doc-chars", type=int, default=4000, help="Chroma characters per document")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--bootstrap", type=int, default=1000)
-    ap.add_argument("--only", default=None, help="comma-separated subset of qmsum,cosqa,chroma")
+    ap.add_argument("--only", default=None, help="comma-separated subset of qmsum,cosqa,scifact,chroma")
     ap.add_argument("--weights", default="", help="extra z-score dense weights to measure, e.g. 0.8,0.9")
     ap.add_argument("-o", "--output", default=None, help="JSON file for the rows")
     args = ap.parse_args()
@@ -238,6 +274,9 @@ def main() -> None:
         sets.append(
             ("cosqa", prepare_cosqa(args.cosqa, work / "cosqa", args.code_queries, args.code_distractors, args.seed))
         )
+    if args.scifact and args.scifact_abstracts and (only is None or "scifact" in only):
+        folder = prepare_scifact(args.scifact, args.scifact_abstracts, work / "scifact", args.claims, args.seed)
+        sets.append(("scifact", folder))
     if args.chroma and Path(args.chroma).exists() and (only is None or "chroma" in only):
         sets.append(
             ("chroma", prepare_chroma(args.chroma, work / "chroma", args.chroma_corpora.split(","), args.doc_chars))

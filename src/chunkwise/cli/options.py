@@ -50,33 +50,38 @@ def parse_size(text: str) -> int:
     return int(value)
 
 
+def add_walk_options(g: Any) -> None:
+    """The folder-walk flags (``--include``, ``--exclude``, ``--all-files``) of :func:`walk_options`."""
+    g.add_argument(
+        "--include",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="when walking folders, only files matching this glob, e.g. '*.md' or "
+        "'docs/**/*.pdf' (repeatable); one naming an extension ('*.svg') also reads "
+        "files of a type chunkwise would skip",
+    )
+    g.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="when walking folders, skip files matching this glob (repeatable)",
+    )
+    g.add_argument(
+        "--all-files",
+        action="store_true",
+        help="when walking folders, read every file, not only the supported types (text, "
+        "Markdown, HTML, PDF, subtitles, video; extension-less text files)",
+    )
+
+
 def add_input_options(p: argparse.ArgumentParser, globs: bool = True) -> None:
     """Flags for reading documents: globs (``globs=False`` for commands that read a dataset folder), format,
     encoding, size limit, HTML mode and the cleaning switches. One definition for every command."""
     g = p.add_argument_group("input")
     if globs:
-        g.add_argument(
-            "--include",
-            action="append",
-            default=[],
-            metavar="GLOB",
-            help="when walking folders, only files matching this glob, e.g. '*.md' or "
-            "'docs/**/*.pdf' (repeatable); one naming an extension ('*.svg') also reads "
-            "files of a type chunkwise would skip",
-        )
-        g.add_argument(
-            "--exclude",
-            action="append",
-            default=[],
-            metavar="GLOB",
-            help="when walking folders, skip files matching this glob (repeatable)",
-        )
-        g.add_argument(
-            "--all-files",
-            action="store_true",
-            help="when walking folders, read every file, not only the supported types (text, "
-            "Markdown, HTML, PDF, subtitles, video; extension-less text files)",
-        )
+        add_walk_options(g)
     g.add_argument(
         "--input-format",
         default=None,
@@ -111,6 +116,35 @@ def add_input_options(p: argparse.ArgumentParser, globs: bool = True) -> None:
     c.add_argument("--no-dehyphenate", action="store_true", help="keep words hyphenated across line breaks")
     c.add_argument("--no-reflow", action="store_true", help="keep line-wrapped paragraphs as they are")
     c.add_argument("--no-normalize-whitespace", action="store_true", help="keep whitespace as extracted")
+
+
+def add_rerank_options(p: Any) -> None:
+    """``--rerank SPEC`` and ``--rerank-depth N``: the second retrieval stage of ``search``, ``ask`` and
+    ``eval`` (:mod:`chunkwise.retrieval.rerank`); given flags override a ``--config`` file's."""
+    from ..pipeline.config import RERANK_DEPTH, RERANK_KINDS
+
+    p.add_argument(
+        "--rerank",
+        default=None,
+        metavar="SPEC",
+        help=f"re-order the first stage's candidates: {', '.join(RERANK_KINDS)} (MaxSim over the embedder's "
+        "token vectors, W its weight against the first-stage score; the chat endpoint of --llm-base-url; a "
+        "local sentence-transformers cross-encoder, torch extra) or none (default)",
+    )
+    p.add_argument(
+        "--rerank-depth",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"first-stage candidates the reranker re-orders (default {RERANK_DEPTH})",
+    )
+
+
+def rerank_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``rerank``/``rerank_depth`` flags given (``None`` where not), for ``PipelineConfig.with_settings``:
+    ``--rerank none`` turns a file's reranker off."""
+    rerank = getattr(args, "rerank", None)
+    return {"rerank": rerank, "rerank_depth": getattr(args, "rerank_depth", None)}
 
 
 def walk_options(args: argparse.Namespace) -> dict[str, Any]:

@@ -152,10 +152,11 @@ def answer_passages(
     )
 
 
-def relevance(index, question: str, hits: list, hybrid: bool) -> list[float]:
+def relevance(index, question: str, hits: list, rescored: bool) -> list[float]:
     """Cosine similarity of each hit to the question: the score itself for vector search; recomputed for
-    hybrid hits, whose score is a rank-fusion score (chunk vectors come from the embedding cache)."""
-    if not hybrid:
+    ``rescored`` hits, whose score is a fusion or a reranker's score (chunk vectors come from the embedding
+    cache), so ``min_score`` and the confidence threshold mean one thing whatever the retrieval."""
+    if not rescored:
         return [h.score for h in hits]
     if not hits:
         return []
@@ -184,7 +185,8 @@ def ask_index(
 ) -> Answer:
     """Retrieve ``k`` chunks from ``index`` and answer ``question`` from those above ``min_score``
     (``on_passages`` sees the numbered passages before the LLM is asked; ``search_options``: how hybrid
-    retrieval fuses, ``fusion``/``rrf_k``/``dense_weight`` as ``Index.search`` takes them). The answer is
+    retrieval fuses and reranks, ``fusion``/``rrf_k``/``dense_weight``/``rerank`` as ``Index.search`` takes
+    them). The answer is
     ``confident`` when the best hit's cosine reaches ``confident_score``; below it the answer carries a hedge."""
     if min_score is not None and not isinstance(min_score, (int, float)):
         raise ConfigError(f"min_score must be a number or None, got {min_score!r}")
@@ -193,7 +195,7 @@ def ask_index(
             "the index is empty (0 chunks); run `chunkwise index PATH` first", source=index.store.location
         )
     hits = index.search(question, k=k, filter=filter, hybrid=hybrid, **(search_options or {}))
-    sims = relevance(index, question, hits, hybrid)
+    sims = relevance(index, question, hits, hybrid or bool((search_options or {}).get("rerank")))
     best = max(sims) if sims else None
     if min_score is not None:
         hits = [h for h, s in zip(hits, sims) if s >= min_score]
