@@ -306,7 +306,6 @@ def _html_table(report: EvaluationReport, cols, best, deltas=None, extra: bool =
 
 def format_html(report: EvaluationReport, title: str = "chunkwise evaluation") -> str:
     runs = report.runs
-    k = report.k
     cols = [*MAIN_COLUMNS, *EXTRA_COLUMNS]
     best = {m: max(r.scores.get(m, -1) for r in runs) for m, _ in cols}
     marks = baseline_marks(report, "recall@5")
@@ -328,22 +327,45 @@ def format_html(report: EvaluationReport, title: str = "chunkwise evaluation") -
         )
     h.append("<h2>Corrected (set) span metrics, document ranking, context</h2>")
     h.append(_html_table(report, EXTRA_COLUMNS, best, extra=True))
+    h += _html_by_document(runs)
+    h += _html_sizes(runs)
+    h += _html_cost(runs, report.k)
+    h += _html_boundaries(runs)
+    h += _html_comparisons(report)
+    if report.generated:
+        h.append(_generated_html(report.generated))
+    if report.problems:
+        h.append(f"<h2>Dataset problems ({len(report.problems)}, skipped)</h2><ul>")
+        h += [f"<li>{_esc(p)}</li>" for p in report.problems[:200]]
+        h.append("</ul>")
+    h.append("</body></html>\n")
+    return "".join(h)
+
+
+def _html_by_document(runs) -> list[str]:
+    """The per-document table (none when no run has per-document scores): a section of :func:`format_html`,
+    apart so the report reads as its list of sections."""
     by_doc = [r for r in runs if r.stats.get("by_document")]
-    if by_doc:
-        docs = list(by_doc[0].stats["by_document"])
-        h.append("<h2>By document (Recall@5 / IoU@5)</h2><div class=scroll><table><tr><th>run</th>")
-        h += [f"<th>{_esc(d)} ({by_doc[0].stats['by_document'][d]['queries']})</th>" for d in docs]
+    if not by_doc:
+        return []
+    docs = list(by_doc[0].stats["by_document"])
+    h = ["<h2>By document (Recall@5 / IoU@5)</h2><div class=scroll><table><tr><th>run</th>"]
+    h += [f"<th>{_esc(d)} ({by_doc[0].stats['by_document'][d]['queries']})</th>" for d in docs]
+    h.append("</tr>")
+    for r in by_doc:
+        h.append(f"<tr><td>{_esc(r.name)}</td>")
+        for d in docs:
+            v = r.stats["by_document"].get(d)
+            h.append(f"<td>{fmt('recall@5', v['recall@5'])} / {fmt('iou@5', v['iou@5'])}</td>" if v else "<td>-</td>")
         h.append("</tr>")
-        for r in by_doc:
-            h.append(f"<tr><td>{_esc(r.name)}</td>")
-            for d in docs:
-                v = r.stats["by_document"].get(d)
-                h.append(
-                    f"<td>{fmt('recall@5', v['recall@5'])} / {fmt('iou@5', v['iou@5'])}</td>" if v else "<td>-</td>"
-                )
-            h.append("</tr>")
-        h.append("</table></div>")
-    h += [
+    h.append("</table></div>")
+    return h
+
+
+def _html_sizes(runs) -> list[str]:
+    """The recall-against-tokens curve and the chunk size histograms (one shared range): a section of
+    :func:`format_html`."""
+    h = [
         "<h2>Recall against tokens retrieved</h2>",
         "<p class=muted>Each point retrieves n chunks; larger dots are n = 5. Up and to the left is better: "
         "more of the answer for fewer tokens in the prompt.</p>",
@@ -354,7 +376,13 @@ def format_html(report: EvaluationReport, title: str = "chunkwise evaluation") -
     h += ["<h2>Chunk sizes</h2><div class=hists>"]
     h += [histogram_svg(r, PALETTE[i % len(PALETTE)], lo, hi) for i, r in enumerate(runs)]
     h.append("</div>")
-    h += [
+    return h
+
+
+def _html_cost(runs, k: int) -> list[str]:
+    """The context and cost table (chunk counts and sizes, tokens retrieved, seconds): a section of
+    :func:`format_html`."""
+    h = [
         "<h2>Context and cost</h2><div class=scroll><table><tr><th>run</th><th>chunks</th><th>mean</th><th>median</th><th>max</th>"
         f"<th>tokens retrieved@{k}</th><th>chunking s</th><th>embedding s</th><th>texts embedded</th></tr>"
     ]
@@ -367,37 +395,42 @@ def format_html(report: EvaluationReport, title: str = "chunkwise evaluation") -
             f"<td>{s.get('embed_seconds', 0):.1f}</td><td>{s.get('texts_embedded', 0)}</td></tr>"
         )
     h.append("</table></div>")
-    if any(r.boundary_scores for r in runs):
+    return h
+
+
+def _html_boundaries(runs) -> list[str]:
+    """Pk and WindowDiff per run (none without gold boundaries): a section of :func:`format_html`."""
+    if not any(r.boundary_scores for r in runs):
+        return []
+    h = [
+        "<h2>Boundaries (lower is better)</h2><div class=scroll><table><tr><th>run</th><th>Pk</th><th>WindowDiff</th></tr>"
+    ]
+    for r in runs:
         h.append(
-            "<h2>Boundaries (lower is better)</h2><div class=scroll><table><tr><th>run</th><th>Pk</th><th>WindowDiff</th></tr>"
+            f"<tr><td>{_esc(r.name)}</td><td>{fmt('pk', r.scores.get('pk'))}</td>"
+            f"<td>{fmt('window_diff', r.scores.get('window_diff'))}</td></tr>"
         )
-        for r in runs:
-            h.append(
-                f"<tr><td>{_esc(r.name)}</td><td>{fmt('pk', r.scores.get('pk'))}</td>"
-                f"<td>{fmt('window_diff', r.scores.get('window_diff'))}</td></tr>"
-            )
-        h.append("</table></div>")
-    if report.comparisons:
+    h.append("</table></div>")
+    return h
+
+
+def _html_comparisons(report: EvaluationReport) -> list[str]:
+    """Every pairwise difference with its interval (none for one run): a section of :func:`format_html`."""
+    if not report.comparisons:
+        return []
+    h = [
+        "<h2>All pairwise differences</h2><div class=scroll><table><tr><th>a − b</th><th>metric</th><th>Δ</th><th>95% CI</th></tr>"
+    ]
+    for c in report.comparisons:
+        scale = 1 if c.metric in ("ndcg@10", "mrr") else 100
+        cls = "sig" if c.significant else "ns"
         h.append(
-            "<h2>All pairwise differences</h2><div class=scroll><table><tr><th>a − b</th><th>metric</th><th>Δ</th><th>95% CI</th></tr>"
+            f"<tr class={cls}><td>{_esc(c.a)} − {_esc(c.b)}</td><td>{_esc(c.metric)}</td>"
+            f"<td>{scale * c.diff:+.2f}</td><td>[{scale * c.lo:+.2f}, {scale * c.hi:+.2f}]"
+            f"{'' if c.significant else ' ' + NS_MARK}</td></tr>"
         )
-        for c in report.comparisons:
-            scale = 1 if c.metric in ("ndcg@10", "mrr") else 100
-            cls = "sig" if c.significant else "ns"
-            h.append(
-                f"<tr class={cls}><td>{_esc(c.a)} − {_esc(c.b)}</td><td>{_esc(c.metric)}</td>"
-                f"<td>{scale * c.diff:+.2f}</td><td>[{scale * c.lo:+.2f}, {scale * c.hi:+.2f}]"
-                f"{'' if c.significant else ' ' + NS_MARK}</td></tr>"
-            )
-        h.append("</table></div>")
-    if report.generated:
-        h.append(_generated_html(report.generated))
-    if report.problems:
-        h.append(f"<h2>Dataset problems ({len(report.problems)}, skipped)</h2><ul>")
-        h += [f"<li>{_esc(p)}</li>" for p in report.problems[:200]]
-        h.append("</ul>")
-    h.append("</body></html>\n")
-    return "".join(h)
+    h.append("</table></div>")
+    return h
 
 
 def _generated_html(generated: dict[str, Any]) -> str:
