@@ -7,11 +7,8 @@ Both talk to the same store options: ``--db DIR.db`` (Milvus Lite, the default `
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import shutil
 import sys
-import textwrap
 import warnings
 
 from ..errors import ConfigError, InputError
@@ -108,6 +105,11 @@ def add_retrieval_options(p: argparse.ArgumentParser) -> None:
 
 
 def register(subparsers) -> None:
+    _register_index(subparsers)
+    _register_search(subparsers)
+
+
+def _register_index(subparsers) -> None:
     from .options import add_chunking_options, add_input_options
 
     p = subparsers.add_parser(
@@ -121,6 +123,13 @@ def register(subparsers) -> None:
     add_store_options(p)
     add_chunking_options(p)
     add_input_options(p)
+    _add_vector_options(p)
+    _add_maintenance_options(p)
+    _add_ray_options(p)
+    p.set_defaults(func=run_index)
+
+
+def _add_vector_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("vectors and context")
     g.add_argument(
         "--vectors",
@@ -161,6 +170,9 @@ def register(subparsers) -> None:
     )
     g.add_argument("--llm-base-url", default=None, metavar="URL", help="OpenAI-compatible endpoint for --context llm")
     g.add_argument("--llm-model", default=None, help="chat model for --context llm")
+
+
+def _add_maintenance_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("maintenance")
     g.add_argument("--prune", action="store_true", help="remove documents whose files no longer exist")
     g.add_argument(
@@ -182,6 +194,9 @@ def register(subparsers) -> None:
         metavar="CHUNKS",
         help="chunks gathered before each embed-and-write round (default 256)",
     )
+
+
+def _add_ray_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("distributed ingestion (extra 'ray')")
     g.add_argument(
         "--engine",
@@ -203,8 +218,9 @@ def register(subparsers) -> None:
         metavar="N",
         help="embedding actors, one model each (default: the cluster's CPUs)",
     )
-    p.set_defaults(func=run_index)
 
+
+def _register_search(subparsers) -> None:
     s = subparsers.add_parser(
         "search",
         help="search an index built by `chunkwise index`",
@@ -381,37 +397,6 @@ def _report(report, quiet: bool) -> int:
     return 0
 
 
-def _format_table(results, max_chars: int) -> str:
-    width = max(40, shutil.get_terminal_size((100, 20)).columns)
-    lines = []
-    for r in results:
-        page = ""
-        if r.page_start is not None:
-            page = f"p.{r.page_start}" + (f"-{r.page_end}" if r.page_end not in (None, r.page_start) else "")
-        elif r.start_time is not None:
-            from ..timefmt import format_time_range
-
-            page = format_time_range(r.start_time, r.end_time)
-        head = [f"#{r.rank}", f"{r.score:.4f}", r.source]
-        if page:
-            head.append(page)
-        if r.section:
-            head.append(" > ".join(r.section))
-        clip = r.metadata.get("video") if isinstance(r.metadata, dict) else None
-        if clip:
-            head.append(
-                f"frames {clip.get('start_frame')}-{clip.get('end_frame')} ids "
-                + ",".join(str(i) for i in clip.get("track_ids", []))
-            )
-        lines.append("  ".join(head))
-        text = " ".join(r.text.split())
-        if max_chars and len(text) > max_chars:
-            text = text[:max_chars].rstrip() + " …"
-        lines.extend(textwrap.wrap(text, width=width - 4, initial_indent="    ", subsequent_indent="    ") or ["    "])
-        lines.append("")
-    return "\n".join(lines).rstrip("\n")
-
-
 def retrieval_settings(args: argparse.Namespace) -> dict:
     """``Index.search``'s ``hybrid``, ``fusion``, ``rrf_k`` and ``dense_weight``: a ``--config`` file's
     settings (every one of them, as ``eval`` measured them), overridden by the flags given."""
@@ -450,26 +435,6 @@ def expand_settings(args: argparse.Namespace) -> dict:
     return options
 
 
-def _format_passages(passages, max_chars: int) -> str:
-    width = max(40, shutil.get_terminal_size((100, 20)).columns)
-    lines = []
-    for p in passages:
-        from ..llm.base import provenance
-
-        hits = ",".join(f"#{n}" for n in p.hits)
-        score = f"{p.score:.4f}" if p.score is not None else "-"
-        lines.append(
-            f"[{p.rank}] {score}  {provenance(p)}  chars {p.start}-{p.end}  chunks "
-            f"{p.chunks[0]}-{p.chunks[-1]}  hits {hits}  {p.token_count} tokens ({p.tokenizer})"
-        )
-        text = " ".join(p.text.split())
-        if max_chars and len(text) > max_chars:
-            text = text[:max_chars].rstrip() + " …"
-        lines.extend(textwrap.wrap(text, width=width - 4, initial_indent="    ", subsequent_indent="    ") or ["    "])
-        lines.append("")
-    return "\n".join(lines).rstrip("\n")
-
-
 def run_search(args: argparse.Namespace) -> int:
     if not args.query.strip():
         raise InputError("the query is empty")
@@ -480,27 +445,16 @@ def run_search(args: argparse.Namespace) -> int:
     settings = retrieval_settings(args)
     widen = expand_settings(args)
     from . import remote
+    from .search_output import format_passages, print_results
 
     url = remote.server_url(args)
     if url:
         if widen["expand"] is not None or widen["budget"] is not None:
             raise ConfigError("--expand and --budget are not sent to a --server yet: search locally for them")
-        return _print_results(args, remote.search(args, url, settings))
+        return print_results(args, remote.search(args, url, settings))
     with open_index(args) as index:
         results = index.search(args.query, k=args.k, filter=args.filter, **settings)
         if widen["expand"] is not None or widen["budget"] is not None:
             passages = index.expand(results, widen["expand"], widen["budget"])
-            return _print_results(args, passages, _format_passages)
-    return _print_results(args, results)
-
-
-def _print_results(args: argparse.Namespace, results, table=None) -> int:
-    """Search hits or expanded passages as JSONL (their ``to_dict``) or a table (``table``, default the hits')."""
-    if args.format == "jsonl":
-        for r in results:
-            sys.stdout.write(json.dumps(r.to_dict(), ensure_ascii=False) + "\n")
-    elif results:
-        print((table or _format_table)(results, args.max_chars))
-    elif not args.quiet:
-        print("chunkwise: no results", file=sys.stderr)
-    return 0
+            return print_results(args, passages, format_passages)
+    return print_results(args, results)

@@ -8,6 +8,12 @@ applied here (VARCHAR byte caps, the section path joined with :data:`SECTION_SEP
 A joined path does not always split back: a heading may itself contain ``" > "`` (``Input > Output``), or
 the path may be over the column's byte cap. Such a row also keeps the exact list in
 ``metadata["section_path"]``, which reading prefers, so every chunk comes back with the section it had.
+
+Which fields become columns is derived from the chunk field table :data:`~chunkwise.document.CHUNK_FIELDS`:
+every chunk field has a column of its name (:data:`COLUMN_NAMES` lists the one renamed) except the video
+fields (:data:`VIDEO_FIELDS`), and the row adds :data:`ROW_COLUMNS`. A new chunk field is therefore stored
+and read back without a line here; the schema (:mod:`chunkwise.store.milvus_schema`) refuses to build until
+the field's column type is declared.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ..document import Chunk, Document
+from ..document import CHUNK_FIELDS, Chunk, Document
 from ..errors import ChunkwiseError
 
 #: Milvus VARCHAR limit (bytes)
@@ -27,6 +33,18 @@ SECTION_SEPARATOR = " > "
 SECTION_BYTES = 8192
 #: row metadata key of the exact section path, when the joined column cannot give it back
 SECTION_PATH_KEY = "section_path"
+#: the column of a chunk field whose name differs from the field's
+COLUMN_NAMES = {"index": "chunk_index"}
+#: chunk fields kept in the row's ``metadata["video"]`` instead of columns (only clips have them)
+VIDEO_FIELDS = ("start_frame", "end_frame", "track_ids", "classes")
+#: chunk fields with a column of their own, in :data:`CHUNK_FIELDS` order
+COLUMN_FIELDS = tuple(f for f in CHUNK_FIELDS if f not in VIDEO_FIELDS)
+#: the columns of the chunk fields, in the same order
+CHUNK_COLUMNS = tuple(COLUMN_NAMES.get(f, f) for f in COLUMN_FIELDS)
+#: columns a row has beside the chunk fields: what BM25 indexes, provenance of the row, the vector
+ROW_COLUMNS = ("indexed_text", "embedder", "content_hash", "metadata", "vector")
+#: chunk fields a row always has (every other column may be missing in an older collection)
+_REQUIRED = ("id", "doc_id", "source", "text")
 
 
 def truncate_utf8(text: str, limit: int) -> str:
@@ -44,15 +62,9 @@ def jsonable(value: Any) -> Any:
 
 def video_meta(meta: dict[str, Any], c: Chunk) -> dict[str, Any]:
     """A video clip's row metadata: the document's plus its frames, track IDs and classes."""
-    return {
-        **meta,
-        "video": {
-            "start_frame": c.start_frame,
-            "end_frame": c.end_frame,
-            "track_ids": list(c.track_ids or []),
-            "classes": list(c.classes or []),
-        },
-    }
+    video = {f: getattr(c, f) for f in VIDEO_FIELDS}
+    video.update(track_ids=list(c.track_ids or []), classes=list(c.classes or []))
+    return {**meta, "video": video}
 
 
 def section_column(section: list[str]) -> tuple[str, list[str] | None]:
@@ -74,33 +86,19 @@ def chunk_rows(doc: Document, chunks: list[Chunk], vectors: np.ndarray, embedder
         row_meta = meta if c.track_ids is None else video_meta(meta, c)
         if exact_path is not None:
             row_meta = {**row_meta, SECTION_PATH_KEY: jsonable(exact_path)}
-        rows.append(
-            {
-                "id": c.id,
-                "doc_id": c.doc_id,
-                "source": truncate_utf8(c.source, MAX_VARCHAR),
-                "text": c.text,
-                "context": truncate_utf8(c.context, MAX_VARCHAR) if c.context else None,
-                "indexed_text": truncate_utf8(c.embed_text, MAX_VARCHAR),
-                "start": c.start,
-                "end": c.end,
-                "chunk_index": c.index,
-                "token_count": c.token_count,
-                "page_start": c.page_start,
-                "page_end": c.page_end,
-                "section": section,
-                "start_time": c.start_time,
-                "end_time": c.end_time,
-                "speakers": [truncate_utf8(s, 256) for s in c.speakers[:64]],
-                "strategy": c.strategy,
-                "embedder": embedder_id,
-                "content_hash": content_hash,
-                "metadata": row_meta,
-                "vector": v.tolist(),
-                "source_start": c.source_start,
-                "source_end": c.source_end,
-            }
+        row = {COLUMN_NAMES.get(f, f): getattr(c, f) for f in COLUMN_FIELDS}
+        row.update(
+            source=truncate_utf8(c.source, MAX_VARCHAR),
+            context=truncate_utf8(c.context, MAX_VARCHAR) if c.context else None,
+            section=section,
+            speakers=[truncate_utf8(s, 256) for s in c.speakers[:64]],
+            indexed_text=truncate_utf8(c.embed_text, MAX_VARCHAR),
+            embedder=embedder_id,
+            content_hash=content_hash,
+            metadata=row_meta,
+            vector=v.tolist(),
         )
+        rows.append(row)
     return rows
 
 
@@ -111,30 +109,13 @@ def chunk_from_row(e: dict[str, Any]) -> tuple[Chunk, dict[str, Any]]:
     joined = e.get("section") or ""
     section = list(exact_path) if exact_path is not None else (joined.split(SECTION_SEPARATOR) if joined else [])
     video = metadata.get("video") or {}
-    chunk = Chunk(
-        text=e["text"],
-        start=int(e["start"]),
-        end=int(e["end"]),
-        index=int(e["chunk_index"]),
-        id=e["id"],
-        doc_id=e["doc_id"],
-        source=e["source"],
-        token_count=int(e["token_count"]),
-        strategy=e.get("strategy") or "",
-        page_start=e.get("page_start"),
-        page_end=e.get("page_end"),
-        section=section,
-        start_time=e.get("start_time"),
-        end_time=e.get("end_time"),
-        speakers=list(e.get("speakers") or []),
-        context=e.get("context"),
-        start_frame=video.get("start_frame"),
-        end_frame=video.get("end_frame"),
-        track_ids=video.get("track_ids") if video else None,
-        classes=video.get("classes") if video else None,
-        source_start=e.get("source_start"),
-        source_end=e.get("source_end"),
-    )
+    values: dict[str, Any] = {f: e.get(COLUMN_NAMES.get(f, f)) for f in COLUMN_FIELDS}
+    values.update({f: e[f] for f in _REQUIRED})
+    values.update({f: int(e[COLUMN_NAMES.get(f, f)]) for f in ("start", "end", "index", "token_count")})
+    values.update(strategy=e.get("strategy") or "", section=section, speakers=list(e.get("speakers") or []))
+    values.update(start_frame=video.get("start_frame"), end_frame=video.get("end_frame"))
+    values.update(track_ids=video.get("track_ids") if video else None, classes=video.get("classes") if video else None)
+    chunk = Chunk(**values)
     return chunk, metadata
 
 
@@ -149,4 +130,9 @@ __all__ = [
     "SECTION_SEPARATOR",
     "SECTION_BYTES",
     "SECTION_PATH_KEY",
+    "COLUMN_NAMES",
+    "VIDEO_FIELDS",
+    "COLUMN_FIELDS",
+    "CHUNK_COLUMNS",
+    "ROW_COLUMNS",
 ]

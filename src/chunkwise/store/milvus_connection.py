@@ -1,0 +1,235 @@
+"""Reaching Milvus: a server by URI (what it supports, from its version) or Milvus Lite in a directory, and
+every failure on the way as one line.
+
+:class:`~chunkwise.store.milvus.MilvusStore` connects through :func:`connect_server` and :func:`connect_lite`;
+both return a connected ``MilvusClient`` or raise a :class:`~chunkwise.errors.ChunkwiseError` that names the
+server or the directory and says what to do (pymilvus itself says "illegal connection params or server
+unavailable" for most of these). A read-only Milvus Lite directory is served from a private copy
+(:mod:`chunkwise.store.lite`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import ChunkwiseError, ConfigError, InputError
+
+
+def quiet_milvus_logs() -> None:
+    """pymilvus logs every failed call with a traceback at ERROR; we turn those failures into one-line
+    :class:`ChunkwiseError` messages instead, so the duplicate log output is noise."""
+    for name in ("pymilvus", "pymilvus.decorators", "milvus_lite", "milvus_lite.server_manager"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
+@dataclass(frozen=True)
+class ServerCapabilities:
+    """What the Milvus at the other end supports, from its version (Milvus Lite supports everything).
+
+    ``sparse``: SPARSE_FLOAT_VECTOR fields (Milvus >= 2.4); ``bm25``: BM25 functions that compute the sparse
+    vectors inside Milvus (>= 2.5); ``nullable``: nullable scalar fields (>= 2.5). A version that cannot be
+    parsed counts as a current one (creating the BM25 field is still retried without it if refused).
+    """
+
+    version: str
+    sparse: bool = True
+    bm25: bool = True
+    nullable: bool = True
+
+    @classmethod
+    def from_version(cls, version: str) -> ServerCapabilities:
+        m = re.match(r"^v?(\d+)\.(\d+)", str(version or "").strip())
+        if not m:
+            return cls(str(version))
+        v = (int(m.group(1)), int(m.group(2)))
+        return cls(str(version), sparse=v >= (2, 4), bm25=v >= (2, 5), nullable=v >= (2, 5))
+
+    @property
+    def hybrid_note(self) -> str | None:
+        """The one line to say when hybrid search cannot use Milvus's own BM25 on this server."""
+        if self.bm25:
+            return None
+        return (
+            f"Milvus {self.version} has no BM25 functions: indexing dense vectors only; hybrid search needs "
+            "Milvus >= 2.5 for server-side BM25 and falls back to client-side bm25s over all stored texts"
+        )
+
+
+def auth_failure(exc: BaseException | None) -> str | None:
+    """The server's own words when a connection failed on authentication (pymilvus reports it only as
+    'illegal connection params or server unavailable'; the gRPC status is further down the chain)."""
+    seen = 0
+    while exc is not None and seen < 20:
+        code = getattr(exc, "code", None)
+        try:
+            name = getattr(code() if callable(code) else code, "name", "")
+        except Exception:  # noqa: BLE001 - a code() that needs arguments
+            name = ""
+        if name in ("UNAUTHENTICATED", "PERMISSION_DENIED"):
+            details = getattr(exc, "details", None)
+            return " ".join(str(details() if callable(details) else name).split())
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return None
+
+
+def import_pymilvus():
+    # gRPC's C core logs connection housekeeping to stderr (e.g. a GOAWAY "too_many_pings" from the
+    # in-process Milvus Lite server while a long embedding batch keeps the channel idle; the client simply
+    # reconnects). Silence it unless the user asked for gRPC logs.
+    os.environ.setdefault("GRPC_VERBOSITY", "NONE")
+    try:
+        import pymilvus  # noqa: F401
+    except ImportError as exc:  # pragma: no cover - pymilvus is a core dependency
+        raise ConfigError(f"indexing needs pymilvus and milvus-lite: pip install pymilvus milvus-lite ({exc})") from exc
+    quiet_milvus_logs()
+    return pymilvus
+
+
+def message(exc: Exception) -> str:
+    """A Milvus exception's message on one line."""
+    msg = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+    return " ".join(str(msg).split())
+
+
+def quote(value: str) -> str:
+    """A Milvus expression string literal (JSON escaping is what the Milvus parser accepts)."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def connect_server(uri: str, token: str | None, timeout: float) -> tuple[Any, ServerCapabilities]:
+    """A client of the server at ``uri`` (checked with one call) and what that server supports."""
+    import_pymilvus()
+    from pymilvus import MilvusClient
+    from pymilvus.exceptions import MilvusException
+
+    if not re.match(r"^(https?|tcp|unix)://", uri):
+        raise ConfigError(
+            "a Milvus URI starts with http://, https://, tcp:// or unix:// (use --db for a local Milvus Lite path)",
+            source=uri,
+        )
+    try:
+        client = MilvusClient(uri=uri, token=token or "", timeout=timeout)
+        client.list_collections(timeout=timeout)
+        version = client.get_server_version(timeout=timeout)
+    except Exception as exc:  # MilvusException, grpc and socket errors of every kind
+        auth = auth_failure(exc)
+        if auth:
+            raise ChunkwiseError(
+                f"authentication failed (wrong --token / $MILVUS_TOKEN?): {auth}", source=uri
+            ) from None
+        within = f" within {timeout:g} s" if isinstance(exc, MilvusException) else ""
+        raise ChunkwiseError(f"cannot reach the Milvus server{within}: {message(exc)}", source=uri) from None
+    return client, ServerCapabilities.from_version(version)
+
+
+def connect_lite(path: str, read_only: bool, timeout: float, source: str) -> tuple[Any, Any]:
+    """A client of Milvus Lite serving the directory ``path`` on a private unix socket (a private copy of
+    it when ``read_only``), and the engine to stop on close (``None`` where pymilvus started it); errors
+    name ``source``, the path as the user gave it."""
+    import_pymilvus()
+    from pymilvus import MilvusClient
+
+    from . import lite
+
+    engine = None
+    try:
+        engine = lite.start(path, read_only=read_only)
+        if engine is None and read_only:
+            raise InputError(
+                "the database directory is not writable (and this milvus-lite version cannot open a private "
+                "copy of it)",
+                source=source,
+            )
+        return MilvusClient(uri=engine.uri if engine else path, timeout=timeout), engine
+    except InputError:
+        raise
+    except Exception as exc:
+        if engine is not None:
+            engine.stop()
+        if isinstance(exc, lite.ReadOnlyCopyError):
+            raise InputError(f"not writable here, and {exc}", source=source) from None
+        if read_only:
+            raise InputError(
+                f"the database directory is not writable, and Milvus Lite could not open a copy of it ({message(exc)})",
+                source=source,
+            ) from None
+        raise InputError(diagnose_lite_failure(Path(path)), source=source) from None
+
+
+def check_lite_path(db: str, writable: Callable[[Path], bool]) -> tuple[str, bool]:
+    """The Milvus Lite directory ``db`` checked (created, private, where it does not exist yet), and whether
+    it can only be read (``writable`` says whether this user may change it)."""
+    path = Path(db)
+    if not path.name.endswith(".db") or path.name == ".db":
+        raise ConfigError(
+            "a Milvus Lite database path must end in '.db' (it is a directory Milvus Lite "
+            "creates), e.g. --db ./chunkwise.db",
+            source=db,
+        )
+    if path.exists() and not path.is_dir():
+        raise InputError("exists and is a file, not a Milvus Lite database directory", source=db)
+    if not path.exists():
+        parent = path.parent if str(path.parent) else Path(".")
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError(f"cannot create the database directory ({exc.strerror or exc})", source=db) from None
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise InputError("cannot create the database here: the directory is not writable", source=db)
+        from ..security import private_dir
+
+        with contextlib.suppress(OSError):
+            private_dir(path)  # 0700: the chunks are copies of the user's documents
+    elif not writable(path):
+        if not os.access(path, os.R_OK | os.X_OK):
+            raise InputError("the database directory is not readable", source=db)
+        return str(path), True
+    return str(path), False
+
+
+def diagnose_lite_failure(path: Path) -> str:
+    """Why Milvus Lite refused to open ``path`` (pymilvus only says 'illegal connection params')."""
+    lock = path / "LOCK"
+    if lock.exists():
+        try:
+            import fcntl
+
+            with open(lock, "a") as fh:
+                try:
+                    fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    fcntl.flock(fh, fcntl.LOCK_UN)
+                except OSError:
+                    return "the database is in use by another process (Milvus Lite allows one at a time)"
+        except (ImportError, OSError):
+            pass
+    try:
+        probe = path / ".chunkwise-write-test"
+        path.mkdir(parents=True, exist_ok=True)
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        return f"the database directory is not writable ({exc.strerror or exc})"
+    return "Milvus Lite could not open it (is it a Milvus Lite database of a compatible version?)"
+
+
+__all__ = [
+    "ServerCapabilities",
+    "quiet_milvus_logs",
+    "auth_failure",
+    "import_pymilvus",
+    "message",
+    "quote",
+    "connect_server",
+    "connect_lite",
+    "diagnose_lite_failure",
+    "check_lite_path",
+]

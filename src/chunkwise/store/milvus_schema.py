@@ -1,0 +1,190 @@
+"""The Milvus schema of an index: the chunk collection's columns (from the chunk field table) and the state
+collection's.
+
+The chunk collection's columns are the row mapping's (:mod:`chunkwise.store.rows`: one column per chunk
+field of :data:`~chunkwise.document.CHUNK_FIELDS` but the video ones, then :data:`~.rows.ROW_COLUMNS`);
+this module adds only what Milvus needs to know of each, its type (:data:`COLUMN_TYPES`). A chunk field
+without a declared type stops :func:`chunk_schema` with a message naming it, so a new field is never stored
+untyped. Schema facts the server decides (nullable fields, BM25 functions) come in as arguments.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from .rows import CHUNK_COLUMNS, MAX_VARCHAR, ROW_COLUMNS, SECTION_BYTES, truncate_utf8
+
+#: bump when the schema changes incompatibly; recorded in the config row
+SCHEMA_VERSION = 2  # 2: source_start/source_end
+CONFIG_ID = "__config__"
+#: collection property of the state collection: the fingerprint of the configuration it was created for
+CONFIG_PROPERTY = "chunkwise.config"
+STATE_SUFFIX = "__state"
+#: the type of every chunk collection column: a ``DataType`` name and its ``add_field`` arguments
+COLUMN_TYPES: dict[str, tuple[str, dict[str, Any]]] = {
+    "id": ("VARCHAR", {"is_primary": True, "max_length": 64}),
+    "doc_id": ("VARCHAR", {"max_length": 64}),
+    "source": ("VARCHAR", {"max_length": MAX_VARCHAR}),
+    "chunk_index": ("INT64", {}),
+    "start": ("INT64", {}),
+    "end": ("INT64", {}),
+    "text": ("VARCHAR", {"max_length": MAX_VARCHAR}),
+    "token_count": ("INT64", {}),
+    "page_start": ("INT64", {}),
+    "page_end": ("INT64", {}),
+    "section": ("VARCHAR", {"max_length": SECTION_BYTES}),
+    "strategy": ("VARCHAR", {"max_length": 64}),
+    "start_time": ("DOUBLE", {}),
+    "end_time": ("DOUBLE", {}),
+    "speakers": ("ARRAY", {"element_type": "VARCHAR", "max_capacity": 64, "max_length": 256}),
+    "context": ("VARCHAR", {"max_length": MAX_VARCHAR}),
+    "source_start": ("INT64", {}),
+    "source_end": ("INT64", {}),
+    "indexed_text": ("VARCHAR", {"max_length": MAX_VARCHAR}),
+    "embedder": ("VARCHAR", {"max_length": 512}),
+    "content_hash": ("VARCHAR", {"max_length": 64}),
+    "metadata": ("JSON", {}),
+    "vector": ("FLOAT_VECTOR", {}),
+}
+#: the nullable columns, and how a server without nullable fields stores ``None`` there (real values are
+#: never negative or empty)
+NULL_SENTINELS = {
+    "context": "",
+    "page_start": -1,
+    "page_end": -1,
+    "start_time": -1.0,
+    "end_time": -1.0,
+    "source_start": -1,
+    "source_end": -1,
+}
+#: scalar columns returned with every search hit and fetch: the chunk fields and the row's provenance
+OUTPUT_FIELDS = [*CHUNK_COLUMNS, *(c for c in ROW_COLUMNS if c not in ("indexed_text", "vector"))]
+
+
+def column_types(dim: int, bm25: bool, nullable: bool) -> list[tuple[str, str, dict[str, Any]]]:
+    """``(column, DataType name, add_field arguments)`` of the chunk collection, in row order."""
+    out = []
+    for name in (*CHUNK_COLUMNS, *ROW_COLUMNS):
+        if name not in COLUMN_TYPES:
+            raise TypeError(f"chunk column {name!r} has no Milvus type: declare it in COLUMN_TYPES")
+        dtype, params = COLUMN_TYPES[name]
+        params = dict(params)
+        if name in NULL_SENTINELS:
+            params["nullable"] = nullable
+        if name == "indexed_text":
+            params["enable_analyzer"] = bm25
+        if name == "vector":
+            params["dim"] = dim
+        out.append((name, dtype, params))
+    return out
+
+
+def chunk_schema(dim: int, bm25: bool, nullable: bool = True):
+    """The chunk collection's schema; with ``bm25``, the ``sparse`` field Milvus fills from ``indexed_text``."""
+    from pymilvus import DataType, Function, FunctionType, MilvusClient
+
+    s = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False, description="chunkwise chunks")
+    for name, dtype, params in column_types(dim, bm25, nullable):
+        if "element_type" in params:
+            params["element_type"] = DataType[params["element_type"]]
+        s.add_field(name, DataType[dtype], **params)
+    if bm25:
+        s.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
+        s.add_function(
+            Function(
+                name="bm25",
+                function_type=FunctionType.BM25,
+                input_field_names=["indexed_text"],
+                output_field_names=["sparse"],
+            )
+        )
+    return s
+
+
+def state_schema(description: str = ""):
+    """The state collection: one config row and one marker row per completely indexed document."""
+    from pymilvus import DataType, MilvusClient
+
+    s = MilvusClient.create_schema(
+        auto_id=False, enable_dynamic_field=False, description=description or "chunkwise index state"
+    )
+    s.add_field("id", DataType.VARCHAR, is_primary=True, max_length=128)
+    s.add_field("kind", DataType.VARCHAR, max_length=16)
+    s.add_field("source", DataType.VARCHAR, max_length=MAX_VARCHAR)
+    s.add_field("content_hash", DataType.VARCHAR, max_length=64)
+    s.add_field("chunks", DataType.INT64)
+    s.add_field("data", DataType.JSON)
+    # Milvus wants a vector field in every collection; this one is never searched.
+    s.add_field("placeholder", DataType.FLOAT_VECTOR, dim=2)
+    return s
+
+
+def state_index():
+    from pymilvus import MilvusClient
+
+    ip = MilvusClient.prepare_index_params()
+    ip.add_index(field_name="placeholder", index_type="FLAT", metric_type="L2")
+    return ip
+
+
+def chunk_index_params(bm25: bool):
+    """The chunk collection's indexes: cosine over the vectors, and BM25 over ``sparse`` where it exists."""
+    from pymilvus import MilvusClient
+
+    ip = MilvusClient.prepare_index_params()
+    ip.add_index(field_name="vector", index_type="AUTOINDEX", metric_type="COSINE")
+    if bm25:
+        ip.add_index(field_name="sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
+    return ip
+
+
+def state_row(id_: str, kind: str, source: str, content_hash: str, chunks: int, data: dict) -> dict:
+    return {
+        "id": id_,
+        "kind": kind,
+        "source": truncate_utf8(source, MAX_VARCHAR),
+        "content_hash": content_hash,
+        "chunks": int(chunks),
+        "data": data,
+        "placeholder": [0.0, 0.0],
+    }
+
+
+def encode_nulls(row: dict) -> dict:
+    """A row as a collection without nullable fields stores it: ``None`` becomes a sentinel."""
+    return {**row, **{k: v for k, v in NULL_SENTINELS.items() if row.get(k) is None}}
+
+
+def decode_nulls(row: dict) -> dict:
+    """The inverse of :func:`encode_nulls` on a row (or hit entity) read back, in place."""
+    for k, v in NULL_SENTINELS.items():
+        if k in row and row[k] == v:
+            row[k] = None
+    return row
+
+
+def stable_config_hash(config: dict[str, Any]) -> str:
+    """A fingerprint of a recorded configuration (key order does not matter)."""
+    return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:32]
+
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "CONFIG_ID",
+    "CONFIG_PROPERTY",
+    "STATE_SUFFIX",
+    "COLUMN_TYPES",
+    "NULL_SENTINELS",
+    "OUTPUT_FIELDS",
+    "column_types",
+    "chunk_schema",
+    "chunk_index_params",
+    "state_schema",
+    "state_index",
+    "state_row",
+    "encode_nulls",
+    "decode_nulls",
+    "stable_config_hash",
+]

@@ -1,0 +1,186 @@
+"""Searching a :class:`~chunkwise.store.milvus.MilvusStore`: vectors, BM25, and what runs in process.
+
+Milvus answers dense searches that return rows (``Index.search(hybrid=False)``), and BM25 on a server. On a
+Milvus Lite directory, which one process at a time may open (so no other writer can make a copy in memory
+stale), the two sides of a hybrid search run in process on the first query's copies instead: bm25s over
+the stored texts (:mod:`chunkwise.store.bm25`; Milvus Lite scores BM25 in pure Python) and exact cosine
+over the stored vectors (:mod:`chunkwise.store.vectors`; Milvus Lite turns every one of the 1,000 vector
+candidates into a whole row). Both are read in one scan, saved in the directory for the next process, and
+dropped by every write of the store; a hybrid query is then one fetch of the final chunks
+(docs/scale.md#search-cost).
+
+Functions here take the store; its methods of the same names call them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .base import Hit
+from .bm25 import BM25Fallback
+from .rows import chunk_from_row
+from .vectors import VectorCache
+
+if TYPE_CHECKING:
+    from .milvus import MilvusStore
+
+#: where a Milvus Lite directory keeps its bm25s index between processes (dropped before every write)
+BM25_FOLDER = "chunkwise-bm25"
+#: where it keeps the vectors of :class:`~chunkwise.store.vectors.VectorCache` (the same life)
+VECTORS_FOLDER = "chunkwise-vectors"
+#: rows one plain query may return (Milvus caps offset + limit at 16384)
+QUERY_LIMIT = 16384
+
+
+def as_scores(hits: list[dict]) -> dict[str, float]:
+    """``id -> score`` (higher is better) from hits ranked best first. Milvus Lite reports BM25 as a
+    negative distance (more negative is better) where a server may report the score itself: the ranking
+    order tells which."""
+    values = [float(h["distance"]) for h in hits]
+    flip = values[0] < values[-1] if len(values) > 1 else bool(values and values[0] < 0)
+    return {h["id"]: (-v if flip else v) for h, v in zip(hits, values)}
+
+
+def search_vector(
+    store: MilvusStore, vector: np.ndarray, limit: int, filter: str | None = None, ids_only: bool = False
+) -> list[Hit]:
+    """Nearest chunks by cosine similarity, best first (with the stored chunks unless ``ids_only``); ids
+    only on a store with :attr:`~MilvusStore.uses_client_vectors` are ranked in process, exactly."""
+    if ids_only and store.uses_client_vectors:
+        load_client_indexes(store)
+        assert store._vectors is not None, "load_client_indexes makes the vector cache"
+        allowed = ids_matching(store, filter) if filter else None
+        return [Hit(i, s) for i, s in store._vectors.search(vector, limit, allowed)]
+    with store._filter_errors(filter, "search"):
+        res = store.connect().search(
+            store.collection,
+            data=[np.asarray(vector, dtype=np.float32).tolist()],
+            anns_field="vector",
+            limit=limit,
+            filter=filter or "",
+            output_fields=["id"] if ids_only else store.output_fields,
+            search_params={"metric_type": "COSINE"},
+        )
+    hits = list(res[0]) if res else []
+    if ids_only:
+        return [Hit(h["id"], float(h["distance"])) for h in hits]
+    return [Hit(h["id"], float(h["distance"]), *chunk_from_row(store._decode(h.get("entity") or {}))) for h in hits]
+
+
+def search_text(store: MilvusStore, query: str, limit: int, filter: str | None = None) -> list[Hit]:
+    """Chunks by BM25 over ``indexed_text``, best first: ``bm25s`` over the stored texts where
+    :attr:`~MilvusStore.uses_client_bm25` (no round trip per query without a filter, one with, shared with
+    the vector side), else Milvus's own."""
+    if not store.uses_client_bm25:
+        scores = as_scores(search_bm25(store, query, limit, filter, fields=["id"]))
+        return [Hit(i, s) for i, s in scores.items()]
+    load_client_indexes(store)
+    assert store._bm25 is not None, "load_client_indexes makes the bm25s index"
+    allowed = ids_matching(store, filter) if filter else None
+    return [Hit(i, s) for i, s in store._bm25.search(query, limit, allowed)]
+
+
+def _saveable(store: MilvusStore) -> bool:
+    return store.db is not None and store.bm25_builtin
+
+
+def load_client_indexes(store: MilvusStore) -> None:
+    """Make the in-process indexes the store searches with ready: those an earlier process saved when they
+    still cover every chunk (writes remove them first; the one count guards against writers that do not
+    know of them), else built from one scan of the collection and saved where they can be."""
+    need_bm25 = store.uses_client_bm25 and store._bm25 is None
+    need_vectors = store.uses_client_vectors and store._vectors is None
+    if not (need_bm25 or need_vectors):
+        return
+    if _saveable(store):
+        count = store.count()
+        folder = Path(store._lite_db())
+        if need_bm25:
+            with contextlib.suppress(OSError, ValueError):
+                saved = BM25Fallback.load(folder / BM25_FOLDER)
+                store._bm25, need_bm25 = (saved, False) if len(saved) == count else (None, True)
+        if need_vectors:
+            with contextlib.suppress(OSError, ValueError):
+                vectors = VectorCache.load(folder / VECTORS_FOLDER)
+                store._vectors, need_vectors = (vectors, False) if len(vectors) == count else (None, True)
+    if need_bm25 or need_vectors:
+        _build_client_indexes(store, need_bm25, need_vectors)
+
+
+def _build_client_indexes(store: MilvusStore, bm25: bool, vectors: bool) -> None:
+    fields = ["id", *(["indexed_text"] if bm25 else []), *(["vector"] if vectors else [])]
+    rows = _rows_in_storage_order(store, fields)
+    built: list[tuple[str, BM25Fallback | VectorCache]] = []
+    if bm25:  # in id order, as a scan reads them: the order bm25s breaks ties in
+        store._bm25 = BM25Fallback((r["id"], r["indexed_text"]) for r in sorted(rows, key=lambda r: r["id"]))
+        built.append((BM25_FOLDER, store._bm25))
+    if vectors:
+        store._vectors = VectorCache((r["id"], r["vector"]) for r in rows)
+        built.append((VECTORS_FOLDER, store._vectors))
+    if _saveable(store) and not store.read_only:
+        with contextlib.suppress(OSError):
+            for folder, index in built:
+                index.save(Path(store._lite_db()) / folder)
+            store._bm25_saved_dropped = False  # the next write of this connection must remove them again
+
+
+def _rows_in_storage_order(store: MilvusStore, fields: list[str]) -> list[dict]:
+    """Every chunk's ``fields``, in the order Milvus Lite stores them where one plain query can return them
+    all: the order its search breaks ties in (equal cosines), so the in-process vector candidates tie as
+    Milvus's did. A larger collection (or an answer too large for one message) is read by a scan, in id
+    order."""
+    from pymilvus.exceptions import MilvusException
+
+    with contextlib.suppress(MilvusException):  # e.g. over the message size: the scan reads in batches
+        rows = store.connect().query(store.collection, filter="", output_fields=fields, limit=QUERY_LIMIT)
+        if len(rows) < QUERY_LIMIT:
+            return rows
+    return list(store.scan_chunks(fields))
+
+
+def ids_matching(store: MilvusStore, filter: str) -> set[str]:
+    """The ids of the chunks ``filter`` admits: one plain query (an iterator only for a large answer),
+    remembered for the filter until the next write where the store's sides run in process."""
+    if store._admitted is not None and store._admitted[0] == filter:
+        return store._admitted[1]
+    with store._filter_errors(filter, "read chunks"):
+        rows = store.connect().query(store.collection, filter=filter, output_fields=["id"], limit=QUERY_LIMIT)
+        if len(rows) >= QUERY_LIMIT:
+            rows = list(store._scan(store.collection, ["id"], filter))
+    ids = {r["id"] for r in rows}
+    if store.uses_client_vectors:
+        store._admitted = (filter, ids)
+    return ids
+
+
+def search_bm25(
+    store: MilvusStore, query: str, limit: int, filter: str | None = None, fields: list[str] | None = None
+) -> list[dict]:
+    """Chunks by Milvus's own BM25 over ``indexed_text`` (only when :attr:`~MilvusStore.bm25_builtin`)."""
+    with store._filter_errors(filter, "full-text search"):
+        res = store.connect().search(
+            store.collection,
+            data=[query],
+            anns_field="sparse",
+            limit=limit,
+            filter=filter or "",
+            output_fields=store.output_fields if fields is None else fields,
+        )
+    return list(res[0]) if res else []
+
+
+__all__ = [
+    "BM25_FOLDER",
+    "VECTORS_FOLDER",
+    "QUERY_LIMIT",
+    "as_scores",
+    "search_vector",
+    "search_text",
+    "search_bm25",
+    "ids_matching",
+    "load_client_indexes",
+]

@@ -1,0 +1,86 @@
+"""Exact cosine search over an index's vectors held in process: the candidates of a hybrid search.
+
+A hybrid search fuses the top 1,000 candidates of each side by their scores (:mod:`chunkwise.retrieval.
+fusion`); only ids and scores are needed until the final k are known. Milvus Lite nevertheless turns every
+vector candidate into a whole stored row (all columns, in Python) before it answers, about 0.07 ms each, so
+the 1,000 vector candidates cost more than the rest of a hybrid query together (docs/scale.md#search-cost).
+On a Milvus Lite directory, which one process at a time may open, :class:`VectorCache` keeps the vectors in
+a float32 matrix instead (read once, saved in the directory beside the bm25s index and dropped by every
+write, like it), and ranks them exactly: ``matrix @ query``, the cosine of L2-normalised vectors.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+
+
+class VectorCache:
+    """The vectors of every stored chunk by id, L2-normalised rows of one float32 matrix."""
+
+    def __init__(self, items: Iterable[tuple[str, list[float]]]):
+        pairs = list(items)
+        self.ids = [i for i, _ in pairs]
+        self._index_of = {doc: n for n, doc in enumerate(self.ids)}
+        matrix = np.asarray([v for _, v in pairs], dtype=np.float32)
+        self.matrix = _normalized(matrix) if pairs else np.zeros((0, 0), dtype=np.float32)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def save(self, folder: str | os.PathLike) -> None:
+        """Write the cache to ``folder`` (replaced whole: written beside it, then renamed)."""
+        target = Path(folder)
+        tmp = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))
+        try:
+            (tmp / "ids.json").write_text(json.dumps(self.ids), encoding="utf-8")
+            np.save(tmp / "vectors.npy", self.matrix, allow_pickle=False)
+            if target.exists():
+                shutil.rmtree(target)
+            os.replace(tmp, target)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    @classmethod
+    def load(cls, folder: str | os.PathLike) -> VectorCache:
+        """A cache written by :meth:`save` (``OSError``/``ValueError`` when there is none or it is damaged)."""
+        folder = Path(folder)
+        out = cls(())
+        out.ids = json.loads((folder / "ids.json").read_text(encoding="utf-8"))
+        out.matrix = np.load(folder / "vectors.npy", allow_pickle=False)
+        if out.matrix.dtype != np.float32 or out.matrix.ndim != 2 or len(out.matrix) != len(out.ids):
+            raise ValueError("the saved vectors do not match their ids")
+        out._index_of = {doc: n for n, doc in enumerate(out.ids)}
+        return out
+
+    def search(self, vector: np.ndarray, limit: int, allowed: set[str] | None = None) -> list[tuple[str, float]]:
+        """The ``limit`` nearest ``(id, cosine)`` pairs, best first (ties in stored order), within ``allowed``."""
+        if not self.ids or limit <= 0:
+            return []
+        query = _normalized(np.asarray(vector, dtype=np.float32).reshape(1, -1))[0]
+        scores = self.matrix @ query
+        if allowed is not None:
+            keep = np.zeros(len(self.ids), dtype=bool)
+            keep[[n for n in map(self._index_of.get, allowed) if n is not None]] = True
+            scores = np.where(keep, scores, -np.inf)
+            limit = min(limit, int(keep.sum()))
+        limit = min(limit, len(self.ids))
+        if limit <= 0:
+            return []
+        top = np.argpartition(-scores, limit - 1)[:limit] if limit < len(scores) else np.arange(len(scores))
+        top = top[np.lexsort((top, -scores[top]))]
+        return [(self.ids[n], float(scores[n])) for n in top.tolist()]
+
+
+def _normalized(matrix: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
+
+
+__all__ = ["VectorCache"]
