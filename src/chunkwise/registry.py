@@ -123,8 +123,12 @@ def table(kind: str) -> dict[str, Any]:
     _label(kind)
     if kind not in _provided:
         _provided.add(kind)  # first, so a provider that looks its kind up does not import itself again
-        for module in _PROVIDERS.get(kind, ()):
-            importlib.import_module(module)
+        try:
+            for module in _PROVIDERS.get(kind, ()):
+                importlib.import_module(module)
+        except BaseException:
+            _provided.discard(kind)  # asked again, the provider is imported again (and fails loudly again)
+            raise
     return _TABLES[kind]
 
 
