@@ -48,6 +48,19 @@ class FatalEmbeddingError(EndpointError, FatalEndpointError):
     """An embedding request that cannot succeed by retrying (a redirect, 401, 404, an oversized answer...)."""
 
 
+def _check_settings(model: str, batch_size: int, max_batch_tokens: int, model_window: int) -> None:
+    """The embedder's settings checked before any client is made: one ConfigError naming the bad one."""
+    if not model or not isinstance(model, str):
+        raise ConfigError("openai embedder needs a model name: openai:MODEL")
+    for label, value in (
+        ("batch_size", batch_size),
+        ("max_batch_tokens", max_batch_tokens),
+        ("model_window", model_window),
+    ):
+        if not isinstance(value, int) or value < 1:
+            raise ConfigError(f"{label} must be a positive integer, got {value!r}")
+
+
 class OpenAIEmbedder(Embedder):
     """Embeddings from an OpenAI-compatible HTTP endpoint.
 
@@ -86,15 +99,7 @@ class OpenAIEmbedder(Embedder):
         if max_tokens is not None:
             warn_renamed("max_tokens", "model_window", "openai embedder")
             model_window = max_tokens
-        if not model or not isinstance(model, str):
-            raise ConfigError("openai embedder needs a model name: openai:MODEL")
-        for label, value in (
-            ("batch_size", batch_size),
-            ("max_batch_tokens", max_batch_tokens),
-            ("model_window", model_window),
-        ):
-            if not isinstance(value, int) or value < 1:
-                raise ConfigError(f"{label} must be a positive integer, got {value!r}")
+        _check_settings(model, batch_size, max_batch_tokens, model_window)
         base_url = (base_url or os.environ.get(BASE_URL_ENV) or DEFAULT_BASE_URL).rstrip("/")
         self.endpoint = Endpoint(
             base_url,
@@ -110,10 +115,7 @@ class OpenAIEmbedder(Embedder):
             label="openai embedder",
         )
         self.http = JSONClient(
-            self.endpoint,
-            error=EndpointError,
-            fatal=FatalEmbeddingError,
-            key_hint=f"set ${api_key_env} to a valid key",
+            self.endpoint, error=EndpointError, fatal=FatalEmbeddingError, key_hint=f"set ${api_key_env} to a valid key"
         )
         self.model = model
         self.base_url = base_url
