@@ -1,0 +1,357 @@
+"""One local :meth:`~chunkwise.retrieval.index.Index.add` run, after its configuration is settled: inputs ->
+skip the unchanged -> chunk -> finish -> embed -> write, in batches, counted in an :class:`IndexReport`.
+
+The steps themselves (skip, finish, vectors, write) are :mod:`chunkwise.retrieval.ingest`'s, shared with the
+Ray engine; this module is the local engine's loop around them: the report, the progress bars, the language
+check and the batching. A document whose content hash is recorded is dropped here before it is chunked,
+and nothing in that path needs the embedder (an :class:`~.lazy_embedder.LazyEmbedder` stays unmade).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator, Sequence
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..deprecation import renamed
+from ..document import Chunk, Document
+from ..embeddings.base import Embedder
+from ..embeddings.language import LanguageCheck
+from ..errors import ChunkwiseError, InputError
+from ..formats.walk import UnreadableFolder
+from ..store.base import Marker, Store
+from ..strategies import Strategy
+from ..strategies.many import chunk_documents
+from ..video.document import VideoDocument, unchanged_video
+from .ingest import embed_documents, finish_chunks, is_unchanged, write_documents
+from .progress import Progress
+from .results import IndexReport
+
+if TYPE_CHECKING:
+    from .index import Index
+
+
+@dataclass
+class AddSettings:
+    """The settled configuration of one :meth:`Index.add` (:meth:`Index.prepare_add`): the strategy and
+    embedder to run, the context mode (``None`` for none) and its options, late chunking and its options,
+    and whether chunk vectors are pooled from chunking's sentence vectors (``reuse``)."""
+
+    strategy: Strategy
+    embedder: Embedder
+    context: str | None
+    context_options: dict[str, Any]
+    late: bool
+    late_options: dict[str, Any]
+    reuse: bool
+
+
+@dataclass
+class AddRun:
+    """The state of one :meth:`Index.add` call, shared by its steps."""
+
+    store: Store
+    settings: AddSettings
+    report: IndexReport
+    markers: dict[str, Marker]
+    batch_size: int
+    bars: Progress
+    languages: LanguageCheck
+    seen: set[str] = field(default_factory=set)
+    walked: set[str] = field(default_factory=set)  # every source met, read or not (never pruned)
+    unreadable: list[str] = field(default_factory=list)  # folders not listed (nothing under them is pruned)
+    incomplete: set[str] = field(default_factory=set)
+
+
+def reuses(strategy: Strategy, embedder: Embedder, vectors: str) -> bool:
+    """``vectors="pool"`` pools the sentence vectors chunking computed only when they are the index's
+    embedder's (a strategy with another embedder lives in another vector space)."""
+    return vectors == "pool" and getattr(getattr(strategy, "embedder", None), "model_id", None) == embedder.model_id
+
+
+def split_inputs(inputs: Any) -> tuple[list[Document], list[str]]:
+    """Documents and paths, checked before anything is written."""
+    if isinstance(inputs, (str, os.PathLike, Document)):
+        inputs = [inputs]
+    paths: list[str] = []
+    docs: list[Document] = []
+    try:
+        items = list(inputs)
+    except TypeError:
+        raise InputError(f"expected paths or Documents, got {type(inputs).__name__}") from None
+    for item in items:
+        if isinstance(item, Document):
+            docs.append(item)
+        elif isinstance(item, (str, os.PathLike)):
+            paths.append(os.fspath(item))
+        else:
+            raise InputError(f"expected paths or Documents, got {type(item).__name__}")
+    return docs, paths
+
+
+def iter_inputs(
+    docs: list[Document],
+    found: list,
+    load_options: dict[str, Any] | None = None,
+    markers: dict[str, Marker] | None = None,
+) -> Iterator[tuple[str, Document | ChunkwiseError]]:
+    """``(source, document or error)`` for the documents given and the files found, each file read as it
+    is reached; an unchanged video is known by its file hash, before any decoding."""
+    yield from ((d.source, d) for d in docs)
+    if found:
+        from ..formats import read_inputs
+
+        for item in found:
+            stub = unchanged_video(item.path, markers) if markers and item.error is None and item.path else None
+            yield from [(item.source, stub)] if stub is not None else read_inputs([item], **(load_options or {}))
+
+
+def input_sizes(docs: list[Document], found: list) -> dict[str, int]:
+    """Bytes of each input (source -> size), for the progress estimate; 0 where unknown."""
+    sizes = {d.source: len(d.text) for d in docs}
+    for item in found:
+        if item.path and item.path != "-":
+            try:
+                sizes[item.source] = os.stat(item.path).st_size
+            except OSError:
+                sizes[item.source] = 0
+    return sizes
+
+
+def renamed_options(
+    late_options: dict[str, Any] | None, context: str | None, context_options: dict[str, Any] | None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Copies of the late-chunking and context options with their deprecated names renamed (one warning)."""
+    late_options = renamed(dict(late_options or {}), {"window": "late_window"}, "late_options")
+    context_options = dict(context_options or {})
+    if context == "llm":
+        context_options = renamed(context_options, {"max_tokens": "answer_tokens"}, "context_options")
+    return late_options, context_options
+
+
+def collect_files(paths: list[str], include, exclude, all_files: bool) -> list:
+    """The files ``paths`` name (folders walked), listed before any is read; none without paths."""
+    if not paths:
+        return []
+    from ..formats import collect_inputs
+
+    return collect_inputs(paths, include, exclude, all_files=all_files)
+
+
+def start_run(
+    index: Index, strategy: str | Strategy, params: dict | None, options: tuple, batch_size: int, progress: bool, notify
+) -> tuple[AddRun, Any]:
+    """One :meth:`Index.add` settled before its first document: the llm contextualizer made first (a bad
+    LLM configuration fails before the collection is touched), the collection created or checked
+    (:meth:`Index._prepare`), the markers read. Returns the run and the contextualizer made here
+    (``None``: none), which the caller closes."""
+    vectors, late, late_options, context, context_options, recreate = options
+    contextualizer = None
+    if context == "llm" and "contextualizer" not in context_options:
+        from ..context.llm import LLMContextualizer
+
+        contextualizer = LLMContextualizer(**{k: v for k, v in context_options.items() if v is not None})
+    report = IndexReport()
+    try:
+        strat, embedder, context = index._prepare(
+            strategy, params, vectors, late, late_options, context, context_options, recreate
+        )
+        markers = index.store.markers()
+        note = index.store.hybrid_note
+        report.notes.extend([note] if note else [])
+    except BaseException:
+        if contextualizer is not None:
+            contextualizer.close()
+        raise
+    if contextualizer is not None:
+        context_options = {"contextualizer": contextualizer}
+    reuse = reuses(strat, embedder, vectors)
+    settings = AddSettings(strat, embedder, context, context_options, late, late_options, reuse)
+    languages = LanguageCheck(embedder, notify=notify)
+    return AddRun(index.store, settings, report, markers, batch_size, Progress(progress, "indexing"), languages), (
+        contextualizer
+    )
+
+
+def check_languages(items, languages: LanguageCheck):
+    """``items`` as they are, each document's language checked before it goes on to be chunked and
+    embedded (a video's clip text is not prose)."""
+    for source, doc in items:
+        if isinstance(doc, Document) and not isinstance(doc, VideoDocument):
+            languages.add(doc.text, str(source))
+        yield source, doc
+
+
+def changed(items, run: AddRun):
+    """``(source, document)`` for every input that needs chunking: failed loads go to the report (and
+    every source met, read or not, to ``run.walked``; folders that could not be listed to
+    ``run.unreadable``: ``--prune`` never removes what it could not read), a file named twice is dropped, a
+    document whose content hash is already indexed *completely* is skipped (an incomplete one is redone)."""
+    report = run.report
+    while True:
+        t = time.perf_counter()
+        try:
+            source, doc = next(items)
+        except StopIteration:
+            return
+        finally:
+            report.timings["load"] += time.perf_counter() - t
+        run.bars.file_done(str(source))
+        run.walked.add(str(source))
+        if isinstance(doc, UnreadableFolder):
+            run.unreadable.append(doc.path)
+        if isinstance(doc, ChunkwiseError) or not isinstance(doc, Document):
+            report.failed.append((str(source), getattr(doc, "problem", str(doc))))
+            continue
+        if doc.id in run.seen:  # the same file named twice
+            continue
+        run.seen.add(doc.id)
+        report.documents += 1
+        if is_unchanged(doc, run.markers):
+            report.skipped += 1
+            continue
+        report.warnings.extend((doc.source, str(w)) for w in doc.metadata.get("warnings", []))
+        yield source, doc
+
+
+def ingest(stream, run: AddRun) -> None:
+    """Take ``(source, document, chunks)`` from the chunking stream, finish each document's chunks
+    (context, size checks) and write them in batches of about ``run.batch_size`` chunks."""
+    report = run.report
+    pending: list[tuple[Document, list[Chunk]]] = []
+    while True:
+        t, loaded = time.perf_counter(), report.timings["load"]
+        try:
+            _source, doc, chunks = next(stream)
+        except StopIteration:
+            break
+        finally:  # chunking time is the wait for the stream minus the loading inside it
+            report.timings["chunk"] += time.perf_counter() - t - (report.timings["load"] - loaded)
+        try:
+            done = finish_chunks(doc, chunks, run.settings.context, run.settings.context_options)
+        except InputError as exc:
+            report.failed.append((doc.source, exc.problem))
+            continue
+        report.timings["context"] += done.context_seconds
+        report.warnings.extend((doc.source, w) for w in done.warnings)
+        if not done.complete:
+            report.incomplete += 1
+            run.incomplete.add(doc.id)
+        run.bars.update("chunks", "chunk", len(done.chunks))
+        pending.append((doc, done.chunks))
+        if sum(len(c) for _, c in pending) >= run.batch_size:
+            flush(pending, run)
+            pending = []
+    if pending:
+        flush(pending, run)
+
+
+def flush(pending: list[tuple[Document, list[Chunk]]], run: AddRun) -> None:
+    """Embed and write a batch of documents with the unmark → upsert → delete stale → mark protocol."""
+    s, report, bars = run.settings, run.report, run.bars
+    t = time.perf_counter()
+    vectors, embedded, reused = embed_documents(
+        pending, s.embedder, s.reuse, s.late, s.late_options, on_embedded=lambda n: bars.update("embedding", "chunk", n)
+    )
+    report.embedded += embedded
+    report.reused += reused
+    report.timings["embed"] += time.perf_counter() - t
+    write_batch(run.store, pending, vectors, run.markers, s.embedder.model_id, report, bars, run.incomplete)
+
+
+def write_batch(
+    store: Store,
+    pending,
+    vectors: list[np.ndarray],
+    markers: dict[str, Marker],
+    model_id: str,
+    report: IndexReport,
+    bars: Progress,
+    incomplete: AbstractSet[str] = frozenset(),
+) -> None:
+    """Write embedded documents (:func:`~chunkwise.retrieval.ingest.write_documents`) and count them."""
+    t = time.perf_counter()
+    done = write_documents(store, pending, vectors, markers, model_id, incomplete)
+    report.removed += done.removed
+    report.timings["write"] += time.perf_counter() - t
+    report.indexed += len(pending)
+    report.chunks += len(done.written)
+    bars.update("chunks written", "chunk", len(done.written))
+
+
+def prune_gone(
+    store: Store,
+    markers: dict[str, Marker],
+    seen: AbstractSet[str],
+    walked: AbstractSet[str] = frozenset(),
+    unreadable: Sequence[str] = (),
+) -> int:
+    """Remove documents whose source file is gone (including chunks a killed run left unmarked).
+
+    Only what is provably gone: never a source this run met (even one it failed to read), one that
+    exists under its display or OS name, or one under a folder that could not be listed."""
+    from ..formats.walk import source_exists, under
+
+    sources = {m.doc_id: m.source for m in markers.values()}
+    for doc_id, source in store.chunk_documents().items():
+        sources.setdefault(doc_id, source)
+    gone = [
+        d
+        for d, src in sources.items()
+        if d not in seen
+        and src
+        and not src.startswith("<")
+        and src not in walked
+        and not source_exists(src)
+        and not under(src, unreadable)
+    ]
+    store.delete_documents(gone)
+    for d in gone:
+        markers.pop(d, None)
+    return len(gone)
+
+
+def run_add(run: AddRun, docs: list[Document], found: list, load_options: dict[str, Any] | None, prune: bool) -> None:
+    """The documents and files of one :meth:`Index.add` into the store: every changed one chunked, embedded
+    and written, the gone ones pruned when asked, the store flushed when anything changed, the report's
+    language warning and chunk total filled in."""
+    report = run.report
+    run.bars.set_totals(len(docs) + len(found), input_sizes(docs, found))
+    items = changed(iter_inputs(docs, found, load_options, run.markers), run)
+    # semantic strategies embed the sentences of a whole group of documents in one stream; the
+    # language of each document is checked as it arrives, before any of it is embedded
+    items = check_languages(items, run.languages)
+    ingest(chunk_documents(run.settings.strategy, items, progress=run.bars.enabled), run)
+    if prune:
+        report.pruned = prune_gone(run.store, run.markers, run.seen, run.walked, run.unreadable)
+    if report.chunks or report.removed or report.pruned:
+        t = time.perf_counter()
+        run.store.flush()
+        report.timings["write"] += time.perf_counter() - t
+    report.language_warning = run.languages.final_message()
+    report.total_chunks = run.store.count()
+
+
+__all__ = [
+    "AddRun",
+    "AddSettings",
+    "collect_files",
+    "renamed_options",
+    "start_run",
+    "changed",
+    "check_languages",
+    "flush",
+    "ingest",
+    "input_sizes",
+    "iter_inputs",
+    "prune_gone",
+    "reuses",
+    "run_add",
+    "split_inputs",
+    "write_batch",
+]

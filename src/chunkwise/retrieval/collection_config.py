@@ -1,0 +1,148 @@
+"""The configuration a collection records when it is created, and the check that a later run matches it.
+
+One collection holds one vector space built one way: the embedder, the chunking strategy and its
+parameters, the vector mode, late chunking and the context mode. :func:`build_config` writes that record;
+:func:`differences` names, in words a person can act on, what a run would change, so that
+:meth:`~chunkwise.retrieval.index.Index.add` refuses it instead of silently mixing vector spaces.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..document import Document
+from ..embeddings.base import Embedder
+from ..errors import ConfigError
+from ..pipeline.config import LATE_OPTIONS, VECTOR_MODES
+from ..store.rows import jsonable
+from ..strategies import Strategy
+
+#: context options that say how to reach or pace the LLM, not what the context is: never recorded
+_UNRECORDED_CONTEXT_OPTIONS = frozenset(
+    ("api_key", "base_url", "cache", "cache_dir", "contextualizer", "concurrency", "timeout", "retries", "backoff")
+)
+
+
+def printable(value: Any) -> Any:
+    """A parameter as the record keeps it: an embedder by its model id, a named object by its name."""
+    if hasattr(value, "model_id"):
+        return value.model_id
+    if hasattr(value, "name") and not isinstance(value, (str, int, float, bool)):
+        return value.name
+    return jsonable(value)
+
+
+def check_add_options(vectors: str, late_options: dict, context: str | None, context_options: dict) -> str | None:
+    """Refuse a bad vector mode, context mode or late-chunking option before the collection is touched;
+    returns the context mode (``None`` for none)."""
+    if vectors not in VECTOR_MODES:
+        raise ConfigError(f"vectors must be one of {', '.join(VECTOR_MODES)}, got {vectors!r}")
+    if context is not None and context != "none":
+        from ..context import CONTEXT_MODES
+
+        if context not in CONTEXT_MODES:
+            raise ConfigError(f"unknown context mode {context!r}; choose one of {', '.join(CONTEXT_MODES)}")
+        if context != "llm":  # check the options now, not at the first document
+            from ..context import contextualize
+
+            contextualize(Document(""), [], context, **context_options)
+    else:
+        context = None
+    unknown = sorted(set(late_options) - set(LATE_OPTIONS))
+    if unknown:
+        raise ConfigError(f"late chunking has no option {', '.join(unknown)}; valid: {', '.join(LATE_OPTIONS)}")
+    return context
+
+
+def build_config(
+    strategy: Strategy,
+    embedder: Embedder,
+    vectors: str,
+    late: bool,
+    late_options: dict,
+    context: str | None,
+    context_options: dict,
+    *,
+    name: str | None,
+    backend: str | None,
+    schema: int,
+) -> dict[str, Any]:
+    """The record of a new collection; ``name``/``backend``: the embedder as it was asked for (the model id
+    when it was given as an object without a name), ``schema`` the store's schema version."""
+    ctx_opts = {
+        k: printable(v)
+        for k, v in sorted(context_options.items())
+        if v is not None and k not in _UNRECORDED_CONTEXT_OPTIONS
+    }
+    return {
+        "schema": schema,
+        "embedder": {
+            "name": name or embedder.model_id,
+            "model_id": embedder.model_id,
+            "dim": int(embedder.dim),
+            **({"backend": backend} if backend else {}),
+        },
+        "strategy": {
+            "name": strategy.name,
+            "config": strategy.config_id(),
+            "params": {k: printable(v) for k, v in strategy.get_params().items()},
+        },
+        "vectors": vectors,
+        "late": bool(late),
+        "late_options": {k: v for k, v in sorted(late_options.items()) if v is not None} if late else {},
+        "context": context,
+        "context_options": ctx_opts if context else {},
+        "bm25": None,
+    }
+
+
+def _strategy_difference(old: dict[str, Any], new: dict[str, Any]) -> str | None:
+    if old["strategy"].get("config") == new["strategy"]["config"]:
+        return None
+    changed = sorted(
+        k
+        for k in set(old["strategy"].get("params", {})) | set(new["strategy"]["params"])
+        if old["strategy"].get("params", {}).get(k) != new["strategy"]["params"].get(k)
+    )
+    what = f"strategy {old['strategy'].get('name')!r}"
+    if old["strategy"].get("name") == new["strategy"]["name"] and changed:
+        return (
+            what
+            + " with "
+            + ", ".join(
+                f"{k}={old['strategy']['params'].get(k)!r} (now {new['strategy']['params'].get(k)!r})" for k in changed
+            )
+        )
+    return what + f" (now {new['strategy']['name']!r})"
+
+
+def differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """What ``new`` (a run's :func:`build_config`) changes in ``old`` (the recorded one), one phrase each;
+    empty when the run may write to the collection."""
+    diffs = []
+    if old.get("schema") != new["schema"]:
+        diffs.append(f"schema version {old.get('schema')} (this chunkwise writes {new['schema']})")
+    if (old["embedder"].get("model_id"), old["embedder"].get("dim")) != (
+        new["embedder"]["model_id"],
+        new["embedder"]["dim"],
+    ):
+        diffs.append(f"embedder {old['embedder'].get('model_id')!r} (now {new['embedder']['model_id']!r})")
+    strategy = _strategy_difference(old, new)
+    if strategy:
+        diffs.append(strategy)
+    # recorded before the renames (late chunking's window, the llm context's max_tokens): the same thing
+    for key, was, now in (
+        ("late_options", "window", "late_window"),
+        ("context_options", "max_tokens", "answer_tokens"),
+    ):
+        if was in (old.get(key) or {}):
+            opts = dict(old[key])
+            opts[now] = opts.pop(was)
+            old = {**old, key: dict(sorted(opts.items()))}
+    for key in ("vectors", "late", "late_options", "context", "context_options"):
+        if old.get(key) != new[key]:
+            diffs.append(f"{key}={old.get(key)!r} (now {new[key]!r})")
+    return diffs
+
+
+__all__ = ["build_config", "check_add_options", "differences", "printable"]

@@ -1,0 +1,75 @@
+"""The retrieval behind :meth:`~chunkwise.retrieval.index.Index.search`: the query checked, then vectors alone
+or BM25 and vectors fused (:mod:`chunkwise.retrieval.fusion`), as :class:`~.results.SearchResult` s."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..errors import ConfigError, InputError
+from ..pipeline.config import SETTINGS
+from ..store.base import Store
+from .fusion import ZSCORE_DEPTH, check_fusion, fuse_candidates_zscore, reciprocal_rank_fusion
+from .results import SearchResult
+
+
+def check_search(
+    query: str, k: int, filter: str | None, where: Any, fusion: str, dense_weight: float, rrf_k: int
+) -> tuple[str | None, int]:
+    """Refuse a bad query or option before the store is opened; returns the one filter expression (the raw
+    ``filter`` and the checked, quoted ``where`` joined) and the checked ``rrf_k``."""
+    from .filters import build_filter
+
+    safe = build_filter(where)
+    if not isinstance(query, str) or not query.strip():
+        raise InputError("the query is empty")
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ConfigError(f"k must be an integer >= 1, got {k!r}")
+    if filter is not None and not isinstance(filter, str):
+        raise ConfigError("filter must be a string (a Milvus boolean expression)")
+    check_fusion(fusion, dense_weight)
+    rrf_k = SETTINGS["rrf_k"].check("rrf_k", rrf_k)
+    filter = filter.strip() if filter else None
+    if safe:
+        filter = f"({filter}) and {safe}" if filter else safe
+    return filter, rrf_k
+
+
+def dense_results(store: Store, qvec: np.ndarray, k: int, filter: str | None) -> list[SearchResult]:
+    """The ``k`` chunks nearest to the query vector, by cosine similarity."""
+    hits = store.search_vector(qvec, k, filter)
+    return [SearchResult.from_hit(r, h.score, h, vector_rank=r) for r, h in enumerate(hits, start=1)]
+
+
+def hybrid_results(
+    store: Store,
+    query: str,
+    qvec: np.ndarray,
+    k: int,
+    filter: str | None,
+    fusion: str,
+    dense_weight: float,
+    rrf_k: int,
+) -> list[SearchResult]:
+    """The ``k`` best chunks by BM25 and vectors fused (``fusion``: ``"zscore"`` or ``"rrf"``)."""
+    # Both rankings go deeper than k so fusion can promote a chunk that is, say, 12th by vectors and
+    # 2nd by BM25; only ids and scores travel until the final k are known.
+    depth = max(ZSCORE_DEPTH if fusion == "zscore" else 50, 4 * k)
+    vector_hits = {h.id: h.score for h in store.search_vector(qvec, depth, filter, ids_only=True)}
+    bm25_hits = {h.id: h.score for h in store.search_text(query, depth, filter)}
+    if fusion == "zscore":
+        fused = fuse_candidates_zscore(vector_hits, bm25_hits, dense_weight)[:k]
+    else:
+        fused = reciprocal_rank_fusion([list(vector_hits), list(bm25_hits)], k=rrf_k)[:k]
+    stored = {h.id: h for h in store.fetch([i for i, _ in fused])}
+    vrank = {i: n for n, i in enumerate(vector_hits, start=1)}
+    brank = {i: n for n, i in enumerate(bm25_hits, start=1)}
+    return [
+        SearchResult.from_hit(r, s, stored[i], vector_rank=vrank.get(i), bm25_rank=brank.get(i))
+        for r, (i, s) in enumerate(fused, start=1)
+        if i in stored
+    ]
+
+
+__all__ = ["check_search", "dense_results", "hybrid_results"]
