@@ -208,6 +208,29 @@ class _Doc:
         return a, b, sorted(absorbed)
 
 
+class _Costs:
+    """Token counts of stitched windows, memoised by text (``memo`` across calls): what a window adds to the
+    budget. A class so :func:`expand_chunks` and its helpers share one memo."""
+
+    def __init__(self, tok: Tokenizer, counts: dict[str, int]):
+        self.tok = tok
+        self.counts = counts
+
+    def count(self, text: str) -> int:
+        n = self.counts.get(text)
+        if n is None:
+            n = self.counts[text] = self.tok.count(text)
+        return n
+
+    def tokens_of(self, d: _Doc, a: int, b: int) -> int:
+        return self.count(stitch(d.chunks[a : b + 1])[0])
+
+    def cost(self, d: _Doc, window: tuple[int, int]) -> tuple[int, int, int, list[int]]:
+        """The window joined with the chosen windows it meets, and how many tokens that adds."""
+        a, b, absorbed = d.merged(*window)
+        return a, b, self.tokens_of(d, a, b) - sum(self.tokens_of(d, *d.spans[i]) for i in absorbed), absorbed
+
+
 def expand_chunks(
     hits: Sequence[Any],
     doc_chunks: Callable[[str], Sequence[Chunk]],
@@ -222,28 +245,12 @@ def expand_chunks(
     parsed = parse_expand(mode)
     limit = parse_budget(budget)
     tok = resolve_tokenizer(tokenizer)
-    counts = memo if memo is not None else {}
-
-    def count(text: str) -> int:
-        n = counts.get(text)
-        if n is None:
-            n = counts[text] = tok.count(text)
-        return n
-
+    costs = _Costs(tok, memo if memo is not None else {})
     docs: dict[str, _Doc] = {}
     owners: dict[tuple[str, int], list[int]] = {}  # (doc, first position of a window) -> hit numbers in it
     scores: dict[int, float | None] = {}
     items: dict[int, Any] = {}
     total = 0
-
-    def tokens_of(d: _Doc, a: int, b: int) -> int:
-        return count(stitch(d.chunks[a : b + 1])[0])
-
-    def cost(d: _Doc, window: tuple[int, int]) -> tuple[int, int, int, list[int]]:
-        """The window joined with the chosen windows it meets, and how many tokens that adds."""
-        a, b, absorbed = d.merged(*window)
-        return a, b, tokens_of(d, a, b) - sum(tokens_of(d, *d.spans[i]) for i in absorbed), absorbed
-
     for number, hit in enumerate(hits, start=1):
         chunk = getattr(hit, "chunk", hit)
         if not isinstance(chunk, Chunk):
@@ -252,10 +259,7 @@ def expand_chunks(
         scores[number] = getattr(hit, "score", None)
         d = docs.get(chunk.doc_id)
         if d is None:
-            stored = list(doc_chunks(chunk.doc_id))
-            if not any(c.index == chunk.index for c in stored):
-                stored.append(chunk)  # a hit is its own context even when the store no longer has it
-            d = docs[chunk.doc_id] = _Doc(stored)
+            d = docs[chunk.doc_id] = _doc_of(chunk, doc_chunks)
         pos = d.position[chunk.index]
         inside = next((i for i, (x, y) in enumerate(d.spans) if x <= pos <= y), None)
         if inside is not None and (parsed is None or limit is not None and total >= limit):
@@ -264,28 +268,7 @@ def expand_chunks(
         if limit is not None and total >= limit:
             continue
         # a hit inside a chosen window still widens it by its own window (its narrowest costs nothing)
-        candidates = windows(parsed, d.chunks, pos)
-
-        best = None
-        if limit is None:
-            best = cost(d, candidates[-1])
-        else:
-            lo, hi = 0, len(candidates) - 1
-            widest = cost(d, candidates[hi])
-            if total + widest[2] <= limit:
-                best = widest
-            else:
-                narrow = cost(d, candidates[0])
-                if total + narrow[2] <= limit:
-                    best = narrow
-                    hi -= 1
-                    while lo < hi:  # the widest that fits (window costs grow with the window)
-                        mid = (lo + hi + 1) // 2
-                        trial = cost(d, candidates[mid])
-                        if total + trial[2] <= limit:
-                            best, lo = trial, mid
-                        else:
-                            hi = mid - 1
+        best = _choose(costs, d, windows(parsed, d.chunks, pos), total, limit)
         if best is None:
             continue
         a, b, delta, absorbed = best
@@ -295,44 +278,87 @@ def expand_chunks(
         d.spans = sorted([s for i, s in enumerate(d.spans) if i not in absorbed] + [[a, b]])
         owners[(chunk.doc_id, a)] = members
         total += delta
-
-    out: list[ExpandedPassage] = []
-    for (doc_id, first), members in owners.items():
-        d = docs[doc_id]
-        last = next(y for x, y in d.spans if x == first)
-        cs = d.chunks[first : last + 1]
-        text, pieces = stitch(cs)
-        members = sorted(members)
-        known = [s for s in (scores[m] for m in members) if s is not None]
-        pages = [p for c in cs for p in (c.page_start, c.page_end) if p is not None]
-        times = [t for c in cs for t in (c.start_time, c.end_time) if t is not None]
-        out.append(
-            ExpandedPassage(
-                rank=0,
-                doc_id=doc_id,
-                source=cs[0].source,
-                start=pieces[0][0],
-                end=pieces[-1][1],
-                text=text,
-                pieces=pieces,
-                chunks=[c.index for c in cs],
-                hits=members,
-                token_count=count(text),
-                tokenizer=tok.name,
-                score=max(known) if known else None,
-                section=_common_path(cs),
-                page_start=min(pages) if pages else None,
-                page_end=max(pages) if pages else None,
-                start_time=min(times) if times else None,
-                end_time=max(times) if times else None,
-                speakers=list(dict.fromkeys(s for c in cs for s in c.speakers)),
-                results=[items[m] for m in members],
-            )
-        )
+    out = [_passage(doc_id, docs[doc_id], first, ms, scores, items, costs) for (doc_id, first), ms in owners.items()]
     out.sort(key=lambda p: p.hits[0])
     for rank, p in enumerate(out, start=1):
         p.rank = rank
     return out
+
+
+def _doc_of(chunk: Chunk, doc_chunks: Callable[[str], Sequence[Chunk]]) -> _Doc:
+    """A hit's document as the store holds it, the hit included: a hit is its own context even when the store
+    no longer has it."""
+    stored = list(doc_chunks(chunk.doc_id))
+    if not any(c.index == chunk.index for c in stored):
+        stored.append(chunk)
+    return _Doc(stored)
+
+
+def _choose(
+    costs: _Costs, d: _Doc, candidates: list[tuple[int, int]], total: int, limit: int | None
+) -> tuple[int, int, int, list[int]] | None:
+    """The widest candidate window that fits what is left of the budget (``None``: not even the narrowest
+    does); without a budget the widest. Window costs grow with the window, so the search is binary."""
+    if limit is None:
+        return costs.cost(d, candidates[-1])
+    lo, hi = 0, len(candidates) - 1
+    widest = costs.cost(d, candidates[hi])
+    if total + widest[2] <= limit:
+        return widest
+    narrow = costs.cost(d, candidates[0])
+    if total + narrow[2] > limit:
+        return None
+    best = narrow
+    hi -= 1
+    while lo < hi:  # the widest that fits
+        mid = (lo + hi + 1) // 2
+        trial = costs.cost(d, candidates[mid])
+        if total + trial[2] <= limit:
+            best, lo = trial, mid
+        else:
+            hi = mid - 1
+    return best
+
+
+def _passage(
+    doc_id: str,
+    d: _Doc,
+    first: int,
+    members: list[int],
+    scores: dict[int, float | None],
+    items: dict[int, Any],
+    costs: _Costs,
+) -> ExpandedPassage:
+    """One chosen window as a passage (rank set by the caller): its stitched text, the hits it holds, the
+    best of their scores and the provenance its chunks share."""
+    last = next(y for x, y in d.spans if x == first)
+    cs = d.chunks[first : last + 1]
+    text, pieces = stitch(cs)
+    members = sorted(members)
+    known = [s for s in (scores[m] for m in members) if s is not None]
+    pages = [p for c in cs for p in (c.page_start, c.page_end) if p is not None]
+    times = [t for c in cs for t in (c.start_time, c.end_time) if t is not None]
+    return ExpandedPassage(
+        rank=0,
+        doc_id=doc_id,
+        source=cs[0].source,
+        start=pieces[0][0],
+        end=pieces[-1][1],
+        text=text,
+        pieces=pieces,
+        chunks=[c.index for c in cs],
+        hits=members,
+        token_count=costs.count(text),
+        tokenizer=costs.tok.name,
+        score=max(known) if known else None,
+        section=_common_path(cs),
+        page_start=min(pages) if pages else None,
+        page_end=max(pages) if pages else None,
+        start_time=min(times) if times else None,
+        end_time=max(times) if times else None,
+        speakers=list(dict.fromkeys(s for c in cs for s in c.speakers)),
+        results=[items[m] for m in members],
+    )
 
 
 def _common_path(chunks: Sequence[Chunk]) -> list[str]:
