@@ -35,6 +35,14 @@ def register(subparsers) -> None:
         "appears while none is open, later IDs join it, and it closes when every ID has been absent "
         "for --gap seconds. Each clip is a chunk with a searchable description.",
     )
+    _add_tracking_options(p)
+    _add_clip_rule_options(p)
+    _add_output_options(p)
+    p.set_defaults(func=run_video)
+
+
+def _add_tracking_options(p) -> None:
+    """The video and what tracks its objects (the tracker, the classes kept)."""
     p.add_argument("file", metavar="FILE", help="the video file")
     p.add_argument(
         "--tracker",
@@ -50,6 +58,10 @@ def register(subparsers) -> None:
         metavar="NAMES",
         help="keep only these classes, e.g. person,car (ultralytics and tracks: only)",
     )
+
+
+def _add_clip_rule_options(p) -> None:
+    """The clip rule's settings: when a clip closes, the shortest and longest clip, padding, new IDs."""
     p.add_argument(
         "--gap",
         type=_seconds("--gap"),
@@ -79,6 +91,10 @@ def register(subparsers) -> None:
         help="widen each clip by this much at both ends (default 0)",
     )
     p.add_argument("--split-on-new-id", action="store_true", help="variant: start a new clip whenever a new ID enters")
+
+
+def _add_output_options(p) -> None:
+    """What goes into the clip texts and out: subtitles, cut files and how they are cut, the format."""
     p.add_argument(
         "--subtitles",
         default="auto",
@@ -95,7 +111,6 @@ def register(subparsers) -> None:
         "re-encode (default); copy; reencode (frame-exact)",
     )
     p.add_argument("--format", choices=("jsonl", "table"), default="jsonl", help="output format (default jsonl)")
-    p.set_defaults(func=run_video)
 
 
 def _table(chunks) -> str:
