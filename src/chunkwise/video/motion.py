@@ -32,6 +32,8 @@ from typing import Any
 
 import numpy as np
 
+from .boxes import box_gap, box_overlap, merge_boxes
+
 #: a blob whose share of pixels that changed over half a second is below this is "still"
 STILL_MOTION = 0.02
 #: ... and above this is "moving" (a track must have moved once to be reported)
@@ -172,82 +174,6 @@ def _channel_max(cv2: Any, image: np.ndarray) -> np.ndarray:
     return cv2.max(cv2.max(b, g), r)
 
 
-def _overlap(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """IoU of every box in ``a`` (n x 4) with every box in ``b`` (m x 4), and the share of each ``a`` box
-    that lies inside each ``b`` box."""
-    x0 = np.maximum(a[:, None, 0], b[None, :, 0])
-    y0 = np.maximum(a[:, None, 1], b[None, :, 1])
-    x1 = np.minimum(a[:, None, 2], b[None, :, 2])
-    y1 = np.minimum(a[:, None, 3], b[None, :, 3])
-    inter = np.clip(x1 - x0, 0, None) * np.clip(y1 - y0, 0, None)
-    area_a = (a[:, 2] - a[:, 0]) * (a[:, 3] - a[:, 1])
-    area_b = (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1])
-    iou = inter / np.maximum(area_a[:, None] + area_b[None, :] - inter, 1e-9)
-    return iou, inter / np.maximum(area_a[:, None], 1e-9)
-
-
-def _iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return _overlap(a, b)[0]
-
-
-def _area(box: np.ndarray) -> float:
-    return float(max(0.0, box[2] - box[0]) * max(0.0, box[3] - box[1]))
-
-
-def _gap(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """The distance between the edges of every box in ``a`` and every box in ``b`` (0 when they touch)."""
-    dx = np.maximum(0, np.maximum(a[:, None, 0] - b[None, :, 2], b[None, :, 0] - a[:, None, 2]))
-    dy = np.maximum(0, np.maximum(a[:, None, 1] - b[None, :, 3], b[None, :, 1] - a[:, None, 3]))
-    return np.maximum(dx, dy)
-
-
-def merge_boxes(
-    boxes: np.ndarray, motion: np.ndarray, margin: float, pixels: np.ndarray | None = None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Boxes that overlap or lie within ``margin`` pixels of each other as one box (their union), with
-    the area-weighted motion share and the summed ``pixels``: the pieces an object breaks into become one
-    detection."""
-    boxes = boxes.copy()
-    motion = motion.astype(np.float64).copy()
-    area = ((boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])).astype(np.float64)
-    pixels = area.copy() if pixels is None else pixels.astype(np.float64).copy()
-    merged = True
-    while merged and len(boxes) > 1:
-        merged = False
-        near = _gap(boxes, boxes) <= margin
-        np.fill_diagonal(near, False)
-        for i, j in zip(*np.nonzero(near)):
-            i, j = int(min(i, j)), int(max(i, j))
-            union = np.array(
-                [
-                    min(boxes[i, 0], boxes[j, 0]),
-                    min(boxes[i, 1], boxes[j, 1]),
-                    max(boxes[i, 2], boxes[j, 2]),
-                    max(boxes[i, 3], boxes[j, 3]),
-                ]
-            )
-            box_i, box_j = boxes[i], boxes[j]
-            # pieces of one object: their union is not much more than the pieces (two objects side by
-            # side on a diagonal leave a large empty corner, and stay two)
-            if _area(union) > 1.6 * (_area(box_i) + _area(box_j)) and min(_area(box_i), _area(box_j)) > 0.1 * max(
-                _area(box_i), _area(box_j)
-            ):
-                continue
-            boxes[i] = union
-            motion[i] = (motion[i] * area[i] + motion[j] * area[j]) / max(area[i] + area[j], 1e-9)
-            area[i] = area[i] + area[j]
-            pixels[i] = pixels[i] + pixels[j]
-            boxes, motion, area, pixels = (
-                np.delete(boxes, j, 0),
-                np.delete(motion, j),
-                np.delete(area, j),
-                np.delete(pixels, j),
-            )
-            merged = True
-            break
-    return boxes, motion, pixels
-
-
 @dataclass
 class Track:
     """One object: its latest box, when it was first and last seen, and whether it has moved/travelled."""
@@ -362,41 +288,7 @@ class BoxTracker:
         pixels = blobs.pixels if blobs.pixels is not None else (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
         self.tracks = [t for t in self.tracks if frame - t.last <= self.lost]
         live = list(self.tracks)
-        assigned: dict[int, list[int]] = {}
-        free = list(range(len(boxes)))
-        if live and len(boxes):
-            pred = np.stack([t.predicted(frame) for t in live])
-            iou, inside = _overlap(boxes, pred)
-            gap = _gap(boxes, pred)
-            size = np.sqrt(np.maximum((pred[:, 2] - pred[:, 0]) * (pred[:, 3] - pred[:, 1]), 1.0))
-            recent = np.array([frame - t.last for t in live])
-            # overlap (or a piece inside the box) first; else near it; among equals the most recently seen
-            overlaps = (iou > 0.05) | (inside > 0.5)
-            near = gap <= np.maximum(self.margin, 0.5 * size)[None, :]
-            score = np.where(overlaps, 1.0 + iou, np.where(near, 0.5 - gap / (1.0 + size[None, :]), -1.0))
-            score -= 0.01 * np.minimum(recent, 40)[None, :]
-            # 1. one blob per track, best overlaps first: objects side by side keep their own tracks
-            taken: set[int] = set()
-            for d, k in sorted(zip(*np.nonzero(overlaps)), key=lambda dk: -score[dk[0], dk[1]]):
-                if d not in taken and k not in assigned:
-                    assigned[k] = [int(d)]
-                    taken.add(d)
-            # 2. the other overlapping blobs are pieces of the track they overlap most
-            for d in range(len(boxes)):
-                if d not in taken and overlaps[d].any():
-                    k = int(np.argmax(np.where(overlaps[d], score[d], -np.inf)))
-                    assigned.setdefault(k, []).append(d)
-                    taken.add(d)
-            # 3. a blob only near a track takes it up when nothing overlaps it (an object back from an occlusion)
-            free = []
-            for d in range(len(boxes)):
-                if d in taken:
-                    continue
-                k = int(np.argmax(np.where(near[d], score[d], -np.inf))) if near[d].any() else -1
-                if k >= 0 and k not in assigned and score[d, k] > 0:
-                    assigned[k] = [d]
-                else:
-                    free.append(d)
+        assigned, free = self._assign(frame, boxes, live)
         seen: list[Track] = []
         for k, ds in assigned.items():
             t = live[k]
@@ -412,19 +304,63 @@ class BoxTracker:
             else (boxes[:0], motion[:0], pixels[:0])
         )
         for box, m, n in zip(*new):
-            t = Track(self.next_id, box.copy(), frame, frame, self._center(box))
-            self.next_id += 1
-            t.moved = m >= MOVING_MOTION
-            t.last_motion = t.last_alive = frame
-            t.pixels = t.max_pixels = float(n)
-            self.tracks.append(t)
-            self.by_id[t.id] = t
-            seen.append(t)
+            seen.append(self._start(frame, box, m, n))
         self._merge(seen)
         gone = {t.id for t in seen} - {t.id for t in self.tracks}
         return [t for t in seen if t.id not in gone] + [
             self.by_id[self._final(i)] for i in gone if self._final(i) not in {t.id for t in seen}
         ]
+
+    def _assign(self, frame: int, boxes: np.ndarray, live: list[Track]) -> tuple[dict[int, list[int]], list[int]]:
+        """Which blobs each live track takes (track number -> blob numbers) and the blobs no track takes: the
+        association step of :meth:`update`, in its three passes."""
+        assigned: dict[int, list[int]] = {}
+        if not (live and len(boxes)):
+            return assigned, list(range(len(boxes)))
+        pred = np.stack([t.predicted(frame) for t in live])
+        iou, inside = box_overlap(boxes, pred)
+        gap = box_gap(boxes, pred)
+        size = np.sqrt(np.maximum((pred[:, 2] - pred[:, 0]) * (pred[:, 3] - pred[:, 1]), 1.0))
+        recent = np.array([frame - t.last for t in live])
+        # overlap (or a piece inside the box) first; else near it; among equals the most recently seen
+        overlaps = (iou > 0.05) | (inside > 0.5)
+        near = gap <= np.maximum(self.margin, 0.5 * size)[None, :]
+        score = np.where(overlaps, 1.0 + iou, np.where(near, 0.5 - gap / (1.0 + size[None, :]), -1.0))
+        score -= 0.01 * np.minimum(recent, 40)[None, :]
+        # 1. one blob per track, best overlaps first: objects side by side keep their own tracks
+        taken: set[int] = set()
+        for d, k in sorted(zip(*np.nonzero(overlaps)), key=lambda dk: -score[dk[0], dk[1]]):
+            if d not in taken and k not in assigned:
+                assigned[k] = [int(d)]
+                taken.add(d)
+        # 2. the other overlapping blobs are pieces of the track they overlap most
+        for d in range(len(boxes)):
+            if d not in taken and overlaps[d].any():
+                k = int(np.argmax(np.where(overlaps[d], score[d], -np.inf)))
+                assigned.setdefault(k, []).append(d)
+                taken.add(d)
+        # 3. a blob only near a track takes it up when nothing overlaps it (an object back from an occlusion)
+        free = []
+        for d in range(len(boxes)):
+            if d in taken:
+                continue
+            k = int(np.argmax(np.where(near[d], score[d], -np.inf))) if near[d].any() else -1
+            if k >= 0 and k not in assigned and score[d, k] > 0:
+                assigned[k] = [d]
+            else:
+                free.append(d)
+        return assigned, free
+
+    def _start(self, frame: int, box: np.ndarray, motion: float, pixels: float) -> Track:
+        """A new track for a blob no track claimed (after its pieces were merged), under the next ID."""
+        t = Track(self.next_id, box.copy(), frame, frame, self._center(box))
+        self.next_id += 1
+        t.moved = motion >= MOVING_MOTION
+        t.last_motion = t.last_alive = frame
+        t.pixels = t.max_pixels = float(pixels)
+        self.tracks.append(t)
+        self.by_id[t.id] = t
+        return t
 
     @staticmethod
     def _center(box: np.ndarray) -> np.ndarray:
@@ -454,7 +390,7 @@ class BoxTracker:
         if len(seen) < 2:
             return
         boxes = np.stack([t.box for t in seen])
-        iou, inside = _overlap(boxes, boxes)
+        iou, inside = box_overlap(boxes, boxes)
         gone: set[int] = set()
         order = sorted(range(len(seen)), key=lambda i: seen[i].id)
         for a in order:
