@@ -69,44 +69,6 @@ def test_embedder_model_window_and_old_attribute(no_warnings):
     assert emb.model_window == 9
 
 
-def test_embedder_subclass_written_for_the_old_contract_still_works():
-    with pytest.warns(DeprecationWarning, match="embedder class Old: 'max_tokens' is deprecated"):
-
-        class Old(FakeEmbedder):
-            max_tokens = 5
-
-            def __init__(self):
-                super().__init__(model_window=5)
-                del self.model_window  # the class attribute is what the old contract used
-
-    old = Old()
-    assert old.model_window == 5
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", DeprecationWarning)
-        assert late_chunk_vectors(TEXT, [], old).shape == (0, old.dim)
-
-
-def test_embedder_wrapper_with_an_old_max_tokens_property():
-    with pytest.warns(DeprecationWarning, match="embedder class OldWrapper"):
-
-        class OldWrapper(Embedder):  # a wrapper written against the old contract
-            def __init__(self, inner):
-                self.inner = inner
-
-            @property
-            def max_tokens(self):
-                return self.inner.model_window
-
-            @property
-            def tokenizer(self):
-                return self.inner.tokenizer
-
-            def embed(self, texts):
-                return self.inner.embed(texts)
-
-    assert OldWrapper(FakeEmbedder(model_window=11)).model_window == 11
-
-
 def test_minilm_model_window_and_old_window_give_the_same_model(no_warnings):
     new = get_embedder("minilm", model_window=254, cache=False)
     with pytest.warns(DeprecationWarning, match="'window' is deprecated, use 'model_window'"):
