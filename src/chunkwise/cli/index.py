@@ -12,7 +12,7 @@ import sys
 import warnings
 
 from ..errors import ConfigError, InputError
-from ..store.milvus import DEFAULT_COLLECTION, DEFAULT_DB
+from ..store.milvus_connection import DEFAULT_COLLECTION, DEFAULT_DB
 
 
 def add_store_options(p: argparse.ArgumentParser) -> None:

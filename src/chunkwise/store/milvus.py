@@ -45,6 +45,8 @@ from . import milvus_create, milvus_search
 from .base import Hit, Marker
 from .bm25 import BM25Fallback
 from .milvus_connection import (
+    DEFAULT_COLLECTION,
+    DEFAULT_DB,
     ServerCapabilities,
     check_lite_path,
     connect_lite,
@@ -73,8 +75,6 @@ from .milvus_search import BM25_FOLDER, QUERY_LIMIT, VECTORS_FOLDER, as_scores
 from .rows import chunk_from_row, chunk_rows
 from .vectors import VectorCache
 
-DEFAULT_COLLECTION = "chunkwise"
-DEFAULT_DB = "chunkwise.db"
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,200}$")
 READ_ONLY_PROBLEM = (
     "the database directory is not writable: it can be searched, but indexing into it or "

@@ -22,6 +22,11 @@ from typing import Any
 
 from ..errors import ChunkwiseError, ConfigError, InputError
 
+#: where an index lives unless told: the collection name and the Milvus Lite directory (here, so that a
+#: command line can show them without importing the store)
+DEFAULT_COLLECTION = "chunkwise"
+DEFAULT_DB = "chunkwise.db"
+
 
 def quiet_milvus_logs() -> None:
     """pymilvus logs every failed call with a traceback at ERROR; we turn those failures into one-line
@@ -222,6 +227,8 @@ def diagnose_lite_failure(path: Path) -> str:
 
 
 __all__ = [
+    "DEFAULT_COLLECTION",
+    "DEFAULT_DB",
     "ServerCapabilities",
     "quiet_milvus_logs",
     "auth_failure",
