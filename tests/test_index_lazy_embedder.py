@@ -115,3 +115,17 @@ def test_lazy_embedder_answers_from_the_record_and_loads_once():
     assert np.array_equal(lazy.embed_queries(["bees"]), made[0].embed(["bees"]))
     assert lazy.tokenizer is made[0].tokenizer and lazy.model_window == 510 and lazy.calls  # the rest is the model's
     assert len(made) == 1 and lazy.loaded and lazy.texts_embedded == 4
+
+
+def test_no_op_reindex_of_a_semantic_strategy_makes_no_embedder_either(tmp_path, factory):
+    """The strategy holds the run's embedder; its parameters match the record, so they are not validated
+    again (that would read the model's window) until a document is chunked."""
+    params = {"max_tokens": 40, "tokenizer": "words"}
+    with Index(tmp_path / "t.db") as ix:
+        assert ix.add(docs(), strategy="semantic", params=params).indexed == 3
+    assert len(factory.made) == 1
+    with Index(tmp_path / "t.db") as ix:
+        assert ix.add(docs(), strategy="semantic", params=params).skipped == 3
+        assert len(factory.made) == 1
+        with pytest.raises(ConfigError, match="max_tokens must be an int"):  # other parameters: validated first
+            ix.add(docs(), strategy="semantic", params={**params, "max_tokens": 0})

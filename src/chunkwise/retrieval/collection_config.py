@@ -96,6 +96,27 @@ def build_config(
     }
 
 
+def checked_config(
+    recorded: dict[str, Any] | None, options: tuple, *, name: str | None, backend: str | None, schema: int
+) -> tuple[dict[str, Any], list[str]]:
+    """A run's record (:func:`build_config` of ``options``) and what it changes in ``recorded`` (``None``:
+    a new collection), with the strategy's parameters validated unless they are exactly the recorded ones.
+
+    Those were validated when the collection was made, and chunking validates them again before the first
+    document it cuts; a re-index that chunks nothing then loads no tokenizer and, for a semantic strategy,
+    makes no embedder to check its window against."""
+    strategy = options[0]
+    try:
+        new = build_config(*options, name=name, backend=backend, schema=schema)
+    except Exception:
+        strategy.validate()  # a parameter that cannot be recorded is one validation names
+        raise
+    diffs = differences(recorded, new) if recorded is not None else []
+    if recorded is None or diffs:
+        strategy.validate()
+    return new, diffs
+
+
 def _strategy_difference(old: dict[str, Any], new: dict[str, Any]) -> str | None:
     if old["strategy"].get("config") == new["strategy"]["config"]:
         return None
@@ -145,4 +166,4 @@ def differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     return diffs
 
 
-__all__ = ["build_config", "check_add_options", "differences", "printable"]
+__all__ = ["build_config", "check_add_options", "checked_config", "differences", "printable"]

@@ -47,7 +47,7 @@ from .add import (
     start_run,
     write_batch,
 )
-from .collection_config import build_config, check_add_options, differences
+from .collection_config import check_add_options, checked_config, differences
 from .fusion import DENSE_WEIGHT
 from .ingest import EMBED_BATCH as EMBED_BATCH  # re-exported: its old home
 from .lazy_embedder import LazyEmbedder, makes_recorded
@@ -197,15 +197,10 @@ class Index:
             strat = strategy
         else:
             strat = make_strategy(strategy, params, embedder)
-        strat.validate()
-        new = build_config(
-            *(strat, embedder, vectors, late, late_options, context, context_options),
-            name=self._embedder_name(),
-            backend=self._embedder_options.get("backend"),
-            schema=SCHEMA_VERSION,
-        )
+        options = (strat, embedder, vectors, late, late_options, context, context_options)
+        backend = self._embedder_options.get("backend")
+        new, diffs = checked_config(config, options, name=self._embedder_name(), backend=backend, schema=SCHEMA_VERSION)
         if config is not None:
-            diffs = self._differences(config, new)
             if diffs:
                 raise ConfigError(
                     f"collection {self.store.collection!r} was built with "
