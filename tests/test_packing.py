@@ -233,3 +233,20 @@ def test_counts_are_aligned_or_none_never_guessed():
     assert OneCountShort().split(doc, 0, 11, get_tokenizer("words")) == [(0, 5), (6, 11)]
     chunks = build_chunks(doc, [(6, 11), (0, 5)], get_tokenizer("words"), OneCountShort(), [1, 1])
     assert [(c.text, c.token_count) for c in chunks] == [("Hello", 1), ("world", 1)]
+
+
+def test_keep_headings_with_bodies_joins_heading_only_parts_forward():
+    from chunkwise.strategies.packing import keep_headings_with_bodies
+
+    text = "# A\n## B\nbody\n# C\n"
+    parts = [(0, 4), (4, 9), (9, 14), (14, 18)]  # "# A", "## B", "body", "# C"
+    heads = {(0, 4), (4, 9), (14, 18)}
+
+    def heading_only(a, b):  # a joined run is heading-only while its last part is
+        return any(b == e for _, e in heads) and text[a:b].strip().startswith("#")
+
+    # a run of headings stays with the first body below it; the last heading has nothing after it
+    assert keep_headings_with_bodies(parts, heading_only) == [(0, 14), (14, 18)]
+    # where the join does not fit, the heading stays a part of its own
+    assert keep_headings_with_bodies(parts, heading_only, lambda h, p: p[1] - h[0] <= 9) == [(0, 9), (9, 14), (14, 18)]
+    assert keep_headings_with_bodies([], heading_only) == []

@@ -224,16 +224,17 @@ def regions(doc: Document, level: int | None) -> list[Span]:
     n = len(doc.text)
     if not level or not doc.sections:
         return [(0, n)] if n else []
+    from .packing import keep_headings_with_bodies
+
+    text = doc.text
     head_end = {s.start: s.heading_end for s in doc.sections if s.heading_end >= s.start}
-    cuts = sorted({s.start for s in doc.sections if s.level <= level and 0 < s.start < n})
-    bounds = [0]
-    for cut in cuts:
-        prev = bounds[-1]
-        if prev in head_end and not doc.text[head_end[prev] : cut].strip():
-            continue  # the previous region is only its heading: extend it over this one
-        bounds.append(cut)
-    bounds.append(n)
-    return [(a, b) for a, b in zip(bounds, bounds[1:]) if b > a]
+    bounds = [0, *sorted({s.start for s in doc.sections if s.level <= level and 0 < s.start < n}), n]
+
+    def heading_only(a: int, b: int) -> bool:
+        return a in head_end and not text[head_end[a] : b].strip()
+
+    parts = keep_headings_with_bodies(list(zip(bounds, bounds[1:])), heading_only)
+    return [(a, b) for a, b in parts if b > a]
 
 
 def tidy(

@@ -27,7 +27,7 @@ from ..formats.markdown_blocks import Block, markdown_blocks, markdown_sections
 from ..segmentation.token_map import TokenMap
 from ..segmentation.tokenizers import Tokenizer
 from .base import CountingStrategy, Span, max_chars_for, trim_span
-from .packing import fill, merge_small, repair, word_overlap
+from .packing import fill, keep_headings_with_bodies, merge_small, repair, word_overlap
 from .recursive import recursive_split_counted
 
 
@@ -55,27 +55,8 @@ class MarkdownChunker(CountingStrategy):
         def fits(a: int, b: int) -> bool:
             return b - a <= max_chars and tm.estimate(a, b) <= max_tokens
 
-        carry: int | None = None  # start of a heading-only part waiting for the next part
-        for p_start, p_end, p_blocks in parts:
-            if carry is not None:
-                if fits(carry, p_end) or (p_blocks and fits(carry, p_blocks[0][1])):
-                    p_start = carry
-                    if p_blocks:
-                        p_blocks[0] = (carry, p_blocks[0][1], p_blocks[0][2])
-                else:
-                    part_spans, part_counts = self._pack(text, [(carry, p_start, "text")], tokenizer, tm, fits)
-                    spans += part_spans
-                    counts += part_counts
-                carry = None
-            only_heading = bool(p_blocks) and all(k == "heading" for _, _, k in p_blocks)
-            if only_heading and p_end < end:
-                carry = p_start
-                continue
+        for p_start, p_end, p_blocks in _headings_with_bodies(parts, fits):
             part_spans, part_counts = self._pack(text, p_blocks or [(p_start, p_end, "text")], tokenizer, tm, fits)
-            spans += part_spans
-            counts += part_counts
-        if carry is not None:
-            part_spans, part_counts = self._pack(text, [(carry, end, "text")], tokenizer, tm, fits)
             spans += part_spans
             counts += part_counts
         if self.min_tokens:
@@ -114,11 +95,7 @@ class MarkdownChunker(CountingStrategy):
             sub, sub_ints = recursive_split_counted(text, a, b, tokenizer, max_tokens, separators=preset, token_map=tm)
             sub_counts: list[int | None] = list(sub_ints)
             if lead is not None:
-                # a heading followed by a block too big for one chunk leads the block's first piece
-                if sub and fits(lead, sub[0][1]):
-                    sub, sub_counts = [(lead, sub[0][1])] + sub[1:], [None, *sub_counts[1:]]
-                else:
-                    sub, sub_counts = [trim_span(text, lead, a)] + sub, [None, *sub_counts]
+                sub, sub_counts = _lead(text, (lead, a), sub, sub_counts, fits)
             spans += sub
             counts += sub_counts
         emit(fill([(x, y) for x, y, _ in blocks[done:]], tm.estimate, max_tokens, max_chars_for(max_tokens)))
@@ -136,6 +113,40 @@ class MarkdownChunker(CountingStrategy):
         for i, c in zip(todo, tm.counts(text, [spans[i] for i in todo])):
             counts[i] = c
         return spans, counts
+
+
+def _lead(text: str, head: Span, sub: list[Span], counts: list[int | None], fits) -> tuple[list[Span], list]:
+    """Headings ``head`` before a block too big for one chunk, and the block's pieces ``sub`` (with their
+    counts): the headings lead the first piece where that fits, else they are a piece of their own."""
+
+    def heading_only(a: int, b: int) -> bool:
+        return (a, b) == head
+
+    led = keep_headings_with_bodies([head, *sub], heading_only, lambda h, p: fits(h[0], p[1]))
+    if led[0] == head:
+        return [trim_span(text, *head), *sub], [None, *counts]
+    return led, [None, *counts[1:]]
+
+
+def _headings_with_bodies(parts: list[tuple[int, int, list]], fits) -> list[tuple[int, int, list]]:
+    """``parts`` with each heading-only part joined to the part after it where the heading still fits with
+    that part (or its first block): the heading's text becomes part of that first block."""
+    by_end = {p_end: p_blocks for _, p_end, p_blocks in parts}
+
+    def heading_only(_a: int, b: int) -> bool:
+        return bool(by_end[b]) and all(kind == "heading" for _, _, kind in by_end[b])
+
+    def may_join(part: Span, nxt: Span) -> bool:
+        first = by_end[nxt[1]]
+        return fits(part[0], nxt[1]) or bool(first and fits(part[0], first[0][1]))
+
+    out = []
+    for a, b in keep_headings_with_bodies([(a, b) for a, b, _ in parts], heading_only, may_join):
+        blocks = list(by_end[b])
+        if blocks:
+            blocks[0] = (a, blocks[0][1], blocks[0][2])
+        out.append((a, b, blocks))
+    return out
 
 
 def _parts(text: str, start: int, end: int, blocks: list[Block]) -> list[tuple[int, int, list]]:

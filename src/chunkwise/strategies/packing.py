@@ -7,7 +7,7 @@ windows). Turning those candidates into chunks is the same problem every time, a
    ``max_tokens`` and ``max_chars``. Estimates come from one tokenisation of the region
    (:class:`~chunkwise.segmentation.tokens.TokenMap`), so planning never calls the tokenizer per piece.
 2. **min_tokens** (:func:`merge_small`): a span under ``min_tokens`` merges into a neighbour where the cap
-   allows.
+   allows; a part that is only a heading joins the part after it (:func:`keep_headings_with_bodies`).
 3. **overlap**, in one of two granularities: whole trailing pieces (``fill(overlap=...)``: the sentence
    strategy repeats whole sentences) or words (:func:`word_overlap`: a chunk starts up to ``overlap``
    tokens early, at a word start).
@@ -175,6 +175,28 @@ def _overlap_start(
     while k <= j and not fits(k, j + 1):
         k += 1
     return k
+
+
+def keep_headings_with_bodies(
+    parts: Sequence[Span],
+    heading_only: Callable[[int, int], bool],
+    may_join: Callable[[Span, Span], bool] | None = None,
+) -> list[Span]:
+    """``parts`` (consecutive spans) with each part that is only a heading joined to the part after it,
+    so a heading is never a chunk (or a region) of its own, away from the text it introduces.
+
+    ``heading_only(a, b)`` says whether part ``[a, b)`` (which may already hold parts joined before it) is
+    only a heading; ``may_join(part, next)`` whether the join is allowed (the cap; ``None``: always). The
+    one rule behind three places: :func:`~.base.regions` (a heading-only section stays with the next),
+    the ``markdown`` strategy's heading parts, and its heading before a block too big for one chunk
+    (the heading leads the block's first piece)."""
+    out: list[Span] = []
+    for part in parts:
+        if out and heading_only(*out[-1]) and (may_join is None or may_join(out[-1], part)):
+            out[-1] = (out[-1][0], part[1])
+        else:
+            out.append(part)
+    return out
 
 
 def merge_small(spans: list[Span], estimate: Estimate, min_tokens: int, max_tokens: int, max_chars: int) -> list[Span]:
