@@ -12,8 +12,11 @@ sentence-transformers run the file as it is. Three rewrites, each exact for chun
 2. **Drop the NaN guards**: a softmax row is NaN only when every key of it is masked. chunkwise never feeds
    such a row: every text starts with ``[CLS]`` under attention mask 1 (see ``MiniLMEmbedder._run``), so
    ``Where(IsNaN(p), 0, p)`` is ``p`` and the guard goes.
-3. **onnxruntime's own BERT fusions** (``onnxruntime.transformers.optimizer``: bias + GELU, skip + layer
-   norm), the library's offline pass; it runs only after 1. and 2. (on the raw export it fuses less).
+3. **Fuse the GELUs**: the exact (erf) GELU of each feed-forward layer, six nodes after its bias ``Add``,
+   becomes onnxruntime's ``BiasGelu`` kernel (:func:`~.onnx_rewrites.fuse_bias_gelu`). That is the one
+   fusion of onnxruntime's offline BERT optimizer (``onnxruntime.transformers``) that onnxruntime does not
+   make itself when it loads the graph (skip + layer norm it does); running that optimizer cost ~4 s of
+   CPU per rewrite (sympy, symbolic shape inference) for no node the load-time fusions do not also give.
 
 Measured on a 2-core machine (idle, onnxruntime called directly, 2 threads, best of 5): 32 x 256 tokens
 744 -> 564 ms (1.32x), 64 x 36 tokens 148 -> 140 ms; end to end against the file as shipped and against
@@ -24,10 +27,9 @@ text of mixed lengths (``tests/test_embeddings_minilm.py``).
 The rewritten model is kept in the cache directory (``minilm-graph-<key>.onnx``, ~90 MB of float weights;
 a private folder under the temporary folder when the cache directory is not writable),
 keyed by the source file, the onnx/onnxruntime versions and :data:`REWRITE_VERSION`, so only the first
-process pays for the rewrite (~2 s and ~1 GB of memory, in a child process; the output is the same bytes
-every time). Anything unexpected (``onnx`` missing, a graph
-without the patterns, an unwritable cache) falls back to the file as shipped, with one log line: slower,
-never wrong.
+process pays for the rewrite (~1.5 s of CPU, in the process that needs it; the output is the same bytes
+every time). Anything unexpected (``onnx`` missing, a graph without the patterns, an unwritable cache)
+falls back to the file as shipped, with one log line: slower, never wrong.
 
 Nothing read back from the cache is trusted: a graph on disk can be damaged (a bad sector, a full disk, a
 killed copy, a stray write), and a damaged graph that still parses gives wrong vectors without any error
@@ -35,10 +37,11 @@ killed copy, a stray write), and a damaged graph that still parses gives wrong v
 embedding cache). So the rewrite records, beside the graph (``minilm-graph-<key>.json``, written before the
 graph, each atomically), the graph's SHA-256 and size and a *canary*: the shipped graph's vector of one fixed
 text, checked against the rewritten graph before the record is written. A graph is used only when its bytes
-match the record (:func:`fast_graph_path`; a mismatch, a missing or unreadable record: rebuilt, with one
-warning line), and :mod:`~chunkwise.embeddings.minilm` runs the canary once per session (one forward pass
-of a short text) before embedding anything (a graph that does not load or answers otherwise: discarded
-and rebuilt, one warning line).
+match the record (:func:`~.onnx_trust.damage`; a mismatch, a missing or unreadable record: rebuilt, with
+one warning line; the full hash is skipped while the file provably is the one hashed last, see
+:func:`~.onnx_trust._unchanged`), and :mod:`~chunkwise.embeddings.minilm` runs the canary once per
+session (one forward pass of a short text) before embedding anything (a graph that does not load or
+answers otherwise: discarded and rebuilt, one warning line).
 """
 
 from __future__ import annotations
@@ -49,7 +52,6 @@ import json
 import logging
 import os
 import stat
-import subprocess
 import sys
 import tempfile
 import warnings
@@ -59,21 +61,56 @@ from typing import Any
 import numpy as np
 
 from ..security import private_dir
+from .onnx_rewrites import (
+    GraphMismatch,
+    fold_dequantized_weights,
+    fuse_bias_gelu,
+    load_model,
+    rewrite,
+    strip_nan_guards,
+)
+from .onnx_trust import (
+    CANARY_TEXT,
+    CANARY_TOLERANCE,
+    NO_RECORD,
+    canary_ids,
+    canary_problem,
+    canary_vector,
+    damage,
+    discard,
+    note_checked,
+    read_record,
+    record_path,
+)
+
+__all__ = [
+    "CANARY_TEXT",
+    "CANARY_TOLERANCE",
+    "NO_RECORD",
+    "REWRITE_VERSION",
+    "GraphMismatch",
+    "cached_graphs",
+    "canary_ids",
+    "canary_problem",
+    "canary_vector",
+    "damage",
+    "discard",
+    "fast_graph_path",
+    "fold_dequantized_weights",
+    "fuse_bias_gelu",
+    "read_record",
+    "rebuild",
+    "record_path",
+    "rewrite",
+    "strip_nan_guards",
+]
 
 log = logging.getLogger(__name__)
 
 #: bump when a rewrite changes, so cached graphs from older code are not used
-REWRITE_VERSION = 1
+REWRITE_VERSION = 2
 #: exit status of the rewriting process for a graph without the expected patterns
 _MISMATCH = 3
-#: the text whose vector checks a rewritten graph (any fixed text works; this one has common and rare words)
-CANARY_TEXT = "The lighthouse keeper trims the wick and polishes the XR-12 lens before every winter storm."
-#: largest difference allowed between the canary vector of the rewritten graph and the shipped one's (unit
-#: vectors; the rewrite is within 2e-7 on real text, a damaged graph is off by ~0.1 in some component)
-CANARY_TOLERANCE = 1e-4
-NO_RECORD = "has no checksum record"
-#: graphs whose bytes were checked against their record in this process: path -> (size, mtime, inode)
-_verified: dict[str, tuple[int, int, int]] = {}
 
 
 def fast_graph_path(source: str, cache_dir: Path) -> str:
@@ -82,9 +119,7 @@ def fast_graph_path(source: str, cache_dir: Path) -> str:
 
     A graph made before is reused from ``cache_dir``, the default cache directory or the private temporary
     folder; a new one goes to ``cache_dir``, else (not writable) to a private folder under the system's
-    temporary folder. The rewrite runs in a child process: ``onnxruntime.transformers`` appends its own
-    folder to ``sys.path`` and logs at INFO under bare module names, and the rewrite peaks near 1 GB; none
-    of that should stay in the user's process."""
+    temporary folder."""
     from importlib.metadata import PackageNotFoundError, version
 
     import onnxruntime  # loaded for the session anyway
@@ -144,98 +179,6 @@ def _existing(folder: Path, name: str, source: str) -> str | None:
             return source
     except OSError:  # a folder this user cannot enter (another user's cache)
         pass
-    return None
-
-
-def record_path(graph: Path) -> Path:
-    """The record beside a rewritten graph: its SHA-256, size and canary vector."""
-    return graph.with_suffix(".json")
-
-
-def read_record(graph: str | Path) -> dict[str, Any] | None:
-    """The record of ``graph``, or ``None`` when it is missing or not a record."""
-    try:
-        record = json.loads(record_path(Path(graph)).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    ok = isinstance(record, dict) and isinstance(record.get("sha256"), str) and isinstance(record.get("size"), int)
-    return record if ok else None
-
-
-def damage(graph: Path) -> str | None:
-    """Why the bytes of ``graph`` cannot be trusted (no record, another size or SHA-256), or ``None``.
-
-    Hashing ~90 MB takes a fraction of the second loading the session takes; it runs once per process and
-    file (a file replaced since has another inode or mtime and is checked again)."""
-    try:
-        info = graph.stat()
-    except OSError as exc:
-        return f"cannot be read ({exc.strerror or exc})"
-    signature = (info.st_size, info.st_mtime_ns, info.st_ino)
-    if _verified.get(str(graph)) == signature:
-        return None
-    if not record_path(graph).exists():
-        return NO_RECORD
-    record = read_record(graph)
-    if record is None:
-        return "has an unreadable checksum record"
-    if record["size"] != info.st_size:
-        return f"is {info.st_size} bytes, its record says {record['size']}"
-    digest = hashlib.sha256()
-    try:
-        with open(graph, "rb") as f:
-            while block := f.read(1 << 20):
-                digest.update(block)
-    except OSError as exc:
-        return f"cannot be read ({exc.strerror or exc})"
-    if digest.hexdigest() != record["sha256"]:
-        return "does not match its recorded SHA-256"
-    _verified[str(graph)] = signature
-    return None
-
-
-def discard(graph: str | Path) -> None:
-    """Remove a rewritten graph and its record (both are made again when needed)."""
-    graph = Path(graph)
-    _verified.pop(str(graph), None)
-    for path in (record_path(graph), graph):
-        with contextlib.suppress(OSError):
-            path.unlink()
-
-
-def canary_ids() -> list[int]:
-    """Token ids of :data:`CANARY_TEXT` with ``[CLS]``/``[SEP]``, as MiniLMEmbedder feeds them."""
-    from ..segmentation.tokenizers import HFTokenizer, get_tokenizer
-
-    tokenizer = get_tokenizer("minilm")
-    assert isinstance(tokenizer, HFTokenizer)
-    return list(tokenizer.hf.encode(CANARY_TEXT, add_special_tokens=True).ids)
-
-
-def canary_vector(session, ids: list[int]) -> np.ndarray:
-    """The mean-pooled, L2-normalised vector of one unpadded text, as MiniLMEmbedder computes it."""
-    input_ids = np.asarray([ids], dtype=np.int64)
-    feeds = {"input_ids": input_ids, "attention_mask": np.ones_like(input_ids)}
-    if "token_type_ids" in {i.name for i in session.get_inputs()}:
-        feeds["token_type_ids"] = np.zeros_like(input_ids)
-    pooled = np.asarray(session.run(None, feeds)[0], dtype=np.float32)[0].mean(axis=0)
-    return pooled / max(float(np.linalg.norm(pooled)), 1e-12)
-
-
-def canary_problem(session, graph: str | Path) -> str | None:
-    """Why ``session`` (on the rewritten ``graph``) cannot be trusted: its canary vector differs from the
-    shipped graph's in the record by more than :data:`CANARY_TOLERANCE`; ``None`` when it agrees."""
-    record = read_record(graph)
-    canary = (record or {}).get("canary")
-    if not isinstance(canary, dict) or not canary.get("ids") or not canary.get("vector"):
-        return "has no recorded canary vector"
-    try:
-        got = canary_vector(session, [int(i) for i in canary["ids"]])
-        diff = float(np.abs(got - np.asarray(canary["vector"], dtype=np.float32)).max())
-    except Exception as exc:  # noqa: BLE001 - a graph that cannot run the canary cannot run texts either
-        return f"cannot embed the canary text ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
-    if not diff <= CANARY_TOLERANCE:  # NaN included
-        return f"gives a wrong canary vector (max difference {diff:.3g} to the shipped graph's)"
     return None
 
 
@@ -338,65 +281,78 @@ def _locked(path: Path):
 
 
 def _run_rewrite(src: Path, target: Path, as_shipped: Path) -> str:
+    """Rewrite ``src`` into ``target`` in this process; ``str(src)`` when it cannot be rewritten (remembered
+    by the ``as_shipped`` marker when the graph is not the export the rewrites are for)."""
     try:
-        proc = subprocess.run(
-            [sys.executable, "-m", __name__, str(src), str(target)], capture_output=True, text=True, timeout=600
-        )
-    except (OSError, subprocess.SubprocessError) as exc:
-        log.warning("the MiniLM graph runs as shipped (slower): cannot rewrite it: %s", exc)
-        return str(src)
-    if proc.returncode == _MISMATCH:
-        log.info("the MiniLM graph runs as shipped: %s", proc.stderr.strip())
+        _rewrite_into(str(src), target)
+    except GraphMismatch as exc:
+        log.info("the MiniLM graph runs as shipped: %s", exc)
         as_shipped.touch()
         return str(src)
-    if proc.returncode != 0 or not target.is_file():
-        last = (proc.stderr.strip().splitlines() or ["no message"])[-1]
-        log.warning("the MiniLM graph runs as shipped (slower): rewriting it into %s failed: %s", target.parent, last)
+    except Exception as exc:  # noqa: BLE001 - an optional speed-up: the shipped file is never wrong
+        log.warning(
+            "the MiniLM graph runs as shipped (slower): rewriting it into %s failed: %s: %s",
+            target.parent,
+            type(exc).__name__,
+            str(exc).strip().splitlines()[0] if str(exc).strip() else "",
+        )
         return str(src)
     return str(target)
 
 
 def main(argv: list[str]) -> int:
-    """``python -m chunkwise.embeddings.onnx_graph SOURCE TARGET``: write the rewritten graph and its record
-    atomically, the record first (a graph is never seen without the record that vouches for it; a record
-    left without its graph by a killed run is overwritten by the next one)."""
-    import onnx
-
+    """``python -m chunkwise.embeddings.onnx_graph SOURCE TARGET``: :func:`_rewrite_into` from the command
+    line (exit status 3 for a graph the rewrites are not for)."""
     source, target = argv
-    canary = _shipped_canary(source)
     try:
-        model = rewrite(onnx.load(source))
+        _rewrite_into(source, Path(target))
     except GraphMismatch as exc:
         print(exc, file=sys.stderr)
         return _MISMATCH
+    return 0
+
+
+def _rewrite_into(source: str, target: Path) -> None:
+    """Write the rewritten graph of ``source`` and its record atomically, the record first (a graph is never
+    seen without the record that vouches for it; a record left without its graph by a killed run is
+    overwritten by the next one); :class:`GraphMismatch` when the rewrites do not apply or are not exact
+    (the canary vector changes)."""
+    canary = _shipped_canary(source)
+    model = rewrite(load_model(source))
     data = model.SerializeToString()
     del model
     if canary is not None:  # the rewrite is exact or it is not used
-        import onnxruntime as ort
-
-        rewritten = canary_vector(ort.InferenceSession(data, providers=["CPUExecutionProvider"]), canary["ids"])
+        rewritten = canary_vector(_canary_session(data), canary["ids"])
         diff = float(np.abs(rewritten - np.asarray(canary["vector"], dtype=np.float32)).max())
         if not diff <= CANARY_TOLERANCE:
-            print(f"the rewritten graph changes the canary vector by {diff:.3g}", file=sys.stderr)
-            return _MISMATCH
+            raise GraphMismatch(f"the rewritten graph changes the canary vector by {diff:.3g}")
+    sha256 = hashlib.sha256(data).hexdigest()
     record = {
-        "sha256": hashlib.sha256(data).hexdigest(),
+        "sha256": sha256,
         "size": len(data),
         "rewrite_version": REWRITE_VERSION,
         "source": os.path.abspath(source),
         "canary": canary,
     }
-    _write_atomically(record_path(Path(target)), json.dumps(record).encode())
-    _write_atomically(Path(target), data)
-    return 0
+    _write_atomically(record_path(target), json.dumps(record).encode())
+    _write_atomically(target, data)
+    note_checked(target, sha256)  # these bytes were just hashed: the first reader need not hash them again
+
+
+def _canary_session(model):
+    """A one-thread session for the canary's single short text (no thread pool to start)."""
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = 1
+    opts.inter_op_num_threads = 1
+    return ort.InferenceSession(model, sess_options=opts, providers=["CPUExecutionProvider"])
 
 
 def _shipped_canary(source: str) -> dict[str, Any] | None:
     """The shipped graph's canary (ids and vector), or ``None`` for a graph that is not a BERT text model
     (the small test graphs)."""
-    import onnxruntime as ort
-
-    session = ort.InferenceSession(source, providers=["CPUExecutionProvider"])
+    session = _canary_session(source)
     if not {"input_ids", "attention_mask"} <= {i.name for i in session.get_inputs()}:
         return None
     ids = canary_ids()
@@ -413,119 +369,6 @@ def _write_atomically(target: Path, data: bytes) -> None:
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
-
-
-class GraphMismatch(Exception):
-    """The graph does not have the shape the rewrites expect (another export): use it as it is."""
-
-
-def rewrite(model):
-    """Rewrites 1-3 of the module docstring on an ``onnx.ModelProto`` (returns the rewritten model)."""
-    folded = fold_dequantized_weights(model.graph)
-    stripped = strip_nan_guards(model.graph)
-    if not stripped:
-        raise GraphMismatch("no softmax NaN guard found (not the expected torch export)")
-    log.debug("MiniLM graph: %d weights folded, %d NaN guards removed", folded, stripped)
-    try:
-        from onnxruntime.transformers.optimizer import optimize_model
-
-        # num_heads/hidden_size 0: read from the graph; opt_level 0: only the fusions, no onnxruntime pass
-        return optimize_model(model, model_type="bert", num_heads=0, hidden_size=0, opt_level=0).model
-    except Exception as exc:  # noqa: BLE001 - an optional speed-up: 1. and 2. already hold
-        print(f"onnxruntime's BERT fusions skipped: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return model
-
-
-def fold_dequantized_weights(graph) -> int:
-    """Replace ``Mul(Cast(int8 weight), float scale)`` by the float weight (both operands initializers)."""
-    from onnx import TensorProto, numpy_helper
-
-    inits = {t.name: t for t in graph.initializer}
-    producer = {out: node for node in graph.node for out in node.output}
-    users = _users(graph)
-    dead: set[int] = set()
-    folded = 0
-    for node in graph.node:
-        if node.op_type != "Mul" or len(node.input) != 2:
-            continue
-        for cast_out, scale_name in (node.input, node.input[::-1]):
-            cast = producer.get(cast_out)
-            if cast is None or cast.op_type != "Cast" or scale_name not in inits or users.get(cast_out) != 1:
-                continue
-            to = next((a.i for a in cast.attribute if a.name == "to"), None)
-            weight = inits.get(cast.input[0])
-            if to != TensorProto.FLOAT or weight is None:
-                continue
-            scale = numpy_helper.to_array(inits[scale_name])
-            if scale.dtype != np.float32:
-                continue
-            value = numpy_helper.to_array(weight).astype(np.float32) * scale
-            graph.initializer.append(numpy_helper.from_array(value.astype(np.float32), node.output[0]))
-            dead.update((id(node), id(cast)))
-            folded += 1
-            break
-    _keep(graph, lambda n: id(n) not in dead)
-    _drop_unused_initializers(graph)
-    return folded
-
-
-def strip_nan_guards(graph) -> int:
-    """Remove ``Where(IsNaN(p), c, p)`` after a ``Softmax`` (consumers read ``p``): see the module docstring."""
-    producer = {out: node for node in graph.node for out in node.output}
-    users = _users(graph)
-    rename: dict[str, str] = {}
-    dead: set[int] = set()
-    for node in graph.node:
-        if node.op_type != "Where" or len(node.input) != 3:
-            continue
-        isnan = producer.get(node.input[0])
-        p = node.input[2]
-        softmax = producer.get(p)
-        if (
-            isnan is None
-            or isnan.op_type != "IsNaN"
-            or isnan.input[0] != p
-            or softmax is None
-            or softmax.op_type != "Softmax"
-            or users.get(node.input[0]) != 1
-        ):
-            continue
-        rename[node.output[0]] = p
-        dead.update((id(node), id(isnan)))
-    if not rename:
-        return 0
-    graph_outputs = {o.name for o in graph.output}
-    if graph_outputs & rename.keys():
-        raise GraphMismatch("a NaN guard is a graph output")
-    _keep(graph, lambda n: id(n) not in dead)
-    for node in graph.node:
-        for k, name in enumerate(node.input):
-            if name in rename:
-                node.input[k] = rename[name]
-    _drop_unused_initializers(graph)  # the guards' fill value
-    return len(rename)
-
-
-def _users(graph) -> dict[str, int]:
-    """How many node inputs and graph outputs read each value (a node is only removed when nothing else
-    reads its output)."""
-    users: dict[str, int] = {}
-    for name in [name for node in graph.node for name in node.input] + [o.name for o in graph.output]:
-        users[name] = users.get(name, 0) + 1
-    return users
-
-
-def _keep(graph, pred) -> None:
-    kept = [n for n in graph.node if pred(n)]
-    del graph.node[:]
-    graph.node.extend(kept)
-
-
-def _drop_unused_initializers(graph) -> None:
-    used = {name for node in graph.node for name in node.input} | {o.name for o in graph.output}
-    kept = [t for t in graph.initializer if t.name in used]
-    del graph.initializer[:]
-    graph.initializer.extend(kept)
 
 
 if __name__ == "__main__":
