@@ -184,9 +184,7 @@ def test_unknown_backend_lists_valid_ones():
 
 def test_missing_backend_names_the_extra(monkeypatch):
     real = importlib.util.find_spec
-    monkeypatch.setattr(
-        sent_mod.importlib.util, "find_spec", lambda name, *a: None if name == "pysbd" else real(name, *a)
-    )
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "pysbd" else real(name, *a))
     with pytest.raises(MissingDependencyError, match=r"sentences"):
         SentenceSplitter("pysbd")
 

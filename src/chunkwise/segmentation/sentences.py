@@ -28,161 +28,60 @@ The ``chunkwise`` back-end is one linear scan:
 from __future__ import annotations
 
 import functools
-import importlib.util
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
-from ..errors import ConfigError, MissingDependencyError
-
-Span = tuple[int, int]
-
-SENTENCE_BACKENDS = ("chunkwise", "pysbd", "blingfire")
-
-# --------------------------------------------------------------------------------------------------------
-# Word lists. Lower-case; compared to the lower-cased word before the period.
-# --------------------------------------------------------------------------------------------------------
-
-#: Abbreviations that (almost) never end a sentence: titles before names, "e.g.", "z. B.", "bzw."...
-NEVER_FINAL = frozenset(
-    """
-    dr mr mrs ms mx prof st gen gov sen rep capt col lt sgt cpt cmdr adm maj rev hon pres supt insp
-    hr hrn fr frl dipl ing med phil rer nat jur habil mag
-    e.g eg i.e ie cf vs viz approx ca resp incl excl esp ibid op
-    z.b z.t d.h u.a o.ä s.o s.u v.a i.d.r u.u z.zt i.a bzw vgl ggf evtl inkl zzgl sog bspw usf allg
-    nr abb bd kap abs tab anm hrsg str insbes fig figs vol vols eq eqs ref refs sect ch chap pp kath
-    mt ft messrs mme mlle univ dept tsd bzgl ggü geb gest verh a.k.a
-    """.split()
-)
-#: Abbreviations that normally take a number ("No. 5", "p. 12", "Art. 3"): no split when a digit follows.
-NUMBER_TAKING = frozenset(
-    """no nos art sec p s n tel ex ext par para chap mo di mi do sa so mon tue tues wed thu thur thurs fri sat sun
-    n° nº núm num pág págs párr párrf cra cl nr no°""".split()
-)
-#: Abbreviations that may end a sentence; split only when the next word is a usual sentence opener.
-MAY_BE_FINAL = frozenset(
-    """
-    u.s u.k u.n e.u u.s.a d.c a.m p.m b.c a.d ph.d jr sr inc ltd co corp bros plc gmbh al jh mio mrd
-    ave blvd rd hbf
-    jan feb febr mar apr jun jul aug sep sept oct okt nov dec dez
-    ene abr dic giu lug ott janv févr avr juil déc lun mié jue vie sáb
-    """.split()
-)
-#: Abbreviations of Spanish, French, Italian, Dutch and Portuguese that never end a sentence. Used for every
-#: ``language`` (and ``None``), since none of them is a common word that ends a sentence in another
-#: language; :data:`LANGUAGE_NEVER_FINAL` holds the ones that are (Spanish "es" is "is").
-ROMANCE_DUTCH_NEVER_FINAL = frozenset(
-    """
-    sra srta sres sras lic lda ldo dra arq abg admón adm avda dña ud uds vd vds ej p.ej excmo excma ilmo
-    ilma mons ee uu aa cía mme mlle pr env av hab éd
-    sig sig.ra sig.na sigg avv dott dott.ssa dr.ssa geom egr ill.mo spett pag psicol idraul meteor econ
-    dhr mevr mw mej bijv d.w.z m.a.w o.a drs blz evt vnw aanw bv i.p.v t.a.v m.b.t
-    exmo exma ilmos profa profª sr.ª sra.ª v.ex p.ex
-    """.split()
-)
-#: Abbreviations that never end a sentence only in the given language (elsewhere they are words that do:
-#: Spanish "es", English "me", "arch", Spanish "ir").
-LANGUAGE_NEVER_FINAL = {
-    "es": frozenset("sr núm pág págs párr párrf cap vol tel".split()),
-    "it": frozenset("es sr sra dir amm arch rag".split()),
-    "pt": frozenset("sr pág págs cap".split()),
-    "fr": frozenset("me mm".split()),
-    "nl": frozenset("mr ir".split()),
-}
-#: Months and weekdays that are words elsewhere ("two years ago. John"): may end a sentence only in the
-#: given language, as :data:`MAY_BE_FINAL`.
-LANGUAGE_MAY_BE_FINAL = {
-    "es": frozenset("ago set dom".split()),
-    "it": frozenset("ago set dom".split()),
-    "pt": frozenset("ago set dom".split()),
-}
-#: Abbreviations that end a list: ``etc.`` before a capitalised word ends the sentence (our decision).
-LIST_FINAL = frozenset("etc usw u.s.w. u.s.w usf ecc enz".split())
-
-#: Words that usually open an English or German sentence (used after MAY_BE_FINAL abbreviations).
-SENTENCE_OPENERS = frozenset(
-    """
-    the a an this that these those it its he she they we i you his her their our my your there here
-    but and or so yet however then now in on at after before when while if as although though because
-    since for to many most some all no yes what why how who where which also still thus today finally
-    meanwhile next later instead such both each every one two three first second last once only even
-    der die das den dem des ein eine einen einem einer er sie es wir ich ihr man dies diese dieser dieses
-    aber und oder doch dann danach im am auf mit nach vor bei wenn als da deshalb außerdem auch zum zur
-    heute später damit daher trotzdem jedoch seit bis um was wie wer wo warum nun hier dort viele alle
-    beide jetzt zudem ebenso erst zuerst schließlich dabei dazu darauf dafür sein seine ihre unser unsere
-    mein meine kein keine nicht nur noch immer oft vielleicht sogar leider
-    """.split()
-)
-#: Months: "am 3. Oktober", "3. Oct." -- a number before a month is a day, not the end of a sentence.
-MONTHS = frozenset(
-    """
-    januar jänner februar märz april mai juni juli august september oktober november dezember
-    january february march may june july october december jan feb mar apr jun jul aug sep sept oct okt
-    nov dec dez
-    """.split()
-)
-#: Words before "3." that make it a German ordinal ("am 3.", "der 2.", "im 19.", "zum 5.").
-ORDINAL_CUES = frozenset(
-    """
-    am im um vom zum zur beim bis ab seit der die das den dem des ein eine einem einer eines jeden jede
-    jeder jedem ihr ihre ihrem ihren sein seine seinem seinen unser unsere am vom dieser diesem dieses
-    zu für nach vor ihres seines bzw und oder
-    """.split()
+from ..errors import ConfigError
+from .sentence_peers import PEER_BLOCK_CHARS, _backend_function, _external_cuts
+from .sentence_periods import _has_words, _judge_terminator, _next_word, _period_ends_sentence, _starts_lower
+from .sentence_rules import (
+    _ALNUM_RE,
+    _BULLETS,
+    _CASELESS_RE,
+    _CASELESS_START_RE,
+    _CJK_CHAR_RE,
+    _CJK_RUN_RE,
+    _CJK_TERMS,
+    _LATIN_RUN_ANY_RE,
+    _LATIN_RUN_RE,
+    _LIST_ITEM_RE,
+    _LIST_LINE_RE,
+    _LIST_START_RE,
+    _LOOKBACK,
+    _RULE_LINE_RE,
+    _SPACED_ELLIPSIS_RE,
+    _UPPER_RE,
+    LANGUAGE_MAY_BE_FINAL,
+    LANGUAGE_NEVER_FINAL,
+    LIST_FINAL,
+    MAY_BE_FINAL,
+    MONTHS,
+    NEVER_FINAL,
+    NUMBER_TAKING,
+    ORDINAL_CUES,
+    ROMANCE_DUTCH_NEVER_FINAL,
+    SENTENCE_BACKENDS,
+    SENTENCE_OPENERS,
+    Span,
 )
 
-# --------------------------------------------------------------------------------------------------------
-# Patterns. Every pattern is a plain character-class run or anchored at a fixed character, so the scan
-# stays linear even on megabytes without spaces or punctuation (no nested quantifiers, no backtracking).
-# --------------------------------------------------------------------------------------------------------
-
-_CLOSERS = "\"'”’“‘»›)]}」』）】〕〉》〗〙〛］｝"
-_OPENERS = "\"'“‘«‹„‚([{「『（【〔〈《〖〘〚［｛¿¡*_"
-_CJK_TERMS = "。！？｡"
-# Latin-style terminators (need a space after them), with Arabic ؟, Urdu ۔, Devanagari । ॥, Ethiopic ። ፧
-_LATIN_TERMS = ".!?…‼⁇⁈⁉؟۔।॥።፧"
-_CJK_CLASS = (  # radicals, kana, bopomofo, ideographs, hangul, compatibility ideographs, half-width kana
-    r"[\u2e80-\u2fff\u3040-\u30ff\u3100-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
-    r"\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f]"
-)
-_CJK_CHAR_RE = re.compile(_CJK_CLASS)
-_CLOSE = rf"[{re.escape(_CLOSERS)}]*+"
-_ESCAPED_BREAK = r"\\[nrt]"  # a literal "\n" as in JSON or Python reprs of chat logs: a line break in text
-_LOWER_NEXT = rf"(?:\s|{_ESCAPED_BREAK})++[{re.escape(_OPENERS)}]*+[a-zß-öø-ÿ]"
-_ALL_TERMS = f"{_LATIN_TERMS}{_CJK_TERMS}．"
-_SPACED = rf"(?=\s|\Z|{_ESCAPED_BREAK}|{_CJK_CLASS})"
-_LATIN_START = rf"[{_LATIN_TERMS}](?<![{_ALL_TERMS}][{_LATIN_TERMS}])"  # first of its run: no quadratic retries
-#: Candidates, found in C (each pattern starts with a plain character class, so the engine skips ahead fast):
-#: a run holding a CJK terminator (any follower); a Latin run followed by whitespace, the end or CJK text
-#: (else it is inside a number, URL or "z.B.") and not by a lower-case word (which in cased text never
-#: opens a sentence -- most periods in prose, filtered without a Python call).
-_CJK_RUN_RE = re.compile(rf"[{_CJK_TERMS}．][{_ALL_TERMS}]*+{_CLOSE}")
-_LATIN_RUN_RE = re.compile(rf"{_LATIN_START}[{_LATIN_TERMS}]*+{_CLOSE}{_SPACED}(?!{_LOWER_NEXT})")
-#: The same without the lower-case filter, for lower-cased stretches of text.
-_LATIN_RUN_ANY_RE = re.compile(rf"{_LATIN_START}[{_LATIN_TERMS}]*+{_CLOSE}{_SPACED}")
-_EXCLAMATIONS = frozenset("!?‼⁇⁈⁉؟۔।॥።፧")  # terminators with no abbreviations to rule out
-#: Stretches of 600+ characters without a capital letter: lower-cased text, judged without the filter.
-_UPPER = "A-ZÀ-ÖØ-ÞА-ЯΑ-Ω"
-_CASELESS_RE = re.compile(rf"[{_UPPER}]([^{_UPPER}]{{600,}}+)")  # after a capital (in C: linear)
-_UPPER_RE = re.compile(rf"[{_UPPER}]")
-_CASELESS_START_RE = re.compile(rf"[^{_UPPER}]{{600,}}+")  # at the very start of the text
-_NEXT_WORD_RE = re.compile(rf"(?:[\s{re.escape(_OPENERS)}]|{_ESCAPED_BREAK}){{0,64}}+([^\W_][\w'’\-]{{0,64}}|\S)")
-_NUMBER_RE = re.compile(r"\d[\d.,]*")
-_DOTTED_ABBR_RE = re.compile(r"(?:[^\W\d_]{1,3}\.)+[^\W\d_]{1,3}")
-_LOWER_WORD_RE = re.compile(r"[a-zß-öø-ÿа-яα-ω]{2,}")
-_LIST_ITEM_RE = re.compile(r"(?:[-*+•·▪◦‣–—]\s|\d{1,3}[.)]\s|[a-zA-Z][)]\s|\(\d{1,3}\)\s|#{1,6}\s|>|\||```|~~~)")
-_RULE_LINE_RE = re.compile(r"[-=*_~#+.]{3,}")
-_URLISH_RE = re.compile(r"(?:://|www\.|@)")
-#: A spaced ellipsis ". . ." (three or more periods, one space apart) with the closers after it.
-_SPACED_ELLIPSIS_RE = re.compile(rf"\.(?:[ \u00a0]\.){{2,}}+{_CLOSE}")
-_BULLETS = "•⁃▪◦‣·*-"
-#: A list item at the start of a line: "1. ", "1) ", "1.) ", "a. ", "• 9. ", "⁃9. ".
-_LIST_MARKER = rf"[ \t]*+(?:[{re.escape(_BULLETS)}][ \t]?)?(\d{{1,2}}|[a-z])(\.\)|[.)])[ \t]"
-_LIST_START_RE = re.compile(_LIST_MARKER)  # matched at the start of the text
-_LIST_LINE_RE = re.compile("\n" + _LIST_MARKER)  # starts with a literal: the engine skips ahead fast
-#: Any letter or digit, of any script: a sentence must hold one (see :func:`_attach_bare_punctuation`).
-_ALNUM_RE = re.compile(r"[^\W_]")
-
-_LOOKBACK = 64  # characters inspected before a period: enough for any abbreviation, bounded on hostile text
-
+__all__ = [
+    "LANGUAGE_MAY_BE_FINAL",
+    "LANGUAGE_NEVER_FINAL",
+    "LIST_FINAL",
+    "MAY_BE_FINAL",
+    "MONTHS",
+    "NEVER_FINAL",
+    "NUMBER_TAKING",
+    "ORDINAL_CUES",
+    "PEER_BLOCK_CHARS",
+    "ROMANCE_DUTCH_NEVER_FINAL",
+    "SENTENCE_BACKENDS",
+    "SENTENCE_OPENERS",
+    "SentenceSplitter",
+    "Span",
+    "split_sentences",
+]
 
 # --------------------------------------------------------------------------------------------------------
 # Public API
@@ -486,317 +385,3 @@ def _may_be_caseless(text: str) -> bool:
     """
     search = _UPPER_RE.search
     return any(search(text, k, k + 300) is None for k in range(0, len(text) - 299, 300))
-
-
-def _judge_terminator(
-    text: str, start: int, end: int, language: str | None, caseless_region: bool, has_cjk: bool
-) -> int | None:
-    """The cut position for the terminator run ``text[start:end]``, or None when it ends no sentence."""
-    run = text[start:end].rstrip(_CLOSERS)
-    closers = end - start - len(run)
-    if has_cjk and (any(c in _CJK_TERMS for c in run) or not _between_digits(text, start, end)):
-        end = start + len(run) + _cjk_closers(text[start + len(run) : end])
-        return None if _japanese_quotative(text, end, end - start - len(run)) else end
-    if end >= len(text):
-        return None
-    if not text[end].isspace() and not text.startswith(("\\n", "\\r", "\\t"), end):
-        return end if _cjk_around(text, start, end) and run.strip(".…") else None
-    nxt = _next_word(text, end)
-    if not nxt:
-        return None
-    lower = _starts_lower(nxt)
-    first = nxt[0]
-    if first in "/,":  # "consuela. / [...]", ",,Das weiß": a verse line or a low quote goes on
-        return None
-    caseless = lower and caseless_region
-    if lower and not caseless:
-        return None
-    if not _EXCLAMATIONS.isdisjoint(run):
-        return None if caseless and closers else end
-    if len(run) > 1 or "…" in run:  # an ellipsis ends a sentence only before a capital
-        if start > 0 and text[start - 1] in "[(" and text[start + len(run) : start + len(run) + 1] in ("]", ")"):
-            return None  # "[...]" marks an omission inside a quotation
-        return end if not lower and not first.isdigit() else None
-    if closers and not caseless:
-        return end
-    return end if _period_ends_sentence(text, start, nxt, language) else None
-
-
-def _period_ends_sentence(text: str, dot: int, nxt: str, language: str | None) -> bool:
-    """Whether the single period at ``dot`` ends a sentence, judging the word before it."""
-    token = _word_before(text, dot)
-    if not token:
-        return True
-    word = token.lower()
-    if ("@" in token or "://" in token or "www." in word) and _URLISH_RE.search(token):
-        return True  # (the plain "in" tests spare most words a regex call)
-    number = token.lstrip("-–")  # "1. -3. Jahrhundert"
-    if number[:1].isdigit() and _NUMBER_RE.fullmatch(number):
-        return not (
-            _is_list_number(text, dot, number)
-            or _is_inline_list_number(text, dot, number)
-            or _is_ordinal(text, dot - len(token) + len(number), number, nxt, language)
-        )
-    if len(token) == 1 and token.isalpha() and token <= "ÿ":
-        if token == "I" and _previous_word(text, dot - 1)[:1].islower():
-            return True  # the pronoun: "you and I. Did you..." (but "Albert I. Jones")
-        # a unit after a number ("for 2 h.", "8–10 h.") may end a sentence; otherwise an initial
-        # ("J. R. R. Tolkien") or one letter of "z. B.", "d. h." (a Greek "π." is neither)
-        return token.islower() and _previous_word(text, dot - 1)[-1:].isdigit()
-    # "Rechnungs-Nr.", "Dipl.-Ing.", Italian and French elision: "l'Ing.", "dell'Avv."
-    if "-" in word:
-        word = word.rsplit("-", 1)[-1]
-    if "'" in word or "’" in word:
-        word = word.rsplit("'", 1)[-1].rsplit("’", 1)[-1]
-    if word.endswith(("str", "nr")) and nxt[0].isdigit():
-        return False  # German compounds: "Hauptstr. 5", "Kundennr. 123"
-    if word in LIST_FINAL:
-        return True
-    never_final = _NEVER_FINAL_FOR.get(language, _NEVER_FINAL_ANY)
-    if word in never_final:
-        return False
-    if word in _SPACED_SECOND_PARTS:  # written with a space: "p. ej.", "p. ex."
-        before = _previous_word(text, dot - len(token))
-        if len(before) == 2 and before[1] == "." and before.lower() + word in never_final:
-            return False
-    if word in NUMBER_TAKING and token != "S" and (nxt[0].isdigit() or _is_roman(nxt)):
-        return False
-    if word in _MAY_BE_FINAL_FOR.get(language, MAY_BE_FINAL):
-        return _opens_sentence(nxt)
-    if "." in token and _DOTTED_ABBR_RE.fullmatch(token):
-        return False  # an unlisted abbreviation such as "i.d.R." or "o.B."
-    return True
-
-
-#: One set per language (one lookup per period): the shared lists plus the language's own.
-_NEVER_FINAL_ANY = NEVER_FINAL | ROMANCE_DUTCH_NEVER_FINAL
-_NEVER_FINAL_FOR: dict[str | None, frozenset[str] | set[str]] = {
-    lang: _NEVER_FINAL_ANY | words for lang, words in LANGUAGE_NEVER_FINAL.items()
-}
-_MAY_BE_FINAL_FOR: dict[str | None, frozenset[str] | set[str]] = {
-    lang: MAY_BE_FINAL | words for lang, words in LANGUAGE_MAY_BE_FINAL.items()
-}
-#: Second parts of two-part abbreviations that may be written with a space ("ej" of "p. ej.").
-_SPACED_SECOND_PARTS = frozenset(
-    w.split(".")[1] for w in set().union(*_NEVER_FINAL_FOR.values()) if re.fullmatch(r"\w\.\w{2,}", w)
-)
-
-
-def _word_before(text: str, dot: int) -> str:
-    """The non-space token just before ``dot``, without opening quotes or brackets (bounded lookback)."""
-    begin = max(0, dot - _LOOKBACK)
-    chunk = text[begin:dot]
-    if not chunk or chunk[-1].isspace():
-        return ""
-    return chunk.rsplit(None, 1)[-1].rpartition("\\n")[2].lstrip(_OPENERS)
-
-
-def _previous_word(text: str, pos: int) -> str:
-    """The whitespace-separated word that ends before ``pos``, skipping the spaces just before it."""
-    begin = max(0, pos - _LOOKBACK)
-    parts = text[begin:pos].rsplit(None, 1)
-    return parts[-1].lstrip(_OPENERS) if parts else ""
-
-
-def _next_word(text: str, end: int) -> str:
-    """The word (or first character) that follows the whitespace after ``end``, skipping opening quotes."""
-    m = _NEXT_WORD_RE.match(text, end)
-    return m.group(1) if m else ""
-
-
-def _starts_lower(word: str) -> bool:
-    """A word in lower case, which cannot open a sentence -- except Greek-letter names ("β-Catenin")."""
-    if not word[0].islower():
-        return False
-    return not ("\u03b1" <= word[0] <= "\u03c9" and word[1:2] in ("-", ""))
-
-
-def _opens_sentence(word: str) -> bool:
-    """A capitalised word that commonly opens a sentence ("The", "It", "Der", "Sie"...)."""
-    return word[0].isupper() and word.lower() in SENTENCE_OPENERS
-
-
-def _is_list_number(text: str, dot: int, token: str) -> bool:
-    """``1.`` or ``2.3.`` as the first thing on its line: a numbered list item, not a sentence end."""
-    begin = max(0, dot - _LOOKBACK)
-    escaped = text.rfind("\\n", begin, dot)
-    line_start = max(text.rfind("\n", begin, dot) + 1, escaped + 2 if escaped >= 0 else 0)
-    if line_start == 0 and begin > 0:
-        return False
-    return text[line_start:dot].strip(" \t>*-•⁃▪◦‣·") == token and len(token) <= 8
-
-
-def _is_inline_list_number(text: str, dot: int, token: str) -> bool:
-    """``... first step. 2. Second step`` -- a list flattened into one line: the number opens an item."""
-    if not token.isdigit() or len(token) > 2:
-        return False
-    before = _previous_word(text, dot - len(token))
-    if before[-1:] not in (".", "!", "?", ",", ";") and not (before[-1:] == ":" and token == "1"):
-        return False  # after a colon only "1." opens a list ("Result: 42." ends a sentence)
-    word = before[:-1].lower()  # "Sept. 30." and "No. 5." are dates and numbers, not list items
-    return word not in MAY_BE_FINAL and word not in NEVER_FINAL and word not in NUMBER_TAKING
-
-
-def _is_ordinal(text: str, dot: int, token: str, nxt: str, language: str | None) -> bool:
-    """German ordinals: "am 3. Oktober", "der 2. Weltkrieg", "im 19. Jahrhundert"."""
-    if not token.isdigit() or len(token) > 3:
-        return False
-    if nxt.lower().rstrip(".") in MONTHS:
-        return True
-    if language not in (None, "de") or nxt.lower() in SENTENCE_OPENERS:
-        return False  # an ordinal is followed by a noun ("Platz"), not by "Die", "Er", "Dann"...
-    before = _previous_word(text, dot - len(token)).lower()
-    return before in ORDINAL_CUES or (before[-1:] == "." and before[:-1].isdigit())  # "dem 1. -3. Jh."
-
-
-def _is_roman(word: str) -> bool:
-    """A Roman numeral such as "IV" (after "Art." or "No.")."""
-    return bool(word) and all(c in "IVXLCDM" for c in word)
-
-
-def _has_words(text: str, n: int) -> bool:
-    """At least ``n`` lower-case words of two letters or more (so a window of digits is not "lower-case")."""
-    return any(i >= n - 1 for i, _ in zip(range(n), _LOWER_WORD_RE.finditer(text)))
-
-
-def _between_digits(text: str, start: int, end: int) -> bool:
-    """A fullwidth point inside a number (１．５), which is a decimal point, not a full stop."""
-    return start > 0 and end < len(text) and text[start - 1].isdigit() and text[end].isdigit()
-
-
-def _cjk_around(text: str, start: int, end: int) -> bool:
-    """ASCII punctuation between CJK characters ("好!我们"): CJK text typed with a Latin keyboard."""
-    return start > 0 and bool(_CJK_CHAR_RE.match(text[start - 1])) and bool(_CJK_CHAR_RE.match(text[end]))
-
-
-def _cjk_closers(closers: str) -> int:
-    """How many of the closers after a CJK terminator close it: “ and ‘ open the next sentence there."""
-    for i, c in enumerate(closers):
-        if c in "“‘":
-            return i
-    return len(closers)
-
-
-def _japanese_quotative(text: str, end: int, closers: int) -> bool:
-    """「はい。」と言った: a quote followed by the quotative particle と/って belongs to the sentence."""
-    return closers > 0 and end < len(text) and (text[end] == "と" or text.startswith("って", end))
-
-
-# --------------------------------------------------------------------------------------------------------
-# pysbd and blingfire, aligned back onto the text
-# --------------------------------------------------------------------------------------------------------
-
-
-def _backend_function(backend: str, language: str | None) -> Callable[[str], list[str]] | None:
-    """The function that splits one block of text into sentence strings (None for chunkwise)."""
-    if backend == "chunkwise":
-        return None
-    if backend not in SENTENCE_BACKENDS:
-        raise ConfigError(f"unknown sentence back-end {backend!r}; choose one of {', '.join(SENTENCE_BACKENDS)}")
-    if importlib.util.find_spec(backend) is None:
-        raise MissingDependencyError(f"the {backend} sentence back-end", "sentences", backend)
-    if backend == "pysbd":
-        return _pysbd_segmenter(language).segment
-    import blingfire
-
-    return lambda block: blingfire.text_to_sentences(block).split("\n")
-
-
-@functools.lru_cache(maxsize=16)
-def _pysbd_segmenter(language: str | None):
-    """A pysbd Segmenter for ``language`` (English when the language is unknown to pysbd); built once."""
-    import pysbd
-    from pysbd.languages import LANGUAGE_CODES
-
-    lang = language if language in LANGUAGE_CODES else "en"
-    return pysbd.Segmenter(language=lang, clean=False)
-
-
-def _external_cuts(text: str, split_block: Callable[[str], list[str]]) -> list[int]:
-    """Cuts from an external splitter, run block by block (blank lines always end a sentence)."""
-    cuts = []
-    for start, end in _blocks(text):
-        cuts.append(start)
-        try:
-            sentences = split_block(text[start:end])
-        except Exception:  # a peer library failing on hostile text must not lose the text
-            sentences = [text[start:end]]
-        cuts.extend(_align(text, start, end, sentences))
-    return cuts
-
-
-#: Longest piece of text a peer sees in one call. pysbd's time grows with the square of the sentences per
-#: call (6,000 short sentences take 13 s, 100,000 about an hour), so a longer paragraph is fed in pieces.
-PEER_BLOCK_CHARS = 10_000
-
-
-def _blocks(text: str) -> list[Span]:
-    """Paragraph blocks of ``text`` (separated by blank lines), each at most ``PEER_BLOCK_CHARS`` long."""
-    blocks = []
-    for start, end in _spans_from_cuts(text, _blank_line_cuts(text)):
-        while end - start > PEER_BLOCK_CHARS:
-            cut = _block_cut(text, start, start + PEER_BLOCK_CHARS)
-            blocks.append((start, cut))
-            start = cut
-        blocks.append((start, end))
-    return blocks
-
-
-def _block_cut(text: str, start: int, limit: int) -> int:
-    """Where to end an over-long block: the last line break before ``limit``, else the last space, else
-    ``limit`` itself (text without any whitespace)."""
-    floor = start + PEER_BLOCK_CHARS // 2
-    for sep in ("\n", " "):
-        pos = text.rfind(sep, floor, limit)
-        if pos != -1:
-            return pos + 1
-    return limit
-
-
-def _blank_line_cuts(text: str) -> list[int]:
-    """Positions inside every blank line."""
-    cuts = []
-    offset = 0
-    for line in text.splitlines(keepends=True):
-        offset += len(line)
-        if line.isspace():
-            cuts.append(offset)
-    return cuts
-
-
-def _align(text: str, start: int, end: int, sentences: list[str]) -> list[int]:
-    """End offsets in ``text`` of each of ``sentences`` (strings from a splitter that may alter whitespace).
-
-    Sentences are matched on their non-whitespace characters in order; a character the splitter changed or
-    dropped is skipped after a short look-ahead, so one odd character cannot derail the rest.
-    """
-    cuts = []
-    pos = start
-    for sentence in sentences:
-        body = sentence.strip()
-        if not body:
-            continue
-        while pos < end and text[pos].isspace():
-            pos += 1
-        if text.startswith(body, pos) and pos + len(body) <= end:
-            pos += len(body)
-        else:
-            pos = _align_chars(text, pos, end, body)
-        cuts.append(pos)
-    return cuts
-
-
-def _align_chars(text: str, pos: int, end: int, body: str) -> int:
-    """Character-by-character alignment of ``body`` from ``pos`` (the slow path for altered whitespace)."""
-    for ch in body:
-        if ch.isspace():
-            continue
-        while pos < end and text[pos].isspace():
-            pos += 1
-        if pos < end and text[pos] == ch:
-            pos += 1
-            continue
-        found = text.find(ch, pos, min(end, pos + 16))
-        if found != -1:
-            pos = found + 1
-    return pos
