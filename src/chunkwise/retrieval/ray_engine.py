@@ -327,10 +327,7 @@ class RayIngest:
         markers = ix.store.markers()
         if ix.store.hybrid_note:
             report.notes.append(ix.store.hybrid_note)
-        files, problems = list_files([os.fspath(p) for p in paths], include, exclude, all_files)
-        for problem in problems:
-            report.failed.append((str(problem.source), problem.problem))
-        unreadable = [p.path for p in problems if isinstance(p, UnreadableFolder)]
+        files, unreadable = _scan(paths, include, exclude, all_files, report)
         report.timings["setup"] = time.perf_counter() - t0
         ray = self._init_ray()
         cpus = int(ray.cluster_resources().get("CPU", 1))
@@ -338,18 +335,8 @@ class RayIngest:
         bars = _Progress(progress)
         self.actors_started = 0
         try:
-            self._pipeline(
-                ray,
-                files,
-                settings,
-                markers,
-                workers,
-                cpus,
-                self._task_spec(settings, markers, include, exclude, load_options),
-                batch_size,
-                report,
-                bars,
-            )
+            spec = self._task_spec(settings, markers, include, exclude, load_options)
+            self._pipeline(ray, files, settings, markers, workers, cpus, spec, batch_size, report, bars)
             if prune:
                 report.pruned = ix._prune(markers, set(self._seen), unreadable=unreadable)
             if report.chunks or report.removed or report.pruned:
@@ -395,24 +382,10 @@ class RayIngest:
                 results = ray.get(in_flight.popleft())
                 report.timings["chunk"] += time.perf_counter() - t
                 for item in results:
-                    bars.update("files", "file")
-                    if item[0] == "error":
-                        report.failed.append((item[1], item[2]))
+                    taken = self._accept(item, report, bars, incomplete)
+                    if taken is None:
                         continue
-                    doc_id = item[1] if item[0] == "skip" else item[1].id
-                    if doc_id in self._seen:
-                        continue
-                    self._seen.add(doc_id)
-                    report.documents += 1
-                    if item[0] == "skip":
-                        report.skipped += 1
-                        continue
-                    _, doc, chunks, complete, warnings = item
-                    report.warnings.extend((doc.source, w) for w in warnings)
-                    if not complete:
-                        report.incomplete += 1
-                        incomplete.add(doc.id)
-                    batch.docs.append((doc, chunks))
+                    batch.docs.append(taken)
                     if batch.size >= batch_size:
                         self._embed_write(ray, batch, settings, markers, report, bars, incomplete)
                         batch = _Batch()
@@ -427,6 +400,28 @@ class RayIngest:
             ) from None
         finally:
             self._release(ray)
+
+    def _accept(self, item: tuple, report: IndexReport, bars: _Progress, incomplete: set[str]):
+        """One chunking task's answer for a file, counted in ``report``: the ``(document, chunks)`` to embed
+        and write, or ``None`` for a failed file, a document already taken (a duplicate) or one unchanged."""
+        bars.update("files", "file")
+        if item[0] == "error":
+            report.failed.append((item[1], item[2]))
+            return None
+        doc_id = item[1] if item[0] == "skip" else item[1].id
+        if doc_id in self._seen:
+            return None
+        self._seen.add(doc_id)
+        report.documents += 1
+        if item[0] == "skip":
+            report.skipped += 1
+            return None
+        _, doc, chunks, complete, warnings = item
+        report.warnings.extend((doc.source, w) for w in warnings)
+        if not complete:
+            report.incomplete += 1
+            incomplete.add(doc.id)
+        return doc, chunks
 
     def _release(self, ray) -> None:
         """End the embedding actors: their CPUs go back to the cluster (a later job's chunking tasks, which
@@ -482,6 +477,15 @@ class RayIngest:
         report.reused += plan.reused
         report.timings["embed"] += time.perf_counter() - t
         self.index._write(batch.docs, plan.vectors, markers, embedder.model_id, report, bars, incomplete)
+
+
+def _scan(paths: list[str], include, exclude, all_files: bool, report: IndexReport) -> tuple[list, list]:
+    """The files under ``paths`` and the folders that could not be read (their files are not pruned); every
+    problem of the walk is a failure in ``report``."""
+    files, problems = list_files([os.fspath(p) for p in paths], include, exclude, all_files)
+    for problem in problems:
+        report.failed.append((str(problem.source), problem.problem))
+    return files, [p.path for p in problems if isinstance(p, UnreadableFolder)]
 
 
 def index_with_ray(
