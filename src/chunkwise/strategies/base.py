@@ -32,7 +32,8 @@ def max_chars_for(max_tokens: int) -> int:
 
 
 class Strategy:
-    """Base class. Subclasses store their parameters in ``__init__`` (nothing else) and implement ``split``.
+    """Base class. Subclasses store their parameters in ``__init__`` (nothing else), declare what each takes
+    in ``_parameter_constraints`` (checked by :meth:`validate`; see :mod:`.params`) and implement ``split``.
 
     Shared parameters, with the same names in every strategy:
 
