@@ -70,7 +70,7 @@ def test_mixed_folder_with_bad_files(capsys, tmp_path):
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--max-tokens", "0"], "max_tokens must be an integer >= 1"),
+        (["--max-tokens", "0"], "max_tokens must be an int in [1, inf), got 0"),
         (["--max-tokens", "50", "--overlap", "50"], "overlap (50) must be smaller than max_tokens (50)"),
         (["--max-file-size", "lots"], "--max-file-size expects a size"),
         (["--encoding", "klingon"], "unknown encoding"),
