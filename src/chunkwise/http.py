@@ -28,252 +28,33 @@ the deadline can close a request that is stuck in any phase. Proxies from ``$HTT
 
 from __future__ import annotations
 
-import email.utils
 import http.client
 import json
-import os
 import random
 import socket
 import ssl
 import threading
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote, urljoin, urlsplit
 from urllib.request import getproxies, proxy_bypass
 
-from .errors import ChunkwiseError, ConfigError
+from .http_endpoint import (
+    DEFAULT_DEADLINE,
+    DEFAULT_MAX_RESPONSE_BYTES,
+    RETRY_STATUS,
+    Endpoint,
+    EndpointError,
+    FatalEndpointError,
+    _origin,
+    parse_retry_after,
+    retried,
+)
+from .http_response import Response, _Deadline, _TooLarge
 from .security import is_loopback, redact, warn_plain_http
 
-#: statuses retried (besides every 5xx): request timeout, conflict, rate limit
-RETRY_STATUS = frozenset({408, 409, 429})
-#: a whole request (all attempts) ends after this many seconds unless told otherwise (or ``timeout`` is longer)
-DEFAULT_DEADLINE = 300.0
-#: the largest response read by default (a chat answer is kilobytes; see embeddings for larger ones)
-DEFAULT_MAX_RESPONSE_BYTES = 16 * 2**20
-_READ = 65536
 #: how the client waits between attempts (a name of its own so tests can see the waits)
 _sleep = time.sleep
-
-
-def retried(status: int) -> bool:
-    """Whether a response with ``status`` is worth another attempt (408, 409, 429, 5xx)."""
-    return status in RETRY_STATUS or 500 <= status <= 599
-
-
-class EndpointError(ChunkwiseError):
-    """A request that failed (unreachable, timed out, past its deadline, 5xx after retries...); names the URL."""
-
-
-class FatalEndpointError(EndpointError):
-    """A request that cannot succeed by retrying (a redirect, 401, 404, an answer over the size cap...)."""
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    """Where requests go and the limits the client holds the server to.
-
-    Parameters
-    ----------
-    base_url: up to and including ``/v1``; ``route`` (``/chat/completions``, ``/embeddings``) is appended
-        unless the URL already ends with it.
-    model: the ``model`` field of every request.
-    api_key: sent as ``Authorization: Bearer``; ``None``: read from the first set variable of ``key_envs``
-        at each request (none set: no header, for local servers).
-    timeout: seconds to connect, and the longest silence between two reads.
-    deadline: seconds for the whole request, all attempts included; default the larger of
-        :data:`DEFAULT_DEADLINE` and ``timeout``.
-    retries: extra attempts; backoff: the first back-off in seconds (doubling, with jitter); max_backoff: the
-        longest single wait, ``Retry-After`` included.
-    max_response_bytes: the most bytes a response body may have (a stream's bytes all together).
-    label: what the endpoint is for, in configuration errors (``"llm"``, ``"openai embedder"``).
-    """
-
-    base_url: str
-    model: str
-    route: str = ""
-    api_key: str | None = field(default=None, repr=False)
-    key_envs: tuple[str, ...] = ()
-    timeout: float = 60.0
-    deadline: float | None = None
-    retries: int = 3
-    backoff: float = 0.5
-    max_backoff: float = 30.0
-    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
-    label: str = "endpoint"
-
-    def __post_init__(self) -> None:
-        base = (self.base_url or "").rstrip("/")
-        if not base.startswith(("http://", "https://")) or not urlsplit(base).hostname:
-            raise ConfigError(f"{self.label} base URL must start with http:// or https://, got {self.base_url!r}")
-        object.__setattr__(self, "base_url", base)
-        if not self.model or not isinstance(self.model, str):
-            raise ConfigError(f"{self.label} needs a model name")
-        _number(self, "timeout", self.timeout, positive=True)
-        if self.deadline is None:
-            object.__setattr__(self, "deadline", max(DEFAULT_DEADLINE, float(self.timeout)))
-        _number(self, "deadline", self.deadline, positive=True)
-        if isinstance(self.retries, bool) or not isinstance(self.retries, int) or self.retries < 0:
-            raise ConfigError(f"{self.label} retries must be an integer >= 0, got {self.retries!r}")
-        _number(self, "backoff", self.backoff, positive=False)
-        _number(self, "max_backoff", self.max_backoff, positive=False)
-        size = self.max_response_bytes
-        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-            raise ConfigError(f"{self.label} max_response_bytes must be a positive integer, got {size!r}")
-
-    @property
-    def url(self) -> str:
-        """The URL requests are POSTed to."""
-        if not self.route or self.base_url.endswith(self.route):
-            return self.base_url
-        return self.base_url + self.route
-
-    @property
-    def origin(self) -> str:
-        return _origin(self.url)
-
-    def key(self) -> str | None:
-        """The API key for the next request (``api_key``, else the first set variable of ``key_envs``)."""
-        if self.api_key:
-            return self.api_key
-        return next((os.environ[e] for e in self.key_envs if os.environ.get(e)), None)
-
-
-def _number(ep: Endpoint, name: str, value: Any, positive: bool) -> None:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
-    if not ok or value < 0 or (positive and value == 0):
-        need = "a positive number" if positive else "a number >= 0"
-        raise ConfigError(f"{ep.label} {name} must be {need} of seconds, got {value!r}")
-
-
-def _origin(url: str) -> str:
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    port = f":{parts.port}" if parts.port else ""
-    return f"{parts.scheme}://{host}{port}"
-
-
-def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
-    """Seconds to wait from a ``Retry-After`` header: a number of seconds or an HTTP date; ``None`` if absent
-    or unreadable (then the client's own back-off applies)."""
-    if not value or not value.strip():
-        return None
-    value = value.strip()
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError, IndexError):
-            return None
-        if when is None:
-            return None
-        if when.tzinfo is None:  # an HTTP date is GMT by definition
-            import datetime
-
-            when = when.replace(tzinfo=datetime.UTC)
-        seconds = when.timestamp() - (time.time() if now is None else now)
-    if seconds != seconds:  # NaN
-        return None
-    return max(0.0, seconds)
-
-
-class _Deadline(Exception):
-    """The whole-request deadline passed (internal; becomes an :class:`EndpointError`)."""
-
-
-class _TooLarge(Exception):
-    """The response is over ``max_response_bytes`` (internal; becomes a :class:`FatalEndpointError`)."""
-
-
-_READ_FAILURES = (_Deadline, _TooLarge, OSError, http.client.HTTPException, ValueError)
-
-
-class Response:
-    """An open 2xx response whose reads keep to the deadline, the per-read timeout and the size cap."""
-
-    def __init__(
-        self,
-        client: JSONClient,
-        conn: http.client.HTTPConnection,
-        resp: http.client.HTTPResponse,
-        sock: socket.socket | None,
-        deadline_at: float,
-        watchdog: threading.Timer,
-    ):
-        self._client, self._conn, self._resp, self._sock = client, conn, resp, sock
-        self._deadline_at, self._watchdog = deadline_at, watchdog
-        self.status = resp.status
-        self.headers = resp.headers
-        self.content_type = resp.headers.get("Content-Type", "") or ""
-        self.received = 0
-
-    def __enter__(self) -> Response:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        self._watchdog.cancel()
-        try:
-            self._resp.close()
-        finally:
-            self._conn.close()
-
-    def _chunk(self) -> bytes:
-        """One read of the body (``b""`` at its end), within the deadline and the size cap."""
-        left = self._deadline_at - time.monotonic()
-        if left <= 0:
-            raise _Deadline
-        if self._sock is not None:
-            self._sock.settimeout(min(self._client.endpoint.timeout, left))
-        try:
-            data = self._resp.read1(_READ)
-        except (OSError, http.client.HTTPException, ValueError):
-            if time.monotonic() >= self._deadline_at:
-                raise _Deadline from None
-            raise
-        if not data and time.monotonic() >= self._deadline_at:
-            raise _Deadline  # the watchdog shut the socket: not the body's real end
-        self.received += len(data)
-        if self.received > self._client.endpoint.max_response_bytes:
-            raise _TooLarge
-        return data
-
-    def _read_all(self) -> bytes:
-        parts: list[bytes] = []
-        while True:
-            data = self._chunk()
-            if not data:
-                return b"".join(parts)
-            parts.append(data)
-
-    def read(self) -> bytes:
-        """The whole body. Raises the client's errors (broke off, deadline, too large)."""
-        try:
-            return self._read_all()
-        except _READ_FAILURES as exc:
-            raise self._client._read_error(exc, "the answer broke off") from None
-
-    def lines(self) -> Iterator[bytes]:
-        """The body line by line (for server-sent events), as the bytes arrive."""
-        buf = b""
-        try:
-            while True:
-                data = self._chunk()
-                if not data:
-                    if buf:
-                        yield buf
-                    return
-                buf += data
-                *complete, buf = buf.split(b"\n")
-                yield from complete
-        except _READ_FAILURES as exc:
-            raise self._client._read_error(exc, "the stream broke off") from None
 
 
 class JSONClient:

@@ -1,0 +1,145 @@
+"""Where requests of :mod:`chunkwise.http` go and how far the server is trusted: :class:`Endpoint`, its
+errors, and the retry rules (which statuses, how long ``Retry-After`` says to wait).
+"""
+
+from __future__ import annotations
+
+import email.utils
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from .errors import ChunkwiseError, ConfigError
+
+#: statuses retried (besides every 5xx): request timeout, conflict, rate limit
+RETRY_STATUS = frozenset({408, 409, 429})
+#: a whole request (all attempts) ends after this many seconds unless told otherwise (or ``timeout`` is longer)
+DEFAULT_DEADLINE = 300.0
+#: the largest response read by default (a chat answer is kilobytes; see embeddings for larger ones)
+DEFAULT_MAX_RESPONSE_BYTES = 16 * 2**20
+
+
+def retried(status: int) -> bool:
+    """Whether a response with ``status`` is worth another attempt (408, 409, 429, 5xx)."""
+    return status in RETRY_STATUS or 500 <= status <= 599
+
+
+class EndpointError(ChunkwiseError):
+    """A request that failed (unreachable, timed out, past its deadline, 5xx after retries...); names the URL."""
+
+
+class FatalEndpointError(EndpointError):
+    """A request that cannot succeed by retrying (a redirect, 401, 404, an answer over the size cap...)."""
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where requests go and the limits the client holds the server to.
+
+    Parameters
+    ----------
+    base_url: up to and including ``/v1``; ``route`` (``/chat/completions``, ``/embeddings``) is appended
+        unless the URL already ends with it.
+    model: the ``model`` field of every request.
+    api_key: sent as ``Authorization: Bearer``; ``None``: read from the first set variable of ``key_envs``
+        at each request (none set: no header, for local servers).
+    timeout: seconds to connect, and the longest silence between two reads.
+    deadline: seconds for the whole request, all attempts included; default the larger of
+        :data:`DEFAULT_DEADLINE` and ``timeout``.
+    retries: extra attempts; backoff: the first back-off in seconds (doubling, with jitter); max_backoff: the
+        longest single wait, ``Retry-After`` included.
+    max_response_bytes: the most bytes a response body may have (a stream's bytes all together).
+    label: what the endpoint is for, in configuration errors (``"llm"``, ``"openai embedder"``).
+    """
+
+    base_url: str
+    model: str
+    route: str = ""
+    api_key: str | None = field(default=None, repr=False)
+    key_envs: tuple[str, ...] = ()
+    timeout: float = 60.0
+    deadline: float | None = None
+    retries: int = 3
+    backoff: float = 0.5
+    max_backoff: float = 30.0
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
+    label: str = "endpoint"
+
+    def __post_init__(self) -> None:
+        base = (self.base_url or "").rstrip("/")
+        if not base.startswith(("http://", "https://")) or not urlsplit(base).hostname:
+            raise ConfigError(f"{self.label} base URL must start with http:// or https://, got {self.base_url!r}")
+        object.__setattr__(self, "base_url", base)
+        if not self.model or not isinstance(self.model, str):
+            raise ConfigError(f"{self.label} needs a model name")
+        _number(self, "timeout", self.timeout, positive=True)
+        if self.deadline is None:
+            object.__setattr__(self, "deadline", max(DEFAULT_DEADLINE, float(self.timeout)))
+        _number(self, "deadline", self.deadline, positive=True)
+        if isinstance(self.retries, bool) or not isinstance(self.retries, int) or self.retries < 0:
+            raise ConfigError(f"{self.label} retries must be an integer >= 0, got {self.retries!r}")
+        _number(self, "backoff", self.backoff, positive=False)
+        _number(self, "max_backoff", self.max_backoff, positive=False)
+        size = self.max_response_bytes
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise ConfigError(f"{self.label} max_response_bytes must be a positive integer, got {size!r}")
+
+    @property
+    def url(self) -> str:
+        """The URL requests are POSTed to."""
+        if not self.route or self.base_url.endswith(self.route):
+            return self.base_url
+        return self.base_url + self.route
+
+    @property
+    def origin(self) -> str:
+        return _origin(self.url)
+
+    def key(self) -> str | None:
+        """The API key for the next request (``api_key``, else the first set variable of ``key_envs``)."""
+        if self.api_key:
+            return self.api_key
+        return next((os.environ[e] for e in self.key_envs if os.environ.get(e)), None)
+
+
+def _number(ep: Endpoint, name: str, value: Any, positive: bool) -> None:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
+    if not ok or value < 0 or (positive and value == 0):
+        need = "a positive number" if positive else "a number >= 0"
+        raise ConfigError(f"{ep.label} {name} must be {need} of seconds, got {value!r}")
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{host}{port}"
+
+
+def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header: a number of seconds or an HTTP date; ``None`` if absent
+    or unreadable (then the client's own back-off applies)."""
+    if not value or not value.strip():
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when is None:
+            return None
+        if when.tzinfo is None:  # an HTTP date is GMT by definition
+            import datetime
+
+            when = when.replace(tzinfo=datetime.UTC)
+        seconds = when.timestamp() - (time.time() if now is None else now)
+    if seconds != seconds:  # NaN
+        return None
+    return max(0.0, seconds)
