@@ -129,3 +129,13 @@ def test_no_op_reindex_of_a_semantic_strategy_makes_no_embedder_either(tmp_path,
         assert len(factory.made) == 1
         with pytest.raises(ConfigError, match="max_tokens must be an int"):  # other parameters: validated first
             ix.add(docs(), strategy="semantic", params={**params, "max_tokens": 0})
+
+
+def test_prepare_add_for_another_engine_makes_and_checks_the_embedder(tmp_path, factory):
+    """The Ray engine ships the embedder's spec (its recorded name) to its workers: it gets the real one."""
+    with Index(tmp_path / "t.db") as ix:
+        ix.add(docs(), strategy=lines())
+    with Index(tmp_path / "t.db") as ix:
+        settings = ix.prepare_add(lines())
+        assert settings.embedder is factory.made[-1] and len(factory.made) == 2
+        assert ix._embedder_name() == "fake-bow-64"

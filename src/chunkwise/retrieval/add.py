@@ -159,7 +159,7 @@ def start_run(
     report = IndexReport()
     try:
         strat, embedder, context = index._prepare(
-            strategy, params, vectors, late, late_options, context, context_options, recreate
+            strategy, params, vectors, late, late_options, context, context_options, recreate, lazy=True
         )
         markers = index.store.markers()
         note = index.store.hybrid_note

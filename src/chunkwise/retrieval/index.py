@@ -31,7 +31,7 @@ from typing import Any
 from ..embeddings.base import Embedder
 from ..embeddings.vectors import query_vectors
 from ..errors import ConfigError, InputError
-from ..pipeline.config import DEFAULT_FUSION, DEFAULT_HYBRID, RRF_K, VECTOR_MODES
+from ..pipeline.config import DEFAULT_FUSION, DEFAULT_HYBRID, RERANK_DEPTH, RRF_K, VECTOR_MODES
 from ..store.base import Marker, Store
 from ..store.milvus import DEFAULT_COLLECTION, SCHEMA_VERSION, MilvusStore
 from ..strategies import DEFAULT_STRATEGY, Strategy
@@ -58,8 +58,6 @@ from .search import check_search, dense_results, hybrid_results
 
 #: chunks gathered (over several small documents) before one embedding + write round
 DEFAULT_BATCH = 256
-#: first-stage candidates a reranker re-orders unless told otherwise (``pipeline.config``'s ``rerank_depth``)
-RERANK_DEPTH = 30
 
 #: the progress of one run (bars on a terminal, heartbeat lines elsewhere; retrieval/progress.py)
 _Progress = Progress
@@ -186,11 +184,14 @@ class Index:
         context: str | None,
         context_options: dict,
         recreate: bool,
+        lazy: bool = False,
     ):
-        """Check everything and create or verify the collection before a single row is written."""
+        """Check everything and create or verify the collection before a single row is written. ``lazy``:
+        the local engine's embedder may be made at its first use (:meth:`_embedder_for_add`); another engine
+        ships the embedder's spec to its workers, so it gets the real one, checked now."""
         context = check_add_options(vectors, late_options, context, context_options)
         config = None if recreate else self.store.read_config()
-        embedder = self._embedder_for_add(config)
+        embedder = self._embedder_for_add(config) if lazy else self.embedder(config)
         if isinstance(strategy, Strategy):
             if params:
                 raise ConfigError("give strategy parameters either in the strategy object or in params, not both")
