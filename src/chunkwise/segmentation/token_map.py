@@ -147,35 +147,41 @@ class TokenMap:
                 return self._between(a, b)
             return None
         if kind == "cl100k":
-            # tail: back to the last certain boundary t; text[t:b] is counted on its own
-            t = b
-            if b < hi and text[b - 1].isspace():  # trailing whitespace is one pre-token at a text's end
-                t -= 1
-            while not _bpe_boundary(text, t, lo, hi):
-                t -= 1
-                if t <= a or b - t > 32:
-                    return None
-            # head: certain boundary, or the end of the slice's own first pre-token
-            h = a
-            if not _bpe_boundary(text, a, lo, hi):
-                # the slice's own first pre-token: a run of ASCII letters (or digits) needs no regex;
-                # otherwise the pre-tokeniser's regex on the slice (pos=a, endpos=b), ASCII only
-                c = text[a]
-                run = _ASCII_LETTERS if c in _ASCII_LETTERS else _ASCII_DIGITS if c in _ASCII_DIGITS else None
-                if run is not None:
-                    while h < t and text[h] in run:
-                        h += 1
-                else:
-                    m = _cl100k_regex().match(text, a, b)
-                    h = m.end() if m is not None else a
-                if h == a or h > t or not text[a:h].isascii() or not _bpe_boundary(text, h, lo, hi):
-                    return None
-            if h > t:
-                return None
-            head = self.tokenizer.count(text[a:h]) if h > a else 0
-            tail = self.tokenizer.count(text[t:b]) if b > t else 0
-            return head + self._between(h, t) + tail
+            return self._exact_cl100k(text, a, b)
         return None
+
+    def _exact_cl100k(self, text: str, a: int, b: int) -> int | None:
+        """:meth:`exact` for ``cl100k`` (the rules in its docstring): the slice's own first pre-token and its
+        characters after the last certain boundary counted on their own, the middle from the index."""
+        lo, hi = self.base, self.limit
+        # tail: back to the last certain boundary t; text[t:b] is counted on its own
+        t = b
+        if b < hi and text[b - 1].isspace():  # trailing whitespace is one pre-token at a text's end
+            t -= 1
+        while not _bpe_boundary(text, t, lo, hi):
+            t -= 1
+            if t <= a or b - t > 32:
+                return None
+        # head: certain boundary, or the end of the slice's own first pre-token
+        h = a
+        if not _bpe_boundary(text, a, lo, hi):
+            # the slice's own first pre-token: a run of ASCII letters (or digits) needs no regex;
+            # otherwise the pre-tokeniser's regex on the slice (pos=a, endpos=b), ASCII only
+            c = text[a]
+            run = _ASCII_LETTERS if c in _ASCII_LETTERS else _ASCII_DIGITS if c in _ASCII_DIGITS else None
+            if run is not None:
+                while h < t and text[h] in run:
+                    h += 1
+            else:
+                m = _cl100k_regex().match(text, a, b)
+                h = m.end() if m is not None else a
+            if h == a or h > t or not text[a:h].isascii() or not _bpe_boundary(text, h, lo, hi):
+                return None
+        if h > t:
+            return None
+        head = self.tokenizer.count(text[a:h]) if h > a else 0
+        tail = self.tokenizer.count(text[t:b]) if b > t else 0
+        return head + self._between(h, t) + tail
 
     def _between(self, a: int, b: int) -> int:
         """Tokens that end in ``(a, b]`` (a token ending inside a multi-byte character is widened to it, so
