@@ -274,10 +274,9 @@ class Index:
         ``late_window``/``overlap``/``macro`` in ``late_options``; ``window`` is the deprecated old name of
         ``late_window``). ``context``: ``headings``/``neighbors``/``llm`` fills ``Chunk.context``
         (:func:`chunkwise.context.contextualize` with ``context_options``), embedded and BM25-indexed with the
-        text. ``prune=True``: remove documents whose source files no longer exist. ``load_options``: keyword
-        options of :func:`chunkwise.formats.load` for the files (``password``, ``encoding``, ``format``,
-        ``html_mode``, ``clean``..., as ``chunkwise chunk`` takes them). Unreadable inputs are reported in
-        ``report.failed`` and the others are still indexed.
+        text. ``prune=True``: remove documents whose source files no longer exist. ``load_options``: options of
+        :func:`chunkwise.formats.load` (``password``, ``encoding``, ``format``, ``html_mode``, ``clean``..., as
+        ``chunkwise chunk`` takes them). Unreadable inputs go to ``report.failed``; the others are indexed.
 
         Folders give their files of supported types (``include``/``exclude`` globs narrow the walk, an
         ``include`` naming an extension such as ``*.svg`` widens it, ``all_files=True`` reads every file;
@@ -451,8 +450,9 @@ class Index:
         offline extractive answer); ``min_score``: cosine threshold (default
         :data:`~chunkwise.llm.answer.DEFAULT_MIN_SCORE`); ``on_token`` receives the answer as it streams,
         ``on_passages`` the numbered passages before the LLM is asked; ``fusion``/``dense_weight``/``rrf_k``
-        and ``rerank``/``rerank_depth`` as for :meth:`search` (``ask(q, **config.search_options())`` retrieves as a configuration says);
-        ``expand``/``budget``: the LLM reads the hits widened as :meth:`expand` does, and cites those passages."""
+        and ``rerank``/``rerank_depth`` as for :meth:`search` (``ask(q, **config.search_options())`` retrieves
+        as a configuration says); ``expand``/``budget``: the LLM reads the hits widened as :meth:`expand`
+        does, and cites those passages."""
         from ..llm.answer import DEFAULT_MIN_SCORE, ask_index
         from ..pipeline.config import parse_budget, parse_expand
 
