@@ -213,3 +213,17 @@ def test_the_cache_saves_and_loads_and_refuses_a_damaged_copy(tmp_path):
         VectorCache.load(tmp_path / "v")
     with pytest.raises(OSError):
         VectorCache.load(tmp_path / "none")
+
+
+def test_an_index_too_large_to_copy_is_searched_by_milvus(tmp_path, monkeypatch):
+    import chunkwise.store.milvus_search as milvus_search
+
+    monkeypatch.setattr(milvus_search, "VECTORS_MAX_BYTES", 100)  # nine chunks of 64 float32s are more
+    with Index(tmp_path / "t.db", embedder=FakeEmbedder()) as ix:
+        ix.add(docs(), strategy=lines())
+        first = [h.id for h in ix.search("conductor tickets", k=3)]
+        assert ix.store._vectors is None and not ix.store.uses_client_vectors
+        calls = count_calls(ix)
+        assert [h.id for h in ix.search("conductor tickets", k=3)] == first
+        assert calls == Counter({"search": 1, "get": 1}), calls
+    assert not (tmp_path / "t.db" / VECTORS_FOLDER).exists()

@@ -125,6 +125,7 @@ class MilvusStore:
         self.timeout = timeout
         self.bm25_builtin = False
         self.nullable = True
+        self.dim = 0  # of the stored vectors, read when opening
         self.capabilities: ServerCapabilities | None = None
         self.output_fields = list(OUTPUT_FIELDS)
         self._client = None

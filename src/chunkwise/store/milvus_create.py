@@ -105,6 +105,7 @@ def open_collections(store: MilvusStore) -> None:
         fields = {f.get("name"): f for f in desc.get("fields", [])}
         store.bm25_builtin = "sparse" in fields
         store.nullable = bool(fields.get("page_start", {}).get("nullable"))
+        store.dim = int((fields.get("vector", {}).get("params") or {}).get("dim") or 0)
         # an index of schema 1 has no source offsets: it stays searchable (the hits lack them); adding
         # to it is refused by the configuration check ("built with schema version 1")
         store.output_fields = [f for f in OUTPUT_FIELDS if f in fields]

@@ -34,6 +34,9 @@ BM25_FOLDER = "chunkwise-bm25"
 VECTORS_FOLDER = "chunkwise-vectors"
 #: rows one plain query may return (Milvus caps offset + limit at 16384)
 QUERY_LIMIT = 16384
+#: the most memory the in-process vectors may take by default (about 700,000 chunks of 384 dimensions);
+#: a larger index is searched by Milvus Lite, which holds its vectors in memory already
+VECTORS_MAX_BYTES = 1 << 30
 
 
 def as_scores(hits: list[dict]) -> dict[str, float]:
@@ -52,7 +55,7 @@ def search_vector(
     only on a store with :attr:`~MilvusStore.uses_client_vectors` are ranked in process, exactly."""
     if ids_only and store.uses_client_vectors:
         load_client_indexes(store)
-        assert store._vectors is not None, "load_client_indexes makes the vector cache"
+    if ids_only and store._vectors is not None:
         allowed = ids_matching(store, filter) if filter else None
         return [Hit(i, s) for i, s in store._vectors.search(vector, limit, allowed)]
     with store._filter_errors(filter, "search"):
@@ -96,8 +99,10 @@ def load_client_indexes(store: MilvusStore) -> None:
     need_vectors = store.uses_client_vectors and store._vectors is None
     if not (need_bm25 or need_vectors):
         return
+    count = store.count() if _saveable(store) or need_vectors else 0
+    if need_vectors and store.client_vectors is None and count * store.dim * 4 > VECTORS_MAX_BYTES:
+        store.client_vectors, need_vectors = False, False  # too large to copy: Milvus Lite answers
     if _saveable(store):
-        count = store.count()
         folder = Path(store._lite_db())
         if need_bm25:
             with contextlib.suppress(OSError, ValueError):
@@ -177,6 +182,7 @@ __all__ = [
     "BM25_FOLDER",
     "VECTORS_FOLDER",
     "QUERY_LIMIT",
+    "VECTORS_MAX_BYTES",
     "as_scores",
     "search_vector",
     "search_text",
