@@ -10,6 +10,8 @@ from index_data import LAMP, docs, lines
 
 import chunkwise.embeddings
 from chunkwise import Document
+from chunkwise.cli import main
+from chunkwise.embeddings.cache import repaired_count
 from chunkwise.errors import ConfigError
 from chunkwise.retrieval import Index
 from chunkwise.retrieval.lazy_embedder import LazyEmbedder, makes_recorded
@@ -139,3 +141,28 @@ def test_prepare_add_for_another_engine_makes_and_checks_the_embedder(tmp_path, 
         settings = ix.prepare_add(lines())
         assert settings.embedder is factory.made[-1] and len(factory.made) == 2
         assert ix._embedder_name() == "fake-bow-64"
+
+
+def test_after_a_no_op_add_the_index_embedder_is_still_unmade(tmp_path, factory):
+    """What callers ask of ``Index.embedder()`` after a run (the CLI's count of repaired cache entries)
+    does not make the model either; embedding through it does, once."""
+    with Index(tmp_path / "t.db") as ix:
+        ix.add(docs(), strategy=lines())
+    with Index(tmp_path / "t.db") as ix:
+        ix.add(docs(), strategy=lines())
+        emb = ix.embedder()
+        assert isinstance(emb, LazyEmbedder) and not emb.loaded and emb.inner is None
+        assert repaired_count(emb) == 0 and len(factory.made) == 1
+        assert emb.embed(["bees"]).shape == (1, 64) and emb.inner is factory.made[-1]
+        assert ix.embedder() is factory.made[-1] and len(factory.made) == 2  # made once, then the real one
+
+
+def test_cli_no_op_reindex_never_makes_the_embedder(tmp_path, monkeypatch, factory, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "kb").mkdir()
+    for doc in docs():
+        (tmp_path / doc.source).write_text(doc.text, encoding="utf-8")
+    argv = ["index", "kb", "--db", "t.db", "--strategy", "fixed", "--max-tokens", "16", "--tokenizer", "words"]
+    assert main(argv) == 0 and len(factory.made) == 1
+    assert main(argv) == 0 and len(factory.made) == 1
+    assert "(0 indexed, 3 unchanged and skipped)" in capsys.readouterr().err

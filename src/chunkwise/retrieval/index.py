@@ -97,6 +97,7 @@ class Index:
         self._embedder_arg = embedder
         self._embedder: Embedder | None = embedder if isinstance(embedder, Embedder) else None
         self._owns_embedder = False
+        self._lazy: LazyEmbedder | None = None  # the last add's embedder, when it was to be made at first use
         self._cache = cache
         self._cache_dir = cache_dir
         self._embedder_options = dict(embedder_options or {})
@@ -112,10 +113,9 @@ class Index:
         """Release the database (Milvus Lite allows one process at a time) and an embedder made here."""
         self.store.close()
         if self._owns_embedder and self._embedder is not None:
-            close = getattr(self._embedder, "close", None)
-            if close:
-                close()
+            getattr(self._embedder, "close", lambda: None)()
             self._embedder = None
+        self._lazy = None
 
     @property
     def config(self) -> dict[str, Any] | None:
@@ -131,7 +131,10 @@ class Index:
         return None
 
     def embedder(self, config: dict[str, Any] | None = None) -> Embedder:
-        """The embedder: the one given, else the one the collection records, else ``minilm``."""
+        """The embedder: the one given, else the one the collection records, else ``minilm``; after an
+        :meth:`add` that did not need it, that run's :class:`~.lazy_embedder.LazyEmbedder` (made at first use)."""
+        if self._embedder is None and config is None and self._lazy is not None:
+            return self._lazy
         if self._embedder is None:
             from ..embeddings import get_embedder
 
@@ -168,7 +171,8 @@ class Index:
         rec = (config or {}).get("embedder") or {}
         if self._embedder is not None or not makes_recorded(self._embedder_arg, self._embedder_options, rec):
             return self.embedder(config)
-        return LazyEmbedder(rec["model_id"], int(rec["dim"]), lambda: self.embedder(config))
+        self._lazy = LazyEmbedder(rec["model_id"], int(rec["dim"]), lambda: self.embedder(config))
+        return self._lazy
 
     # -- configuration ---------------------------------------------------------------------------------
     #: what a run would change in a collection's recorded configuration (retrieval/collection_config.py)

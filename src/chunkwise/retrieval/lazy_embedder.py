@@ -17,13 +17,15 @@ from typing import Any
 
 import numpy as np
 
-from ..embeddings.base import Embedder, WrappedEmbedder
+from ..embeddings.base import Embedder, WrappedEmbedder, distinct_queries
 from ..segmentation.tokenizers import Tokenizer
 
 
 class LazyEmbedder(WrappedEmbedder):
     """An :class:`Embedder` whose back-end ``load()`` is called at the first use of the model; until then
-    ``model_id``, ``dim`` and the counters (0) are answered without it."""
+    ``model_id``, ``dim`` and the counters (0) are answered without it, and ``inner`` is ``None``: code that
+    walks the wrappers (the embedding cache's count of repaired vectors) finds nothing under it yet instead
+    of making the model to ask."""
 
     def __init__(self, model_id: str, dim: int, load: Callable[[], Embedder]):
         self.model_id = model_id
@@ -37,7 +39,11 @@ class LazyEmbedder(WrappedEmbedder):
         return self._inner is not None
 
     @property
-    def inner(self) -> Embedder:  # type: ignore[override]
+    def inner(self) -> Embedder | None:  # type: ignore[override]
+        return self._inner
+
+    def real(self) -> Embedder:
+        """The real embedder, made (and checked, by ``load``) at the first call."""
         if self._inner is None:
             self._inner = self._load()
         return self._inner
@@ -55,17 +61,28 @@ class LazyEmbedder(WrappedEmbedder):
         return self._inner.texts_embedded if self._inner is not None else 0
 
     @property
+    def model_window(self) -> int:  # type: ignore[override]
+        return self.real().model_window
+
+    @property
     def tokenizer(self) -> Tokenizer:
-        return self.inner.tokenizer
+        return self.real().tokenizer
+
+    @property
+    def distinct_queries(self) -> bool:
+        return distinct_queries(self.real())
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        return self.inner.embed(texts)
+        return self.real().embed(texts)
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        return self.inner.embed_queries(texts)
+        return self.real().embed_queries(texts)
+
+    def embed_tokens(self, text: str) -> tuple[np.ndarray, list[tuple[int, int]]]:
+        return self.real().embed_tokens(text)
 
     def embed_stream(self, texts: Iterable[str], batch_size: int = 4096) -> Iterator[np.ndarray]:
-        return self.inner.embed_stream(texts, batch_size)
+        return self.real().embed_stream(texts, batch_size)
 
     def close(self) -> None:
         if self._inner is not None:
@@ -75,7 +92,7 @@ class LazyEmbedder(WrappedEmbedder):
         """Anything else a back-end has (``name``, ``batch_size``...) is the real embedder's."""
         if name.startswith("_"):
             raise AttributeError(name)
-        return getattr(self.inner, name)
+        return getattr(self.real(), name)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.model_id!r}, dim={self._dim}, loaded={self.loaded})"
