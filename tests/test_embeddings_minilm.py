@@ -246,9 +246,9 @@ def test_session_options_keep_the_vectors(minilm):
 
 
 # -- the exact graph rewrite (embeddings/onnx_graph.py) ------------------------------------------
-@pytest.mark.slow  # rewrites the MiniLM graph in a fresh cache (about 6 s each)
+@pytest.mark.slow  # rewrites the MiniLM graph in a fresh cache (seconds each, more on a loaded machine)
 def test_rewritten_graph_gives_the_shipped_graphs_vectors(minilm):
-    """The default session runs the rewritten graph (no NaN guards, float weights folded, BERT fusions), and
+    """The default session runs the rewritten graph (no NaN guards, float weights folded, GELUs fused), and
     its vectors equal the shipped graph's on padded batches of real text of mixed lengths."""
     import onnx
 
@@ -263,7 +263,7 @@ def test_rewritten_graph_gives_the_shipped_graphs_vectors(minilm):
     weights = {t.name for t in graph.initializer}
     assert "IsNaN" not in ops and ops.count("Softmax") == 6  # the guards are gone, the attention is not
     assert not [n for n in graph.node if n.op_type == "Cast" and n.input[0] in weights]  # weights folded
-    assert ops.count("BiasGelu") == 6  # onnxruntime's fusions ran (one per layer)
+    assert ops.count("BiasGelu") == 6  # the GELU fusion ran (one per layer)
     shipped = MiniLMEmbedder()
     # the same options, not cached: the session is freed with the test (a child process started later
     # inherits the parent's peak memory in its own measurement, see tests/hostile/test_inputs.py)
@@ -420,7 +420,7 @@ def test_processes_on_a_cold_cache_rewrite_the_graph_once(tmp_path):
     assert len({path for _, path in outs}) == 1 and Path(outs[0][1]).parent == cache
 
 
-@pytest.mark.slow  # rewrites the MiniLM graph in a fresh cache (about 6 s each)
+@pytest.mark.slow  # rewrites the MiniLM graph in a fresh cache (seconds each, more on a loaded machine)
 def test_the_rewritten_graph_is_kept_in_the_given_cache_dir(tmp_path, monkeypatch):
     """`--cache-dir` / ``get_embedder(cache_dir=...)`` also holds the rewritten graph (and `--no-cache`, which is
     about vectors, still uses it); another cache directory then reuses that graph instead of a second rewrite,
@@ -517,7 +517,7 @@ def _first_matmul_weight_offset(graph: Path, data: bytes) -> int:
     return offset
 
 
-@pytest.mark.slow  # rewrites the MiniLM graph in a fresh cache (about 6 s each)
+@pytest.mark.slow  # rewrites the MiniLM graph in a fresh cache (seconds each, more on a loaded machine)
 @pytest.mark.parametrize("how", ["flip", "truncate"])
 def test_a_damaged_rewritten_graph_is_rebuilt(minilm, tmp_path, how):
     """A graph whose bytes no longer match its recorded SHA-256 is rebuilt (one warning line), then used: the
