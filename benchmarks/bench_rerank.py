@@ -10,12 +10,13 @@ public repositories and the subsampling). Embedder: MiniLM, as bench_retrieval. 
 default retrieval (BM25 + vectors, z-score fusion, dense weight 0.8).
 
 1. **Rerank** (fixed 256/32 chunks): no rerank vs ``maxsim`` (ColBERT MaxSim over MiniLM's token vectors of
-   the query and of each of the first ``--depth`` candidates) and ``maxsim:0.5`` (MaxSim z-fused with the
-   first-stage score). Only offline rerankers run here: ``llm`` needs a chat endpoint and ``cross:PATH`` a
+   the query and of each of the first ``--depth`` candidates) and ``maxsim w0.5`` (``rerank=maxsim:0.5``:
+   MaxSim z-fused with the first-stage score). Only offline rerankers run here: ``llm`` needs a chat endpoint and ``cross:PATH`` a
    local cross-encoder model, and this machine has neither.
 2. **Granularities**: fixed 128/32, 256/32 and 512/32 alone vs the rankings of 128+512 and 128+256+512 fused
    (reciprocal rank fusion over all their chunks); each fused run is compared with the best single size of
-   that set (chosen on the same queries, which favours the single size).
+   that set on each metric (chosen on the same queries, which favours the single size); tokens retrieved at
+   10 chunks say how much text each run hands on.
 
 Reported: document nDCG@10, document recall@10 and span recall@10, and each run minus its reference with a
 paired bootstrap 95 % interval (1,000 resamples). ``--max-queries`` subsamples each set's queries (seeded)
@@ -42,7 +43,7 @@ def rerank_runs(depth: int) -> dict[str, str]:
     return {
         "no rerank": CHUNKING,
         "maxsim": CHUNKING + ",rerank=maxsim" + extra,
-        "maxsim:0.5": CHUNKING + ",rerank=maxsim:0.5" + extra,
+        "maxsim w0.5": CHUNKING + ",rerank=maxsim:0.5" + extra,
     }
 
 
@@ -51,6 +52,11 @@ def granularity_runs() -> dict[str, str]:
     runs["fused 128+512"] = "fixed:overlap=32,granularities=[128,512]"
     runs["fused 128+256+512"] = "fixed:overlap=32,granularities=[128,256,512]"
     return runs
+
+
+def run_label(label: str) -> str:
+    """A table label as a run's ``LABEL=`` (no spaces, colons or plus signs)."""
+    return label.replace(" ", "_").replace("+", "_").replace(":", "_")
 
 
 def load(folder: Path, max_queries: int | None, seed: int):
@@ -63,20 +69,22 @@ def load(folder: Path, max_queries: int | None, seed: int):
     return ds
 
 
-def rows_for(name, ds, results: dict, reference: dict[str, str], n_boot: int, part: str) -> list[dict]:
-    """One row per run: its scores and, against its reference run, the paired bootstrap differences."""
+def rows_for(name, ds, results: dict, reference, n_boot: int, part: str) -> list[dict]:
+    """One row per run: its scores, tokens retrieved at 10 and, against its reference run for each metric
+    (``reference(label, metric)``, ``None`` for none), the paired bootstrap difference."""
     from chunkwise.evaluation.metrics import paired_bootstrap
 
     rows = []
     for label, res in results.items():
         row = {"set": name, "part": part, "queries": len(ds.queries), "run": label, "seconds": res.stats["seconds"]}
-        ref = reference.get(label)
-        row["reference"] = ref
+        row["tokens@10"] = float(res.scores["tokens_retrieved@10"])
         for m in METRICS:
             row[m] = float(res.scores[m])
+            ref = reference(label, m)
             if ref:
                 b = paired_bootstrap(res.per_query[m], results[ref].per_query[m], n_boot=n_boot, seed=0)
                 row[f"{m} diff"] = (b["diff"], b["lo"], b["hi"])
+                row[f"{m} vs"] = ref
         rows.append(row)
     return rows
 
@@ -91,7 +99,7 @@ def measure(name: str, ds, embedder, args) -> list[dict]:
         results = {}
         for label, spec in runs.items():
             t0 = time.perf_counter()
-            results[label] = ev.run(parse_run_spec(f"{label.replace(' ', '_')}={spec}"))
+            results[label] = ev.run(parse_run_spec(f"{run_label(label)}={spec}"))
             print(f"{name} {label}: {time.perf_counter() - t0:.0f} s", flush=True)
         rows += rows_for(
             name, ds, results, {k: "no rerank" for k in runs if k != "no rerank"}, args.bootstrap, "rerank"
@@ -100,23 +108,30 @@ def measure(name: str, ds, embedder, args) -> list[dict]:
         results = {}
         for label, spec in granularity_runs().items():
             t0 = time.perf_counter()
-            results[label] = ev.run(parse_run_spec(f"{label.replace(' ', '_').replace('+', '_')}={spec}"))
+            results[label] = ev.run(parse_run_spec(f"{run_label(label)}={spec}"))
             print(f"{name} {label}: {time.perf_counter() - t0:.0f} s", flush=True)
-        best = max((f"size {n}" for n in SIZES), key=lambda r: results[r].scores["ndcg@10"])
-        reference = {k: best for k in results if k.startswith("fused")}
-        rows += rows_for(name, ds, results, reference, args.bootstrap, "granularity")
+        singles = [f"size {n}" for n in SIZES]
+
+        def best_single(run: str, metric: str) -> str | None:
+            """The best single size on this metric (chosen on the same queries: it favours the single size)."""
+            return max(singles, key=lambda r: results[r].scores[metric]) if run.startswith("fused") else None
+
+        rows += rows_for(name, ds, results, best_single, args.bootstrap, "granularity")
     return rows
 
 
 def print_table(rows: list[dict]) -> None:
-    print(f"{'set':7s} {'qs':>4s} {'run':18s} {'vs':10s} " + " ".join(f"{m:>26s}" for m in METRICS))
+    print(f"{'set':7s} {'qs':>4s} {'run':18s} {'tok@10':>7s} " + " ".join(f"{m:>36s}" for m in METRICS))
     for r in rows:
         cells = []
         for m in METRICS:
             d = r.get(f"{m} diff")
-            cells.append(f"{r[m]:.3f}" + (f" {d[0]:+.3f} [{d[1]:+.3f}, {d[2]:+.3f}]" if d else " " * 20))
-        vs = r["reference"] or ""
-        print(f"{r['set']:7s} {r['queries']:4d} {r['run']:18s} {vs:10s} " + " ".join(f"{c:>26s}" for c in cells))
+            vs = f" vs {r[m + ' vs'].replace('size ', '')}" if d else ""
+            cells.append(f"{r[m]:.3f}" + (f" {d[0]:+.3f} [{d[1]:+.3f}, {d[2]:+.3f}]{vs}" if d else " " * 30))
+        print(
+            f"{r['set']:7s} {r['queries']:4d} {r['run']:18s} {r['tokens@10']:7.0f} "
+            + " ".join(f"{c:>36s}" for c in cells)
+        )
 
 
 def main() -> None:
