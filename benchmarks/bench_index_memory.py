@@ -9,10 +9,13 @@ server's own resident memory (its whole process group) at the end. Two stores:
 - ``lite``: Milvus Lite in process (the default ``chunkwise index``): the peak includes the Milvus Lite
   engine, which holds its own data structures in the same process;
 - ``server``: a Milvus Lite *server* in another process (``--uri``): the peak is chunkwise's own
-  (load -> chunk -> embed -> write), which is what the streaming design bounds.
+  (load -> chunk -> embed -> write), which is what the streaming design bounds;
+- ``milvus``: a Milvus 2.3.5 standalone (``pip install milvus==2.3.5``) in another process, the documented
+  store for large corpora: chunkwise's own peak again, and the server's resident memory beside it.
 
 The embedder is a hashed bag of words (a few microseconds per chunk) so that the run measures the
-pipeline and the store, not a model; chunking is ``recursive`` with ``max_tokens=256``.
+pipeline and the store, not a model; chunking is ``recursive`` with ``max_tokens=256`` words by default
+(``--strategy fixed --max-tokens 1024`` makes a 1 GB run affordable on a small machine).
 
 If the Python blocks stay flat while the in-process peak climbs, the growth is Milvus Lite's native engine,
 not chunkwise; the server store then shows the same growth in the server process.
@@ -42,7 +45,7 @@ from chunkwise.segmentation.tokenizers import get_tokenizer
 from chunkwise.retrieval import Index
 
 class HashEmbedder(Embedder):
-    dim, max_tokens, model_id = 64, 512, "hash-bow-64"
+    dim, model_window, model_id = 64, 512, "hash-bow-64"
     def __init__(self):
         self._tok = get_tokenizer("words")
     @property
@@ -61,11 +64,11 @@ def rss(field):
         if line.startswith(field + ":"):
             return int(line.split()[1])
 
-folder, where = sys.argv[1], json.loads(sys.argv[2])
+folder, where, how = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
 base = rss("VmRSS")
 t = time.perf_counter()
 with Index(**where, embedder=HashEmbedder(), cache=False) as ix:
-    rep = ix.add(folder, params={"max_tokens": 256})
+    rep = ix.add(folder, strategy=how["strategy"], params={"max_tokens": how["max_tokens"], "tokenizer": "words"})
 gc.collect()
 print(json.dumps({"chunks": rep.chunks, "seconds": time.perf_counter() - t, "base_mb": base / 1024,
                   "peak_mb": rss("VmHWM") / 1024, "py_blocks_k": sys.getallocatedblocks() // 1000,
@@ -107,9 +110,12 @@ def group_rss_mb(pgid: int) -> float:
     return total / 1024
 
 
-def measure(folder: Path, where: dict) -> dict:
+def measure(folder: Path, where: dict, how: dict) -> dict:
     out = subprocess.run(
-        [sys.executable, "-c", CHILD, str(folder), json.dumps(where)], capture_output=True, text=True, check=True
+        [sys.executable, "-c", CHILD, str(folder), json.dumps(where), json.dumps(how)],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -117,28 +123,34 @@ def measure(folder: Path, where: dict) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[2, 10, 50], help="corpus sizes in MB")
-    ap.add_argument("--stores", nargs="+", default=["lite", "server"], choices=["lite", "server"])
+    ap.add_argument("--stores", nargs="+", default=["lite", "server"], choices=["lite", "server", "milvus"])
+    ap.add_argument("--strategy", default="recursive", help="chunking strategy (fixed makes 1 GB runs affordable)")
+    ap.add_argument("--max-tokens", type=int, default=256, help="chunk cap, in words")
+    ap.add_argument(
+        "--tmp", default=None, help="where the corpora and the servers' data go (needs ~1.1x the largest size)"
+    )
     args = ap.parse_args()
-    from milvus_servers import start_milvus_lite
+    from milvus_servers import start_milvus_235, start_milvus_lite
 
     print(
         f"{'store':8} {'MB':>5} {'chunks':>8} {'s':>7} {'chunks/s':>9} {'base MB':>8} {'peak MB':>8} "
         f"{'py blocks':>10} {'server MB':>10}"
     )
     results = {}
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
         for mb in args.sizes:
             corpus = Path(tmp) / f"corpus{mb}"
             make_corpus(corpus, mb)
             for store in args.stores:
                 server = None
-                if store == "server":
-                    server = start_milvus_lite(Path(tmp) / f"srv{mb}")
-                    where = {"uri": server.uri, "collection": "mem"}
+                if store in ("server", "milvus"):
+                    start = start_milvus_lite if store == "server" else start_milvus_235
+                    server = start(Path(tmp) / f"srv{store}{mb}")
+                    where = {"uri": server.uri, "token": server.token, "collection": "mem"}
                 else:
                     where = {"db": str(Path(tmp) / f"lite{mb}.db"), "collection": "mem"}
                 try:
-                    r = measure(corpus, where)
+                    r = measure(corpus, where, {"strategy": args.strategy, "max_tokens": args.max_tokens})
                     r["server_mb"] = group_rss_mb(server.proc.pid) if server is not None else None
                 finally:
                     if server is not None:
