@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from chunkwise.cli import COMMAND_MODULES, COMMANDS, build_parser, command_of, main
+from chunkwise.cli import COMMAND_HELP, COMMAND_MODULES, COMMANDS, build_parser, command_of, main
 
 
 def registered(module: str) -> set[str]:
@@ -27,6 +27,25 @@ def test_the_command_table_is_what_the_modules_register():
     assert set(by_module) == set(COMMAND_MODULES)
     for module in COMMAND_MODULES:
         assert registered(module) == by_module[module], module
+
+
+def test_the_overview_shows_what_the_modules_register():
+    def lines(parser: argparse.ArgumentParser) -> dict[str, str | None]:
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        return {a.dest: a.help for a in sub._choices_actions}
+
+    assert lines(build_parser(overview=True)) == lines(build_parser()) == COMMAND_HELP
+
+
+def test_help_imports_no_command_module():
+    code = (
+        "import sys; from chunkwise.cli import main\n"
+        "try: main(['--help'])\nexcept SystemExit: pass\n"
+        "print(sorted(m for m in sys.modules if m == 'numpy' or m.startswith(('chunkwise.cli.', "
+        "'chunkwise.strategies', 'chunkwise.llm', 'pymilvus'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True).stdout
+    assert "usage: chunkwise" in out and out.splitlines()[-1] == "[]", out
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from collections.abc import Callable
 
 from ..errors import ChunkwiseError
 
@@ -47,6 +48,27 @@ COMMANDS = {
     "serve": "serve",
     "questions": "questions",
 }
+#: command -> its line in ``chunkwise --help``, so the overview is printed without importing any command
+#: module (and through them numpy, the strategies, the LLM client). ``tests/test_cli_startup.py`` checks it
+#: against the help each module registers.
+COMMAND_HELP = {
+    "chunk": "chunk files, folders or stdin; print JSONL or a table",
+    "inspect": "explain a chunking: one JSON line per sentence with distances and breakpoints",
+    "embed": "embed texts (arguments, or one per line from a file or stdin)",
+    "distill": "distil the static embedding model from MiniLM (once, into the cache directory)",
+    "cache": "inspect or clear the embedding cache",
+    "index": "chunk, embed and store documents in Milvus (incremental)",
+    "search": "search an index built by `chunkwise index`",
+    "eval": "measure retrieval quality of chunking strategies on a dataset",
+    "tune": "grid-search a strategy's parameters on a dataset and write the best --config",
+    "strategies": "list strategies and their parameters",
+    "ask": "answer a question from the index, citing the chunks it used",
+    "summarize": "summarise documents (map-reduce with an LLM, or extractive offline)",
+    "video": "cut a video into event clips from object-tracking IDs",
+    "viz": "write an HTML report: chunks coloured, cut reasons, distance curve, size histogram",
+    "serve": "local web app: paste or upload, see the cuts change; search; JSON API",
+    "questions": "write evaluation questions for a folder of documents (a dataset for eval/tune)",
+}
 #: global options that take a value (the command is the first other word of the command line)
 _VALUE_OPTIONS = ("--embedder", "--embedder-backend", "--base-url", "--cache-dir")
 
@@ -64,18 +86,41 @@ def command_of(argv: list[str]) -> str | None:
     return None
 
 
-def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose ``epilog`` may be a function, called only when the help is printed.
+
+    ``chunk --help`` and ``viz --help`` end with every strategy's parameters, generated from the strategy
+    classes; building ``chunkwise --help`` (which registers every command) must not import them, numpy and
+    the tokenizers. Sub-parsers are made with the parent's class, so every command gets this."""
+
+    @property  # type: ignore[override]
+    def epilog(self) -> str | None:
+        value = self._epilog
+        return value() if callable(value) else value
+
+    @epilog.setter
+    def epilog(self, value: str | Callable[[], str] | None) -> None:
+        self._epilog = value
+
+
+def build_parser(command: str | None = None, overview: bool = False) -> argparse.ArgumentParser:
     """The whole parser, or with ``command`` one with only that command's module registered (what a run
-    of that command needs; argparse never looks at the other sub-parsers then)."""
+    of that command needs; argparse never looks at the other sub-parsers then). ``overview``: every
+    command as a name and its help line only (:data:`COMMAND_HELP`), for a command line that names no
+    command (``chunkwise --help``), which then imports no command module."""
     from .. import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="chunkwise",
         description="Chunk documents where the meaning changes, index them, and measure retrieval.",
     )
     parser.add_argument("--version", action="version", version=f"chunkwise {__version__}")
     add_global_options(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    if overview:
+        for name, line in COMMAND_HELP.items():
+            sub.add_parser(name, help=line)
+        return parser
     for name in COMMAND_MODULES if command is None else (COMMANDS[command],):
         try:
             module = importlib.import_module(f"{__name__}.{name}")
@@ -144,7 +189,8 @@ def main(argv: list[str] | None = None) -> int:
 
         print(f"chunkwise {__version__}")
         return 0
-    parser = build_parser(command_of(words))
+    command = command_of(words)
+    parser = build_parser(command, overview=command is None)
     args = parser.parse_args(words)
     if not getattr(args, "func", None):
         parser.print_help()

@@ -22,7 +22,6 @@ from typing import TextIO
 
 from ..errors import ChunkwiseError, ConfigError, InputError
 from ..timefmt import format_time_range
-from ..video.document import VideoDocument
 from .options import add_input_options, input_options, parse_size  # noqa: F401 - re-exported for callers
 
 
@@ -40,7 +39,7 @@ def register(subparsers) -> None:
             "supported types; - for stdin) and write one JSON object per chunk, or a table for reading.",
             width=100,
         ),
-        epilog=strategies_epilog(),
+        epilog=strategies_epilog,  # called when the help is printed
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="files, folders, or - for standard input")
@@ -212,6 +211,8 @@ def _language_check(strategy):
 
 def _checked(items, languages):
     """Each document's language checked when it is loaded, before a semantic strategy embeds it."""
+    from ..video.document import VideoDocument  # here: `chunkwise --help` does not import the video code
+
     for source, item in items:
         if languages is not None and not isinstance(item, (InputError, VideoDocument)):
             languages.add(item.text, source)
@@ -229,6 +230,8 @@ def _chunks_of(source: str, item, chunks, strategy, failures: _Failures):
         failures.add(source, chunks)
         return None
     if chunks is None:  # a video arrives as ready-made clip chunks (chunkwise.video)
+        from ..video.document import VideoDocument
+
         chunks = item.chunks if isinstance(item, VideoDocument) else strategy.chunk(item)
     return chunks
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import argparse
 import textwrap
+from typing import TYPE_CHECKING
 
 from ..strategies import STRATEGY_NAMES, strategy_class
-from ..strategies.base import Strategy
-from ..strategies.params import ParamDoc, describe, format_default
+from ..strategies.params import describe, format_default
 
-#: parameters every strategy has (shown once, and per strategy only where it takes them differently)
-SHARED = tuple(Strategy.param_names())
+if TYPE_CHECKING:
+    from ..strategies.params import ParamDoc
 
 
 def _summary(name: str) -> str:
@@ -38,7 +38,12 @@ def _param_line(d: ParamDoc, indent: str, width: int = 100) -> str:
 
 
 def strategies_epilog() -> str:
-    """Each strategy's own parameters (the shared ones once) with default, accepted values and meaning."""
+    """Each strategy's own parameters (the shared ones once) with default, accepted values and meaning.
+
+    The strategy classes are imported here, not when the command line is built: ``chunkwise --help``
+    lists the commands without importing numpy and the tokenizers."""
+    from ..strategies.base import Strategy
+
     lines = [
         "strategy parameters (set with -p NAME=VALUE; `chunkwise strategies NAME` explains them):",
         "  all strategies:",

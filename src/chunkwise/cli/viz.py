@@ -28,7 +28,7 @@ def register(subparsers) -> None:
         "the text with every chunk coloured and a hover card (tokens, offsets, page, section, "
         "time, why it ends), the distance curve with threshold and breakpoints for semantic "
         "strategies, and the chunk-size histogram against max_tokens.",
-        epilog=strategies_epilog(),
+        epilog=strategies_epilog,  # called when the help is printed
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("path", metavar="PATH", help="one document (text, Markdown, HTML, PDF, WebVTT, SRT), or - for stdin")
