@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from conftest import FakeEmbedder
 
+from chunkwise.document import Chunk
 from chunkwise.errors import ConfigError
 from chunkwise.evaluation import Evaluator, parse_run_spec
 from chunkwise.evaluation.ranking import fuse_granularities
@@ -38,8 +39,23 @@ def test_maxsim_rerank_changes_the_order_and_says_so_in_the_name(dataset):
     assert all(0.0 <= v <= 1.0 for v in reranked.per_query["ndcg@10"])
 
 
+def span(source: str, start: int, end: int) -> Chunk:
+    return Chunk(
+        text="x" * (end - start),
+        start=start,
+        end=end,
+        index=0,
+        id=f"{source}:{start}:{end}",
+        doc_id=source,
+        source=source,
+        token_count=1,
+        strategy="fixed",
+    )
+
+
 def test_fused_granularities_are_rrf_over_the_positions_of_every_part():
-    small, large = ["s0", "s1", "s2"], ["l0", "l1"]
+    small = [span("a", 0, 4), span("a", 4, 8), span("b", 0, 4)]
+    large = [span("a", 0, 8), span("b", 0, 9)]
     orders = [np.array([[2, 0, 1]]), np.array([[1, 0]])]
     chunks, deep, scores = fuse_granularities([(small, orders[0]), (large, orders[1])])
     assert chunks == small + large
@@ -47,6 +63,16 @@ def test_fused_granularities_are_rrf_over_the_positions_of_every_part():
     assert deep.tolist() == [[i for i, _ in fused][:3]]
     assert deep[0, 0] == 2  # tied first places: the first part (the smallest size) wins, as RRF's ties go
     np.testing.assert_allclose(scores[0, [i for i, _ in fused]], [s for _, s in fused], rtol=1e-6)
+
+
+def test_a_span_cut_alike_at_two_sizes_is_one_candidate_with_both_votes():
+    """A short document is one chunk at every size: it must not fill two of the top places."""
+    small = [span("short", 0, 5), span("long", 0, 4), span("long", 4, 8)]
+    large = [span("short", 0, 5), span("long", 0, 8)]
+    orders = [np.array([[0, 1, 2]]), np.array([[0, 1]])]
+    chunks, deep, scores = fuse_granularities([(small, orders[0]), (large, orders[1])])
+    assert deep[0].tolist() == [0, 1, 4]  # the short document once (its first copy), then the rest
+    assert scores[0, 0] == pytest.approx(2 / 61) and scores[0, 3] == 0.0  # two votes; the copy gets none
 
 
 def test_a_run_at_several_sizes_pools_their_chunks(dataset):

@@ -50,17 +50,22 @@ def top_indices(sims: np.ndarray, n: int) -> np.ndarray:
 
 def fuse_granularities(parts: list[tuple[list[Chunk], np.ndarray]]) -> tuple[list[Chunk], np.ndarray, np.ndarray]:
     """One ranking over the chunks of several chunkings of the same documents: each part's ``deep`` order
-    (positions into its own chunks) fused by reciprocal rank fusion (constant :data:`RRF_K`). Returns all
-    chunks (part after part), the fused order (as deep as the deepest part) and the fused score of every
-    chunk (0 for a chunk no part retrieved), which documents are ranked by."""
+    (positions into its own chunks) fused by reciprocal rank fusion (constant :data:`RRF_K`). A span that
+    several chunkings cut alike (a short document is one chunk at every size) is one candidate, at its first
+    position, and collects each part's vote; it is never retrieved twice. Returns all chunks (part after
+    part), the fused order (as deep as the deepest part) and the fused score of every chunk (0 for a chunk
+    no part retrieved, and for the later copies of a span), which documents are ranked by."""
     chunks = [c for cs, _ in parts for c in cs]
+    first: dict[tuple[str, int, int], int] = {}
+    canonical = np.array([first.setdefault((c.source, c.start, c.end), i) for i, c in enumerate(chunks)])
     offsets = np.cumsum([0] + [len(cs) for cs, _ in parts])[:-1]
     n_queries = parts[0][1].shape[0]
-    depth = max(order.shape[1] for _, order in parts)
+    depth = min(len(first), max(order.shape[1] for _, order in parts))
     deep = np.zeros((n_queries, depth), dtype=np.int64)
     scores = np.zeros((n_queries, len(chunks)), dtype=np.float32)
     for qi in range(n_queries):
-        fused = reciprocal_rank_fusion([(order[qi] + off).tolist() for (_, order), off in zip(parts, offsets)], RRF_K)
+        rankings = [canonical[order[qi] + off].tolist() for (_, order), off in zip(parts, offsets)]
+        fused = reciprocal_rank_fusion(rankings, RRF_K)
         ids = [i for i, _ in fused]
         deep[qi] = ids[:depth]
         scores[qi, ids] = [s for _, s in fused]
