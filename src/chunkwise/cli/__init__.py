@@ -93,7 +93,7 @@ class Parser(argparse.ArgumentParser):
     classes; building ``chunkwise --help`` (which registers every command) must not import them, numpy and
     the tokenizers. Sub-parsers are made with the parent's class, so every command gets this."""
 
-    @property  # type: ignore[override]
+    @property
     def epilog(self) -> str | None:
         value = self._epilog
         return value() if callable(value) else value

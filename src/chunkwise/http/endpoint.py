@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from .errors import ChunkwiseError, ConfigError
+from ..errors import ChunkwiseError, ConfigError
 
 #: statuses retried (besides every 5xx): request timeout, conflict, rate limit
 RETRY_STATUS = frozenset({408, 409, 429})

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .http import JSONClient
+    from . import JSONClient
 
 _READ = 65536
 

@@ -39,7 +39,8 @@ from typing import Any
 from urllib.parse import unquote, urljoin, urlsplit
 from urllib.request import getproxies, proxy_bypass
 
-from .http_endpoint import (
+from ..security import is_loopback, redact, warn_plain_http
+from .endpoint import (
     DEFAULT_DEADLINE,
     DEFAULT_MAX_RESPONSE_BYTES,
     RETRY_STATUS,
@@ -50,8 +51,7 @@ from .http_endpoint import (
     parse_retry_after,
     retried,
 )
-from .http_response import Response, _Deadline, _TooLarge
-from .security import is_loopback, redact, warn_plain_http
+from .response import Response, _Deadline, _TooLarge
 
 #: how the client waits between attempts (a name of its own so tests can see the waits)
 _sleep = time.sleep
