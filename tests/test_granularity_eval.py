@@ -65,14 +65,16 @@ def test_fused_granularities_are_rrf_over_the_positions_of_every_part():
     np.testing.assert_allclose(scores[0, [i for i, _ in fused]], [s for _, s in fused], rtol=1e-6)
 
 
-def test_a_span_cut_alike_at_two_sizes_is_one_candidate_with_both_votes():
-    """A short document is one chunk at every size: it must not fill two of the top places."""
+def test_a_span_cut_alike_at_two_sizes_is_one_candidate_with_its_best_vote():
+    """A short document is one chunk at every size: it must not fill two of the top places, nor, with two
+    votes, outrank the best chunk of a long document that only one size cut that way."""
     small = [span("short", 0, 5), span("long", 0, 4), span("long", 4, 8)]
     large = [span("short", 0, 5), span("long", 0, 8)]
     orders = [np.array([[0, 1, 2]]), np.array([[0, 1]])]
     chunks, deep, scores = fuse_granularities([(small, orders[0]), (large, orders[1])])
     assert deep[0].tolist() == [0, 1, 4]  # the short document once (its first copy), then the rest
-    assert scores[0, 0] == pytest.approx(2 / 61) and scores[0, 3] == 0.0  # two votes; the copy gets none
+    assert scores[0, 0] == pytest.approx(1 / 61) and scores[0, 3] == 0.0  # its best vote; the copy none
+    assert scores[0, 1] == pytest.approx(scores[0, 4])  # second places of either size stay level
 
 
 def test_a_run_at_several_sizes_pools_their_chunks(dataset):

@@ -52,9 +52,11 @@ def fuse_granularities(parts: list[tuple[list[Chunk], np.ndarray]]) -> tuple[lis
     """One ranking over the chunks of several chunkings of the same documents: each part's ``deep`` order
     (positions into its own chunks) fused by reciprocal rank fusion (constant :data:`RRF_K`). A span that
     several chunkings cut alike (a short document is one chunk at every size) is one candidate, at its first
-    position, and collects each part's vote; it is never retrieved twice. Returns all chunks (part after
-    part), the fused order (as deep as the deepest part) and the fused score of every chunk (0 for a chunk
-    no part retrieved, and for the later copies of a span), which documents are ranked by."""
+    position, with its best copy's score: it is never retrieved twice, and never outvotes the spans only one
+    size cut (summed votes would put every short document above the best chunk of every long one). Returns
+    all chunks (part after part), the fused order (as deep as the deepest part) and the fused score of every
+    chunk (0 for a chunk no part retrieved, and for the later copies of a span), which documents are ranked
+    by."""
     chunks = [c for cs, _ in parts for c in cs]
     first: dict[tuple[str, int, int], int] = {}
     canonical = np.array([first.setdefault((c.source, c.start, c.end), i) for i, c in enumerate(chunks)])
@@ -64,11 +66,14 @@ def fuse_granularities(parts: list[tuple[list[Chunk], np.ndarray]]) -> tuple[lis
     deep = np.zeros((n_queries, depth), dtype=np.int64)
     scores = np.zeros((n_queries, len(chunks)), dtype=np.float32)
     for qi in range(n_queries):
-        rankings = [canonical[order[qi] + off].tolist() for (_, order), off in zip(parts, offsets)]
-        fused = reciprocal_rank_fusion(rankings, RRF_K)
-        ids = [i for i, _ in fused]
+        fused = reciprocal_rank_fusion([(order[qi] + off).tolist() for (_, order), off in zip(parts, offsets)], RRF_K)
+        best = dict.fromkeys(int(canonical[i]) for i, _ in fused)  # best first, so each span's first copy
+        for i, score in fused:
+            if best[int(canonical[i])] is None:
+                best[int(canonical[i])] = score
+        ids = list(best)
         deep[qi] = ids[:depth]
-        scores[qi, ids] = [s for _, s in fused]
+        scores[qi, ids] = list(best.values())
     return chunks, deep, scores
 
 
