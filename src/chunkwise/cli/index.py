@@ -280,7 +280,8 @@ def run_index(args: argparse.Namespace) -> int:
     with open_index(args) as index:
         writable = getattr(index.store, "require_writable", None)
         if writable is not None:  # a read-only database is searchable; refuse it here, before any work
-            writable()
+            # without starting Milvus Lite unless this run deletes: a re-run with nothing to do never needs it
+            writable(**({} if args.delete else {"connect": False}))
         if args.delete:
             for key in args.delete:
                 n = index.delete(key)

@@ -22,13 +22,15 @@ from ..deprecation import renamed
 from ..document import Chunk, Document
 from ..embeddings.base import Embedder
 from ..embeddings.language import LanguageCheck
-from ..errors import ChunkwiseError, InputError
+from ..errors import ChunkwiseError, ConfigError, InputError
 from ..formats.walk import UnreadableFolder
 from ..store.base import Marker, Store
 from ..strategies import Strategy
 from ..strategies.many import chunk_documents
 from ..video.document import VideoDocument, unchanged_video
+from .collection_config import check_add_options, checked_config
 from .ingest import embed_documents, finish_chunks, is_unchanged, write_documents
+from .lazy_embedder import makes_recorded
 from .progress import Progress
 from .results import IndexReport
 
@@ -143,6 +145,74 @@ def collect_files(paths: list[str], include, exclude, all_files: bool) -> list:
     return collect_inputs(paths, include, exclude, all_files=all_files)
 
 
+def settle(index: Index, strategy, params: dict | None, options: tuple, config: dict | None, lazy: bool, schema: int):
+    """The strategy and embedder of a run with ``options`` (vectors, late, late options, context, context
+    options) against the recorded ``config`` (``None``: a new collection): ``(strategy, embedder, the run's
+    record, what it changes in config)``. ``lazy``: the embedder may be made at its first use."""
+    embedder = index._embedder_for_add(config) if lazy else index.embedder(config)
+    if isinstance(strategy, Strategy):
+        if params:
+            raise ConfigError("give strategy parameters either in the strategy object or in params, not both")
+        strat = strategy
+    else:
+        from ..strategies.factory import make_strategy
+
+        strat = make_strategy(strategy, params, embedder)
+    backend = index._embedder_options.get("backend")
+    new, diffs = checked_config(
+        config, (strat, embedder, *options), name=index._embedder_name(), backend=backend, schema=schema
+    )
+    return strat, embedder, new, diffs
+
+
+def unchanged_report(
+    index: Index, strategy, params: dict | None, options: tuple, inputs: tuple, t0: float, progress: bool
+) -> IndexReport | None:
+    """The report of a run with nothing to do, decided from the store's trusted snapshot
+    (:mod:`chunkwise.store.snapshot`) without opening the database: the configuration this run would record
+    is the recorded one, and every input is unchanged (or fails to load, reported as the full run would).
+    ``None`` whenever that is not sure (no snapshot, ``recreate``, ``--context llm``, ``prune``, an embedder
+    the record does not name, a changed input): the full run then does it all, reading those inputs again.
+    An :class:`IndexReport` is always true, so ``if report := unchanged_report(...)`` reads as meant."""
+    from ..store.snapshot import local_snapshot
+
+    vectors, late, late_options, context, context_options, recreate = options
+    docs, found, load_options, prune = inputs
+    if recreate or prune or context == "llm":
+        return None
+    snap = local_snapshot(index.store)
+    if snap is None or not makes_recorded(index._embedder_arg, index._embedder_options, snap.config["embedder"]):
+        return None
+    try:
+        context = check_add_options(vectors, late_options, context, context_options)
+        from . import index as index_module  # its SCHEMA_VERSION (tests change it there)
+
+        run_options = (vectors, late, late_options, context, context_options)
+        strat, embedder, _, diffs = settle(
+            index, strategy, params, run_options, snap.config, True, index_module.SCHEMA_VERSION
+        )
+    except ChunkwiseError:
+        return None  # the full run says it
+    if diffs or index._embedder is not None:
+        return None
+    settings = AddSettings(strat, embedder, context, context_options, late, late_options, False)
+    run = AddRun(
+        index.store, settings, IndexReport(), snap.markers, 1, Progress(progress, "indexing"), LanguageCheck(embedder)
+    )
+    try:
+        run.bars.set_totals(len(docs) + len(found), input_sizes(docs, found))
+        if next(changed(iter_inputs(docs, found, load_options, run.markers), run), None) is not None:
+            return None
+    finally:
+        run.bars.close()
+    run.report.notes.extend([snap.note] if snap.note else [])
+    run.report.language_warning = run.languages.final_message()
+    run.report.total_chunks = snap.count
+    run.report.seconds = time.perf_counter() - t0  # ``t0``: the add's start
+    run.report.timings["setup"] = run.report.seconds - run.report.timings["load"]
+    return run.report
+
+
 def start_run(
     index: Index, strategy: str | Strategy, params: dict | None, options: tuple, batch_size: int, progress: bool, notify
 ) -> tuple[AddRun, Any]:
@@ -162,6 +232,8 @@ def start_run(
             strategy, params, vectors, late, late_options, context, context_options, recreate, lazy=True
         )
         markers = index.store.markers()
+        if hasattr(index.store, "keep_snapshot"):  # what a no-op re-run reads instead (store/snapshot.py)
+            index.store.keep_snapshot = True
         note = index.store.hybrid_note
         report.notes.extend([note] if note else [])
     except BaseException:
@@ -352,6 +424,8 @@ __all__ = [
     "prune_gone",
     "reuses",
     "run_add",
+    "settle",
+    "unchanged_report",
     "split_inputs",
     "write_batch",
 ]

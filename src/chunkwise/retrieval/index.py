@@ -35,7 +35,6 @@ from ..pipeline.config import DEFAULT_FUSION, DEFAULT_HYBRID, RERANK_DEPTH, RRF_
 from ..store.base import Marker, Store
 from ..store.milvus import DEFAULT_COLLECTION, SCHEMA_VERSION, MilvusStore
 from ..strategies import DEFAULT_STRATEGY, Strategy
-from ..strategies.factory import make_strategy
 from .add import (
     AddSettings,
     collect_files,
@@ -43,11 +42,13 @@ from .add import (
     renamed_options,
     reuses,
     run_add,
+    settle,
     split_inputs,
     start_run,
+    unchanged_report,
     write_batch,
 )
-from .collection_config import check_add_options, checked_config, differences
+from .collection_config import check_add_options, differences
 from .fusion import DENSE_WEIGHT
 from .ingest import EMBED_BATCH as EMBED_BATCH  # re-exported: its old home
 from .lazy_embedder import LazyEmbedder, makes_recorded
@@ -195,16 +196,8 @@ class Index:
         ships the embedder's spec to its workers, so it gets the real one, checked now."""
         context = check_add_options(vectors, late_options, context, context_options)
         config = None if recreate else self.store.read_config()
-        embedder = self._embedder_for_add(config) if lazy else self.embedder(config)
-        if isinstance(strategy, Strategy):
-            if params:
-                raise ConfigError("give strategy parameters either in the strategy object or in params, not both")
-            strat = strategy
-        else:
-            strat = make_strategy(strategy, params, embedder)
-        options = (strat, embedder, vectors, late, late_options, context, context_options)
-        backend = self._embedder_options.get("backend")
-        new, diffs = checked_config(config, options, name=self._embedder_name(), backend=backend, schema=SCHEMA_VERSION)
+        options = (vectors, late, late_options, context, context_options)
+        strat, embedder, new, diffs = settle(self, strategy, params, options, config, lazy, SCHEMA_VERSION)
         if config is not None:
             if diffs:
                 raise ConfigError(
@@ -287,8 +280,7 @@ class Index:
         see :func:`chunkwise.formats.list_inputs`); the files left out are said in one
         :class:`~chunkwise.formats.SkippedFilesWarning` before anything is read. ``progress``: bars on a
         terminal, heartbeat lines elsewhere (:mod:`chunkwise.retrieval.progress`). ``notify(line)`` is called
-        as soon as a document looks like a language the embedder does not read, before it is embedded
-        (``report.language_warning`` has the run's totals).
+        as soon as a document looks like a language the embedder does not read (before it is embedded).
         """
         if not isinstance(batch_size, int) or batch_size < 1:
             raise ConfigError(f"batch_size must be an integer >= 1, got {batch_size!r}")
@@ -297,6 +289,8 @@ class Index:
         docs, paths = split_inputs(inputs)
         found = collect_files(paths, include, exclude, all_files)  # listed before any read
         options = (vectors, late, late_options, context, context_options, recreate)
+        if quick := unchanged_report(self, strategy, params, options, (docs, found, load_options, prune), t0, progress):
+            return quick  # nothing to do, decided from the store's snapshot (store/snapshot.py)
         run, contextualizer = start_run(self, strategy, params, options, batch_size, progress, notify)
         run.report.timings["setup"] = time.perf_counter() - t0
         try:

@@ -41,7 +41,7 @@ import numpy as np
 
 from ..document import Chunk, Document
 from ..errors import ChunkwiseError, ConfigError, InputError
-from . import milvus_create, milvus_search
+from . import milvus_create, milvus_search, snapshot
 from .base import Hit, Marker
 from .bm25 import BM25Fallback
 from .milvus_connection import (
@@ -149,6 +149,8 @@ class MilvusStore:
         self._config: dict[str, Any] | None = None
         self._opened = False
         self._bm25_saved_dropped = False
+        #: write a snapshot of the collection when this connection closes (set by every write, and by an add)
+        self.keep_snapshot = False
 
     # -- connection ------------------------------------------------------------------------------------
     @property
@@ -172,9 +174,14 @@ class MilvusStore:
         self.read_only = self.read_only or read_only  # searchable through a private copy; writes are refused
         return path
 
-    def require_writable(self) -> None:
-        """Connect, and refuse a database that can only be read (before a run chunks and embeds for nothing)."""
-        self.connect()
+    def require_writable(self, connect: bool = True) -> None:
+        """Connect, and refuse a database that can only be read (before a run chunks and embeds for nothing).
+        ``connect=False``: a Milvus Lite directory is checked without starting Milvus Lite (a run with nothing
+        to do may never need it, store/snapshot.py); a server is connected to either way."""
+        if connect or self.db is None:
+            self.connect()
+        elif self._client is None:
+            self._check_db_path()
         if self.read_only:
             raise InputError(READ_ONLY_PROBLEM, source=self.db)
 
@@ -187,7 +194,8 @@ class MilvusStore:
         if not self._bm25_saved_dropped and self.db is not None:
             for folder in (BM25_FOLDER, VECTORS_FOLDER):
                 shutil.rmtree(Path(self.db) / folder, ignore_errors=True)
-            self._bm25_saved_dropped = True
+            snapshot.drop(self.db, self.collection)  # and the snapshot (store/snapshot.py), rewritten at close
+            self._bm25_saved_dropped = self.keep_snapshot = True
         return client
 
     @property
@@ -210,8 +218,12 @@ class MilvusStore:
         return client
 
     def close(self) -> None:
-        """Close the client and, for Milvus Lite, stop its in-process server and release the directory."""
-        client, self._client = self._client, None
+        """Close the client and, for Milvus Lite, stop its in-process server and release the directory; a
+        connection that wrote (or that :attr:`keep_snapshot` asks) leaves a snapshot (store/snapshot.py)."""
+        state = (
+            snapshot.capture(self) if self.keep_snapshot and self.db and self._client and not self.read_only else None
+        )
+        client, self._client, self.keep_snapshot = self._client, None, False
         self._loaded.clear()
         self._forget()
         if client is None:
@@ -226,6 +238,8 @@ class MilvusStore:
                 from milvus_lite.server_manager import server_manager_instance
 
                 server_manager_instance.release_server(os.path.abspath(self.db))
+        if state is not None and self.db is not None:
+            snapshot.save(self.db, self.collection, state)
 
     def _forget(self) -> None:
         """Drop what was read once per connection (the configuration, the collection facts, bm25s)."""
@@ -473,27 +487,7 @@ class MilvusStore:
         return self.db is not None if self.client_vectors is None else bool(self.client_vectors)
 
 
-__all__ = [
-    "MilvusStore",
-    "ServerCapabilities",
-    "DEFAULT_COLLECTION",
-    "DEFAULT_DB",
-    "SCHEMA_VERSION",
-    "CONFIG_ID",
-    "CONFIG_PROPERTY",
-    "STATE_SUFFIX",
-    "OUTPUT_FIELDS",
-    "NULL_SENTINELS",
-    "BM25_FOLDER",
-    "VECTORS_FOLDER",
-    "READ_ONLY_PROBLEM",
-    "BM25Fallback",
-    "VectorCache",
-    "as_scores",
-    "quote",
-    "stable_config_hash",
-    "quiet_milvus_logs",
-    "import_pymilvus",
-    "chunk_rows",
-    "chunk_from_row",
-]
+__all__ = ["MilvusStore", "ServerCapabilities", "DEFAULT_COLLECTION", "DEFAULT_DB", "SCHEMA_VERSION", "CONFIG_ID"]
+__all__ += ["CONFIG_PROPERTY", "STATE_SUFFIX", "OUTPUT_FIELDS", "NULL_SENTINELS", "BM25_FOLDER", "VECTORS_FOLDER"]
+__all__ += ["READ_ONLY_PROBLEM", "BM25Fallback", "VectorCache", "as_scores", "quote", "stable_config_hash"]
+__all__ += ["quiet_milvus_logs", "import_pymilvus", "chunk_rows", "chunk_from_row"]

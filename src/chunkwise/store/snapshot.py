@@ -1,0 +1,156 @@
+"""What a Milvus Lite index holds, kept beside it in a small JSON file, so that a re-index in which nothing
+changed is decided without starting Milvus Lite (importing pymilvus and milvus_lite costs a no-op run most of
+its time).
+
+``<db>/chunkwise-snapshot-<collection>.json`` (0600, like the database) records the collection's configuration,
+its document markers, its chunk count and a *fingerprint* of the database's own files: the relative path,
+size and ``mtime_ns`` of every file under the directory except chunkwise's own caches (``chunkwise-bm25/``,
+``chunkwise-vectors/``), the snapshots and the segment indexes Milvus Lite builds in the background from the
+data files (:data:`DERIVED_FOLDER`). It is written when a connection that wrote (or that an add run
+read) is closed, from what the database says then, and only while this process holds the database's
+``LOCK`` (so no other writer can slip in between the reads and the fingerprint). It is trusted only when its
+fingerprint equals the files as they are now: any write by anyone changes them. It is removed before the
+first write of every connection (:meth:`MilvusStore._writer`), so a process killed while writing never
+leaves one that matches; one killed after writing and before the new snapshot leaves none.
+
+Only for a local database (``--db``): a server's files are not ours to look at.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .base import Marker
+
+if TYPE_CHECKING:
+    from .milvus import MilvusStore
+
+#: bumped when what a snapshot holds, or how it is read, changes (an older one is then not trusted)
+SNAPSHOT_VERSION = 1
+PREFIX = "chunkwise-snapshot-"
+#: chunkwise's own folders in the database directory (store/milvus_search.py), not the database's files
+CACHE_FOLDERS = ("chunkwise-bm25", "chunkwise-vectors")
+#: Milvus Lite's segment indexes, built in the background after a flush (even after the connection closed):
+#: derived from the data files, which every write changes (the write-ahead log, the manifest)
+DERIVED_FOLDER = "indexes"
+
+
+@dataclass
+class Snapshot:
+    """The collection as its snapshot records it."""
+
+    config: dict[str, Any]
+    markers: dict[str, Marker]
+    count: int
+    note: str | None
+
+
+def snapshot_path(db: str | os.PathLike, collection: str) -> Path:
+    return Path(db) / f"{PREFIX}{collection}.json"
+
+
+def fingerprint(db: str | os.PathLike) -> list[list]:
+    """``[relative path, size, mtime_ns]`` of every file of the database itself, sorted."""
+    root = os.fspath(db)
+    out: list[list] = []
+    for folder, dirs, files in os.walk(root):
+        rel = os.path.relpath(folder, root)
+        if rel == ".":
+            dirs[:] = [d for d in dirs if d not in CACHE_FOLDERS]
+            files = [f for f in files if not f.startswith(PREFIX)]
+        dirs[:] = [d for d in dirs if d != DERIVED_FOLDER]
+        for name in files:
+            st = os.lstat(os.path.join(folder, name))
+            out.append([os.path.normpath(os.path.join(rel, name)), st.st_size, st.st_mtime_ns])
+    return sorted(out)
+
+
+def drop(db: str | os.PathLike, collection: str) -> None:
+    """Remove the snapshot before a write begins (a write killed half-way must leave none that matches)."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(snapshot_path(db, collection))
+
+
+def capture(store: MilvusStore) -> dict[str, Any] | None:
+    """What the connected ``store`` holds now (``None`` when the collection does not exist or a read fails):
+    read before the connection is closed, saved by :func:`save` after."""
+    try:
+        config = store.read_config()
+        if config is None:
+            return None
+        client = store.connect()
+        for name in (store.collection, store.state_collection):  # sealed now, not by the close (it would
+            client.flush(name)  # change the files after the fingerprint below)
+        markers = [[m.doc_id, m.source, m.content_hash, m.chunks, m.complete] for m in store.markers().values()]
+        count, note = store.count(), store.hybrid_note
+        return {
+            "config": config,
+            "markers": markers,
+            "count": count,
+            "note": note,
+            "files": fingerprint(store._lite_db()),
+        }
+    except Exception:  # a snapshot is an optimisation: without one the next run reads the database
+        return None
+
+
+def save(db: str | os.PathLike, collection: str, state: dict[str, Any]) -> None:
+    """Write ``state`` atomically, only while this process can take the database's ``LOCK`` (another process
+    that holds it may be writing) and the files are still those ``state`` was read from (``files``, taken
+    while the connection was open: a process that opened the database in between changed them)."""
+    import fcntl
+
+    from ..security import private_file
+
+    path = snapshot_path(db, collection)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(Path(db) / "LOCK", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if state["files"] != fingerprint(db):
+                return
+            data = dict(state, version=SNAPSHOT_VERSION, collection=collection)
+            private_file(tmp)
+            tmp.write_text(json.dumps(data, sort_keys=True), encoding="utf-8")
+            os.replace(tmp, path)
+    except (OSError, TypeError, ValueError):  # locked, unwritable, or a value JSON cannot hold: no snapshot
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+
+
+def load(db: str | os.PathLike, collection: str) -> Snapshot | None:
+    """The snapshot of ``collection`` in the database directory ``db``, or ``None`` unless it exists, parses,
+    has this version and its fingerprint equals the database's files now."""
+    try:
+        data = json.loads(snapshot_path(db, collection).read_text(encoding="utf-8"))
+        if not isinstance(data, dict) or data.get("version") != SNAPSHOT_VERSION:
+            return None
+        if data.get("collection") != collection or data.get("files") != fingerprint(db):
+            return None
+        config, count, note = data["config"], data["count"], data["note"]
+        markers = {m[0]: Marker(m[0], m[1], m[2], int(m[3]), bool(m[4])) for m in data["markers"]}
+        if not isinstance(config, dict) or not isinstance(count, int) or not isinstance(note, (str, type(None))):
+            return None
+    except (OSError, ValueError, KeyError, IndexError, TypeError):
+        return None
+    return Snapshot(config, markers, count, note)
+
+
+def local_snapshot(store: Any) -> Snapshot | None:
+    """The trusted snapshot of ``store`` when it is a writable Milvus Lite directory not yet opened by this
+    process; ``None`` for anything else (a server, another kind of store, a read-only directory)."""
+    from .milvus import MilvusStore
+
+    if type(store) is not MilvusStore or store.db is None or store._client is not None:
+        return None
+    if not os.path.isdir(store.db) or not os.access(store.db, os.W_OK | os.X_OK):
+        return None  # a read-only database is refused by the full path, as before
+    return load(store.db, store.collection)
+
+
+__all__ = ["SNAPSHOT_VERSION", "Snapshot", "capture", "drop", "fingerprint", "load", "local_snapshot", "save"]
