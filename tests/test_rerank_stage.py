@@ -181,3 +181,23 @@ def test_cross_refuses_a_folder_that_is_not_there(tmp_path):
         pytest.skip("torch extra missing: the dependency error comes first")
     with pytest.raises(ConfigError, match="not a model folder"):
         rerank_results("lamp", results(), f"cross:{tmp_path / 'missing'}", k=2)
+
+
+def test_index_search_reranks_its_own_candidates():
+    """Through the hook: the first stage's ``rerank_depth`` candidates, re-ordered, ``k`` kept, ranks 1..k;
+    ``maxsim:0`` returns the first stage's own order."""
+    from chunkwise.document import Document
+    from chunkwise.retrieval.index import Index
+    from chunkwise.store.memory import MemoryStore
+
+    text = "\n\n".join(TEXTS)
+    with Index(store=MemoryStore(), embedder=FakeEmbedder()) as ix:
+        ix.add([Document(text, source="kb.txt")], strategy="recursive", params={"max_tokens": 10, "tokenizer": "words"})
+        first = ix.search("lamp wick smoke", k=4, hybrid=False)
+        same = ix.search("lamp wick smoke", k=4, hybrid=False, rerank="maxsim:0", rerank_depth=4)
+        assert [r.chunk.id for r in same] == [r.chunk.id for r in first]
+        out = ix.search("lamp wick smoke", k=2, hybrid=False, rerank="maxsim", rerank_depth=4)
+        scores = rerank_scores("lamp wick smoke", [r.text for r in first], [0.0] * len(first), "maxsim", FakeEmbedder())
+        best = [first[i].chunk.id for i in np.argsort(-scores, kind="stable")[:2]]
+        assert [r.chunk.id for r in out] == best and [r.rank for r in out] == [1, 2]
+        assert [r.score for r in out] == pytest.approx(sorted(scores.tolist(), reverse=True)[:2])
