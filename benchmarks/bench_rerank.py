@@ -103,7 +103,7 @@ def measure(name: str, ds, embedder, args) -> list[dict]:
             results[label] = ev.run(parse_run_spec(f"{run_label(label)}={spec}"))
             print(f"{name} {label}: {time.perf_counter() - t0:.0f} s", flush=True)
         rows += rows_for(
-            name, ds, results, {k: "no rerank" for k in runs if k != "no rerank"}, args.bootstrap, "rerank"
+            name, ds, results, lambda run, m: None if run == "no rerank" else "no rerank", args.bootstrap, "rerank"
         )
     if "granularity" in args.parts:
         results = {}
