@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import subprocess
 import sys
 
@@ -68,6 +69,7 @@ def test_a_no_op_is_answered_from_the_snapshot_with_the_full_runs_report(tmp_pat
         full.language_warning,
     )
     assert load(db, "chunkwise") is not None  # the full no-op wrote it again: the next run is quick
+    assert stat.S_IMODE(os.stat(snapshot_path(db, "chunkwise")).st_mode) == 0o600  # sources: as private as the db
 
 
 def test_a_changed_database_file_makes_the_snapshot_untrusted(tmp_path):
