@@ -11,14 +11,12 @@
 What it guarantees (details in :mod:`chunkwise.store.milvus`):
 
 - **Incremental**: a document whose content hash is recorded is skipped (nothing chunked or embedded).
-- **Crash-safe**: a document is replaced by *unmark → upsert new chunks → delete stale chunks → mark*;
-  a run killed at any moment and run again ends with exactly the chunks of a clean run.
-- **One configuration per collection**: the embedder, chunking strategy and parameters, vector mode, late
-  chunking and context mode are recorded when the collection is created; a run with a different one is
-  refused (use another ``collection`` or ``recreate=True``) instead of silently mixing vector spaces.
-- **Nothing embedded twice**: ``vectors="pool"`` reuses the sentence vectors a semantic strategy computed
-  while chunking (mean-pooled, re-normalised); otherwise each chunk's ``embed_text`` is embedded once, in
-  batches, through the embedder's persistent cache.
+- **Crash-safe**: a document is replaced by *unmark → upsert new → delete stale → mark*; a run killed at any
+  moment and run again ends with exactly the chunks of a clean run.
+- **One configuration per collection**: the embedder, strategy and parameters, vector, late chunking and
+  context modes are recorded; a run with others is refused (``recreate=True`` rebuilds) instead of mixing.
+- **Nothing embedded twice**: ``vectors="pool"`` reuses a semantic strategy's sentence vectors (mean-pooled,
+  re-normalised); else each chunk's ``embed_text`` is embedded once, through the persistent cache.
 """
 
 from __future__ import annotations
@@ -26,7 +24,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..embeddings.base import Embedder
 from ..embeddings.vectors import query_vectors
@@ -35,33 +33,35 @@ from ..pipeline.config import DEFAULT_FUSION, DEFAULT_HYBRID, RERANK_DEPTH, RRF_
 from ..store.base import Marker, Store
 from ..store.milvus import DEFAULT_COLLECTION, SCHEMA_VERSION, MilvusStore
 from ..strategies import DEFAULT_STRATEGY, Strategy
-from .add import (
-    AddSettings,
-    collect_files,
-    prune_gone,
-    renamed_options,
-    reuses,
-    run_add,
-    settle,
-    split_inputs,
-    start_run,
-    unchanged_report,
-    write_batch,
-)
 from .collection_config import check_add_options, differences
 from .fusion import DENSE_WEIGHT
-from .ingest import EMBED_BATCH as EMBED_BATCH  # re-exported: its old home
 from .lazy_embedder import LazyEmbedder, makes_recorded
 from .progress import Progress
 from .results import RESULT_FIELDS as RESULT_FIELDS  # re-exported: its old home
 from .results import IndexReport, SearchResult
 from .search import check_search, dense_results, hybrid_results
 
+if TYPE_CHECKING:
+    from .add import AddSettings
+
+
+def __getattr__(name: str) -> Any:
+    """Old homes, imported on first use: a search does not import the ingestion pipeline (``add.py``)."""
+    if name in ("AddSettings", "EMBED_BATCH"):
+        from . import add, ingest
+
+        return getattr(add if name == "AddSettings" else ingest, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), "AddSettings", "EMBED_BATCH"])
+
+
 #: chunks gathered (over several small documents) before one embedding + write round
 DEFAULT_BATCH = 256
 
-#: the progress of one run (bars on a terminal, heartbeat lines elsewhere; retrieval/progress.py)
-_Progress = Progress
+_Progress = Progress  # the progress of one run (bars on a terminal, heartbeat lines elsewhere)
 
 
 class Index:
@@ -194,6 +194,8 @@ class Index:
         """Check everything and create or verify the collection before a single row is written. ``lazy``:
         the local engine's embedder may be made at its first use (:meth:`_embedder_for_add`); another engine
         ships the embedder's spec to its workers, so it gets the real one, checked now."""
+        from .add import settle
+
         context = check_add_options(vectors, late_options, context, context_options)
         config = None if recreate else self.store.read_config()
         options = (vectors, late, late_options, context, context_options)
@@ -226,6 +228,8 @@ class Index:
         """What :meth:`add` settles before the first document: every option checked, the collection created
         or its recorded configuration verified, the strategy and embedder made. Another engine (the Ray
         engine) calls it so that it runs exactly the configuration the local engine would."""
+        from .add import AddSettings, renamed_options, reuses
+
         late_options, context_options = renamed_options(late_options, context, context_options)
         strat, embedder, context = self._prepare(
             strategy, params, vectors, late, late_options, context, context_options, recreate
@@ -268,8 +272,7 @@ class Index:
         ``vectors="pool"``: chunk vectors mean-pooled from the sentence vectors a semantic strategy already
         computed (no second embedding pass); ``"text"`` (default) embeds each chunk's ``embed_text``.
         ``late=True``: late-chunked vectors (:func:`chunkwise.context.late_chunk_vectors`, options
-        ``late_window``/``overlap``/``macro`` in ``late_options``; ``window`` is the deprecated old name of
-        ``late_window``). ``context``: ``headings``/``neighbors``/``llm`` fills ``Chunk.context``
+        ``late_window`` (formerly ``window``)/``overlap``/``macro`` in ``late_options``). ``context``: ``headings``/``neighbors``/``llm`` fills ``Chunk.context``
         (:func:`chunkwise.context.contextualize` with ``context_options``), embedded and BM25-indexed with the
         text. ``prune=True``: remove documents whose source files no longer exist. ``load_options``: options of
         :func:`chunkwise.formats.load` (``password``, ``encoding``, ``format``, ``html_mode``, ``clean``..., as
@@ -279,9 +282,10 @@ class Index:
         ``include`` naming an extension such as ``*.svg`` widens it, ``all_files=True`` reads every file;
         see :func:`chunkwise.formats.list_inputs`); the files left out are said in one
         :class:`~chunkwise.formats.SkippedFilesWarning` before anything is read. ``progress``: bars on a
-        terminal, heartbeat lines elsewhere (:mod:`chunkwise.retrieval.progress`). ``notify(line)`` is called
-        as soon as a document looks like a language the embedder does not read (before it is embedded).
-        """
+        terminal, heartbeat lines elsewhere (:mod:`chunkwise.retrieval.progress`). ``notify(line)``: called
+        when a document looks like a language the embedder does not read (before it is embedded)."""
+        from .add import collect_files, renamed_options, run_add, split_inputs, start_run, unchanged_report
+
         if not isinstance(batch_size, int) or batch_size < 1:
             raise ConfigError(f"batch_size must be an integer >= 1, got {batch_size!r}")
         t0 = time.perf_counter()
@@ -304,9 +308,13 @@ class Index:
 
     # the Ray engine's driver writes and prunes through these (retrieval/add.py has the work)
     def _write(self, pending, vectors, markers, model_id, report, bars, incomplete=frozenset()) -> None:
+        from .add import write_batch
+
         write_batch(self.store, pending, vectors, markers, model_id, report, bars, incomplete)
 
     def _prune(self, markers, seen, walked=frozenset(), unreadable=()) -> int:
+        from .add import prune_gone
+
         return prune_gone(self.store, markers, seen, walked, unreadable)
 
     # -- reading ---------------------------------------------------------------------------------------
@@ -487,5 +495,5 @@ __all__ = [
     "DEFAULT_HYBRID",
     "DEFAULT_FUSION",
     "DEFAULT_BATCH",
-    "EMBED_BATCH",
+    "EMBED_BATCH",  # noqa: F822 - imported on first use (module __getattr__)
 ]
