@@ -63,6 +63,7 @@ def add_retrieval_options(p: argparse.ArgumentParser) -> None:
     """How ``search`` and ``ask`` retrieve: hybrid (the default) or ``--dense``, the fusion flags, and a
     ``--config`` file whose retrieval settings they take (the flags given override it)."""
     from ..pipeline.config import DENSE_WEIGHT, FUSION_MODES, RRF_K
+    from .options import add_rerank_options
 
     p.add_argument("--dense", action="store_true", help="vectors alone (default: BM25 + vectors fused)")
     p.add_argument("--hybrid", action="store_true", help=argparse.SUPPRESS)  # the default now; kept for old scripts
@@ -100,8 +101,9 @@ def add_retrieval_options(p: argparse.ArgumentParser) -> None:
         default=None,
         metavar="FILE",
         help="retrieve as a configuration written by `chunkwise tune` says (hybrid, fusion, rrf_k, "
-        "dense_weight, expand, budget); flags given override it",
+        "dense_weight, rerank, rerank_depth, expand, budget); flags given override it",
     )
+    add_rerank_options(p)
 
 
 def register(subparsers) -> None:
@@ -402,7 +404,7 @@ def retrieval_settings(args: argparse.Namespace) -> dict:
     """``Index.search``'s ``hybrid``, ``fusion``, ``rrf_k`` and ``dense_weight``: a ``--config`` file's
     settings (every one of them, as ``eval`` measured them), overridden by the flags given."""
     from ..pipeline.config import PipelineConfig
-    from .options import pipeline_config
+    from .options import pipeline_config, rerank_settings
 
     config = pipeline_config(args.config) if getattr(args, "config", None) else PipelineConfig()
     if args.dense and args.hybrid:
@@ -418,7 +420,7 @@ def retrieval_settings(args: argparse.Namespace) -> dict:
             "--fusion, --rrf-k and --dense-weight apply to hybrid search: drop --dense"
             + (f' (or the "hybrid": false of {args.config})' if args.config else "")
         )
-    return config.with_settings(hybrid=hybrid, **flags).search_options()
+    return config.with_settings(hybrid=hybrid, **flags, **rerank_settings(args)).search_options()
 
 
 def expand_settings(args: argparse.Namespace) -> dict:
