@@ -128,7 +128,7 @@ def add_rerank_options(p: Any) -> None:
         default=None,
         metavar="SPEC",
         help=f"re-order the first stage's candidates: {', '.join(RERANK_KINDS)} (MaxSim over the embedder's "
-        "token vectors, W its weight against the first-stage score; the chat endpoint of --llm-base-url; a "
+        "token vectors, W its weight against the first-stage score; the chat endpoint of $CHUNKWISE_LLM_BASE_URL; a "
         "local sentence-transformers cross-encoder, torch extra) or none (default)",
     )
     p.add_argument(
