@@ -14,7 +14,10 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
+import shutil
+import tempfile
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -87,4 +90,27 @@ def private_file(path: str | os.PathLike) -> Path:
     return p
 
 
-__all__ = ["redact", "warn_plain_http", "private_dir", "private_file", "is_loopback", "PlainHTTPWarning"]
+def replace_folder(folder: str | os.PathLike, fill: Callable[[Path], None]) -> None:
+    """Write a folder whole: ``fill(tmp)`` writes into a fresh private folder beside ``folder``, which then
+    replaces it by a rename. A reader sees the old folder or the new one, never half of one, and a
+    process killed while filling leaves only the temporary folder (removed when it can be)."""
+    target = Path(folder)
+    tmp = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))
+    try:
+        fill(tmp)
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(tmp, target)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+__all__ = [
+    "redact",
+    "warn_plain_http",
+    "private_dir",
+    "private_file",
+    "replace_folder",
+    "is_loopback",
+    "PlainHTTPWarning",
+]

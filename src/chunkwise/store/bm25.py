@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
+
+from ..security import replace_folder
 
 #: Lucene BM25 parameters (Milvus's defaults too)
 K1 = 1.5
@@ -57,17 +57,13 @@ class BM25Fallback:
     def save(self, folder: str | os.PathLike) -> None:
         """Write the index to ``folder`` (replaced whole: written beside it, then renamed), so that a later
         process loads it in milliseconds instead of reading every text back and indexing it again."""
-        target = Path(folder)
-        tmp = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))
-        try:
+
+        def fill(tmp: Path) -> None:
             (tmp / "ids.json").write_text(json.dumps(self.ids), encoding="utf-8")
             if self._retriever is not None:
                 self._retriever.save(str(tmp), show_progress=False)
-            if target.exists():
-                shutil.rmtree(target)
-            os.replace(tmp, target)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+
+        replace_folder(folder, fill)
 
     @classmethod
     def load(cls, folder: str | os.PathLike) -> BM25Fallback:

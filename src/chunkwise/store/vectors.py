@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
+
+from ..security import replace_folder
 
 
 class VectorCache:
@@ -36,16 +36,12 @@ class VectorCache:
 
     def save(self, folder: str | os.PathLike) -> None:
         """Write the cache to ``folder`` (replaced whole: written beside it, then renamed)."""
-        target = Path(folder)
-        tmp = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))
-        try:
+
+        def fill(tmp: Path) -> None:
             (tmp / "ids.json").write_text(json.dumps(self.ids), encoding="utf-8")
             np.save(tmp / "vectors.npy", self.matrix, allow_pickle=False)
-            if target.exists():
-                shutil.rmtree(target)
-            os.replace(tmp, target)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+
+        replace_folder(folder, fill)
 
     @classmethod
     def load(cls, folder: str | os.PathLike) -> VectorCache:
