@@ -41,9 +41,18 @@ Fetch the first two as git repositories (any clone will do; the script reads wit
 Subsampling (so each set runs in a few minutes on 2 shared cores, cold cache): QMSum ``--meetings``
 (default 12 of the 35 test meetings), CoSQA ``--code-queries`` (200 queries) over their functions plus
 ``--code-distractors`` (1,500) others, Chroma all questions over ``--chroma-corpora`` (default all but
-finance). Seeded (``--seed``). Chunking is fixed 256/32 MiniLM tokens for every run; only retrieval
+finance), SciFact ``--claims`` (all 265) over all 2,101 abstracts or, with ``--abstract-distractors N``,
+over the kept claims' abstracts plus N others. Seeded (``--seed``). Chunking is fixed 256/32 MiniLM tokens for every run; only retrieval
 changes. Reported: document nDCG@10, document recall@10 and Chroma's span recall@10, each as dense, and
 hybrid - dense with a paired bootstrap 95 % interval (1,000 resamples, `chunkwise.evaluation.metrics`).
+
+Embedders (``--embedders minilm,e5,static,use-multilingual``; default ``minilm`` alone): MiniLM is the
+baseline and always runs; every other embedder gets a dense and a default hybrid (z-score 0.8) run over the
+same chunks (fixed 256/32 MiniLM tokens whatever the embedder, so only the vectors change), each reported
+with its difference to MiniLM under the same retrieval (paired bootstrap as above), its wall seconds and
+CPU seconds. An embedder whose extra is missing (or, for ``static``, that is not distilled yet) is skipped
+with one line. ``--converted`` reads the sets already converted under ``--work`` instead of converting
+them again, so no source repository is needed for a rerun.
 """
 
 from __future__ import annotations
@@ -64,6 +73,9 @@ RUNS = {
     "hybrid rrf": CHUNKING + ",hybrid=true,fusion=rrf",
     "hybrid zscore": CHUNKING + ",hybrid=true,fusion=zscore",
 }
+#: what every embedder besides the MiniLM baseline is measured under: vectors alone and the default hybrid
+EMBEDDER_RUNS = ("dense", "hybrid zscore")
+SET_NAMES = ("qmsum", "cosqa", "scifact", "chroma")
 
 
 def git_show(repo: str, path: str) -> str:
@@ -170,8 +182,12 @@ def prepare_cosqa(repo: str, out: Path, n_queries: int, n_distractors: int, seed
     return write_set(out, docs, queries)
 
 
-def prepare_scifact(claims_repo: str, abstracts_repo: str, out: Path, n_queries: int, seed: int) -> Path:
-    """The claims whose cited abstracts are all in the public candidate pool, over that pool."""
+def prepare_scifact(
+    claims_repo: str, abstracts_repo: str, out: Path, n_queries: int, seed: int, n_distractors: int | None = None
+) -> Path:
+    """The claims whose cited abstracts are all in the public candidate pool, over that pool (or, with
+    ``n_distractors``, over the kept claims' abstracts plus that many seeded others: a smaller, easier pool
+    for an embedder too slow for all 2,101)."""
     pool = [
         json.loads(line) for line in git_show(abstracts_repo, "scifact_antonym/corpus_candidate.jsonl").splitlines()
     ]
@@ -189,6 +205,11 @@ def prepare_scifact(claims_repo: str, abstracts_repo: str, out: Path, n_queries:
     keep = sorted(q for q, ds in cited.items() if q in claims and all(d in docs for d in ds))
     keep = sorted(random.Random(seed).sample(keep, min(n_queries, len(keep))), key=int)
     queries = [{"id": f"claim-{q}", "query": claims[q], "references": sorted(set(cited[q]))} for q in keep]
+    if n_distractors is not None:
+        needed = {d for q in queries for d in q["references"]}
+        others = sorted(set(docs) - needed)
+        needed |= set(random.Random(seed).sample(others, min(n_distractors, len(others))))
+        docs = {d: docs[d] for d in sorted(needed)}
     return write_set(out, docs, queries)
 
 
@@ -208,20 +229,27 @@ def prepare_chroma(path: str, out: Path, corpora: list[str], doc_chars: int) -> 
     return write_set(out, docs, queries)
 
 
-def measure(name: str, folder: Path, embedder, n_boot: int, weights: list[float]) -> list[dict]:
-    from chunkwise.evaluation import Evaluator, load_dataset, parse_run_spec
+def evaluate(ds, embedder, runs: dict[str, str], n_boot: int) -> tuple[dict, float, float]:
+    """Each run's result on one dataset under one embedder, with the wall and CPU seconds they took
+    (CPU counts every thread of the process, so it is the cost that a loaded machine does not distort)."""
+    from chunkwise.evaluation import Evaluator, parse_run_spec
+
+    ev = Evaluator(ds, embedder, k=10, n_boot=n_boot)
+    t0, c0 = time.perf_counter(), time.process_time()
+    results = {label: ev.run(parse_run_spec(f"{label.replace(' ', '_')}={spec}")) for label, spec in runs.items()}
+    return results, time.perf_counter() - t0, time.process_time() - c0
+
+
+def measure(name: str, ds, embedder, n_boot: int, weights: list[float]) -> tuple[list[dict], dict]:
+    """The MiniLM rows (dense, then each hybrid run as a difference to dense) and their results, which the
+    other embedders are compared with."""
     from chunkwise.evaluation.metrics import paired_bootstrap
 
-    ds = load_dataset(folder)
-    if ds.problems:
-        print(f"{name}: {len(ds.problems)} reference(s) skipped, first: {ds.problems[0]}")
-    ev = Evaluator(ds, embedder, k=10, n_boot=n_boot)
-    t0 = time.perf_counter()
     runs = dict(RUNS)
     for w in weights:
         runs[f"zscore w{w:g}"] = CHUNKING + f",hybrid=true,fusion=zscore,dense_weight={w:g}"
-    results = {label: ev.run(parse_run_spec(f"{label.replace(' ', '_')}={spec}")) for label, spec in runs.items()}
-    seconds = time.perf_counter() - t0
+    results, seconds, cpu = evaluate(ds, embedder, runs, n_boot)
+    print(f"{name}: minilm {seconds:.1f} s wall, {cpu:.1f} s CPU")
     dense = results["dense"]
     rows = []
     for label, res in results.items():
@@ -238,7 +266,76 @@ def measure(name: str, folder: Path, embedder, n_boot: int, weights: list[float]
                 b = paired_bootstrap(res.per_query[m], dense.per_query[m], n_boot=n_boot, seed=0)
                 row[f"{m} diff"] = (b["diff"], b["lo"], b["hi"])
         rows.append(row)
+    return rows, results
+
+
+def compare_embedder(name: str, ds, label: str, embedder, baseline: dict, n_boot: int) -> list[dict]:
+    """One embedder's dense and default-hybrid rows, each with its difference to MiniLM under the same
+    retrieval (paired over the same queries, so the interval is about the vectors alone)."""
+    from chunkwise.evaluation.metrics import paired_bootstrap
+
+    results, seconds, cpu = evaluate(ds, embedder, {r: RUNS[r] for r in EMBEDDER_RUNS}, n_boot)
+    texts = sum(int(res.stats.get("texts_embedded", 0)) for res in results.values())
+    print(f"{name}: {label} {seconds:.1f} s wall, {cpu:.1f} s CPU, {texts} texts embedded")
+    rows = []
+    for run, res in results.items():
+        row = {
+            "set": name,
+            "docs": len(ds.documents),
+            "queries": len(ds.queries),
+            "embedder": label,
+            "run": run,
+            "seconds": round(seconds, 1),
+            "cpu_seconds": round(cpu, 1),
+        }
+        for m in METRICS:
+            row[m] = float(res.scores[m])
+            b = paired_bootstrap(res.per_query[m], baseline[run].per_query[m], n_boot=n_boot, seed=0)
+            row[f"{m} vs minilm"] = (b["diff"], b["lo"], b["hi"])
+        rows.append(row)
     return rows
+
+
+def load_embedders(names: list[str]) -> dict:
+    """The embedders to compare with MiniLM; one line for each that cannot be loaded here."""
+    from chunkwise.embeddings import get_embedder
+    from chunkwise.errors import ConfigError
+
+    out = {}
+    for n in names:
+        if n == "minilm":
+            continue
+        try:
+            out[n] = get_embedder(n)
+        except ConfigError as exc:  # MissingDependencyError is one; so is an undistilled static model
+            print(f"skipping {n}: {str(exc).splitlines()[0]}")
+    return out
+
+
+def collect_sets(args) -> list[tuple[str, Path]]:
+    """The sets to measure: converted from their sources, or (``--converted``) read from ``--work``."""
+    work = Path(args.work)
+    only = set(args.only.split(",")) if args.only else None
+    wanted = [s for s in SET_NAMES if only is None or s in only]
+    if args.converted:
+        return [(s, work / s) for s in wanted if (work / s / "queries.jsonl").is_file()]
+    sets: list[tuple[str, Path]] = []
+    if args.qmsum and "qmsum" in wanted:
+        sets.append(("qmsum", prepare_qmsum(args.qmsum, work / "qmsum", args.meetings, args.turns, args.seed)))
+    if args.cosqa and "cosqa" in wanted:
+        sets.append(
+            ("cosqa", prepare_cosqa(args.cosqa, work / "cosqa", args.code_queries, args.code_distractors, args.seed))
+        )
+    if args.scifact and args.scifact_abstracts and "scifact" in wanted:
+        folder = prepare_scifact(
+            args.scifact, args.scifact_abstracts, work / "scifact", args.claims, args.seed, args.abstract_distractors
+        )
+        sets.append(("scifact", folder))
+    if args.chroma and Path(args.chroma).exists() and "chroma" in wanted:
+        sets.append(
+            ("chroma", prepare_chroma(args.chroma, work / "chroma", args.chroma_corpora.split(","), args.doc_chars))
+        )
+    return sets
 
 
 def main() -> None:
@@ -248,6 +345,12 @@ def main() -> None:
     ap.add_argument("--scifact", help="a git dir of github.com/Kirloxious/CSI4107_Assignment2 (claims, qrels)")
     ap.add_argument("--scifact-abstracts", help="a git dir of github.com/nice-hku-coder/coder_data (abstracts)")
     ap.add_argument("--claims", type=int, default=265, help="SciFact claims (all 265 usable ones by default)")
+    ap.add_argument(
+        "--abstract-distractors",
+        type=int,
+        default=None,
+        help="SciFact: the kept claims' abstracts plus this many others (default: all 2,101 abstracts)",
+    )
     ap.add_argument("--chroma", default=str(ROOT.parent / "shared" / "data" / "chroma-eval"))
     ap.add_argument("--work", default="/tmp/chunkwise-bench-retrieval", help="where the converted sets go")
     ap.add_argument("--meetings", type=int, default=12)
@@ -260,35 +363,41 @@ def main() -> None:
     ap.add_argument("--bootstrap", type=int, default=1000)
     ap.add_argument("--only", default=None, help="comma-separated subset of qmsum,cosqa,scifact,chroma")
     ap.add_argument("--weights", default="", help="extra z-score dense weights to measure, e.g. 0.8,0.9")
+    ap.add_argument(
+        "--embedders",
+        default="minilm",
+        help="comma-separated embedders to compare with MiniLM (always measured, the baseline), "
+        "e.g. minilm,e5,static,use-multilingual",
+    )
+    ap.add_argument("--converted", action="store_true", help="read the sets already converted under --work")
     ap.add_argument("-o", "--output", default=None, help="JSON file for the rows")
     args = ap.parse_args()
 
+    from chunkwise import registry
     from chunkwise.embeddings import get_embedder
+    from chunkwise.evaluation import load_dataset
 
-    work = Path(args.work)
-    sets: list[tuple[str, Path]] = []
-    only = set(args.only.split(",")) if args.only else None
-    if args.qmsum and (only is None or "qmsum" in only):
-        sets.append(("qmsum", prepare_qmsum(args.qmsum, work / "qmsum", args.meetings, args.turns, args.seed)))
-    if args.cosqa and (only is None or "cosqa" in only):
-        sets.append(
-            ("cosqa", prepare_cosqa(args.cosqa, work / "cosqa", args.code_queries, args.code_distractors, args.seed))
-        )
-    if args.scifact and args.scifact_abstracts and (only is None or "scifact" in only):
-        folder = prepare_scifact(args.scifact, args.scifact_abstracts, work / "scifact", args.claims, args.seed)
-        sets.append(("scifact", folder))
-    if args.chroma and Path(args.chroma).exists() and (only is None or "chroma" in only):
-        sets.append(
-            ("chroma", prepare_chroma(args.chroma, work / "chroma", args.chroma_corpora.split(","), args.doc_chars))
-        )
+    names = [n for n in args.embedders.split(",") if n]
+    known = {k.split(":")[0] for k in registry.names("embedder")}  # st:NAME, openai:MODEL by their prefix
+    unknown = [n for n in names if n.split(":")[0] not in known]
+    if unknown:
+        ap.error(f"unknown embedder(s) {', '.join(unknown)}; choose from {', '.join(registry.names('embedder'))}")
+    extra = load_embedders(names)
     embedder = get_embedder("minilm")
     weights = [float(w) for w in args.weights.split(",") if w]
-    rows = []
-    for name, folder in sets:
-        rows += measure(name, folder, embedder, args.bootstrap, weights)
-        print_table(rows)
-    if args.output:
-        Path(args.output).write_text(json.dumps(rows, indent=1))
+    rows: list[dict] = []
+    for name, folder in collect_sets(args):
+        ds = load_dataset(folder)
+        if ds.problems:
+            print(f"{name}: {len(ds.problems)} reference(s) skipped, first: {ds.problems[0]}")
+        base_rows, baseline = measure(name, ds, embedder, args.bootstrap, weights)
+        rows += base_rows
+        for label, other in extra.items():
+            rows += compare_embedder(name, ds, label, other, baseline, args.bootstrap)
+        print_table([r for r in rows if "embedder" not in r])
+        print_embedder_table([r for r in rows if "embedder" in r])
+        if args.output:  # after every set, so a long run that is stopped keeps what it measured
+            Path(args.output).write_text(json.dumps(rows, indent=1))
 
 
 def print_table(rows: list[dict]) -> None:
@@ -299,6 +408,19 @@ def print_table(rows: list[dict]) -> None:
             d = r.get(f"{m} diff")
             cells.append(f"{r[m]:.3f}" + (f" {d[0]:+.3f} [{d[1]:+.3f}, {d[2]:+.3f}]" if d else " " * 20))
         print(f"{r['set']:8s} {r['docs']:5d} {r['queries']:4d} {r['run']:16s} " + " ".join(f"{c:>26s}" for c in cells))
+
+
+def print_embedder_table(rows: list[dict]) -> None:
+    """Each embedder's score and its difference to MiniLM under the same retrieval."""
+    if not rows:
+        return
+    print(f"{'set':8s} {'embedder':17s} {'run':14s} " + " ".join(f"{m + ' vs minilm':>28s}" for m in METRICS))
+    for r in rows:
+        cells = []
+        for m in METRICS:
+            d = r[f"{m} vs minilm"]
+            cells.append(f"{r[m]:.3f} {d[0]:+.3f} [{d[1]:+.3f}, {d[2]:+.3f}]")
+        print(f"{r['set']:8s} {r['embedder']:17s} {r['run']:14s} " + " ".join(f"{c:>28s}" for c in cells))
 
 
 if __name__ == "__main__":
