@@ -42,8 +42,8 @@ Subsampling (so each set runs in a few minutes on 2 shared cores, cold cache): Q
 (default 12 of the 35 test meetings), CoSQA ``--code-queries`` (200 queries) over their functions plus
 ``--code-distractors`` (1,500) others, Chroma all questions over ``--chroma-corpora`` (default all but
 finance), SciFact ``--claims`` (all 265) over all 2,101 abstracts or, with ``--abstract-distractors N``,
-over the kept claims' abstracts plus N others. Seeded (``--seed``). Chunking is fixed 256/32 MiniLM tokens for every run; only retrieval
-changes. Reported: document nDCG@10, document recall@10 and Chroma's span recall@10, each as dense, and
+over the kept claims' abstracts plus N others. Seeded (``--seed``). Chunking is fixed 256/32 MiniLM tokens
+for every run; only retrieval changes. Reported: document nDCG@10, document recall@10 and Chroma's span recall@10, each as dense, and
 hybrid - dense with a paired bootstrap 95 % interval (1,000 resamples, `chunkwise.evaluation.metrics`).
 
 Embedders (``--embedders minilm,e5,static,use-multilingual``; default ``minilm`` alone): MiniLM is the
