@@ -375,6 +375,7 @@ def main() -> None:
 
     from chunkwise import registry
     from chunkwise.embeddings import get_embedder
+    from chunkwise.errors import ChunkwiseError
     from chunkwise.evaluation import load_dataset
 
     names = [n for n in args.embedders.split(",") if n]
@@ -392,8 +393,12 @@ def main() -> None:
             print(f"{name}: {len(ds.problems)} reference(s) skipped, first: {ds.problems[0]}")
         base_rows, baseline = measure(name, ds, embedder, args.bootstrap, weights)
         rows += base_rows
-        for label, other in extra.items():
-            rows += compare_embedder(name, ds, label, other, baseline, args.bootstrap)
+        for label, other in list(extra.items()):
+            try:
+                rows += compare_embedder(name, ds, label, other, baseline, args.bootstrap)
+            except ChunkwiseError as exc:  # an endpoint that cannot be reached, say: the other rows still count
+                print(f"skipping {label}: {str(exc).splitlines()[0]}")
+                del extra[label]
         print_table([r for r in rows if "embedder" not in r])
         print_embedder_table([r for r in rows if "embedder" in r])
         if args.output:  # after every set, so a long run that is stopped keeps what it measured
