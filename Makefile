@@ -41,11 +41,12 @@ types: $(STAMP)
 # Tiers (CONTRIBUTING.md): `make test` is the fast tier, lint + types + every test not marked slow, on both
 # cores (pytest-xdist); `make test-slow` the slow tier (servers, Ray, crash campaigns, the wheel build, whole
 # corpora); `make test-all` (= `.ci/run`) both with coverage, then the fast tier on the other Pythons.
-# PYTEST_ARGS adds pytest options (CI sets the coverage ones); XDIST=0 runs in one process. `loadgroup`: tests
-# marked with one xdist_group run on one worker (the Milvus 2.3.5 server binds fixed etcd ports: one at a time).
+# PYTEST_ARGS adds pytest options (CI sets the coverage ones); XDIST=0 runs in one process. The slow tier sends
+# each file to one worker (`--dist loadfile`): a module's session servers start once (Milvus 2.3.5's embedded
+# etcd binds fixed ports, so a second worker's copy could not start).
 XDIST       ?= 2
 PYTEST_ARGS ?=
-PYTEST       = $(BIN)/python -m pytest $(if $(filter 0,$(XDIST)),,-n $(XDIST) --dist loadgroup) $(PYTEST_ARGS)
+PYTEST       = $(BIN)/python -m pytest $(if $(filter 0,$(XDIST)),,-n $(XDIST)) $(PYTEST_ARGS)
 # The package's line-coverage floor (in-process coverage of the whole suite; CLI subprocesses not counted),
 # checked by `make coverage` after `.ci/run`'s two tiers. Measured 2026-12-01: 91% from the fast tier alone.
 COV_FLOOR    = 90
@@ -54,7 +55,7 @@ test: $(STAMP) browser lint types
 	$(PYTEST) -m "not slow"
 
 test-slow: $(STAMP) browser
-	$(PYTEST) -m slow
+	$(PYTEST) $(if $(filter 0,$(XDIST)),,--dist loadfile) -m slow
 
 coverage: $(STAMP)
 	$(BIN)/coverage report --skip-covered --sort=cover | tail -n 25

@@ -35,9 +35,9 @@ from milvus_servers import (  # noqa: F401 (the tests use these names)
 from chunkwise.retrieval import Index
 from chunkwise.store.milvus import ServerCapabilities
 
-#: one worker runs this module: each worker would start its own servers, and Milvus 2.3.5's embedded etcd
-#: always binds ports 2379/2380, so a second one cannot start (`make` runs xdist with `--dist loadgroup`)
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("milvus-servers")]
+#: `make test-slow` runs this module on one worker (`--dist loadfile`): each worker would start its own
+#: servers, and Milvus 2.3.5's embedded etcd always binds ports 2379/2380, so a second one cannot start
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="session", params=["milvus-2.3.5", "milvus-lite"])
