@@ -4,6 +4,7 @@ chunking strategies, which the CLI and acceptance tests use)."""
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 from chunkwise import Document
 from chunkwise.strategies import Strategy
@@ -37,3 +38,21 @@ def docs():
         Document(LAMP, source="kb/lamp.txt"),
         Document(TRAINS, source="kb/trains.txt"),
     ]
+
+
+def count_calls(index) -> Counter:
+    """Wrap every public method of the index's pymilvus client; the counter fills as they are called (each
+    call is one round trip to Milvus)."""
+    client = index.store.connect()
+    calls: Counter = Counter()
+    for name in dir(client):
+        method = getattr(client, name)
+        if name.startswith("_") or not callable(method):
+            continue
+
+        def wrapped(*args, _name=name, _method=method, **kwargs):
+            calls[_name] += 1
+            return _method(*args, **kwargs)
+
+        setattr(client, name, wrapped)
+    return calls

@@ -13,28 +13,11 @@ from collections import Counter
 
 import pytest
 from conftest import FakeEmbedder
-from index_data import docs, lines
+from index_data import count_calls, docs, lines
 
 from chunkwise import Document
 from chunkwise.retrieval import Index
 from chunkwise.store import MilvusStore
-
-
-def count_calls(index: Index) -> Counter:
-    """Wrap every public method of the index's pymilvus client; the counter fills as they are called."""
-    client = index.store.connect()
-    calls: Counter = Counter()
-    for name in dir(client):
-        method = getattr(client, name)
-        if name.startswith("_") or not callable(method):
-            continue
-
-        def wrapped(*args, _name=name, _method=method, **kwargs):
-            calls[_name] += 1
-            return _method(*args, **kwargs)
-
-        setattr(client, name, wrapped)
-    return calls
 
 
 @pytest.fixture

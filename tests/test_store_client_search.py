@@ -17,7 +17,7 @@ from collections import Counter
 import numpy as np
 import pytest
 from conftest import FakeEmbedder
-from index_data import docs, lines
+from index_data import count_calls, docs, lines
 
 from chunkwise import Document
 from chunkwise.embeddings.base import l2_normalize
@@ -62,23 +62,6 @@ def corpus(n_docs: int = 30, lines_per_doc: int = 4) -> list[Document]:
         text = "\n".join(" ".join(rng.choice(WORDS) for _ in range(rng.randint(4, 9))) for _ in range(lines_per_doc))
         out.append(Document(text, source=f"kb/{d}.txt"))
     return out
-
-
-def count_calls(index: Index) -> Counter:
-    """Wrap every public method of the index's pymilvus client; the counter fills as they are called."""
-    client = index.store.connect()
-    calls: Counter = Counter()
-    for name in dir(client):
-        method = getattr(client, name)
-        if name.startswith("_") or not callable(method):
-            continue
-
-        def wrapped(*args, _name=name, _method=method, **kwargs):
-            calls[_name] += 1
-            return _method(*args, **kwargs)
-
-        setattr(client, name, wrapped)
-    return calls
 
 
 @pytest.fixture(scope="module", params=[SmoothEmbedder, FakeEmbedder], ids=["smooth", "ties"])
