@@ -172,3 +172,68 @@ def test_discard_removes_the_check_note(tmp_path):
     assert onnx_trust.check_path(graph).is_file()
     onnx_trust.discard(graph)
     assert sorted(p.name for p in graph.parent.iterdir()) == []
+
+
+def test_only_the_biases_are_folded_when_a_rank_is_given():
+    """``max_rank=1`` folds the dequantised bias and leaves the int8 matrix to onnxruntime's constant folding:
+    the GELU fusion gets its plain bias, the outputs stay the same."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    from chunkwise.embeddings.onnx_rewrites import fold_dequantized_weights
+
+    rng = np.random.default_rng(2)
+    inits = [
+        numpy_helper.from_array(rng.integers(-127, 127, (8, 16)).astype(np.int8), "w_q"),
+        numpy_helper.from_array(rng.integers(-127, 127, (16,)).astype(np.int8), "b_q"),
+        numpy_helper.from_array(np.float32(0.011), "s"),
+    ]
+    nodes = [
+        helper.make_node("Cast", ["w_q"], ["w_f"], to=TensorProto.FLOAT),
+        helper.make_node("Mul", ["w_f", "s"], ["w"]),
+        helper.make_node("Cast", ["b_q"], ["b_f"], to=TensorProto.FLOAT),
+        helper.make_node("Mul", ["b_f", "s"], ["b"]),
+        helper.make_node("MatMul", ["x", "w"], ["mm"]),
+        helper.make_node("Add", ["mm", "b"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "biased",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 16])],
+        inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    x = np.random.default_rng(3).normal(size=(4, 8)).astype(np.float32)
+    before = _run(model, x)
+    assert fold_dequantized_weights(model.graph, max_rank=1) == 1
+    weights = {t.name: tuple(t.dims) for t in model.graph.initializer}
+    assert weights == {"w_q": (8, 16), "s": (), "b": (16,)}  # the matrix still int8, the bias a float
+    np.testing.assert_array_equal(_run(model, x), before)
+
+
+def test_the_first_embedder_runs_the_session_the_rewrite_loaded(tmp_path, monkeypatch):
+    """On a fresh cache the rewrite loads the graph once, saves what onnxruntime optimised, and the embedder
+    of that process runs that session (no second load of the 90 MB file); the next process loads the saved
+    file, which passes its record and gives the same vectors."""
+    import tempfile
+
+    from chunkwise.embeddings import minilm, onnx_graph
+
+    monkeypatch.setenv("CHUNKWISE_CACHE_DIR", str(tmp_path / "default"))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))  # no graph made by another test there
+    loads: list[str] = []
+    real = minilm._load_session.__wrapped__
+    monkeypatch.setattr(minilm, "_load_session", lambda threads, path: loads.append(path) or real(threads, path))
+    minilm._checked_session.cache_clear()
+    first = minilm.MiniLMEmbedder(cache_dir=tmp_path / "cache")
+    (graph,) = (tmp_path / "cache").glob("minilm-graph-*.onnx")
+    assert loads == [] and onnx_graph.take_made_session(str(graph), first.threads) is None  # handed over once
+    assert onnx_graph.damage(graph) is None
+    ops = [n.op_type for n in onnx.load(graph).graph.node]
+    assert "IsNaN" not in ops and ops.count("BiasGelu") == 6 and "DequantizeLinear" not in ops
+    minilm._checked_session.cache_clear()
+    second = minilm.MiniLMEmbedder(cache_dir=tmp_path / "cache")
+    assert loads == [str(graph)]
+    texts = ["The pump is inspected every week.", "Lunch is served at noon in the cafeteria. " * 20]
+    np.testing.assert_allclose(first.embed(texts), second.embed(texts), atol=1e-6)
+    minilm._checked_session.cache_clear()

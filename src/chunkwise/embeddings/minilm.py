@@ -18,7 +18,7 @@ Why this shape:
 - **Speed**: texts are sorted by length and padded per batch, so a batch of short sentences never pays for
   one long paragraph; the graph is rewritten exactly before loading (:mod:`~chunkwise.embeddings.onnx_graph`:
   a third of the forward pass was NaN guards our inputs never need); onnxruntime uses one intra-op thread
-  per available core, and idle threads sleep rather than spin (see ``_session``).
+  per available core, and idle threads sleep rather than spin (see ``onnx_graph.session_options``).
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def _session(threads: int, graph: str = "fast", cache_dir: str | None = None):
     from .onnx_graph import fast_graph_path, rebuild
 
     folder = resolve_cache_dir(cache_dir)
-    fast = fast_graph_path(path, folder)
+    fast = fast_graph_path(path, folder, threads)
     for attempt in range(2):
         if fast == path:
             break
@@ -85,7 +85,7 @@ def _session(threads: int, graph: str = "fast", cache_dir: str | None = None):
         _checked_session.cache_clear()
         if attempt == 0:
             warnings.warn(f"the rewritten MiniLM graph {fast} {problem}: rebuilding it", RuntimeWarning, stacklevel=3)
-            fast = rebuild(path, folder, fast)
+            fast = rebuild(path, folder, fast, threads)
         else:
             warnings.warn(
                 f"the MiniLM graph runs as shipped (slower): its rebuilt copy {fast} {problem}",
@@ -115,10 +115,10 @@ def _first_line(exc: BaseException) -> str:
 def _checked_session(threads: int, path: str):
     """``(session, None)`` for a rewritten graph that loads and passes its canary (one forward pass, once per
     process and graph), else ``(None, why)``."""
-    from .onnx_graph import canary_problem
+    from .onnx_graph import canary_problem, take_made_session
 
-    try:
-        session = _load_session(threads, path)
+    try:  # a graph this process just made comes with its session (loaded while the rewrite saved it)
+        session = take_made_session(path, threads) or _load_session(threads, path)
     except Exception as exc:  # noqa: BLE001 - see _session
         return None, f"cannot be loaded ({_first_line(exc)})"
     problem = canary_problem(session, path)
@@ -136,15 +136,9 @@ def _load_session(threads: int, path: str):
         import onnxruntime as ort
     except ImportError:  # pragma: no cover - a core dependency
         raise MissingDependencyError("the minilm embedder", "core", "onnxruntime") from None
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = threads
-    opts.inter_op_num_threads = 1
-    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    # Idle intra-op threads sleep instead of spinning: on a machine shared with other work a spinning thread
-    # burns the core the busy one needs (measured, load 12 on 2 cores: -21% CPU and -17% wall on sentences,
-    # -27% CPU and -35% wall on 256-token chunks; same graph, same vectors)
-    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    return ort.InferenceSession(path, sess_options=opts, providers=["CPUExecutionProvider"])
+    from .onnx_graph import session_options
+
+    return ort.InferenceSession(path, sess_options=session_options(threads), providers=["CPUExecutionProvider"])
 
 
 class MiniLMEmbedder(Embedder):

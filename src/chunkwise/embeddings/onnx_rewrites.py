@@ -96,7 +96,7 @@ class GraphMismatch(Exception):
 
 def rewrite(model):
     """Rewrites 1-3 of the module docstring on an ``onnx.ModelProto`` (returns the rewritten model)."""
-    folded = fold_dequantized_weights(model.graph)
+    folded = fold_dequantized_weights(model.graph, max_rank=1)  # the biases; the matrices: onnxruntime
     stripped = strip_nan_guards(model.graph)
     if not stripped:
         raise GraphMismatch("no softmax NaN guard found (not the expected torch export)")
@@ -105,8 +105,11 @@ def rewrite(model):
     return model
 
 
-def fold_dequantized_weights(graph) -> int:
-    """Replace ``Mul(Cast(int8 weight), float scale)`` by the float weight (both operands initializers)."""
+def fold_dequantized_weights(graph, max_rank: int | None = None) -> int:
+    """Replace ``Mul(Cast(int8 weight), float scale)`` by the float weight (both operands initializers),
+    only for weights of at most ``max_rank`` dimensions when given: the GELU fusion needs its biases as
+    plain initializers, while the weight matrices are folded faster by onnxruntime's own constant folding
+    when it loads the graph (the same float products)."""
     proto = onnx_proto()
     inits = {t.name: t for t in graph.initializer}
     producer = {out: node for node in graph.node for out in node.output}
@@ -123,6 +126,8 @@ def fold_dequantized_weights(graph) -> int:
             to = next((a.i for a in cast.attribute if a.name == "to"), None)
             weight = inits.get(cast.input[0])
             if to != proto.TensorProto.FLOAT or weight is None:
+                continue
+            if max_rank is not None and len(weight.dims) > max_rank:
                 continue
             scale, int_weight = to_array(inits[scale_name]), to_array(weight)
             if scale is None or scale.dtype != np.float32 or int_weight is None:
