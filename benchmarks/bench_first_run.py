@@ -44,14 +44,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-INDEX = (
+INDEX = (  # what the tree's console script runs: cli.run where it exists, else sys.exit(cli.main())
     "import sys\n"
-    "from chunkwise.cli import main\n"
+    "from chunkwise import cli\n"
     "sys.argv = ['chunkwise', 'index', '--db', sys.argv[1], *sys.argv[2:]]\n"
-    "try:\n"
-    "    main()\n"
-    "except SystemExit as exc:\n"
-    "    sys.exit(exc.code)\n"
+    "sys.exit(cli.run() if hasattr(cli, 'run') else cli.main())\n"
 )
 REWRITE = (
     "import sys\n"
