@@ -8,10 +8,18 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from chunkwise.cli import main
-from chunkwise.embeddings import EMBEDDER_NAMES, get_embedder
-from chunkwise.embeddings.language import LanguageCheck, detect_language, embedder_languages
+from chunkwise.embeddings import EMBEDDER_NAMES, get_embedder, language
+from chunkwise.embeddings.language import (
+    LanguageCheck,
+    choose_embedder,
+    detect_language,
+    embedder_languages,
+    looks_english,
+)
 from chunkwise.errors import ConfigError
 
 GERMAN = [
@@ -155,3 +163,100 @@ def test_eval_checks_languages(capsys):
     ds = SimpleNamespace(documents={str(i): SimpleNamespace(text=t) for i, t in enumerate(GERMAN)})
     _check_languages(ds, SimpleNamespace(model_id="minilm"))
     assert "3 documents look German" in capsys.readouterr().err
+
+
+# the English screen: unmistakable English is answered without loading py3langid, all else goes to it
+STATION = {
+    "en": "On Monday the town begins to rebuild the old station. The work should take about two years, and while "
+    "it lasts the regional trains stop at a temporary platform that you reach from a bridge. The council asks all "
+    "travellers for their patience, because there is no other way through the centre.",
+    "de": "Am Montag beginnt in der Stadt der Umbau des alten Bahnhofs. Die Arbeiten dauern voraussichtlich zwei "
+    "Jahre, und während dieser Zeit halten die Regionalzüge an einem provisorischen Bahnsteig, der über eine "
+    "Brücke zu erreichen ist. Die Verwaltung bittet alle Fahrgäste um Geduld.",
+    "nl": "Op maandag begint in de stad de verbouwing van het oude station. De werkzaamheden duren naar "
+    "verwachting twee jaar, en in die tijd stoppen de treinen bij een tijdelijk perron dat via een brug te "
+    "bereiken is. De gemeente vraagt alle reizigers om geduld en begrip.",
+    "fr": "Lundi commencent en ville les travaux de la vieille gare. Ils devraient durer deux ans, et pendant ce "
+    "temps les trains régionaux s'arrêtent sur un quai provisoire que l'on rejoint par une passerelle. La mairie "
+    "demande à tous les voyageurs un peu de patience.",
+    "es": "El lunes empiezan en la ciudad las obras de la antigua estación. Los trabajos durarán unos dos años, y "
+    "durante ese tiempo los trenes regionales paran en un andén provisional al que se llega por un puente. El "
+    "ayuntamiento pide paciencia a todos los viajeros.",
+}
+#: frequent words of languages close to English (function words and common nouns and verbs)
+NON_ENGLISH_WORDS = {
+    "de": "der die das und ist nicht ein eine zu mit sich von auf für was war will also so an in wir sie er es "
+    "hat haben wird werden dem den des bei nach aus wie oder aber noch nur man Haus Jahr Zeit gut alle".split(),
+    "nl": "de het een en van is dat op te zijn met die voor niet aan er om ook als bij of door maar naar was had "
+    "over wat hij wij kan deze been tijd jaar huis goed alle nog".split(),
+    "fr": "le la les de des du et en un une est que qui dans pour pas sur au se ce il ils elle or son sont mais "
+    "nous vous avec tout fait temps maison bien comme".split(),
+    "es": "el la los las de del y en un una es que se por con no para como su sus al lo más pero son me mi hay "
+    "muy casa tiempo bien todo año".split(),
+    "da": "og i at det en til er som på de med for har af den ikke var jeg han hun her vi kan men by hus tid".split(),
+    "id": "dan yang di ke dari ini itu untuk dengan tidak ada akan pada juga saya kami rumah waktu baik".split(),
+    "tl": "ang ng sa na mga at ay may hindi ako siya kami sila ito iyon bahay oras mabuti".split(),
+    "la": "et in est non cum ad ut sed quod quae qui his hoc esse sunt domus tempus bonum".split(),
+}
+
+
+def test_english_is_screened_without_py3langid(monkeypatch):
+    def no_model():
+        raise AssertionError("py3langid was loaded for unmistakable English")
+
+    monkeypatch.setattr(language, "_identifier", no_model)
+    for text in (STATION["en"], ENGLISH):
+        assert looks_english(text)
+        assert detect_language(text) == "en"
+    assert LanguageCheck("minilm").add(STATION["en"]) is None
+    assert choose_embedder([STATION["en"], ENGLISH]) == "minilm"
+
+
+def test_screened_english_is_what_py3langid_says():
+    ident = language._identifier()
+    for text in (STATION["en"], ENGLISH):
+        code, prob = ident.classify(text[: language.SAMPLE_CHARS])
+        assert code == "en" and prob >= language.MIN_CONFIDENCE
+
+
+@pytest.mark.parametrize("code", ["de", "nl", "fr", "es"])
+def test_other_languages_still_go_to_py3langid(code, monkeypatch):
+    calls = []
+    real = language._identifier
+
+    def spy():
+        calls.append(1)
+        return real()
+
+    monkeypatch.setattr(language, "_identifier", spy)
+    assert not looks_english(STATION[code])
+    assert detect_language(STATION[code]) == code and calls
+    check = LanguageCheck("minilm")
+    assert check.add(STATION[code]) == code
+
+
+def test_mixed_and_code_fall_back():
+    mixed = STATION["en"] + "\n\n" + STATION["de"]
+    assert not looks_english(mixed) and not looks_english(STATION["nl"] + " " + STATION["en"])
+    code = "\n".join(
+        f"from .{name} import {name.title()}Handler as {name.title()}Handler" for name in ("api", "http", "oauth")
+    )
+    code += "\nif not handlers and debug:\n    handlers = [ApiHandler(), HttpHandler()] * 3\n" * 3
+    assert not looks_english(code)
+    assert not looks_english("The station and the bridge. " * 2)  # too few words to be sure
+    assert not looks_english(STATION["en"].replace("a", "ä").replace("o", "ø"))  # accented: not plain English
+
+
+def test_non_english_word_lists_share_no_screen_word():
+    for code, words in NON_ENGLISH_WORDS.items():
+        assert not {w.lower() for w in words} & language.ENGLISH_WORDS, code
+
+
+@given(
+    st.sampled_from(sorted(NON_ENGLISH_WORDS)).flatmap(
+        lambda code: st.lists(st.sampled_from(NON_ENGLISH_WORDS[code]), min_size=1, max_size=600)
+    ),
+    st.sampled_from([" ", ". ", ", ", "\n"]),
+)
+def test_words_of_other_languages_are_never_screened_english(words, sep):
+    assert not looks_english(sep.join(words))

@@ -18,12 +18,14 @@ and, when there were several, one line at the end of the run gives the totals::
 Detection uses ``py3langid`` (a maintained fork of langid.py: a small naive-Bayes model shipped in the
 wheel, numpy only, offline, 97 languages) on the first :data:`SAMPLE_CHARS` characters of a document. A
 document with fewer than :data:`MIN_LETTERS` letters, or whose best guess is below :data:`MIN_CONFIDENCE`,
-is not counted either way.
+is not counted either way. Unmistakable English (:func:`looks_english`: English function words, no foreign
+ones) is answered before the model is loaded, so an English-only run never pays for loading it.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 import sys
 import warnings
 from collections import Counter
@@ -36,6 +38,35 @@ SAMPLE_CHARS = 4000
 MIN_LETTERS = 40
 #: normalised probability below which a guess is ignored
 MIN_CONFIDENCE = 0.9
+
+#: the English screen (:func:`looks_english`): English function words that are not words of another language
+#: written in Latin letters (no "a", "in", "is", "of" (Dutch), "was" (German), "are" (Romanian), "at" (Danish,
+#: Tagalog), "as" (Portuguese), "for" (Danish), "or" (French), "be" (Hungarian), "by", "it", "his", "her", ...)
+ENGLISH_WORDS = frozenset(
+    "the and that with this which from have has were would could should there their they them what its but "
+    "not you your our she him who whom whose when where while if into than then these those does did about "
+    "after before because how only other some such each very out up shall being between through without "
+    "upon".split()
+)
+#: frequent words of other languages that are not English words (nor parts of them: no "ve" of "I've", "et"
+#: of "et al.", "os" or "ng" of a paper): a few of them in a sample mean it is not English only
+FOREIGN_WORDS = frozenset(
+    "der das und ist nicht ein eine einer zu sich von auf für werden wird sind dem des van het een zijn voor "
+    "niet aan ook deze wordt worden naar bij nie la le les du une qui dans sur sont elle il ils el los las del "
+    "por como su más não uma pelo pela og och att det på ikke inte är ett som ang mga yang dari ini itu untuk "
+    "dengan kaj estas sunt quae quod atque eius enim che della sono nel gli anche jest oraz je egy hogy nem ja "
+    "että ovat bir ile için sau pentru și în yn mae ei kwa dey wey dem dis wetin".split()
+)
+#: the screen's thresholds, measured by benchmarks/bench_language_screen.py (its docstring has the table):
+#: with them no sample of ~20,000 (UDHR in ~460 languages, translated and English docs, web pages, code,
+#: English/other mixtures) is screened English unless py3langid calls it English too; the closest others
+#: have a share of 0.135 (a book list py3langid is unsure of) and 0.134 (Latin after English: Latin)
+SCREEN_MIN_SHARE = 0.15  # share of the sample's words that are ENGLISH_WORDS (English prose: about 0.2)
+SCREEN_MIN_DISTINCT = 4  # different ENGLISH_WORDS, "the" among them (code has "from", "if", "and", "not")
+SCREEN_MAX_FOREIGN = 0.01  # share of the words that are FOREIGN_WORDS (mixtures with another language)
+SCREEN_MIN_WORDS = 30  # shorter samples go to py3langid
+SCREEN_MIN_ASCII = 0.97  # share of the letters that are in words of ASCII letters only
+_WORD = re.compile(r"[^\W\d_]+")
 
 #: languages each known embedder was trained on (model_id prefix -> ISO 639-1 codes)
 EMBEDDER_LANGUAGES: dict[str, frozenset[str]] = {
@@ -109,12 +140,41 @@ def _identifier():
     return LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
 
 
+def looks_english(sample: str) -> bool:
+    """True when ``sample`` is unmistakably English prose, decided without loading py3langid.
+
+    Why: loading py3langid's model costs about 0.6 s of CPU (an LZMA-compressed 68 MB table), a large part of
+    indexing a few English files, while the answer for ordinary English prose is certain. Function words are
+    a language's most frequent words, and those in :data:`ENGLISH_WORDS` are common words of no other
+    language written in Latin letters: they make about 0.2 of the words of English prose and near 0 elsewhere
+    (Scots, which py3langid calls English too, 0.16; Nigerian Pidgin, which it does not, 0.07). A sample must
+    also have hardly any :data:`FOREIGN_WORDS` (English mixed with another language goes to py3langid),
+    several different English words with "the", the commonest, among them (code's keywords "from", "if",
+    "and", "not" are not enough), and hardly any accented words. The thresholds are measured so that every
+    sample screened English is one py3langid calls English too: the screen never changes an answer, it only
+    skips the model (and says English even where py3langid is not installed).
+    """
+    words = _WORD.findall(sample.lower())
+    if len(words) < SCREEN_MIN_WORDS:
+        return False
+    hits = [word for word in words if word in ENGLISH_WORDS]
+    if len(hits) < SCREEN_MIN_SHARE * len(words) or len(set(hits)) < SCREEN_MIN_DISTINCT or "the" not in hits:
+        return False
+    if sum(word in FOREIGN_WORDS for word in words) > SCREEN_MAX_FOREIGN * len(words):
+        return False
+    letters = sum(map(len, words))
+    return sum(len(word) for word in words if word.isascii()) >= SCREEN_MIN_ASCII * letters
+
+
 def detect_language(text: str) -> str | None:
     """The ISO 639-1 code of the language ``text`` is most likely in, or ``None`` when unsure (too few
-    letters, a low-confidence guess, or the detector not installed)."""
+    letters, a low-confidence guess, or the detector not installed). Unmistakable English
+    (:func:`looks_english`) is answered without the detector."""
     sample = text[:SAMPLE_CHARS]
     if sum(ch.isalpha() for ch in sample) < MIN_LETTERS:
         return None
+    if looks_english(sample):
+        return "en"
     ident = _identifier()
     if ident is None:
         return None
@@ -276,6 +336,7 @@ __all__ = [
     "MULTILINGUAL_EMBEDDER",
     "LanguageCheck",
     "detect_language",
+    "looks_english",
     "embedder_languages",
     "language_name",
     "EMBEDDER_LANGUAGES",
