@@ -122,10 +122,10 @@ REWRITE_VERSION = 3
 _MISMATCH = 3
 
 
-def fast_graph_path(source: str, cache_dir: Path, threads: int = 1) -> str:
+def fast_graph_path(source: str, cache_dir: Path, threads: int | None = None) -> str:
     """The rewritten graph of ``source`` (made and cached on first use), or ``source`` itself when it cannot
-    be rewritten; a graph made here leaves its loaded session for ``threads`` threads to
-    :func:`take_made_session`.
+    be rewritten. With ``threads`` (the embedder's intra-op threads), a graph made here leaves the session
+    it was loaded into for :func:`take_made_session`.
 
     A graph made before is reused from ``cache_dir``, the default cache directory or the private temporary
     folder; a new one goes to ``cache_dir``, else (not writable) to a private folder under the system's
@@ -237,7 +237,7 @@ def _writable(folder: Path) -> bool:
     return os.access(folder, os.W_OK | os.X_OK)
 
 
-def _make(src: Path, target: Path, as_shipped: Path, threads: int = 1) -> str:
+def _make(src: Path, target: Path, as_shipped: Path, threads: int | None = None) -> str:
     """Run the rewrite in a child process into ``target``; ``str(src)`` when it cannot be rewritten.
 
     Processes starting together on a cold cache (Ray workers, parallel jobs) take turns on a lock file, and
@@ -261,7 +261,7 @@ def _make(src: Path, target: Path, as_shipped: Path, threads: int = 1) -> str:
         return _run_rewrite(src, target, as_shipped, threads)
 
 
-def rebuild(source: str, cache_dir: Path, graph: str, threads: int = 1) -> str:
+def rebuild(source: str, cache_dir: Path, graph: str, threads: int | None = None) -> str:
     """Discard the rewritten ``graph`` (it loaded wrongly or failed its canary) and make it again: the
     path to use, ``source`` when no rewrite can be made."""
     path = Path(graph)
@@ -290,7 +290,7 @@ def _locked(path: Path):
         os.close(fd)
 
 
-def _run_rewrite(src: Path, target: Path, as_shipped: Path, threads: int = 1) -> str:
+def _run_rewrite(src: Path, target: Path, as_shipped: Path, threads: int | None = None) -> str:
     """Rewrite ``src`` into ``target`` in this process; ``str(src)`` when it cannot be rewritten (remembered
     by the ``as_shipped`` marker when the graph is not the export the rewrites are for)."""
     try:
@@ -322,7 +322,7 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def _rewrite_into(source: str, target: Path, threads: int = 1) -> None:
+def _rewrite_into(source: str, target: Path, threads: int | None = None) -> None:
     """Write the rewritten graph of ``source`` and its record atomically, the record first (a graph is never
     seen without the record that vouches for it; a record left without its graph by a killed run is
     overwritten by the next one); :class:`GraphMismatch` when the rewrites do not apply or are not exact
@@ -343,7 +343,7 @@ def _rewrite_into(source: str, target: Path, threads: int = 1) -> None:
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".minilm-graph-", suffix=".onnx.tmp")
     os.close(fd)
     try:
-        session = _saving_session(data, tmp, threads)
+        session = _saving_session(data, tmp, threads or 1)
         del data
         if canary is not None:  # the rewrite is exact or it is not used
             rewritten = canary_vector(session, canary["ids"])
@@ -364,7 +364,8 @@ def _rewrite_into(source: str, target: Path, threads: int = 1) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
     note_checked(target, sha256)  # these bytes were just hashed: the first reader need not hash them again
-    _made = (str(target), threads, session)
+    if threads is not None:  # an embedder asked and takes it (not kept for nobody: it holds 90 MB of weights)
+        _made = (str(target), threads, session)
 
 
 #: the session :func:`_rewrite_into` loaded last: ``(graph path, intra-op threads, session)``
