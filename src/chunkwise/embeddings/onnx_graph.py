@@ -85,6 +85,7 @@ from .onnx_trust import (
     canary_vector,
     damage,
     discard,
+    file_sha256,
     note_checked,
     read_record,
     record_path,
@@ -350,7 +351,7 @@ def _rewrite_into(source: str, target: Path, threads: int | None = None) -> None
             diff = float(np.abs(rewritten - np.asarray(canary["vector"], dtype=np.float32)).max())
             if not diff <= CANARY_TOLERANCE:
                 raise GraphMismatch(f"the rewritten graph changes the canary vector by {diff:.3g}")
-        sha256, size = _file_sha256(tmp)
+        sha256, size = file_sha256(tmp)
         record = {
             "sha256": sha256,
             "size": size,
@@ -405,15 +406,6 @@ def _saving_session(model: bytes, path: str, threads: int):
     opts = session_options(threads, "ORT_ENABLE_EXTENDED")
     opts.optimized_model_filepath = path
     return ort.InferenceSession(model, sess_options=opts, providers=["CPUExecutionProvider"])
-
-
-def _file_sha256(path: str) -> tuple[str, int]:
-    digest, size = hashlib.sha256(), 0
-    with open(path, "rb") as f:
-        while block := f.read(1 << 22):
-            digest.update(block)
-            size += len(block)
-    return digest.hexdigest(), size
 
 
 def _canary_session(model):

@@ -67,18 +67,25 @@ def damage(graph: Path) -> str | None:
     if record["size"] != info.st_size:
         return f"is {info.st_size} bytes, its record says {record['size']}"
     if not _unchanged(graph, signature, record["sha256"]):
-        digest = hashlib.sha256()
         try:
-            with open(graph, "rb") as f:
-                while block := f.read(1 << 20):
-                    digest.update(block)
+            sha256, _ = file_sha256(graph)
         except OSError as exc:
             return f"cannot be read ({exc.strerror or exc})"
-        if digest.hexdigest() != record["sha256"]:
+        if sha256 != record["sha256"]:
             return "does not match its recorded SHA-256"
         _write_check(graph, signature, record["sha256"])
     _verified[str(graph)] = signature
     return None
+
+
+def file_sha256(path: str | Path) -> tuple[str, int]:
+    """The SHA-256 (hex) and size of the file at ``path``, read in blocks."""
+    digest, size = hashlib.sha256(), 0
+    with open(path, "rb") as f:
+        while block := f.read(1 << 22):
+            digest.update(block)
+            size += len(block)
+    return digest.hexdigest(), size
 
 
 def check_path(graph: Path) -> Path:
