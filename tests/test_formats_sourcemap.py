@@ -278,7 +278,7 @@ def test_index_stores_source_offsets_and_reads_an_old_collection(tmp_path, monke
 
     def old_schema(self, dim, bm25, *args, **kwargs):
         s = original(self, dim, bm25, *args, **kwargs)
-        s._fields = [f for f in s._fields if f.name not in ("source_start", "source_end")]
+        s.fields = [f for f in s.fields if f[0] not in ("source_start", "source_end")]
         return s
 
     original_rows = store_milvus.chunk_rows

@@ -58,11 +58,12 @@ def test_the_derived_schema_is_the_hand_written_one():
     assert all(off[c]["nullable"] is False for c in milvus_schema.NULL_SENTINELS)
 
 
-def test_the_pymilvus_schema_has_every_column_and_the_bm25_function():
-    fields = {f.name: f for f in milvus_schema.chunk_schema(8, True).fields}
+@pytest.mark.parametrize("build", ["to_pymilvus", "to_lite"])
+def test_both_clients_schemas_have_every_column_and_the_bm25_function(build):
+    fields = {f.name: f for f in getattr(milvus_schema.chunk_schema(8, True), build)().fields}
     assert set(fields) == set(HAND_WRITTEN) | {"sparse"}
     assert fields["id"].is_primary and fields["page_start"].nullable and not fields["text"].nullable
-    without = {f.name for f in milvus_schema.chunk_schema(8, False).fields}
+    without = {f.name for f in getattr(milvus_schema.chunk_schema(8, False), build)().fields}
     assert without == set(HAND_WRITTEN)
 
 

@@ -216,7 +216,7 @@ def test_a_read_only_index_is_searched_through_a_private_copy(tmp_path, monkeypa
     with Index(db=db, embedder=FakeEmbedder()) as index:
         hits = index.search("coolant pump impeller inspection", k=1)
         assert hits and hits[0].source == "pump.txt"
-        copy = Path(index.store._engine.folder)
+        copy = Path(index.store.connect().folder)
         with pytest.raises(InputError) as err:
             index.delete("pump.txt")
         assert "not writable" in str(err.value) and "\n" not in str(err.value)

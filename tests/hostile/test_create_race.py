@@ -1,6 +1,6 @@
-"""Issue 20, failure 5: clients racing to create the same new collection with different configurations.
+"""Clients racing to create the same new collection with different configurations.
 
-Two clients of one Milvus engine (Milvus Lite's, served on a private socket like a server) start at the
+Two clients of one Milvus engine (Milvus Lite's, served over gRPC like a server) start at the
 same moment: exactly one creates the collection, the other is refused with a clear message (no raw errno
 text), and the winner's collection is never replaced. With the same configuration, both succeed.
 """
@@ -15,7 +15,6 @@ from conftest import FakeEmbedder
 from chunkwise.document import Document
 from chunkwise.errors import ChunkwiseError
 from chunkwise.retrieval.index import Index
-from chunkwise.store import lite
 
 DOCS = [
     Document(f"The keeper {k} lit the lamp. Ships passed the harbour in the storm. Bees came back.", source=f"d{k}.txt")
@@ -25,11 +24,15 @@ DOCS = [
 
 @pytest.fixture
 def server(tmp_path):
-    engine = lite.start(str(tmp_path / "server.db"))
-    if engine is None:
-        pytest.skip("this milvus-lite cannot be served on a private socket")
-    yield "unix://" + engine.uri[len("unix:") :]
-    engine.stop()
+    """Milvus Lite's engine served in this process as pymilvus serves a ``.db`` path (gRPC on loopback)."""
+    from milvus_lite.server_manager import server_manager_instance
+
+    path = str(tmp_path / "server.db")
+    uri = server_manager_instance.start_and_get_uri(path)
+    if not uri:
+        pytest.skip("this milvus-lite cannot serve a database")
+    yield uri if "://" in uri else "http://" + uri
+    server_manager_instance.release_server(path)
 
 
 def race(uri: str, params: list[dict], collection: str) -> list[object]:

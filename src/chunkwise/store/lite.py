@@ -1,88 +1,73 @@
-"""Milvus Lite's embedded engine, reachable only by this process's user.
+"""Milvus Lite's engine in this process, called directly: no pymilvus, no gRPC, no port or socket.
 
-pymilvus opens a ``.db`` path by starting Milvus Lite's gRPC server in process on ``127.0.0.1`` and a free
-TCP port, with no authentication: for the whole run any local user can connect to that port, read the
-index and write to it, whatever the permissions of the database directory. chunkwise starts the same
-engine itself, bound to a unix socket inside a fresh ``0700`` directory (``tempfile.mkdtemp``), so only the
-same user (and root) can reach it, and connects pymilvus to ``unix:PATH``.
-
-This uses two internals of milvus-lite 3 (``milvus_lite.db.MilvusLite`` and
-``milvus_lite.adapter.grpc.server._build_server``); when they are missing (another milvus-lite version),
-:func:`start` returns ``None`` and the caller falls back to pymilvus's TCP port, with the risk above.
+milvus-lite 3 is a Python engine (``milvus_lite.db.MilvusLite``) that pymilvus reaches through a gRPC server
+it starts in process on ``127.0.0.1`` and a free TCP port, with no authentication (any local user could read
+and write the index for the whole run). :class:`LiteClient` answers the calls
+:class:`~chunkwise.store.milvus.MilvusStore` makes of a ``MilvusClient`` (the same names, arguments and
+answers) by calling the engine itself, so a Milvus Lite index needs neither a listening socket nor pymilvus:
+importing pymilvus (and pandas through it) and serialising every call into protobuf and back was a third of
+a first ``chunkwise index`` on a small folder (benchmarks/bench_first_run.py). What crosses no wire any more
+is made to look as it did: JSON fields come back parsed, every engine failure is one
+:class:`LiteCallError` with the engine's message (what the gRPC server sent as the status reason).
 
 A database this user may read but not write (another user's index shared read-only, a read-only mount, an
 archive) is opened as a copy: Milvus Lite has no read-only mode (opening takes a lock file inside the
-directory, tidies its staging folder and may replay its write-ahead log), so ``start(path, read_only=True)``
-copies the directory into the private folder, holding a shared lock on the original's ``LOCK`` meanwhile (a
-process writing it holds that lock exclusively, so the copy is never of a half-written state), and serves
-the copy; :meth:`PrivateEngine.stop` removes it. The original is never written.
+directory, tidies its staging folder and may replay its write-ahead log), so ``open_client(path,
+read_only=True)`` copies the directory into a fresh ``0700`` folder (``tempfile.mkdtemp``), holding a shared
+lock on the original's ``LOCK`` meanwhile (a process writing it holds that lock exclusively, so the copy is
+never of a half-written state), and opens the copy; :meth:`LiteClient.close` removes it. The original is
+never written.
+
+This uses one internal of milvus-lite 3, ``milvus_lite.db.MilvusLite``; where it is missing (another
+milvus-lite version), :func:`open_client` returns ``None`` and the caller falls back to pymilvus.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass
+import threading
+from collections.abc import Iterable, Iterator
 from typing import Any
 
-
-@dataclass
-class PrivateEngine:
-    """A running engine: its gRPC server, the database object, the private folder and the URI to use."""
-
-    server: Any
-    db: Any
-    folder: str
-    uri: str
-
-    def stop(self) -> None:
-        """Stop serving, release the database (its LOCK) and remove the socket folder."""
-        with contextlib.suppress(Exception):
-            self.server.stop(grace=2).wait(5)
-        with contextlib.suppress(Exception):
-            self.db.close()
-        shutil.rmtree(self.folder, ignore_errors=True)
+#: the version :meth:`LiteClient.get_server_version` reports
+LITE_VERSION = "milvus-lite"
 
 
 class ReadOnlyCopyError(OSError):
     """A read-only database could not be copied (in use by its writer, unreadable, no space)."""
 
 
-def start(path: str, read_only: bool = False) -> PrivateEngine | None:
-    """Open the Milvus Lite database at ``path`` behind a private unix socket (a private copy of it with
-    ``read_only``); ``None`` when this milvus-lite has not the internals it needs. Errors opening the
-    database (locked, unreadable) raise; a failed copy raises :class:`ReadOnlyCopyError`."""
+class LiteCallError(Exception):
+    """A call Milvus Lite refused or failed, with the engine's message on one line (``message``, as on
+    pymilvus's ``MilvusException``)."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+def open_client(path: str, read_only: bool = False) -> LiteClient | None:
+    """A client of the Milvus Lite database at ``path`` (of a private copy of it with ``read_only``);
+    ``None`` when this milvus-lite has no in-process engine. Errors opening the database (locked,
+    unreadable) raise; a failed copy raises :class:`ReadOnlyCopyError`."""
     try:
-        from milvus_lite.adapter.grpc.server import DEFAULT_MAX_WORKERS, _build_server
         from milvus_lite.db import MilvusLite
     except ImportError:
         return None
-    folder = tempfile.mkdtemp(prefix="chunkwise-milvus-")  # created 0700 by mkdtemp
-    socket_path = os.path.join(folder, "milvus.sock")
-    if len(socket_path.encode()) > 100:  # sun_path limit: use a short folder instead
-        shutil.rmtree(folder, ignore_errors=True)
-        folder = tempfile.mkdtemp(prefix="cw-", dir="/tmp")
-        socket_path = os.path.join(folder, "s")
+    folder = None
     try:
-        data_dir = _private_copy(path, os.path.join(folder, "copy.db")) if read_only else os.path.abspath(path)
-        db = MilvusLite(data_dir)
+        if read_only:
+            folder = tempfile.mkdtemp(prefix="chunkwise-milvus-")  # created 0700 by mkdtemp
+            path = _private_copy(path, os.path.join(folder, "copy.db"))
+        return LiteClient(MilvusLite(os.path.abspath(path)), folder)
     except BaseException:
-        shutil.rmtree(folder, ignore_errors=True)
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
         raise
-    server = None
-    try:
-        server = _build_server(db, DEFAULT_MAX_WORKERS)
-        if not server.add_insecure_port(f"unix:{socket_path}"):
-            raise OSError("cannot bind the unix socket")
-        os.chmod(socket_path, 0o600)
-        server.start()
-    except BaseException:
-        engine = PrivateEngine(server, db, folder, "")
-        engine.stop()
-        raise
-    return PrivateEngine(server, db, folder, f"unix:{socket_path}")
 
 
 def _private_copy(path: str, target: str) -> str:
@@ -135,4 +120,214 @@ def _first_problem(exc: BaseException) -> str:
     return getattr(exc, "strerror", None) or str(exc)
 
 
-__all__ = ["PrivateEngine", "ReadOnlyCopyError", "start"]
+class LiteClient:
+    """The ``MilvusClient`` calls chunkwise makes, answered by an in-process Milvus Lite database.
+
+    Calls are serialised by one lock (the gRPC server ran them on a thread pool, but the engine is Python
+    under one interpreter lock either way); every failure is a :class:`LiteCallError`. ``folder`` is a
+    private copy's folder, removed by :meth:`close`."""
+
+    def __init__(self, db: Any, folder: str | None = None):
+        self._db = db
+        self._folder = folder
+        self._lock = threading.RLock()
+
+    @contextlib.contextmanager
+    def _call(self) -> Iterator[None]:
+        with self._lock:
+            try:
+                yield
+            except LiteCallError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - what the gRPC server turned into a status reason
+                raise LiteCallError(" ".join(str(exc).split()) or type(exc).__name__) from exc
+
+    @property
+    def folder(self) -> str | None:
+        """The private folder of a read-only database's copy (``None`` for a database opened in place)."""
+        return self._folder
+
+    def _collection(self, name: str):
+        return self._db.get_collection(name)
+
+    # -- collections
+    def has_collection(self, collection_name: str, timeout: float | None = None) -> bool:
+        with self._call():
+            return bool(self._db.has_collection(collection_name))
+
+    def list_collections(self, timeout: float | None = None) -> list[str]:
+        with self._call():
+            return list(self._db.list_collections())
+
+    def get_server_version(self, timeout: float | None = None) -> str:
+        return LITE_VERSION
+
+    def create_collection(
+        self,
+        collection_name: str,
+        schema: Any = None,
+        consistency_level: str | None = None,
+        properties: dict[str, str] | None = None,
+    ) -> None:
+        """Create ``collection_name`` from a :class:`~chunkwise.store.milvus_schema.CollectionSpec` (every
+        read is strongly consistent in process: ``consistency_level`` is accepted and needs nothing)."""
+        with self._call():
+            self._db.create_collection(collection_name, schema.to_lite(), properties=dict(properties or {}))
+
+    def create_index(self, collection_name: str, index_params: Iterable[dict], sync: bool = False) -> None:
+        """Indexes from an :data:`~chunkwise.store.milvus_schema.IndexSpec`."""
+        with self._call():
+            col = self._collection(collection_name)
+            for index in index_params:
+                params = {k: v for k, v in index.items() if k != "field_name"}
+                col.create_index(index["field_name"], {"params": {}, **params})
+
+    def load_collection(self, collection_name: str) -> None:
+        with self._call():
+            self._collection(collection_name).load()
+
+    def drop_collection(self, collection_name: str) -> None:
+        with self._call():
+            self._db.drop_collection(collection_name)
+
+    def describe_collection(self, collection_name: str) -> dict[str, Any]:
+        """What pymilvus's ``describe_collection`` answers, as far as chunkwise reads it: the fields (name,
+        type, nullable, ``params``) and the collection's properties."""
+        with self._call():
+            schema = self._collection(collection_name).schema
+            fields = []
+            for f in schema.fields:
+                params = {k: getattr(f, k) for k in ("dim", "max_length", "max_capacity") if getattr(f, k)}
+                fields.append({"name": f.name, "type": f.dtype.name, "nullable": f.nullable, "params": params})
+            return {"collection_name": collection_name, "fields": fields, "properties": dict(schema.properties)}
+
+    # -- rows
+    def upsert(self, collection_name: str, data: list[dict], timeout: float | None = None) -> None:
+        with self._call():
+            self._collection(collection_name).upsert(list(data))
+
+    def delete(self, collection_name: str, ids: Iterable[Any], timeout: float | None = None) -> None:
+        with self._call():
+            self._collection(collection_name).delete(list(ids))
+
+    def flush(self, collection_name: str, timeout: float | None = None) -> None:
+        with self._call():
+            self._collection(collection_name).flush()
+
+    def get(self, collection_name: str, ids: Iterable[Any], output_fields: list[str] | None = None) -> list[dict]:
+        with self._call():
+            col = self._collection(collection_name)
+            return self._parsed(col, col.get(list(ids), output_fields=output_fields))
+
+    def query(
+        self,
+        collection_name: str,
+        filter: str = "",
+        output_fields: list[str] | None = None,
+        limit: int | None = None,
+        timeout: float | None = None,
+    ) -> list[dict]:
+        """Rows matching ``filter`` (all with an empty one); ``output_fields=["count(*)"]`` counts them."""
+        with self._call():
+            col = self._collection(collection_name)
+            if output_fields and "count(*)" in output_fields:
+                count = len(col.query(filter, output_fields=[col.pk_field])) if filter else col.num_entities
+                return [{"count(*)": int(count)}]
+            return self._parsed(col, col.query(filter or None, output_fields=output_fields, limit=limit))
+
+    def query_iterator(
+        self, collection_name: str, batch_size: int = 1000, filter: str = "", output_fields: list[str] | None = None
+    ) -> _QueryIterator:
+        """Every row matching ``filter`` in batches, in primary-key order (a cursor on the key, as
+        pymilvus's iterator pages)."""
+        with self._call():
+            col = self._collection(collection_name)
+        return _QueryIterator(self, col, batch_size, filter, output_fields)
+
+    def search(
+        self,
+        collection_name: str,
+        data: list,
+        anns_field: str,
+        limit: int = 10,
+        filter: str = "",
+        output_fields: list[str] | None = None,
+        search_params: dict | None = None,
+        timeout: float | None = None,
+    ) -> list[list[dict]]:
+        """Per query (a vector, or the text of a BM25 field's query): hits ``{"id", "distance", "entity"}``
+        best first."""
+        with self._call():
+            col = self._collection(collection_name)
+            metric = col.resolve_search_metric(anns_field, (search_params or {}).get("metric_type"))
+            results = col.search(
+                query_vectors=list(data),
+                top_k=limit,
+                metric_type=metric,
+                expr=filter or None,
+                output_fields=output_fields,
+                anns_field=anns_field,
+            )
+            pk = col.pk_field
+            for hits in results:
+                for hit in hits:  # pymilvus's entities hold every output field asked for, the key too
+                    entity = hit.setdefault("entity", {})
+                    if output_fields is None or pk in output_fields:
+                        entity.setdefault(pk, hit["id"])
+                self._parsed(col, [hit["entity"] for hit in hits])
+            return results
+
+    def close(self) -> None:
+        """Release the database (its ``LOCK``) and remove a private copy."""
+        with self._lock:
+            with contextlib.suppress(Exception):
+                self._db.close()
+            if self._folder is not None:
+                shutil.rmtree(self._folder, ignore_errors=True)
+                self._folder = None
+
+    @staticmethod
+    def _parsed(col: Any, rows: list[dict]) -> list[dict]:
+        """``rows`` with their JSON fields parsed, in place (the engine keeps JSON as text; pymilvus answered
+        with the values)."""
+        names = [f.name for f in col.schema.fields if f.dtype.name == "JSON"]
+        for row in rows:
+            for name in names:
+                value = row.get(name)
+                if isinstance(value, (str, bytes)):
+                    row[name] = json.loads(value)
+        return rows
+
+
+class _QueryIterator:
+    """Pages of a query in primary-key order: each page asks for keys after the last one it returned."""
+
+    def __init__(self, client: LiteClient, col: Any, batch_size: int, filter: str, output_fields: list[str] | None):
+        self._client, self._col, self._batch = client, col, max(1, int(batch_size))
+        self._filter, self._fields = filter, output_fields
+        self._last: Any = None
+        self._done = False
+
+    def next(self) -> list[dict]:
+        if self._done:
+            return []
+        pk = self._col.pk_field
+        parts = [f"({self._filter})"] if self._filter else []
+        if self._last is not None:
+            parts.append(f"{pk} > {json.dumps(self._last, ensure_ascii=False)}")
+        with self._client._call():
+            rows = self._col.query(
+                " and ".join(parts) or None, output_fields=self._fields, limit=self._batch, order_by_pk=True
+            )
+            rows = self._client._parsed(self._col, rows)
+        if len(rows) < self._batch:
+            self._done = True
+        if rows:
+            self._last = rows[-1][pk]
+        return rows
+
+    def close(self) -> None:
+        self._done = True
+
+
+__all__ = ["LiteCallError", "LiteClient", "ReadOnlyCopyError", "open_client"]

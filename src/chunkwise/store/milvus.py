@@ -44,6 +44,7 @@ from ..errors import ChunkwiseError, ConfigError, InputError
 from . import milvus_create, milvus_search, snapshot
 from .base import Hit, Marker
 from .bm25 import BM25Fallback
+from .lite import LiteClient
 from .milvus_connection import (
     DEFAULT_COLLECTION,
     DEFAULT_DB,
@@ -51,6 +52,7 @@ from .milvus_connection import (
     check_lite_path,
     connect_lite,
     connect_server,
+    failures,
     import_pymilvus,
     message,
     quiet_milvus_logs,
@@ -129,7 +131,6 @@ class MilvusStore:
         self.capabilities: ServerCapabilities | None = None
         self.output_fields = list(OUTPUT_FIELDS)
         self._client = None
-        self._engine = None  # Milvus Lite behind a private socket (store/lite.py)
         #: a Milvus Lite directory this user may read but not write: searched through a private copy
         #: (store/lite.py); every write is refused with one line
         self.read_only = False
@@ -204,22 +205,22 @@ class MilvusStore:
         return self.db is not None and self._client is None and not Path(self.db).exists()
 
     def connect(self):
-        """The MilvusClient, connected on first use; every failure is one clear :class:`ChunkwiseError`."""
+        """The client (a ``MilvusClient``; Milvus Lite's in-process :class:`~chunkwise.store.lite.LiteClient`),
+        connected on first use; every failure is one clear :class:`ChunkwiseError`."""
         if self._client is not None:
             return self._client
         if self.uri is not None:
             client, self.capabilities = connect_server(self.uri, self.token, self.timeout)
         else:
             path = self._check_db_path()
-            # a private unix socket, not a TCP port; a private copy of a read-only database (store/lite.py)
-            client, self._engine = connect_lite(path, self.read_only, self.timeout, source=self._lite_db())
+            # the engine in this process, no port or socket; a private copy of a read-only one (store/lite.py)
+            client = connect_lite(path, self.read_only, self.timeout, source=self._lite_db())
             self.capabilities = ServerCapabilities("lite")
         self._client = client
         return client
 
     def close(self) -> None:
-        """Close the client and, for Milvus Lite, stop its in-process server and release the directory; a
-        connection that wrote (or that :attr:`keep_snapshot` asks) leaves a snapshot (store/snapshot.py)."""
+        """Close the client and, for Milvus Lite, release the directory; a connection that wrote (or that :attr:`keep_snapshot` asks) leaves a snapshot (store/snapshot.py)."""
         state = (
             snapshot.capture(self) if self.keep_snapshot and self.db and self._client and not self.read_only else None
         )
@@ -230,10 +231,7 @@ class MilvusStore:
             return
         with contextlib.suppress(Exception):
             client.close()
-        engine, self._engine = self._engine, None
-        if engine is not None:
-            engine.stop()
-        elif self.db is not None:
+        if self.db is not None and not isinstance(client, LiteClient):  # pymilvus started Milvus Lite itself
             with contextlib.suppress(Exception):
                 from milvus_lite.server_manager import server_manager_instance
 
@@ -257,11 +255,9 @@ class MilvusStore:
     @contextlib.contextmanager
     def _errors(self, action: str):
         """Milvus failures as one-line errors that name the store and what was being done."""
-        from pymilvus.exceptions import MilvusException
-
         try:
             yield
-        except MilvusException as exc:
+        except failures() as exc:
             raise ChunkwiseError(f"Milvus {action} failed: {message(exc)}", source=self.location) from None
 
     # -- collections -----------------------------------------------------------------------------------
@@ -449,11 +445,9 @@ class MilvusStore:
     # -- search (store/milvus_search.py) ---------------------------------------------------------------
     @contextlib.contextmanager
     def _filter_errors(self, filter: str | None, action: str):
-        from pymilvus.exceptions import MilvusException
-
         try:
             yield
-        except MilvusException as exc:
+        except failures() as exc:
             if filter:
                 raise InputError(f"invalid filter expression {filter!r}: {message(exc)}") from None
             raise ChunkwiseError(f"Milvus {action} failed: {message(exc)}", source=self.location) from None

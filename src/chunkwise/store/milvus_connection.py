@@ -2,10 +2,10 @@
 every failure on the way as one line.
 
 :class:`~chunkwise.store.milvus.MilvusStore` connects through :func:`connect_server` and :func:`connect_lite`;
-both return a connected ``MilvusClient`` or raise a :class:`~chunkwise.errors.ChunkwiseError` that names the
+both return a connected client (a ``MilvusClient``, or its in-process stand-in for Milvus Lite) or raise a :class:`~chunkwise.errors.ChunkwiseError` that names the
 server or the directory and says what to do (pymilvus itself says "illegal connection params or server
-unavailable" for most of these). A read-only Milvus Lite directory is served from a private copy
-(:mod:`chunkwise.store.lite`).
+unavailable" for most of these). Milvus Lite runs in this process without pymilvus, a read-only directory
+from a private copy (:mod:`chunkwise.store.lite`).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -136,38 +137,47 @@ def connect_server(uri: str, token: str | None, timeout: float) -> tuple[Any, Se
     return client, ServerCapabilities.from_version(version)
 
 
-def connect_lite(path: str, read_only: bool, timeout: float, source: str) -> tuple[Any, Any]:
-    """A client of Milvus Lite serving the directory ``path`` on a private unix socket (a private copy of
-    it when ``read_only``), and the engine to stop on close (``None`` where pymilvus started it); errors
-    name ``source``, the path as the user gave it."""
-    import_pymilvus()
-    from pymilvus import MilvusClient
-
+def connect_lite(path: str, read_only: bool, timeout: float, source: str) -> Any:
+    """A client of the Milvus Lite directory ``path``: the engine in this process (:mod:`chunkwise.store.
+    lite`, a private copy when ``read_only``), or pymilvus's own where this milvus-lite has no such engine;
+    errors name ``source``, the path as the user gave it."""
     from . import lite
 
-    engine = None
+    quiet_milvus_logs()
     try:
-        engine = lite.start(path, read_only=read_only)
-        if engine is None and read_only:
-            raise InputError(
-                "the database directory is not writable (and this milvus-lite version cannot open a private "
-                "copy of it)",
-                source=source,
-            )
-        return MilvusClient(uri=engine.uri if engine else path, timeout=timeout), engine
-    except InputError:
-        raise
+        client = lite.open_client(path, read_only=read_only)
+    except lite.ReadOnlyCopyError as exc:
+        raise InputError(f"not writable here, and {exc}", source=source) from None
     except Exception as exc:
-        if engine is not None:
-            engine.stop()
-        if isinstance(exc, lite.ReadOnlyCopyError):
-            raise InputError(f"not writable here, and {exc}", source=source) from None
         if read_only:
             raise InputError(
                 f"the database directory is not writable, and Milvus Lite could not open a copy of it ({message(exc)})",
                 source=source,
             ) from None
         raise InputError(diagnose_lite_failure(Path(path)), source=source) from None
+    if client is not None:
+        return client
+    if read_only:
+        raise InputError(
+            "the database directory is not writable (and this milvus-lite version cannot open a private copy of it)",
+            source=source,
+        )
+    import_pymilvus()
+    from pymilvus import MilvusClient
+
+    try:
+        return MilvusClient(uri=path, timeout=timeout)
+    except Exception:
+        raise InputError(diagnose_lite_failure(Path(path)), source=source) from None
+
+
+def failures() -> tuple[type[Exception], ...]:
+    """What a failed Milvus call raises: the in-process client's :class:`~chunkwise.store.lite.LiteCallError`
+    and, once pymilvus is imported (a server), its ``MilvusException`` (pymilvus is not imported to ask)."""
+    from .lite import LiteCallError
+
+    exceptions = sys.modules.get("pymilvus.exceptions")
+    return (LiteCallError,) if exceptions is None else (LiteCallError, exceptions.MilvusException)
 
 
 def check_lite_path(db: str, writable: Callable[[Path], bool]) -> tuple[str, bool]:
@@ -237,6 +247,7 @@ __all__ = [
     "quote",
     "connect_server",
     "connect_lite",
+    "failures",
     "diagnose_lite_failure",
     "check_lite_path",
 ]

@@ -17,11 +17,31 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
-from .milvus_connection import ServerCapabilities, message
-from .milvus_schema import CONFIG_ID, CONFIG_PROPERTY, OUTPUT_FIELDS, chunk_index_params, stable_config_hash, state_row
+from .lite import LiteClient
+from .milvus_connection import ServerCapabilities, failures, message
+from .milvus_schema import (
+    CONFIG_ID,
+    CONFIG_PROPERTY,
+    OUTPUT_FIELDS,
+    CollectionSpec,
+    IndexSpec,
+    chunk_index_params,
+    pymilvus_index_params,
+    stable_config_hash,
+    state_row,
+)
 
 if TYPE_CHECKING:
     from .milvus import MilvusStore
+
+
+def schema(store: MilvusStore, spec: CollectionSpec):
+    """``spec`` in the types of the store's client (the in-process one takes it as it is)."""
+    return spec if isinstance(store.connect(), LiteClient) else spec.to_pymilvus()
+
+
+def index_params(store: MilvusStore, spec: IndexSpec):
+    return spec if isinstance(store.connect(), LiteClient) else pymilvus_index_params(spec)
 
 
 def read_config(store: MilvusStore) -> dict[str, Any] | None:
@@ -51,8 +71,6 @@ def read_config(store: MilvusStore) -> dict[str, Any] | None:
 
 def create(store: MilvusStore, config: dict[str, Any], dim: int, replace: bool = False) -> None:
     """Create the index and record ``config``, unless another client just did (create-if-absent)."""
-    from pymilvus.exceptions import MilvusException
-
     client = store._writer()
     store._forget()
     fingerprint = "chunkwise-config:" + stable_config_hash(config)
@@ -61,13 +79,13 @@ def create(store: MilvusStore, config: dict[str, Any], dim: int, replace: bool =
             drop_all(store)
         _claim_state_collection(store, fingerprint)
         try:
-            client.create_index(store.state_collection, store._state_index(), sync=False)
-        except MilvusException:  # the racing winner made it already
+            client.create_index(store.state_collection, index_params(store, store._state_index()), sync=False)
+        except failures():  # the racing winner made it already
             pass
         if not client.has_collection(store.collection):
             try:
                 store._create_chunks(dim)
-            except MilvusException:  # a racing client with the same configuration won
+            except failures():  # a racing client with the same configuration won
                 if not appears(store, store.collection):
                     raise
         store._load(store.state_collection)
@@ -126,17 +144,15 @@ def drop_all(store: MilvusStore) -> None:
 def create_if_absent(store: MilvusStore, name: str, description: str) -> None:
     """Create the state collection; an error because it exists already (a racing client) is not one.
     (Servers answer a racing duplicate with different texts, raw errno ones included.)"""
-    from pymilvus.exceptions import MilvusException
-
     client = store.connect()
     try:
         client.create_collection(
             name,
-            schema=store._state_schema(description),
+            schema=schema(store, store._state_schema(description)),
             consistency_level="Strong",
             properties={CONFIG_PROPERTY: description},
         )
-    except MilvusException:
+    except failures():
         if appears(store, name):
             return
         raise ConfigError(
@@ -188,18 +204,18 @@ def wait_for_config_row(store: MilvusStore, seconds: float = 3.0) -> dict | None
 def create_chunks(store: MilvusStore, dim: int) -> None:
     """The chunk collection, with Milvus's BM25 where the server has it. A server older than Milvus 2.5
     refuses BM25 functions: then it is created without them, and hybrid search uses bm25s instead."""
-    from pymilvus.exceptions import MilvusException
-
     client = store.connect()
     caps = store.capabilities or ServerCapabilities("unknown")
     for bm25 in (True, False) if caps.bm25 else (False,):
         try:
             client.create_collection(
-                store.collection, schema=store._chunk_schema(dim, bm25, caps.nullable), consistency_level="Strong"
+                store.collection,
+                schema=schema(store, store._chunk_schema(dim, bm25, caps.nullable)),
+                consistency_level="Strong",
             )
-            client.create_index(store.collection, chunk_index_params(bm25), sync=False)
+            client.create_index(store.collection, index_params(store, chunk_index_params(bm25)), sync=False)
             return
-        except MilvusException as exc:
+        except failures() as exc:
             if not bm25 or not re.search(
                 r"function|bm25|analyzer|sparse|create index on \d+ field", message(exc), re.I
             ):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass, field
 from typing import Any
 
 from .rows import CHUNK_COLUMNS, MAX_VARCHAR, ROW_COLUMNS, SECTION_BYTES, truncate_utf8
@@ -81,62 +82,100 @@ def column_types(dim: int, bm25: bool, nullable: bool) -> list[tuple[str, str, d
     return out
 
 
-def chunk_schema(dim: int, bm25: bool, nullable: bool = True):
-    """The chunk collection's schema; with ``bm25``, the ``sparse`` field Milvus fills from ``indexed_text``."""
-    from pymilvus import DataType, Function, FunctionType, MilvusClient
+@dataclass
+class CollectionSpec:
+    """A collection's schema in neither client's types: ``(column, DataType name, add_field arguments)``
+    fields and the BM25 functions ``(name, input column, output column)``. The pymilvus client gets
+    :meth:`to_pymilvus` (a server), the in-process one :meth:`to_lite` (Milvus Lite,
+    :class:`chunkwise.store.lite.LiteClient`), so a Milvus Lite index is created without importing pymilvus and
+    has the schema pymilvus would have made (tests/test_store_schema.py compares the two)."""
 
-    s = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False, description="chunkwise chunks")
-    for name, dtype, params in column_types(dim, bm25, nullable):
-        if "element_type" in params:
-            params["element_type"] = DataType[params["element_type"]]
-        s.add_field(name, DataType[dtype], **params)
-    if bm25:
-        s.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
-        s.add_function(
-            Function(
-                name="bm25",
-                function_type=FunctionType.BM25,
-                input_field_names=["indexed_text"],
-                output_field_names=["sparse"],
+    fields: list[tuple[str, str, dict[str, Any]]]
+    description: str = ""
+    bm25: list[tuple[str, str, str]] = field(default_factory=list)
+
+    def to_pymilvus(self):
+        from pymilvus import DataType, Function, FunctionType, MilvusClient
+
+        s = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False, description=self.description)
+        for name, dtype, params in self.fields:
+            params = dict(params)
+            if "element_type" in params:
+                params["element_type"] = DataType[params["element_type"]]
+            s.add_field(name, DataType[dtype], **params)
+        for name, source, target in self.bm25:
+            s.add_function(
+                Function(
+                    name=name, function_type=FunctionType.BM25, input_field_names=[source], output_field_names=[target]
+                )
             )
-        )
-    return s
+        return s
+
+    def to_lite(self):
+        from milvus_lite.schema.types import CollectionSchema, DataType, FieldSchema, Function, FunctionType
+
+        outputs = {target for _, _, target in self.bm25}
+        fields = []
+        for name, dtype, params in self.fields:
+            params = dict(params)
+            if "element_type" in params:
+                params["element_type"] = DataType[params["element_type"]]
+                params.pop("max_length", None)  # what pymilvus's schema becomes in Milvus Lite (not enforced)
+            fields.append(FieldSchema(name, DataType[dtype], is_function_output=name in outputs, **params))
+        functions = [Function(name, FunctionType.BM25, [source], [target]) for name, source, target in self.bm25]
+        return CollectionSchema(fields=fields, enable_dynamic_field=False, functions=functions)
 
 
-def state_schema(description: str = ""):
-    """The state collection: one config row and one marker row per completely indexed document."""
-    from pymilvus import DataType, MilvusClient
-
-    s = MilvusClient.create_schema(
-        auto_id=False, enable_dynamic_field=False, description=description or "chunkwise index state"
+def chunk_schema(dim: int, bm25: bool, nullable: bool = True) -> CollectionSpec:
+    """The chunk collection's schema; with ``bm25``, the ``sparse`` field Milvus fills from ``indexed_text``."""
+    fields = column_types(dim, bm25, nullable)
+    if not bm25:
+        return CollectionSpec(fields, "chunkwise chunks")
+    return CollectionSpec(
+        [*fields, ("sparse", "SPARSE_FLOAT_VECTOR", {})], "chunkwise chunks", [("bm25", "indexed_text", "sparse")]
     )
-    s.add_field("id", DataType.VARCHAR, is_primary=True, max_length=128)
-    s.add_field("kind", DataType.VARCHAR, max_length=16)
-    s.add_field("source", DataType.VARCHAR, max_length=MAX_VARCHAR)
-    s.add_field("content_hash", DataType.VARCHAR, max_length=64)
-    s.add_field("chunks", DataType.INT64)
-    s.add_field("data", DataType.JSON)
-    # Milvus wants a vector field in every collection; this one is never searched.
-    s.add_field("placeholder", DataType.FLOAT_VECTOR, dim=2)
-    return s
 
 
-def state_index():
-    from pymilvus import MilvusClient
+def state_schema(description: str = "") -> CollectionSpec:
+    """The state collection: one config row and one marker row per completely indexed document."""
+    return CollectionSpec(
+        [
+            ("id", "VARCHAR", {"is_primary": True, "max_length": 128}),
+            ("kind", "VARCHAR", {"max_length": 16}),
+            ("source", "VARCHAR", {"max_length": MAX_VARCHAR}),
+            ("content_hash", "VARCHAR", {"max_length": 64}),
+            ("chunks", "INT64", {}),
+            ("data", "JSON", {}),
+            # Milvus wants a vector field in every collection; this one is never searched.
+            ("placeholder", "FLOAT_VECTOR", {"dim": 2}),
+        ],
+        description or "chunkwise index state",
+    )
 
-    ip = MilvusClient.prepare_index_params()
-    ip.add_index(field_name="placeholder", index_type="FLAT", metric_type="L2")
-    return ip
+
+#: an index's indexes, in neither client's types (``field_name``, ``index_type``, ``metric_type``)
+IndexSpec = list[dict[str, str]]
 
 
-def chunk_index_params(bm25: bool):
+def state_index() -> IndexSpec:
+    return [{"field_name": "placeholder", "index_type": "FLAT", "metric_type": "L2"}]
+
+
+def chunk_index_params(bm25: bool) -> IndexSpec:
     """The chunk collection's indexes: cosine over the vectors, and BM25 over ``sparse`` where it exists."""
+    out = [{"field_name": "vector", "index_type": "AUTOINDEX", "metric_type": "COSINE"}]
+    if bm25:
+        out.append({"field_name": "sparse", "index_type": "SPARSE_INVERTED_INDEX", "metric_type": "BM25"})
+    return out
+
+
+def pymilvus_index_params(spec: IndexSpec):
+    """``spec`` as pymilvus's ``IndexParams`` (for a server)."""
     from pymilvus import MilvusClient
 
     ip = MilvusClient.prepare_index_params()
-    ip.add_index(field_name="vector", index_type="AUTOINDEX", metric_type="COSINE")
-    if bm25:
-        ip.add_index(field_name="sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
+    for index in spec:
+        ip.add_index(**index)
     return ip
 
 
@@ -179,6 +218,9 @@ __all__ = [
     "NULL_SENTINELS",
     "OUTPUT_FIELDS",
     "column_types",
+    "CollectionSpec",
+    "IndexSpec",
+    "pymilvus_index_params",
     "chunk_schema",
     "chunk_index_params",
     "state_schema",

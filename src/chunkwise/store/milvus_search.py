@@ -138,9 +138,9 @@ def _rows_in_storage_order(store: MilvusStore, fields: list[str]) -> list[dict]:
     all: the order its search breaks ties in (equal cosines), so the in-process vector candidates tie as
     Milvus's did. A larger collection (or an answer too large for one message) is read by a scan, in id
     order."""
-    from pymilvus.exceptions import MilvusException
+    from .milvus_connection import failures
 
-    with contextlib.suppress(MilvusException):  # e.g. over the message size: the scan reads in batches
+    with contextlib.suppress(*failures()):  # e.g. over the message size: the scan reads in batches
         rows = store.connect().query(store.collection, filter="", output_fields=fields, limit=QUERY_LIMIT)
         if len(rows) < QUERY_LIMIT:
             return rows
