@@ -41,7 +41,7 @@ def docs():
 
 
 def count_calls(index) -> Counter:
-    """Wrap every public method of the index's pymilvus client; the counter fills as they are called (each
+    """Wrap every public method of the index's store client; the counter fills as they are called (each
     call is one round trip to Milvus)."""
     client = index.store.connect()
     calls: Counter = Counter()

@@ -1,8 +1,7 @@
-"""What one search costs in calls to Milvus: the pymilvus client's methods are wrapped and counted.
+"""What one search costs in calls to Milvus: the store client's methods are wrapped and counted.
 
-Each call is a gRPC round trip (on Milvus Lite, to its server process). Before, every ``Index.search`` read
-the configuration and described the collection again (three calls) on top of its searches and fetch; the
-configuration and collection facts are now read once per opened index, and on Milvus Lite the BM25 side is
+Each call is a round trip to a server (over gRPC), and an engine call in process on Milvus Lite. The
+configuration and collection facts are read once per opened index, and on Milvus Lite the BM25 side is
 ranked by bm25s in process and the vector candidates by exact cosine over the stored vectors held in process,
 so a hybrid search is one fetch of the final chunks.
 """

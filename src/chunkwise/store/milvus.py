@@ -15,16 +15,17 @@ its new chunks (ids are deterministic, so a repeat is idempotent), delete its ch
 new set, write the marker. A process killed between any two steps leaves a document without a current
 marker, and the next run simply does all four steps again, ending with exactly the chunks of a clean run.
 
-Milvus Lite (``milvus-lite`` >= 3, a pure-Python engine for a ``.db`` directory) has everything the schema
-uses; older servers (:class:`ServerCapabilities`, from the version) get it without BM25 (hybrid search then
+Milvus Lite (``milvus-lite`` >= 3, a pure-Python engine for a ``.db`` directory, called in this process
+without pymilvus) has everything the schema uses; older servers (:class:`ServerCapabilities`, from the version) get it without BM25 (hybrid search then
 ranks with bm25s) or without nullable fields (``None`` stored as a sentinel). Tested against Milvus 2.3.5
 and the Milvus Lite server; Milvus < 2.3 (no upsert, no ARRAY fields) is not supported.
 
 This module is the store itself; its concepts live beside it: connecting and what a server supports
 (:mod:`~chunkwise.store.milvus_connection`), the schema from the chunk field table
 (:mod:`~chunkwise.store.milvus_schema`), creating collections under races (:mod:`~chunkwise.store.
-milvus_create`), search and the in-process copies it ranks with (:mod:`~chunkwise.store.milvus_search`), a
-private or read-only Milvus Lite (:mod:`~chunkwise.store.lite`). Their public names are importable from here.
+milvus_create`), search and the in-process copies it ranks with (:mod:`~chunkwise.store.milvus_search`),
+Milvus Lite called in process, read-only ones as copies (:mod:`~chunkwise.store.lite`). Their public names
+are importable from here.
 """
 
 from __future__ import annotations
