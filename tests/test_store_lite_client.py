@@ -196,24 +196,10 @@ def test_searches_are_the_same(clients):
     fields = ["id", "text", "metadata", "speakers", "page_start", "context"]
     for vector in (rows[3]["vector"], [0.1] * DIM):
         for expr in ("", "chunk_index < 3"):
-            a = ours.search(
-                "c",
-                data=[vector],
-                anns_field="vector",
-                limit=5,
-                filter=expr,
-                output_fields=fields,
-                search_params={"metric_type": "COSINE"},
-            )[0]
-            b = theirs.search(
-                "c",
-                data=[vector],
-                anns_field="vector",
-                limit=5,
-                filter=expr,
-                output_fields=fields,
-                search_params={"metric_type": "COSINE"},
-            )[0]
+            ask = dict(anns_field="vector", limit=5, filter=expr, output_fields=fields)
+            a, b = (
+                c.search("c", data=[vector], search_params={"metric_type": "COSINE"}, **ask)[0] for c in (ours, theirs)
+            )
             assert [h["id"] for h in a] == [h["id"] for h in b]
             assert all(math.isclose(x["distance"], y["distance"], abs_tol=1e-6) for x, y in zip(a, b))
             assert [h["entity"] for h in a] == [dict(h["entity"]) for h in b]
