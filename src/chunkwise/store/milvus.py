@@ -16,8 +16,9 @@ new set, write the marker. A process killed between any two steps leaves a docum
 marker, and the next run simply does all four steps again, ending with exactly the chunks of a clean run.
 
 Milvus Lite (``milvus-lite`` >= 3, a pure-Python engine for a ``.db`` directory, called in this process
-without pymilvus) has everything the schema uses; older servers (:class:`ServerCapabilities`, from the version) get it without BM25 (hybrid search then
-ranks with bm25s) or without nullable fields (``None`` stored as a sentinel). Tested against Milvus 2.3.5
+without pymilvus) has everything the schema uses; older servers (:class:`ServerCapabilities`, from the
+version) get it without BM25 (hybrid search then ranks with bm25s) or without nullable fields (``None``
+stored as a sentinel). Tested against Milvus 2.3.5
 and the Milvus Lite server; Milvus < 2.3 (no upsert, no ARRAY fields) is not supported.
 
 This module is the store itself; its concepts live beside it: connecting and what a server supports
@@ -221,7 +222,8 @@ class MilvusStore:
         return client
 
     def close(self) -> None:
-        """Close the client and, for Milvus Lite, release the directory; a connection that wrote (or that :attr:`keep_snapshot` asks) leaves a snapshot (store/snapshot.py)."""
+        """Close the client and, for Milvus Lite, release the directory; a connection that wrote (or that
+        :attr:`keep_snapshot` asks) leaves a snapshot (store/snapshot.py)."""
         state = (
             snapshot.capture(self) if self.keep_snapshot and self.db and self._client and not self.read_only else None
         )

@@ -2,10 +2,11 @@
 every failure on the way as one line.
 
 :class:`~chunkwise.store.milvus.MilvusStore` connects through :func:`connect_server` and :func:`connect_lite`;
-both return a connected client (a ``MilvusClient``, or its in-process stand-in for Milvus Lite) or raise a :class:`~chunkwise.errors.ChunkwiseError` that names the
-server or the directory and says what to do (pymilvus itself says "illegal connection params or server
-unavailable" for most of these). Milvus Lite runs in this process without pymilvus, a read-only directory
-from a private copy (:mod:`chunkwise.store.lite`).
+both return a connected client (a ``MilvusClient``, or its in-process stand-in for Milvus Lite) or raise a
+:class:`~chunkwise.errors.ChunkwiseError` that names the server or the directory and says what to do
+(pymilvus itself says "illegal connection params or server unavailable" for most of these). Milvus Lite
+runs in this process without pymilvus, a read-only directory from a private copy (:mod:`chunkwise.store.
+lite`).
 """
 
 from __future__ import annotations

@@ -87,8 +87,8 @@ class CollectionSpec:
     """A collection's schema in neither client's types: ``(column, DataType name, add_field arguments)``
     fields and the BM25 functions ``(name, input column, output column)``. The pymilvus client gets
     :meth:`to_pymilvus` (a server), the in-process one :meth:`to_lite` (Milvus Lite,
-    :class:`chunkwise.store.lite.LiteClient`), so a Milvus Lite index is created without importing pymilvus and
-    has the schema pymilvus would have made (tests/test_store_schema.py compares the two)."""
+    :class:`chunkwise.store.lite.LiteClient`), so a Milvus Lite index is created without importing pymilvus
+    and is stored as pymilvus would have made it (tests/test_store_lite_client.py compares the two)."""
 
     fields: list[tuple[str, str, dict[str, Any]]]
     description: str = ""
@@ -120,7 +120,7 @@ class CollectionSpec:
             params = dict(params)
             if "element_type" in params:
                 params["element_type"] = DataType[params["element_type"]]
-                params.pop("max_length", None)  # what pymilvus's schema becomes in Milvus Lite (not enforced)
+                params.pop("max_length", None)  # Milvus Lite keeps no element length from pymilvus either
             fields.append(FieldSchema(name, DataType[dtype], is_function_output=name in outputs, **params))
         functions = [Function(name, FunctionType.BM25, [source], [target]) for name, source, target in self.bm25]
         return CollectionSchema(fields=fields, enable_dynamic_field=False, functions=functions)
