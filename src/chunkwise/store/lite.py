@@ -5,9 +5,9 @@ it starts in process on ``127.0.0.1`` and a free TCP port, with no authenticatio
 and write the index for the whole run). :class:`LiteClient` answers the calls
 :class:`~chunkwise.store.milvus.MilvusStore` makes of a ``MilvusClient`` (the same names, arguments and
 answers) by calling the engine itself, so a Milvus Lite index needs neither a listening socket nor pymilvus:
-importing pymilvus (and pandas through it) and serialising every call into protobuf and back was a third of
-a first ``chunkwise index`` on a small folder (benchmarks/bench_first_run.py). What crosses no wire any more
-is made to look as it did: JSON fields come back parsed, every engine failure is one
+importing pymilvus and serialising every call into protobuf and back cost about 0.3 of the 1.0-1.1 CPU-s
+the store took of a first ``chunkwise index`` of 24 chunks (benchmarks/bench_first_run.py). What crosses no
+wire any more is made to look as it did: JSON fields come back parsed, every engine failure is one
 :class:`LiteCallError` with the engine's message (what the gRPC server sent as the status reason).
 
 A database this user may read but not write (another user's index shared read-only, a read-only mount, an

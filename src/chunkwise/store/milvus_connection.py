@@ -95,8 +95,10 @@ def import_pymilvus():
     os.environ.setdefault("GRPC_VERBOSITY", "NONE")
     try:
         import pymilvus  # noqa: F401
-    except ImportError as exc:  # pragma: no cover - pymilvus is a core dependency
-        raise ConfigError(f"indexing needs pymilvus and milvus-lite: pip install pymilvus milvus-lite ({exc})") from exc
+    except ImportError as exc:
+        raise ConfigError(
+            f"pymilvus is not installed (a Milvus server needs it): pip install 'chunkwise[milvus]' ({exc})"
+        ) from None
     quiet_milvus_logs()
     return pymilvus
 
