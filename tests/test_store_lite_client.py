@@ -219,3 +219,27 @@ def test_a_bad_filter_fails_the_same_way(clients, expr):
             client.query("c", filter=expr, output_fields=["id"], limit=5)
         caught.append(message(err.value))
     assert all(caught) and caught[0] in caught[1], caught
+
+
+def test_a_milvus_lite_without_the_in_process_engine_is_reached_through_pymilvus(tmp_path, monkeypatch):
+    """Another milvus-lite (no ``milvus_lite.db``): pymilvus serves the directory, writes and searches work,
+    closing releases it, and a read-only directory is refused with one line (no private copy there)."""
+    from conftest import FakeEmbedder
+
+    import chunkwise.store.milvus as milvus
+    from chunkwise.errors import InputError
+    from chunkwise.retrieval.index import Index
+
+    monkeypatch.setattr(lite, "open_client", lambda path, read_only=False: None)
+    db = tmp_path / "x.db"
+    with Index(db=db, embedder=FakeEmbedder()) as index:
+        index.add([Document("The keeper lit the lamp. The ships were safe.", source="a.txt")])
+        assert not isinstance(index.store.connect(), lite.LiteClient)
+        assert [h.source for h in index.search("lamp keeper", k=1)] == ["a.txt"]
+    with Index(db=db, embedder=FakeEmbedder()) as index:  # released: the directory opens again
+        assert index.count() >= 1
+    monkeypatch.setattr(milvus, "_writable", lambda path: False)
+    with pytest.raises(InputError) as err:
+        with Index(db=db, embedder=FakeEmbedder()) as index:
+            index.search("lamp", k=1)
+    assert "cannot open a private copy" in str(err.value) and "\n" not in str(err.value)
