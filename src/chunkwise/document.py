@@ -15,17 +15,48 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
+def _feed(h: Any, part: Any) -> None:
+    """Feed one part into a sha256 so that no two part sequences feed the same bytes: each part is
+    length-prefixed, and a non-string part is its canonical JSON."""
+    if not isinstance(part, (str, bytes)):
+        part = json.dumps(part, sort_keys=True, ensure_ascii=False, default=str)
+    if isinstance(part, str):
+        part = part.encode("utf-8", "surrogatepass")
+    h.update(len(part).to_bytes(8, "little"))
+    h.update(part)
+
+
 def stable_hash(*parts: Any, length: int = 16) -> str:
     """A short hex digest of ``parts`` that is the same on every run, machine and Python version."""
     h = hashlib.sha256()
     for part in parts:
-        if not isinstance(part, (str, bytes)):
-            part = json.dumps(part, sort_keys=True, ensure_ascii=False, default=str)
-        if isinstance(part, str):
-            part = part.encode("utf-8", "surrogatepass")
-        h.update(len(part).to_bytes(8, "little"))
-        h.update(part)
+        _feed(h, part)
     return h.hexdigest()[:length]
+
+
+class ChunkIds:
+    """The one formula for chunk ids: ``stable_hash("chunk", doc_id, config, *key)``.
+
+    ``config`` names what cut the chunk (a strategy's config id, or ``"video"``) and ``key`` where the chunk
+    lies (``"start:end"`` for text, frames and index for a clip). Ids key the store and the embedding cache,
+    so a change of this formula re-embeds every index: ``tests/test_chunk_ids.py`` pins literal ids. The
+    common prefix is hashed once per document, since a document yields thousands of ids.
+    """
+
+    def __init__(self, doc_id: str, config: str) -> None:
+        self._prefix = hashlib.sha256()
+        for part in ("chunk", doc_id, config):
+            _feed(self._prefix, part)
+
+    def __call__(self, *key: Any) -> str:
+        h = self._prefix.copy()
+        for part in key:
+            _feed(h, part)
+        return h.hexdigest()[:16]
+
+    def span(self, start: int, end: int) -> str:
+        """The id of the text chunk ``[start, end)``."""
+        return self(f"{start}:{end}")
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
@@ -34,14 +34,6 @@ from ..video.document import VideoDocument
 
 #: texts per call to the embedder (also the step of the embedding progress bar)
 EMBED_BATCH = 64
-
-
-class DocumentLike(Protocol):
-    """What writing needs of a document: a :class:`Document`, or the text-free record the Ray engine ships."""
-
-    id: str
-    source: str
-    content_hash: str
 
 
 def is_unchanged(doc: Document, markers: Mapping[str, Marker]) -> bool:

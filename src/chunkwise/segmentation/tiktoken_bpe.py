@@ -271,14 +271,9 @@ def _rust_encoder(package_dir: Path, encoding: str):
     return None  # pragma: no cover
 
 
-def _byte_lengths_to_char_spans(text: str, byte_lengths: Sequence[int]) -> list[Span]:
-    """Map consecutive byte runs of ``text.encode()`` to character spans snapped to character boundaries."""
-    starts, ends = _byte_lengths_to_char_arrays(text, byte_lengths)
-    return list(zip(starts.tolist(), ends.tolist()))
-
-
 def _byte_lengths_to_char_arrays(text: str, byte_lengths) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`_byte_lengths_to_char_spans` as two arrays (starts, ends)."""
+    """Map consecutive byte runs of ``text.encode()`` to character spans snapped to character boundaries,
+    as two arrays (starts, ends)."""
     ends = np.cumsum(np.asarray(byte_lengths, dtype=np.int64))
     if len(ends) == 0:
         return ends, ends

@@ -8,11 +8,10 @@ slices, token counts, deterministic ids, and page/section/time provenance.
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 from typing import Any, ClassVar
 
-from ..document import Chunk, Document, stable_hash
+from ..document import Chunk, ChunkIds, Document, stable_hash
 from ..errors import ConfigError
 from ..segmentation.tokenizers import Tokenizer, resolve_tokenizer
 from .params import Constraints, Interval, TokenizerSpec, strategy_label, validate_params
@@ -287,8 +286,7 @@ def build_chunks(
     kept, texts, counts = _kept(doc.text, spans, token_counts, tokenizer)
     config = strategy.config_id()
     doc_id = doc.id
-    # ids are stable_hash("chunk", doc_id, config, "a:b"); the common prefix is hashed once
-    id_prefix = _hash_prefix("chunk", doc_id, config)
+    ids = ChunkIds(doc_id, config)
     has_pages, has_cues, has_sections = bool(doc.pages), bool(doc.cues), bool(doc.sections)
     source_map = doc.source_map
     chunks: list[Chunk] = []
@@ -301,17 +299,13 @@ def build_chunks(
         page_start, page_end = doc.page_span(a, b) if has_pages else (None, None)
         t0, t1, speakers = doc.time_span(a, b) if has_cues else (None, None, [])
         source_start, source_end = source_map.span(a, b) if source_map is not None else (None, None)
-        h = id_prefix.copy()
-        key = f"{a}:{b}".encode()
-        h.update(len(key).to_bytes(8, "little"))
-        h.update(key)
         chunks.append(
             Chunk(
                 text=text,
                 start=a,
                 end=b,
                 index=i,
-                id=h.hexdigest()[:16],
+                id=ids.span(a, b),
                 doc_id=doc_id,
                 source=doc.source,
                 token_count=n,
@@ -347,13 +341,3 @@ def _kept(
                 given.append(n)
     known = [n for n in given if n is not None]
     return kept, texts, known if len(known) == len(given) else tokenizer.count_batch(texts)
-
-
-def _hash_prefix(*parts: str):
-    """A sha256 fed with ``parts`` exactly as :func:`~chunkwise.document.stable_hash` feeds them."""
-    h = hashlib.sha256()
-    for part in parts:
-        data = part.encode("utf-8", "surrogatepass")
-        h.update(len(data).to_bytes(8, "little"))
-        h.update(data)
-    return h

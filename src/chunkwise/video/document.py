@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..document import Chunk, Cue, Document, stable_hash
+from ..document import Chunk, ChunkIds, Cue, Document, stable_hash
 from .rule import Clip
 from .text import describe
 
@@ -137,6 +137,7 @@ def build_document(
     counts = tok.count_batch(texts) if texts else []
     pos = 0
     cues = []
+    ids = ChunkIds(doc.id, "video")
     for i, (clip, t, n) in enumerate(zip(clips, texts, counts)):
         start, end = pos, pos + len(t)
         pos = end + len(SEPARATOR)
@@ -147,7 +148,7 @@ def build_document(
                 start=start,
                 end=end,
                 index=i,
-                id=stable_hash("chunk", doc.id, "video", clip.start_frame, clip.end_frame, i),
+                id=ids(clip.start_frame, clip.end_frame, i),
                 doc_id=doc.id,
                 source=source,
                 token_count=int(n),
