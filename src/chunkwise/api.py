@@ -16,7 +16,7 @@ from typing import Any
 
 from .document import Chunk, Document
 from .errors import ConfigError, InputError
-from .strategies import DEFAULT_STRATEGY, Strategy, get_strategy
+from .strategies import DEFAULT_STRATEGY, Strategy
 
 #: keyword arguments of chunk/chunk_file that go to the loader, not to the strategy
 LOADER_OPTIONS = (
@@ -40,13 +40,9 @@ def _split_options(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, An
 
 
 def _strategy(strategy: str | Strategy, params: dict[str, Any]) -> Strategy:
-    if isinstance(strategy, Strategy):
-        if params:
-            raise ConfigError(
-                f"parameters {', '.join(sorted(params))} given with a strategy object; set them on the strategy instead"
-            )
-        return strategy
-    return get_strategy(strategy, **params)
+    from .strategies.factory import make_strategy
+
+    return make_strategy(strategy, params)
 
 
 def looks_like_path(text: str) -> bool:

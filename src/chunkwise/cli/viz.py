@@ -66,7 +66,8 @@ def parse_compare(spec: str) -> tuple[str, dict]:
 
 def build_strategies(args: argparse.Namespace) -> list:
     """The main strategy (as ``chunk`` builds it) and the ``--compare`` ones, validated before reading."""
-    from ..strategies import SEMANTIC_STRATEGIES, get_strategy, strategy_class
+    from ..strategies import SEMANTIC_STRATEGIES
+    from ..strategies.factory import make_strategy
     from .chunk import _build_strategy
     from .options import strategy_params_from_args
 
@@ -78,18 +79,12 @@ def build_strategies(args: argparse.Namespace) -> list:
     embedder = getattr(main, "embedder", None) if main.name in SEMANTIC_STRATEGIES else None
     for spec in args.compare:
         name, own = parse_compare(spec)
-        valid = set(strategy_class(name).param_names())
-        merged = {k: v for k, v in params.items() if k in SHARED and k in valid}
-        merged.update(own)
-        if name in SEMANTIC_STRATEGIES and "embedder" not in merged:
-            if embedder is None:
-                from ..embeddings import embedder_from_args
+        if name in SEMANTIC_STRATEGIES and "embedder" not in own and embedder is None:
+            from ..embeddings import embedder_from_args
 
-                embedder = embedder_from_args(args)
-            merged["embedder"] = embedder
-        strategy = get_strategy(name, **merged)
-        strategy.validate()
-        out.append(strategy)
+            embedder = embedder_from_args(args)
+        shared = {k: v for k, v in params.items() if k in SHARED}
+        out.append(make_strategy(name, own, embedder, shared=shared))
     return out
 
 

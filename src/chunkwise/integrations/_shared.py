@@ -13,7 +13,8 @@ from typing import Any
 
 from ..document import CHUNK_FIELDS, Chunk, Document
 from ..errors import ConfigError, MissingDependencyError
-from ..strategies import Strategy, get_strategy
+from ..strategies import Strategy
+from ..strategies.factory import make_strategy
 
 #: Chunk fields that are the chunk itself, not metadata about it
 _NOT_METADATA = ("text", "context")
@@ -45,14 +46,8 @@ def check_list_metadata(value: str) -> str:
 
 
 def build_strategy(strategy: str | Strategy, params: dict[str, Any]) -> Strategy:
-    """A strategy object: the given one, or one built by name (unknown parameters are a ConfigError)."""
-    if isinstance(strategy, Strategy):
-        if params:
-            raise TypeError("pass parameters to the strategy object, not to the adapter, when giving one")
-        return strategy
-    strat = get_strategy(strategy, **params)
-    strat.validate()
-    return strat
+    """A strategy object: the given one, or one built by name (``make_strategy``'s errors)."""
+    return make_strategy(strategy, params)
 
 
 def chunk_metadata(chunk: Chunk, list_metadata: str = "join") -> dict[str, Any]:

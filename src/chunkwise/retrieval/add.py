@@ -22,7 +22,7 @@ from ..deprecation import renamed
 from ..document import Chunk, Document
 from ..embeddings.base import Embedder
 from ..embeddings.language import LanguageCheck
-from ..errors import ChunkwiseError, ConfigError, InputError
+from ..errors import ChunkwiseError, InputError
 from ..formats.walk import UnreadableFolder
 from ..store.base import Marker, Store
 from ..strategies import Strategy
@@ -150,14 +150,9 @@ def settle(index: Index, strategy, params: dict | None, options: tuple, config: 
     options) against the recorded ``config`` (``None``: a new collection): ``(strategy, embedder, the run's
     record, what it changes in config)``. ``lazy``: the embedder may be made at its first use."""
     embedder = index._embedder_for_add(config) if lazy else index.embedder(config)
-    if isinstance(strategy, Strategy):
-        if params:
-            raise ConfigError("give strategy parameters either in the strategy object or in params, not both")
-        strat = strategy
-    else:
-        from ..strategies.factory import make_strategy
+    from ..strategies.factory import make_strategy
 
-        strat = make_strategy(strategy, params, embedder)
+    strat = make_strategy(strategy, params, embedder)
     backend = index._embedder_options.get("backend")
     new, diffs = checked_config(
         config, (strat, embedder, *options), name=index._embedder_name(), backend=backend, schema=schema

@@ -11,16 +11,42 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..errors import ConfigError
 from . import Strategy, get_strategy, strategy_class
 
 
-def make_strategy(name: str, params: dict[str, Any] | None = None, embedder: Any = None) -> Strategy:
-    """Build strategy ``name`` with ``params``; one that takes an ``embedder`` gets ``embedder`` unless
-    ``params`` names one (``None`` leaves the strategy's own default)."""
+def make_strategy(
+    spec: str | Strategy,
+    params: dict[str, Any] | None = None,
+    embedder: Any = None,
+    *,
+    shared: dict[str, Any] | None = None,
+) -> Strategy:
+    """The strategy ``spec`` names (or ``spec`` itself), validated: every front end builds strategies here,
+    so a strategy object given with parameters is the same error everywhere.
+
+    ``params`` are the strategy's own parameters (an unknown one is a :class:`ConfigError`); ``shared``
+    ones (a run's ``max_tokens``, say) apply where the strategy takes them. A strategy that embeds while
+    chunking gets ``embedder`` unless ``params`` names one (``None`` leaves its own default).
+    """
     params = dict(params or {})
-    if embedder is not None and "embedder" not in params and "embedder" in strategy_class(name).param_names():
-        params["embedder"] = embedder
-    return get_strategy(name, **params)
+    if isinstance(spec, Strategy):
+        asked = sorted({*params, *(shared or {})})
+        if asked:
+            raise ConfigError(
+                f"parameters {', '.join(asked)} given with a strategy object; set them on the strategy instead"
+            )
+        spec.validate()
+        return spec
+    cls = strategy_class(spec)
+    valid = set(cls.param_names())
+    merged = {k: v for k, v in (shared or {}).items() if k in valid}
+    merged.update(params)
+    if embedder is not None and "embedder" not in merged and "embedder" in valid:
+        merged["embedder"] = embedder
+    strategy = get_strategy(spec, **merged)
+    strategy.validate()
+    return strategy
 
 
 def parse_value(text: str) -> Any:

@@ -21,15 +21,13 @@ from .model import CAUSES, StrategyView, build_view
 
 def _strategy(spec: Any, shared: dict[str, Any]):
     """A strategy from an instance, a name, or ``(name, params)``; ``shared`` parameters apply where valid."""
-    from ..strategies import Strategy, get_strategy, strategy_class
+    from ..strategies import Strategy
+    from ..strategies.factory import make_strategy
 
-    if isinstance(spec, Strategy):
-        return spec
-    name, params = (spec, {}) if isinstance(spec, str) else spec
-    valid = set(strategy_class(name).param_names())
-    merged = {k: v for k, v in shared.items() if k in valid}
-    merged.update(params)
-    return get_strategy(name, **merged)
+    if isinstance(spec, (Strategy, str)):
+        return make_strategy(spec, shared=shared)
+    name, params = spec
+    return make_strategy(name, params, shared=shared)
 
 
 def labels_for(strategies: Sequence[Any]) -> list[str]:

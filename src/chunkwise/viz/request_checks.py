@@ -113,7 +113,7 @@ def check_params(params: dict[str, Any]) -> dict[str, Any]:
 
 def make_strategies(specs: list[tuple[str, dict[str, Any]]], embedder=None) -> list:
     """Validated strategies from ``(name, params)``; the server's embedder for the semantic ones."""
-    from ..strategies import SEMANTIC_STRATEGIES, get_strategy
+    from ..strategies.factory import make_strategy
 
     if not 1 <= len(specs) <= 4:
         raise RequestError(400, f"give 1 to 4 strategies, got {len(specs)}")
@@ -121,12 +121,7 @@ def make_strategies(specs: list[tuple[str, dict[str, Any]]], embedder=None) -> l
     for name, params in specs:
         if not isinstance(params, dict):
             raise RequestError(400, "params must be an object")
-        params = dict(check_params(params))
-        if name in SEMANTIC_STRATEGIES and embedder is not None:
-            params["embedder"] = embedder
-        strategy = get_strategy(str(name), **params)
-        strategy.validate()
-        out.append(strategy)
+        out.append(make_strategy(str(name), check_params(params), embedder))
     return out
 
 
