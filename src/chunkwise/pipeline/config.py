@@ -237,30 +237,22 @@ class Setting:
     default: Any
     check: Callable[[str, Any], Any]
     help: str
+    #: who takes it: ``"index"`` (``Index.add``), ``"search"`` (``Index.search``/``ask``), ``"expand"``
+    #: (``Index.expand``/``ask``), ``"eval"`` (evaluation runs only) or ``"report"`` (names, changes nothing)
+    stage: str = "eval"
 
 
-#: every setting of the ``run`` mapping, declared once (the dataclass fields below follow this order)
-SETTINGS: dict[str, Setting] = {
-    "vectors": Setting("text", _choice(VECTOR_MODES), "chunk vectors: embed the text, or pool sentence vectors"),
-    "late": Setting(False, _bool, "late chunking: chunk vectors pooled from whole-document token vectors"),
-    "late_options": Setting(None, _late_options, f"late chunking options ({', '.join(LATE_OPTIONS)})"),
-    "context": Setting(None, _context, "text embedded beside each chunk"),
-    "context_options": Setting(None, _mapping, "options of the context mode"),
-    "hybrid": Setting(DEFAULT_HYBRID, _bool, "retrieve by BM25 and vectors fused (else vectors alone)"),
-    "fusion": Setting(DEFAULT_FUSION, _choice(FUSION_MODES), "how hybrid retrieval fuses the two rankings"),
-    "rrf_k": Setting(RRF_K, _non_negative_int, "the constant of reciprocal rank fusion"),
-    "dense_weight": Setting(DENSE_WEIGHT, _unit_interval, "weight of the vector scores in z-score fusion"),
-    "expand": Setting(
-        None, _expand, "context handed to the reader around each hit: none, neighbors:N, section, parent:TOKENS"
-    ),
-    "budget": Setting(None, _budget, "tokens (cl100k) of context the reader gets at most"),
-    "rerank": Setting(None, _rerank, f"re-order the first stage's candidates: none, {', '.join(RERANK_KINDS)}"),
-    "rerank_depth": Setting(RERANK_DEPTH, _positive_int, "first-stage candidates the reranker re-orders"),
-    "granularities": Setting(
-        None, _granularities, "evaluation only: chunk sizes whose rankings are fused (one size when unset)"
-    ),
-    "label": Setting(None, _label, "a name for the configuration in reports"),
-}
+def setting(default: Any, check: Callable[[str, Any], Any], help: str, stage: str) -> Any:
+    """A field of :class:`PipelineConfig` that is a run setting: the default, the check, the help and the
+    stage that takes it are declared here once, and :data:`SETTINGS` and the keyword arguments each stage
+    gets (:meth:`PipelineConfig.index_options`, ...) are read off the fields (a mapping default is copied
+    per instance)."""
+    meta = {"setting": Setting(default, check, help, stage)}
+    if isinstance(default, (dict, list)):
+        return field(default_factory=lambda: type(default)(default), metadata=meta)
+    return field(default=default, metadata=meta)
+
+
 #: the keys of a configuration file
 FILE_KEYS = ("strategy", "params", "run", "tuned")
 
@@ -271,30 +263,52 @@ class PipelineConfig:
 
     ``late_options``/``context_options`` hold options of late chunking and of the context mode;
     ``hybrid``/``fusion``/``rrf_k``/``dense_weight`` are what ``Index.search`` takes. Build one from a
-    file or mapping (:meth:`load`, :meth:`from_mapping`); :meth:`validate` checks and normalises it.
+    file or mapping (:meth:`load`, :meth:`from_mapping`); :meth:`validate` checks and normalises it. Every
+    field made by :func:`setting` is a setting of the file's ``run`` mapping.
     """
 
     strategy: str = DEFAULT_STRATEGY
     params: dict[str, Any] = field(default_factory=dict)
-    vectors: str = "text"
-    late: bool = False
-    late_options: dict[str, Any] = field(default_factory=dict)
-    context: str | None = None
-    context_options: dict[str, Any] = field(default_factory=dict)
-    hybrid: bool = DEFAULT_HYBRID
-    fusion: str = DEFAULT_FUSION
-    rrf_k: int = RRF_K
-    dense_weight: float = DENSE_WEIGHT
+    vectors: str = setting(
+        "text", _choice(VECTOR_MODES), "chunk vectors: embed the text, or pool sentence vectors", "index"
+    )
+    late: bool = setting(False, _bool, "late chunking: chunk vectors pooled from whole-document token vectors", "index")
+    late_options: dict[str, Any] = setting(
+        {}, _late_options, f"late chunking options ({', '.join(LATE_OPTIONS)})", "index"
+    )
+    context: str | None = setting(None, _context, "text embedded beside each chunk", "index")
+    context_options: dict[str, Any] = setting({}, _mapping, "options of the context mode", "index")
+    hybrid: bool = setting(DEFAULT_HYBRID, _bool, "retrieve by BM25 and vectors fused (else vectors alone)", "search")
+    fusion: str = setting(
+        DEFAULT_FUSION, _choice(FUSION_MODES), "how hybrid retrieval fuses the two rankings", "search"
+    )
+    rrf_k: int = setting(RRF_K, _non_negative_int, "the constant of reciprocal rank fusion", "search")
+    dense_weight: float = setting(
+        DENSE_WEIGHT, _unit_interval, "weight of the vector scores in z-score fusion", "search"
+    )
     #: what the reader sees around each hit (``ask``, ``search --expand``; ``eval``'s span recall at a budget)
-    expand: str | None = None
-    budget: int | None = None
+    expand: str | None = setting(
+        None,
+        _expand,
+        "context handed to the reader around each hit: none, neighbors:N, section, parent:TOKENS",
+        "expand",
+    )
+    budget: int | None = setting(None, _budget, "tokens (cl100k) of context the reader gets at most", "expand")
     #: a second stage over the first stage's ``rerank_depth`` candidates (``chunkwise.retrieval.rerank``)
-    rerank: str | None = None
-    rerank_depth: int = RERANK_DEPTH
+    rerank: str | None = setting(
+        None, _rerank, f"re-order the first stage's candidates: none, {', '.join(RERANK_KINDS)}", "search"
+    )
+    rerank_depth: int = setting(RERANK_DEPTH, _positive_int, "first-stage candidates the reranker re-orders", "search")
     #: evaluation only: the run's strategy at each of these ``max_tokens``, rankings fused by RRF
-    granularities: list[int] | None = None
+    granularities: list[int] | None = setting(
+        None, _granularities, "evaluation only: chunk sizes whose rankings are fused (one size when unset)", "eval"
+    )
     #: a name for the configuration in reports (not written to files: it names a run, it changes nothing)
-    label: str | None = field(default=None, compare=False)
+    label: str | None = field(
+        default=None,
+        compare=False,
+        metadata={"setting": Setting(None, _label, "a name for the configuration in reports", "report")},
+    )
     #: how ``tune`` chose this configuration (metric, scores, interval...): kept, never interpreted
     tuned: dict[str, Any] | None = field(default=None, compare=False)
 
@@ -352,12 +366,7 @@ class PipelineConfig:
             )
         for name, setting in SETTINGS.items():
             value = getattr(self, name)
-            if (
-                name != "label"
-                and name not in run
-                and value
-                != (setting.default if setting.default is not None else ({} if name.endswith("_options") else None))
-            ):
+            if name != "label" and name not in run and value != setting.default:
                 run[name] = (
                     dict(value) if isinstance(value, dict) else list(value) if isinstance(value, list) else value
                 )
@@ -435,38 +444,33 @@ class PipelineConfig:
             raise
 
     # -- what the front ends hand on -----------------------------------------------------------------------
+    def stage_options(self, stage: str) -> dict[str, Any]:
+        """The settings ``stage`` takes (see :attr:`Setting.stage`), as keyword arguments (copies of
+        mappings, so a caller cannot change this configuration through them)."""
+        return {
+            name: (dict(v) if isinstance(v, dict) else v)
+            for name, st in SETTINGS.items()
+            if st.stage == stage
+            for v in (getattr(self, name),)
+        }
+
     def index_options(self) -> dict[str, Any]:
-        """Keyword arguments of ``Index.add``: the strategy, its parameters, vectors, late chunking, context.
+        """Keyword arguments of ``Index.add``: the strategy, its parameters, and the ``"index"`` settings.
         An index holds one chunk size, so a configuration with ``granularities`` (an evaluation setting that
         did not win on the public sets, docs/evaluation.md) is refused rather than indexed at one size."""
         if self.granularities:
             raise ConfigError(
                 "granularities is an evaluation setting (eval, tune); an index holds one chunk size: drop it"
             )
-        return {
-            "strategy": self.strategy,
-            "params": dict(self.params),
-            "vectors": self.vectors,
-            "late": self.late,
-            "late_options": dict(self.late_options),
-            "context": self.context,
-            "context_options": dict(self.context_options),
-        }
+        return {"strategy": self.strategy, "params": dict(self.params), **self.stage_options("index")}
 
     def search_options(self) -> dict[str, Any]:
         """Keyword arguments of ``Index.search``/``Index.ask``: how retrieval fuses, and the reranker."""
-        return {
-            "hybrid": self.hybrid,
-            "fusion": self.fusion,
-            "rrf_k": self.rrf_k,
-            "dense_weight": self.dense_weight,
-            "rerank": self.rerank,
-            "rerank_depth": self.rerank_depth,
-        }
+        return self.stage_options("search")
 
     def expand_options(self) -> dict[str, Any]:
         """Keyword arguments of ``Index.expand``/``Index.ask``: the context around each hit and its budget."""
-        return {"expand": self.expand, "budget": self.budget}
+        return self.stage_options("expand")
 
     def with_settings(self, **settings: Any) -> PipelineConfig:
         """A copy with some settings replaced (``None`` values left as they are), checked: how command-line
@@ -478,10 +482,17 @@ class PipelineConfig:
         return replace(self, **given).validate()
 
 
+#: every setting of the ``run`` mapping, in the order of the fields that declare them
+SETTINGS: dict[str, Setting] = {
+    f.name: f.metadata["setting"] for f in fields(PipelineConfig) if "setting" in f.metadata
+}
+
+
 __all__ = [
     "PipelineConfig",
     "Setting",
     "SETTINGS",
+    "setting",
     "FILE_KEYS",
     "VECTOR_MODES",
     "LATE_OPTIONS",
