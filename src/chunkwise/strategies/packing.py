@@ -1,7 +1,12 @@
-"""The one packing engine of the classic strategies: candidate pieces in, capped spans with exact counts out.
+"""The packing engine of the sentence, recursive and Markdown strategies: candidate pieces in, capped spans
+with exact counts out.
 
-A classic strategy only knows *where it may cut* (sentences, separator levels, Markdown blocks, token
-windows). Turning those candidates into chunks is the same problem every time, and it lives here once:
+These strategies only know *where they may cut* (sentences, separator levels, Markdown blocks). Turning those
+candidates into chunks is the same problem every time, and it lives here once. Two packers live elsewhere, on
+purpose: ``fixed`` walks token windows over a numpy array of token offsets (its candidates are every token,
+so a loop over pieces would cost a Python object per token; it shares :func:`fit_first` and :func:`merge_small`), and
+the semantic strategies pack sentence units by their embedding decisions (``units.py``: cuts, cap splits at
+the largest distance, whole-sentence overlap). The steps here:
 
 1. **fill** (:func:`fill`): greedy, in order, consecutive pieces while the span is *estimated* to fit
    ``max_tokens`` and ``max_chars``. Estimates come from one tokenisation of the region
