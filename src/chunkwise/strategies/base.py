@@ -290,6 +290,7 @@ def build_chunks(
     # ids are stable_hash("chunk", doc_id, config, "a:b"); the common prefix is hashed once
     id_prefix = _hash_prefix("chunk", doc_id, config)
     has_pages, has_cues, has_sections = bool(doc.pages), bool(doc.cues), bool(doc.sections)
+    has_tables = bool(doc.tables)
     source_map = doc.source_map
     chunks: list[Chunk] = []
     for i, ((a, b), text, n) in enumerate(zip(kept, texts, counts)):
@@ -324,6 +325,7 @@ def build_chunks(
                 speakers=speakers,
                 source_start=source_start,
                 source_end=source_end,
+                context=doc.table_header(a, b) if has_tables else None,
             )
         )
     return chunks

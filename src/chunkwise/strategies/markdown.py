@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 
 from ..document import Document
-from ..formats.markdown_blocks import Block, markdown_blocks, markdown_sections
+from ..formats.markdown_blocks import Block, markdown_blocks, markdown_sections, markdown_tables
 from ..segmentation.token_map import TokenMap
 from ..segmentation.tokenizers import Tokenizer
 from .base import CountingStrategy, Span, max_chars_for, trim_span
@@ -38,9 +38,14 @@ class MarkdownChunker(CountingStrategy):
     name = "markdown"
 
     def prepare_document(self, doc: Document) -> Document:
-        if doc.sections or not doc.text:
+        if (doc.sections and doc.tables) or not doc.text:
             return doc
-        return dataclasses.replace(doc, sections=markdown_sections(doc.text))
+        blocks = markdown_blocks(doc.text)
+        return dataclasses.replace(
+            doc,
+            sections=doc.sections or markdown_sections(doc.text, blocks),
+            tables=doc.tables or markdown_tables(doc.text, blocks),
+        )
 
     def split_with_counts(self, doc: Document, start: int, end: int, tokenizer: Tokenizer):
         text = doc.text
