@@ -28,6 +28,7 @@ import json
 import re
 import warnings
 from json.decoder import scanstring  # type: ignore[attr-defined]
+from collections.abc import Sequence
 from typing import Any
 
 from ..document import Document, Page
@@ -214,22 +215,28 @@ def _cut_edits(b: _Builder, start: int, body: str) -> None:
     keep = len(body)
     lines = body.split("\n")
     if len(lines) > OUTPUT_MAX_LINES + 1 or len(body) > OUTPUT_MAX_CHARS:
-        keep = min(len("\n".join(lines[:OUTPUT_MAX_LINES])), OUTPUT_MAX_CHARS)
-        nl = body.rfind("\n", 0, keep)
-        keep = nl if nl > 0 else keep
-    for m in _ANSI.finditer(body, 0, keep):
-        b.edits.append((start + m.start(), start + m.end(), ""))
-    _base64_edits(b, start, body[:keep])
+        keep = len("\n".join(lines[:OUTPUT_MAX_LINES]))
+        if keep > OUTPUT_MAX_CHARS:  # long lines: cut at the last line break before the limit
+            nl = body.rfind("\n", 0, OUTPUT_MAX_CHARS)
+            keep = nl if nl > 0 else OUTPUT_MAX_CHARS
+    colour = [(m.start(), m.end()) for m in _ANSI.finditer(body, 0, keep)]
+    b.edits += [(start + x, start + y, "") for x, y in colour]
+    _base64_edits(b, start, body[:keep], colour)
     if keep < len(body):
-        more = body[keep:].count("\n") + (0 if body.endswith("\n") else 1)
+        more = len(body[keep:].strip("\n").split("\n"))
         tail = "\n" if body.endswith("\n") else ""  # the closing fence stays on a line of its own
         b.edits.append((start + keep, end, f"\n… ({more} more line{'s' if more != 1 else ''} of output){tail}"))
 
 
-def _base64_edits(b: _Builder, start: int, body: str) -> None:
-    """Edits that shorten long base64 runs in ``body`` (at ``start`` of the text) to a marker."""
+def _base64_edits(b: _Builder, start: int, body: str, avoid: Sequence[tuple[int, int]] = ()) -> None:
+    """Edits that shorten long base64 runs in ``body`` (at ``start`` of the text) to a marker; a run that
+    begins inside one of the ``avoid`` spans (a colour code already removed) begins after it."""
     for m in _BASE64_RUN.finditer(body):
-        b.edits.append((start + m.start(), start + m.end(), f"…[{m.end() - m.start():,} base64 characters left out]"))
+        x, y = m.start(), m.end()
+        x = max([x, *(e for a, e in avoid if a <= x < e)])
+        if y - x < 200:
+            continue
+        b.edits.append((start + x, start + y, f"…[{y - x:,} base64 characters left out]"))
         b.dropped["base64"] = b.dropped.get("base64", 0) + 1
 
 

@@ -39,7 +39,7 @@ MARKDOWN_SUFFIXES = frozenset({".md", ".markdown", ".mdown", ".mkd", ".mdx"})
 
 _HEAD = 8192
 #: how a JSON object or array starts (checked when the sniff window cut the text before it could parse)
-_JSON_START = re.compile(r'(?:\{\s*"[^"\n]{0,200}"\s*:|\[\s*(?:[{\["\d-]|true|false|null))')
+_JSON_START = re.compile(r'(?:\{\s*"[^"\n]{0,200}"\s*:|\[\s*(?:[{\["]|-?\d+(?:\.\d+)?\s*,|(?:true|false|null)\s*,))')
 _ATX = re.compile(r"^ {0,3}#{1,6}[ \t]+\S.*$", re.MULTILINE)
 _FENCE = re.compile(r"^ {0,3}(```|~~~)", re.MULTILINE)
 _TABLE_DELIM = re.compile(r"^ {0,3}\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)+\|?\s*$", re.MULTILINE)

@@ -207,7 +207,14 @@ class Skipped:
             parts.append(f"{n:,} file{'s' if n != 1 else ''} of unsupported types: {_tally(self.counts)}")
         big = sum(self.large.values())
         if big:
-            limit = f"{self.large_limit / 1024:,.0f} KiB"
+            kib = self.large_limit / 1024
+            limit = (
+                f"{self.large_limit:,} bytes"
+                if kib < 1
+                else f"{kib:,.0f} KiB"
+                if kib < 1024
+                else f"{kib / 1024:,.0f} MiB"
+            )
             parts.append(f"{big:,} data file{'s' if big != 1 else ''} over {limit}: {_tally(self.large)}")
         first = next((k for k, _ in _shown(self.large) if k.startswith(".")), None)
         first = first or next((k for k, _ in _shown(self.counts) if k.startswith(".")), ".ext")

@@ -1,0 +1,307 @@
+"""Notebooks, CSV/TSV tables and content sniffing: what is kept, what is left out, and the invariants
+(exact offsets, caps, token counts, source offsets into the file) on generated notebooks and tables."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+import chunkwise
+from chunkwise.cli import main
+from chunkwise.context import contextualize
+from chunkwise.errors import InputError
+from chunkwise.formats import detect_format, load, load_bytes
+from chunkwise.formats.sniff import looks_like_markdown
+from chunkwise.formats.table import row_spans
+from chunkwise.segmentation.tokenizers import resolve_tokenizer
+from chunkwise.strategies import get_strategy
+
+DATA = Path(__file__).parent / "data" / "formats"
+NB_KEYS = re.compile(r'"(cell_type|execution_count|output_type|nbformat)"\s*:')
+BASE64 = re.compile(r"[A-Za-z0-9+/]{100,}")
+
+
+def _check_source_map(doc, raw: str) -> None:
+    """Segments cover the text in order; copied segments equal the file's characters."""
+    c_pos = s_pos = 0
+    for c0, c1, s0, s1, exact in doc.source_map.segments:
+        assert c0 == c_pos and c1 >= c0 and s0 >= s_pos and s1 >= s0
+        if exact:
+            assert raw[s0:s1] == doc.text[c0:c1]
+        c_pos, s_pos = c1, s1
+    assert c_pos == len(doc.text) and s_pos <= len(raw)
+
+
+def _check_chunks(doc, chunks, max_tokens: int, tokenizer) -> None:
+    for c in chunks:
+        assert doc.text[c.start : c.end] == c.text
+        assert c.token_count == tokenizer.count(c.text) <= max_tokens
+
+
+# -- notebooks ------------------------------------------------------------------------------------------
+def test_notebook_cells_as_markdown_outputs_short_images_left_out():
+    doc = load(DATA / "notebook.ipynb")
+    assert doc.metadata["format"] == "notebook" and doc.title == "Lighthouse log"
+    assert not NB_KEYS.search(doc.text) and not BASE64.search(doc.text)
+    assert doc.metadata["dropped_outputs"] == {"image": 2, "HTML": 1, "widget": 1}
+    assert "```python\nimport csv\n" in doc.text
+    assert "row 11\n… (28 more lines of output)\n```" in doc.text and "row 12" not in doc.text
+    assert "ZeroDivisionError: division by zero" in doc.text and "\x1b" not in doc.text.replace("\\x1b", "")
+    assert "<Figure size" not in doc.text and "IntSlider(value=0)" not in doc.text and "<table>" not in doc.text
+    assert "   hours\n0      1" in doc.text  # a result's text/plain is kept beside its dropped HTML
+    assert "````python\n# a comment" in doc.text  # a fence longer than the ``` inside the code
+    assert [s.path for s in doc.sections] == [
+        ("Lighthouse log",),
+        ("Lighthouse log", "Plot"),
+        ("Lighthouse log", "Errors"),
+    ]  # the comment in a code cell is not a heading
+    numbers = [p.number for p in doc.pages]
+    assert numbers == [1, 2, 3, 4, 5, 6, 7, 9]  # the empty cell 8 has no text
+    for p in doc.pages:
+        assert doc.text[p.start : p.end].strip()
+
+
+def test_notebook_chunks_carry_cells_sections_and_source_offsets():
+    raw = (DATA / "notebook.ipynb").read_text(encoding="utf-8")
+    doc = load(DATA / "notebook.ipynb")
+    _check_source_map(doc, raw)
+    chunks = chunkwise.chunk(DATA / "notebook.ipynb", max_tokens=40, tokenizer="words")
+    assert {c.strategy for c in chunks} == {"auto:markdown"}
+    _check_chunks(doc, chunks, 40, resolve_tokenizer("words"))
+    assert all(c.section for c in chunks)
+    first = chunks[0]
+    assert first.page_start == 1 and first.section == ["Lighthouse log"]
+    # the chunk's source span in the .ipynb holds its words, JSON-escaped where they had to be
+    assert raw[first.source_start : first.source_end].startswith("# Lighthouse log\\n")
+    assert '\\"lamp\\"' in raw[first.source_start : first.source_end]
+    plot = next(c for c in chunks if c.text.startswith("## Plot"))
+    assert plot.page_start == 3
+    code = next(c for c in chunks if "import matplotlib" in c.text)
+    assert (code.page_start, code.page_end) == (3, 4) and "import matplotlib.pyplot as plt" in raw[
+        code.source_start : code.source_end
+    ]
+
+
+def test_malformed_notebook_is_one_line_and_the_folder_goes_on(capsys, tmp_path):
+    for name in ("notebook.ipynb", "broken.ipynb", "readings.csv"):
+        shutil.copy(DATA / name, tmp_path / name)
+    (tmp_path / "list.ipynb").write_text("[1, 2]", encoding="utf-8")
+    code = main(["chunk", str(tmp_path)])
+    out, err = capsys.readouterr()
+    assert code == 1 and "Traceback" not in err
+    errors = [line for line in err.splitlines() if line.startswith("chunkwise: error:")]
+    assert len(errors) == 2 and all("not a valid Jupyter notebook" in line for line in errors)
+    assert any("broken.ipynb" in line for line in errors) and any("list.ipynb" in line for line in errors)
+    sources = {Path(json.loads(line)["source"]).name for line in out.splitlines()}
+    assert sources == {"notebook.ipynb", "readings.csv"}
+    assert "notebook outputs left out: 2 image, 1 HTML, 1 widget" in err
+
+
+def test_notebook_version_3_is_upgraded_without_a_source_map():
+    nb = nbformat.v3.new_notebook(
+        worksheets=[nbformat.v3.new_worksheet(cells=[nbformat.v3.new_text_cell("markdown", "# Old\n\nText.")])]
+    )
+    doc = load_bytes(nbformat.writes(nb, version=3).encode(), source="old.ipynb", name="old.ipynb")
+    assert doc.text.startswith("# Old") and doc.source_map is None and doc.pages[0].number == 1
+
+
+_WORD = st.sampled_from(["lamp", "keeper", 'say "hi"', "back\\slash", "tab\there", "ünï", "日本", "#", "`", "x=1"])
+_LINE = st.lists(_WORD, min_size=0, max_size=8).map(" ".join)
+_SOURCE = st.lists(_LINE, min_size=0, max_size=6).map("\n".join)
+
+
+@st.composite
+def _notebooks(draw):
+    cells = []
+    for _ in range(draw(st.integers(1, 6))):
+        if draw(st.booleans()):
+            head = draw(st.sampled_from(["", "# Title\n\n", "## Part\n", "### Deep\n\n"]))
+            cells.append(new_markdown_cell(head + draw(_SOURCE)))
+        else:
+            outputs = []
+            if draw(st.booleans()):
+                outputs.append(new_output("stream", name="stdout", text=draw(_SOURCE) + "\n"))
+            if draw(st.booleans()):
+                outputs.append(new_output("display_data", data={"image/png": "iVBORw0KGgo" * 30, "text/plain": "<F>"}))
+            cells.append(new_code_cell(draw(_SOURCE), outputs=outputs))
+    return new_notebook(cells=cells)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_notebooks(), st.integers(8, 60), st.booleans())
+def test_generated_notebooks_keep_offsets_caps_and_source_map(nb, max_tokens, crlf):
+    raw = nbformat.writes(nb)
+    if crlf:
+        raw = raw.replace("\n", "\r\n")
+    try:
+        doc = load_bytes(raw.encode("utf-8"), source="gen.ipynb", name="gen.ipynb")
+    except InputError as exc:
+        assert "no cells with text" in str(exc)
+        return
+    assert not NB_KEYS.search(doc.text) and "iVBORw0KGgo" not in doc.text
+    _check_source_map(doc, raw)
+    chunks = get_strategy("auto", max_tokens=max_tokens, tokenizer="words").chunk(doc)
+    _check_chunks(doc, chunks, max_tokens, resolve_tokenizer("words"))
+    for c in chunks:
+        assert c.page_start is not None and c.page_start <= c.page_end
+        assert 0 <= c.source_start <= c.source_end <= len(raw)
+
+
+# -- tables ---------------------------------------------------------------------------------------------
+def test_csv_rows_whole_and_header_in_every_chunk():
+    doc = load(DATA / "readings.csv")
+    assert doc.metadata["format"] == "table" and doc.metadata["rows"] == 3
+    assert [doc.text[a:b] for a, b in doc.metadata["units"]][2] == 'Feb,280,"storm on the 3rd\nlamp relit"'
+    chunks = chunkwise.chunk(DATA / "readings.csv", max_tokens=6, tokenizer="words")
+    assert len(chunks) > 1 and {c.strategy for c in chunks} == {"auto:sentence"}
+    assert chunks[0].text.startswith("month,hours,notes") and chunks[0].context is None
+    assert all(c.context == "month,hours,notes" for c in chunks[1:])
+    assert any("storm on the 3rd\nlamp relit" in c.text for c in chunks)  # the quoted line break stays in its row
+
+
+def test_tsv_and_the_header_survive_a_context_mode():
+    doc = load(DATA / "readings.tsv")
+    chunks = get_strategy("auto", max_tokens=3, tokenizer="words").chunk(doc)
+    assert [c.text for c in chunks] == ["month\thours", "Jan\t310", "Feb\t280"]
+    contextualize(doc, chunks, "headings")
+    assert chunks[1].context == "readings.tsv\nmonth\thours"  # the title from the mode, then the header
+
+
+@st.composite
+def _tables(draw):
+    field = st.text(st.sampled_from(list('ab ,"\n7é')), max_size=8)
+    width = draw(st.integers(1, 4))
+    header = [f"col{i}" for i in range(width)]
+    rows = draw(st.lists(st.lists(field, min_size=width, max_size=width), min_size=1, max_size=25))
+    rows = [r for r in rows if "".join(r).strip() or width > 1 or '"' in r[0]]  # a blank line is no row
+    out = io.StringIO()
+    csv.writer(out, lineterminator=draw(st.sampled_from(["\n", "\r\n"]))).writerows([header, *rows])
+    return out.getvalue(), header
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_tables(), st.integers(6, 40))
+def test_generated_csv_rows_match_the_csv_module_and_chunks_keep_invariants(table, max_tokens):
+    raw, header = table
+    doc = load_bytes(raw.encode("utf-8"), source="t.csv", name="t.csv")
+    text = raw.replace("\r\n", "\n")
+    assert doc.text == text
+    spans = row_spans(doc.text)
+    assert [next(csv.reader(io.StringIO(text[a:b]))) for a, b in spans] == list(csv.reader(io.StringIO(text)))
+    tok = resolve_tokenizer("words")
+    chunks = get_strategy("auto", max_tokens=max_tokens, tokenizer="words").chunk(doc)
+    _check_chunks(doc, chunks, max_tokens, tok)
+    head = ",".join(header)
+    fits = all(tok.count(doc.text[a:b]) <= max_tokens for a, b in spans)
+    starts = {a + len(doc.text[a:b]) - len(doc.text[a:b].lstrip()) for a, b in spans}  # chunks are trimmed
+    for c in chunks:
+        assert c.text.startswith(head) or c.context == head
+        if fits:  # every row fits: chunks begin at a row
+            assert c.start in starts
+        assert (c.source_start, c.source_end) == doc.source_map.to_source(c.start, c.end)
+
+
+def test_markdown_table_split_carries_its_header():
+    rows = "\n".join(f"| {m} | {h} |" for m, h in zip(["Jan", "Feb", "Mar", "Apr", "May", "Jun"], range(300, 306)))
+    text = "# Hours\n\n| month | hours |\n|---|---|\n" + rows + "\n"
+    for chunks in (
+        chunkwise.chunk_text(text, max_tokens=12, tokenizer="words"),
+        get_strategy("auto", max_tokens=12, tokenizer="words").chunk(
+            load_bytes(text.encode(), source="h.md", name="h.md")
+        ),
+    ):
+        later = [c for c in chunks if c.text.startswith("| ") and "month" not in c.text]
+        assert later and all(c.context == "| month | hours |\n|---|---|" for c in later)
+        assert all(c.context is None for c in chunks if "month" in c.text)
+
+
+def test_large_data_file_left_out_of_a_folder_in_the_skip_line(capsys, tmp_path, monkeypatch):
+    import chunkwise.formats as formats
+
+    monkeypatch.setattr(formats, "DATA_MAX_BYTES", 100)
+    shutil.copy(DATA / "readings.csv", tmp_path / "small.csv")
+    (tmp_path / "big.csv").write_text("a,b\n" + "1,2\n" * 100, encoding="utf-8")
+    (tmp_path / "big.tsv").write_text("a\tb\n" + "1\t2\n" * 100, encoding="utf-8")
+    (tmp_path / "photo.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    code = main(["chunk", str(tmp_path)])
+    out, err = capsys.readouterr()
+    assert code == 0
+    assert {Path(json.loads(line)["source"]).name for line in out.splitlines()} == {"small.csv"}
+    skip = [line for line in err.splitlines() if "skipped" in line]
+    assert len(skip) == 1
+    assert "1 file of unsupported types: .png 1; 2 data files over 100 bytes: .csv 1, .tsv 1" in skip[0]
+    code = main(["chunk", str(tmp_path), "--include", "*.csv"])  # naming the type reads it anyway
+    out, _ = capsys.readouterr()
+    assert {Path(json.loads(line)["source"]).name for line in out.splitlines()} == {"small.csv", "big.csv"}
+
+
+# -- content sniffing and auto on plain text ---------------------------------------------------------------
+@pytest.mark.parametrize(
+    "name,fmt",
+    [("Makefile", "text"), ("deploy", "text"), ("config.txt", "text"), ("NOTES", "markdown")],
+)
+def test_content_sniffing(name, fmt):
+    data = (DATA / name).read_bytes()
+    assert detect_format(data, name) == fmt
+    doc = load(DATA / name)
+    assert doc.metadata["format"] == fmt
+    if fmt == "text":
+        assert doc.text.splitlines() == data.decode().splitlines()  # code and data are never re-flowed
+        assert not doc.sections
+
+
+def test_notebook_named_txt_is_a_notebook():
+    data = (DATA / "notebook.ipynb").read_bytes()
+    assert detect_format(data, "export.txt") == "notebook" and detect_format(data, None) == "notebook"
+
+
+def test_markdown_detection_from_text():
+    assert looks_like_markdown("# Guide\n\nSee [the docs](https://x.org).\n\n## Install\n\n- pip\n")
+    assert not looks_like_markdown((DATA / "Makefile").read_text())
+    assert not looks_like_markdown((DATA / "deploy").read_text())
+    assert not looks_like_markdown('{"a": "# b", "c": "## d"}')
+    assert not looks_like_markdown("# comment\nimport os\nimport sys\n# another\ndef main():\n    pass\n")
+    assert not looks_like_markdown("A plain paragraph of prose.\n\nAnother paragraph, with a # sign.")
+
+
+def _cli_chunks(capsys, path: Path) -> list[tuple[int, int, list[str]]]:
+    code = main(["chunk", str(path), "--max-tokens", "40"])
+    out, _ = capsys.readouterr()
+    assert code == 0
+    return [(r["start"], r["end"], r["section"]) for r in map(json.loads, out.splitlines())]
+
+
+def test_chunk_text_gives_the_cli_chunks_for_markdown(capsys):
+    cli = _cli_chunks(capsys, DATA / "guide.md")
+    assert len(cli) > 2 and all(s for _, _, s in cli)
+    text = (DATA / "guide.md").read_text(encoding="utf-8")
+    chunks = chunkwise.chunk_text(text, max_tokens=40)
+    assert [(c.start, c.end, c.section) for c in chunks] == cli
+    assert {c.strategy for c in chunks} == {"auto:markdown"}
+
+
+def test_adapters_give_the_cli_chunks_for_markdown(capsys):
+    from langchain_core.documents import Document as LCDocument
+    from llama_index.core.schema import Document as LIDocument
+
+    from chunkwise.integrations.langchain import ChunkwiseTextSplitter
+    from chunkwise.integrations.llamaindex import ChunkwiseNodeParser
+
+    cli = _cli_chunks(capsys, DATA / "guide.md")
+    text = (DATA / "guide.md").read_text(encoding="utf-8")
+    lc = ChunkwiseTextSplitter(max_tokens=40).split_documents([LCDocument(page_content=text)])
+    assert [(d.metadata["start"], d.metadata["end"], d.metadata["section"]) for d in lc] == [
+        (a, b, " > ".join(s)) for a, b, s in cli
+    ]
+    nodes = ChunkwiseNodeParser.from_defaults(max_tokens=40).get_nodes_from_documents([LIDocument(text=text)])
+    assert [(n.metadata["start"], n.metadata["end"]) for n in nodes] == [(a, b) for a, b, _ in cli]
