@@ -27,8 +27,8 @@ from __future__ import annotations
 import json
 import re
 import warnings
-from json.decoder import scanstring  # type: ignore[attr-defined]
 from collections.abc import Sequence
+from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Any
 
 from ..document import Document, Page
