@@ -25,6 +25,7 @@ from chunkwise.formats.sniff import looks_like_markdown
 from chunkwise.formats.table import row_spans
 from chunkwise.segmentation.tokenizers import resolve_tokenizer
 from chunkwise.strategies import get_strategy
+from chunkwise.strategies.base import max_chars_for
 
 DATA = Path(__file__).parent / "data" / "formats"
 NB_KEYS = re.compile(r'"(cell_type|execution_count|output_type|nbformat)"\s*:')
@@ -183,7 +184,8 @@ def _tables(draw):
     width = draw(st.integers(1, 4))
     header = [f"col{i}" for i in range(width)]
     rows = draw(st.lists(st.lists(field, min_size=width, max_size=width), min_size=1, max_size=25))
-    rows = [r for r in rows if "".join(r).strip() or width > 1 or '"' in r[0]]  # a blank line is no row
+    # every row holds a word: a row of punctuation alone is junk that the chunk rules merge into a neighbour
+    rows = [[f"r{i}{r[0]}", *r[1:]] for i, r in enumerate(rows)]
     out = io.StringIO()
     csv.writer(out, lineterminator=draw(st.sampled_from(["\n", "\r\n"]))).writerows([header, *rows])
     return out.getvalue(), header
@@ -202,7 +204,8 @@ def test_generated_csv_rows_match_the_csv_module_and_chunks_keep_invariants(tabl
     chunks = get_strategy("auto", max_tokens=max_tokens, tokenizer="words").chunk(doc)
     _check_chunks(doc, chunks, max_tokens, tok)
     head = ",".join(header)
-    fits = all(tok.count(doc.text[a:b]) <= max_tokens for a, b in spans)
+    cap = max_chars_for(max_tokens)  # the character cap every strategy keeps beside the token cap
+    fits = all(tok.count(doc.text[a:b]) <= max_tokens and b - a <= cap for a, b in spans)
     starts = {a + len(doc.text[a:b]) - len(doc.text[a:b].lstrip()) for a, b in spans}  # chunks are trimmed
     for c in chunks:
         assert c.text.startswith(head) or c.context == head
@@ -305,3 +308,94 @@ def test_adapters_give_the_cli_chunks_for_markdown(capsys):
     ]
     nodes = ChunkwiseNodeParser.from_defaults(max_tokens=40).get_nodes_from_documents([LIDocument(text=text)])
     assert [(n.metadata["start"], n.metadata["end"]) for n in nodes] == [(a, b) for a, b, _ in cli]
+
+
+# -- Office documents (the office extra) -------------------------------------------------------------------
+def _docx(path: Path) -> Path:
+    import docx
+
+    d = docx.Document()
+    d.core_properties.title = "Keeper handbook"
+    d.add_heading("Keeper handbook", level=1)
+    d.add_paragraph("Duties of the lighthouse keeper, day and night.")
+    d.add_heading("Lamp", level=2)
+    d.add_paragraph("Trim the wick.", style="List Bullet")
+    d.add_paragraph("# not a heading: body text that starts with a hash")
+    table = d.add_table(rows=1, cols=2)
+    table.rows[0].cells[0].text, table.rows[0].cells[1].text = "month", "hours"
+    for m, h in [("Jan", "310"), ("Feb", "280"), ("Mar", "29|5")]:
+        row = table.add_row()
+        row.cells[0].text, row.cells[1].text = m, h
+    d.add_heading("Log", level=2)
+    d.add_paragraph("Write every lighting into the log.")
+    d.save(path)
+    return path
+
+
+def _pptx(path: Path) -> Path:
+    from pptx import Presentation
+    from pptx.util import Inches
+
+    prs = Presentation()
+    s = prs.slides.add_slide(prs.slide_layouts[1])
+    s.shapes.title.text = "Lamp checks"
+    body = s.placeholders[1].text_frame
+    body.text = "Oil level"
+    p = body.add_paragraph()
+    p.text, p.level = "Wick trimmed", 1
+    s.notes_slide.notes_text_frame.text = "Say why the wick matters."
+    s = prs.slides.add_slide(prs.slide_layouts[5])
+    s.shapes.title.text = "Hours"
+    shape = s.shapes.add_table(3, 2, Inches(1), Inches(1), Inches(4), Inches(2))
+    for r, row in enumerate([("month", "hours"), ("Jan", "310"), ("Feb", "280")]):
+        for k, value in enumerate(row):
+            shape.table.cell(r, k).text = value
+    prs.slides.add_slide(prs.slide_layouts[6])  # blank: no title, no text
+    s = prs.slides.add_slide(prs.slide_layouts[6])
+    s.shapes.add_textbox(Inches(1), Inches(1), Inches(4), Inches(1)).text_frame.text = "Questions?"
+    prs.save(path)
+    return path
+
+
+def test_docx_headings_lists_and_tables(tmp_path):
+    doc = load(_docx(tmp_path / "handbook.docx"))
+    assert doc.metadata["format"] == "docx" and doc.title == "Keeper handbook"
+    assert [s.path for s in doc.sections] == [
+        ("Keeper handbook",),
+        ("Keeper handbook", "Lamp"),
+        ("Keeper handbook", "Log"),
+    ]
+    assert "- Trim the wick." in doc.text and "\\# not a heading" in doc.text
+    assert "| month | hours |\n|---|---|\n| Jan | 310 |" in doc.text and "| Mar | 29\\|5 |" in doc.text
+    assert len(doc.tables) == 1
+    chunks = chunkwise.chunk(tmp_path / "handbook.docx", max_tokens=12, tokenizer="words")
+    _check_chunks(doc, chunks, 12, resolve_tokenizer("words"))
+    assert {c.strategy for c in chunks} == {"auto:markdown"} and all(c.section for c in chunks)
+    assert all(c.source_start is None for c in chunks)
+    rows = [c for c in chunks if c.text.startswith("| Feb") or c.text.startswith("| Mar")]
+    assert rows and all(c.context == "| month | hours |\n|---|---|" for c in rows)
+
+
+def test_pptx_slides_as_sections_and_pages(tmp_path):
+    doc = load(_pptx(tmp_path / "talk.pptx"))
+    assert doc.metadata["format"] == "pptx" and [p.number for p in doc.pages] == [1, 2, 4]
+    assert [s.path for s in doc.sections] == [("Lamp checks",), ("Hours",), ("Slide 4",)]
+    assert "- Oil level\n  - Wick trimmed" in doc.text and "Notes: Say why the wick matters." in doc.text
+    assert "| month | hours |\n|---|---|\n| Jan | 310 |\n| Feb | 280 |" in doc.text
+    chunks = get_strategy("auto", max_tokens=50, tokenizer="words").chunk(doc)
+    _check_chunks(doc, chunks, 50, resolve_tokenizer("words"))
+    assert [(c.page_start, c.section) for c in chunks] == [(1, ["Lamp checks"]), (2, ["Hours"]), (4, ["Slide 4"])]
+
+
+def test_broken_office_file_is_one_line(capsys, tmp_path):
+    (tmp_path / "fake.docx").write_bytes(b"PK\x03\x04 not really a zip")
+    (tmp_path / "fake.pptx").write_text("plain text", encoding="utf-8")
+    shutil.copy(DATA / "readings.csv", tmp_path / "readings.csv")
+    code = main(["chunk", str(tmp_path)])
+    out, err = capsys.readouterr()
+    assert code == 1 and "Traceback" not in err
+    errors = [line for line in err.splitlines() if line.startswith("chunkwise: error:")]
+    assert len(errors) == 2
+    assert any("fake.docx: not a readable Word document" in line for line in errors)
+    assert any("fake.pptx: not a readable PowerPoint presentation" in line for line in errors)
+    assert {Path(json.loads(line)["source"]).name for line in out.splitlines()} == {"readings.csv"}

@@ -167,8 +167,9 @@ class Document:
 
 def page_label(source: str | None) -> str:
     """What a chunk's ``page_start``/``page_end`` count for its source: ``"cell "`` for a Jupyter notebook
-    (its cells, numbered from 1), ``"p"`` (pages) for everything else."""
-    return "cell " if str(source or "").lower().endswith(".ipynb") else "p"
+    (its cells, numbered from 1), ``"slide "`` for a presentation, ``"p"`` (pages) for everything else."""
+    name = str(source or "").lower()
+    return "cell " if name.endswith(".ipynb") else "slide " if name.endswith(".pptx") else "p"
 
 
 #: The fields of a chunk that are written to JSONL and stored in an index, in this order.

@@ -7,7 +7,7 @@ it could not be read, so one bad file never stops a batch.
 Options understood by every loader (keyword arguments; the CLI has a flag for each):
 
 - ``format``: force ``text``, ``markdown``, ``html``, ``pdf``, ``vtt``, ``srt``, ``sbv``, ``notebook`` (``.ipynb``)
-  or ``table`` (CSV/TSV) instead of detecting it;
+  ``table`` (CSV/TSV), ``docx`` or ``pptx`` (the ``office`` extra) instead of detecting it;
 - ``encoding``: decode text formats with this encoding instead of the UTF-8 policy (:mod:`.text`);
 - ``max_bytes``: files larger than this are refused (default :data:`DEFAULT_MAX_BYTES`, 100 MiB);
 - ``clean=False`` or the single switches ``clean_headers``, ``dehyphenate``, ``reflow``,
@@ -52,6 +52,8 @@ EXTENSIONS = {
     ".csv": "table",
     ".tsv": "table",
     ".ipynb": "notebook",
+    ".docx": "docx",
+    ".pptx": "pptx",
     ".md": "markdown",
     ".markdown": "markdown",
     ".mdown": "markdown",
@@ -66,6 +68,8 @@ EXTENSIONS = {
     ".srt": "srt",
     ".sbv": "sbv",
 }
+#: formats whose files are binary containers their loader opens itself (no text decoding, no binary check)
+CONTAINER_FORMATS = ("pdf", "docx", "pptx")
 #: the built-in formats (their loaders are listed in :mod:`chunkwise.registry`, kind ``"format"``)
 FORMATS = registry.builtin("format")
 #: extension -> format, for formats whose loader reads the file itself (streamed, no size cap: video)
@@ -180,7 +184,7 @@ def load_bytes(data: bytes, source: str = "<bytes>", name: str | None = None, **
         raise registry.unknown("format", fmt)
     if fmt in _streamed().values():
         raise ConfigError(f"input format {fmt!r} is read from a file, not from bytes or standard input")
-    if fmt != "pdf":
+    if fmt not in CONTAINER_FORMATS:
         kind = binary_kind(data)
         if kind:
             raise InputError(f"binary file ({kind}), not a document chunkwise can read", source=source)
@@ -301,6 +305,17 @@ def _mpeg_ts(path: str) -> bool:
     return head[:1] == b"\x47" and (len(head) < 189 or head[188:189] == b"\x47")
 
 
+_OFFICE = {".docx": "docx", ".pptx": "pptx"}
+
+
+def _office_ready(ext: str) -> bool:
+    """Is the library that reads this Office type installed (the ``office`` extra)? Without it, a folder
+    walk counts such files with the skipped types instead of failing on each."""
+    import importlib.util
+
+    return importlib.util.find_spec(_OFFICE[ext]) is not None
+
+
 def _over(path: str, limit: int) -> bool:
     try:
         return os.stat(path).st_size > limit
@@ -329,7 +344,7 @@ def _keeper(
             if skipped is not None:
                 skipped.add_large(ext, DATA_MAX_BYTES)
             return False
-        if ext in supported and (ext != ".ts" or _mpeg_ts(path)):
+        if ext in supported and (ext != ".ts" or _mpeg_ts(path)) and (ext not in _OFFICE or _office_ready(ext)):
             return True
         if not ext and sniff_text(path):
             return True

@@ -68,7 +68,7 @@ MAGIC: list[tuple[bytes, int, str | None]] = [
     (b"II*\x00", 0, "TIFF image"),
     (b"MM\x00*", 0, "TIFF image"),
     (b"BM", 0, None),  # too short to trust alone; checked with the control-character test
-    (b"PK\x03\x04", 0, "ZIP archive (or DOCX/XLSX/EPUB, which are not supported)"),
+    (b"PK\x03\x04", 0, "ZIP archive (or XLSX/EPUB, which are not supported; .docx/.pptx are read by their extension)"),
     (b"PK\x05\x06", 0, "ZIP archive"),
     (b"\x1f\x8b", 0, "gzip archive"),
     (b"BZh", 0, None),

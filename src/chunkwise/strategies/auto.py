@@ -5,7 +5,8 @@ One rule per format, from what the loader found (``Document.metadata["format"]``
 =========================== ===================================================================
 document                    resolved strategy
 =========================== ===================================================================
-Markdown, Jupyter notebook  ``markdown`` (split at headings, fences and tables whole)
+Markdown, Jupyter notebook, ``markdown`` (split at headings, fences and tables whole)
+Word, PowerPoint
 table (CSV, TSV)            ``sentence`` packing the loader's rows (whole rows; the header row is
                             each later chunk's ``context``)
 HTML or PDF with headings   ``recursive`` with ``respect_sections`` = :data:`SECTION_LEVEL` (a
@@ -209,7 +210,7 @@ class AutoChunker(Strategy):
 
         fmt = str(doc.metadata.get("format") or "").lower() or _format_of_text(doc)
         params = self.get_params()
-        if fmt in ("markdown", "notebook"):
+        if fmt in ("markdown", "notebook", "docx", "pptx"):
             return get_strategy("markdown", **params)
         if fmt == "table" and doc.metadata.get("units"):
             return get_strategy("sentence", **params)
