@@ -399,3 +399,22 @@ def test_broken_office_file_is_one_line(capsys, tmp_path):
     assert any("fake.docx: not a readable Word document" in line for line in errors)
     assert any("fake.pptx: not a readable PowerPoint presentation" in line for line in errors)
     assert {Path(json.loads(line)["source"]).name for line in out.splitlines()} == {"readings.csv"}
+
+
+def test_without_the_office_extra(capsys, tmp_path, monkeypatch):
+    import sys
+
+    import chunkwise.formats as formats
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    _docx(folder / "handbook.docx")
+    shutil.copy(DATA / "guide.md", folder / "guide.md")
+    monkeypatch.setitem(sys.modules, "docx", None)  # import docx now fails, as without the extra
+    monkeypatch.setattr(formats, "_office_ready", lambda ext: False)
+    code = main(["chunk", str(folder)])
+    out, err = capsys.readouterr()
+    assert code == 0 and "skipped 1 file of unsupported types: .docx 1" in err
+    assert {Path(json.loads(line)["source"]).name for line in out.splitlines()} == {"guide.md"}
+    with pytest.raises(InputError, match=r"needs the office extra \(pip install 'chunkwise\[office\]'\)"):
+        load(folder / "handbook.docx")

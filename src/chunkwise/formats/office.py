@@ -160,8 +160,8 @@ def load_pptx(data: bytes, source: str, **options) -> Document:
         start = len(text)
         text += "\n\n".join(blocks)
         pages.append(Page(n, start, len(text)))
-    title = _line(prs.core_properties.title or "") or None
-    return _document(text, source, "pptx", title, pages, {"slides": len(pages)})
+    deck_title = _line(prs.core_properties.title or "") or None
+    return _document(text, source, "pptx", deck_title, pages, {"slides": len(pages)})
 
 
 __all__ = ["load_docx", "load_pptx", "OFFICE_FORMATS"]
