@@ -19,6 +19,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 import chunkwise
 from chunkwise.cli import main
 from chunkwise.context import contextualize
+from chunkwise.document import Document
 from chunkwise.errors import InputError
 from chunkwise.formats import detect_format, load, load_bytes
 from chunkwise.formats.sniff import looks_like_markdown
@@ -418,3 +419,16 @@ def test_without_the_office_extra(capsys, tmp_path, monkeypatch):
     assert {Path(json.loads(line)["source"]).name for line in out.splitlines()} == {"guide.md"}
     with pytest.raises(InputError, match=r"needs the office extra \(pip install 'chunkwise\[office\]'\)"):
         load(folder / "handbook.docx")
+
+
+def test_heading_before_a_block_too_big_for_one_chunk_leads_its_first_piece():
+    # a fence of 6 paragraphs of 24 words: its first piece fills a 26-word chunk, with no room for the heading
+    block = "\n\n".join("\n".join(f"v{k}_{i} = f ( {i} )" for i in range(4)) for k in range(6))
+    text = "# Guide\n\nIntro line.\n\n## Iterative coding loop example\n\n```python\n" + block + "\n```\n"
+    chunks = chunkwise.chunk_text(text, max_tokens=26, tokenizer="words")
+    _check_chunks(Document(text), chunks, 26, resolve_tokenizer("words"))
+    for c in chunks:
+        assert not c.text.rstrip().split("\n")[-1].startswith("#")  # no chunk ends on a heading
+    lead = next(c for c in chunks if "## Iterative" in c.text)
+    assert "v0_0 = f ( 0 )" in lead.text
+    assert sum(c.token_count == 24 for c in chunks) >= 4  # the rest of the block is cut as before
