@@ -117,7 +117,9 @@ def test_notebook_version_3_is_upgraded_without_a_source_map():
     assert doc.text.startswith("# Old") and doc.source_map is None and doc.pages[0].number == 1
 
 
-_WORD = st.sampled_from(["lamp", "keeper", 'say "hi"', "back\\slash", "tab\there", "ünï", "日本", "#", "`", "x=1"])
+_WORD = st.sampled_from(
+    ["lamp", "keeper", 'say "hi"', "back\\slash", "tab\there", "ünï", "日本", "#", "`", "x=1", "cr\r\nlf", "😀"]
+)
 _LINE = st.lists(_WORD, min_size=0, max_size=8).map(" ".join)
 _SOURCE = st.lists(_LINE, min_size=0, max_size=6).map("\n".join)
 
@@ -140,9 +142,11 @@ def _notebooks(draw):
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(_notebooks(), st.integers(8, 60), st.booleans())
-def test_generated_notebooks_keep_offsets_caps_and_source_map(nb, max_tokens, crlf):
+@given(_notebooks(), st.integers(8, 60), st.booleans(), st.booleans())
+def test_generated_notebooks_keep_offsets_caps_and_source_map(nb, max_tokens, crlf, ascii_only):
     raw = nbformat.writes(nb)
+    if ascii_only:  # written by a tool that escapes every non-ASCII character (\u00fc, surrogate pairs)
+        raw = json.dumps(json.loads(raw), indent=2, ensure_ascii=True)
     if crlf:
         raw = raw.replace("\n", "\r\n")
     try:
@@ -157,6 +161,8 @@ def test_generated_notebooks_keep_offsets_caps_and_source_map(nb, max_tokens, cr
     for c in chunks:
         assert c.page_start is not None and c.page_start <= c.page_end
         assert 0 <= c.source_start <= c.source_end <= len(raw)
+        # the file's span with the loader's edits (escapes decoded, fences written) replayed holds the chunk
+        assert c.text in doc.source_map.clean_slice(raw, doc.text, c.source_start, c.source_end)
 
 
 # -- tables ---------------------------------------------------------------------------------------------
@@ -432,3 +438,15 @@ def test_heading_before_a_block_too_big_for_one_chunk_leads_its_first_piece():
     lead = next(c for c in chunks if "## Iterative" in c.text)
     assert "v0_0 = f ( 0 )" in lead.text
     assert sum(c.token_count == 24 for c in chunks) >= 4  # the rest of the block is cut as before
+
+
+def test_notebook_from_standard_input_and_cells_in_the_table_output(capsys, monkeypatch):
+    data = (DATA / "notebook.ipynb").read_bytes()
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))
+    code = main(["chunk", "-", "--max-tokens", "40", "--tokenizer", "words"])
+    out, _ = capsys.readouterr()
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert code == 0 and rows[0]["strategy"] == "auto:markdown" and rows[0]["page_start"] == 1
+    code = main(["chunk", str(DATA / "notebook.ipynb"), "--max-tokens", "40", "--tokenizer", "words", "-f", "table"])
+    out, _ = capsys.readouterr()
+    assert code == 0 and "cell 1" in out and "cell 3-4" in out
