@@ -300,12 +300,10 @@ def test_chunk_text_gives_the_cli_chunks_for_markdown(capsys):
     assert {c.strategy for c in chunks} == {"auto:markdown"}
 
 
-def test_adapters_give_the_cli_chunks_for_markdown(capsys):
+def test_langchain_adapter_gives_the_cli_chunks_for_markdown(capsys):
     from langchain_core.documents import Document as LCDocument
-    from llama_index.core.schema import Document as LIDocument
 
     from chunkwise.integrations.langchain import ChunkwiseTextSplitter
-    from chunkwise.integrations.llamaindex import ChunkwiseNodeParser
 
     cli = _cli_chunks(capsys, DATA / "guide.md")
     text = (DATA / "guide.md").read_text(encoding="utf-8")
@@ -313,8 +311,19 @@ def test_adapters_give_the_cli_chunks_for_markdown(capsys):
     assert [(d.metadata["start"], d.metadata["end"], d.metadata["section"]) for d in lc] == [
         (a, b, " > ".join(s)) for a, b, s in cli
     ]
+
+
+def test_llamaindex_adapter_gives_the_cli_chunks_for_markdown(capsys):
+    from llama_index.core.schema import Document as LIDocument
+
+    from chunkwise.integrations.llamaindex import ChunkwiseNodeParser
+
+    cli = _cli_chunks(capsys, DATA / "guide.md")
+    text = (DATA / "guide.md").read_text(encoding="utf-8")
     nodes = ChunkwiseNodeParser.from_defaults(max_tokens=40).get_nodes_from_documents([LIDocument(text=text)])
-    assert [(n.metadata["start"], n.metadata["end"]) for n in nodes] == [(a, b) for a, b, _ in cli]
+    assert [(n.metadata["start"], n.metadata["end"], n.metadata["section"]) for n in nodes] == [
+        (a, b, " > ".join(s)) for a, b, s in cli
+    ]
 
 
 # -- Office documents (the office extra) -------------------------------------------------------------------
