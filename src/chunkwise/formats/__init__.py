@@ -6,7 +6,7 @@ it could not be read, so one bad file never stops a batch.
 
 Options understood by every loader (keyword arguments; the CLI has a flag for each):
 
-- ``format``: force ``text``, ``markdown``, ``html``, ``pdf``, ``vtt``, ``srt``, ``sbv``, ``notebook`` (``.ipynb``)
+- ``format``: force ``text``, ``markdown``, ``html``, ``pdf``, ``vtt``, ``srt``, ``sbv``, ``notebook`` (``.ipynb``),
   ``table`` (CSV/TSV), ``docx`` or ``pptx`` (the ``office`` extra) instead of detecting it;
 - ``encoding``: decode text formats with this encoding instead of the UTF-8 policy (:mod:`.text`);
 - ``max_bytes``: files larger than this are refused (default :data:`DEFAULT_MAX_BYTES`, 100 MiB);
