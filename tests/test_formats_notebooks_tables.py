@@ -282,6 +282,12 @@ def test_markdown_detection_from_text():
     assert not looks_like_markdown('{"a": "# b", "c": "## d"}')
     assert not looks_like_markdown("# comment\nimport os\nimport sys\n# another\ndef main():\n    pass\n")
     assert not looks_like_markdown("A plain paragraph of prose.\n\nAnother paragraph, with a # sign.")
+    rst = "Guide\n=====\n\nUse :func:`run` and ``x``.\n\n- one\n- two\n\n.. note::\n\n   Careful::\n\n       code\n"
+    assert not looks_like_markdown(rst)  # setext-like titles and lists are rst's too
+    yaml = "# Settings\nname: lamp\nhours: 310\n# Owners\nowners:\n  - ann\n  - bob\nlit: true\n"
+    assert not looks_like_markdown(yaml)
+    assert not looks_like_markdown('"""Docs."""\n# Setup\nimport os\nimport sys\n\n# Run\n- x\n')
+    assert looks_like_markdown("Guide\n=====\n\nIntro with **bold** text.\n\n- one\n- two\n")  # setext, no rst
 
 
 def _cli_chunks(capsys, path: Path) -> list[tuple[int, int, list[str]]]:

@@ -4,10 +4,12 @@ Used where no extension says it (an extension-less file, standard input, a strin
 or to the LangChain/LlamaIndex adapters) and where the extension is wrong (JSON in a ``.txt`` file). One
 rule for all of them, so the same Markdown gives the same chunks whichever way it comes in.
 
-Markdown needs two marks of Markdown (a heading, a fence, a table, a link, emphasis, a list) and no mark of
-a program: a ``Makefile`` or a shell script has ``# comment`` lines that look like headings, so a shebang,
-a build file's name, make rules, or lines that read as code (``import``, ``def``, ``;`` and ``{`` line
-ends) rule Markdown out.
+Markdown needs two kinds of Markdown mark (a heading, a fence, a table, a link, emphasis, a list), not
+many more marks of reStructuredText (directives, roles, ``::``, ````literals````, ``~~~~`` adornments), and no
+mark of a program or a configuration file: a ``Makefile``, a shell script or a YAML file has ``# comment``
+lines that look like headings, so a shebang, a build file's name, make rules, two top-level imports or
+definitions, a quarter of the lines reading as code (``;`` and ``{`` line ends...), or a third reading as
+``key: value``/``key = value`` settings rule Markdown out.
 """
 
 from __future__ import annotations
@@ -56,6 +58,17 @@ _CODE_LINE = re.compile(
     re.MULTILINE,
 )
 
+#: a top-level import or definition (not indented: an indented one may be a Markdown code block's example)
+_TOP_CODE = re.compile(r"^(?:import [\w.]+|from [\w.]+ import |def \w+\(.*|class \w+[(:].*|async def \w+\(.*)$")
+#: a configuration line: ``key: value``, ``key = value`` or a ``[table]`` header (YAML, TOML, INI)
+_CONFIG_LINE = re.compile(r"^\s*(?:- )?[\w.\-\"']+\s*(?::(?:\s|$)|=\s*\S)|^\[[\w.\- \"]+\]\s*$")
+#: reStructuredText: a directive, a link target, a role, a literal-block ``::`` or a title adornment of
+#: a character Markdown never uses for headings
+_RST_MARK = re.compile(
+    r"^\.\. [\w:-]+::|^\.\. _[^:]+:|:[\w:-]+:`[^`]+`|::\s*$|^([~^\"'+*#])\1{3,}\s*$|``[^`\n]+``",
+    re.MULTILINE,
+)
+
 
 def _text(data: bytes | str) -> str:
     if isinstance(data, str):
@@ -98,18 +111,24 @@ def looks_like_code(data: bytes | str, name: str | None = None) -> bool:
         return True
     if len(_MAKE_RULE.findall(text)) >= 1 and len(_MAKE_VAR.findall(text)) + len(_MAKE_RULE.findall(text)) >= 2:
         return True
-    lines = [ln for ln in text.split("\n") if ln.strip()]
+    from .markdown_blocks import FRONT_MATTER
+
+    m = FRONT_MATTER.match(text)
+    lines = [ln for ln in text[m.end() if m else 0 :].split("\n") if ln.strip()]
     if not lines:
         return False
     in_fence = False
-    code = 0
+    code = top = config = 0
     for ln in lines:  # lines inside Markdown fences are a document's examples, not the document
         if _FENCE.match(ln):
             in_fence = not in_fence
             continue
-        if not in_fence and _CODE_LINE.search(ln):
-            code += 1
-    return code >= max(2, len(lines) // 4)
+        if in_fence:
+            continue
+        code += bool(_CODE_LINE.search(ln))
+        top += bool(_TOP_CODE.match(ln))
+        config += bool(_CONFIG_LINE.match(ln))
+    return top >= 2 or code >= max(2, len(lines) // 4) or config >= max(3, len(lines) // 3)
 
 
 def markdown_marks(text: str) -> int:
@@ -134,7 +153,13 @@ def looks_like_markdown(data: bytes | str, name: str | None = None) -> bool:
     text = _text(data)
     if looks_like_json(text) or looks_like_code(text, name):
         return False
-    return markdown_marks(text) >= 2
+    marks = markdown_marks(text)
+    rst = len(_RST_MARK.findall(text))
+    # setext titles, lists and emphasis are also reStructuredText's: with any mark of rst, one of the marks
+    # only Markdown has (an ATX heading, a fence, a pipe table, an inline link) must be there too
+    only_markdown = bool(_ATX.search(text) or _TABLE_DELIM.search(text) or _LINK.search(text))
+    only_markdown = only_markdown or len(_FENCE.findall(text)) >= 2
+    return marks >= 2 and (only_markdown or rst == 0) and rst < 2 * marks
 
 
 __all__ = [
