@@ -70,7 +70,8 @@ def chunk_file(path: str | os.PathLike, strategy: str | Strategy = DEFAULT_STRAT
 def chunk_text(
     text: str, strategy: str | Strategy = DEFAULT_STRATEGY, *, source: str = "<text>", **params: Any
 ) -> list[Chunk]:
-    """Chunk a string as plain text (exactly as given: no file is read, no cleaning)."""
+    """Chunk a string exactly as given (no file is read, no cleaning); ``auto`` reads it as Markdown when it
+    looks like Markdown (:func:`chunkwise.formats.sniff.looks_like_markdown`), else as plain text."""
     if not isinstance(text, str):
         raise InputError(f"chunk_text expects a str, got {type(text).__name__}")
     return _strategy(strategy, params).chunk(Document(text, source=source))

@@ -95,6 +95,19 @@ class Cue:
     speaker: str | None = None
 
 
+@dataclass(frozen=True)
+class Table:
+    """A table in the text: the span ``[start, end)`` of the whole table and ``[header_start, header_end)``
+    of its header row(s). A chunk that starts inside the table's body without its header carries the header
+    as its :attr:`Chunk.context` (see :meth:`Document.table_header`), so every piece of a table is read with
+    its column names while the chunk text stays an exact slice."""
+
+    start: int
+    end: int
+    header_start: int
+    header_end: int
+
+
 @dataclass
 class Document:
     """A text to chunk plus the structure found by its loader.
@@ -109,6 +122,8 @@ class Document:
     pages: list[Page] = field(default_factory=list)
     sections: list[Section] = field(default_factory=list)
     cues: list[Cue] = field(default_factory=list)
+    #: tables found by the loader (CSV/TSV files, Markdown and notebook tables), sorted by ``start``
+    tables: list[Table] = field(default_factory=list)
     title: str | None = None
     #: maps spans of ``text`` back into the source (a :class:`chunkwise.formats.sourcemap.SourceMap`); set
     #: by the loaders of files, ``None`` for a text given directly or where no exact map exists
@@ -156,6 +171,17 @@ class Document:
                 best = s
         return list(best.path) if best else []
 
+    def table_header(self, start: int, end: int) -> str | None:
+        """The header row(s) of the table ``[start, end)`` begins in, when the span does not hold that header
+        itself (a piece of a table cut between rows); ``None`` otherwise."""
+        for t in self.tables:
+            if t.start > start:
+                break
+            if t.header_end <= start < t.end and not (start <= t.header_start and t.header_end <= end):
+                header = self.text[t.header_start : t.header_end].strip("\n")
+                return header or None
+        return None
+
     def time_span(self, start: int, end: int) -> tuple[float | None, float | None, list[str]]:
         """Start time, end time and speakers of the cues that ``[start, end)`` overlaps."""
         if not self.cues:
@@ -168,6 +194,13 @@ class Document:
             if c.speaker and c.speaker not in speakers:
                 speakers.append(c.speaker)
         return min(c.start_time for c in hit), max(c.end_time for c in hit), speakers
+
+
+def page_label(source: str | None) -> str:
+    """What a chunk's ``page_start``/``page_end`` count for its source: ``"cell "`` for a Jupyter notebook
+    (its cells, numbered from 1), ``"slide "`` for a presentation, ``"p"`` (pages) for everything else."""
+    name = str(source or "").lower()
+    return "cell " if name.endswith(".ipynb") else "slide " if name.endswith(".pptx") else "p"
 
 
 #: The fields of a chunk that are written to JSONL and stored in an index, in this order.

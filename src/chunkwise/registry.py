@@ -69,6 +69,10 @@ _BUILTIN: dict[str, dict[str, str]] = {
         "vtt": "chunkwise.formats.subtitles:load_vtt",
         "srt": "chunkwise.formats.subtitles:load_srt",
         "sbv": "chunkwise.formats.subtitles:load_sbv",
+        "notebook": "chunkwise.formats.notebook:load_notebook",
+        "table": "chunkwise.formats.table:load_table",
+        "docx": "chunkwise.formats.office:load_docx",
+        "pptx": "chunkwise.formats.office:load_pptx",
     },
     "tokenizer": {
         "minilm": "chunkwise.segmentation.tokenizers:minilm_tokenizer",

@@ -78,9 +78,12 @@ def _build_strategy(args: argparse.Namespace):
 def _pages(chunk) -> str:
     if chunk.page_start is None:
         return format_time_range(chunk.start_time, chunk.end_time)
+    from ..document import page_label
+
+    unit = page_label(chunk.source)
     if chunk.page_end in (None, chunk.page_start):
-        return f"p{chunk.page_start}"
-    return f"p{chunk.page_start}-{chunk.page_end}"
+        return f"{unit}{chunk.page_start}"
+    return f"{unit}{chunk.page_start}-{chunk.page_end}"
 
 
 class _TableWriter:
@@ -250,6 +253,7 @@ def run(args: argparse.Namespace) -> int:
     failures = _Failures()
     languages = _language_check(strategy)
     n_docs = n_chunks = 0
+    dropped: dict[str, int] = {}
     progress = Progress(not args.quiet, "chunking", embeds=False)
     try:
         with warnings.catch_warnings():
@@ -266,6 +270,8 @@ def run(args: argparse.Namespace) -> int:
                 progress.file_done(source, len(chunks))
                 n_docs += 1
                 n_chunks += len(chunks)
+                for kind, n in (getattr(item, "metadata", {}).get("dropped_outputs") or {}).items():
+                    dropped[kind] = dropped.get(kind, 0) + n
                 writer.write(chunks)
                 out.flush()
     finally:
@@ -277,10 +283,19 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(
             f"chunkwise: {n_docs} document{'s' if n_docs != 1 else ''}, {n_chunks} chunk"
-            f"{'s' if n_chunks != 1 else ''} ({strategy.name}, max_tokens={strategy.max_tokens})",
+            f"{'s' if n_chunks != 1 else ''} ({strategy.name}, max_tokens={strategy.max_tokens})"
+            + _dropped_note(dropped),
             file=sys.stderr,
         )
     return failures.report()
+
+
+def _dropped_note(dropped: dict[str, int]) -> str:
+    """``"; notebook outputs left out: 40 image, 3 HTML"`` (what the notebook loader did not read), or ``""``."""
+    if not dropped:
+        return ""
+    parts = ", ".join(f"{n:,} {kind}" for kind, n in sorted(dropped.items(), key=lambda kv: (-kv[1], kv[0])))
+    return f"; notebook outputs left out: {parts}"
 
 
 def _sizes(found) -> dict[str, int]:

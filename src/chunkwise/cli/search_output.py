@@ -28,7 +28,12 @@ def format_table(results, max_chars: int) -> str:
     for r in results:
         page = ""
         if r.page_start is not None:
-            page = f"p.{r.page_start}" + (f"-{r.page_end}" if r.page_end not in (None, r.page_start) else "")
+            from ..document import page_label
+
+            unit = page_label(r.source)
+            page = f"{'p.' if unit == 'p' else unit}{r.page_start}" + (
+                f"-{r.page_end}" if r.page_end not in (None, r.page_start) else ""
+            )
         elif r.start_time is not None:
             from ..timefmt import format_time_range
 

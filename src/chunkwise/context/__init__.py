@@ -74,6 +74,20 @@ def contextualize(doc: Document | str, chunks: list[Chunk], mode: str | None, **
     if unknown:
         raise ConfigError(f"context mode {mode!r} has no option {', '.join(unknown)}; valid: {', '.join(allowed)}")
     check_chunk_spans(doc.text, chunks, doc.source)
+    return _keep_table_headers(doc, _contextualize(doc, chunks, mode, opts))
+
+
+def _keep_table_headers(doc: Document, chunks: list[Chunk]) -> list[Chunk]:
+    """A chunk cut from a table's body keeps the table's header after whatever the mode wrote."""
+    if doc.tables:
+        for c in chunks:
+            header = doc.table_header(c.start, c.end)
+            if header and not (c.context or "").endswith(header):
+                c.context = f"{c.context}\n{header}" if c.context else header
+    return chunks
+
+
+def _contextualize(doc: Document, chunks: list[Chunk], mode: str, opts: dict[str, Any]) -> list[Chunk]:
     if mode == "headings":
         from .contextual import add_headings
 

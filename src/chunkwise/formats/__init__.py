@@ -6,7 +6,8 @@ it could not be read, so one bad file never stops a batch.
 
 Options understood by every loader (keyword arguments; the CLI has a flag for each):
 
-- ``format``: force ``text``, ``markdown``, ``html``, ``pdf``, ``vtt``, ``srt`` or ``sbv`` instead of detecting it;
+- ``format``: force ``text``, ``markdown``, ``html``, ``pdf``, ``vtt``, ``srt``, ``sbv``, ``notebook`` (``.ipynb``),
+  ``table`` (CSV/TSV), ``docx`` or ``pptx`` (the ``office`` extra) instead of detecting it;
 - ``encoding``: decode text formats with this encoding instead of the UTF-8 policy (:mod:`.text`);
 - ``max_bytes``: files larger than this are refused (default :data:`DEFAULT_MAX_BYTES`, 100 MiB);
 - ``clean=False`` or the single switches ``clean_headers``, ``dehyphenate``, ``reflow``,
@@ -27,6 +28,7 @@ from typing import Any
 from .. import registry
 from ..document import Document
 from ..errors import ChunkwiseError, ConfigError, InputError
+from .table import DATA_MAX_BYTES, TABLE_EXTENSIONS
 from .text import binary_kind
 from .walk import (  # noqa: F401 (re-export)
     Found,
@@ -47,8 +49,11 @@ EXTENSIONS = {
     ".text": "text",
     ".log": "text",
     ".rst": "text",
-    ".csv": "text",
-    ".tsv": "text",
+    ".csv": "table",
+    ".tsv": "table",
+    ".ipynb": "notebook",
+    ".docx": "docx",
+    ".pptx": "pptx",
     ".md": "markdown",
     ".markdown": "markdown",
     ".mdown": "markdown",
@@ -63,6 +68,8 @@ EXTENSIONS = {
     ".srt": "srt",
     ".sbv": "sbv",
 }
+#: formats whose files are binary containers their loader opens itself (no text decoding, no binary check)
+CONTAINER_FORMATS = ("pdf", "docx", "pptx")
 #: the built-in formats (their loaders are listed in :mod:`chunkwise.registry`, kind ``"format"``)
 FORMATS = registry.builtin("format")
 #: extension -> format, for formats whose loader reads the file itself (streamed, no size cap: video)
@@ -85,7 +92,6 @@ _HTML_START = re.compile(
     rb"\A\s*(?:<\?xml[^>]*>\s*)?(?:<!--.*?-->\s*)*<(?:!doctype\s+html|html|head|body)\b", re.IGNORECASE | re.DOTALL
 )
 _SBV_START = re.compile(rb"\A\s*\d+:\d\d:\d\d\.\d{1,3},\d+:\d\d:\d\d\.\d{1,3}[ \t]*\r?\n")
-_MD_HINT = re.compile(rb"^(?:#{1,6} \S|```|~~~|\|.*\|\s*$|[-*] \[[ x]\] )", re.MULTILINE)
 
 
 def __getattr__(name: str) -> Any:
@@ -122,14 +128,19 @@ def _loader(fmt: str) -> Callable[..., Document]:
 
 
 def detect_format(data: bytes, name: str | None = None) -> str:
-    """The format of ``data``: content that announces itself (PDF, WebVTT, SRT, HTML) wins over the
-    extension, then the extension, then a Markdown guess, else plain text."""
+    """The format of ``data``: content that announces itself (PDF, WebVTT, a notebook's JSON) wins over
+    the extension, then the extension, then the content (SRT, SBV, HTML; a program, build file or JSON is
+    text, see :mod:`.sniff`), then a Markdown guess (:func:`.sniff.looks_like_markdown`), else plain text."""
+    from .sniff import looks_like_code, looks_like_json, looks_like_markdown, looks_like_notebook
+
     head = data[:4096].lstrip(b"\xef\xbb\xbf")
     ext = Path(name).suffix.lower() if name else ""
     if head.startswith(b"%PDF-") or (ext not in EXTENSIONS and b"%PDF-" in data[:1024]):
         return "pdf"
     if head.startswith(b"WEBVTT"):
         return "vtt"
+    if ext in (".txt", ".json", "") and looks_like_notebook(head):
+        return "notebook"
     if ext in EXTENSIONS:
         return EXTENSIONS[ext]
     if _SRT_START.match(head):
@@ -138,7 +149,9 @@ def detect_format(data: bytes, name: str | None = None) -> str:
         return "sbv"
     if _HTML_START.match(head):
         return "html"
-    if len(_MD_HINT.findall(head)) >= 2:
+    if looks_like_json(data[:8192]) or looks_like_code(data[:8192], name):
+        return "text"
+    if looks_like_markdown(data[:8192]):
         return "markdown"
     return "text"
 
@@ -171,7 +184,7 @@ def load_bytes(data: bytes, source: str = "<bytes>", name: str | None = None, **
         raise registry.unknown("format", fmt)
     if fmt in _streamed().values():
         raise ConfigError(f"input format {fmt!r} is read from a file, not from bytes or standard input")
-    if fmt != "pdf":
+    if fmt not in CONTAINER_FORMATS:
         kind = binary_kind(data)
         if kind:
             raise InputError(f"binary file ({kind}), not a document chunkwise can read", source=source)
@@ -292,6 +305,24 @@ def _mpeg_ts(path: str) -> bool:
     return head[:1] == b"\x47" and (len(head) < 189 or head[188:189] == b"\x47")
 
 
+_OFFICE = {".docx": "docx", ".pptx": "pptx"}
+
+
+def _office_ready(ext: str) -> bool:
+    """Is the library that reads this Office type installed (the ``office`` extra)? Without it, a folder
+    walk counts such files with the skipped types instead of failing on each."""
+    import importlib.util
+
+    return importlib.util.find_spec(_OFFICE[ext]) is not None
+
+
+def _over(path: str, limit: int) -> bool:
+    try:
+        return os.stat(path).st_size > limit
+    except OSError:
+        return False  # reading it reports the problem
+
+
 def _keeper(
     include: list[str], exclude: list[str], all_files: bool, skipped: Skipped | None
 ) -> Callable[[str, str], bool]:
@@ -309,7 +340,11 @@ def _keeper(
         ext = os.path.splitext(rel.rsplit("/", 1)[-1])[1].lower()
         if ext in named:
             return True
-        if ext in supported and (ext != ".ts" or _mpeg_ts(path)):
+        if ext in TABLE_EXTENSIONS and _over(path, DATA_MAX_BYTES):
+            if skipped is not None:
+                skipped.add_large(ext, DATA_MAX_BYTES)
+            return False
+        if ext in supported and (ext != ".ts" or _mpeg_ts(path)) and (ext not in _OFFICE or _office_ready(ext)):
             return True
         if not ext and sniff_text(path):
             return True

@@ -15,7 +15,12 @@ import re
 
 from ..document import Document
 from .cleaning import CleaningOptions
-from .markdown_blocks import FRONT_MATTER, markdown_sections  # one Markdown parser for loader and strategy
+from .markdown_blocks import (
+    FRONT_MATTER,
+    markdown_blocks,
+    markdown_sections,
+    markdown_tables,
+)  # one Markdown parser for loader and strategy
 from .sourcemap import SourceMap
 from .text import check_text, decode_source, emit_warnings, newline_edits, normalize_newlines
 
@@ -52,13 +57,15 @@ def load_markdown(data: bytes, source: str, **options) -> Document:
     cut = fm_end + len(text[fm_end:]) - len(text[fm_end:].lstrip("\n"))
     smap = smap.apply([(0, cut, "")])
     text = text[cut:]
-    sections = markdown_sections(text)
+    blocks = markdown_blocks(text)
+    sections = markdown_sections(text, blocks)
     title = fm.get("title") or next((s.path[-1] for s in sections if s.level == 1), None)
     emit_warnings(source, warns)
     return Document(
         text,
         source=source,
         sections=sections,
+        tables=markdown_tables(text, blocks),
         title=title,
         metadata={"format": "markdown", "warnings": warns, "front_matter": fm},
         source_map=smap,

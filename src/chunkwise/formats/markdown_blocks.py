@@ -11,7 +11,7 @@ import dataclasses
 import functools
 import re
 
-from ..document import Section
+from ..document import Section, Table
 
 Span = tuple[int, int]
 
@@ -147,4 +147,18 @@ def markdown_sections(text: str, blocks: list[Block] | None = None) -> list[Sect
     return sections
 
 
-__all__ = ["Block", "markdown_blocks", "markdown_sections"]
+def markdown_tables(text: str, blocks: list[Block] | None = None) -> list[Table]:
+    """The top-level tables of a Markdown text, each with its header (the header row and the delimiter row
+    under it), so a chunk holding later rows of a long table can carry the column names."""
+    tables = []
+    for b in blocks if blocks is not None else markdown_blocks(text):
+        if b.kind != "table":
+            continue
+        first = text.find("\n", b.start, b.end)
+        second = text.find("\n", first + 1, b.end) if first >= 0 else -1
+        if second > 0:
+            tables.append(Table(b.start, b.end, b.start, second))
+    return tables
+
+
+__all__ = ["Block", "markdown_blocks", "markdown_sections", "markdown_tables"]

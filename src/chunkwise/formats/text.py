@@ -68,7 +68,7 @@ MAGIC: list[tuple[bytes, int, str | None]] = [
     (b"II*\x00", 0, "TIFF image"),
     (b"MM\x00*", 0, "TIFF image"),
     (b"BM", 0, None),  # too short to trust alone; checked with the control-character test
-    (b"PK\x03\x04", 0, "ZIP archive (or DOCX/XLSX/EPUB, which are not supported)"),
+    (b"PK\x03\x04", 0, "ZIP archive (or XLSX/EPUB, which are not supported; .docx/.pptx are read by their extension)"),
     (b"PK\x05\x06", 0, "ZIP archive"),
     (b"\x1f\x8b", 0, "gzip archive"),
     (b"BZh", 0, None),
@@ -224,7 +224,7 @@ def load_text(data: bytes, source: str, **options) -> Document:
     check_text(text, source)
     opts = CleaningOptions.from_options(options)
     opts.clean_headers = False
-    if Path(source).suffix.lower() in LINE_ORIENTED:
+    if line_oriented(text, source):
         opts.reflow = opts.dehyphenate = False
     result = clean(text, [], opts, edits=newline_edits(text))
     result.steps.pop("loader", None)
@@ -237,6 +237,16 @@ def load_text(data: bytes, source: str, **options) -> Document:
         title=_first_line_title(result.text),
         source_map=result.source_map,
     )
+
+
+def line_oriented(text: str, source: str) -> bool:
+    """Are the text's line breaks meaningful (code, data, logs): by the extension, or, when it does not
+    say, by the content (a script, a build file, JSON in a ``.txt``: see :mod:`.sniff`)?"""
+    if Path(source).suffix.lower() in LINE_ORIENTED:
+        return True
+    from .sniff import looks_like_code, looks_like_json
+
+    return looks_like_json(text) or looks_like_code(text, source)
 
 
 def _first_line_title(text: str) -> str | None:

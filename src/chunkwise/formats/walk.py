@@ -177,33 +177,61 @@ class SkippedFilesWarning(UserWarning):
 
 @dataclass
 class Skipped:
-    """Files a walk did not read because of their type: how many of each extension (``"no extension"`` for
-    extension-less files that are not text). ``str()`` is the one line said about them."""
+    """Files a walk did not read: how many of each extension were of an unsupported type (``"no extension"``
+    for extension-less files that are not text), and how many data files of each extension were over the
+    data size limit (``large``, see :data:`chunkwise.formats.table.DATA_MAX_BYTES`). ``str()`` is the one
+    line said about them."""
 
     counts: Counter = field(default_factory=Counter)
+    large: Counter = field(default_factory=Counter)
+    large_limit: int = 0
 
     def add(self, kind: str) -> None:
         self.counts[kind] += 1
 
+    def add_large(self, ext: str, limit: int) -> None:
+        self.large[ext] += 1
+        self.large_limit = limit
+
     @property
     def total(self) -> int:
-        return sum(self.counts.values())
+        return sum(self.counts.values()) + sum(self.large.values())
 
     def __bool__(self) -> bool:
         return self.total > 0
 
     def __str__(self) -> str:
-        shown = sorted(self.counts.items(), key=lambda kv: (-kv[1], kv[0]))[:8]
-        parts = [f"{kind} {n:,}" for kind, n in shown]
-        if len(self.counts) > len(shown):
-            rest = sum(self.counts.values()) - sum(n for _, n in shown)
-            parts.append(f"{len(self.counts) - len(shown)} more types {rest:,}")
-        first = next((k for k, _ in shown if k.startswith(".")), ".ext")
-        n = self.total
-        return (
-            f"skipped {n:,} file{'s' if n != 1 else ''} of unsupported types: {', '.join(parts)} "
-            f"(--include '*{first}' reads a type anyway, --all-files reads every file)"
-        )
+        n = sum(self.counts.values())
+        parts = []
+        if n:
+            parts.append(f"{n:,} file{'s' if n != 1 else ''} of unsupported types: {_tally(self.counts)}")
+        big = sum(self.large.values())
+        if big:
+            kib = self.large_limit / 1024
+            limit = (
+                f"{self.large_limit:,} bytes"
+                if kib < 1
+                else f"{kib:,.0f} KiB"
+                if kib < 1024
+                else f"{kib / 1024:,.0f} MiB"
+            )
+            parts.append(f"{big:,} data file{'s' if big != 1 else ''} over {limit}: {_tally(self.large)}")
+        first = next((k for k, _ in _shown(self.large) if k.startswith(".")), None)
+        first = first or next((k for k, _ in _shown(self.counts) if k.startswith(".")), ".ext")
+        return f"skipped {'; '.join(parts)} (--include '*{first}' reads a type anyway, --all-files reads every file)"
+
+
+def _shown(counts: Counter) -> list[tuple[str, int]]:
+    return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:8]
+
+
+def _tally(counts: Counter) -> str:
+    shown = _shown(counts)
+    parts = [f"{kind} {n:,}" for kind, n in shown]
+    if len(counts) > len(shown):
+        rest = sum(counts.values()) - sum(n for _, n in shown)
+        parts.append(f"{len(counts) - len(shown)} more types {rest:,}")
+    return ", ".join(parts)
 
 
 def sniff_text(path: str) -> bool:

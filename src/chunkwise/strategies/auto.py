@@ -5,7 +5,10 @@ One rule per format, from what the loader found (``Document.metadata["format"]``
 =========================== ===================================================================
 document                    resolved strategy
 =========================== ===================================================================
-Markdown                    ``markdown`` (split at headings, fences and tables whole)
+Markdown, Jupyter notebook, ``markdown`` (split at headings, fences and tables whole)
+Word, PowerPoint
+table (CSV, TSV)            ``sentence`` packing the loader's rows (whole rows; the header row is
+                            each later chunk's ``context``)
 HTML or PDF with headings   ``recursive`` with ``respect_sections`` = :data:`SECTION_LEVEL` (a
                             chunk never crosses a heading of level 1-2; an explicit
                             ``respect_sections`` wins)
@@ -13,6 +16,11 @@ subtitles (SRT, VTT)        ``sentence`` packing the loader's cue-merged sentenc
                             ends mid-cue), cut first where the topic shifts (:func:`topic_cuts`)
 anything else (plain text)  ``recursive``
 =========================== ===================================================================
+
+A document without a format (a string given to ``chunk_text``, the LangChain and LlamaIndex adapters, the
+web app) is Markdown when its source name ends in ``.md`` or its text reads as Markdown
+(:func:`chunkwise.formats.sniff.looks_like_markdown`, the rule the file loader uses for extension-less
+files), so the same Markdown gets the same chunks however it comes in.
 
 Why topic cuts for transcripts: a meeting or a podcast has no headings, and whole sentences packed to
 ``max_tokens`` put the end of one agenda item and the start of the next in one chunk (the three topics of
@@ -178,6 +186,15 @@ class TranscriptChunker(SentenceChunker):
         return spans, counts
 
 
+def _format_of_text(doc: Document) -> str:
+    """``"markdown"`` for a document without a format whose name or text says Markdown, else ``""``."""
+    if doc.cues or doc.pages:
+        return ""
+    from ..formats.sniff import looks_like_markdown
+
+    return "markdown" if looks_like_markdown(doc.text, doc.source) else ""
+
+
 class AutoChunker(Strategy):
     """Pick ``markdown``, heading-aware ``recursive``, cue-aware ``sentence`` or ``recursive`` by format.
 
@@ -191,10 +208,12 @@ class AutoChunker(Strategy):
         """The strategy for ``doc`` (a new object; ``self`` is never changed)."""
         from . import get_strategy
 
-        fmt = str(doc.metadata.get("format") or "").lower()
+        fmt = str(doc.metadata.get("format") or "").lower() or _format_of_text(doc)
         params = self.get_params()
-        if fmt == "markdown":
+        if fmt in ("markdown", "notebook", "docx", "pptx"):
             return get_strategy("markdown", **params)
+        if fmt == "table" and doc.metadata.get("units"):
+            return get_strategy("sentence", **params)
         if fmt in SUBTITLE_FORMATS or doc.cues:
             return TranscriptChunker(**params)
         if fmt in ("html", "pdf") and doc.sections and params.get("respect_sections") is None:

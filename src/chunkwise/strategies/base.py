@@ -288,6 +288,7 @@ def build_chunks(
     doc_id = doc.id
     ids = ChunkIds(doc_id, config)
     has_pages, has_cues, has_sections = bool(doc.pages), bool(doc.cues), bool(doc.sections)
+    has_tables = bool(doc.tables)
     source_map = doc.source_map
     chunks: list[Chunk] = []
     for i, ((a, b), text, n) in enumerate(zip(kept, texts, counts)):
@@ -318,6 +319,7 @@ def build_chunks(
                 speakers=speakers,
                 source_start=source_start,
                 source_end=source_end,
+                context=doc.table_header(a, b) if has_tables else None,
             )
         )
     return chunks

@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 
 from ..document import Document
-from ..formats.markdown_blocks import Block, markdown_blocks, markdown_sections
+from ..formats.markdown_blocks import Block, markdown_blocks, markdown_sections, markdown_tables
 from ..segmentation.token_map import TokenMap
 from ..segmentation.tokenizers import Tokenizer
 from .base import CountingStrategy, Span, max_chars_for, trim_span
@@ -38,9 +38,14 @@ class MarkdownChunker(CountingStrategy):
     name = "markdown"
 
     def prepare_document(self, doc: Document) -> Document:
-        if doc.sections or not doc.text:
+        if (doc.sections and doc.tables) or not doc.text:
             return doc
-        return dataclasses.replace(doc, sections=markdown_sections(doc.text))
+        blocks = markdown_blocks(doc.text)
+        return dataclasses.replace(
+            doc,
+            sections=doc.sections or markdown_sections(doc.text, blocks),
+            tables=doc.tables or markdown_tables(doc.text, blocks),
+        )
 
     def split_with_counts(self, doc: Document, start: int, end: int, tokenizer: Tokenizer):
         text = doc.text
@@ -95,7 +100,22 @@ class MarkdownChunker(CountingStrategy):
             sub, sub_ints = recursive_split_counted(text, a, b, tokenizer, max_tokens, separators=preset, token_map=tm)
             sub_counts: list[int | None] = list(sub_ints)
             if lead is not None:
-                sub, sub_counts = _lead(text, (lead, a), sub, sub_counts, fits)
+                led, led_counts = _lead(text, (lead, a), sub, sub_counts, fits)
+                room = max_tokens - tm.estimate(lead, a)
+                if len(led) > len(sub) and room >= max_tokens // 2:
+                    # the heading would stand alone: the block's first piece is cut with room for it, the
+                    # rest as before
+                    first, first_ints = recursive_split_counted(
+                        text, a, b, tokenizer, room, separators=preset, token_map=tm
+                    )
+                    rest, rest_ints = recursive_split_counted(
+                        text, first[0][1], b, tokenizer, max_tokens, separators=preset, token_map=tm
+                    )
+                    cut = [first[0], *rest]
+                    again, again_counts = _lead(text, (lead, a), cut, [first_ints[0], *rest_ints], fits)
+                    if len(again) == len(cut):
+                        led, led_counts = again, again_counts
+                sub, sub_counts = led, led_counts
             spans += sub
             counts += sub_counts
         emit(fill([(x, y) for x, y, _ in blocks[done:]], tm.estimate, max_tokens, max_chars_for(max_tokens)))
