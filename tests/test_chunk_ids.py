@@ -73,7 +73,7 @@ def test_span_ids_follow_the_formula(doc_id, config, a, b):
 
 
 def chunk_config_id(name: str) -> str:
-    from chunkwise.api import get_strategy
+    from chunkwise.strategies import get_strategy
 
     return get_strategy(name, max_tokens=8).config_id()
 
