@@ -85,7 +85,7 @@ def add_input_options(p: argparse.ArgumentParser, globs: bool = True) -> None:
     g.add_argument(
         "--input-format",
         default=None,
-        choices=("text", "markdown", "html", "pdf", "vtt", "srt", "sbv"),
+        choices=("text", "markdown", "rst", "code", "html", "pdf", "vtt", "srt", "sbv"),
         help="read every input as this format instead of detecting it",
     )
     g.add_argument(

@@ -27,6 +27,7 @@ from typing import Any
 from .. import registry
 from ..document import Document
 from ..errors import ChunkwiseError, ConfigError, InputError
+from .code import CODE_EXTENSIONS
 from .text import binary_kind
 from .walk import (  # noqa: F401 (re-export)
     Found,
@@ -46,7 +47,8 @@ EXTENSIONS = {
     ".txt": "text",
     ".text": "text",
     ".log": "text",
-    ".rst": "text",
+    ".rst": "rst",
+    ".rest": "rst",
     ".csv": "text",
     ".tsv": "text",
     ".md": "markdown",
@@ -132,6 +134,8 @@ def detect_format(data: bytes, name: str | None = None) -> str:
         return "vtt"
     if ext in EXTENSIONS:
         return EXTENSIONS[ext]
+    if ext in CODE_EXTENSIONS:
+        return "code"
     if _SRT_START.match(head):
         return "srt"
     if _SBV_START.match(head):
@@ -190,8 +194,9 @@ def load(path: str | os.PathLike, **options) -> Document:
 
 
 def _load_file(path: str, source: str, options: dict) -> Document:
-    streamed = _streamed().get(os.path.splitext(path)[1].lower())
-    if streamed is not None:
+    ext = os.path.splitext(path)[1].lower()
+    streamed = _streamed().get(ext)
+    if streamed is not None and not (ext == ".ts" and not _mpeg_ts(path)):  # TypeScript, not a video
         return _load_streamed(streamed, path, source)
     data = read_bounded(path, options.get("max_bytes", DEFAULT_MAX_BYTES), source)
     return load_bytes(data, source=source, name=display_name(os.path.basename(path)), **options)

@@ -193,8 +193,8 @@ class AutoChunker(Strategy):
 
         fmt = str(doc.metadata.get("format") or "").lower()
         params = self.get_params()
-        if fmt == "markdown":
-            return get_strategy("markdown", **params)
+        if fmt in ("markdown", "rst", "code"):
+            return get_strategy(fmt, **params)
         if fmt in SUBTITLE_FORMATS or doc.cues:
             return TranscriptChunker(**params)
         if fmt in ("html", "pdf") and doc.sections and params.get("respect_sections") is None:

@@ -37,17 +37,22 @@ class MarkdownChunker(CountingStrategy):
 
     name = "markdown"
 
+    def blocks(self, text: str) -> list[Block]:
+        """The top-level blocks the packing works on (headings, code, tables, text); a subclass for
+        another markup gives its own and keeps the packing (:class:`chunkwise.strategies.rst.RstChunker`)."""
+        return markdown_blocks(text)
+
     def prepare_document(self, doc: Document) -> Document:
         if doc.sections or not doc.text:
             return doc
-        return dataclasses.replace(doc, sections=markdown_sections(doc.text))
+        return dataclasses.replace(doc, sections=markdown_sections(doc.text, self.blocks(doc.text)))
 
     def split_with_counts(self, doc: Document, start: int, end: int, tokenizer: Tokenizer):
         text = doc.text
         max_tokens = self.max_tokens
         max_chars = max_chars_for(max_tokens)
         tm = TokenMap(text[start:end], tokenizer, base=start)
-        blocks = [b for b in markdown_blocks(text) if start <= b.start < end]
+        blocks = [b for b in self.blocks(text) if start <= b.start < end]
         parts = _parts(text, start, end, blocks)
         spans: list[Span] = []
         counts: list[int] = []
