@@ -69,6 +69,12 @@ def add_walk_options(g: Any) -> None:
         help="when walking folders, skip files matching this glob (repeatable)",
     )
     g.add_argument(
+        "--code",
+        action="store_true",
+        help="when walking folders, read source files too (.py, .js, .ts, .go, .rs, .java, .c, .cpp...), "
+        "cut at functions and classes by `auto` (the code extra)",
+    )
+    g.add_argument(
         "--all-files",
         action="store_true",
         help="when walking folders, read every file, not only the supported types (text, "
@@ -154,6 +160,7 @@ def walk_options(args: argparse.Namespace) -> dict[str, Any]:
         "include": list(getattr(args, "include", None) or []),
         "exclude": list(getattr(args, "exclude", None) or []),
         "all_files": bool(getattr(args, "all_files", False)),
+        "code": bool(getattr(args, "code", False)),
     }
 
 

@@ -298,10 +298,10 @@ def _mpeg_ts(path: str) -> bool:
 
 
 def _keeper(
-    include: list[str], exclude: list[str], all_files: bool, skipped: Skipped | None
+    include: list[str], exclude: list[str], all_files: bool, skipped: Skipped | None, code: bool = False
 ) -> Callable[[str, str], bool]:
     """Whether a folder walk takes a file (its path relative to the folder, its path): see :func:`list_inputs`."""
-    supported = supported_extensions()
+    supported = supported_extensions() | (frozenset(CODE_EXTENSIONS) if code else frozenset())
     named = {ext for ext in map(_pattern_extension, include) if ext}
 
     def keep(rel: str, path: str) -> bool:
@@ -314,12 +314,12 @@ def _keeper(
         ext = os.path.splitext(rel.rsplit("/", 1)[-1])[1].lower()
         if ext in named:
             return True
-        if ext in supported and (ext != ".ts" or _mpeg_ts(path)):
+        if ext in supported and (ext != ".ts" or code or _mpeg_ts(path)):
             return True
         if not ext and sniff_text(path):
             return True
         if skipped is not None:
-            skipped.add(ext or "no extension")
+            skipped.add(ext or "no extension", code=ext in CODE_EXTENSIONS)
         return False
 
     return keep
@@ -346,6 +346,7 @@ def list_inputs(
     *,
     all_files: bool = False,
     skipped: Skipped | None = None,
+    code: bool = False,
 ) -> Iterator[Found]:
     """What :func:`iter_documents` reads, without reading it: one :class:`.walk.Found` per file (``path``
     set; ``"-"`` for standard input) or per problem (``error`` set: an unreadable folder, a folder without
@@ -354,11 +355,12 @@ def list_inputs(
 
     In folders only the supported types are taken (:func:`supported_extensions`; an extension-less file when
     it sniffs as text); the others are counted in ``skipped`` (a :class:`.walk.Skipped`). An ``include``
-    pattern that names an extension (``*.svg``) takes files of that type anyway, ``all_files=True`` every
-    file. Files named in ``paths`` are always taken."""
+    pattern that names an extension (``*.svg``) takes files of that type anyway, ``code=True`` source files
+    too (:data:`.code.CODE_EXTENSIONS`), ``all_files=True`` every file. Files named in ``paths`` are always
+    taken."""
     include, exclude = list(include or []), list(exclude or [])
     seen: set[str] = set()
-    keep = _keeper(include, exclude, all_files, skipped)
+    keep = _keeper(include, exclude, all_files, skipped, code)
     for raw in paths:
         name = os.fspath(raw)
         if isinstance(name, bytes):
@@ -386,11 +388,12 @@ def collect_inputs(
     exclude: Iterable[str] | None = None,
     *,
     all_files: bool = False,
+    code: bool = False,
 ) -> list[Found]:
     """:func:`list_inputs` as a list, walked before anything is read (so a run knows its total up front),
     and the files of unsupported types said at once in one :class:`.walk.SkippedFilesWarning`."""
     skipped = Skipped()
-    found = list(list_inputs(paths, include, exclude, all_files=all_files, skipped=skipped))
+    found = list(list_inputs(paths, include, exclude, all_files=all_files, skipped=skipped, code=code))
     if skipped:
         warnings.warn(str(skipped), SkippedFilesWarning, stacklevel=2)
     return found
@@ -421,6 +424,7 @@ def iter_documents(
     exclude: Iterable[str] | None = None,
     *,
     all_files: bool = False,
+    code: bool = False,
     **options,
 ) -> Iterator[tuple[str, Document | InputError]]:
     """Yield ``(source, Document or InputError)`` for every input: files, folders (recursively, filtered
@@ -429,11 +433,11 @@ def iter_documents(
 
     Folders give their files of supported types; the others are said in one
     :class:`.walk.SkippedFilesWarning` once the walk is listed, before the first file is read
-    (``all_files=True`` reads every file; see :func:`list_inputs`). Sources are display names
+    (``code=True`` reads source files too, ``all_files=True`` every file; see :func:`list_inputs`). Sources are display names
     (:func:`.walk.display_name`). A folder that cannot be listed yields one :class:`.walk.UnreadableFolder`;
     FIFOs, devices and sockets yield an error instead of being read."""
     _check_options(options)
-    yield from read_inputs(collect_inputs(paths, include, exclude, all_files=all_files), **options)
+    yield from read_inputs(collect_inputs(paths, include, exclude, all_files=all_files, code=code), **options)
 
 
 __all__ = [

@@ -181,9 +181,13 @@ class Skipped:
     extension-less files that are not text). ``str()`` is the one line said about them."""
 
     counts: Counter = field(default_factory=Counter)
+    #: the kinds that are source code (``--code`` reads them)
+    code: set = field(default_factory=set)
 
-    def add(self, kind: str) -> None:
+    def add(self, kind: str, code: bool = False) -> None:
         self.counts[kind] += 1
+        if code:
+            self.code.add(kind)
 
     @property
     def total(self) -> int:
@@ -200,8 +204,10 @@ class Skipped:
             parts.append(f"{len(self.counts) - len(shown)} more types {rest:,}")
         first = next((k for k, _ in shown if k.startswith(".")), ".ext")
         n = self.total
+        n_code = sum(self.counts[k] for k in self.code)
+        code = f"; {n_code:,} of them source code, read with --code" if n_code else ""
         return (
-            f"skipped {n:,} file{'s' if n != 1 else ''} of unsupported types: {', '.join(parts)} "
+            f"skipped {n:,} file{'s' if n != 1 else ''} of unsupported types: {', '.join(parts)}{code} "
             f"(--include '*{first}' reads a type anyway, --all-files reads every file)"
         )
 

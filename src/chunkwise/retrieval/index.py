@@ -260,6 +260,7 @@ class Index:
         include: list[str] | None = None,
         exclude: list[str] | None = None,
         all_files: bool = False,
+        code: bool = False,
         load_options: dict[str, Any] | None = None,
         batch_size: int = DEFAULT_BATCH,
         recreate: bool = False,
@@ -279,7 +280,7 @@ class Index:
         ``chunkwise chunk`` takes them). Unreadable inputs go to ``report.failed``; the others are indexed.
 
         Folders give their files of supported types (``include``/``exclude`` globs narrow the walk, an
-        ``include`` naming an extension such as ``*.svg`` widens it, ``all_files=True`` reads every file;
+        ``include`` naming an extension such as ``*.svg`` widens it, ``code=True`` source files too, ``all_files=True`` every file;
         see :func:`chunkwise.formats.list_inputs`); the files left out are said in one
         :class:`~chunkwise.formats.SkippedFilesWarning` before anything is read. ``progress``: bars on a
         terminal, heartbeat lines elsewhere (:mod:`chunkwise.retrieval.progress`). ``notify(line)``: called
@@ -291,7 +292,7 @@ class Index:
         t0 = time.perf_counter()
         late_options, context_options = renamed_options(late_options, context, context_options)
         docs, paths = split_inputs(inputs)
-        found = collect_files(paths, include, exclude, all_files)  # listed before any read
+        found = collect_files(paths, include, exclude, all_files, code)  # listed before any read
         options = (vectors, late, late_options, context, context_options, recreate)
         if quick := unchanged_report(self, strategy, params, options, (docs, found, load_options, prune), t0, progress):
             return quick  # nothing to do, decided from the store's snapshot (store/snapshot.py)
