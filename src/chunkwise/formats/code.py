@@ -113,13 +113,13 @@ _GUESSES = [  # (language, patterns that each count one vote)
 
 
 def guess_language(text: str) -> str | None:
-    """The language ``text`` looks like (a shebang, else the most votes of a few line patterns, at least
-    two), or ``None``: source code with no name or an unknown extension."""
+    """The language ``text`` looks like (a shebang, else the most votes of a few line patterns), or ``None``:
+    for source code with no name or an unknown extension."""
     head = text[:20000]
     shebang = re.match(r"#!\S*?(?:env\s+)?(python|node|bash|sh)\b", head)
     if shebang:
         return {"node": "javascript", "sh": "bash"}.get(shebang.group(1), shebang.group(1))
-    best, votes = None, 1
+    best, votes = None, 0
     for language, patterns in _GUESSES:
         n = sum(bool(re.search(p, head, re.MULTILINE)) for p in patterns)
         if n > votes:
@@ -250,7 +250,7 @@ def code_sections(text: str, language: str | None) -> list[Section]:
     def walk(node, path: tuple[str, ...]) -> None:
         for child in node.named_children:
             here = path
-            if is_definition(child) and child.type != "decorated_definition":
+            if is_definition(child) and child.type not in ("decorated_definition", "export_statement"):
                 name = definition_name(child)
                 if name:
                     here = (*path, name)

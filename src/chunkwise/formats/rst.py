@@ -44,6 +44,13 @@ _TARGET_LINE = re.compile(
     r"^\.\. _(?:[^:`\n]|`[^`\n]*`)+:(?:[ \t]+\S[^\n]*)?[ \t]*(?:\n|\Z)(?:[ \t]*\n)?", re.MULTILINE
 )
 _ADORNMENT = re.compile(r"([!-/:-@\[-`{-~])\1+[ \t]*")
+#: docutils errors that are not malformed rst: what Sphinx (or an extension) defines and docutils alone does not
+#: know (``.. toctree::``, ``:ref:``, an option of ``code-block``), and what this reader switches off
+_NOT_MALFORMED = re.compile(
+    r"(?:Unknown (?:directive type|interpreted text role|target name)|Undefined substitution|Duplicate"
+    r"|Error in \"[^\"]+\" directive|No (?:role|directive) entry|Problems with \"\w+\" directive|Unknown role"
+    r"|Indirect hyperlink target|Anonymous hyperlink mismatch|Too many autonumbered|\"\w+\" directive disabled)"
+)
 #: characters Python's str.splitlines() (docutils' line splitter) breaks on besides "\n"
 _OTHER_BREAKS = re.compile("[\v\f\x1c\x1d\x1e\x85\u2028\u2029\r]")
 
@@ -156,13 +163,15 @@ def _docutils_titles(text: str) -> tuple[list[tuple[int, int, str]], str | None]
         line = title.line if title is not None and title.line else sec.line
         if title is not None and line:
             titles.append((line, level, " ".join(title.astext().split())))
-    problem = None
+    problems = []
     for msg in doc.findall(nodes.system_message):
-        if msg.get("level", 0) >= 4:
-            first = msg.children[0].astext() if msg.children else msg.astext()
-            problem = f"line {msg.get('line', '?')}: {' '.join(first.split())}"
-            break
-    return titles, problem
+        first = " ".join((msg.children[0].astext() if msg.children else msg.astext()).split())
+        if msg.get("level", 0) >= 3 and not _NOT_MALFORMED.match(first):
+            problems.append(f"line {msg.get('line', '?')}: {first}")
+    if not problems:
+        return titles, None
+    more = f" and {len(problems) - 1} more" if len(problems) > 1 else ""
+    return titles, problems[0] + more
 
 
 def _heading_spans(text: str, titles: list[tuple[int, int, str]]) -> list[Block]:
@@ -240,7 +249,22 @@ def _rst_parse(text: str) -> tuple[tuple[Block, ...], str | None]:
         prev_blank = False
         i += 1
     close()
-    return tuple(blocks), problem
+    return _with_preamble(text, tuple(blocks)), problem
+
+
+#: a block that is markup, not prose: a directive or comment (``.. currentmodule:: flask``), a field list
+#: (``:orphan:``)
+_MARKUP_BLOCK = re.compile(r"(?:\.\.(?:[ \t]|$)|:[\w-]+:(?:[ \t]|$))")
+
+
+def _with_preamble(text: str, blocks: tuple[Block, ...]) -> tuple[Block, ...]:
+    """Markup before the first title (``:orphan:``, ``.. currentmodule::``) joined to that title's block, so
+    it is part of the first section instead of a chunk with no section of its own."""
+    first = next((k for k, b in enumerate(blocks) if b.kind == "heading"), None)
+    if not first or not all(_MARKUP_BLOCK.match(text, b.start) for b in blocks[:first]):
+        return blocks
+    head = blocks[first]
+    return (Block(blocks[0].start, head.end, "heading", head.level, head.title), *blocks[first + 1 :])
 
 
 def rst_sections(text: str) -> list[Section]:
@@ -262,7 +286,7 @@ def load_rst(data: bytes, source: str, **options) -> Document:
     blocks = rst_blocks(text)
     problem = rst_problem(text)
     if problem:
-        warns.append(f"malformed reStructuredText ({problem}); the sections found before it are kept")
+        warns.append(f"malformed reStructuredText ({problem}); the titles docutils rejects are read as text")
     sections = markdown_sections(text, blocks)
     title = next((s.path[-1] for s in sections if s.level == 1), None)
     emit_warnings(source, warns)

@@ -90,6 +90,8 @@ class CodeChunker(CountingStrategy):
                 if c <= a or not child.is_named:
                     continue
                 prev = child.prev_sibling
+                if child.type in COMMENTS and prev is not None and "\n" not in text[tree.pos(prev.end_byte) : c]:
+                    continue  # a comment at the end of a line belongs to that line
                 last = cuts[-1][1]
                 if (
                     prev is not None
@@ -120,11 +122,15 @@ class CodeChunker(CountingStrategy):
         merged: list[tuple[int, int, bool, bool]] = []
         for unit in units:
             if unit is _BREAK:
-                if not merged or merged[-1] is not _BREAK:
-                    merged.append(unit)
+                if merged and merged[-1] is not _BREAK and not merged[-1][3]:
+                    merged.append(unit)  # (a header flows on into what it introduces)
                 continue
             if merged and merged[-1] is not _BREAK and merged[-1][3] and not unit[2] and fits(merged[-1][0], unit[1]):
                 merged[-1] = (merged[-1][0], unit[1], False, unit[3])
+            elif merged and merged[-1] is not _BREAK and merged[-1][3] and unit[2]:
+                # a header before a statement too big alone (a long docstring): split them together, so
+                # the header starts the first piece
+                merged[-1] = (merged[-1][0], unit[1], True, False)
             else:
                 merged.append(unit)
         units = merged
@@ -173,14 +179,16 @@ _BREAK = (-1, -1, False, False)
 
 
 def _inner_children(node):
-    """What a node that does not fit opens into: the statements of its body (a function's, a class's), so
-    everything before the first of them is the header unit; a node without a body, its own children."""
-    body = node.child_by_field_name("body")
+    """What a node that does not fit opens into: the statements of its body (a function's, a class's, an
+    ``if``'s) and the clauses after it (``else``, ``except``), so everything before the first statement is
+    the header unit; a node without a body, its own children."""
+    body = node.child_by_field_name("body") or node.child_by_field_name("consequence")
     if body is None:
         body = next((c for c in node.children if c.type in _BODIES), None)
-    if body is not None and body.child_count:
-        return body.children
-    return node.children
+    if body is None or not body.child_count:
+        return node.children
+    after = [c for c in node.children if c.start_byte >= body.end_byte]
+    return [*body.children, *after]
 
 
 #: node types that are a definition's body where the grammar has no ``body`` field
