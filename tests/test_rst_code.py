@@ -22,7 +22,7 @@ import chunkwise
 from chunkwise.cli import main
 from chunkwise.document import Document
 from chunkwise.formats import code as code_format
-from chunkwise.formats import detect_format, iter_documents, load
+from chunkwise.formats import detect_format, iter_documents, load, load_bytes
 from chunkwise.formats.rst import rst_blocks
 from chunkwise.segmentation.tokenizers import get_tokenizer
 from chunkwise.strategies import get_strategy
@@ -317,3 +317,14 @@ def test_code_invariants(pieces, max_tokens):
         return
     chunks = get_strategy("code", max_tokens=max_tokens, language="python").chunk(Document(text))
     check(text, chunks, max_tokens, "minilm")
+
+
+def test_markup_before_the_first_title_belongs_to_its_section():
+    text = ":orphan:\n\n.. currentmodule:: mypkg\n\nGuide\n=====\n\nSome words about it.\n"
+    doc = load_bytes(text.encode(), format="rst")
+    chunks = get_strategy("auto", max_tokens=64).chunk(doc)
+    assert [c.section for c in chunks] == [["Guide"]] and chunks[0].text.startswith(":orphan:")
+    prose = "Some intro prose.\n\nGuide\n=====\n\nSome words about it.\n"  # prose before a title keeps no section
+    assert [c.section for c in get_strategy("auto", max_tokens=8).chunk(load_bytes(prose.encode(), format="rst"))][
+        0
+    ] == []

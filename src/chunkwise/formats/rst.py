@@ -254,7 +254,7 @@ def _rst_parse(text: str) -> tuple[tuple[Block, ...], str | None]:
 
 #: a block that is markup, not prose: a directive or comment (``.. currentmodule:: flask``), a field list
 #: (``:orphan:``)
-_MARKUP_BLOCK = re.compile(r"(?:\.\.(?:[ \t]|$)|:[\w-]+:(?:[ \t]|$))")
+_MARKUP_BLOCK = re.compile(r"(?:\.\.|:[\w-]+:)(?=[ \t\n]|\Z)")
 
 
 def _with_preamble(text: str, blocks: tuple[Block, ...]) -> tuple[Block, ...]:
