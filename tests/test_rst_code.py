@@ -328,3 +328,22 @@ def test_markup_before_the_first_title_belongs_to_its_section():
     assert [c.section for c in get_strategy("auto", max_tokens=8).chunk(load_bytes(prose.encode(), format="rst"))][
         0
     ] == []
+
+
+def test_text_without_a_name_is_chunked_as_rst_or_code_like_the_file(capsys):
+    from chunkwise.integrations.langchain import ChunkwiseTextSplitter
+
+    src = PY.read_text()
+    auto = chunkwise.chunk_text(src, max_tokens=40)
+    assert {c.strategy for c in auto} == {"auto:code"}
+    assert main(["chunk", str(PY), "--max-tokens", "40"]) == 0
+    cli = [json.loads(ln) for ln in capsys.readouterr()[0].splitlines()]
+    assert [(c.start, c.end) for c in auto] == [(r["start"], r["end"]) for r in cli]
+    assert ChunkwiseTextSplitter(max_tokens=40).split_text(src) == [c.text for c in auto]
+    text = "Title\n=====\n\nBody text here.\n\nPart\n----\n\n.. note::\n\n   More text.\n"
+    rst = chunkwise.chunk_text(text, max_tokens=64)
+    assert {c.strategy for c in rst} == {"auto:rst"} and rst[-1].section == ["Title", "Part"]
+    setext = "Title\n=====\n\nSee [the docs](https://example.org).\n\nPart\n----\n\nMore.\n"  # Markdown
+    assert {c.strategy for c in chunkwise.chunk_text(setext, max_tokens=64)} != {"auto:rst"}
+    prose = "We define the plan. Then we import goods and class them by size.\n" * 5
+    assert {c.strategy for c in chunkwise.chunk_text(prose, max_tokens=64)} == {"auto:recursive"}

@@ -112,14 +112,14 @@ _GUESSES = [  # (language, patterns that each count one vote)
 ]
 
 
-def guess_language(text: str) -> str | None:
-    """The language ``text`` looks like (a shebang, else the most votes of a few line patterns), or ``None``:
-    for source code with no name or an unknown extension."""
+def guess_language(text: str, min_votes: int = 1) -> str | None:
+    """The language ``text`` looks like (a shebang, else the most votes, at least ``min_votes``, of a few
+    line patterns), or ``None``: for source code with no name or an unknown extension."""
     head = text[:20000]
     shebang = re.match(r"#!\S*?(?:env\s+)?(python|node|bash|sh)\b", head)
     if shebang:
         return {"node": "javascript", "sh": "bash"}.get(shebang.group(1), shebang.group(1))
-    best, votes = None, 0
+    best, votes = None, min_votes - 1
     for language, patterns in _GUESSES:
         n = sum(bool(re.search(p, head, re.MULTILINE)) for p in patterns)
         if n > votes:

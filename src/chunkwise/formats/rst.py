@@ -267,6 +267,30 @@ def _with_preamble(text: str, blocks: tuple[Block, ...]) -> tuple[Block, ...]:
     return (Block(blocks[0].start, head.end, "heading", head.level, head.title), *blocks[first + 1 :])
 
 
+_TITLE_SHAPE = re.compile(r"^(?:([!-/:-@\[-`{-~])\1{2,}\n)?[^\s].{0,78}\n([!-/:-@\[-`{-~])\2{2,}[ \t]*$", re.MULTILINE)
+_DIRECTIVE_SHAPE = re.compile(r"^\.\. [\w-]+::|:(?:ref|doc|func|class|meth|mod|attr|data):`", re.MULTILINE)
+
+
+#: what Markdown has and rst has not: backtick fences, inline links (and ATX headings, which a comment in
+#: source code also looks like)
+MARKDOWN_FENCE = re.compile(r"^```[\w+-]*[ \t]*$|\]\((?:https?://|/|\.)", re.MULTILINE)
+MARKDOWN_SHAPE = re.compile(r"^(?:#{1,6} \S|```[\w+-]*[ \t]*$)|\]\((?:https?://|/|\.)", re.MULTILINE)
+
+
+def looks_like_rst(text: str) -> bool:
+    """Whether a text with no name is reStructuredText: two titles with underlines as long as them, or one
+    and a directive or a Sphinx role (a Markdown setext heading alone is not enough)."""
+    head = text[:20000]
+    if MARKDOWN_SHAPE.search(head):  # setext headings look like rst titles; these do not
+        return False
+    titles = [
+        m
+        for m in _TITLE_SHAPE.finditer(head)
+        if len(m.group(0).split("\n")[-1].rstrip()) >= len(m.group(0).split("\n")[-2].rstrip())
+    ]
+    return len(titles) >= 2 or (len(titles) == 1 and bool(_DIRECTIVE_SHAPE.search(head)))
+
+
 def rst_sections(text: str) -> list[Section]:
     """Nested sections of an rst text, one per title (the same shape as Markdown's)."""
     return markdown_sections(text, rst_blocks(text))
@@ -300,4 +324,4 @@ def load_rst(data: bytes, source: str, **options) -> Document:
     )
 
 
-__all__ = ["load_rst", "rst_blocks", "rst_sections", "rst_edits", "rst_problem", "code_regions"]
+__all__ = ["looks_like_rst", "load_rst", "rst_blocks", "rst_sections", "rst_edits", "rst_problem", "code_regions"]

@@ -178,6 +178,21 @@ class TranscriptChunker(SentenceChunker):
         return spans, counts
 
 
+def _text_format(text: str) -> str:
+    """The format of a text no loader read (``chunk_text``, the adapters): ``rst`` when its titles say so,
+    ``code`` when two or more patterns of one language agree (three before rst's titles), else nothing."""
+    from ..formats.code import GRAMMARS, guess_language
+    from ..formats.rst import MARKDOWN_FENCE, looks_like_rst
+
+    if guess_language(text, min_votes=3) in GRAMMARS:  # source whose docstrings are rst is still source
+        return "code"
+    if MARKDOWN_FENCE.search(text, 0, 20000):  # Markdown with a code fence is not code
+        return ""
+    if looks_like_rst(text):
+        return "rst"
+    return "code" if guess_language(text, min_votes=2) in GRAMMARS else ""
+
+
 class AutoChunker(Strategy):
     """Pick ``markdown``, heading-aware ``recursive``, cue-aware ``sentence`` or ``recursive`` by format.
 
@@ -191,7 +206,7 @@ class AutoChunker(Strategy):
         """The strategy for ``doc`` (a new object; ``self`` is never changed)."""
         from . import get_strategy
 
-        fmt = str(doc.metadata.get("format") or "").lower()
+        fmt = str(doc.metadata.get("format") or "").lower() or _text_format(doc.text)
         params = self.get_params()
         if fmt in ("markdown", "rst", "code"):
             return get_strategy(fmt, **params)
