@@ -100,11 +100,7 @@ def import_ray():
 
 
 def list_files(
-    paths: list[str],
-    include: list[str] | None,
-    exclude: list[str] | None,
-    all_files: bool = False,
-    code: bool = False,
+    paths: list[str], include: list[str] | None, exclude: list[str] | None, all_files: bool = False, code: bool = False
 ) -> tuple[list[str], list[InputError]]:
     """The files :func:`chunkwise.formats.iter_documents` would read, in its order (OS paths: each task
     reads one and gets the same source name as the local path, so doc ids match), and the problems the
@@ -484,9 +480,7 @@ class RayIngest:
         self.index._write(batch.docs, plan.vectors, markers, embedder.model_id, report, bars, incomplete)
 
 
-def _scan(
-    paths: list[str], include, exclude, all_files: bool, report: IndexReport, code: bool = False
-) -> tuple[list, list]:
+def _scan(paths: list[str], include, exclude, all_files: bool, report: IndexReport, code=False) -> tuple[list, list]:
     """The files under ``paths`` and the folders that could not be read (their files are not pruned); every
     problem of the walk is a failure in ``report``."""
     files, problems = list_files([os.fspath(p) for p in paths], include, exclude, all_files, code)

@@ -76,64 +76,7 @@ class CodeChunker(CountingStrategy):
         def fits(a: int, b: int) -> bool:
             return b - a <= max_chars and tm.estimate(a, b) <= max_tokens
 
-        units: list[tuple[int, int, bool, bool]] = []  # (start, end, too big even alone, a header)
-
-        def open_node(children, a: int, b: int, opened: bool) -> None:
-            """Units tiling ``[a, b)``, one per child from its start (a comment right above a child joins
-            it), each unit that does not fit opened in turn."""
-            first = next((c for c in children if tree.pos(c.start_byte) <= a < tree.pos(c.end_byte)), None)
-            cuts: list[list] = [[a, first]]
-            for child in children:
-                c = tree.pos(child.start_byte)
-                if c >= b:
-                    break
-                if c <= a or not child.is_named:
-                    continue
-                prev = child.prev_sibling
-                if child.type in COMMENTS and prev is not None and "\n" not in text[tree.pos(prev.end_byte) : c]:
-                    continue  # a comment at the end of a line belongs to that line
-                last = cuts[-1][1]
-                if (
-                    prev is not None
-                    and last is not None
-                    and prev.type in COMMENTS
-                    and last.type in COMMENTS
-                    and last == prev
-                    and text[tree.pos(prev.end_byte) : c].count("\n") <= 1
-                ):
-                    cuts[-1][1] = child  # the comment's unit now stands for the code under it
-                    continue
-                cuts.append([c, child])
-            bounds = [c for c, _ in cuts] + [b]
-            for k, ((x, node), y) in enumerate(zip(cuts, bounds[1:])):
-                if y <= x:
-                    continue
-                if fits(x, y):
-                    units.append((x, y, False, opened and k == 0 and len(cuts) > 1))
-                elif node is None or node.child_count == 0:
-                    units.append((x, y, True, False))
-                else:  # its pieces are packed among themselves, not with its neighbours
-                    units.append(_BREAK)
-                    open_node(_inner_children(node), x, y, True)
-                    units.append(_BREAK)
-
-        open_node(tree.root.children, start, end, False)
-        # a header (``class X:``, a signature) leads what follows it rather than ending a chunk
-        merged: list[tuple[int, int, bool, bool]] = []
-        for unit in units:
-            if unit is _BREAK:
-                if merged and merged[-1] is not _BREAK and not merged[-1][3]:
-                    merged.append(unit)  # (a header flows on into what it introduces)
-                continue
-            if merged and merged[-1] is not _BREAK and merged[-1][3] and not unit[2] and fits(merged[-1][0], unit[1]):
-                merged[-1] = (merged[-1][0], unit[1], False, unit[3])
-            elif merged and merged[-1] is not _BREAK and merged[-1][3] and unit[2]:
-                # a header before a statement too big alone (a long docstring): split them together, so
-                # the header starts the first piece
-                merged[-1] = (merged[-1][0], unit[1], True, False)
-            else:
-                merged.append(unit)
-        units = merged
+        units = _headers_lead(_units(tree, start, end, fits), fits)
         spans: list[Span] = []
         counts: list[int | None] = []
         plain: list[Span] = []
@@ -172,6 +115,68 @@ class CodeChunker(CountingStrategy):
                 text, spans[k][0], spans[k][1], tokenizer, max_tokens, separators="code"
             ),
         )
+
+
+Unit = tuple[int, int, bool, bool]  # (start, end, too big even alone, a header)
+
+
+def _units(tree, start: int, end: int, fits) -> list[Unit]:
+    """Units tiling ``[start, end)``: the top-level nodes, each one that does not fit opened into its
+    children (:func:`_inner_children`), with :data:`_BREAK` around the pieces of an opened node."""
+    text = tree.text
+    units: list[Unit] = []
+
+    def open_node(children, a: int, b: int, opened: bool) -> None:
+        first = next((c for c in children if tree.pos(c.start_byte) <= a < tree.pos(c.end_byte)), None)
+        cuts: list[list] = [[a, first]]
+        for child in children:
+            c = tree.pos(child.start_byte)
+            if c >= b:
+                break
+            if c <= a or not child.is_named:
+                continue
+            prev = child.prev_sibling
+            gap = text[tree.pos(prev.end_byte) : c] if prev is not None else "\n\n"
+            if child.type in COMMENTS and "\n" not in gap:
+                continue  # a comment at the end of a line belongs to that line
+            last = cuts[-1][1]
+            if last is not None and last.type in COMMENTS and last == prev and gap.count("\n") <= 1:
+                cuts[-1][1] = child  # a comment right above: its unit now stands for the code under it
+                continue
+            cuts.append([c, child])
+        bounds = [c for c, _ in cuts] + [b]
+        for k, ((x, node), y) in enumerate(zip(cuts, bounds[1:])):
+            if y <= x:
+                continue
+            if fits(x, y):
+                units.append((x, y, False, opened and k == 0 and len(cuts) > 1))
+            elif node is None or node.child_count == 0:
+                units.append((x, y, True, False))
+            else:  # its pieces are packed among themselves, not with its neighbours
+                units.append(_BREAK)
+                open_node(_inner_children(node), x, y, True)
+                units.append(_BREAK)
+
+    open_node(tree.root.children, start, end, False)
+    return units
+
+
+def _headers_lead(units: list[Unit], fits) -> list[Unit]:
+    """A header (``class X:``, a signature) joined to what follows it rather than ending a chunk: to the
+    next unit where both fit, to a statement too big alone so that the header starts its first piece."""
+    merged: list[Unit] = []
+    for unit in units:
+        header = bool(merged) and merged[-1] is not _BREAK and merged[-1][3]
+        if unit is _BREAK:
+            if merged and merged[-1] is not _BREAK and not header:
+                merged.append(unit)  # (a header flows on into what it introduces)
+        elif header and not unit[2] and fits(merged[-1][0], unit[1]):
+            merged[-1] = (merged[-1][0], unit[1], False, unit[3])
+        elif header and unit[2]:
+            merged[-1] = (merged[-1][0], unit[1], True, False)
+        else:
+            merged.append(unit)
+    return merged
 
 
 #: between the units of a node that was opened and those around it: packing starts afresh
