@@ -310,12 +310,17 @@ _PY_PIECES = st.sampled_from(
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(pieces=st.lists(_PY_PIECES, min_size=1, max_size=20), max_tokens=st.sampled_from([6, 16, 48, 128]))
-def test_code_invariants(pieces, max_tokens):
+@given(
+    pieces=st.lists(_PY_PIECES, min_size=1, max_size=20),
+    max_tokens=st.sampled_from([6, 16, 48, 128]),
+    overlap=st.sampled_from([0, 8]),
+)
+def test_code_invariants(pieces, max_tokens, overlap):
     text = "".join(pieces)
     if not text.strip():
         return
-    chunks = get_strategy("code", max_tokens=max_tokens, language="python").chunk(Document(text))
+    strategy = get_strategy("code", max_tokens=max_tokens, overlap=overlap, language="python")
+    chunks = strategy.chunk(Document(text))
     check(text, chunks, max_tokens, "minilm")
 
 
@@ -347,3 +352,13 @@ def test_text_without_a_name_is_chunked_as_rst_or_code_like_the_file(capsys):
     assert {c.strategy for c in chunkwise.chunk_text(setext, max_tokens=64)} != {"auto:rst"}
     prose = "We define the plan. Then we import goods and class them by size.\n" * 5
     assert {c.strategy for c in chunkwise.chunk_text(prose, max_tokens=64)} == {"auto:recursive"}
+
+
+def test_code_overlap_repeats_the_end_of_the_chunk_before():
+    src = PY.read_text()
+    plain = chunkwise.chunk_text(src, "code", max_tokens=40)
+    wide = chunkwise.chunk_text(src, "code", max_tokens=40, overlap=8)
+    assert [c.end for c in wide] == [c.end for c in plain]
+    assert any(w.start < p.start for w, p in zip(wide[1:], plain[1:]))
+    assert all(w.start >= prev.start for w, prev in zip(wide[1:], wide))
+    check(src, wide, 40, "minilm")

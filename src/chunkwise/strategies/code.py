@@ -11,6 +11,7 @@ TypeScript, Go, Rust, Java, C and C++). Then:
 3. Consecutive units are packed greedily up to ``max_tokens``
    (:func:`~chunkwise.strategies.packing.fill`), so every chunk starts where a unit starts.
 
+``overlap`` starts a chunk up to that many tokens early, at a word of the chunk before (as ``markdown``).
 A chunk's ``section`` is the enclosing definition (``["Flask", "route"]``, from
 :func:`chunkwise.formats.code.code_sections`). The language is the loader's (``metadata["language"]``,
 from the extension), the ``language`` parameter, or a guess from the text. Without the extra, or for a
@@ -26,7 +27,7 @@ from ..formats.code import COMMENTS, GRAMMARS, code_sections, guess_language, pa
 from ..segmentation.token_map import TokenMap
 from ..segmentation.tokenizers import Tokenizer
 from .base import CountingStrategy, Span, max_chars_for, trim_span
-from .packing import fill, repair
+from .packing import fill, repair, word_overlap
 from .params import Options
 from .recursive import recursive_split_counted
 
@@ -103,6 +104,11 @@ class CodeChunker(CountingStrategy):
             else:
                 plain.append((a, b))
         flush()
+        if self.overlap and len(spans) > 1:  # as ``markdown``: kept where the exact count still fits
+            wide_spans = word_overlap(text, spans, tm, self.overlap, max_tokens, max_chars)
+            for k, (plain_span, wide) in enumerate(zip(list(spans), wide_spans)):
+                if wide != plain_span and tokenizer.count(text[wide[0] : wide[1]]) <= max_tokens:
+                    spans[k], counts[k] = wide, None
         todo = [i for i, c in enumerate(counts) if c is None]
         for i, c in zip(todo, tm.counts(text, [spans[i] for i in todo])):
             counts[i] = c
