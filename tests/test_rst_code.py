@@ -319,7 +319,7 @@ def test_code_invariants(pieces, max_tokens, overlap):
     text = "".join(pieces)
     if not text.strip():
         return
-    strategy = get_strategy("code", max_tokens=max_tokens, overlap=overlap, language="python")
+    strategy = get_strategy("code", max_tokens=max_tokens, overlap=min(overlap, max_tokens // 2), language="python")
     chunks = strategy.chunk(Document(text))
     check(text, chunks, max_tokens, "minilm")
 
