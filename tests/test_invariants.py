@@ -25,7 +25,7 @@ from chunkwise.strategies import SEMANTIC_STRATEGIES, get_strategy
 from chunkwise.strategies.base import max_chars_for
 
 #: every strategy the invariants are checked for (extend this list for new strategies)
-STRATEGIES = ["fixed", "sentence", "recursive", "markdown", "auto", "semantic", "maxmin", "cohesion"]
+STRATEGIES = ["fixed", "sentence", "recursive", "markdown", "rst", "code", "auto", "semantic", "maxmin", "cohesion"]
 TOKENIZERS = ["minilm", "cl100k", "chars", "words"]
 
 

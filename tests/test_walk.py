@@ -50,8 +50,8 @@ def test_chunk_reads_supported_types_and_says_the_rest_in_one_line(folder, capsy
     skip = [line for line in err.splitlines() if "skipped" in line]
     assert skip == [
         "chunkwise: warning: skipped 6 files of unsupported types: .png 2, .css 1, .js 1, "
-        ".svg 1, no extension 1 (--include '*.png' reads a type anyway, --all-files reads every "
-        "file)"
+        ".svg 1, no extension 1; 1 of them source code, read with --code (--include '*.png' reads a "
+        "type anyway, --all-files reads every file)"
     ]
     assert "error" not in err and "config" not in out
 

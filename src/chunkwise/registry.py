@@ -48,6 +48,8 @@ _BUILTIN: dict[str, dict[str, str]] = {
         "sentence": "chunkwise.strategies.sentence:SentenceChunker",
         "recursive": "chunkwise.strategies.recursive:RecursiveChunker",
         "markdown": "chunkwise.strategies.markdown:MarkdownChunker",
+        "rst": "chunkwise.strategies.rst:RstChunker",
+        "code": "chunkwise.strategies.code:CodeChunker",
         "semantic": "chunkwise.strategies.semantic:SemanticChunker",
         "maxmin": "chunkwise.strategies.maxmin:MaxMinChunker",
         "cohesion": "chunkwise.strategies.cohesion:CohesionChunker",
@@ -64,6 +66,8 @@ _BUILTIN: dict[str, dict[str, str]] = {
     "format": {
         "text": "chunkwise.formats.text:load_text",
         "markdown": "chunkwise.formats.markdown:load_markdown",
+        "rst": "chunkwise.formats.rst:load_rst",
+        "code": "chunkwise.formats.code:load_code",
         "html": "chunkwise.formats.html:load_html",
         "pdf": "chunkwise.formats.pdf:load_pdf",
         "vtt": "chunkwise.formats.subtitles:load_vtt",

@@ -376,6 +376,7 @@ def _run_ray(index, args: argparse.Namespace, name: str, params: dict, load_opti
         include=args.include,
         exclude=args.exclude,
         all_files=bool(getattr(args, "all_files", False)),
+        code=bool(getattr(args, "code", False)),
         prune=args.prune,
         batch_size=args.batch_size,
         recreate=args.recreate,

@@ -69,6 +69,12 @@ def add_walk_options(g: Any) -> None:
         help="when walking folders, skip files matching this glob (repeatable)",
     )
     g.add_argument(
+        "--code",
+        action="store_true",
+        help="when walking folders, read source files too (.py, .js, .ts, .go, .rs, .java, .c, .cpp...), "
+        "cut at functions and classes by `auto` (the code extra)",
+    )
+    g.add_argument(
         "--all-files",
         action="store_true",
         help="when walking folders, read every file, not only the supported types (text, "
@@ -85,7 +91,21 @@ def add_input_options(p: argparse.ArgumentParser, globs: bool = True) -> None:
     g.add_argument(
         "--input-format",
         default=None,
-        choices=("text", "markdown", "html", "pdf", "vtt", "srt", "sbv", "notebook", "table", "docx", "pptx"),
+        choices=(
+            "text",
+            "markdown",
+            "rst",
+            "code",
+            "html",
+            "pdf",
+            "vtt",
+            "srt",
+            "sbv",
+            "notebook",
+            "table",
+            "docx",
+            "pptx",
+        ),
         help="read every input as this format instead of detecting it",
     )
     g.add_argument(
@@ -154,6 +174,7 @@ def walk_options(args: argparse.Namespace) -> dict[str, Any]:
         "include": list(getattr(args, "include", None) or []),
         "exclude": list(getattr(args, "exclude", None) or []),
         "all_files": bool(getattr(args, "all_files", False)),
+        "code": bool(getattr(args, "code", False)),
     }
 
 

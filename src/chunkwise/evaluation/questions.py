@@ -193,6 +193,7 @@ def load_documents(
     include: Sequence[str] | None = None,
     exclude: Sequence[str] | None = None,
     all_files: bool = False,
+    code: bool = False,
     **load_options: Any,
 ) -> dict[str, Document]:
     """The documents under ``paths`` (files and folders, as ``chunkwise chunk`` reads them: the same walk,
@@ -203,7 +204,9 @@ def load_documents(
 
     out: dict[str, Document] = {}
     roots = [Path(p) for p in paths]
-    for source, doc in iter_documents([str(p) for p in paths], include, exclude, all_files=all_files, **load_options):
+    for source, doc in iter_documents(
+        [str(p) for p in paths], include, exclude, all_files=all_files, code=code, **load_options
+    ):
         if isinstance(doc, InputError):
             raise doc
         rel = None

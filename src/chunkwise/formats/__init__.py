@@ -28,6 +28,7 @@ from typing import Any
 from .. import registry
 from ..document import Document
 from ..errors import ChunkwiseError, ConfigError, InputError
+from .code import CODE_EXTENSIONS
 from .table import DATA_MAX_BYTES, TABLE_EXTENSIONS
 from .text import binary_kind
 from .walk import (  # noqa: F401 (re-export)
@@ -48,7 +49,8 @@ EXTENSIONS = {
     ".txt": "text",
     ".text": "text",
     ".log": "text",
-    ".rst": "text",
+    ".rst": "rst",
+    ".rest": "rst",
     ".csv": "table",
     ".tsv": "table",
     ".ipynb": "notebook",
@@ -143,6 +145,8 @@ def detect_format(data: bytes, name: str | None = None) -> str:
         return "notebook"
     if ext in EXTENSIONS:
         return EXTENSIONS[ext]
+    if ext in CODE_EXTENSIONS:
+        return "code"
     if _SRT_START.match(head):
         return "srt"
     if _SBV_START.match(head):
@@ -203,8 +207,9 @@ def load(path: str | os.PathLike, **options) -> Document:
 
 
 def _load_file(path: str, source: str, options: dict) -> Document:
-    streamed = _streamed().get(os.path.splitext(path)[1].lower())
-    if streamed is not None:
+    ext = os.path.splitext(path)[1].lower()
+    streamed = _streamed().get(ext)
+    if streamed is not None and not (ext == ".ts" and not _mpeg_ts(path)):  # TypeScript, not a video
         return _load_streamed(streamed, path, source)
     data = read_bounded(path, options.get("max_bytes", DEFAULT_MAX_BYTES), source)
     return load_bytes(data, source=source, name=display_name(os.path.basename(path)), **options)
@@ -324,10 +329,10 @@ def _over(path: str, limit: int) -> bool:
 
 
 def _keeper(
-    include: list[str], exclude: list[str], all_files: bool, skipped: Skipped | None
+    include: list[str], exclude: list[str], all_files: bool, skipped: Skipped | None, code: bool = False
 ) -> Callable[[str, str], bool]:
     """Whether a folder walk takes a file (its path relative to the folder, its path): see :func:`list_inputs`."""
-    supported = supported_extensions()
+    supported = supported_extensions() | (frozenset(CODE_EXTENSIONS) if code else frozenset())
     named = {ext for ext in map(_pattern_extension, include) if ext}
 
     def keep(rel: str, path: str) -> bool:
@@ -344,12 +349,13 @@ def _keeper(
             if skipped is not None:
                 skipped.add_large(ext, DATA_MAX_BYTES)
             return False
-        if ext in supported and (ext != ".ts" or _mpeg_ts(path)) and (ext not in _OFFICE or _office_ready(ext)):
+        office_ok = ext not in _OFFICE or _office_ready(ext)
+        if ext in supported and (ext != ".ts" or code or _mpeg_ts(path)) and office_ok:
             return True
         if not ext and sniff_text(path):
             return True
         if skipped is not None:
-            skipped.add(ext or "no extension")
+            skipped.add(ext or "no extension", code=ext in CODE_EXTENSIONS)
         return False
 
     return keep
@@ -376,6 +382,7 @@ def list_inputs(
     *,
     all_files: bool = False,
     skipped: Skipped | None = None,
+    code: bool = False,
 ) -> Iterator[Found]:
     """What :func:`iter_documents` reads, without reading it: one :class:`.walk.Found` per file (``path``
     set; ``"-"`` for standard input) or per problem (``error`` set: an unreadable folder, a folder without
@@ -384,11 +391,12 @@ def list_inputs(
 
     In folders only the supported types are taken (:func:`supported_extensions`; an extension-less file when
     it sniffs as text); the others are counted in ``skipped`` (a :class:`.walk.Skipped`). An ``include``
-    pattern that names an extension (``*.svg``) takes files of that type anyway, ``all_files=True`` every
-    file. Files named in ``paths`` are always taken."""
+    pattern that names an extension (``*.svg``) takes files of that type anyway, ``code=True`` source files
+    too (:data:`.code.CODE_EXTENSIONS`), ``all_files=True`` every file. Files named in ``paths`` are always
+    taken."""
     include, exclude = list(include or []), list(exclude or [])
     seen: set[str] = set()
-    keep = _keeper(include, exclude, all_files, skipped)
+    keep = _keeper(include, exclude, all_files, skipped, code)
     for raw in paths:
         name = os.fspath(raw)
         if isinstance(name, bytes):
@@ -416,11 +424,12 @@ def collect_inputs(
     exclude: Iterable[str] | None = None,
     *,
     all_files: bool = False,
+    code: bool = False,
 ) -> list[Found]:
     """:func:`list_inputs` as a list, walked before anything is read (so a run knows its total up front),
     and the files of unsupported types said at once in one :class:`.walk.SkippedFilesWarning`."""
     skipped = Skipped()
-    found = list(list_inputs(paths, include, exclude, all_files=all_files, skipped=skipped))
+    found = list(list_inputs(paths, include, exclude, all_files=all_files, skipped=skipped, code=code))
     if skipped:
         warnings.warn(str(skipped), SkippedFilesWarning, stacklevel=2)
     return found
@@ -451,6 +460,7 @@ def iter_documents(
     exclude: Iterable[str] | None = None,
     *,
     all_files: bool = False,
+    code: bool = False,
     **options,
 ) -> Iterator[tuple[str, Document | InputError]]:
     """Yield ``(source, Document or InputError)`` for every input: files, folders (recursively, filtered
@@ -459,11 +469,11 @@ def iter_documents(
 
     Folders give their files of supported types; the others are said in one
     :class:`.walk.SkippedFilesWarning` once the walk is listed, before the first file is read
-    (``all_files=True`` reads every file; see :func:`list_inputs`). Sources are display names
+    (``code=True`` reads source files too, ``all_files=True`` every file; see :func:`list_inputs`). Sources are display names
     (:func:`.walk.display_name`). A folder that cannot be listed yields one :class:`.walk.UnreadableFolder`;
     FIFOs, devices and sockets yield an error instead of being read."""
     _check_options(options)
-    yield from read_inputs(collect_inputs(paths, include, exclude, all_files=all_files), **options)
+    yield from read_inputs(collect_inputs(paths, include, exclude, all_files=all_files, code=code), **options)
 
 
 __all__ = [

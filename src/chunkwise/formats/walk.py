@@ -185,9 +185,13 @@ class Skipped:
     counts: Counter = field(default_factory=Counter)
     large: Counter = field(default_factory=Counter)
     large_limit: int = 0
+    #: the kinds that are source code (``--code`` reads them)
+    code: set = field(default_factory=set)
 
-    def add(self, kind: str) -> None:
+    def add(self, kind: str, code: bool = False) -> None:
         self.counts[kind] += 1
+        if code:
+            self.code.add(kind)
 
     def add_large(self, ext: str, limit: int) -> None:
         self.large[ext] += 1
@@ -204,7 +208,9 @@ class Skipped:
         n = sum(self.counts.values())
         parts = []
         if n:
-            parts.append(f"{n:,} file{'s' if n != 1 else ''} of unsupported types: {_tally(self.counts)}")
+            n_code = sum(self.counts[k] for k in self.code)
+            code = f"; {n_code:,} of them source code, read with --code" if n_code else ""
+            parts.append(f"{n:,} file{'s' if n != 1 else ''} of unsupported types: {_tally(self.counts)}{code}")
         big = sum(self.large.values())
         if big:
             kib = self.large_limit / 1024

@@ -136,13 +136,13 @@ def renamed_options(
     return late_options, context_options
 
 
-def collect_files(paths: list[str], include, exclude, all_files: bool) -> list:
+def collect_files(paths: list[str], include, exclude, all_files: bool, code: bool = False) -> list:
     """The files ``paths`` name (folders walked), listed before any is read; none without paths."""
     if not paths:
         return []
     from ..formats import collect_inputs
 
-    return collect_inputs(paths, include, exclude, all_files=all_files)
+    return collect_inputs(paths, include, exclude, all_files=all_files, code=code)
 
 
 def settle(index: Index, strategy, params: dict | None, options: tuple, config: dict | None, lazy: bool, schema: int):

@@ -260,6 +260,7 @@ class Index:
         include: list[str] | None = None,
         exclude: list[str] | None = None,
         all_files: bool = False,
+        code: bool = False,
         load_options: dict[str, Any] | None = None,
         batch_size: int = DEFAULT_BATCH,
         recreate: bool = False,
@@ -275,15 +276,13 @@ class Index:
         ``late_window`` (formerly ``window``)/``overlap``/``macro`` in ``late_options``). ``context``: ``headings``/``neighbors``/``llm`` fills ``Chunk.context``
         (:func:`chunkwise.context.contextualize` with ``context_options``), embedded and BM25-indexed with the
         text. ``prune=True``: remove documents whose source files no longer exist. ``load_options``: options of
-        :func:`chunkwise.formats.load` (``password``, ``encoding``, ``format``, ``html_mode``, ``clean``..., as
-        ``chunkwise chunk`` takes them). Unreadable inputs go to ``report.failed``; the others are indexed.
-
-        Folders give their files of supported types (``include``/``exclude`` globs narrow the walk, an
-        ``include`` naming an extension such as ``*.svg`` widens it, ``all_files=True`` reads every file;
-        see :func:`chunkwise.formats.list_inputs`); the files left out are said in one
-        :class:`~chunkwise.formats.SkippedFilesWarning` before anything is read. ``progress``: bars on a
-        terminal, heartbeat lines elsewhere (:mod:`chunkwise.retrieval.progress`). ``notify(line)``: called
-        when a document looks like a language the embedder does not read (before it is embedded)."""
+        :func:`chunkwise.formats.load` (``password``, ``encoding``, ``format``, ``html_mode``, ``clean``..., as ``chunkwise
+        chunk`` takes them). Unreadable inputs go to ``report.failed``; the others are indexed. Folders give their files of supported types (``include``/``exclude`` globs narrow the walk, an ``include``
+        naming an extension such as ``*.svg`` widens it, ``all_files=True`` reads every file; see
+        :func:`chunkwise.formats.list_inputs`); the files left out are said in one :class:`~chunkwise.formats.
+        SkippedFilesWarning` before anything is read. ``progress``: bars on a terminal, heartbeat lines elsewhere
+        (:mod:`chunkwise.retrieval.progress`). ``notify(line)``: called for a document in a language the embedder
+        does not read (before it is embedded). ``code=True``: folders give source files too (``.py``, ``.js``...)."""
         from .add import collect_files, renamed_options, run_add, split_inputs, start_run, unchanged_report
 
         if not isinstance(batch_size, int) or batch_size < 1:
@@ -291,7 +290,7 @@ class Index:
         t0 = time.perf_counter()
         late_options, context_options = renamed_options(late_options, context, context_options)
         docs, paths = split_inputs(inputs)
-        found = collect_files(paths, include, exclude, all_files)  # listed before any read
+        found = collect_files(paths, include, exclude, all_files, code)  # listed before any read
         options = (vectors, late, late_options, context, context_options, recreate)
         if quick := unchanged_report(self, strategy, params, options, (docs, found, load_options, prune), t0, progress):
             return quick  # nothing to do, decided from the store's snapshot (store/snapshot.py)

@@ -187,12 +187,29 @@ class TranscriptChunker(SentenceChunker):
 
 
 def _format_of_text(doc: Document) -> str:
-    """``"markdown"`` for a document without a format whose name or text says Markdown, else ``""``."""
+    """The format of a text no loader read (``chunk_text``, the adapters, the web app): ``markdown`` when
+    its name or text says Markdown, ``rst`` when its titles say so, ``code`` when patterns of one language
+    agree (:func:`_text_format`), else ``""``."""
     if doc.cues or doc.pages:
         return ""
     from ..formats.sniff import looks_like_markdown
 
-    return "markdown" if looks_like_markdown(doc.text, doc.source) else ""
+    return "markdown" if looks_like_markdown(doc.text, doc.source) else _text_format(doc.text)
+
+
+def _text_format(text: str) -> str:
+    """``rst`` when a text's titles say so, ``code`` when two or more patterns of one language agree (three
+    before rst's titles), else nothing."""
+    from ..formats.code import GRAMMARS, guess_language
+    from ..formats.rst import MARKDOWN_FENCE, looks_like_rst
+
+    if guess_language(text, min_votes=3) in GRAMMARS:  # source whose docstrings are rst is still source
+        return "code"
+    if MARKDOWN_FENCE.search(text, 0, 20000):  # Markdown with a code fence is not code
+        return ""
+    if looks_like_rst(text):
+        return "rst"
+    return "code" if guess_language(text, min_votes=2) in GRAMMARS else ""
 
 
 class AutoChunker(Strategy):
@@ -212,6 +229,8 @@ class AutoChunker(Strategy):
         params = self.get_params()
         if fmt in ("markdown", "notebook", "docx", "pptx"):
             return get_strategy("markdown", **params)
+        if fmt in ("rst", "code"):
+            return get_strategy(fmt, **params)
         if fmt == "table" and doc.metadata.get("units"):
             return get_strategy("sentence", **params)
         if fmt in SUBTITLE_FORMATS or doc.cues:

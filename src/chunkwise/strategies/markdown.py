@@ -37,10 +37,15 @@ class MarkdownChunker(CountingStrategy):
 
     name = "markdown"
 
+    def blocks(self, text: str) -> list[Block]:
+        """The top-level blocks the packing works on (headings, code, tables, text); a subclass for
+        another markup gives its own and keeps the packing (:class:`chunkwise.strategies.rst.RstChunker`)."""
+        return markdown_blocks(text)
+
     def prepare_document(self, doc: Document) -> Document:
         if (doc.sections and doc.tables) or not doc.text:
             return doc
-        blocks = markdown_blocks(doc.text)
+        blocks = self.blocks(doc.text)
         return dataclasses.replace(
             doc,
             sections=doc.sections or markdown_sections(doc.text, blocks),
@@ -52,7 +57,7 @@ class MarkdownChunker(CountingStrategy):
         max_tokens = self.max_tokens
         max_chars = max_chars_for(max_tokens)
         tm = TokenMap(text[start:end], tokenizer, base=start)
-        blocks = [b for b in markdown_blocks(text) if start <= b.start < end]
+        blocks = [b for b in self.blocks(text) if start <= b.start < end]
         parts = _parts(text, start, end, blocks)
         spans: list[Span] = []
         counts: list[int] = []
@@ -88,7 +93,13 @@ class MarkdownChunker(CountingStrategy):
 
         done = 0
         for k, (a, b, kind) in enumerate(blocks):
-            if fits(a, b):
+            stranded = (  # headings right before a block that fits, but not with them: they lead its first piece
+                kind != "heading"
+                and k > done
+                and all(kd == "heading" for _, _, kd in blocks[done:k])
+                and not fits(blocks[done][0], b)
+            )
+            if fits(a, b) and not stranded:
                 continue
             runs = fill([(x, y) for x, y, _ in blocks[done:k]], tm.estimate, max_tokens, max_chars_for(max_tokens))
             lead = None
@@ -100,22 +111,11 @@ class MarkdownChunker(CountingStrategy):
             sub, sub_ints = recursive_split_counted(text, a, b, tokenizer, max_tokens, separators=preset, token_map=tm)
             sub_counts: list[int | None] = list(sub_ints)
             if lead is not None:
-                led, led_counts = _lead(text, (lead, a), sub, sub_counts, fits)
-                room = max_tokens - tm.estimate(lead, a)
-                if len(led) > len(sub) and room >= max_tokens // 2:
-                    # the heading would stand alone: the block's first piece is cut with room for it, the
-                    # rest as before
-                    first, first_ints = recursive_split_counted(
-                        text, a, b, tokenizer, room, separators=preset, token_map=tm
+                sub, sub_counts = _lead(text, (lead, a), sub, sub_counts, fits)
+                if sub and sub[0] == trim_span(text, lead, a):
+                    sub, sub_counts = _lead_smaller(
+                        text, (lead, a, b), sub, sub_counts, tokenizer, tm, fits, preset, max_tokens
                     )
-                    rest, rest_ints = recursive_split_counted(
-                        text, first[0][1], b, tokenizer, max_tokens, separators=preset, token_map=tm
-                    )
-                    cut = [first[0], *rest]
-                    again, again_counts = _lead(text, (lead, a), cut, [first_ints[0], *rest_ints], fits)
-                    if len(again) == len(cut):
-                        led, led_counts = again, again_counts
-                sub, sub_counts = led, led_counts
             spans += sub
             counts += sub_counts
         emit(fill([(x, y) for x, y, _ in blocks[done:]], tm.estimate, max_tokens, max_chars_for(max_tokens)))
@@ -146,6 +146,25 @@ def _lead(text: str, head: Span, sub: list[Span], counts: list[int | None], fits
     if led[0] == head:
         return [trim_span(text, *head), *sub], [None, *counts]
     return led, [None, *counts[1:]]
+
+
+def _lead_smaller(
+    text: str, region: tuple[int, int, int], sub, counts, tokenizer, tm, fits, preset: str, max_tokens: int
+):
+    """Headings ``[h, a)`` that fit with no first piece of the block ``[a, b)`` as split: the block's first
+    piece cut again, smaller by the headings' tokens, so that they lead it (``sub``/``counts`` unchanged when
+    even that does not fit)."""
+    h, a, b = region
+    budget = max_tokens - tm.estimate(h, a) - 2
+    if budget < 8:
+        return sub, counts
+    first, _ = recursive_split_counted(text, a, b, tokenizer, budget, separators=preset, token_map=tm)
+    if not first or not fits(h, first[0][1]):
+        return sub, counts
+    rest, rest_ints = recursive_split_counted(
+        text, first[0][1], b, tokenizer, max_tokens, separators=preset, token_map=tm
+    )
+    return [trim_span(text, h, first[0][1]), *rest], [None, *rest_ints]
 
 
 def _headings_with_bodies(parts: list[tuple[int, int, list]], fits) -> list[tuple[int, int, list]]:
