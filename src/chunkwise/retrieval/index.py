@@ -375,6 +375,7 @@ class Index:
         rrf_k: int = RRF_K,
         rerank: str | None = None,
         rerank_depth: int = RERANK_DEPTH,
+        sections: bool = True,
     ) -> list[SearchResult]:
         """The ``k`` best chunks for ``query``: BM25 and vectors fused (the default), or by cosine similarity
         alone with ``hybrid=False``.
@@ -389,7 +390,9 @@ class Index:
         ``"rrf"`` (reciprocal rank fusion with constant ``rrf_k``); see :mod:`chunkwise.retrieval.fusion`.
         ``rerank`` (e.g. ``"maxsim"``; ``None``/``"none"``: no second stage): the first stage retrieves
         ``max(k, rerank_depth)`` candidates and :func:`chunkwise.retrieval.rerank.rerank_results` re-orders
-        them and keeps ``k``. ``search(q, **config.search_options())`` retrieves as a
+        them and keeps ``k``. ``sections`` (the default): when the query names something exact (a version
+        such as ``3.8.13``, a ``dotted.name``, a ``snake_case`` name, ``200ms``), the chunks of the sections
+        that hold it come first (:mod:`chunkwise.retrieval.sections`). ``search(q, **config.search_options())`` retrieves as a
         :class:`~chunkwise.pipeline.PipelineConfig` (a ``tune`` result) says. Hybrid is the default
         because it measured better than vectors alone on transcripts and Chroma's corpora
         (docs/evaluation.md); a store without BM25 of its own (Milvus < 2.5) scores BM25 client-side.
@@ -403,9 +406,9 @@ class Index:
         qvec = query_vectors(embedder, [query])[0]  # E5 reads a query unlike a document
         depth = max(k, rerank_depth) if staged else k
         if hybrid:
-            results = hybrid_results(self.store, query, qvec, depth, filter, fusion, dense_weight, rrf_k)
+            results = hybrid_results(self.store, query, qvec, depth, filter, fusion, dense_weight, rrf_k, sections)
         else:
-            results = dense_results(self.store, qvec, depth, filter)
+            results = dense_results(self.store, qvec, depth, filter, query if sections else None)
         if not staged:
             return results
         from .rerank import rerank_results  # a second stage's models load only when one is asked for
