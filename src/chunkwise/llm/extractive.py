@@ -161,8 +161,30 @@ class ExtractiveLLM(LLM):
 
 
 def _clean(sentence: str) -> str:
-    """One line, without a leading list marker ("- ", "* ", "•")."""
-    return _MARKER.sub("", " ".join(sentence.split()))
+    """One line of plain text: without a leading list marker ("- ", "* ", "•") or Markdown markup."""
+    return _MARKER.sub("", " ".join(strip_markdown(sentence).split()))
+
+
+_MD_RULES = (
+    (re.compile(r"<!--.*?(?:-->|$)", re.S), ""),  # comments
+    (re.compile(r"!\[([^\]]*)\]\([^)]*\)"), r"\1"),  # images: their alt text
+    (re.compile(r"\[([^\]]+)\]\([^)]*\)"), r"\1"),  # links: their text
+    (re.compile(r"\[([^\]]+)\]\[[^\]]*\]"), r"\1"),  # reference links
+    (re.compile(r"(?m)^\s{0,3}#{1,6}\s+"), ""),  # ATX headings
+    (re.compile(r"(?m)^\s{0,3}>\s?"), ""),  # block quotes
+    (re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1"), r"\2"),  # bold
+    (re.compile(r"(?<![\w*])\*(?=\S)([^*]+?)(?<=\S)\*(?![\w*])"), r"\1"),  # *emphasis*
+    (re.compile(r"(?<![\w_])_(?=\S)([^_]+?)(?<=\S)_(?![\w_])"), r"\1"),  # _emphasis_ (not snake_case)
+    (re.compile(r"`+([^`]*)`+"), r"\1"),  # code spans
+)
+
+
+def strip_markdown(text: str) -> str:
+    """``text`` without Markdown markup (headings' #, emphasis, code backticks, link targets, comments);
+    the words stay."""
+    for pattern, repl in _MD_RULES:
+        text = pattern.sub(repl, text)
+    return text
 
 
 def _fragment(sentence: str) -> bool:
@@ -172,4 +194,4 @@ def _fragment(sentence: str) -> bool:
     return len(words) < 4 or (len(words) < 10 and sentence.rstrip()[-1:] not in ".!?。！？…\"'”)")
 
 
-__all__ = ["ExtractiveLLM"]
+__all__ = ["ExtractiveLLM", "strip_markdown"]

@@ -1,0 +1,76 @@
+"""Answers that know what they did not find: the question's keys (a version, a name) and most of its words
+must be in the passages, else the answer is "not found in the indexed documents" and not confident."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from conftest import FakeEmbedder
+
+from chunkwise import Index
+from chunkwise.llm.answer import NOT_FOUND, Answer
+from chunkwise.llm.evidence import weigh
+from chunkwise.llm.extractive import strip_markdown
+from chunkwise.store.memory import MemoryStore
+
+CHANGELOG = Path(__file__).parent / "data" / "changelog" / "httpx-CHANGELOG.md"
+
+
+@pytest.fixture(scope="module")
+def index():
+    ix = Index(store=MemoryStore(), embedder=FakeEmbedder())
+    ix.add(str(CHANGELOG))
+    yield ix
+    ix.close()
+
+
+def _section(version: str) -> tuple[int, int]:
+    text = CHANGELOG.read_text(encoding="utf-8")
+    a = text.index(f"\n## {version} ")
+    return a, text.index("\n## ", a + 1)
+
+
+def test_a_version_that_is_not_there_is_not_found(index):
+    ans = index.ask("What new features were introduced in httpx 0.27.13?", min_score=None)
+    assert ans.text.startswith(f"{NOT_FOUND}: the closest passages are about ")
+    assert not ans.confident and ans.evidence.missing == ["0.27.13"] and ans.citations == []
+    assert ans.hedge.startswith("no passage mentions 0.27.13")
+    assert ans.passages  # the closest passages are still shown
+    back = Answer.from_dict(ans.to_dict())
+    assert back.to_dict() == ans.to_dict() and back.evidence.missing == ["0.27.13"]
+
+
+def test_a_topic_that_is_not_there_is_not_found(index):
+    ans = index.ask("How do I bake sourdough bread?", min_score=None)
+    assert ans.text.startswith(NOT_FOUND) and not ans.confident
+    assert ans.evidence.unmatched == ["bake", "sourdough", "bread"]
+
+
+def test_a_version_that_is_there_is_answered_from_its_own_section_without_markup(index):
+    for version in ("0.27.1", "0.25.0", "0.24.1"):
+        a, b = _section(version)
+        ans = index.ask(f"What new features were introduced in httpx {version}?", min_score=None)
+        assert not ans.text.startswith(NOT_FOUND) and ans.evidence.supported, version
+        # passages about other versions are not handed to the reader: every one lies in the section
+        assert ans.passages and all(a <= p.start < b for p in ans.passages), version
+        assert ans.citations and not re.search(r"`|\*\*|^#|\]\(", ans.text), ans.text
+
+
+def test_evidence_reads_heading_paths_and_file_names():
+    class Hit:
+        def __init__(self, text, section, source):
+            self.text, self.section, self.source, self.context = text, section, source, None
+
+    hit = Hit("* Support for `zstd` decoding.", ["Changelog", "0.27.1 (27th August, 2024)", "Added"], "x/httpx.md")
+    ev = weigh("What new features were introduced in httpx 0.27.1?", [hit])
+    assert ev.keys == ["0.27.1"] and not ev.missing and ev.words == ["httpx"] and ev.supported
+    assert weigh("What new features were introduced in httpx 0.27.10?", [hit]).missing == ["0.27.10"]
+    assert weigh("Which decoders does requests support?", [hit]).unmatched == ["requests"]  # 2 of 3: enough
+    assert not weigh("How does requests handle cookies?", [hit]).supported
+
+
+def test_markdown_markup_is_dropped_and_the_words_stay():
+    md = "## Fixed\n* Use **bold**, `os.path` and [the docs](https://x.y) for max_tokens_x and _this_ <!-- note -->"
+    assert " ".join(strip_markdown(md).split()) == "Fixed * Use bold, os.path and the docs for max_tokens_x and this"
