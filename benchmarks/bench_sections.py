@@ -158,7 +158,8 @@ def run(args) -> dict:
     rows = []
     for q in qs:
         source = str(corpus / f"{q.product}-changelog.md")
-        hits = index.search(q.text, k=5, hybrid=not args.dense)
+        opts = {"sections": False} if args.no_sections else {}
+        hits = index.search(q.text, k=5, hybrid=not args.dense, **opts)
         in_doc = [h for h in hits if h.source == source]
         hit = any(overlaps(h.start, h.end, q.gold) for h in in_doc)
         sub = any(overlaps(h.start, h.end, q.sub) for h in in_doc)
@@ -208,6 +209,7 @@ def main() -> None:
     ap.add_argument("--context", default=None, help="index with this --context mode (e.g. headings)")
     ap.add_argument("--dense", action="store_true", help="vectors only (default: hybrid, the default search)")
     ap.add_argument("--no-ask", action="store_true", help="search only")
+    ap.add_argument("--no-sections", action="store_true", help="search without the section-first pass")
     ap.add_argument("--out", type=Path, help="write every row and the summary here (JSON)")
     args = ap.parse_args()
     if (args.repos is None) == (args.data is None):

@@ -74,3 +74,26 @@ def test_evidence_reads_heading_paths_and_file_names():
 def test_markdown_markup_is_dropped_and_the_words_stay():
     md = "## Fixed\n* Use **bold**, `os.path` and [the docs](https://x.y) for max_tokens_x and _this_ <!-- note -->"
     assert " ".join(strip_markdown(md).split()) == "Fixed * Use bold, os.path and the docs for max_tokens_x and this"
+
+
+def test_cli_search_and_ask_on_a_changelog(tmp_path, capsys):
+    """End to end with the defaults (MiniLM, Milvus Lite, hybrid): the version's own section comes first,
+    a version that does not exist is "not found", and ``--no-sections`` is the plain fused ranking."""
+    import json
+
+    from chunkwise.cli import main
+
+    db = str(tmp_path / "chunkwise.db")
+    assert main(["index", str(CHANGELOG), "--db", db]) == 0
+    capsys.readouterr()
+    a, b = _section("0.25.1")
+    question = "What new features were introduced in httpx 0.25.1?"
+    assert main(["search", question, "--db", db, "-k", "3", "--format", "jsonl"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert rows and a <= rows[0]["start"] < b  # the section may hold fewer than 3 chunks
+    assert main(["search", question, "--db", db, "-k", "3", "--no-sections", "--format", "jsonl"]) == 0
+    assert capsys.readouterr().out.strip()
+    assert main(["ask", "What new features were introduced in httpx 0.25.13?", "--db", db, "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["answer"].startswith(NOT_FOUND) and out["confident"] is False
+    assert out["evidence"]["missing_keys"] == ["0.25.13"]

@@ -29,7 +29,13 @@ QUESTION_WORDS = frozenset(
     change changes version versions release released releases about tell me explain describe mean means
     meaning use used using get make made many much any some all list main most between difference there
     been have has had were was are is am be we you your my our us i he she his her its them than also
-    please give show find kind type way ways thing things happen happened happens one two first last""".split()
+    please give show find kind type types way ways thing things happen happened happens one two first last
+    mention mentioned mentions specific key main speech address addressed describe described describes
+    highlight highlighted emphasize emphasized according regarding related relation concerning express
+    expressed discuss discussed said say says state stated outline outlined refer referred detail details
+    aspect aspects role purpose significance significant reason reasons example examples method methods
+    measure measures step steps include included includes particular document text passage author article
+    present trying""".split()
 )
 _STEM = 5
 

@@ -453,6 +453,7 @@ class Index:
         budget: int | str | None = None,
         rerank: str | None = None,
         rerank_depth: int = RERANK_DEPTH,
+        sections: bool = True,
     ):
         """Answer ``question`` from the ``k`` best chunks, citing them as ``[n]``; see
         :func:`chunkwise.llm.answer.ask_index`. ``llm``: an :class:`~chunkwise.llm.base.LLM` (default: the
@@ -460,8 +461,8 @@ class Index:
         :data:`~chunkwise.llm.answer.DEFAULT_MIN_SCORE`); ``on_token`` receives the answer as it streams,
         ``on_passages`` the numbered passages before the LLM is asked; ``fusion``/``dense_weight``/``rrf_k``
         and ``rerank``/``rerank_depth`` as for :meth:`search` (``ask(q, **config.search_options())`` retrieves
-        as a configuration says); ``expand``/``budget``: the LLM reads the hits widened as :meth:`expand`
-        does, and cites those passages."""
+        as a configuration says); ``sections``: as for :meth:`search`; ``expand``/``budget``: the LLM reads
+        the hits widened as :meth:`expand` does, and cites those passages."""
         from ..llm.answer import DEFAULT_MIN_SCORE, ask_index
         from ..pipeline.config import parse_budget, parse_expand
 
@@ -482,6 +483,7 @@ class Index:
                 "rrf_k": rrf_k,
                 "rerank": rerank,
                 "rerank_depth": rerank_depth,
+                "sections": sections,
             },
             expand=expand,
             budget=budget,
