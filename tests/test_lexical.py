@@ -6,8 +6,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from chunkwise.segmentation.lexical import contains_term, key_terms, lexical_terms
 from chunkwise.store.bm25 import BM25Fallback
-from chunkwise.store.lexical import contains_term, key_terms, lexical_terms
 
 FILLER = "The release fixes several problems in the parser and adds new options for users."
 

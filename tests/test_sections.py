@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chunkwise import Index
-from chunkwise.retrieval.sections import key_members, sections_first, strong_keys
+from chunkwise.retrieval.sections import key_members, sections_first
+from chunkwise.segmentation.lexical import strong_keys
 from chunkwise.store.memory import MemoryStore
 
 CHANGELOG = Path(__file__).parent / "data" / "changelog" / "httpx-CHANGELOG.md"

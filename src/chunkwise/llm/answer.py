@@ -194,6 +194,33 @@ def relevance(index, question: str, hits: list, rescored: bool) -> list[float]:
     return [float(v) for v in emb.embed([h.text for h in hits]) @ q]
 
 
+def keyed_items(question: str, items: list) -> tuple[list, Evidence]:
+    """The hits (or passages) that hold every key of ``question`` when some do (the others are about
+    another version or name), else all of them, and the evidence they give."""
+    evidence = weigh(question, items)
+    if evidence.keys and not evidence.missing:
+        keyed = [it for it in items if holds_keys(it, evidence.keys)]
+        if keyed and len(keyed) < len(items):
+            return keyed, weigh(question, keyed)
+    return items, evidence
+
+
+def not_found(
+    question: str, passages: list[Passage], llm: LLM, on_token: Callable[[str], None] | None = None
+) -> Answer:
+    """The answer when the passages lack the question's keys or words: the LLM is not asked."""
+    answer = Answer(
+        question,
+        f"{NOT_FOUND}: the closest passages are about {about(passages)}",
+        passages,
+        llm=llm.name,
+        extractive=llm.extractive,
+    )
+    if on_token is not None:
+        on_token(answer.text)
+    return answer
+
+
 def ask_index(
     index,
     question: str,
@@ -238,24 +265,12 @@ def ask_index(
     # with expand/budget the LLM reads the hits above the threshold widened by index.expand, one passage
     # (one citation number) per merged window; the threshold and best_score stay the hits' own
     items = index.expand(hits, expand, budget) if expand is not None or budget is not None else hits
-    evidence = weigh(question, items)
-    if evidence.keys and not evidence.missing:
-        keyed = [it for it in items if holds_keys(it, evidence.keys)]
-        if keyed and len(keyed) < len(items):  # the others are about another version or name
-            items, evidence = keyed, weigh(question, keyed)
+    items, evidence = keyed_items(question, items)
     passages = passages_from(items)
     if on_passages is not None:
         on_passages(passages)
     if passages and not evidence.supported:
-        answer = Answer(
-            question,
-            f"{NOT_FOUND}: the closest passages are about {about(passages)}",
-            passages,
-            llm=llm.name,
-            extractive=llm.extractive,
-        )
-        if on_token is not None:
-            on_token(answer.text)
+        answer = not_found(question, passages, llm, on_token)
     else:
         answer = answer_passages(question, passages, llm, on_token=on_token)
     answer.best_score = best

@@ -3,7 +3,7 @@
 Why not the best cosine alone: a question about ``httpx 0.27.13`` and a passage about ``0.27.1`` are as
 close in a MiniLM space as the right pair (0.77 measured), and "How do I bake sourdough bread?" still has a
 nearest chunk. The evidence a reader can check is lexical: every *key* of the question (a version, a
-number, a dotted/snake/camel name: :func:`~chunkwise.retrieval.sections.strong_keys`) must stand whole in
+number, a dotted/snake/camel name: :func:`~chunkwise.segmentation.lexical.strong_keys`) must stand whole in
 a passage (its text, heading path, context or file name), and most of the question's other content words
 (not the question's own vocabulary: "what", "features", "introduced"...) must occur in the passages, a
 word matching another with the same first five letters ("baking" ~ "bakes"). Missing either, the answer is
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..store.lexical import contains_term, lexical_terms
+from ..segmentation.lexical import contains_term, lexical_terms, strong_keys
 
 #: share of the question's content words the passages must hold (with every key). Calibrated on the
 #: versioned-documents benchmark and Chroma's state_of_the_union (benchmarks/results/sections.md)
@@ -99,8 +99,6 @@ def content_words(question: str, keys: Sequence[str]) -> list[str]:
 
 def weigh(question: str, items: Sequence[Any]) -> Evidence:
     """The :class:`Evidence` the passages (or hits) ``items`` give for ``question``."""
-    from ..retrieval.sections import strong_keys
-
     keys = strong_keys(question)
     texts = [t for it in items for t in evidence_texts(it)]
     missing = [k for k in keys if not any(contains_term(t, k) for t in texts)]

@@ -4,7 +4,7 @@ number with its unit), the chunks of the section that names it come first.
 Why: in release notes every ``## <version>`` section looks like its siblings (``### Added``, ``### Fixed``),
 and neither BM25 nor the embedder ranks ``0.27.1``'s feature list above ``0.27.0``'s or ``0.17.1``'s: the
 words agree, only the key differs, and a chunk of the list rarely repeats its version. A first pass finds
-the sections that hold every key of the query (:func:`~chunkwise.store.lexical.key_terms`): BM25 over the
+the sections that hold every key of the query (:func:`~chunkwise.segmentation.lexical.strong_keys`): BM25 over the
 keys alone, checked whole in each chunk's heading path, context and text; a chunk whose heading path names a
 key brings its whole section (the chunks of its document whose path starts with that heading). A second
 pass ranks those chunks by the ordinary (fused) score, and the other candidates follow them. A query
@@ -17,18 +17,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..document import Chunk
+from ..segmentation.lexical import contains_term, strong_keys
 from ..store.base import Store
-from ..store.lexical import contains_term, key_terms
 
 #: chunks the key pass reads at most from BM25 (a key names a few sections, not a corpus)
 KEY_DEPTH = 200
 #: a document with more chunks than this is not read whole to find a named section's other chunks
 SECTION_DOC_LIMIT = 2000
-
-
-def strong_keys(query: str) -> list[str]:
-    """The query's keys that name one thing: numbers of one or two digits ("top 3") are not keys."""
-    return [k for k in key_terms(query) if not (k.isdigit() and len(k) < 3)]
 
 
 def _holds(chunk: Chunk, key: str) -> bool:
@@ -86,4 +81,4 @@ def sections_first(ranked: Sequence[tuple[str, float]], members: Sequence[str]) 
     return first + [(i, s) for i, s in ranked if i not in wanted]
 
 
-__all__ = ["key_members", "sections_first", "strong_keys", "KEY_DEPTH", "SECTION_DOC_LIMIT"]
+__all__ = ["key_members", "sections_first", "KEY_DEPTH", "SECTION_DOC_LIMIT"]

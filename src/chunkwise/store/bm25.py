@@ -3,7 +3,7 @@
 Milvus scores BM25 itself wherever it can (a BM25 function over ``indexed_text``). Everything else that
 ranks chunks by BM25 uses this module: :class:`~chunkwise.store.milvus.MilvusStore` on servers without BM25
 functions, the in-memory store and therefore evaluation. One set-up means ``chunkwise eval`` measures the
-BM25 that ``chunkwise search --hybrid`` runs: the terms of :mod:`chunkwise.store.lexical` (identifiers such
+BM25 that ``chunkwise search --hybrid`` runs: the terms of :mod:`chunkwise.segmentation.lexical` (identifiers such
 as ``3.8.13`` or ``max_tokens`` whole, words lower-cased, English stop words removed), Lucene's BM25 with
 ``k1=1.5, b=0.75``, the same variant Milvus uses.
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ..security import replace_folder
-from .lexical import TOKENIZER_VERSION, lexical_terms
+from ..segmentation.lexical import TOKENIZER_VERSION, lexical_terms
 
 #: Lucene BM25 parameters (Milvus's defaults too)
 K1 = 1.5
@@ -70,7 +70,7 @@ class BM25Fallback:
     @classmethod
     def load(cls, folder: str | os.PathLike) -> BM25Fallback:
         """An index written by :meth:`save` (``OSError``/``ValueError`` when there is none, it is damaged or
-        its terms were made by another :data:`~chunkwise.store.lexical.TOKENIZER_VERSION`)."""
+        its terms were made by another :data:`~chunkwise.segmentation.lexical.TOKENIZER_VERSION`)."""
         import bm25s
 
         folder = Path(folder)

@@ -93,9 +93,15 @@ def key_terms(text: str) -> list[str]:
     return list(seen)
 
 
+def strong_keys(text: str) -> list[str]:
+    """The keys of ``text`` that name one thing: :func:`key_terms` less numbers of one or two digits
+    ("top 3", "2 workers")."""
+    return [k for k in key_terms(text) if not (k.isdigit() and len(k) < 3)]
+
+
 def contains_term(text: str, term: str) -> bool:
     """Whether ``text`` holds ``term`` as a whole term (as :func:`lexical_terms` would index it)."""
     return term in lexical_terms(text, parts=False)
 
 
-__all__ = ["TOKENIZER_VERSION", "lexical_terms", "key_terms", "contains_term", "stopwords"]
+__all__ = ["TOKENIZER_VERSION", "lexical_terms", "key_terms", "strong_keys", "contains_term", "stopwords"]
