@@ -97,3 +97,12 @@ def test_cli_search_and_ask_on_a_changelog(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["answer"].startswith(NOT_FOUND) and out["confident"] is False
     assert out["evidence"]["missing_keys"] == ["0.25.13"]
+
+
+def test_a_heading_is_never_an_answer_sentence():
+    from chunkwise.llm import ExtractiveLLM, Passage
+
+    text = "## 0.27.1 (27th August, 2024)\n\n### Added\n\n* Support for `zstd` content decoding is added. (#3139)"
+    sentences = [t for _, t, _ in ExtractiveLLM.sentences([Passage(1, text)])]
+    assert sentences and not any(t.startswith("0.27.1") for t in sentences)
+    assert any("Support for zstd content decoding is added." in t for t in sentences)

@@ -23,6 +23,7 @@ from .base import LLM, STYLES, Completion, Passage, quote
 #: an answer sentence must score at least this fraction of the best sentence's similarity
 MIN_RELATIVE = 0.75
 _MARKER = re.compile(r"^(?:[-*•+]\s+)+")
+_HEADING = re.compile(r"\s{0,3}#{1,6}\s[^\n]*\s*$")
 #: a summary sentence this similar to one already chosen is a repeat and skipped
 REDUNDANT = 0.9
 
@@ -67,7 +68,7 @@ class ExtractiveLLM(LLM):
                 continue
             for a, b in split_sentences(p.text):
                 text = _clean(p.text[a:b])
-                if text:
+                if text and not _HEADING.match(p.text[a:b]):  # a heading names, never answers
                     out.append((p, text, None))
         return out
 
