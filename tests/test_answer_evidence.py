@@ -106,3 +106,14 @@ def test_a_heading_is_never_an_answer_sentence():
     sentences = [t for _, t, _ in ExtractiveLLM.sentences([Passage(1, text)])]
     assert sentences and not any(t.startswith("0.27.1") for t in sentences)
     assert any("Support for zstd content decoding is added." in t for t in sentences)
+
+
+def test_a_key_held_whole_lowers_the_cosine_bar(index):
+    """The passages holding the question's version is evidence a cosine cannot see: with a cosine bar above
+    the best hit, the keyed question stays confident (bar KEYED_SCORE), a question without keys does not."""
+    from chunkwise.llm.answer import KEYED_SCORE, ask_index
+
+    keyed = ask_index(index, "What new features were introduced in httpx 0.27.1?", min_score=None, confident_score=0.99)
+    assert KEYED_SCORE <= keyed.best_score < 0.99 and keyed.confident
+    plain = ask_index(index, "Which content decoding was added for zstd?", min_score=None, confident_score=0.99)
+    assert plain.evidence.supported and not plain.evidence.keys and not plain.confident
