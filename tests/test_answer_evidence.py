@@ -97,6 +97,10 @@ def test_cli_search_and_ask_on_a_changelog(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["answer"].startswith(NOT_FOUND) and out["confident"] is False
     assert out["evidence"]["missing_keys"] == ["0.25.13"]
+    assert main(["ask", "What new features were introduced in httpx 0.25.13?", "--db", db]) == 0
+    text = capsys.readouterr().out
+    assert "Caution: no passage mentions 0.25.13" in text
+    assert "Closest passages:\n  [1] " in text and "§" in text.split("Closest passages:")[1]
 
 
 def test_a_heading_is_never_an_answer_sentence():
