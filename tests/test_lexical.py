@@ -83,3 +83,19 @@ def test_terms_of_prose_and_identifiers():
     ]
     assert key_terms("What is new in Pydantic v2.5.0, e.g. for os.path and 404?") == ["2.5.0", "os.path", "404"]
     assert contains_term("## 3.8.13 (2024)", "3.8.13") and not contains_term("## 3.8.13 (2024)", "3.8.1")
+
+
+def test_a_saved_index_made_with_other_terms_is_not_loaded(tmp_path):
+    """A Milvus Lite directory keeps its BM25 index between processes: one saved with other terms (or by a
+    version that wrote none) is refused, so the store builds it again with whole identifiers."""
+    import pytest
+
+    bm = BM25Fallback([("a", "Changes in 3.8.13"), ("b", FILLER)])
+    bm.save(tmp_path / "bm25")
+    assert [i for i, _ in BM25Fallback.load(tmp_path / "bm25").search("3.8.13", 2)] == ["a"]
+    (tmp_path / "bm25" / "tokenizer.txt").write_text("bm25s-words", encoding="utf-8")
+    with pytest.raises(ValueError, match="other terms"):
+        BM25Fallback.load(tmp_path / "bm25")
+    (tmp_path / "bm25" / "tokenizer.txt").unlink()
+    with pytest.raises(OSError):
+        BM25Fallback.load(tmp_path / "bm25")
