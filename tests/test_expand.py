@@ -179,6 +179,20 @@ def test_section_mode_hands_on_the_hits_whole_section(tmp_path):
     assert all(doc_text[a:b] in passage.text for a, b in passage.pieces)
 
 
+def test_a_hit_in_the_introduction_gets_the_introduction_not_the_page(tmp_path):
+    """The introduction's section path is the title alone, which every chunk shares: its section is the
+    introduction (title and first paragraph), not the whole manual."""
+    path = tmp_path / "manual.md"
+    path.write_text(MANUAL, encoding="utf-8")
+    index = Index(store=MemoryStore(), embedder=FakeEmbedder())
+    index.add([path], strategy=Paragraphs(max_tokens=100, tokenizer="words"), progress=False)
+    results = index.search("read this first", k=1, hybrid=False)
+    assert results[0].section == ["Lamp manual"]
+    (passage,) = index.expand(results, "section")
+    assert "Read this first" in passage.text and "Mount" not in passage.text and "Wipe" not in passage.text
+    assert passage.end <= MANUAL.index("## Install") and all(MANUAL[a:b] in passage.text for a, b in passage.pieces)
+
+
 def test_bad_modes_and_budgets_are_one_clear_error():
     with pytest.raises(ConfigError, match="expand must be one of none, neighbors:N, section, parent:TOKENS"):
         expand_chunks([], lambda d: [], "window")

@@ -162,9 +162,14 @@ def _wrap(text: str, indent: str = "    ") -> list[str]:
 def _sources(answer) -> list[str]:
     """The cited sources, then any citation that names a passage not given (flagged)."""
     lines = []
+    from ..llm.answer import NOT_FOUND
+
     if answer.citations:
         lines.append("Sources:")
         lines += [f"  {p.header()}" for p in answer.cited_passages]
+    elif answer.text.startswith(NOT_FOUND):
+        lines.append("Closest passages:")
+        lines += [f"  {p.header()}" for p in answer.passages]
     else:
         lines.append("Sources: the answer cites none of the passages")
     for n in answer.invalid_citations:

@@ -97,6 +97,13 @@ def add_retrieval_options(p: argparse.ArgumentParser) -> None:
         help="at most this many tokens of passages in all, counted with cl100k, e.g. 2000 or 2k (default: no limit)",
     )
     p.add_argument(
+        "--no-sections",
+        dest="sections",
+        action="store_false",
+        help="rank without the section-first pass (default: a query naming a version or an exact name, "
+        "e.g. 3.8.13 or max_tokens, gets the chunks of the sections that hold it first)",
+    )
+    p.add_argument(
         "--config",
         default=None,
         metavar="FILE",
@@ -421,7 +428,18 @@ def retrieval_settings(args: argparse.Namespace) -> dict:
             "--fusion, --rrf-k and --dense-weight apply to hybrid search: drop --dense"
             + (f' (or the "hybrid": false of {args.config})' if args.config else "")
         )
-    return config.with_settings(hybrid=hybrid, **flags, **rerank_settings(args)).search_options()
+    options = config.with_settings(hybrid=hybrid, **flags, **rerank_settings(args)).search_options()
+    if not getattr(args, "sections", True):
+        if remote_url(args):
+            raise ConfigError("--no-sections is applied here, not sent to a --server: drop one of them")
+        options["sections"] = False
+    return options
+
+
+def remote_url(args: argparse.Namespace) -> str | None:
+    from . import remote
+
+    return remote.server_url(args)
 
 
 def expand_settings(args: argparse.Namespace) -> dict:

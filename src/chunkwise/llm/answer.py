@@ -14,8 +14,11 @@ from typing import Any
 
 from ..errors import ConfigError
 from .base import LLM, Passage, check_citations, passages_from
+from .evidence import Evidence, about, holds_keys, weigh
 
 NO_PASSAGES = "no relevant passages found"
+#: the answer when the passages do not hold the question's keys or most of its words (llm/evidence.py)
+NOT_FOUND = "not found in the indexed documents"
 #: cosine similarity (question vs chunk) below which a retrieved chunk is not given to the LLM. Measured on
 #: examples/ with MiniLM (best hit): questions the corpus answers 0.17-0.64, unrelated ones 0.03-0.18 (they overlap)
 DEFAULT_MIN_SCORE = 0.15
@@ -23,6 +26,10 @@ DEFAULT_MIN_SCORE = 0.15
 #: and hybrid retrieval (docs/answers.md): examples/ answered 0.32-0.79 vs unrelated 0.05-0.23; Chroma's
 #: state_of_the_union, its 76 questions vs 92 from other corpora: 2 answered hedged, 6 unrelated confident
 CONFIDENT_SCORE = 0.30
+#: the bar instead when the passages hold every key of the question (a version, a name): "What changed in
+#: black 26.1.0?" scores 0.17 against its own section. Measured on the versioned-documents benchmark
+#: (benchmarks/results/sections.md): hedged answerable questions 5 -> 0 of 100, confident and wrong 1 -> 2
+KEYED_SCORE = 0.15
 PLUG_IN_NOTE = (
     "extractive answer (no LLM configured): for a written answer pass --llm-base-url URL "
     "--llm-model NAME (any OpenAI-compatible server) or set CHUNKWISE_LLM_BASE_URL and "
@@ -53,9 +60,12 @@ class Answer:
     note: str | None = None
     #: cosine similarity of the best retrieved chunk to the question (None: nothing was retrieved)
     best_score: float | None = None
-    #: whether ``best_score`` reached :data:`CONFIDENT_SCORE`: a weak best match means the passages
-    #: probably do not hold the answer, whatever the LLM writes from them
+    #: whether ``best_score`` reached :data:`CONFIDENT_SCORE` and the passages hold the question's keys and
+    #: most of its words (:attr:`evidence`): a weak best match or a missing key (another version, another
+    #: topic) means the passages do not hold the answer, whatever the LLM writes from them
     confident: bool = False
+    #: what the passages hold of the question (None: not weighed, e.g. an answer read back from JSON)
+    evidence: Evidence | None = None
 
     @property
     def hedge(self) -> str | None:
@@ -63,6 +73,14 @@ class Answer:
         nothing was found: "no relevant passages found" says that already)."""
         if self.confident or not self.passages or self.best_score is None:
             return None
+        ev = self.evidence
+        if ev is not None and ev.missing:
+            return f"no passage mentions {', '.join(ev.missing)}: the question may be about something not indexed"
+        if ev is not None and not ev.supported:
+            return (
+                f"the passages hold few of the question's words (missing: {', '.join(ev.unmatched[:5])}): "
+                "the question may be about something not indexed"
+            )
         return f"the best passage is a weak match ({self.best_score:.2f}): this answer may not be supported"
 
     @classmethod
@@ -87,6 +105,7 @@ class Answer:
             d.get("note"),
             d.get("best_score"),
             bool(d.get("confident")),
+            _evidence_from(d.get("evidence")),
         )
 
     @property
@@ -115,8 +134,20 @@ class Answer:
             "best_score": self.best_score,
             "confident": self.confident,
             "hedge": self.hedge,
+            "evidence": self.evidence.to_dict() if self.evidence is not None else None,
             "passages": [p.to_dict() for p in self.passages],
         }
+
+
+def _evidence_from(d: dict[str, Any] | None) -> Evidence | None:
+    if not d:
+        return None
+    return Evidence(
+        list(d.get("keys", [])),
+        list(d.get("missing_keys", [])),
+        list(d.get("words", [])),
+        list(d.get("unmatched_words", [])),
+    )
 
 
 def answer_passages(
@@ -167,6 +198,33 @@ def relevance(index, question: str, hits: list, rescored: bool) -> list[float]:
     return [float(v) for v in emb.embed([h.text for h in hits]) @ q]
 
 
+def keyed_items(question: str, items: list) -> tuple[list, Evidence]:
+    """The hits (or passages) that hold every key of ``question`` when some do (the others are about
+    another version or name), else all of them, and the evidence they give."""
+    evidence = weigh(question, items)
+    if evidence.keys and not evidence.missing:
+        keyed = [it for it in items if holds_keys(it, evidence.keys)]
+        if keyed and len(keyed) < len(items):
+            return keyed, weigh(question, keyed)
+    return items, evidence
+
+
+def not_found(
+    question: str, passages: list[Passage], llm: LLM, on_token: Callable[[str], None] | None = None
+) -> Answer:
+    """The answer when the passages lack the question's keys or words: the LLM is not asked."""
+    answer = Answer(
+        question,
+        f"{NOT_FOUND}: the closest passages are about {about(passages)}",
+        passages,
+        llm=llm.name,
+        extractive=llm.extractive,
+    )
+    if on_token is not None:
+        on_token(answer.text)
+    return answer
+
+
 def ask_index(
     index,
     question: str,
@@ -186,8 +244,11 @@ def ask_index(
     """Retrieve ``k`` chunks from ``index`` and answer ``question`` from those above ``min_score``
     (``on_passages`` sees the numbered passages before the LLM is asked; ``search_options``: how hybrid
     retrieval fuses and reranks, ``fusion``/``rrf_k``/``dense_weight``/``rerank`` as ``Index.search`` takes
-    them). The answer is
-    ``confident`` when the best hit's cosine reaches ``confident_score``; below it the answer carries a hedge."""
+    them). The answer is ``confident`` when the best hit's cosine reaches ``confident_score`` and the
+    passages hold every key of the question and most of its words (:mod:`chunkwise.llm.evidence`); else it
+    carries a hedge. Passages that do not hold the question's keys (another version's section) are not
+    given to the LLM when others do; when none does, or the words are missing, the LLM is not asked and the
+    answer is "not found in the indexed documents: the closest passages are about ..." """
     if min_score is not None and not isinstance(min_score, (int, float)):
         raise ConfigError(f"min_score must be a number or None, got {min_score!r}")
     if index.count() == 0 and index.config is not None:
@@ -207,12 +268,20 @@ def ask_index(
         llm.embedder = index.embedder(index.config)
     # with expand/budget the LLM reads the hits above the threshold widened by index.expand, one passage
     # (one citation number) per merged window; the threshold and best_score stay the hits' own
-    passages = passages_from(index.expand(hits, expand, budget) if expand is not None or budget is not None else hits)
+    items = index.expand(hits, expand, budget) if expand is not None or budget is not None else hits
+    items, evidence = keyed_items(question, items)
+    passages = passages_from(items)
     if on_passages is not None:
         on_passages(passages)
-    answer = answer_passages(question, passages, llm, on_token=on_token)
+    if passages and not evidence.supported:
+        answer = not_found(question, passages, llm, on_token)
+    else:
+        answer = answer_passages(question, passages, llm, on_token=on_token)
     answer.best_score = best
-    answer.confident = best is not None and best >= confident_score
+    answer.evidence = evidence
+    # a key held whole (a version in the passages' heading) is evidence a cosine cannot see: the bar drops
+    bar = min(confident_score, KEYED_SCORE) if evidence.keys and not evidence.missing else confident_score
+    answer.confident = best is not None and best >= bar and evidence.supported
     return answer
 
 
@@ -221,7 +290,9 @@ __all__ = [
     "answer_passages",
     "ask_index",
     "NO_PASSAGES",
+    "NOT_FOUND",
     "DEFAULT_MIN_SCORE",
     "CONFIDENT_SCORE",
+    "KEYED_SCORE",
     "PLUG_IN_NOTE",
 ]

@@ -23,6 +23,7 @@ from .base import LLM, STYLES, Completion, Passage, quote
 #: an answer sentence must score at least this fraction of the best sentence's similarity
 MIN_RELATIVE = 0.75
 _MARKER = re.compile(r"^(?:[-*•+]\s+)+")
+_HEADING = re.compile(r"\s{0,3}#{1,6}\s[^\n]*\s*$")
 #: a summary sentence this similar to one already chosen is a repeat and skipped
 REDUNDANT = 0.9
 
@@ -67,7 +68,7 @@ class ExtractiveLLM(LLM):
                 continue
             for a, b in split_sentences(p.text):
                 text = _clean(p.text[a:b])
-                if text:
+                if text and not _HEADING.match(p.text[a:b]):  # a heading names, never answers
                     out.append((p, text, None))
         return out
 
@@ -161,8 +162,30 @@ class ExtractiveLLM(LLM):
 
 
 def _clean(sentence: str) -> str:
-    """One line, without a leading list marker ("- ", "* ", "•")."""
-    return _MARKER.sub("", " ".join(sentence.split()))
+    """One line of plain text: without a leading list marker ("- ", "* ", "•") or Markdown markup."""
+    return _MARKER.sub("", " ".join(strip_markdown(sentence).split()))
+
+
+_MD_RULES = (
+    (re.compile(r"<!--.*?(?:-->|$)", re.S), ""),  # comments
+    (re.compile(r"!\[([^\]]*)\]\([^)]*\)"), r"\1"),  # images: their alt text
+    (re.compile(r"\[([^\]]+)\]\([^)]*\)"), r"\1"),  # links: their text
+    (re.compile(r"\[([^\]]+)\]\[[^\]]*\]"), r"\1"),  # reference links
+    (re.compile(r"(?m)^\s{0,3}#{1,6}\s+"), ""),  # ATX headings
+    (re.compile(r"(?m)^\s{0,3}>\s?"), ""),  # block quotes
+    (re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1"), r"\2"),  # bold
+    (re.compile(r"(?<![\w*])\*(?=\S)([^*]+?)(?<=\S)\*(?![\w*])"), r"\1"),  # *emphasis*
+    (re.compile(r"(?<![\w_])_(?=\S)([^_]+?)(?<=\S)_(?![\w_])"), r"\1"),  # _emphasis_ (not snake_case)
+    (re.compile(r"`+([^`]*)`+"), r"\1"),  # code spans
+)
+
+
+def strip_markdown(text: str) -> str:
+    """``text`` without Markdown markup (headings' #, emphasis, code backticks, link targets, comments);
+    the words stay."""
+    for pattern, repl in _MD_RULES:
+        text = pattern.sub(repl, text)
+    return text
 
 
 def _fragment(sentence: str) -> bool:
@@ -172,4 +195,4 @@ def _fragment(sentence: str) -> bool:
     return len(words) < 4 or (len(words) < 10 and sentence.rstrip()[-1:] not in ".!?。！？…\"'”)")
 
 
-__all__ = ["ExtractiveLLM"]
+__all__ = ["ExtractiveLLM", "strip_markdown"]

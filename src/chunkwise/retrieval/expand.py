@@ -7,7 +7,8 @@ LangChain's ``ParentDocumentRetriever``, but from the stored chunks themselves (
 
 - ``neighbors:N``: the ``N`` chunks each side of a hit in the same document, by chunk index;
 - ``section``: the hit's whole section: the run of chunks around it whose section path starts with the
-  hit's (a document without sections is one section);
+  hit's (a document without sections is one section); a hit above the document's first section (a page's
+  introduction, whose path is the title alone) gets the chunks of that path only, never the whole page;
 - ``parent:TOKENS``: a window of about ``TOKENS`` tokens (the chunks' own counts) centred on the hit, cut at
   chunk boundaries.
 
@@ -144,10 +145,20 @@ def windows(mode: tuple[str, int | None] | None, chunks: Sequence[Chunk], pos: i
     if kind == "parent":
         return _grow(pos, 0, last, [c.token_count for c in chunks], n)
     path = list(chunks[pos].section or [])
+    # a hit whose section is the whole document (no heading, or only the title above it, as a page's
+    # introduction) when the document has real sections gets the run of chunks of its own path only: the
+    # introduction, not the page
+    whole = all(list(c.section or [])[: len(path)] == path for c in chunks)
+    deeper = any(len(c.section or []) > len(path) for c in chunks)
+
+    def inside(c: Chunk) -> bool:
+        other = list(c.section or [])
+        return other == path if whole and deeper else other[: len(path)] == path
+
     lo = hi = pos
-    while lo > 0 and list(chunks[lo - 1].section or [])[: len(path)] == path:
+    while lo > 0 and inside(chunks[lo - 1]):
         lo -= 1
-    while hi < last and list(chunks[hi + 1].section or [])[: len(path)] == path:
+    while hi < last and inside(chunks[hi + 1]):
         hi += 1
     return _grow(pos, lo, hi)
 

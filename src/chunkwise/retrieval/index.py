@@ -374,25 +374,25 @@ class Index:
         rrf_k: int = RRF_K,
         rerank: str | None = None,
         rerank_depth: int = RERANK_DEPTH,
+        sections: bool = True,
     ) -> list[SearchResult]:
-        """The ``k`` best chunks for ``query``: BM25 and vectors fused (the default), or by cosine similarity
-        alone with ``hybrid=False``.
+        """The ``k`` best chunks for ``query``: BM25 and vectors fused (the default), or by cosine similarity alone
+        with ``hybrid=False``.
 
-        ``filter`` is a raw Milvus boolean expression over the stored fields, e.g.
-        ``'source like "%manual%" and page_start >= 3'``, passed as it is: only for trusted input.
-        ``where`` is the safe form for values from untrusted input: ``(field, operator, value)`` tuples
-        (or a ``{field: value}`` mapping for equality) that :func:`chunkwise.retrieval.filters.build_filter`
-        checks and quotes, e.g. ``where=[("page_start", ">=", 2), ("source", "==", user_value)]``.
-        Both given: both must hold. With ``hybrid=True``, ``fusion`` is ``"zscore"`` (the default:
-        ``dense_weight * z(vector) + (1 - dense_weight) * z(BM25)`` over the candidates of both sides) or
-        ``"rrf"`` (reciprocal rank fusion with constant ``rrf_k``); see :mod:`chunkwise.retrieval.fusion`.
-        ``rerank`` (e.g. ``"maxsim"``; ``None``/``"none"``: no second stage): the first stage retrieves
-        ``max(k, rerank_depth)`` candidates and :func:`chunkwise.retrieval.rerank.rerank_results` re-orders
-        them and keeps ``k``. ``search(q, **config.search_options())`` retrieves as a
-        :class:`~chunkwise.pipeline.PipelineConfig` (a ``tune`` result) says. Hybrid is the default
-        because it measured better than vectors alone on transcripts and Chroma's corpora
-        (docs/evaluation.md); a store without BM25 of its own (Milvus < 2.5) scores BM25 client-side.
-        """
+        ``filter`` is a raw Milvus boolean expression over the stored fields, e.g. ``'source like "%manual%" and
+        page_start >= 3'``, passed as it is: only for trusted input. ``where`` is the safe form for values from
+        untrusted input: ``(field, operator, value)`` tuples (or a ``{field: value}`` mapping for equality) that
+        :func:`chunkwise.retrieval.filters.build_filter` checks and quotes, e.g. ``where=[("page_start", ">=", 2),
+        ("source", "==", user_value)]``. Both given: both must hold. With ``hybrid=True``, ``fusion`` is
+        ``"zscore"`` (the default: ``dense_weight * z(vector) + (1 - dense_weight) * z(BM25)`` over the candidates
+        of both sides) or ``"rrf"`` (reciprocal rank fusion with constant ``rrf_k``); see
+        :mod:`chunkwise.retrieval.fusion`. ``rerank`` (e.g. ``"maxsim"``; ``None``/``"none"``: no second stage): the
+        first stage retrieves ``max(k, rerank_depth)`` candidates and
+        :func:`chunkwise.retrieval.rerank.rerank_results` re-orders them and keeps ``k``. ``sections``: the sections
+        naming the query's keys (``3.8.13``) first (:mod:`.sections`). ``search(q, **config.search_options())``
+        retrieves as a :class:`~chunkwise.pipeline.PipelineConfig` (a ``tune`` result) says. Hybrid is the default
+        because it measured better than vectors alone on transcripts and Chroma's corpora (docs/evaluation.md); a
+        store without BM25 of its own (Milvus < 2.5) scores BM25 client-side."""
         filter, rrf_k = check_search(query, k, filter, where, fusion, dense_weight, rrf_k)
         staged = rerank is not None and not (isinstance(rerank, str) and rerank.strip().lower() in ("", "none"))
         if staged and (isinstance(rerank_depth, bool) or not isinstance(rerank_depth, int) or rerank_depth < 1):
@@ -402,9 +402,9 @@ class Index:
         qvec = query_vectors(embedder, [query])[0]  # E5 reads a query unlike a document
         depth = max(k, rerank_depth) if staged else k
         if hybrid:
-            results = hybrid_results(self.store, query, qvec, depth, filter, fusion, dense_weight, rrf_k)
+            results = hybrid_results(self.store, query, qvec, depth, filter, fusion, dense_weight, rrf_k, sections)
         else:
-            results = dense_results(self.store, qvec, depth, filter)
+            results = dense_results(self.store, qvec, depth, filter, query if sections else None)
         if not staged:
             return results
         from .rerank import rerank_results  # a second stage's models load only when one is asked for
@@ -449,15 +449,15 @@ class Index:
         budget: int | str | None = None,
         rerank: str | None = None,
         rerank_depth: int = RERANK_DEPTH,
+        sections: bool = True,
     ):
-        """Answer ``question`` from the ``k`` best chunks, citing them as ``[n]``; see
-        :func:`chunkwise.llm.answer.ask_index`. ``llm``: an :class:`~chunkwise.llm.base.LLM` (default: the
-        offline extractive answer); ``min_score``: cosine threshold (default
-        :data:`~chunkwise.llm.answer.DEFAULT_MIN_SCORE`); ``on_token`` receives the answer as it streams,
-        ``on_passages`` the numbered passages before the LLM is asked; ``fusion``/``dense_weight``/``rrf_k``
-        and ``rerank``/``rerank_depth`` as for :meth:`search` (``ask(q, **config.search_options())`` retrieves
-        as a configuration says); ``expand``/``budget``: the LLM reads the hits widened as :meth:`expand`
-        does, and cites those passages."""
+        """Answer ``question`` from the ``k`` best chunks, citing them as ``[n]``; see :func:`chunkwise.llm.answer.ask_index`.
+        ``llm``: an :class:`~chunkwise.llm.base.LLM` (default: the offline extractive one); ``min_score``: cosine
+        threshold (default :data:`~chunkwise.llm.answer.DEFAULT_MIN_SCORE`); ``on_token`` receives the answer as it
+        streams, ``on_passages`` the passages before the LLM is asked; ``fusion``/``dense_weight``/``rrf_k`` and
+        ``rerank``/``rerank_depth`` as for :meth:`search` (``ask(q, **config.search_options())`` retrieves as a
+        configuration says, ``sections`` too); ``expand``/``budget``: the LLM reads the hits widened as
+        :meth:`expand` does, and cites those passages."""
         from ..llm.answer import DEFAULT_MIN_SCORE, ask_index
         from ..pipeline.config import parse_budget, parse_expand
 
@@ -478,6 +478,7 @@ class Index:
                 "rrf_k": rrf_k,
                 "rerank": rerank,
                 "rerank_depth": rerank_depth,
+                "sections": sections,
             },
             expand=expand,
             budget=budget,

@@ -12,6 +12,7 @@ from ..pipeline.config import SETTINGS
 from ..store.base import Store
 from .fusion import ZSCORE_DEPTH, check_fusion, fuse_candidates_zscore, reciprocal_rank_fusion
 from .results import SearchResult
+from .sections import key_members, sections_first
 
 
 def check_search(
@@ -36,10 +37,24 @@ def check_search(
     return filter, rrf_k
 
 
-def dense_results(store: Store, qvec: np.ndarray, k: int, filter: str | None) -> list[SearchResult]:
-    """The ``k`` chunks nearest to the query vector, by cosine similarity."""
-    hits = store.search_vector(qvec, k, filter)
-    return [SearchResult.from_hit(r, h.score, h, vector_rank=r) for r, h in enumerate(hits, start=1)]
+def dense_results(
+    store: Store, qvec: np.ndarray, k: int, filter: str | None, query: str | None = None
+) -> list[SearchResult]:
+    """The ``k`` chunks nearest to the query vector, by cosine similarity; given the ``query``, the chunks of
+    the sections it names by a key come first (:mod:`chunkwise.retrieval.sections`)."""
+    members = key_members(store, query, filter) if query else []
+    if not members:
+        hits = store.search_vector(qvec, k, filter)
+        return [SearchResult.from_hit(r, h.score, h, vector_rank=r) for r, h in enumerate(hits, start=1)]
+    ranked = [(h.id, h.score) for h in store.search_vector(qvec, max(ZSCORE_DEPTH, k), filter, ids_only=True)]
+    vrank = {i: n for n, (i, _) in enumerate(ranked, start=1)}
+    chosen = sections_first(ranked, members)[:k]
+    stored = {h.id: h for h in store.fetch([i for i, _ in chosen])}
+    return [
+        SearchResult.from_hit(r, s, stored[i], vector_rank=vrank.get(i))
+        for r, (i, s) in enumerate(chosen, start=1)
+        if i in stored
+    ]
 
 
 def hybrid_results(
@@ -51,17 +66,23 @@ def hybrid_results(
     fusion: str,
     dense_weight: float,
     rrf_k: int,
+    sections: bool = True,
 ) -> list[SearchResult]:
-    """The ``k`` best chunks by BM25 and vectors fused (``fusion``: ``"zscore"`` or ``"rrf"``)."""
+    """The ``k`` best chunks by BM25 and vectors fused (``fusion``: ``"zscore"`` or ``"rrf"``); with
+    ``sections``, the chunks of the sections the query names by a key first
+    (:mod:`chunkwise.retrieval.sections`)."""
     # Both rankings go deeper than k so fusion can promote a chunk that is, say, 12th by vectors and
     # 2nd by BM25; only ids and scores travel until the final k are known.
     depth = max(ZSCORE_DEPTH if fusion == "zscore" else 50, 4 * k)
     vector_hits = {h.id: h.score for h in store.search_vector(qvec, depth, filter, ids_only=True)}
     bm25_hits = {h.id: h.score for h in store.search_text(query, depth, filter)}
     if fusion == "zscore":
-        fused = fuse_candidates_zscore(vector_hits, bm25_hits, dense_weight)[:k]
+        fused = fuse_candidates_zscore(vector_hits, bm25_hits, dense_weight)
     else:
-        fused = reciprocal_rank_fusion([list(vector_hits), list(bm25_hits)], k=rrf_k)[:k]
+        fused = reciprocal_rank_fusion([list(vector_hits), list(bm25_hits)], k=rrf_k)
+    if sections:
+        fused = sections_first(fused, key_members(store, query, filter))
+    fused = fused[:k]
     stored = {h.id: h for h in store.fetch([i for i, _ in fused])}
     vrank = {i: n for n, i in enumerate(vector_hits, start=1)}
     brank = {i: n for n, i in enumerate(bm25_hits, start=1)}

@@ -3,8 +3,9 @@
 Milvus scores BM25 itself wherever it can (a BM25 function over ``indexed_text``). Everything else that
 ranks chunks by BM25 uses this module: :class:`~chunkwise.store.milvus.MilvusStore` on servers without BM25
 functions, the in-memory store and therefore evaluation. One set-up means ``chunkwise eval`` measures the
-BM25 that ``chunkwise search --hybrid`` runs: English stop words removed, tokens lower-cased (bm25s's
-scikit-learn style tokenizer), Lucene's BM25 with ``k1=1.5, b=0.75``, the same variant Milvus uses.
+BM25 that ``chunkwise search --hybrid`` runs: the terms of :mod:`chunkwise.segmentation.lexical` (identifiers such
+as ``3.8.13`` or ``max_tokens`` whole, words lower-cased, English stop words removed), Lucene's BM25 with
+``k1=1.5, b=0.75``, the same variant Milvus uses.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ..security import replace_folder
+from ..segmentation.lexical import TOKENIZER_VERSION, lexical_terms
 
 #: Lucene BM25 parameters (Milvus's defaults too)
 K1 = 1.5
@@ -30,16 +32,15 @@ def bm25_index(texts: Sequence[str]):
     import bm25s
 
     retriever = bm25s.BM25(k1=K1, b=B)
-    retriever.index(bm25s.tokenize(list(texts), stopwords=STOPWORDS, show_progress=False), show_progress=False)
+    retriever.index([lexical_terms(t) for t in texts], show_progress=False)
     return retriever
 
 
 def bm25_query(query: str) -> list[list[str]] | None:
-    """``query`` tokenized as the index was (``None`` when nothing but stop words is left)."""
-    import bm25s
-
-    tokens = bm25s.tokenize([query], stopwords=STOPWORDS, show_progress=False, return_ids=False)
-    return tokens if tokens and tokens[0] else None
+    """``query``'s terms, identifiers whole and without their parts (``None`` when nothing but stop words
+    is left): a query identifier matches the same identifier, never a piece of a longer one."""
+    tokens = lexical_terms(query, parts=False)
+    return [tokens] if tokens else None
 
 
 class BM25Fallback:
@@ -60,6 +61,7 @@ class BM25Fallback:
 
         def fill(tmp: Path) -> None:
             (tmp / "ids.json").write_text(json.dumps(self.ids), encoding="utf-8")
+            (tmp / "tokenizer.txt").write_text(TOKENIZER_VERSION, encoding="utf-8")
             if self._retriever is not None:
                 self._retriever.save(str(tmp), show_progress=False)
 
@@ -67,10 +69,13 @@ class BM25Fallback:
 
     @classmethod
     def load(cls, folder: str | os.PathLike) -> BM25Fallback:
-        """An index written by :meth:`save` (``OSError``/``ValueError`` when there is none or it is damaged)."""
+        """An index written by :meth:`save` (``OSError``/``ValueError`` when there is none, it is damaged or
+        its terms were made by another :data:`~chunkwise.segmentation.lexical.TOKENIZER_VERSION`)."""
         import bm25s
 
         folder = Path(folder)
+        if (folder / "tokenizer.txt").read_text(encoding="utf-8").strip() != TOKENIZER_VERSION:
+            raise ValueError("the saved BM25 index was made with other terms")
         out = cls(())
         out.ids = json.loads((folder / "ids.json").read_text(encoding="utf-8"))
         out._index_of = {doc: n for n, doc in enumerate(out.ids)}

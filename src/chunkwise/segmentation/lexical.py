@@ -1,0 +1,107 @@
+"""The words BM25 indexes and searches: identifiers kept whole.
+
+Why not a plain word tokenizer: release notes, API docs and logs are found by their identifiers, and a
+``\\w\\w+`` tokenizer turns ``3.8.13`` into ``13`` (single characters dropped), so ``3.8.1``, ``3.8.13`` and
+``0.13`` all look alike and BM25 cannot tell sibling version sections apart. Here an identifier — a
+version (``3.8.13``, ``v1.2.0-rc.1``; a leading ``v`` before a digit is dropped, so ``v3.8.13`` and
+``3.8.13`` are one term), a number with its unit (``200ms``), a status code, a dotted, snake_case or
+camelCase name (``os.path.join``, ``max_tokens``, ``getUserName``) — is one lower-cased term.
+
+A document also indexes the alphabetic parts of its names (``os``, ``path``, ``join``; ``get``, ``user``,
+``name``), so a question in words still finds ``max_tokens``; a query keeps its identifiers whole, so a
+query term only ever matches the same identifier or a word, never a piece of a longer identifier: ``3.8.1``
+does not match ``3.8.13``, ``max_tokens`` does not match ``max_tokens_total``. Numeric parts are never
+indexed on their own. Plain words are lower-cased, English stop words dropped (bm25s's list), one-letter
+words dropped as bm25s does; a hyphen between plain words (``real-time``) separates them.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+#: bumped whenever the tokens change: a saved BM25 index made with other tokens is rebuilt
+TOKENIZER_VERSION = "identifiers-1"
+
+# A run of letters/digits, joined to the next run by one of . _ - + (the joiner must sit between two
+# alphanumerics, so a sentence's full stop or a trailing hyphen is not part of the word). Leading
+# underscores (``__init__``) belong to the name.
+_TERM = re.compile(r"_*[^\W_]+(?:[._+\-]+[^\W_]+)*_*", re.UNICODE)
+_JOINER = re.compile(r"[._+\-]+")
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[^\W\d_]+")
+_ABBREVIATION = re.compile(r"^(?:[^\W\d_]\.)+[^\W\d_]$")
+_VERSION_V = re.compile(r"^[vV](?=\d+(?:\.\d+)+)")
+
+
+@lru_cache(maxsize=1)
+def stopwords() -> frozenset[str]:
+    """bm25s's English stop words (the list chunkwise's BM25 always removed)."""
+    from bm25s.stopwords import STOPWORDS_EN
+
+    return frozenset(STOPWORDS_EN)
+
+
+def _is_identifier(raw: str) -> bool:
+    """A term kept whole: it has a digit, a ``.``/``_``/``+`` joiner, or a capital after a lower-case letter."""
+    if any(ch.isdigit() for ch in raw) or any(ch in "._+" for ch in raw):
+        return True
+    return any(a.islower() and b.isupper() for a, b in zip(raw, raw[1:]))
+
+
+def _parts(raw: str) -> list[str]:
+    """The alphabetic words inside an identifier (never its numbers), lower-cased."""
+    out = []
+    for piece in _JOINER.split(raw.strip("_")):
+        out += [w.lower() for w in _CAMEL.findall(piece) if not any(ch.isdigit() for ch in w)]
+    return out
+
+
+def lexical_terms(text: str, parts: bool = True) -> list[str]:
+    """The BM25 terms of ``text``, in order: identifiers whole (and, with ``parts``, their alphabetic parts
+    after them: documents), plain words lower-cased, stop words and one-letter words dropped."""
+    stop = stopwords()
+    out: list[str] = []
+    for m in _TERM.finditer(text):
+        raw = m.group()
+        if "-" in raw and not _is_identifier(raw):
+            words = [w for w in raw.split("-") if w]  # real-time: two words
+        elif _is_identifier(raw):
+            whole = _VERSION_V.sub("", raw).lower()
+            out.append(whole)
+            if parts:
+                out += [w for w in _parts(raw) if len(w) > 1 and w not in stop and w != whole]
+            continue
+        else:
+            words = [raw]
+        for w in words:
+            w = w.lower()
+            if len(w) > 1 and w not in stop:
+                out.append(w)
+    return out
+
+
+def key_terms(text: str) -> list[str]:
+    """The identifiers of ``text`` (versions, numbers, dotted/snake/camel names), lower-cased, first
+    occurrence order: the terms a passage must contain to be about what the question names."""
+    seen: dict[str, None] = {}
+    for m in _TERM.finditer(text):
+        raw = m.group()
+        if _ABBREVIATION.match(raw):  # e.g., i.e., U.S.: not a name
+            continue
+        if _is_identifier(raw):
+            seen.setdefault(_VERSION_V.sub("", raw).lower(), None)
+    return list(seen)
+
+
+def strong_keys(text: str) -> list[str]:
+    """The keys of ``text`` that name one thing: :func:`key_terms` less numbers of one or two digits
+    ("top 3", "2 workers")."""
+    return [k for k in key_terms(text) if not (k.isdigit() and len(k) < 3)]
+
+
+def contains_term(text: str, term: str) -> bool:
+    """Whether ``text`` holds ``term`` as a whole term (as :func:`lexical_terms` would index it)."""
+    return term in lexical_terms(text, parts=False)
+
+
+__all__ = ["TOKENIZER_VERSION", "lexical_terms", "key_terms", "strong_keys", "contains_term", "stopwords"]

@@ -1,0 +1,123 @@
+"""Answers that know what they did not find: the question's keys (a version, a name) and most of its words
+must be in the passages, else the answer is "not found in the indexed documents" and not confident."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from conftest import FakeEmbedder
+
+from chunkwise import Index
+from chunkwise.llm.answer import NOT_FOUND, Answer
+from chunkwise.llm.evidence import weigh
+from chunkwise.llm.extractive import strip_markdown
+from chunkwise.store.memory import MemoryStore
+
+CHANGELOG = Path(__file__).parent / "data" / "changelog" / "httpx-CHANGELOG.md"
+
+
+@pytest.fixture(scope="module")
+def index():
+    ix = Index(store=MemoryStore(), embedder=FakeEmbedder())
+    ix.add(str(CHANGELOG))
+    yield ix
+    ix.close()
+
+
+def _section(version: str) -> tuple[int, int]:
+    text = CHANGELOG.read_text(encoding="utf-8")
+    a = text.index(f"\n## {version} ")
+    return a, text.index("\n## ", a + 1)
+
+
+def test_a_version_that_is_not_there_is_not_found(index):
+    ans = index.ask("What new features were introduced in httpx 0.27.13?", min_score=None)
+    assert ans.text.startswith(f"{NOT_FOUND}: the closest passages are about ")
+    assert not ans.confident and ans.evidence.missing == ["0.27.13"] and ans.citations == []
+    assert ans.hedge.startswith("no passage mentions 0.27.13")
+    assert ans.passages  # the closest passages are still shown
+    back = Answer.from_dict(ans.to_dict())
+    assert back.to_dict() == ans.to_dict() and back.evidence.missing == ["0.27.13"]
+
+
+def test_a_topic_that_is_not_there_is_not_found(index):
+    ans = index.ask("How do I bake sourdough bread?", min_score=None)
+    assert ans.text.startswith(NOT_FOUND) and not ans.confident
+    assert ans.evidence.unmatched == ["bake", "sourdough", "bread"]
+
+
+def test_a_version_that_is_there_is_answered_from_its_own_section_without_markup(index):
+    for version in ("0.27.1", "0.25.0", "0.24.1"):
+        a, b = _section(version)
+        ans = index.ask(f"What new features were introduced in httpx {version}?", min_score=None)
+        assert not ans.text.startswith(NOT_FOUND) and ans.evidence.supported, version
+        # passages about other versions are not handed to the reader: every one lies in the section
+        assert ans.passages and all(a <= p.start < b for p in ans.passages), version
+        assert ans.citations and not re.search(r"`|\*\*|^#|\]\(", ans.text), ans.text
+
+
+def test_evidence_reads_heading_paths_and_file_names():
+    class Hit:
+        def __init__(self, text, section, source):
+            self.text, self.section, self.source, self.context = text, section, source, None
+
+    hit = Hit("* Support for `zstd` decoding.", ["Changelog", "0.27.1 (27th August, 2024)", "Added"], "x/httpx.md")
+    ev = weigh("What new features were introduced in httpx 0.27.1?", [hit])
+    assert ev.keys == ["0.27.1"] and not ev.missing and ev.words == ["httpx"] and ev.supported
+    assert weigh("What new features were introduced in httpx 0.27.10?", [hit]).missing == ["0.27.10"]
+    assert weigh("Which decoders does requests support?", [hit]).unmatched == ["requests"]  # 2 of 3: enough
+    assert not weigh("How does requests handle cookies?", [hit]).supported
+
+
+def test_markdown_markup_is_dropped_and_the_words_stay():
+    md = "## Fixed\n* Use **bold**, `os.path` and [the docs](https://x.y) for max_tokens_x and _this_ <!-- note -->"
+    assert " ".join(strip_markdown(md).split()) == "Fixed * Use bold, os.path and the docs for max_tokens_x and this"
+
+
+def test_cli_search_and_ask_on_a_changelog(tmp_path, capsys):
+    """End to end with the defaults (MiniLM, Milvus Lite, hybrid): the version's own section comes first,
+    a version that does not exist is "not found", and ``--no-sections`` is the plain fused ranking."""
+    import json
+
+    from chunkwise.cli import main
+
+    db = str(tmp_path / "chunkwise.db")
+    assert main(["index", str(CHANGELOG), "--db", db]) == 0
+    capsys.readouterr()
+    a, b = _section("0.25.1")
+    question = "What new features were introduced in httpx 0.25.1?"
+    assert main(["search", question, "--db", db, "-k", "3", "--format", "jsonl"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert rows and a <= rows[0]["start"] < b  # the section may hold fewer than 3 chunks
+    assert main(["search", question, "--db", db, "-k", "3", "--no-sections", "--format", "jsonl"]) == 0
+    assert capsys.readouterr().out.strip()
+    assert main(["ask", "What new features were introduced in httpx 0.25.13?", "--db", db, "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["answer"].startswith(NOT_FOUND) and out["confident"] is False
+    assert out["evidence"]["missing_keys"] == ["0.25.13"]
+    assert main(["ask", "What new features were introduced in httpx 0.25.13?", "--db", db]) == 0
+    text = capsys.readouterr().out
+    assert "Caution: no passage mentions 0.25.13" in text
+    assert "Closest passages:\n  [1] " in text and "§" in text.split("Closest passages:")[1]
+
+
+def test_a_heading_is_never_an_answer_sentence():
+    from chunkwise.llm import ExtractiveLLM, Passage
+
+    text = "## 0.27.1 (27th August, 2024)\n\n### Added\n\n* Support for `zstd` content decoding is added. (#3139)"
+    sentences = [t for _, t, _ in ExtractiveLLM.sentences([Passage(1, text)])]
+    assert sentences and not any(t.startswith("0.27.1") for t in sentences)
+    assert any("Support for zstd content decoding is added." in t for t in sentences)
+
+
+def test_a_key_held_whole_lowers_the_cosine_bar(index):
+    """The passages holding the question's version is evidence a cosine cannot see: with a cosine bar above
+    the best hit, the keyed question stays confident (bar KEYED_SCORE), a question without keys does not."""
+    from chunkwise.llm.answer import KEYED_SCORE, ask_index
+
+    keyed = ask_index(index, "What new features were introduced in httpx 0.27.1?", min_score=None, confident_score=0.99)
+    assert KEYED_SCORE <= keyed.best_score < 0.99 and keyed.confident
+    plain = ask_index(index, "Which content decoding was added for zstd?", min_score=None, confident_score=0.99)
+    assert plain.evidence.supported and not plain.evidence.keys and not plain.confident
