@@ -362,3 +362,37 @@ def test_unchanged_check_never_opens_a_fifo(tmp_path):
     os.mkfifo(fifo)
     marker = type("M", (), {"content_hash": "x", "complete": True})()
     assert unchanged_video(fifo, {VideoDocument(text="", source=str(fifo)).id: marker}) is None
+
+
+@pytest.mark.timeout(120)
+def test_an_object_in_the_first_frame_leaves_no_ghost(tmp_path):
+    """A car parked in the first frame drives off after 1.6 s; two more events follow, each 5 s after the
+    last. The first frame is the background, so where the car stood differs from it once the car is gone:
+    that ghost must become background, not an object that "stays in place" and holds one clip open over all
+    three events. A square that is there from the first frame to the last and never moves is background."""
+    shapes = [
+        Shape(0, 70, x=200, y=100, vx=3, stop=(0, 40), color=(200, 200, 210)),
+        Shape(200, 260, x=20, y=60, vx=3),
+        Shape(380, 440, x=20, y=160, vx=3, color=(40, 40, 230)),
+        Shape(0, 479, x=100, y=200, vx=0, size=20, color=(30, 160, 30)),
+    ]
+    video = write_video(tmp_path / "parked.mp4", shapes, 480)
+    chunks = clips(video, tracker="motion")
+    # the parked car is an object from the frame it starts moving (41): before, it is the background
+    assert near(spans(chunks), [(41, 70), (200, 260), (380, 440)]), spans(chunks)
+    assert [len(c.track_ids) for c in chunks[1:]] == [1, 1]
+    assert "stays in place" not in " ".join(c.text for c in chunks)
+
+
+@pytest.mark.timeout(120)
+def test_a_person_standing_in_the_first_frame_then_leaving_is_its_own_event(tmp_path):
+    """Someone stands in view from the first frame, walks off at 2 s, and 3 s later another visit starts:
+    two clips (the ghost of where they stood must not join the second visit)."""
+    shapes = [
+        Shape(0, 90, x=120, y=80, vx=-3, size=36, stop=(0, 50), color=(230, 200, 60)),
+        Shape(165, 260, x=20, y=150, vx=2.5, color=(40, 40, 230)),
+    ]
+    video = write_video(tmp_path / "standing.mp4", shapes, 290)
+    chunks = clips(video, tracker="motion")
+    assert near(spans(chunks), [(51, 90), (165, 260)]), spans(chunks)
+    assert chunks[1].track_ids and len(chunks[1].track_ids) == 1
