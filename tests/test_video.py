@@ -268,6 +268,7 @@ def test_unchanged_video_is_recognised_by_its_file_hash_before_tracking(scene, t
         yield from real(self, info, classes)
 
     monkeypatch.setattr(MotionTracker, "track", counting)
+    monkeypatch.setattr("chunkwise.video.trackers.detector_available", lambda: False)  # auto: motion
     with Index(store=MemoryStore(), embedder=fake_embedder) as ix:
         first = ix.add([str(folder)])
         assert (first.indexed, len(calls)) == (2, 1)
