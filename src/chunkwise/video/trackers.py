@@ -207,6 +207,10 @@ class DetectorTracker(Tracker):
     ``conf``: lowest score a box is kept at (ByteTrack's second stage uses boxes from here up to ``high``);
     ``start``: score a new track needs. A track's class is the member of its group (vehicle, container...)
     it was called most often, weighted by score. ``lost``: seconds a track keeps its ID unseen.
+
+    A detector also sees what just stands there (bottles on a shelf, parked cars), which would hold every
+    clip open; so an object is reported only while it moves (its box centre shifts by a quarter of its size
+    within ``window`` seconds either side), except the ``actors`` classes (people), reported whenever in view.
     """
 
     name = "detect"
@@ -219,7 +223,11 @@ class DetectorTracker(Tracker):
         high: float = 0.4,
         lost: float = 2.0,
         threads: int | None = None,
+        window: float = 1.0,
+        actors: tuple[str, ...] = ("person",),
     ):
+        self.window = window
+        self.actors = tuple(actors)
         self.sample_fps = sample_fps
         self.conf = conf
         self.start = start
@@ -232,7 +240,7 @@ class DetectorTracker(Tracker):
 
         return super().fingerprint() + f"|yolov3-tiny:{FILES['weights'][1][:16]}|v{CONVERT_VERSION}"
 
-    def track(self, info: VideoInfo, classes=None) -> Iterator[tuple[int, list[Detection]]]:
+    def _track(self, info: VideoInfo, classes=None) -> Iterator[tuple[int, list[Detection]]]:
         import numpy as np
 
         try:
@@ -304,6 +312,51 @@ class DetectorTracker(Tracker):
 
     def describe(self) -> str:
         return f"detect (YOLOv3-tiny COCO on {self.sample_fps:g} frames/s + ByteTrack)"
+
+    def track(self, info: VideoInfo, classes=None) -> Iterator[tuple[int, list[Detection]]]:
+        window = max(1, int(round(self.window * info.fps))) if info.fps > 0 else 1
+        yield from _active(self._track(info, classes), window, self.actors)
+
+
+def _active(
+    frames: Iterator[tuple[int, list[Detection]]], window: int, actors: tuple[str, ...]
+) -> Iterator[tuple[int, list[Detection]]]:
+    """``frames`` with the detections of objects that are not moving left out: a detection stays when its
+    class is an actor's, or its track's box centre moves by more than a quarter of the box's size within
+    ``window`` frames before or after it. Answers wait ``window`` frames (memory: that many frames)."""
+    from collections import deque
+
+    pending: deque[tuple[int, list[Detection]]] = deque()
+    seen: dict[int, deque[tuple[int, float, float, float]]] = {}
+
+    def centre(d: Detection) -> tuple[float, float, float]:
+        x, y, w, h = d.box
+        return x + w / 2, y + h / 2, max(1.0, (w * h) ** 0.5)
+
+    def moving(d: Detection) -> bool:
+        track = [(f, x, y) for f, x, y, _ in seen.get(d.track_id, ()) if abs(f - d.frame) <= window]
+        size = centre(d)[2]
+        xs, ys = [x for _, x, _ in track], [y for _, _, y in track]
+        return bool(track) and max(max(xs) - min(xs), max(ys) - min(ys)) > 0.25 * size
+
+    def answer(frame: int, dets: list[Detection]) -> tuple[int, list[Detection]]:
+        return frame, [d for d in dets if d.cls in actors or moving(d)]
+
+    for frame, dets in frames:
+        for d in dets:
+            x, y, size = centre(d)
+            history = seen.setdefault(d.track_id, deque())
+            history.append((frame, x, y, size))
+            while history and history[0][0] < frame - 2 * window:
+                history.popleft()
+        pending.append((frame, dets))
+        while pending and pending[0][0] <= frame - window:
+            yield answer(*pending.popleft())
+        if len(seen) > 256:  # tracks gone for longer than the window are forgotten
+            for tid in [t for t, h in seen.items() if not h or h[-1][0] < frame - 2 * window]:
+                del seen[tid]
+    while pending:
+        yield answer(*pending.popleft())
 
 
 def _detection(frame: int, tid: int, box, cls: str) -> Detection:
