@@ -145,6 +145,7 @@ def test_graph_is_made_once_then_checked(cache, monkeypatch):
     assert det.graph_path(cache) == graph
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_a_damaged_graph_is_rebuilt_and_a_wrong_canary_refused(cache):
     from chunkwise.embeddings import onnx_trust
@@ -184,6 +185,7 @@ def person_chunks(cache):
             os.environ["CHUNKWISE_CACHE_DIR"] = old
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_a_person_walking_in_is_one_clip_named_person(person_chunks):
     # truth (read from the frames): the person's head enters at the bottom at frame 11 and is in view to the end
@@ -193,6 +195,7 @@ def test_a_person_walking_in_is_one_clip_named_person(person_chunks):
     assert "A person enters from the bottom." in clip.text and "person 1 enters at" in clip.text
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_classes_filter_and_unknown_class(cache, monkeypatch, capsys):
     monkeypatch.setenv("CHUNKWISE_CACHE_DIR", str(cache))
@@ -204,6 +207,7 @@ def test_classes_filter_and_unknown_class(cache, monkeypatch, capsys):
     assert "unicorn" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_search_finds_the_clip_by_what_is_in_it(cache, tmp_path, monkeypatch, capsys):
     """File names that say nothing: a search for "a person" finds the clip of the video with a person."""
