@@ -172,6 +172,10 @@ def add_global_options(parser: argparse.ArgumentParser, after_command: bool = Fa
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
     """Warnings as one ``chunkwise: warning: ...`` line, not Python's file:line format."""
     text = " ".join(str(message).split())
+    if "://" in text:  # a URL's password or key is never shown
+        from ..security import redact_urls
+
+        text = redact_urls(text)
     print(f"chunkwise: warning: {text}", file=file or sys.stderr)
 
 
