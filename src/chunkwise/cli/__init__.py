@@ -204,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
             from ..embeddings.language import resolve_auto
 
             args.embedder = resolve_auto(args)
-        return int(args.func(args) or 0)
+        return _run(args)
     except ChunkwiseError as exc:
         print(f"chunkwise: error: {exc}", file=sys.stderr)
         return 2
@@ -213,6 +213,17 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+
+
+def _run(args) -> int:
+    """The command, with its ``--llm-*`` flags (if any) the settings of every chat client it makes."""
+    endpoint = {n: getattr(args, f"llm_{n}", None) for n in ("base_url", "model", "timeout", "deadline", "retries")}
+    if all(v is None for v in endpoint.values()):  # no chat client module imported for commands without one
+        return int(args.func(args) or 0)
+    from ..llm.client import command_endpoint
+
+    with command_endpoint(**endpoint):
+        return int(args.func(args) or 0)
 
 
 def run() -> None:

@@ -28,7 +28,10 @@ def retried(status: int) -> bool:
 
 
 class EndpointError(ChunkwiseError):
-    """A request that failed (unreachable, timed out, past its deadline, 5xx after retries...); names the URL."""
+    """A request that failed (unreachable, timed out, past its deadline, 5xx after retries...); names the URL.
+    ``past_deadline`` is true for a missed deadline (the endpoint is too slow for more requests)."""
+
+    past_deadline: bool = False
 
 
 class FatalEndpointError(EndpointError):
