@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from .base import LLM, Completion, Passage, check_citations, parse_citations, passages_from, provenance
