@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 import re
 import shutil
@@ -23,6 +24,7 @@ import tempfile
 import warnings
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 REDACTED = "[redacted]"
@@ -113,6 +115,54 @@ def redact_urls(text: str) -> str:
     return _URL.sub(lambda m: redact_url(m.group(0)), text)
 
 
+#: the most a configuration file may hold, and how deeply its values may nest (real ones: kilobytes, depth 4)
+MAX_CONFIG_BYTES = 1 << 20
+MAX_CONFIG_DEPTH = 32
+
+
+def loads_bounded(text: str, what: str = "configuration") -> Any:
+    """``json.loads`` for text a user or a file supplies, bounded: at most :data:`MAX_CONFIG_BYTES`, nesting
+    at most :data:`MAX_CONFIG_DEPTH` deep (checked before parsing, so a 100,000-deep file is one
+    ``ValueError``, not a ``RecursionError``), and no ``NaN``/``Infinity`` (not numbers a setting can hold).
+    Raises ``ValueError`` with the reason (callers add the file's name)."""
+    if len(text) > MAX_CONFIG_BYTES:
+        raise ValueError(f"{what} is {len(text):,} characters; the limit is {MAX_CONFIG_BYTES:,}")
+    depth = _nesting(text)
+    if depth > MAX_CONFIG_DEPTH:
+        raise ValueError(f"{what} nests {depth} levels deep; the limit is {MAX_CONFIG_DEPTH}")
+    return json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number a setting can hold")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ValueError(f"{text} is out of range for a number a setting can hold")
+    return value
+
+
+_BRACKETS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def _nesting(text: str) -> int:
+    """The deepest nesting of ``[``/``{`` outside strings (a linear scan; stops counting past the limit)."""
+    depth = deepest = 0
+    for m in _BRACKETS.finditer(text):
+        c = m.group(0)
+        if c in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > MAX_CONFIG_DEPTH:
+                    return deepest
+        elif c in "]}":
+            depth -= 1
+    return deepest
+
+
 def is_loopback(host: str | None) -> bool:
     if not host:
         return False
@@ -176,6 +226,9 @@ def replace_folder(folder: str | os.PathLike, fill: Callable[[Path], None]) -> N
 __all__ = [
     "redact",
     "redact_url",
+    "loads_bounded",
+    "MAX_CONFIG_BYTES",
+    "MAX_CONFIG_DEPTH",
     "redact_urls",
     "SECRET_PARAMS",
     "warn_plain_http",

@@ -81,6 +81,9 @@ def _mapping(name: str, value: Any) -> dict[str, Any]:
         return {}
     if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
         raise ConfigError(f"{name} must be a mapping of names to values, got {value!r}")
+    for key, v in value.items():
+        if isinstance(v, float) and not math.isfinite(v):
+            raise ConfigError(f"{name}: {key} must be a finite number, got {v!r}")
     return dict(value)
 
 
@@ -160,6 +163,8 @@ def parse_budget(value: Any) -> int | None:
 RERANK_KINDS = ("maxsim[:W]", "llm", "cross:PATH")
 #: candidates a reranker re-orders unless told otherwise (the first stage returns ``max(k, depth)``)
 RERANK_DEPTH = 30
+#: the most candidates a reranker may be asked to re-order (each is scored by a model: more is a mistake)
+MAX_RERANK_DEPTH = 1000
 
 
 def parse_rerank(value: Any) -> tuple[str, str | float | None] | None:
@@ -199,6 +204,13 @@ def _rerank(name: str, value: Any) -> str | None:
 def _positive_int(name: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+    return value
+
+
+def _rerank_depth(name: str, value: Any) -> int:
+    value = _positive_int(name, value)
+    if value > MAX_RERANK_DEPTH:
+        raise ConfigError(f"{name} must be at most {MAX_RERANK_DEPTH} candidates, got {value!r}")
     return value
 
 
@@ -255,7 +267,7 @@ SETTINGS: dict[str, Setting] = {
     ),
     "budget": Setting(None, _budget, "tokens (cl100k) of context the reader gets at most"),
     "rerank": Setting(None, _rerank, f"re-order the first stage's candidates: none, {', '.join(RERANK_KINDS)}"),
-    "rerank_depth": Setting(RERANK_DEPTH, _positive_int, "first-stage candidates the reranker re-orders"),
+    "rerank_depth": Setting(RERANK_DEPTH, _rerank_depth, "first-stage candidates the reranker re-orders"),
     "granularities": Setting(
         None, _granularities, "evaluation only: chunk sizes whose rankings are fused (one size when unset)"
     ),
@@ -412,13 +424,21 @@ class PipelineConfig:
     @classmethod
     def load(cls, path: str | os.PathLike) -> PipelineConfig:
         """Read a configuration file (one :class:`ConfigError` naming the file on any problem)."""
+        from ..security import MAX_CONFIG_BYTES, loads_bounded
+
         p = Path(path)
         try:
-            data = json.loads(p.read_text(encoding="utf-8"))
+            if p.is_file() and p.stat().st_size > MAX_CONFIG_BYTES:
+                raise ValueError(f"{p.stat().st_size:,} bytes; a configuration has at most {MAX_CONFIG_BYTES:,}")
+            data = loads_bounded(p.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise ConfigError("configuration file not found", source=str(path)) from None
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
             raise ConfigError(f"not a readable JSON configuration ({exc})", source=str(path)) from None
+        run = data.get("run") if isinstance(data, Mapping) else None
+        for name, value in (run or {}).items() if isinstance(run, Mapping) else ():
+            if SETTINGS.get(name) is not None and SETTINGS[name].check is _bool and not isinstance(value, bool):
+                raise ConfigError(f"{name} must be true or false (a JSON boolean), got {value!r}", source=str(path))
         return cls.from_mapping(data, source=str(path))
 
     def save(self, path: str | os.PathLike) -> None:
