@@ -61,7 +61,7 @@ def test_search_config_settings_are_checked(tmp_path, capsys, run, needle):
 @pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity", "1e999"])
 def test_non_finite_strategy_parameters_are_refused(tmp_path, capsys, text, value):
     cfg = tmp_path / "n.json"
-    cfg.write_text('{"strategy": "semantic", "params": {"threshold": %s}}' % value, encoding="utf-8")
+    cfg.write_text('{"strategy": "semantic", "params": {"threshold": ' + value + "}}", encoding="utf-8")
     _one_line_error(capsys, ["chunk", text, "--config", str(cfg)], "n.json")
     _one_line_error(capsys, ["chunk", text, "-p", f"threshold={value}"], "threshold")
     with pytest.raises(ConfigError, match="finite"):
