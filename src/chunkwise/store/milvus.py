@@ -152,6 +152,8 @@ class MilvusStore:
         self._config: dict[str, Any] | None = None
         self._opened = False
         self._bm25_saved_dropped = False
+        #: this connection saved the in-process copies after its last write: keyed again at close
+        self._copies_saved = False
         #: write a snapshot of the collection when this connection closes (set by every write, and by an add)
         self.keep_snapshot = False
 
@@ -199,6 +201,7 @@ class MilvusStore:
                 shutil.rmtree(Path(self.db) / folder, ignore_errors=True)
             snapshot.drop(self.db, self.collection)  # and the snapshot (store/snapshot.py), rewritten at close
             self._bm25_saved_dropped = self.keep_snapshot = True
+            self._copies_saved = False
         return client
 
     @property
@@ -227,6 +230,9 @@ class MilvusStore:
         state = (
             snapshot.capture(self) if self.keep_snapshot and self.db and self._client and not self.read_only else None
         )
+        # the copies saved by this connection were keyed on the files before its close flushed them
+        rekey = self._copies_saved and self.db is not None and self._client is not None and not self.read_only
+        files = state["files"] if state else (snapshot.fingerprint(self._lite_db()) if rekey else None)
         client, self._client, self.keep_snapshot = self._client, None, False
         self._loaded.clear()
         self._forget()
@@ -241,6 +247,10 @@ class MilvusStore:
                 server_manager_instance.release_server(os.path.abspath(self.db))
         if state is not None and self.db is not None:
             snapshot.save(self.db, self.collection, state)
+        if rekey and files is not None:
+            from .milvus_search import rekey_copies
+
+            rekey_copies(self._lite_db(), files)
 
     def _forget(self) -> None:
         """Drop what was read once per connection (the configuration, the collection facts, bm25s)."""

@@ -5,7 +5,7 @@ its time).
 ``<db>/chunkwise-snapshot-<collection>.json`` (0600, like the database) records the collection's configuration,
 its document markers, its chunk count and a *fingerprint* of the database's own files: the relative path,
 size and ``mtime_ns`` of every file under the directory except chunkwise's own caches (``chunkwise-bm25/``,
-``chunkwise-vectors/``), the snapshots and the segment indexes Milvus Lite builds in the background from the
+``chunkwise-vectors/`` and their temporary folders), the snapshots and the segment indexes Milvus Lite builds in the background from the
 data files (:data:`DERIVED_FOLDER`). It is written when a connection that wrote (or that an add run
 read) is closed, from what the database says then, and only while this process holds the database's
 ``LOCK`` (so no other writer can slip in between the reads and the fingerprint). It is trusted only when its
@@ -60,8 +60,8 @@ def fingerprint(db: str | os.PathLike) -> list[list]:
     out: list[list] = []
     for folder, dirs, files in os.walk(root):
         rel = os.path.relpath(folder, root)
-        if rel == ".":
-            dirs[:] = [d for d in dirs if d not in CACHE_FOLDERS]
+        if rel == ".":  # chunkwise's copies, and the temporary folders of a save that was killed
+            dirs[:] = [d for d in dirs if d.split(".")[0] not in CACHE_FOLDERS]
             files = [f for f in files if not f.startswith(PREFIX)]
         dirs[:] = [d for d in dirs if d != DERIVED_FOLDER]
         for name in files:
