@@ -39,8 +39,10 @@ from .html_rules import (
     DROP_TAGS,
     HEADINGS,
     INVISIBLE_TAGS,
+    MAX_HTML_DEPTH,
     NEVER_DROP,
     Block,
+    bound_nesting,
     page_blocks,
     tex,
 )
@@ -179,10 +181,15 @@ def html_to_document(html: str, source: str, warnings: list[str] | None = None, 
 
     if mode not in HTML_MODES:
         raise ConfigError(f"unknown html_mode {mode!r}; choose one of {', '.join(HTML_MODES)}")
+    warns = list(warnings or [])
+    html, deepest = bound_nesting(html)
+    if deepest > MAX_HTML_DEPTH:
+        warns.append(
+            f"elements nest {deepest:,} deep; tags below depth {MAX_HTML_DEPTH} were dropped (their text kept)"
+        )
     tree = LexborHTMLParser(html)
     title_node = tree.css_first("title")
     page_title = _SPACES.sub(" ", title_node.text()).strip() if title_node else None
-    warns = list(warnings or [])
     if mode == "full":
         blocks = page_blocks(tree, keep_all=True)
     else:

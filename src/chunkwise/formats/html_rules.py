@@ -278,3 +278,90 @@ def page_blocks(tree, keep_all: bool) -> list[Block]:
         _walk(root, out, [], keep_all)
         out.flush()
     return out.blocks
+
+
+# -- nesting bound ---------------------------------------------------------------------------------------------
+#: the deepest element nesting kept; deeper tags are dropped before parsing, their text kept. HTML parsers
+#: (lexbor, libxml2) take time quadratic in the depth (40,000 nested <div>: 6 CPU-s to parse; 200,000: minutes);
+#: real pages nest a few dozen deep
+MAX_HTML_DEPTH = 512
+_TAG = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9:-]*)\b[^>]*?(/?)>|<!--")
+_RAW_END = {"script": re.compile(r"</script\s*>", re.I), "style": re.compile(r"</style\s*>", re.I)}
+#: elements that never have content, and those whose end tag may be left out (closed by a sibling)
+VOID_TAGS = frozenset(
+    "area base br col embed hr img input link meta param source track wbr basefont bgsound frame keygen".split()
+)
+#: start tags that close an open <p>
+P_CLOSERS = frozenset(
+    "address article aside blockquote details div dl fieldset figcaption figure footer form h1 h2 h3 h4 h5 h6 "
+    "header hgroup hr main menu nav ol p pre section table ul li dd dt".split()
+)
+OPTIONAL_END = frozenset("p li dt dd option optgroup tr td th thead tbody tfoot colgroup rp rt caption".split())
+
+
+def bound_nesting(html: str, limit: int = MAX_HTML_DEPTH) -> tuple[str, int]:
+    """``html`` with every tag nested deeper than ``limit`` removed (text kept), and the deepest nesting
+    found; ``html`` itself when nothing is that deep. One linear pass over the tags: an end tag closes the
+    elements opened since its start tag (as a browser does), one with an optional end (``<p>``, ``<li>``...)
+    is closed by its next sibling, so a real page's unclosed paragraphs do not count as nesting."""
+    stack: list[tuple[str, bool]] = []  # (tag, kept)
+    open_count: dict[str, int] = {}
+    drop: list[tuple[int, int]] = []
+    deepest = 0
+    pos, stop = 0, html.rfind(">") + 1  # no tag can end after the last ">" (and none is searched for there)
+    while True:
+        m = _TAG.search(html, pos, stop)
+        if m is None:
+            break
+        pos = m.end()
+        if m.group(2) is None:  # a comment: no nesting inside
+            close = html.find("-->", pos)
+            if close < 0:
+                break
+            pos = close + 3
+            continue
+        name = m.group(2).lower()
+        if name in _RAW_END and not m.group(1):  # script and style text is not markup
+            end = _RAW_END[name].search(html, pos)
+            if end is None:
+                break
+            pos = end.end()
+            continue
+        if m.group(1):  # an end tag: close up to its start tag, if one is open
+            if open_count.get(name):
+                while True:
+                    top, kept = stack.pop()
+                    open_count[top] -= 1
+                    if top == name:
+                        break
+                if not kept:
+                    drop.append(m.span())
+            continue
+        if name in VOID_TAGS or m.group(3):
+            continue
+        if stack and stack[-1][0] == "p" and name in P_CLOSERS:  # a block start closes an open paragraph
+            open_count["p"] -= 1
+            stack.pop()
+        if name in OPTIONAL_END and open_count.get(name):  # a sibling closes its open twin (a short look)
+            for i in range(len(stack) - 1, max(-1, len(stack) - 9), -1):
+                if stack[i][0] == name:
+                    for top, _ in stack[i:]:
+                        open_count[top] -= 1
+                    del stack[i:]
+                    break
+                if stack[i][0] not in OPTIONAL_END:
+                    break
+        kept = len(stack) < limit
+        stack.append((name, kept))
+        open_count[name] = open_count.get(name, 0) + 1
+        deepest = max(deepest, len(stack))
+        if not kept:
+            drop.append(m.span())
+    if not drop:
+        return html, deepest
+    parts, pos = [], 0
+    for start, end in drop:
+        parts.append(html[pos:start])
+        pos = end
+    parts.append(html[pos:])
+    return "".join(parts), deepest
