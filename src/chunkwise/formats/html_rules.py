@@ -322,10 +322,10 @@ def bound_nesting(html: str, limit: int = MAX_HTML_DEPTH) -> tuple[str, int]:
             continue
         name = m.group(2).lower()
         if name in _RAW_END and not m.group(1):  # script and style text is not markup
-            end = _RAW_END[name].search(html, pos)
-            if end is None:
+            raw_end = _RAW_END[name].search(html, pos)
+            if raw_end is None:
                 break
-            pos = end.end()
+            pos = raw_end.end()
             continue
         if m.group(1):  # an end tag: close up to its start tag, if one is open
             if open_count.get(name):
@@ -360,8 +360,8 @@ def bound_nesting(html: str, limit: int = MAX_HTML_DEPTH) -> tuple[str, int]:
     if not drop:
         return html, deepest
     parts, pos = [], 0
-    for start, end in drop:
-        parts.append(html[pos:start])
-        pos = end
+    for cut_start, cut_end in drop:
+        parts.append(html[pos:cut_start])
+        pos = cut_end
     parts.append(html[pos:])
     return "".join(parts), deepest
