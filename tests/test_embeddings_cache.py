@@ -152,6 +152,7 @@ def test_two_processes_writing_at_once(tmp_path):
     np.testing.assert_allclose(got[text_key("p1 3 4")], FakeEmbedder().embed(["p1 3 4"])[0])
 
 
+@pytest.mark.timeout(600)  # the slow tier's own bound: far above its time on a loaded 2-core machine
 @pytest.mark.slow  # builds MiniLM in fresh cache folders (a graph rewrite each)
 def test_get_embedder_cache_and_no_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("CHUNKWISE_CACHE_DIR", str(tmp_path / "env"))
@@ -165,6 +166,7 @@ def test_get_embedder_cache_and_no_cache(tmp_path, monkeypatch):
     assert not isinstance(get_embedder("minilm", cache=False), CachedEmbedder)
 
 
+@pytest.mark.timeout(600)  # the slow tier's own bound: far above its time on a loaded 2-core machine
 @pytest.mark.slow  # builds MiniLM in fresh cache folders (a graph rewrite each)
 def test_embedder_from_args(tmp_path):
     parser = __import__("chunkwise.cli", fromlist=["build_parser"]).build_parser()

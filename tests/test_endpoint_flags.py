@@ -47,6 +47,7 @@ def _embed_flags(emb, tmp_path):
     return ["--cache-dir", str(tmp_path / "cache")]  # the offline default embedder
 
 
+@pytest.mark.timeout(600)  # the slow tier's own bound: far above its time on a loaded 2-core machine
 @pytest.mark.slow  # the default embedder's start and one 1 s deadline: about 10 s under load
 def test_index_context_llm_stops_at_the_first_missed_deadline(servers, tmp_path, capsys):
     emb, chat = servers

@@ -13,7 +13,10 @@ from chunkwise.formats.html_rules import MAX_HTML_DEPTH, bound_nesting
 @pytest.mark.timeout(120)  # unbounded, the 200,000-deep page parses for many minutes: a hang, not a wait
 @pytest.mark.parametrize(
     "n",
-    [40_000, pytest.param(200_000, marks=pytest.mark.slow)],  # 200,000: about 5 s in main mode (2 cores)
+    [
+        40_000,
+        pytest.param(200_000, marks=[pytest.mark.slow, pytest.mark.timeout(300)]),
+    ],  # 200,000: about 5 s in main mode (2 cores)
 )
 @pytest.mark.parametrize("mode", ["full", "main"])
 def test_deeply_nested_divs_are_one_document_with_a_warning(mode, n):
