@@ -223,6 +223,18 @@ def item7_ray(tmp: Path, start: bool) -> tuple[bool, str]:
     return not open_ and token, detail + f"; listeners outside loopback: {open_ or 'none'}"
 
 
+def _locked(db: Path) -> bool:
+    import fcntl
+
+    with open(db / "LOCK", "a") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        fcntl.flock(fh, fcntl.LOCK_UN)
+    return False
+
+
 def item8_readers(tmp: Path) -> tuple[bool, str]:
     paths = docs(tmp / "c", 2)
     db = str(tmp / "r.db")
@@ -233,7 +245,11 @@ def item8_readers(tmp: Path) -> tuple[bool, str]:
     cmd = [sys.executable, "-c", "from chunkwise.cli import run; run()", "index", *big, "--db", db, "-q"]
     writer = subprocess.Popen(cmd, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        time.sleep(8)  # the writer holds the database by now
+        deadline = time.monotonic() + 120
+        while writer.poll() is None and time.monotonic() < deadline:  # until the writer holds the database
+            if (Path(db) / "chunkwise-readers").is_dir() or (Path(db) / "LOCK").exists() and _locked(Path(db)):
+                break
+            time.sleep(0.2)
         running = writer.poll() is None
         r = cli("search", "topic 3", "--db", db, timeout=120)
     finally:

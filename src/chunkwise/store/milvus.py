@@ -80,6 +80,16 @@ from .rows import chunk_from_row, chunk_rows
 from .vectors import VectorCache
 
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,200}$")
+IN_USE_PROBLEM = (
+    "the database is in use by another process (Milvus Lite allows one at a time); searches read its last "
+    "finished run meanwhile, but indexing or deleting must wait until that process ends"
+)
+
+
+class BusyDatabaseWarning(UserWarning):
+    """A search reads the last finished run of a database another process is writing."""
+
+
 READ_ONLY_PROBLEM = (
     "the database directory is not writable: it can be searched, but indexing into it or "
     "deleting from it needs write access (copy it somewhere writable to change it)"
@@ -154,6 +164,11 @@ class MilvusStore:
         self._bm25_saved_dropped = False
         #: this connection saved the in-process copies after its last write: keyed again at close
         self._copies_saved = False
+        #: this connection made the readers' copy (removed at close); ``busy``: this store reads that copy
+        #: because another process is writing the database (writes are refused)
+        self._readers_copy = False
+        self._will_write = False
+        self.busy = False
         #: write a snapshot of the collection when this connection closes (set by every write, and by an add)
         self.keep_snapshot = False
 
@@ -183,10 +198,13 @@ class MilvusStore:
         """Connect, and refuse a database that can only be read (before a run chunks and embeds for nothing).
         ``connect=False``: a Milvus Lite directory is checked without starting Milvus Lite (a run with nothing
         to do may never need it, store/snapshot.py); a server is connected to either way."""
+        self._will_write = True  # a Milvus Lite connection leaves a readers' copy first (store/snapshot.py)
         if connect or self.db is None:
             self.connect()
         elif self._client is None:
             self._check_db_path()
+        if self.busy:
+            raise InputError(IN_USE_PROBLEM, source=self.db)
         if self.read_only:
             raise InputError(READ_ONLY_PROBLEM, source=self.db)
 
@@ -197,6 +215,8 @@ class MilvusStore:
         self.require_writable()
         client = self.connect()
         if not self._bm25_saved_dropped and self.db is not None:
+            if not self._readers_copy:  # what searches read while this connection writes (store/snapshot.py)
+                self._readers_copy = snapshot.save_readers_copy(self._lite_db())
             for folder in (BM25_FOLDER, VECTORS_FOLDER):
                 shutil.rmtree(Path(self.db) / folder, ignore_errors=True)
             snapshot.drop(self.db, self.collection)  # and the snapshot (store/snapshot.py), rewritten at close
@@ -219,9 +239,38 @@ class MilvusStore:
         else:
             path = self._check_db_path()
             # the engine in this process, no port or socket; a private copy of a read-only one (store/lite.py)
-            client = connect_lite(path, self.read_only, self.timeout, source=self._lite_db())
+            try:
+                client = connect_lite(path, self.read_only, self.timeout, source=self._lite_db())
+            except InputError as exc:
+                client = self._readers_client(path, exc)
+            if self._will_write and not self.read_only and not self._readers_copy:
+                self._readers_copy = snapshot.save_readers_copy(path)  # before anything is written
             self.capabilities = ServerCapabilities("lite")
         self._client = client
+        return client
+
+    def _readers_client(self, path: str, exc: InputError):
+        """Another process is writing the database: a private copy of the copy it made of the last finished
+        run (store/snapshot.py), with one warning, and every write refused; else ``exc`` itself."""
+        readers = Path(path) / snapshot.READERS_FOLDER
+        if not str(exc.problem).startswith("the database is in use") or not readers.is_dir():
+            raise exc
+        from .lite import open_client
+
+        try:
+            client = open_client(str(readers), read_only=True)
+        except Exception:  # noqa: BLE001 - the writer finished (and removed it) while it was copied
+            raise exc from None
+        if client is None:
+            raise exc
+        import warnings
+
+        warnings.warn(
+            f"{self._lite_db()}: another process is writing this database; the results are as of its last finished run",
+            BusyDatabaseWarning,
+            stacklevel=4,
+        )
+        self.read_only = self.busy = True
         return client
 
     def close(self) -> None:
@@ -247,6 +296,9 @@ class MilvusStore:
                 server_manager_instance.release_server(os.path.abspath(self.db))
         if state is not None and self.db is not None:
             snapshot.save(self.db, self.collection, state)
+        if self._readers_copy and self.db is not None:
+            snapshot.drop_readers_copy(self._lite_db())
+            self._readers_copy = False
         if rekey and files is not None:
             from .milvus_search import rekey_copies
 
@@ -496,5 +548,14 @@ class MilvusStore:
 
 __all__ = ["MilvusStore", "ServerCapabilities", "DEFAULT_COLLECTION", "DEFAULT_DB", "SCHEMA_VERSION", "CONFIG_ID"]
 __all__ += ["CONFIG_PROPERTY", "STATE_SUFFIX", "OUTPUT_FIELDS", "NULL_SENTINELS", "BM25_FOLDER", "VECTORS_FOLDER"]
-__all__ += ["READ_ONLY_PROBLEM", "BM25Fallback", "VectorCache", "as_scores", "quote", "stable_config_hash"]
+__all__ += [
+    "READ_ONLY_PROBLEM",
+    "IN_USE_PROBLEM",
+    "BusyDatabaseWarning",
+    "BM25Fallback",
+    "VectorCache",
+    "as_scores",
+    "quote",
+    "stable_config_hash",
+]
 __all__ += ["quiet_milvus_logs", "import_pymilvus", "chunk_rows", "chunk_from_row"]

@@ -173,7 +173,7 @@ def rekey_copies(root: str | Path, files: list) -> None:
 def remove_leftovers(root: Path) -> None:
     """Remove the temporary folders of a save that was killed (``chunkwise-bm25.XXXX``): this process holds
     the database, so no other is saving into it."""
-    for folder in (BM25_FOLDER, VECTORS_FOLDER):
+    for folder in (BM25_FOLDER, VECTORS_FOLDER, snapshot.READERS_FOLDER):
         for tmp in root.glob(folder + ".*"):
             shutil.rmtree(tmp, ignore_errors=True)
 

@@ -34,7 +34,12 @@ if TYPE_CHECKING:
 SNAPSHOT_VERSION = 1
 PREFIX = "chunkwise-snapshot-"
 #: chunkwise's own folders in the database directory (store/milvus_search.py), not the database's files
-CACHE_FOLDERS = ("chunkwise-bm25", "chunkwise-vectors")
+CACHE_FOLDERS = ("chunkwise-bm25", "chunkwise-vectors", "chunkwise-readers")
+#: a copy of the database as of its last finished run, made by a writer before its first write and removed
+#: when it closes: what searches read while the database is being written (Milvus Lite allows one process)
+READERS_FOLDER = "chunkwise-readers"
+#: a database larger than this gets no readers' copy (the copy costs its size in time and disk per run)
+READERS_MAX_BYTES = 2 << 30
 #: Milvus Lite's segment indexes, built in the background after a flush (even after the connection closed):
 #: derived from the data files, which every write changes (the write-ahead log, the manifest)
 DERIVED_FOLDER = "indexes"
@@ -68,6 +73,39 @@ def fingerprint(db: str | os.PathLike) -> list[list]:
             st = os.lstat(os.path.join(folder, name))
             out.append([os.path.normpath(os.path.join(rel, name)), st.st_size, st.st_mtime_ns])
     return sorted(out)
+
+
+def save_readers_copy(db: str | os.PathLike) -> bool:
+    """Copy the database files (as :func:`fingerprint` lists them, without ``LOCK``) into
+    :data:`READERS_FOLDER`, whole or not at all; False when there is nothing to copy or it is too large.
+    Called by the process that holds the database, before its first write: the files are those of the last
+    finished run."""
+    from ..security import replace_folder
+
+    files = [f for f in fingerprint(db) if f[0] != "LOCK"]
+    if not files or sum(f[1] for f in files) > READERS_MAX_BYTES:
+        return False
+    root = Path(db)
+
+    def fill(tmp: Path) -> None:
+        import shutil
+
+        for rel, _size, _mtime in files:
+            (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(root / rel, tmp / rel)
+
+    try:
+        replace_folder(root / READERS_FOLDER, fill)
+    except OSError:
+        return False
+    return True
+
+
+def drop_readers_copy(db: str | os.PathLike) -> None:
+    """Remove the readers' copy (the database is free again: readers open it directly)."""
+    import shutil
+
+    shutil.rmtree(Path(db) / READERS_FOLDER, ignore_errors=True)
 
 
 def drop(db: str | os.PathLike, collection: str) -> None:
@@ -153,4 +191,16 @@ def local_snapshot(store: Any) -> Snapshot | None:
     return load(store.db, store.collection)
 
 
-__all__ = ["SNAPSHOT_VERSION", "Snapshot", "capture", "drop", "fingerprint", "load", "local_snapshot", "save"]
+__all__ = [
+    "SNAPSHOT_VERSION",
+    "READERS_FOLDER",
+    "save_readers_copy",
+    "drop_readers_copy",
+    "Snapshot",
+    "capture",
+    "drop",
+    "fingerprint",
+    "load",
+    "local_snapshot",
+    "save",
+]
