@@ -139,3 +139,13 @@ def test_no_url_header_or_error_body_shows_userinfo_or_a_key(fake_openai, serve_
     for text in shown:
         for s in secrets:
             assert s not in text, (s, text)
+
+
+def test_cache_stats_shows_no_key_of_an_embedding_endpoint(fake_openai, tmp_path, capsys):
+    url = fake_openai.url + "?api-key=K3YVALUE99"
+    assert main(["--embedder", "openai:test-embed", "--base-url", url, "--cache-dir", str(tmp_path), "embed", "x"]) == 0
+    capsys.readouterr()
+    assert main(["--cache-dir", str(tmp_path), "cache", "stats"]) == 0
+    assert main(["--cache-dir", str(tmp_path), "cache", "stats", "--json"]) == 0
+    out = capsys.readouterr().out
+    assert "K3YVALUE99" not in out and out.count("openai:test-embed@") == 2  # the entry is listed, redacted
