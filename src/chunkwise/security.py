@@ -30,9 +30,9 @@ from urllib.parse import urlsplit
 REDACTED = "[redacted]"
 _HEADER = re.compile(
     r"(?i)\b(authorization|proxy-authorization|x-api-key|api-key|api_key|cookie)"
-    r"(\"?\s*[:=]\s*\"?)([^\s\",}]+(?:\s+[^\s\",}]+)?)"
+    r"(\"?\s*[:=]\s*\"?)((?:(?:bearer|basic)\s+)?[^\s\"}]+)"
 )
-_BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{6,}")
+_BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[^\s\"'<>]{6,}")
 _KEYLIKE = re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_-]{8,}")
 _warned: set[str] = set()
 #: query parameters whose value is a credential (Azure ``api-key``/``sig``, Google ``key``, ``token``...)
