@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from chunkwise.formats.html import html_to_document
-from chunkwise.formats.html_rules import MAX_HTML_DEPTH, bound_nesting
+from chunkwise.formats.html_depth import MAX_HTML_DEPTH, bound_nesting
 
 
 @pytest.mark.timeout(120)  # unbounded, the 200,000-deep page parses for many minutes: a hang, not a wait

@@ -11,7 +11,7 @@ from chunkwise import Document
 from chunkwise.errors import InputError
 from chunkwise.retrieval import Index
 from chunkwise.store import snapshot
-from chunkwise.store.milvus import BusyDatabaseWarning
+from chunkwise.store.milvus_connection import BusyDatabaseWarning
 
 
 def test_a_search_during_a_write_reads_the_last_finished_run(tmp_path):

@@ -29,6 +29,7 @@ from collections.abc import Callable
 
 from ..document import Document, Section
 from ..errors import ConfigError, InputError
+from .html_depth import MAX_HTML_DEPTH, bound_nesting
 from .html_rules import (
     _META_CHARSET,
     _NON_WORD,
@@ -39,10 +40,8 @@ from .html_rules import (
     DROP_TAGS,
     HEADINGS,
     INVISIBLE_TAGS,
-    MAX_HTML_DEPTH,
     NEVER_DROP,
     Block,
-    bound_nesting,
     page_blocks,
     tex,
 )

@@ -45,6 +45,7 @@ from ..store.milvus import MilvusStore
 from ..strategies import DEFAULT_STRATEGY, Strategy
 from .index import AddSettings, Index, IndexReport, _Progress
 from .ingest import finish_chunks, is_unchanged, late_vectors, plan_vectors
+from .ray_cluster import local_cluster_options
 
 #: files per chunking task
 FILES_PER_TASK = 8
@@ -89,34 +90,6 @@ class _Batch:
     @property
     def size(self) -> int:
         return sum(len(c) for _, c in self.docs)
-
-
-#: where a local cluster that chunkwise starts says its node is (workers and the driver talk over loopback)
-LOCAL_NODE_IP = "127.0.0.1"
-
-
-def local_cluster_options() -> dict[str, Any]:
-    """``ray.init`` options for a local cluster chunkwise starts (no ``--address``): its node on the loopback
-    address, and Ray's token authentication on (``RAY_AUTH_MODE=token``, a token created in
-    ``~/.ray/auth_token`` when none exists) unless the user set ``RAY_AUTH_MODE`` themselves, with a warning
-    when they turned it off. Ray's own gRPC servers (GCS, raylet, workers) listen on every interface
-    whatever the node address; the token is what keeps another machine from running code in them."""
-    import sys
-
-    mode = os.environ.get("RAY_AUTH_MODE")
-    if mode is None:
-        if "ray" not in sys.modules:  # read once, when Ray is imported (Ray 2.5x+ turns it on itself then)
-            os.environ["RAY_AUTH_MODE"] = "token"
-    elif mode.lower() != "token":
-        import warnings
-
-        warnings.warn(
-            f"RAY_AUTH_MODE={mode}: the local Ray cluster starts without token authentication; its ports "
-            "listen on every interface, so anyone who can reach this machine can run code in it",
-            RuntimeWarning,
-            stacklevel=3,
-        )
-    return {"_node_ip_address": LOCAL_NODE_IP}
 
 
 def import_ray():
@@ -275,17 +248,11 @@ class RayIngest:
         local = local_cluster_options() if self.address is None else {}  # before Ray is imported: it reads them
         ray = import_ray()
         if not ray.is_initialized():
-            # a local head's GCS may take longer than Ray's default 30 s to bind its port on a loaded
-            # machine (seen on 2 busy cores); the user's own setting wins
+            # a local head's GCS may take longer than Ray's default 30 s to bind its port (2 busy cores)
             os.environ.setdefault("RAY_gcs_server_port_wait_time_s", "120")
+            opts = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False, **local}
             try:
-                ray.init(
-                    address=self.address,
-                    include_dashboard=False,
-                    log_to_driver=False,
-                    configure_logging=False,
-                    **local,
-                )
+                ray.init(address=self.address, **opts)
             except Exception as exc:  # noqa: BLE001 - ConnectionError, RuntimeError, ValueError ...
                 raise ChunkwiseError(
                     f"cannot start or join the Ray cluster: {' '.join(str(exc).split())}",

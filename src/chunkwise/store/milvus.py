@@ -18,8 +18,8 @@ marker, and the next run simply does all four steps again, ending with exactly t
 Milvus Lite (``milvus-lite`` >= 3, a pure-Python engine for a ``.db`` directory, called in this process
 without pymilvus) has everything the schema uses; older servers (:class:`ServerCapabilities`, from the
 version) get it without BM25 (hybrid search then ranks with bm25s) or without nullable fields (``None``
-stored as a sentinel). Tested against Milvus 2.3.5
-and the Milvus Lite server; Milvus < 2.3 (no upsert, no ARRAY fields) is not supported.
+stored as a sentinel). Tested against Milvus 2.3.5 and the Milvus Lite server; Milvus < 2.3 (no upsert, no
+ARRAY fields) is not supported.
 
 This module is the store itself; its concepts live beside it: connecting and what a server supports
 (:mod:`~chunkwise.store.milvus_connection`), the schema from the chunk field table
@@ -43,7 +43,7 @@ import numpy as np
 
 from ..document import Chunk, Document
 from ..errors import ChunkwiseError, ConfigError, InputError
-from . import milvus_create, milvus_search, snapshot
+from . import milvus_connection, milvus_create, milvus_search, snapshot
 from .base import Hit, Marker
 from .bm25 import BM25Fallback
 from .lite import LiteClient
@@ -80,16 +80,6 @@ from .rows import chunk_from_row, chunk_rows
 from .vectors import VectorCache
 
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,200}$")
-IN_USE_PROBLEM = (
-    "the database is in use by another process (Milvus Lite allows one at a time); searches read its last "
-    "finished run meanwhile, but indexing or deleting must wait until that process ends"
-)
-
-
-class BusyDatabaseWarning(UserWarning):
-    """A search reads the last finished run of a database another process is writing."""
-
-
 READ_ONLY_PROBLEM = (
     "the database directory is not writable: it can be searched, but indexing into it or "
     "deleting from it needs write access (copy it somewhere writable to change it)"
@@ -162,13 +152,9 @@ class MilvusStore:
         self._config: dict[str, Any] | None = None
         self._opened = False
         self._bm25_saved_dropped = False
-        #: this connection saved the in-process copies after its last write: keyed again at close
-        self._copies_saved = False
-        #: this connection made the readers' copy (removed at close); ``busy``: this store reads that copy
-        #: because another process is writing the database (writes are refused)
-        self._readers_copy = False
-        self._will_write = False
-        self.busy = False
+        #: saved the in-process copies since its last write (keyed again at close); made the readers' copy
+        #: (removed at close); ``busy``: reads that copy while another process writes the database
+        self._copies_saved = self._readers_copy = self._will_write = self.busy = False
         #: write a snapshot of the collection when this connection closes (set by every write, and by an add)
         self.keep_snapshot = False
 
@@ -203,10 +189,8 @@ class MilvusStore:
             self.connect()
         elif self._client is None:
             self._check_db_path()
-        if self.busy:
-            raise InputError(IN_USE_PROBLEM, source=self.db)
         if self.read_only:
-            raise InputError(READ_ONLY_PROBLEM, source=self.db)
+            raise InputError(milvus_connection.IN_USE_PROBLEM if self.busy else READ_ONLY_PROBLEM, source=self.db)
 
     def _writer(self):
         """The client, for a call that writes (refused on a read-only database). The bm25s index saved in
@@ -215,8 +199,7 @@ class MilvusStore:
         self.require_writable()
         client = self.connect()
         if not self._bm25_saved_dropped and self.db is not None:
-            if not self._readers_copy:  # what searches read while this connection writes (store/snapshot.py)
-                self._readers_copy = snapshot.save_readers_copy(self._lite_db())
+            self._readers_copy = self._readers_copy or snapshot.save_readers_copy(self.db)  # what searches read
             for folder in (BM25_FOLDER, VECTORS_FOLDER):
                 shutil.rmtree(Path(self.db) / folder, ignore_errors=True)
             snapshot.drop(self.db, self.collection)  # and the snapshot (store/snapshot.py), rewritten at close
@@ -241,47 +224,19 @@ class MilvusStore:
             # the engine in this process, no port or socket; a private copy of a read-only one (store/lite.py)
             try:
                 client = connect_lite(path, self.read_only, self.timeout, source=self._lite_db())
-            except InputError as exc:
-                client = self._readers_client(path, exc)
+            except InputError as exc:  # another process writes it: its copy of the last finished run
+                client = milvus_connection.open_readers_copy(path, exc, snapshot.READERS_FOLDER)
+                self.read_only = self.busy = True
             if self._will_write and not self.read_only and not self._readers_copy:
                 self._readers_copy = snapshot.save_readers_copy(path)  # before anything is written
             self.capabilities = ServerCapabilities("lite")
         self._client = client
         return client
 
-    def _readers_client(self, path: str, exc: InputError):
-        """Another process is writing the database: a private copy of the copy it made of the last finished
-        run (store/snapshot.py), with one warning, and every write refused; else ``exc`` itself."""
-        readers = Path(path) / snapshot.READERS_FOLDER
-        if not str(exc.problem).startswith("the database is in use") or not readers.is_dir():
-            raise exc
-        from .lite import open_client
-
-        try:
-            client = open_client(str(readers), read_only=True)
-        except Exception:  # noqa: BLE001 - the writer finished (and removed it) while it was copied
-            raise exc from None
-        if client is None:
-            raise exc
-        import warnings
-
-        warnings.warn(
-            f"{self._lite_db()}: another process is writing this database; the results are as of its last finished run",
-            BusyDatabaseWarning,
-            stacklevel=4,
-        )
-        self.read_only = self.busy = True
-        return client
-
     def close(self) -> None:
         """Close the client and, for Milvus Lite, release the directory; a connection that wrote (or that
         :attr:`keep_snapshot` asks) leaves a snapshot (store/snapshot.py)."""
-        state = (
-            snapshot.capture(self) if self.keep_snapshot and self.db and self._client and not self.read_only else None
-        )
-        # the copies saved by this connection were keyed on the files before its close flushed them
-        rekey = self._copies_saved and self.db is not None and self._client is not None and not self.read_only
-        files = state["files"] if state else (snapshot.fingerprint(self._lite_db()) if rekey else None)
+        leave = snapshot.closing(self)  # read while still connected; written once the directory is released
         client, self._client, self.keep_snapshot = self._client, None, False
         self._loaded.clear()
         self._forget()
@@ -294,22 +249,14 @@ class MilvusStore:
                 from milvus_lite.server_manager import server_manager_instance
 
                 server_manager_instance.release_server(os.path.abspath(self.db))
-        if state is not None and self.db is not None:
-            snapshot.save(self.db, self.collection, state)
-        if self._readers_copy and self.db is not None:
-            snapshot.drop_readers_copy(self._lite_db())
-            self._readers_copy = False
-        if rekey and files is not None:
-            from .milvus_search import rekey_copies
-
-            rekey_copies(self._lite_db(), files)
+        snapshot.closed(self, leave)
 
     def _forget(self) -> None:
         """Drop what was read once per connection (the configuration, the collection facts, bm25s)."""
         self._config = None
         self._opened = False
         self._drop_copies()
-        self._bm25_saved_dropped = False
+        self._bm25_saved_dropped = self._copies_saved = False
 
     def _drop_copies(self) -> None:
         """Forget the in-process copies of the chunks (bm25s, vectors, admitted ids): a write changed them."""
@@ -548,14 +495,5 @@ class MilvusStore:
 
 __all__ = ["MilvusStore", "ServerCapabilities", "DEFAULT_COLLECTION", "DEFAULT_DB", "SCHEMA_VERSION", "CONFIG_ID"]
 __all__ += ["CONFIG_PROPERTY", "STATE_SUFFIX", "OUTPUT_FIELDS", "NULL_SENTINELS", "BM25_FOLDER", "VECTORS_FOLDER"]
-__all__ += [
-    "READ_ONLY_PROBLEM",
-    "IN_USE_PROBLEM",
-    "BusyDatabaseWarning",
-    "BM25Fallback",
-    "VectorCache",
-    "as_scores",
-    "quote",
-    "stable_config_hash",
-]
+__all__ += ["READ_ONLY_PROBLEM", "BM25Fallback", "VectorCache", "as_scores", "quote", "stable_config_hash"]
 __all__ += ["quiet_milvus_logs", "import_pymilvus", "chunk_rows", "chunk_from_row"]

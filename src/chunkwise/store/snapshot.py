@@ -108,6 +108,31 @@ def drop_readers_copy(db: str | os.PathLike) -> None:
     shutil.rmtree(Path(db) / READERS_FOLDER, ignore_errors=True)
 
 
+def closing(store: MilvusStore) -> tuple[dict[str, Any] | None, list | None]:
+    """Read while ``store`` is still connected: the snapshot state a connection that wrote leaves, and the
+    fingerprint the in-process copies it saved since its last write are keyed on (after its flush)."""
+    live = bool(store.db) and store._client is not None and not store.read_only
+    state = capture(store) if store.keep_snapshot and live else None
+    rekey = store._copies_saved and live
+    return state, (state["files"] if state else fingerprint(store._lite_db()) if rekey else None)
+
+
+def closed(store: MilvusStore, leave: tuple[dict[str, Any] | None, list | None]) -> None:
+    """Once the directory is released: save the snapshot, key the saved copies, remove the readers' copy."""
+    from .milvus_search import rekey_copies
+
+    state, files = leave
+    if store.db is None:
+        return
+    if state is not None:
+        save(store.db, store.collection, state)
+    if store._readers_copy:
+        drop_readers_copy(store.db)
+        store._readers_copy = False
+    if files is not None:
+        rekey_copies(store.db, files)
+
+
 def drop(db: str | os.PathLike, collection: str) -> None:
     """Remove the snapshot before a write begins (a write killed half-way must leave none that matches)."""
     with contextlib.suppress(FileNotFoundError):
