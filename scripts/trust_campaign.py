@@ -171,16 +171,22 @@ def item5_hostile_config(tmp: Path) -> tuple[bool, str]:
     (tmp / "pw").write_text("root:x:0:0:root:/root:/bin/bash\n")
     (tmp / "b.json").write_text(json.dumps({"run": {"hybrid": "yes"}}))
     (tmp / "n.json").write_text('{"strategy": "semantic", "params": {"threshold": NaN}}')
-    runs = {
-        "deep --config (chunk)": cli("chunk", str(tmp / "t.txt"), "--config", str(tmp / "deep.json")),
-        "deep --config (tune)": cli(
-            "tune", str(tmp / "t.txt"), "--config", str(tmp / "deep.json"), "--grid", "max_tokens=32,64"
-        ),  # fmt: skip
-        "--tokenizer hf:FILE": cli("chunk", str(tmp / "t.txt"), "--tokenizer", f"hf:{tmp / 'pw'}"),
-        'hybrid: "yes"': cli("search", "q", "--db", str(tmp / "x.db"), "--config", str(tmp / "b.json")),
-        "NaN parameter": cli("chunk", str(tmp / "t.txt"), "--config", str(tmp / "n.json")),
+    t = str(tmp / "t.txt")
+    runs = {  # what each must say, in one line
+        "deep --config (chunk)": (cli("chunk", t, "--config", str(tmp / "deep.json")), "levels deep"),
+        "deep --config (tune)": (
+            cli("tune", t, "--config", str(tmp / "deep.json"), "--grid", "max_tokens=32,64"),
+            "levels deep",
+        ),
+        "--tokenizer hf:FILE": (cli("chunk", t, "--tokenizer", f"hf:{tmp / 'pw'}"), "tokenizer"),
+        'hybrid: "yes"': (cli("search", "q", "--db", str(tmp / "x.db"), "--config", str(tmp / "b.json")), "hybrid"),
+        "NaN parameter": (cli("chunk", t, "--config", str(tmp / "n.json")), "NaN"),
     }
-    bad = [k for k, r in runs.items() if r.returncode != 2 or r.stderr.count("\n") != 1 or "Traceback" in r.stderr]
+    bad = [
+        k
+        for k, (r, needle) in runs.items()
+        if r.returncode != 2 or r.stderr.count("\n") != 1 or "Traceback" in r.stderr or needle not in r.stderr
+    ]
     return not bad, "one line each" if not bad else f"not one line: {', '.join(bad)}"
 
 
@@ -202,7 +208,7 @@ def item6_html_depth(tmp: Path) -> tuple[bool, str]:
 
 def item7_ray(tmp: Path, start: bool) -> tuple[bool, str]:
     os.environ.pop("RAY_AUTH_MODE", None)
-    from chunkwise.retrieval.ray_engine import local_cluster_options
+    from chunkwise.retrieval.ray_cluster import local_cluster_options
 
     opts = local_cluster_options()
     token = os.environ.get("RAY_AUTH_MODE") == "token" or "ray" in sys.modules
