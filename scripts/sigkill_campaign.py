@@ -74,8 +74,10 @@ def run_to_end(db: Path, folder: Path) -> None:
 
 
 def size(path: Path) -> int:
+    """Bytes of the database's own files (chunkwise's copies beside them, ``chunkwise-*``, left out)."""
     total = 0
-    for root, _, files in os.walk(path):
+    for root, dirs, files in os.walk(path):
+        dirs[:] = [d for d in dirs if not d.startswith("chunkwise-")]
         for f in files:
             try:
                 total += os.path.getsize(os.path.join(root, f))

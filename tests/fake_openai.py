@@ -144,6 +144,7 @@ class FakeOpenAI:
                 doc: dict = {"error": {"message": msg}}
                 if fake.echo_headers:
                     doc["error"]["headers"] = dict(self.headers)
+                    doc["error"]["message"] += f" at {fake.origin}{self.path}"  # the request URL, query and all
                 extra = {"Retry-After": fake.retry_after} if status in (429, 503) and fake.retry_after else None
                 self._send(status, json.dumps(doc).encode(), extra=extra)
 
@@ -153,7 +154,8 @@ class FakeOpenAI:
                     return self._send(status, b"moved", "text/plain", {"Location": origin + self.path})
                 if fake.delay:
                     time.sleep(fake.delay)
-                route = self.path.rsplit("/v1", 1)[-1] if "/v1/" in self.path else None
+                path = self.path.split("?")[0]
+                route = path.rsplit("/v1", 1)[-1] if "/v1/" in path else None
                 if route not in ("/chat/completions", "/embeddings"):
                     return self._send(404, json.dumps({"error": {"message": "no such route"}}).encode())
                 if fake.key and self.headers.get("Authorization") != f"Bearer {fake.key}":

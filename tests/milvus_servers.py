@@ -159,7 +159,7 @@ def start_milvus_235(data: Path, timeout: float = 150.0) -> Server:
     return server
 
 
-def start_milvus_lite(data: Path, port: int | None = None, timeout: float = 60.0) -> Server:
+def start_milvus_lite(data: Path, port: int | None = None, timeout: float = 150.0) -> Server:
     """The Milvus Lite engine as a gRPC server on loopback (it accepts any token)."""
     exe = tool("milvus-lite")
     if exe is None:

@@ -113,6 +113,7 @@ and a solar panel on the back tops it up during the day.
 """
 
 
+@pytest.mark.timeout(600)  # the slow tier's own bound: far above its time on a loaded 2-core machine
 @pytest.mark.slow  # late chunking with the real model, index and search through the CLI (about 8 s)
 def test_cli_index_and_search_with_late_and_headings(tmp_path, monkeypatch, capsys):
     """End to end: `chunkwise index [--late | --context headings]` then `chunkwise search`; the exact chunk

@@ -152,6 +152,7 @@ def test_two_processes_writing_at_once(tmp_path):
     np.testing.assert_allclose(got[text_key("p1 3 4")], FakeEmbedder().embed(["p1 3 4"])[0])
 
 
+@pytest.mark.timeout(600)  # the slow tier's own bound: far above its time on a loaded 2-core machine
 @pytest.mark.slow  # builds MiniLM in fresh cache folders (a graph rewrite each)
 def test_get_embedder_cache_and_no_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("CHUNKWISE_CACHE_DIR", str(tmp_path / "env"))
@@ -165,6 +166,7 @@ def test_get_embedder_cache_and_no_cache(tmp_path, monkeypatch):
     assert not isinstance(get_embedder("minilm", cache=False), CachedEmbedder)
 
 
+@pytest.mark.timeout(600)  # the slow tier's own bound: far above its time on a loaded 2-core machine
 @pytest.mark.slow  # builds MiniLM in fresh cache folders (a graph rewrite each)
 def test_embedder_from_args(tmp_path):
     parser = __import__("chunkwise.cli", fromlist=["build_parser"]).build_parser()
@@ -240,7 +242,7 @@ def _poison(path, model: str, text: str, vec_bytes: bytes, dim: int) -> None:
     assert n == 1
 
 
-@pytest.mark.parametrize("bad", ["inf", "nan", "norm", "short", "odd bytes", "dim"])
+@pytest.mark.parametrize("bad", ["inf", "nan", "norm", "short", "odd bytes", "dim", "zeros"])
 def test_a_damaged_cached_vector_is_embedded_again_and_overwritten(tmp_path, bad):
     """A cached +inf / NaN / not-unit / wrong-length vector used to be returned as it was (then every later
     run failed on it, blamed on the embedder: 'embedder returned a non-finite vector'), or, for a blob of the
@@ -258,6 +260,7 @@ def test_a_damaged_cached_vector_is_embedded_again_and_overwritten(tmp_path, bad
         "short": (good[:10].tobytes(), 64),
         "odd bytes": (good.tobytes()[:-1], 64),
         "dim": (good[:32].tobytes(), 32),
+        "zeros": (np.zeros(64, np.float32).tobytes(), 64),  # zero-filled storage, the commonest damage
     }[bad]
     _poison(tmp_path, "fake-bow-64", texts[1], *poisoned)
 
@@ -271,18 +274,20 @@ def test_a_damaged_cached_vector_is_embedded_again_and_overwritten(tmp_path, bad
     assert third.inner.calls == [] and third.cache_repaired == 0
 
 
-def test_zero_vectors_are_not_damage(tmp_path):
-    """``l2_normalize`` leaves a zero row at zero, so a cached zero vector is a real answer, not damage."""
+def test_a_zero_vector_for_a_text_is_neither_cached_nor_trusted(tmp_path):
+    """A text with something in it has a direction: an all-zero vector for it is damage (zero-filled
+    storage), so it is not cached; the embedder's own answer is still returned, and asked for again next time.
+    A blank text's zero vector is a real answer and is cached."""
 
     class Zero(FakeEmbedder):
         def embed(self, texts):
             super().embed(texts)
             return np.zeros((len(list(texts)), self.dim), dtype=np.float32)
 
-    CachedEmbedder(Zero(), EmbeddingCache(tmp_path)).embed(["nothing"])
+    CachedEmbedder(Zero(), EmbeddingCache(tmp_path)).embed(["nothing", " "])
     again = CachedEmbedder(Zero(), EmbeddingCache(tmp_path))
-    assert not again.embed(["nothing"]).any()
-    assert again.inner.calls == [] and again.cache_repaired == 0
+    assert not again.embed(["nothing", " "]).any()
+    assert again.inner.calls == [["nothing"]] and again.cache_repaired == 0
 
 
 def test_a_non_finite_fresh_vector_is_not_cached(tmp_path):

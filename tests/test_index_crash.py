@@ -22,7 +22,10 @@ import pytest
 
 from chunkwise.store import MilvusStore
 
-pytestmark = pytest.mark.slow
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.timeout(900),  # SIGKILL trials: index runs bounded at 120 s each, several per test
+]
 
 # the corpus and the command are the SIGKILL campaign's (scripts/sigkill_campaign.py), written once there
 _SPEC = importlib.util.spec_from_file_location(

@@ -16,11 +16,11 @@ ROOT = Path(chunkwise.__file__).resolve().parent
 #: the pipeline order of docs/ARCHITECTURE.md ("Layers"); top-level modules beside the packages included
 ORDER = [
     "document",
+    "security",
     "errors",
     "deprecation",
     "registry",
     "timefmt",
-    "security",
     "http",
     "formats",
     "segmentation",

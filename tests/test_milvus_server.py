@@ -37,7 +37,10 @@ from chunkwise.store.milvus import ServerCapabilities
 
 #: `make test-slow` runs this module on one worker (`--dist loadfile`): each worker would start its own
 #: servers, and Milvus 2.3.5's embedded etcd always binds ports 2379/2380, so a second one cannot start
-pytestmark = pytest.mark.slow
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.timeout(900),  # a Milvus server start (150 s) and CLI runs bounded at 60-180 s each
+]
 
 
 @pytest.fixture(scope="session", params=["milvus-2.3.5", "milvus-lite"])

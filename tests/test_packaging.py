@@ -19,7 +19,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
-pytestmark = pytest.mark.slow
+pytestmark = [
+    pytest.mark.slow,
+    # the first test pays for the fixture: a wheel build and a pip install, each bounded at 900 s by _run
+    pytest.mark.timeout(2100),
+]
 
 
 def _run(cmd: list[str], **kw) -> subprocess.CompletedProcess:

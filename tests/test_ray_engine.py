@@ -22,7 +22,11 @@ from chunkwise.retrieval import Index
 from chunkwise.store.milvus import MilvusStore
 
 ray = pytest.importorskip("ray", reason="the 'ray' extra is not installed (pip install 'chunkwise[ray]')")
-pytestmark = pytest.mark.slow
+pytestmark = [
+    pytest.mark.slow,
+    # a local Ray start (GCS wait 120 s) and up to two 300 s CLI runs per test, on a loaded machine
+    pytest.mark.timeout(1200),
+]
 PARAMS = {"max_tokens": 64}
 
 
@@ -286,6 +290,8 @@ def test_ray_cli_takes_every_mode(lite, local_ray, tmp_path):
         str(folder),
         "--uri",
         lite.uri,
+        "--timeout",
+        "180",  # reaching the test server under load took longer than the default 60 s
     ]
     env = {**os.environ, "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0"}
     done = subprocess.run([*base, *flags, "--collection", clean], capture_output=True, text=True, timeout=300, env=env)

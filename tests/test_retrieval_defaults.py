@@ -43,6 +43,7 @@ def no_llm_env(monkeypatch):
 
 
 # indexing examples/ with MiniLM takes about 30 s on the shared 2-core machine
+@pytest.mark.timeout(600)  # the slow tier's own bound: far above its time on a loaded 2-core machine
 @pytest.mark.slow
 def test_beer_garden_answered_from_the_meeting_by_default(examples_db, capsys):
     """The beer garden is named once, by Tom in the team meeting. With the whole meeting in one chunk,
@@ -60,6 +61,7 @@ def test_beer_garden_answered_from_the_meeting_by_default(examples_db, capsys):
     assert cited(dense) == {"examples/team-meeting.vtt"}
 
 
+@pytest.mark.timeout(600)  # the slow tier's own bound: far above its time on a loaded 2-core machine
 @pytest.mark.slow  # shares the examples index above
 def test_search_cli_and_api_default_is_hybrid_dense_opts_out(examples_db, capsys):
     assert main(["-q", "search", QUESTION, "--db", examples_db, "-k", "5", "--format", "jsonl"]) == 0

@@ -14,7 +14,11 @@ import shutil
 import pytest
 from conftest import CHROMA
 
-pytestmark = [pytest.mark.slow, pytest.mark.chroma]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.chroma,
+    pytest.mark.timeout(900),  # whole Chroma corpora indexed with the real model on a loaded 2-core machine
+]
 
 CORPORA = ("state_of_the_union", "chatlogs")
 QUESTIONS = (

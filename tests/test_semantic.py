@@ -292,6 +292,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.timeout(600)  # the slow tier's own bound: far above its time on a loaded 2-core machine
 @pytest.mark.slow
 def test_fifty_thousand_sentences_bounded_memory():
     """One 50,000-sentence document through all three strategies, in a fresh process so its peak memory

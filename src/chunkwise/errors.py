@@ -12,6 +12,11 @@ class ChunkwiseError(Exception):
     """A problem with the input or the configuration, described for a person."""
 
     def __init__(self, message: str, source: str | None = None):
+        if "://" in f"{message}{source}":  # a URL's password or key is never shown (chunkwise.security)
+            from .security import redact_urls
+
+            message = redact_urls(message)
+            source = redact_urls(source) if source else source
         self.source = source
         self.problem = message
         super().__init__(f"{source}: {message}" if source else message)

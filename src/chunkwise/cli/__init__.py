@@ -172,6 +172,10 @@ def add_global_options(parser: argparse.ArgumentParser, after_command: bool = Fa
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
     """Warnings as one ``chunkwise: warning: ...`` line, not Python's file:line format."""
     text = " ".join(str(message).split())
+    if "://" in text:  # a URL's password or key is never shown
+        from ..security import redact_urls
+
+        text = redact_urls(text)
     print(f"chunkwise: warning: {text}", file=file or sys.stderr)
 
 
@@ -200,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
             from ..embeddings.language import resolve_auto
 
             args.embedder = resolve_auto(args)
-        return int(args.func(args) or 0)
+        return _run(args)
     except ChunkwiseError as exc:
         print(f"chunkwise: error: {exc}", file=sys.stderr)
         return 2
@@ -209,6 +213,17 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+
+
+def _run(args) -> int:
+    """The command, with its ``--llm-*`` flags (if any) the settings of every chat client it makes."""
+    endpoint = {n: getattr(args, f"llm_{n}", None) for n in ("base_url", "model", "timeout", "deadline", "retries")}
+    if all(v is None for v in endpoint.values()):  # no chat client module imported for commands without one
+        return int(args.func(args) or 0)
+    from ..llm.client import command_endpoint
+
+    with command_endpoint(**endpoint):
+        return int(args.func(args) or 0)
 
 
 def run() -> None:

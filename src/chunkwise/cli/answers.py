@@ -16,11 +16,11 @@ import textwrap
 from ..errors import ChunkwiseError, ConfigError, InputError
 
 
-def add_llm_options(p: argparse.ArgumentParser, answers: bool = True) -> None:
-    """The LLM flags of ask, summarize and ``eval --answers`` (one definition)."""
-    from ..llm.openai import DEFAULT_ANSWER_TOKENS, DEFAULT_CONTEXT_TOKENS
-
-    g = p.add_argument_group("language model (optional; without one the answer is extractive)")
+def add_endpoint_options(p: argparse.ArgumentParser, title: str) -> None:
+    """The chat endpoint flags, one definition for every command that calls one (ask, summarize, eval,
+    questions, ``index --context llm``, ``search --rerank llm``, serve): where, which model, and the time
+    limits that bound a slow or dripping server. :func:`endpoint_args` hands them to the command's clients."""
+    g = p.add_argument_group(title)
     g.add_argument(
         "--llm-base-url",
         default=None,
@@ -28,27 +28,6 @@ def add_llm_options(p: argparse.ArgumentParser, answers: bool = True) -> None:
         help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 (default $CHUNKWISE_LLM_BASE_URL)",
     )
     g.add_argument("--llm-model", default=None, metavar="NAME", help="chat model (default $CHUNKWISE_LLM_MODEL)")
-    g.add_argument(
-        "--context-tokens",
-        type=int,
-        default=None,
-        metavar="N",
-        help=f"the model's context window, prompt + answer (default {DEFAULT_CONTEXT_TOKENS}); "
-        "prompts are fitted to it, never sent over it",
-    )
-    g.add_argument(
-        "--answer-tokens",
-        type=int,
-        default=None,
-        metavar="N",
-        help=f"most tokens of an answer, reserved out of the window (default {DEFAULT_ANSWER_TOKENS})",
-    )
-    g.add_argument(
-        "--llm-tokenizer",
-        default=None,
-        metavar="NAME",
-        help="tokenizer that counts prompt tokens: cl100k (default) | hf:PATH (the model's own)",
-    )
     g.add_argument(
         "--llm-timeout",
         type=float,
@@ -70,6 +49,41 @@ def add_llm_options(p: argparse.ArgumentParser, answers: bool = True) -> None:
         default=None,
         metavar="N",
         help="extra attempts on 408/409/429/5xx/timeouts (default 3)",
+    )
+
+
+def endpoint_args(args: argparse.Namespace) -> dict:
+    """The endpoint flags given (``None`` where not), as :func:`chunkwise.llm.client.command_endpoint` keywords."""
+    names = ("base_url", "model", "timeout", "deadline", "retries")
+    return {n: getattr(args, f"llm_{n}", None) for n in names}
+
+
+def add_llm_options(p: argparse.ArgumentParser, answers: bool = True) -> None:
+    """The LLM flags of ask, summarize and ``eval --answers``: the endpoint's, and how prompts are fitted."""
+    from ..llm.openai import DEFAULT_ANSWER_TOKENS, DEFAULT_CONTEXT_TOKENS
+
+    add_endpoint_options(p, "language model (optional; without one the answer is extractive)")
+    g = p.add_argument_group("prompt fitting")
+    g.add_argument(
+        "--context-tokens",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"the model's context window, prompt + answer (default {DEFAULT_CONTEXT_TOKENS}); "
+        "prompts are fitted to it, never sent over it",
+    )
+    g.add_argument(
+        "--answer-tokens",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"most tokens of an answer, reserved out of the window (default {DEFAULT_ANSWER_TOKENS})",
+    )
+    g.add_argument(
+        "--llm-tokenizer",
+        default=None,
+        metavar="NAME",
+        help="tokenizer that counts prompt tokens: cl100k (default) | hf:PATH (the model's own)",
     )
 
 

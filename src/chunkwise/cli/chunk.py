@@ -235,7 +235,11 @@ def _chunks_of(source: str, item, chunks, strategy, failures: _Failures):
     if chunks is None:  # a video arrives as ready-made clip chunks (chunkwise.video)
         from ..video.document import VideoDocument
 
-        chunks = item.chunks if isinstance(item, VideoDocument) else strategy.chunk(item)
+        try:
+            chunks = item.chunks if isinstance(item, VideoDocument) else strategy.chunk(item)
+        except InputError as exc:  # e.g. too large for the memory available: this input only
+            failures.add(source, exc)
+            return None
     return chunks
 
 

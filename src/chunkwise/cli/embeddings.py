@@ -118,6 +118,9 @@ def run_cache_stats(args: argparse.Namespace) -> int:
         info = cache.stats()
         graphs = cached_graphs(cache.dir)
     info["graphs"] = {"files": len(graphs), "bytes": sum(p.stat().st_size for p in graphs)}
+    from ..security import redact_urls
+
+    info["models"] = {redact_urls(k): v for k, v in info["models"].items()}  # an endpoint URL may carry a key
     if args.json:
         print(json.dumps(info, indent=2))
         return 0

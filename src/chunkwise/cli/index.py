@@ -177,8 +177,9 @@ def _add_vector_options(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="sentences each side for --context neighbors (default 2)",
     )
-    g.add_argument("--llm-base-url", default=None, metavar="URL", help="OpenAI-compatible endpoint for --context llm")
-    g.add_argument("--llm-model", default=None, help="chat model for --context llm")
+    from .answers import add_endpoint_options
+
+    add_endpoint_options(p, "language model for --context llm")
 
 
 def _add_maintenance_options(p: argparse.ArgumentParser) -> None:
@@ -247,6 +248,9 @@ def _register_search(subparsers) -> None:
         "passed to Milvus as it is (trusted input only: applications use Index.search(where=...))",
     )
     add_retrieval_options(s)
+    from .answers import add_endpoint_options
+
+    add_endpoint_options(s, "language model for --rerank llm")
     s.add_argument("--format", choices=("table", "jsonl"), default="table", help="output format")
     s.add_argument(
         "--max-chars",
@@ -263,7 +267,9 @@ def _register_search(subparsers) -> None:
 
 
 def _llm_context_options(args: argparse.Namespace) -> dict:
-    return {"base_url": args.llm_base_url, "model": args.llm_model, "cache_dir": getattr(args, "cache_dir", None)}
+    from .answers import endpoint_args
+
+    return {**endpoint_args(args), "cache_dir": getattr(args, "cache_dir", None)}
 
 
 def _context_options(args: argparse.Namespace) -> dict:
@@ -271,7 +277,9 @@ def _context_options(args: argparse.Namespace) -> dict:
         return {"neighbors": args.context_neighbors}
     if args.context == "llm":
         return _llm_context_options(args)
-    if args.context_neighbors is not None or args.llm_base_url or args.llm_model:
+    from .answers import endpoint_args
+
+    if args.context_neighbors is not None or any(v is not None for v in endpoint_args(args).values()):
         raise ConfigError("--context-neighbors needs --context neighbors; --llm-* options need --context llm")
     return {}
 

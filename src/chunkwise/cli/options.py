@@ -248,7 +248,10 @@ def parse_params(items: list[str]) -> dict[str, Any]:
         key, value = item.split("=", 1)
         from ..strategies.factory import parse_value
 
-        params[key.strip().replace("-", "_")] = parse_value(value.strip())
+        try:
+            params[key.strip().replace("-", "_")] = parse_value(value.strip())
+        except ConfigError as exc:
+            raise ConfigError(f"--param {key.strip()}: {exc}") from None
     return params
 
 

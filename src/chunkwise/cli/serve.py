@@ -50,6 +50,9 @@ def register(subparsers) -> None:
         metavar="SECONDS",
         help="seconds a client may take to send its request head, or pause within a body (default 10)",
     )
+    from .answers import add_endpoint_options
+
+    add_endpoint_options(p, "language model for /ask and rerank llm (default: the environment's; else extractive)")
     p.set_defaults(func=run)
 
 

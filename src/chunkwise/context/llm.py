@@ -17,6 +17,9 @@ Engineering choices, each for a reason:
 - **Disk cache** (SQLite, ``llm_context.sqlite3`` beside the embedding cache) keyed by a hash of the endpoint
   URL, the model and the whole request (document, chunk, prompt), so re-indexing costs nothing and a changed
   prompt or another server is not served stale answers. Failures are never cached.
+- **A missed deadline ends the endpoint's part of the run.** An endpoint that could not answer one chunk
+  within the deadline (one that drips its answer a byte at a time) is not sent the rest: a run against it
+  takes one deadline, not one per chunk.
 - **Failures never stop a run.** A chunk whose request fails keeps its plain text (``context`` stays
   ``None``); the failures are counted (:attr:`LLMContextualizer.failures`) and reported in one
   :class:`ContextWarning` per document.
@@ -94,6 +97,8 @@ class LLMContextualizer(ChatSettings):
     requested: int = field(default=0, init=False)
     cached: int = field(default=0, init=False)
     failures: int = field(default=0, init=False)
+    #: why the endpoint is known too slow (a missed deadline): later chunks and documents fail at once
+    _too_slow: str | None = field(default=None, init=False, repr=False)
     #: the old name of ``answer_tokens`` (deprecated)
     max_tokens: InitVar[int | None] = None
 
@@ -163,12 +168,16 @@ class LLMContextualizer(ChatSettings):
         state: dict[str, str | None] = {"fatal": None}
 
         def work(c: Chunk) -> str:
-            if state["fatal"]:
-                raise FatalLLMError(state["fatal"])
+            if state["fatal"] or self._too_slow:
+                raise FatalLLMError(state["fatal"] or self._too_slow or "")
             try:
                 return self.client.complete(self.messages(doc, c), self.answer_tokens, self.temperature, normalize=True)
             except FatalLLMError as exc:
                 state["fatal"] = exc.problem
+                raise
+            except LLMError as exc:  # a missed deadline: no later request of this run is sent (bounded time)
+                if exc.past_deadline:
+                    self._too_slow = exc.problem
                 raise
 
         failed: list[str] = []

@@ -13,8 +13,9 @@ was last used (refreshed at most once an hour, so reads stay reads), and when th
 bound the least recently used rows are deleted down to 90 % of it. The freed pages are reused by later
 inserts; ``chunkwise cache clear`` also vacuums the file.
 
-A row read back is not trusted: a vector that is not finite, has the wrong length, or is not of unit length
-(every chunkwise embedder L2-normalises; zero vectors, which ``l2_normalize`` leaves as they are, pass) is
+A row read back is not trusted: a vector that is not finite, has the wrong length, is not of unit length
+(every chunkwise embedder L2-normalises), or is all zeros for a text with something in it (zero-filled
+storage is the commonest damage; an embedder's zero vector for such a text is not cached either) is
 treated as missing, embedded again and overwritten (``INSERT OR IGNORE`` alone would keep the bad row
 forever), and counted in :attr:`CachedEmbedder.cache_repaired`. Otherwise one damaged row (a bad sector, a
 bug in an older version, a hand edit) would fail every later run, blamed on the embedder. A fresh vector
@@ -81,12 +82,15 @@ def resolve_cache_dir(cache_dir: str | os.PathLike | None) -> Path:
     return Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
 
 
-def vector_problem(vec: np.ndarray, dim: int | None = None, unit: bool = True) -> str | None:
-    """Why a vector cannot be a cached embedding (not finite, ``dim`` long or of unit length), or ``None``."""
+def vector_problem(vec: np.ndarray, dim: int | None = None, unit: bool = True, text: str = "") -> str | None:
+    """Why a vector cannot be a cached embedding of ``text`` (not finite, ``dim`` long or of unit length, or
+    all zeros for a text that is not blank), or ``None``."""
     if dim and vec.shape[0] != dim:
         return f"{vec.shape[0]} dimensions instead of {dim}"
     if not np.all(np.isfinite(vec)):
         return "not finite"
+    if text.strip() and not np.any(vec):
+        return "all zeros"
     if unit:
         norm = float(np.linalg.norm(vec.astype(np.float64)))
         if norm != 0.0 and abs(norm - 1.0) > NORM_TOLERANCE:
@@ -387,7 +391,7 @@ class CachedEmbedder(WrappedEmbedder):
         if dim is None and vectors:
             dims = [v.shape[0] for v in vectors.values()]
             dim = max(set(dims), key=dims.count)
-        for k in [k for k, v in vectors.items() if vector_problem(v, dim, self.unit)]:
+        for k in [k for k, v in vectors.items() if vector_problem(v, dim, self.unit, unique[k])]:
             del vectors[k]
             damaged.add(k)
         self.cache_repaired += len(damaged)
@@ -395,7 +399,8 @@ class CachedEmbedder(WrappedEmbedder):
         if missing:
             new = compute([unique[k] for k in missing])
             fresh = list(zip(missing, new))
-            sound = [(k, v) for k, v in fresh if np.all(np.isfinite(v))]  # never cache what the embedder got wrong
+            # never cache what the embedder got wrong (not finite; zeros for a text with something in it)
+            sound = [(k, v) for k, v in fresh if vector_problem(v, None, False, unique[k]) is None]
             self.cache.put_many(cache_key, [(k, v) for k, v in sound if k not in damaged])
             self.cache.put_many(cache_key, [(k, v) for k, v in sound if k in damaged], replace=True)
             vectors.update(fresh)

@@ -29,6 +29,7 @@ from ..deprecation import warn_renamed
 from ..errors import ConfigError
 from ..http import Endpoint, FatalEndpointError, JSONClient
 from ..http import EndpointError as _HTTPEndpointError
+from ..security import redact_url
 from ..segmentation.tokenizers import get_tokenizer
 from .base import Embedder, check_texts, l2_normalize
 
@@ -133,7 +134,7 @@ class OpenAIEmbedder(Embedder):
         self.max_response_bytes = max_response_bytes
         self.model_id = f"openai:{model}" + (f"/dim={dimensions}" if dimensions else "")
         #: cache namespace: the same model name on two servers may be two different models
-        self.cache_key = f"{self.model_id}@{self.url}"
+        self.cache_key = f"{self.model_id}@{redact_url(self.url)}"  # shown by `cache stats`: no key in it
         self.dim = int(dimensions or KNOWN_DIMS.get(model, 0))
         self.truncated = 0
         self.texts_embedded = 0

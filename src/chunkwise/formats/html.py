@@ -29,6 +29,7 @@ from collections.abc import Callable
 
 from ..document import Document, Section
 from ..errors import ConfigError, InputError
+from .html_depth import MAX_HTML_DEPTH, bound_nesting
 from .html_rules import (
     _META_CHARSET,
     _NON_WORD,
@@ -179,10 +180,15 @@ def html_to_document(html: str, source: str, warnings: list[str] | None = None, 
 
     if mode not in HTML_MODES:
         raise ConfigError(f"unknown html_mode {mode!r}; choose one of {', '.join(HTML_MODES)}")
+    warns = list(warnings or [])
+    html, deepest = bound_nesting(html)
+    if deepest > MAX_HTML_DEPTH:
+        warns.append(
+            f"elements nest {deepest:,} deep; tags below depth {MAX_HTML_DEPTH} were dropped (their text kept)"
+        )
     tree = LexborHTMLParser(html)
     title_node = tree.css_first("title")
     page_title = _SPACES.sub(" ", title_node.text()).strip() if title_node else None
-    warns = list(warnings or [])
     if mode == "full":
         blocks = page_blocks(tree, keep_all=True)
     else:

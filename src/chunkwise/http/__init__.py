@@ -62,7 +62,8 @@ class JSONClient:
 
     ``error`` and ``fatal`` are the exception classes raised (subclasses of :class:`EndpointError` and
     :class:`FatalEndpointError`, so each use keeps its own error names); ``key_hint`` is appended to a
-    401/403 message (``"set $OPENAI_API_KEY to a valid key"``).
+    401/403 message (``"set $OPENAI_API_KEY to a valid key"``); ``deadline_hint`` to a missed deadline's
+    message (how to give a longer one).
     """
 
     def __init__(
@@ -72,9 +73,11 @@ class JSONClient:
         error: type[EndpointError] = EndpointError,
         fatal: type[EndpointError] = FatalEndpointError,
         key_hint: str = "",
+        deadline_hint: str = "deadline=",
     ):
         self.endpoint = endpoint
         self.error, self.fatal, self.key_hint = error, fatal, key_hint
+        self.deadline_hint = deadline_hint
         self.requests_sent = 0
         self._lock = threading.Lock()
         warn_plain_http(endpoint.url, bool(endpoint.key()))  # at set-up, where the warning is actionable
@@ -274,11 +277,13 @@ class JSONClient:
         return self.redact(" ".join(text.split())[:300])
 
     def _deadline_error(self) -> EndpointError:
-        return self.error(
-            f"no complete answer within the {_s(self.endpoint.deadline)} deadline (deadline=, "
-            "--llm-deadline); the server is too slow or sends its answer a trickle at a time",
+        err = self.error(
+            f"no complete answer within the {_s(self.endpoint.deadline)} deadline; the server is too slow or "
+            f"sends its answer a trickle at a time (a longer deadline: {self.deadline_hint})",
             source=self.url,
         )
+        err.past_deadline = True  # the endpoint is too slow: callers with more requests to make stop here
+        return err
 
     def _too_large(self, size: int | None = None) -> EndpointError:
         got = f" ({size:,} bytes announced)" if size else ""

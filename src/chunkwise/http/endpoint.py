@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import ChunkwiseError, ConfigError
+from ..security import redact_url
 
 #: statuses retried (besides every 5xx): request timeout, conflict, rate limit
 RETRY_STATUS = frozenset({408, 409, 429})
@@ -27,7 +28,10 @@ def retried(status: int) -> bool:
 
 
 class EndpointError(ChunkwiseError):
-    """A request that failed (unreachable, timed out, past its deadline, 5xx after retries...); names the URL."""
+    """A request that failed (unreachable, timed out, past its deadline, 5xx after retries...); names the URL.
+    ``past_deadline`` is true for a missed deadline (the endpoint is too slow for more requests)."""
+
+    past_deadline: bool = False
 
 
 class FatalEndpointError(EndpointError):
@@ -41,7 +45,8 @@ class Endpoint:
     Parameters
     ----------
     base_url: up to and including ``/v1``; ``route`` (``/chat/completions``, ``/embeddings``) is appended
-        unless the URL already ends with it.
+        to its path (before a query string such as ``?api-version=``) unless the path already ends with it.
+        A user name or password in it (``user:pw@``) is refused: it would be neither sent nor hidden.
     model: the ``model`` field of every request.
     api_key: sent as ``Authorization: Bearer``; ``None``: read from the first set variable of ``key_envs``
         at each request (none set: no header, for local servers).
@@ -68,9 +73,16 @@ class Endpoint:
     label: str = "endpoint"
 
     def __post_init__(self) -> None:
-        base = (self.base_url or "").rstrip("/")
-        if not base.startswith(("http://", "https://")) or not urlsplit(base).hostname:
+        base = self.base_url or ""
+        parts = urlsplit(base)
+        if not base.startswith(("http://", "https://")) or not parts.hostname:
             raise ConfigError(f"{self.label} base URL must start with http:// or https://, got {self.base_url!r}")
+        if "@" in parts.netloc:  # never sent, never shown: refused
+            raise ConfigError(
+                f"{self.label} base URL must not carry a user name or password ({redact_url(base)}); "
+                "give the key as an API key ($CHUNKWISE_LLM_API_KEY, $OPENAI_API_KEY)"
+            )
+        base = parts._replace(path=parts.path.rstrip("/"), fragment="").geturl()
         object.__setattr__(self, "base_url", base)
         if not self.model or not isinstance(self.model, str):
             raise ConfigError(f"{self.label} needs a model name")
@@ -88,10 +100,17 @@ class Endpoint:
 
     @property
     def url(self) -> str:
-        """The URL requests are POSTed to."""
-        if not self.route or self.base_url.endswith(self.route):
+        """The URL requests are POSTed to: ``route`` appended to the base URL's path, before any query
+        string (``.../deployments/d?api-version=1`` posts to ``.../deployments/d/chat/completions?api-version=1``)."""
+        parts = urlsplit(self.base_url)
+        if not self.route or parts.path.endswith(self.route):
             return self.base_url
-        return self.base_url + self.route
+        return parts._replace(path=parts.path + self.route).geturl()
+
+    @property
+    def shown(self) -> str:
+        """:attr:`url` as it may be printed, logged or returned (:func:`~chunkwise.security.redact_url`)."""
+        return redact_url(self.url)
 
     @property
     def origin(self) -> str:

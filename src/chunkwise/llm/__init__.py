@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from .base import LLM, Completion, Passage, check_citations, parse_citations, passages_from, provenance
@@ -46,7 +45,9 @@ def get_llm(base_url: str | None = None, model: str | None = None, *, embedder: 
 
     _check_options(OpenAILLM, options)
     options = {k: v for k, v in options.items() if v is not None}
-    if base_url or os.environ.get(BASE_URL_ENV):
+    from .client import command_base_url
+
+    if base_url or command_base_url():
         return OpenAILLM(base_url, model, **options)
     if model:
         from ..errors import ConfigError

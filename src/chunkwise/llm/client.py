@@ -16,6 +16,7 @@ embedder uses. What is chat-specific lives here:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -87,6 +88,32 @@ class ChatSettings:
     cache_dir: str | os.PathLike | None = None
 
 
+#: the ``--llm-*`` flags of the running command (:func:`command_endpoint`): a chat client built deep
+#: inside a command (``search --rerank llm``, ``serve``'s ``/ask``) with no value of its own takes them
+#: (before the environment), so every command that calls an endpoint honours the same flags
+_command: dict[str, Any] = {}
+_DEFAULTS = {"timeout": 60.0, "deadline": None, "retries": 3}
+
+
+@contextlib.contextmanager
+def command_endpoint(**settings: Any) -> Iterator[None]:
+    """Within the block, chat clients without their own ``base_url``, ``model``, ``timeout``, ``deadline``
+    or ``retries`` use these (``None`` values are ignored)."""
+    old = dict(_command)
+    _command.clear()
+    _command.update({k: v for k, v in settings.items() if v is not None})
+    try:
+        yield
+    finally:
+        _command.clear()
+        _command.update(old)
+
+
+def command_base_url() -> str | None:
+    """The endpoint a chat client would use: the running command's ``--llm-base-url``, else the environment's."""
+    return _command.get("base_url") or os.environ.get(BASE_URL_ENV)
+
+
 #: the names of the connection settings (for option checks and for handing them on)
 SETTINGS = tuple(f.name for f in fields(ChatSettings))
 
@@ -110,8 +137,11 @@ class ChatClient(ChatSettings):
     cache_hits: int = field(default=0, init=False)
 
     def __post_init__(self) -> None:
-        self.base_url = self.base_url or os.environ.get(BASE_URL_ENV)
-        self.model = self.model or os.environ.get(MODEL_ENV)
+        self.base_url = self.base_url or command_base_url()
+        self.model = self.model or _command.get("model") or os.environ.get(MODEL_ENV)
+        for name, default in _DEFAULTS.items():
+            if name in _command and getattr(self, name) == default:
+                setattr(self, name, _command[name])
         if not self.base_url:
             raise ConfigError(
                 f"{self.purpose} needs an endpoint: --llm-base-url URL or ${BASE_URL_ENV} "
@@ -141,6 +171,7 @@ class ChatClient(ChatSettings):
             self.endpoint,
             error=LLMError,
             fatal=FatalLLMError,
+            deadline_hint="--llm-deadline SECONDS, or deadline= in Python",
             key_hint=f"set ${API_KEY_ENVS[0]} (or ${API_KEY_ENVS[1]}) to a valid key",
         )
         self._lock = threading.Lock()
@@ -372,6 +403,8 @@ def _finished(event: dict) -> bool:
 
 
 __all__ = [
+    "command_endpoint",
+    "command_base_url",
     "ChatClient",
     "ChatSettings",
     "SETTINGS",

@@ -27,6 +27,7 @@ from ..context import CONTEXT_MODES
 from ..deprecation import renamed
 from ..errors import ConfigError
 from ..strategies import DEFAULT_STRATEGY, STRATEGY_NAMES
+from .rerank_spec import RERANK_DEPTH, RERANK_KINDS, _rerank, _rerank_depth, parse_rerank
 
 #: how a chunk's vector is made: its text embedded, or pooled from the sentence vectors a semantic strategy
 #: already computed
@@ -81,6 +82,9 @@ def _mapping(name: str, value: Any) -> dict[str, Any]:
         return {}
     if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
         raise ConfigError(f"{name} must be a mapping of names to values, got {value!r}")
+    for key, v in value.items():
+        if isinstance(v, float) and not math.isfinite(v):
+            raise ConfigError(f"{name}: {key} must be a finite number, got {v!r}")
     return dict(value)
 
 
@@ -154,46 +158,6 @@ def parse_budget(value: Any) -> int | None:
     if value < 1 or int(value) != value:
         raise ConfigError(problem)
     return int(value)
-
-
-#: the rerankers ``Index.search(rerank=...)`` and evaluation runs take (``chunkwise.retrieval.rerank``)
-RERANK_KINDS = ("maxsim[:W]", "llm", "cross:PATH")
-#: candidates a reranker re-orders unless told otherwise (the first stage returns ``max(k, depth)``)
-RERANK_DEPTH = 30
-
-
-def parse_rerank(value: Any) -> tuple[str, str | float | None] | None:
-    """``"maxsim"`` -> ``("maxsim", 1.0)``, ``"maxsim:0.5"`` -> ``("maxsim", 0.5)`` (MaxSim's weight against
-    the first-stage score), ``"llm"`` -> ``("llm", None)``, ``"cross:PATH"`` -> ``("cross", PATH)``, ``None``
-    or ``"none"`` -> ``None``. Here, below the retrieval layer, so a configuration file's ``rerank`` is checked
-    when it is read; a model is loaded by the first search."""
-    if value is None or (isinstance(value, str) and value.strip().lower() in ("", "none")):
-        return None
-    problem = f"rerank must be one of none, {', '.join(RERANK_KINDS)}, got {value!r}"
-    kind, sep, arg = value.strip().partition(":") if isinstance(value, str) else ("", "", "")
-    if kind.lower() == "llm" and not sep:
-        return ("llm", None)
-    if kind.lower() == "cross" and arg.strip():
-        return ("cross", arg.strip())
-    if kind.lower() != "maxsim":
-        raise ConfigError(problem)
-    try:
-        weight = float(arg) if sep else 1.0
-    except ValueError:
-        raise ConfigError(problem) from None
-    if not (math.isfinite(weight) and 0.0 <= weight <= 1.0):
-        raise ConfigError(f"{problem} (W, the weight of MaxSim, is a number in [0, 1])")
-    return ("maxsim", weight)
-
-
-def _rerank(name: str, value: Any) -> str | None:
-    parsed = parse_rerank(value)
-    if parsed is None:
-        return None
-    kind, arg = parsed
-    if kind == "maxsim":
-        return "maxsim" if arg == 1.0 else f"maxsim:{arg:g}"
-    return kind if arg is None else f"{kind}:{arg}"
 
 
 def _positive_int(name: str, value: Any) -> int:
@@ -298,7 +262,7 @@ class PipelineConfig:
     rerank: str | None = setting(
         None, _rerank, f"re-order the first stage's candidates: none, {', '.join(RERANK_KINDS)}", "search"
     )
-    rerank_depth: int = setting(RERANK_DEPTH, _positive_int, "first-stage candidates the reranker re-orders", "search")
+    rerank_depth: int = setting(RERANK_DEPTH, _rerank_depth, "first-stage candidates the reranker re-orders", "search")
     #: evaluation only: the run's strategy at each of these ``max_tokens``, rankings fused by RRF
     granularities: list[int] | None = setting(
         None, _granularities, "evaluation only: chunk sizes whose rankings are fused (one size when unset)", "eval"
@@ -421,13 +385,21 @@ class PipelineConfig:
     @classmethod
     def load(cls, path: str | os.PathLike) -> PipelineConfig:
         """Read a configuration file (one :class:`ConfigError` naming the file on any problem)."""
+        from ..security import MAX_CONFIG_BYTES, loads_bounded
+
         p = Path(path)
         try:
-            data = json.loads(p.read_text(encoding="utf-8"))
+            if p.is_file() and p.stat().st_size > MAX_CONFIG_BYTES:
+                raise ValueError(f"{p.stat().st_size:,} bytes; a configuration has at most {MAX_CONFIG_BYTES:,}")
+            data = loads_bounded(p.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise ConfigError("configuration file not found", source=str(path)) from None
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
             raise ConfigError(f"not a readable JSON configuration ({exc})", source=str(path)) from None
+        run = data.get("run") if isinstance(data, Mapping) else None
+        for name, value in (run or {}).items() if isinstance(run, Mapping) else ():
+            if SETTINGS.get(name) is not None and SETTINGS[name].check is _bool and not isinstance(value, bool):
+                raise ConfigError(f"{name} must be true or false (a JSON boolean), got {value!r}", source=str(path))
         return cls.from_mapping(data, source=str(path))
 
     def save(self, path: str | os.PathLike) -> None:

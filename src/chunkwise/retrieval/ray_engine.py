@@ -45,6 +45,7 @@ from ..store.milvus import MilvusStore
 from ..strategies import DEFAULT_STRATEGY, Strategy
 from .index import AddSettings, Index, IndexReport, _Progress
 from .ingest import finish_chunks, is_unchanged, late_vectors, plan_vectors
+from .ray_cluster import local_cluster_options
 
 #: files per chunking task
 FILES_PER_TASK = 8
@@ -244,13 +245,14 @@ class RayIngest:
         self.actors_started = 0
 
     def _init_ray(self):
+        local = local_cluster_options() if self.address is None else {}  # before Ray is imported: it reads them
         ray = import_ray()
         if not ray.is_initialized():
-            # a local head's GCS may take longer than Ray's default 30 s to bind its port on a loaded
-            # machine (seen on 2 busy cores); the user's own setting wins
+            # a local head's GCS may take longer than Ray's default 30 s to bind its port (2 busy cores)
             os.environ.setdefault("RAY_gcs_server_port_wait_time_s", "120")
+            opts = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False, **local}
             try:
-                ray.init(address=self.address, include_dashboard=False, log_to_driver=False, configure_logging=False)
+                ray.init(address=self.address, **opts)
             except Exception as exc:  # noqa: BLE001 - ConnectionError, RuntimeError, ValueError ...
                 raise ChunkwiseError(
                     f"cannot start or join the Ray cluster: {' '.join(str(exc).split())}",

@@ -112,7 +112,11 @@ class HFTokenizer(Tokenizer):
         self.path = str(path)
         # BERT's normaliser and pre-tokeniser (MiniLM) never let a token cross ASCII whitespace
         self.additive = "bert" if name == "minilm" else None
-        self._tok = _HF.from_file(self.path)
+        try:
+            self._tok = _HF.from_file(self.path)
+        except Exception as exc:  # tokenizers raises its own Exception for any file it cannot read
+            reason = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
+            raise ConfigError(f"not a Hugging Face tokenizer.json ({reason})", source=self.path) from None
         self._tok.no_truncation()
         self._tok.no_padding()
 

@@ -18,8 +18,8 @@ marker, and the next run simply does all four steps again, ending with exactly t
 Milvus Lite (``milvus-lite`` >= 3, a pure-Python engine for a ``.db`` directory, called in this process
 without pymilvus) has everything the schema uses; older servers (:class:`ServerCapabilities`, from the
 version) get it without BM25 (hybrid search then ranks with bm25s) or without nullable fields (``None``
-stored as a sentinel). Tested against Milvus 2.3.5
-and the Milvus Lite server; Milvus < 2.3 (no upsert, no ARRAY fields) is not supported.
+stored as a sentinel). Tested against Milvus 2.3.5 and the Milvus Lite server; Milvus < 2.3 (no upsert, no
+ARRAY fields) is not supported.
 
 This module is the store itself; its concepts live beside it: connecting and what a server supports
 (:mod:`~chunkwise.store.milvus_connection`), the schema from the chunk field table
@@ -43,7 +43,7 @@ import numpy as np
 
 from ..document import Chunk, Document
 from ..errors import ChunkwiseError, ConfigError, InputError
-from . import milvus_create, milvus_search, snapshot
+from . import milvus_connection, milvus_create, milvus_search, snapshot
 from .base import Hit, Marker
 from .bm25 import BM25Fallback
 from .lite import LiteClient
@@ -152,6 +152,9 @@ class MilvusStore:
         self._config: dict[str, Any] | None = None
         self._opened = False
         self._bm25_saved_dropped = False
+        #: saved the in-process copies since its last write (keyed again at close); made the readers' copy
+        #: (removed at close); ``busy``: reads that copy while another process writes the database
+        self._copies_saved = self._readers_copy = self._will_write = self.busy = False
         #: write a snapshot of the collection when this connection closes (set by every write, and by an add)
         self.keep_snapshot = False
 
@@ -181,12 +184,13 @@ class MilvusStore:
         """Connect, and refuse a database that can only be read (before a run chunks and embeds for nothing).
         ``connect=False``: a Milvus Lite directory is checked without starting Milvus Lite (a run with nothing
         to do may never need it, store/snapshot.py); a server is connected to either way."""
+        self._will_write = True  # a Milvus Lite connection leaves a readers' copy first (store/snapshot.py)
         if connect or self.db is None:
             self.connect()
         elif self._client is None:
             self._check_db_path()
         if self.read_only:
-            raise InputError(READ_ONLY_PROBLEM, source=self.db)
+            raise InputError(milvus_connection.IN_USE_PROBLEM if self.busy else READ_ONLY_PROBLEM, source=self.db)
 
     def _writer(self):
         """The client, for a call that writes (refused on a read-only database). The bm25s index saved in
@@ -195,10 +199,12 @@ class MilvusStore:
         self.require_writable()
         client = self.connect()
         if not self._bm25_saved_dropped and self.db is not None:
+            self._readers_copy = self._readers_copy or snapshot.save_readers_copy(self.db)  # what searches read
             for folder in (BM25_FOLDER, VECTORS_FOLDER):
                 shutil.rmtree(Path(self.db) / folder, ignore_errors=True)
             snapshot.drop(self.db, self.collection)  # and the snapshot (store/snapshot.py), rewritten at close
             self._bm25_saved_dropped = self.keep_snapshot = True
+            self._copies_saved = False
         return client
 
     @property
@@ -216,7 +222,13 @@ class MilvusStore:
         else:
             path = self._check_db_path()
             # the engine in this process, no port or socket; a private copy of a read-only one (store/lite.py)
-            client = connect_lite(path, self.read_only, self.timeout, source=self._lite_db())
+            try:
+                client = connect_lite(path, self.read_only, self.timeout, source=self._lite_db())
+            except InputError as exc:  # another process writes it: its copy of the last finished run
+                client = milvus_connection.open_readers_copy(path, exc, snapshot.READERS_FOLDER)
+                self.read_only = self.busy = True
+            if self._will_write and not self.read_only and not self._readers_copy:
+                self._readers_copy = snapshot.save_readers_copy(path)  # before anything is written
             self.capabilities = ServerCapabilities("lite")
         self._client = client
         return client
@@ -224,9 +236,7 @@ class MilvusStore:
     def close(self) -> None:
         """Close the client and, for Milvus Lite, release the directory; a connection that wrote (or that
         :attr:`keep_snapshot` asks) leaves a snapshot (store/snapshot.py)."""
-        state = (
-            snapshot.capture(self) if self.keep_snapshot and self.db and self._client and not self.read_only else None
-        )
+        leave = snapshot.closing(self)  # read while still connected; written once the directory is released
         client, self._client, self.keep_snapshot = self._client, None, False
         self._loaded.clear()
         self._forget()
@@ -239,15 +249,14 @@ class MilvusStore:
                 from milvus_lite.server_manager import server_manager_instance
 
                 server_manager_instance.release_server(os.path.abspath(self.db))
-        if state is not None and self.db is not None:
-            snapshot.save(self.db, self.collection, state)
+        snapshot.closed(self, leave)
 
     def _forget(self) -> None:
         """Drop what was read once per connection (the configuration, the collection facts, bm25s)."""
         self._config = None
         self._opened = False
         self._drop_copies()
-        self._bm25_saved_dropped = False
+        self._bm25_saved_dropped = self._copies_saved = False
 
     def _drop_copies(self) -> None:
         """Forget the in-process copies of the chunks (bm25s, vectors, admitted ids): a write changed them."""

@@ -174,6 +174,40 @@ def connect_lite(path: str, read_only: bool, timeout: float, source: str) -> Any
         raise InputError(diagnose_lite_failure(Path(path)), source=source) from None
 
 
+IN_USE_PROBLEM = (
+    "the database is in use by another process (Milvus Lite allows one at a time); searches read its last "
+    "finished run meanwhile, but indexing or deleting must wait until that process ends"
+)
+
+
+class BusyDatabaseWarning(UserWarning):
+    """A search reads the last finished run of a database another process is writing."""
+
+
+def open_readers_copy(path: str, exc: InputError, folder: str) -> Any:
+    """A client of a private copy of ``path/folder``, the copy a writer made of the last finished run
+    (store/snapshot.py), with one warning, when ``exc`` says another process holds ``path``; else ``exc``."""
+    from . import lite
+
+    readers = Path(path) / folder
+    if not str(exc.problem).startswith("the database is in use") or not readers.is_dir():
+        raise exc
+    try:
+        client = lite.open_client(str(readers), read_only=True)
+    except Exception:  # noqa: BLE001 - the writer finished (and removed it) while it was copied
+        raise exc from None
+    if client is None:
+        raise exc
+    import warnings
+
+    warnings.warn(
+        f"{exc.source}: another process is writing this database; the results are as of its last finished run",
+        BusyDatabaseWarning,
+        stacklevel=5,
+    )
+    return client
+
+
 def failures() -> tuple[type[Exception], ...]:
     """What a failed Milvus call raises: the in-process client's :class:`~chunkwise.store.lite.LiteCallError`
     and, once pymilvus is imported (a server), its ``MilvusException`` (pymilvus is not imported to ask)."""

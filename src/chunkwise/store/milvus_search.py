@@ -15,11 +15,14 @@ Functions here take the store; its methods of the same names call them.
 from __future__ import annotations
 
 import contextlib
+import json
+import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from . import snapshot
 from .base import Hit
 from .bm25 import BM25Fallback
 from .rows import chunk_from_row
@@ -91,10 +94,21 @@ def _saveable(store: MilvusStore) -> bool:
     return store.db is not None and store.bm25_builtin
 
 
+#: in a saved copy's folder: the database files' fingerprint (store/snapshot.py) the copy was read from
+DATA_KEY = "data-key.json"
+
+
+def _data_key(folder: Path) -> list | None:
+    with contextlib.suppress(OSError, ValueError):
+        return json.loads((folder / DATA_KEY).read_text(encoding="utf-8"))
+    return None
+
+
 def load_client_indexes(store: MilvusStore) -> None:
-    """Make the in-process indexes the store searches with ready: those an earlier process saved when they
-    still cover every chunk (writes remove them first; the one count guards against writers that do not
-    know of them), else built from one scan of the collection and saved where they can be."""
+    """Make the in-process indexes the store searches with ready: those an earlier process saved when the
+    database's files are still those they were read from (every write, by anyone, changes the files; a
+    count could not tell one chunk deleted and another inserted), with the store's dimension and finite
+    vectors, else built from one scan of the collection and saved where they can be."""
     need_bm25 = store.uses_client_bm25 and store._bm25 is None
     need_vectors = store.uses_client_vectors and store._vectors is None
     if not (need_bm25 or need_vectors):
@@ -104,20 +118,24 @@ def load_client_indexes(store: MilvusStore) -> None:
         store.client_vectors, need_vectors = False, False  # too large to copy: Milvus Lite answers
     if _saveable(store):
         folder = Path(store._lite_db())
-        if need_bm25:
+        files = snapshot.fingerprint(folder)
+        if need_bm25 and _data_key(folder / BM25_FOLDER) == files:
             with contextlib.suppress(OSError, ValueError):
                 saved = BM25Fallback.load(folder / BM25_FOLDER)
                 store._bm25, need_bm25 = (saved, False) if len(saved) == count else (None, True)
-        if need_vectors:
+        if need_vectors and _data_key(folder / VECTORS_FOLDER) == files:
             with contextlib.suppress(OSError, ValueError):
                 vectors = VectorCache.load(folder / VECTORS_FOLDER)
-                store._vectors, need_vectors = (vectors, False) if len(vectors) == count else (None, True)
+                m = vectors.matrix
+                sound = len(vectors) == count and m.shape[1:] == (store.dim,) and bool(np.isfinite(m).all())
+                store._vectors, need_vectors = (vectors, False) if sound else (None, True)
     if need_bm25 or need_vectors:
         _build_client_indexes(store, need_bm25, need_vectors)
 
 
 def _build_client_indexes(store: MilvusStore, bm25: bool, vectors: bool) -> None:
     fields = ["id", *(["indexed_text"] if bm25 else []), *(["vector"] if vectors else [])]
+    files = snapshot.fingerprint(store._lite_db()) if _saveable(store) else None  # what the rows are read from
     rows = _rows_in_storage_order(store, fields)
     built: list[tuple[str, BM25Fallback | VectorCache]] = []
     if bm25:  # in id order, as a scan reads them: the order bm25s breaks ties in
@@ -127,10 +145,37 @@ def _build_client_indexes(store: MilvusStore, bm25: bool, vectors: bool) -> None
         store._vectors = VectorCache((r["id"], r["vector"]) for r in rows)
         built.append((VECTORS_FOLDER, store._vectors))
     if _saveable(store) and not store.read_only:
+        root = Path(store._lite_db())
+        remove_leftovers(root)
         with contextlib.suppress(OSError):
             for folder, index in built:
-                index.save(Path(store._lite_db()) / folder)
+                index.save(root / folder)
+                (root / folder / DATA_KEY).write_text(json.dumps(files), encoding="utf-8")  # last: trusted then
             store._bm25_saved_dropped = False  # the next write of this connection must remove them again
+            store._copies_saved = True
+
+
+def rekey_copies(root: str | Path, files: list) -> None:
+    """Key the copies saved in ``root`` on ``files`` (the fingerprint taken after the closing connection
+    flushed), only while no other process holds the database and its files are still ``files``."""
+    import fcntl
+
+    root = Path(root)
+    with contextlib.suppress(OSError), open(root / "LOCK", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if snapshot.fingerprint(root) != files:
+            return
+        for folder in (BM25_FOLDER, VECTORS_FOLDER):
+            if (root / folder / DATA_KEY).is_file():
+                (root / folder / DATA_KEY).write_text(json.dumps(files), encoding="utf-8")
+
+
+def remove_leftovers(root: Path) -> None:
+    """Remove the temporary folders of a save that was killed (``chunkwise-bm25.XXXX``): this process holds
+    the database, so no other is saving into it."""
+    for folder in (BM25_FOLDER, VECTORS_FOLDER, snapshot.READERS_FOLDER):
+        for tmp in root.glob(folder + ".*"):
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _rows_in_storage_order(store: MilvusStore, fields: list[str]) -> list[dict]:

@@ -5,7 +5,7 @@ its time).
 ``<db>/chunkwise-snapshot-<collection>.json`` (0600, like the database) records the collection's configuration,
 its document markers, its chunk count and a *fingerprint* of the database's own files: the relative path,
 size and ``mtime_ns`` of every file under the directory except chunkwise's own caches (``chunkwise-bm25/``,
-``chunkwise-vectors/``), the snapshots and the segment indexes Milvus Lite builds in the background from the
+``chunkwise-vectors/`` and their temporary folders), the snapshots and the segment indexes Milvus Lite builds in the background from the
 data files (:data:`DERIVED_FOLDER`). It is written when a connection that wrote (or that an add run
 read) is closed, from what the database says then, and only while this process holds the database's
 ``LOCK`` (so no other writer can slip in between the reads and the fingerprint). It is trusted only when its
@@ -34,7 +34,12 @@ if TYPE_CHECKING:
 SNAPSHOT_VERSION = 1
 PREFIX = "chunkwise-snapshot-"
 #: chunkwise's own folders in the database directory (store/milvus_search.py), not the database's files
-CACHE_FOLDERS = ("chunkwise-bm25", "chunkwise-vectors")
+CACHE_FOLDERS = ("chunkwise-bm25", "chunkwise-vectors", "chunkwise-readers")
+#: a copy of the database as of its last finished run, made by a writer before its first write and removed
+#: when it closes: what searches read while the database is being written (Milvus Lite allows one process)
+READERS_FOLDER = "chunkwise-readers"
+#: a database larger than this gets no readers' copy (the copy costs its size in time and disk per run)
+READERS_MAX_BYTES = 2 << 30
 #: Milvus Lite's segment indexes, built in the background after a flush (even after the connection closed):
 #: derived from the data files, which every write changes (the write-ahead log, the manifest)
 DERIVED_FOLDER = "indexes"
@@ -60,14 +65,72 @@ def fingerprint(db: str | os.PathLike) -> list[list]:
     out: list[list] = []
     for folder, dirs, files in os.walk(root):
         rel = os.path.relpath(folder, root)
-        if rel == ".":
-            dirs[:] = [d for d in dirs if d not in CACHE_FOLDERS]
+        if rel == ".":  # chunkwise's copies, and the temporary folders of a save that was killed
+            dirs[:] = [d for d in dirs if d.split(".")[0] not in CACHE_FOLDERS]
             files = [f for f in files if not f.startswith(PREFIX)]
         dirs[:] = [d for d in dirs if d != DERIVED_FOLDER]
         for name in files:
             st = os.lstat(os.path.join(folder, name))
             out.append([os.path.normpath(os.path.join(rel, name)), st.st_size, st.st_mtime_ns])
     return sorted(out)
+
+
+def save_readers_copy(db: str | os.PathLike) -> bool:
+    """Copy the database files (as :func:`fingerprint` lists them, without ``LOCK``) into
+    :data:`READERS_FOLDER`, whole or not at all; False when there is nothing to copy or it is too large.
+    Called by the process that holds the database, before its first write: the files are those of the last
+    finished run."""
+    from ..security import replace_folder
+
+    files = [f for f in fingerprint(db) if f[0] != "LOCK"]
+    if not files or sum(f[1] for f in files) > READERS_MAX_BYTES:
+        return False
+    root = Path(db)
+
+    def fill(tmp: Path) -> None:
+        import shutil
+
+        for rel, _size, _mtime in files:
+            (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(root / rel, tmp / rel)
+
+    try:
+        replace_folder(root / READERS_FOLDER, fill)
+    except OSError:
+        return False
+    return True
+
+
+def drop_readers_copy(db: str | os.PathLike) -> None:
+    """Remove the readers' copy (the database is free again: readers open it directly)."""
+    import shutil
+
+    shutil.rmtree(Path(db) / READERS_FOLDER, ignore_errors=True)
+
+
+def closing(store: MilvusStore) -> tuple[dict[str, Any] | None, list | None]:
+    """Read while ``store`` is still connected: the snapshot state a connection that wrote leaves, and the
+    fingerprint the in-process copies it saved since its last write are keyed on (after its flush)."""
+    live = bool(store.db) and store._client is not None and not store.read_only
+    state = capture(store) if store.keep_snapshot and live else None
+    rekey = store._copies_saved and live
+    return state, (state["files"] if state else fingerprint(store._lite_db()) if rekey else None)
+
+
+def closed(store: MilvusStore, leave: tuple[dict[str, Any] | None, list | None]) -> None:
+    """Once the directory is released: save the snapshot, key the saved copies, remove the readers' copy."""
+    from .milvus_search import rekey_copies
+
+    state, files = leave
+    if store.db is None:
+        return
+    if state is not None:
+        save(store.db, store.collection, state)
+    if store._readers_copy:
+        drop_readers_copy(store.db)
+        store._readers_copy = False
+    if files is not None:
+        rekey_copies(store.db, files)
 
 
 def drop(db: str | os.PathLike, collection: str) -> None:
@@ -153,4 +216,16 @@ def local_snapshot(store: Any) -> Snapshot | None:
     return load(store.db, store.collection)
 
 
-__all__ = ["SNAPSHOT_VERSION", "Snapshot", "capture", "drop", "fingerprint", "load", "local_snapshot", "save"]
+__all__ = [
+    "SNAPSHOT_VERSION",
+    "READERS_FOLDER",
+    "save_readers_copy",
+    "drop_readers_copy",
+    "Snapshot",
+    "capture",
+    "drop",
+    "fingerprint",
+    "load",
+    "local_snapshot",
+    "save",
+]

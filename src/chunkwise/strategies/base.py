@@ -12,7 +12,7 @@ import inspect
 from typing import Any, ClassVar
 
 from ..document import Chunk, ChunkIds, Document, stable_hash
-from ..errors import ConfigError
+from ..errors import ConfigError, InputError
 from ..segmentation.tokenizers import Tokenizer, resolve_tokenizer
 from .params import Constraints, Interval, TokenizerSpec, strategy_label, validate_params
 
@@ -28,6 +28,42 @@ MAX_CHARS_PER_TOKEN = 16
 def max_chars_for(max_tokens: int) -> int:
     """The character bound that goes with a token cap (see :data:`MAX_CHARS_PER_TOKEN`)."""
     return max(1, max_tokens * MAX_CHARS_PER_TOKEN)
+
+
+#: peak bytes of memory per character while one document is cut in one piece (token offsets, spans, chunk
+#: texts): 43 measured with the default tokenizer on 5 and 20 MB single-line texts (benchmarks/results/
+#: trust.md), rounded up
+BYTES_PER_CHAR = 48
+#: below this estimate the check costs nothing (no /proc read)
+_CHEAP = 256 << 20
+
+
+def available_memory() -> int | None:
+    """Bytes of memory the system can give without swapping (``MemAvailable``), ``None`` where unknown."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def check_memory(doc: Document) -> None:
+    """Refuse, with the reason, a document whose cutting would need more memory than is available (a 200 MB
+    single line once peaked at 1.5 GB and more), instead of letting the system run out."""
+    need = len(doc.text) * BYTES_PER_CHAR
+    if need < _CHEAP:
+        return
+    free = available_memory()
+    if free is not None and need > free:
+        raise InputError(
+            f"cutting this {len(doc.text) / 1e6:,.0f}-million-character document in one piece needs about "
+            f"{need / 2**30:.1f} GiB of memory ({BYTES_PER_CHAR} bytes a character) and {free / 2**30:.1f} GiB "
+            "is available: refused; split the file into smaller ones",
+            source=doc.source,
+        )
 
 
 class Strategy:
@@ -154,10 +190,12 @@ class Strategy:
             resolve_tokenizer(self.tokenizer)
 
     def chunk(self, doc: Document | str) -> list[Chunk]:
-        """Cut ``doc`` into chunks (a plain string is wrapped in a :class:`Document`)."""
+        """Cut ``doc`` into chunks (a plain string is wrapped in a :class:`Document`); a document too large
+        for the memory available is refused (:func:`check_memory`)."""
         if isinstance(doc, str):
             doc = Document(doc)
         self.validate()
+        check_memory(doc)
         tokenizer = resolve_tokenizer(self.tokenizer)
         doc = self.prepare_document(doc)
         spans: list[Span] = []

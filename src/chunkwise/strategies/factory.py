@@ -52,11 +52,15 @@ def make_strategy(
 def parse_value(text: str) -> Any:
     """A parameter value given as text: JSON when it parses (numbers, true/false/null, lists), else the
     string itself (surrounding whitespace removed either way)."""
+    from ..security import loads_bounded
+
     text = text.strip()
     try:
-        return json.loads(text)
+        return loads_bounded(text, "a parameter value")
     except json.JSONDecodeError:
         return text
+    except ValueError as exc:  # too deep, too long, NaN: one line, not a RecursionError or a NaN parameter
+        raise ConfigError(str(exc)) from None
 
 
 __all__ = ["make_strategy", "parse_value"]

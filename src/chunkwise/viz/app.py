@@ -21,12 +21,14 @@ Where each part lives: the request bodies, limits and checks in :mod:`.request_c
 
 import asyncio
 import contextlib
+import logging
 import re
 import threading
 from functools import lru_cache
 from typing import Any
 
 from ..errors import ChunkwiseError, ConfigError
+from ..security import redact
 from ..strategies import DEFAULT_STRATEGY
 from .middleware import BODY_TIMEOUT, READ_TIMEOUT, TOKEN_COOKIE, BodyGuard, TokenGate
 from .request_checks import (
@@ -165,6 +167,12 @@ def _add_guards(
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts or LOOPBACK_HOSTS))
 
 
+#: what a client is told when the server's language model (or embedding) endpoint fails; the details
+#: (URL, status, the endpoint's own message) go to the server's log only
+UPSTREAM_FAILED = "the server's language model endpoint failed; the details are in the server's log"
+_log = logging.getLogger("chunkwise.serve")
+
+
 def _error(status: int, message: str, **extra: Any):
     from fastapi.responses import JSONResponse
 
@@ -183,7 +191,12 @@ def _add_error_handlers(app) -> None:
 
     @app.exception_handler(ChunkwiseError)
     async def _chunkwise_error(_: Request, exc: ChunkwiseError):
-        return _error(400, str(exc))
+        from ..http import EndpointError
+
+        if isinstance(exc, EndpointError):  # the server's own upstream: what failed is for its log, not clients
+            _log.warning("upstream endpoint failed: %s", redact(str(exc)))
+            return _error(502, UPSTREAM_FAILED)
+        return _error(400, redact(str(exc)))
 
     @app.exception_handler(RequestValidationError)
     async def _validation_error(request: Request, exc: RequestValidationError):
@@ -438,7 +451,11 @@ def _add_search_api(app, opener: IndexOpener, searchable: bool) -> None:
         if not req.question.strip():
             raise RequestError(400, "the question is empty")
         options = req.options()
-        llm = get_llm(stream=False)
+        try:
+            llm = get_llm(stream=False)
+        except ChunkwiseError as exc:  # the server's configuration: its log says what, clients only that
+            _log.warning("the language model is misconfigured: %s", redact(str(exc)))
+            raise RequestError(500, "the server's language model is misconfigured; see the server's log") from None
         try:
             answer = opener.get().ask(req.question, options.pop("k"), llm=llm, min_score=req.min_score, **options)
         finally:
