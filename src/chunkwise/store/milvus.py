@@ -441,6 +441,24 @@ class MilvusStore:
             rows = self.connect().get(self.collection, ids=ids, output_fields=self.output_fields)
         return [Hit(r["id"], 0.0, *chunk_from_row(self._decode(r))) for r in rows]
 
+    def chunks_at(self, wanted: dict[str, Iterable[int]]) -> list[Hit]:
+        """The stored chunks of the given documents with the given chunk indexes (those that exist), as hits
+        without a score: one query whose filter names them, so only those rows are read and decoded (a
+        neighbour window, not the whole document)."""
+        clauses = []
+        for doc_id, indexes in sorted(wanted.items()):
+            idx = sorted({int(i) for i in indexes if int(i) >= 0})
+            if idx:
+                clauses.append(f"(doc_id == {quote(doc_id)} and chunk_index in [{', '.join(map(str, idx))}])")
+        if not clauses:
+            return []
+        expr = " or ".join(clauses)
+        with self._errors("read chunks"):
+            rows = self.connect().query(
+                self.collection, filter=expr, output_fields=self.output_fields, limit=QUERY_LIMIT
+            )
+        return [Hit(r["id"], 0.0, *chunk_from_row(self._decode(r))) for r in rows]
+
     def scan_chunks(self, fields: list[str], filter: str = "") -> Iterator[dict]:
         with self._filter_errors(filter, "read chunks"):
             yield from (self._decode(r) for r in self._scan(self.collection, fields, filter))
