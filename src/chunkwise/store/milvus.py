@@ -75,7 +75,8 @@ from .milvus_schema import (
     state_row,
     state_schema,
 )
-from .milvus_search import BM25_FOLDER, QUERY_LIMIT, VECTORS_FOLDER, as_scores
+from .milvus_search import BM25_FOLDER, PLACES_FOLDER, QUERY_LIMIT, VECTORS_FOLDER, as_scores
+from .places import ChunkPlaces
 from .rows import chunk_from_row, chunk_rows
 from .vectors import VectorCache
 
@@ -145,6 +146,8 @@ class MilvusStore:
         self.client_bm25 = client_bm25
         self.client_vectors = client_vectors
         self._vectors: VectorCache | None = None
+        #: chunk ids by document and index, for neighbour expansion (store/places.py; the same life)
+        self._places: ChunkPlaces | None = None
         #: the ids a filter admits, remembered until the next write where both sides run in process
         self._admitted: tuple[str, set[str]] | None = None
         #: the recorded configuration and the collection facts, read once per connection: a search needs
@@ -195,7 +198,7 @@ class MilvusStore:
         self.require_writable()
         client = self.connect()
         if not self._bm25_saved_dropped and self.db is not None:
-            for folder in (BM25_FOLDER, VECTORS_FOLDER):
+            for folder in (BM25_FOLDER, VECTORS_FOLDER, PLACES_FOLDER):
                 shutil.rmtree(Path(self.db) / folder, ignore_errors=True)
             snapshot.drop(self.db, self.collection)  # and the snapshot (store/snapshot.py), rewritten at close
             self._bm25_saved_dropped = self.keep_snapshot = True
@@ -253,6 +256,7 @@ class MilvusStore:
         """Forget the in-process copies of the chunks (bm25s, vectors, admitted ids): a write changed them."""
         self._bm25 = None
         self._vectors = None
+        self._places = None
         self._admitted = None
 
     @contextlib.contextmanager
@@ -443,8 +447,11 @@ class MilvusStore:
 
     def chunks_at(self, wanted: dict[str, Iterable[int]]) -> list[Hit]:
         """The stored chunks of the given documents with the given chunk indexes (those that exist), as hits
-        without a score: one query whose filter names them, so only those rows are read and decoded (a
-        neighbour window, not the whole document)."""
+        without a score: a neighbour window, not the whole document. Milvus Lite reads them by id (the ids
+        by place are held in process, store/places.py); a server answers one query whose filter names them."""
+        if self.db is not None:
+            # Milvus Lite walks every row for a filter, but reads rows by id directly (store/places.py)
+            return self.fetch(milvus_search.load_places(self).ids_at(wanted))
         clauses = []
         for doc_id, indexes in sorted(wanted.items()):
             idx = sorted({int(i) for i in indexes if int(i) >= 0})

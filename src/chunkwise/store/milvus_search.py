@@ -22,6 +22,7 @@ import numpy as np
 
 from .base import Hit
 from .bm25 import BM25Fallback
+from .places import ChunkPlaces
 from .rows import chunk_from_row
 from .vectors import VectorCache
 
@@ -32,6 +33,8 @@ if TYPE_CHECKING:
 BM25_FOLDER = "chunkwise-bm25"
 #: where it keeps the vectors of :class:`~chunkwise.store.vectors.VectorCache` (the same life)
 VECTORS_FOLDER = "chunkwise-vectors"
+#: where it keeps the chunk ids by document and index (:mod:`~chunkwise.store.places`; the same life)
+PLACES_FOLDER = "chunkwise-places"
 #: rows one plain query may return (Milvus caps offset + limit at 16384)
 QUERY_LIMIT = 16384
 #: the most memory the in-process vectors may take by default (about 700,000 chunks of 384 dimensions);
@@ -116,10 +119,37 @@ def load_client_indexes(store: MilvusStore) -> None:
         _build_client_indexes(store, need_bm25, need_vectors)
 
 
+def load_places(store: MilvusStore) -> ChunkPlaces:
+    """The chunk ids by document and index (:mod:`~chunkwise.store.places`): held, saved by an earlier process
+    when they still cover every chunk, or read in one scan of three columns and saved where they can be."""
+    if store._places is not None:
+        return store._places
+    count = store.count()
+    if store.db is not None:
+        with contextlib.suppress(OSError, ValueError):
+            saved = ChunkPlaces.load(Path(store._lite_db()) / PLACES_FOLDER)
+            if len(saved) == count:
+                store._places = saved
+                return saved
+    store._places = _places_of(store._scan(store.collection, ["id", "doc_id", "chunk_index"]))
+    if store.db is not None and not store.read_only:
+        with contextlib.suppress(OSError):
+            store._places.save(Path(store._lite_db()) / PLACES_FOLDER)
+            store._bm25_saved_dropped = False  # the next write of this connection must remove them again
+    return store._places
+
+
+def _places_of(rows) -> ChunkPlaces:
+    return ChunkPlaces((r["id"], r["doc_id"], r["chunk_index"]) for r in rows)
+
+
 def _build_client_indexes(store: MilvusStore, bm25: bool, vectors: bool) -> None:
-    fields = ["id", *(["indexed_text"] if bm25 else []), *(["vector"] if vectors else [])]
+    fields = ["id", "doc_id", "chunk_index", *(["indexed_text"] if bm25 else []), *(["vector"] if vectors else [])]
     rows = _rows_in_storage_order(store, fields)
-    built: list[tuple[str, BM25Fallback | VectorCache]] = []
+    built: list[tuple[str, BM25Fallback | VectorCache | ChunkPlaces]] = []
+    if store._places is None:  # the same scan has them: neighbour expansion reads by id
+        store._places = _places_of(rows)
+        built.append((PLACES_FOLDER, store._places))
     if bm25:  # in id order, as a scan reads them: the order bm25s breaks ties in
         store._bm25 = BM25Fallback((r["id"], r["indexed_text"]) for r in sorted(rows, key=lambda r: r["id"]))
         built.append((BM25_FOLDER, store._bm25))
@@ -180,6 +210,8 @@ def search_bm25(
 
 __all__ = [
     "BM25_FOLDER",
+    "PLACES_FOLDER",
+    "load_places",
     "VECTORS_FOLDER",
     "QUERY_LIMIT",
     "VECTORS_MAX_BYTES",

@@ -5,7 +5,7 @@ its time).
 ``<db>/chunkwise-snapshot-<collection>.json`` (0600, like the database) records the collection's configuration,
 its document markers, its chunk count and a *fingerprint* of the database's own files: the relative path,
 size and ``mtime_ns`` of every file under the directory except chunkwise's own caches (``chunkwise-bm25/``,
-``chunkwise-vectors/``), the snapshots and the segment indexes Milvus Lite builds in the background from the
+``chunkwise-vectors/``, ``chunkwise-places/``), the snapshots and the segment indexes Milvus Lite builds in the background from the
 data files (:data:`DERIVED_FOLDER`). It is written when a connection that wrote (or that an add run
 read) is closed, from what the database says then, and only while this process holds the database's
 ``LOCK`` (so no other writer can slip in between the reads and the fingerprint). It is trusted only when its
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 SNAPSHOT_VERSION = 1
 PREFIX = "chunkwise-snapshot-"
 #: chunkwise's own folders in the database directory (store/milvus_search.py), not the database's files
-CACHE_FOLDERS = ("chunkwise-bm25", "chunkwise-vectors")
+CACHE_FOLDERS = ("chunkwise-bm25", "chunkwise-vectors", "chunkwise-places")
 #: Milvus Lite's segment indexes, built in the background after a flush (even after the connection closed):
 #: derived from the data files, which every write changes (the write-ahead log, the manifest)
 DERIVED_FOLDER = "indexes"
