@@ -45,7 +45,7 @@ from ..document import Chunk, Document
 from ..errors import ChunkwiseError, ConfigError, InputError
 from . import milvus_create, milvus_search, snapshot
 from .base import Hit, Marker
-from .bm25 import BM25Fallback
+from .bm25 import BM25Fallback, BM25Postings
 from .lite import LiteClient
 from .milvus_connection import (
     DEFAULT_COLLECTION,
@@ -138,8 +138,8 @@ class MilvusStore:
         #: (store/lite.py); every write is refused with one line
         self.read_only = False
         self._loaded: set[str] = set()
-        #: bm25s over the stored texts (built on the first text search, dropped by every write of this store)
-        self._bm25: BM25Fallback | None = None
+        #: BM25 over the stored texts (built on the first text search, updated by every write of this store)
+        self._bm25: BM25Postings | None = None
         #: rank text searches with bm25s, and a hybrid search's vector candidates with exact cosine in process,
         #: even where Milvus could (store/milvus_search.py). ``None`` (the default): yes for Milvus Lite in a
         #: directory, which one process at a time may open, so no other writer can make a copy stale
@@ -198,6 +198,7 @@ class MilvusStore:
         self.require_writable()
         client = self.connect()
         if not self._bm25_saved_dropped and self.db is not None:
+            milvus_search.hold_copies(self)  # updated by the writes, saved again at close
             for folder in (BM25_FOLDER, VECTORS_FOLDER, PLACES_FOLDER):
                 shutil.rmtree(Path(self.db) / folder, ignore_errors=True)
             snapshot.drop(self.db, self.collection)  # and the snapshot (store/snapshot.py), rewritten at close
@@ -230,6 +231,8 @@ class MilvusStore:
         state = (
             snapshot.capture(self) if self.keep_snapshot and self.db and self._client and not self.read_only else None
         )
+        if self._bm25_saved_dropped and self._client is not None and not self.read_only:
+            milvus_search.save_copies(self)  # this connection wrote: its copies, updated by every write, are current
         client, self._client, self.keep_snapshot = self._client, None, False
         self._loaded.clear()
         self._forget()
@@ -391,28 +394,51 @@ class MilvusStore:
         return [r["id"] for r in rows]
 
     def upsert_chunks(self, rows: Iterable[dict]) -> None:
-        self._drop_copies()
         client = self._writer()
+        self._admitted = None
         batch: list[dict] = []
         size = 0
         with self._errors("write chunks"):
             for row in rows:
                 n = len(row["text"]) * 2 + len(row["indexed_text"]) + 8 * len(row["vector"]) + 512
                 if batch and (len(batch) >= _WRITE_ROWS or size + n > _WRITE_BYTES):
-                    client.upsert(self.collection, batch)
+                    self._write_batch(client, batch)
                     batch, size = [], 0
                 batch.append(self._encode(row))
                 size += n
             if batch:
-                client.upsert(self.collection, batch)
+                self._write_batch(client, batch)
+
+    def _write_batch(self, client: Any, batch: list[dict]) -> None:
+        """One upsert, and the same rows into the in-process copies this connection holds (a failed call
+        drops them: what was written is then unknown)."""
+        try:
+            client.upsert(self.collection, batch)
+        except BaseException:
+            self._drop_copies()
+            raise
+        if self._bm25 is not None:
+            self._bm25.upsert((r["id"], r["indexed_text"]) for r in batch)
+        if self._vectors is not None:
+            self._vectors.upsert((r["id"], r["vector"]) for r in batch)
+        if self._places is not None:
+            self._places.add((r["id"], r["doc_id"], r["chunk_index"]) for r in batch)
 
     def delete_chunks(self, ids: Iterable[str]) -> int:
         ids = list(ids)
-        self._drop_copies()
         client = self._writer()
+        self._admitted = None
         with self._errors("delete chunks"):
             for i in range(0, len(ids), 4096):
-                client.delete(self.collection, ids=ids[i : i + 4096])
+                part = ids[i : i + 4096]
+                try:
+                    client.delete(self.collection, ids=part)
+                except BaseException:
+                    self._drop_copies()
+                    raise
+                for copy in (self._bm25, self._vectors, self._places):
+                    if copy is not None:
+                        copy.remove(part)
         return len(ids)
 
     def delete_documents(self, doc_ids: Iterable[str]) -> int:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .base import Hit
-from .bm25 import BM25Fallback
+from .bm25 import BM25Postings
 from .places import ChunkPlaces
 from .rows import chunk_from_row
 from .vectors import VectorCache
@@ -106,17 +106,57 @@ def load_client_indexes(store: MilvusStore) -> None:
     if need_vectors and store.client_vectors is None and count * store.dim * 4 > VECTORS_MAX_BYTES:
         store.client_vectors, need_vectors = False, False  # too large to copy: Milvus Lite answers
     if _saveable(store):
-        folder = Path(store._lite_db())
-        if need_bm25:
-            with contextlib.suppress(OSError, ValueError):
-                saved = BM25Fallback.load(folder / BM25_FOLDER)
-                store._bm25, need_bm25 = (saved, False) if len(saved) == count else (None, True)
-        if need_vectors:
-            with contextlib.suppress(OSError, ValueError):
-                vectors = VectorCache.load(folder / VECTORS_FOLDER)
-                store._vectors, need_vectors = (vectors, False) if len(vectors) == count else (None, True)
+        load_saved_copies(store, count, need_bm25, need_vectors)
+        need_bm25, need_vectors = need_bm25 and store._bm25 is None, need_vectors and store._vectors is None
     if need_bm25 or need_vectors:
         _build_client_indexes(store, need_bm25, need_vectors)
+
+
+def load_saved_copies(store: MilvusStore, count: int, bm25: bool = True, vectors: bool = True) -> None:
+    """The copies an earlier process saved in the directory, those that still cover ``count`` chunks."""
+    folder = Path(store._lite_db())
+    if bm25 and store._bm25 is None:
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+            saved = BM25Postings.load(folder / BM25_FOLDER)
+            store._bm25 = saved if len(saved) == count else None
+    if vectors and store._vectors is None:
+        with contextlib.suppress(OSError, ValueError):
+            matrix = VectorCache.load(folder / VECTORS_FOLDER)
+            store._vectors = matrix if len(matrix) == count else None
+
+
+def hold_copies(store: MilvusStore) -> None:
+    """Before the first write of a connection removes the saved copies: hold them in memory (read now if
+    this process has not), so the writes update them and the connection saves them when it closes
+    (:func:`save_copies`); a later search then starts from them instead of a scan of every chunk."""
+    if not _saveable(store) or store.read_only:
+        return
+    if store._bm25 is not None and store._vectors is not None and store._places is not None:
+        return
+    try:
+        count = store.count()
+    except Exception:  # no collection yet: nothing to hold
+        return
+    load_saved_copies(store, count, store.uses_client_bm25, store.uses_client_vectors)
+    if store._places is None:
+        with contextlib.suppress(OSError, ValueError):
+            places = ChunkPlaces.load(Path(store._lite_db()) / PLACES_FOLDER)
+            store._places = places if len(places) == count else None
+
+
+def save_copies(store: MilvusStore) -> None:
+    """Write the copies this connection holds into the directory (while it still holds the database)."""
+    if not _saveable(store) or store.read_only:
+        return
+    folder = Path(store._lite_db())
+    with contextlib.suppress(OSError):
+        for name, copy in (
+            (BM25_FOLDER, store._bm25),
+            (VECTORS_FOLDER, store._vectors),
+            (PLACES_FOLDER, store._places),
+        ):
+            if copy is not None:
+                copy.save(folder / name)
 
 
 def load_places(store: MilvusStore) -> ChunkPlaces:
@@ -146,12 +186,12 @@ def _places_of(rows) -> ChunkPlaces:
 def _build_client_indexes(store: MilvusStore, bm25: bool, vectors: bool) -> None:
     fields = ["id", "doc_id", "chunk_index", *(["indexed_text"] if bm25 else []), *(["vector"] if vectors else [])]
     rows = _rows_in_storage_order(store, fields)
-    built: list[tuple[str, BM25Fallback | VectorCache | ChunkPlaces]] = []
+    built: list[tuple[str, BM25Postings | VectorCache | ChunkPlaces]] = []
     if store._places is None:  # the same scan has them: neighbour expansion reads by id
         store._places = _places_of(rows)
         built.append((PLACES_FOLDER, store._places))
     if bm25:  # in id order, as a scan reads them: the order bm25s breaks ties in
-        store._bm25 = BM25Fallback((r["id"], r["indexed_text"]) for r in sorted(rows, key=lambda r: r["id"]))
+        store._bm25 = BM25Postings((r["id"], r["indexed_text"]) for r in sorted(rows, key=lambda r: r["id"]))
         built.append((BM25_FOLDER, store._bm25))
     if vectors:
         store._vectors = VectorCache((r["id"], r["vector"]) for r in rows)
@@ -212,6 +252,8 @@ __all__ = [
     "BM25_FOLDER",
     "PLACES_FOLDER",
     "load_places",
+    "hold_copies",
+    "save_copies",
     "VECTORS_FOLDER",
     "QUERY_LIMIT",
     "VECTORS_MAX_BYTES",
