@@ -458,6 +458,12 @@ class MilvusStore:
             self._writer().flush(self.collection)
 
     def count(self) -> int:
+        """The number of chunks. Milvus Lite counts by walking every row (about 50 CPU-ms at 30,000 chunks, more
+        than the hybrid search after it); where this process holds an in-process copy, which every write of
+        the one process that may open the directory updates, the copy's size is the answer."""
+        held = self._vectors if self._vectors is not None else self._bm25
+        if self.db is not None and held is not None:
+            return len(held)
         client = self.connect()
         with self._errors("count chunks"):
             rows = client.query(self.collection, filter="", output_fields=["count(*)"])
