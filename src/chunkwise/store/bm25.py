@@ -131,7 +131,8 @@ class BM25Postings:
         self._tfs: dict[str, array] = {}  # term -> counts, in step with _docs
         self._df: dict[str, int] = {}  # term -> live documents holding it
         self._total = 0  # summed length of live documents
-        self._terms: list[tuple[str, ...]] = []  # each document's distinct terms (a delete's statistics)
+        #: each document's distinct terms (what a delete takes from the statistics); None until needed
+        self._terms: list[tuple[str, ...]] | None = []
         self.upsert(items)
 
     def __len__(self) -> int:
@@ -163,7 +164,8 @@ class BM25Postings:
         self._lengths.append(len(tokens))
         self._total += len(tokens)
         counts = Counter(tokens)
-        self._terms.append(tuple(counts))
+        if self._terms is not None:
+            self._terms.append(tuple(counts))
         for term, tf in counts.items():
             docs = self._docs.get(term)
             if docs is None:
@@ -178,21 +180,33 @@ class BM25Postings:
         gone = [n for n in (self._number.pop(i, None) for i in ids) if n is not None]
         if not gone:
             return
+        terms = self._doc_terms()
         for n in gone:
             self._live[n] = 0
             self._total -= self._lengths[n]
-            for term in self._terms[n]:  # the live document frequencies
+            for term in terms[n]:  # the live document frequencies
                 self._df[term] -= 1
-            self._terms[n] = ()
+            terms[n] = ()
         if len(self.ids) > 2 * len(self._number) + 64:
             self._compact()
+
+    def _doc_terms(self) -> list[tuple[str, ...]]:
+        """Each document's distinct terms, made from the postings the first time a loaded copy deletes
+        (a process that only searches or adds never needs them)."""
+        if self._terms is None:
+            held: list[list[str]] = [[] for _ in self.ids]
+            for term, docs in self._docs.items():
+                for d in docs:
+                    held[d].append(term)
+            self._terms = [tuple(t) for t in held]
+        return self._terms
 
     def _compact(self) -> None:
         """Drop dead documents and their postings, renumbering the live ones in their order."""
         keep = np.frombuffer(bytes(self._live), dtype=np.uint8).astype(bool)
         renumber = np.cumsum(keep) - 1
         self.ids = [i for i, k in zip(self.ids, keep.tolist()) if k]
-        self._terms = [t for t, k in zip(self._terms, keep.tolist()) if k]
+        self._terms = [t for t, k in zip(self._doc_terms(), keep.tolist()) if k]
         self._number = {i: n for n, i in enumerate(self.ids)}
         self._live = bytearray(b"\x01" * len(self.ids))
         self._lengths = self._array("i", np.frombuffer(self._lengths, dtype=np.int32)[keep].tolist())
@@ -286,15 +300,12 @@ class BM25Postings:
         out._lengths = out._array("i", lengths.astype(np.int32).tolist())
         out._total = int(lengths.sum())
         ends = np.cumsum(sizes)
-        held: list[list[str]] = [[] for _ in ids]
+        docs, tfs = docs.astype(np.int32), tfs.astype(np.int32)
         for term, end, size in zip(terms, ends.tolist(), sizes.tolist()):
-            these = docs[end - size : end].astype(np.int32)
-            out._docs[term] = out._array("i", these.tobytes())
-            out._tfs[term] = out._array("i", tfs[end - size : end].astype(np.int32).tobytes())
+            out._docs[term] = out._array("i", docs[end - size : end].tobytes())
+            out._tfs[term] = out._array("i", tfs[end - size : end].tobytes())
             out._df[term] = size
-            for d in these.tolist():
-                held[d].append(term)
-        out._terms = [tuple(t) for t in held]
+        out._terms = None
         return out
 
 
