@@ -88,7 +88,9 @@ class VectorCache:
         if not self.ids or limit <= 0:
             return []
         query = _normalized(np.asarray(vector, dtype=np.float32).reshape(1, -1))[0]
-        scores = self.matrix @ query
+        # einsum, not ``@``: one vector against the matrix is a matrix-vector product, which BLAS spreads over
+        # threads that spin on a busy machine (2,000 x 384: 5 CPU-ms with OpenBLAS's threads, 0.3 without)
+        scores = np.einsum("ij,j->i", self.matrix, query)
         if allowed is not None:
             keep = np.zeros(len(self.ids), dtype=bool)
             keep[[n for n in map(self._index_of.get, allowed) if n is not None]] = True
