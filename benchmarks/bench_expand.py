@@ -15,6 +15,16 @@ Sets are bench_retrieval.py's (its loaders and conversions; see its docstring fo
 
 Chunking is fixed 256/32 MiniLM tokens, retrieval the default (hybrid, z-score fusion); only what the
 reader is handed changes.
+
+``--cost`` measures what expansion costs instead: CPU per query (this process, Milvus Lite's engine included)
+of a hybrid search (k=5) and of the same search followed by ``Index.expand(results, "neighbors:1")``, on a
+Milvus Lite index of ``--chunks`` chunks built as ``bench_search.py`` builds its own (Chroma's corpora
+repeated, hashed bag-of-words vectors, ``fixed`` 64-word chunks) but with documents of ``--doc-words`` words
+(long documents are where reading a hit's whole document costs most). The two are interleaved query by
+query; ``whole document`` is the reader expansion used before (every chunk of each hit's document, by its
+chunk ids), timed on the same results:
+
+    python benchmarks/bench_expand.py --cost --chunks 30000 --db /tmp/bench-expand-30k.db
 """
 
 from __future__ import annotations
@@ -78,8 +88,92 @@ def print_table(rows: list[dict]) -> None:
         print(f"| {r['set']} ({r['queries']} q) | {r['mode']} | " + " | ".join(cells) + " |")
 
 
+def whole_documents(store):
+    """The reader expansion used before: every chunk of a hit's document, by its chunk ids."""
+    cache: dict = {}
+
+    def doc_chunks(doc_id):
+        if doc_id not in cache:
+            ids = sorted(store.chunk_ids([doc_id]).get(doc_id, set()))
+            cache[doc_id] = [h.chunk for h in store.fetch(ids) if h.chunk is not None]
+        return cache[doc_id]
+
+    return doc_chunks
+
+
+def build_cost_index(db: str, chunks: int, doc_words: int) -> None:
+    from bench_search import WORDS_PER_CHUNK, HashEmbedder, source_words
+
+    from chunkwise import Index
+    from chunkwise.document import Document
+    from chunkwise.strategies import get_strategy
+
+    words = source_words()
+    docs: list = []
+    per_doc = doc_words // WORDS_PER_CHUNK + 1
+    rep = 0
+    while len(docs) * per_doc < chunks:
+        shift = (rep * 37) % len(words)
+        stream = words[shift:] + words[:shift]
+        for a in range(0, len(stream) - doc_words, doc_words):
+            docs.append(Document(" ".join(stream[a : a + doc_words]), source=f"<bench-{rep}-{a}>"))
+            if len(docs) * per_doc >= chunks:
+                break
+        rep += 1
+    t0 = time.process_time()
+    with Index(db, embedder=HashEmbedder(), cache=False) as index:
+        strategy = get_strategy("fixed", max_tokens=WORDS_PER_CHUNK, tokenizer="words")
+        index.add(docs, strategy=strategy, recreate=True)
+        print(f"built {db}: {len(docs)} documents, {index.count()} chunks, {time.process_time() - t0:.0f} CPU-s")
+
+
+def measure_cost(db: str, n_queries: int, mode: str) -> dict:
+    import numpy as np
+    from bench_search import HashEmbedder, queries, source_words
+
+    from chunkwise import Index
+    from chunkwise.retrieval.expand import expand_chunks
+
+    qs = queries(source_words(), n_queries)
+    index = Index(db, embedder=HashEmbedder(), cache=False)
+    n = index.count()
+    c0 = time.process_time()
+    index.expand(index.search(qs[0], k=5), mode)  # the copies loaded (or built) once, as in a warm process
+    first = time.process_time() - c0
+    rows: dict[str, list[float]] = {"search": [], "search + expand": [], "search + expand (whole document)": []}
+    same = 0
+    for q in qs:
+        c0 = time.process_time()
+        index.search(q, k=5)
+        rows["search"].append(time.process_time() - c0)
+        c0 = time.process_time()
+        res = index.search(q, k=5)
+        new = index.expand(res, mode)
+        rows["search + expand"].append(time.process_time() - c0)
+        c0 = time.process_time()
+        res = index.search(q, k=5)
+        old = expand_chunks(res, whole_documents(index.store), mode)
+        rows["search + expand (whole document)"].append(time.process_time() - c0)
+        same += [p.to_dict() for p in new] == [p.to_dict() for p in old]
+    index.close()
+    base = float(np.median(rows["search"]))
+    print(f"\n{n} chunks, {len(qs)} queries, k=5, {mode} (CPU ms per query, median; this process)\n")
+    for name, values in rows.items():
+        med = float(np.median(values))
+        print(f"{name:<34} {1000 * med:8.1f} ms  {med / base:5.2f}x search")
+    print(f"passages equal to the whole-document reader's: {same}/{len(qs)}")
+    print(f"the process's first search + expand (loads or builds the in-process copies): {1000 * first:.0f} ms")
+    return {"chunks": n, "queries": len(qs), "mode": mode, "same": same, "first": first, **rows}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cost", action="store_true", help="CPU per query of expansion vs the search it expands")
+    ap.add_argument("--chunks", type=int, default=30_000, help="--cost: chunks in the index")
+    ap.add_argument("--doc-words", type=int, default=4000, help="--cost: words per document")
+    ap.add_argument("--db", default="/tmp/chunkwise-bench-expand.db", help="--cost: the index (built when absent)")
+    ap.add_argument("--queries", type=int, default=50, help="--cost: queries")
+    ap.add_argument("--mode", default="neighbors:1", help="--cost: the expansion")
     ap.add_argument("--qmsum", help="a git dir of github.com/Yale-LILY/QMSum")
     ap.add_argument("--qmsum-set", help="a QMSum set bench_retrieval.py converted already (neutral layout)")
     ap.add_argument("--chroma", default=str(ROOT.parent / "shared" / "data" / "chroma-eval"))
@@ -94,6 +188,13 @@ def main() -> None:
     ap.add_argument("--bootstrap", type=int, default=1000)
     ap.add_argument("-o", "--output", default=None, help="JSON file for the rows")
     args = ap.parse_args()
+    if args.cost:
+        if not Path(args.db).exists():
+            build_cost_index(args.db, args.chunks, args.doc_words)
+        out = measure_cost(args.db, args.queries, args.mode)
+        if args.output:
+            Path(args.output).write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
+        return
 
     from chunkwise.embeddings import get_embedder
 

@@ -1,6 +1,9 @@
 """Peak memory of ``Index.add`` as the corpus grows: is the local index path streaming?
 
-For each corpus size (default 2, 10 and 50 MB of plain text in 200 KB files, generated from a fixed seed)
+For each corpus size (default 2, 10 and 50 MB of plain text in 200 KB files: ``--text chroma``, the default,
+is Chroma's public evaluation corpora (``../shared/data/chroma-eval/corpora``, 1.4 MB of English: chat logs,
+finance, PubMed, the State of the Union, Wikipedia) repeated, each repetition starting some words later so no
+two chunks are equal; ``--text random`` is paragraphs of 30 words drawn from a fixed seed)
 a fresh process indexes the folder and prints its peak resident set size (``VmHWM``) and time, and where
 the memory is: the Python objects alive at the end (``py blocks``: :func:`sys.getallocatedblocks`, which
 counts chunkwise's own objects, the markers, the loaded modules) and, for the server store, the Milvus Lite
@@ -21,6 +24,10 @@ If the Python blocks stay flat while the in-process peak climbs, the growth is M
 not chunkwise; the server store then shows the same growth in the server process.
 
     .venv/bin/python benchmarks/bench_index_memory.py [--sizes 2 10 50] [--stores lite server]
+        [--text chroma|random] [--env MILVUS_LITE_MEMTABLE_MEMORY_LIMIT_BYTES=16777216]
+
+Each row also prints the child's CPU seconds (user + system) and CPU per MB; ``--env`` sets variables for
+the child (Milvus Lite reads its memtable and write-ahead-log budgets from the environment at import).
 """
 
 from __future__ import annotations
@@ -38,7 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 CHILD = r"""
-import gc, hashlib, json, re, sys, time
+import gc, hashlib, json, re, resource, sys, time
 import numpy as np
 from chunkwise.embeddings.base import Embedder, l2_normalize
 from chunkwise.segmentation.tokenizers import get_tokenizer
@@ -70,7 +77,9 @@ t = time.perf_counter()
 with Index(**where, embedder=HashEmbedder(), cache=False) as ix:
     rep = ix.add(folder, strategy=how["strategy"], params={"max_tokens": how["max_tokens"], "tokenizer": "words"})
 gc.collect()
+use = resource.getrusage(resource.RUSAGE_SELF)
 print(json.dumps({"chunks": rep.chunks, "seconds": time.perf_counter() - t, "base_mb": base / 1024,
+                  "cpu": use.ru_utime + use.ru_stime,
                   "peak_mb": rss("VmHWM") / 1024, "py_blocks_k": sys.getallocatedblocks() // 1000,
                   "timings": {k: round(v, 1) for k, v in rep.timings.items()}}))
 """
@@ -94,6 +103,32 @@ def make_corpus(folder: Path, megabytes: int, file_kb: int = 200, seed: int = 0)
         (folder / f"f{n:05d}.txt").write_text("\n\n".join(paras), encoding="utf-8")
 
 
+def make_public_corpus(folder: Path, megabytes: int, file_kb: int = 200) -> None:
+    """``megabytes`` of Chroma's evaluation corpora, repeated (each repetition shifted by 37 words more), in
+    files of ``file_kb`` KB."""
+    source = next(
+        (d for d in (r / "shared" / "data" / "chroma-eval" / "corpora" for r in ROOT.parents) if d.is_dir()),
+        ROOT.parent / "shared" / "data" / "chroma-eval" / "corpora",
+    )
+    words = [w for f in sorted(source.glob("*.md")) for w in f.read_text(encoding="utf-8", errors="replace").split()]
+    if not words:
+        raise SystemExit(f"no corpora in {source}")
+    folder.mkdir(parents=True, exist_ok=True)
+    rep, pos, n = 0, 0, 0
+    while n < megabytes * 1024 // file_kb:
+        parts, size = [], 0
+        while size < file_kb * 1024:
+            if pos >= len(words):
+                rep, pos = rep + 1, 0
+            shift = (rep * 37) % len(words)
+            para = " ".join(words[(shift + pos + i) % len(words)] for i in range(80))
+            pos += 80
+            parts.append(para)
+            size += len(para) + 2
+        (folder / f"f{n:05d}.txt").write_text("\n\n".join(parts), encoding="utf-8")
+        n += 1
+
+
 def group_rss_mb(pgid: int) -> float:
     """Resident memory of every process in a process group (the Milvus Lite server and its children)."""
     import os
@@ -110,12 +145,15 @@ def group_rss_mb(pgid: int) -> float:
     return total / 1024
 
 
-def measure(folder: Path, where: dict, how: dict) -> dict:
+def measure(folder: Path, where: dict, how: dict, env: dict | None = None) -> dict:
+    import os
+
     out = subprocess.run(
         [sys.executable, "-c", CHILD, str(folder), json.dumps(where), json.dumps(how)],
         capture_output=True,
         text=True,
         check=True,
+        env={**os.environ, **(env or {})},
     )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -129,7 +167,10 @@ def main() -> None:
     ap.add_argument(
         "--tmp", default=None, help="where the corpora and the servers' data go (needs ~1.1x the largest size)"
     )
+    ap.add_argument("--text", default="chroma", choices=["chroma", "random"], help="public text or random words")
+    ap.add_argument("--env", nargs="*", default=[], metavar="KEY=VALUE", help="variables for the indexing child")
     args = ap.parse_args()
+    env = dict(kv.split("=", 1) for kv in args.env)
     from milvus_servers import start_milvus_235, start_milvus_lite
 
     print(
@@ -140,7 +181,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
         for mb in args.sizes:
             corpus = Path(tmp) / f"corpus{mb}"
-            make_corpus(corpus, mb)
+            (make_public_corpus if args.text == "chroma" else make_corpus)(corpus, mb)
             for store in args.stores:
                 server = None
                 if store in ("server", "milvus"):
@@ -150,7 +191,7 @@ def main() -> None:
                 else:
                     where = {"db": str(Path(tmp) / f"lite{mb}.db"), "collection": "mem"}
                 try:
-                    r = measure(corpus, where, {"strategy": args.strategy, "max_tokens": args.max_tokens})
+                    r = measure(corpus, where, {"strategy": args.strategy, "max_tokens": args.max_tokens}, env)
                     r["server_mb"] = group_rss_mb(server.proc.pid) if server is not None else None
                 finally:
                     if server is not None:
@@ -159,7 +200,8 @@ def main() -> None:
                 print(
                     f"{store:8} {mb:5d} {r['chunks']:8d} {r['seconds']:7.1f} {r['chunks'] / r['seconds']:9.0f} "
                     f"{r['base_mb']:8.0f} {r['peak_mb']:8.0f} {r['py_blocks_k']:9d}k "
-                    f"{'-' if r['server_mb'] is None else format(r['server_mb'], '.0f'):>10}  {r['timings']}",
+                    f"{'-' if r['server_mb'] is None else format(r['server_mb'], '.0f'):>10}  "
+                    f"CPU {r['cpu']:.1f} s, {r['cpu'] / mb:.2f} s/MB  {r['timings']}",
                     flush=True,
                 )
     lo, hi = min(args.sizes), max(args.sizes)

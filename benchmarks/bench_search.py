@@ -83,7 +83,10 @@ class HashEmbedder(Embedder):
 
 
 def source_words() -> list[str]:
-    chroma = ROOT.parent / "shared" / "data" / "chroma-eval" / "corpora"
+    chroma = next(  # ../shared beside the checkout, or beside the folder of worktrees
+        (d for d in (r / "shared" / "data" / "chroma-eval" / "corpora" for r in ROOT.parents) if d.is_dir()),
+        ROOT.parent / "shared" / "data" / "chroma-eval" / "corpora",
+    )
     files = sorted(chroma.glob("*.md")) if chroma.is_dir() else sorted(Path("/usr/share/common-licenses").glob("*"))
     words: list[str] = []
     for f in files:

@@ -18,7 +18,7 @@ from chunkwise.errors import ConfigError
 from chunkwise.evaluation import Evaluator, parse_run_spec
 from chunkwise.evaluation.metrics import set_span_scores
 from chunkwise.retrieval import Index
-from chunkwise.retrieval.expand import GAP, expand_chunks
+from chunkwise.retrieval.expand import GAP, expand_chunks, store_chunks
 from chunkwise.segmentation.tokens import get_tokenizer
 from chunkwise.store.memory import MemoryStore
 from chunkwise.strategies.base import Strategy
@@ -294,3 +294,72 @@ def test_eval_cli_expand_flag(dataset, tmp_path, monkeypatch, capsys):
     # the whole corpus fits 1k tokens: all but the spaces between chunks reaches the reader at every budget
     assert 0.9 < run["scores"]["span_recall@1k"] == run["scores"]["span_recall@2k"] == run["scores"]["span_recall@4k"]
     assert main(["eval", dataset.path, "--expand", "neighbours"]) == 2
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    data=st.lists(chunked_text(), min_size=1, max_size=3),
+    n=st.integers(0, 3),
+    budget=st.one_of(st.none(), st.integers(1, 120)),
+    picks=st.lists(st.integers(0, 10_000), min_size=1, max_size=8),
+)
+def test_neighbour_windows_read_by_index_equal_the_whole_document_reader(data, n, budget, picks):
+    """``neighbors:N`` reads only the windows' chunks from the store (``chunks_at``), and hands the reader
+    exactly the passages that reading every chunk of each hit's document gives."""
+    docs = [Document(text, source=f"doc{i}.txt") for i, (text, _) in enumerate(data)]
+    store = MemoryStore()
+    for doc, (_, spans) in zip(docs, data):
+        cs = GivenSpans(spans=spans, max_tokens=100_000, tokenizer="words").chunk(doc)
+        store.upsert([(doc, cs, FakeEmbedder().embed([c.text for c in cs]))], "fake")
+    chunks = [row.chunk for row in store.rows.values()]
+    hits = list(dict.fromkeys(chunks[p % len(chunks)].id for p in picks))
+    by_id = {c.id: c for c in chunks}
+    ranked = [by_id[i] for i in hits]
+
+    def whole(doc_id):
+        return [c for c in chunks if c.doc_id == doc_id]
+
+    asked: list[dict] = []
+    reader = store_chunks(store)
+    real = store.chunks_at
+    store.chunks_at = lambda wanted: asked.append({d: set(ix) for d, ix in wanted.items()}) or real(wanted)  # type: ignore[method-assign]
+    got = expand_chunks(ranked, reader, f"neighbors:{n}", budget)
+    want = expand_chunks(ranked, whole, f"neighbors:{n}", budget)
+    assert [p.to_dict() for p in got] == [p.to_dict() for p in want]
+    for d, ix in asked[0].items():  # the first read: only indexes within N of a hit of the same document
+        assert all(any(abs(i - h.index) <= n for h in ranked if h.doc_id == d) for i in ix)
+    # a later read only for chunks inside a passage (windows joined by overlapping characters)
+    inside = {(p.doc_id, i) for p in got for i in p.chunks}
+    assert all((d, i) in inside for later in asked[1:] for d, ix in later.items() for i in ix)
+    assert reader.cache == {}  # no document was read whole
+
+
+def test_neighbours_on_milvus_lite_read_only_the_window(tmp_path):
+    """A hit in a long document: ``neighbors:1`` reads its two neighbours from Milvus Lite, not the whole
+    document, and the passage is the one the whole document gives."""
+    text = "\n\n".join(f"Paragraph {i} keeps word{i} and lamp{i}." for i in range(40))
+    doc = Document(text, source="long.txt")
+    with Index(str(tmp_path / "kb.db"), embedder=FakeEmbedder(), cache=False) as index:
+        index.add([doc], strategy=Paragraphs(max_tokens=100, tokenizer="words"), progress=False)
+        assert index.count() == 40
+        results = index.search("Paragraph 17 keeps word17 and lamp17", k=1, hybrid=False)
+        assert results[0].chunk_index == 17
+        client = index.store.connect()
+        rows_read = []
+        for name in ("get", "query"):
+            method = getattr(client, name)
+
+            def counted(*args, _method=method, **kwargs):
+                out = _method(*args, **kwargs)
+                if "text" in (kwargs.get("output_fields") or []):  # whole chunks, not ids or a count
+                    rows_read.append(len(out))
+                return out
+
+            setattr(client, name, counted)
+        (passage,) = index.expand(results, "neighbors:1")
+        assert passage.chunks == [16, 17, 18]
+        assert passage.text == GAP.join(text[a:b] for a, b in passage.pieces)
+        assert sum(rows_read) == 3  # the window, not the document's 40 chunks
+        whole = [h.chunk for h in index.store.fetch(sorted(index.store.chunk_ids([doc.id])[doc.id]))]
+        (same,) = expand_chunks(results, lambda d: whole, "neighbors:1")
+        assert same.to_dict() == passage.to_dict()

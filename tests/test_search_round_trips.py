@@ -81,23 +81,26 @@ def test_bm25s_ranks_as_milvus_bm25_on_a_small_index(tmp_path, query):
 
 
 def test_the_bm25_index_is_saved_for_the_next_process_and_dropped_by_a_write(tmp_path):
-    """A later process loads the saved bm25s index instead of reading every text back (a scan); a write
-    removes it before anything is written, so no process trusts an index that misses a chunk."""
+    """A later process loads the saved BM25 index instead of reading every text back (a scan); a write
+    removes it before anything is written, so no process trusts an index that misses a chunk, and the
+    writer, which updated it with every write, saves it again when it closes."""
     with Index(tmp_path / "t.db", embedder=FakeEmbedder()) as ix:
         ix.add(docs(), strategy=lines())
         ix.search("conductor tickets", k=3)
-    assert (tmp_path / "t.db" / "chunkwise-bm25" / "ids.json").is_file()
+    assert (tmp_path / "t.db" / "chunkwise-bm25" / "postings.json").is_file()
     with Index(tmp_path / "t.db", embedder=FakeEmbedder()) as ix:
         calls = count_calls(ix)
         assert ix.search("conductor tickets", k=1)[0].text == "The conductor checks tickets twice."
         assert "query_iterator" not in calls and calls["query"] == 1, calls  # the count(*) check, no scan
         ix.add([Document("Penguins huddle on the ice.", source="kb/penguins.txt")], strategy=lines())
         assert not (tmp_path / "t.db" / "chunkwise-bm25").exists()
-        assert ix.search("penguins huddle", k=1)[0].bm25_rank == 1  # saved again
-        assert (tmp_path / "t.db" / "chunkwise-bm25").exists()
+        calls.clear()
+        assert ix.search("penguins huddle", k=1)[0].bm25_rank == 1  # the held copy, updated by the write
+        assert "query_iterator" not in calls and "query" not in calls, calls  # no scan
         # an edit with the same number of chunks: the count alone could not tell
         ix.add([Document("Walruses rest on the ice.", source="kb/penguins.txt")], strategy=lines())
         assert not (tmp_path / "t.db" / "chunkwise-bm25").exists()
+    assert (tmp_path / "t.db" / "chunkwise-bm25" / "postings.json").is_file()  # saved by the writer's close
     with Index(tmp_path / "t.db", embedder=FakeEmbedder()) as ix:
         hit = ix.search("walruses rest", k=1)[0]
         assert hit.text == "Walruses rest on the ice." and hit.bm25_rank == 1

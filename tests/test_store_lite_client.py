@@ -243,3 +243,25 @@ def test_a_milvus_lite_without_the_in_process_engine_is_reached_through_pymilvus
         with Index(db=db, embedder=FakeEmbedder()) as index:
             index.search("lamp", k=1)
     assert "cannot open a private copy" in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(("given", "expected"), [(None, 16 << 20), ("33554432", 33554432)])
+def test_milvus_lite_flushes_its_memtable_at_the_measured_budget_unless_told(tmp_path, given, expected):
+    """Milvus Lite reads its memtable budget when first imported: chunkwise gives it 16 MB (measured:
+    benchmarks/results/store.md) unless the user set the variable."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\nfrom chunkwise.store.lite import open_client\n"
+        "c = open_client(sys.argv[1])\nimport milvus_lite.engine.collection as col\n"
+        "print(col.MEMTABLE_MEMORY_LIMIT)\nc.close()"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "MILVUS_LITE_MEMTABLE_MEMORY_LIMIT_BYTES"}
+    if given is not None:
+        env["MILVUS_LITE_MEMTABLE_MEMORY_LIMIT_BYTES"] = given
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "m.db")], env=env, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.split()[-1] == str(expected)

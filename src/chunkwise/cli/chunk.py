@@ -61,12 +61,13 @@ def register(subparsers) -> None:
 
 def _build_strategy(args: argparse.Namespace):
     """The strategy, checked before any input is read; the embedder is loaded only for semantic ones."""
-    from ..strategies import SEMANTIC_STRATEGIES
+    from ..strategies import strategy_class
     from .options import strategy_from_args, strategy_params_from_args
 
     name, params = strategy_params_from_args(args)
     embedder = None
-    if name in SEMANTIC_STRATEGIES and "embedder" not in params:
+    # the chosen class alone is asked (SEMANTIC_STRATEGIES would import every strategy and the embedders)
+    if "embedder" in strategy_class(name).param_names() and "embedder" not in params:
         from ..embeddings import embedder_from_args
 
         embedder = embedder_from_args(args)
@@ -200,11 +201,10 @@ class _Failures:
 
 def _language_check(strategy):
     """A semantic strategy's check that the documents are in a language its model reads, else ``None``."""
-    from ..embeddings.language import LanguageCheck
-
     model = getattr(strategy, "embedder", None)
     if model is None:
         return None
+    from ..embeddings.language import LanguageCheck  # here: a strategy that embeds nothing needs no check
 
     def say(line: str) -> None:  # a warning: printed with -q too
         print(f"chunkwise: warning: {line}", file=sys.stderr, flush=True)

@@ -141,7 +141,7 @@ def windows(mode: tuple[str, int | None] | None, chunks: Sequence[Chunk], pos: i
     last = len(chunks) - 1
     if kind == "neighbors":
         assert n is not None
-        return [(max(0, pos - k), min(last, pos + k)) for k in range(n + 1)]
+        return [_by_index(chunks, pos, k) for k in range(n + 1)]
     if kind == "parent":
         return _grow(pos, 0, last, [c.token_count for c in chunks], n)
     path = list(chunks[pos].section or [])
@@ -161,6 +161,18 @@ def windows(mode: tuple[str, int | None] | None, chunks: Sequence[Chunk], pos: i
     while hi < last and inside(chunks[hi + 1]):
         hi += 1
     return _grow(pos, lo, hi)
+
+
+def _by_index(chunks: Sequence[Chunk], pos: int, k: int) -> tuple[int, int]:
+    """The positions of the run of chunks around ``pos`` whose indexes are within ``k`` of its own and
+    consecutive (the chunks held may be a few windows of a document, not all of it)."""
+    a = b = pos
+    hit = chunks[pos].index
+    while a > 0 and chunks[a - 1].index == chunks[a].index - 1 and chunks[a - 1].index >= hit - k:
+        a -= 1
+    while b < len(chunks) - 1 and chunks[b + 1].index == chunks[b].index + 1 and chunks[b + 1].index <= hit + k:
+        b += 1
+    return a, b
 
 
 # -- stitching -------------------------------------------------------------------------------------------
@@ -212,7 +224,10 @@ class _Doc:
                     continue
                 xs = min(c.start for c in self.chunks[x : y + 1])
                 ye = max(c.end for c in self.chunks[x : y + 1])
-                if x <= b + 1 and y >= a - 1 or xs <= hi_char and ye >= lo_char:
+                touching = self.chunks[x].index <= self.chunks[b].index + 1 and (
+                    self.chunks[y].index >= self.chunks[a].index - 1
+                )
+                if touching or xs <= hi_char and ye >= lo_char:
                     absorbed.append(i)
                     a, b = min(a, x), max(b, y)
                     changed = True
@@ -252,20 +267,50 @@ def expand_chunks(
 ) -> list[ExpandedPassage]:
     """Expand ranked ``hits`` (search results with ``.chunk`` and ``.score``, or chunks; best first) into
     passages, best first; see the module docstring. ``doc_chunks(doc_id)`` answers a document's stored
-    chunks (any order); ``memo`` caches token counts by text across calls (evaluation passes one)."""
+    chunks (any order); ``memo`` caches token counts by text across calls (evaluation passes one).
+
+    For ``neighbors:N`` a reader with ``around`` (:func:`store_chunks`) is asked only for the chunks within
+    ``N`` of a hit; where windows then join by their characters across chunks not read (overlapping chunks),
+    those are read too and the expansion run again, so the passages are those of the whole document."""
     parsed = parse_expand(mode)
     limit = parse_budget(budget)
-    tok = resolve_tokenizer(tokenizer)
-    costs = _Costs(tok, memo if memo is not None else {})
-    docs: dict[str, _Doc] = {}
+    costs = _Costs(resolve_tokenizer(tokenizer), memo if memo is not None else {})
+    for chunk in (getattr(hit, "chunk", hit) for hit in hits):
+        if not isinstance(chunk, Chunk):
+            raise ConfigError(f"cannot expand {type(chunk).__name__!r}: expected search results or chunks")
+    around = getattr(doc_chunks, "around", None)
+    if around is None or parsed is None or parsed[0] != "neighbors":
+        return _expand(hits, {}, doc_chunks, parsed, limit, costs)
+    wanted = _neighbour_indexes(hits, int(parsed[1] or 0))
+    stored: dict[str, dict[int, Chunk]] = {}
+    ask = wanted
+    while True:
+        for doc_id, cs in around(ask).items():
+            stored.setdefault(doc_id, {}).update((c.index, c) for c in cs)
+        docs = _held_docs(hits, stored)
+        out = _expand(hits, docs, doc_chunks, parsed, limit, costs)
+        ask = _unread(docs, wanted)
+        if not ask:
+            return out
+        for doc_id, indexes in ask.items():
+            wanted[doc_id] |= indexes
+
+
+def _expand(
+    hits: Sequence[Any],
+    docs: dict[str, _Doc],
+    doc_chunks: Callable[[str], Sequence[Chunk]],
+    parsed: tuple[str, int | None] | None,
+    limit: int | None,
+    costs: _Costs,
+) -> list[ExpandedPassage]:
+    """:func:`expand_chunks` over ``docs`` (documents not in it are read whole when their first hit comes)."""
     owners: dict[tuple[str, int], list[int]] = {}  # (doc, first position of a window) -> hit numbers in it
     scores: dict[int, float | None] = {}
     items: dict[int, Any] = {}
     total = 0
     for number, hit in enumerate(hits, start=1):
         chunk = getattr(hit, "chunk", hit)
-        if not isinstance(chunk, Chunk):
-            raise ConfigError(f"cannot expand {type(hit).__name__!r}: expected search results or chunks")
         items[number] = hit
         scores[number] = getattr(hit, "score", None)
         d = docs.get(chunk.doc_id)
@@ -293,6 +338,37 @@ def expand_chunks(
     out.sort(key=lambda p: p.hits[0])
     for rank, p in enumerate(out, start=1):
         p.rank = rank
+    return out
+
+
+def _neighbour_indexes(hits: Sequence[Any], n: int) -> dict[str, set[int]]:
+    """``doc_id -> chunk indexes`` within ``n`` of a hit: all that ``neighbors:n`` windows can take."""
+    wanted: dict[str, set[int]] = {}
+    for hit in hits:
+        chunk = getattr(hit, "chunk", hit)
+        wanted.setdefault(chunk.doc_id, set()).update(range(max(0, chunk.index - n), chunk.index + n + 1))
+    return wanted
+
+
+def _held_docs(hits: Sequence[Any], stored: dict[str, dict[int, Chunk]]) -> dict[str, _Doc]:
+    """Each hit's document as the chunks read of it, the hits included (a hit is its own context even when
+    the store no longer has it)."""
+    held: dict[str, dict[int, Chunk]] = {}
+    for hit in hits:
+        chunk = getattr(hit, "chunk", hit)
+        held.setdefault(chunk.doc_id, dict(stored.get(chunk.doc_id, {}))).setdefault(chunk.index, chunk)
+    return {doc_id: _Doc(list(cs.values())) for doc_id, cs in held.items()}
+
+
+def _unread(docs: dict[str, _Doc], wanted: dict[str, set[int]]) -> dict[str, set[int]]:
+    """The chunk indexes inside a chosen window (between its first and last chunk) never asked for: a
+    window that joined others by their characters across them."""
+    out: dict[str, set[int]] = {}
+    for doc_id, d in docs.items():
+        for x, y in d.spans:
+            inner = set(range(d.chunks[x].index, d.chunks[y].index + 1)) - wanted.get(doc_id, set())
+            if inner:
+                out.setdefault(doc_id, set()).update(inner)
     return out
 
 
@@ -383,18 +459,45 @@ def _common_path(chunks: Sequence[Chunk]) -> list[str]:
     return path
 
 
-def store_chunks(store: Any) -> Callable[[str], list[Chunk]]:
+class StoreChunks:
     """``doc_chunks`` for :func:`expand_chunks` over a :class:`~chunkwise.store.base.Store`: a document's
-    chunks fetched by its chunk ids (read once per document per call)."""
-    cache: dict[str, list[Chunk]] = {}
+    chunks fetched by its chunk ids (read once per document per call). Where the store reads chunks by
+    document and chunk index (``chunks_at``), :meth:`around` answers ``neighbors:N`` with the windows
+    alone: a hit in a long document no longer reads every chunk of it."""
 
-    def doc_chunks(doc_id: str) -> list[Chunk]:
-        if doc_id not in cache:
-            ids = sorted(store.chunk_ids([doc_id]).get(doc_id, set()))
-            cache[doc_id] = [h.chunk for h in store.fetch(ids) if h.chunk is not None]
-        return cache[doc_id]
+    def __init__(self, store: Any):
+        self.store = store
+        self.cache: dict[str, list[Chunk]] = {}
+        if not callable(getattr(store, "chunks_at", None)):
+            self.around = None  # type: ignore[assignment]
 
-    return doc_chunks
+    def __call__(self, doc_id: str) -> list[Chunk]:
+        if doc_id not in self.cache:
+            ids = sorted(self.store.chunk_ids([doc_id]).get(doc_id, set()))
+            self.cache[doc_id] = [h.chunk for h in self.store.fetch(ids) if h.chunk is not None]
+        return self.cache[doc_id]
+
+    def around(self, wanted: dict[str, set[int]]) -> dict[str, list[Chunk]]:
+        """The stored chunks of ``doc_id -> chunk indexes``, by document (one read for them all)."""
+        out: dict[str, list[Chunk]] = {}
+        for h in self.store.chunks_at(wanted):
+            if h.chunk is not None:
+                out.setdefault(h.chunk.doc_id, []).append(h.chunk)
+        return out
 
 
-__all__ = ["ExpandedPassage", "expand_chunks", "store_chunks", "stitch", "windows", "GAP", "BUDGET_TOKENIZER"]
+def store_chunks(store: Any) -> StoreChunks:
+    """The reader :meth:`~chunkwise.retrieval.index.Index.expand` hands :func:`expand_chunks` for ``store``."""
+    return StoreChunks(store)
+
+
+__all__ = [
+    "ExpandedPassage",
+    "StoreChunks",
+    "expand_chunks",
+    "store_chunks",
+    "stitch",
+    "windows",
+    "GAP",
+    "BUDGET_TOKENIZER",
+]

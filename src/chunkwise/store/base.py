@@ -85,6 +85,10 @@ class Store(Protocol):
 
     # -- reading
     def fetch(self, ids: list[str]) -> list[Hit]: ...
+    def chunks_at(self, wanted: dict[str, Iterable[int]]) -> list[Hit]:
+        """The stored chunks of documents (``doc_id -> chunk indexes``) that exist, as hits without a score:
+        what neighbour expansion reads instead of whole documents."""
+
     def search_vector(
         self, vector: np.ndarray, limit: int, filter: str | None = None, ids_only: bool = False
     ) -> list[Hit]:

@@ -108,4 +108,210 @@ class BM25Fallback:
         return [(self.ids[n], s) for n, s in zip(docs[0][keep].tolist(), scores[0][keep].tolist())]
 
 
-__all__ = ["BM25Fallback", "bm25_index", "bm25_query", "K1", "B", "STOPWORDS"]
+class BM25Postings:
+    """BM25 over ``(id, text)`` pairs that a writer updates in place: appends and deletes cost what the
+    changed texts cost, not a rebuild.
+
+    bm25s stores each (document, term) pair's *score*, which depends on the number of documents, a term's
+    document frequency and the average length: one new document changes them all, so bm25s can only be
+    rebuilt. Here the postings hold term *frequencies* (one ``array('i')`` of documents and one of counts
+    per term, appended to) and the scores are computed at query time for the query's terms only, with the
+    collection's statistics as they are then (Lucene's BM25, bm25s's default: ``idf = ln(1 + (N - df + 0.5)
+    / (df + 0.5))``, ``tf / (tf + k1 (1 - b + b len / avg len))``). Texts are tokenized as bm25s tokenizes
+    them (:func:`bm25_query`: lower case, English stop words). A delete marks the document dead (its postings
+    are skipped, the statistics count live documents only); dead entries are dropped when they outnumber
+    the live ones. Ties rank by id, so the answer of an updated copy is that of one built from the same
+    pairs at once (:meth:`canonical` compares them).
+    """
+
+    def __init__(self, items: Iterable[tuple[str, str]] = ()):
+        from array import array
+
+        self._array = array
+        self.ids: list[str] = []
+        self._number: dict[str, int] = {}  # live id -> document number
+        self._live = bytearray()
+        self._lengths = array("i")
+        self._docs: dict[str, array] = {}  # term -> document numbers
+        self._tfs: dict[str, array] = {}  # term -> counts, in step with _docs
+        self._df: dict[str, int] = {}  # term -> live documents holding it
+        self._total = 0  # summed length of live documents
+        #: each document's distinct terms (what a delete takes from the statistics); None until needed
+        self._terms: list[tuple[str, ...]] | None = []
+        self.upsert(items)
+
+    def __len__(self) -> int:
+        return len(self._number)
+
+    @staticmethod
+    def tokenize(texts: Sequence[str]) -> list[list[str]]:
+        import bm25s
+
+        out = bm25s.tokenize(list(texts), stopwords=STOPWORDS, show_progress=False, return_ids=False)
+        return [list(tokens) for tokens in out]
+
+    def upsert(self, items: Iterable[tuple[str, str]]) -> None:
+        """Add texts by id (an id already held is replaced)."""
+        pairs = list(items)
+        if not pairs:
+            return
+        self.remove([i for i, _ in pairs])
+        for (chunk_id, _), tokens in zip(pairs, self.tokenize([t for _, t in pairs])):
+            self._add(chunk_id, tokens)
+
+    def _add(self, chunk_id: str, tokens: list[str]) -> None:
+        from collections import Counter
+
+        n = len(self.ids)
+        self.ids.append(chunk_id)
+        self._number[chunk_id] = n
+        self._live.append(1)
+        self._lengths.append(len(tokens))
+        self._total += len(tokens)
+        counts = Counter(tokens)
+        if self._terms is not None:
+            self._terms.append(tuple(counts))
+        for term, tf in counts.items():
+            docs = self._docs.get(term)
+            if docs is None:
+                docs = self._docs[term] = self._array("i")
+                self._tfs[term] = self._array("i")
+            docs.append(n)
+            self._tfs[term].append(tf)
+            self._df[term] = self._df.get(term, 0) + 1
+
+    def remove(self, ids: Iterable[str]) -> None:
+        """Forget texts by id (unknown ids are ignored)."""
+        gone = [n for n in (self._number.pop(i, None) for i in ids) if n is not None]
+        if not gone:
+            return
+        terms = self._doc_terms()
+        for n in gone:
+            self._live[n] = 0
+            self._total -= self._lengths[n]
+            for term in terms[n]:  # the live document frequencies
+                self._df[term] -= 1
+            terms[n] = ()
+        if len(self.ids) > 2 * len(self._number) + 64:
+            self._compact()
+
+    def _doc_terms(self) -> list[tuple[str, ...]]:
+        """Each document's distinct terms, made from the postings the first time a loaded copy deletes
+        (a process that only searches or adds never needs them)."""
+        if self._terms is None:
+            held: list[list[str]] = [[] for _ in self.ids]
+            for term, docs in self._docs.items():
+                for d in docs:
+                    held[d].append(term)
+            self._terms = [tuple(t) for t in held]
+        return self._terms
+
+    def _compact(self) -> None:
+        """Drop dead documents and their postings, renumbering the live ones in their order."""
+        keep = np.frombuffer(bytes(self._live), dtype=np.uint8).astype(bool)
+        renumber = np.cumsum(keep) - 1
+        self.ids = [i for i, k in zip(self.ids, keep.tolist()) if k]
+        self._terms = [t for t, k in zip(self._doc_terms(), keep.tolist()) if k]
+        self._number = {i: n for n, i in enumerate(self.ids)}
+        self._live = bytearray(b"\x01" * len(self.ids))
+        self._lengths = self._array("i", np.frombuffer(self._lengths, dtype=np.int32)[keep].tolist())
+        for term in list(self._docs):
+            docs = np.frombuffer(self._docs[term], dtype=np.int32)
+            alive = keep[docs]
+            if not alive.any():
+                del self._docs[term], self._tfs[term], self._df[term]
+                continue
+            self._docs[term] = self._array("i", renumber[docs[alive]].astype(np.int32).tolist())
+            self._tfs[term] = self._array("i", np.frombuffer(self._tfs[term], dtype=np.int32)[alive].tolist())
+
+    def canonical(self) -> dict[str, tuple[int, list[tuple[str, int]]]]:
+        """``id -> (length, sorted (term, count) pairs)`` of every live text: what two copies must agree on."""
+        out: dict[str, tuple[int, list[tuple[str, int]]]] = {i: (self._lengths[n], []) for i, n in self._number.items()}
+        for term, docs in self._docs.items():
+            for d, tf in zip(docs, self._tfs[term]):
+                if self._live[d]:
+                    out[self.ids[d]][1].append((term, tf))
+        return {i: (length, sorted(pairs)) for i, (length, pairs) in out.items()}
+
+    def search(self, query: str, limit: int, allowed: set[str] | None = None) -> list[tuple[str, float]]:
+        """The ``limit`` best ``(id, score)`` pairs with a positive score (ties by id), within ``allowed``."""
+        n_live = len(self._number)
+        if not n_live or limit <= 0:
+            return []
+        q = bm25_query(query)
+        if q is None:
+            return []
+        avg = self._total / n_live if self._total else 1.0
+        lengths = np.frombuffer(self._lengths, dtype=np.int32)
+        scores = np.zeros(len(self.ids), dtype=np.float64)
+        for term in q[0]:
+            docs = self._docs.get(term)
+            if docs is None or not self._df.get(term):
+                continue
+            d = np.frombuffer(docs, dtype=np.int32)
+            tf = np.frombuffer(self._tfs[term], dtype=np.int32).astype(np.float64)
+            df = self._df[term]
+            idf = np.log(1.0 + (n_live - df + 0.5) / (df + 0.5))
+            scores[d] += idf * tf / (tf + K1 * (1.0 - B + B * lengths[d] / avg))
+        live = np.frombuffer(bytes(self._live), dtype=np.uint8).astype(bool)
+        if allowed is not None:
+            keep = np.zeros(len(self.ids), dtype=bool)
+            keep[[n for n in map(self._number.get, allowed) if n is not None]] = True
+            live &= keep
+        scores[~live] = 0.0
+        positive = np.flatnonzero(scores > 0)
+        if len(positive) > limit:
+            kth = np.partition(scores[positive], len(positive) - limit)[len(positive) - limit]
+            positive = positive[scores[positive] >= kth]  # ties at the k-th score all kept, cut by id below
+        ranked = sorted((-float(scores[n]), self.ids[n]) for n in positive.tolist())[:limit]
+        return [(i, -s) for s, i in ranked]
+
+    def save(self, folder: str | os.PathLike) -> None:
+        """Write the postings to ``folder`` (replaced whole), compacted."""
+        if len(self.ids) != len(self._number):
+            self._compact()
+        terms = sorted(self._docs)
+        sizes = np.array([len(self._docs[t]) for t in terms], dtype=np.int64)
+
+        def fill(tmp: Path) -> None:
+            (tmp / "postings.json").write_text(json.dumps({"ids": self.ids, "terms": terms}), encoding="utf-8")
+            empty = np.zeros(0, dtype=np.int32)
+            np.savez(
+                tmp / "postings.npz",
+                sizes=sizes,
+                docs=np.concatenate([np.frombuffer(self._docs[t], dtype=np.int32) for t in terms]) if terms else empty,
+                tfs=np.concatenate([np.frombuffer(self._tfs[t], dtype=np.int32) for t in terms]) if terms else empty,
+                lengths=np.frombuffer(self._lengths, dtype=np.int32),
+            )
+
+        replace_folder(folder, fill)
+
+    @classmethod
+    def load(cls, folder: str | os.PathLike) -> BM25Postings:
+        """Postings written by :meth:`save` (``OSError``/``ValueError`` when there are none or they are damaged)."""
+        folder = Path(folder)
+        head = json.loads((folder / "postings.json").read_text(encoding="utf-8"))
+        with np.load(folder / "postings.npz", allow_pickle=False) as z:
+            sizes, docs, tfs, lengths = z["sizes"], z["docs"], z["tfs"], z["lengths"]
+        ids, terms = head["ids"], head["terms"]
+        if len(sizes) != len(terms) or int(sizes.sum()) != len(docs) != len(tfs) or len(lengths) != len(ids):
+            raise ValueError("the saved postings do not match their ids and terms")
+        if len(docs) and (docs.min() < 0 or docs.max() >= len(ids)):
+            raise ValueError("the saved postings name documents that do not exist")
+        out = cls()
+        out.ids = list(ids)
+        out._number = {i: n for n, i in enumerate(out.ids)}
+        out._live = bytearray(b"\x01" * len(out.ids))
+        out._lengths = out._array("i", lengths.astype(np.int32).tolist())
+        out._total = int(lengths.sum())
+        ends = np.cumsum(sizes)
+        docs, tfs = docs.astype(np.int32), tfs.astype(np.int32)
+        for term, end, size in zip(terms, ends.tolist(), sizes.tolist()):
+            out._docs[term] = out._array("i", docs[end - size : end].tobytes())
+            out._tfs[term] = out._array("i", tfs[end - size : end].tobytes())
+            out._df[term] = size
+        out._terms = None
+        return out
+
+
+__all__ = ["BM25Fallback", "BM25Postings", "bm25_index", "bm25_query", "K1", "B", "STOPWORDS"]

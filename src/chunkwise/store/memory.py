@@ -146,6 +146,11 @@ class MemoryStore:
     def fetch(self, ids: list[str]) -> list[Hit]:
         return [self._hit(i, 0.0) for i in ids if i in self.rows]
 
+    def chunks_at(self, wanted: dict[str, Iterable[int]]) -> list[Hit]:
+        """The stored chunks of the given documents with the given chunk indexes (those that exist)."""
+        sets = {d: set(map(int, idx)) for d, idx in wanted.items()}
+        return [self._hit(i, 0.0) for i, row in self.rows.items() if row.chunk.index in sets.get(row.chunk.doc_id, ())]
+
     def search_vector(
         self, vector: np.ndarray, limit: int, filter: str | None = None, ids_only: bool = False
     ) -> list[Hit]:

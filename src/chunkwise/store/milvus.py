@@ -45,7 +45,7 @@ from ..document import Chunk, Document
 from ..errors import ChunkwiseError, ConfigError, InputError
 from . import milvus_connection, milvus_create, milvus_search, snapshot
 from .base import Hit, Marker
-from .bm25 import BM25Fallback
+from .bm25 import BM25Fallback, BM25Postings
 from .lite import LiteClient
 from .milvus_connection import (
     DEFAULT_COLLECTION,
@@ -75,7 +75,8 @@ from .milvus_schema import (
     state_row,
     state_schema,
 )
-from .milvus_search import BM25_FOLDER, QUERY_LIMIT, VECTORS_FOLDER, as_scores
+from .milvus_search import BM25_FOLDER, PLACES_FOLDER, QUERY_LIMIT, VECTORS_FOLDER, as_scores
+from .places import ChunkPlaces
 from .rows import chunk_from_row, chunk_rows
 from .vectors import VectorCache
 
@@ -137,14 +138,16 @@ class MilvusStore:
         #: (store/lite.py); every write is refused with one line
         self.read_only = False
         self._loaded: set[str] = set()
-        #: bm25s over the stored texts (built on the first text search, dropped by every write of this store)
-        self._bm25: BM25Fallback | None = None
+        #: BM25 over the stored texts (built on the first text search, updated by every write of this store)
+        self._bm25: BM25Postings | None = None
         #: rank text searches with bm25s, and a hybrid search's vector candidates with exact cosine in process,
         #: even where Milvus could (store/milvus_search.py). ``None`` (the default): yes for Milvus Lite in a
         #: directory, which one process at a time may open, so no other writer can make a copy stale
         self.client_bm25 = client_bm25
         self.client_vectors = client_vectors
         self._vectors: VectorCache | None = None
+        #: chunk ids by document and index, for neighbour expansion (store/places.py; the same life)
+        self._places: ChunkPlaces | None = None
         #: the ids a filter admits, remembered until the next write where both sides run in process
         self._admitted: tuple[str, set[str]] | None = None
         #: the recorded configuration and the collection facts, read once per connection: a search needs
@@ -200,7 +203,8 @@ class MilvusStore:
         client = self.connect()
         if not self._bm25_saved_dropped and self.db is not None:
             self._readers_copy = self._readers_copy or snapshot.save_readers_copy(self.db)  # what searches read
-            for folder in (BM25_FOLDER, VECTORS_FOLDER):
+            milvus_search.hold_copies(self)  # updated by the writes, saved again at close
+            for folder in (BM25_FOLDER, VECTORS_FOLDER, PLACES_FOLDER):
                 shutil.rmtree(Path(self.db) / folder, ignore_errors=True)
             snapshot.drop(self.db, self.collection)  # and the snapshot (store/snapshot.py), rewritten at close
             self._bm25_saved_dropped = self.keep_snapshot = True
@@ -236,6 +240,8 @@ class MilvusStore:
     def close(self) -> None:
         """Close the client and, for Milvus Lite, release the directory; a connection that wrote (or that
         :attr:`keep_snapshot` asks) leaves a snapshot (store/snapshot.py)."""
+        if self._bm25_saved_dropped and self._client is not None and not self.read_only:
+            milvus_search.save_copies(self)  # this connection wrote: its copies, updated by every write, are current
         leave = snapshot.closing(self)  # read while still connected; written once the directory is released
         client, self._client, self.keep_snapshot = self._client, None, False
         self._loaded.clear()
@@ -262,6 +268,7 @@ class MilvusStore:
         """Forget the in-process copies of the chunks (bm25s, vectors, admitted ids): a write changed them."""
         self._bm25 = None
         self._vectors = None
+        self._places = None
         self._admitted = None
 
     @contextlib.contextmanager
@@ -396,28 +403,51 @@ class MilvusStore:
         return [r["id"] for r in rows]
 
     def upsert_chunks(self, rows: Iterable[dict]) -> None:
-        self._drop_copies()
         client = self._writer()
+        self._admitted = None
         batch: list[dict] = []
         size = 0
         with self._errors("write chunks"):
             for row in rows:
                 n = len(row["text"]) * 2 + len(row["indexed_text"]) + 8 * len(row["vector"]) + 512
                 if batch and (len(batch) >= _WRITE_ROWS or size + n > _WRITE_BYTES):
-                    client.upsert(self.collection, batch)
+                    self._write_batch(client, batch)
                     batch, size = [], 0
                 batch.append(self._encode(row))
                 size += n
             if batch:
-                client.upsert(self.collection, batch)
+                self._write_batch(client, batch)
+
+    def _write_batch(self, client: Any, batch: list[dict]) -> None:
+        """One upsert, and the same rows into the in-process copies this connection holds (a failed call
+        drops them: what was written is then unknown)."""
+        try:
+            client.upsert(self.collection, batch)
+        except BaseException:
+            self._drop_copies()
+            raise
+        if self._bm25 is not None:
+            self._bm25.upsert((r["id"], r["indexed_text"]) for r in batch)
+        if self._vectors is not None:
+            self._vectors.upsert((r["id"], r["vector"]) for r in batch)
+        if self._places is not None:
+            self._places.add((r["id"], r["doc_id"], r["chunk_index"]) for r in batch)
 
     def delete_chunks(self, ids: Iterable[str]) -> int:
         ids = list(ids)
-        self._drop_copies()
         client = self._writer()
+        self._admitted = None
         with self._errors("delete chunks"):
             for i in range(0, len(ids), 4096):
-                client.delete(self.collection, ids=ids[i : i + 4096])
+                part = ids[i : i + 4096]
+                try:
+                    client.delete(self.collection, ids=part)
+                except BaseException:
+                    self._drop_copies()
+                    raise
+                for copy in (self._bm25, self._vectors, self._places):
+                    if copy is not None:
+                        copy.remove(part)
         return len(ids)
 
     def delete_documents(self, doc_ids: Iterable[str]) -> int:
@@ -437,6 +467,12 @@ class MilvusStore:
             self._writer().flush(self.collection)
 
     def count(self) -> int:
+        """The number of chunks. Milvus Lite counts by walking every row (about 50 CPU-ms at 30,000 chunks, more
+        than the hybrid search after it); where this process holds an in-process copy, which every write of
+        the one process that may open the directory updates, the copy's size is the answer."""
+        held = self._vectors if self._vectors is not None else self._bm25
+        if self.db is not None and held is not None:
+            return len(held)
         client = self.connect()
         with self._errors("count chunks"):
             rows = client.query(self.collection, filter="", output_fields=["count(*)"])
@@ -448,6 +484,27 @@ class MilvusStore:
             return []
         with self._errors("read chunks"):
             rows = self.connect().get(self.collection, ids=ids, output_fields=self.output_fields)
+        return [Hit(r["id"], 0.0, *chunk_from_row(self._decode(r))) for r in rows]
+
+    def chunks_at(self, wanted: dict[str, Iterable[int]]) -> list[Hit]:
+        """The stored chunks of the given documents with the given chunk indexes (those that exist), as hits
+        without a score: a neighbour window, not the whole document. Milvus Lite reads them by id (the ids
+        by place are held in process, store/places.py); a server answers one query whose filter names them."""
+        if self.db is not None:
+            # Milvus Lite walks every row for a filter, but reads rows by id directly (store/places.py)
+            return self.fetch(milvus_search.load_places(self).ids_at(wanted))
+        clauses = []
+        for doc_id, indexes in sorted(wanted.items()):
+            idx = sorted({int(i) for i in indexes if int(i) >= 0})
+            if idx:
+                clauses.append(f"(doc_id == {quote(doc_id)} and chunk_index in [{', '.join(map(str, idx))}])")
+        if not clauses:
+            return []
+        expr = " or ".join(clauses)
+        with self._errors("read chunks"):
+            rows = self.connect().query(
+                self.collection, filter=expr, output_fields=self.output_fields, limit=QUERY_LIMIT
+            )
         return [Hit(r["id"], 0.0, *chunk_from_row(self._decode(r))) for r in rows]
 
     def scan_chunks(self, fields: list[str], filter: str = "") -> Iterator[dict]:

@@ -24,7 +24,8 @@ import numpy as np
 
 from . import snapshot
 from .base import Hit
-from .bm25 import BM25Fallback
+from .bm25 import BM25Postings
+from .places import ChunkPlaces
 from .rows import chunk_from_row
 from .vectors import VectorCache
 
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
 BM25_FOLDER = "chunkwise-bm25"
 #: where it keeps the vectors of :class:`~chunkwise.store.vectors.VectorCache` (the same life)
 VECTORS_FOLDER = "chunkwise-vectors"
+#: where it keeps the chunk ids by document and index (:mod:`~chunkwise.store.places`; the same life)
+PLACES_FOLDER = "chunkwise-places"
 #: rows one plain query may return (Milvus caps offset + limit at 16384)
 QUERY_LIMIT = 16384
 #: the most memory the in-process vectors may take by default (about 700,000 chunks of 384 dimensions);
@@ -117,29 +120,106 @@ def load_client_indexes(store: MilvusStore) -> None:
     if need_vectors and store.client_vectors is None and count * store.dim * 4 > VECTORS_MAX_BYTES:
         store.client_vectors, need_vectors = False, False  # too large to copy: Milvus Lite answers
     if _saveable(store):
-        folder = Path(store._lite_db())
-        files = snapshot.fingerprint(folder)
-        if need_bm25 and _data_key(folder / BM25_FOLDER) == files:
-            with contextlib.suppress(OSError, ValueError):
-                saved = BM25Fallback.load(folder / BM25_FOLDER)
-                store._bm25, need_bm25 = (saved, False) if len(saved) == count else (None, True)
-        if need_vectors and _data_key(folder / VECTORS_FOLDER) == files:
-            with contextlib.suppress(OSError, ValueError):
-                vectors = VectorCache.load(folder / VECTORS_FOLDER)
-                m = vectors.matrix
-                sound = len(vectors) == count and m.shape[1:] == (store.dim,) and bool(np.isfinite(m).all())
-                store._vectors, need_vectors = (vectors, False) if sound else (None, True)
+        load_saved_copies(store, count, need_bm25, need_vectors)
+        need_bm25, need_vectors = need_bm25 and store._bm25 is None, need_vectors and store._vectors is None
     if need_bm25 or need_vectors:
         _build_client_indexes(store, need_bm25, need_vectors)
 
 
+def load_saved_copies(store: MilvusStore, count: int, bm25: bool = True, vectors: bool = True) -> None:
+    """The copies an earlier process saved in the directory, those read from the database's files as they are
+    now (every write, by anyone, changes the files; a count could not tell one chunk deleted and another
+    inserted) that cover ``count`` chunks, vectors of the store's dimension and finite."""
+    folder = Path(store._lite_db())
+    files = snapshot.fingerprint(folder)
+    if bm25 and store._bm25 is None and _data_key(folder / BM25_FOLDER) == files:
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+            saved = BM25Postings.load(folder / BM25_FOLDER)
+            store._bm25 = saved if len(saved) == count else None
+    if vectors and store._vectors is None and _data_key(folder / VECTORS_FOLDER) == files:
+        with contextlib.suppress(OSError, ValueError):
+            matrix = VectorCache.load(folder / VECTORS_FOLDER)
+            m = matrix.matrix
+            sound = len(matrix) == count and m.shape[1:] == (store.dim,) and bool(np.isfinite(m).all())
+            store._vectors = matrix if sound else None
+    if store._places is None and _data_key(folder / PLACES_FOLDER) == files:
+        with contextlib.suppress(OSError, ValueError):
+            places = ChunkPlaces.load(folder / PLACES_FOLDER)
+            store._places = places if len(places) == count else None
+
+
+def hold_copies(store: MilvusStore) -> None:
+    """Before the first write of a connection removes the saved copies: hold them in memory (read now if
+    this process has not), so the writes update them and the connection saves them when it closes
+    (:func:`save_copies`); a later search then starts from them instead of a scan of every chunk."""
+    if not _saveable(store) or store.read_only:
+        return
+    if store._bm25 is not None and store._vectors is not None and store._places is not None:
+        return
+    try:
+        count = store.count()
+    except Exception:  # no collection yet: nothing to hold
+        return
+    load_saved_copies(store, count, store.uses_client_bm25, store.uses_client_vectors)
+
+
+def save_copies(store: MilvusStore) -> None:
+    """Write the copies this connection holds into the directory (while it still holds the database). Their
+    key is written unmatchable here and set by :func:`rekey_copies` once the closing connection has
+    flushed (a process killed in between leaves copies no later one trusts)."""
+    if not _saveable(store) or store.read_only:
+        return
+    root = Path(store._lite_db())
+    remove_leftovers(root)
+    with contextlib.suppress(OSError):
+        for name, copy in (
+            (BM25_FOLDER, store._bm25),
+            (VECTORS_FOLDER, store._vectors),
+            (PLACES_FOLDER, store._places),
+        ):
+            if copy is not None:
+                copy.save(root / name)
+                (root / name / DATA_KEY).write_text("null", encoding="utf-8")
+        store._copies_saved = True
+
+
+def load_places(store: MilvusStore) -> ChunkPlaces:
+    """The chunk ids by document and index (:mod:`~chunkwise.store.places`): held, saved by an earlier process
+    from the database's files as they are now, or read in one scan of three columns and saved where they
+    can be."""
+    if store._places is not None:
+        return store._places
+    count = store.count()
+    if store.db is not None:
+        load_saved_copies(store, count, bm25=False, vectors=False)
+        if store._places is not None:
+            return store._places
+    files = snapshot.fingerprint(store._lite_db()) if store.db is not None else None
+    store._places = _places_of(store._scan(store.collection, ["id", "doc_id", "chunk_index"]))
+    if store.db is not None and not store.read_only:
+        with contextlib.suppress(OSError):
+            folder = Path(store._lite_db()) / PLACES_FOLDER
+            store._places.save(folder)
+            (folder / DATA_KEY).write_text(json.dumps(files), encoding="utf-8")  # last: trusted then
+            store._bm25_saved_dropped = False  # the next write of this connection must remove them again
+            store._copies_saved = True
+    return store._places
+
+
+def _places_of(rows) -> ChunkPlaces:
+    return ChunkPlaces((r["id"], r["doc_id"], r["chunk_index"]) for r in rows)
+
+
 def _build_client_indexes(store: MilvusStore, bm25: bool, vectors: bool) -> None:
-    fields = ["id", *(["indexed_text"] if bm25 else []), *(["vector"] if vectors else [])]
+    fields = ["id", "doc_id", "chunk_index", *(["indexed_text"] if bm25 else []), *(["vector"] if vectors else [])]
     files = snapshot.fingerprint(store._lite_db()) if _saveable(store) else None  # what the rows are read from
     rows = _rows_in_storage_order(store, fields)
-    built: list[tuple[str, BM25Fallback | VectorCache]] = []
+    built: list[tuple[str, BM25Postings | VectorCache | ChunkPlaces]] = []
+    if store._places is None:  # the same scan has them: neighbour expansion reads by id
+        store._places = _places_of(rows)
+        built.append((PLACES_FOLDER, store._places))
     if bm25:  # in id order, as a scan reads them: the order bm25s breaks ties in
-        store._bm25 = BM25Fallback((r["id"], r["indexed_text"]) for r in sorted(rows, key=lambda r: r["id"]))
+        store._bm25 = BM25Postings((r["id"], r["indexed_text"]) for r in sorted(rows, key=lambda r: r["id"]))
         built.append((BM25_FOLDER, store._bm25))
     if vectors:
         store._vectors = VectorCache((r["id"], r["vector"]) for r in rows)
@@ -165,7 +245,7 @@ def rekey_copies(root: str | Path, files: list) -> None:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         if snapshot.fingerprint(root) != files:
             return
-        for folder in (BM25_FOLDER, VECTORS_FOLDER):
+        for folder in (BM25_FOLDER, VECTORS_FOLDER, PLACES_FOLDER):
             if (root / folder / DATA_KEY).is_file():
                 (root / folder / DATA_KEY).write_text(json.dumps(files), encoding="utf-8")
 
@@ -173,7 +253,7 @@ def rekey_copies(root: str | Path, files: list) -> None:
 def remove_leftovers(root: Path) -> None:
     """Remove the temporary folders of a save that was killed (``chunkwise-bm25.XXXX``): this process holds
     the database, so no other is saving into it."""
-    for folder in (BM25_FOLDER, VECTORS_FOLDER, snapshot.READERS_FOLDER):
+    for folder in (BM25_FOLDER, VECTORS_FOLDER, PLACES_FOLDER, snapshot.READERS_FOLDER):
         for tmp in root.glob(folder + ".*"):
             shutil.rmtree(tmp, ignore_errors=True)
 
@@ -225,6 +305,10 @@ def search_bm25(
 
 __all__ = [
     "BM25_FOLDER",
+    "PLACES_FOLDER",
+    "load_places",
+    "hold_copies",
+    "save_copies",
     "VECTORS_FOLDER",
     "QUERY_LIMIT",
     "VECTORS_MAX_BYTES",

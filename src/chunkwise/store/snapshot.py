@@ -5,7 +5,7 @@ its time).
 ``<db>/chunkwise-snapshot-<collection>.json`` (0600, like the database) records the collection's configuration,
 its document markers, its chunk count and a *fingerprint* of the database's own files: the relative path,
 size and ``mtime_ns`` of every file under the directory except chunkwise's own caches (``chunkwise-bm25/``,
-``chunkwise-vectors/`` and their temporary folders), the snapshots and the segment indexes Milvus Lite builds in the background from the
+``chunkwise-vectors/``, ``chunkwise-places/`` and their temporary folders), the snapshots and the segment indexes Milvus Lite builds in the background from the
 data files (:data:`DERIVED_FOLDER`). It is written when a connection that wrote (or that an add run
 read) is closed, from what the database says then, and only while this process holds the database's
 ``LOCK`` (so no other writer can slip in between the reads and the fingerprint). It is trusted only when its
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 SNAPSHOT_VERSION = 1
 PREFIX = "chunkwise-snapshot-"
 #: chunkwise's own folders in the database directory (store/milvus_search.py), not the database's files
-CACHE_FOLDERS = ("chunkwise-bm25", "chunkwise-vectors", "chunkwise-readers")
+CACHE_FOLDERS = ("chunkwise-bm25", "chunkwise-vectors", "chunkwise-places", "chunkwise-readers")
 #: a copy of the database as of its last finished run, made by a writer before its first write and removed
 #: when it closes: what searches read while the database is being written (Milvus Lite allows one process)
 READERS_FOLDER = "chunkwise-readers"

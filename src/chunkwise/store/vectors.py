@@ -34,6 +34,34 @@ class VectorCache:
     def __len__(self) -> int:
         return len(self.ids)
 
+    def upsert(self, items: Iterable[tuple[str, list[float]]]) -> None:
+        """Add vectors by id at the end, as Milvus Lite stores an upsert (an id already held moves there with
+        its new vector), so ties keep ranking in the order Milvus Lite's own search gives them."""
+        pairs = list(dict((i, v) for i, v in items).items())  # the last vector of an id written twice
+        if not pairs:
+            return
+        self.remove([i for i, _ in pairs])
+        rows = _normalized(np.asarray([v for _, v in pairs], dtype=np.float32))
+        for chunk_id, _ in pairs:
+            self._index_of[chunk_id] = len(self.ids)
+            self.ids.append(chunk_id)
+        self.matrix = np.concatenate([self.matrix, rows]) if self.matrix.size else rows
+
+    def remove(self, ids: Iterable[str]) -> None:
+        """Forget vectors by id (unknown ids are ignored)."""
+        gone = {n for n in map(self._index_of.get, ids) if n is not None}
+        if not gone:
+            return
+        keep = np.ones(len(self.ids), dtype=bool)
+        keep[list(gone)] = False
+        self.matrix = self.matrix[keep]
+        self.ids = [i for i, k in zip(self.ids, keep.tolist()) if k]
+        self._index_of = {doc: n for n, doc in enumerate(self.ids)}
+
+    def canonical(self) -> dict[str, bytes]:
+        """``id -> the row's bytes``: what two copies of the same vectors agree on, whatever their order."""
+        return {i: self.matrix[n].tobytes() for i, n in self._index_of.items()}
+
     def save(self, folder: str | os.PathLike) -> None:
         """Write the cache to ``folder`` (replaced whole: written beside it, then renamed)."""
 
@@ -60,7 +88,9 @@ class VectorCache:
         if not self.ids or limit <= 0:
             return []
         query = _normalized(np.asarray(vector, dtype=np.float32).reshape(1, -1))[0]
-        scores = self.matrix @ query
+        # einsum, not ``@``: one vector against the matrix is a matrix-vector product, which BLAS spreads over
+        # threads that spin on a busy machine (2,000 x 384: 5 CPU-ms with OpenBLAS's threads, 0.3 without)
+        scores = np.einsum("ij,j->i", self.matrix, query)
         if allowed is not None:
             keep = np.zeros(len(self.ids), dtype=bool)
             keep[[n for n in map(self._index_of.get, allowed) if n is not None]] = True
