@@ -27,6 +27,7 @@ from chunkwise.evaluation.questions import (
 from chunkwise.evaluation.results import RunResult
 from chunkwise.evaluation.spec import RunSpec
 from chunkwise.evaluation.tune import NO_WINNER, SIGNIFICANT, SearchSpace, TuneRow, decide, search, split_queries
+from chunkwise.evaluation.tune_decide import KEEP_DEFAULT, saturation
 
 TOPICS = {
     "bees": "honey nectar hive queen eggs summer wax comb pollen swarm drone worker",
@@ -265,44 +266,82 @@ def test_a_failing_endpoint_fails_the_run_in_one_line_and_writes_nothing(kb, tmp
 # -- tune: when it cannot tell -------------------------------------------------------------------------
 
 
-def test_two_identical_configurations_give_no_significant_winner(dataset):
+def test_two_identical_configurations_give_no_significant_winner_and_the_default_is_kept(dataset):
     ev = Evaluator(dataset, FakeEmbedder())
     # documents of about 20 words: caps of 40 and 41 words give the same chunks, so the same scores
     res = tune(ev, "fixed", {"max_tokens": [40, 41]}, metric="recall@5", fixed={"tokenizer": "words"})
-    a, b = (r.result for r in res.rows)
+    default = [r for r in res.rows if r.is_default]
+    a, b = (r.result for r in res.rows if not r.is_default)
+    assert len(default) == 1 and default[0].result.spec.strategy == "auto"
     assert np.array_equal(a.per_query["recall@5"], b.per_query["recall@5"])
-    assert res.decision.verdict == NO_WINNER and (res.decision.lo, res.decision.hi) == (0.0, 0.0)
+    assert res.decision.verdict == NO_WINNER and res.chosen is default[0]
     cfg = res.best_config()
-    assert cfg["tuned"]["decision"]["verdict"] == "no significant winner"
-    assert "cheapest" in cfg["tuned"]["decision"]["rule"]
+    assert cfg["strategy"] == "auto" and cfg["tuned"]["decision"]["rule"] == KEEP_DEFAULT
 
 
-def _row(name: str, scores: list[float], tokens: float) -> TuneRow:
+def _row(name: str, scores: list[float], tokens: float, hybrid: bool = True, default: bool = False) -> TuneRow:
     per = np.array(scores, dtype=float)
     result = RunResult(
-        RunSpec("fixed", {"max_tokens": len(name)}, label=name),
+        RunSpec("fixed", {"max_tokens": len(name)}, hybrid=hybrid, label=name),
         {"recall@5": per},
         {"recall@5": float(per.mean()), "tokens_retrieved@5": tokens},
         {"chunks": 10},
         [],
         {},
     )
-    return TuneRow({}, float(per.mean()), result, search_score=float(per.mean()))
+    return TuneRow({}, float(per.mean()), result, search_score=float(per.mean()), is_default=default)
 
 
-def test_decide_names_a_significant_winner_and_else_takes_the_cheapest_within_the_interval():
-    every = np.arange(40)
-    strong = _row("strong", [1.0] * 40, 900)
-    weak = _row("weak", [0.0] * 40, 100)
-    chosen, d = decide([strong, weak], "recall@5", every, every, "queries", 200, 0)
+EVERY = np.arange(40)
+
+
+def test_a_saturated_set_keeps_the_default_instead_of_the_cheapest():
+    # every configuration answers every question: the cheap dense one used to be written
+    default = _row("default", [1.0] * 40, 700, default=True)
+    cheap_dense = _row("cheap", [1.0] * 40, 150, hybrid=False)
+    other = _row("other", [1.0] * 39 + [0.0], 400)
+    chosen, d = decide([cheap_dense, default, other], "recall@5", EVERY, EVERY, "queries", 200, 0, default=default)
+    assert chosen is default and d.verdict == NO_WINNER and d.against == "the default"
+    assert d.summary("recall@5").endswith(KEEP_DEFAULT)
+    sat = saturation([default, cheap_dense, other], "recall@5")
+    assert sat.saturated and sat.best == 1.0 and sat.answered_by_all == pytest.approx(39 / 40)
+    assert sat.warning() is not None and "\n" not in sat.warning()
+
+
+def test_only_a_configuration_significantly_better_than_the_default_replaces_it():
+    default = _row("default", [1.0] * 20 + [0.0] * 20, 700, default=True)
+    lead = _row("lead", [1.0] * 22 + [0.0] * 18, 300)  # two queries ahead: noise
+    chosen, d = decide([lead, default], "recall@5", EVERY, EVERY, "queries", 200, 0, default=default)
+    assert chosen is default and d.lo <= 0 and d.rule == KEEP_DEFAULT
+    strong = _row("strong", [1.0] * 38 + [0.0] * 2, 300)
+    chosen, d = decide([strong, lead, default], "recall@5", EVERY, EVERY, "queries", 200, 0, default=default)
     assert chosen is strong and d.verdict == SIGNIFICANT and d.lo > 0
-    # a one-query lead (the 80.0 vs 77.5 of a 40-query tune): not significant; the cheaper one is written
-    lead = _row("lead", [1.0] * 32 + [0.0] * 8, 900)
-    close = _row("close", [1.0] * 31 + [0.0] * 9, 300)
-    far = _row("far", [0.0] * 40, 10)
-    chosen, d = decide([lead, close, far], "recall@5", every, every, "queries", 200, 0)
-    assert d.verdict == NO_WINNER and d.lo <= 0 <= d.hi and chosen is close  # far is significantly worse
-    assert "no significant winner: took the cheapest within the interval, close" in d.summary("recall@5")
+
+
+def test_ties_among_better_configurations_go_to_hybrid_then_the_larger_context_never_to_cost():
+    default = _row("default", [0.0] * 40, 700, default=True)
+    dense = _row("dense", [1.0] * 40, 100, hybrid=False)
+    small = _row("small", [1.0] * 39 + [0.0], 200)
+    large = _row("large", [1.0] * 39 + [0.0], 900)
+    chosen, d = decide([dense, small, large, default], "recall@5", EVERY, EVERY, "q", 200, 0, default=default)
+    assert chosen is large and d.verdict == SIGNIFICANT and "priors" in d.rule
+    # without a default row the winner is compared with the runner-up, and a tie also goes to the priors
+    lead = _row("lead", [1.0] * 32 + [0.0] * 8, 300, hybrid=False)
+    close = _row("close", [1.0] * 31 + [0.0] * 9, 900)
+    chosen, d = decide([lead, close], "recall@5", EVERY, EVERY, "queries", 200, 0)
+    assert d.verdict == NO_WINNER and chosen is close and "cheapest" not in d.rule
+
+
+def test_prefer_cheaper_takes_the_cheapest_not_significantly_worse():
+    default = _row("default", [1.0] * 40, 700, default=True)
+    cheap = _row("cheap", [1.0] * 39 + [0.0], 150, hybrid=False)
+    worse = _row("worse", [0.0] * 40, 10)
+    chosen, d = decide(
+        [default, cheap, worse], "recall@5", EVERY, EVERY, "q", 200, 0, default=default, prefer="cheaper"
+    )
+    assert chosen is cheap and "--prefer cheaper" in d.summary("recall@5")
+    with pytest.raises(ConfigError, match="prefer"):
+        decide([default], "recall@5", EVERY, EVERY, "q", default=default, prefer="cheapest")
 
 
 def test_holdout_split_is_seeded_disjoint_and_refused_when_too_small():
@@ -325,13 +364,14 @@ def test_search_evaluates_distinct_points_seeded(kb, tmp_path):
         search(Evaluator(ds, FakeEmbedder()), space, trials=6, fixed={"tokenizer": "words"}, seed=5) for _ in range(2)
     ]
     names = [[r.result.name for r in res.rows] for res in runs]
-    assert names[0] == names[1] and len(set(names[0])) == 6 and runs[0].sampler == "optuna-tpe"
-    assert {r.params["strategy"] for r in runs[0].rows} <= {"fixed", "sentence", "recursive"}
+    assert names[0] == names[1] and len(set(names[0])) == 7 and runs[0].sampler == "optuna-tpe"  # 6 + the default
+    searched = [r for r in runs[0].rows if not r.is_default]
+    assert {r.params["strategy"] for r in searched} <= {"fixed", "sentence", "recursive"} and len(searched) == 6
     cfg = runs[0].best_config()
     assert cfg["tuned"]["sampler"] == "optuna-tpe" and cfg["tuned"]["decision"]["queries"] == len(ds.queries)
     small = SearchSpace(strategies=["fixed"], max_tokens=[8], overlap=[0], retrieval=["dense", "zscore"])
     whole = search(Evaluator(ds, FakeEmbedder()), small, trials=6, fixed={"tokenizer": "words"})
-    assert whole.sampler == "grid" and len(whole.rows) == 2
+    assert whole.sampler == "grid" and len(whole.rows) == 3
 
 
 # -- the acceptance path: documents -> questions -> tune -> index --config -> ask, offline -------------
@@ -369,9 +409,11 @@ def test_tune_cli_says_no_significant_winner_and_writes_it(dataset, tmp_path, fa
         ]
     )
     out = capsys.readouterr().out
-    assert rc == 0 and "no significant winner: took the cheapest within the interval" in out
-    decision = json.loads(best.read_text())["tuned"]["decision"]
-    assert decision["verdict"] == NO_WINNER and decision["ci95"] == [0.0, 0.0] and "too few" in decision["split"]
+    assert rc == 0 and KEEP_DEFAULT in out
+    cfg = json.loads(best.read_text())
+    decision = cfg["tuned"]["decision"]
+    assert decision["verdict"] == NO_WINNER and cfg["strategy"] == "auto" and "too few" in decision["split"]
+    assert cfg["tuned"]["question_set"]["configurations"] == 3
 
 
 def test_eval_report_shows_generated_questions_beside_their_excerpts(kb, tmp_path, fake, capsys):
