@@ -434,3 +434,112 @@ def test_eval_report_shows_generated_questions_beside_their_excerpts(kb, tmp_pat
         assert row in page, q.text
     data = json.loads(capsys.readouterr().out)
     assert data["generated"]["total"] == len(qs.questions) and data["generated"]["manifest"]["seed"] == 5
+
+
+# -- tune: a search a user can wait for ------------------------------------------------------------------
+
+
+def test_duration_parsing_and_the_trials_file_beside_the_config():
+    from chunkwise.cli.tune_search import journal_path, parse_duration
+
+    assert parse_duration("10m") == 600.0 and parse_duration("90s") == 90.0 and parse_duration("2") == 2.0
+    assert parse_duration("1.5h") == 5400.0
+    for bad in ("ten", "-1m", "0"):
+        with pytest.raises(ConfigError, match="--time"):
+            parse_duration(bad)
+    assert journal_path("out/best.json") == "out/best.trials.jsonl"
+
+
+def test_a_spent_time_budget_starts_no_trial_and_says_so(kb, tmp_path):
+    make_questions([kb], tmp_path / "ds", n=30, seed=0)
+    ds = load_dataset(tmp_path / "ds")
+    lines: list[str] = []
+    res = search(
+        Evaluator(ds, FakeEmbedder()),
+        SearchSpace(max_tokens=[16, 32]),
+        trials=6,
+        fixed={"tokenizer": "words"},
+        time_budget=1e-9,
+        progress=lines.append,
+    )
+    assert [r.is_default for r in res.rows] == [True]  # only the default, evaluated before the budget counts
+    assert res.chosen is res.rows[0] and "time budget" in res.stopped and res.best_config()["tuned"]["stopped"]
+    assert any("time budget" in line for line in lines)
+    with pytest.raises(ConfigError, match="--time"):
+        search(Evaluator(ds, FakeEmbedder()), trials=2, time_budget=0)
+
+
+class SlowEmbedder(FakeEmbedder):
+    """A FakeEmbedder that takes ``delay`` seconds per call: a trial long enough for the progress line."""
+
+    def __init__(self, delay: float):
+        super().__init__()
+        self.delay = delay
+
+    def embed(self, texts):
+        import time
+
+        time.sleep(self.delay)
+        return super().embed(texts)
+
+
+def test_progress_lines_come_while_a_trial_runs_and_every_text_is_embedded_once(kb, tmp_path):
+    make_questions([kb], tmp_path / "ds", n=20, seed=0)
+    ds = load_dataset(tmp_path / "ds")
+    lines: list[str] = []
+    emb = SlowEmbedder(0.05)
+    res = search(
+        Evaluator(ds, emb),
+        SearchSpace(strategies=["fixed", "sentence"], max_tokens=[16, 32], overlap=[0], retrieval=["dense", "zscore"]),
+        trials=8,
+        fixed={"tokenizer": "words"},
+        progress=lines.append,
+        heartbeat=0.01,
+    )
+    beats = [line for line in lines if line.startswith("tune: ")]
+    assert beats and all("trials done" in b and "left" in b for b in beats)
+    assert any("best so far" in b for b in beats)  # after the default's score is known
+    sent = [t for call in emb.calls for t in call]
+    assert len(res.rows) == 9 and len(sent) == len(set(sent))  # dense and hybrid share chunks: embedded once
+
+
+@pytest.mark.slow
+def test_a_killed_search_keeps_the_trials_it_finished(kb, tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    make_questions([kb], tmp_path / "ds", n=20, seed=0)
+    journal = tmp_path / "best.trials.jsonl"
+    script = f"""
+import sys
+sys.path.insert(0, {str(Path(__file__).parent)!r})
+from test_questions import SlowEmbedder
+from chunkwise.evaluation import Evaluator, load_dataset
+from chunkwise.evaluation.tune import SearchSpace, search
+ds = load_dataset({str(tmp_path / "ds")!r})
+search(Evaluator(ds, SlowEmbedder(0.3)), SearchSpace(max_tokens=[16, 32, 64]), trials=30,
+       fixed={{"tokenizer": "words"}}, journal={str(journal)!r})
+"""
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(Path(chunkwise.__file__).parents[1]), os.environ.get("PYTHONPATH", "")]),
+    }
+    proc = subprocess.Popen([sys.executable, "-c", script], env=env, stderr=subprocess.PIPE)
+    try:
+        for _ in range(1200):  # up to 2 minutes for the default and two trials
+            if journal.exists() and journal.read_text().count("\n") >= 3 or proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    rows = [json.loads(line) for line in journal.read_text().splitlines()]
+    assert len(rows) >= 3 and rows[0]["default"] is True and rows[0]["config"]["strategy"] == "auto"
+    n = len(load_dataset(tmp_path / "ds").queries)
+    assert all(len(r["per_query"]["recall@5"]) == n and "recall@5" in r["scores"] for r in rows)
