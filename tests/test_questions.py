@@ -73,7 +73,7 @@ def fake(monkeypatch):
 # -- the generators -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("method", ["heldout", "cloze", "heading", "keyphrase"])
+@pytest.mark.parametrize("method", ["concepts", "heldout", "cloze", "heading", "keyphrase"])
 def test_offline_methods_write_a_dataset_eval_reads_back_exactly(kb, tmp_path, method):
     out = tmp_path / "ds"
     qs = make_questions([kb], out, method=method, n=12, seed=3)
@@ -238,6 +238,59 @@ def test_llm_questions_locate_excerpts_reject_the_rest_and_are_cached(kb, tmp_pa
     assert main([*argv, "--force"]) == 0
     assert len(fake_openai.requests) == sent  # every answer came from the cache (keyed on the endpoint)
     assert (tmp_path / "ds" / "queries.jsonl").read_text().splitlines() == [json.dumps(r) for r in rows]
+
+
+NOISY = """Lighthouse keepers
+
+.. _beacon-notes: https://example.org/lights
+
+Um {disfmarker} Keeper: So what do we need ? Yeah , okay .
+The Fresnel lens of the Skerryvore tower focused the lamp into a beam seen thirty miles out at sea.
+See `the registry <https://example.org/registry>`_ and :class:`LampHouse` for **foggy** nights.
+Keepers trimmed the wicks every four hours , and the fog signal sounded a double blast each minute.
+
+Granite blocks were dovetailed so that Atlantic swells could not loosen the masonry of the tower.
+Supply boats brought paraffin , bread and letters from the shore station every fortnight in summer.
+Um {vocalsound} yeah .
+The last resident keepers left in 1982 when the light was automated and monitored from the mainland.
+"""
+
+
+def test_concepts_questions_copy_no_run_of_the_text_and_carry_no_markup(tmp_path):
+    from chunkwise.evaluation.question_sampling import copies_corpus, has_markup, word_grams
+
+    rng = random.Random(4)
+    docs = {"lights.rst": NOISY}
+    for topic, vocab in TOPICS.items():  # more passages, so the lighthouse words are distinctive
+        ws = vocab.split()
+        docs[f"{topic}.txt"] = " ".join(
+            " ".join(rng.choice(ws) for _ in range(12)).capitalize() + "." for _ in range(8)
+        )
+    qs = generate_questions(docs, method="concepts", n=40, seed=1)
+    grams = set().union(*(word_grams(t) for t in docs.values()))
+    assert qs.questions and all(q.kind == "concepts" for q in qs.questions)
+    for q in qs.questions:
+        assert not copies_corpus(q.query, grams) and not has_markup(q.query), q.query
+        for bad in ("disfmarker", "vocalsound", "http", "example.org", "LampHouse", "class", "::", "`"):
+            assert bad not in q.query, q.query
+        assert q.query.endswith("?") and q.start < q.end
+    assert qs.manifest["measures"]["copied_share"] == 0.0 and qs.manifest["measures"]["markup_share"] == 0.0
+    # the filler line gives no question: no question names only its words
+    fillers = {"um", "yeah", "okay", "keeper", "need"}
+    assert all(set(w.lower() for w in q.query[:-1].split()) - fillers for q in qs.questions)
+    lights = [q for q in qs.questions if q.doc == "lights.rst"]
+    assert lights and all(NOISY[q.start : q.end].strip() for q in lights)
+
+
+def test_copied_runs_and_markup_are_measured_as_the_issue_counts_them():
+    from chunkwise.evaluation.question_sampling import copies_corpus, has_markup, word_grams
+
+    grams = word_grams("the lamp was trimmed every four hours by the keeper on duty at night")
+    assert copies_corpus("Why the lamp was trimmed every four hours by the keeper?", grams)
+    assert not copies_corpus("How often did keepers trim the lamp at night?", grams)
+    for marked in ("see https://x.org", "Um {disfmarker} what", "use ``flask run``", "**bold** claim", ".. note::"):
+        assert has_markup(marked), marked
+    assert not has_markup("How does the Fresnel lens relate to the beam?")
 
 
 def test_a_failing_endpoint_fails_the_run_in_one_line_and_writes_nothing(kb, tmp_path, fake_openai, capsys):

@@ -7,10 +7,16 @@ model, seed, filters, how many questions were kept and why the others were rejec
 
 Generators (``method``):
 
+- ``concepts`` (the offline default): two key phrases of a passage (the phrases of its words rarest across
+  the corpus's passages, from two different sentences where it has several; URLs, markup, code and
+  ``{disfluency}`` tokens cut out first) asked about in a question form of the generator's own ("How does
+  A relate to B?"); the reference is the whole passage, answered across its sentences. No sentence of the
+  text is copied into the question, and passages without two distinctive phrases (context-free talk)
+  give none.
 - ``heldout`` (inverse cloze task): a sentence of a passage is the query and is
   *removed from the written document*; the reference is the passage it came from, so the query never
   matches its answer word for word and retrieval has to find the context it was taken out of.
-- ``cloze`` (the offline default): the same sentence as the query, left in the document; the reference is
+- ``cloze``: the same sentence as the query, left in the document; the reference is
   its neighbours (the sentence itself excluded), so a chunking scores when it keeps a sentence together with
   its context. The written documents are the originals, so the dataset's corpus is the one users index.
 - ``heading``: a Markdown heading is the query for its section's text (documents without headings give
@@ -54,7 +60,7 @@ from typing import Any
 from ..document import Document
 from ..errors import ConfigError, InputError
 from .question_llm import LLM_PASSAGE_CHARS, PROMPT, STYLES, SYSTEM, llm_questions, locate
-from .question_offline import heading_questions, heldout_questions, keyphrase_questions
+from .question_offline import concept_questions, heading_questions, heldout_questions, keyphrase_questions
 from .question_sampling import (
     PASSAGE_CHARS,
     Question,
@@ -64,10 +70,11 @@ from .question_sampling import (
     lexical_overlap,
     passages,
     stratified,
+    text_measures,
 )
 
 #: the generators, offline ones first
-OFFLINE_METHODS = ("heldout", "cloze", "heading", "keyphrase")
+OFFLINE_METHODS = ("concepts", "heldout", "cloze", "heading", "keyphrase")
 METHODS = (*OFFLINE_METHODS, "llm")
 #: what ``questions`` uses without an LLM endpoint: of the proxies, the one whose pipeline rankings agreed
 #: best with human questions' (benchmarks/bench_questions.py; docs/evaluation.md "Generated questions")
@@ -107,6 +114,8 @@ def generate_questions(
     texts = {k: d.text for k, d in docs.items()}
     if method in ("heldout", "cloze"):
         texts = heldout_questions(docs, order, n, flt, rng, mask=method == "heldout")
+    elif method == "concepts":
+        concept_questions(docs, order, n, flt, rng)
     elif method == "heading":
         heading_questions(docs, n, flt, rng)
     elif method == "keyphrase":
@@ -114,6 +123,7 @@ def generate_questions(
     else:
         llm_questions(docs, order, n, flt, client, list(styles), concurrency, progress)
     manifest = _manifest(method, seed, n, flt, len(order), len(docs), size, max_overlap, max_jaccard)
+    manifest["measures"] = text_measures(flt.kept, texts)
     if method == "llm":
         manifest.update(
             {
