@@ -596,3 +596,38 @@ search(Evaluator(ds, SlowEmbedder(0.3)), SearchSpace(max_tokens=[16, 32, 64]), t
     assert len(rows) >= 3 and rows[0]["default"] is True and rows[0]["config"]["strategy"] == "auto"
     n = len(load_dataset(tmp_path / "ds").queries)
     assert all(len(r["per_query"]["recall@5"]) == n and "recall@5" in r["scores"] for r in rows)
+
+
+# -- questions: the documents are copied as they are ----------------------------------------------------
+
+
+def test_questions_copies_the_documents_byte_identical_and_references_read_back(tmp_path, fake):
+    docs = tmp_path / "src"
+    (docs / "code").mkdir(parents=True)
+    (docs / "notes.txt").write_bytes(
+        b"The harbour  pilot boards\r\nthe ship at the outer buoy.  Tugs take over at the breakwater.\r\n\r\n"
+        b"Cargo manifests are checked by customs officers before the hatches open.   \r\n"
+    )
+    (docs / "guide.rst").write_bytes(
+        b"Harbour guide\n=============\n\nThe lock keeper opens the sea gates at high water and\ncloses them "
+        b"when the tide turns.  Pilots wait in\nthe lee of the breakwater for the signal.\n"
+    )
+    (docs / "code" / "tide.py").write_bytes(
+        b'def tide(hour):\n\t"""The tide height at an hour, in metres."""\n\treturn 2.5 + hour * 0.1  \n'
+    )
+    (docs / "readme.md").write_bytes(
+        "# Pilots\n\nA pilot knows the channel’s sandbanks and the wrecks marked on the chart.\n".encode()
+    )
+    for method in ("concepts", "keyphrase"):
+        out = tmp_path / f"ds-{method}"
+        assert main(["-q", "questions", str(docs), "-o", str(out), "-n", "20", "--method", method, "--all-files"]) == 0
+        for f in docs.rglob("*"):
+            if f.is_file():
+                copy = out / "docs" / f.relative_to(docs)
+                assert copy.read_bytes() == f.read_bytes(), f.name
+        ds = load_dataset(out)
+        assert ds.problems == []
+        for row in map(json.loads, (out / "queries.jsonl").read_text().splitlines()):
+            for ref in row["references"]:
+                assert ds.documents[ref["doc"]].text[ref["start"] : ref["end"]] == ref["content"]
+        assert json.loads((out / "questions.json").read_text())["documents_copied"] == 4

@@ -55,6 +55,8 @@ class QuestionSet:
     questions: list[Question]
     manifest: dict[str, Any]
     rejected: Counter = field(default_factory=Counter)
+    #: document id -> the original file, copied byte-identical into ``docs/`` (documents not rewritten)
+    originals: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

@@ -124,6 +124,12 @@ def generate_questions(
         llm_questions(docs, order, n, flt, client, list(styles), concurrency, progress)
     manifest = _manifest(method, seed, n, flt, len(order), len(docs), size, max_overlap, max_jaccard)
     manifest["measures"] = text_measures(flt.kept, texts)
+    originals = {
+        k: str(d.metadata["original"])
+        for k, d in docs.items()
+        if texts.get(k) == d.text and isinstance(d.metadata, dict) and d.metadata.get("original")
+    }
+    texts, kept = _rename_rewritten(texts, flt.kept, {k: d.text for k, d in docs.items()})
     if method == "llm":
         manifest.update(
             {
@@ -138,7 +144,21 @@ def generate_questions(
         "questions are drawn from the text itself, so they favour lexical (BM25) matching more "
         "than people's questions; use them to compare pipelines, not as absolute scores"
     )
-    return QuestionSet(texts, flt.kept, manifest, flt.rejected)
+    manifest["documents_copied"] = len(originals)
+    return QuestionSet(texts, kept, manifest, flt.rejected, originals)
+
+
+def _rename_rewritten(
+    texts: dict[str, str], questions: list[Question], read: Mapping[str, str]
+) -> tuple[dict[str, str], list[Question]]:
+    """Documents whose text was rewritten (``heldout``) and that are not text or Markdown files get
+    ``.txt`` added to their id, so ``eval`` reads the written text as text (not as the PDF it came from)."""
+    rename = {k: doc_id_for(k) for k in texts if texts[k] != read.get(k) and doc_id_for(k) != k}
+    if not rename:
+        return texts, questions
+    for q in questions:
+        q.doc = rename.get(q.doc, q.doc)
+    return {rename.get(k, k): v for k, v in texts.items()}, questions
 
 
 def _check_arguments(
@@ -193,8 +213,8 @@ def _manifest(
 
 
 def doc_id_for(name: str) -> str:
-    """The id a document gets in ``docs/``: its relative path, with ``.txt`` added unless it is already a
-    text or Markdown file (the written file holds the loaded text, so offsets are into that text)."""
+    """The id a document's *rewritten* text gets in ``docs/`` (``heldout`` changes the text): its relative
+    path, with ``.txt`` added unless it is already a text or Markdown file."""
     return name if Path(name).suffix.lower() in (".md", ".markdown", ".txt") else f"{name}.txt"
 
 
@@ -206,10 +226,12 @@ def load_documents(
     **load_options: Any,
 ) -> dict[str, Document]:
     """The documents under ``paths`` (files and folders, as ``chunkwise chunk`` reads them: the same walk,
-    globs and loader options), keyed by the id they get in ``docs/`` (path relative to the folder given; a
-    file given alone: its name)."""
+    globs and loader options), keyed by the id they get in ``docs/``: the path relative to the folder given
+    (a file given alone: its name). Each is read as ``eval`` will read its byte-identical copy
+    (:func:`~.datasets.read_document`): text and Markdown verbatim (no clean-up), other formats (PDF, HTML,
+    subtitles) through the loader. The original's path is ``doc.metadata["original"]``."""
     from ..formats import iter_documents
-    from .datasets import make_document
+    from .datasets import make_document, read_text
 
     out: dict[str, Document] = {}
     roots = [Path(p) for p in paths]
@@ -224,11 +246,18 @@ def load_documents(
                 continue
             if rel:
                 break
-        doc_id = doc_id_for(rel or Path(source).name)
+        doc_id = rel or Path(source).name
         if doc_id in out:
             raise InputError(f"two documents would both be written as docs/{doc_id}", source=source)
-        if doc.text.strip():
-            out[doc_id] = make_document(doc.text, doc_id, Path(doc_id))
+        fmt = (doc.metadata or {}).get("format")
+        if fmt in ("text", "markdown"):
+            kept = make_document(read_text(Path(source), load_options.get("encoding")), doc_id, Path(doc_id))
+        else:
+            kept = doc
+            kept.source = doc_id
+        kept.metadata = {**(doc.metadata or {}), "original": str(source)}
+        if kept.text.strip():
+            out[doc_id] = kept
     if not out:
         raise InputError("no documents with text", source=", ".join(map(str, paths)))
     return out
@@ -257,7 +286,11 @@ def write_question_set(qs: QuestionSet, out: str | os.PathLike, force: bool = Fa
         for doc_id, text in qs.texts.items():
             p = tmp / "docs" / doc_id
             p.parent.mkdir(parents=True, exist_ok=True)
-            p.write_text(text, encoding="utf-8", newline="")
+            original = qs.originals.get(doc_id)
+            if original is not None:
+                shutil.copyfile(original, p)  # byte-identical: eval reads it as the questions were made
+            else:
+                p.write_text(text, encoding="utf-8", newline="")
         rows = [q.to_row(f"q{i:04d}", qs.texts[q.doc]) for i, q in enumerate(qs.questions, 1)]
         (tmp / "queries.jsonl").write_text(
             "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8"
