@@ -479,6 +479,13 @@ def test_eval_report_shows_generated_questions_beside_their_excerpts(kb, tmp_pat
     assert main(["eval", str(out), "--run", spec, "--report", str(report), "--format", "json", "-q"]) == 0
     page = report.read_text(encoding="utf-8")
     assert "Generated questions (method cloze, seed 5)" in page
+    # the excerpt column wraps inside the page width (a fixed layout, no nowrap cells, no side-scroller)
+    table = page[page.index("Generated questions (method cloze") :]
+    assert table.index("<table class=wrap>") < table.index("<th>excerpt</th>")
+    assert (
+        "table.wrap{table-layout:fixed;width:100%}" in page
+        and "white-space:normal" in page.split("table.wrap td")[1][:80]
+    )
     ds = load_dataset(out)
     for q in ds.queries:
         ref = q.references[0]
