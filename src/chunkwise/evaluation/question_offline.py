@@ -184,7 +184,7 @@ _FILLERS = frozenset(
     "kind sort thing things stuff lot lots going get got go let lets yes maybe probably say said see mean means "
     "want need make made way good great also still even something anything everything nothing someone "
     "anyone everyone bit little quite pretty sure yes no hello hi thanks thank please sorry bye alright "
-    "example instance case cases following".split()
+    "example instance case cases following anyway welcome".split()
 )
 #: words a phrase may hold, and the phrases a question names
 CONCEPT_PHRASE_WORDS, CONCEPT_MIN_WORDS = 3, 6
@@ -205,6 +205,10 @@ CONCEPT_TEMPLATES = (
 _CODE = re.compile(r"\b(def|import|return|self|lambda|elif|var|const|function)\b|[=;{}]|\w\(|\)\s*:|^\s{4}|>>>|\$ ")
 
 
+#: a transcript's speaker label ("Project Manager: "), not part of what is said
+_SPEAKER = re.compile(r"^\s*[A-Z][\w .'-]{0,30}:\s+")
+
+
 def _weak(phrase: str) -> bool:
     """A one-word phrase that names no concept: a verb or adverb form, or a short word (not a name)."""
     if " " in phrase or phrase[:1].isupper():
@@ -218,7 +222,7 @@ def _phrases(sentence: str) -> list[str]:
     case (a name) unless it starts the sentence. Code-like sentences and weak one-word phrases give none."""
     if _CODE.search(sentence):
         return []
-    clean = _NOISE.sub(" , ", sentence)
+    clean = _NOISE.sub(" , ", _SPEAKER.sub("", sentence))
     out: list[str] = []
     for seg in re.split(r"[^\w\s'’-]|_|\d", clean):
         run: list[str] = []
@@ -247,9 +251,9 @@ def concept_questions(
 ) -> None:
     """``concepts``: two key phrases of a passage, from two of its sentences where it has several, asked
     about in a question form of the generator's own (:data:`CONCEPT_TEMPLATES`); the reference is the
-    passage, so the question is answered across its sentences. A phrase is scored by the inverse passage
-    frequency of its words; words found in one passage only are passed over while others are available
-    (the question should not be one rare word away from its answer). Sentences whose phrases are all
+    passage, so the question is answered across its sentences. A phrase is scored by the mean inverse
+    passage frequency of its words; a phrase with a word found in one passage only comes last (the
+    question should not be one rare word away from its answer). Sentences whose phrases are all
     common (context-free: "So what do we need?") give no question."""
     df: Counter = Counter()
     phrases_of: list[list[list[str]]] = []
@@ -263,7 +267,11 @@ def concept_questions(
     def score(phrase: str) -> float:
         ws = [w.lower() for w in phrase.split()]
         idf = [math.log((1 + total) / (1 + df[w])) for w in ws]
-        return max(idf) + 0.25 * (len(ws) - 1) - (0.5 if all(df[w] <= 1 for w in ws) else 0.0)
+        # a word of one passage only makes the question a string match: such phrases come last
+        return sum(idf) / len(idf) + 0.25 * (len(ws) - 1) - (10.0 if any(df[w] <= 1 for w in ws) else 0.0)
+
+    def rarest(phrase: str) -> float:
+        return max(math.log((1 + total) / (1 + df[w.lower()])) for w in phrase.split())
 
     # a word in over a quarter of the passages (and at least 3) names no one passage: too common to ask about
     floor = math.log((1 + total) / (1 + max(3.0, CONCEPT_COMMON * total)))
@@ -276,7 +284,7 @@ def concept_questions(
             continue
         best = []
         for ph in phrases_of[i]:
-            good = sorted((x for x in ph if score(x) >= floor), key=lambda x: (-score(x), x))
+            good = sorted((x for x in ph if rarest(x) >= floor), key=lambda x: (-score(x), x))
             best.append(good)
         picks: list[str] = []
         lanes = sorted(range(len(best)), key=lambda j: -score(best[j][0]) if best[j] else 0.0)

@@ -21,6 +21,8 @@ KEEP_DEFAULT = "no significant winner: keeping the default"
 #: what ``--prefer`` accepts: ``quality`` (the default; ties broken by the priors) or ``cheaper``
 PREFER = ("quality", "cheaper")
 PREFER_CHEAPER_RULE = "--prefer cheaper: the cheapest"
+#: a configuration replacing the default must not be significantly worse than it on these either
+GUARD_METRICS = ("recall@5", "ndcg@10")
 #: a held-out part smaller than this is not made (the comparison then uses all queries, and says so)
 MIN_HOLDOUT_QUERIES = 10
 
@@ -102,7 +104,7 @@ class Decision:
         if self.verdict == SIGNIFICANT:
             return f"{head}: significant winner {self.chosen}"
         if self.chosen_is_default:
-            return f"{head}: {KEEP_DEFAULT}"
+            return f"{head}: {self.rule if self.rule.startswith(KEEP_DEFAULT) else KEEP_DEFAULT}"
         return f"{head}: no significant winner: kept {self.chosen} ({self.rule})"
 
     @property
@@ -154,12 +156,14 @@ def decide(
     seed: int = 0,
     default: TuneRow | None = None,
     prefer: str = "quality",
+    saturated: bool = False,
 ) -> tuple[TuneRow | None, Decision | None]:
     """The row to write and why: ``rows`` are the eligible rows best first (by the search queries).
 
     With a ``default`` row (the configuration used without ``--config``, evaluated on the same queries),
     a row replaces it only when its paired interval against the default on the ``held`` queries excludes
-    0; otherwise the default is kept. Without one, the winner is compared with the runner-up, and a tie
+    0 and it is not significantly worse than the default on the other metrics of :data:`GUARD_METRICS`;
+    otherwise the default is kept, and so it is when the question set is ``saturated``. Without one, the winner is compared with the runner-up, and a tie
     keeps the row the priors prefer among those not significantly worse than the winner
     (:func:`prior_key`). ``prefer="cheaper"`` takes the cheapest row not significantly worse than the
     winner (nor than the default)."""
@@ -176,11 +180,9 @@ def decide(
     best = rows[0]
     assert best.result is not None
 
-    def vs(row: TuneRow, other: TuneRow) -> M.Bootstrap:
+    def vs(row: TuneRow, other: TuneRow, name: str = metric) -> M.Bootstrap:
         assert other.result is not None and row.result is not None
-        return M.paired_bootstrap(
-            row.result.per_query[metric][held], other.result.per_query[metric][held], n_boot, seed
-        )
+        return M.paired_bootstrap(row.result.per_query[name][held], other.result.per_query[name][held], n_boot, seed)
 
     if default is None:
         return _decide_without_default(rows, best, vs, held, split, prefer)
@@ -200,7 +202,16 @@ def decide(
             "significantly worse than the default nor than the best"
         )
         return chosen, _decision(verdict, top, default, ci, held, split, chosen, rule, "the default")
-    better = [r for r in others if vs(r, default)["lo"] > 0]
+    if saturated:
+        rule = f"{KEEP_DEFAULT} (the question set is saturated: it cannot rank configurations)"
+        return default, _decision(NO_WINNER, top, default, ci, held, split, default, rule, "the default")
+    assert default.result is not None
+    guards = [g for g in GUARD_METRICS if g != metric and g in default.result.per_query]
+
+    def not_worse(row: TuneRow) -> bool:  # on the other metrics the questions rank: no significant loss
+        return all(vs(row, default, g)["hi"] >= 0 for g in guards)
+
+    better = [r for r in others if vs(r, default)["lo"] > 0 and not_worse(r)]
     if not better:
         return default, _decision(NO_WINNER, top, default, ci, held, split, default, KEEP_DEFAULT, "the default")
     lead = better[0]

@@ -266,7 +266,19 @@ def finish(
     rows = scored + [r for r in rows if r.score is None]
     eligible = [r for r in scored if not r.over_budget and not r.failed]
     default = next((r for r in eligible if r.is_default), None)
-    chosen, decision = decide(eligible, metric, search, held, split, n_boot, seed, default=default, prefer=prefer)
+    sat = saturation(scored, metric)
+    chosen, decision = decide(
+        eligible,
+        metric,
+        search,
+        held,
+        split,
+        n_boot,
+        seed,
+        default=default,
+        prefer=prefer,
+        saturated=sat is not None and sat.saturated,
+    )
     return TuneResult(
         strategy,
         metric,
@@ -280,6 +292,6 @@ def finish(
         chosen,
         decision,
         sampler,
-        saturation(scored, metric),
+        sat,
         stopped,
     )
