@@ -207,7 +207,7 @@ def add_search_options(t: argparse.ArgumentParser) -> None:
         "--time",
         default=None,
         metavar="DURATION",
-        help="wall-clock budget of the search, e.g. 10m, 90s, 1h: no trial starts once it is spent (default 8m)",
+        help="wall-clock budget of the search, e.g. 10m, 90s, 1h: no trial starts once it is spent (default 6m)",
     )
     t.add_argument(
         "--prefer",

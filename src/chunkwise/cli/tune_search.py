@@ -13,7 +13,7 @@ from ..errors import ConfigError
 
 DEFAULT_TRIALS = 30
 #: the search's wall-clock budget without --time
-DEFAULT_TIME = "8m"
+DEFAULT_TIME = "6m"
 
 
 def parse_duration(text: str) -> float:
