@@ -90,6 +90,9 @@ def run_search(args) -> int:
     trials = args.trials if args.trials is not None else DEFAULT_TRIALS
     budget = parse_duration(args.time or DEFAULT_TIME)
     journal = journal_path(args.output)
+    say = _progress(args)
+    if say is not None:
+        say(f"tune: reading {args.dataset} and loading the embedder")
     ds = _dataset(args)
     evaluator = _evaluator(args, ds, k=metric_k or args.k)
     result = search(
@@ -99,7 +102,7 @@ def run_search(args) -> int:
         metric,
         fixed,
         args.max_tokens_retrieved,
-        _progress(args),
+        say,
         require,
         holdout=args.holdout,
         seed=args.seed,

@@ -157,6 +157,11 @@ def search(
             log.write(row)
         return done[key]
 
+    say(
+        f"tune: the default configuration, then up to {total} trials"
+        + (f" within {time_budget:.0f} s" if time_budget is not None else "")
+        + (f"; finished trials are saved in {journal}" if journal is not None else "")
+    )
     with beat.running("the default configuration"):
         base = evaluate_default(evaluator, fixed, metric, max_tokens_retrieved, reqs, say, "[default]")
     log.write(base)
