@@ -556,7 +556,8 @@ def test_progress_lines_come_while_a_trial_runs_and_every_text_is_embedded_once(
         progress=lines.append,
         heartbeat=0.01,
     )
-    beats = [line for line in lines if line.startswith("tune: ")]
+    assert lines[0].startswith("tune: the default configuration, then up to 8 trials")
+    beats = [line for line in lines[1:] if line.startswith("tune: ")]
     assert beats and all("trials done" in b and "left" in b for b in beats)
     assert any("best so far" in b for b in beats)  # after the default's score is known
     sent = [t for call in emb.calls for t in call]
