@@ -125,11 +125,7 @@ def generate_questions(
         llm_questions(docs, order, n, flt, client, list(styles), concurrency, progress)
     manifest = _manifest(method, seed, n, flt, len(order), len(docs), size, max_overlap, max_jaccard)
     manifest["measures"] = text_measures(flt.kept, texts)
-    originals = {
-        k: str(d.metadata["original"])
-        for k, d in docs.items()
-        if texts.get(k) == d.text and isinstance(d.metadata, dict) and d.metadata.get("original")
-    }
+    originals = _originals(docs, texts)
     texts, kept = _rename_rewritten(texts, flt.kept, {k: d.text for k, d in docs.items()})
     if method == "llm":
         manifest.update(
@@ -141,12 +137,17 @@ def generate_questions(
                 "endpoint": getattr(client, "url", None),
             }
         )
-    manifest["bias"] = (
-        "questions are drawn from the text itself, so they favour lexical (BM25) matching more "
-        "than people's questions; use them to compare pipelines, not as absolute scores"
-    )
     manifest["documents_copied"] = len(originals)
     return QuestionSet(texts, kept, manifest, flt.rejected, originals)
+
+
+def _originals(docs: Mapping[str, Document], texts: Mapping[str, str]) -> dict[str, str]:
+    """The documents written as byte-identical copies: those read from a file and not rewritten."""
+    return {
+        k: str(d.metadata["original"])
+        for k, d in docs.items()
+        if texts.get(k) == d.text and isinstance(d.metadata, dict) and d.metadata.get("original")
+    }
 
 
 def _rename_rewritten(
@@ -207,6 +208,10 @@ def _manifest(
         "sampling": "passages of whole sentences inside one section (<= "
         f"{size} characters), seeded round robin over documents and their sections",
     }
+    manifest["bias"] = (
+        "questions are drawn from the text itself, so they favour lexical (BM25) matching more "
+        "than people's questions; use them to compare pipelines, not as absolute scores"
+    )
     if method == "heldout":
         manifest["masked_sentences"] = len(flt.kept)
         manifest["note"] = "each query sentence is removed from the written document; the reference is its passage"

@@ -163,9 +163,9 @@ def decide(
     With a ``default`` row (the configuration used without ``--config``, evaluated on the same queries),
     a row replaces it only when its paired interval against the default on the ``held`` queries excludes
     0 and it is not significantly worse than the default on the other metrics of :data:`GUARD_METRICS`;
-    otherwise the default is kept, and so it is when the question set is ``saturated``. Without one, the winner is compared with the runner-up, and a tie
-    keeps the row the priors prefer among those not significantly worse than the winner
-    (:func:`prior_key`). ``prefer="cheaper"`` takes the cheapest row not significantly worse than the
+    otherwise the default is kept, and so it is when the question set is ``saturated``. Without one, the
+    winner is compared with the runner-up, and a tie keeps the row the priors prefer among those not
+    significantly worse than the winner (:func:`prior_key`). ``prefer="cheaper"`` takes the cheapest row not significantly worse than the
     winner (nor than the default)."""
     if prefer not in PREFER:
         raise ConfigError(f"--prefer must be one of {', '.join(PREFER)}, got {prefer!r}")
@@ -186,6 +186,11 @@ def decide(
 
     if default is None:
         return _decide_without_default(rows, best, vs, held, split, prefer)
+    return _decide_with_default(rows, default, vs, metric, held, split, prefer, saturated)
+
+
+def _decide_with_default(rows, default, vs, metric, held, split, prefer, saturated):
+    """:func:`decide` against the default row: only a significantly better row replaces it."""
     others = [r for r in rows if r is not default]
     if not others:
         return default, _decision(

@@ -109,13 +109,10 @@ def tune(
     likewise keeps points failing a requirement on another metric from winning. Invalid points (say
     overlap >= max_tokens) are listed with their error and skipped.
 
-    ``holdout`` (a fraction, seeded by ``seed``, default the evaluator's) of the queries is kept out of the
-    ranking and used only for the final comparison of the winner with the runner-up (:class:`Decision`);
-    the result's ``chosen`` row is what :meth:`TuneResult.best_config` writes.
-
-    ``baseline`` also evaluates the default configuration (:func:`default_spec`): a grid point is written
-    only when it is significantly better than the default on the held-out queries; ``prefer="cheaper"``
-    writes the cheapest point not significantly worse (:func:`~.tune_decide.decide`).
+    ``holdout`` (a fraction, seeded by ``seed``) of the queries is kept out of the ranking and used only for
+    the final decision (:class:`Decision`); ``baseline`` also evaluates the default configuration
+    (:func:`default_spec`), which a point must beat significantly to be written; ``prefer="cheaper"``: see
+    :func:`~.tune_decide.decide`. The result's ``chosen`` row is what :meth:`TuneResult.best_config` writes.
     """
     reqs = [parse_requirement(r) if isinstance(r, str) else r for r in require]
     fixed = dict(fixed or {})
@@ -129,35 +126,14 @@ def tune(
     rows: list[TuneRow] = []
     if baseline:
         rows.append(evaluate_default(evaluator, fixed, metric, max_tokens_retrieved, reqs, progress, "[default]"))
-    for i, point in enumerate(points, 1):
-        rows.append(
-            evaluate_point(
-                evaluator,
-                strategy,
-                {**fixed, **point},
-                metric,
-                max_tokens_retrieved,
-                reqs,
-                progress,
-                f"[{i}/{len(points)}]",
-            )
-        )
-    return finish(
-        evaluator,
-        strategy,
-        metric,
-        rows,
-        t0,
-        n0,
-        max_tokens_retrieved,
-        fixed,
-        reqs,
-        holdout,
-        seed,
-        n_boot,
-        "grid",
-        prefer=prefer,
-    )
+    where = [f"[{i}/{len(points)}]" for i in range(1, len(points) + 1)]
+    budget = max_tokens_retrieved
+    rows += [
+        evaluate_point(evaluator, strategy, {**fixed, **p}, metric, budget, reqs, progress, w)
+        for p, w in zip(points, where)
+    ]
+    args = (evaluator, strategy, metric, rows, t0, n0, budget, fixed, reqs, holdout, seed, n_boot, "grid")
+    return finish(*args, prefer=prefer)
 
 
 def default_spec(fixed: dict[str, Any]) -> tuple[str, dict[str, Any]]:

@@ -127,95 +127,103 @@ def search(
     seed = evaluator.seed if seed is None else seed
     say = progress or (lambda msg: None)
     search_idx, _, _ = split_queries(len(evaluator.dataset.queries), holdout, seed)
-    t0 = time.perf_counter()
     n0 = evaluator.embedder.texts_embedded
-    done: dict[str, TuneRow] = {}
-    total = min(trials, len(points))
-    log = _Journal(journal, metric)
-    beat = _Heartbeat(say, heartbeat, t0, total, metric, done)
-
-    def out_of_time() -> bool:
-        return time_budget is not None and time.perf_counter() - t0 >= time_budget
-
-    def run(strat: str, params: dict[str, Any]) -> TuneRow:
-        key = json.dumps([strat, params], sort_keys=True)
-        if key not in done:
-            shown = {"strategy": strat, **params}
-            with beat.running(f"{strat} {json.dumps(params, sort_keys=True)}"):
-                row = evaluate_point(
-                    evaluator,
-                    strat,
-                    {**fixed, **params},
-                    metric,
-                    max_tokens_retrieved,
-                    reqs,
-                    say,
-                    f"[{len(done) + 1}/{total}]",
-                    shown,
-                )
-            done[key] = row
-            log.write(row)
-        return done[key]
-
-    say(
-        f"tune: the default configuration, then up to {total} trials"
-        + (f" within {time_budget:.0f} s" if time_budget is not None else "")
-        + (f"; finished trials are saved in {journal}" if journal is not None else "")
-    )
-    with beat.running("the default configuration"):
-        base = evaluate_default(evaluator, fixed, metric, max_tokens_retrieved, reqs, say, "[default]")
-    log.write(base)
-    beat.default = base
-    used = _sampler(len(points), trials, sampler, say)
-    if used == "grid":
-        chosen = list(points)
-    elif used == "random":
-        chosen = random.Random(seed).sample(points, trials)
-    else:
-        chosen = []
+    runs = _Trials(evaluator, fixed, metric, max_tokens_retrieved, reqs, say, min(trials, len(points)))
+    runs.start(time_budget, journal, heartbeat)
     try:
+        base = runs.default()
+        used = _sampler(len(points), trials, sampler, say)
         if used in ("grid", "random"):
+            chosen = list(points) if used == "grid" else random.Random(seed).sample(points, trials)
             for strat, params in chosen:
-                if out_of_time():
-                    raise _OutOfTime
-                run(strat, params)
+                if runs.out_of_time():
+                    break
+                runs.run(strat, params)
         else:
             used = "optuna-tpe"
-            _optuna_trials(space, points, trials, seed, done, run, metric, search_idx, out_of_time)
-    except _OutOfTime:
-        pass
+            _optuna_trials(space, points, trials, seed, runs.done, runs.run, metric, search_idx, runs.out_of_time)
     finally:
-        beat.stop()
-        log.close()
-    stopped = ""
-    if len(done) < total and out_of_time():
-        stopped = (
-            f"the time budget ({time_budget:.0f} s) was spent after {len(done)} of {total} trials; "
+        runs.close()
+    rows = [base, *runs.done.values()]
+    args = (evaluator, "search", metric, rows, runs.t0, n0, max_tokens_retrieved, fixed, reqs, holdout, seed, n_boot)
+    return finish(*args, used, prefer=prefer, stopped=runs.stopped())
+
+
+class _Trials:
+    """The trials of one :func:`search`: each point evaluated once (``done``), saved to the journal as it
+    finishes, under the time budget and the progress heartbeat."""
+
+    def __init__(
+        self,
+        evaluator: Evaluator,
+        fixed: dict[str, Any],
+        metric: str,
+        max_tokens_retrieved: float | None,
+        reqs: list[tuple[str, str, float]],
+        say: Callable[[str], None],
+        total: int,
+    ) -> None:
+        self.evaluator, self.fixed, self.metric = evaluator, fixed, metric
+        self.max_tokens_retrieved, self.reqs, self.say, self.total = max_tokens_retrieved, reqs, say, total
+        self.done: dict[str, TuneRow] = {}
+        self.t0 = time.perf_counter()
+        self.budget: float | None = None
+
+    def start(self, budget: float | None, journal: str | Path | None, heartbeat: float) -> None:
+        self.budget = budget
+        self.log = _Journal(journal, self.metric)
+        self.beat = _Heartbeat(self.say, heartbeat, self.t0, self.total, self.metric, self.done)
+        self.say(
+            f"tune: the default configuration, then up to {self.total} trials"
+            + (f" within {budget:.0f} s" if budget is not None else "")
+            + (f"; finished trials are saved in {journal}" if journal is not None else "")
+        )
+
+    def out_of_time(self) -> bool:
+        return self.budget is not None and time.perf_counter() - self.t0 >= self.budget
+
+    def default(self) -> TuneRow:
+        with self.beat.running("the default configuration"):
+            base = evaluate_default(
+                self.evaluator, self.fixed, self.metric, self.max_tokens_retrieved, self.reqs, self.say, "[default]"
+            )
+        self.log.write(base)
+        self.beat.default = base
+        return base
+
+    def run(self, strat: str, params: dict[str, Any]) -> TuneRow:
+        key = json.dumps([strat, params], sort_keys=True)
+        if key not in self.done:
+            with self.beat.running(f"{strat} {json.dumps(params, sort_keys=True)}"):
+                row = evaluate_point(
+                    self.evaluator,
+                    strat,
+                    {**self.fixed, **params},
+                    self.metric,
+                    self.max_tokens_retrieved,
+                    self.reqs,
+                    self.say,
+                    f"[{len(self.done) + 1}/{self.total}]",
+                    {"strategy": strat, **params},
+                )
+            self.done[key] = row
+            self.log.write(row)
+        return self.done[key]
+
+    def close(self) -> None:
+        self.beat.stop()
+        self.log.close()
+
+    def stopped(self) -> str:
+        """The line said when the budget cut the search short ("" when it did not)."""
+        if len(self.done) >= self.total or not self.out_of_time():
+            return ""
+        line = (
+            f"the time budget ({self.budget:.0f} s) was spent after {len(self.done)} of {self.total} trials; "
             "the decision uses the trials finished"
         )
-        say(stopped)
-    rows = [base, *done.values()]
-    return finish(
-        evaluator,
-        "search",
-        metric,
-        rows,
-        t0,
-        n0,
-        max_tokens_retrieved,
-        fixed,
-        reqs,
-        holdout,
-        seed,
-        n_boot,
-        used,
-        prefer=prefer,
-        stopped=stopped,
-    )
-
-
-class _OutOfTime(Exception):
-    """Raised between trials when the time budget is spent."""
+        self.say(line)
+        return line
 
 
 class _Journal:
