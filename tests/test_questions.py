@@ -461,12 +461,16 @@ def test_tune_cli_says_no_significant_winner_and_writes_it(dataset, tmp_path, fa
             str(best),
         ]
     )
-    out = capsys.readouterr().out
-    assert rc == 0 and KEEP_DEFAULT in out
+    captured = capsys.readouterr()
+    assert rc == 0 and KEEP_DEFAULT in captured.out
     cfg = json.loads(best.read_text())
     decision = cfg["tuned"]["decision"]
     assert decision["verdict"] == NO_WINNER and cfg["strategy"] == "auto" and "too few" in decision["split"]
-    assert cfg["tuned"]["question_set"]["configurations"] == 3
+    qset = cfg["tuned"]["question_set"]
+    assert qset["configurations"] == 3 and "question set: best recall@5" in captured.out
+    # a saturated set (the topics' few queries are found by every configuration) says so in one line
+    warnings = [line for line in captured.err.splitlines() if "saturated" in line]
+    assert qset["saturated"] and qset["best"] == 1.0 and len(warnings) == 1 and "saturated" in decision["rule"]
 
 
 def test_eval_report_shows_generated_questions_beside_their_excerpts(kb, tmp_path, fake, capsys):
