@@ -1,6 +1,6 @@
 """How ``tune`` picks what it writes: a row per evaluated point (:class:`TuneRow`), the held-out split
-of the queries, and the paired-bootstrap comparison of the winner with the runner-up (:func:`decide`), whose
-outcome and reasons are a :class:`Decision`."""
+of the queries, the paired-bootstrap comparison with the default configuration (:func:`decide`), whose
+outcome and reasons are a :class:`Decision`, and how hard the question set was (:class:`Saturation`)."""
 
 from __future__ import annotations
 
@@ -139,7 +139,7 @@ def prior_key(row: TuneRow) -> tuple[int, float, float]:
     """How tied rows are ordered, best first: hybrid before dense retrieval, then more tokens retrieved (the
     larger context budget), then the search score. Both priors are measured: hybrid beat dense and larger
     budgets beat smaller ones on human questions wherever generated questions said so
-    (``benchmarks/bench_questions.py``), while the cheapest-within-the-interval rule lost up to 0.17 recall@5
+    (``benchmarks/bench_questions.py``), while "the cheapest within the interval" lost up to 0.17 recall@5
     on human queries by taking dense 128-token configurations."""
     assert row.result is not None
     tokens = next((v for k, v in row.result.scores.items() if k.startswith("tokens_retrieved@")), 0.0)

@@ -28,7 +28,7 @@ class TuneResult:
     max_tokens_retrieved: float | None = None
     fixed: dict[str, Any] = field(default_factory=dict)
     require: list[tuple[str, str, float]] = field(default_factory=list)
-    #: the row written by :meth:`best_config`: ``best``, or the cheapest within the interval (:class:`Decision`)
+    #: the row written by :meth:`best_config`: the default, or a row significantly better (:class:`Decision`)
     chosen: TuneRow | None = None
     decision: Decision | None = None
     #: how points were picked: "grid", "optuna-tpe" or "random"
