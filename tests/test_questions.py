@@ -643,3 +643,17 @@ def test_questions_copies_the_documents_byte_identical_and_references_read_back(
             for ref in row["references"]:
                 assert ds.documents[ref["doc"]].text[ref["start"] : ref["end"]] == ref["content"]
         assert json.loads((out / "questions.json").read_text())["documents_copied"] == 4
+
+
+def test_prefer_cheaper_is_asked_for_on_the_command_line(dataset, tmp_path, fake, capsys):
+    # 12-word chunks answer every topics query, as the default does, retrieving fewer tokens
+    argv = ["-q", "tune", dataset.path, "--strategy", "fixed", "--tokenizer", "words", "--grid", "max_tokens=12,40"]
+    written = {}
+    for prefer in ("quality", "cheaper"):
+        assert main([*argv, "-o", str(tmp_path / f"{prefer}.json"), "--prefer", prefer]) == 0
+        written[prefer] = json.loads((tmp_path / f"{prefer}.json").read_text())["tuned"]
+        assert ("--prefer cheaper" in capsys.readouterr().out) == (prefer == "cheaper")
+    assert written["cheaper"]["decision"]["rule"].startswith("--prefer cheaper")
+    assert not written["quality"]["decision"]["rule"].startswith("--prefer cheaper")
+    tokens = {p: w["scores"]["tokens_retrieved@5"] for p, w in written.items()}
+    assert tokens["cheaper"] < tokens["quality"] and written["quality"]["decision"]["chosen"].startswith("auto")
