@@ -227,6 +227,8 @@ def test_llm_questions_locate_excerpts_reject_the_rest_and_are_cached(kb, tmp_pa
     assert manifest["method"] == "llm" and manifest["model"] == "m" and "{passage}" in manifest["prompt"]
     assert manifest["rejected"]["answer not JSON with a question and an excerpt"] >= 1
     assert manifest["rejected"]["excerpt not found in the passage"] >= 1
+    measures = manifest["measures"]  # the LLM's questions are measured as the offline ones are
+    assert 0.0 <= measures["copied_share"] <= 1.0 and measures["median_words"] > 0
     ds = load_dataset(tmp_path / "ds")
     rows = [json.loads(line) for line in (tmp_path / "ds" / "queries.jsonl").read_text().splitlines()]
     assert ds.problems == [] and len(rows) == manifest["kept"] > 0 and f"{manifest['kept']} llm questions" in out
