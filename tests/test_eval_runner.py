@@ -133,7 +133,8 @@ def test_tune_finds_best_and_writes_a_config_chunk_accepts(dataset, tmp_path):
     fake = FakeEmbedder()
     ev = Evaluator(dataset, fake, k=5)
     grid = {"max_tokens": [3, 6, 12, 40], "overlap": [0, 2]}
-    result = tune(ev, "fixed", grid, metric="iou@5", fixed={"tokenizer": "words"})
+    # the grid's own mechanics: no default baseline (tests/test_questions.py tests the decision against it)
+    result = tune(ev, "fixed", grid, metric="iou@5", fixed={"tokenizer": "words"}, baseline=False)
     scored = [r for r in result.rows if r.score is not None]
     assert len(result.rows) == 8 and len(scored) == 8
     assert [r.score for r in scored] == sorted((r.score for r in scored), reverse=True)
@@ -149,7 +150,9 @@ def test_tune_finds_best_and_writes_a_config_chunk_accepts(dataset, tmp_path):
         name == "fixed" and params["tokenizer"] == "words" and params["max_tokens"] == result.best.params["max_tokens"]
     )
     # the token budget excludes configurations from winning
-    small = tune(ev, "fixed", grid, metric="recall@5", fixed={"tokenizer": "words"}, max_tokens_retrieved=20)
+    small = tune(
+        ev, "fixed", grid, metric="recall@5", fixed={"tokenizer": "words"}, max_tokens_retrieved=20, baseline=False
+    )
     assert small.best is None or small.best.result.scores["tokens_retrieved@5"] <= 20
     assert any(r.over_budget for r in small.rows)
 
@@ -160,7 +163,7 @@ def test_tune_rejects_unknown_parameters_and_reports_invalid_points(dataset):
         tune(ev, "fixed", {"chunk_size": [1, 2]})
     with pytest.raises(ConfigError, match="unknown metric"):
         tune(ev, "fixed", {"max_tokens": [5]}, metric="f1@5")
-    res = tune(ev, "fixed", {"max_tokens": [5, 10], "overlap": [7]}, fixed={"tokenizer": "words"})
+    res = tune(ev, "fixed", {"max_tokens": [5, 10], "overlap": [7]}, fixed={"tokenizer": "words"}, baseline=False)
     errors = [r for r in res.rows if r.error]
     assert len(errors) == 1 and "overlap (7) must be smaller than max_tokens (5)" in errors[0].error
     assert res.best.params["max_tokens"] == 10
@@ -226,9 +229,11 @@ def test_tune_requirements_keep_failing_points_from_winning(dataset):
 
     ev = Evaluator(dataset, FakeEmbedder())
     grid = {"max_tokens": [3, 6, 40]}
-    free = tune(ev, "fixed", grid, metric="recall@5", fixed={"tokenizer": "words"})
+    free = tune(ev, "fixed", grid, metric="recall@5", fixed={"tokenizer": "words"}, baseline=False)
     floor = free.best.result.scores["iou@5"] + 1e-9
-    res = tune(ev, "fixed", grid, metric="recall@5", fixed={"tokenizer": "words"}, require=[f"iou@5>={floor}"])
+    res = tune(
+        ev, "fixed", grid, metric="recall@5", fixed={"tokenizer": "words"}, require=[f"iou@5>={floor}"], baseline=False
+    )
     passing = [r for r in res.rows if r.score is not None and r.result.scores["iou@5"] >= floor]
     assert passing and res.best is max(passing, key=lambda r: r.score)
     assert res.best is not free.best and free.best.failed == []
@@ -236,7 +241,7 @@ def test_tune_requirements_keep_failing_points_from_winning(dataset):
     assert parse_requirement("iou@5 >= 0.072") == ("iou@5", ">=", 0.072)
     with pytest.raises(ConfigError, match="METRIC>=VALUE"):
         parse_requirement("iou@5 ~ 3")
-    impossible = tune(ev, "fixed", grid, fixed={"tokenizer": "words"}, require=["recall@5>1.5"])
+    impossible = tune(ev, "fixed", grid, fixed={"tokenizer": "words"}, require=["recall@5>1.5"], baseline=False)
     with pytest.raises(ConfigError, match="that meets recall@5>1.5"):
         impossible.best_config()
 

@@ -27,6 +27,7 @@ from chunkwise.evaluation.questions import (
 from chunkwise.evaluation.results import RunResult
 from chunkwise.evaluation.spec import RunSpec
 from chunkwise.evaluation.tune import NO_WINNER, SIGNIFICANT, SearchSpace, TuneRow, decide, search, split_queries
+from chunkwise.evaluation.tune_decide import KEEP_DEFAULT, saturation
 
 TOPICS = {
     "bees": "honey nectar hive queen eggs summer wax comb pollen swarm drone worker",
@@ -72,7 +73,7 @@ def fake(monkeypatch):
 # -- the generators -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("method", ["heldout", "cloze", "heading", "keyphrase"])
+@pytest.mark.parametrize("method", ["concepts", "heldout", "cloze", "heading", "keyphrase"])
 def test_offline_methods_write_a_dataset_eval_reads_back_exactly(kb, tmp_path, method):
     out = tmp_path / "ds"
     qs = make_questions([kb], out, method=method, n=12, seed=3)
@@ -226,6 +227,8 @@ def test_llm_questions_locate_excerpts_reject_the_rest_and_are_cached(kb, tmp_pa
     assert manifest["method"] == "llm" and manifest["model"] == "m" and "{passage}" in manifest["prompt"]
     assert manifest["rejected"]["answer not JSON with a question and an excerpt"] >= 1
     assert manifest["rejected"]["excerpt not found in the passage"] >= 1
+    measures = manifest["measures"]  # the LLM's questions are measured as the offline ones are
+    assert 0.0 <= measures["copied_share"] <= 1.0 and measures["median_words"] > 0
     ds = load_dataset(tmp_path / "ds")
     rows = [json.loads(line) for line in (tmp_path / "ds" / "queries.jsonl").read_text().splitlines()]
     assert ds.problems == [] and len(rows) == manifest["kept"] > 0 and f"{manifest['kept']} llm questions" in out
@@ -237,6 +240,59 @@ def test_llm_questions_locate_excerpts_reject_the_rest_and_are_cached(kb, tmp_pa
     assert main([*argv, "--force"]) == 0
     assert len(fake_openai.requests) == sent  # every answer came from the cache (keyed on the endpoint)
     assert (tmp_path / "ds" / "queries.jsonl").read_text().splitlines() == [json.dumps(r) for r in rows]
+
+
+NOISY = """Lighthouse keepers
+
+.. _beacon-notes: https://example.org/lights
+
+Um {disfmarker} Keeper: So what do we need ? Yeah , okay .
+The Fresnel lens of the Skerryvore tower focused the lamp into a beam seen thirty miles out at sea.
+See `the registry <https://example.org/registry>`_ and :class:`LampHouse` for **foggy** nights.
+Keepers trimmed the wicks every four hours , and the fog signal sounded a double blast each minute.
+
+Granite blocks were dovetailed so that Atlantic swells could not loosen the masonry of the tower.
+Supply boats brought paraffin , bread and letters from the shore station every fortnight in summer.
+Um {vocalsound} yeah .
+The last resident keepers left in 1982 when the light was automated and monitored from the mainland.
+"""
+
+
+def test_concepts_questions_copy_no_run_of_the_text_and_carry_no_markup(tmp_path):
+    from chunkwise.evaluation.question_sampling import copies_corpus, has_markup, word_grams
+
+    rng = random.Random(4)
+    docs = {"lights.rst": NOISY}
+    for topic, vocab in TOPICS.items():  # more passages, so the lighthouse words are distinctive
+        ws = vocab.split()
+        docs[f"{topic}.txt"] = " ".join(
+            " ".join(rng.choice(ws) for _ in range(12)).capitalize() + "." for _ in range(8)
+        )
+    qs = generate_questions(docs, method="concepts", n=40, seed=1)
+    grams = set().union(*(word_grams(t) for t in docs.values()))
+    assert qs.questions and all(q.kind == "concepts" for q in qs.questions)
+    for q in qs.questions:
+        assert not copies_corpus(q.query, grams) and not has_markup(q.query), q.query
+        for bad in ("disfmarker", "vocalsound", "http", "example.org", "LampHouse", "class", "::", "`"):
+            assert bad not in q.query, q.query
+        assert q.query.endswith("?") and q.start < q.end
+    assert qs.manifest["measures"]["copied_share"] == 0.0 and qs.manifest["measures"]["markup_share"] == 0.0
+    # the filler line gives no question: no question names only its words
+    fillers = {"um", "yeah", "okay", "keeper", "need"}
+    assert all(set(w.lower() for w in q.query[:-1].split()) - fillers for q in qs.questions)
+    lights = [q for q in qs.questions if q.doc == "lights.rst"]
+    assert lights and all(NOISY[q.start : q.end].strip() for q in lights)
+
+
+def test_copied_runs_and_markup_are_measured_as_the_issue_counts_them():
+    from chunkwise.evaluation.question_sampling import copies_corpus, has_markup, word_grams
+
+    grams = word_grams("the lamp was trimmed every four hours by the keeper on duty at night")
+    assert copies_corpus("Why the lamp was trimmed every four hours by the keeper?", grams)
+    assert not copies_corpus("How often did keepers trim the lamp at night?", grams)
+    for marked in ("see https://x.org", "Um {disfmarker} what", "use ``flask run``", "**bold** claim", ".. note::"):
+        assert has_markup(marked), marked
+    assert not has_markup("How does the Fresnel lens relate to the beam?")
 
 
 def test_a_failing_endpoint_fails_the_run_in_one_line_and_writes_nothing(kb, tmp_path, fake_openai, capsys):
@@ -265,44 +321,82 @@ def test_a_failing_endpoint_fails_the_run_in_one_line_and_writes_nothing(kb, tmp
 # -- tune: when it cannot tell -------------------------------------------------------------------------
 
 
-def test_two_identical_configurations_give_no_significant_winner(dataset):
+def test_two_identical_configurations_give_no_significant_winner_and_the_default_is_kept(dataset):
     ev = Evaluator(dataset, FakeEmbedder())
     # documents of about 20 words: caps of 40 and 41 words give the same chunks, so the same scores
     res = tune(ev, "fixed", {"max_tokens": [40, 41]}, metric="recall@5", fixed={"tokenizer": "words"})
-    a, b = (r.result for r in res.rows)
+    default = [r for r in res.rows if r.is_default]
+    a, b = (r.result for r in res.rows if not r.is_default)
+    assert len(default) == 1 and default[0].result.spec.strategy == "auto"
     assert np.array_equal(a.per_query["recall@5"], b.per_query["recall@5"])
-    assert res.decision.verdict == NO_WINNER and (res.decision.lo, res.decision.hi) == (0.0, 0.0)
+    assert res.decision.verdict == NO_WINNER and res.chosen is default[0]
     cfg = res.best_config()
-    assert cfg["tuned"]["decision"]["verdict"] == "no significant winner"
-    assert "cheapest" in cfg["tuned"]["decision"]["rule"]
+    assert cfg["strategy"] == "auto" and cfg["tuned"]["decision"]["rule"].startswith(KEEP_DEFAULT)
 
 
-def _row(name: str, scores: list[float], tokens: float) -> TuneRow:
+def _row(name: str, scores: list[float], tokens: float, hybrid: bool = True, default: bool = False) -> TuneRow:
     per = np.array(scores, dtype=float)
     result = RunResult(
-        RunSpec("fixed", {"max_tokens": len(name)}, label=name),
+        RunSpec("fixed", {"max_tokens": len(name)}, hybrid=hybrid, label=name),
         {"recall@5": per},
         {"recall@5": float(per.mean()), "tokens_retrieved@5": tokens},
         {"chunks": 10},
         [],
         {},
     )
-    return TuneRow({}, float(per.mean()), result, search_score=float(per.mean()))
+    return TuneRow({}, float(per.mean()), result, search_score=float(per.mean()), is_default=default)
 
 
-def test_decide_names_a_significant_winner_and_else_takes_the_cheapest_within_the_interval():
-    every = np.arange(40)
-    strong = _row("strong", [1.0] * 40, 900)
-    weak = _row("weak", [0.0] * 40, 100)
-    chosen, d = decide([strong, weak], "recall@5", every, every, "queries", 200, 0)
+EVERY = np.arange(40)
+
+
+def test_a_saturated_set_keeps_the_default_instead_of_the_cheapest():
+    # every configuration answers every question: the cheap dense one used to be written
+    default = _row("default", [1.0] * 40, 700, default=True)
+    cheap_dense = _row("cheap", [1.0] * 40, 150, hybrid=False)
+    other = _row("other", [1.0] * 39 + [0.0], 400)
+    chosen, d = decide([cheap_dense, default, other], "recall@5", EVERY, EVERY, "queries", 200, 0, default=default)
+    assert chosen is default and d.verdict == NO_WINNER and d.against == "the default"
+    assert d.summary("recall@5").endswith(KEEP_DEFAULT)
+    sat = saturation([default, cheap_dense, other], "recall@5")
+    assert sat.saturated and sat.best == 1.0 and sat.answered_by_all == pytest.approx(39 / 40)
+    assert sat.warning() is not None and "\n" not in sat.warning()
+
+
+def test_only_a_configuration_significantly_better_than_the_default_replaces_it():
+    default = _row("default", [1.0] * 20 + [0.0] * 20, 700, default=True)
+    lead = _row("lead", [1.0] * 22 + [0.0] * 18, 300)  # two queries ahead: noise
+    chosen, d = decide([lead, default], "recall@5", EVERY, EVERY, "queries", 200, 0, default=default)
+    assert chosen is default and d.lo <= 0 and d.rule == KEEP_DEFAULT
+    strong = _row("strong", [1.0] * 38 + [0.0] * 2, 300)
+    chosen, d = decide([strong, lead, default], "recall@5", EVERY, EVERY, "queries", 200, 0, default=default)
     assert chosen is strong and d.verdict == SIGNIFICANT and d.lo > 0
-    # a one-query lead (the 80.0 vs 77.5 of a 40-query tune): not significant; the cheaper one is written
-    lead = _row("lead", [1.0] * 32 + [0.0] * 8, 900)
-    close = _row("close", [1.0] * 31 + [0.0] * 9, 300)
-    far = _row("far", [0.0] * 40, 10)
-    chosen, d = decide([lead, close, far], "recall@5", every, every, "queries", 200, 0)
-    assert d.verdict == NO_WINNER and d.lo <= 0 <= d.hi and chosen is close  # far is significantly worse
-    assert "no significant winner: took the cheapest within the interval, close" in d.summary("recall@5")
+
+
+def test_ties_among_better_configurations_go_to_hybrid_then_the_larger_context_never_to_cost():
+    default = _row("default", [0.0] * 40, 700, default=True)
+    dense = _row("dense", [1.0] * 40, 100, hybrid=False)
+    small = _row("small", [1.0] * 39 + [0.0], 200)
+    large = _row("large", [1.0] * 39 + [0.0], 900)
+    chosen, d = decide([dense, small, large, default], "recall@5", EVERY, EVERY, "q", 200, 0, default=default)
+    assert chosen is large and d.verdict == SIGNIFICANT and "priors" in d.rule
+    # without a default row the winner is compared with the runner-up, and a tie also goes to the priors
+    lead = _row("lead", [1.0] * 32 + [0.0] * 8, 300, hybrid=False)
+    close = _row("close", [1.0] * 31 + [0.0] * 9, 900)
+    chosen, d = decide([lead, close], "recall@5", EVERY, EVERY, "queries", 200, 0)
+    assert d.verdict == NO_WINNER and chosen is close and "cheapest" not in d.rule
+
+
+def test_prefer_cheaper_takes_the_cheapest_not_significantly_worse():
+    default = _row("default", [1.0] * 40, 700, default=True)
+    cheap = _row("cheap", [1.0] * 39 + [0.0], 150, hybrid=False)
+    worse = _row("worse", [0.0] * 40, 10)
+    chosen, d = decide(
+        [default, cheap, worse], "recall@5", EVERY, EVERY, "q", 200, 0, default=default, prefer="cheaper"
+    )
+    assert chosen is cheap and "--prefer cheaper" in d.summary("recall@5")
+    with pytest.raises(ConfigError, match="prefer"):
+        decide([default], "recall@5", EVERY, EVERY, "q", default=default, prefer="cheapest")
 
 
 def test_holdout_split_is_seeded_disjoint_and_refused_when_too_small():
@@ -325,13 +419,14 @@ def test_search_evaluates_distinct_points_seeded(kb, tmp_path):
         search(Evaluator(ds, FakeEmbedder()), space, trials=6, fixed={"tokenizer": "words"}, seed=5) for _ in range(2)
     ]
     names = [[r.result.name for r in res.rows] for res in runs]
-    assert names[0] == names[1] and len(set(names[0])) == 6 and runs[0].sampler == "optuna-tpe"
-    assert {r.params["strategy"] for r in runs[0].rows} <= {"fixed", "sentence", "recursive"}
+    assert names[0] == names[1] and len(set(names[0])) == 7 and runs[0].sampler == "optuna-tpe"  # 6 + the default
+    searched = [r for r in runs[0].rows if not r.is_default]
+    assert {r.params["strategy"] for r in searched} <= {"fixed", "sentence", "recursive"} and len(searched) == 6
     cfg = runs[0].best_config()
     assert cfg["tuned"]["sampler"] == "optuna-tpe" and cfg["tuned"]["decision"]["queries"] == len(ds.queries)
     small = SearchSpace(strategies=["fixed"], max_tokens=[8], overlap=[0], retrieval=["dense", "zscore"])
     whole = search(Evaluator(ds, FakeEmbedder()), small, trials=6, fixed={"tokenizer": "words"})
-    assert whole.sampler == "grid" and len(whole.rows) == 2
+    assert whole.sampler == "grid" and len(whole.rows) == 3
 
 
 # -- the acceptance path: documents -> questions -> tune -> index --config -> ask, offline -------------
@@ -368,10 +463,16 @@ def test_tune_cli_says_no_significant_winner_and_writes_it(dataset, tmp_path, fa
             str(best),
         ]
     )
-    out = capsys.readouterr().out
-    assert rc == 0 and "no significant winner: took the cheapest within the interval" in out
-    decision = json.loads(best.read_text())["tuned"]["decision"]
-    assert decision["verdict"] == NO_WINNER and decision["ci95"] == [0.0, 0.0] and "too few" in decision["split"]
+    captured = capsys.readouterr()
+    assert rc == 0 and KEEP_DEFAULT in captured.out
+    cfg = json.loads(best.read_text())
+    decision = cfg["tuned"]["decision"]
+    assert decision["verdict"] == NO_WINNER and cfg["strategy"] == "auto" and "too few" in decision["split"]
+    qset = cfg["tuned"]["question_set"]
+    assert qset["configurations"] == 3 and "question set: best recall@5" in captured.out
+    # a saturated set (the topics' few queries are found by every configuration) says so in one line
+    warnings = [line for line in captured.err.splitlines() if "saturated" in line]
+    assert qset["saturated"] and qset["best"] == 1.0 and len(warnings) == 1 and "saturated" in decision["rule"]
 
 
 def test_eval_report_shows_generated_questions_beside_their_excerpts(kb, tmp_path, fake, capsys):
@@ -384,6 +485,13 @@ def test_eval_report_shows_generated_questions_beside_their_excerpts(kb, tmp_pat
     assert main(["eval", str(out), "--run", spec, "--report", str(report), "--format", "json", "-q"]) == 0
     page = report.read_text(encoding="utf-8")
     assert "Generated questions (method cloze, seed 5)" in page
+    # the excerpt column wraps inside the page width (a fixed layout, no nowrap cells, no side-scroller)
+    table = page[page.index("Generated questions (method cloze") :]
+    assert table.index("<table class=wrap>") < table.index("<th>excerpt</th>")
+    assert (
+        "table.wrap{table-layout:fixed;width:100%}" in page
+        and "white-space:normal" in page.split("table.wrap td")[1][:80]
+    )
     ds = load_dataset(out)
     for q in ds.queries:
         ref = q.references[0]
@@ -392,3 +500,162 @@ def test_eval_report_shows_generated_questions_beside_their_excerpts(kb, tmp_pat
         assert row in page, q.text
     data = json.loads(capsys.readouterr().out)
     assert data["generated"]["total"] == len(qs.questions) and data["generated"]["manifest"]["seed"] == 5
+
+
+# -- tune: a search a user can wait for ------------------------------------------------------------------
+
+
+def test_duration_parsing_and_the_trials_file_beside_the_config():
+    from chunkwise.cli.tune_search import journal_path, parse_duration
+
+    assert parse_duration("10m") == 600.0 and parse_duration("90s") == 90.0 and parse_duration("2") == 2.0
+    assert parse_duration("1.5h") == 5400.0
+    for bad in ("ten", "-1m", "0"):
+        with pytest.raises(ConfigError, match="--time"):
+            parse_duration(bad)
+    assert journal_path("out/best.json") == "out/best.trials.jsonl"
+
+
+def test_a_spent_time_budget_starts_no_trial_and_says_so(kb, tmp_path):
+    make_questions([kb], tmp_path / "ds", n=30, seed=0)
+    ds = load_dataset(tmp_path / "ds")
+    lines: list[str] = []
+    res = search(
+        Evaluator(ds, FakeEmbedder()),
+        SearchSpace(max_tokens=[16, 32]),
+        trials=6,
+        fixed={"tokenizer": "words"},
+        time_budget=1e-9,
+        progress=lines.append,
+    )
+    assert [r.is_default for r in res.rows] == [True]  # only the default, evaluated before the budget counts
+    assert res.chosen is res.rows[0] and "time budget" in res.stopped and res.best_config()["tuned"]["stopped"]
+    assert any("time budget" in line for line in lines)
+    with pytest.raises(ConfigError, match="--time"):
+        search(Evaluator(ds, FakeEmbedder()), trials=2, time_budget=0)
+
+
+class SlowEmbedder(FakeEmbedder):
+    """A FakeEmbedder that takes ``delay`` seconds per call: a trial long enough for the progress line."""
+
+    def __init__(self, delay: float):
+        super().__init__()
+        self.delay = delay
+
+    def embed(self, texts):
+        import time
+
+        time.sleep(self.delay)
+        return super().embed(texts)
+
+
+def test_progress_lines_come_while_a_trial_runs_and_every_text_is_embedded_once(kb, tmp_path):
+    make_questions([kb], tmp_path / "ds", n=20, seed=0)
+    ds = load_dataset(tmp_path / "ds")
+    lines: list[str] = []
+    emb = SlowEmbedder(0.05)
+    res = search(
+        Evaluator(ds, emb),
+        SearchSpace(strategies=["fixed", "sentence"], max_tokens=[16, 32], overlap=[0], retrieval=["dense", "zscore"]),
+        trials=8,
+        fixed={"tokenizer": "words"},
+        progress=lines.append,
+        heartbeat=0.01,
+    )
+    assert lines[0].startswith("tune: the default configuration, then up to 8 trials")
+    beats = [line for line in lines[1:] if line.startswith("tune: ")]
+    assert beats and all("trials done" in b and "left" in b for b in beats)
+    assert any("best so far" in b for b in beats)  # after the default's score is known
+    sent = [t for call in emb.calls for t in call]
+    assert len(res.rows) == 9 and len(sent) == len(set(sent))  # dense and hybrid share chunks: embedded once
+
+
+@pytest.mark.slow
+def test_a_killed_search_keeps_the_trials_it_finished(kb, tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    make_questions([kb], tmp_path / "ds", n=20, seed=0)
+    journal = tmp_path / "best.trials.jsonl"
+    script = f"""
+import sys
+sys.path.insert(0, {str(Path(__file__).parent)!r})
+from test_questions import SlowEmbedder
+from chunkwise.evaluation import Evaluator, load_dataset
+from chunkwise.evaluation.tune import SearchSpace, search
+ds = load_dataset({str(tmp_path / "ds")!r})
+search(Evaluator(ds, SlowEmbedder(0.3)), SearchSpace(max_tokens=[16, 32, 64]), trials=30,
+       fixed={{"tokenizer": "words"}}, journal={str(journal)!r})
+"""
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(Path(chunkwise.__file__).parents[1]), os.environ.get("PYTHONPATH", "")]),
+    }
+    proc = subprocess.Popen([sys.executable, "-c", script], env=env, stderr=subprocess.PIPE)
+    try:
+        for _ in range(1200):  # up to 2 minutes for the default and two trials
+            if journal.exists() and journal.read_text().count("\n") >= 3 or proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    rows = [json.loads(line) for line in journal.read_text().splitlines()]
+    assert len(rows) >= 3 and rows[0]["default"] is True and rows[0]["config"]["strategy"] == "auto"
+    n = len(load_dataset(tmp_path / "ds").queries)
+    assert all(len(r["per_query"]["recall@5"]) == n and "recall@5" in r["scores"] for r in rows)
+
+
+# -- questions: the documents are copied as they are ----------------------------------------------------
+
+
+def test_questions_copies_the_documents_byte_identical_and_references_read_back(tmp_path, fake):
+    docs = tmp_path / "src"
+    (docs / "code").mkdir(parents=True)
+    (docs / "notes.txt").write_bytes(
+        b"The harbour  pilot boards\r\nthe ship at the outer buoy.  Tugs take over at the breakwater.\r\n\r\n"
+        b"Cargo manifests are checked by customs officers before the hatches open.   \r\n"
+    )
+    (docs / "guide.rst").write_bytes(
+        b"Harbour guide\n=============\n\nThe lock keeper opens the sea gates at high water and\ncloses them "
+        b"when the tide turns.  Pilots wait in\nthe lee of the breakwater for the signal.\n"
+    )
+    (docs / "code" / "tide.py").write_bytes(
+        b'def tide(hour):\n\t"""The tide height at an hour, in metres."""\n\treturn 2.5 + hour * 0.1  \n'
+    )
+    (docs / "readme.md").write_bytes(
+        "# Pilots\n\nA pilot knows the channel’s sandbanks and the wrecks marked on the chart.\n".encode()
+    )
+    for method in ("concepts", "keyphrase"):
+        out = tmp_path / f"ds-{method}"
+        assert main(["-q", "questions", str(docs), "-o", str(out), "-n", "20", "--method", method, "--all-files"]) == 0
+        for f in docs.rglob("*"):
+            if f.is_file():
+                copy = out / "docs" / f.relative_to(docs)
+                assert copy.read_bytes() == f.read_bytes(), f.name
+        ds = load_dataset(out)
+        assert ds.problems == []
+        for row in map(json.loads, (out / "queries.jsonl").read_text().splitlines()):
+            for ref in row["references"]:
+                assert ds.documents[ref["doc"]].text[ref["start"] : ref["end"]] == ref["content"]
+        assert json.loads((out / "questions.json").read_text())["documents_copied"] == 4
+
+
+def test_prefer_cheaper_is_asked_for_on_the_command_line(dataset, tmp_path, fake, capsys):
+    # 12-word chunks answer every topics query, as the default does, retrieving fewer tokens
+    argv = ["-q", "tune", dataset.path, "--strategy", "fixed", "--tokenizer", "words", "--grid", "max_tokens=12,40"]
+    written = {}
+    for prefer in ("quality", "cheaper"):
+        assert main([*argv, "-o", str(tmp_path / f"{prefer}.json"), "--prefer", prefer]) == 0
+        written[prefer] = json.loads((tmp_path / f"{prefer}.json").read_text())["tuned"]
+        assert ("--prefer cheaper" in capsys.readouterr().out) == (prefer == "cheaper")
+    assert written["cheaper"]["decision"]["rule"].startswith("--prefer cheaper")
+    assert not written["quality"]["decision"]["rule"].startswith("--prefer cheaper")
+    tokens = {p: w["scores"]["tokens_retrieved@5"] for p, w in written.items()}
+    assert tokens["cheaper"] < tokens["quality"] and written["quality"]["decision"]["chosen"].startswith("auto")

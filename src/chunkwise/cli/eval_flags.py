@@ -203,3 +203,17 @@ def add_search_options(t: argparse.ArgumentParser) -> None:
         help="dense, zscore (hybrid, z-score fusion), rrf (hybrid, RRF) (default all three)",
     )
     g.add_argument("--rrf-ks", default=None, metavar="LIST", help="RRF constants for rrf (default 10,60)")
+    g.add_argument(
+        "--time",
+        default=None,
+        metavar="DURATION",
+        help="wall-clock budget of the search, e.g. 10m, 90s, 1h: no trial starts once it is spent (default 6m)",
+    )
+    t.add_argument(
+        "--prefer",
+        choices=("quality", "cheaper"),
+        default="quality",
+        help="quality (default): a configuration replaces the default only when significantly better, ties "
+        "broken by hybrid over dense then the larger context; cheaper: the cheapest configuration not "
+        "significantly worse than the default or the best",
+    )

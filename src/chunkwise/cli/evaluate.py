@@ -127,11 +127,12 @@ def run_eval(args) -> int:
 
 def run_tune(args) -> int:
     from ..evaluation.tune import check_grid, parse_grid, parse_metric, parse_requirement, tune, write_config
+    from .tune_search import print_question_set, run_search
 
     if args.trials is not None or (not args.grid and not args.strategy and not args.config):
-        from .tune_search import run_search
-
         return run_search(args)
+    if args.time is not None:
+        raise ConfigError("--time budgets the search (tune --trials N); a --grid evaluates every point")
     if not args.strategy and not args.config:
         raise ConfigError("tune needs --strategy NAME (or --config FILE) and at least one --grid NAME=V1,V2")
     if not args.grid:
@@ -155,12 +156,14 @@ def run_tune(args) -> int:
         _progress(args),
         require=require,
         holdout=args.holdout,
+        prefer=args.prefer,
     )
     _print_leaderboard(result, evaluator.k, args.top)
     print(
         f"\n{len(result.rows)} configurations in {result.seconds:.1f} s; {result.texts_embedded} texts sent to "
         f"the embedder (the rest came from the memo or the cache)"
     )
+    print_question_set(result)
     config = result.best_config(dataset=str(args.dataset), embedder=evaluator.embedder.model_id)
     best = result.chosen
     assert best is not None and best.result is not None and best.score is not None  # best_config raised otherwise

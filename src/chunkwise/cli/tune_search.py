@@ -12,6 +12,30 @@ import sys
 from ..errors import ConfigError
 
 DEFAULT_TRIALS = 30
+#: the search's wall-clock budget without --time
+DEFAULT_TIME = "6m"
+
+
+def parse_duration(text: str) -> float:
+    """``"10m"`` -> 600.0: seconds from a number with an optional unit s, m or h (no unit: seconds)."""
+    t = text.strip().lower()
+    unit = {"s": 1.0, "m": 60.0, "h": 3600.0}.get(t[-1:], None)
+    number = t[:-1] if unit is not None else t
+    try:
+        value = float(number) * (unit or 1.0)
+    except ValueError:
+        raise ConfigError(f"--time expects a duration such as 10m, 90s or 1h, got {text!r}") from None
+    if not value > 0:
+        raise ConfigError(f"--time must be positive, got {text!r}")
+    return value
+
+
+def journal_path(output: str) -> str:
+    """Where the finished trials are saved as they come: beside ``-o FILE.json``, ``FILE.trials.jsonl``."""
+    from pathlib import Path
+
+    p = Path(output)
+    return str(p.with_name(p.stem + ".trials.jsonl"))
 
 
 def _list(text: str | None, kind: type, flag: str) -> list | None:
@@ -64,6 +88,11 @@ def run_search(args) -> int:
     fixed = _fixed_from_args(args)
     require = [parse_requirement(r) for r in args.require]
     trials = args.trials if args.trials is not None else DEFAULT_TRIALS
+    budget = parse_duration(args.time or DEFAULT_TIME)
+    journal = journal_path(args.output)
+    say = _progress(args)
+    if say is not None:
+        say(f"tune: reading {args.dataset} and loading the embedder")
     ds = _dataset(args)
     evaluator = _evaluator(args, ds, k=metric_k or args.k)
     result = search(
@@ -73,17 +102,21 @@ def run_search(args) -> int:
         metric,
         fixed,
         args.max_tokens_retrieved,
-        _progress(args),
+        say,
         require,
         holdout=args.holdout,
         seed=args.seed,
         n_boot=args.bootstrap,
+        time_budget=budget,
+        journal=journal,
+        prefer=args.prefer,
     )
     _print_leaderboard(result, evaluator.k, args.top)
     print(
         f"\n{len(result.rows)} configurations ({result.sampler}, of {len(space.points())} in the space) in "
-        f"{result.seconds:.1f} s; {result.texts_embedded} texts sent to the embedder"
+        f"{result.seconds:.1f} s; {result.texts_embedded} texts sent to the embedder; trials saved in {journal}"
     )
+    print_question_set(result)
     config = result.best_config(dataset=str(args.dataset), embedder=evaluator.embedder.model_id)
     chosen = result.chosen
     assert chosen is not None and chosen.score is not None  # best_config raised otherwise
@@ -101,6 +134,16 @@ def run_search(args) -> int:
     if args.report and not args.quiet:
         print("chunkwise: --report is written by --grid searches only", file=sys.stderr)
     return 0
+
+
+def print_question_set(result) -> None:
+    """How hard the question set was (one line) and, when it is saturated, one warning line."""
+    if result.saturation is None:
+        return
+    print(result.saturation.line())
+    warning = result.saturation.warning()
+    if warning:
+        print(f"chunkwise: {warning}", file=sys.stderr)
 
 
 def _fixed_from_args(args) -> dict:
@@ -125,4 +168,4 @@ def _fixed_from_args(args) -> dict:
     return fixed
 
 
-__all__ = ["run_search", "space_from_args", "DEFAULT_TRIALS"]
+__all__ = ["run_search", "space_from_args", "parse_duration", "journal_path", "DEFAULT_TRIALS", "DEFAULT_TIME"]

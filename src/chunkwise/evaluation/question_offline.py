@@ -1,12 +1,14 @@
-"""The offline question generators of :mod:`.questions`: ``heldout`` and ``cloze`` (a sentence of a
-passage as the query), ``heading`` (a Markdown heading for its section) and ``keyphrase`` (a passage's most
-distinctive words). Each offers its questions to the shared filter and stops at ``n`` kept."""
+"""The offline question generators of :mod:`.questions`: ``concepts`` (two key phrases of a passage asked
+about in words of the generator's own), ``heldout`` and ``cloze`` (a sentence of a passage as the query),
+``heading`` (a Markdown heading for its section) and ``keyphrase`` (a passage's most distinctive words).
+Each offers its questions to the shared filter and stops at ``n`` kept."""
 
 from __future__ import annotations
 
 import bisect
 import math
 import random
+import re
 from collections import Counter
 from collections.abc import Callable
 
@@ -165,3 +167,138 @@ def keyphrase_questions(docs: dict[str, Document], order: list[Passage], n: int,
             flt.rejected["passage with under 2 distinctive words"] += 1
             continue
         flt.offer(Question(" ".join(terms), p.doc, p.start, p.end, "keyphrase"), "")
+
+
+# -- concepts: questions about a passage's key phrases, in words of their own ----------------------------
+
+#: what is cut out of a sentence before its phrases are read: URLs, {disfluency} tokens, inline code and
+#: roles, link targets and tags, Markdown/reStructuredText link syntax
+_NOISE = re.compile(
+    r"https?://\S+|www\.\S+|\{[^{}\s]*\}|``[^`]*``|`[^`]*`_*|:[\w.-]+:|<[^<>]*>|\[[^\]]*\]\([^)]*\)|\|[^|]*\||\S+@\S+"
+)
+#: a word of a phrase: letters only (an apostrophe or hyphen inside), so no markup or identifier survives
+_LETTERS = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*")
+#: spoken fillers and vague words: never a key phrase
+_FILLERS = frozenset(
+    "um uh uhm mm hmm mhm yeah yep okay ok oh ah er like gonna wanna right well so just know think really actually "
+    "kind sort thing things stuff lot lots going get got go let lets yes maybe probably say said see mean means "
+    "want need make made way good great also still even something anything everything nothing someone "
+    "anyone everyone bit little quite pretty sure yes no hello hi thanks thank please sorry bye alright "
+    "example instance case cases following anyway welcome".split()
+)
+#: words a phrase may hold, and the phrases a question names
+CONCEPT_PHRASE_WORDS, CONCEPT_MIN_WORDS = 3, 6
+#: a phrase whose words are all in more than this share of the passages is too common to ask about
+CONCEPT_COMMON = 0.25
+#: the question forms, rotated by the seed: none repeats the passage's own wording
+CONCEPT_TEMPLATES = (
+    "What is said about {a} and {b}?",
+    "How does {a} relate to {b}?",
+    "What is the connection between {a} and {b}?",
+    "What role does {a} play with regard to {b}?",
+    "Why does {a} matter for {b}?",
+    "What do we learn about {b} in connection with {a}?",
+)
+
+
+#: a sentence that reads as code, not prose: its phrases are not concepts
+_CODE = re.compile(r"\b(def|import|return|self|lambda|elif|var|const|function)\b|[=;{}]|\w\(|\)\s*:|^\s{4}|>>>|\$ ")
+
+
+#: a transcript's speaker label ("Project Manager: "), not part of what is said
+_SPEAKER = re.compile(r"^\s*[A-Z][\w .'-]{0,30}:\s+")
+
+
+def _weak(phrase: str) -> bool:
+    """A one-word phrase that names no concept: a verb or adverb form, or a short word (not a name)."""
+    if " " in phrase or phrase[:1].isupper():
+        return False
+    return len(phrase) < 5 or phrase.endswith(("ed", "ing", "ly"))
+
+
+def _phrases(sentence: str) -> list[str]:
+    """Runs of up to :data:`CONCEPT_PHRASE_WORDS` content words inside ``sentence`` (split at punctuation,
+    stop words and fillers), after the noise (:data:`_NOISE`) is cut out; a capitalised word keeps its
+    case (a name) unless it starts the sentence. Code-like sentences and weak one-word phrases give none."""
+    if _CODE.search(sentence):
+        return []
+    clean = _NOISE.sub(" , ", _SPEAKER.sub("", sentence))
+    out: list[str] = []
+    for seg in re.split(r"[^\w\s'’-]|_|\d", clean):
+        run: list[str] = []
+        for m in _LETTERS.finditer(seg):
+            w = m.group()
+            low = w.lower()
+            if low in _STOP or low in _FILLERS or len(low) < 3:
+                if run:
+                    out.append(" ".join(run))
+                run = []
+                continue
+            first = not out and not run and m.start() == len(seg) - len(seg.lstrip())
+            run.append(
+                w if (w[:1].isupper() and not first and not w.isupper()) or (w.isupper() and len(w) > 1) else low
+            )
+            if len(run) == CONCEPT_PHRASE_WORDS:
+                out.append(" ".join(run))
+                run = []
+        if run:
+            out.append(" ".join(run))
+    return [x for x in out if not _weak(x)]
+
+
+def concept_questions(
+    docs: dict[str, Document], order: list[Passage], n: int, flt: QuestionFilter, rng: random.Random
+) -> None:
+    """``concepts``: two key phrases of a passage, from two of its sentences where it has several, asked
+    about in a question form of the generator's own (:data:`CONCEPT_TEMPLATES`); the reference is the
+    passage, so the question is answered across its sentences. A phrase is scored by the mean inverse
+    passage frequency of its words; a phrase with a word found in one passage only comes last (the
+    question should not be one rare word away from its answer). Sentences whose phrases are all
+    common (context-free: "So what do we need?") give no question."""
+    df: Counter = Counter()
+    phrases_of: list[list[list[str]]] = []
+    for p in order:
+        text = docs[p.doc].text
+        per_sentence = [_phrases(text[s:e]) for s, e in p.sentences]
+        phrases_of.append(per_sentence)
+        df.update({w.lower() for ph in per_sentence for x in ph for w in x.split()})
+    total = max(1, len(order))
+
+    def score(phrase: str) -> float:
+        ws = [w.lower() for w in phrase.split()]
+        idf = [math.log((1 + total) / (1 + df[w])) for w in ws]
+        # a word of one passage only makes the question a string match: such phrases come last
+        return sum(idf) / len(idf) + 0.25 * (len(ws) - 1) - (10.0 if any(df[w] <= 1 for w in ws) else 0.0)
+
+    def rarest(phrase: str) -> float:
+        return max(math.log((1 + total) / (1 + df[w.lower()])) for w in phrase.split())
+
+    # a word in over a quarter of the passages (and at least 3) names no one passage: too common to ask about
+    floor = math.log((1 + total) / (1 + max(3.0, CONCEPT_COMMON * total)))
+    for i, p in enumerate(order):
+        if len(flt.kept) >= n:
+            break
+        text = docs[p.doc].text
+        if len(words(text[p.start : p.end])) < CONCEPT_MIN_WORDS:
+            flt.rejected["passage under 6 words"] += 1
+            continue
+        best = []
+        for ph in phrases_of[i]:
+            good = sorted((x for x in ph if rarest(x) >= floor), key=lambda x: (-score(x), x))
+            best.append(good)
+        picks: list[str] = []
+        lanes = sorted(range(len(best)), key=lambda j: -score(best[j][0]) if best[j] else 0.0)
+        for j in lanes:  # one phrase from each of the two best sentences, then more from the best
+            if best[j] and len(picks) < 2:
+                picks.append(best[j][0])
+        for j in lanes:
+            for x in best[j][1:]:
+                if len(picks) < 2 and not set(x.lower().split()) & {w.lower() for y in picks for w in y.split()}:
+                    picks.append(x)
+        if len(picks) < 2 or set(picks[0].lower().split()) & set(picks[1].lower().split()):
+            flt.rejected["context-free passage (under 2 distinctive phrases)"] += 1
+            continue
+        a, b = picks if rng.random() < 0.5 else picks[::-1]
+        query = rng.choice(CONCEPT_TEMPLATES).format(a=a, b=b)
+        query = query[0].upper() + query[1:]
+        flt.offer(Question(query, p.doc, p.start, p.end, "concepts"), text[p.start : p.end])

@@ -55,6 +55,8 @@ class QuestionSet:
     questions: list[Question]
     manifest: dict[str, Any]
     rejected: Counter = field(default_factory=Counter)
+    #: document id -> the original file, copied byte-identical into ``docs/`` (documents not rewritten)
+    originals: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -164,3 +166,46 @@ class QuestionFilter:
             return False
         self.kept.append(q)
         return True
+
+
+# -- how a generated set reads: copied runs and markup ------------------------------------------------
+
+#: a question "copies" its corpus when it holds a run of this many words found in the corpus
+COPIED_RUN_WORDS = 8
+_MARKUP = re.compile(
+    r"https?://|www\.|\{[a-z]+\}|`|\*\*|::|^\s*[#>|*-]\s|\[[^\]]*\]\(|<[^>]+>|\|\s|\.\. |:[a-z]+:`|_{2,}|={3,}|-{3,}"
+)
+
+
+def word_grams(text: str, n: int = COPIED_RUN_WORDS) -> set[int]:
+    """Hashes of every run of ``n`` words of ``text`` (lower-cased), to test queries against."""
+    w = words(text)
+    return {hash(tuple(w[i : i + n])) for i in range(len(w) - n + 1)}
+
+
+def copies_corpus(query: str, grams: set[int], n: int = COPIED_RUN_WORDS) -> bool:
+    """Whether ``query`` holds a run of ``n`` words found in the corpus whose :func:`word_grams` are ``grams``."""
+    w = words(query)
+    return any(hash(tuple(w[i : i + n])) in grams for i in range(len(w) - n + 1))
+
+
+def has_markup(query: str) -> bool:
+    """Whether ``query`` carries Markdown or reStructuredText markup, a URL, an HTML tag or a
+    ``{disfluency}`` token."""
+    return bool(_MARKUP.search(query))
+
+
+def text_measures(questions: Sequence[Question], texts: Mapping[str, str]) -> dict[str, Any]:
+    """The share of ``questions`` that copy a run of :data:`COPIED_RUN_WORDS` words from ``texts`` and the
+    share that carry markup (the manifest's ``measures``), and the median question length in words."""
+    grams: set[int] = set()
+    for t in texts.values():
+        grams |= word_grams(t)
+    n = len(questions) or 1
+    lengths = sorted(len(words(q.query)) for q in questions)
+    return {
+        "copied_run_words": COPIED_RUN_WORDS,
+        "copied_share": round(sum(copies_corpus(q.query, grams) for q in questions) / n, 4),
+        "markup_share": round(sum(has_markup(q.query) for q in questions) / n, 4),
+        "median_words": lengths[len(lengths) // 2] if lengths else 0,
+    }

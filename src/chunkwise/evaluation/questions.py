@@ -7,10 +7,16 @@ model, seed, filters, how many questions were kept and why the others were rejec
 
 Generators (``method``):
 
+- ``concepts`` (the offline default): two key phrases of a passage (the phrases of its words rarest across
+  the corpus's passages, from two different sentences where it has several; URLs, markup, code and
+  ``{disfluency}`` tokens cut out first) asked about in a question form of the generator's own ("How does
+  A relate to B?"); the reference is the whole passage, answered across its sentences. No sentence of the
+  text is copied into the question, and passages without two distinctive phrases (context-free talk)
+  give none.
 - ``heldout`` (inverse cloze task): a sentence of a passage is the query and is
   *removed from the written document*; the reference is the passage it came from, so the query never
   matches its answer word for word and retrieval has to find the context it was taken out of.
-- ``cloze`` (the offline default): the same sentence as the query, left in the document; the reference is
+- ``cloze``: the same sentence as the query, left in the document; the reference is
   its neighbours (the sentence itself excluded), so a chunking scores when it keeps a sentence together with
   its context. The written documents are the originals, so the dataset's corpus is the one users index.
 - ``heading``: a Markdown heading is the query for its section's text (documents without headings give
@@ -54,7 +60,7 @@ from typing import Any
 from ..document import Document
 from ..errors import ConfigError, InputError
 from .question_llm import LLM_PASSAGE_CHARS, PROMPT, STYLES, SYSTEM, llm_questions, locate
-from .question_offline import heading_questions, heldout_questions, keyphrase_questions
+from .question_offline import concept_questions, heading_questions, heldout_questions, keyphrase_questions
 from .question_sampling import (
     PASSAGE_CHARS,
     Question,
@@ -64,14 +70,16 @@ from .question_sampling import (
     lexical_overlap,
     passages,
     stratified,
+    text_measures,
 )
 
 #: the generators, offline ones first
-OFFLINE_METHODS = ("heldout", "cloze", "heading", "keyphrase")
+OFFLINE_METHODS = ("concepts", "heldout", "cloze", "heading", "keyphrase")
 METHODS = (*OFFLINE_METHODS, "llm")
-#: what ``questions`` uses without an LLM endpoint: of the proxies, the one whose pipeline rankings agreed
-#: best with human questions' (benchmarks/bench_questions.py; docs/evaluation.md "Generated questions")
-DEFAULT_OFFLINE_METHOD = "cloze"
+#: what ``questions`` uses without an LLM endpoint: the one offline proxy whose questions copy no run of 8
+#: words from the corpus (``cloze`` copied one in 72-99 % of its questions on the public sets, and carried
+#: markup in up to 37 %: benchmarks/results/tuning.md)
+DEFAULT_OFFLINE_METHOD = "concepts"
 
 
 def generate_questions(
@@ -107,6 +115,8 @@ def generate_questions(
     texts = {k: d.text for k, d in docs.items()}
     if method in ("heldout", "cloze"):
         texts = heldout_questions(docs, order, n, flt, rng, mask=method == "heldout")
+    elif method == "concepts":
+        concept_questions(docs, order, n, flt, rng)
     elif method == "heading":
         heading_questions(docs, n, flt, rng)
     elif method == "keyphrase":
@@ -114,6 +124,9 @@ def generate_questions(
     else:
         llm_questions(docs, order, n, flt, client, list(styles), concurrency, progress)
     manifest = _manifest(method, seed, n, flt, len(order), len(docs), size, max_overlap, max_jaccard)
+    manifest["measures"] = text_measures(flt.kept, texts)
+    originals = _originals(docs, texts)
+    texts, kept = _rename_rewritten(texts, flt.kept, {k: d.text for k, d in docs.items()})
     if method == "llm":
         manifest.update(
             {
@@ -124,11 +137,30 @@ def generate_questions(
                 "endpoint": getattr(client, "url", None),
             }
         )
-    manifest["bias"] = (
-        "questions are drawn from the text itself, so they favour lexical (BM25) matching more "
-        "than people's questions; use them to compare pipelines, not as absolute scores"
-    )
-    return QuestionSet(texts, flt.kept, manifest, flt.rejected)
+    manifest["documents_copied"] = len(originals)
+    return QuestionSet(texts, kept, manifest, flt.rejected, originals)
+
+
+def _originals(docs: Mapping[str, Document], texts: Mapping[str, str]) -> dict[str, str]:
+    """The documents written as byte-identical copies: those read from a file and not rewritten."""
+    return {
+        k: str(d.metadata["original"])
+        for k, d in docs.items()
+        if texts.get(k) == d.text and isinstance(d.metadata, dict) and d.metadata.get("original")
+    }
+
+
+def _rename_rewritten(
+    texts: dict[str, str], questions: list[Question], read: Mapping[str, str]
+) -> tuple[dict[str, str], list[Question]]:
+    """Documents whose text was rewritten (``heldout``) and that are not text or Markdown files get
+    ``.txt`` added to their id, so ``eval`` reads the written text as text (not as the PDF it came from)."""
+    rename = {k: doc_id_for(k) for k in texts if texts[k] != read.get(k) and doc_id_for(k) != k}
+    if not rename:
+        return texts, questions
+    for q in questions:
+        q.doc = rename.get(q.doc, q.doc)
+    return {rename.get(k, k): v for k, v in texts.items()}, questions
 
 
 def _check_arguments(
@@ -176,6 +208,10 @@ def _manifest(
         "sampling": "passages of whole sentences inside one section (<= "
         f"{size} characters), seeded round robin over documents and their sections",
     }
+    manifest["bias"] = (
+        "questions are drawn from the text itself, so they favour lexical (BM25) matching more "
+        "than people's questions; use them to compare pipelines, not as absolute scores"
+    )
     if method == "heldout":
         manifest["masked_sentences"] = len(flt.kept)
         manifest["note"] = "each query sentence is removed from the written document; the reference is its passage"
@@ -183,8 +219,8 @@ def _manifest(
 
 
 def doc_id_for(name: str) -> str:
-    """The id a document gets in ``docs/``: its relative path, with ``.txt`` added unless it is already a
-    text or Markdown file (the written file holds the loaded text, so offsets are into that text)."""
+    """The id a document's *rewritten* text gets in ``docs/`` (``heldout`` changes the text): its relative
+    path, with ``.txt`` added unless it is already a text or Markdown file."""
     return name if Path(name).suffix.lower() in (".md", ".markdown", ".txt") else f"{name}.txt"
 
 
@@ -197,10 +233,12 @@ def load_documents(
     **load_options: Any,
 ) -> dict[str, Document]:
     """The documents under ``paths`` (files and folders, as ``chunkwise chunk`` reads them: the same walk,
-    globs and loader options), keyed by the id they get in ``docs/`` (path relative to the folder given; a
-    file given alone: its name)."""
+    globs and loader options), keyed by the id they get in ``docs/``: the path relative to the folder given
+    (a file given alone: its name). Each is read as ``eval`` will read its byte-identical copy
+    (:func:`~.datasets.read_document`): text and Markdown verbatim (no clean-up), other formats (PDF, HTML,
+    subtitles) through the loader. The original's path is ``doc.metadata["original"]``."""
     from ..formats import iter_documents
-    from .datasets import make_document
+    from .datasets import make_document, read_text
 
     out: dict[str, Document] = {}
     roots = [Path(p) for p in paths]
@@ -217,11 +255,18 @@ def load_documents(
                 continue
             if rel:
                 break
-        doc_id = doc_id_for(rel or Path(source).name)
+        doc_id = rel or Path(source).name
         if doc_id in out:
             raise InputError(f"two documents would both be written as docs/{doc_id}", source=source)
-        if doc.text.strip():
-            out[doc_id] = make_document(doc.text, doc_id, Path(doc_id))
+        fmt = (doc.metadata or {}).get("format")
+        if fmt in ("text", "markdown"):
+            kept = make_document(read_text(Path(source), load_options.get("encoding")), doc_id, Path(doc_id))
+        else:
+            kept = doc
+            kept.source = doc_id
+        kept.metadata = {**(doc.metadata or {}), "original": str(source)}
+        if kept.text.strip():
+            out[doc_id] = kept
     if not out:
         raise InputError("no documents with text", source=", ".join(map(str, paths)))
     return out
@@ -250,7 +295,11 @@ def write_question_set(qs: QuestionSet, out: str | os.PathLike, force: bool = Fa
         for doc_id, text in qs.texts.items():
             p = tmp / "docs" / doc_id
             p.parent.mkdir(parents=True, exist_ok=True)
-            p.write_text(text, encoding="utf-8", newline="")
+            original = qs.originals.get(doc_id)
+            if original is not None:
+                shutil.copyfile(original, p)  # byte-identical: eval reads it as the questions were made
+            else:
+                p.write_text(text, encoding="utf-8", newline="")
         rows = [q.to_row(f"q{i:04d}", qs.texts[q.doc]) for i, q in enumerate(qs.questions, 1)]
         (tmp / "queries.jsonl").write_text(
             "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8"

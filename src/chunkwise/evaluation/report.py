@@ -164,6 +164,9 @@ td.ns,td.sig{white-space:normal;min-width:6.5em}
 .ns{color:#999}.sig{color:#222}.muted{color:#666;font-size:.9em}
 .swatch{display:inline-block;width:.8em;height:.8em;margin-right:.4em;border-radius:2px;vertical-align:-.05em}
 .hists{display:flex;flex-wrap:wrap;gap:1em}.scroll{overflow-x:auto;max-width:100%}
+table.wrap{table-layout:fixed;width:100%}table.wrap td,table.wrap th{white-space:normal;overflow-wrap:anywhere;
+text-align:left;vertical-align:top;max-width:none}table.wrap th:nth-child(1){width:30%}
+table.wrap th:nth-child(2){width:55%}
 svg text{font-family:system-ui,sans-serif}
 """
 
@@ -443,11 +446,11 @@ def _generated_html(generated: dict[str, Any]) -> str:
         f"<h2>Generated questions ({_esc(how) or 'chunkwise questions'})</h2>",
         f"<p class=muted>{len(shown)} of {total} shown, each beside the exact excerpt it was made from"
         + (f"; known bias: {_esc(m['bias'])}" if m.get("bias") else "")
-        + "</p><div class=scroll><table><tr><th>question</th><th>excerpt</th><th>document</th></tr>",
+        + "</p><table class=wrap><tr><th>question</th><th>excerpt</th><th>document</th></tr>",
     ]
     for q in shown:
         out.append(f"<tr><td>{_esc(q['query'])}</td><td>{_esc(q['excerpt'])}</td><td>{_esc(q['doc'])}</td></tr>")
-    out.append("</table></div>")
+    out.append("</table>")
     return "".join(out)
 
 

@@ -21,8 +21,20 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from .tune_decide import MIN_HOLDOUT_QUERIES, NO_WINNER, SIGNIFICANT, Decision, TuneRow, decide, split_queries
-from .tune_grid import TuneResult, evaluate_point, finish, tune
+from .tune_decide import (
+    KEEP_DEFAULT,
+    MIN_HOLDOUT_QUERIES,
+    NO_WINNER,
+    PREFER,
+    SIGNIFICANT,
+    Decision,
+    Saturation,
+    TuneRow,
+    decide,
+    saturation,
+    split_queries,
+)
+from .tune_grid import TuneResult, default_spec, evaluate_point, finish, tune
 from .tune_parse import METRIC_HELP, check_grid, parse_grid, parse_metric, parse_requirement
 from .tune_search import RETRIEVALS, SearchSpace, search
 
@@ -55,6 +67,11 @@ __all__ = [
     "SIGNIFICANT",
     "NO_WINNER",
     "MIN_HOLDOUT_QUERIES",
+    "KEEP_DEFAULT",
+    "PREFER",
+    "Saturation",
+    "saturation",
+    "default_spec",
     "evaluate_point",
     "finish",
 ]

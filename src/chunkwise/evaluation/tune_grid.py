@@ -13,7 +13,7 @@ from typing import Any
 from ..errors import ConfigError
 from .runner import Evaluator
 from .spec import spec_from_params
-from .tune_decide import Decision, TuneRow, decide, split_queries
+from .tune_decide import Decision, Saturation, TuneRow, decide, saturation, split_queries
 from .tune_parse import check_grid, meets, parse_metric, parse_requirement
 
 
@@ -28,11 +28,15 @@ class TuneResult:
     max_tokens_retrieved: float | None = None
     fixed: dict[str, Any] = field(default_factory=dict)
     require: list[tuple[str, str, float]] = field(default_factory=list)
-    #: the row written by :meth:`best_config`: ``best``, or the cheapest within the interval (:class:`Decision`)
+    #: the row written by :meth:`best_config`: the default, or a row significantly better (:class:`Decision`)
     chosen: TuneRow | None = None
     decision: Decision | None = None
     #: how points were picked: "grid", "optuna-tpe" or "random"
     sampler: str = "grid"
+    #: how hard the question set was for the configurations tried (:class:`Saturation`)
+    saturation: Saturation | None = None
+    #: why the search stopped before its trials: "" (it did not), or the time budget's line
+    stopped: str = ""
 
     def best_config(self, dataset: str = "", embedder: str = "") -> dict[str, Any]:
         if self.chosen is None:
@@ -76,6 +80,10 @@ class TuneResult:
         }
         if self.decision is not None:
             cfg["tuned"]["decision"] = self.decision.to_dict()
+        if self.saturation is not None:
+            cfg["tuned"]["question_set"] = self.saturation.to_dict()
+        if self.stopped:
+            cfg["tuned"]["stopped"] = self.stopped
         return cfg
 
 
@@ -91,6 +99,8 @@ def tune(
     holdout: float = 0.3,
     seed: int | None = None,
     n_boot: int | None = None,
+    baseline: bool = True,
+    prefer: str = "quality",
 ) -> TuneResult:
     """Evaluate every point of ``grid`` (``fixed`` parameters added to each) and rank them by ``metric``.
 
@@ -99,9 +109,10 @@ def tune(
     likewise keeps points failing a requirement on another metric from winning. Invalid points (say
     overlap >= max_tokens) are listed with their error and skipped.
 
-    ``holdout`` (a fraction, seeded by ``seed``, default the evaluator's) of the queries is kept out of the
-    ranking and used only for the final comparison of the winner with the runner-up (:class:`Decision`);
-    the result's ``chosen`` row is what :meth:`TuneResult.best_config` writes.
+    ``holdout`` (a fraction, seeded by ``seed``) of the queries is kept out of the ranking and used only for
+    the final decision (:class:`Decision`); ``baseline`` also evaluates the default configuration
+    (:func:`default_spec`), which a point must beat significantly to be written; ``prefer="cheaper"``: see
+    :func:`~.tune_decide.decide`. The result's ``chosen`` row is what :meth:`TuneResult.best_config` writes.
     """
     reqs = [parse_requirement(r) if isinstance(r, str) else r for r in require]
     fixed = dict(fixed or {})
@@ -113,22 +124,53 @@ def tune(
     t0 = time.perf_counter()
     n0 = evaluator.embedder.texts_embedded
     rows: list[TuneRow] = []
-    for i, point in enumerate(points, 1):
-        rows.append(
-            evaluate_point(
-                evaluator,
-                strategy,
-                {**fixed, **point},
-                metric,
-                max_tokens_retrieved,
-                reqs,
-                progress,
-                f"[{i}/{len(points)}]",
-            )
-        )
-    return finish(
-        evaluator, strategy, metric, rows, t0, n0, max_tokens_retrieved, fixed, reqs, holdout, seed, n_boot, "grid"
+    if baseline:
+        rows.append(evaluate_default(evaluator, fixed, metric, max_tokens_retrieved, reqs, progress, "[default]"))
+    where = [f"[{i}/{len(points)}]" for i in range(1, len(points) + 1)]
+    budget = max_tokens_retrieved
+    rows += [
+        evaluate_point(evaluator, strategy, {**fixed, **p}, metric, budget, reqs, progress, w)
+        for p, w in zip(points, where)
+    ]
+    args = (evaluator, strategy, metric, rows, t0, n0, budget, fixed, reqs, holdout, seed, n_boot, "grid")
+    return finish(*args, prefer=prefer)
+
+
+def default_spec(fixed: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The configuration ``index`` uses without ``--config`` (strategy ``auto``, its default sizes, hybrid
+    retrieval), with the settings every searched point shares (``fixed``: tokenizer, run options) that
+    ``auto`` accepts."""
+    from ..strategies import DEFAULT_STRATEGY, strategy_class
+    from .spec import RUN_KEYS
+
+    accepted = set(strategy_class(DEFAULT_STRATEGY).param_names()) - {"max_tokens", "overlap"}
+    return DEFAULT_STRATEGY, {k: v for k, v in fixed.items() if k in accepted or k in RUN_KEYS}
+
+
+def evaluate_default(
+    evaluator: Evaluator,
+    fixed: dict[str, Any],
+    metric: str,
+    max_tokens_retrieved: float | None,
+    reqs: list[tuple[str, str, float]],
+    progress: Callable[[str], None],
+    where: str,
+) -> TuneRow:
+    """The default configuration's row (:func:`default_spec`), marked ``is_default``."""
+    strategy, params = default_spec(fixed)
+    row = evaluate_point(
+        evaluator,
+        strategy,
+        params,
+        metric,
+        max_tokens_retrieved,
+        reqs,
+        progress,
+        where,
+        {"strategy": f"{strategy} (default)", **params},
     )
+    row.is_default = True
+    return row
 
 
 def evaluate_point(
@@ -184,8 +226,11 @@ def finish(
     seed: int | None,
     n_boot: int | None,
     sampler: str,
+    prefer: str = "quality",
+    stopped: str = "",
 ) -> TuneResult:
-    """Rank the rows on the search queries, decide on the held-out ones, and assemble the result."""
+    """Rank the rows on the search queries, decide on the held-out ones against the default row (when one
+    is there and eligible), and assemble the result."""
     seed = evaluator.seed if seed is None else seed
     n_boot = evaluator.n_boot if n_boot is None else n_boot
     search, held, split = split_queries(len(evaluator.dataset.queries), holdout, seed)
@@ -196,7 +241,20 @@ def finish(
     scored.sort(key=lambda r: -(r.search_score or 0.0))  # every score here is a float
     rows = scored + [r for r in rows if r.score is None]
     eligible = [r for r in scored if not r.over_budget and not r.failed]
-    chosen, decision = decide(eligible, metric, search, held, split, n_boot, seed)
+    default = next((r for r in eligible if r.is_default), None)
+    sat = saturation(scored, metric)
+    chosen, decision = decide(
+        eligible,
+        metric,
+        search,
+        held,
+        split,
+        n_boot,
+        seed,
+        default=default,
+        prefer=prefer,
+        saturated=sat is not None and sat.saturated,
+    )
     return TuneResult(
         strategy,
         metric,
@@ -210,4 +268,6 @@ def finish(
         chosen,
         decision,
         sampler,
+        sat,
+        stopped,
     )

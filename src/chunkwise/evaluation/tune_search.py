@@ -4,20 +4,24 @@ retrieval, sampled by Optuna's TPE (or at random, seeded) and ranked and decided
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
+import os
 import random
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..errors import ConfigError
 from .runner import Evaluator
-from .tune_decide import TuneRow, split_queries
-from .tune_grid import TuneResult, evaluate_point, finish
+from .tune_decide import PREFER, TuneRow, split_queries
+from .tune_grid import TuneResult, evaluate_default, evaluate_point, finish
 from .tune_parse import check_grid, parse_metric, parse_requirement
 
 #: retrieval settings of the search space: how each reads as run options
@@ -26,6 +30,8 @@ RETRIEVALS: dict[str, dict[str, Any]] = {
     "zscore": {"hybrid": True, "fusion": "zscore"},
     "rrf": {"hybrid": True, "fusion": "rrf"},
 }
+#: a progress line at least this often while a trial runs (seconds)
+HEARTBEAT_SECONDS = 20.0
 
 
 @dataclass
@@ -97,51 +103,205 @@ def search(
     seed: int | None = None,
     n_boot: int | None = None,
     sampler: str = "tpe",
+    time_budget: float | None = None,
+    journal: str | Path | None = None,
+    prefer: str = "quality",
+    heartbeat: float = HEARTBEAT_SECONDS,
 ) -> TuneResult:
-    """Evaluate ``trials`` distinct points of ``space`` chosen by Optuna's TPE sampler (seeded; ``sampler=
-    "random"`` or Optuna missing: a seeded random sample), ranked on the search queries and decided on the
-    held-out ones as :func:`tune` does. A space no larger than ``trials`` is evaluated whole."""
+    """Evaluate the default configuration, then ``trials`` distinct points of ``space`` chosen by Optuna's
+    TPE sampler (seeded; ``sampler="random"`` or Optuna missing: a seeded random sample), ranked on the
+    search queries and decided against the default on the held-out ones as :func:`tune` does. A space no
+    larger than ``trials`` is evaluated whole.
+
+    ``time_budget`` (seconds) starts no trial once it is spent (the trial under way finishes); a progress
+    line (trials done and left, the best so far) is said at least every ``heartbeat`` seconds; ``journal``
+    gets one JSON line per finished trial, flushed as it finishes, so a killed search keeps what it
+    measured. ``prefer="cheaper"``: see :func:`~.tune_decide.decide`."""
     space = space or SearchSpace()
     metric, reqs, points = _checked(space, trials, metric, require)
+    if prefer not in PREFER:
+        raise ConfigError(f"--prefer must be one of {', '.join(PREFER)}, got {prefer!r}")
+    if time_budget is not None and not time_budget > 0:
+        raise ConfigError(f"--time must be a positive duration, got {time_budget!r}")
     fixed = dict(fixed or {})
     seed = evaluator.seed if seed is None else seed
-    progress = progress or (lambda msg: None)
+    say = progress or (lambda msg: None)
     search_idx, _, _ = split_queries(len(evaluator.dataset.queries), holdout, seed)
-    t0 = time.perf_counter()
     n0 = evaluator.embedder.texts_embedded
-    done: dict[str, TuneRow] = {}
+    runs = _Trials(evaluator, fixed, metric, max_tokens_retrieved, reqs, say, min(trials, len(points)))
+    runs.start(time_budget, journal, heartbeat)
+    try:
+        base = runs.default()
+        used = _sampler(len(points), trials, sampler, say)
+        if used in ("grid", "random"):
+            chosen = list(points) if used == "grid" else random.Random(seed).sample(points, trials)
+            for strat, params in chosen:
+                if runs.out_of_time():
+                    break
+                runs.run(strat, params)
+        else:
+            used = "optuna-tpe"
+            _optuna_trials(space, points, trials, seed, runs.done, runs.run, metric, search_idx, runs.out_of_time)
+    finally:
+        runs.close()
+    rows = [base, *runs.done.values()]
+    args = (evaluator, "search", metric, rows, runs.t0, n0, max_tokens_retrieved, fixed, reqs, holdout, seed, n_boot)
+    return finish(*args, used, prefer=prefer, stopped=runs.stopped())
 
-    def run(strat: str, params: dict[str, Any]) -> TuneRow:
-        key = json.dumps([strat, params], sort_keys=True)
-        if key not in done:
-            shown = {"strategy": strat, **params}
-            done[key] = evaluate_point(
-                evaluator,
-                strat,
-                {**fixed, **params},
-                metric,
-                max_tokens_retrieved,
-                reqs,
-                progress,
-                f"[{len(done) + 1}/{min(trials, len(points))}]",
-                shown,
+
+class _Trials:
+    """The trials of one :func:`search`: each point evaluated once (``done``), saved to the journal as it
+    finishes, under the time budget and the progress heartbeat."""
+
+    def __init__(
+        self,
+        evaluator: Evaluator,
+        fixed: dict[str, Any],
+        metric: str,
+        max_tokens_retrieved: float | None,
+        reqs: list[tuple[str, str, float]],
+        say: Callable[[str], None],
+        total: int,
+    ) -> None:
+        self.evaluator, self.fixed, self.metric = evaluator, fixed, metric
+        self.max_tokens_retrieved, self.reqs, self.say, self.total = max_tokens_retrieved, reqs, say, total
+        self.done: dict[str, TuneRow] = {}
+        self.t0 = time.perf_counter()
+        self.budget: float | None = None
+
+    def start(self, budget: float | None, journal: str | Path | None, heartbeat: float) -> None:
+        self.budget = budget
+        self.log = _Journal(journal, self.metric)
+        self.beat = _Heartbeat(self.say, heartbeat, self.t0, self.total, self.metric, self.done)
+        self.say(
+            f"tune: the default configuration, then up to {self.total} trials"
+            + (f" within {budget:.0f} s" if budget is not None else "")
+            + (f"; finished trials are saved in {journal}" if journal is not None else "")
+        )
+
+    def out_of_time(self) -> bool:
+        return self.budget is not None and time.perf_counter() - self.t0 >= self.budget
+
+    def default(self) -> TuneRow:
+        with self.beat.running("the default configuration"):
+            base = evaluate_default(
+                self.evaluator, self.fixed, self.metric, self.max_tokens_retrieved, self.reqs, self.say, "[default]"
             )
-        return done[key]
+        self.log.write(base)
+        self.beat.default = base
+        return base
 
-    used = _sampler(len(points), trials, sampler, progress)
-    if used == "grid":
-        for strat, params in points:
-            run(strat, params)
-    elif used == "random":
-        for strat, params in random.Random(seed).sample(points, trials):
-            run(strat, params)
-    else:
-        used = "optuna-tpe"
-        _optuna_trials(space, points, trials, seed, done, run, metric, search_idx)
-    rows = list(done.values())
-    return finish(
-        evaluator, "search", metric, rows, t0, n0, max_tokens_retrieved, fixed, reqs, holdout, seed, n_boot, used
-    )
+    def run(self, strat: str, params: dict[str, Any]) -> TuneRow:
+        key = json.dumps([strat, params], sort_keys=True)
+        if key not in self.done:
+            with self.beat.running(f"{strat} {json.dumps(params, sort_keys=True)}"):
+                row = evaluate_point(
+                    self.evaluator,
+                    strat,
+                    {**self.fixed, **params},
+                    self.metric,
+                    self.max_tokens_retrieved,
+                    self.reqs,
+                    self.say,
+                    f"[{len(self.done) + 1}/{self.total}]",
+                    {"strategy": strat, **params},
+                )
+            self.done[key] = row
+            self.log.write(row)
+        return self.done[key]
+
+    def close(self) -> None:
+        self.beat.stop()
+        self.log.close()
+
+    def stopped(self) -> str:
+        """The line said when the budget cut the search short ("" when it did not)."""
+        if len(self.done) >= self.total or not self.out_of_time():
+            return ""
+        line = (
+            f"the time budget ({self.budget:.0f} s) was spent after {len(self.done)} of {self.total} trials; "
+            "the decision uses the trials finished"
+        )
+        self.say(line)
+        return line
+
+
+class _Journal:
+    """One JSON line per finished trial (parameters, scores, the metric per query), appended and flushed as
+    each finishes: what a killed ``tune`` leaves behind."""
+
+    def __init__(self, path: str | Path | None, metric: str) -> None:
+        self.metric = metric
+        self.fh = None
+        if path is not None:
+            try:
+                self.fh = open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed by close()
+            except OSError as exc:
+                raise ConfigError(f"cannot write the trials file ({exc.strerror})", source=str(path)) from None
+
+    def write(self, row: TuneRow) -> None:
+        if self.fh is None:
+            return
+        rec: dict[str, Any] = {"params": row.params, "default": row.is_default}
+        if row.result is None:
+            rec["error"] = row.error
+        else:
+            rec["config"] = row.result.spec.to_mapping()
+            rec["scores"] = {k: round(float(v), 6) for k, v in row.result.scores.items()}
+            rec["per_query"] = {self.metric: [round(float(x), 6) for x in row.result.per_query[self.metric]]}
+        self.fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+        self.fh.flush()
+        os.fsync(self.fh.fileno())
+
+    def close(self) -> None:
+        if self.fh is not None:
+            self.fh.close()
+            self.fh = None
+
+
+class _Heartbeat:
+    """Says a progress line at least every ``every`` seconds while a trial runs: trials done and left, the
+    elapsed time and the best score so far (a trial can take minutes on a large folder)."""
+
+    def __init__(
+        self, say: Callable[[str], None], every: float, t0: float, total: int, metric: str, done: dict[str, TuneRow]
+    ) -> None:
+        self.say, self.every, self.t0, self.total, self.metric, self.done = say, every, t0, total, metric, done
+        self.default: TuneRow | None = None
+        self._stop = threading.Event()
+        self._what = ""
+        self._since = time.perf_counter()
+        self._thread = threading.Thread(target=self._loop, daemon=True, name="tune-progress")
+        self._thread.start()
+
+    def line(self) -> str:
+        rows = [r for r in (self.default, *self.done.values()) if r is not None and r.score is not None]
+        best = max(rows, key=lambda r: r.score or 0.0, default=None)
+        best_txt = (
+            f"; best so far {self.metric} = {best.score:.4f} ({best.result.name})" if best and best.result else ""
+        )
+        return (
+            f"tune: {len(self.done)} of {self.total} trials done, {self.total - len(self.done)} left, "
+            f"{time.perf_counter() - self.t0:.0f} s{best_txt}; running {self._what} for "
+            f"{time.perf_counter() - self._since:.0f} s"
+        )
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.every):
+            if self._what:
+                self.say(self.line())
+
+    @contextlib.contextmanager
+    def running(self, what: str):
+        self._what, self._since = what, time.perf_counter()
+        try:
+            yield
+        finally:
+            self._what = ""
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=1.0)
 
 
 def _checked(
@@ -182,6 +342,7 @@ def _optuna_trials(
     run: Callable[..., TuneRow],
     metric: str,
     search_idx: np.ndarray,
+    out_of_time: Callable[[], bool] = lambda: False,
 ) -> None:
     """Ask Optuna's TPE sampler for points until ``trials`` distinct ones are evaluated (``done`` fills as
     ``run`` evaluates them); apart from :func:`search` because the ask/tell loop is the only Optuna code.
@@ -196,6 +357,8 @@ def _optuna_trials(
     by_key = {json.dumps([st, pr], sort_keys=True): (st, pr) for st, pr in points}
     asks = 0
     while len(done) < trials and asks < 20 * trials:
+        if out_of_time():
+            return
         asks += 1
         trial = study.ask()
         strat = str(trial.suggest_categorical("strategy", space.strategies))
