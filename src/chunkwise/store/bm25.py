@@ -117,8 +117,8 @@ class BM25Postings:
     rebuilt. Here the postings hold term *frequencies* (one ``array('i')`` of documents and one of counts
     per term, appended to) and the scores are computed at query time for the query's terms only, with the
     collection's statistics as they are then (Lucene's BM25, bm25s's default: ``idf = ln(1 + (N - df + 0.5)
-    / (df + 0.5))``, ``tf / (tf + k1 (1 - b + b len / avg len))``). Texts are tokenized as bm25s tokenizes
-    them (:func:`bm25_query`: lower case, English stop words). A delete marks the document dead (its postings
+    / (df + 0.5))``, ``tf / (tf + k1 (1 - b + b len / avg len))``). Texts have the terms :func:`bm25_index`
+    gives them and queries those of :func:`bm25_query` (:mod:`chunkwise.segmentation.lexical`). A delete marks the document dead (its postings
     are skipped, the statistics count live documents only); dead entries are dropped when they outnumber
     the live ones. Ties rank by id, so the answer of an updated copy is that of one built from the same
     pairs at once (:meth:`canonical` compares them).
@@ -145,10 +145,8 @@ class BM25Postings:
 
     @staticmethod
     def tokenize(texts: Sequence[str]) -> list[list[str]]:
-        import bm25s
-
-        out = bm25s.tokenize(list(texts), stopwords=STOPWORDS, show_progress=False, return_ids=False)
-        return [list(tokens) for tokens in out]
+        """A document's terms, as :func:`bm25_index` indexes them (identifiers whole, and their parts)."""
+        return [lexical_terms(t) for t in texts]
 
     def upsert(self, items: Iterable[tuple[str, str]]) -> None:
         """Add texts by id (an id already held is replaced)."""
@@ -274,7 +272,8 @@ class BM25Postings:
         sizes = np.array([len(self._docs[t]) for t in terms], dtype=np.int64)
 
         def fill(tmp: Path) -> None:
-            (tmp / "postings.json").write_text(json.dumps({"ids": self.ids, "terms": terms}), encoding="utf-8")
+            head = {"ids": self.ids, "terms": terms, "tokenizer": TOKENIZER_VERSION}
+            (tmp / "postings.json").write_text(json.dumps(head), encoding="utf-8")
             empty = np.zeros(0, dtype=np.int32)
             np.savez(
                 tmp / "postings.npz",
@@ -294,6 +293,8 @@ class BM25Postings:
         with np.load(folder / "postings.npz", allow_pickle=False) as z:
             sizes, docs, tfs, lengths = z["sizes"], z["docs"], z["tfs"], z["lengths"]
         ids, terms = head["ids"], head["terms"]
+        if head.get("tokenizer") != TOKENIZER_VERSION:
+            raise ValueError("the saved postings were made with other terms")
         if len(sizes) != len(terms) or int(sizes.sum()) != len(docs) != len(tfs) or len(lengths) != len(ids):
             raise ValueError("the saved postings do not match their ids and terms")
         if len(docs) and (docs.min() < 0 or docs.max() >= len(ids)):
