@@ -235,19 +235,20 @@ def _build_client_indexes(store: MilvusStore, bm25: bool, vectors: bool) -> None
             store._copies_saved = True
 
 
-def rekey_copies(root: str | Path, files: list) -> None:
-    """Key the copies saved in ``root`` on ``files`` (the fingerprint taken after the closing connection
-    flushed), only while no other process holds the database and its files are still ``files``."""
+def rekey_copies(root: str | Path) -> None:
+    """Key the copies saved in ``root`` on the database's files as the closing connection left them (read
+    after it closed: closing may still write them), while no other process holds the database. A writer that
+    slipped in between would have removed the copies before its first write, so only copies of this
+    process's data can be keyed."""
     import fcntl
 
     root = Path(root)
     with contextlib.suppress(OSError), open(root / "LOCK", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        if snapshot.fingerprint(root) != files:
-            return
+        files = json.dumps(snapshot.fingerprint(root))
         for folder in (BM25_FOLDER, VECTORS_FOLDER, PLACES_FOLDER):
             if (root / folder / DATA_KEY).is_file():
-                (root / folder / DATA_KEY).write_text(json.dumps(files), encoding="utf-8")
+                (root / folder / DATA_KEY).write_text(files, encoding="utf-8")
 
 
 def remove_leftovers(root: Path) -> None:

@@ -130,7 +130,7 @@ def closed(store: MilvusStore, leave: tuple[dict[str, Any] | None, list | None])
         drop_readers_copy(store.db)
         store._readers_copy = False
     if files is not None:
-        rekey_copies(store.db, files)
+        rekey_copies(store.db)
 
 
 def drop(db: str | os.PathLike, collection: str) -> None:
