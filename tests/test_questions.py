@@ -588,7 +588,8 @@ def test_progress_lines_come_while_a_trial_runs_and_every_text_is_embedded_once(
     assert len(res.rows) == 9 and len(sent) == len(set(sent))  # dense and hybrid share chunks: embedded once
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # a real tune subprocess, killed once it has saved a trial
+@pytest.mark.timeout(300)
 def test_a_killed_search_keeps_the_trials_it_finished(kb, tmp_path):
     import os
     import signal

@@ -5,8 +5,9 @@ close in a MiniLM space as the right pair (0.77 measured), and "How do I bake so
 nearest chunk. The evidence a reader can check is lexical: every *key* of the question (a version, a
 number, a dotted/snake/camel name: :func:`~chunkwise.segmentation.lexical.strong_keys`) must stand whole in
 a passage (its text, heading path, context or file name), and most of the question's other content words
-(not the question's own vocabulary: "what", "features", "introduced"...) must occur in the passages, a
-word matching another with the same first five letters ("baking" ~ "bakes"). Missing either, the answer is
+(not the question's own vocabulary: "what", "features", "introduced", "how often"...) must occur in the
+passages, a word matching another with the same Snowball (Porter 2) stem ("feed" ~ "feeding") or the same
+first five letters ("baking" ~ "bakes"). Missing either, the answer is
 "not found in the indexed documents" with the sections the closest passages are about.
 """
 
@@ -18,6 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from ..segmentation.lexical import contains_term, lexical_terms, strong_keys
+
+
+def _stems(words: Sequence[str]) -> list[str]:
+    """English Snowball stems (snowballstemmer, pure Python): "feeding", "feeds" and "feed" are "feed"."""
+    import snowballstemmer
+
+    return list(snowballstemmer.stemmer("english").stemWords(list(words)))
 
 #: share of the question's content words the passages must hold (with every key). Calibrated on the
 #: versioned-documents benchmark and Chroma's state_of_the_union (benchmarks/results/sections.md)
@@ -35,7 +43,7 @@ QUESTION_WORDS = frozenset(
     expressed discuss discussed said say says state stated outline outlined refer referred detail details
     aspect aspects role purpose significance significant reason reasons example examples method methods
     measure measures step steps include included includes particular document text passage author article
-    present trying""".split()
+    present trying often usually typically frequently""".split()
 )
 _STEM = 5
 
@@ -104,8 +112,13 @@ def weigh(question: str, items: Sequence[Any]) -> Evidence:
     missing = [k for k in keys if not any(contains_term(t, k) for t in texts)]
     words = content_words(question, keys)
     terms = {t for text in texts for t in lexical_terms(text)}
-    stems = {t[:_STEM] for t in terms if len(t) >= _STEM}
-    unmatched = [w for w in words if w not in terms and not (len(w) >= _STEM and w[:_STEM] in stems)]
+    prefixes = {t[:_STEM] for t in terms if len(t) >= _STEM}
+    stems = set(_stems(sorted(terms)))
+    unmatched = [
+        w
+        for w, stem in zip(words, _stems(words))
+        if w not in terms and stem not in stems and not (len(w) >= _STEM and w[:_STEM] in prefixes)
+    ]
     return Evidence(keys, missing, words, unmatched)
 
 
