@@ -1,6 +1,6 @@
 """The HTML report and the web app in a real headless browser (Debian's chromium driven by Playwright).
 
-``make install`` installs chromium with apt where it can; without it these tests skip and say why.
+``make browser`` installs chromium with apt where it can; without it these tests skip and say why.
 Screenshots go to ``$CHUNKWISE_ARTEFACTS`` (default: ``<tmp>/chunkwise-artefacts``).
 """
 
@@ -39,7 +39,7 @@ SUBTITLES = ROOT / "examples" / "podcast-episode.srt"
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[dev]')")
 if not (Path(CHROMIUM).exists() or shutil.which(CHROMIUM)):
     pytest.skip(
-        f"no chromium at {CHROMIUM} (apt-get install chromium; `make install` tries it)", allow_module_level=True
+        f"no chromium at {CHROMIUM} (apt-get install chromium; `make browser` tries it)", allow_module_level=True
     )
 
 
