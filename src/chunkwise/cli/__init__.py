@@ -117,7 +117,7 @@ class Parser(argparse.ArgumentParser):
             message = _did_you_mean_choice(message)
         self.exit(2, f"{prog}: error: {message}\nTry '{prog} --help' for the options.\n")
 
-    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+    def parse_known_args(self, args=None, namespace=None):
         self._words = list(sys.argv[1:] if args is None else args)  # for the error's command name
         return super().parse_known_args(args, namespace)
 
