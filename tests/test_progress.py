@@ -205,3 +205,26 @@ def test_chunk_warns_about_the_language_before_a_semantic_strategy_embeds(tmp_pa
     lines = err.splitlines()
     warning = [i for i, line in enumerate(lines) if "looks German" in line]
     assert len(warning) == 1 and warning[0] < lines.index("EMBED-CALL")
+
+
+def test_embedding_costs_by_tokens_and_the_running_call_counts_what_it_has_done():
+    """Chunks of different lengths cost by their tokens; the call running now is credited with the time it
+    has run, but the ETA never drops below the work after it."""
+    clock = Clock()
+    p = Progress(True, "indexing", tty=False, stream=io.StringIO(), interval=0, clock=clock)
+    p.set_totals(1, {"a": 100})
+    _work(p, clock, "read", 0.0)
+    p.file_done("a")
+    _work(p, clock, "chunk", 0.0)
+    p.chunked("a", 4, tokens=1000)
+    with p.phase("embed"):
+        clock.t += 10.0  # the first call (100 tokens) also loads the model
+        p.embedded(1, 100)
+        clock.t += 3.0  # 300 tokens: 0.01 s a token
+        p.embedded(2, 300)
+        assert p.eta() == pytest.approx(600 * 0.01)  # by chunks it would say 1 chunk x 1.5 s
+        clock.t += 2.0  # the next call has run 2 s
+        assert p.eta() == pytest.approx(600 * 0.01 - 2.0)
+        clock.t += 10.0  # longer than expected: the work after this call is still left
+        assert p.eta() == pytest.approx((600 - 300) * 0.01)
+    p.close()

@@ -321,7 +321,7 @@ def ingest(stream, run: AddRun) -> None:
         if not done.complete:
             report.incomplete += 1
             run.incomplete.add(doc.id)
-        run.bars.chunked(str(source), len(done.chunks))
+        run.bars.chunked(str(source), len(done.chunks), sum(c.token_count or 0 for c in done.chunks))
         pending.append((doc, done.chunks))
         if sum(len(c) for _, c in pending) >= run.batch_size:
             flush(pending, run)
@@ -341,7 +341,7 @@ def flush(pending: list[tuple[Document, list[Chunk]]], run: AddRun) -> None:
             s.reuse,
             s.late,
             s.late_options,
-            on_embedded=lambda n: bars.update("embedding", "chunk", n),
+            on_embedded=bars.embedded,
         )
     report.embedded += embedded
     report.reused += reused

@@ -123,7 +123,10 @@ class Progress:
         self.sizes: dict[str, int] = {}
         self.spent: dict[str, float] = dict.fromkeys(PHASES, 0.0)
         self._stack: list[list] = []  # [phase, entered] (nested phases pause the outer one)
-        self._first_embed: tuple[float, int] | None = None  # (seconds, chunks) of the first embedding call
+        self.tokens_made = 0  # tokens of the chunks made, and of those embedded (the embedding's unit of work)
+        self.tokens_embedded = 0
+        self._first_embed: tuple[float, int] | None = None  # (seconds, tokens) at the end of the first call
+        self._last_embed: tuple[float, int, int] | None = None  # (seconds, tokens, tokens of that call): the last
         self._lock = threading.Lock()
         self.started = self.clock()
         self._stop = threading.Event()
@@ -150,14 +153,21 @@ class Progress:
         if chunks is not None:
             self.chunked(source, chunks)
 
-    def chunked(self, source: str, chunks: int) -> None:
-        """One input chunked into ``chunks`` chunks (0: it needs no chunking: unchanged, failed, empty)."""
+    def chunked(self, source: str, chunks: int, tokens: int = 0) -> None:
+        """One input chunked into ``chunks`` chunks of ``tokens`` tokens in all (0 chunks: it needs no
+        chunking: unchanged, failed, empty)."""
         size = self.sizes.get(source, 0)
         self.bytes_chunked += size
+        self.tokens_made += tokens
         if chunks:
             self.update("chunks", "chunk", chunks)
         else:
             self.bytes_skipped += size
+
+    def embedded(self, chunks: int, tokens: int = 0) -> None:
+        """One embedding call done: ``chunks`` chunks of ``tokens`` tokens."""
+        self.tokens_embedded += tokens
+        self.update("embedding", "chunk", chunks)
 
     @contextlib.contextmanager
     def phase(self, name: str) -> Iterator[None]:
@@ -225,14 +235,35 @@ class Progress:
                 if name == "write":  # the cheapest phase: 0 until the first batch is written
                     continue
                 return None
-            cost = spent[name] / done
-            if name == "embed" and self._first_embed is not None and done > self._first_embed[1]:
-                seconds, chunks = self._first_embed  # may hold loading the model: not a recurring cost
-                cost = max(0.0, spent[name] - seconds) / (done - chunks)
-            left += todo * cost
+            if name == "embed" and self._last_embed is not None:
+                left += self._embed_left(spent["embed"], total_chunks)
+                continue
+            left += todo * spent[name] / done
         if self.total_bytes == 0 and not self.counts["chunks"]:
             return None
         return left
+
+    def _embed_left(self, live: float, total_chunks: int) -> float:
+        """Seconds of embedding left. The unit is the token when chunks carry counts (a call costs by its
+        tokens), else the chunk. The cost counts finished calls only, without the first once there is a
+        second (it may hold loading the model); the call running now is credited with the time it has run,
+        but never below the work after it."""
+        assert self._last_embed is not None
+        at, units, last_call = self._last_embed
+        by_tokens = self.tokens_made > 0 and self.tokens_embedded > 0
+        if by_tokens:
+            made, _ = self.chunk_total()
+            total = self.tokens_made * (total_chunks / made) if made else self.tokens_made
+            todo = total - self.tokens_embedded
+        else:
+            todo = total_chunks - self.counts["embedding"]
+        if todo <= 0:
+            return 0.0
+        cost = at / units
+        if self._first_embed is not None and units > self._first_embed[1]:
+            cost = max(0.0, at - self._first_embed[0]) / (units - self._first_embed[1])
+        running = max(0.0, live - at)
+        return max(todo * cost - running, max(0.0, todo - last_call) * cost)
 
     def fraction(self) -> float | None:
         """Share of the run done (0..1): the time spent over the time spent plus :meth:`remaining`; without
@@ -289,8 +320,13 @@ class Progress:
     # -- counters (the interface of the index and the Ray engine) ------------------------------------
     def update(self, name: str, unit: str, n: int = 1) -> None:
         self.counts[name] = self.counts.get(name, 0) + n
-        if name == "embedding" and self._first_embed is None:
-            self._first_embed = (self._spent()["embed"], self.counts[name])
+        if name == "embedding":
+            by_tokens = self.tokens_embedded > 0
+            units = self.tokens_embedded if by_tokens else self.counts[name]
+            call = units - (self._last_embed[1] if self._last_embed else 0)
+            self._last_embed = (self._spent()["embed"], units, call)
+            if self._first_embed is None:
+                self._first_embed = (self._last_embed[0], units)
 
     def close(self) -> None:
         self._stop.set()
