@@ -228,3 +228,40 @@ def test_embedding_costs_by_tokens_and_the_running_call_counts_what_it_has_done(
         clock.t += 10.0  # longer than expected: the work after this call is still left
         assert p.eta() == pytest.approx((600 - 300) * 0.01)
     p.close()
+
+
+def test_a_steady_run_gets_an_eta_equal_to_the_time_it_really_takes():
+    """A simulated run with steady costs (files read and chunked ahead of batched embedding calls, a model
+    load in the first call, writes): from the first timed batch on, every ETA is the real time left."""
+    clock = Clock()
+    p = Progress(True, "indexing", tty=False, stream=io.StringIO(), interval=0, clock=clock)
+    files = {f"f{i}": 1000 for i in range(10)}
+    p.set_totals(10, files)
+    etas, pending = [], []
+    for name in files:
+        with p.phase("chunk"):
+            with p.phase("read"):
+                clock.t += 0.1
+            p.file_done(name)
+            clock.t += 0.2
+        p.chunked(name, 10, 1000)
+        pending.append(name)
+        if len(pending) == 2:
+            with p.phase("embed"):
+                clock.t += 3.0 if not etas else 0.0  # loading the model
+                for _ in range(4):
+                    clock.t += 5.0
+                    p.embedded(5, 500)
+                    etas.append((clock.t, p.eta()))
+            with p.phase("write"):
+                clock.t += 0.5
+            p.update("chunks written", "chunk", 20)
+            pending = []
+    end = clock.t
+    timed = etas[1:]  # after the first call its cost still holds the model load: from the second call on
+    assert len(timed) == 19
+    # the writes of the first batch are not known before it is written: 0.5 s per batch left out until then
+    for t, eta in timed[3:]:
+        assert eta == pytest.approx(end - t, abs=1e-6)
+    for t, eta in timed[:3]:
+        assert end - t - 5 * 0.5 <= eta <= end - t

@@ -252,7 +252,7 @@ class Progress:
         at, units, last_call = self._last_embed
         by_tokens = self.tokens_made > 0 and self.tokens_embedded > 0
         if by_tokens:
-            made, _ = self.chunk_total()
+            made = self.counts["chunks"]  # the tokens still to come, projected as the chunks are
             total = self.tokens_made * (total_chunks / made) if made else self.tokens_made
             todo = total - self.tokens_embedded
         else:
