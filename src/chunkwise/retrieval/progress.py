@@ -13,8 +13,9 @@ The chunks still to come are estimated from the bytes not yet chunked (exact onc
 Why per phase: a run's phases advance at different paces (files are read well ahead of the embedding, a
 semantic strategy reads a group of documents before it yields any), so a share taken from any one counter,
 or the elapsed time scaled by it, says "75 % done" at 11 % and counts one-off costs (loading the model) as
-if they recurred. The first embedding call, which may load the model, is left out of the embedding cost
-once a second call has been timed. No ETA is shown before each phase that has work left has a cost (the
+if they recurred. The embedding cost is that of the last :data:`RECENT_CALLS` calls (the pace of a shared
+machine changes during a long run), and the first call, which may load the model, is left out once a
+second call has been timed. No ETA is shown before each phase that has work left has a cost (the
 write cost, the smallest, counts as 0 until the first write); the share done is the time spent over the
 time spent plus the ETA, so the two always agree.
 
@@ -48,6 +49,9 @@ TTY_REFRESH = 1.0
 
 #: counter names (the ``update`` names the index and the Ray engine use)
 _UNITS = {"files": "file", "chunks": "chunk", "embedding": "chunk", "chunks written": "chunk"}
+#: embedding calls the embedding cost is measured over (the most recent ones): the pace of a shared machine
+#: changes during a long run, and a run's early calls may cost more than its later ones
+RECENT_CALLS = 16
 #: the timed phases (:meth:`Progress.phase`)
 PHASES = ("read", "chunk", "embed", "write")
 
@@ -127,6 +131,7 @@ class Progress:
         self.tokens_embedded = 0
         self._first_embed: tuple[float, int] | None = None  # (seconds, tokens) at the end of the first call
         self._last_embed: tuple[float, int, int] | None = None  # (seconds, tokens, tokens of that call): the last
+        self._embed_marks: list[tuple[float, int]] = []  # (seconds, units) at the end of each call
         self._lock = threading.Lock()
         self.started = self.clock()
         self._stop = threading.Event()
@@ -260,8 +265,10 @@ class Progress:
         if todo <= 0:
             return 0.0
         cost = at / units
-        if self._first_embed is not None and units > self._first_embed[1]:
-            cost = max(0.0, at - self._first_embed[0]) / (units - self._first_embed[1])
+        marks = self._embed_marks[1:]  # the first call left out once there is a second
+        if marks and units > self._embed_marks[0][1]:
+            since_at, since_units = self._embed_marks[max(0, len(self._embed_marks) - 1 - RECENT_CALLS)]
+            cost = max(0.0, at - since_at) / (units - since_units)
         running = max(0.0, live - at)
         return max(todo * cost - running, max(0.0, todo - last_call) * cost)
 
@@ -325,6 +332,7 @@ class Progress:
             units = self.tokens_embedded if by_tokens else self.counts[name]
             call = units - (self._last_embed[1] if self._last_embed else 0)
             self._last_embed = (self._spent()["embed"], units, call)
+            self._embed_marks.append(self._last_embed[:2])
             if self._first_embed is None:
                 self._first_embed = (self._last_embed[0], units)
 
