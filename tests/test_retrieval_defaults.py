@@ -1,5 +1,5 @@
 """The default retrieval of `search`, `ask` and the Python API is hybrid (BM25 + vectors, z-score fusion);
-`--dense` / ``hybrid=False`` is vector search alone. Chosen by measurement: docs/evaluation.md, "Dense or
+`--dense` / ``hybrid=False`` is vector search alone. Chosen by measurement: benchmarks/results/evaluation.md, "Dense or
 hybrid" (benchmarks/bench_retrieval.py)."""
 
 from __future__ import annotations

@@ -331,3 +331,22 @@ def test_huge_body_is_refused_before_reading(client):
         headers={"content-length": str(10**10), "content-type": "multipart/form-data; boundary=b"},
     )
     assert r.status_code == 413 and "too large" in r.json()["error"]
+
+
+@pytest.mark.parametrize("inside_cwd", [True, False])
+def test_a_report_names_its_document_without_this_machines_paths(tmp_path, monkeypatch, capsys, inside_cwd):
+    """A report is shared: its title and heading name the file relative to the working directory, or by its
+    file name, never by an absolute path of this machine; the page holds that path nowhere."""
+    folder = tmp_path / "private-home" / "notes"
+    folder.mkdir(parents=True)
+    doc = folder / "guide.md"
+    doc.write_text(GUIDE.read_text(encoding="utf-8"), encoding="utf-8")
+    cwd = tmp_path if inside_cwd else tmp_path / "elsewhere"
+    cwd.mkdir(exist_ok=True)
+    monkeypatch.chdir(cwd)
+    out = cwd / "r.html"
+    assert main(["viz", str(doc.resolve()), "-s", "recursive", "--max-tokens", "64", "-o", str(out), "-q"]) == 0
+    page = out.read_text(encoding="utf-8")
+    shown = "private-home/notes/guide.md" if inside_cwd else "guide.md"
+    assert f"<title>chunkwise: {shown}</title>" in page and f"<h1>{shown}</h1>" in page
+    assert str(tmp_path) not in page

@@ -1,6 +1,6 @@
 """The HTML report and the web app in a real headless browser (Debian's chromium driven by Playwright).
 
-``make install`` installs chromium with apt where it can; without it these tests skip and say why.
+``make browser`` installs chromium with apt where it can; without it these tests skip and say why.
 Screenshots go to ``$CHUNKWISE_ARTEFACTS`` (default: ``<tmp>/chunkwise-artefacts``).
 """
 
@@ -39,7 +39,7 @@ SUBTITLES = ROOT / "examples" / "podcast-episode.srt"
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[dev]')")
 if not (Path(CHROMIUM).exists() or shutil.which(CHROMIUM)):
     pytest.skip(
-        f"no chromium at {CHROMIUM} (apt-get install chromium; `make install` tries it)", allow_module_level=True
+        f"no chromium at {CHROMIUM} (apt-get install chromium; `make browser` tries it)", allow_module_level=True
     )
 
 
@@ -221,6 +221,29 @@ def test_app_parameters_change_the_cuts(page, server):
     page.locator("#view .column [data-first='1']").hover()
     assert "/ 32" in page.locator("#card").inner_text()
     shot(page, "app-cuts")
+
+
+def test_app_shows_the_chunk_view_before_plotly_is_requested(page, server):
+    """The page and its first chunk view need no plotly.js (1.5 MB compressed): it is requested only after the
+    view is on screen. The request is held here until the view has rendered, then let through for the charts."""
+    held = []
+    page.route("**/static/plotly.min.js", lambda route: held.append(route))
+    page.goto(server + "/")
+    page.wait_for_selector("#run")
+    assert held == []  # loading the page asked for no plotly
+    page.select_option("#strategy", "semantic")
+    page.fill("#text", GUIDE.read_text(encoding="utf-8"))
+    page.click("#run")
+    page.wait_for_selector("#view .column [data-first]")  # rendered while plotly is held (or not yet asked for)
+    assert _chunks_shown(page) > 1
+    page.wait_for_function("() => !window.Plotly")
+    deadline = time.monotonic() + 30
+    while not held and time.monotonic() < deadline:
+        page.wait_for_timeout(50)
+    assert len(held) == 1  # asked for once, after the view
+    for route in held:
+        route.continue_()
+    page.wait_for_selector("#view #plot-distance-0 .main-svg")  # and the charts follow
 
 
 def test_app_semantic_plot_and_bad_parameter(page, server):

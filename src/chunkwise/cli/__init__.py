@@ -10,6 +10,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Callable
+from typing import NoReturn
 
 from ..errors import ChunkwiseError
 
@@ -101,6 +102,62 @@ class Parser(argparse.ArgumentParser):
     @epilog.setter
     def epilog(self, value: str | Callable[[], str] | None) -> None:
         self._epilog = value
+
+    def error(self, message: str) -> NoReturn:
+        """A usage error in two lines, not the whole usage: the problem with a "did you mean" where a
+        known name is close, then where the help is. Exit status 2, as argparse's own."""
+        prog = self.prog
+        if message.startswith("unrecognized arguments:"):
+            words = message.split(":", 1)[1].split()
+            sub = self._chosen_subparser(words)
+            if sub is not None:
+                prog = sub.prog
+            message = _unknown_option_message(words, sub or self)
+        else:
+            message = _did_you_mean_choice(message)
+        self.exit(2, f"{prog}: error: {message}\nTry '{prog} --help' for the options.\n")
+
+    def parse_known_args(self, args=None, namespace=None):
+        self._words = list(sys.argv[1:] if args is None else args)  # for the error's command name
+        return super().parse_known_args(args, namespace)
+
+    def _chosen_subparser(self, unknown: list[str]) -> argparse.ArgumentParser | None:
+        """The command's own parser (unknown words reach the top-level parser; the hint names the command)."""
+        command = command_of(getattr(self, "_words", []))
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+                return action.choices[command]
+        return None
+
+
+def _unknown_option_message(words: list[str], parser: argparse.ArgumentParser) -> str:
+    """``unknown option --max-tokns (did you mean --max-tokens?)`` for the first unknown option."""
+    import difflib
+
+    known = [s for a in parser._actions for s in a.option_strings if s.startswith("--")]
+    for word in words:
+        if word.startswith("--"):
+            name = word.split("=", 1)[0]
+            close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            return f"unknown option {name}{hint}"
+    return f"unrecognized arguments: {' '.join(words)}"
+
+
+def _did_you_mean_choice(message: str) -> str:
+    """argparse's ``invalid choice: 'cohesin' (choose from ...)`` with the closest choice named first."""
+    import difflib
+    import re
+
+    m = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)$", message)
+    if not m:
+        return message
+    choices = re.findall(r"'([^']*)'", m.group(2)) or [c.strip() for c in m.group(2).split(",")]
+    close = difflib.get_close_matches(m.group(1), choices, n=1, cutoff=0.5)
+    head = message[: m.start()] + f"invalid choice: '{m.group(1)}'"
+    if close:
+        return f"{head} (did you mean '{close[0]}'?)"
+    return f"{head} (choose from {', '.join(choices)})"
 
 
 def build_parser(command: str | None = None, overview: bool = False) -> argparse.ArgumentParser:

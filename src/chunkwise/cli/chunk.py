@@ -269,7 +269,7 @@ def run(args: argparse.Namespace) -> int:
             for source, item, given in chunk_documents(strategy, items, progress=progress.enabled):
                 chunks = _chunks_of(source, item, given, strategy, failures)
                 if chunks is None:
-                    progress.file_done(source)
+                    progress.file_done(source, 0)
                     continue
                 progress.file_done(source, len(chunks))
                 n_docs += 1

@@ -34,7 +34,8 @@ def add_store_options(p: argparse.ArgumentParser) -> None:
         type=float,
         default=10.0,
         metavar="SECONDS",
-        help="give up connecting to a server (and on any single call) after this long (default 10)",
+        help="give up on a server call after this long (default 10); opening the connection gives up "
+        "after 3 s (or this, if shorter)",
     )
 
 

@@ -263,7 +263,8 @@ def changed(items, run: AddRun):
     while True:
         t = time.perf_counter()
         try:
-            source, doc = next(items)
+            with run.bars.phase("read"):
+                source, doc = next(items)
         except StopIteration:
             return
         finally:
@@ -274,13 +275,16 @@ def changed(items, run: AddRun):
             run.unreadable.append(doc.path)
         if isinstance(doc, ChunkwiseError) or not isinstance(doc, Document):
             report.failed.append((str(source), getattr(doc, "problem", str(doc))))
+            run.bars.chunked(str(source), 0)  # no work left for it
             continue
         if doc.id in run.seen:  # the same file named twice
+            run.bars.chunked(str(source), 0)
             continue
         run.seen.add(doc.id)
         report.documents += 1
         if is_unchanged(doc, run.markers):
             report.skipped += 1
+            run.bars.chunked(str(source), 0)
             continue
         report.warnings.extend((doc.source, str(w)) for w in doc.metadata.get("warnings", []))
         yield source, doc
@@ -294,22 +298,25 @@ def ingest(stream, run: AddRun) -> None:
     while True:
         t, loaded = time.perf_counter(), report.timings["load"]
         try:
-            _source, doc, chunks = next(stream)
+            with run.bars.phase("chunk"):
+                source, doc, chunks = next(stream)
         except StopIteration:
             break
         finally:  # chunking time is the wait for the stream minus the loading inside it
             report.timings["chunk"] += time.perf_counter() - t - (report.timings["load"] - loaded)
         try:
-            done = finish_chunks(doc, chunks, run.settings.context, run.settings.context_options)
+            with run.bars.phase("chunk"):
+                done = finish_chunks(doc, chunks, run.settings.context, run.settings.context_options)
         except InputError as exc:
             report.failed.append((doc.source, exc.problem))
+            run.bars.chunked(str(source), 0)
             continue
         report.timings["context"] += done.context_seconds
         report.warnings.extend((doc.source, w) for w in done.warnings)
         if not done.complete:
             report.incomplete += 1
             run.incomplete.add(doc.id)
-        run.bars.update("chunks", "chunk", len(done.chunks))
+        run.bars.chunked(str(source), len(done.chunks), sum(c.token_count or 0 for c in done.chunks))
         pending.append((doc, done.chunks))
         if sum(len(c) for _, c in pending) >= run.batch_size:
             flush(pending, run)
@@ -322,9 +329,15 @@ def flush(pending: list[tuple[Document, list[Chunk]]], run: AddRun) -> None:
     """Embed and write a batch of documents with the unmark → upsert → delete stale → mark protocol."""
     s, report, bars = run.settings, run.report, run.bars
     t = time.perf_counter()
-    vectors, embedded, reused = embed_documents(
-        pending, s.embedder, s.reuse, s.late, s.late_options, on_embedded=lambda n: bars.update("embedding", "chunk", n)
-    )
+    with bars.phase("embed"):
+        vectors, embedded, reused = embed_documents(
+            pending,
+            s.embedder,
+            s.reuse,
+            s.late,
+            s.late_options,
+            on_embedded=bars.embedded,
+        )
     report.embedded += embedded
     report.reused += reused
     report.timings["embed"] += time.perf_counter() - t
@@ -343,7 +356,8 @@ def write_batch(
 ) -> None:
     """Write embedded documents (:func:`~chunkwise.retrieval.ingest.write_documents`) and count them."""
     t = time.perf_counter()
-    done = write_documents(store, pending, vectors, markers, model_id, incomplete)
+    with bars.phase("write"):
+        done = write_documents(store, pending, vectors, markers, model_id, incomplete)
     report.removed += done.removed
     report.timings["write"] += time.perf_counter() - t
     report.indexed += len(pending)

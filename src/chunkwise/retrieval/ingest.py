@@ -159,7 +159,8 @@ def embed_documents(
     on_embedded=None,
 ) -> tuple[list[np.ndarray], int, int]:
     """The local engine's vectors step: one array per document of ``pending``, and the counts embedded
-    and reused. ``on_embedded(n)`` is called after each embedding call (progress)."""
+    and reused. ``on_embedded(n, tokens)`` is called after each embedding call with its chunks and their
+    token counts (progress: an embedding call costs by its tokens more than by its number of texts)."""
     plan = plan_vectors(pending, embedder.dim, reuse, late)
     embedded = 0
     for d in plan.late:
@@ -170,7 +171,7 @@ def embed_documents(
         plan.fill(part, embedder.embed([t for _, _, t in part]))
         embedded += len(part)
         if on_embedded is not None:
-            on_embedded(len(part))
+            on_embedded(len(part), sum(pending[d][1][i].token_count or 0 for d, i, _ in part))
     return plan.vectors, embedded, plan.reused
 
 

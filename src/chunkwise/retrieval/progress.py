@@ -1,38 +1,59 @@
-"""Progress of long runs (``index``, ``chunk``): totals, rate and ETA, on a terminal and in logs alike.
+"""Progress of long runs (``index``, ``chunk``): totals, share done and an ETA, on a terminal and in logs alike.
 
-Why: indexing 155 files took 31 minutes and showed ``embedding: 1737chunk [18:23, 1.75chunk/s]`` (no
-total, no ETA), and nothing at all when stderr was not a terminal (CI, ``nohup``, ``docker logs``), so a
-slow run could not be told from a stuck one. A run now lists its files first (so the number of files and
-their bytes are known before anything is read) and keeps counters of files read, chunks made, embedded and
-written:
+A run lists its files first (so their number and bytes are known before anything is read) and counts the work
+of each phase as it is done: bytes read, bytes chunked (and the chunks made), chunks embedded, chunks
+written. The callers wrap each phase's work in :meth:`Progress.phase`, so the time each phase has taken is
+known too, and with it its cost per unit of work. The ETA is the work left in every phase times that
+phase's cost so far::
 
-- on a terminal, tqdm bars with ``total=`` (files; chunks embedded and written against the chunk total,
-  estimated from the bytes read until the last file is chunked, then exact);
+    remaining = bytes left to read × s/byte read + bytes left to chunk × s/byte chunked
+              + chunks left to embed × s/chunk embedded + chunks left to write × s/chunk written
+
+The chunks still to come are estimated from the bytes not yet chunked (exact once every file is chunked).
+Why per phase: a run's phases advance at different paces (files are read well ahead of the embedding, a
+semantic strategy reads a group of documents before it yields any), so a share taken from any one counter,
+or the elapsed time scaled by it, says "75 % done" at 11 % and counts one-off costs (loading the model) as
+if they recurred. The embedding cost is that of the last :data:`RECENT_CALLS` calls (the pace of a shared
+machine changes during a long run), and the first call, which may load the model, is left out once a
+second call has been timed. No ETA is shown before each phase that has work left has a cost (the
+write cost, the smallest, counts as 0 until the first write); the share done is the time spent over the
+time spent plus the ETA, so the two always agree.
+
+- on a terminal, one tqdm line with that share, the counters and the ETA, refreshed every second;
 - elsewhere, a heartbeat line to stderr every :func:`heartbeat_seconds` (``$CHUNKWISE_PROGRESS_SECONDS``,
   default 30; ``0`` switches it off), from a daemon thread so that one long embedding call cannot
   silence it::
 
       chunkwise: indexing: 12/155 files read, 412/~1,737 chunks embedded, 24%, 1.8 chunks/s, ETA 12:03
 
-The fraction done is the chunks embedded over the (estimated) chunk total once chunks exist, the bytes read
-over all bytes before that; the ETA is the elapsed time scaled by what is left.
+A caller that times no phases (the Ray engine) gets the share of chunks embedded and the elapsed time scaled
+by it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any, TextIO
 
 #: environment variable: seconds between heartbeat lines when stderr is not a terminal (0: none)
 HEARTBEAT_ENV = "CHUNKWISE_PROGRESS_SECONDS"
 DEFAULT_HEARTBEAT = 30.0
+#: seconds between refreshes of the terminal line
+TTY_REFRESH = 1.0
 
-#: counter names (the ``update`` names the index and the Ray engine use) and the bar units
+#: counter names (the ``update`` names the index and the Ray engine use)
 _UNITS = {"files": "file", "chunks": "chunk", "embedding": "chunk", "chunks written": "chunk"}
+#: embedding calls the embedding cost is measured over (the most recent ones): the pace of a shared machine
+#: changes during a long run, and a run's early calls may cost more than its later ones
+RECENT_CALLS = 16
+#: the timed phases (:meth:`Progress.phase`)
+PHASES = ("read", "chunk", "embed", "write")
 
 
 def heartbeat_seconds(value: str | float | None = None) -> float:
@@ -65,11 +86,12 @@ def format_eta(seconds: float) -> str:
 
 
 class Progress:
-    """Counters of one run with bars (terminal) or heartbeat lines (anything else); see the module docstring.
+    """Counters and phase times of one run, shown as one terminal line or as heartbeat lines; see the module
+    docstring.
 
-    ``label`` names the run in heartbeat lines (``indexing``, ``chunking``); ``embeds``: whether chunks are
-    embedded (the line then counts embedded chunks). ``tty``/``stream``/``interval`` default to stderr,
-    whether it is a terminal and :func:`heartbeat_seconds`.
+    ``label`` names the run (``indexing``, ``chunking``); ``embeds``: whether chunks are embedded (the line
+    then counts embedded chunks). ``tty``/``stream``/``interval`` default to stderr, whether it is a
+    terminal and :func:`heartbeat_seconds`; ``clock`` to :func:`time.monotonic` (tests pass their own).
     """
 
     def __init__(
@@ -81,25 +103,37 @@ class Progress:
         tty: bool | None = None,
         stream: TextIO | None = None,
         interval: float | None = None,
+        clock=time.monotonic,
     ):
         self.stream = stream or sys.stderr
         self.label = label
         self.embeds = embeds
         self.on = bool(enabled)
+        self.clock = clock
         if tty is None:
             try:
                 tty = self.stream.isatty()
             except (AttributeError, ValueError):
                 tty = False
-        self.enabled = self.on and bool(tty)  # tqdm bars (the attribute name callers test)
+        self.enabled = self.on and bool(tty)  # a terminal line (the attribute name callers test)
         self.interval = heartbeat_seconds(interval) if self.on and not tty else 0.0
         self.bars: dict[str, Any] = {}
         self.counts: dict[str, int] = dict.fromkeys(_UNITS, 0)
         self.total_files: int | None = None
         self.total_bytes = 0
-        self.bytes_done = 0
+        self.bytes_done = 0  # read
+        self.bytes_chunked = 0  # chunked, or needing no chunking (unchanged, failed)
+        self.bytes_skipped = 0  # of those, needing no chunking: no cost measured on them
         self.sizes: dict[str, int] = {}
-        self.started = time.monotonic()
+        self.spent: dict[str, float] = dict.fromkeys(PHASES, 0.0)
+        self._stack: list[list] = []  # [phase, entered] (nested phases pause the outer one)
+        self.tokens_made = 0  # tokens of the chunks made, and of those embedded (the embedding's unit of work)
+        self.tokens_embedded = 0
+        self._first_embed: tuple[float, int] | None = None  # (seconds, tokens) at the end of the first call
+        self._last_embed: tuple[float, int, int] | None = None  # (seconds, tokens, tokens of that call): the last
+        self._embed_marks: list[tuple[float, int]] = []  # (seconds, units) at the end of each call
+        self._lock = threading.Lock()
+        self.started = self.clock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -109,31 +143,144 @@ class Progress:
         self.total_files = files
         self.sizes = dict(sizes or {})
         self.total_bytes = sum(self.sizes.values())
-        self.started = time.monotonic()
+        self.started = self.clock()
         if self.enabled:
-            self.bar("files", "file", files)
+            self._thread = threading.Thread(target=self._refresh, name="chunkwise-progress", daemon=True)
+            self._thread.start()
         elif self.on and self.interval > 0:  # a short run says nothing more than its summary
             self._thread = threading.Thread(target=self._beat, name="chunkwise-progress", daemon=True)
             self._thread.start()
 
-    def file_done(self, source: str, chunks: int = 0) -> None:
-        """One input read (and, when ``chunks`` is given, chunked into that many chunks)."""
+    def file_done(self, source: str, chunks: int | None = None) -> None:
+        """One input read; when ``chunks`` is given, also chunked into that many chunks (:meth:`chunked`)."""
         self.bytes_done += self.sizes.get(source, 0)
         self.update("files", "file")
+        if chunks is not None:
+            self.chunked(source, chunks)
+
+    def chunked(self, source: str, chunks: int, tokens: int = 0) -> None:
+        """One input chunked into ``chunks`` chunks of ``tokens`` tokens in all (0 chunks: it needs no
+        chunking: unchanged, failed, empty)."""
+        size = self.sizes.get(source, 0)
+        self.bytes_chunked += size
+        self.tokens_made += tokens
         if chunks:
             self.update("chunks", "chunk", chunks)
+        else:
+            self.bytes_skipped += size
+
+    def embedded(self, chunks: int, tokens: int = 0) -> None:
+        """One embedding call done: ``chunks`` chunks of ``tokens`` tokens."""
+        self.tokens_embedded += tokens
+        self.update("embedding", "chunk", chunks)
+
+    @contextlib.contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        """Time the work inside as phase ``name`` (one of :data:`PHASES`); a phase inside another pauses it."""
+        with self._lock:
+            now = self.clock()
+            if self._stack:
+                outer = self._stack[-1]
+                self.spent[outer[0]] += now - outer[1]
+            self._stack.append([name, now])
+        try:
+            yield
+        finally:
+            with self._lock:
+                now = self.clock()
+                inner = self._stack.pop()
+                self.spent[inner[0]] += now - inner[1]
+                if self._stack:
+                    self._stack[-1][1] = now
+
+    def _spent(self) -> dict[str, float]:
+        """Seconds per phase, the one running now included."""
+        with self._lock:
+            spent = dict(self.spent)
+            if self._stack:
+                name, entered = self._stack[-1]
+                spent[name] += self.clock() - entered
+        return spent
 
     def chunk_total(self) -> tuple[int, bool]:
-        """The number of chunks this run will have and whether that is exact (every file read)."""
+        """The number of chunks this run will have and whether that is exact (every file chunked)."""
         made = self.counts["chunks"]
-        if self.total_files is None or self.counts["files"] >= self.total_files:
+        if (
+            self.total_files is None
+            or self.bytes_chunked >= self.total_bytes
+            and self.counts["files"] >= self.total_files
+        ):
             return made, True
-        if self.total_bytes and self.bytes_done:
-            return max(made, round(made * self.total_bytes / self.bytes_done)), False
+        real = self.bytes_chunked - self.bytes_skipped
+        if self.total_bytes and real > 0:
+            return max(made, round(made * (real + self.total_bytes - self.bytes_chunked) / real)), False
         return made, False
 
+    def remaining(self) -> float | None:
+        """Seconds of work left by the per-phase costs so far; ``None`` while a phase with work left has no
+        cost yet (or no phase is timed)."""
+        spent = self._spent()
+        if not any(spent.values()):
+            return None
+        total_chunks, _ = self.chunk_total()
+        left = 0.0
+        work = [
+            ("read", self.total_bytes - self.bytes_done, self.bytes_done),
+            ("chunk", self.total_bytes - self.bytes_chunked, self.bytes_chunked - self.bytes_skipped),
+        ]
+        if self.embeds:
+            work += [
+                ("embed", total_chunks - self.counts["embedding"], self.counts["embedding"]),
+                ("write", total_chunks - self.counts["chunks written"], self.counts["chunks written"]),
+            ]
+        for name, todo, done in work:
+            if todo <= 0:
+                continue
+            if done <= 0:
+                if name == "write":  # the cheapest phase: 0 until the first batch is written
+                    continue
+                return None
+            if name == "embed" and self._last_embed is not None:
+                left += self._embed_left(spent["embed"], total_chunks)
+                continue
+            left += todo * spent[name] / done
+        if self.total_bytes == 0 and not self.counts["chunks"]:
+            return None
+        return left
+
+    def _embed_left(self, live: float, total_chunks: int) -> float:
+        """Seconds of embedding left. The unit is the token when chunks carry counts (a call costs by its
+        tokens), else the chunk. The cost counts finished calls only, without the first once there is a
+        second (it may hold loading the model); the call running now is credited with the time it has run,
+        but never below the work after it."""
+        assert self._last_embed is not None
+        at, units, last_call = self._last_embed
+        by_tokens = self.tokens_made > 0 and self.tokens_embedded > 0
+        if by_tokens:
+            made = self.counts["chunks"]  # the tokens still to come, projected as the chunks are
+            total = self.tokens_made * (total_chunks / made) if made else self.tokens_made
+            todo = total - self.tokens_embedded
+        else:
+            todo = total_chunks - self.counts["embedding"]
+        if todo <= 0:
+            return 0.0
+        cost = at / units
+        marks = self._embed_marks[1:]  # the first call left out once there is a second
+        if marks and units > self._embed_marks[0][1]:
+            since_at, since_units = self._embed_marks[max(0, len(self._embed_marks) - 1 - RECENT_CALLS)]
+            cost = max(0.0, at - since_at) / (units - since_units)
+        running = max(0.0, live - at)
+        return max(todo * cost - running, max(0.0, todo - last_call) * cost)
+
     def fraction(self) -> float | None:
-        """Share of the run done (0..1), or ``None`` before anything can be said."""
+        """Share of the run done (0..1): the time spent over the time spent plus :meth:`remaining`; without
+        timed phases, the chunks embedded (or the bytes, files read) over their total."""
+        left = self.remaining()
+        if left is not None:
+            spent = sum(self._spent().values())
+            return spent / (spent + left) if spent + left > 0 else 1.0
+        if any(self._spent().values()):
+            return None  # timed, but some phase has no cost yet: no share rather than a wrong one
         total, _ = self.chunk_total()
         if self.embeds and total and self.counts["chunks"]:
             return min(1.0, self.counts["embedding"] / total)
@@ -143,9 +290,19 @@ class Progress:
             return min(1.0, self.counts["files"] / self.total_files)
         return None
 
+    def eta(self) -> float | None:
+        """Seconds left, or ``None`` before anything can be said."""
+        left = self.remaining()
+        if left is not None:
+            return left
+        f = self.fraction()
+        if f:
+            return (self.clock() - self.started) * (1 - f) / f
+        return None
+
     def line(self) -> str:
         """The heartbeat line (without the ``chunkwise:`` prefix)."""
-        elapsed = time.monotonic() - self.started
+        elapsed = self.clock() - self.started
         files = self.counts["files"]
         parts = [
             f"{files:,}/{self.total_files:,} files read" if self.total_files is not None else f"{files:,} files read"
@@ -157,53 +314,27 @@ class Progress:
                 parts.append(f"{self.counts['embedding']:,}/{tilde}{total:,} chunks embedded")
         else:
             parts.append(f"{self.counts['chunks']:,} chunks" + ("" if exact else f" (~{total:,} in all)"))
+        eta = self.eta()
         f = self.fraction()
-        if f is not None:
-            parts.append(f"{f:.0%}")
+        if f is not None and eta is not None:  # a share only beside the ETA it agrees with
+            parts.append(f"{min(f, 0.99) if eta > 0 else 1.0:.0%}")
         done = self.counts["embedding"] if self.embeds else self.counts["chunks"]
         if done and elapsed > 0:
             parts.append(f"{done / elapsed:.1f} chunks/s")
-        if f:
-            parts.append(f"ETA {format_eta(elapsed * (1 - f) / f)}")
-        else:
-            parts.append(f"elapsed {format_eta(elapsed)}")
+        parts.append(f"ETA {format_eta(eta)}" if eta is not None else f"elapsed {format_eta(elapsed)}")
         return f"{self.label}: " + ", ".join(parts)
 
-    # -- bars (the interface of the index and the Ray engine) ----------------------------------------
-    def bar(self, name: str, unit: str, total: int | None = None):
-        if not self.enabled:
-            return None
-        if name not in self.bars:
-            from tqdm import tqdm
-
-            # the size from the terminal with a fallback: a terminal that reports 0 x 0 (some ptys, CI
-            # consoles) would otherwise get no bar at all (tqdm hides bars below the last row)
-            size = shutil.get_terminal_size((100, 20))
-            self.bars[name] = tqdm(
-                desc=name,
-                unit=unit,
-                total=total,
-                file=self.stream,
-                leave=False,
-                position=len(self.bars),
-                ncols=min(120, size.columns),
-                nrows=max(size.lines, 4),
-            )
-        return self.bars[name]
-
+    # -- counters (the interface of the index and the Ray engine) ------------------------------------
     def update(self, name: str, unit: str, n: int = 1) -> None:
         self.counts[name] = self.counts.get(name, 0) + n
-        if not self.enabled or (name == "chunks" and self.embeds):
-            return
-        bar = self.bar(name, unit)
-        if bar is None:
-            return
-        if name in ("embedding", "chunks written", "chunks") and self.total_files is not None:
-            total, _ = self.chunk_total()
-            if total and bar.total != total:
-                bar.total = total
-                bar.refresh()
-        bar.update(n)
+        if name == "embedding":
+            by_tokens = self.tokens_embedded > 0
+            units = self.tokens_embedded if by_tokens else self.counts[name]
+            call = units - (self._last_embed[1] if self._last_embed else 0)
+            self._last_embed = (self._spent()["embed"], units, call)
+            self._embed_marks.append(self._last_embed[:2])
+            if self._first_embed is None:
+                self._first_embed = (self._last_embed[0], units)
 
     def close(self) -> None:
         self._stop.set()
@@ -214,7 +345,7 @@ class Progress:
             bar.close()
         self.bars.clear()
 
-    # -- heartbeat -----------------------------------------------------------------------------------
+    # -- output --------------------------------------------------------------------------------------
     def _say(self, text: str) -> None:
         try:
             print(f"chunkwise: {text}", file=self.stream, flush=True)
@@ -225,5 +356,24 @@ class Progress:
         while not self._stop.wait(self.interval):
             self._say(self.line())
 
+    def _refresh(self) -> None:
+        """The terminal line: one tqdm bar of the share done (percent), its text the heartbeat line."""
+        from tqdm import tqdm
 
-__all__ = ["Progress", "heartbeat_seconds", "format_eta", "HEARTBEAT_ENV", "DEFAULT_HEARTBEAT"]
+        size = shutil.get_terminal_size((100, 20))  # a 0 x 0 terminal (some ptys) would hide the bar
+        bar = self.bars["run"] = tqdm(
+            total=100,
+            file=self.stream,
+            leave=False,
+            ncols=min(120, size.columns),
+            bar_format="{l_bar}{bar}| {postfix}",
+        )
+        while not self._stop.wait(TTY_REFRESH):
+            text = self.line()
+            f = self.fraction()
+            bar.n = round(100 * min(f, 0.99)) if f is not None else 0
+            bar.set_postfix_str(text.split(": ", 1)[1], refresh=False)
+            bar.refresh()
+
+
+__all__ = ["Progress", "heartbeat_seconds", "format_eta", "HEARTBEAT_ENV", "DEFAULT_HEARTBEAT", "PHASES"]

@@ -20,6 +20,7 @@ import html
 import json
 from collections.abc import Sequence
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from ..document import Document
@@ -165,11 +166,24 @@ def _legend() -> str:
     return f'<details class="legend"><summary>Why a chunk ends (the mark after it)</summary><ul>{items}</ul></details>'
 
 
+def shown_name(source: str) -> str:
+    """How a report names its document: a report is shared, so never an absolute path of this machine.
+    A path under the working directory is shown relative to it, any other absolute path by its file name."""
+    path = Path(source)
+    if not path.is_absolute():
+        return source
+    try:
+        return path.relative_to(Path.cwd()).as_posix()
+    except ValueError:
+        return path.name or source
+
+
 def render_report(doc: Document, views: Sequence[StrategyView], title: str | None = None) -> str:
     """A complete HTML page: no network, works from disk. plotly.js is embedded once, gzip-compressed
     (see :func:`~chunkwise.viz.plots.plotly_js_gzip_base64`); ``viz.js`` unpacks it before drawing."""
     body, data = render_columns(doc, views)
-    title = title or f"chunkwise: {doc.source}"
+    name = shown_name(doc.source)
+    title = title or f"chunkwise: {name}"
     info = f"{len(doc.text):,} characters"
     if doc.pages:
         info += f" · {len(doc.pages)} pages"
@@ -181,7 +195,7 @@ def render_report(doc: Document, views: Sequence[StrategyView], title: str | Non
         f"<title>{html.escape(title)}</title>"
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<style>{asset('viz.css')}</style></head><body>"
-        f'<header><h1>{html.escape(doc.source)}</h1><p class="info">{info} · hover a chunk for its details</p>'
+        f'<header><h1>{html.escape(name)}</h1><p class="info">{info} · hover a chunk for its details</p>'
         f"{_legend()}</header><main>{body}</main>"
         '<div id="card" class="card" hidden></div>'
         f'<script type="application/json" id="viz-data">{payload}</script>'

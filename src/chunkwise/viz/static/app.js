@@ -25,6 +25,11 @@
 
   function run() {
     var form = new FormData(), mine = ++seq;
+    if (!$("text").value.trim() && !$("file").files.length) {  // nothing to chunk yet: no request
+      $("status").className = "info";
+      $("status").textContent = "paste text or choose a file";
+      return;
+    }
     try { form.append("strategies", JSON.stringify(specs())); }
     catch (e) { showError("other parameters: not valid JSON"); return; }
     form.append("text", $("text").value);

@@ -149,10 +149,26 @@
     });
   }
 
-  // plotly.js: already loaded (the web app), or embedded gzip-compressed and base64-encoded (the report)
+  // plotly.js: already loaded; in the web app fetched from the URL in <body data-plotly> on the first render,
+  // after the chunk view is on screen (1.5 MB the page does not wait for); in the report embedded
+  // gzip-compressed and base64-encoded
+  var plotlyLoading = null;
   function plotlyReady() {
-    var packed = document.getElementById("plotly-gz");
-    if (window.Plotly || !packed) return Promise.resolve();
+    var packed = document.getElementById("plotly-gz"), url = document.body && document.body.dataset.plotly;
+    if (window.Plotly) return Promise.resolve();
+    if (url && !packed) {
+      if (!plotlyLoading) {
+        plotlyLoading = new Promise(function (resolve, reject) {
+          var script = document.createElement("script");
+          script.src = url;
+          script.onload = function () { resolve(); };
+          script.onerror = function () { plotlyLoading = null; reject(new Error("the charts could not be loaded")); };
+          document.head.appendChild(script);
+        });
+      }
+      return plotlyLoading;
+    }
+    if (!packed) return Promise.resolve();
     if (typeof DecompressionStream === "undefined") {
       return Promise.reject(new Error("this browser cannot unpack the embedded charts (no DecompressionStream)"));
     }
