@@ -86,7 +86,14 @@ def serve_client(tmp_path_factory):
 def _ask(client, base_url: str):
     os.environ["CHUNKWISE_LLM_BASE_URL"], os.environ["CHUNKWISE_LLM_MODEL"] = base_url, "m"
     try:
-        return client.post("/ask", json={"question": "in how many hours does the starter double when fed twice a day?", "k": 2, "min_score": -1})
+        return client.post(
+            "/ask",
+            json={
+                "question": "in how many hours does the starter double when fed twice a day?",
+                "k": 2,
+                "min_score": -1,
+            },
+        )
     finally:
         del os.environ["CHUNKWISE_LLM_BASE_URL"], os.environ["CHUNKWISE_LLM_MODEL"]
 

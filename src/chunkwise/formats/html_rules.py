@@ -215,59 +215,75 @@ def _cell_text(cell) -> str:
 
 def _walk(node, out: _Builder, list_stack: list[list], keep_all: bool, depth: int = 0) -> None:
     for child in node.iter(include_text=True):
-        tag = child.tag
-        if tag == "-text":
-            out.inline.append(child.text(deep=False) or "")
-            continue
-        if not tag or tag.startswith("-") or _is_boilerplate(child, keep_all):
-            continue
-        if tag == "br":
-            out.inline.append(_BR)  # a line break that survives whitespace collapsing
-            continue
-        if _is_math(child) or (tag == "img" and "math" in ((child.attributes or {}).get("class") or "")):
-            out.inline.append(f" {_math_text_selectolax(child)} ")
-            continue
-        if depth > 400:  # pathological nesting: take the text and stop descending
-            out.inline.append(" " + (child.text() or "") + " ")
-            continue
-        if tag in HEADINGS:
-            out.flush()
-            heading = _Builder()
-            _walk(child, heading, [], keep_all, depth + 1)
-            heading.flush()
-            text = _EDIT_SUFFIX.sub("", " ".join(t for t, _, _ in heading.blocks).replace("\n", " "))
-            out.add_block(text.strip(), HEADINGS[tag])
-        elif tag == "pre":
-            out.flush()
-            out.add_block((child.text(deep=True) or "").strip("\n"))
-        elif tag in ("ul", "ol"):
-            out.flush()
-            list_stack.append([tag, 0])
-            _walk(child, out, list_stack, keep_all, depth + 1)
-            list_stack.pop()
-            out.flush()
-        elif tag == "li":
-            out.flush()
-            marker = "- "
-            if list_stack:
-                list_stack[-1][1] += 1
-                if list_stack[-1][0] == "ol":
-                    marker = f"{list_stack[-1][1]}. "
-            indent = "  " * max(0, len(list_stack) - 1)
-            out.prefix, out.tight = indent + marker, True
-            _walk(child, out, list_stack, keep_all, depth + 1)
-            out.flush()
-        elif tag == "tr":
-            out.flush()
-            cells = [_cell_text(c) for c in child.css("th, td") if not _is_boilerplate(c, keep_all)]
-            if any(cells):
-                out.add_block(" | ".join(cells), tight=True)
-        elif tag in BLOCK_TAGS:
-            out.flush()
-            _walk(child, out, list_stack, keep_all, depth + 1)
-            out.flush()
-        else:
-            _walk(child, out, list_stack, keep_all, depth + 1)
+        if not _inline(child, out, keep_all, depth):
+            _element(child, out, list_stack, keep_all, depth)
+
+
+def _inline(child, out: _Builder, keep_all: bool, depth: int) -> bool:
+    """What takes no descent: text, boilerplate, line breaks, math, and anything nested past 400 levels
+    (its text only). True when ``child`` was handled here."""
+    tag = child.tag
+    if tag == "-text":
+        out.inline.append(child.text(deep=False) or "")
+    elif not tag or tag.startswith("-") or _is_boilerplate(child, keep_all):
+        pass
+    elif tag == "br":
+        out.inline.append(_BR)  # a line break that survives whitespace collapsing
+    elif _is_math(child) or (tag == "img" and "math" in ((child.attributes or {}).get("class") or "")):
+        out.inline.append(f" {_math_text_selectolax(child)} ")
+    elif depth > 400:  # pathological nesting: take the text and stop descending
+        out.inline.append(" " + (child.text() or "") + " ")
+    else:
+        return False
+    return True
+
+
+def _element(child, out: _Builder, list_stack: list[list], keep_all: bool, depth: int) -> None:
+    """An element: a heading, code, a list or list item, a table row, another block, or inline markup."""
+    tag = child.tag
+    if tag in HEADINGS:
+        out.flush()
+        heading = _Builder()
+        _walk(child, heading, [], keep_all, depth + 1)
+        heading.flush()
+        text = _EDIT_SUFFIX.sub("", " ".join(t for t, _, _ in heading.blocks).replace("\n", " "))
+        out.add_block(text.strip(), HEADINGS[tag])
+    elif tag == "pre":
+        out.flush()
+        out.add_block((child.text(deep=True) or "").strip("\n"))
+    elif tag in ("ul", "ol"):
+        out.flush()
+        list_stack.append([tag, 0])
+        _walk(child, out, list_stack, keep_all, depth + 1)
+        list_stack.pop()
+        out.flush()
+    elif tag == "li":
+        _list_item(child, out, list_stack, keep_all, depth)
+    elif tag == "tr":
+        out.flush()
+        cells = [_cell_text(c) for c in child.css("th, td") if not _is_boilerplate(c, keep_all)]
+        if any(cells):
+            out.add_block(" | ".join(cells), tight=True)
+    elif tag in BLOCK_TAGS:
+        out.flush()
+        _walk(child, out, list_stack, keep_all, depth + 1)
+        out.flush()
+    else:
+        _walk(child, out, list_stack, keep_all, depth + 1)
+
+
+def _list_item(child, out: _Builder, list_stack: list[list], keep_all: bool, depth: int) -> None:
+    """A list item, marked ``- `` or with its number, indented by its list's depth."""
+    out.flush()
+    marker = "- "
+    if list_stack:
+        list_stack[-1][1] += 1
+        if list_stack[-1][0] == "ol":
+            marker = f"{list_stack[-1][1]}. "
+    indent = "  " * max(0, len(list_stack) - 1)
+    out.prefix, out.tight = indent + marker, True
+    _walk(child, out, list_stack, keep_all, depth + 1)
+    out.flush()
 
 
 def page_blocks(tree, keep_all: bool) -> list[Block]:

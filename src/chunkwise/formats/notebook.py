@@ -269,9 +269,9 @@ def _edited(text: str, smap: SourceMap | None, cells: list[tuple[int, int, int]]
     return _apply(text, edits), smap.apply(edits) if smap is not None else None, cells
 
 
-def load_notebook(data: bytes, source: str, **options) -> Document:
-    """A Jupyter notebook as Markdown text, one :class:`Page` per cell (see the module doc)."""
-    raw, warns = decode_source(data, source, options.get("encoding"))
+def _read(raw: str, source: str) -> tuple[Any, Any]:
+    """The notebook as nbformat reads it (any version, as version 4), and, for a version-4 file, its JSON
+    tree with positions (``None`` when positions cannot be had: no source map then)."""
     try:
         import nbformat
     except ImportError:  # a dependency of chunkwise; only a broken install lacks it
@@ -291,6 +291,32 @@ def load_notebook(data: bytes, source: str, **options) -> Document:
                 tree = None
         except (ValueError, AttributeError, IndexError):
             tree = None
+    return nb, tree
+
+
+def _add_code(b: _Builder, src: Any, joined: str, outputs: list, language: str) -> None:
+    """A code cell fenced in its language, then its text outputs, each fenced as ``output`` and cut short."""
+    opening, closing = _fence(joined, language)
+    b.add(opening)
+    c_start, _ = b.copy(src)
+    _base64_edits(b, c_start, joined)
+    b.add(closing)
+    for out in outputs:
+        text = _output_text(out, b.dropped)
+        if text is None or not ("".join(text) if isinstance(text, list) else str(text)).strip():
+            continue
+        body = "".join(text) if isinstance(text, list) else str(text)
+        opening, closing = _fence(body, "output")
+        b.add("\n\n" + opening)
+        o_start, _ = b.copy(text)
+        _cut_edits(b, o_start, body)
+        b.add(closing)
+
+
+def load_notebook(data: bytes, source: str, **options) -> Document:
+    """A Jupyter notebook as Markdown text, one :class:`Page` per cell (see the module doc)."""
+    raw, warns = decode_source(data, source, options.get("encoding"))
+    nb, tree = _read(raw, source)
     meta = nb.get("metadata") or {}
     language = str(
         (meta.get("kernelspec") or {}).get("language") or (meta.get("language_info") or {}).get("name") or "python"
@@ -309,21 +335,7 @@ def load_notebook(data: bytes, source: str, **options) -> Document:
             b.add("\n\n")
         start = b.length
         if cell.cell_type == "code":
-            opening, closing = _fence(joined, language)
-            b.add(opening)
-            c_start, _ = b.copy(src)
-            _base64_edits(b, c_start, joined)
-            b.add(closing)
-            for out in outputs:
-                text = _output_text(out, dropped)
-                if text is None or not ("".join(text) if isinstance(text, list) else str(text)).strip():
-                    continue
-                body = "".join(text) if isinstance(text, list) else str(text)
-                opening, closing = _fence(body, "output")
-                b.add("\n\n" + opening)
-                o_start, _ = b.copy(text)
-                _cut_edits(b, o_start, body)
-                b.add(closing)
+            _add_code(b, src, joined, outputs, language)
         else:
             a, z = b.copy(src)
             for m in _DATA_URI.finditer(joined):

@@ -238,6 +238,12 @@ class JSONClient:
                 conn.close()
                 raise self._too_large(int(length))
             return Response(self, conn, resp, holder["sock"], deadline_at, watchdog)
+        raise self._refusal(resp, conn, watchdog)
+
+    def _refusal(self, resp: http.client.HTTPResponse, conn: Any, watchdog: threading.Timer) -> Exception:
+        """The error a status that is not 2xx stands for (the connection closed): :class:`_Retry` for a
+        status worth retrying, else the client's error, a redirect named and never followed."""
+        ep, status = self.endpoint, resp.status
         try:
             detail = self._detail(resp)
             retry_after = parse_retry_after(resp.getheader("Retry-After"))
@@ -247,19 +253,19 @@ class JSONClient:
             conn.close()
         if 300 <= status < 400:
             where = f" to {_origin(urljoin(self.url, location))}" if location else " (no Location)"
-            raise self.fatal(
+            return self.fatal(
                 f"HTTP {status} redirect{where}: not followed (the request and its key go only to "
                 f"{ep.origin}; configure the final URL as the base URL)",
                 source=self.url,
             )
         text = f"HTTP {status}{': ' + detail if detail else ''}"
         if retried(status):
-            raise _Retry(self.redact(text), retry_after)
+            return _Retry(self.redact(text), retry_after)
         if status in (401, 403) and self.key_hint:
             text = f"authentication failed ({text}); {self.key_hint}"
         elif status == 404:
             text += " (is the base URL right? it usually ends in /v1)"
-        raise self.fatal(self.redact(text), source=self.url)
+        return self.fatal(self.redact(text), source=self.url)
 
     def _detail(self, resp: http.client.HTTPResponse) -> str:
         """The server's ``error.message`` (OpenAI style) or the start of the body, one line, redacted."""

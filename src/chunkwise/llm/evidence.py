@@ -27,6 +27,7 @@ def _stems(words: Sequence[str]) -> list[str]:
 
     return list(snowballstemmer.stemmer("english").stemWords(list(words)))
 
+
 #: share of the question's content words the passages must hold (with every key). Calibrated on the
 #: versioned-documents benchmark and Chroma's state_of_the_union (benchmarks/results/sections.md)
 MIN_COVERAGE = 0.5

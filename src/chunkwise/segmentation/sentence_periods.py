@@ -86,6 +86,12 @@ def _period_ends_sentence(text: str, dot: int, nxt: str, language: str | None) -
         # a unit after a number ("for 2 h.", "8–10 h.") may end a sentence; otherwise an initial
         # ("J. R. R. Tolkien") or one letter of "z. B.", "d. h." (a Greek "π." is neither)
         return token.islower() and _previous_word(text, dot - 1)[-1:].isdigit()
+    return _word_ends_sentence(text, dot, token, word, nxt, language)
+
+
+def _word_ends_sentence(text: str, dot: int, token: str, word: str, nxt: str, language: str | None) -> bool:
+    """The lists' verdict on a word of two letters or more before the period at ``dot`` (``word`` is
+    ``token`` lower-cased): abbreviations that never end a sentence, those that may, list markers."""
     # "Rechnungs-Nr.", "Dipl.-Ing.", Italian and French elision: "l'Ing.", "dell'Avv."
     if "-" in word:
         word = word.rsplit("-", 1)[-1]

@@ -426,12 +426,7 @@ class MilvusStore:
         except BaseException:
             self._drop_copies()
             raise
-        if self._bm25 is not None:
-            self._bm25.upsert((r["id"], r["indexed_text"]) for r in batch)
-        if self._vectors is not None:
-            self._vectors.upsert((r["id"], r["vector"]) for r in batch)
-        if self._places is not None:
-            self._places.add((r["id"], r["doc_id"], r["chunk_index"]) for r in batch)
+        milvus_search.follow_upsert(self, batch)
 
     def delete_chunks(self, ids: Iterable[str]) -> int:
         ids = list(ids)
@@ -445,9 +440,7 @@ class MilvusStore:
                 except BaseException:
                     self._drop_copies()
                     raise
-                for copy in (self._bm25, self._vectors, self._places):
-                    if copy is not None:
-                        copy.remove(part)
+                milvus_search.follow_delete(self, part)
         return len(ids)
 
     def delete_documents(self, doc_ids: Iterable[str]) -> int:

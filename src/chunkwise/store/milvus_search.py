@@ -183,6 +183,23 @@ def save_copies(store: MilvusStore) -> None:
         store._copies_saved = True
 
 
+def follow_upsert(store: MilvusStore, rows: list[dict]) -> None:
+    """The rows a write just stored, into the in-process copies the connection holds."""
+    if store._bm25 is not None:
+        store._bm25.upsert((r["id"], r["indexed_text"]) for r in rows)
+    if store._vectors is not None:
+        store._vectors.upsert((r["id"], r["vector"]) for r in rows)
+    if store._places is not None:
+        store._places.add((r["id"], r["doc_id"], r["chunk_index"]) for r in rows)
+
+
+def follow_delete(store: MilvusStore, ids: list[str]) -> None:
+    """The chunks a delete just removed, out of the in-process copies the connection holds."""
+    for copy in (store._bm25, store._vectors, store._places):
+        if copy is not None:
+            copy.remove(ids)
+
+
 def load_places(store: MilvusStore) -> ChunkPlaces:
     """The chunk ids by document and index (:mod:`~chunkwise.store.places`): held, saved by an earlier process
     from the database's files as they are now, or read in one scan of three columns and saved where they

@@ -138,6 +138,35 @@ def load_weights(cfg: str | Path, weights: str | Path) -> tuple[dict[str, str], 
     return net, layers
 
 
+def _convolution(layer: Layer, name: str, previous: str, nodes: list[Any], inits: list[Any]) -> None:
+    """A convolutional layer as a ``Conv`` node (weights and bias as initialisers), then its activation."""
+    from onnx import helper, numpy_helper
+
+    assert layer.weight is not None and layer.bias is not None
+    size, stride = layer.int("size", 1), layer.int("stride", 1)
+    pad = size // 2 if layer.int("pad", 0) else layer.int("padding", 0)
+    inits += [
+        numpy_helper.from_array(layer.weight, f"{name}.w"),
+        numpy_helper.from_array(layer.bias, f"{name}.b"),
+    ]
+    act = layer.options.get("activation", "linear")
+    conv_out = name if act == "linear" else f"{name}.conv"
+    nodes.append(
+        helper.make_node(
+            "Conv",
+            [previous, f"{name}.w", f"{name}.b"],
+            [conv_out],
+            kernel_shape=[size, size],
+            strides=[stride, stride],
+            pads=[pad] * 4,
+        )
+    )
+    if act == "leaky":
+        nodes.append(helper.make_node("LeakyRelu", [conv_out], [name], alpha=LEAKY))
+    elif act != "linear":
+        raise InputError(f"Darknet activation {act!r} is not supported")
+
+
 def to_onnx(net: dict[str, str], layers: list[Layer]) -> Any:
     """The network as an ``onnx.ModelProto``: input ``images`` (N x 3 x H x W, RGB in 0..1), one output per
     yolo layer (``yolo0``, ``yolo1``...)."""
@@ -154,29 +183,7 @@ def to_onnx(net: dict[str, str], layers: list[Layer]) -> Any:
     for i, layer in enumerate(layers):
         name = f"l{i}"
         if layer.kind == "convolutional":
-            assert layer.weight is not None and layer.bias is not None
-            size, stride = layer.int("size", 1), layer.int("stride", 1)
-            pad = size // 2 if layer.int("pad", 0) else layer.int("padding", 0)
-            inits += [
-                numpy_helper.from_array(layer.weight, f"{name}.w"),
-                numpy_helper.from_array(layer.bias, f"{name}.b"),
-            ]
-            act = layer.options.get("activation", "linear")
-            conv_out = name if act == "linear" else f"{name}.conv"
-            nodes.append(
-                helper.make_node(
-                    "Conv",
-                    [previous, f"{name}.w", f"{name}.b"],
-                    [conv_out],
-                    kernel_shape=[size, size],
-                    strides=[stride, stride],
-                    pads=[pad] * 4,
-                )
-            )
-            if act == "leaky":
-                nodes.append(helper.make_node("LeakyRelu", [conv_out], [name], alpha=LEAKY))
-            elif act != "linear":
-                raise InputError(f"Darknet activation {act!r} is not supported")
+            _convolution(layer, name, previous, nodes, inits)
         elif layer.kind == "maxpool":
             size, stride = layer.int("size", 2), layer.int("stride", 2)
             pad = layer.int("padding", size - 1)

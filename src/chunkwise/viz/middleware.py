@@ -67,55 +67,63 @@ class BodyGuard:
             if name == b"content-length" and value.strip().isdigit() and int(value) > limit:
                 await send_error(send, 413, self._too_large(method, path, limit), ((b"connection", b"close"),))
                 return
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.body_timeout
-        received = 0
-        done = False  # the whole body has arrived: later receives only wait for a disconnect
-        refused = False
-        started = False
-
-        async def refuse(status: int, message: str) -> dict[str, Any]:
-            nonlocal refused
-            if not started:
-                await send_error(send, status, message, ((b"connection", b"close"),))
-            refused = True
-            return {"type": "http.disconnect"}
-
-        async def guarded_receive() -> dict[str, Any]:
-            nonlocal received, done
-            if refused:
-                return {"type": "http.disconnect"}
-            if done:
-                return await receive()
-            wait = min(self.read_timeout, deadline - loop.time())
-            try:
-                message = await asyncio.wait_for(receive(), timeout=max(wait, 0.001))
-            except TimeoutError:
-                return await refuse(
-                    408,
-                    f"request body not received in time (limit {self.read_timeout:g} s "
-                    f"without data, {self.body_timeout:g} s in all)",
-                )
-            if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > limit:
-                    return await refuse(413, self._too_large(method, path, limit))
-                done = not message.get("more_body", False)
-            return message
-
-        async def guarded_send(message: dict[str, Any]) -> None:
-            nonlocal started
-            if refused:  # the client already has its 413/408; the app's answer to the disconnect goes nowhere
-                return
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
+        guard = _GuardedBody(self, receive, send, limit, self._too_large(method, path, limit))
         try:
-            await self.app(scope, guarded_receive, guarded_send)
+            await self.app(scope, guard.receive, guard.send)
         except Exception:
-            if not refused:  # the app failing over the disconnect it was given is expected
+            if not guard.refused:  # the app failing over the disconnect it was given is expected
                 raise
+
+
+class _GuardedBody:
+    """One request's body read under the limits: ``receive`` counts the bytes and bounds each wait (a 413
+    or 408 is sent once and the app sees a disconnect), ``send`` passes the app's answer on unless the
+    client was already refused."""
+
+    def __init__(self, limits: BodyGuard, receive, send, limit: int, too_large: str) -> None:
+        self.limits, self._receive, self._send = limits, receive, send
+        self.limit, self.too_large = limit, too_large
+        self.loop = asyncio.get_running_loop()
+        self.deadline = self.loop.time() + limits.body_timeout
+        self.received = 0
+        self.done = False  # the whole body has arrived: later receives only wait for a disconnect
+        self.refused = False
+        self.started = False
+
+    async def refuse(self, status: int, message: str) -> dict[str, Any]:
+        if not self.started:
+            await send_error(self._send, status, message, ((b"connection", b"close"),))
+        self.refused = True
+        return {"type": "http.disconnect"}
+
+    async def receive(self) -> dict[str, Any]:
+        if self.refused:
+            return {"type": "http.disconnect"}
+        if self.done:
+            return await self._receive()
+        limits = self.limits
+        wait = min(limits.read_timeout, self.deadline - self.loop.time())
+        try:
+            message = await asyncio.wait_for(self._receive(), timeout=max(wait, 0.001))
+        except TimeoutError:
+            return await self.refuse(
+                408,
+                f"request body not received in time (limit {limits.read_timeout:g} s "
+                f"without data, {limits.body_timeout:g} s in all)",
+            )
+        if message["type"] == "http.request":
+            self.received += len(message.get("body", b""))
+            if self.received > self.limit:
+                return await self.refuse(413, self.too_large)
+            self.done = not message.get("more_body", False)
+        return message
+
+    async def send(self, message: dict[str, Any]) -> None:
+        if self.refused:  # the client already has its 413/408; the app's answer to the disconnect goes nowhere
+            return
+        if message["type"] == "http.response.start":
+            self.started = True
+        await self._send(message)
 
 
 class TokenGate:
