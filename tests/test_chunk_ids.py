@@ -96,7 +96,8 @@ def test_auto_chunk_ids_on_layout_are_pinned():
         (83, 141, "e95716cc1681d560", "auto:recursive"),
     ]
     md = Document(
-        "# Pump\n\nThe pump failed at dawn. The keeper fixed it.\n\n## Lunch\n\nSoup and bread.\n", source="notes/pump.md"
+        "# Pump\n\nThe pump failed at dawn. The keeper fixed it.\n\n## Lunch\n\nSoup and bread.\n",
+        source="notes/pump.md",
     )
     assert [(c.start, c.end, c.id, c.strategy) for c in chunk(md, "auto", max_tokens=16)] == [
         (0, 53, "7dd7dbc118cae289", "auto:markdown"),

@@ -60,8 +60,11 @@ def register(subparsers) -> None:
 
 
 def _build_strategy(args: argparse.Namespace):
-    """The strategy, checked before any input is read; the embedder is loaded only for semantic ones."""
-    from ..strategies import SEMANTIC_STRATEGIES
+    """The strategy, checked before any input is read; the embedder is loaded only for semantic ones.
+
+    A strategy that embeds only some documents (``auto``: plain text without layout) gets the ``--embedder``
+    name, made at its first use, so a Markdown file loads no model."""
+    from ..strategies import SEMANTIC_STRATEGIES, strategy_class
     from .options import strategy_from_args, strategy_params_from_args
 
     name, params = strategy_params_from_args(args)
@@ -70,6 +73,8 @@ def _build_strategy(args: argparse.Namespace):
         from ..embeddings import embedder_from_args
 
         embedder = embedder_from_args(args)
+    elif "embedder" not in params and "embedder" in strategy_class(name).param_names():
+        embedder = getattr(args, "embedder", None)
     strategy = strategy_from_args(args, embedder)
     strategy.validate()
     return strategy

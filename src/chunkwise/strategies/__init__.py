@@ -56,9 +56,15 @@ def strategy_class(name: str) -> type[Strategy]:
 
 
 def semantic_strategies() -> tuple[str, ...]:
-    """The strategies that embed while chunking: those whose constructor takes an ``embedder`` (the
-    classes are imported to ask them, which is why this is a function behind :data:`SEMANTIC_STRATEGIES`)."""
-    return tuple(n for n in registry.names("strategy") if "embedder" in strategy_class(n).param_names())
+    """The strategies that embed while chunking: those whose constructor takes an ``embedder``, but for
+    those that embed only some documents and make the embedder there (``embeds_on_demand``: ``auto``), so
+    front ends do not load a model for them (the classes are imported to ask them, which is why this is a
+    function behind :data:`SEMANTIC_STRATEGIES`)."""
+    return tuple(
+        n
+        for n in registry.names("strategy")
+        if "embedder" in (cls := strategy_class(n)).param_names() and not getattr(cls, "embeds_on_demand", False)
+    )
 
 
 def get_strategy(name: str, **params: Any) -> Strategy:

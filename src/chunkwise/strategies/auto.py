@@ -257,6 +257,9 @@ class AutoChunker(Strategy):
     """
 
     name = "auto"
+    #: embeds only documents without layout, making its embedder there: not a semantic strategy for the
+    #: front ends, which therefore load no model for it (:func:`~chunkwise.strategies.semantic_strategies`)
+    embeds_on_demand = True
     _parameter_constraints = {**Strategy._parameter_constraints, "embedder": [EmbedderSpec(), None]}
 
     def __init__(
