@@ -27,6 +27,9 @@ from tests.test_semantic import CAFETERIA, PUMP, SEED
         ("First paragraph.\n\nSecond paragraph.", False),
         ("First paragraph.\n \t\nSecond paragraph.", False),  # a whitespace-only line is a blank line
         ("First paragraph.\r\n\r\nSecond paragraph.", False),
+        ("One sentence alone, nothing to decide.", False),
+        ("A title line\nand a second line", True),
+        ("Zwei S\u00e4tze. Noch einer!", True),
     ],
 )
 def test_without_layout_rule(text, flat):

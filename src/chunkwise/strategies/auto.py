@@ -20,7 +20,7 @@ anything else (plain text)  ``recursive``
 
 Plain text *without layout* (:func:`without_layout`) is a document of format ``text`` (or none, and not
 sniffed as Markdown, rst or code) with no sections, pages, cues or loader units, whose text has no blank line
-between its first and last character: one paragraph, or lines with no paragraph break (a pasted note, a
+between its first and last character and more than one sentence or line: one paragraph, or lines with no paragraph break (a pasted note, a
 transcript written one utterance a line, text whose paragraphs were lost). ``recursive`` has nothing but
 sentence ends to cut such text at, so it packs unrelated sentences into one chunk (the pump and cafeteria
 notices of five sentences were one chunk); ``semantic`` cuts where the meaning of neighbouring sentences
@@ -96,16 +96,20 @@ dass eine einer eines einem einen nicht sich auch oder aber wenn dann noch schon
 _SPEAKER = re.compile(r"([^:\n]{1,40}):\s")
 #: a paragraph break: a line that is empty or whitespace only
 _BLANK_LINE = re.compile(r"\n[^\S\n]*\n")
+#: where one sentence or line ends and another starts: text without one has nothing for a model to decide
+_SECOND_UNIT = re.compile(r"[.!?\u2026\u3002\uff01\uff1f][\"'\u2019\u201d)\]]*\s+\S|\n\s*\S")
 #: formats that are plain text (``""``: no loader read it and it reads as none other)
 PLAIN_FORMATS = ("", "text", "txt", "plain")
 
 
 def without_layout(doc: Document, fmt: str) -> bool:
     """Whether ``doc`` (of format ``fmt``) is plain text without layout: a plain format, no sections, pages,
-    cues or loader units, and no blank line inside its text (leading and trailing whitespace aside)."""
+    cues or loader units, no blank line inside its text (leading and trailing whitespace aside), and more
+    than one sentence or line (one sentence has no topic change to find, and needs no model)."""
     if fmt not in PLAIN_FORMATS or doc.sections or doc.pages or doc.cues or doc.metadata.get("units"):
         return False
-    return _BLANK_LINE.search(doc.text.strip()) is None
+    text = doc.text.strip()
+    return _BLANK_LINE.search(text) is None and _SECOND_UNIT.search(text) is not None
 
 
 def _bag(text: str, speakers: set[str]) -> Counter[str]:
