@@ -99,3 +99,14 @@ def test_text_with_layout_loads_no_model(tmp_path):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.split("\n")[-2] == "0 ['auto:markdown', 'auto:recursive'] False", out.stdout + out.stderr
+
+
+def test_the_cli_hands_auto_the_embedder_name_unmade():
+    """``chunk`` gives ``auto`` the ``--embedder`` name (made only if a document needs it), nothing without
+    one (the default is made then), and a semantic strategy the embedder itself."""
+    from chunkwise.cli import build_parser
+    from chunkwise.cli.chunk import _build_strategy
+
+    args = build_parser("chunk").parse_args(["--embedder", "minilm", "chunk", "x.txt"])
+    assert _build_strategy(args).embedder == "minilm"
+    assert _build_strategy(build_parser("chunk").parse_args(["chunk", "x.txt"])).embedder is None
