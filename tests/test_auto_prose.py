@@ -8,6 +8,8 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from chunkwise import chunk_text
 from chunkwise.document import Cue, Document
@@ -110,3 +112,32 @@ def test_the_cli_hands_auto_the_embedder_name_unmade():
     args = build_parser("chunk").parse_args(["--embedder", "minilm", "chunk", "x.txt"])
     assert _build_strategy(args).embedder == "minilm"
     assert _build_strategy(build_parser("chunk").parse_args(["chunk", "x.txt"])).embedder is None
+
+
+_SENTENCES = st.lists(
+    st.sampled_from(
+        [
+            "The pump leaks coolant.",
+            "Replace the seal kit!",
+            "Lunch is soup today.",
+            "Is the cafeteria open?",
+            "Tax credits expire in May.",
+            "The rocket reached orbit.",
+        ]
+    ),
+    min_size=2,
+    max_size=40,
+)
+
+
+@settings(max_examples=25, deadline=None)
+@given(_SENTENCES, st.sampled_from([" ", "\n"]), st.integers(min_value=8, max_value=64))
+def test_flat_text_chunks_are_exact_and_capped(sentences, sep, max_tokens):
+    text = sep.join(sentences)
+    chunks = get_strategy("auto", embedder=FakeEmbedder(), max_tokens=max_tokens).chunk(Document(text))
+    assert {c.strategy for c in chunks} == {"auto:semantic"}
+    assert all(text[c.start : c.end] == c.text and c.token_count <= max_tokens for c in chunks)
+    assert "".join(text[c.start : c.end] for c in chunks).replace(" ", "").replace("\n", "") == text.replace(
+        " ", ""
+    ).replace("\n", "")
+    assert len({c.id for c in chunks}) == len(chunks)
