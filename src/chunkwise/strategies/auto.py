@@ -19,9 +19,10 @@ anything else (plain text)  ``recursive``
 =========================== ===================================================================
 
 Plain text *without layout* (:func:`without_layout`) is a document of format ``text`` (or none, and not
-sniffed as Markdown, rst or code) with no sections, pages, cues or loader units, whose text has no blank line
-between its first and last character and more than one sentence or line: one paragraph, or lines with no paragraph break (a pasted note, a
-transcript written one utterance a line, text whose paragraphs were lost). ``recursive`` has nothing but
+sniffed as Markdown, rst or code) with no sections, pages, cues or loader units, whose text has no blank
+line between its first and last character and more than one sentence or line: one paragraph, or lines with
+no paragraph break (a pasted note, a transcript written one utterance a line, text whose paragraphs were
+lost). ``recursive`` has nothing but
 sentence ends to cut such text at, so it packs unrelated sentences into one chunk (the pump and cafeteria
 notices of five sentences were one chunk); ``semantic`` cuts where the meaning of neighbouring sentences
 changes. Why ``semantic`` and not ``cohesion`` or ``maxmin``: it retrieved as well as ``recursive`` on QMSum
@@ -47,10 +48,11 @@ default there.
 
 Every chunk records what was used as ``strategy="auto:<name>"`` (``auto:markdown``, ``auto:recursive``,
 ``auto:sentence``, ``auto:semantic``). Chunk ids hash the ``auto`` configuration (its own parameters, the
-embedder left out), the document and the span (and for ``auto:semantic`` the ``semantic`` configuration with
-its embedder, since the embedder decides those cuts), so they are deterministic and differ from the ids an explicit ``--strategy markdown`` gives; index and
-eval record ``auto`` and its parameters as the configuration, and the per-document choice follows from the
-document, so re-indexing the same files gives the same chunks.
+embedder left out), the document and the span (and for ``auto:semantic`` the ``semantic`` configuration
+with its embedder, since the embedder decides those cuts), so they are deterministic and differ from the ids
+an explicit ``--strategy markdown`` gives; index and eval record ``auto`` and its parameters as the
+configuration, and the per-document choice follows from the document, so re-indexing the same files gives
+the same chunks.
 """
 
 from __future__ import annotations
@@ -60,14 +62,16 @@ import re
 import statistics
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..document import Chunk, ChunkIds, Document, stable_hash
-from ..embeddings.base import Embedder
 from ..segmentation.tokenizers import Tokenizer
 from .base import Span, Strategy
 from .params import EmbedderSpec
 from .sentence import SentenceChunker
+
+if TYPE_CHECKING:
+    from ..embeddings.base import Embedder
 
 #: heading level that HTML and PDF chunks never cross under ``auto`` (1 = ``<h1>``/top outline entries)
 SECTION_LEVEL = 2
