@@ -84,3 +84,22 @@ def test_every_strategy_chunk_id_is_the_formula(text):
     for name in ("fixed", "recursive"):
         for c in chunk(doc, name, max_tokens=8):
             assert c.id == _spec_hash("chunk", doc.id, chunk_config_id(name), f"{c.start}:{c.end}")
+
+
+def test_auto_chunk_ids_on_layout_are_pinned():
+    """``auto`` on text with layout (paragraph breaks, Markdown) keeps the ids it had before plain text
+    without layout was cut by topic: the literals were computed before that branch existed."""
+    doc = Document(PUMP, source="notes/pump.txt")
+    assert [(c.start, c.end, c.id, c.strategy) for c in chunk(doc, "auto", max_tokens=16)] == [
+        (0, 24, "5990100b82368c23", "auto:recursive"),
+        (25, 81, "1a37ae71b797b653", "auto:recursive"),
+        (83, 141, "e95716cc1681d560", "auto:recursive"),
+    ]
+    md = Document(
+        "# Pump\n\nThe pump failed at dawn. The keeper fixed it.\n\n## Lunch\n\nSoup and bread.\n",
+        source="notes/pump.md",
+    )
+    assert [(c.start, c.end, c.id, c.strategy) for c in chunk(md, "auto", max_tokens=16)] == [
+        (0, 53, "7dd7dbc118cae289", "auto:markdown"),
+        (55, 80, "110ccbadbafa26b0", "auto:markdown"),
+    ]

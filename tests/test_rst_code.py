@@ -350,7 +350,7 @@ def test_text_without_a_name_is_chunked_as_rst_or_code_like_the_file(capsys):
     assert {c.strategy for c in rst} == {"auto:rst"} and rst[-1].section == ["Title", "Part"]
     setext = "Title\n=====\n\nSee [the docs](https://example.org).\n\nPart\n----\n\nMore.\n"  # Markdown
     assert {c.strategy for c in chunkwise.chunk_text(setext, max_tokens=64)} != {"auto:rst"}
-    prose = "We define the plan. Then we import goods and class them by size.\n" * 5
+    prose = "We define the plan. Then we import goods and class them by size.\n\n" * 5  # paragraphs: not flat
     assert {c.strategy for c in chunkwise.chunk_text(prose, max_tokens=64)} == {"auto:recursive"}
 
 

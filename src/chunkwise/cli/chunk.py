@@ -60,17 +60,24 @@ def register(subparsers) -> None:
 
 
 def _build_strategy(args: argparse.Namespace):
-    """The strategy, checked before any input is read; the embedder is loaded only for semantic ones."""
+    """The strategy, checked before any input is read; the embedder is loaded only for semantic ones.
+
+    A strategy that embeds only some documents (``auto``: plain text without layout) gets the ``--embedder``
+    name, made at its first use, so a Markdown file loads no model."""
     from ..strategies import strategy_class
     from .options import strategy_from_args, strategy_params_from_args
 
     name, params = strategy_params_from_args(args)
     embedder = None
     # the chosen class alone is asked (SEMANTIC_STRATEGIES would import every strategy and the embedders)
-    if "embedder" in strategy_class(name).param_names() and "embedder" not in params:
-        from ..embeddings import embedder_from_args
+    cls = strategy_class(name)
+    if "embedder" in cls.param_names() and "embedder" not in params:
+        if getattr(cls, "embeds_on_demand", False):
+            embedder = getattr(args, "embedder", None)
+        else:
+            from ..embeddings import embedder_from_args
 
-        embedder = embedder_from_args(args)
+            embedder = embedder_from_args(args)
     strategy = strategy_from_args(args, embedder)
     strategy.validate()
     return strategy

@@ -41,7 +41,10 @@ def __getattr__(name: str) -> Any:
 #: the strategy of every front end that is not told one (CLI, Python API, web app, adapters, map-reduce):
 #: ``auto`` picks per document (Markdown structure, subtitles' cues, prose). Measured against ``fixed``
 #: 256/32 with hybrid retrieval and MiniLM (docs/semantic.md, "When they help"): +0.055 nDCG@10 [+0.018,
-#: +0.094] on QMSum transcripts, -0.012 [-0.027, +0.002] (within noise) on Chroma's corpora
+#: +0.094] on QMSum transcripts, -0.012 [-0.027, +0.002] (within noise) on Chroma's corpora. Those figures
+#: were taken when ``auto`` cut text without a blank line (the transcripts) with ``recursive``; it uses
+#: ``semantic`` there now (+0.040 [+0.005, +0.080] against ``fixed``; against ``recursive`` not
+#: significantly different: benchmarks/results/auto-prose.md)
 DEFAULT_STRATEGY = "auto"
 
 
@@ -56,9 +59,15 @@ def strategy_class(name: str) -> type[Strategy]:
 
 
 def semantic_strategies() -> tuple[str, ...]:
-    """The strategies that embed while chunking: those whose constructor takes an ``embedder`` (the
-    classes are imported to ask them, which is why this is a function behind :data:`SEMANTIC_STRATEGIES`)."""
-    return tuple(n for n in registry.names("strategy") if "embedder" in strategy_class(n).param_names())
+    """The strategies that embed while chunking: those whose constructor takes an ``embedder``, but for
+    those that embed only some documents and make the embedder there (``embeds_on_demand``: ``auto``), so
+    front ends do not load a model for them (the classes are imported to ask them, which is why this is a
+    function behind :data:`SEMANTIC_STRATEGIES`)."""
+    return tuple(
+        n
+        for n in registry.names("strategy")
+        if "embedder" in (cls := strategy_class(n)).param_names() and not getattr(cls, "embeds_on_demand", False)
+    )
 
 
 def get_strategy(name: str, **params: Any) -> Strategy:

@@ -14,8 +14,21 @@ HTML or PDF with headings   ``recursive`` with ``respect_sections`` = :data:`SEC
                             ``respect_sections`` wins)
 subtitles (SRT, VTT)        ``sentence`` packing the loader's cue-merged sentences (a chunk never
                             ends mid-cue), cut first where the topic shifts (:func:`topic_cuts`)
+plain text without layout   ``semantic`` (embedding breakpoints; :func:`without_layout`)
 anything else (plain text)  ``recursive``
 =========================== ===================================================================
+
+Plain text *without layout* (:func:`without_layout`) is a document of format ``text`` (or none, and not
+sniffed as Markdown, rst or code) with no sections, pages, cues or loader units, whose text has no blank
+line between its first and last character and more than one sentence or line: one paragraph, or lines with
+no paragraph break (a pasted note, a transcript written one utterance a line, text whose paragraphs were
+lost). ``recursive`` has nothing but
+sentence ends to cut such text at, so it packs unrelated sentences into one chunk (the pump and cafeteria
+notices of five sentences were one chunk); ``semantic`` cuts where the meaning of neighbouring sentences
+changes. Why ``semantic`` and not ``cohesion`` or ``maxmin``: it retrieved as well as ``recursive`` on QMSum
+transcripts and Chroma's corpora, where ``cohesion`` lost on transcripts (docs/semantic.md); measured for
+this rule in benchmarks/results/auto-prose.md. Text with paragraph breaks keeps ``recursive`` (its
+paragraphs are the author's own topic boundaries, found without a model) and its chunk ids.
 
 A document without a format (a string given to ``chunk_text``, the LangChain and LlamaIndex adapters, the
 web app) is Markdown when its source name ends in ``.md`` or its text reads as Markdown
@@ -27,11 +40,19 @@ Why topic cuts for transcripts: a meeting or a podcast has no headings, and whol
 ``examples/team-meeting.vtt`` were one 237-token chunk). The cut points come from the words alone
 (lexical cohesion, as TextTiling): no model, a few milliseconds for an hour of speech.
 
+Only that branch embeds, so the embedder is made there, at its first use: ``auto`` takes the run's
+``embedder`` (a name, an embedder, or ``None`` for the default) but is not one of the strategies that embed
+while chunking (:func:`chunkwise.strategies.semantic_strategies`), so ``chunkwise chunk notes.md`` loads no
+model. Its ``min_tokens`` of 0 (the default: the layout strategies merge nothing) leaves ``semantic`` its own
+default there.
+
 Every chunk records what was used as ``strategy="auto:<name>"`` (``auto:markdown``, ``auto:recursive``,
-``auto:sentence``). Chunk ids hash the ``auto`` configuration (its own parameters), the document and the
-span, so they are deterministic and differ from the ids an explicit ``--strategy markdown`` gives; index and
-eval record ``auto`` and its parameters as the configuration, and the per-document choice follows from the
-document, so re-indexing the same files gives the same chunks.
+``auto:sentence``, ``auto:semantic``). Chunk ids hash the ``auto`` configuration (its own parameters, the
+embedder left out), the document and the span (and for ``auto:semantic`` the ``semantic`` configuration
+with its embedder, since the embedder decides those cuts), so they are deterministic and differ from the ids
+an explicit ``--strategy markdown`` gives; index and eval record ``auto`` and its parameters as the
+configuration, and the per-document choice follows from the document, so re-indexing the same files gives
+the same chunks.
 """
 
 from __future__ import annotations
@@ -41,11 +62,16 @@ import re
 import statistics
 from collections import Counter
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-from ..document import Chunk, Document, stable_hash
+from ..document import Chunk, ChunkIds, Document, stable_hash
 from ..segmentation.tokenizers import Tokenizer
 from .base import Span, Strategy
+from .params import EmbedderSpec
 from .sentence import SentenceChunker
+
+if TYPE_CHECKING:
+    from ..embeddings.base import Embedder
 
 #: heading level that HTML and PDF chunks never cross under ``auto`` (1 = ``<h1>``/top outline entries)
 SECTION_LEVEL = 2
@@ -72,6 +98,22 @@ dass eine einer eines einem einen nicht sich auch oder aber wenn dann noch schon
 """.split()
 )
 _SPEAKER = re.compile(r"([^:\n]{1,40}):\s")
+#: a paragraph break: a line that is empty or whitespace only
+_BLANK_LINE = re.compile(r"\n[^\S\n]*\n")
+#: where one sentence or line ends and another starts: text without one has nothing for a model to decide
+_SECOND_UNIT = re.compile(r"[.!?\u2026\u3002\uff01\uff1f][\"'\u2019\u201d)\]]*\s+\S|\n\s*\S")
+#: formats that are plain text (``""``: no loader read it and it reads as none other)
+PLAIN_FORMATS = ("", "text", "txt", "plain")
+
+
+def without_layout(doc: Document, fmt: str) -> bool:
+    """Whether ``doc`` (of format ``fmt``) is plain text without layout: a plain format, no sections, pages,
+    cues or loader units, no blank line inside its text (leading and trailing whitespace aside), and more
+    than one sentence or line (one sentence has no topic change to find, and needs no model)."""
+    if fmt not in PLAIN_FORMATS or doc.sections or doc.pages or doc.cues or doc.metadata.get("units"):
+        return False
+    text = doc.text.strip()
+    return _BLANK_LINE.search(text) is None and _SECOND_UNIT.search(text) is not None
 
 
 def _bag(text: str, speakers: set[str]) -> Counter[str]:
@@ -213,20 +255,55 @@ def _text_format(text: str) -> str:
 
 
 class AutoChunker(Strategy):
-    """Pick ``markdown``, heading-aware ``recursive``, cue-aware ``sentence`` or ``recursive`` by format.
+    """Pick ``markdown``, heading-aware ``recursive``, cue-aware ``sentence``, ``semantic`` for plain text
+    without layout, or ``recursive`` by format.
 
-    Takes the shared parameters only (``max_tokens``, ``min_tokens``, ``overlap``, ``tokenizer``,
-    ``respect_sections``) and passes them on to the strategy it resolves to.
+    Takes the shared parameters (``max_tokens``, ``min_tokens``, ``overlap``, ``tokenizer``,
+    ``respect_sections``) and passes them on to the strategy it resolves to; ``embedder`` (a name, an
+    :class:`~chunkwise.embeddings.base.Embedder`, ``None`` for the default) is used, and made, only when a
+    document resolves to ``semantic``.
     """
 
     name = "auto"
+    #: embeds only documents without layout, making its embedder there: not a semantic strategy for the
+    #: front ends, which therefore load no model for it (:func:`~chunkwise.strategies.semantic_strategies`)
+    embeds_on_demand = True
+    _parameter_constraints = {**Strategy._parameter_constraints, "embedder": [EmbedderSpec(), None]}
+
+    def __init__(
+        self,
+        max_tokens: int = 256,
+        min_tokens: int | None = 0,
+        overlap: int = 0,
+        tokenizer: str | Tokenizer | None = "minilm",
+        respect_sections: int | None = None,
+        embedder: str | Embedder | None = None,
+    ):
+        super().__init__(
+            max_tokens=max_tokens,
+            min_tokens=min_tokens,
+            overlap=overlap,
+            tokenizer=tokenizer,
+            respect_sections=respect_sections,
+        )
+        self.embedder = embedder
+
+    def config_params(self) -> dict[str, Any]:
+        """The parameters every resolved strategy takes (all but ``embedder``): what the chunk ids of
+        ``auto`` fingerprint, so text with layout keeps the ids it had before ``auto`` took an embedder (the
+        ``semantic`` branch adds its own configuration, see :meth:`chunk`)."""
+        return {k: v for k, v in self.get_params().items() if k != "embedder"}
 
     def resolve(self, doc: Document) -> Strategy:
         """The strategy for ``doc`` (a new object; ``self`` is never changed)."""
         from . import get_strategy
 
         fmt = str(doc.metadata.get("format") or "").lower() or _format_of_text(doc)
-        params = self.get_params()
+        params = self.config_params()
+        if without_layout(doc, fmt):
+            return get_strategy(
+                "semantic", **{**params, "min_tokens": params["min_tokens"] or None}, embedder=self.embedder
+            )
         if fmt in ("markdown", "notebook", "docx", "pptx"):
             return get_strategy("markdown", **params)
         if fmt in ("rst", "code"):
@@ -247,13 +324,16 @@ class AutoChunker(Strategy):
         inner = self.resolve(doc)
         chunks = inner.chunk(doc)
         label, config = f"{self.name}:{inner.name}", self.config_id()
+        if inner.name == "semantic":  # cut by the embedder: its configuration (and model) is in the id
+            config = stable_hash(config, inner.config_id())
+        ids = ChunkIds(doc.id, config)
         for c in chunks:
             c.strategy = label
-            c.id = stable_hash("chunk", c.doc_id, config, f"{c.start}:{c.end}")
+            c.id = ids.span(c.start, c.end)
         return chunks
 
     def split(self, doc: Document, start: int, end: int, tokenizer: Tokenizer) -> list[Span]:
         return self.resolve(doc).split(doc, start, end, tokenizer)
 
 
-__all__ = ["AutoChunker", "SECTION_LEVEL", "TranscriptChunker", "topic_cuts"]
+__all__ = ["AutoChunker", "PLAIN_FORMATS", "SECTION_LEVEL", "TranscriptChunker", "topic_cuts", "without_layout"]

@@ -157,11 +157,15 @@ class Strategy:
     def get_params(self) -> dict[str, Any]:
         return {n: getattr(self, n) for n in self.param_names() if hasattr(self, n)}
 
+    def config_params(self) -> dict[str, Any]:
+        """The parameters :meth:`config_id` fingerprints: all of them, unless a strategy says otherwise."""
+        return self.get_params()
+
     def config_id(self) -> str:
         """Fingerprint of the strategy and its parameters: part of every chunk id."""
         params = {}
         old_names = {new: old for old, new in self.renamed_params.items()}
-        for k, v in sorted(self.get_params().items()):
+        for k, v in sorted(self.config_params().items()):
             k = old_names.get(k, k)  # the fingerprint keeps the old name: same chunk ids as before
             if isinstance(v, Tokenizer):
                 v = v.name
