@@ -210,9 +210,11 @@ class EmbedderSpec(Constraint):
     """An embedder name (``minilm``, ``st:PATH``...) or an object with ``embed`` and ``tokenizer``."""
 
     def satisfied_by(self, value: Any) -> bool:
+        if value is None or isinstance(value, str):
+            return value is not None  # (before the import: a name, or none, needs no embedding package)
         from ..embeddings.base import Embedder
 
-        if isinstance(value, (str, Embedder)):
+        if isinstance(value, Embedder):
             return True
         return hasattr(value, "embed") and hasattr(value, "tokenizer")
 
