@@ -42,7 +42,9 @@ def test_a_typo_is_two_lines_with_did_you_mean(capsys, argv, prog, expected):
 def test_nothing_close_lists_the_choices_or_names_the_option(capsys):
     lines = _error(capsys, ["chunk", "x.md", "-s", "zzzz"])
     assert len(lines) == 2 and "did you mean" not in lines[0]
-    assert "choose from auto, fixed, sentence, recursive, markdown, semantic, maxmin, cohesion" in lines[0]
+    from chunkwise.strategies import STRATEGY_NAMES
+
+    assert f"choose from {', '.join(STRATEGY_NAMES)})" in lines[0] and "cohesion" in STRATEGY_NAMES
     lines = _error(capsys, ["chunk", "x.md", "--qqqqqqqq"])
     assert len(lines) == 2 and lines[0] == "chunkwise chunk: error: unknown option --qqqqqqqq"
 
