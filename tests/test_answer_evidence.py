@@ -121,3 +121,29 @@ def test_a_key_held_whole_lowers_the_cosine_bar(index):
     assert KEYED_SCORE <= keyed.best_score < 0.99 and keyed.confident
     plain = ask_index(index, "Which content decoding was added for zstd?", min_score=None, confident_score=0.99)
     assert plain.evidence.supported and not plain.evidence.keys and not plain.confident
+
+
+def test_a_held_version_forgives_one_word_the_page_never_says():
+    """Release notes rarely name their own product: "What changed in uvicorn 0.34.1?" over a page whose
+    section is "0.34.1" holds the key but not "uvicorn". One such word is forgiven when every key is held;
+    two are not, and without a key the share of words decides as before."""
+    from chunkwise.llm.evidence import Evidence
+
+    assert Evidence(keys=["0.34.1"], words=["uvicorn"], unmatched=["uvicorn"]).supported
+    assert not Evidence(keys=["0.34.1"], missing=["0.34.1"], words=["uvicorn"], unmatched=["uvicorn"]).supported
+    assert not Evidence(
+        keys=["0.34.1"], words=["uvicorn", "bake", "bread"], unmatched=["uvicorn", "bake", "bread"]
+    ).supported
+    assert not Evidence(keys=[], words=["uvicorn"], unmatched=["uvicorn"]).supported
+    assert Evidence(keys=[], words=["starter", "feed"], unmatched=["feed"]).supported
+
+
+def test_feeding_answers_a_question_about_feed():
+    from chunkwise.llm.evidence import weigh
+
+    class Passage:
+        text = "Feeding Schedule. Feed it once a day at room temperature."
+        source = "guide.md"
+
+    ev = weigh("How often do I feed the starter?", [Passage()])
+    assert "feed" not in ev.unmatched and "often" not in ev.words and ev.unmatched == ["starter"]

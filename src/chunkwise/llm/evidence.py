@@ -65,8 +65,12 @@ class Evidence:
 
     @property
     def supported(self) -> bool:
-        """Every key held and at least :data:`MIN_COVERAGE` of the words."""
-        return not self.missing and self.coverage >= MIN_COVERAGE
+        """Every key held and at least :data:`MIN_COVERAGE` of the words; with keys, all held, one word may be
+        missing whatever the share: a question names its product ("What changed in uvicorn 0.34.1?") where a
+        release-notes page never does, and the version held is the stronger evidence."""
+        if self.missing:
+            return False
+        return self.coverage >= MIN_COVERAGE or (bool(self.keys) and len(self.unmatched) <= 1)
 
     def to_dict(self) -> dict[str, Any]:
         return {
