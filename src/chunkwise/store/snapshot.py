@@ -108,20 +108,20 @@ def drop_readers_copy(db: str | os.PathLike) -> None:
     shutil.rmtree(Path(db) / READERS_FOLDER, ignore_errors=True)
 
 
-def closing(store: MilvusStore) -> tuple[dict[str, Any] | None, list | None]:
-    """Read while ``store`` is still connected: the snapshot state a connection that wrote leaves, and the
-    fingerprint the in-process copies it saved since its last write are keyed on (after its flush)."""
+def closing(store: MilvusStore) -> tuple[dict[str, Any] | None, bool]:
+    """Read while ``store`` is still connected: the snapshot state a connection that wrote leaves, and whether
+    it saved copies since its last write (keyed once the directory is released, :func:`closed`)."""
     live = bool(store.db) and store._client is not None and not store.read_only
     state = capture(store) if store.keep_snapshot and live else None
-    rekey = store._copies_saved and live
-    return state, (state["files"] if state else fingerprint(store._lite_db()) if rekey else None)
+    return state, bool(store._copies_saved and live)
 
 
-def closed(store: MilvusStore, leave: tuple[dict[str, Any] | None, list | None]) -> None:
-    """Once the directory is released: save the snapshot, key the saved copies, remove the readers' copy."""
+def closed(store: MilvusStore, leave: tuple[dict[str, Any] | None, bool]) -> None:
+    """Once the directory is released: save the snapshot, key the saved copies on the files as the closed
+    connection left them, remove the readers' copy."""
     from .milvus_search import rekey_copies
 
-    state, files = leave
+    state, rekey = leave
     if store.db is None:
         return
     if state is not None:
@@ -129,7 +129,7 @@ def closed(store: MilvusStore, leave: tuple[dict[str, Any] | None, list | None])
     if store._readers_copy:
         drop_readers_copy(store.db)
         store._readers_copy = False
-    if files is not None:
+    if rekey:
         rekey_copies(store.db)
 
 
