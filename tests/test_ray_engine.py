@@ -68,9 +68,9 @@ def test_ray_equals_local_and_is_incremental(lite, local_ray, tmp_path):
     write_corpus(folder, 3, [f"f{i}.txt" for i in range(8)])
     (folder / "broken.pdf").write_bytes(b"%PDF-1.4 not really")
     local, dist = new_collection(), new_collection()
-    with Index(uri=lite.uri, collection=local, embedder="minilm", cache=False) as ix:
+    with Index(uri=lite.uri, timeout=120, collection=local, embedder="minilm", cache=False) as ix:
         ref = ix.add(folder, params=PARAMS, batch_size=32)
-    with Index(uri=lite.uri, collection=dist, embedder="minilm", cache=False) as ix:
+    with Index(uri=lite.uri, timeout=120, collection=dist, embedder="minilm", cache=False) as ix:
         rep = RayIngest(ix, workers=2).run([folder], params=PARAMS, batch_size=32)
         assert (rep.indexed, rep.chunks, len(rep.failed)) == (ref.indexed, ref.chunks, 1)
         assert rep.failed[0][0].endswith("broken.pdf")
@@ -133,9 +133,11 @@ def test_ray_job_killed_then_resumed(lite, local_ray, tmp_path):
             "1",
             "--address",
             "auto",
+            "--timeout",
+            "120",  # a loaded machine answers the test server slowly (seen: 10 s missed under stress-ng)
         ]
         clean, coll = new_collection(), new_collection()
-        with Index(uri=lite.uri, collection=clean, embedder="minilm", cache=False) as ix:
+        with Index(uri=lite.uri, timeout=120, collection=clean, embedder="minilm", cache=False) as ix:
             ix.add(folder, params={"max_tokens": 64}, batch_size=8)
         env = {**os.environ, "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0"}
         proc = subprocess.Popen(
