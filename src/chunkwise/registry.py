@@ -205,4 +205,33 @@ def load_target(target: str | Any, what: str = "target") -> Any:
     return obj
 
 
-__all__ = ["KINDS", "register", "table", "names", "builtin", "unknown", "has", "resolve", "load_target"]
+def lazy_module_getattr(package: str, homes: dict[str, str]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` for ``package`` that imports each public name from its home module
+    (``homes``: name -> module relative to the package) on first use and keeps it: a command that needs one
+    name does not import the package's other modules."""
+
+    def __getattr__(name: str) -> Any:
+        if name in homes:
+            import sys
+            from importlib import import_module
+
+            value = getattr(import_module(f".{homes[name]}", package), name)
+            setattr(sys.modules[package], name, value)
+            return value
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+
+    return __getattr__
+
+
+__all__ = [
+    "KINDS",
+    "register",
+    "table",
+    "names",
+    "builtin",
+    "unknown",
+    "has",
+    "resolve",
+    "load_target",
+    "lazy_module_getattr",
+]

@@ -7,8 +7,9 @@ line ``chunkwise chunk`` prints) does not bring in the index, the stores and the
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..registry import lazy_module_getattr
 
 if TYPE_CHECKING:
     from .hybrid import BM25Fallback, reciprocal_rank_fusion
@@ -24,12 +25,7 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _HOMES:
-        value = getattr(import_module(f".{_HOMES[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_module_getattr(__name__, _HOMES)
 
 
 __all__ = ["Index", "IndexReport", "SearchResult", "BM25Fallback", "reciprocal_rank_fusion"]

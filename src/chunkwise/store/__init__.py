@@ -7,8 +7,9 @@ search, ``chunkwise.store.memory`` for an evaluation) does not import the others
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..registry import lazy_module_getattr
 
 if TYPE_CHECKING:
     from .base import Hit, Marker, Store
@@ -27,12 +28,7 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _HOMES:
-        value = getattr(import_module(f".{_HOMES[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_module_getattr(__name__, _HOMES)
 
 
 __all__ = ["Store", "Hit", "MilvusStore", "MemoryStore", "Marker", "DEFAULT_COLLECTION", "DEFAULT_DB"]
