@@ -46,6 +46,7 @@ from .html_rules import (
     tex,
 )
 from .html_trafilatura import trafilatura_blocks
+from .markdown_blocks import first_title
 from .text import decode, emit_warnings
 
 __all__ = [
@@ -197,7 +198,7 @@ def html_to_document(html: str, source: str, warnings: list[str] | None = None, 
     if not blocks:
         raise InputError("no text: the HTML has no readable content (only scripts, styles or markup)", source=source)
     text, sections = assemble(blocks)
-    title = page_title or next((s.path[-1] for s in sections if s.level == 1), None)
+    title = page_title or first_title(sections)
     return Document(
         text,
         source=source,

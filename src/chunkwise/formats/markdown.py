@@ -17,6 +17,7 @@ from ..document import Document
 from .cleaning import CleaningOptions
 from .markdown_blocks import (
     FRONT_MATTER,
+    first_title,
     markdown_blocks,
     markdown_sections,
     markdown_tables,
@@ -59,7 +60,7 @@ def load_markdown(data: bytes, source: str, **options) -> Document:
     text = text[cut:]
     blocks = markdown_blocks(text)
     sections = markdown_sections(text, blocks)
-    title = fm.get("title") or next((s.path[-1] for s in sections if s.level == 1), None)
+    title = fm.get("title") or first_title(sections)
     emit_warnings(source, warns)
     return Document(
         text,

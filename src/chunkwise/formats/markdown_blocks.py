@@ -147,6 +147,11 @@ def markdown_sections(text: str, blocks: list[Block] | None = None) -> list[Sect
     return sections
 
 
+def first_title(sections: list[Section]) -> str | None:
+    """The document's title as its headings give it: the first level-1 heading (``None`` without one)."""
+    return next((s.path[-1] for s in sections if s.level == 1), None)
+
+
 def markdown_tables(text: str, blocks: list[Block] | None = None) -> list[Table]:
     """The top-level tables of a Markdown text, each with its header (the header row and the delimiter row
     under it), so a chunk holding later rows of a long table can carry the column names."""
@@ -161,4 +166,4 @@ def markdown_tables(text: str, blocks: list[Block] | None = None) -> list[Table]
     return tables
 
 
-__all__ = ["Block", "markdown_blocks", "markdown_sections", "markdown_tables"]
+__all__ = ["first_title", "Block", "markdown_blocks", "markdown_sections", "markdown_tables"]

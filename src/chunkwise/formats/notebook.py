@@ -33,7 +33,7 @@ from typing import Any
 
 from ..document import Document, Page
 from ..errors import InputError
-from .markdown_blocks import markdown_blocks, markdown_sections, markdown_tables
+from .markdown_blocks import first_title, markdown_blocks, markdown_sections, markdown_tables
 from .sourcemap import SourceMap, _normalise
 from .text import decode_source, emit_warnings, newline_edits
 
@@ -354,7 +354,7 @@ def load_notebook(data: bytes, source: str, **options) -> Document:
     pages = [Page(n, a, z) for n, a, z in cells]
     blocks = markdown_blocks(text)
     sections = markdown_sections(text, blocks)
-    title = next((s.path[-1] for s in sections if s.level == 1), None)
+    title = first_title(sections)
     emit_warnings(source, warns)
     return Document(
         text,

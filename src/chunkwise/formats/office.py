@@ -24,7 +24,7 @@ from typing import Any
 
 from ..document import Document, Page
 from ..errors import InputError
-from .markdown_blocks import markdown_blocks, markdown_sections, markdown_tables
+from .markdown_blocks import first_title, markdown_blocks, markdown_sections, markdown_tables
 
 #: format -> (module the extra installs, what the file is)
 OFFICE_FORMATS = {"docx": ("docx", "Word document"), "pptx": ("pptx", "PowerPoint presentation")}
@@ -80,7 +80,7 @@ def _document(text: str, source: str, fmt: str, title: str | None, pages: list[P
         pages=pages,
         sections=sections,
         tables=markdown_tables(text, blocks),
-        title=title or next((s.path[-1] for s in sections if s.level == 1), None),
+        title=title or first_title(sections),
         metadata={"format": fmt, "warnings": [], **extra},
     )
 

@@ -26,7 +26,7 @@ import io
 import re
 
 from ..document import Document, Section
-from .markdown_blocks import Block, markdown_sections
+from .markdown_blocks import Block, first_title, markdown_sections
 from .sourcemap import SourceMap
 from .text import check_text, decode_source, emit_warnings, newline_edits, normalize_newlines
 
@@ -312,7 +312,7 @@ def load_rst(data: bytes, source: str, **options) -> Document:
     if problem:
         warns.append(f"malformed reStructuredText ({problem}); the titles docutils rejects are read as text")
     sections = markdown_sections(text, blocks)
-    title = next((s.path[-1] for s in sections if s.level == 1), None)
+    title = first_title(sections)
     emit_warnings(source, warns)
     return Document(
         text,
