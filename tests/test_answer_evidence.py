@@ -147,3 +147,42 @@ def test_feeding_answers_a_question_about_feed():
 
     ev = weigh("How often do I feed the starter?", [Passage()])
     assert "feed" not in ev.unmatched and "often" not in ev.words and ev.unmatched == ["starter"]
+
+
+class _Hit:
+    """A search result as the evidence reads it: text, heading path, source, offsets, the two ranks."""
+
+    def __init__(self, section, vrank=None, brank=None, source="notes.md", start=0, text=""):
+        self.text, self.section, self.source, self.context = text, section, source, None
+        self.start, self.end = start, start + 10
+        self.vector_rank, self.bm25_rank = vrank, brank
+
+
+def test_agreement_is_the_best_rank_both_retrievers_share():
+    from chunkwise.llm.evidence import agreement
+
+    assert agreement([_Hit([], 1, 1)]) == 1.0
+    # one hit is 1st by vectors but 9th by BM25, the other 3rd and 2nd: they agree at rank 3
+    assert agreement([_Hit([], 1, 9), _Hit([], 3, 2)]) == pytest.approx(1 / 3)
+    # a hit only one retriever ranked (fusion lifted it) is no agreement at all
+    assert agreement([_Hit([], 1, None), _Hit([], None, 1)]) == 0.0
+    assert agreement([]) == 0.0
+
+
+def test_margin_is_over_the_next_section_not_the_next_chunk():
+    from chunkwise.llm.evidence import margin, section_key
+
+    v1 = ["Changelog", "0.27.1", "Added"]
+    v1_fixed = ["Changelog", "0.27.1", "Fixed"]
+    v0 = ["Changelog", "0.27.0", "Added"]
+    hits = [_Hit(v1), _Hit(v1_fixed, start=20), _Hit(v0, start=40)]
+    assert section_key(hits[0]) == section_key(hits[1]) != section_key(hits[2])
+    # the answer's version section (two subsections) at 0.61 against 0.27.0's best 0.55
+    assert margin(hits, [0.50, 0.61, 0.55], hits[0]) == pytest.approx(0.06)
+    # an answer from the section that scores below another one has a negative margin
+    assert margin(hits, [0.50, 0.52, 0.70], hits[0]) == pytest.approx(-0.18)
+    # every retrieved chunk in the answer's section: no next section, no margin
+    assert margin(hits[:2], [0.5, 0.6], hits[0]) is None
+    # a page without headings: each chunk is its own section
+    flat = [_Hit([], start=0), _Hit([], start=500)]
+    assert margin(flat, [0.7, 0.4], flat[0]) == pytest.approx(0.3)

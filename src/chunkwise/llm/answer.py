@@ -8,13 +8,13 @@ LLM was actually shown, and a citation to any other number is reported as invali
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ConfigError
 from .base import LLM, Passage, check_citations, passages_from
-from .evidence import Evidence, about, holds_keys, weigh
+from .evidence import Evidence, about, agreement, holds_keys, margin, results_of, weigh
 
 NO_PASSAGES = "no relevant passages found"
 #: the answer when the passages do not hold the question's keys or most of its words (llm/evidence.py)
@@ -30,6 +30,14 @@ CONFIDENT_SCORE = 0.30
 #: black 26.1.0?" scores 0.17 against its own section. Measured on the versioned-documents benchmark
 #: (benchmarks/results/sections.md): hedged answerable questions 5 -> 0 of 100, confident and wrong 1 -> 2
 KEYED_SCORE = 0.15
+#: the least :attr:`Evidence.agreement` of a confident answer to a question without keys: one passage
+#: given to the reader must be in the top 4 of both retrievers. Calibrated on half the questions of six
+#: public sets, reported on the other half (benchmarks/results/answer-confidence.md): precision of
+#: confident 0.84 -> 0.85 held out, answerable questions hedged +0.6 points
+MIN_AGREEMENT = 0.25
+#: the least :attr:`Evidence.margin` of a confident answer without keys; None: not required (no threshold
+#: raised precision on the calibration half without hedging many more answerable questions)
+MIN_MARGIN: float | None = None
 PLUG_IN_NOTE = (
     "extractive answer (no LLM configured): for a written answer pass --llm-base-url URL "
     "--llm-model NAME (any OpenAI-compatible server) or set CHUNKWISE_LLM_BASE_URL and "
@@ -60,9 +68,10 @@ class Answer:
     note: str | None = None
     #: cosine similarity of the best retrieved chunk to the question (None: nothing was retrieved)
     best_score: float | None = None
-    #: whether ``best_score`` reached :data:`CONFIDENT_SCORE` and the passages hold the question's keys and
-    #: most of its words (:attr:`evidence`): a weak best match or a missing key (another version, another
-    #: topic) means the passages do not hold the answer, whatever the LLM writes from them
+    #: whether ``best_score`` reached :data:`CONFIDENT_SCORE`, the passages hold the question's keys and
+    #: most of its words and, without a key, both retrievers rank one of them near the top (:attr:`evidence`,
+    #: :func:`is_confident`): a weak best match or a missing key (another version, another topic) means the
+    #: passages do not hold the answer, whatever the LLM writes from them
     confident: bool = False
     #: what the passages hold of the question (None: not weighed, e.g. an answer read back from JSON)
     evidence: Evidence | None = None
@@ -81,6 +90,8 @@ class Answer:
                 f"the passages hold few of the question's words (missing: {', '.join(ev.unmatched[:5])}): "
                 "the question may be about something not indexed"
             )
+        if self.best_score >= CONFIDENT_SCORE and ev is not None and not ev.keys and (why := weak_retrieval(ev)):
+            return f"{why}: this answer may not be supported"
         return f"the best passage is a weak match ({self.best_score:.2f}): this answer may not be supported"
 
     @classmethod
@@ -105,7 +116,7 @@ class Answer:
             d.get("note"),
             d.get("best_score"),
             bool(d.get("confident")),
-            _evidence_from(d.get("evidence")),
+            Evidence.from_dict(d.get("evidence")),
         )
 
     @property
@@ -137,17 +148,6 @@ class Answer:
             "evidence": self.evidence.to_dict() if self.evidence is not None else None,
             "passages": [p.to_dict() for p in self.passages],
         }
-
-
-def _evidence_from(d: dict[str, Any] | None) -> Evidence | None:
-    if not d:
-        return None
-    return Evidence(
-        list(d.get("keys", [])),
-        list(d.get("missing_keys", [])),
-        list(d.get("words", [])),
-        list(d.get("unmatched_words", [])),
-    )
 
 
 def answer_passages(
@@ -209,13 +209,27 @@ def keyed_items(question: str, items: list) -> tuple[list, Evidence]:
     return items, evidence
 
 
+def weigh_retrieval(evidence: Evidence, items: list, retrieved: list, sims: list[float], hybrid: bool) -> None:
+    """Add to ``evidence`` what the retrieval says of the passages given to the reader (``items``): the two
+    retrievers' ranks of them and their :func:`~.evidence.agreement` (hybrid search only), and the
+    :func:`~.evidence.margin` of their section over the next one among all ``retrieved`` chunks."""
+    given = [r for it in items for r in results_of(it)]
+    evidence.ranks = [(getattr(r, "vector_rank", None), getattr(r, "bm25_rank", None)) for r in given]
+    evidence.agreement = agreement(given) if hybrid and given else None
+    evidence.margin = margin(retrieved, sims, items[0]) if items else None
+
+
 def not_found(
-    question: str, passages: list[Passage], llm: LLM, on_token: Callable[[str], None] | None = None
+    question: str,
+    passages: list[Passage],
+    llm: LLM,
+    on_token: Callable[[str], None] | None = None,
+    missing: Sequence[str] = (),
 ) -> Answer:
     """The answer when the passages lack the question's keys or words: the LLM is not asked."""
     answer = Answer(
         question,
-        f"{NOT_FOUND}: the closest passages are about {about(passages)}",
+        f"{NOT_FOUND}: the closest passages are about {about(passages, keys=missing)}",
         passages,
         llm=llm.name,
         extractive=llm.extractive,
@@ -255,11 +269,10 @@ def ask_index(
         raise ConfigError(
             "the index is empty (0 chunks); run `chunkwise index PATH` first", source=index.store.location
         )
-    hits = index.search(question, k=k, filter=filter, hybrid=hybrid, **(search_options or {}))
-    sims = relevance(index, question, hits, hybrid or bool((search_options or {}).get("rerank")))
+    retrieved = index.search(question, k=k, filter=filter, hybrid=hybrid, **(search_options or {}))
+    sims = relevance(index, question, retrieved, hybrid or bool((search_options or {}).get("rerank")))
     best = max(sims) if sims else None
-    if min_score is not None:
-        hits = [h for h, s in zip(hits, sims) if s >= min_score]
+    hits = retrieved if min_score is None else [h for h, s in zip(retrieved, sims) if s >= min_score]
     from .extractive import ExtractiveLLM
 
     if llm is None:
@@ -270,19 +283,55 @@ def ask_index(
     # (one citation number) per merged window; the threshold and best_score stay the hits' own
     items = index.expand(hits, expand, budget) if expand is not None or budget is not None else hits
     items, evidence = keyed_items(question, items)
+    weigh_retrieval(evidence, items, retrieved, sims, hybrid)
     passages = passages_from(items)
     if on_passages is not None:
         on_passages(passages)
     if passages and not evidence.supported:
-        answer = not_found(question, passages, llm, on_token)
+        answer = not_found(question, passages, llm, on_token, evidence.missing)
     else:
         answer = answer_passages(question, passages, llm, on_token=on_token)
     answer.best_score = best
     answer.evidence = evidence
-    # a key held whole (a version in the passages' heading) is evidence a cosine cannot see: the bar drops
-    bar = min(confident_score, KEYED_SCORE) if evidence.keys and not evidence.missing else confident_score
-    answer.confident = best is not None and best >= bar and evidence.supported
+    answer.confident = is_confident(best, evidence, confident_score)
     return answer
+
+
+def is_confident(
+    best: float | None,
+    evidence: Evidence,
+    confident_score: float = CONFIDENT_SCORE,
+    min_agreement: float | None = MIN_AGREEMENT,
+    min_margin: float | None = MIN_MARGIN,
+) -> bool:
+    """Whether an answer from passages with this ``evidence`` (best hit's cosine ``best``) is confident:
+    the passages hold every key and most words of the question (:attr:`Evidence.supported`) and the best
+    cosine reaches ``confident_score`` (:data:`KEYED_SCORE` when a key is held: a version in the passages'
+    heading is evidence a cosine cannot see). Without a key, the two retrievers must also agree on a
+    passage (:attr:`Evidence.agreement` at least ``min_agreement``; not measured with vectors alone) and,
+    if ``min_margin`` is given, its section must lead the next one by that much (:attr:`Evidence.margin`).
+    A held key makes both moot: the section pass ranks a version's section first, where neither retriever
+    can, so they disagree on right answers (measured: benchmarks/results/answer-confidence.md)."""
+    if best is None or not evidence.supported:
+        return False
+    if evidence.keys:  # supported: every key is held
+        return best >= min(confident_score, KEYED_SCORE)
+    return best >= confident_score and not weak_retrieval(evidence, min_agreement, min_margin)
+
+
+def weak_retrieval(
+    evidence: Evidence, min_agreement: float | None = MIN_AGREEMENT, min_margin: float | None = MIN_MARGIN
+) -> str | None:
+    """Why the retrieval behind the passages is weak evidence (None: it is not): the retrievers agree on no
+    passage near the top, or the answer's section barely leads the next."""
+    agree, lead = evidence.agreement, evidence.margin
+    if min_agreement is not None and agree is not None and agree < min_agreement:
+        top = round(1 / min_agreement) if min_agreement > 0 else 0
+        shared = f"best shared rank {round(1 / agree)}" if agree else "none in both lists"
+        return f"vectors and BM25 agree on no passage in their top {top} ({shared})"
+    if min_margin is not None and lead is not None and lead < min_margin:
+        return f"the answer's section leads the next by only {lead:+.2f} cosine"
+    return None
 
 
 __all__ = [
@@ -294,5 +343,9 @@ __all__ = [
     "DEFAULT_MIN_SCORE",
     "CONFIDENT_SCORE",
     "KEYED_SCORE",
+    "MIN_AGREEMENT",
+    "MIN_MARGIN",
     "PLUG_IN_NOTE",
+    "is_confident",
+    "weak_retrieval",
 ]

@@ -13,6 +13,7 @@ first five letters ("baking" ~ "bakes"). Missing either, the answer is
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,6 +59,15 @@ class Evidence:
     missing: list[str] = field(default_factory=list)
     words: list[str] = field(default_factory=list)
     unmatched: list[str] = field(default_factory=list)
+    #: ``(vector_rank, bm25_rank)`` of the search results behind the passages given to the reader, in order
+    #: (``None``: not in that retriever's list)
+    ranks: list[tuple[int | None, int | None]] = field(default_factory=list)
+    #: 1 / the best rank both retrievers give one of those results (1.0: both rank it first; 0.0: no passage
+    #: is in both lists); None: not measured (vectors alone)
+    agreement: float | None = None
+    #: best cosine of the answer's section minus the best cosine of any other retrieved section; None: every
+    #: retrieved chunk is in the answer's section
+    margin: float | None = None
 
     @property
     def coverage(self) -> float:
@@ -72,6 +82,21 @@ class Evidence:
             return False
         return self.coverage >= MIN_COVERAGE or (bool(self.keys) and len(self.unmatched) <= 1)
 
+    @classmethod
+    def from_dict(cls, d: dict[str, Any] | None) -> Evidence | None:
+        """The evidence :meth:`to_dict` wrote (None for None or an empty dict)."""
+        if not d:
+            return None
+        return cls(
+            list(d.get("keys", [])),
+            list(d.get("missing_keys", [])),
+            list(d.get("words", [])),
+            list(d.get("unmatched_words", [])),
+            [(r[0], r[1]) for r in d.get("ranks", [])],
+            d.get("agreement"),
+            d.get("margin"),
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "keys": self.keys,
@@ -79,6 +104,9 @@ class Evidence:
             "words": self.words,
             "unmatched_words": self.unmatched,
             "coverage": round(self.coverage, 3),
+            "ranks": [list(r) for r in self.ranks],
+            "agreement": None if self.agreement is None else round(self.agreement, 3),
+            "margin": None if self.margin is None else round(self.margin, 3),
         }
 
 
@@ -127,21 +155,101 @@ def weigh(question: str, items: Sequence[Any]) -> Evidence:
     return Evidence(keys, missing, words, unmatched)
 
 
-def about(items: Sequence[Any], most: int = 3) -> str:
-    """What the closest passages are about: their sections' headings below the document's title (else
-    their file names), ``"A, B and C"``."""
+def results_of(item: Any) -> list[Any]:
+    """The search results behind a passage, hit or expanded window (an expanded passage holds several)."""
+    origin = getattr(item, "origin", None) or item
+    held = getattr(origin, "results", None)
+    return list(held) if held else [origin]
+
+
+def agreement(results: Sequence[Any]) -> float:
+    """1 / the best rank at which both retrievers hold one of ``results`` (the smaller of each result's
+    ``max(vector_rank, bm25_rank)``), 0.0 when none is in both lists: fusion can lift a chunk that only one
+    retriever likes, and a chunk both rank near the top is less often a look-alike (another version's
+    section, a page on a neighbouring topic)."""
+    best = min(
+        (
+            max(v, b)
+            for v, b in ((getattr(r, "vector_rank", None), getattr(r, "bm25_rank", None)) for r in results)
+            if v and b
+        ),
+        default=None,
+    )
+    return 0.0 if best is None else 1.0 / best
+
+
+def section_key(item: Any) -> tuple[str, str]:
+    """The section a result stands in for "the next section": its file and the first heading below the
+    document's title (a version's ``## 0.27.1``, a page's ``## Optional parameters``); a chunk of a page
+    without headings is its own section."""
+    origin = getattr(item, "origin", None) or item
+    path = [str(s) for s in (getattr(origin, "section", None) or [])]
+    source = str(getattr(item, "source", None) or getattr(origin, "source", None) or "")
+    if not path:
+        return (source, f"#{getattr(origin, 'start', None)}")
+    return (source, path[1] if len(path) > 1 else path[0])
+
+
+def margin(results: Sequence[Any], sims: Sequence[float], answer: Any) -> float | None:
+    """The best cosine among ``results`` in ``answer``'s section minus the best in any other section
+    (``sims[i]`` is ``results[i]``'s cosine); None when no other section was retrieved. A small or negative
+    margin: the question is as close to another section as to the one answering it."""
+    own = {section_key(answer)} | {section_key(r) for r in results_of(answer)}
+    inside = [s for r, s in zip(results, sims) if section_key(r) in own]
+    outside = [s for r, s in zip(results, sims) if section_key(r) not in own]
+    if not outside:
+        return None
+    return (max(inside) if inside else min(sims)) - max(outside)
+
+
+def _shape(key: str) -> str:
+    """A key's form with its digits blurred: ``0.27.1`` and ``0.35.37`` are both ``0.0.0``."""
+    return re.sub(r"\d+", "0", key)
+
+
+def _named_key(heading: str, shapes: set[str]) -> str | None:
+    """The key of ``heading`` shaped like one of ``shapes`` (as the heading spells it: ``v3.8.1``)."""
+    for key in strong_keys(heading):
+        if _shape(key) in shapes:
+            m = re.search(rf"(?<![\w.])v?{re.escape(key)}(?![\w])", heading)
+            return m.group(0) if m else key
+    return None
+
+
+def about(items: Sequence[Any], most: int = 3, keys: Sequence[str] = ()) -> str:
+    """What the closest passages are about, ``"A, B and C"``: with the question's ``keys`` (``0.27.13``),
+    the keys of the same form their headings name (``0.27.1 and 0.27.10``); else their sections' headings
+    (the document's title, the first heading every passage shares, left out), else their file names."""
+    shapes = {_shape(k) for k in keys}
+    paths = [
+        [" ".join(str(s).split()) for s in (getattr(getattr(it, "origin", None) or it, "section", None) or [])]
+        for it in items
+    ]
+    firsts = {p[0] for p in paths if p}
+    title = next(iter(firsts)) if len(firsts) == 1 and all(len(p) > 1 for p in paths if p) else None
     names: dict[str, None] = {}
-    for it in items:
-        origin = getattr(it, "origin", None) or it
-        path = [" ".join(str(s).split()) for s in (getattr(origin, "section", None) or [])]
-        if len(path) > 1:
-            path = path[1:]
-        name = " > ".join(path) if path else Path(str(getattr(it, "source", "") or "?")).name
-        names.setdefault(name, None)
+    for it, path in zip(items, paths):
+        named = next((n for h in reversed(path) if shapes and (n := _named_key(h, shapes))), None)
+        if named is None:
+            rest = path[1:] if title is not None and path[:1] == [title] else path
+            named = " > ".join(rest) if rest else Path(str(getattr(it, "source", "") or "?")).name
+        names.setdefault(named, None)
         if len(names) >= most:
             break
     parts = list(names)
     return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
-__all__ = ["Evidence", "weigh", "holds_keys", "about", "evidence_texts", "MIN_COVERAGE", "QUESTION_WORDS"]
+__all__ = [
+    "Evidence",
+    "weigh",
+    "holds_keys",
+    "about",
+    "evidence_texts",
+    "results_of",
+    "agreement",
+    "section_key",
+    "margin",
+    "MIN_COVERAGE",
+    "QUESTION_WORDS",
+]
