@@ -448,6 +448,7 @@ def report(rows: list[dict]) -> str:
         "\n## Margin (not adopted), held-out half\n",
         table(held, {"margin >= 0": rule(None, 0.0), "margin >= -0.05": rule(None, -0.05)}),
     ]
+    parts += ["\n## Every question (both halves; the calibration half is in-sample)\n", table(rows, rules)]
     d = paired_delta(held, *rules.values())
     parts.append(
         "\nheld-out half, all sets, shipped - before (paired bootstrap, 95 %): "

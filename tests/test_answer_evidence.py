@@ -74,6 +74,10 @@ def test_evidence_reads_heading_paths_and_file_names():
 def test_markdown_markup_is_dropped_and_the_words_stay():
     md = "## Fixed\n* Use **bold**, `os.path` and [the docs](https://x.y) for max_tokens_x and _this_ <!-- note -->"
     assert " ".join(strip_markdown(md).split()) == "Fixed * Use bold, os.path and the docs for max_tokens_x and this"
+    html = 'a password hashing library and <abbr title="JSON Web Tokens">JWT</abbr> tokens, see <https://x.y/a>'
+    assert strip_markdown(html) == "a password hashing library and JWT tokens, see https://x.y/a"
+    assert strip_markdown("a <br/> b <SPAN class='k'>c</SPAN>") == "a  b c"
+    assert strip_markdown("HTML forms (<form></form>) and 3 < 4 > 2") == "HTML forms (<form></form>) and 3 < 4 > 2"
 
 
 def test_cli_search_and_ask_on_a_changelog(tmp_path, capsys):
@@ -97,6 +101,18 @@ def test_cli_search_and_ask_on_a_changelog(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["answer"].startswith(NOT_FOUND) and out["confident"] is False
     assert out["evidence"]["missing_keys"] == ["0.25.13"]
+    # the closest passages are named by their versions, not by "Added"/"Fixed"
+    named = out["answer"].split("the closest passages are about ")[1]
+    assert re.fullmatch(r"\d+\.\d+\.\d+(, \d+\.\d+\.\d+)*( and \d+\.\d+\.\d+)?", named), named
+    # an answered question: the JSON says why it is trusted (keys held, both retrievers' ranks, margin)
+    assert main(["ask", question, "--db", db, "--format", "json"]) == 0
+    ev = json.loads(capsys.readouterr().out)["evidence"]
+    assert ev["keys"] == ["0.25.1"] and ev["missing_keys"] == []
+    ranks = [tuple(r) for r in ev["ranks"]]
+    assert ranks and all(len(r) == 2 for r in ranks)
+    shared = [max(v, b) for v, b in ranks if v and b]
+    assert ev["agreement"] == (round(1 / min(shared), 3) if shared else 0.0)
+    assert ev["margin"] is None or isinstance(ev["margin"], float)
     assert main(["ask", "What new features were introduced in httpx 0.25.13?", "--db", db]) == 0
     text = capsys.readouterr().out
     assert "Caution: no passage mentions 0.25.13" in text
@@ -186,3 +202,62 @@ def test_margin_is_over_the_next_section_not_the_next_chunk():
     # a page without headings: each chunk is its own section
     flat = [_Hit([], start=0), _Hit([], start=500)]
     assert margin(flat, [0.7, 0.4], flat[0]) == pytest.approx(0.3)
+
+
+def _evidence(**kw):
+    from chunkwise.llm.evidence import Evidence
+
+    return Evidence(**{"words": ["cors", "origin"], **kw})
+
+
+def test_retrievers_that_disagree_hedge_a_question_without_keys():
+    """Without a key, a passage neither retriever ranks in its top 4 is not a confident answer; with vectors
+    alone (agreement not measured) the cosine decides as before; a held key makes agreement moot."""
+    from chunkwise.llm.answer import MIN_AGREEMENT, is_confident
+
+    assert MIN_AGREEMENT == pytest.approx(1 / 4)
+    assert is_confident(0.6, _evidence(agreement=1 / 4))
+    assert not is_confident(0.6, _evidence(agreement=1 / 5))
+    assert not is_confident(0.6, _evidence(agreement=0.0))
+    assert is_confident(0.6, _evidence(agreement=None))  # vectors alone
+    assert not is_confident(0.2, _evidence(agreement=1.0))  # the cosine bar still holds
+    assert is_confident(0.2, _evidence(keys=["0.27.1"], agreement=0.0))  # the key is the evidence
+    assert not is_confident(0.6, _evidence(keys=["0.27.1"], missing=["0.27.1"], agreement=1.0))
+    # the margin is measured but required only when asked for
+    assert is_confident(0.6, _evidence(agreement=1.0, margin=-0.2))
+    assert not is_confident(0.6, _evidence(agreement=1.0, margin=-0.2), min_margin=0.0)
+    assert is_confident(0.6, _evidence(agreement=1.0, margin=0.05), min_margin=0.0)
+
+
+def test_a_hedge_says_the_retrievers_disagree():
+    from chunkwise.llm import Passage
+    from chunkwise.llm.answer import Answer
+
+    ans = Answer(
+        "How do I enable CORS?", "x [1]", [Passage(1, "x")], best_score=0.6, evidence=_evidence(agreement=1 / 7)
+    )
+    assert ans.hedge.startswith("vectors and BM25 agree on no passage in their top 4 (best shared rank 7)")
+    ans.evidence = _evidence(agreement=0.0)
+    assert "(none in both lists)" in ans.hedge
+    back = Answer.from_dict(ans.to_dict())
+    assert back.evidence.agreement == 0.0 and back.hedge == ans.hedge
+
+
+def test_not_found_names_the_closest_versions_as_their_headings_spell_them():
+    from chunkwise.llm.evidence import about
+
+    hits = [
+        _Hit(["Release notes", "v3.8.1 (2024-05-02)", "Features"]),
+        _Hit(["Release notes", "v3.8.10 (2024-09-12)", "Bug fixes"]),
+        _Hit(["Release notes", "v3.8.1 (2024-05-02)", "Bug fixes"]),
+    ]
+    assert about(hits, keys=["3.8.13"]) == "v3.8.1 and v3.8.10"
+    # a question without keys: the headings below the shared title
+    assert (
+        about(hits)
+        == "v3.8.1 (2024-05-02) > Features, v3.8.10 (2024-09-12) > Bug fixes and v3.8.1 (2024-05-02) > Bug fixes"
+    )
+    # a page without a title (release notes starting at the first version): nothing is dropped
+    untitled = [_Hit(["0.24.0 (November 4, 2023)", "Deprecated"]), _Hit(["0.31.0 (September 27, 2024)", "Fixed"])]
+    assert about(untitled) == "0.24.0 (November 4, 2023) > Deprecated and 0.31.0 (September 27, 2024) > Fixed"
+    assert about(untitled, keys=["0.35.37"]) == "0.24.0 and 0.31.0"

@@ -171,6 +171,11 @@ _MD_RULES = (
     (re.compile(r"!\[([^\]]*)\]\([^)]*\)"), r"\1"),  # images: their alt text
     (re.compile(r"\[([^\]]+)\]\([^)]*\)"), r"\1"),  # links: their text
     (re.compile(r"\[([^\]]+)\]\[[^\]]*\]"), r"\1"),  # reference links
+    (re.compile(r"<(https?://[^>\s]+)>"), r"\1"),  # autolinks: the address
+    (
+        re.compile(r"</?(?:abbr|span|a|b|i|em|strong|small|mark|sup|sub|kbd|u|s|del|ins|br)\b[^<>]*>", re.I),
+        "",
+    ),  # inline HTML
     (re.compile(r"(?m)^\s{0,3}#{1,6}\s+"), ""),  # ATX headings
     (re.compile(r"(?m)^\s{0,3}>\s?"), ""),  # block quotes
     (re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1"), r"\2"),  # bold
@@ -181,8 +186,8 @@ _MD_RULES = (
 
 
 def strip_markdown(text: str) -> str:
-    """``text`` without Markdown markup (headings' #, emphasis, code backticks, link targets, comments);
-    the words stay."""
+    """``text`` without Markdown markup (headings' #, emphasis, code backticks, link targets, comments,
+    inline HTML tags such as ``<abbr title="...">JWT</abbr>``); the words stay."""
     for pattern, repl in _MD_RULES:
         text = pattern.sub(repl, text)
     return text
