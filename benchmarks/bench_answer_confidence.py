@@ -474,7 +474,16 @@ def main() -> None:
         rows = json.loads(args.rows.read_text(encoding="utf-8"))["rows"]
     else:
         rows = []
-        for name in args.set or list(SETS):
+        chroma = {"sotu", "chatlogs", "wikitexts"}
+        given = [n for n in SETS if (n in chroma and args.chroma) or (n not in chroma and args.repos)]
+        names = args.set or given
+        if not names or (
+            args.set and any((n in chroma and not args.chroma) or (n not in chroma and not args.repos) for n in names)
+        ):
+            ap.error(
+                "the changelogs, uvicorn and fastapi sets need --repos; sotu, chatlogs and wikitexts need --chroma"
+            )
+        for name in names:
             rows += run_set(name, args)
             if args.out:
                 args.out.write_text(json.dumps({"rows": rows}, indent=1), encoding="utf-8")
