@@ -261,3 +261,21 @@ def test_not_found_names_the_closest_versions_as_their_headings_spell_them():
     untitled = [_Hit(["0.24.0 (November 4, 2023)", "Deprecated"]), _Hit(["0.31.0 (September 27, 2024)", "Fixed"])]
     assert about(untitled) == "0.24.0 (November 4, 2023) > Deprecated and 0.31.0 (September 27, 2024) > Fixed"
     assert about(untitled, keys=["0.35.37"]) == "0.24.0 and 0.31.0"
+
+
+def test_the_ranks_reach_the_evidence_through_expanded_passages(index):
+    """With ``expand`` the reader gets windows around the hits; the ranks are still those of the search
+    results each window holds, and the agreement is computed from them."""
+    from chunkwise.llm.evidence import agreement
+
+    plain = index.ask("Which content decoding was added for zstd?", min_score=None)
+    wide = index.ask("Which content decoding was added for zstd?", min_score=None, expand="neighbors:1")
+    assert plain.evidence.ranks and wide.evidence.ranks
+    held = [r for p in wide.passages for r in p.origin.results]
+    assert wide.evidence.ranks == [(r.vector_rank, r.bm25_rank) for r in held]
+    assert wide.evidence.agreement == agreement(held)
+    assert set(wide.evidence.ranks) <= {
+        (h.vector_rank, h.bm25_rank) for h in index.search("Which content decoding was added for zstd?")
+    }
+    dense = index.ask("Which content decoding was added for zstd?", min_score=None, hybrid=False)
+    assert dense.evidence.agreement is None and all(b is None for _, b in dense.evidence.ranks)
