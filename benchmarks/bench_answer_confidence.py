@@ -371,19 +371,24 @@ def scores(rows: list[dict], confident: Callable[[dict], bool]) -> dict:
     }
 
 
-def paired_delta(rows, before, after, reps: int = 2000, seed: int = 0) -> dict[str, tuple[float, float, float]]:
+def paired_delta(
+    rows, before, after, reps: int = 2000, seed: int = 0, pick: Callable[[dict, int], bool] | None = None
+) -> dict[str, tuple[float, float, float]]:
     """after - before (precision of confident; share of answerable questions hedged), each with a 95 %
-    bootstrap interval over questions, resampled in pairs."""
+    bootstrap interval over questions, resampled in pairs. ``pick(row, 0 or 1)``: whether the answer of
+    the code after (0) or before (1) is right, when the two codes answered differently (default: the row's
+    one ``right``)."""
     rng = random.Random(seed)
+    right = pick or (lambda r, which: r["right"])
 
     def both(rs):
         out = []
-        for f in (before, after):
+        for which, f in ((1, before), (0, after)):
             c = [r for r in rs if f(r)]
             ans = [r for r in rs if r["answerable"]]
             out.append(
                 (
-                    sum(r["answerable"] and r["right"] for r in c) / len(c) if c else math.nan,
+                    sum(r["answerable"] and right(r, which) for r in c) / len(c) if c else math.nan,
                     sum(not f(r) for r in ans) / len(ans) if ans else math.nan,
                 )
             )
@@ -435,7 +440,7 @@ def table(rows: list[dict], rules: dict[str, Callable[[dict], bool]]) -> str:
     return "\n".join(out)
 
 
-def report(rows: list[dict]) -> str:
+def report(rows: list[dict], before: list[dict] | None = None) -> str:
     from chunkwise.llm.answer import MIN_AGREEMENT, MIN_MARGIN
 
     rules = {"keys + words + cosine": rule(None, None), "+ agreement (shipped)": rule(MIN_AGREEMENT, MIN_MARGIN)}
@@ -448,6 +453,11 @@ def report(rows: list[dict]) -> str:
         "\n## Margin (not adopted), held-out half\n",
         table(held, {"margin >= 0": rule(None, 0.0), "margin >= -0.05": rule(None, -0.05)}),
     ]
+    if before is not None:
+        parts += [
+            "\n## Held-out half: the code before this work (its recorded answers), beside the shipped rule\n",
+            side_by_side(before, held, rules["+ agreement (shipped)"]),
+        ]
     parts += ["\n## Every question (both halves; the calibration half is in-sample)\n", table(rows, rules)]
     d = paired_delta(held, *rules.values())
     parts.append(
@@ -460,6 +470,48 @@ def report(rows: list[dict]) -> str:
     return "\n".join(parts)
 
 
+def side_by_side(before: list[dict], held: list[dict], shipped: Callable[[dict], bool]) -> str:
+    """The held-out half as the code before this work answered it (``--before`` rows, their own
+    ``confident`` and ``right``) and as the shipped code does."""
+    old = [r for r in before if not calibration_half(r)]
+    out = [
+        "| set | code | precision of confident [95 %] (n confident) | hedged, all [95 %] | answerable hedged | confident & wrong, answerable | confident, unanswerable |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    names = [n for n in [*CALIBRATION, *HELD_OUT] if any(r["set"] == n for r in held)]
+    for name in [*names, "all"]:
+        for label, rs, f in (
+            ("before", [r for r in old if name in (r["set"], "all")], lambda r: r["confident"]),
+            ("shipped", [r for r in held if name in (r["set"], "all")], shipped),
+        ):
+            s = scores(rs, f)
+            lo, hi = s["precision_ci"]
+            hlo, hhi = s["hedged_ci"]
+            out.append(
+                f"| {name} | {label} | {s['precision']:.2f} [{lo:.2f}, {hi:.2f}] ({s['confident']}) | "
+                f"{s['hedged']:.2f} [{hlo:.2f}, {hhi:.2f}] | {s['hedged_answerable']:.2f} | "
+                f"{s['confident_wrong_answerable']} of {s['answerable']} | {s['confident_unanswerable']} of {s['unanswerable']} |"
+            )
+    pairs = {(r["set"], r["question"]): r for r in old}
+    both = [
+        dict(r, old_confident=pairs[k]["confident"], old_right=pairs[k]["right"])
+        for r in held
+        if (k := (r["set"], r["question"])) in pairs
+    ]
+    # the two codes' answers side by side: "right" is each code's own
+    d = paired_delta(
+        [dict(r, right=(r["right"], r["old_right"])) for r in both],
+        lambda r: r["old_confident"],
+        shipped,
+        pick=lambda r, which: r["right"][which],
+    )
+    out.append(
+        f"\nheld-out half, all sets, shipped - before, paired bootstrap over the {len(both)} questions (95 %): "
+        + "; ".join(f"{k} {p:+.3f} [{lo:+.3f}, {hi:+.3f}]" for k, (p, lo, hi) in d.items())
+    )
+    return "\n".join(out)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument(
@@ -469,6 +521,9 @@ def main() -> None:
     ap.add_argument("--set", action="append", choices=list(SETS), help="sets to run (default: all)")
     ap.add_argument("--rows", type=Path, help="recompute the tables from a previous --out instead of running")
     ap.add_argument("--out", type=Path, help="write every row here (JSON)")
+    ap.add_argument(
+        "--before", type=Path, help="rows an earlier version of the code wrote: compared on the held-out half"
+    )
     args = ap.parse_args()
     if args.rows:
         rows = json.loads(args.rows.read_text(encoding="utf-8"))["rows"]
@@ -487,7 +542,8 @@ def main() -> None:
             rows += run_set(name, args)
             if args.out:
                 args.out.write_text(json.dumps({"rows": rows}, indent=1), encoding="utf-8")
-    print(report(rows))
+    before = json.loads(args.before.read_text(encoding="utf-8"))["rows"] if args.before else None
+    print(report(rows, before))
 
 
 if __name__ == "__main__":

@@ -279,3 +279,31 @@ def test_the_ranks_reach_the_evidence_through_expanded_passages(index):
     }
     dense = index.ask("Which content decoding was added for zstd?", min_score=None, hybrid=False)
     assert dense.evidence.agreement is None and all(b is None for _, b in dense.evidence.ranks)
+
+
+def test_a_section_named_by_the_key_is_preferred_to_a_passage_that_mentions_it():
+    """ "What bugs were fixed in httpx 0.27.0?" over httpx's and starlette's notes: starlette's "Bump the
+    minimum httpx version to 0.27.0" holds the key in its text only; httpx's ``## 0.27.0`` section names it."""
+    from chunkwise.llm.answer import keyed_items
+
+    bump = _Hit(
+        ["Release Notes", "0.37.2", "Changed"], source="starlette.md", text="Bump the minimum httpx version to 0.27.0."
+    )
+    own = _Hit(["Changelog", "0.27.0 (21st February, 2024)", "Fixed"], source="httpx.md", text="Fix a redirect bug.")
+    other = _Hit(["Changelog", "0.26.0", "Fixed"], source="httpx.md", text="Fix a proxy bug.")
+    items, ev = keyed_items("What bugs were fixed in httpx 0.27.0?", [bump, own, other])
+    assert items == [own] and ev.supported
+    # with no section named by the key, the passages that mention it are kept
+    items, _ = keyed_items("What bugs were fixed in httpx 0.27.0?", [bump, other])
+    assert items == [bump]
+
+
+def test_a_name_key_does_not_pick_sections_by_their_headings():
+    from chunkwise.llm.answer import keyed_items
+
+    page = _Hit(
+        ["WebSockets", "Handling disconnections"], source="websockets.md", text="Use a WebSocket to handle connections."
+    )
+    named = _Hit(["WebSockets", "Testing WebSockets"], source="websockets.md", text="The TestClient opens a WebSocket.")
+    items, _ = keyed_items("How do I handle WebSocket connections?", [page, named])
+    assert items == [page, named]

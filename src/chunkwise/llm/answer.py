@@ -204,6 +204,12 @@ def keyed_items(question: str, items: list) -> tuple[list, Evidence]:
     evidence = weigh(question, items)
     if evidence.keys and not evidence.missing:
         keyed = [it for it in items if holds_keys(it, evidence.keys)]
+        # a section whose heading names the version is about it; a passage that only mentions it ("Bump the
+        # minimum httpx version to 0.27.0", in another project's notes) is not, when such a section is here.
+        # Names (``WebSocket``, ``OpenAPI``) run through a page's text and do not pick its sections.
+        numbered = [k for k in evidence.keys if any(c.isdigit() for c in k)]
+        if numbered:
+            keyed = [it for it in keyed if holds_keys(it, numbered, headings_only=True)] or keyed
         if keyed and len(keyed) < len(items):
             return keyed, weigh(question, keyed)
     return items, evidence

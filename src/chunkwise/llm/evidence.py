@@ -110,22 +110,28 @@ class Evidence:
         }
 
 
-def evidence_texts(item: Any) -> list[str]:
-    """The texts a passage or hit speaks with: its text, heading path, context and file name."""
+def heading_texts(item: Any) -> list[str]:
+    """What a passage or hit is about by its place: its heading path and file name."""
     origin = getattr(item, "origin", None) or item
-    texts = [str(getattr(item, "text", "") or "")]
-    texts += [str(s) for s in (getattr(origin, "section", None) or [])]
-    chunk = getattr(origin, "chunk", origin)
-    texts.append(str(getattr(chunk, "context", None) or ""))
+    texts = [str(s) for s in (getattr(origin, "section", None) or [])]
     source = getattr(item, "source", None) or getattr(origin, "source", None)
     if source and not str(source).startswith("<"):
         texts.append(Path(str(source)).stem.replace("_", " "))
     return [t for t in texts if t]
 
 
-def holds_keys(item: Any, keys: Sequence[str]) -> bool:
-    """Whether ``item`` (a passage or hit) holds every key whole."""
-    texts = evidence_texts(item)
+def evidence_texts(item: Any) -> list[str]:
+    """The texts a passage or hit speaks with: its text, heading path, context and file name."""
+    origin = getattr(item, "origin", None) or item
+    chunk = getattr(origin, "chunk", origin)
+    texts = [str(getattr(item, "text", "") or ""), str(getattr(chunk, "context", None) or "")]
+    return [t for t in texts if t] + heading_texts(item)
+
+
+def holds_keys(item: Any, keys: Sequence[str], headings_only: bool = False) -> bool:
+    """Whether ``item`` (a passage or hit) holds every key whole (``headings_only``: in its heading path or
+    file name, not only in its text or context)."""
+    texts = heading_texts(item) if headings_only else evidence_texts(item)
     return all(any(contains_term(t, k) for t in texts) for k in keys)
 
 
