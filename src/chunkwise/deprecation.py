@@ -18,6 +18,12 @@ from .errors import ConfigError
 REMOVED_IN = "0.3.0"
 
 
+#: late chunking's options (``Index.add(late_options=)``, ``late_chunk_vectors``, a configuration's ``run``)
+LATE_RENAMES = {"window": "late_window"}
+#: the LLM contextualizer's options (``context="llm"``): ``max_tokens`` is the chunk cap only
+LLM_CONTEXT_RENAMES = {"max_tokens": "answer_tokens"}
+
+
 class ChunkwiseDeprecationWarning(DeprecationWarning):
     """An old name or spelling that still works; the message says what to use instead and when it goes."""
 

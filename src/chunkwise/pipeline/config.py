@@ -444,6 +444,20 @@ class PipelineConfig:
         """Keyword arguments of ``Index.expand``/``Index.ask``: the context around each hit and its budget."""
         return self.stage_options("expand")
 
+    def overridden(self, stages: tuple[str, ...], settings: Mapping[str, Any], caller: str) -> PipelineConfig:
+        """A copy with the settings of ``stages`` given as keyword arguments to ``caller`` replaced (``None``
+        included: ``context=None`` means no context), checked. The one path from keyword arguments to a
+        configuration: ``Index.search(q, hybrid=False)`` is ``Index.search(q, config=PipelineConfig(hybrid=
+        False))``. A keyword that is no setting of ``stages`` is a :class:`TypeError`, as Python's own."""
+        valid = stage_names(*stages)
+        unknown = sorted(set(settings) - set(valid))
+        if unknown:
+            raise TypeError(
+                f"{caller}() got an unexpected keyword argument {', '.join(map(repr, unknown))}; "
+                f"its settings: {', '.join(valid)}"
+            )
+        return replace(self, **settings).validate() if settings else self.validate()
+
     def with_settings(self, **settings: Any) -> PipelineConfig:
         """A copy with some settings replaced (``None`` values left as they are), checked: how command-line
         flags override a ``--config`` file."""
@@ -460,11 +474,30 @@ SETTINGS: dict[str, Setting] = {
 }
 
 
+def stage_names(*stages: str) -> tuple[str, ...]:
+    """The settings ``stages`` take (:attr:`Setting.stage`), in declaration order."""
+    return tuple(name for name, st in SETTINGS.items() if st.stage in stages)
+
+
+def run_config(
+    config: PipelineConfig | None, settings: Mapping[str, Any], stages: tuple[str, ...], caller: str
+) -> PipelineConfig:
+    """The configuration a public entry point runs with: ``config`` (default: every setting's default) with
+    the keyword arguments ``settings`` overriding it (:meth:`PipelineConfig.overridden`), checked."""
+    if config is None:
+        config = PipelineConfig()
+    elif not isinstance(config, PipelineConfig):
+        raise ConfigError(f"config must be a PipelineConfig, got {type(config).__name__}")
+    return config.overridden(stages, settings, caller)
+
+
 __all__ = [
     "PipelineConfig",
     "Setting",
     "SETTINGS",
     "setting",
+    "stage_names",
+    "run_config",
     "FILE_KEYS",
     "VECTOR_MODES",
     "LATE_OPTIONS",
