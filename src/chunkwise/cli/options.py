@@ -138,33 +138,40 @@ def add_input_options(p: argparse.ArgumentParser, globs: bool = True) -> None:
     c.add_argument("--no-normalize-whitespace", action="store_true", help="keep whitespace as extracted")
 
 
+def add_setting_flags(p: Any, *names: str) -> None:
+    """The flags of run settings ``names`` (:class:`~chunkwise.pipeline.config.PipelineConfig` fields), each
+    spelled, typed and explained by its one declaration (``setting(...)``). Every flag defaults to ``None``
+    ("not given"), so a ``--config`` file's value stands unless the flag overrides it; the default shown in
+    ``--help`` is the declaration's. A switch stores the value that is not the default (``--late``: true,
+    ``--dense``: hybrid false)."""
+    from ..pipeline.config import SETTINGS
+
+    for name in names:
+        st = SETTINGS[name]
+        flag = st.flag_name(name)
+        if not flag:
+            raise ValueError(f"setting {name!r} has no flag of its own")
+        if isinstance(st.default, bool):
+            p.add_argument(
+                flag, dest=name, action="store_const", const=not st.default, default=None, help=st.flag_help(name)
+            )
+            continue
+        kind = type(st.default) if isinstance(st.default, (int, float)) else str
+        extra = {"choices": st.choices} if st.choices else {"metavar": st.metavar}
+        p.add_argument(flag, dest=name, type=kind, default=None, help=st.flag_help(name), **extra)
+
+
+def settings_given(args: argparse.Namespace, *stages: str) -> dict[str, Any]:
+    """The run settings of ``stages`` whose flags were given (``None``: not given)."""
+    from ..pipeline.config import stage_names
+
+    return {name: getattr(args, name) for name in stage_names(*stages) if getattr(args, name, None) is not None}
+
+
 def add_rerank_options(p: Any) -> None:
     """``--rerank SPEC`` and ``--rerank-depth N``: the second retrieval stage of ``search``, ``ask`` and
     ``eval`` (:mod:`chunkwise.retrieval.rerank`); given flags override a ``--config`` file's."""
-    from ..pipeline.config import RERANK_DEPTH, RERANK_KINDS
-
-    p.add_argument(
-        "--rerank",
-        default=None,
-        metavar="SPEC",
-        help=f"re-order the first stage's candidates: {', '.join(RERANK_KINDS)} (MaxSim over the embedder's "
-        "token vectors, W its weight against the first-stage score; the chat endpoint of $CHUNKWISE_LLM_BASE_URL; a "
-        "local sentence-transformers cross-encoder, torch extra) or none (default)",
-    )
-    p.add_argument(
-        "--rerank-depth",
-        type=int,
-        default=None,
-        metavar="N",
-        help=f"first-stage candidates the reranker re-orders (default {RERANK_DEPTH})",
-    )
-
-
-def rerank_settings(args: argparse.Namespace) -> dict[str, Any]:
-    """The ``rerank``/``rerank_depth`` flags given (``None`` where not), for ``PipelineConfig.with_settings``:
-    ``--rerank none`` turns a file's reranker off."""
-    rerank = getattr(args, "rerank", None)
-    return {"rerank": rerank, "rerank_depth": getattr(args, "rerank_depth", None)}
+    add_setting_flags(p, "rerank", "rerank_depth")
 
 
 def walk_options(args: argparse.Namespace) -> dict[str, Any]:

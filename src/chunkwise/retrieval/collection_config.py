@@ -70,10 +70,9 @@ def build_config(
             "config": strategy.config_id(),
             "params": {k: printable(v) for k, v in strategy.get_params().items()},
         },
-        "vectors": run.vectors,
-        "late": bool(run.late),
+        **{name: getattr(run, name) for name in stage_names("index")},  # every index setting, as set; then
+        "late": bool(run.late),  # the ones recorded in a normal form
         "late_options": {k: v for k, v in sorted(run.late_options.items()) if v is not None} if run.late else {},
-        "context": run.context,
         "context_options": ctx_opts if run.context else {},
         "bm25": None,
     }
