@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..context import CONTEXT_MODES
-from ..deprecation import renamed
+from ..deprecation import renamed, renames_for
 from ..errors import ConfigError
 from ..strategies import DEFAULT_STRATEGY, STRATEGY_NAMES
 from .rerank_spec import RERANK_DEPTH, RERANK_KINDS, _rerank, _rerank_depth, parse_rerank
@@ -51,7 +51,7 @@ DENSE_WEIGHT = 0.8
 DEFAULT_HYBRID = True
 DEFAULT_FUSION = "zscore"
 #: old spellings of run keys, still read (with a deprecation warning)
-OLD_RUN_KEYS = {"context_opts": "context_options", "late_opts": "late_options"}
+OLD_RUN_KEYS = renames_for("configuration")
 
 
 def _bool(name: str, value: Any) -> bool:
@@ -91,7 +91,7 @@ def _mapping(name: str, value: Any) -> dict[str, Any]:
 
 
 def _late_options(name: str, value: Any) -> dict[str, Any]:
-    options = renamed(_mapping(name, value), {"window": "late_window"}, name)
+    options = renamed(_mapping(name, value), renames_for("late_options"), name)
     unknown = sorted(set(options) - set(LATE_OPTIONS))
     if unknown:
         raise ConfigError(f"late chunking has no option {', '.join(unknown)}; valid: {', '.join(LATE_OPTIONS)}")

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..deprecation import LLM_CONTEXT_RENAMES, renamed
+from ..deprecation import renamed, renames_for
 from ..document import Chunk, Document
 from ..embeddings.base import Embedder
 from ..embeddings.language import LanguageCheck
@@ -72,7 +72,9 @@ def add_request(
     run = run_config(base, settings, ("index",), caller)
     run.index_options()  # refuses an evaluation-only setting (granularities)
     if run.context == "llm":
-        run = replace(run, context_options=renamed(run.context_options, LLM_CONTEXT_RENAMES, "context_options"))
+        run = replace(
+            run, context_options=renamed(run.context_options, renames_for("context_options"), "context_options")
+        )
     if isinstance(strategy, Strategy):
         return AddRequest(strategy, params, run, recreate)
     return AddRequest(run.strategy, run.params, run, recreate)

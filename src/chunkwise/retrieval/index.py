@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..deprecation import moved_getattr
 from ..embeddings.base import Embedder
 from ..embeddings.vectors import query_vectors
 from ..errors import ConfigError, InputError
@@ -36,7 +37,6 @@ from ..strategies import Strategy
 from .collection_config import check_add_options, differences
 from .lazy_embedder import LazyEmbedder, makes_recorded
 from .progress import Progress
-from .results import RESULT_FIELDS as RESULT_FIELDS  # re-exported: its old home
 from .results import IndexReport, SearchResult
 from .search import check_search, dense_results, hybrid_results
 
@@ -44,17 +44,8 @@ if TYPE_CHECKING:
     from .add import AddRequest, AddSettings
 
 
-def __getattr__(name: str) -> Any:
-    """Old homes, imported on first use: a search does not import the ingestion pipeline (``add.py``)."""
-    if name in ("AddSettings", "EMBED_BATCH"):
-        from . import add, ingest
-
-        return getattr(add if name == "AddSettings" else ingest, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), "AddSettings", "EMBED_BATCH"])
+#: its old names (AddSettings, EMBED_BATCH, RESULT_FIELDS) import from their homes, with a warning
+__getattr__ = moved_getattr(__name__)
 
 
 #: chunks gathered (over several small documents) before one embedding + write round
@@ -451,12 +442,9 @@ class Index:
 __all__ = [
     "Index",
     "IndexReport",
-    "AddSettings",
     "SearchResult",
-    "RESULT_FIELDS",
     "VECTOR_MODES",
     "DEFAULT_HYBRID",
     "DEFAULT_FUSION",
     "DEFAULT_BATCH",
-    "EMBED_BATCH",  # noqa: F822 - imported on first use (module __getattr__)
 ]

@@ -43,7 +43,8 @@ from ..formats.walk import UnreadableFolder
 from ..store.base import Marker
 from ..store.milvus import MilvusStore
 from ..strategies import DEFAULT_STRATEGY, Strategy
-from .index import AddSettings, Index, IndexReport, _Progress
+from .add import AddSettings
+from .index import Index, IndexReport, _Progress
 from .ingest import finish_chunks, is_unchanged, late_vectors, plan_vectors
 from .ray_cluster import local_cluster_options
 
