@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..deprecation import renames_for
 from ..document import Document
 from ..embeddings.base import Embedder
 from ..pipeline.config import PipelineConfig, stage_names
@@ -141,8 +142,9 @@ def differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
         diffs.append(strategy)
     # recorded before the renames (late chunking's window, the llm context's max_tokens): the same thing
     for key, was, now in (
-        ("late_options", "window", "late_window"),
-        ("context_options", "max_tokens", "answer_tokens"),
+        (options, was, now)
+        for options in ("late_options", "context_options")
+        for was, now in renames_for(options).items()
     ):
         if was in (old.get(key) or {}):
             opts = dict(old[key])
