@@ -520,7 +520,7 @@ class PipelineConfig:
 
     def overridden(self, stages: tuple[str, ...], settings: Mapping[str, Any], caller: str) -> PipelineConfig:
         """A copy with the settings of ``stages`` given as keyword arguments to ``caller`` replaced (``None``
-        included: ``context=None`` means no context), checked. The one path from keyword arguments to a
+        included: ``context=None`` means no context), the settings of ``stages`` checked. The one path from keyword arguments to a
         configuration: ``Index.search(q, hybrid=False)`` is ``Index.search(q, config=PipelineConfig(hybrid=
         False))``. A keyword that is no setting of ``stages`` is a :class:`TypeError`, as Python's own."""
         valid = stage_names(*stages)
@@ -530,7 +530,10 @@ class PipelineConfig:
                 f"{caller}() got an unexpected keyword argument {', '.join(map(repr, unknown))}; "
                 f"its settings: {', '.join(valid)}"
             )
-        return replace(self, **settings).validate() if settings else self.validate()
+        merged = {name: settings.get(name, getattr(self, name)) for name in valid}
+        # only the settings of these stages are checked (a search does not read the strategy): every search
+        # pays for six checks, not all of them
+        return replace(self, **{name: SETTINGS[name].check(name, value) for name, value in merged.items()})
 
     def with_settings(self, **settings: Any) -> PipelineConfig:
         """A copy with some settings replaced (``None`` values left as they are), checked: how command-line

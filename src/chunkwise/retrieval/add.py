@@ -69,7 +69,7 @@ def add_request(
             base = replace(base, strategy=strategy)
         if params is not None and not isinstance(strategy, Strategy):
             base = replace(base, params=params)
-    run = run_config(base, settings, ("index",), caller)
+    run = run_config(base, settings, ("index",), caller).validate()  # the strategy and its parameters too
     run.index_options()  # refuses an evaluation-only setting (granularities)
     if run.context == "llm":
         run = replace(
