@@ -151,3 +151,25 @@ def test_a_deprecation_outside_the_table_is_refused():
         warn_renamed("window", "late_window", "some other entry point")
     with pytest.raises(LookupError):
         renamed({"colour": 1}, {"colour": "color"}, "paint")
+
+
+def test_every_deprecation_warning_in_the_package_is_worded_by_the_table():
+    """A ``ChunkwiseDeprecationWarning`` raised anywhere but ``deprecation.py`` carries a message made by
+    ``deprecation_message`` (which looks the name up in ``RENAMES``): no deprecation outside the table."""
+    import ast
+    from pathlib import Path
+
+    root = Path(chunkwise.__file__).parent
+    offenders = []
+    for path in root.rglob("*.py"):
+        if path.name == "deprecation.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.Call) and ast.unparse(node.func) == "warnings.warn"):
+                continue
+            if "DeprecationWarning" not in ast.unparse(node):
+                continue
+            first = node.args[0] if node.args else None
+            if not (isinstance(first, ast.Call) and ast.unparse(first.func) == "deprecation_message"):
+                offenders.append(f"{path.relative_to(root)}:{node.lineno}")
+    assert offenders == []
