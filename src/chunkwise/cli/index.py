@@ -82,8 +82,8 @@ def add_retrieval_options(p: argparse.ArgumentParser) -> None:
         "--config",
         default=None,
         metavar="FILE",
-        help="retrieve as a configuration written by `chunkwise tune` says (hybrid, fusion, rrf_k, "
-        "dense_weight, rerank, rerank_depth, expand, budget); flags given override it",
+        help=f"retrieve as a configuration written by `chunkwise tune` says ({', '.join(stage_names('search', 'expand'))}); "
+        "flags given override it",
     )
 
 
