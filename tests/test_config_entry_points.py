@@ -115,6 +115,9 @@ def test_add_takes_a_config_and_keywords_are_the_same_run(tmp_path):
     assert recorded_a == recorded_b and recorded_a["context"] == "headings"
     assert recorded_a["strategy"]["params"]["max_tokens"] == 8
     assert rows_a == rows_b and rows_a
+    with Index(tmp_path / "c.db", embedder=FakeEmbedder()) as c:  # another strategy: the config's params stay out
+        c.add(docs(), config=PipelineConfig(strategy="semantic", params={"buffer_size": 1}), strategy="sentence")
+        assert c.config["strategy"]["name"] == "sentence" and "buffer_size" not in c.config["strategy"]["params"]
     with Index(tmp_path / "a.db", embedder=FakeEmbedder()) as again:  # a keyword overrides the config
         with pytest.raises(ConfigError, match=r"context='headings' \(now None\)"):
             again.add(docs(), config=config, context=None)

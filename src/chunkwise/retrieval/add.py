@@ -60,13 +60,14 @@ def add_request(
     caller: str = "add",
 ) -> AddRequest:
     """The one path from :meth:`Index.add`'s arguments to an :class:`AddRequest`: ``config`` (default: the
-    defaults), a strategy name and ``params`` replacing its strategy, the keyword ``settings`` (``vectors``,
-    ``late``... every setting of stage ``"index"``) replacing its settings; old option names renamed
-    (one warning each). A strategy object is run as it is (``params`` beside it is one error, later)."""
+    defaults), a strategy name (another than the configuration's: with its own parameters) and ``params``
+    replacing its strategy, the keyword ``settings`` (``vectors``, ``late``... every setting of stage
+    ``"index"``) replacing its settings; old option names renamed (one warning each). A strategy object is
+    run as it is (``params`` beside it is one error, later)."""
     base = config if config is not None else PipelineConfig()
     if isinstance(base, PipelineConfig):
-        if isinstance(strategy, str):
-            base = replace(base, strategy=strategy)
+        if isinstance(strategy, str) and strategy != base.strategy:  # another strategy: not its parameters
+            base = replace(base, strategy=strategy, params={})
         if params is not None and not isinstance(strategy, Strategy):
             base = replace(base, params=params)
     run = run_config(base, settings, ("index",), caller).validate()  # the strategy and its parameters too
