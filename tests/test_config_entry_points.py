@@ -167,3 +167,13 @@ def test_cli_search_takes_every_retrieval_setting(tmp_path, monkeypatch, name):
     assert calls[-1][name] == value
     assert main(["search", "bees", "--db", str(tmp_path / "x.db")]) == 0
     assert calls[-1][name] == st.default
+
+
+@pytest.mark.parametrize("command", ["chunk", "index"])
+def test_shared_strategy_parameter_flags_take_their_help_from_the_strategies(command):
+    from chunkwise.cli.options import SHARED_PARAM_FLAGS
+    from chunkwise.strategies.params import PARAM_HELP
+
+    actions = _actions(command)
+    for name, _, _ in SHARED_PARAM_FLAGS:
+        assert actions[name].help.startswith(PARAM_HELP[name]) and actions[name].default is None, name

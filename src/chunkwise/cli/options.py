@@ -210,6 +210,16 @@ def input_options(args: argparse.Namespace) -> dict[str, Any]:
     return opts
 
 
+#: the strategy parameters every strategy takes, as flags: (name, type, metavar)
+SHARED_PARAM_FLAGS: tuple[tuple[str, type, str], ...] = (
+    ("max_tokens", int, "N"),
+    ("min_tokens", int, "N"),
+    ("overlap", int, "N"),
+    ("tokenizer", str, "NAME"),
+    ("respect_sections", int, "LEVEL"),
+)
+
+
 def add_chunking_options(p: argparse.ArgumentParser, default_strategy: str = DEFAULT_STRATEGY) -> None:
     g = p.add_argument_group("chunking")
     g.add_argument(
@@ -219,17 +229,18 @@ def add_chunking_options(p: argparse.ArgumentParser, default_strategy: str = DEF
         default=None,
         help=f"chunking strategy (default: {default_strategy})",
     )
-    g.add_argument("--max-tokens", type=int, default=None, help="hard cap per chunk (default 256)")
-    g.add_argument("--min-tokens", type=int, default=None, help="merge chunks smaller than this")
-    g.add_argument("--overlap", type=int, default=None, help="tokens repeated between chunks")
-    g.add_argument("--tokenizer", default=None, help="minilm (default) | cl100k | chars | words | hf:PATH")
-    g.add_argument(
-        "--respect-sections",
-        type=int,
-        default=None,
-        metavar="LEVEL",
-        help="never cross a heading of this level or higher",
-    )
+    from ..strategies.params import PARAM_HELP
+
+    # the parameters every strategy shares: their help is the strategies' own (strategies/params.py), the
+    # default the strategy's (`chunkwise strategies NAME` lists them)
+    for name, kind, metavar in SHARED_PARAM_FLAGS:
+        g.add_argument(
+            "--" + name.replace("_", "-"),
+            type=kind,
+            default=None,
+            metavar=metavar,
+            help=f"{PARAM_HELP[name]} (default: the strategy's, see `chunkwise strategies NAME`)",
+        )
     g.add_argument(
         "--param",
         "-p",
@@ -284,7 +295,7 @@ def strategy_params_from_args(args: argparse.Namespace) -> tuple[str, dict[str, 
     if getattr(args, "config", None):
         name, params, _ = load_config(args.config)
     name = args.strategy or name or args._default_strategy
-    for flag in ("max_tokens", "min_tokens", "overlap", "tokenizer", "respect_sections"):
+    for flag, _, _ in SHARED_PARAM_FLAGS:
         value = getattr(args, flag, None)
         if value is not None:
             params[flag] = value
