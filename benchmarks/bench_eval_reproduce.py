@@ -39,7 +39,7 @@ CONFIGS = [
     (
         "Cluster 200",
         "cohesion",
-        {"max_tokens": 200, "tokenizer": "cl100k", "min_tokens": 0, "structure_bonus": 0.0, "respect_sections": 0},
+        {"max_tokens": 200, "tokenizer": "cl100k", "min_tokens": 0, "break_reward": 0.0, "respect_sections": 0},
         (75.2, 7.2),
     ),
 ]

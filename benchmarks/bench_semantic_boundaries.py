@@ -187,16 +187,16 @@ SETTINGS: list[tuple[str, dict]] = [
     ("maxmin", dict(min_tokens=12)),
     ("maxmin", dict(min_tokens=32)),
     # structure prior (matters with --layout paragraphs only: flat text has no breaks)
-    ("cohesion", dict(structure_bonus=0.0)),
-    ("cohesion", dict(structure_bonus=0.25)),
-    ("cohesion", dict(structure_bonus=1.0)),
-    ("cohesion", dict(structure_bonus=2.0)),
-    ("semantic", dict(structure_bonus=0.0)),
-    ("semantic", dict(structure_bonus=0.1)),
-    ("semantic", dict(structure_bonus=0.2)),
-    ("maxmin", dict(structure_bonus=0.0)),
-    ("maxmin", dict(structure_bonus=0.1)),
-    ("maxmin", dict(structure_bonus=0.2)),
+    ("cohesion", dict(break_reward=0.0)),
+    ("cohesion", dict(break_reward=0.25)),
+    ("cohesion", dict(break_reward=1.0)),
+    ("cohesion", dict(break_reward=2.0)),
+    ("semantic", dict(break_distance=0.0)),
+    ("semantic", dict(break_distance=0.1)),
+    ("semantic", dict(break_distance=0.2)),
+    ("maxmin", dict(break_similarity=0.0)),
+    ("maxmin", dict(break_similarity=0.1)),
+    ("maxmin", dict(break_similarity=0.2)),
 ]
 
 

@@ -39,11 +39,11 @@ SETTINGS = [
     ("recursive", {}),
     ("markdown", {}),
     ("auto", {}),
-    ("semantic", {"structure_bonus": 0.0, "respect_sections": 0, "min_tokens": 0}),
+    ("semantic", {"break_distance": 0.0, "respect_sections": 0, "min_tokens": 0}),
     ("semantic", {}),
-    ("maxmin", {"structure_bonus": 0.0, "respect_sections": 0, "min_tokens": 0}),
+    ("maxmin", {"break_similarity": 0.0, "respect_sections": 0, "min_tokens": 0}),
     ("maxmin", {}),
-    ("cohesion", {"structure_bonus": 0.0, "respect_sections": 0, "min_tokens": 0}),
+    ("cohesion", {"break_reward": 0.0, "respect_sections": 0, "min_tokens": 0}),
     ("cohesion", {}),
 ]
 

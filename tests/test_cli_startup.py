@@ -104,14 +104,17 @@ def test_one_default_strategy_everywhere():
 
     from chunkwise import api
     from chunkwise.cli.options import strategy_params_from_args
-    from chunkwise.retrieval.index import Index
+    from chunkwise.pipeline.config import PipelineConfig
+    from chunkwise.retrieval.add import add_request
     from chunkwise.strategies import DEFAULT_STRATEGY
 
     for command in ("chunk", "index", "viz", "summarize"):
         args = build_parser(command).parse_args([command, "x"])
         assert strategy_params_from_args(args)[0] == DEFAULT_STRATEGY, command
-    for fn in (api.chunk, api.chunk_file, api.chunk_text, Index.add):
+    for fn in (api.chunk, api.chunk_file, api.chunk_text):
         assert inspect.signature(fn).parameters["strategy"].default == DEFAULT_STRATEGY, fn
+    # Index.add's strategy is its configuration's unless one is named: PipelineConfig's default
+    assert PipelineConfig().strategy == DEFAULT_STRATEGY == add_request(None, None, None, {}).strategy
     pytest.importorskip("langchain_text_splitters")
     from chunkwise.integrations.langchain import ChunkwiseTextSplitter
 

@@ -8,7 +8,8 @@ import warnings
 import pytest
 from conftest import FakeEmbedder
 
-from chunkwise.deprecation import REMOVED_IN, ChunkwiseDeprecationWarning, renamed_attribute
+import chunkwise.deprecation as deprecation
+from chunkwise.deprecation import REMOVED_IN, ChunkwiseDeprecationWarning, Rename, renamed_attribute
 
 
 class Thing:
@@ -18,7 +19,13 @@ class Thing:
         self.new = 1
 
 
-def test_an_old_attribute_reads_and_writes_the_new_one():
+@pytest.fixture
+def thing_renamed(monkeypatch):
+    """``Thing.old`` in the table of renames (a deprecation must be listed there to warn)."""
+    monkeypatch.setattr(deprecation, "RENAMES", (*deprecation.RENAMES, Rename("old", "new", ("thing",))))
+
+
+def test_an_old_attribute_reads_and_writes_the_new_one(thing_renamed):
     thing = Thing()
     message = f"thing: 'old' is deprecated, use 'new' (removed in chunkwise {REMOVED_IN})"
     with pytest.warns(ChunkwiseDeprecationWarning) as caught:

@@ -18,8 +18,8 @@ from index_data import BEES, LAMP, TRAINS, LineStrategy, docs, lines  # noqa: F4
 from chunkwise import Document, Page, Section
 from chunkwise.errors import ChunkwiseError, ConfigError, InputError
 from chunkwise.retrieval import Index, reciprocal_rank_fusion
-from chunkwise.retrieval.hybrid import BM25Fallback
 from chunkwise.store import MilvusStore
+from chunkwise.store.bm25 import BM25Fallback
 
 
 def stored(index: Index) -> set[tuple[str, str]]:

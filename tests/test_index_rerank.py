@@ -40,15 +40,15 @@ def index(tmp_path, monkeypatch):
 @pytest.mark.parametrize("hybrid", [False, True])
 def test_rerank_gets_the_deeper_first_stage_and_returns_its_order(index, hybrid):
     first = index.search("the queen lays eggs", k=9, hybrid=hybrid)
-    hits = index.search("the queen lays eggs", k=2, hybrid=hybrid, rerank="fake-spec", rerank_depth=4)
+    hits = index.search("the queen lays eggs", k=2, hybrid=hybrid, rerank="cross:fake-model", rerank_depth=4)
     call = index.fake.calls[-1]
-    assert (call["query"], call["n"], call["spec"], call["k"]) == ("the queen lays eggs", 4, "fake-spec", 2)
+    assert (call["query"], call["n"], call["spec"], call["k"]) == ("the queen lays eggs", 4, "cross:fake-model", 2)
     assert call["embedder"] is index.embedder()
     assert [h.id for h in hits] == [first[3].id, first[2].id] and [h.rank for h in hits] == [1, 2]
 
 
 def test_depth_below_k_retrieves_k_and_no_rerank_is_the_first_stage(index):
-    index.search("night train", k=3, rerank="fake-spec", rerank_depth=1)
+    index.search("night train", k=3, rerank="cross:fake-model", rerank_depth=1)
     assert index.fake.calls[-1]["n"] == 3
     calls = len(index.fake.calls)
     for spec in (None, "", "none", " None "):
@@ -58,12 +58,16 @@ def test_depth_below_k_retrieves_k_and_no_rerank_is_the_first_stage(index):
 
 
 def test_ask_passes_rerank_through(index):
-    index.ask("who lays eggs?", k=2, rerank="fake-spec", rerank_depth=5)
-    assert (index.fake.calls[-1]["spec"], index.fake.calls[-1]["n"], index.fake.calls[-1]["k"]) == ("fake-spec", 5, 2)
+    index.ask("who lays eggs?", k=2, rerank="cross:fake-model", rerank_depth=5)
+    assert (index.fake.calls[-1]["spec"], index.fake.calls[-1]["n"], index.fake.calls[-1]["k"]) == (
+        "cross:fake-model",
+        5,
+        2,
+    )
 
 
 def test_a_bad_depth_is_one_config_error(index):
     from chunkwise.errors import ConfigError
 
-    with pytest.raises(ConfigError, match="rerank_depth must be an integer >= 1"):
-        index.search("bees", rerank="fake-spec", rerank_depth=0)
+    with pytest.raises(ConfigError, match="rerank_depth must be a positive integer"):
+        index.search("bees", rerank="cross:fake-model", rerank_depth=0)

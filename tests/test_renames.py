@@ -302,13 +302,14 @@ def test_semantic_buffer_vectors_and_old_window(no_warnings):
 
 
 def test_semantic_chunk_ids_survive_the_rename(no_warnings):
-    """The fingerprint keeps the old parameter name, so indexes built before the rename keep their ids."""
+    """The fingerprint keeps the old parameter names, so indexes built before the renames keep their ids."""
     s = get_strategy("semantic", embedder=FakeEmbedder(), buffer_vectors="text")
+    old = {"buffer_vectors": "window", "break_distance": "structure_bonus"}
     params = {}
     for k, v in sorted(s.get_params().items()):
         v = v.name if k == "tokenizer" and hasattr(v, "name") else v
         v = v.model_id if hasattr(v, "model_id") else v
-        params["window" if k == "buffer_vectors" else k] = v
+        params[old.get(k, k)] = v
     assert s.config_id() == stable_hash("semantic", params)
 
 

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from chunkwise.document import CHUNK_FIELDS, Chunk, Document
-from chunkwise.retrieval.index import RESULT_FIELDS, SearchResult
+from chunkwise.retrieval.results import RESULT_FIELDS, SearchResult
 from chunkwise.store.base import Hit
 from chunkwise.store.memory import MemoryStore
 from chunkwise.store.milvus import MilvusStore

@@ -10,25 +10,121 @@ one ``chunkwise: warning: ...`` line. Every deprecation message is made by :func
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from .errors import ConfigError
 
-#: the release that removes every old name deprecated so far
+#: the release that removes every old name deprecated so far (unless its entry says otherwise)
 REMOVED_IN = "0.3.0"
+
+
+@dataclass(frozen=True)
+class Rename:
+    """One old name that still works: what it is now, the public entry points that accept it (each
+    warning's prefix: ``"late chunking: 'window' is deprecated, ..."``) and the release that removes it."""
+
+    old: str
+    new: str
+    owners: tuple[str, ...]
+    removed_in: str = REMOVED_IN
+
+
+#: every renamed parameter, attribute, setting, flag and name: the one table. The public entry point named
+#: by an owner translates the old name (``renamed``/``warn_renamed``/``renamed_attribute``/the CLI's
+#: ``DeprecatedFlag``); everything behind it sees the new one only. A deprecation message for a name not
+#: listed here is a programming error (:func:`deprecation_message` raises ``LookupError``).
+RENAMES: tuple[Rename, ...] = (
+    # the embedding model's input limit (max_tokens is the chunk cap only)
+    Rename("max_tokens", "model_window", ("embedder", "openai embedder", "static embedder")),
+    Rename("window", "model_window", ("minilm embedder (model_window = window - 2)",)),
+    Rename("--embed-window", "--model-window N-2", ("eval/tune",)),
+    Rename("minilm-torch", "minilm", ("embedder name",)),
+    # the length of the LLM contextualizer's answer
+    Rename("max_tokens", "answer_tokens", ("LLMContextualizer", "context mode 'llm'", "context_options")),
+    # late chunking's macro window
+    Rename("window", "late_window", ("late chunking", "late_options")),
+    # semantic's buffer of window vectors
+    Rename("window", "buffer_vectors", ("strategy 'semantic'",)),
+    # the keys of a configuration file's run mapping
+    Rename("context_opts", "context_options", ("configuration",)),
+    Rename("late_opts", "late_options", ("configuration",)),
+    # one name per quantity of the structure prior (it meant three)
+    Rename("structure_bonus", "break_distance", ("strategy 'semantic'",)),
+    Rename("structure_bonus", "break_similarity", ("strategy 'maxmin'",)),
+    Rename("structure_bonus", "break_reward", ("strategy 'cohesion'",)),
+)
+
+
+def renames_for(owner: str) -> dict[str, str]:
+    """The old -> new names ``owner`` (an entry point of :data:`RENAMES`) still accepts."""
+    return {r.old: r.new for r in RENAMES if owner in r.owners}
+
+
+#: old import paths: module -> {old name: "new.module:name"}; the name still imports from the old module,
+#: with a warning (:func:`moved_getattr`), until the release in :data:`MOVED_REMOVED_IN`
+MOVED: dict[str, dict[str, str]] = {
+    "chunkwise.retrieval.hybrid": {
+        "BM25Fallback": "chunkwise.store.bm25:BM25Fallback",
+        "RRF_K": "chunkwise.retrieval.fusion:RRF_K",
+        "reciprocal_rank_fusion": "chunkwise.retrieval.fusion:reciprocal_rank_fusion",
+    },
+    "chunkwise.retrieval.index": {
+        "RESULT_FIELDS": "chunkwise.retrieval.results:RESULT_FIELDS",
+        "AddSettings": "chunkwise.retrieval.add:AddSettings",
+        "EMBED_BATCH": "chunkwise.retrieval.ingest:EMBED_BATCH",
+    },
+    "chunkwise.context.late": {"DEFAULT_WINDOW": "chunkwise.context.late:DEFAULT_LATE_WINDOW"},
+    "chunkwise.cli.evaluate": {"_add_common": "chunkwise.cli.eval_flags:add_common_options"},
+}
+#: the release that removes the old import paths of :data:`MOVED`
+MOVED_REMOVED_IN = REMOVED_IN
+
+
+def moved_getattr(module: str) -> Callable[[str], Any]:
+    """A module ``__getattr__`` for ``module`` that answers its old names (:data:`MOVED`) with the objects
+    of their new homes, warning on each import; any other name is an ``AttributeError`` as usual."""
+    table = MOVED[module]
+
+    def __getattr__(name: str) -> Any:
+        if name not in table:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        from importlib import import_module
+
+        home, _, attr = table[name].partition(":")
+        warnings.warn(
+            f"{module}.{name} is deprecated, use {home}.{attr} (removed in chunkwise {MOVED_REMOVED_IN})",
+            ChunkwiseDeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(import_module(home), attr)
+
+    return __getattr__
 
 
 class ChunkwiseDeprecationWarning(DeprecationWarning):
     """An old name or spelling that still works; the message says what to use instead and when it goes."""
 
 
+def _rename(old: str, new: str) -> Rename:
+    """The entry of :data:`RENAMES` that ``old``/``new`` (as a message shows them) name."""
+    for r in RENAMES:
+        if (old == r.old or f"'{r.old}'" in old) and (new.startswith((r.new, f"'{r.new}'"))):
+            return r
+    raise LookupError(f"{old} -> {new} is not in chunkwise.deprecation.RENAMES: add it there, with its removal release")
+
+
 def deprecation_message(old: str, new: str) -> str:
-    """``OLD is deprecated, use NEW (removed in chunkwise X)``: the one wording of every deprecation."""
-    return f"{old} is deprecated, use {new} (removed in chunkwise {REMOVED_IN})"
+    """``OLD is deprecated, use NEW (removed in chunkwise X)``: the one wording of every deprecation, with
+    the removal release of its :data:`RENAMES` entry."""
+    return f"{old} is deprecated, use {new} (removed in chunkwise {_rename(old, new).removed_in})"
 
 
 def warn_renamed(old: str, new: str, where: str = "", stacklevel: int = 3) -> None:
     """Warn that ``old`` is now ``new`` (``where``: what the name belongs to, e.g. ``"minilm embedder"``)."""
+    if where and where not in _rename(repr(old), repr(new)).owners:
+        raise LookupError(f"{where!r} is not an owner of {old!r} in chunkwise.deprecation.RENAMES")
     owner = f"{where}: " if where else ""
     warnings.warn(owner + deprecation_message(repr(old), repr(new)), ChunkwiseDeprecationWarning, stacklevel=stacklevel)
 
@@ -68,6 +164,12 @@ def renamed(kw: dict[str, Any], renames: dict[str, str], where: str = "", stackl
 __all__ = [
     "ChunkwiseDeprecationWarning",
     "REMOVED_IN",
+    "Rename",
+    "RENAMES",
+    "renames_for",
+    "MOVED",
+    "MOVED_REMOVED_IN",
+    "moved_getattr",
     "deprecation_message",
     "warn_renamed",
     "renamed_attribute",

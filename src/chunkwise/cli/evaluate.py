@@ -22,6 +22,7 @@ import sys
 import time
 from pathlib import Path
 
+from ..deprecation import moved_getattr
 from ..errors import ConfigError
 from .eval_common import (
     _apply_fusion_flags,
@@ -41,8 +42,8 @@ from .eval_common import (
 from .eval_flags import add_common_options, add_eval_options, add_search_options, add_tune_options
 from .options import add_chunking_options
 
-#: the old name of :func:`.eval_flags.add_common_options`
-_add_common = add_common_options
+#: old names (``_add_common``) import with a warning (``chunkwise.deprecation.MOVED``)
+__getattr__ = moved_getattr(__name__)
 
 
 def register(subparsers) -> None:
@@ -237,7 +238,6 @@ __all__ = [
     "run_tune",
     "fmt_score",
     "add_search_options",
-    "_add_common",
     "_apply_fusion_flags",
     "_check_languages",
     "_config_file",

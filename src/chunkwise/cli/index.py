@@ -61,42 +61,16 @@ def open_index(args: argparse.Namespace):
 
 
 def add_retrieval_options(p: argparse.ArgumentParser) -> None:
-    """How ``search`` and ``ask`` retrieve: hybrid (the default) or ``--dense``, the fusion flags, and a
-    ``--config`` file whose retrieval settings they take (the flags given override it)."""
-    from ..pipeline.config import DENSE_WEIGHT, FUSION_MODES, RRF_K
-    from .options import add_rerank_options
+    """How ``search`` and ``ask`` retrieve: a flag for every retrieval setting of
+    :class:`~chunkwise.pipeline.PipelineConfig` (stages ``"search"`` and ``"expand"``: hybrid, or ``--dense``,
+    the fusion flags, the reranker, the context handed on), each from its declaration, and a ``--config``
+    file whose retrieval settings they take (the flags given override it)."""
+    from ..pipeline.config import stage_names
+    from .options import add_setting_flags
 
-    p.add_argument("--dense", action="store_true", help="vectors alone (default: BM25 + vectors fused)")
-    p.add_argument("--hybrid", action="store_true", help=argparse.SUPPRESS)  # the default now; kept for old scripts
-    p.add_argument(
-        "--fusion",
-        choices=FUSION_MODES,
-        default=None,
-        help="how BM25 and vectors are fused: zscore (per-query z-scores, --dense-weight x vector + "
-        "rest x BM25, as `eval`/`tune`; default) or rrf (reciprocal rank fusion)",
-    )
-    p.add_argument(
-        "--dense-weight",
-        type=float,
-        default=None,
-        metavar="W",
-        help=f"weight of the vector scores in zscore fusion (default {DENSE_WEIGHT})",
-    )
-    p.add_argument("--rrf-k", type=int, default=None, metavar="K", help=f"the constant of rrf fusion (default {RRF_K})")
-    p.add_argument(
-        "--expand",
-        default=None,
-        metavar="MODE",
-        help="hand on the context around each hit: neighbors:N (N chunks each side), section (the "
-        "hit's section), parent:TOKENS (about TOKENS tokens around it); hits that meet are merged "
-        "into one passage (default: the hits alone)",
-    )
-    p.add_argument(
-        "--budget",
-        default=None,
-        metavar="TOKENS",
-        help="at most this many tokens of passages in all, counted with cl100k, e.g. 2000 or 2k (default: no limit)",
-    )
+    add_setting_flags(p, *stage_names("search", "expand"))
+    # the default now; kept for old scripts
+    p.add_argument("--hybrid", dest="hybrid_flag", action="store_true", help=argparse.SUPPRESS)
     p.add_argument(
         "--no-sections",
         dest="sections",
@@ -108,10 +82,9 @@ def add_retrieval_options(p: argparse.ArgumentParser) -> None:
         "--config",
         default=None,
         metavar="FILE",
-        help="retrieve as a configuration written by `chunkwise tune` says (hybrid, fusion, rrf_k, "
-        "dense_weight, rerank, rerank_depth, expand, budget); flags given override it",
+        help=f"retrieve as a configuration written by `chunkwise tune` says ({', '.join(stage_names('search', 'expand'))}); "
+        "flags given override it",
     )
-    add_rerank_options(p)
 
 
 def register(subparsers) -> None:
@@ -140,17 +113,10 @@ def _register_index(subparsers) -> None:
 
 
 def _add_vector_options(p: argparse.ArgumentParser) -> None:
+    from .options import add_setting_flags
+
     g = p.add_argument_group("vectors and context")
-    g.add_argument(
-        "--vectors",
-        choices=("text", "pool"),
-        default=None,
-        help="text: embed each chunk (default); pool: mean-pool the sentence vectors a semantic "
-        "strategy computed while chunking (no second embedding pass)",
-    )
-    g.add_argument(
-        "--late", action="store_true", help="late chunking: pool chunk vectors from token vectors of the whole document"
-    )
+    add_setting_flags(g, "vectors", "late")
     g.add_argument(
         "--late-window",
         type=int,
@@ -165,12 +131,7 @@ def _add_vector_options(p: argparse.ArgumentParser) -> None:
         metavar="TOKENS",
         help="tokens shared by consecutive late-chunking windows",
     )
-    g.add_argument(
-        "--context",
-        default=None,
-        metavar="MODE",
-        help="contextual chunk text to embed and BM25-index: headings | neighbors | llm",
-    )
+    add_setting_flags(g, "context")
     g.add_argument(
         "--context-neighbors",
         type=int,
@@ -421,23 +382,22 @@ def retrieval_settings(args: argparse.Namespace) -> dict:
     """``Index.search``'s ``hybrid``, ``fusion``, ``rrf_k`` and ``dense_weight``: a ``--config`` file's
     settings (every one of them, as ``eval`` measured them), overridden by the flags given."""
     from ..pipeline.config import PipelineConfig
-    from .options import pipeline_config, rerank_settings
+    from .options import pipeline_config, settings_given
 
     config = pipeline_config(args.config) if getattr(args, "config", None) else PipelineConfig()
-    if args.dense and args.hybrid:
-        raise ConfigError("--dense and --hybrid contradict each other (hybrid is the default)")
-    hybrid = True if args.hybrid else (False if args.dense else config.hybrid)
-    flags = {
-        "fusion": getattr(args, "fusion", None),
-        "dense_weight": getattr(args, "dense_weight", None),
-        "rrf_k": getattr(args, "rrf_k", None),
-    }
-    if not hybrid and any(v is not None for v in flags.values()):
+    given = settings_given(args, "search")
+    if getattr(args, "hybrid_flag", False):
+        if given.get("hybrid") is False:
+            raise ConfigError("--dense and --hybrid contradict each other (hybrid is the default)")
+        given["hybrid"] = True
+    hybrid = given.get("hybrid", config.hybrid)
+    fusion_flags = [name for name in ("fusion", "dense_weight", "rrf_k") if name in given]
+    if not hybrid and fusion_flags:
         raise ConfigError(
             "--fusion, --rrf-k and --dense-weight apply to hybrid search: drop --dense"
             + (f' (or the "hybrid": false of {args.config})' if args.config else "")
         )
-    options = config.with_settings(hybrid=hybrid, **flags, **rerank_settings(args)).search_options()
+    options = config.with_settings(**given).search_options()
     if not getattr(args, "sections", True):
         if remote_url(args):
             raise ConfigError("--no-sections is applied here, not sent to a --server: drop one of them")

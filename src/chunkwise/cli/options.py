@@ -138,33 +138,40 @@ def add_input_options(p: argparse.ArgumentParser, globs: bool = True) -> None:
     c.add_argument("--no-normalize-whitespace", action="store_true", help="keep whitespace as extracted")
 
 
+def add_setting_flags(p: Any, *names: str) -> None:
+    """The flags of run settings ``names`` (:class:`~chunkwise.pipeline.config.PipelineConfig` fields), each
+    spelled, typed and explained by its one declaration (``setting(...)``). Every flag defaults to ``None``
+    ("not given"), so a ``--config`` file's value stands unless the flag overrides it; the default shown in
+    ``--help`` is the declaration's. A switch stores the value that is not the default (``--late``: true,
+    ``--dense``: hybrid false)."""
+    from ..pipeline.config import SETTINGS
+
+    for name in names:
+        st = SETTINGS[name]
+        flag = st.flag_name(name)
+        if not flag:
+            raise ValueError(f"setting {name!r} has no flag of its own")
+        if isinstance(st.default, bool):
+            p.add_argument(
+                flag, dest=name, action="store_const", const=not st.default, default=None, help=st.flag_help(name)
+            )
+            continue
+        kind = type(st.default) if isinstance(st.default, (int, float)) else str
+        extra = {"choices": st.choices} if st.choices else {"metavar": st.metavar}
+        p.add_argument(flag, dest=name, type=kind, default=None, help=st.flag_help(name), **extra)
+
+
+def settings_given(args: argparse.Namespace, *stages: str) -> dict[str, Any]:
+    """The run settings of ``stages`` whose flags were given (``None``: not given)."""
+    from ..pipeline.config import stage_names
+
+    return {name: getattr(args, name) for name in stage_names(*stages) if getattr(args, name, None) is not None}
+
+
 def add_rerank_options(p: Any) -> None:
     """``--rerank SPEC`` and ``--rerank-depth N``: the second retrieval stage of ``search``, ``ask`` and
     ``eval`` (:mod:`chunkwise.retrieval.rerank`); given flags override a ``--config`` file's."""
-    from ..pipeline.config import RERANK_DEPTH, RERANK_KINDS
-
-    p.add_argument(
-        "--rerank",
-        default=None,
-        metavar="SPEC",
-        help=f"re-order the first stage's candidates: {', '.join(RERANK_KINDS)} (MaxSim over the embedder's "
-        "token vectors, W its weight against the first-stage score; the chat endpoint of $CHUNKWISE_LLM_BASE_URL; a "
-        "local sentence-transformers cross-encoder, torch extra) or none (default)",
-    )
-    p.add_argument(
-        "--rerank-depth",
-        type=int,
-        default=None,
-        metavar="N",
-        help=f"first-stage candidates the reranker re-orders (default {RERANK_DEPTH})",
-    )
-
-
-def rerank_settings(args: argparse.Namespace) -> dict[str, Any]:
-    """The ``rerank``/``rerank_depth`` flags given (``None`` where not), for ``PipelineConfig.with_settings``:
-    ``--rerank none`` turns a file's reranker off."""
-    rerank = getattr(args, "rerank", None)
-    return {"rerank": rerank, "rerank_depth": getattr(args, "rerank_depth", None)}
+    add_setting_flags(p, "rerank", "rerank_depth")
 
 
 def walk_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -203,6 +210,16 @@ def input_options(args: argparse.Namespace) -> dict[str, Any]:
     return opts
 
 
+#: the strategy parameters every strategy takes, as flags: (name, type, metavar)
+SHARED_PARAM_FLAGS: tuple[tuple[str, type, str], ...] = (
+    ("max_tokens", int, "N"),
+    ("min_tokens", int, "N"),
+    ("overlap", int, "N"),
+    ("tokenizer", str, "NAME"),
+    ("respect_sections", int, "LEVEL"),
+)
+
+
 def add_chunking_options(p: argparse.ArgumentParser, default_strategy: str = DEFAULT_STRATEGY) -> None:
     g = p.add_argument_group("chunking")
     g.add_argument(
@@ -212,17 +229,18 @@ def add_chunking_options(p: argparse.ArgumentParser, default_strategy: str = DEF
         default=None,
         help=f"chunking strategy (default: {default_strategy})",
     )
-    g.add_argument("--max-tokens", type=int, default=None, help="hard cap per chunk (default 256)")
-    g.add_argument("--min-tokens", type=int, default=None, help="merge chunks smaller than this")
-    g.add_argument("--overlap", type=int, default=None, help="tokens repeated between chunks")
-    g.add_argument("--tokenizer", default=None, help="minilm (default) | cl100k | chars | words | hf:PATH")
-    g.add_argument(
-        "--respect-sections",
-        type=int,
-        default=None,
-        metavar="LEVEL",
-        help="never cross a heading of this level or higher",
-    )
+    from ..strategies.params import PARAM_HELP
+
+    # the parameters every strategy shares: their help is the strategies' own (strategies/params.py), the
+    # default the strategy's (`chunkwise strategies NAME` lists them)
+    for name, kind, metavar in SHARED_PARAM_FLAGS:
+        g.add_argument(
+            "--" + name.replace("_", "-"),
+            type=kind,
+            default=None,
+            metavar=metavar,
+            help=f"{PARAM_HELP[name]} (default: the strategy's, see `chunkwise strategies NAME`)",
+        )
     g.add_argument(
         "--param",
         "-p",
@@ -277,7 +295,7 @@ def strategy_params_from_args(args: argparse.Namespace) -> tuple[str, dict[str, 
     if getattr(args, "config", None):
         name, params, _ = load_config(args.config)
     name = args.strategy or name or args._default_strategy
-    for flag in ("max_tokens", "min_tokens", "overlap", "tokenizer", "respect_sections"):
+    for flag, _, _ in SHARED_PARAM_FLAGS:
         value = getattr(args, flag, None)
         if value is not None:
             params[flag] = value

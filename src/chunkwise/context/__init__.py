@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..deprecation import renamed
+from ..deprecation import renamed, renames_for
 from ..document import Chunk, Document
 from ..errors import ConfigError
 from .late import LateChunkingStats, LateChunkingWarning, check_chunk_spans, late_chunk_vectors
@@ -68,7 +68,7 @@ def contextualize(doc: Document | str, chunks: list[Chunk], mode: str | None, **
     if mode not in CONTEXT_MODES:
         raise ConfigError(f"unknown context mode {mode!r}; choose one of {', '.join(CONTEXT_MODES)}")
     if mode == "llm":
-        opts = renamed(opts, {"max_tokens": "answer_tokens"}, "context mode 'llm'")
+        opts = renamed(opts, renames_for("context mode 'llm'"), "context mode 'llm'")
     allowed = {"headings": _HEADING_OPTS, "neighbors": _NEIGHBOR_OPTS, "llm": _LLM_OPTS}[mode]
     unknown = sorted(set(opts) - set(allowed))
     if unknown:

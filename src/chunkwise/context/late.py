@@ -22,7 +22,7 @@ How, precisely:
   counted in :attr:`LateChunkingStats.fallback`; nothing is silently left as a zero vector.
 
 The window is bounded by the model: with the default MiniLM back-end at most 510 content tokens (512
-positions), and by default 256 (:data:`DEFAULT_WINDOW`, see there why). So "the whole document" means "the
+positions), and by default 256 (:data:`DEFAULT_LATE_WINDOW`, see there why). So "the whole document" means "the
 few hundred tokens around the chunk" for anything longer: late chunking with MiniLM gives a chunk context
 from its neighbourhood, not from a 30-page report. With a long-context embedding model pass ``late_window``
 (up to its ``model_window``) to widen it. (``late_window`` was called ``window``; that keyword still works
@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..deprecation import warn_renamed
+from ..deprecation import moved_getattr, warn_renamed
 from ..document import Chunk, Document
 from ..embeddings.base import Embedder, l2_normalize
 from ..errors import ConfigError
@@ -50,8 +50,8 @@ log = logging.getLogger(__name__)
 #: Chroma's set, MiniLM late chunking lost 7.1 points of span recall@5 with 510-token windows and was level
 #: with plain chunk embeddings (-0.8, not significant) with 256 (docs/context.md).
 DEFAULT_LATE_WINDOW = 256
-#: the old name of :data:`DEFAULT_LATE_WINDOW`
-DEFAULT_WINDOW = DEFAULT_LATE_WINDOW
+#: old names (``DEFAULT_WINDOW``) import with a warning (``chunkwise.deprecation.MOVED``)
+__getattr__ = moved_getattr(__name__)
 
 
 class LateChunkingWarning(UserWarning):

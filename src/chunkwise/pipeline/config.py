@@ -2,9 +2,11 @@
 
 A :class:`PipelineConfig` is what ``chunkwise tune`` writes, what every ``--config`` reads (``index``,
 ``search``, ``ask``, ``eval``, ``chunk``), what an evaluation run is (``RunSpec`` is this class) and what
-``Index.add``/``Index.search`` take apart into their keyword arguments. Each setting is declared once in
-:data:`SETTINGS` with its default, its check and its help; :meth:`PipelineConfig.validate` is the one
-place they are checked, so a tuned ``rrf_k`` means the same to ``eval`` and to ``search``.
+``Index.add``/``Index.search``/``Index.ask`` run with (``config=``; their keyword arguments override it
+through :func:`run_config`). Each setting is declared once, as a field made by :func:`setting`, with its
+default, its check, its help, the stage that takes it and its command-line flag; :meth:`PipelineConfig.
+validate` is the one place they are checked, so a tuned ``rrf_k`` means the same to ``eval`` and to
+``search``.
 
 The file is JSON, ``{"strategy": NAME, "params": {...}, "run": {...}}`` plus what ``tune`` records about
 how it chose (``"tuned"``, kept as it is). ``run`` holds the settings below; a file written by
@@ -24,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..context import CONTEXT_MODES
-from ..deprecation import renamed
+from ..deprecation import renamed, renames_for
 from ..errors import ConfigError
 from ..strategies import DEFAULT_STRATEGY, STRATEGY_NAMES
 from .rerank_spec import RERANK_DEPTH, RERANK_KINDS, _rerank, _rerank_depth, parse_rerank
@@ -49,7 +51,7 @@ DENSE_WEIGHT = 0.8
 DEFAULT_HYBRID = True
 DEFAULT_FUSION = "zscore"
 #: old spellings of run keys, still read (with a deprecation warning)
-OLD_RUN_KEYS = {"context_opts": "context_options", "late_opts": "late_options"}
+OLD_RUN_KEYS = renames_for("configuration")
 
 
 def _bool(name: str, value: Any) -> bool:
@@ -89,7 +91,7 @@ def _mapping(name: str, value: Any) -> dict[str, Any]:
 
 
 def _late_options(name: str, value: Any) -> dict[str, Any]:
-    options = renamed(_mapping(name, value), {"window": "late_window"}, name)
+    options = renamed(_mapping(name, value), renames_for("late_options"), name)
     unknown = sorted(set(options) - set(LATE_OPTIONS))
     if unknown:
         raise ConfigError(f"late chunking has no option {', '.join(unknown)}; valid: {', '.join(LATE_OPTIONS)}")
@@ -204,14 +206,45 @@ class Setting:
     #: who takes it: ``"index"`` (``Index.add``), ``"search"`` (``Index.search``/``ask``), ``"expand"``
     #: (``Index.expand``/``ask``), ``"eval"`` (evaluation runs only) or ``"report"`` (names, changes nothing)
     stage: str = "eval"
+    #: the command line: the value's placeholder in ``--help`` (``None``: no value, a switch, or no flag)
+    metavar: str | None = None
+    #: the values the flag offers (``None``: any, checked by :attr:`check`)
+    choices: tuple[str, ...] | None = None
+    #: the flag's spelling: ``--NAME`` with dashes by default; a switch that turns a setting whose default
+    #: is true off names itself (``hybrid``: ``--dense``); ``""``: no flag of its own (a mapping, say)
+    flag: str | None = None
+
+    def flag_name(self, name: str) -> str:
+        """The command-line flag of setting ``name`` (``""``: none)."""
+        return self.flag if self.flag is not None else "--" + name.replace("_", "-")
+
+    def flag_help(self, name: str) -> str:
+        """``--help``'s line for the flag of setting ``name``: this help and the default, both from the
+        declaration."""
+        if isinstance(self.default, bool) and self.flag:  # a switch that turns the setting off
+            return f"{name} {'off' if self.default else 'on'} ({self.help}; default: {'on' if self.default else 'off'})"
+        if isinstance(self.default, bool):
+            return f"{self.help} (default: {'on' if self.default else 'off'})"
+        shown = "none" if self.default is None else self.default
+        return f"{self.help} (default: {shown})"
 
 
-def setting(default: Any, check: Callable[[str, Any], Any], help: str, stage: str) -> Any:
-    """A field of :class:`PipelineConfig` that is a run setting: the default, the check, the help and the
-    stage that takes it are declared here once, and :data:`SETTINGS` and the keyword arguments each stage
-    gets (:meth:`PipelineConfig.index_options`, ...) are read off the fields (a mapping default is copied
-    per instance)."""
-    meta = {"setting": Setting(default, check, help, stage)}
+def setting(
+    default: Any,
+    check: Callable[[str, Any], Any],
+    help: str,
+    stage: str,
+    *,
+    metavar: str | None = None,
+    choices: tuple[str, ...] | None = None,
+    flag: str | None = None,
+) -> Any:
+    """A field of :class:`PipelineConfig` that is a run setting: the default, the check, the help, the
+    stage that takes it and its command-line flag are declared here once, and :data:`SETTINGS`, the keyword
+    arguments each stage gets (:meth:`PipelineConfig.index_options`, ...) and the CLI's flags
+    (``chunkwise.cli.options.add_setting_flags``) are read off the fields (a mapping default is copied per
+    instance)."""
+    meta = {"setting": Setting(default, check, help, stage, metavar, choices, flag)}
     if isinstance(default, (dict, list)):
         return field(default_factory=lambda: type(default)(default), metadata=meta)
     return field(default=default, metadata=meta)
@@ -234,35 +267,76 @@ class PipelineConfig:
     strategy: str = DEFAULT_STRATEGY
     params: dict[str, Any] = field(default_factory=dict)
     vectors: str = setting(
-        "text", _choice(VECTOR_MODES), "chunk vectors: embed the text, or pool sentence vectors", "index"
+        "text",
+        _choice(VECTOR_MODES),
+        "chunk vectors: text embeds each chunk; pool mean-pools the sentence vectors a semantic strategy "
+        "computed while chunking (no second embedding pass)",
+        "index",
+        choices=VECTOR_MODES,
     )
-    late: bool = setting(False, _bool, "late chunking: chunk vectors pooled from whole-document token vectors", "index")
+    late: bool = setting(
+        False, _bool, "late chunking: chunk vectors pooled from token vectors of the whole document", "index"
+    )
     late_options: dict[str, Any] = setting(
-        {}, _late_options, f"late chunking options ({', '.join(LATE_OPTIONS)})", "index"
+        {}, _late_options, f"late chunking options ({', '.join(LATE_OPTIONS)})", "index", flag=""
     )
-    context: str | None = setting(None, _context, "text embedded beside each chunk", "index")
-    context_options: dict[str, Any] = setting({}, _mapping, "options of the context mode", "index")
-    hybrid: bool = setting(DEFAULT_HYBRID, _bool, "retrieve by BM25 and vectors fused (else vectors alone)", "search")
+    context: str | None = setting(
+        None,
+        _context,
+        f"contextual chunk text embedded and BM25-indexed beside each chunk: {' | '.join(CONTEXT_MODES)}",
+        "index",
+        metavar="MODE",
+    )
+    context_options: dict[str, Any] = setting({}, _mapping, "options of the context mode", "index", flag="")
+    hybrid: bool = setting(
+        DEFAULT_HYBRID,
+        _bool,
+        "hybrid retrieval: BM25 and vectors fused, else vectors alone",
+        "search",
+        flag="--dense",
+    )
     fusion: str = setting(
-        DEFAULT_FUSION, _choice(FUSION_MODES), "how hybrid retrieval fuses the two rankings", "search"
+        DEFAULT_FUSION,
+        _choice(FUSION_MODES),
+        "how hybrid retrieval fuses BM25 and vectors: zscore (per-query z-scores, dense_weight x vector + the "
+        "rest x BM25) or rrf (reciprocal rank fusion)",
+        "search",
+        choices=FUSION_MODES,
     )
-    rrf_k: int = setting(RRF_K, _non_negative_int, "the constant of reciprocal rank fusion", "search")
+    rrf_k: int = setting(RRF_K, _non_negative_int, "the constant of rrf fusion", "search", metavar="K")
     dense_weight: float = setting(
-        DENSE_WEIGHT, _unit_interval, "weight of the vector scores in z-score fusion", "search"
+        DENSE_WEIGHT, _unit_interval, "weight of the vector scores in zscore fusion, in [0, 1]", "search", metavar="W"
     )
     #: what the reader sees around each hit (``ask``, ``search --expand``; ``eval``'s span recall at a budget)
     expand: str | None = setting(
         None,
         _expand,
-        "context handed to the reader around each hit: none, neighbors:N, section, parent:TOKENS",
+        "the context handed on around each hit: neighbors:N (N chunks each side), section (the hit's "
+        "section), parent:TOKENS (about TOKENS tokens around it); hits that meet are merged into one passage; "
+        "none: the hits alone",
         "expand",
+        metavar="MODE",
     )
-    budget: int | None = setting(None, _budget, "tokens (cl100k) of context the reader gets at most", "expand")
+    budget: int | None = setting(
+        None,
+        _budget,
+        "tokens (cl100k) of context handed on at most, e.g. 2000 or 2k; none: no limit",
+        "expand",
+        metavar="TOKENS",
+    )
     #: a second stage over the first stage's ``rerank_depth`` candidates (``chunkwise.retrieval.rerank``)
     rerank: str | None = setting(
-        None, _rerank, f"re-order the first stage's candidates: none, {', '.join(RERANK_KINDS)}", "search"
+        None,
+        _rerank,
+        f"re-order the first stage's candidates: {', '.join(RERANK_KINDS)} (MaxSim over the embedder's token "
+        "vectors, W its weight against the first-stage score; the chat endpoint of $CHUNKWISE_LLM_BASE_URL; a "
+        "local sentence-transformers cross-encoder, torch extra) or none",
+        "search",
+        metavar="SPEC",
     )
-    rerank_depth: int = setting(RERANK_DEPTH, _rerank_depth, "first-stage candidates the reranker re-orders", "search")
+    rerank_depth: int = setting(
+        RERANK_DEPTH, _rerank_depth, "first-stage candidates the reranker re-orders", "search", metavar="N"
+    )
     #: evaluation only: the run's strategy at each of these ``max_tokens``, rankings fused by RRF
     granularities: list[int] | None = setting(
         None, _granularities, "evaluation only: chunk sizes whose rankings are fused (one size when unset)", "eval"
@@ -444,6 +518,23 @@ class PipelineConfig:
         """Keyword arguments of ``Index.expand``/``Index.ask``: the context around each hit and its budget."""
         return self.stage_options("expand")
 
+    def overridden(self, stages: tuple[str, ...], settings: Mapping[str, Any], caller: str) -> PipelineConfig:
+        """A copy with the settings of ``stages`` given as keyword arguments to ``caller`` replaced (``None``
+        included: ``context=None`` means no context), the settings of ``stages`` checked. The one path from keyword arguments to a
+        configuration: ``Index.search(q, hybrid=False)`` is ``Index.search(q, config=PipelineConfig(hybrid=
+        False))``. A keyword that is no setting of ``stages`` is a :class:`TypeError`, as Python's own."""
+        valid = stage_names(*stages)
+        unknown = sorted(set(settings) - set(valid))
+        if unknown:
+            raise TypeError(
+                f"{caller}() got an unexpected keyword argument {', '.join(map(repr, unknown))}; "
+                f"its settings: {', '.join(valid)}"
+            )
+        merged = {name: settings.get(name, getattr(self, name)) for name in valid}
+        # only the settings of these stages are checked (a search does not read the strategy): every search
+        # pays for six checks, not all of them
+        return replace(self, **{name: SETTINGS[name].check(name, value) for name, value in merged.items()})
+
     def with_settings(self, **settings: Any) -> PipelineConfig:
         """A copy with some settings replaced (``None`` values left as they are), checked: how command-line
         flags override a ``--config`` file."""
@@ -460,11 +551,30 @@ SETTINGS: dict[str, Setting] = {
 }
 
 
+def stage_names(*stages: str) -> tuple[str, ...]:
+    """The settings ``stages`` take (:attr:`Setting.stage`), in declaration order."""
+    return tuple(name for name, st in SETTINGS.items() if st.stage in stages)
+
+
+def run_config(
+    config: PipelineConfig | None, settings: Mapping[str, Any], stages: tuple[str, ...], caller: str
+) -> PipelineConfig:
+    """The configuration a public entry point runs with: ``config`` (default: every setting's default) with
+    the keyword arguments ``settings`` overriding it (:meth:`PipelineConfig.overridden`), checked."""
+    if config is None:
+        config = PipelineConfig()
+    elif not isinstance(config, PipelineConfig):
+        raise ConfigError(f"config must be a PipelineConfig, got {type(config).__name__}")
+    return config.overridden(stages, settings, caller)
+
+
 __all__ = [
     "PipelineConfig",
     "Setting",
     "SETTINGS",
     "setting",
+    "stage_names",
+    "run_config",
     "FILE_KEYS",
     "VECTOR_MODES",
     "LATE_OPTIONS",

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 from ..registry import lazy_module_getattr
 
 if TYPE_CHECKING:
-    from .hybrid import BM25Fallback, reciprocal_rank_fusion
+    from ..store.bm25 import BM25Fallback
+    from .fusion import reciprocal_rank_fusion
     from .index import Index, IndexReport, SearchResult
 
 #: each public name and the module that defines it
@@ -20,8 +21,8 @@ _HOMES = {
     "Index": "index",
     "IndexReport": "index",
     "SearchResult": "index",
-    "BM25Fallback": "hybrid",
-    "reciprocal_rank_fusion": "hybrid",
+    "BM25Fallback": ".store.bm25",  # relative to the package: chunkwise.store.bm25
+    "reciprocal_rank_fusion": "fusion",
 }
 
 

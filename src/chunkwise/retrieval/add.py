@@ -13,17 +13,18 @@ import os
 import time
 from collections.abc import Iterator, Sequence
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..deprecation import renamed
+from ..deprecation import renamed, renames_for
 from ..document import Chunk, Document
 from ..embeddings.base import Embedder
 from ..embeddings.language import LanguageCheck
 from ..errors import ChunkwiseError, InputError
 from ..formats.walk import UnreadableFolder
+from ..pipeline.config import PipelineConfig, run_config
 from ..store.base import Marker, Store
 from ..strategies import Strategy
 from ..strategies.many import chunk_documents
@@ -36,6 +37,48 @@ from .results import IndexReport
 
 if TYPE_CHECKING:
     from .index import Index
+
+
+@dataclass(frozen=True)
+class AddRequest:
+    """What one :meth:`Index.add` asks for, checked: the strategy (a name, or a strategy object) with its
+    parameters, the run configuration (its ``"index"`` settings: vectors, late chunking, context) and
+    whether the collection is rebuilt."""
+
+    strategy: str | Strategy
+    params: dict[str, Any] | None
+    config: PipelineConfig
+    recreate: bool = False
+
+
+def add_request(
+    config: PipelineConfig | None,
+    strategy: str | Strategy | None,
+    params: dict[str, Any] | None,
+    settings: dict[str, Any],
+    recreate: bool = False,
+    caller: str = "add",
+) -> AddRequest:
+    """The one path from :meth:`Index.add`'s arguments to an :class:`AddRequest`: ``config`` (default: the
+    defaults), a strategy name (another than the configuration's: with its own parameters) and ``params``
+    replacing its strategy, the keyword ``settings`` (``vectors``, ``late``... every setting of stage
+    ``"index"``) replacing its settings; old option names renamed (one warning each). A strategy object is
+    run as it is (``params`` beside it is one error, later)."""
+    base = config if config is not None else PipelineConfig()
+    if isinstance(base, PipelineConfig):
+        if isinstance(strategy, str) and strategy != base.strategy:  # another strategy: not its parameters
+            base = replace(base, strategy=strategy, params={})
+        if params is not None and not isinstance(strategy, Strategy):
+            base = replace(base, params=params)
+    run = run_config(base, settings, ("index",), caller).validate()  # the strategy and its parameters too
+    run.index_options()  # refuses an evaluation-only setting (granularities)
+    if run.context == "llm":
+        run = replace(
+            run, context_options=renamed(run.context_options, renames_for("context_options"), "context_options")
+        )
+    if isinstance(strategy, Strategy):
+        return AddRequest(strategy, params, run, recreate)
+    return AddRequest(run.strategy, run.params, run, recreate)
 
 
 @dataclass
@@ -51,6 +94,19 @@ class AddSettings:
     late: bool
     late_options: dict[str, Any]
     reuse: bool
+
+    @classmethod
+    def settled(cls, strategy: Strategy, embedder: Embedder, run: PipelineConfig, reuse: bool) -> AddSettings:
+        """The settings of a run of ``run``'s configuration with this strategy and embedder."""
+        return cls(
+            strategy=strategy,
+            embedder=embedder,
+            context=run.context,
+            context_options=run.context_options,
+            late=run.late,
+            late_options=run.late_options if run.late else {},
+            reuse=reuse,
+        )
 
 
 @dataclass
@@ -68,6 +124,17 @@ class AddRun:
     walked: set[str] = field(default_factory=set)  # every source met, read or not (never pruned)
     unreadable: list[str] = field(default_factory=list)  # folders not listed (nothing under them is pruned)
     incomplete: set[str] = field(default_factory=set)
+
+
+@dataclass(frozen=True)
+class AddInputs:
+    """What one add reads: the documents given, the files found (listed before any is read), the loader's
+    options, and whether documents whose files are gone are pruned."""
+
+    docs: list[Document]
+    found: list
+    load_options: dict[str, Any] | None = None
+    prune: bool = False
 
 
 def reuses(strategy: Strategy, embedder: Embedder, vectors: str) -> bool:
@@ -125,17 +192,6 @@ def input_sizes(docs: list[Document], found: list) -> dict[str, int]:
     return sizes
 
 
-def renamed_options(
-    late_options: dict[str, Any] | None, context: str | None, context_options: dict[str, Any] | None
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Copies of the late-chunking and context options with their deprecated names renamed (one warning)."""
-    late_options = renamed(dict(late_options or {}), {"window": "late_window"}, "late_options")
-    context_options = dict(context_options or {})
-    if context == "llm":
-        context_options = renamed(context_options, {"max_tokens": "answer_tokens"}, "context_options")
-    return late_options, context_options
-
-
 def collect_files(paths: list[str], include, exclude, all_files: bool, code: bool = False) -> list:
     """The files ``paths`` name (folders walked), listed before any is read; none without paths."""
     if not paths:
@@ -145,23 +201,23 @@ def collect_files(paths: list[str], include, exclude, all_files: bool, code: boo
     return collect_inputs(paths, include, exclude, all_files=all_files, code=code)
 
 
-def settle(index: Index, strategy, params: dict | None, options: tuple, config: dict | None, lazy: bool, schema: int):
-    """The strategy and embedder of a run with ``options`` (vectors, late, late options, context, context
-    options) against the recorded ``config`` (``None``: a new collection): ``(strategy, embedder, the run's
-    record, what it changes in config)``. ``lazy``: the embedder may be made at its first use."""
+def settle(index: Index, request: AddRequest, config: dict | None, lazy: bool, schema: int):
+    """The strategy and embedder of ``request`` against the recorded ``config`` (``None``: a new
+    collection): ``(strategy, embedder, the run's record, what it changes in config)``. ``lazy``: the
+    embedder may be made at its first use."""
     embedder = index._embedder_for_add(config) if lazy else index.embedder(config)
     from ..strategies.factory import make_strategy
 
-    strat = make_strategy(strategy, params, embedder)
+    strat = make_strategy(request.strategy, request.params, embedder)
     backend = index._embedder_options.get("backend")
     new, diffs = checked_config(
-        config, (strat, embedder, *options), name=index._embedder_name(), backend=backend, schema=schema
+        config, strat, embedder, request.config, name=index._embedder_name(), backend=backend, schema=schema
     )
     return strat, embedder, new, diffs
 
 
 def unchanged_report(
-    index: Index, strategy, params: dict | None, options: tuple, inputs: tuple, t0: float, progress: bool
+    index: Index, request: AddRequest, inputs: AddInputs, t0: float, progress: bool
 ) -> IndexReport | None:
     """The report of a run with nothing to do, decided from the store's trusted snapshot
     (:mod:`chunkwise.store.snapshot`) without opening the database: the configuration this run would record
@@ -171,26 +227,22 @@ def unchanged_report(
     An :class:`IndexReport` is always true, so ``if report := unchanged_report(...)`` reads as meant."""
     from ..store.snapshot import local_snapshot
 
-    vectors, late, late_options, context, context_options, recreate = options
-    docs, found, load_options, prune = inputs
-    if recreate or prune or context == "llm":
+    docs, found, load_options, prune = inputs.docs, inputs.found, inputs.load_options, inputs.prune
+    if request.recreate or prune or request.config.context == "llm":
         return None
     snap = local_snapshot(index.store)
     if snap is None or not makes_recorded(index._embedder_arg, index._embedder_options, snap.config["embedder"]):
         return None
     try:
-        context = check_add_options(vectors, late_options, context, context_options)
+        check_add_options(request.config)
         from . import index as index_module  # its SCHEMA_VERSION (tests change it there)
 
-        run_options = (vectors, late, late_options, context, context_options)
-        strat, embedder, _, diffs = settle(
-            index, strategy, params, run_options, snap.config, True, index_module.SCHEMA_VERSION
-        )
+        strat, embedder, _, diffs = settle(index, request, snap.config, True, index_module.SCHEMA_VERSION)
     except ChunkwiseError:
         return None  # the full run says it
     if diffs or index._embedder is not None:
         return None
-    settings = AddSettings(strat, embedder, context, context_options, late, late_options, False)
+    settings = AddSettings.settled(strat, embedder, request.config, False)
     run = AddRun(
         index.store, settings, IndexReport(), snap.markers, 1, Progress(progress, "indexing"), LanguageCheck(embedder)
     )
@@ -208,24 +260,20 @@ def unchanged_report(
     return run.report
 
 
-def start_run(
-    index: Index, strategy: str | Strategy, params: dict | None, options: tuple, batch_size: int, progress: bool, notify
-) -> tuple[AddRun, Any]:
+def start_run(index: Index, request: AddRequest, batch_size: int, progress: bool, notify) -> tuple[AddRun, Any]:
     """One :meth:`Index.add` settled before its first document: the llm contextualizer made first (a bad
     LLM configuration fails before the collection is touched), the collection created or checked
     (:meth:`Index._prepare`), the markers read. Returns the run and the contextualizer made here
     (``None``: none), which the caller closes."""
-    vectors, late, late_options, context, context_options, recreate = options
+    wanted = request.config
     contextualizer = None
-    if context == "llm" and "contextualizer" not in context_options:
+    if wanted.context == "llm" and "contextualizer" not in wanted.context_options:
         from ..context.llm import LLMContextualizer
 
-        contextualizer = LLMContextualizer(**{k: v for k, v in context_options.items() if v is not None})
+        contextualizer = LLMContextualizer(**{k: v for k, v in wanted.context_options.items() if v is not None})
     report = IndexReport()
     try:
-        strat, embedder, context = index._prepare(
-            strategy, params, vectors, late, late_options, context, context_options, recreate, lazy=True
-        )
+        strat, embedder = index._prepare(request, lazy=True)
         markers = index.store.markers()
         if hasattr(index.store, "keep_snapshot"):  # what a no-op re-run reads instead (store/snapshot.py)
             index.store.keep_snapshot = True
@@ -236,9 +284,8 @@ def start_run(
             contextualizer.close()
         raise
     if contextualizer is not None:
-        context_options = {"contextualizer": contextualizer}
-    reuse = reuses(strat, embedder, vectors)
-    settings = AddSettings(strat, embedder, context, context_options, late, late_options, reuse)
+        wanted = replace(wanted, context_options={"contextualizer": contextualizer})
+    settings = AddSettings.settled(strat, embedder, wanted, reuses(strat, embedder, wanted.vectors))
     languages = LanguageCheck(embedder, notify=notify)
     return AddRun(index.store, settings, report, markers, batch_size, Progress(progress, "indexing"), languages), (
         contextualizer
@@ -419,10 +466,12 @@ def run_add(run: AddRun, docs: list[Document], found: list, load_options: dict[s
 
 
 __all__ = [
+    "AddInputs",
     "AddRun",
     "AddSettings",
     "collect_files",
-    "renamed_options",
+    "AddRequest",
+    "add_request",
     "start_run",
     "changed",
     "check_languages",

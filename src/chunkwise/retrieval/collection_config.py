@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..deprecation import renames_for
 from ..document import Document
 from ..embeddings.base import Embedder
-from ..errors import ConfigError
-from ..pipeline.config import LATE_OPTIONS, VECTOR_MODES
+from ..pipeline.config import PipelineConfig, stage_names
 from ..store.rows import jsonable
 from ..strategies import Strategy
 
@@ -32,46 +32,30 @@ def printable(value: Any) -> Any:
     return jsonable(value)
 
 
-def check_add_options(vectors: str, late_options: dict, context: str | None, context_options: dict) -> str | None:
-    """Refuse a bad vector mode, context mode or late-chunking option before the collection is touched;
-    returns the context mode (``None`` for none)."""
-    if vectors not in VECTOR_MODES:
-        raise ConfigError(f"vectors must be one of {', '.join(VECTOR_MODES)}, got {vectors!r}")
-    if context is not None and context != "none":
-        from ..context import CONTEXT_MODES
+def check_add_options(run: PipelineConfig) -> None:
+    """Refuse bad options of ``run``'s context mode before the collection is touched (the configuration's
+    own check has refused a bad vector mode, context mode or late-chunking option)."""
+    if run.context is not None and run.context != "llm":  # check the options now, not at the first document
+        from ..context import contextualize
 
-        if context not in CONTEXT_MODES:
-            raise ConfigError(f"unknown context mode {context!r}; choose one of {', '.join(CONTEXT_MODES)}")
-        if context != "llm":  # check the options now, not at the first document
-            from ..context import contextualize
-
-            contextualize(Document(""), [], context, **context_options)
-    else:
-        context = None
-    unknown = sorted(set(late_options) - set(LATE_OPTIONS))
-    if unknown:
-        raise ConfigError(f"late chunking has no option {', '.join(unknown)}; valid: {', '.join(LATE_OPTIONS)}")
-    return context
+        contextualize(Document(""), [], run.context, **run.context_options)
 
 
 def build_config(
     strategy: Strategy,
     embedder: Embedder,
-    vectors: str,
-    late: bool,
-    late_options: dict,
-    context: str | None,
-    context_options: dict,
+    run: PipelineConfig,
     *,
     name: str | None,
     backend: str | None,
     schema: int,
 ) -> dict[str, Any]:
-    """The record of a new collection; ``name``/``backend``: the embedder as it was asked for (the model id
-    when it was given as an object without a name), ``schema`` the store's schema version."""
+    """The record of a new collection made as ``run`` says (its ``"index"`` settings); ``name``/``backend``:
+    the embedder as it was asked for (the model id when it was given as an object without a name),
+    ``schema`` the store's schema version."""
     ctx_opts = {
         k: printable(v)
-        for k, v in sorted(context_options.items())
+        for k, v in sorted(run.context_options.items())
         if v is not None and k not in _UNRECORDED_CONTEXT_OPTIONS
     }
     return {
@@ -87,27 +71,32 @@ def build_config(
             "config": strategy.config_id(),
             "params": {k: printable(v) for k, v in strategy.get_params().items()},
         },
-        "vectors": vectors,
-        "late": bool(late),
-        "late_options": {k: v for k, v in sorted(late_options.items()) if v is not None} if late else {},
-        "context": context,
-        "context_options": ctx_opts if context else {},
+        **{name: getattr(run, name) for name in stage_names("index")},  # every index setting, as set; then
+        "late": bool(run.late),  # the ones recorded in a normal form
+        "late_options": {k: v for k, v in sorted(run.late_options.items()) if v is not None} if run.late else {},
+        "context_options": ctx_opts if run.context else {},
         "bm25": None,
     }
 
 
 def checked_config(
-    recorded: dict[str, Any] | None, options: tuple, *, name: str | None, backend: str | None, schema: int
+    recorded: dict[str, Any] | None,
+    strategy: Strategy,
+    embedder: Embedder,
+    run: PipelineConfig,
+    *,
+    name: str | None,
+    backend: str | None,
+    schema: int,
 ) -> tuple[dict[str, Any], list[str]]:
-    """A run's record (:func:`build_config` of ``options``) and what it changes in ``recorded`` (``None``:
-    a new collection), with the strategy's parameters validated unless they are exactly the recorded ones.
+    """A run's record (:func:`build_config`) and what it changes in ``recorded`` (``None``: a new
+    collection), with the strategy's parameters validated unless they are exactly the recorded ones.
 
     Those were validated when the collection was made, and chunking validates them again before the first
     document it cuts; a re-index that chunks nothing then loads no tokenizer and, for a semantic strategy,
     makes no embedder to check its window against."""
-    strategy = options[0]
     try:
-        new = build_config(*options, name=name, backend=backend, schema=schema)
+        new = build_config(strategy, embedder, run, name=name, backend=backend, schema=schema)
     except Exception:
         strategy.validate()  # a parameter that cannot be recorded is one validation names
         raise
@@ -153,14 +142,15 @@ def differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
         diffs.append(strategy)
     # recorded before the renames (late chunking's window, the llm context's max_tokens): the same thing
     for key, was, now in (
-        ("late_options", "window", "late_window"),
-        ("context_options", "max_tokens", "answer_tokens"),
+        (options, was, now)
+        for options in ("late_options", "context_options")
+        for was, now in renames_for(options).items()
     ):
         if was in (old.get(key) or {}):
             opts = dict(old[key])
             opts[now] = opts.pop(was)
             old = {**old, key: dict(sorted(opts.items()))}
-    for key in ("vectors", "late", "late_options", "context", "context_options"):
+    for key in stage_names("index"):
         if old.get(key) != new[key]:
             diffs.append(f"{key}={old.get(key)!r} (now {new[key]!r})")
     return diffs

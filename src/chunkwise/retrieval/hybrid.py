@@ -1,9 +1,8 @@
-"""Hybrid retrieval's two halves under their old names: BM25 (:mod:`chunkwise.store.bm25`, the one set-up
-that stores and evaluation share) and the fusion of the two rankings (:mod:`.fusion`)."""
+"""An old import path: BM25 now lives in :mod:`chunkwise.store.bm25` and fusion in :mod:`.fusion`. Its names
+still import from here, with a deprecation warning (``chunkwise.deprecation.MOVED``)."""
 
 from __future__ import annotations
 
-from ..store.bm25 import BM25Fallback
-from .fusion import RRF_K, reciprocal_rank_fusion
+from ..deprecation import moved_getattr
 
-__all__ = ["BM25Fallback", "RRF_K", "reciprocal_rank_fusion"]
+__getattr__ = moved_getattr(__name__)

@@ -26,36 +26,26 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..deprecation import moved_getattr
 from ..embeddings.base import Embedder
 from ..embeddings.vectors import query_vectors
 from ..errors import ConfigError, InputError
-from ..pipeline.config import DEFAULT_FUSION, DEFAULT_HYBRID, RERANK_DEPTH, RRF_K, VECTOR_MODES
+from ..pipeline.config import DEFAULT_FUSION, DEFAULT_HYBRID, VECTOR_MODES, PipelineConfig, run_config
 from ..store.base import Marker, Store
 from ..store.milvus import DEFAULT_COLLECTION, SCHEMA_VERSION, MilvusStore
-from ..strategies import DEFAULT_STRATEGY, Strategy
+from ..strategies import Strategy
 from .collection_config import check_add_options, differences
-from .fusion import DENSE_WEIGHT
 from .lazy_embedder import LazyEmbedder, makes_recorded
 from .progress import Progress
-from .results import RESULT_FIELDS as RESULT_FIELDS  # re-exported: its old home
 from .results import IndexReport, SearchResult
 from .search import check_search, dense_results, hybrid_results
 
 if TYPE_CHECKING:
-    from .add import AddSettings
+    from .add import AddRequest, AddSettings
 
 
-def __getattr__(name: str) -> Any:
-    """Old homes, imported on first use: a search does not import the ingestion pipeline (``add.py``)."""
-    if name in ("AddSettings", "EMBED_BATCH"):
-        from . import add, ingest
-
-        return getattr(add if name == "AddSettings" else ingest, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), "AddSettings", "EMBED_BATCH"])
+#: its old names (AddSettings, EMBED_BATCH, RESULT_FIELDS) import from their homes, with a warning
+__getattr__ = moved_getattr(__name__)
 
 
 #: chunks gathered (over several small documents) before one embedding + write round
@@ -179,27 +169,15 @@ class Index:
     #: what a run would change in a collection's recorded configuration (retrieval/collection_config.py)
     _differences = staticmethod(differences)
 
-    def _prepare(
-        self,
-        strategy: str | Strategy,
-        params: dict | None,
-        vectors: str,
-        late: bool,
-        late_options: dict,
-        context: str | None,
-        context_options: dict,
-        recreate: bool,
-        lazy: bool = False,
-    ):
+    def _prepare(self, request: AddRequest, lazy: bool = False) -> tuple[Strategy, Embedder]:
         """Check everything and create or verify the collection before a single row is written. ``lazy``:
         the local engine's embedder may be made at its first use (:meth:`_embedder_for_add`); another engine
         ships the embedder's spec to its workers, so it gets the real one, checked now."""
         from .add import settle
 
-        context = check_add_options(vectors, late_options, context, context_options)
-        config = None if recreate else self.store.read_config()
-        options = (vectors, late, late_options, context, context_options)
-        strat, embedder, new, diffs = settle(self, strategy, params, options, config, lazy, SCHEMA_VERSION)
+        check_add_options(request.config)
+        config = None if request.recreate else self.store.read_config()
+        strat, embedder, new, diffs = settle(self, request, config, lazy, SCHEMA_VERSION)
         if config is not None:
             if diffs:
                 raise ConfigError(
@@ -210,52 +188,36 @@ class Index:
                 )
             self.store.open()
         else:
-            self.store.create(new, embedder.dim, replace=recreate)  # create-if-absent, atomic on the server
-        return strat, embedder, context
+            self.store.create(new, embedder.dim, replace=request.recreate)  # create-if-absent, atomic on the server
+        return strat, embedder
 
     def prepare_add(
         self,
-        strategy: str | Strategy = DEFAULT_STRATEGY,
+        strategy: str | Strategy | None = None,
         params: dict[str, Any] | None = None,
         *,
-        vectors: str = "text",
-        late: bool = False,
-        late_options: dict[str, Any] | None = None,
-        context: str | None = None,
-        context_options: dict[str, Any] | None = None,
+        config: PipelineConfig | None = None,
         recreate: bool = False,
+        **settings: Any,
     ) -> AddSettings:
         """What :meth:`add` settles before the first document: every option checked, the collection created
         or its recorded configuration verified, the strategy and embedder made. Another engine (the Ray
-        engine) calls it so that it runs exactly the configuration the local engine would."""
-        from .add import AddSettings, renamed_options, reuses
+        engine) calls it so that it runs exactly the configuration the local engine would; it takes
+        ``config`` and the keyword settings as :meth:`add` does."""
+        from .add import AddSettings, add_request, reuses
 
-        late_options, context_options = renamed_options(late_options, context, context_options)
-        strat, embedder, context = self._prepare(
-            strategy, params, vectors, late, late_options, context, context_options, recreate
-        )
-        return AddSettings(
-            strat,
-            embedder,
-            context,
-            context_options,
-            late,
-            late_options if late else {},
-            reuses(strat, embedder, vectors),
-        )
+        request = add_request(config, strategy, params, settings, recreate, "prepare_add")
+        strat, embedder = self._prepare(request)
+        return AddSettings.settled(strat, embedder, request.config, reuses(strat, embedder, request.config.vectors))
 
     # -- adding documents ------------------------------------------------------------------------------
     def add(
         self,
         inputs: Any,
-        strategy: str | Strategy = DEFAULT_STRATEGY,
+        strategy: str | Strategy | None = None,
         *,
+        config: PipelineConfig | None = None,
         params: dict[str, Any] | None = None,
-        vectors: str = "text",
-        late: bool = False,
-        late_options: dict[str, Any] | None = None,
-        context: str | None = None,
-        context_options: dict[str, Any] | None = None,
         prune: bool = False,
         include: list[str] | None = None,
         exclude: list[str] | None = None,
@@ -266,35 +228,43 @@ class Index:
         recreate: bool = False,
         progress: bool = False,
         notify: Callable[[str], None] | None = None,
+        **settings: Any,
     ) -> IndexReport:
         """Index files, folders or :class:`Document` objects; returns an :class:`IndexReport`.
 
-        ``strategy``/``params``: the chunker (a name and its parameters, or a strategy object).
-        ``vectors="pool"``: chunk vectors mean-pooled from the sentence vectors a semantic strategy already
-        computed (no second embedding pass); ``"text"`` (default) embeds each chunk's ``embed_text``.
-        ``late=True``: late-chunked vectors (:func:`chunkwise.context.late_chunk_vectors`, options
-        ``late_window`` (formerly ``window``)/``overlap``/``macro`` in ``late_options``). ``context``: ``headings``/``neighbors``/``llm`` fills ``Chunk.context``
-        (:func:`chunkwise.context.contextualize` with ``context_options``), embedded and BM25-indexed with the
-        text. ``prune=True``: remove documents whose source files no longer exist. ``load_options``: options of
-        :func:`chunkwise.formats.load` (``password``, ``encoding``, ``format``, ``html_mode``, ``clean``..., as ``chunkwise
-        chunk`` takes them). Unreadable inputs go to ``report.failed``; the others are indexed. Folders give their files of supported types (``include``/``exclude`` globs narrow the walk, an ``include``
-        naming an extension such as ``*.svg`` widens it, ``all_files=True`` reads every file; see
-        :func:`chunkwise.formats.list_inputs`); the files left out are said in one :class:`~chunkwise.formats.
-        SkippedFilesWarning` before anything is read. ``progress``: bars on a terminal, heartbeat lines elsewhere
-        (:mod:`chunkwise.retrieval.progress`). ``notify(line)``: called for a document in a language the embedder
-        does not read (before it is embedded). ``code=True``: folders give source files too (``.py``, ``.js``...)."""
-        from .add import collect_files, renamed_options, run_add, split_inputs, start_run, unchanged_report
+        ``config``: a :class:`~chunkwise.pipeline.PipelineConfig` (a ``tune`` result, say): its strategy,
+        parameters and ``"index"`` settings say how documents are chunked and embedded. ``strategy``/``params``
+        replace its chunker (a name and its parameters, or a strategy object), and keyword arguments naming an
+        index setting replace its settings (without ``config``, the defaults'): ``vectors="pool"``: chunk
+        vectors mean-pooled from the sentence vectors a semantic strategy already computed (no second
+        embedding pass); ``"text"`` (default) embeds each chunk's ``embed_text``. ``late=True``: late-chunked
+        vectors (:func:`chunkwise.context.late_chunk_vectors`, options ``late_window`` (formerly
+        ``window``)/``overlap``/``macro`` in ``late_options``). ``context``: ``headings``/``neighbors``/``llm``
+        fills ``Chunk.context`` (:func:`chunkwise.context.contextualize` with ``context_options``), embedded and
+        BM25-indexed with the text.
+
+        ``prune=True``: remove documents whose source files no longer exist. ``load_options``: options of
+        :func:`chunkwise.formats.load` (``password``, ``encoding``, ``format``, ``html_mode``, ``clean``..., as
+        ``chunkwise chunk`` takes them). Unreadable inputs go to ``report.failed``; the others are indexed.
+        Folders give their files of supported types (``include``/``exclude`` globs narrow the walk, an
+        ``include`` naming an extension such as ``*.svg`` widens it, ``all_files=True`` reads every file; see
+        :func:`chunkwise.formats.list_inputs`); the files left out are said in one
+        :class:`~chunkwise.formats.SkippedFilesWarning` before anything is read. ``progress``: bars on a
+        terminal, heartbeat lines elsewhere (:mod:`chunkwise.retrieval.progress`). ``notify(line)``: called for
+        a document in a language the embedder does not read (before it is embedded). ``code=True``: folders
+        give source files too (``.py``, ``.js``...)."""
+        from .add import AddInputs, add_request, collect_files, run_add, split_inputs, start_run, unchanged_report
 
         if not isinstance(batch_size, int) or batch_size < 1:
             raise ConfigError(f"batch_size must be an integer >= 1, got {batch_size!r}")
         t0 = time.perf_counter()
-        late_options, context_options = renamed_options(late_options, context, context_options)
+        request = add_request(config, strategy, params, settings, recreate)
         docs, paths = split_inputs(inputs)
         found = collect_files(paths, include, exclude, all_files, code)  # listed before any read
-        options = (vectors, late, late_options, context, context_options, recreate)
-        if quick := unchanged_report(self, strategy, params, options, (docs, found, load_options, prune), t0, progress):
+        inputs_ = AddInputs(docs, found, load_options, prune)
+        if quick := unchanged_report(self, request, inputs_, t0, progress):
             return quick  # nothing to do, decided from the store's snapshot (store/snapshot.py)
-        run, contextualizer = start_run(self, strategy, params, options, batch_size, progress, notify)
+        run, contextualizer = start_run(self, request, batch_size, progress, notify)
         run.report.timings["setup"] = time.perf_counter() - t0
         try:
             run_add(run, docs, found, load_options, prune)
@@ -367,49 +337,46 @@ class Index:
         query: str,
         k: int = 5,
         filter: str | None = None,
-        hybrid: bool = DEFAULT_HYBRID,
-        fusion: str = DEFAULT_FUSION,
-        dense_weight: float = DENSE_WEIGHT,
+        *,
+        config: PipelineConfig | None = None,
         where: Any = None,
-        rrf_k: int = RRF_K,
-        rerank: str | None = None,
-        rerank_depth: int = RERANK_DEPTH,
         sections: bool = True,
+        **settings: Any,
     ) -> list[SearchResult]:
         """The ``k`` best chunks for ``query``: BM25 and vectors fused (the default), or by cosine similarity alone
         with ``hybrid=False``.
 
-        ``filter`` is a raw Milvus boolean expression over the stored fields, e.g. ``'source like "%manual%" and
-        page_start >= 3'``, passed as it is: only for trusted input. ``where`` is the safe form for values from
-        untrusted input: ``(field, operator, value)`` tuples (or a ``{field: value}`` mapping for equality) that
-        :func:`chunkwise.retrieval.filters.build_filter` checks and quotes, e.g. ``where=[("page_start", ">=", 2),
-        ("source", "==", user_value)]``. Both given: both must hold. With ``hybrid=True``, ``fusion`` is
-        ``"zscore"`` (the default: ``dense_weight * z(vector) + (1 - dense_weight) * z(BM25)`` over the candidates
-        of both sides) or ``"rrf"`` (reciprocal rank fusion with constant ``rrf_k``); see
-        :mod:`chunkwise.retrieval.fusion`. ``rerank`` (e.g. ``"maxsim"``; ``None``/``"none"``: no second stage): the
-        first stage retrieves ``max(k, rerank_depth)`` candidates and
-        :func:`chunkwise.retrieval.rerank.rerank_results` re-orders them and keeps ``k``. ``sections``: the sections
-        naming the query's keys (``3.8.13``) first (:mod:`.sections`). ``search(q, **config.search_options())``
-        retrieves as a :class:`~chunkwise.pipeline.PipelineConfig` (a ``tune`` result) says. Hybrid is the default
-        because it measured better than vectors alone on transcripts and Chroma's corpora (docs/evaluation.md); a
-        store without BM25 of its own (Milvus < 2.5) scores BM25 client-side."""
-        filter, rrf_k = check_search(query, k, filter, where, fusion, dense_weight, rrf_k)
-        staged = rerank is not None and not (isinstance(rerank, str) and rerank.strip().lower() in ("", "none"))
-        if staged and (isinstance(rerank_depth, bool) or not isinstance(rerank_depth, int) or rerank_depth < 1):
-            raise ConfigError(f"rerank_depth must be an integer >= 1, got {rerank_depth!r}")
-        config = self._open_existing()
-        embedder = self.embedder(config)
+        ``config``: a :class:`~chunkwise.pipeline.PipelineConfig` (a ``tune`` result, say) whose retrieval
+        settings this search uses; keyword arguments naming a retrieval setting (``hybrid``, ``fusion``,
+        ``dense_weight``, ``rrf_k``, ``rerank``, ``rerank_depth``: every setting of stage ``"search"``) override
+        it, and without ``config`` override the defaults. ``filter`` is a raw Milvus boolean expression over the
+        stored fields, e.g. ``'source like "%manual%" and page_start >= 3'``, passed as it is: only for trusted
+        input. ``where`` is the safe form for values from untrusted input: ``(field, operator, value)`` tuples (or
+        a ``{field: value}`` mapping for equality) that :func:`chunkwise.retrieval.filters.build_filter` checks
+        and quotes, e.g. ``where=[("page_start", ">=", 2), ("source", "==", user_value)]``. Both given: both must
+        hold. With ``hybrid=True``, ``fusion`` is ``"zscore"`` (the default: ``dense_weight * z(vector) + (1 -
+        dense_weight) * z(BM25)`` over the candidates of both sides) or ``"rrf"`` (reciprocal rank fusion with
+        constant ``rrf_k``); see :mod:`chunkwise.retrieval.fusion`. ``rerank`` (e.g. ``"maxsim"``;
+        ``None``/``"none"``: no second stage): the first stage retrieves ``max(k, rerank_depth)`` candidates and
+        :func:`chunkwise.retrieval.rerank.rerank_results` re-orders them and keeps ``k``. ``sections``: the
+        sections naming the query's keys (``3.8.13``) first (:mod:`.sections`). Hybrid is the default because it
+        measured better than vectors alone on transcripts and Chroma's corpora (docs/evaluation.md); a store
+        without BM25 of its own (Milvus < 2.5) scores BM25 client-side."""
+        filter = check_search(query, k, filter, where)
+        run = run_config(config, settings, ("search",), "search")
+        config_record = self._open_existing()
+        embedder = self.embedder(config_record)
         qvec = query_vectors(embedder, [query])[0]  # E5 reads a query unlike a document
-        depth = max(k, rerank_depth) if staged else k
-        if hybrid:
-            results = hybrid_results(self.store, query, qvec, depth, filter, fusion, dense_weight, rrf_k, sections)
+        depth = max(k, run.rerank_depth) if run.rerank else k
+        if run.hybrid:
+            results = hybrid_results(self.store, query, qvec, depth, filter, run, sections)
         else:
             results = dense_results(self.store, qvec, depth, filter, query if sections else None)
-        if not staged:
+        if not run.rerank:
             return results
         from .rerank import rerank_results  # a second stage's models load only when one is asked for
 
-        return rerank_results(query, results, rerank, embedder=embedder, k=k)
+        return rerank_results(query, results, run.rerank, embedder=embedder, k=k)
 
     def expand(
         self,
@@ -437,63 +404,47 @@ class Index:
         k: int = 5,
         *,
         llm=None,
-        hybrid: bool = DEFAULT_HYBRID,
+        config: PipelineConfig | None = None,
         filter: str | None = None,
         min_score: float | None = None,
         on_token=None,
         on_passages=None,
-        fusion: str = DEFAULT_FUSION,
-        dense_weight: float = DENSE_WEIGHT,
-        rrf_k: int = RRF_K,
-        expand: str | None = None,
-        budget: int | str | None = None,
-        rerank: str | None = None,
-        rerank_depth: int = RERANK_DEPTH,
         sections: bool = True,
+        **settings: Any,
     ):
         """Answer ``question`` from the ``k`` best chunks, citing them as ``[n]``; see :func:`chunkwise.llm.answer.ask_index`.
         ``llm``: an :class:`~chunkwise.llm.base.LLM` (default: the offline extractive one); ``min_score``: cosine
         threshold (default :data:`~chunkwise.llm.answer.DEFAULT_MIN_SCORE`); ``on_token`` receives the answer as it
-        streams, ``on_passages`` the passages before the LLM is asked; ``fusion``/``dense_weight``/``rrf_k`` and
-        ``rerank``/``rerank_depth`` as for :meth:`search` (``ask(q, **config.search_options())`` retrieves as a
-        configuration says, ``sections`` too); ``expand``/``budget``: the LLM reads the hits widened as
+        streams, ``on_passages`` the passages before the LLM is asked. ``config`` and keyword arguments as for
+        :meth:`search` (the retrieval settings), plus ``expand``/``budget``: the LLM reads the hits widened as
         :meth:`expand` does, and cites those passages."""
         from ..llm.answer import DEFAULT_MIN_SCORE, ask_index
-        from ..pipeline.config import parse_budget, parse_expand
 
-        parse_expand(expand), parse_budget(budget)  # a bad mode is refused before anything is retrieved
+        run = run_config(config, settings, ("search", "expand"), "ask")  # refused before anything is retrieved
+        retrieval = run.search_options()
+        retrieval.pop("hybrid")  # ask_index takes it apart from the others
         return ask_index(
             self,
             question,
             k,
             llm=llm,
-            hybrid=hybrid,
             filter=filter,
             on_token=on_token,
             min_score=DEFAULT_MIN_SCORE if min_score is None else min_score,
             on_passages=on_passages,
-            search_options={
-                "fusion": fusion,
-                "dense_weight": dense_weight,
-                "rrf_k": rrf_k,
-                "rerank": rerank,
-                "rerank_depth": rerank_depth,
-                "sections": sections,
-            },
-            expand=expand,
-            budget=budget,
+            hybrid=run.hybrid,
+            search_options={**retrieval, "sections": sections},
+            expand=run.expand,
+            budget=run.budget,
         )
 
 
 __all__ = [
     "Index",
     "IndexReport",
-    "AddSettings",
     "SearchResult",
-    "RESULT_FIELDS",
     "VECTOR_MODES",
     "DEFAULT_HYBRID",
     "DEFAULT_FUSION",
     "DEFAULT_BATCH",
-    "EMBED_BATCH",  # noqa: F822 - imported on first use (module __getattr__)
 ]

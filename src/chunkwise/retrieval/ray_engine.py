@@ -40,10 +40,12 @@ from ..document import Chunk, Document
 from ..embeddings.base import Embedder
 from ..errors import ChunkwiseError, ConfigError, InputError, MissingDependencyError
 from ..formats.walk import UnreadableFolder
+from ..pipeline.config import PipelineConfig
 from ..store.base import Marker
 from ..store.milvus import MilvusStore
-from ..strategies import DEFAULT_STRATEGY, Strategy
-from .index import AddSettings, Index, IndexReport, _Progress
+from ..strategies import Strategy
+from .add import AddSettings
+from .index import Index, IndexReport, _Progress
 from .ingest import finish_chunks, is_unchanged, late_vectors, plan_vectors
 from .ray_cluster import local_cluster_options
 
@@ -296,14 +298,10 @@ class RayIngest:
     def run(
         self,
         paths: list[str],
-        strategy: str | Strategy = DEFAULT_STRATEGY,
+        strategy: str | Strategy | None = None,
         params: dict | None = None,
         *,
-        vectors: str = "text",
-        late: bool = False,
-        late_options: dict | None = None,
-        context: str | None = None,
-        context_options: dict | None = None,
+        config: PipelineConfig | None = None,
         include=None,
         exclude=None,
         all_files: bool = False,
@@ -313,20 +311,14 @@ class RayIngest:
         recreate: bool = False,
         progress: bool = False,
         load_options: dict | None = None,
+        **settings: Any,
     ) -> IndexReport:
+        """Index ``paths`` as :meth:`Index.add` would: ``config`` and the keyword ``settings`` (vectors, late
+        chunking, context) are :meth:`Index.prepare_add`'s, so both engines run one configuration."""
         t0 = time.perf_counter()
         ix = self.index
         report = IndexReport()
-        settings = ix.prepare_add(
-            strategy,
-            params,
-            vectors=vectors,
-            late=late,
-            late_options=late_options,
-            context=context,
-            context_options=context_options,
-            recreate=recreate,
-        )
+        settled = ix.prepare_add(strategy, params, config=config, recreate=recreate, **settings)
         markers = ix.store.markers()
         if ix.store.hybrid_note:
             report.notes.append(ix.store.hybrid_note)
@@ -338,8 +330,8 @@ class RayIngest:
         bars = _Progress(progress)
         self.actors_started = 0
         try:
-            spec = self._task_spec(settings, markers, include, exclude, load_options)
-            self._pipeline(ray, files, settings, markers, workers, cpus, spec, batch_size, report, bars)
+            spec = self._task_spec(settled, markers, include, exclude, load_options)
+            self._pipeline(ray, files, settled, markers, workers, cpus, spec, batch_size, report, bars)
             if prune:
                 report.pruned = ix._prune(markers, set(self._seen), unreadable=unreadable)
             if report.chunks or report.removed or report.pruned:

@@ -8,18 +8,17 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError, InputError
-from ..pipeline.config import SETTINGS
+from ..pipeline.config import PipelineConfig
 from ..store.base import Store
-from .fusion import ZSCORE_DEPTH, check_fusion, fuse_candidates_zscore, reciprocal_rank_fusion
+from .fusion import ZSCORE_DEPTH, fuse_candidates_zscore, reciprocal_rank_fusion
 from .results import SearchResult
 from .sections import key_members, sections_first
 
 
-def check_search(
-    query: str, k: int, filter: str | None, where: Any, fusion: str, dense_weight: float, rrf_k: int
-) -> tuple[str | None, int]:
-    """Refuse a bad query or option before the store is opened; returns the one filter expression (the raw
-    ``filter`` and the checked, quoted ``where`` joined) and the checked ``rrf_k``."""
+def check_search(query: str, k: int, filter: str | None, where: Any) -> str | None:
+    """Refuse a bad query, ``k`` or filter before the store is opened (the retrieval settings are the
+    :class:`~chunkwise.pipeline.PipelineConfig`'s to check); returns the one filter expression (the raw
+    ``filter`` and the checked, quoted ``where`` joined)."""
     from .filters import build_filter
 
     safe = build_filter(where)
@@ -29,12 +28,10 @@ def check_search(
         raise ConfigError(f"k must be an integer >= 1, got {k!r}")
     if filter is not None and not isinstance(filter, str):
         raise ConfigError("filter must be a string (a Milvus boolean expression)")
-    check_fusion(fusion, dense_weight)
-    rrf_k = SETTINGS["rrf_k"].check("rrf_k", rrf_k)
     filter = filter.strip() if filter else None
     if safe:
         filter = f"({filter}) and {safe}" if filter else safe
-    return filter, rrf_k
+    return filter
 
 
 def dense_results(
@@ -63,23 +60,23 @@ def hybrid_results(
     qvec: np.ndarray,
     k: int,
     filter: str | None,
-    fusion: str,
-    dense_weight: float,
-    rrf_k: int,
+    run: PipelineConfig,
     sections: bool = True,
 ) -> list[SearchResult]:
-    """The ``k`` best chunks by BM25 and vectors fused (``fusion``: ``"zscore"`` or ``"rrf"``); with
+    """The ``k`` best chunks by BM25 and vectors fused as ``run`` says (its ``fusion``, ``"zscore"`` with
+    ``dense_weight`` or ``"rrf"`` with ``rrf_k``; a checked configuration); with
     ``sections``, the chunks of the sections the query names by a key first
     (:mod:`chunkwise.retrieval.sections`)."""
     # Both rankings go deeper than k so fusion can promote a chunk that is, say, 12th by vectors and
     # 2nd by BM25; only ids and scores travel until the final k are known.
+    fusion = run.fusion
     depth = max(ZSCORE_DEPTH if fusion == "zscore" else 50, 4 * k)
     vector_hits = {h.id: h.score for h in store.search_vector(qvec, depth, filter, ids_only=True)}
     bm25_hits = {h.id: h.score for h in store.search_text(query, depth, filter)}
     if fusion == "zscore":
-        fused = fuse_candidates_zscore(vector_hits, bm25_hits, dense_weight)
+        fused = fuse_candidates_zscore(vector_hits, bm25_hits, run.dense_weight)
     else:
-        fused = reciprocal_rank_fusion([list(vector_hits), list(bm25_hits)], k=rrf_k)
+        fused = reciprocal_rank_fusion([list(vector_hits), list(bm25_hits)], k=run.rrf_k)
     if sections:
         fused = sections_first(fused, key_members(store, query, filter))
     fused = fused[:k]

@@ -157,6 +157,16 @@ class Strategy:
     def get_params(self) -> dict[str, Any]:
         return {n: getattr(self, n) for n in self.param_names() if hasattr(self, n)}
 
+    def old_keyword(self, old: str, value: Any, current: Any) -> Any:
+        """``current``, or the value given under ``old``, a deprecated constructor keyword of
+        :attr:`renamed_params` (with the one deprecation warning): how a constructor takes an old name."""
+        if value is None:
+            return current
+        from ..deprecation import warn_renamed
+
+        warn_renamed(old, self.renamed_params[old], f"strategy {self.name!r}", stacklevel=4)
+        return value
+
     def config_params(self) -> dict[str, Any]:
         """The parameters :meth:`config_id` fingerprints: all of them, unless a strategy says otherwise."""
         return self.get_params()

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..deprecation import renames_for
 from ..embeddings.base import Embedder
 from ..segmentation.tokenizers import Tokenizer
 from .embedding import DEFAULT_EMBEDDER, DEFAULT_SECTION_LEVEL, EmbeddingStrategy
@@ -34,7 +35,7 @@ from .units import Decision, Units, fit_lengths
 
 DEFAULT_PENALTY = 0.5
 #: reward of a chunk that starts at a paragraph break or heading, in the units of the objective
-DEFAULT_STRUCTURE_BONUS = 0.25
+DEFAULT_BREAK_REWARD = 0.25
 
 
 class CohesionChunker(EmbeddingStrategy):
@@ -45,14 +46,16 @@ class CohesionChunker(EmbeddingStrategy):
 
     - ``penalty``: cost of each chunk, in units of "similarity above the mean" summed over pairs; higher
       means fewer, longer chunks.
-    - ``structure_bonus``: reward of a chunk that starts at a paragraph break, list end or heading, in the
+    - ``break_reward`` (formerly ``structure_bonus``): reward of a chunk that starts at a paragraph break, list end or heading, in the
       same units (default 0.25, measured on the paragraph-layout boundary set; 0 = layout ignored).
     """
 
     name = "cohesion"
     cap_split_by_distance = True
     cut_cause = "objective"
-    _parameter_constraints = {"penalty": [Interval(float, 0, None)]}
+    renamed_params = renames_for("strategy 'cohesion'")
+    structure_param = "break_reward"
+    _parameter_constraints = {"penalty": [Interval(float, 0, None)], "break_reward": [Interval(float, 0, None)]}
 
     def __init__(
         self,
@@ -63,7 +66,9 @@ class CohesionChunker(EmbeddingStrategy):
         respect_sections: int | None = DEFAULT_SECTION_LEVEL,
         embedder: str | Embedder | None = DEFAULT_EMBEDDER,
         penalty: float = DEFAULT_PENALTY,
-        structure_bonus: float = DEFAULT_STRUCTURE_BONUS,
+        break_reward: float = DEFAULT_BREAK_REWARD,
+        *,
+        structure_bonus: float | None = None,
     ):
         super().__init__(
             max_tokens=max_tokens,
@@ -72,8 +77,8 @@ class CohesionChunker(EmbeddingStrategy):
             tokenizer=tokenizer,
             respect_sections=respect_sections,
             embedder=embedder,
-            structure_bonus=structure_bonus,
         )
+        self.break_reward = self.old_keyword("structure_bonus", structure_bonus, break_reward)
         self.penalty = penalty
 
     def decide(self, units: Units, embedder: Embedder, text: str) -> Decision:
@@ -81,7 +86,7 @@ class CohesionChunker(EmbeddingStrategy):
         if n < 2:
             return Decision(cuts=[], distance=[], threshold=[])
         d = units.adjacent_distances()
-        cuts = optimal_cuts(units, self.max_tokens, float(self.penalty), float(self.structure_bonus))
+        cuts = optimal_cuts(units, self.max_tokens, float(self.penalty), float(self.break_reward))
         return Decision(cuts=cuts, distance=d.tolist(), threshold=[None] * (n - 1))
 
 
@@ -127,4 +132,4 @@ def optimal_cuts(units: Units, max_tokens: int, penalty: float, bonus: float = 0
     return sorted(cuts)
 
 
-__all__ = ["CohesionChunker", "optimal_cuts", "DEFAULT_PENALTY", "DEFAULT_STRUCTURE_BONUS"]
+__all__ = ["CohesionChunker", "optimal_cuts", "DEFAULT_PENALTY", "DEFAULT_BREAK_REWARD"]

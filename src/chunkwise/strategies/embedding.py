@@ -28,7 +28,7 @@ import bisect
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -58,7 +58,8 @@ DEFAULT_MIN_TOKENS = 24
 #: default ``respect_sections`` of the semantic strategies: headings of level 1-2 are hard boundaries in
 #: documents that have sections (Markdown, HTML, PDF outlines); 0 turns it off
 DEFAULT_SECTION_LEVEL = 2
-#: structure bonus (in distance units) used when an over-long segment is cut, for any ``structure_bonus``
+#: the structure prior (in distance units) used when an over-long segment is cut, whatever the strategy's
+#: own structure parameter, as long as it is not 0
 CAP_SPLIT_BONUS = 0.1
 
 
@@ -71,10 +72,12 @@ class EmbeddingStrategy(Strategy):
     """
 
     cap_split_by_distance = True
+    #: the parameter that weighs layout breaks (paragraph, list end, heading) in this strategy's own units:
+    #: a distance for ``semantic``, a similarity for ``maxmin``, a reward for ``cohesion`` (``""``: none)
+    structure_param: ClassVar[str] = ""
     _parameter_constraints = {
         "min_tokens": [Interval(int, 0, None), None],  # None: a default of the strategy's own
         "embedder": [EmbedderSpec(), None],
-        "structure_bonus": [Interval(float, 0, None)],
     }
     #: the ``cause`` that ``explain`` reports for the strategy's own cuts
     cut_cause = "threshold"
@@ -87,7 +90,6 @@ class EmbeddingStrategy(Strategy):
         tokenizer: str | Tokenizer | None = None,
         respect_sections: int | None = DEFAULT_SECTION_LEVEL,
         embedder: str | Embedder | None = DEFAULT_EMBEDDER,
-        structure_bonus: float = 0.0,
     ):
         super().__init__(
             max_tokens=max_tokens,
@@ -97,7 +99,6 @@ class EmbeddingStrategy(Strategy):
             respect_sections=respect_sections,
         )
         self.embedder = embedder
-        self.structure_bonus = structure_bonus
 
     def effective_min_tokens(self) -> int:
         """``min_tokens``, or for ``None`` the default: :data:`DEFAULT_MIN_TOKENS` capped at ``max_tokens // 4``."""
@@ -105,10 +106,13 @@ class EmbeddingStrategy(Strategy):
             return min(DEFAULT_MIN_TOKENS, self.max_tokens // 4)
         return int(self.min_tokens)
 
-    def boosted(self, units: Units, distances: np.ndarray, bonus: float | None = None) -> np.ndarray:
-        """``distances`` plus the structure prior: ``bonus`` (default ``structure_bonus``) times the
-        layout's break strength after each unit, so paragraph breaks and headings win close calls."""
-        bonus = self.structure_bonus if bonus is None else bonus
+    def structure_weight(self) -> float:
+        """The value of :attr:`structure_param` (0.0 for a strategy without one)."""
+        return float(getattr(self, self.structure_param)) if self.structure_param else 0.0
+
+    def boosted(self, units: Units, distances: np.ndarray, bonus: float) -> np.ndarray:
+        """``distances`` plus the structure prior: ``bonus`` (in distance units) times the layout's break
+        strength after each unit, so paragraph breaks and headings win close calls."""
         if not bonus or len(distances) != len(units) - 1:
             return distances
         return np.asarray(distances, dtype=np.float64) + float(bonus) * units.break_strength()
@@ -210,7 +214,7 @@ class EmbeddingStrategy(Strategy):
                 if len(own) == n - 1 and None not in own
                 else units.adjacent_distances()
             )
-            if self.structure_bonus:  # over-long segments are cut at paragraph breaks when they are close calls
+            if self.structure_weight():  # over-long segments are cut at paragraph breaks when they are close calls
                 distances = self.boosted(units, distances, CAP_SPLIT_BONUS)
         fitted = [0]
         for s in range(len(bounds) - 1):

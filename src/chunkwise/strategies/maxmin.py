@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 
+from ..deprecation import renames_for
 from ..embeddings.base import Embedder
 from ..segmentation.tokenizers import Tokenizer
 from .embedding import DEFAULT_EMBEDDER, DEFAULT_SECTION_LEVEL, EmbeddingStrategy
@@ -39,7 +40,7 @@ from .units import Decision, Units
 
 #: the paper's (authors' code) defaults, for reference
 #: similarity a sentence needs on top of the rule to join across a paragraph break or heading
-DEFAULT_STRUCTURE_BONUS = 0.1
+DEFAULT_BREAK_SIMILARITY = 0.1
 PAPER_DEFAULTS = {"fixed_threshold": 0.6, "c": 0.9, "init_constant": 1.5}
 
 
@@ -57,13 +58,16 @@ class MaxMinChunker(EmbeddingStrategy):
     - ``c``: scale of the size-adjusted minimum (default 0.3; paper: 0.9).
     - ``init_constant``: multiplier of the first pair's similarity (default 2.0; paper: 1.5), so a second
       sentence joins when its similarity exceeds ``fixed_threshold / init_constant``.
-    - ``structure_bonus``: extra similarity a sentence needs to join across a paragraph break, list end or
-      heading (times the break's strength; default 0.1; 0 = layout ignored).
+    - ``break_similarity`` (formerly ``structure_bonus``): extra similarity a sentence needs to join across
+      a paragraph break, list end or heading (times the break's strength; default 0.1; 0 = layout ignored).
     """
 
     name = "maxmin"
     cap_split_by_distance = False
+    renamed_params = renames_for("strategy 'maxmin'")
+    structure_param = "break_similarity"
     _parameter_constraints = {
+        "break_similarity": [Interval(float, 0, None)],
         "fixed_threshold": [Interval(float, -1, 1)],  # a cosine similarity
         "c": [Interval(float, 0, None)],
         "init_constant": [Interval(float, 0, None, closed="right")],  # it divides fixed_threshold
@@ -80,7 +84,9 @@ class MaxMinChunker(EmbeddingStrategy):
         fixed_threshold: float = 0.15,
         c: float = 0.3,
         init_constant: float = 2.0,
-        structure_bonus: float = DEFAULT_STRUCTURE_BONUS,
+        break_similarity: float = DEFAULT_BREAK_SIMILARITY,
+        *,
+        structure_bonus: float | None = None,
     ):
         super().__init__(
             max_tokens=max_tokens,
@@ -89,8 +95,8 @@ class MaxMinChunker(EmbeddingStrategy):
             tokenizer=tokenizer,
             respect_sections=respect_sections,
             embedder=embedder,
-            structure_bonus=structure_bonus,
         )
+        self.break_similarity = self.old_keyword("structure_bonus", structure_bonus, break_similarity)
         self.fixed_threshold = fixed_threshold
         self.c = c
         self.init_constant = init_constant
@@ -105,7 +111,7 @@ class MaxMinChunker(EmbeddingStrategy):
         start = 0  # first unit of the current chunk
         tokens = int(units.tokens[0]) if n else 0
         pair_min = math.inf
-        brk = self.structure_bonus * units.break_strength()
+        brk = self.break_similarity * units.break_strength()
         for i in range(1, n):
             size = i - start
             sims = v[start:i] @ v[i]  # O(|C| * dim)

@@ -37,7 +37,12 @@ PARAM_HELP: dict[str, str] = {
     # the semantic strategies
     "embedder": "embedding back-end that places the cuts (minilm, static, st:PATH, openai:MODEL, ...)",
     "penalty": "cost of each extra chunk in the cohesion objective: higher gives fewer, larger chunks",
-    "structure_bonus": "how much cheaper a cut at a paragraph break, list end or heading is (0: structure ignored)",
+    "break_distance": "semantic: distance added at a paragraph break, list end or heading (times its strength) "
+    "before the threshold; formerly `structure_bonus` (0: layout ignored)",
+    "break_similarity": "maxmin: extra similarity a sentence needs to join across a paragraph break, list end or "
+    "heading (times its strength); formerly `structure_bonus` (0: layout ignored)",
+    "break_reward": "cohesion: reward of a chunk that starts at a paragraph break, list end or heading, in the "
+    "objective's units; formerly `structure_bonus` (0: layout ignored)",
     "buffer_size": "neighbouring sentences on each side pooled into a sentence's buffer",
     "threshold_type": "breakpoint rule: percentile, standard_deviation, interquartile, gradient, absolute",
     "threshold_amount": "the rule's amount (default per type: 95, 3, 1.5, 95, 0.25; percentile and gradient "

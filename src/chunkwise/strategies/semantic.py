@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..deprecation import warn_renamed
+from ..deprecation import renames_for
 from ..embeddings.base import Embedder
 from ..embeddings.vectors import embed_all
 from ..errors import ConfigError
@@ -48,7 +48,7 @@ from .params import Interval, Options, strategy_label
 from .units import Decision, Units
 
 #: added to the distance at a paragraph break or heading (times its strength) before the threshold
-DEFAULT_STRUCTURE_BONUS = 0.2
+DEFAULT_BREAK_DISTANCE = 0.2
 THRESHOLD_TYPES = ("percentile", "standard_deviation", "interquartile", "gradient", "absolute")
 #: the range of ``threshold_amount`` per ``threshold_type`` (a percentile; a cosine distance)
 THRESHOLD_RANGES = {"percentile": (0, 100), "gradient": (0, 100), "absolute": (0, 2)}
@@ -75,14 +75,17 @@ class SemanticChunker(EmbeddingStrategy):
     - ``avg_tokens``: ask for this mean chunk size instead (measured after the cap).
     - ``buffer_vectors`` (formerly ``window``): ``"pool"`` (window vectors pooled from sentence vectors) or
       ``"text"`` (windows embedded as text, LangChain parity).
-    - ``structure_bonus``: added to the distance at a paragraph break, list end or heading (times the
-      break's strength) before the threshold is applied (default 0.2; 0 = layout ignored).
+    - ``break_distance`` (formerly ``structure_bonus``): a distance added at a paragraph break, list end or
+      heading (times the break's strength) before the threshold is applied (default 0.2; 0 = layout
+      ignored).
     """
 
     name = "semantic"
     cap_split_by_distance = True
-    renamed_params = {"window": "buffer_vectors"}
+    renamed_params = renames_for("strategy 'semantic'")
+    structure_param = "break_distance"
     _parameter_constraints = {
+        "break_distance": [Interval(float, 0, None)],
         "buffer_size": [Interval(int, 0, None)],
         "threshold_type": [Options(*THRESHOLD_TYPES)],
         "threshold_amount": [Interval(float, None, None), None],  # its range depends on threshold_type
@@ -105,9 +108,10 @@ class SemanticChunker(EmbeddingStrategy):
         n_chunks: int | None = None,
         avg_tokens: int | None = None,
         buffer_vectors: str = "pool",
-        structure_bonus: float = DEFAULT_STRUCTURE_BONUS,
+        break_distance: float = DEFAULT_BREAK_DISTANCE,
         *,
         window: str | None = None,
+        structure_bonus: float | None = None,
     ):
         super().__init__(
             max_tokens=max_tokens,
@@ -116,17 +120,14 @@ class SemanticChunker(EmbeddingStrategy):
             tokenizer=tokenizer,
             respect_sections=respect_sections,
             embedder=embedder,
-            structure_bonus=structure_bonus,
         )
+        self.break_distance = self.old_keyword("structure_bonus", structure_bonus, break_distance)
         self.buffer_size = buffer_size
         self.threshold_type = threshold_type
         self.threshold_amount = threshold_amount
         self.n_chunks = n_chunks
         self.avg_tokens = avg_tokens
-        if window is not None:
-            warn_renamed("window", "buffer_vectors", "strategy 'semantic'")
-            buffer_vectors = window
-        self.buffer_vectors = buffer_vectors
+        self.buffer_vectors = self.old_keyword("window", window, buffer_vectors)
 
     def validate(self) -> None:
         """The declared constraints, then what relates parameters: ``threshold_amount``'s range for its
@@ -194,7 +195,7 @@ class SemanticChunker(EmbeddingStrategy):
         d = self.window_distances(units, embedder, text)
         if n < 2:
             return Decision(cuts=[], distance=[], threshold=[])
-        d = self.boosted(units, d)
+        d = self.boosted(units, d, self.break_distance)
         extra = {}
         if self.n_chunks is not None:
             cuts, thr = top_cuts(d, self.n_chunks - 1)

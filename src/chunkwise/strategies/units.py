@@ -137,8 +137,9 @@ def structure_breaks(
 
     1.0 before a heading (a loader's section heading or a Markdown ``#`` line), at a paragraph break (a
     blank line) and at the end of a list; 0.5 at a single line break; 0 inside a paragraph. The semantic
-    strategies add ``structure_bonus`` times this to what a cut there is worth, so a cut between
-    paragraphs is cheaper than one inside a paragraph (the prior; the embeddings still decide).
+    strategies add their structure parameter (``break_distance``, ``break_similarity``, ``break_reward``)
+    times this to what a cut there is worth, so a cut between paragraphs is cheaper than one inside a
+    paragraph (the prior; the embeddings still decide).
     """
     n = len(spans)
     out = np.zeros(max(0, n - 1), dtype=np.float64)
