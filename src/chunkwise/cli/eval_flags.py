@@ -57,6 +57,13 @@ def add_retrieval_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--hybrid", action="store_true", help=argparse.SUPPRESS)  # the default now; kept for old scripts
     p.add_argument(
+        "--no-sections",
+        dest="sections",
+        action="store_false",
+        help="rank without the section-first pass (every run; default: as `search`, a query naming a version or "
+        "an exact name gets the chunks of the sections that hold it first; a run key: sections=false)",
+    )
+    p.add_argument(
         "--fusion",
         choices=("rrf", "zscore"),
         default=None,

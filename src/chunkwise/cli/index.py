@@ -437,18 +437,8 @@ def retrieval_settings(args: argparse.Namespace) -> dict:
             "--fusion, --rrf-k and --dense-weight apply to hybrid search: drop --dense"
             + (f' (or the "hybrid": false of {args.config})' if args.config else "")
         )
-    options = config.with_settings(hybrid=hybrid, **flags, **rerank_settings(args)).search_options()
-    if not getattr(args, "sections", True):
-        if remote_url(args):
-            raise ConfigError("--no-sections is applied here, not sent to a --server: drop one of them")
-        options["sections"] = False
-    return options
-
-
-def remote_url(args: argparse.Namespace) -> str | None:
-    from . import remote
-
-    return remote.server_url(args)
+    sections = None if getattr(args, "sections", True) else False
+    return config.with_settings(hybrid=hybrid, sections=sections, **flags, **rerank_settings(args)).search_options()
 
 
 def expand_settings(args: argparse.Namespace) -> dict:

@@ -37,7 +37,7 @@ from ..strategies.factory import make_strategy, parse_value
 from ..strategies.many import chunk_many
 from . import metrics as M
 from .datasets import Dataset
-from .ranking import HYBRID_CANDIDATES, RankingMixin, fuse_granularities, top_indices
+from .ranking import RankingMixin, fuse_granularities, top_indices
 from .results import Comparison, EvaluationReport, RunResult, generated_questions
 from .scoring import CURVE_NS, SPAN_NS, ScoringMixin
 from .spec import (
@@ -182,14 +182,15 @@ class Evaluator(RankingMixin, ScoringMixin):
         chunk_seconds = 0.0
         parts = []
         for size in spec.granularities or (None,):
-            chunks, deep, doc_scores, chunk_s, embed_s = self._retrieve(self._at_size(spec, size), qv)
+            chunks, deep, stage, doc_scores, chunk_s, embed_s = self._retrieve(self._at_size(spec, size), qv)
             parts.append((chunks, deep, doc_scores))
             chunk_seconds += chunk_s
             embed_seconds += embed_s
         if len(parts) > 1:
             chunks, deep, doc_scores = fuse_granularities([(cs, order) for cs, order, _ in parts])
+            stage = np.take_along_axis(doc_scores, deep, axis=1)
         if spec.rerank:
-            deep, doc_scores = self._reranked(spec, chunks, deep, doc_scores)
+            deep, doc_scores = self._reranked(spec, chunks, deep, doc_scores, stage)
         result = self._score(spec, chunks, deep, doc_scores)
         result.stats.update(
             {
@@ -221,7 +222,9 @@ class Evaluator(RankingMixin, ScoringMixin):
             return spec
         return replace(spec, params={**spec.params, "max_tokens": size}, granularities=None, rerank=None)
 
-    def _retrieve(self, spec: RunSpec, qv: np.ndarray) -> tuple[list[Chunk], np.ndarray, np.ndarray, float, float]:
+    def _retrieve(
+        self, spec: RunSpec, qv: np.ndarray
+    ) -> tuple[list[Chunk], np.ndarray, np.ndarray, np.ndarray, float, float]:
         """One chunking's chunks, their ranking (:meth:`_ranking`) and the seconds spent chunking and
         embedding (sentence vectors a semantic strategy computed count as embedding)."""
         emb_s0 = self.embedder.seconds
@@ -233,8 +236,8 @@ class Evaluator(RankingMixin, ScoringMixin):
         store = self._store(items)
         chunks = [c for _, cs, _ in items for c in cs]
         self.progress(f"{spec.name}: {len(chunks)} chunks, scoring {len(self.dataset.queries)} queries")
-        deep, doc_scores = self._ranking(spec, chunks, store, qv)
-        return chunks, deep, doc_scores, chunk_seconds - chunk_embed_s, embed_seconds
+        deep, stage, doc_scores = self._ranking(spec, chunks, store, qv)
+        return chunks, deep, stage, doc_scores, chunk_seconds - chunk_embed_s, embed_seconds
 
     def _top_n(self, n_chunks: int) -> int:
         """Chunks per query the span metrics and the curve read."""
@@ -242,18 +245,12 @@ class Evaluator(RankingMixin, ScoringMixin):
 
     def _ranking(
         self, spec: RunSpec, chunks: list[Chunk], store: MemoryStore, qv: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """The deep order (deep enough for the budgets and the reranker) and the scores documents are
-        ranked by: with RRF, the ranks of the first :meth:`_top_n` chunks alone."""
-        sims = self._similarities(store, qv)
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The deep order (deep enough for the budgets and the reranker), its first-stage scores and the
+        scores documents are ranked by (:meth:`~.ranking.RankingMixin._rank`: search's own ranking)."""
         top_n = self._top_n(len(chunks))
         depth = max(top_n, BUDGET_DEPTH, spec.rerank_depth if spec.rerank else 0)
-        deep_order, scores_for_docs = self._rank(spec, store, sims, min(len(chunks), depth))
-        if spec.hybrid and spec.fusion == "rrf":
-            scores_for_docs = np.zeros_like(sims)
-            ranks = np.arange(top_n, 0, -1, dtype=np.float32)[None, :]
-            np.put_along_axis(scores_for_docs, deep_order[:, :top_n], ranks, axis=1)
-        return deep_order, scores_for_docs
+        return self._rank(spec, store, qv, min(len(chunks), depth))
 
     def _embedded_chunks(
         self, spec: RunSpec, by_doc: dict[str, list[Chunk]]
@@ -403,7 +400,6 @@ __all__ = [
     "FUSION_MODES",
     "split_top_level",
     "top_indices",
-    "HYBRID_CANDIDATES",
     "CURVE_NS",
     "SPAN_NS",
     "VECTOR_MODES",

@@ -250,6 +250,11 @@ class PipelineConfig:
     dense_weight: float = setting(
         DENSE_WEIGHT, _unit_interval, "weight of the vector scores in z-score fusion", "search"
     )
+    #: a first pass over structure: a query naming a key (``3.8.13``, ``max_tokens``) gets the chunks of the
+    #: sections holding it first (``chunkwise.retrieval.sections``); ``search --no-sections`` turns it off
+    sections: bool = setting(
+        True, _bool, "rank the chunks of the sections that hold the query's keys (3.8.13, max_tokens) first", "search"
+    )
     #: what the reader sees around each hit (``ask``, ``search --expand``; ``eval``'s span recall at a budget)
     expand: str | None = setting(
         None,
@@ -369,6 +374,8 @@ class PipelineConfig:
             parts.extend(f"{k}={v}" for k, v in self.fusion_options().items())
         else:
             parts.append("dense")
+        if not self.sections:
+            parts.append("no-sections")
         if self.vectors != "text":
             parts.append(f"vectors={self.vectors}")
         if self.expand:
