@@ -263,9 +263,12 @@ def test_eval_reports_span_recall_at_token_budgets(dataset):
     tiny = ev.run(parse_run_spec("fixed:max_tokens=4,overlap=0,tokenizer=words,budget=1"))
     assert tiny.scores["span_recall@1"] == 0.0  # no 4-word chunk is a single cl100k token
     # two-word chunks, 10 tokens: the gold sentences' neighbouring chunks reach the reader with neighbors:1
-    small = ev.run(parse_run_spec("fixed:max_tokens=2,overlap=0,tokenizer=words,budget=10"))
+    small = ev.run(parse_run_spec("fixed:max_tokens=2,overlap=0,tokenizer=words,budget=10,expand=none"))
     wide = ev.run(parse_run_spec("fixed:max_tokens=2,overlap=0,tokenizer=words,budget=10,expand=neighbors:1"))
     assert 0 < small.scores["span_recall@10"] < 1 and wide.scores["span_recall@10"] > small.scores["span_recall@10"]
+    # unset, a budget widens by document kind: these plain-text documents get neighbors:1
+    by_kind = ev.run(parse_run_spec("fixed:max_tokens=2,overlap=0,tokenizer=words,budget=10"))
+    assert by_kind.per_query["span_recall@10"].tolist() == wide.per_query["span_recall@10"].tolist()
 
 
 def test_eval_cli_expand_flag(dataset, tmp_path, monkeypatch, capsys):

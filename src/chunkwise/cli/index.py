@@ -443,8 +443,9 @@ def retrieval_settings(args: argparse.Namespace) -> dict:
 
 def expand_settings(args: argparse.Namespace) -> dict:
     """``Index.expand``'s (and ``Index.ask``'s) ``expand`` and ``budget``: a ``--config`` file's, overridden
-    by the flags given (``--expand none`` turns a file's expansion off)."""
-    from ..pipeline.config import PipelineConfig
+    by the flags given (``--expand none`` turns a file's expansion off); with a budget and no mode, the
+    expansion by document kind (:func:`~chunkwise.pipeline.config.reader_expand`)."""
+    from ..pipeline.config import PipelineConfig, reader_expand
     from .options import pipeline_config
 
     config = pipeline_config(args.config) if getattr(args, "config", None) else PipelineConfig()
@@ -453,6 +454,8 @@ def expand_settings(args: argparse.Namespace) -> dict:
     options = config.with_settings(budget=budget).expand_options()
     if flag is not None:
         options["expand"] = PipelineConfig(expand=flag).validate().expand
+    mode = reader_expand(options["expand"], options["budget"])
+    options["expand"] = None if mode == "none" else mode
     return options
 
 

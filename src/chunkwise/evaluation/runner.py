@@ -30,6 +30,7 @@ from ..embeddings.base import Embedder
 from ..embeddings.memo import MemoEmbedder
 from ..embeddings.vectors import pooled_vector, query_vectors
 from ..errors import ChunkwiseError, ConfigError
+from ..pipeline.config import parse_expand
 from ..retrieval.fusion import FUSION_MODES, fuse_zscore, zscore
 from ..segmentation.tokenizers import resolve_tokenizer
 from ..store.memory import MemoryStore
@@ -212,7 +213,7 @@ class Evaluator(RankingMixin, ScoringMixin):
                 f"{spec.name}: fusion, rrf_k and dense_weight apply to hybrid retrieval only; "
                 f"drop hybrid=false (or --dense)"
             )
-        if spec.granularities and spec.expand:
+        if spec.granularities and parse_expand(spec.expand):
             raise ConfigError(f"{spec.name}: granularities and expand do not combine (whose neighbours?); drop one")
 
     @staticmethod

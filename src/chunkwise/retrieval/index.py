@@ -459,9 +459,10 @@ class Index:
         configuration says, ``sections`` too); ``expand``/``budget``: the LLM reads the hits widened as
         :meth:`expand` does, and cites those passages."""
         from ..llm.answer import DEFAULT_MIN_SCORE, ask_index
-        from ..pipeline.config import parse_budget, parse_expand
+        from ..pipeline.config import parse_budget, parse_expand, reader_expand
 
         parse_expand(expand), parse_budget(budget)  # a bad mode is refused before anything is retrieved
+        expand = reader_expand(expand, budget)  # a budget without a mode: the expansion by document kind
         return ask_index(
             self,
             question,
