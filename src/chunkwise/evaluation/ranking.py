@@ -1,9 +1,10 @@
 """How an evaluation run ranks chunks: exact vector search, BM25, hybrid fusion, several chunk sizes fused, and
 a reranker over the candidates.
 
-Every ranking here is what ``Index.search`` does, computed for all queries at once over a
-:class:`~chunkwise.store.memory.MemoryStore`: fusion through :mod:`chunkwise.retrieval.fusion` and reranking
-through :mod:`chunkwise.retrieval.rerank`, so ``eval`` measures the code ``search`` runs. A ranking is a
+Every ranking here is ``Index.search``'s: each query is ranked over a
+:class:`~chunkwise.store.memory.MemoryStore` by :func:`chunkwise.retrieval.search.rank_candidates` (the fusion,
+its candidate depths and the section-first pass of ``search``) and reranked through
+:mod:`chunkwise.retrieval.rerank`, so ``eval`` measures what ``search`` returns (a test holds them equal). A ranking is a
 ``deep`` order (queries x depth chunk positions, best first) and the per-chunk scores documents are ranked by.
 
 Several granularities (``granularities=[128, 512]``, after Bhat et al. 2025: small chunks for factoid

@@ -2,8 +2,9 @@
 
 Retrieval goes through a store, as in production, but an exact one: each run writes the chunks of *all*
 documents (as Chroma's evaluation pools all corpora in one collection) to a
-:class:`~chunkwise.store.memory.MemoryStore` and asks it for every chunk's cosine similarity and, for hybrid
-runs, the shared BM25 (:mod:`chunkwise.store.bm25`); ties go to the earlier chunk in corpus order. It is fast,
+:class:`~chunkwise.store.memory.MemoryStore` and ranks each query with ``Index.search``'s own function
+(:func:`chunkwise.retrieval.search.rank_candidates`: vectors, the shared BM25 of :mod:`chunkwise.store.bm25`,
+the fusion and the section-first pass); ties go to the earlier chunk in corpus order. It is fast,
 needs no server and gives the same answer on every run, so two strategies differ only by their chunks.
 
 Embedding is the expensive part, so nothing is embedded twice: an in-memory memo (:class:`MemoEmbedder`)

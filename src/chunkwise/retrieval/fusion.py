@@ -10,9 +10,12 @@ is what ``chunkwise search`` does.
   far apart the scores are, so a chunk far ahead in one ranking is not pulled level with the runner-up; it
   measured 2-4 recall points better on Chroma's evaluation (docs/evaluation.md).
 
-Evaluation z-normalises over *all* chunks; a vector database returns only the top candidates of each side,
-so :func:`fuse_candidates_zscore` normalises over the union of the candidates (:data:`ZSCORE_DEPTH` per side), giving a candidate that one
-side did not return that side's lowest candidate score (it ranked below every returned one).
+A vector database returns only the top candidates of each side, so :func:`fuse_candidates_zscore` normalises
+over the union of the candidates (:data:`ZSCORE_DEPTH` per side), giving a candidate that one side did not
+return that side's lowest candidate score (it ranked below every returned one), or 0 on the BM25 side when
+BM25 returned every chunk it matches. Evaluation ranks with the same candidates
+(:func:`chunkwise.retrieval.search.rank_candidates`); :func:`fuse_zscore` over every chunk is kept for
+comparisons.
 """
 
 from __future__ import annotations
