@@ -130,7 +130,8 @@ def add_eval_options(p: argparse.ArgumentParser) -> None:
         metavar="MODE",
         help="every run without its own expand: widen the ranked chunks before span recall at a token "
         "budget (span_recall@1k/2k/4k, cl100k tokens) is scored: neighbors:N, section, "
-        "parent:TOKENS (default: the chunks alone)",
+        "parent:TOKENS, auto, none (default: auto, as ask --budget: neighbors:1 in text without headings or "
+        "pages, the chunks alone elsewhere)",
     )
     p.add_argument(
         "--answers",

@@ -88,8 +88,9 @@ def add_retrieval_options(p: argparse.ArgumentParser) -> None:
         default=None,
         metavar="MODE",
         help="hand on the context around each hit: neighbors:N (N chunks each side), section (the "
-        "hit's section), parent:TOKENS (about TOKENS tokens around it); hits that meet are merged "
-        "into one passage (default: the hits alone)",
+        "hit's section), parent:TOKENS (about TOKENS tokens around it), auto (neighbors:1 in text without "
+        "headings or pages, the hit alone elsewhere), none; hits that meet are merged into one passage "
+        "(default: with --budget auto, else the hits alone)",
     )
     p.add_argument(
         "--budget",
