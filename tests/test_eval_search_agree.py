@@ -68,3 +68,36 @@ def test_the_section_pass_is_measured_and_can_be_switched_off(setup):
     assert on.per_query["recall@5"][keyed].mean() > off.per_query["recall@5"][keyed].mean()
     assert on.per_query["recall@5"][-1] == off.per_query["recall@5"][-1]  # no key: the same ranking
     assert off.spec.to_mapping()["run"]["sections"] is False and "sections" not in on.spec.to_mapping()["run"]
+
+
+def test_tune_can_choose_the_section_pass(setup, tmp_path):
+    from chunkwise.evaluation import tune
+
+    dataset, _ = setup
+    ev = Evaluator(dataset, FakeEmbedder(), k=5)
+    grid = {"sections": [False, True]}
+    res = tune(ev, "markdown", grid, metric="recall@5", fixed={"max_tokens": 48, "tokenizer": "words"}, baseline=False)
+    by_value = {row.params["sections"]: row.score for row in res.rows}
+    assert by_value[True] > by_value[False]
+    assert res.best.params["sections"] is True and "sections" not in res.best_config()["run"]  # the default
+    off = tune(ev, "markdown", {"sections": [False]}, fixed={"max_tokens": 48, "tokenizer": "words"}, baseline=False)
+    assert off.best_config()["run"]["sections"] is False  # written out when it differs from the default
+
+
+def test_eval_cli_no_sections_flag(setup, tmp_path, monkeypatch, capsys):
+    import json
+
+    import chunkwise.embeddings
+    from chunkwise.cli import main
+
+    monkeypatch.setattr(chunkwise.embeddings, "get_embedder", lambda name=None, **kw: FakeEmbedder())
+    dataset, _ = setup
+    scores = {}
+    for flags in ([], ["--no-sections"]):
+        out = tmp_path / f"r{len(flags)}.json"
+        argv = ["eval", dataset.path, "--strategy", "markdown", "--max-tokens", "48", "--tokenizer", "words"]
+        assert main([*argv, *flags, "-o", str(out), "-q"]) == 0, capsys.readouterr().err
+        (run,) = json.loads(out.read_text())["runs"]
+        assert run["name"].endswith("no-sections") == bool(flags)
+        scores[bool(flags)] = run["scores"]["recall@5"]
+    assert scores[False] > scores[True]
