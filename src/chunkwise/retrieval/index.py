@@ -457,7 +457,8 @@ class Index:
         streams, ``on_passages`` the passages before the LLM is asked; ``fusion``/``dense_weight``/``rrf_k`` and
         ``rerank``/``rerank_depth`` as for :meth:`search` (``ask(q, **config.search_options())`` retrieves as a
         configuration says, ``sections`` too); ``expand``/``budget``: the LLM reads the hits widened as
-        :meth:`expand` does, and cites those passages."""
+        :meth:`expand` does, and cites those passages; a ``budget`` without ``expand`` widens by document kind
+        (``"auto"``: neighbours in text without headings or pages), ``expand="none"`` keeps the hits alone."""
         from ..llm.answer import DEFAULT_MIN_SCORE, ask_index
         from ..pipeline.config import parse_budget, parse_expand, reader_expand
 
