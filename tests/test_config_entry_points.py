@@ -24,6 +24,7 @@ SAMPLES = {
     "fusion": "rrf",
     "rrf_k": 7,
     "dense_weight": 0.5,
+    "sections": False,
     "rerank": "maxsim:0.5",
     "rerank_depth": 12,
 }

@@ -36,8 +36,9 @@ TUNED = {
     "rerank": "maxsim:0.5",
     "rerank_depth": 50,
     "granularities": [128, 512],
+    "sections": False,
 }
-RETRIEVAL = ("hybrid", "fusion", "rrf_k", "dense_weight", "rerank", "rerank_depth")
+RETRIEVAL = ("hybrid", "fusion", "rrf_k", "dense_weight", "rerank", "rerank_depth", "sections")
 
 
 def test_the_tuned_example_covers_every_setting():

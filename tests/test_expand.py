@@ -64,7 +64,9 @@ def chunked_text(draw):
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     data=chunked_text(),
-    mode=st.sampled_from([None, "neighbors:0", "neighbors:1", "neighbors:3", "section", "parent:8", "parent:40"]),
+    mode=st.sampled_from(
+        [None, "neighbors:0", "neighbors:1", "neighbors:3", "section", "parent:8", "parent:40", "auto"]
+    ),
     budget=st.one_of(st.none(), st.integers(1, 120)),
     k=st.integers(1, 8),
     query=st.sampled_from(WORDS),
@@ -263,9 +265,12 @@ def test_eval_reports_span_recall_at_token_budgets(dataset):
     tiny = ev.run(parse_run_spec("fixed:max_tokens=4,overlap=0,tokenizer=words,budget=1"))
     assert tiny.scores["span_recall@1"] == 0.0  # no 4-word chunk is a single cl100k token
     # two-word chunks, 10 tokens: the gold sentences' neighbouring chunks reach the reader with neighbors:1
-    small = ev.run(parse_run_spec("fixed:max_tokens=2,overlap=0,tokenizer=words,budget=10"))
+    small = ev.run(parse_run_spec("fixed:max_tokens=2,overlap=0,tokenizer=words,budget=10,expand=none"))
     wide = ev.run(parse_run_spec("fixed:max_tokens=2,overlap=0,tokenizer=words,budget=10,expand=neighbors:1"))
     assert 0 < small.scores["span_recall@10"] < 1 and wide.scores["span_recall@10"] > small.scores["span_recall@10"]
+    # unset, a budget widens by document kind: these plain-text documents get neighbors:1
+    by_kind = ev.run(parse_run_spec("fixed:max_tokens=2,overlap=0,tokenizer=words,budget=10"))
+    assert by_kind.per_query["span_recall@10"].tolist() == wide.per_query["span_recall@10"].tolist()
 
 
 def test_eval_cli_expand_flag(dataset, tmp_path, monkeypatch, capsys):
@@ -363,3 +368,30 @@ def test_neighbours_on_milvus_lite_read_only_the_window(tmp_path):
         whole = [h.chunk for h in index.store.fetch(sorted(index.store.chunk_ids([doc.id])[doc.id]))]
         (same,) = expand_chunks(results, lambda d: whole, "neighbors:1")
         assert same.to_dict() == passage.to_dict()
+
+
+def test_auto_widens_text_without_layout_and_leaves_sections_alone():
+    """``auto``: a hit in plain text gets its neighbours, a hit under a heading stays alone; through a budget
+    with no mode, ``ask``/``search`` get the same (``reader_expand``)."""
+    from chunkwise.pipeline.config import reader_expand
+    from chunkwise.retrieval.expand import by_kind
+
+    plain = Document("Ropes coil. Tides turn. Lamps burn at night. Keepers watch. Storms pass.", source="log.txt")
+    md = "# Guide\n\n## Lamps\n\nLamps burn oil.\n\n## Tides\n\nTides turn twice a day.\n\n## Ropes\n\nRopes coil.\n"
+    marked = Document(md, source="guide.md")
+    with Index(store=MemoryStore(), embedder=FakeEmbedder()) as index:
+        index.add([plain, marked], strategy="markdown", params={"max_tokens": 4, "tokenizer": "words"}, progress=False)
+        for source, query in (("log.txt", "lamps burn night"), ("guide.md", "lamps burn oil")):
+            [hit] = [h for h in index.search(query, k=8, hybrid=False) if h.source == source][:1]
+            [alone] = index.expand([hit], None, 10_000)
+            [auto] = index.expand([hit], "auto", 10_000)
+            [wide] = index.expand([hit], "neighbors:1", 10_000)
+            assert alone.chunks == [hit.chunk_index]
+            if source == "log.txt":
+                assert by_kind(hit.chunk) == ("neighbors", 1) and auto.chunks == wide.chunks != alone.chunks
+            else:
+                assert by_kind(hit.chunk) is None and auto.chunks == alone.chunks != wide.chunks
+            text = plain.text if source == "log.txt" else md
+            assert GAP.join(text[a:b] for a, b in auto.pieces) == auto.text  # exact provenance
+    assert reader_expand(None, 2000) == "auto" and reader_expand(None, None) is None
+    assert reader_expand("none", 2000) == "none" and reader_expand("section", None) == "section"

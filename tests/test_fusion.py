@@ -73,3 +73,15 @@ def test_candidate_matrix_is_search_scoring_row_by_row():
     cut = candidate_zscore_matrix(dense, sparse, depth=5, dense_weight=0.7)
     assert all(5 <= np.isfinite(cut[q]).sum() <= 10 for q in range(3))
     assert np.isfinite(cut[0, np.argmax(dense[0])])
+
+
+def test_a_lone_bm25_match_is_not_lost_when_every_match_came_back():
+    """BM25 returned every chunk it matches (fewer than asked): the others score 0, so a single match is
+    above them; with the lowest returned score as the floor it would tie with every chunk it does not match."""
+    from chunkwise.retrieval.fusion import fuse_candidates_zscore
+
+    dense = {"a": 0.5, "b": 0.5, "c": 0.5, "d": 0.5}
+    sparse = {"c": 3.2}
+    assert fuse_candidates_zscore(dense, sparse, 0.8, sparse_floor=0.0)[0][0] == "c"
+    tied = fuse_candidates_zscore(dense, sparse, 0.8)
+    assert tied[0][0] == "a" and len({s for _, s in tied}) == 1  # the old floor: no spread, the match lost

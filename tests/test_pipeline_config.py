@@ -37,12 +37,13 @@ VALID = {
     "fusion": st.sampled_from(FUSION_MODES),
     "rrf_k": st.integers(0, 10_000),
     "dense_weight": st.floats(0, 1, allow_nan=False),
-    "expand": st.sampled_from([None, "neighbors:0", "neighbors:2", "section", "parent:512"]),
+    "expand": st.sampled_from([None, "none", "neighbors:0", "neighbors:2", "section", "parent:512", "auto"]),
     "budget": st.one_of(st.none(), st.integers(1, 100_000)),
     "label": st.one_of(st.none(), st.text(min_size=1, max_size=12)),
     "rerank": st.sampled_from([None, "maxsim", "maxsim:0.5", "maxsim:0", "llm", "cross:/models/ce"]),
     "rerank_depth": st.integers(1, 1000),
     "granularities": st.sampled_from([None, [128, 512], [64, 256, 1024]]),
+    "sections": st.booleans(),
 }
 #: values each setting must refuse, derived from the kind of its check
 INVALID = {
@@ -55,12 +56,13 @@ INVALID = {
     "fusion": ["sum", "", 0],
     "rrf_k": [-1, 2.5, "60", True, float("inf")],
     "dense_weight": [-0.1, 1.5, "0.5", True, float("nan")],
-    "expand": ["window", "neighbors:-1", "parent:0", "section:2", 3],
+    "expand": ["window", "neighbors:-1", "parent:0", "section:2", "auto:1", 3],
     "budget": [0, -5, 2.5, "lots", True],
     "label": [3, ["x"]],
     "rerank": ["colbert", "maxsim:2", "maxsim:x", "cross:", "llm:listwise", 3],
     "rerank_depth": [0, -3, 2.5, "30", True],
     "granularities": [[128], [128, 128], [0, 256], "128,512", 256, [128, True]],
+    "sections": ["sometimes", 1, {}],
 }
 
 
@@ -140,6 +142,7 @@ def test_front_end_options_cover_every_setting():
         "dense_weight": 0.8,
         "rerank": None,
         "rerank_depth": 30,
+        "sections": True,
     }
     assert config.with_settings(rrf_k=None, fusion="rrf").fusion == "rrf"
     with pytest.raises(ConfigError, match="rrf_k"):

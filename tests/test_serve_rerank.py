@@ -57,3 +57,21 @@ def test_rerank_fields_are_bounded(client, body):
 def test_a_bad_spec_is_one_clear_error(client):
     response = client.post("/search", json={"query": "seal", "rerank": "bogus"})
     assert response.status_code == 400 and "rerank must be one of" in response.json()["error"]
+
+
+def test_the_section_pass_can_be_turned_off_over_http(client, monkeypatch):
+    """``search --no-sections --server`` sends ``sections: false``; the server searches without the pass."""
+    from chunkwise.retrieval import index as index_module
+
+    seen = []
+    original = index_module.Index.search
+
+    def spy(self, query, **kw):
+        seen.append(kw.get("sections", True))
+        return original(self, query, **kw)
+
+    monkeypatch.setattr(index_module.Index, "search", spy)
+    for body, want in (({}, True), ({"sections": False}, False), ({"sections": True}, True)):
+        assert client.post("/search", json={"query": "seal 200ms", **body}).status_code == 200
+        assert seen[-1] is want
+    assert client.post("/search", json={"query": "seal", "sections": "maybe"}).status_code == 422

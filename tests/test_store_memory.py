@@ -102,7 +102,12 @@ def test_evaluation_retrieves_through_the_store(dataset, monkeypatch):  # noqa: 
     monkeypatch.setattr(MemoryStore, "search_vectors", spy)
     ev = Evaluator(dataset, FakeEmbedder(), k=5)
     res = ev.run(parse_run_spec("fixed:max_tokens=6,overlap=0,tokenizer=words,hybrid=true,fusion=zscore"))
-    assert calls == [(len(dataset.queries), res.stats["chunks"], res.stats["chunks"])]
+    n = res.stats["chunks"]
+    # every chunk's similarity for every query at once (documents not among the candidates), then each
+    # query ranked as Index.search ranks it: its vector candidates, ZSCORE_DEPTH deep
+    from chunkwise.retrieval.fusion import ZSCORE_DEPTH
+
+    assert calls == [(len(dataset.queries), n, n)] + [(1, ZSCORE_DEPTH, n)] * len(dataset.queries)
 
 
 def test_store_imports_nothing_from_later_layers():

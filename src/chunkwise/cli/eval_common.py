@@ -144,6 +144,8 @@ def _specs(args):
             s.late = True
         if args.dense:
             s.hybrid = False
+        if not getattr(args, "sections", True):
+            s.sections = False
         if args.vectors and s.vectors == "text":
             s.vectors = args.vectors
         _apply_fusion_flags(args, s)

@@ -57,6 +57,13 @@ def add_retrieval_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--hybrid", action="store_true", help=argparse.SUPPRESS)  # the default now; kept for old scripts
     p.add_argument(
+        "--no-sections",
+        dest="sections",
+        action="store_false",
+        help="rank without the section-first pass (every run; default: as `search`, a query naming a version or "
+        "an exact name gets the chunks of the sections that hold it first; a run key: sections=false)",
+    )
+    p.add_argument(
         "--fusion",
         choices=("rrf", "zscore"),
         default=None,
@@ -123,7 +130,8 @@ def add_eval_options(p: argparse.ArgumentParser) -> None:
         metavar="MODE",
         help="every run without its own expand: widen the ranked chunks before span recall at a token "
         "budget (span_recall@1k/2k/4k, cl100k tokens) is scored: neighbors:N, section, "
-        "parent:TOKENS (default: the chunks alone)",
+        "parent:TOKENS, auto, none (default: auto, as ask --budget: neighbors:1 in text without headings or "
+        "pages, the chunks alone elsewhere)",
     )
     p.add_argument(
         "--answers",

@@ -192,6 +192,8 @@ def _tune_fixed(args, base, grid) -> dict:
     if base.context or args.context:
         fixed["context"] = base.context or args.context
     fixed["hybrid"] = base.hybrid and not args.dense
+    if not (base.sections and getattr(args, "sections", True)):
+        fixed["sections"] = False
     if args.vectors or base.vectors != "text":
         fixed["vectors"] = args.vectors or base.vectors
     _apply_fusion_flags(args, base)

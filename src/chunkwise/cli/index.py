@@ -72,13 +72,6 @@ def add_retrieval_options(p: argparse.ArgumentParser) -> None:
     # the default now; kept for old scripts
     p.add_argument("--hybrid", dest="hybrid_flag", action="store_true", help=argparse.SUPPRESS)
     p.add_argument(
-        "--no-sections",
-        dest="sections",
-        action="store_false",
-        help="rank without the section-first pass (default: a query naming a version or an exact name, "
-        "e.g. 3.8.13 or max_tokens, gets the chunks of the sections that hold it first)",
-    )
-    p.add_argument(
         "--config",
         default=None,
         metavar="FILE",
@@ -397,24 +390,14 @@ def retrieval_settings(args: argparse.Namespace) -> dict:
             "--fusion, --rrf-k and --dense-weight apply to hybrid search: drop --dense"
             + (f' (or the "hybrid": false of {args.config})' if args.config else "")
         )
-    options = config.with_settings(**given).search_options()
-    if not getattr(args, "sections", True):
-        if remote_url(args):
-            raise ConfigError("--no-sections is applied here, not sent to a --server: drop one of them")
-        options["sections"] = False
-    return options
-
-
-def remote_url(args: argparse.Namespace) -> str | None:
-    from . import remote
-
-    return remote.server_url(args)
+    return config.with_settings(**given).search_options()
 
 
 def expand_settings(args: argparse.Namespace) -> dict:
     """``Index.expand``'s (and ``Index.ask``'s) ``expand`` and ``budget``: a ``--config`` file's, overridden
-    by the flags given (``--expand none`` turns a file's expansion off)."""
-    from ..pipeline.config import PipelineConfig
+    by the flags given (``--expand none`` turns a file's expansion off); with a budget and no mode, the
+    expansion by document kind (:func:`~chunkwise.pipeline.config.reader_expand`)."""
+    from ..pipeline.config import PipelineConfig, reader_expand
     from .options import pipeline_config
 
     config = pipeline_config(args.config) if getattr(args, "config", None) else PipelineConfig()
@@ -423,6 +406,8 @@ def expand_settings(args: argparse.Namespace) -> dict:
     options = config.with_settings(budget=budget).expand_options()
     if flag is not None:
         options["expand"] = PipelineConfig(expand=flag).validate().expand
+    mode = reader_expand(options["expand"], options["budget"])
+    options["expand"] = None if mode == "none" else mode
     return options
 
 

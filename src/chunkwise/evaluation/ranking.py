@@ -1,9 +1,10 @@
 """How an evaluation run ranks chunks: exact vector search, BM25, hybrid fusion, several chunk sizes fused, and
 a reranker over the candidates.
 
-Every ranking here is what ``Index.search`` does, computed for all queries at once over a
-:class:`~chunkwise.store.memory.MemoryStore`: fusion through :mod:`chunkwise.retrieval.fusion` and reranking
-through :mod:`chunkwise.retrieval.rerank`, so ``eval`` measures the code ``search`` runs. A ranking is a
+Every ranking here is ``Index.search``'s: each query is ranked over a
+:class:`~chunkwise.store.memory.MemoryStore` by :func:`chunkwise.retrieval.search.rank_candidates` (the fusion,
+its candidate depths and the section-first pass of ``search``) and reranked through
+:mod:`chunkwise.retrieval.rerank`, so ``eval`` measures what ``search`` returns (a test holds them equal). A ranking is a
 ``deep`` order (queries x depth chunk positions, best first) and the per-chunk scores documents are ranked by.
 
 Several granularities (``granularities=[128, 512]``, after Bhat et al. 2025: small chunks for factoid
@@ -21,14 +22,11 @@ import numpy as np
 
 from ..document import Chunk
 from ..pipeline.config import RRF_K, parse_rerank
-from ..retrieval.fusion import fuse_zscore, reciprocal_rank_fusion
+from ..retrieval.fusion import reciprocal_rank_fusion
 from ..retrieval.rerank import rerank_order, rerank_scores
 from ..store.memory import MemoryStore
 from .datasets import Dataset
-from .spec import DEFAULT_RRF_K, RunSpec
-
-#: candidates taken from each ranking before reciprocal rank fusion (hybrid runs)
-HYBRID_CANDIDATES = 100
+from .spec import RunSpec
 
 
 def top_indices(sims: np.ndarray, n: int) -> np.ndarray:
@@ -93,64 +91,49 @@ class RankingMixin:
         np.put_along_axis(sims, positions, scores, axis=1)
         return sims
 
-    def _rank(self, spec: RunSpec, store: MemoryStore, sims: np.ndarray, top_n: int) -> tuple[np.ndarray, np.ndarray]:
-        """The ``top_n`` chunks per query, best first, and the per-chunk scores documents are ranked by
-        (the similarities; the fused z-scores; for RRF, ``top_n .. 1`` on the retrieved chunks, else 0)."""
-        if spec.hybrid and spec.fusion == "zscore":
-            fused = self._zscore_fused(spec, store, sims)
-            return top_indices(fused, top_n), fused
-        if spec.hybrid:
-            order = self._hybrid_order(store, sims, top_n, spec.rrf_k)
-            rank_scores = np.zeros_like(sims)
-            ranks = np.arange(order.shape[1], 0, -1, dtype=np.float32)
-            np.put_along_axis(rank_scores, order, ranks[None, :], axis=1)
-            return order, rank_scores
-        return top_indices(sims, top_n), sims
+    def _rank(
+        self, spec: RunSpec, store: MemoryStore, qv: np.ndarray, depth: int
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each query ranked by :func:`chunkwise.retrieval.search.rank_candidates`, the function
+        ``Index.search`` ranks with (fusion over the candidates of both sides, the section-first pass when
+        ``spec.sections``), asked for ``depth`` results. Returns the first ``depth`` chunk positions per query,
+        their first-stage scores (what a reranker fuses with), and the per-chunk scores documents are ranked
+        by: the ranked candidates in their order, above every other chunk, which follow by cosine similarity
+        (so a document's place is its best chunk's place in what search returns)."""
+        from ..retrieval.search import rank_candidates
 
-    def _bm25_scores(self, store: MemoryStore) -> np.ndarray:
-        """BM25 score of every chunk for every query, shape (queries, chunks); 0 where no term matches."""
+        sims = self._similarities(store, qv)
         position = {chunk_id: n for n, chunk_id in enumerate(store.ids)}
-        out = np.zeros((len(self.dataset.queries), store.count()), dtype=np.float32)
+        deep = np.zeros((len(qv), depth), dtype=np.int64)
+        stage = np.zeros((len(qv), depth), dtype=np.float64)
+        doc_scores = sims.astype(np.float64)
         for qi, q in enumerate(self.dataset.queries):
-            for hit in store.search_text(q.text, store.count()):
-                out[qi, position[hit.id]] = hit.score
-        return out
-
-    def _zscore_fused(self, spec: RunSpec, store: MemoryStore, sims: np.ndarray) -> np.ndarray:
-        """``fusion=zscore``: per query, the dense similarities and the BM25 scores of *all* chunks are each
-        z-normalised (mean 0, standard deviation 1; a constant row becomes 0), then combined as
-        ``dense_weight * dense + (1 - dense_weight) * bm25``. Unlike RRF it keeps how far apart the scores
-        are, so a chunk far ahead in one ranking is not pulled level with the runner-up."""
-        return fuse_zscore(sims, self._bm25_scores(store), spec.dense_weight)
-
-    def _hybrid_order(self, store: MemoryStore, sims: np.ndarray, top_n: int, rrf_k: int = DEFAULT_RRF_K) -> np.ndarray:
-        """Top chunks by reciprocal rank fusion (constant ``rrf_k``) of the dense ranking and BM25 over
-        ``embed_text`` (what the index's ``hybrid=True`` search does), each ranking cut at
-        :data:`HYBRID_CANDIDATES`."""
-        n_chunks = store.count()
-        cand = min(n_chunks, max(HYBRID_CANDIDATES, top_n))
-        dense = top_indices(sims, cand)
-        position = {chunk_id: n for n, chunk_id in enumerate(store.ids)}
-        order = np.zeros((len(sims), top_n), dtype=np.int64)
-        for qi, q in enumerate(self.dataset.queries):
-            bm25_ranking = [position[hit.id] for hit in store.search_text(q.text, cand)]
-            fused = dict(reciprocal_rank_fusion([dense[qi].tolist(), bm25_ranking], k=rrf_k))
-            best = list(fused)[:top_n]
-            if len(best) < top_n:  # pad with the next dense hits (only when BM25 and dense agree a lot)
-                rest = [
-                    i
-                    for i in top_indices(sims[qi : qi + 1], min(n_chunks, 2 * top_n + cand))[0].tolist()
-                    if i not in fused
-                ]
-                best += rest[: top_n - len(best)]
-            order[qi] = best
-        return order
+            ranking = rank_candidates(
+                store,
+                q.text,
+                qv[qi],
+                depth,
+                None,
+                spec.hybrid,
+                spec.fusion,
+                spec.dense_weight,
+                spec.rrf_k,
+                spec.sections,
+            )
+            ids = [position[i] for i, _ in ranking.ranked]
+            if len(ids) < depth:  # fewer candidates than asked (BM25 alone, a tiny corpus): pad by cosine
+                taken = set(ids)
+                ids += [int(i) for i in np.argsort(-sims[qi], kind="stable") if int(i) not in taken][: depth - len(ids)]
+            deep[qi] = ids[:depth]
+            stage[qi, : min(depth, len(ranking.ranked))] = [s for _, s in ranking.ranked[:depth]]
+            doc_scores[qi, ids] = 2.0 + np.arange(len(ids), 0, -1)
+        return deep, stage, doc_scores
 
     def _reranked(
-        self, spec: RunSpec, chunks: list[Chunk], deep: np.ndarray, doc_scores: np.ndarray
+        self, spec: RunSpec, chunks: list[Chunk], deep: np.ndarray, doc_scores: np.ndarray, stage: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
         """``spec.rerank`` over each query's first ``rerank_depth`` candidates, as ``Index.search`` reranks
-        (the first-stage scores are the ones documents were ranked by). Documents are then ranked by their
+        (with the first-stage scores ``stage``, aligned with ``deep``). Documents are then ranked by their
         best chunk's place in the new order; those with no chunk in it follow, in first-stage order."""
         depth = min(spec.rerank_depth, deep.shape[1])
         client = None
@@ -163,7 +146,7 @@ class RankingMixin:
         for qi, q in enumerate(self.dataset.queries):
             cand = deep[qi, :depth]
             texts = [chunks[i].text for i in cand]
-            new = rerank_scores(q.text, texts, doc_scores[qi, cand], str(spec.rerank), self.embedder, client)
+            new = rerank_scores(q.text, texts, stage[qi, :depth].tolist(), str(spec.rerank), self.embedder, client)
             order[qi, :depth] = cand[rerank_order(new)]
             finite = scores[qi][np.isfinite(scores[qi])]
             scores[qi, order[qi]] = (float(finite.max()) if finite.size else 0.0) + 1.0 + places
@@ -174,4 +157,4 @@ class RankingMixin:
         return order, scores
 
 
-__all__ = ["RankingMixin", "top_indices", "fuse_granularities", "HYBRID_CANDIDATES"]
+__all__ = ["RankingMixin", "top_indices", "fuse_granularities"]

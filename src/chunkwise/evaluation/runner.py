@@ -2,8 +2,9 @@
 
 Retrieval goes through a store, as in production, but an exact one: each run writes the chunks of *all*
 documents (as Chroma's evaluation pools all corpora in one collection) to a
-:class:`~chunkwise.store.memory.MemoryStore` and asks it for every chunk's cosine similarity and, for hybrid
-runs, the shared BM25 (:mod:`chunkwise.store.bm25`); ties go to the earlier chunk in corpus order. It is fast,
+:class:`~chunkwise.store.memory.MemoryStore` and ranks each query with ``Index.search``'s own function
+(:func:`chunkwise.retrieval.search.rank_candidates`: vectors, the shared BM25 of :mod:`chunkwise.store.bm25`,
+the fusion and the section-first pass); ties go to the earlier chunk in corpus order. It is fast,
 needs no server and gives the same answer on every run, so two strategies differ only by their chunks.
 
 Embedding is the expensive part, so nothing is embedded twice: an in-memory memo (:class:`MemoEmbedder`)
@@ -30,6 +31,7 @@ from ..embeddings.base import Embedder
 from ..embeddings.memo import MemoEmbedder
 from ..embeddings.vectors import pooled_vector, query_vectors
 from ..errors import ChunkwiseError, ConfigError
+from ..pipeline.config import parse_expand
 from ..retrieval.fusion import FUSION_MODES, fuse_zscore, zscore
 from ..segmentation.tokenizers import resolve_tokenizer
 from ..store.memory import MemoryStore
@@ -37,7 +39,7 @@ from ..strategies.factory import make_strategy, parse_value
 from ..strategies.many import chunk_many
 from . import metrics as M
 from .datasets import Dataset
-from .ranking import HYBRID_CANDIDATES, RankingMixin, fuse_granularities, top_indices
+from .ranking import RankingMixin, fuse_granularities, top_indices
 from .results import Comparison, EvaluationReport, RunResult, generated_questions
 from .scoring import CURVE_NS, SPAN_NS, ScoringMixin
 from .spec import (
@@ -182,14 +184,15 @@ class Evaluator(RankingMixin, ScoringMixin):
         chunk_seconds = 0.0
         parts = []
         for size in spec.granularities or (None,):
-            chunks, deep, doc_scores, chunk_s, embed_s = self._retrieve(self._at_size(spec, size), qv)
+            chunks, deep, stage, doc_scores, chunk_s, embed_s = self._retrieve(self._at_size(spec, size), qv)
             parts.append((chunks, deep, doc_scores))
             chunk_seconds += chunk_s
             embed_seconds += embed_s
         if len(parts) > 1:
             chunks, deep, doc_scores = fuse_granularities([(cs, order) for cs, order, _ in parts])
+            stage = np.take_along_axis(doc_scores, deep, axis=1)
         if spec.rerank:
-            deep, doc_scores = self._reranked(spec, chunks, deep, doc_scores)
+            deep, doc_scores = self._reranked(spec, chunks, deep, doc_scores, stage)
         result = self._score(spec, chunks, deep, doc_scores)
         result.stats.update(
             {
@@ -211,7 +214,7 @@ class Evaluator(RankingMixin, ScoringMixin):
                 f"{spec.name}: fusion, rrf_k and dense_weight apply to hybrid retrieval only; "
                 f"drop hybrid=false (or --dense)"
             )
-        if spec.granularities and spec.expand:
+        if spec.granularities and parse_expand(spec.expand):
             raise ConfigError(f"{spec.name}: granularities and expand do not combine (whose neighbours?); drop one")
 
     @staticmethod
@@ -221,7 +224,9 @@ class Evaluator(RankingMixin, ScoringMixin):
             return spec
         return replace(spec, params={**spec.params, "max_tokens": size}, granularities=None, rerank=None)
 
-    def _retrieve(self, spec: RunSpec, qv: np.ndarray) -> tuple[list[Chunk], np.ndarray, np.ndarray, float, float]:
+    def _retrieve(
+        self, spec: RunSpec, qv: np.ndarray
+    ) -> tuple[list[Chunk], np.ndarray, np.ndarray, np.ndarray, float, float]:
         """One chunking's chunks, their ranking (:meth:`_ranking`) and the seconds spent chunking and
         embedding (sentence vectors a semantic strategy computed count as embedding)."""
         emb_s0 = self.embedder.seconds
@@ -233,8 +238,8 @@ class Evaluator(RankingMixin, ScoringMixin):
         store = self._store(items)
         chunks = [c for _, cs, _ in items for c in cs]
         self.progress(f"{spec.name}: {len(chunks)} chunks, scoring {len(self.dataset.queries)} queries")
-        deep, doc_scores = self._ranking(spec, chunks, store, qv)
-        return chunks, deep, doc_scores, chunk_seconds - chunk_embed_s, embed_seconds
+        deep, stage, doc_scores = self._ranking(spec, chunks, store, qv)
+        return chunks, deep, stage, doc_scores, chunk_seconds - chunk_embed_s, embed_seconds
 
     def _top_n(self, n_chunks: int) -> int:
         """Chunks per query the span metrics and the curve read."""
@@ -242,18 +247,12 @@ class Evaluator(RankingMixin, ScoringMixin):
 
     def _ranking(
         self, spec: RunSpec, chunks: list[Chunk], store: MemoryStore, qv: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """The deep order (deep enough for the budgets and the reranker) and the scores documents are
-        ranked by: with RRF, the ranks of the first :meth:`_top_n` chunks alone."""
-        sims = self._similarities(store, qv)
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The deep order (deep enough for the budgets and the reranker), its first-stage scores and the
+        scores documents are ranked by (:meth:`~.ranking.RankingMixin._rank`: search's own ranking)."""
         top_n = self._top_n(len(chunks))
         depth = max(top_n, BUDGET_DEPTH, spec.rerank_depth if spec.rerank else 0)
-        deep_order, scores_for_docs = self._rank(spec, store, sims, min(len(chunks), depth))
-        if spec.hybrid and spec.fusion == "rrf":
-            scores_for_docs = np.zeros_like(sims)
-            ranks = np.arange(top_n, 0, -1, dtype=np.float32)[None, :]
-            np.put_along_axis(scores_for_docs, deep_order[:, :top_n], ranks, axis=1)
-        return deep_order, scores_for_docs
+        return self._rank(spec, store, qv, min(len(chunks), depth))
 
     def _embedded_chunks(
         self, spec: RunSpec, by_doc: dict[str, list[Chunk]]
@@ -403,7 +402,6 @@ __all__ = [
     "FUSION_MODES",
     "split_top_level",
     "top_indices",
-    "HYBRID_CANDIDATES",
     "CURVE_NS",
     "SPAN_NS",
     "VECTOR_MODES",

@@ -122,8 +122,10 @@ class ScoringMixin:
 
     def _budget_recall(self, spec: RunSpec, chunks: list[Chunk], order: np.ndarray) -> dict[str, np.ndarray]:
         """Span recall at each token budget (:data:`~.metrics.BUDGETS`, and the run's ``budget``): the ranked
-        chunks handed to the reader as ``spec.expand`` widens them (none: the chunks themselves, hits of one
-        document that meet merged), until the budget (counted with ``count_tokenizer``) is full."""
+        chunks handed to the reader as ``spec.expand`` widens them (unset: as ``ask --budget`` does, by
+        document kind; ``none``: the chunks themselves, hits of one document that meet merged), until the
+        budget (counted with ``count_tokenizer``) is full."""
+        from ..pipeline.config import reader_expand
         from ..retrieval.expand import expand_chunks
 
         budgets = sorted(set(M.BUDGETS) | ({spec.budget} if spec.budget else set()))
@@ -136,7 +138,12 @@ class ScoringMixin:
             hits = [chunks[i] for i in order[qi]]
             for b in budgets:
                 passages = expand_chunks(
-                    hits, by_doc.__getitem__, spec.expand, b, self.count_tokenizer, memo=self._token_memo
+                    hits,
+                    by_doc.__getitem__,
+                    reader_expand(spec.expand, b),
+                    b,
+                    self.count_tokenizer,
+                    memo=self._token_memo,
                 )
                 context = [(p.source, a, e) for p in passages for a, e in p.pieces]
                 out[M.budget_name(b)][qi] = M.span_recall(refs, context)

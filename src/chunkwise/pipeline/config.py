@@ -113,7 +113,11 @@ def _unit_interval(name: str, value: Any) -> float:
 
 
 #: how search results are widened before a reader sees them (``chunkwise.retrieval.expand``)
-EXPAND_MODES = ("neighbors:N", "section", "parent:TOKENS")
+EXPAND_MODES = ("neighbors:N", "section", "parent:TOKENS", "auto")
+#: the expansion a reader gets under a token budget when none is asked for: by document kind
+#: (``auto``: neighbours for text without headings or pages, the hit alone elsewhere; measured in
+#: benchmarks/results/defaults-matrix.md)
+BUDGET_EXPAND = "auto"
 #: the ``N`` of a bare ``neighbors`` and the ``TOKENS`` of a bare ``parent``
 EXPAND_DEFAULTS = {"neighbors": 1, "parent": 512}
 
@@ -128,8 +132,8 @@ def parse_expand(value: Any) -> tuple[str, int | None] | None:
     if not isinstance(value, str):
         raise ConfigError(problem)
     kind, sep, number = value.strip().lower().partition(":")
-    if kind == "section" and not sep:
-        return ("section", None)
+    if kind in ("section", "auto") and not sep:
+        return (kind, None)
     if kind not in EXPAND_DEFAULTS:
         raise ConfigError(problem)
     if not sep:
@@ -179,10 +183,16 @@ def _granularities(name: str, value: Any) -> list[int] | None:
     return sorted(sizes)
 
 
+def reader_expand(expand: str | None, budget: int | str | None) -> str | None:
+    """The expansion a reader gets: ``expand`` as given (``"none"``: the hits alone); not given, with a
+    ``budget``, :data:`BUDGET_EXPAND`; neither: ``None`` (the hits alone, no budget)."""
+    return BUDGET_EXPAND if expand is None and budget is not None else expand
+
+
 def _expand(name: str, value: Any) -> str | None:
     parsed = parse_expand(value)
-    if parsed is None:
-        return None
+    if parsed is None:  # "none" is kept: it turns the expansion a budget would bring off
+        return "none" if isinstance(value, str) and value.strip().lower() == "none" else None
     return parsed[0] if parsed[1] is None else f"{parsed[0]}:{parsed[1]}"
 
 
@@ -307,13 +317,23 @@ class PipelineConfig:
     dense_weight: float = setting(
         DENSE_WEIGHT, _unit_interval, "weight of the vector scores in zscore fusion, in [0, 1]", "search", metavar="W"
     )
+    #: a first pass over structure: a query naming a key (``3.8.13``, ``max_tokens``) gets the chunks of the
+    #: sections holding it first (``chunkwise.retrieval.sections``); ``search --no-sections`` turns it off
+    sections: bool = setting(
+        True,
+        _bool,
+        "rank the chunks of the sections that hold the query's keys (3.8.13, max_tokens) first",
+        "search",
+        flag="--no-sections",
+    )
     #: what the reader sees around each hit (``ask``, ``search --expand``; ``eval``'s span recall at a budget)
     expand: str | None = setting(
         None,
         _expand,
         "the context handed on around each hit: neighbors:N (N chunks each side), section (the hit's "
-        "section), parent:TOKENS (about TOKENS tokens around it); hits that meet are merged into one passage; "
-        "none: the hits alone",
+        "section), parent:TOKENS (about TOKENS tokens around it), auto (neighbors:1 in text without headings "
+        "or pages, the hit alone elsewhere; what a budget without a mode gets); hits that meet are merged into "
+        "one passage; none: the hits alone",
         "expand",
         metavar="MODE",
     )
@@ -443,6 +463,8 @@ class PipelineConfig:
             parts.extend(f"{k}={v}" for k, v in self.fusion_options().items())
         else:
             parts.append("dense")
+        if not self.sections:
+            parts.append("no-sections")
         if self.vectors != "text":
             parts.append(f"vectors={self.vectors}")
         if self.expand:
@@ -586,6 +608,8 @@ __all__ = [
     "OLD_RUN_KEYS",
     "EXPAND_MODES",
     "parse_expand",
+    "reader_expand",
+    "BUDGET_EXPAND",
     "parse_budget",
     "RERANK_KINDS",
     "RERANK_DEPTH",

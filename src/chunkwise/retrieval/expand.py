@@ -11,6 +11,9 @@ LangChain's ``ParentDocumentRetriever``, but from the stored chunks themselves (
   introduction, whose path is the title alone) gets the chunks of that path only, never the whole page;
 - ``parent:TOKENS``: a window of about ``TOKENS`` tokens (the chunks' own counts) centred on the hit, cut at
   chunk boundaries.
+- ``auto``: by document kind (:func:`by_kind`): ``neighbors:1`` for a hit in text without headings or pages
+  (transcripts, plain prose), the hit alone elsewhere; what a reader gets under a budget when no mode is
+  asked for (:func:`chunkwise.pipeline.config.reader_expand`).
 
 Hits of one document whose windows overlap, touch or are adjacent by chunk index become *one* passage, so
 no text reaches a prompt twice. With ``budget`` the passages' tokens together never exceed it: hits are
@@ -40,6 +43,8 @@ from ..segmentation.tokenizers import Tokenizer, resolve_tokenizer
 
 #: what stands between two stored chunks that do not touch (the characters between them are not stored)
 GAP = "\n"
+#: the neighbours each side ``auto`` gives a hit of text without layout
+AUTO_NEIGHBORS = 1
 #: the tokenizer budgets are counted with unless told otherwise (the reader's tokens, not the embedder's)
 BUDGET_TOKENIZER = "cl100k"
 
@@ -132,9 +137,20 @@ def _grow(
     return out
 
 
+def by_kind(chunk: Chunk) -> tuple[str, int | None] | None:
+    """What ``auto`` widens a hit by: its :data:`AUTO_NEIGHBORS` neighbours in text without headings or pages
+    (transcripts, plain prose: a long answer runs on past a chunk's edge), the hit alone in documents with
+    structure (Markdown, code, PDF pages). Measured in benchmarks/results/defaults-matrix.md."""
+    if not chunk.section and chunk.page_start is None:
+        return ("neighbors", AUTO_NEIGHBORS)
+    return None
+
+
 def windows(mode: tuple[str, int | None] | None, chunks: Sequence[Chunk], pos: int) -> list[tuple[int, int]]:
     """The candidate windows of the hit at ``pos`` of ``chunks`` (one document, in index order), as
     positions ``(first, last)``, narrowest first: the hit alone, then wider, up to what ``mode`` asks."""
+    if mode is not None and mode[0] == "auto":
+        mode = by_kind(chunks[pos])
     if mode is None:
         return [(pos, pos)]
     kind, n = mode
@@ -279,9 +295,10 @@ def expand_chunks(
         if not isinstance(chunk, Chunk):
             raise ConfigError(f"cannot expand {type(chunk).__name__!r}: expected search results or chunks")
     around = getattr(doc_chunks, "around", None)
-    if around is None or parsed is None or parsed[0] != "neighbors":
+    reach = None if parsed is None else {"neighbors": parsed[1], "auto": AUTO_NEIGHBORS}.get(parsed[0])
+    if around is None or reach is None:
         return _expand(hits, {}, doc_chunks, parsed, limit, costs)
-    wanted = _neighbour_indexes(hits, int(parsed[1] or 0))
+    wanted = _neighbour_indexes(hits, int(reach or 0))
     stored: dict[str, dict[int, Chunk]] = {}
     ask = wanted
     while True:

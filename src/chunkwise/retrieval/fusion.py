@@ -10,9 +10,12 @@ is what ``chunkwise search`` does.
   far apart the scores are, so a chunk far ahead in one ranking is not pulled level with the runner-up; it
   measured 2-4 recall points better on Chroma's evaluation (docs/evaluation.md).
 
-Evaluation z-normalises over *all* chunks; a vector database returns only the top candidates of each side,
-so :func:`fuse_candidates_zscore` normalises over the union of the candidates (:data:`ZSCORE_DEPTH` per side), giving a candidate that one
-side did not return that side's lowest candidate score (it ranked below every returned one).
+A vector database returns only the top candidates of each side, so :func:`fuse_candidates_zscore` normalises
+over the union of the candidates (:data:`ZSCORE_DEPTH` per side), giving a candidate that one side did not
+return that side's lowest candidate score (it ranked below every returned one), or 0 on the BM25 side when
+BM25 returned every chunk it matches. Evaluation ranks with the same candidates
+(:func:`chunkwise.retrieval.search.rank_candidates`); :func:`fuse_zscore` over every chunk is kept for
+comparisons.
 """
 
 from __future__ import annotations
@@ -72,17 +75,22 @@ def fuse_zscore(dense: np.ndarray, sparse: np.ndarray, dense_weight: float = DEN
 
 
 def fuse_candidates_zscore(
-    dense: Mapping[K, float], sparse: Mapping[K, float], dense_weight: float = DENSE_WEIGHT
+    dense: Mapping[K, float],
+    sparse: Mapping[K, float],
+    dense_weight: float = DENSE_WEIGHT,
+    sparse_floor: float | None = None,
 ) -> list[tuple[K, float]]:
     """z-score fusion over the union of two candidate sets (``id -> score``), best first.
 
-    An id missing from one side gets that side's lowest returned score; ties keep dense order first.
+    An id missing from one side gets that side's lowest returned score, or ``sparse_floor`` on the sparse
+    side when the caller knows the missing ids' true score (BM25 returned every match: the others score 0;
+    a lone match would otherwise tie with every chunk it does not match); ties keep dense order first.
     """
     ids = list(dict.fromkeys([*dense, *sparse]))
     if not ids:
         return []
     d_floor = min(dense.values()) if dense else 0.0
-    s_floor = min(sparse.values()) if sparse else 0.0
+    s_floor = sparse_floor if sparse_floor is not None else min(sparse.values()) if sparse else 0.0
     d = np.array([[dense.get(i, d_floor) for i in ids]])
     s = np.array([[sparse.get(i, s_floor) for i in ids]])
     fused = fuse_zscore(d, s, dense_weight)[0]

@@ -340,7 +340,6 @@ class Index:
         *,
         config: PipelineConfig | None = None,
         where: Any = None,
-        sections: bool = True,
         **settings: Any,
     ) -> list[SearchResult]:
         """The ``k`` best chunks for ``query``: BM25 and vectors fused (the default), or by cosine similarity alone
@@ -348,7 +347,7 @@ class Index:
 
         ``config``: a :class:`~chunkwise.pipeline.PipelineConfig` (a ``tune`` result, say) whose retrieval
         settings this search uses; keyword arguments naming a retrieval setting (``hybrid``, ``fusion``,
-        ``dense_weight``, ``rrf_k``, ``rerank``, ``rerank_depth``: every setting of stage ``"search"``) override
+        ``dense_weight``, ``rrf_k``, ``sections``, ``rerank``, ``rerank_depth``: every setting of stage ``"search"``) override
         it, and without ``config`` override the defaults. ``filter`` is a raw Milvus boolean expression over the
         stored fields, e.g. ``'source like "%manual%" and page_start >= 3'``, passed as it is: only for trusted
         input. ``where`` is the safe form for values from untrusted input: ``(field, operator, value)`` tuples (or
@@ -369,9 +368,9 @@ class Index:
         qvec = query_vectors(embedder, [query])[0]  # E5 reads a query unlike a document
         depth = max(k, run.rerank_depth) if run.rerank else k
         if run.hybrid:
-            results = hybrid_results(self.store, query, qvec, depth, filter, run, sections)
+            results = hybrid_results(self.store, query, qvec, depth, filter, run, run.sections)
         else:
-            results = dense_results(self.store, qvec, depth, filter, query if sections else None)
+            results = dense_results(self.store, qvec, depth, filter, query if run.sections else None)
         if not run.rerank:
             return results
         from .rerank import rerank_results  # a second stage's models load only when one is asked for
@@ -409,16 +408,18 @@ class Index:
         min_score: float | None = None,
         on_token=None,
         on_passages=None,
-        sections: bool = True,
         **settings: Any,
     ):
         """Answer ``question`` from the ``k`` best chunks, citing them as ``[n]``; see :func:`chunkwise.llm.answer.ask_index`.
         ``llm``: an :class:`~chunkwise.llm.base.LLM` (default: the offline extractive one); ``min_score``: cosine
         threshold (default :data:`~chunkwise.llm.answer.DEFAULT_MIN_SCORE`); ``on_token`` receives the answer as it
         streams, ``on_passages`` the passages before the LLM is asked. ``config`` and keyword arguments as for
-        :meth:`search` (the retrieval settings), plus ``expand``/``budget``: the LLM reads the hits widened as
-        :meth:`expand` does, and cites those passages."""
+        :meth:`search` (the retrieval settings, ``sections`` too), plus ``expand``/``budget``: the LLM reads the
+        hits widened as :meth:`expand` does, and cites those passages; a ``budget`` without ``expand`` widens by
+        document kind (``"auto"``: neighbours in text without headings or pages), ``expand="none"`` keeps the
+        hits alone."""
         from ..llm.answer import DEFAULT_MIN_SCORE, ask_index
+        from ..pipeline.config import reader_expand
 
         run = run_config(config, settings, ("search", "expand"), "ask")  # refused before anything is retrieved
         retrieval = run.search_options()
@@ -433,8 +434,8 @@ class Index:
             min_score=DEFAULT_MIN_SCORE if min_score is None else min_score,
             on_passages=on_passages,
             hybrid=run.hybrid,
-            search_options={**retrieval, "sections": sections},
-            expand=run.expand,
+            search_options=retrieval,
+            expand=reader_expand(run.expand, run.budget),  # a budget without a mode: by document kind
             budget=run.budget,
         )
 

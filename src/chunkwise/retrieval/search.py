@@ -3,13 +3,14 @@ or BM25 and vectors fused (:mod:`chunkwise.retrieval.fusion`), as :class:`~.resu
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ..errors import ConfigError, InputError
-from ..pipeline.config import PipelineConfig
-from ..store.base import Store
+from ..pipeline.config import DEFAULT_FUSION, DENSE_WEIGHT, RRF_K, PipelineConfig
+from ..store.base import Hit, Store
 from .fusion import ZSCORE_DEPTH, fuse_candidates_zscore, reciprocal_rank_fusion
 from .results import SearchResult
 from .sections import key_members, sections_first
@@ -34,24 +35,87 @@ def check_search(query: str, k: int, filter: str | None, where: Any) -> str | No
     return filter
 
 
+@dataclass
+class Ranking:
+    """What the first stage of a search found, before it is cut to ``k``: every candidate ``(id, score)``,
+    best first (with ``sections``, the named sections' chunks ahead), and each candidate's place in the
+    vector and the BM25 ranking."""
+
+    ranked: list[tuple[str, float]]
+    vector_rank: dict[str, int] = field(default_factory=dict)
+    bm25_rank: dict[str, int] = field(default_factory=dict)
+    #: the stored rows where the first stage read them already (vectors alone: one round trip, no fetch)
+    hits: dict[str, Hit] = field(default_factory=dict)
+
+
+def rank_candidates(
+    store: Store,
+    query: str,
+    qvec: np.ndarray,
+    k: int,
+    filter: str | None,
+    hybrid: bool = True,
+    fusion: str = DEFAULT_FUSION,
+    dense_weight: float = DENSE_WEIGHT,
+    rrf_k: int = RRF_K,
+    sections: bool = True,
+) -> Ranking:
+    """The one ranking behind ``Index.search`` and ``chunkwise eval`` (so what ``eval`` measures is what
+    ``search`` returns): vectors alone, or BM25 and vectors fused (``fusion``: ``"zscore"`` or ``"rrf"``);
+    with ``sections``, the chunks of the sections the query names by a key first
+    (:mod:`chunkwise.retrieval.sections`). How deep each side is read depends on ``k`` as in ``search``."""
+    members = key_members(store, query, filter) if sections else []
+    if not hybrid:
+        if not members:
+            hits = store.search_vector(qvec, k, filter)
+            return Ranking(
+                [(h.id, h.score) for h in hits],
+                {h.id: r for r, h in enumerate(hits, start=1)},
+                {},
+                {h.id: h for h in hits},
+            )
+        ranked = [(h.id, h.score) for h in store.search_vector(qvec, max(ZSCORE_DEPTH, k), filter, ids_only=True)]
+        vrank = {i: n for n, (i, _) in enumerate(ranked, start=1)}
+        return Ranking(sections_first(ranked, members), vrank)
+    # Both rankings go deeper than k so fusion can promote a chunk that is, say, 12th by vectors and
+    # 2nd by BM25; only ids and scores travel until the final k are known.
+    depth = max(ZSCORE_DEPTH if fusion == "zscore" else 50, 4 * k)
+    vector_hits = {h.id: h.score for h in store.search_vector(qvec, depth, filter, ids_only=True)}
+    bm25_hits = {h.id: h.score for h in store.search_text(query, depth, filter)}
+    if fusion == "zscore":
+        # fewer BM25 hits than asked for: every match came back, and every other chunk scores 0
+        floor = 0.0 if len(bm25_hits) < depth else None
+        fused = fuse_candidates_zscore(vector_hits, bm25_hits, dense_weight, floor)
+    else:
+        fused = reciprocal_rank_fusion([list(vector_hits), list(bm25_hits)], k=rrf_k)
+    return Ranking(
+        sections_first(fused, members),
+        {i: n for n, i in enumerate(vector_hits, start=1)},
+        {i: n for n, i in enumerate(bm25_hits, start=1)},
+    )
+
+
+def _results(store: Store, ranking: Ranking, k: int) -> list[SearchResult]:
+    """The first ``k`` of a ranking as search results (their chunks read from the store)."""
+    chosen = ranking.ranked[:k]
+    missing = [i for i, _ in chosen if i not in ranking.hits]
+    stored = {**ranking.hits, **({h.id: h for h in store.fetch(missing)} if missing else {})}
+    return [
+        SearchResult.from_hit(
+            r, s, stored[i], vector_rank=ranking.vector_rank.get(i), bm25_rank=ranking.bm25_rank.get(i)
+        )
+        for r, (i, s) in enumerate(chosen, start=1)
+        if i in stored
+    ]
+
+
 def dense_results(
     store: Store, qvec: np.ndarray, k: int, filter: str | None, query: str | None = None
 ) -> list[SearchResult]:
     """The ``k`` chunks nearest to the query vector, by cosine similarity; given the ``query``, the chunks of
     the sections it names by a key come first (:mod:`chunkwise.retrieval.sections`)."""
-    members = key_members(store, query, filter) if query else []
-    if not members:
-        hits = store.search_vector(qvec, k, filter)
-        return [SearchResult.from_hit(r, h.score, h, vector_rank=r) for r, h in enumerate(hits, start=1)]
-    ranked = [(h.id, h.score) for h in store.search_vector(qvec, max(ZSCORE_DEPTH, k), filter, ids_only=True)]
-    vrank = {i: n for n, (i, _) in enumerate(ranked, start=1)}
-    chosen = sections_first(ranked, members)[:k]
-    stored = {h.id: h for h in store.fetch([i for i, _ in chosen])}
-    return [
-        SearchResult.from_hit(r, s, stored[i], vector_rank=vrank.get(i))
-        for r, (i, s) in enumerate(chosen, start=1)
-        if i in stored
-    ]
+    ranking = rank_candidates(store, query or "", qvec, k, filter, hybrid=False, sections=bool(query))
+    return _results(store, ranking, k)
 
 
 def hybrid_results(
@@ -67,27 +131,8 @@ def hybrid_results(
     ``dense_weight`` or ``"rrf"`` with ``rrf_k``; a checked configuration); with
     ``sections``, the chunks of the sections the query names by a key first
     (:mod:`chunkwise.retrieval.sections`)."""
-    # Both rankings go deeper than k so fusion can promote a chunk that is, say, 12th by vectors and
-    # 2nd by BM25; only ids and scores travel until the final k are known.
-    fusion = run.fusion
-    depth = max(ZSCORE_DEPTH if fusion == "zscore" else 50, 4 * k)
-    vector_hits = {h.id: h.score for h in store.search_vector(qvec, depth, filter, ids_only=True)}
-    bm25_hits = {h.id: h.score for h in store.search_text(query, depth, filter)}
-    if fusion == "zscore":
-        fused = fuse_candidates_zscore(vector_hits, bm25_hits, run.dense_weight)
-    else:
-        fused = reciprocal_rank_fusion([list(vector_hits), list(bm25_hits)], k=run.rrf_k)
-    if sections:
-        fused = sections_first(fused, key_members(store, query, filter))
-    fused = fused[:k]
-    stored = {h.id: h for h in store.fetch([i for i, _ in fused])}
-    vrank = {i: n for n, i in enumerate(vector_hits, start=1)}
-    brank = {i: n for n, i in enumerate(bm25_hits, start=1)}
-    return [
-        SearchResult.from_hit(r, s, stored[i], vector_rank=vrank.get(i), bm25_rank=brank.get(i))
-        for r, (i, s) in enumerate(fused, start=1)
-        if i in stored
-    ]
+    ranking = rank_candidates(store, query, qvec, k, filter, True, run.fusion, run.dense_weight, run.rrf_k, sections)
+    return _results(store, ranking, k)
 
 
-__all__ = ["check_search", "dense_results", "hybrid_results"]
+__all__ = ["check_search", "dense_results", "hybrid_results", "rank_candidates", "Ranking"]

@@ -66,12 +66,14 @@ def request_models() -> tuple[Any, Any, Any, Any]:
         # the second stage (None: none); `cross:PATH` names a file on the server, so it is refused over HTTP
         rerank: str | None = Field(None, max_length=100)
         rerank_depth: int | None = Field(None, ge=1, le=100)
+        # the section-first pass (None: on, as Index.search)
+        sections: bool | None = None
 
         def options(self) -> dict[str, Any]:
             if (self.rerank or "").strip().startswith("cross:"):
                 raise RequestError(400, "rerank 'cross:PATH' names a file; only maxsim or llm over HTTP")
             given = {"fusion": self.fusion, "rrf_k": self.rrf_k, "dense_weight": self.dense_weight}
-            given |= {"rerank": self.rerank, "rerank_depth": self.rerank_depth}
+            given |= {"rerank": self.rerank, "rerank_depth": self.rerank_depth, "sections": self.sections}
             return {"k": self.k, "hybrid": self.hybrid, **{n: v for n, v in given.items() if v is not None}}
 
     class SearchRequest(Retrieval):
