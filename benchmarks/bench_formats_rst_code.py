@@ -82,6 +82,37 @@ def long_literals(src: str) -> list[tuple[int, int, int]]:
     return out
 
 
+def after_strings(src: str) -> dict[tuple[int, int], int]:
+    """For each string statement followed by another statement in the same body: where that statement
+    starts (its decorator, or the comment lines right above it)."""
+    starts = [0] + [m.end() for m in re.finditer("\n", src)]
+    out = {}
+    for node in ast.walk(ast.parse(src)):
+        for field in ("body", "orelse", "finalbody"):
+            body = getattr(node, field, None)
+            if not isinstance(body, list):
+                continue
+            for stmt, nxt in zip(body, body[1:]):
+                if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+                    if isinstance(stmt.value.value, str):
+                        a = starts[stmt.lineno - 1] + stmt.col_offset
+                        b = starts[stmt.end_lineno - 1] + stmt.end_col_offset
+                        line, col = nxt.lineno, nxt.col_offset
+                        decorators = getattr(nxt, "decorator_list", [])
+                        if decorators:
+                            line, col = decorators[0].lineno, decorators[0].col_offset - 1
+                        pos = starts[line - 1] + col
+                        while line > 1 and src[starts[line - 2] : starts[line - 1]].lstrip().startswith("#"):
+                            line -= 1  # a comment right above the statement belongs to it
+                            pos = (
+                                starts[line - 1]
+                                + len(src[starts[line - 1] :])
+                                - len(src[starts[line - 1] :].lstrip(" \t"))
+                            )
+                        out[(a, b)] = pos
+    return out
+
+
 def rst_figures(repo: Path, max_tokens: int) -> dict:
     auto = get_strategy("auto", max_tokens=max_tokens)
     files = sorted(p for p in repo.rglob("*.rst") if p.is_file())
@@ -123,7 +154,7 @@ def code_figures(repo: Path, max_tokens: int) -> dict:
         ("recursive-code", get_strategy("recursive", max_tokens=max_tokens, separators="code")),
     ):
         row = {"files": 0, "chunks": 0, "statement": 0, "paragraph": 0, "line": 0, "other": 0}
-        row.update(section=0, floor=0)
+        row.update(section=0, floor=0, split_docstrings=0, code_after_starts=0)
         for doc in docs:
             starts = statement_starts(doc.text)
             if starts is None:
@@ -135,7 +166,14 @@ def code_figures(repo: Path, max_tokens: int) -> dict:
                 if n > max_tokens:
                     long_strings.append((a, b))
                     row["floor"] += math.ceil(n / max_tokens) - 1
-            for c in strategy.chunk(doc):
+            chunks = strategy.chunk(doc)
+            chunk_starts = {c.start for c in chunks}
+            after = after_strings(doc.text)
+            for a, b, _ in long_literals(doc.text):
+                if (a, b) in after and any(a < s < b for s in chunk_starts):  # a docstring that was cut
+                    row["split_docstrings"] += 1
+                    row["code_after_starts"] += after[(a, b)] in chunk_starts
+            for c in chunks:
                 row["chunks"] += 1
                 row[start_kind(doc.text, c.start, starts, long_strings)] += 1
                 row["section"] += bool(c.section)
@@ -177,8 +215,9 @@ def main(argv: list[str] | None = None) -> int:
                 f"({pct(row['statement'], n)}); or at a paragraph of a docstring longer than a chunk "
                 f"{row['statement'] + row['paragraph']} ({pct(row['statement'] + row['paragraph'], n)}); "
                 f"other starts: at a line of such a docstring {row['line']}, elsewhere {row['other']}; "
-                f"forced docstring pieces (floor) {row['floor']}; with a section {row['section']} "
-                f"({pct(row['section'], n)})"
+                f"forced docstring pieces (floor) {row['floor']}; docstrings cut inside and followed by a "
+                f"statement: {row['split_docstrings']}, that statement starting a chunk: {row['code_after_starts']}; "
+                f"with a section {row['section']} ({pct(row['section'], n)})"
             )
         sys.stdout.flush()
     return 0

@@ -165,7 +165,8 @@ def _units(tree, start: int, end: int, fits) -> list[Unit]:
             if y <= x:
                 continue
             if fits(x, y):
-                units.append(Unit(x, y, False, opened and k == 0 and len(cuts) > 1))
+                prose = node is not None and _is_prose(node)
+                units.append(Unit(x, y, False, opened and k == 0 and len(cuts) > 1, prose))
             elif node is not None and _is_prose(node):
                 units.append(Unit(x, y, True, False, prose=True))  # a docstring or comment: its own cuts
             elif node is None or node.child_count == 0:
@@ -181,7 +182,8 @@ def _units(tree, start: int, end: int, fits) -> list[Unit]:
 
 def _headers_lead(units: list[Unit], fits) -> list[Unit]:
     """A header (``class X:``, a signature) joined to what follows it rather than ending a chunk: to the
-    next unit where both fit, to a statement too big alone so that the header starts its first piece."""
+    next unit where both fit, to a statement too big alone or a docstring too big beside it so that the
+    header starts its first piece."""
     merged: list[Unit] = []
     for unit in units:
         header = bool(merged) and merged[-1] is not _BREAK and merged[-1].header
@@ -190,7 +192,7 @@ def _headers_lead(units: list[Unit], fits) -> list[Unit]:
                 merged.append(unit)  # (a header flows on into what it introduces)
         elif header and not unit.too_big and fits(merged[-1].start, unit.end):
             merged[-1] = Unit(merged[-1].start, unit.end, False, unit.header)
-        elif header and unit.too_big:
+        elif header and (unit.too_big or unit.prose):
             merged[-1] = Unit(merged[-1].start, unit.end, True, False, unit.prose)
         else:
             merged.append(unit)
