@@ -276,6 +276,17 @@ def test_html_table_split_carries_its_header_in_every_chunk(mode, thead):
     assert all(c.embed_text.startswith(c.context) for c in later)  # what is embedded and indexed
 
 
+def test_html_table_header_from_the_cli_and_the_python_api(tmp_path, capsys):
+    rows = [[f"Station {i}", f"{i * 3} mm"] for i in range(40)]
+    path = tmp_path / "rain.html"
+    path.write_text(_html_page([(["Station", "Rain"], rows)], thead=True), encoding="utf-8")
+    assert main(["chunk", str(path), "--max-tokens", "48"]) == 0
+    cli = [json.loads(line) for line in capsys.readouterr()[0].splitlines()]
+    api = chunkwise.chunk_file(path, max_tokens=48)
+    assert [(r["start"], r["end"], r["context"]) for r in cli] == [(c.start, c.end, c.context) for c in api]
+    assert sum(r["context"] == "Station | Rain" for r in cli) >= 2
+
+
 def test_html_row_too_long_to_be_a_header_is_none():
     prose = "A first row of running text, as a layout table holds, and no column names at all. " * 8
     page = _html_page([([prose], [[f"cell {i}"] for i in range(30)])], thead=False)
