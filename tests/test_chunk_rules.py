@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 import chunkwise
 from chunkwise.document import Document
 from chunkwise.formats import load_bytes
+from chunkwise.segmentation.sentences import split_sentences
 from chunkwise.segmentation.tokenizers import get_tokenizer
 from chunkwise.strategies import SEMANTIC_STRATEGIES, get_strategy
 from chunkwise.strategies.base import max_chars_for
@@ -76,7 +77,9 @@ def _para_end(text: str, pos: int) -> int:
     return len(text) if k < 0 else k
 
 
-def check_rules(text: str, chunks, max_tokens: int, tokenizer: str) -> None:
+def check_rules(text: str, chunks, max_tokens: int, tokenizer: str, units: list[int] | None = None) -> None:
+    """The two rules on ``chunks``. ``units``: where a semantic strategy may cut (its sentence starts), which
+    bounds what a tail can take along: the whole unit it is in, and the next chunk's first unit."""
     tok = get_tokenizer(tokenizer)
     bound = max_chars_for(max_tokens)
 
@@ -92,9 +95,12 @@ def check_rules(text: str, chunks, max_tokens: int, tokenizer: str) -> None:
             last = text[ls : c.end].rstrip()
             if STICKY.match(last):
                 # allowed only when the tail plus the next chunk's first paragraph is over the cap
-                assert not fits(ls, max(nxt.start + 1, min(nxt.end, _para_end(text, nxt.start)))), (
-                    f"chunk {k} ends with {last!r} although the next chunk could take it"
-                )
+                head, body_end = ls, max(nxt.start + 1, min(nxt.end, _para_end(text, nxt.start)))
+                if units is not None:  # (in whole units)
+                    head = max((u for u in units if c.start <= u <= ls), default=c.start)
+                    body_end = min((u for u in units if u > nxt.start), default=nxt.end)
+                    body_end = max(body_end, min(nxt.end, _para_end(text, nxt.start)))
+                assert not fits(head, body_end), f"chunk {k} ends with {last!r} although the next chunk could take it"
         small = c.token_count < 5 or not any(ch.isalnum() for ch in c.text)
         if small and len(chunks) > 1:
             for other in (prv, nxt):
@@ -112,7 +118,8 @@ def test_rules_hold_for_every_strategy(name, tokenizer, text, max_tokens):
     chunks = make(name, tokenizer, max_tokens=max_tokens).chunk(doc)
     assert all(doc.text[c.start : c.end] == c.text for c in chunks)
     assert all(c.token_count <= max_tokens for c in chunks)
-    check_rules(doc.text, chunks, max_tokens, tokenizer)
+    units = [a for a, _ in split_sentences(doc.text)] if name in SEMANTIC_STRATEGIES else None
+    check_rules(doc.text, chunks, max_tokens, tokenizer, units)
 
 
 @pytest.mark.parametrize("name", ["recursive", "markdown", "auto"])
