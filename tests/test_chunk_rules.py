@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 import chunkwise
 from chunkwise.document import Document
 from chunkwise.formats import load_bytes
+from chunkwise.segmentation.sentences import split_sentences
 from chunkwise.segmentation.tokenizers import get_tokenizer
 from chunkwise.strategies import SEMANTIC_STRATEGIES, get_strategy
 from chunkwise.strategies.base import max_chars_for
@@ -36,10 +37,15 @@ paragraph = st.lists(word, min_size=2, max_size=7).map(lambda ws: " ".join(ws).c
 sticky = st.one_of(
     st.lists(word, min_size=1, max_size=3).map(lambda ws: "## " + " ".join(ws).title()),
     st.lists(word, min_size=1, max_size=3).map(lambda ws: "### " + " ".join(ws).title() + " { #anchor }"),
+    st.tuples(st.sampled_from(["####", "#####", "######"]), st.lists(word, min_size=1, max_size=3)).map(
+        lambda t: t[0] + " " + " ".join(t[1]).title()
+    ),
     st.lists(word, min_size=2, max_size=5).map(lambda ws: "If you use " + " ".join(ws) + ":"),
     st.sampled_from(["/// tip", "!!! note", "/// warning | Careful"]),
 )
 junk = st.sampled_from(["🚀", "---", "\ue000\ue001", "* * *", "...", "→"])
+#: a line of inline code between triple backticks (```` ```npm install pump``` ````): no fence, whatever it starts with
+inline_code = st.lists(word, min_size=1, max_size=4).map(lambda ws: "```npm install " + " ".join(ws) + " ```")
 block = st.one_of(
     st.tuples(st.none() | sticky, paragraph).map(lambda t: "\n\n".join(x for x in t if x)),
     paragraph,
@@ -47,6 +53,11 @@ block = st.one_of(
     st.lists(paragraph, min_size=1, max_size=3).map(lambda ps: "\n".join("- " + p for p in ps)),
 )
 documents = st.lists(block, min_size=1, max_size=14).map("\n\n".join)
+with_inline_code = st.lists(
+    st.one_of(block, st.tuples(st.none() | sticky, inline_code).map(lambda t: "\n\n".join(x for x in t if x))),
+    min_size=1,
+    max_size=14,
+).map("\n\n".join)
 
 
 def make(name: str, tokenizer: str, **params):
@@ -66,7 +77,9 @@ def _para_end(text: str, pos: int) -> int:
     return len(text) if k < 0 else k
 
 
-def check_rules(text: str, chunks, max_tokens: int, tokenizer: str) -> None:
+def check_rules(text: str, chunks, max_tokens: int, tokenizer: str, units: list[int] | None = None) -> None:
+    """The two rules on ``chunks``. ``units``: where a semantic strategy may cut (its sentence starts), which
+    bounds what a tail can take along: the whole unit it is in, and the next chunk's first unit."""
     tok = get_tokenizer(tokenizer)
     bound = max_chars_for(max_tokens)
 
@@ -82,9 +95,12 @@ def check_rules(text: str, chunks, max_tokens: int, tokenizer: str) -> None:
             last = text[ls : c.end].rstrip()
             if STICKY.match(last):
                 # allowed only when the tail plus the next chunk's first paragraph is over the cap
-                assert not fits(ls, max(nxt.start + 1, min(nxt.end, _para_end(text, nxt.start)))), (
-                    f"chunk {k} ends with {last!r} although the next chunk could take it"
-                )
+                head, body_end = ls, max(nxt.start + 1, min(nxt.end, _para_end(text, nxt.start)))
+                if units is not None:  # (in whole units)
+                    head = max((u for u in units if c.start <= u <= ls), default=c.start)
+                    body_end = min((u for u in units if u > nxt.start), default=nxt.end)
+                    body_end = max(body_end, min(nxt.end, _para_end(text, nxt.start)))
+                assert not fits(head, body_end), f"chunk {k} ends with {last!r} although the next chunk could take it"
         small = c.token_count < 5 or not any(ch.isalnum() for ch in c.text)
         if small and len(chunks) > 1:
             for other in (prv, nxt):
@@ -102,7 +118,19 @@ def test_rules_hold_for_every_strategy(name, tokenizer, text, max_tokens):
     chunks = make(name, tokenizer, max_tokens=max_tokens).chunk(doc)
     assert all(doc.text[c.start : c.end] == c.text for c in chunks)
     assert all(c.token_count <= max_tokens for c in chunks)
-    check_rules(doc.text, chunks, max_tokens, tokenizer)
+    units = [a for a, _ in split_sentences(doc.text)] if name in SEMANTIC_STRATEGIES else None
+    check_rules(doc.text, chunks, max_tokens, tokenizer, units)
+
+
+@pytest.mark.parametrize("name", ["recursive", "markdown", "auto"])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=with_inline_code, max_tokens=st.sampled_from([24, 40, 80]))
+def test_rules_hold_with_lines_of_inline_triple_backticks(name, text, max_tokens):
+    # (the semantic strategies cut only between their sentences, which join such a line to the junk after it)
+    doc = load_bytes(text.encode(), source="<doc.md>", name="doc.md") if name == "auto" else Document(text)
+    chunks = make(name, "minilm", max_tokens=max_tokens).chunk(doc)
+    assert all(doc.text[c.start : c.end] == c.text for c in chunks)
+    check_rules(doc.text, chunks, max_tokens, "minilm")
 
 
 @pytest.mark.parametrize("name", STRATEGIES)
@@ -341,3 +369,46 @@ def test_topic_cuts_need_a_real_valley():
     assert topic_cuts([]) == [] and topic_cuts(["One thing only."] * 3) == []
     same = ["The pump seal holds the valve pressure."] * 10
     assert topic_cuts(same) == []
+
+
+_SETUP_GUIDE = """# Tools for the pump lab
+
+A short guide to the tools this lab uses, from the first install to the first run of the model.
+
+## Getting started
+
+#### 1. Install the package manager and the command line tool (if you have not already)
+
+```curl -LsSf https://example.org/install.sh | sh ```
+
+```npm install -g @example/pump-cli```
+
+#### 2. Clone and set up the project
+
+```git clone https://example.org/pump-lab.git ```
+
+```cd pump-lab/models```
+
+```uv sync ```
+
+#### 3. Register the environment as a kernel
+
+```uv run python -m ipykernel install --user --name="pump-lab" ```
+
+#### 4. An API key
+1. Visit the console and sign in to your account
+2. Click on "Get API keys" and copy the key
+3. Paste it into your `.env` file as ```API_KEY=```
+"""
+
+
+@pytest.mark.parametrize("max_tokens", range(24, 140, 8))
+def test_a_heading_before_inline_triple_backticks_still_moves_to_its_body(max_tokens):
+    # a line such as ```npm install x``` is inline code, not a fence: read as one, it flipped what counted as
+    # inside code for the rest of the file, and a level-4 heading was left at the end of a chunk
+    doc = load_bytes(_SETUP_GUIDE.encode(), source="<README.md>", name="README.md")
+    chunks = get_strategy("auto", max_tokens=max_tokens).chunk(doc)
+    assert all(doc.text[c.start : c.end] == c.text for c in chunks)
+    check_rules(doc.text, chunks, max_tokens, "minilm")  # a heading ends a chunk only where the cap forbids more
+    if max_tokens >= 48:  # every heading with a line of its body fits
+        assert not any(c.text.rstrip().split("\n")[-1].startswith("#") for c in chunks)

@@ -235,6 +235,95 @@ def test_markdown_table_split_carries_its_header():
         assert all(c.context is None for c in chunks if "month" in c.text)
 
 
+def _html_page(tables: list[tuple[list[str], list[list[str]]]], thead: bool) -> str:
+    parts = ["<html><head><title>Rain</title></head><body><article><h1>Rain by station</h1>"]
+    parts.append("<p>" + "The stations measured the rain over one week in the valley. " * 6 + "</p>")
+    for header, rows in tables:
+        head = "<tr>" + "".join(f"<th>{h}</th>" for h in header) + "</tr>"
+        body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+        parts.append(
+            f"<table><thead>{head}</thead><tbody>{body}</tbody></table>" if thead else f"<table>{head}{body}</table>"
+        )
+        parts.append("<p>" + "What the table shows, said once more in words for the reader. " * 3 + "</p>")
+    return "".join(parts) + "</article></body></html>"
+
+
+def _check_table_context(doc, chunks) -> None:
+    """Every chunk that starts among a table's rows after its header carries exactly that header; a chunk
+    holding the header, or starting outside every table, carries none."""
+    assert all(doc.text[c.start : c.end] == c.text for c in chunks)
+    for c in chunks:
+        table = next((t for t in doc.tables if t.header_end <= c.start < t.end), None)
+        if table is None or (c.start <= table.header_start and table.header_end <= c.end):
+            assert c.context is None, c.text[:40]
+        else:
+            assert c.context == doc.text[table.header_start : table.header_end], c.text[:40]
+
+
+@pytest.mark.parametrize("mode", ["main", "full"])
+@pytest.mark.parametrize("thead", [True, False])
+def test_html_table_split_carries_its_header_in_every_chunk(mode, thead):
+    rain = [[f"Station {i}", f"{i * 3} mm", "calm weather, light wind from the west"] for i in range(40)]
+    wind = [[f"Mast {i}", f"{i} m/s"] for i in range(30)]
+    page = _html_page([(["Station", "Rain", "Notes"], rain), (["Mast", "Wind"], wind)], thead)
+    doc = load_bytes(page.encode(), source="rain.html", name="rain.html", html_mode=mode)
+    assert [doc.text[t.header_start : t.header_end] for t in doc.tables] == ["Station | Rain | Notes", "Mast | Wind"]
+    chunks = get_strategy("auto", max_tokens=48).chunk(doc)
+    _check_table_context(doc, chunks)
+    later = [c for c in chunks if c.context]
+    assert {c.context for c in later} == {"Station | Rain | Notes", "Mast | Wind"}
+    assert all(c.context for c in chunks if re.match(r"(Station|Mast) \d", c.text))  # every piece of a body
+    assert all(c.embed_text.startswith(c.context) for c in later)  # what is embedded and indexed
+
+
+def test_html_table_header_from_the_cli_and_the_python_api(tmp_path, capsys):
+    rows = [[f"Station {i}", f"{i * 3} mm"] for i in range(40)]
+    path = tmp_path / "rain.html"
+    path.write_text(_html_page([(["Station", "Rain"], rows)], thead=True), encoding="utf-8")
+    assert main(["chunk", str(path), "--max-tokens", "48"]) == 0
+    cli = [json.loads(line) for line in capsys.readouterr()[0].splitlines()]
+    api = chunkwise.chunk_file(path, max_tokens=48)
+    assert [(r["start"], r["end"], r["context"]) for r in cli] == [(c.start, c.end, c.context) for c in api]
+    assert sum(r["context"] == "Station | Rain" for r in cli) >= 2
+
+
+def test_html_row_too_long_to_be_a_header_is_none():
+    prose = "A first row of running text, as a layout table holds, and no column names at all. " * 8
+    page = _html_page([([prose], [[f"cell {i}"] for i in range(30)])], thead=False)
+    doc = load_bytes(page.encode(), source="layout.html", name="layout.html", html_mode="full")
+    assert doc.tables == []
+    assert all(c.context is None for c in get_strategy("auto", max_tokens=48).chunk(doc))
+
+
+_cell = st.text(alphabet="abcdefghij klmno 0123", min_size=1, max_size=24).map(str.strip).filter(bool)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    tables=st.lists(
+        st.integers(1, 4).flatmap(
+            lambda n: st.tuples(
+                st.lists(_cell, min_size=n, max_size=n), st.lists(st.lists(_cell, min_size=n, max_size=n), max_size=25)
+            )
+        ),
+        min_size=1,
+        max_size=3,
+    ),
+    thead=st.booleans(),
+    mode=st.sampled_from(["main", "full"]),
+    max_tokens=st.sampled_from([16, 40, 100]),
+    strategy=st.sampled_from(["auto", "recursive", "sentence"]),
+)
+def test_generated_html_tables_keep_offsets_caps_and_their_header(tables, thead, mode, max_tokens, strategy):
+    doc = load_bytes(_html_page(tables, thead).encode(), source="t.html", name="t.html", html_mode=mode)
+    chunks = get_strategy(strategy, max_tokens=max_tokens).chunk(doc)
+    _check_chunks(doc, chunks, max_tokens, resolve_tokenizer("minilm"))
+    _check_table_context(doc, chunks)
+    assert len(doc.tables) == sum(bool(rows) for _, rows in tables)
+    for t in doc.tables:  # a table is its header row and the rows after it, one line each
+        assert t.start == t.header_start < t.header_end < t.end and doc.text[t.header_end] == "\n"
+
+
 def test_large_data_file_left_out_of_a_folder_in_the_skip_line(capsys, tmp_path, monkeypatch):
     import chunkwise.formats as formats
 

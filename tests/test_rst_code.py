@@ -207,6 +207,51 @@ def test_a_long_function_is_split_at_statements_with_its_signature_first():
     check(src, chunks, 64, "minilm")
 
 
+def _paragraphs(n: int) -> str:
+    return "\n\n".join(
+        f"    Paragraph {i} says what the function does in plain words, at some length, so that\n"
+        f"    several of them make a docstring longer than one chunk; it mentions item {i}."
+        for i in range(n)
+    )
+
+
+@pytest.mark.parametrize("max_tokens", [48, 96, 200])
+def test_a_docstring_longer_than_a_chunk_is_cut_at_its_paragraphs_and_the_code_after_starts_a_chunk(max_tokens):
+    src = (
+        "import os\n\n\n"
+        f'def documented(path):\n    """Read a file.\n\n{_paragraphs(12)}\n\n'
+        '    :param path: where the file is.\n    :returns: its text.\n    """\n'
+        "    with open(path) as f:\n        return f.read()\n\n\n"
+        "def after():\n    return os.sep\n"
+    )
+    chunks = chunkwise.chunk_text(src, "code", max_tokens=max_tokens)
+    check(src, chunks, max_tokens, "minilm")
+    starts = _statement_starts(src)
+    doc_start, doc_end = src.index('"""Read'), src.index('"""\n    with') + 3
+    for c in chunks:
+        if c.start not in starts:  # only inside the docstring, and then at a paragraph or a field line
+            assert doc_start < c.start < doc_end, c.text[:40]
+            before = src[src.rfind("\n", 0, c.start - 1) : c.start]
+            assert before.strip() == "" and (before.count("\n") >= 1), c.text[:40]
+            assert c.text.startswith(("Paragraph", ":param", ":returns")), c.text[:40]
+    with_stmt = src.index("with open(path)")
+    assert any(c.start == with_stmt for c in chunks)  # the first statement after the docstring starts a chunk
+    assert not any(c.start == doc_end - 3 for c in chunks)  # nor do the closing quotes
+    assert sum(c.start not in starts for c in chunks) >= 1
+    assert all(c.section == ["documented"] for c in chunks if src.index("def documented") <= c.start < with_stmt)
+
+
+def test_the_closing_quotes_of_a_docstring_never_start_a_chunk():
+    # the last paragraph fills a chunk exactly: the quotes take its last line along instead of joining the code
+    for n in range(4, 30):
+        src = f'def f():\n    """{"word " * n}\n\n    {"more " * n}\n    """\n    x = 1\n    return x\n'
+        chunks = chunkwise.chunk_text(src, "code", max_tokens=16)
+        check(src, chunks, 16, "minilm")
+        closing = src.rindex('"""')
+        assert not any(c.start == closing for c in chunks), n
+        assert any(c.text.startswith("x = 1") for c in chunks), n
+
+
 @pytest.mark.parametrize(
     ("name", "language", "section", "needle"),
     [
@@ -305,6 +350,9 @@ _PY_PIECES = st.sampled_from(
         "@decorator\ndef g():\n    pass\n",
         "long = " + " + ".join(f"v{i}" for i in range(60)) + "\n",
         "def broken(:\n",
+        'def d():\n    """Title.\n\n    '
+        + "A paragraph of words here. " * 9
+        + '\n\n    :param x: the x.\n    """\n    return 1\n',
     ]
 )
 

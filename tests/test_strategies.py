@@ -149,7 +149,7 @@ def test_recursive_code_preset_cuts_before_top_level_definitions():
 
 
 def test_recursive_presets_and_bad_separators():
-    assert set(PRESETS) == {"prose", "markdown", "code"}
+    assert set(PRESETS) == {"prose", "markdown", "code", "docstring"}
     with pytest.raises(ConfigError, match="preset"):
         chunk(Document("x"), "recursive", separators="poetry")
     with pytest.raises(ConfigError):

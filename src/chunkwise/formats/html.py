@@ -24,10 +24,11 @@ browser would.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
 
-from ..document import Document, Section
+from ..document import Document, Section, Table
 from ..errors import ConfigError, InputError
 from .html_depth import MAX_HTML_DEPTH, bound_nesting
 from .html_rules import (
@@ -78,11 +79,11 @@ MIN_MAIN_SHARE = 0.05
 
 
 def _chars(blocks: list[Block]) -> int:
-    return sum(len(t) - t.count(" ") - t.count("\n") for t, _, _ in blocks)
+    return sum(len(b.text) - b.text.count(" ") - b.text.count("\n") for b in blocks)
 
 
 def _letters(blocks: list[Block]) -> str:
-    return _NON_WORD.sub("", "".join(t for t, _, _ in blocks))
+    return _NON_WORD.sub("", "".join(b.text for b in blocks))
 
 
 def _with_structure(blocks: list[Block], tree) -> list[Block]:
@@ -108,7 +109,7 @@ def _restore_headings(blocks: list[Block], tree, rules: Callable[[], list[Block]
     every heading gone, even on long pages). Each heading of the page goes back right before the paragraph
     that follows it on the page, when trafilatura kept that paragraph word for word; headings over text it
     left out stay out with it. Only runs when trafilatura kept no heading and the page has one."""
-    if not blocks or any(level for _, level, _ in blocks) or tree.css_first("h1, h2, h3, h4, h5, h6") is None:
+    if not blocks or any(b.level for b in blocks) or tree.css_first("h1, h2, h3, h4, h5, h6") is None:
         return blocks
     kept: dict[str, int] = {}
     for i, block in enumerate(blocks):
@@ -116,7 +117,7 @@ def _restore_headings(blocks: list[Block], tree, rules: Callable[[], list[Block]
     before: dict[int, list[Block]] = {}
     pending: list[Block] = []
     for block in rules():
-        if block[1]:
+        if block.level:
             pending.append(block)
             continue
         at = kept.get(_letters([block]))
@@ -197,29 +198,37 @@ def html_to_document(html: str, source: str, warnings: list[str] | None = None, 
         warns.extend(extra)
     if not blocks:
         raise InputError("no text: the HTML has no readable content (only scripts, styles or markup)", source=source)
-    text, sections = assemble(blocks)
+    text, sections, tables = assemble(blocks)
     title = page_title or first_title(sections)
     return Document(
         text,
         source=source,
         sections=sections,
+        tables=tables,
         title=title,
         metadata={"format": "html", "html_mode": mode, "warnings": warns},
     )
 
 
-def assemble(blocks: list[Block]) -> tuple[str, list[Section]]:
-    """Join blocks into the document text and turn headings into exact section spans."""
+def assemble(blocks: list[Block]) -> tuple[str, list[Section], list[Table]]:
+    """Join blocks into the document text; headings become exact section spans and tables (a header row
+    and the rows after it) :class:`~chunkwise.document.Table` spans, whose header later chunks carry."""
     parts: list[str] = []
     pos = 0
     heads: list[tuple[int, str, int, int]] = []  # level, title, start, heading end
-    for k, (text, level, tight) in enumerate(blocks):
+    tables: list[Table] = []
+    sep = ""
+    for k, (text, level, tight, row) in enumerate(blocks):
         if k:
-            sep = "\n" if tight and blocks[k - 1][2] else "\n\n"
+            sep = "\n" if tight and blocks[k - 1].tight else "\n\n"
             parts.append(sep)
             pos += len(sep)
         if level:
             heads.append((level, text, pos, pos + len(text)))
+        if row == 1:
+            tables.append(Table(pos, pos + len(text), pos, pos + len(text)))
+        elif row == 2 and tables and blocks[k - 1].row and sep == "\n":
+            tables[-1] = dataclasses.replace(tables[-1], end=pos + len(text))
         parts.append(text)
         pos += len(text)
     doc_text = "".join(parts) + "\n"
@@ -232,7 +241,7 @@ def assemble(blocks: list[Block]) -> tuple[str, list[Section]]:
         stack.append((level, title))
         end = next((h[2] for h in heads[k + 1 :] if h[0] <= level), n)
         sections.append(Section(start, end, tuple(t for _, t in stack), level, start, hend))
-    return doc_text, sections
+    return doc_text, sections, [t for t in tables if t.end > t.header_end]
 
 
 def load_html(data: bytes, source: str, **options) -> Document:

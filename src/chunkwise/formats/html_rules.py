@@ -5,6 +5,7 @@ rule-based main content (``<main>``/``<article>``, boilerplate class names), blo
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 # -- the page-text walker (full mode, and the rule-based fallback of main mode) ----------------------------
 
@@ -103,7 +104,19 @@ _EDIT_SUFFIX = re.compile(
 )
 _TEX_WRAPPER = re.compile(r"^\s*\{\\(?:display|text|script)style\s*(.*)\}\s*$", re.DOTALL)
 
-Block = tuple[str, int, bool]  # (text, heading level or 0, tight with the previous block)
+#: a table's first row is its header (as in CSV and Markdown) unless it is longer than this: prose, not names
+MAX_HEADER_CHARS = 500
+
+
+class Block(NamedTuple):
+    """A text block of the page: ``level`` is a heading's level (0 otherwise), ``tight`` joins it to the
+    block before with one line break (list items, table rows), ``row`` marks table rows: 1 the first row
+    of a table (its header), 2 a later row, 0 no row."""
+
+    text: str
+    level: int = 0
+    tight: bool = False
+    row: int = 0
 
 
 def _is_hidden(attrs: dict) -> bool:
@@ -189,12 +202,13 @@ class _Builder:
         self.inline: list[str] = []
         self.prefix = ""
         self.tight = False
+        self.first_row = False  # the next table row opens a table
 
     def flush(self, level: int = 0) -> None:
         text = _SPACES.sub(" ", "".join(self.inline))
         text = re.sub(rf" ?{_BR} ?", "\n", text).strip()
         if text:
-            self.blocks.append((self.prefix + text, level, self.tight))
+            self.blocks.append(Block(self.prefix + text, level, self.tight))
         self.inline = []
         self.prefix = ""
         self.tight = False
@@ -202,7 +216,20 @@ class _Builder:
     def add_block(self, text: str, level: int = 0, tight: bool = False) -> None:
         self.flush()
         if text.strip():
-            self.blocks.append((text, level, tight))
+            self.blocks.append(Block(text, level, tight))
+
+    def add_row(self, cells: list[str]) -> None:
+        """A table row, its cells joined by `` | ``; the first row after :meth:`open_table` is the header."""
+        self.flush()
+        if any(cells):
+            text = " | ".join(cells)
+            first = self.first_row and len(text) <= MAX_HEADER_CHARS
+            self.blocks.append(Block(text, 0, True, 1 if first else 2))
+            self.first_row = False
+
+    def open_table(self) -> None:
+        self.flush()
+        self.first_row = True
 
 
 def _cell_text(cell) -> str:
@@ -210,7 +237,7 @@ def _cell_text(cell) -> str:
     b = _Builder()
     _walk(cell, b, [], True, 0)
     b.flush()
-    return "\n".join(t for t, _, _ in b.blocks)
+    return "\n".join(block.text for block in b.blocks)
 
 
 def _walk(node, out: _Builder, list_stack: list[list], keep_all: bool, depth: int = 0) -> None:
@@ -246,7 +273,7 @@ def _element(child, out: _Builder, list_stack: list[list], keep_all: bool, depth
         heading = _Builder()
         _walk(child, heading, [], keep_all, depth + 1)
         heading.flush()
-        text = _EDIT_SUFFIX.sub("", " ".join(t for t, _, _ in heading.blocks).replace("\n", " "))
+        text = _EDIT_SUFFIX.sub("", " ".join(block.text for block in heading.blocks).replace("\n", " "))
         out.add_block(text.strip(), HEADINGS[tag])
     elif tag == "pre":
         out.flush()
@@ -260,10 +287,12 @@ def _element(child, out: _Builder, list_stack: list[list], keep_all: bool, depth
     elif tag == "li":
         _list_item(child, out, list_stack, keep_all, depth)
     elif tag == "tr":
+        out.add_row([_cell_text(c) for c in child.css("th, td") if not _is_boilerplate(c, keep_all)])
+    elif tag == "table":
+        out.open_table()
+        _walk(child, out, list_stack, keep_all, depth + 1)
         out.flush()
-        cells = [_cell_text(c) for c in child.css("th, td") if not _is_boilerplate(c, keep_all)]
-        if any(cells):
-            out.add_block(" | ".join(cells), tight=True)
+        out.first_row = False  # (a row after the table, of an outer one, is no header)
     elif tag in BLOCK_TAGS:
         out.flush()
         _walk(child, out, list_stack, keep_all, depth + 1)

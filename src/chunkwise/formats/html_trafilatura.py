@@ -138,11 +138,10 @@ def _xml_children(el, out: _Builder, list_depth: int) -> None:
             out.flush()
             _xml_list(child, out, list_depth)
         elif tag == "table":
-            out.flush()
+            out.open_table()
             for row in child.iter("row"):
-                cells = [_clean_inline(_inline(c)) for c in row if c.tag == "cell"]
-                if any(cells):
-                    out.add_block(" | ".join(cells), tight=True)
+                out.add_row([_clean_inline(_inline(c)) for c in row if c.tag == "cell"])
+            out.first_row = False
         elif tag == "code":
             out.flush()
             out.add_block("".join(child.itertext()).strip("\n"))

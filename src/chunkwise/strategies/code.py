@@ -21,6 +21,8 @@ language with no grammar, the text is split by ``recursive`` with the ``code`` s
 from __future__ import annotations
 
 import dataclasses
+import re
+from typing import NamedTuple
 
 from ..document import Document
 from ..formats.code import COMMENTS, GRAMMARS, code_sections, guess_language, parse_code, warn_no_grammar
@@ -30,6 +32,7 @@ from .base import CountingStrategy, Span, max_chars_for, trim_span
 from .packing import fill, repair, word_overlap
 from .params import Options
 from .recursive import recursive_split_counted
+from .tidy import MIN_CHUNK_TOKENS, is_junk
 
 
 class CodeChunker(CountingStrategy):
@@ -91,14 +94,16 @@ class CodeChunker(CountingStrategy):
             plain.clear()
 
         for unit in units:
-            a, b, too_big, _ = unit
+            a, b, too_big = unit.start, unit.end, unit.too_big
             if unit is _BREAK:
                 flush()
             elif too_big:
                 flush()
                 sub, sub_counts = recursive_split_counted(
-                    text, a, b, tokenizer, max_tokens, separators="code", token_map=tm
+                    text, a, b, tokenizer, max_tokens, separators="docstring" if unit.prose else "code", token_map=tm
                 )
+                if unit.prose:
+                    sub, sub_counts = _closing_stays(text, sub, sub_counts, tokenizer, max_tokens)
                 spans += sub
                 counts += sub_counts
             else:
@@ -123,7 +128,12 @@ class CodeChunker(CountingStrategy):
         )
 
 
-Unit = tuple[int, int, bool, bool]  # (start, end, too big even alone, a header)
+class Unit(NamedTuple):
+    start: int
+    end: int
+    too_big: bool  # over the cap even alone
+    header: bool  # introduces what follows (``class X:``, a signature)
+    prose: bool = False  # a docstring, string statement or comment: cut at its paragraphs and lines
 
 
 def _units(tree, start: int, end: int, fits) -> list[Unit]:
@@ -155,9 +165,12 @@ def _units(tree, start: int, end: int, fits) -> list[Unit]:
             if y <= x:
                 continue
             if fits(x, y):
-                units.append((x, y, False, opened and k == 0 and len(cuts) > 1))
+                prose = node is not None and _is_prose(node)
+                units.append(Unit(x, y, False, opened and k == 0 and len(cuts) > 1, prose))
+            elif node is not None and _is_prose(node):
+                units.append(Unit(x, y, True, False, prose=True))  # a docstring or comment: its own cuts
             elif node is None or node.child_count == 0:
-                units.append((x, y, True, False))
+                units.append(Unit(x, y, True, False))
             else:  # its pieces are packed among themselves, not with its neighbours
                 units.append(_BREAK)
                 open_node(_inner_children(node), x, y, True)
@@ -169,24 +182,68 @@ def _units(tree, start: int, end: int, fits) -> list[Unit]:
 
 def _headers_lead(units: list[Unit], fits) -> list[Unit]:
     """A header (``class X:``, a signature) joined to what follows it rather than ending a chunk: to the
-    next unit where both fit, to a statement too big alone so that the header starts its first piece."""
+    next unit where both fit, to a statement too big alone or a docstring too big beside it so that the
+    header starts its first piece."""
     merged: list[Unit] = []
     for unit in units:
-        header = bool(merged) and merged[-1] is not _BREAK and merged[-1][3]
+        header = bool(merged) and merged[-1] is not _BREAK and merged[-1].header
         if unit is _BREAK:
             if merged and merged[-1] is not _BREAK and not header:
                 merged.append(unit)  # (a header flows on into what it introduces)
-        elif header and not unit[2] and fits(merged[-1][0], unit[1]):
-            merged[-1] = (merged[-1][0], unit[1], False, unit[3])
-        elif header and unit[2]:
-            merged[-1] = (merged[-1][0], unit[1], True, False)
+        elif header and not unit.too_big and fits(merged[-1].start, unit.end):
+            merged[-1] = Unit(merged[-1].start, unit.end, False, unit.header)
+        elif header and (unit.too_big or unit.prose):
+            merged[-1] = Unit(merged[-1].start, unit.end, True, False, unit.prose)
         else:
             merged.append(unit)
     return merged
 
 
 #: between the units of a node that was opened and those around it: packing starts afresh
-_BREAK = (-1, -1, False, False)
+_BREAK = Unit(-1, -1, False, False)
+
+
+def _is_prose(node) -> bool:
+    """A comment, a string, or a statement that is only a string (a docstring): text, not code."""
+    if node.type in COMMENTS or node.type in _STRINGS:
+        return True
+    named = [c for c in node.children if c.is_named]
+    return node.type == "expression_statement" and len(named) == 1 and named[0].type in _STRINGS
+
+
+def _closing_stays(text: str, spans: list[Span], counts: list[int], tokenizer: Tokenizer, max_tokens: int):
+    """A docstring's last piece too small to stand (its closing quotes, a word and the quotes) joins the
+    piece before, or takes that piece's last line or last words along where the whole does not fit: the
+    chunk rules would merge it into a neighbour, maybe the code after the docstring, whose chunk would then
+    start at the quotes instead of at its first statement."""
+    while len(spans) >= 2 and _too_small(text, *spans[-1], counts[-1]):
+        joined = _join_last(text, spans, counts, tokenizer, max_tokens)
+        if joined is None:
+            break
+        spans, counts = joined
+    return spans, counts
+
+
+def _join_last(text: str, spans: list[Span], counts: list[int], tokenizer: Tokenizer, max_tokens: int):
+    (pa, pb), (_, b) = spans[-2], spans[-1]
+    n = tokenizer.count(text[pa:b])
+    if n <= max_tokens:
+        return [*spans[:-2], (pa, b)], [*counts[:-2], n]
+    words = [pa + m.start() for m in re.finditer(r"(?<=\s)\S", text[pa:pb])]
+    for k, cut in enumerate([text.rfind("\n", pa, pb) + 1, *reversed(words[-16:])]):
+        head = trim_span(text, pa, cut) if cut > pa else (pa, pa)
+        if head[1] <= head[0]:
+            continue
+        n = tokenizer.count(text[cut:b])
+        if n > max_tokens and k:
+            break  # (the words go backwards: an earlier one only adds tokens)
+        if not _too_small(text, cut, b, n):
+            return [*spans[:-2], head, (cut, b)], [*counts[:-2], tokenizer.count(text[head[0] : head[1]]), n]
+    return None
+
+
+def _too_small(text: str, a: int, b: int, n: int) -> bool:
+    return n < MIN_CHUNK_TOKENS or is_junk(text[a:b])
 
 
 def _inner_children(node):
@@ -201,6 +258,19 @@ def _inner_children(node):
     after = [c for c in node.children if c.start_byte >= body.end_byte]
     return [*body.children, *after]
 
+
+#: string literals of the grammars (a docstring is an ``expression_statement`` holding one)
+_STRINGS = frozenset(
+    {
+        "string",
+        "concatenated_string",
+        "template_string",
+        "string_literal",
+        "raw_string_literal",
+        "interpreted_string_literal",
+        "text_block",
+    }
+)
 
 #: node types that are a definition's body where the grammar has no ``body`` field
 _BODIES = frozenset(

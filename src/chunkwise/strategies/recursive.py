@@ -1,7 +1,8 @@
 """Recursive splitting: cut at the coarsest separator that makes pieces fit, merge small neighbours.
 
 The order is paragraphs -> lines -> sentences -> clauses -> words -> characters (the ``prose`` preset;
-``markdown`` starts with headings and list items, ``code`` with top-level definitions). A piece that fits in
+``markdown`` starts with headings and list items, ``code`` with top-level definitions, ``docstring`` --
+the prose inside code -- with paragraphs, then field, directive, doctest and list lines). A piece that fits in
 ``max_tokens`` is kept whole; one that does not is cut at the next separator down, and the pieces of one
 level are merged greedily, in order, as long as the merged span still fits. This is the algorithm of
 LangChain's ``RecursiveCharacterTextSplitter`` and semchunk, with three differences:
@@ -76,6 +77,18 @@ PRESETS: dict[str, list[str]] = {
         r"\n[ \t]*\n\s*",  # blank lines
         r"\n(?=[ \t]+(?:@\w|(?:async[ \t]+def|def|class|function|fn|func)\b))",  # nested definitions
         r"\n",
+        _WORDS,
+        _CHARACTERS,
+    ],
+    # a docstring or comment too long for one chunk: its paragraphs, then the lines that start a field
+    # (``:param x:``, ``@param``, ``Args:``), a directive (``.. note::``), a doctest or a list item
+    "docstring": [
+        r"\n[ \t]*\n\s*",
+        r"\n(?=[ \t]*(?:[*#]|//+)?[ \t]*(?::\w[^:\n`]*:(?=\s)|@\w|\.\. |>>> |[-*+][ \t]|\d{1,9}[.)][ \t]"
+        r"|[A-Z]\w*(?: \w+)?:[ \t]*\n))",
+        r"\n",
+        _SENTENCES,
+        _CLAUSE,
         _WORDS,
         _CHARACTERS,
     ],
@@ -430,7 +443,7 @@ def recursive_split(
 class RecursiveChunker(CountingStrategy):
     """Paragraphs, then lines, sentences, clauses, words and characters, until every piece fits.
 
-    ``separators``: a preset (``"prose"``, ``"markdown"``, ``"code"``) or a list of literal separator
+    ``separators``: a preset (``"prose"``, ``"markdown"``, ``"code"``, ``"docstring"``) or a list of literal separator
     strings, coarsest first (``""`` = characters). ``keep_separator``: ``"end"`` (a separator stays with the
     piece before it; the presets' default) or ``"start"`` (with the piece after it; LangChain's behaviour
     and the default for an explicit list).

@@ -35,14 +35,16 @@ from .base import Span, max_chars_for, trim_span
 MIN_CHUNK_TOKENS = 5
 
 _ATX = ATX_HEADING_RE
-_FENCE = re.compile(r"[ \t]{0,3}(`{3,}|~{3,})(.*)$")
+#: a fence line; a backtick run followed by another backtick on its line (```` ```npm install``` ````) is inline
+#: code, no fence (CommonMark: a backtick fence's info string holds no backtick)
+_FENCE = re.compile(r"[ \t]{0,3}(`{3,}(?![^\n]*`)|~{3,})(.*)$")
 #: pymdownx blocks (``/// tip``, nested ``//// tab | Title``), admonitions (``!!! note``, ``??? note``, ``???+ note``), Docusaurus/
 #: MyST colon fences (``:::tip``, ``::: {note}``); not mkdocstrings' ``::: package.module`` (one line, dotted)
 _OPENER = re.compile(
     r"[ \t]*(?:/{3,}[ \t]*[\w-]|!{3}[ \t]*[\w-]|\?{3}\+?[ \t]*[\w-]"
     r"|:{3,}[ \t]*\{?[A-Za-z-]+\}?(?:[ \t].*)?$)"
 )
-_FENCE_LINE = re.compile(r"^[ \t]{0,3}(?:`{3,}|~{3,})", re.MULTILINE)
+_FENCE_LINE = re.compile(r"^[ \t]{0,3}(?:`{3,}(?![^\n]*`)|~{3,})", re.MULTILINE)
 #: a label: one to four words (the first capitalised, of three letters or more: not a variable), then a number (``47``, ``1.2``) and/or a
 #: parenthesised title: ``Definition 47``, ``Lösung zu Aufgabe 6``, ``Satz (Zwischenwertsatz)``
 _LABEL = re.compile(
