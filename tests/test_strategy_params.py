@@ -86,7 +86,7 @@ def test_the_one_wording():
         get_strategy("fixed", min_tokens=None).validate()
     with pytest.raises(ConfigError, match=r"^strategy 'maxmin': init_constant must be a number in \(0, inf\), got 0$"):
         get_strategy("maxmin", init_constant=0).validate()
-    with pytest.raises(ConfigError, match="a preset \\('prose', 'markdown', 'code'\\) or a non-empty list of strings"):
+    with pytest.raises(ConfigError, match="a preset \\('prose', 'markdown', 'code', 'docstring'\\) or a non-empty list of strings"):
         get_strategy("recursive", separators="poetry").validate()
 
 
