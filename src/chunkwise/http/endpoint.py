@@ -7,7 +7,7 @@ from __future__ import annotations
 import email.utils
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -40,7 +40,11 @@ class FatalEndpointError(EndpointError):
 
 @dataclass(frozen=True)
 class Endpoint:
-    """Where requests go and the limits the client holds the server to.
+    """Where requests go and the limits the client holds the server to: the one connection type that chat
+    (:class:`~chunkwise.llm.client.ChatClient`, :class:`~chunkwise.llm.openai.OpenAILLM`), embeddings
+    (:class:`~chunkwise.embeddings.openai.OpenAIEmbedder`), contextual text
+    (:class:`~chunkwise.context.llm.LLMContextualizer`) and ``rerank=llm`` all take as ``endpoint=``.
+    Each use sets its own ``route`` and ``label`` (:meth:`for_use`); the settings mean the same everywhere.
 
     Parameters
     ----------
@@ -97,6 +101,11 @@ class Endpoint:
         size = self.max_response_bytes
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             raise ConfigError(f"{self.label} max_response_bytes must be a positive integer, got {size!r}")
+
+    def for_use(self, route: str, label: str, key_envs: tuple[str, ...] = ()) -> Endpoint:
+        """This endpoint as one use sends to it: ``route`` appended, ``label`` in its errors, and ``key_envs``
+        (the use's key variables) read when the endpoint names neither a key nor variables of its own."""
+        return replace(self, route=route, label=label, key_envs=self.key_envs or key_envs)
 
     @property
     def url(self) -> str:
