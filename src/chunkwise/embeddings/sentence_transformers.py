@@ -16,6 +16,7 @@ import numpy as np
 
 from ..errors import ConfigError, InputError, MissingDependencyError
 from ..segmentation.tokenizers import HFTokenizer, _package_file, get_tokenizer
+from ..validation import Interval, check
 from .base import Embedder, check_texts, l2_normalize
 
 
@@ -82,8 +83,7 @@ class SentenceTransformerEmbedder(Embedder):
         if model_window is not None:
             if max_seq_length is not None:
                 raise ConfigError("give model_window or max_seq_length, not both (max_seq_length = model_window + 2)")
-            if not isinstance(model_window, int) or isinstance(model_window, bool) or model_window < 1:
-                raise ConfigError(f"model_window must be a positive integer, got {model_window!r}")
+            check(model_window, Interval(int, 1, None), "model_window", "sentence-transformers embedder")
             max_seq_length = model_window + 2
         st = _import_sentence_transformers()
         try:

@@ -28,6 +28,7 @@ from typing import Any
 from .. import registry
 from ..document import Document
 from ..errors import ChunkwiseError, ConfigError, InputError
+from ..validation import Interval, check
 from .code import CODE_EXTENSIONS
 from .table import DATA_MAX_BYTES, TABLE_EXTENSIONS
 from .text import binary_kind
@@ -165,8 +166,7 @@ def _check_options(options: dict) -> None:
     if unknown:
         raise ConfigError(f"unknown loader option(s) {', '.join(unknown)}; valid: {', '.join(sorted(KNOWN_OPTIONS))}")
     limit = options.get("max_bytes", DEFAULT_MAX_BYTES)
-    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
-        raise ConfigError(f"max_bytes must be a positive integer, got {limit!r}")
+    check(limit, [Interval(int, 1, None), None], "max_bytes", "loader")
 
 
 def _size_error(size: int, limit: int, source: str) -> InputError:

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..strategies import DEFAULT_STRATEGY, Strategy
+from ..validation import is_scalar
 from ._shared import (
     METADATA_KEYS,
     build_strategy,
@@ -53,7 +54,7 @@ class ChunkwiseNodeParser(_core.NodeParser):  # type: ignore[name-defined]  # ba
         parser = cls(
             strategy=strat.name,
             list_metadata=check_list_metadata(list_metadata),
-            params={k: v for k, v in strat.get_params().items() if isinstance(v, (str, int, float, bool, type(None)))},
+            params={k: v for k, v in strat.get_params().items() if is_scalar(v)},
         )
         parser._strategy = strat
         return parser

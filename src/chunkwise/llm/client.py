@@ -417,7 +417,7 @@ def _delta_text(event: Any) -> str | None:
 def _finished(event: dict) -> bool:
     """Whether a streamed chunk ends the answer (``finish_reason`` set)."""
     choices = event.get("choices") or []
-    return bool(choices) and isinstance(choices[0], dict) and bool(choices[0].get("finish_reason"))
+    return bool(choices and isinstance(choices[0], dict) and choices[0].get("finish_reason"))
 
 
 __all__ = [

@@ -27,6 +27,7 @@ from ..context import CONTEXT_MODES
 from ..deprecation import renamed
 from ..errors import ConfigError
 from ..strategies import DEFAULT_STRATEGY, STRATEGY_NAMES
+from ..validation import Interval, check, is_number
 from .rerank_spec import RERANK_DEPTH, RERANK_KINDS, _rerank, _rerank_depth, parse_rerank
 
 #: how a chunk's vector is made: its text embedded, or pooled from the sentence vectors a semantic strategy
@@ -52,8 +53,25 @@ DEFAULT_FUSION = "zscore"
 OLD_RUN_KEYS = {"context_opts": "context_options", "late_opts": "late_options"}
 
 
+def constrained(*constraints: Any, convert: Callable[[Any], Any] | None = None) -> Callable[[str, Any], Any]:
+    """A setting's check from its constraints (:mod:`chunkwise.validation`, the one parameter system):
+    the value checked with the one wording, then ``convert``-ed (``float`` for a weight)."""
+
+    def check_setting(name: str, value: Any) -> Any:
+        check(value, constraints, name)
+        return value if convert is None else convert(value)
+
+    check_setting.constraints = constraints  # type: ignore[attr-defined]
+    return check_setting
+
+
+def _whole(value: Any) -> Any:
+    """A whole float (``60.0`` from a JSON file) as the int it is; anything else as it is."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
 def _bool(name: str, value: Any) -> bool:
-    if isinstance(value, bool):
+    if value is True or value is False:
         return value
     if isinstance(value, str) and value.strip().lower() in ("1", "true", "yes", "on", "0", "false", "no", "off"):
         return value.strip().lower() in ("1", "true", "yes", "on")
@@ -97,17 +115,10 @@ def _late_options(name: str, value: Any) -> dict[str, Any]:
 
 
 def _non_negative_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ConfigError(f"{name} must be a non-negative integer, got {value!r}")
-    if value < 0 or int(value) != value:
-        raise ConfigError(f"{name} must be a non-negative integer, got {value!r}")
-    return int(value)
+    return constrained(Interval(int, 0, None))(name, _whole(value))
 
 
-def _unit_interval(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
-        raise ConfigError(f"{name} must be a number in [0, 1], got {value!r}")
-    return float(value)
+_unit_interval = constrained(Interval(float, 0, 1), convert=float)
 
 
 #: how search results are widened before a reader sees them (``chunkwise.retrieval.expand``)
@@ -153,17 +164,9 @@ def parse_budget(value: Any) -> int | None:
             value = float(text[:-1] if scale > 1 else text) * scale
         except ValueError:
             raise ConfigError(problem) from None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ConfigError(problem)
-    if value < 1 or int(value) != value:
+    if not is_number(value) or not math.isfinite(value) or value < 1 or int(value) != value:
         raise ConfigError(problem)
     return int(value)
-
-
-def _positive_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(f"{name} must be a positive integer, got {value!r}")
-    return value
 
 
 def _granularities(name: str, value: Any) -> list[int] | None:
@@ -172,7 +175,7 @@ def _granularities(name: str, value: Any) -> list[int] | None:
     if value is None or value in ([], ()):
         return None
     sizes = set(value) if isinstance(value, (list, tuple)) else set()
-    if len(sizes) < 2 or any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in sizes):
+    if len(sizes) < 2 or not all(Interval(int, 1, None).satisfied_by(v) for v in sizes):
         raise ConfigError(f"{name} must be two or more chunk sizes (max_tokens), e.g. [128, 512], got {value!r}")
     return sorted(sizes)
 
@@ -398,7 +401,12 @@ class PipelineConfig:
             raise ConfigError(f"not a readable JSON configuration ({exc})", source=str(path)) from None
         run = data.get("run") if isinstance(data, Mapping) else None
         for name, value in (run or {}).items() if isinstance(run, Mapping) else ():
-            if SETTINGS.get(name) is not None and SETTINGS[name].check is _bool and not isinstance(value, bool):
+            if (
+                SETTINGS.get(name) is not None
+                and SETTINGS[name].check is _bool
+                and value is not True
+                and value is not False
+            ):
                 raise ConfigError(f"{name} must be true or false (a JSON boolean), got {value!r}", source=str(path))
         return cls.from_mapping(data, source=str(path))
 

@@ -36,6 +36,7 @@ import numpy as np
 
 from ..errors import ConfigError, MissingDependencyError
 from ..pipeline.config import RERANK_DEPTH, parse_rerank
+from ..validation import Interval, check
 
 #: passage characters an LLM reranker is shown per candidate (the start of the chunk says what it is about)
 LLM_PASSAGE_CHARS = 1200
@@ -220,8 +221,7 @@ def rerank_results(
     first) by the reranker ``rerank``, as new results ranked 1..k carrying the reranker's score; the first
     ``k`` unchanged when ``rerank`` is none. ``endpoint``: the :class:`~chunkwise.http.Endpoint` of
     ``rerank="llm"``. A bad spec is one :class:`ConfigError`."""
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ConfigError(f"k must be an integer >= 1, got {k!r}")
+    check(k, Interval(int, 1, None), "k", "rerank")
     if parse_rerank(rerank) is None or not results:
         return list(results)[:k]
     texts, first = [r.text for r in results], [r.score for r in results]
