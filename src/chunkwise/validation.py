@@ -302,6 +302,25 @@ def check_arguments(owner: str, declared: Mapping[str, Constraints], given: Mapp
             check(value, declared[name], name, owner)
 
 
+def constrained(
+    *constraints: Constraint | None,
+    before: Callable[[Any], Any] | None = None,
+    convert: Callable[[Any], Any] | None = None,
+) -> Callable[[str, Any], Any]:
+    """A ``check(name, value)`` function from constraints (how the run settings of
+    :class:`~chunkwise.pipeline.config.PipelineConfig` declare theirs): ``before`` normalises the value
+    (``60.0`` read from JSON as ``60``), the constraints check it with the one wording, ``convert`` turns
+    it into what is kept. The function carries ``constraints`` (what the tests try invalid values of)."""
+
+    def check_setting(name: str, value: Any) -> Any:
+        value = value if before is None else before(value)
+        check(value, constraints, name)
+        return value if convert is None else convert(value)
+
+    check_setting.constraints = constraints  # type: ignore[attr-defined]
+    return check_setting
+
+
 #: every callable made by :func:`validated`, by its qualified name (what the tests walk)
 VALIDATED: dict[str, Callable[..., Any]] = {}
 
@@ -356,6 +375,7 @@ __all__ = [
     "constraint_text",
     "check",
     "check_arguments",
+    "constrained",
     "validated",
     "VALIDATED",
 ]

@@ -16,7 +16,16 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..strategies import DEFAULT_STRATEGY, Strategy
-from ._shared import build_strategy, check_list_metadata, chunk_metadata, chunks_of, ecosystem_params, require
+from ..validation import InstanceOf, validated
+from ._shared import (
+    ADAPTER_CONSTRAINTS,
+    build_strategy,
+    check_list_metadata,
+    chunk_metadata,
+    chunks_of,
+    ecosystem_params,
+    require,
+)
 
 _lc = require("langchain_text_splitters", "langchain", "the LangChain adapter")
 _lc_docs = require("langchain_core.documents", "langchain", "the LangChain adapter")
@@ -34,6 +43,7 @@ class ChunkwiseTextSplitter(_lc.TextSplitter):  # type: ignore[name-defined]  # 
     vector store accepts; ``list_metadata="keep"`` keeps the lists.
     """
 
+    @validated("ChunkwiseTextSplitter", add_start_index=InstanceOf(bool), **ADAPTER_CONSTRAINTS)
     def __init__(
         self,
         strategy: str | Strategy = DEFAULT_STRATEGY,

@@ -17,8 +17,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..strategies import DEFAULT_STRATEGY, Strategy
-from ..validation import is_scalar
+from ..validation import is_scalar, validated
 from ._shared import (
+    ADAPTER_CONSTRAINTS,
     METADATA_KEYS,
     build_strategy,
     check_list_metadata,
@@ -45,6 +46,7 @@ class ChunkwiseNodeParser(_core.NodeParser):  # type: ignore[name-defined]  # ba
     _strategy: Any = _pyd.PrivateAttr(default=None)
 
     @classmethod
+    @validated("ChunkwiseNodeParser", **ADAPTER_CONSTRAINTS)
     def from_strategy(
         cls, strategy: str | Strategy = DEFAULT_STRATEGY, list_metadata: str = "join", **params: Any
     ) -> ChunkwiseNodeParser:

@@ -27,7 +27,7 @@ from ..context import CONTEXT_MODES
 from ..deprecation import renamed
 from ..errors import ConfigError
 from ..strategies import DEFAULT_STRATEGY, STRATEGY_NAMES
-from ..validation import Interval, check, is_number
+from ..validation import Interval, constrained, is_number
 from .rerank_spec import RERANK_DEPTH, RERANK_KINDS, _rerank, _rerank_depth, parse_rerank
 
 #: how a chunk's vector is made: its text embedded, or pooled from the sentence vectors a semantic strategy
@@ -51,18 +51,6 @@ DEFAULT_HYBRID = True
 DEFAULT_FUSION = "zscore"
 #: old spellings of run keys, still read (with a deprecation warning)
 OLD_RUN_KEYS = {"context_opts": "context_options", "late_opts": "late_options"}
-
-
-def constrained(*constraints: Any, convert: Callable[[Any], Any] | None = None) -> Callable[[str, Any], Any]:
-    """A setting's check from its constraints (:mod:`chunkwise.validation`, the one parameter system):
-    the value checked with the one wording, then ``convert``-ed (``float`` for a weight)."""
-
-    def check_setting(name: str, value: Any) -> Any:
-        check(value, constraints, name)
-        return value if convert is None else convert(value)
-
-    check_setting.constraints = constraints  # type: ignore[attr-defined]
-    return check_setting
 
 
 def _whole(value: Any) -> Any:
@@ -114,8 +102,7 @@ def _late_options(name: str, value: Any) -> dict[str, Any]:
     return options
 
 
-def _non_negative_int(name: str, value: Any) -> int:
-    return constrained(Interval(int, 0, None))(name, _whole(value))
+_non_negative_int = constrained(Interval(int, 0, None), before=_whole)
 
 
 _unit_interval = constrained(Interval(float, 0, 1), convert=float)

@@ -9,7 +9,7 @@ import math
 from typing import Any
 
 from ..errors import ConfigError
-from ..validation import Interval, check
+from ..validation import Interval, constrained
 
 #: the rerankers ``Index.search(rerank=...)`` and evaluation runs take (``chunkwise.retrieval.rerank``)
 RERANK_KINDS = ("maxsim[:W]", "llm", "cross:PATH")
@@ -53,8 +53,8 @@ def _rerank(name: str, value: Any) -> str | None:
     return kind if arg is None else f"{kind}:{arg}"
 
 
-def _rerank_depth(name: str, value: Any) -> int:
-    return check(value, Interval(int, 1, MAX_RERANK_DEPTH), name)
+#: the check of ``rerank_depth`` (a run setting)
+_rerank_depth = constrained(Interval(int, 1, MAX_RERANK_DEPTH))
 
 
 __all__ = ["RERANK_KINDS", "RERANK_DEPTH", "MAX_RERANK_DEPTH", "parse_rerank"]
