@@ -24,11 +24,12 @@ Differences from Chroma's code, and why:
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..embeddings.base import Embedder
-from ..segmentation.tokenizers import Tokenizer
-from .embedding import DEFAULT_EMBEDDER, DEFAULT_SECTION_LEVEL, EmbeddingStrategy
+from .embedding import EmbeddingStrategy
 from .params import Interval
 from .units import Decision, Units, fit_lengths
 
@@ -56,24 +57,12 @@ class CohesionChunker(EmbeddingStrategy):
 
     def __init__(
         self,
-        max_tokens: int = 256,
-        min_tokens: int | None = None,
-        overlap: int = 0,
-        tokenizer: str | Tokenizer | None = None,
-        respect_sections: int | None = DEFAULT_SECTION_LEVEL,
-        embedder: str | Embedder | None = DEFAULT_EMBEDDER,
+        *,
         penalty: float = DEFAULT_PENALTY,
         structure_bonus: float = DEFAULT_STRUCTURE_BONUS,
+        **shared: Any,
     ):
-        super().__init__(
-            max_tokens=max_tokens,
-            min_tokens=min_tokens,
-            overlap=overlap,
-            tokenizer=tokenizer,
-            respect_sections=respect_sections,
-            embedder=embedder,
-            structure_bonus=structure_bonus,
-        )
+        super().__init__(structure_bonus=structure_bonus, **shared)
         self.penalty = penalty
 
     def decide(self, units: Units, embedder: Embedder, text: str) -> Decision:

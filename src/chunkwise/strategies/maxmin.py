@@ -30,10 +30,10 @@ cause is reported as ``max_tokens``).
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from ..embeddings.base import Embedder
-from ..segmentation.tokenizers import Tokenizer
-from .embedding import DEFAULT_EMBEDDER, DEFAULT_SECTION_LEVEL, EmbeddingStrategy
+from .embedding import EmbeddingStrategy
 from .params import Interval
 from .units import Decision, Units
 
@@ -71,26 +71,14 @@ class MaxMinChunker(EmbeddingStrategy):
 
     def __init__(
         self,
-        max_tokens: int = 256,
-        min_tokens: int | None = None,
-        overlap: int = 0,
-        tokenizer: str | Tokenizer | None = None,
-        respect_sections: int | None = DEFAULT_SECTION_LEVEL,
-        embedder: str | Embedder | None = DEFAULT_EMBEDDER,
+        *,
         fixed_threshold: float = 0.15,
         c: float = 0.3,
         init_constant: float = 2.0,
         structure_bonus: float = DEFAULT_STRUCTURE_BONUS,
+        **shared: Any,
     ):
-        super().__init__(
-            max_tokens=max_tokens,
-            min_tokens=min_tokens,
-            overlap=overlap,
-            tokenizer=tokenizer,
-            respect_sections=respect_sections,
-            embedder=embedder,
-            structure_bonus=structure_bonus,
-        )
+        super().__init__(structure_bonus=structure_bonus, **shared)
         self.fixed_threshold = fixed_threshold
         self.c = c
         self.init_constant = init_constant

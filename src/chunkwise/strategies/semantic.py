@@ -36,14 +36,15 @@ Where chunkwise differs from LangChain, on purpose:
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..deprecation import warn_renamed
 from ..embeddings.base import Embedder
 from ..embeddings.vectors import embed_all
 from ..errors import ConfigError
-from ..segmentation.tokenizers import Tokenizer
-from .embedding import DEFAULT_EMBEDDER, DEFAULT_SECTION_LEVEL, EmbeddingStrategy
+from .embedding import EmbeddingStrategy
 from .params import Interval, Options, strategy_label
 from .units import Decision, Units
 
@@ -93,12 +94,7 @@ class SemanticChunker(EmbeddingStrategy):
 
     def __init__(
         self,
-        max_tokens: int = 256,
-        min_tokens: int | None = None,
-        overlap: int = 0,
-        tokenizer: str | Tokenizer | None = None,
-        respect_sections: int | None = DEFAULT_SECTION_LEVEL,
-        embedder: str | Embedder | None = DEFAULT_EMBEDDER,
+        *,
         buffer_size: int = 0,
         threshold_type: str = "percentile",
         threshold_amount: float | None = None,
@@ -106,18 +102,10 @@ class SemanticChunker(EmbeddingStrategy):
         avg_tokens: int | None = None,
         buffer_vectors: str = "pool",
         structure_bonus: float = DEFAULT_STRUCTURE_BONUS,
-        *,
         window: str | None = None,
+        **shared: Any,
     ):
-        super().__init__(
-            max_tokens=max_tokens,
-            min_tokens=min_tokens,
-            overlap=overlap,
-            tokenizer=tokenizer,
-            respect_sections=respect_sections,
-            embedder=embedder,
-            structure_bonus=structure_bonus,
-        )
+        super().__init__(structure_bonus=structure_bonus, **shared)
         self.buffer_size = buffer_size
         self.threshold_type = threshold_type
         self.threshold_amount = threshold_amount
