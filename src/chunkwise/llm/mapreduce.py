@@ -22,6 +22,7 @@ from typing import Any
 
 from ..document import Chunk, Document
 from ..errors import ConfigError
+from ..records import pick
 from ..strategies import DEFAULT_STRATEGY
 from ..validation import Interval, check
 from .base import LLM, STYLES, Passage, check_citations, passages_from
@@ -57,17 +58,7 @@ class Summary:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "source": self.source,
-            "summary": self.text,
-            "style": self.style,
-            "llm": self.llm,
-            "extractive": self.extractive,
-            "citations": self.citations,
-            "invalid_citations": self.invalid_citations,
-            "levels": self.levels,
-            "depth": self.depth,
-            "calls": self.calls,
-            "cut": self.cut,
+            **pick(self, "source summary=text style llm extractive citations invalid_citations levels depth calls cut"),
             "chunks": len(self.passages),
             "sources": [
                 {"number": p.number, "label": p.label, "start": p.start, "end": p.end}
