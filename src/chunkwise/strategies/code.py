@@ -21,6 +21,7 @@ language with no grammar, the text is split by ``recursive`` with the ``code`` s
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from ..document import Document
 from ..formats.code import COMMENTS, GRAMMARS, code_sections, guess_language, parse_code, warn_no_grammar
@@ -42,14 +43,11 @@ class CodeChunker(CountingStrategy):
 
     def __init__(
         self,
-        max_tokens: int = 256,
-        min_tokens: int = 0,
-        overlap: int = 0,
-        tokenizer: str | Tokenizer = "minilm",
-        respect_sections: int | None = None,
+        *,
         language: str | None = None,
+        **shared: Any,
     ):
-        super().__init__(max_tokens, min_tokens, overlap, tokenizer, respect_sections)
+        super().__init__(**shared)
         self.language = language
 
     def language_of(self, doc: Document) -> str | None:

@@ -35,6 +35,7 @@ import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..document import Document
 from ..errors import ConfigError
@@ -446,15 +447,12 @@ class RecursiveChunker(CountingStrategy):
 
     def __init__(
         self,
-        max_tokens: int = 256,
-        min_tokens: int = 0,
-        overlap: int = 0,
-        tokenizer: str | Tokenizer = "minilm",
-        respect_sections: int | None = None,
+        *,
         separators: str | Sequence[str] = "prose",
         keep_separator: str | None = None,
+        **shared: Any,
     ):
-        super().__init__(max_tokens, min_tokens, overlap, tokenizer, respect_sections)
+        super().__init__(**shared)
         self.separators = separators
         self.keep_separator = keep_separator
 
