@@ -19,23 +19,11 @@ from .errors import ConfigError, InputError
 from .strategies import DEFAULT_STRATEGY, Strategy
 from .validation import InstanceOf, PathSpec, StrategySpec, validated
 
-#: keyword arguments of chunk/chunk_file that go to the loader, not to the strategy
-LOADER_OPTIONS = (
-    "format",
-    "encoding",
-    "max_bytes",
-    "clean",
-    "clean_headers",
-    "dehyphenate",
-    "reflow",
-    "normalize_whitespace",
-    "password",
-    "html_mode",
-)
-
 
 def _split_options(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """(loader options, strategy parameters) from one set of keyword arguments."""
+    from .formats import LOADER_OPTIONS
+
     loader = {k: params[k] for k in LOADER_OPTIONS if k in params}
     return loader, {k: v for k, v in params.items() if k not in loader}
 
@@ -61,7 +49,7 @@ def looks_like_path(text: str) -> bool:
 @validated("chunk_file", path=PathSpec(), strategy=StrategySpec())
 def chunk_file(path: str | os.PathLike, strategy: str | Strategy = DEFAULT_STRATEGY, **params: Any) -> list[Chunk]:
     """Load one file (any supported format) and chunk it. ``params`` holds both the loader options
-    (:data:`LOADER_OPTIONS`) and the strategy's parameters (``max_tokens``, ``overlap``, ...)."""
+    (:data:`chunkwise.formats.LOADER_OPTIONS`) and the strategy's parameters (``max_tokens``, ``overlap``, ...)."""
     from .formats import load
 
     loader, strategy_params = _split_options(params)

@@ -77,7 +77,8 @@ CONTAINER_FORMATS = ("pdf", "docx", "pptx")
 FORMATS = registry.builtin("format")
 #: extension -> format, for formats whose loader reads the file itself (streamed, no size cap: video)
 _STREAMED: dict[str, str] = {}
-KNOWN_OPTIONS = {
+#: keyword arguments of ``load`` (and of ``chunk``/``chunk_file``, which hand them to the loader)
+LOADER_OPTIONS = (
     "format",
     "encoding",
     "max_bytes",
@@ -88,7 +89,8 @@ KNOWN_OPTIONS = {
     "normalize_whitespace",
     "password",
     "html_mode",
-}
+)
+KNOWN_OPTIONS = frozenset(LOADER_OPTIONS)
 
 _SRT_START = re.compile(rb"\A\s*\d+\s*\r?\n\s*\d+:\d\d:\d\d[,.]\d+\s*-->")
 _HTML_START = re.compile(

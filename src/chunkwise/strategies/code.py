@@ -27,9 +27,9 @@ from ..document import Document
 from ..formats.code import COMMENTS, GRAMMARS, code_sections, guess_language, parse_code, warn_no_grammar
 from ..segmentation.token_map import TokenMap
 from ..segmentation.tokenizers import Tokenizer
+from ..validation import Options
 from .base import CountingStrategy, Span, max_chars_for, trim_span
 from .packing import fill, repair, word_overlap
-from .params import Options
 from .recursive import recursive_split_counted
 
 

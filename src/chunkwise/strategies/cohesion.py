@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 
 from ..embeddings.base import Embedder
+from ..validation import Interval
 from .embedding import EmbeddingStrategy
-from .params import Interval
 from .units import Decision, Units, fit_lengths
 
 DEFAULT_PENALTY = 0.5

@@ -33,8 +33,8 @@ import math
 from typing import Any
 
 from ..embeddings.base import Embedder
+from ..validation import Interval
 from .embedding import EmbeddingStrategy
-from .params import Interval
 from .units import Decision, Units
 
 #: the paper's (authors' code) defaults, for reference

@@ -21,19 +21,10 @@ import inspect
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-# the one parameter system; re-exported: strategies declare their constraints with these
+# the one parameter system (the constraint types the strategies declare with live there)
 from ..validation import (
-    Constraint,
-    Constraints,
-    EmbedderSpec,
-    InstanceOf,
-    Interval,
-    Options,
-    StrList,
-    TokenizerSpec,
     check,
     constraint_text,
-    satisfies,
 )
 
 if TYPE_CHECKING:
@@ -114,17 +105,8 @@ def format_default(value: Any) -> str:
 
 __all__ = [
     "PARAM_HELP",
-    "Constraint",
-    "Interval",
-    "Options",
-    "InstanceOf",
-    "StrList",
-    "TokenizerSpec",
-    "EmbedderSpec",
-    "satisfies",
-    "Constraints",
-    "constraint_text",
     "validate_params",
+    "strategy_label",
     "ParamDoc",
     "describe",
     "format_default",

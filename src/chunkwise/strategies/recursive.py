@@ -42,9 +42,9 @@ from ..errors import ConfigError
 from ..formats.markdown_blocks import ATX_HEADING
 from ..segmentation.token_map import TokenMap
 from ..segmentation.tokenizers import Tokenizer
+from ..validation import Options, StrList
 from .base import CountingStrategy, Span, max_chars_for, trim_span
 from .packing import fill, fit_exact, pack
-from .params import Options, StrList
 
 _SENTENCES = "<sentences>"
 _CHARACTERS = ""

@@ -44,8 +44,9 @@ from ..deprecation import warn_renamed
 from ..embeddings.base import Embedder
 from ..embeddings.vectors import embed_all
 from ..errors import ConfigError
+from ..validation import Interval, Options
 from .embedding import EmbeddingStrategy
-from .params import Interval, Options, strategy_label
+from .params import strategy_label
 from .units import Decision, Units
 
 #: added to the distance at a paragraph break or heading (times its strength) before the threshold

@@ -21,9 +21,9 @@ from ..document import Document
 from ..segmentation.sentences import SENTENCE_BACKENDS
 from ..segmentation.token_map import TokenMap
 from ..segmentation.tokenizers import Tokenizer
+from ..validation import InstanceOf, Options
 from .base import CountingStrategy, Span, max_chars_for
 from .packing import pack
-from .params import InstanceOf, Options
 from .recursive import recursive_split
 
 
