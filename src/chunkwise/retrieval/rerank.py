@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError, MissingDependencyError
+from ..errors import ConfigError
 from ..pipeline.config import RERANK_DEPTH, parse_rerank
 from ..validation import Interval, check
 
@@ -99,20 +99,9 @@ def cross_encoder(path: str) -> Any:
     with _CROSS_LOCK:
         if path in _CROSS:
             return _CROSS[path]
-        try:
-            import torch  # noqa: F401
-        except ImportError:
-            raise MissingDependencyError(
-                "rerank=cross:PATH",
-                "torch",
-                "install torch first with `pip install torch==2.13.0`, then sentence-transformers",
-            ) from None
-        try:
-            from sentence_transformers import CrossEncoder
-        except ImportError:
-            raise MissingDependencyError(
-                "rerank=cross:PATH", "torch", "sentence-transformers; torch==2.13.0 must be installed first"
-            ) from None
+        from ..embeddings.sentence_transformers import import_sentence_transformers
+
+        CrossEncoder = import_sentence_transformers("rerank=cross:PATH").CrossEncoder
         from pathlib import Path
 
         if not Path(path).is_dir():
