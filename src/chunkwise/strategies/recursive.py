@@ -394,17 +394,7 @@ def _resplit(
 
 
 def recursive_split(
-    text: str,
-    start: int,
-    end: int,
-    tokenizer: Tokenizer,
-    max_tokens: int,
-    *,
-    min_tokens: int = 0,
-    overlap: int = 0,
-    separators: str | Sequence[str] | None = "prose",
-    keep_separator: str | None = None,
-    token_map: TokenMap | None = None,
+    text: str, start: int, end: int, tokenizer: Tokenizer, max_tokens: int, **options: Any
 ) -> list[Span]:
     """Spans of ``text[start:end]`` by the recursive rules, each exactly within ``max_tokens``.
 
@@ -412,20 +402,10 @@ def recursive_split(
     Spans are trimmed of whitespace, sorted, and cover every non-whitespace character of the range;
     with ``overlap`` consecutive spans overlap by up to that many tokens, starting at a word.
     ``token_map`` may pass a :class:`TokenMap` of a text range containing ``[start, end)`` to skip the
-    tokenisation.
+    tokenisation. ``options`` are :func:`recursive_split_counted`'s (``min_tokens``, ``overlap``,
+    ``separators``, ``keep_separator``, ``token_map``).
     """
-    return recursive_split_counted(
-        text,
-        start,
-        end,
-        tokenizer,
-        max_tokens,
-        min_tokens=min_tokens,
-        overlap=overlap,
-        separators=separators,
-        keep_separator=keep_separator,
-        token_map=token_map,
-    )[0]
+    return recursive_split_counted(text, start, end, tokenizer, max_tokens, **options)[0]
 
 
 class RecursiveChunker(CountingStrategy):
