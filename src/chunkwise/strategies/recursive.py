@@ -34,7 +34,7 @@ import bisect
 import functools
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..document import Document
@@ -137,30 +137,20 @@ def _compile_levels(separators: str | Sequence[str]) -> tuple[list[_Level], str]
     return levels, keep
 
 
+@dataclass
 class _Splitter:
     """One run of the algorithm over ``text[start:end]`` (state shared by the recursive calls)."""
 
-    def __init__(
-        self,
-        text: str,
-        tokenizer: Tokenizer,
-        max_tokens: int,
-        levels: list[_Level],
-        keep: str,
-        token_map: TokenMap,
-        max_chars: int,
-        fences: bool = False,
-    ):
-        self.text = text
-        self.tokenizer = tokenizer
-        self.max_tokens = max_tokens
-        self.levels = levels
-        self.keep = keep
-        self.tm = token_map
-        self.max_chars = max_chars
-        self.fences = fences  # keep fenced code blocks that fit whole (the presets)
-        self._guards: list[Span] | None = None
-        self._guard_starts: list[int] = []
+    text: str
+    tokenizer: Tokenizer
+    max_tokens: int
+    levels: list[_Level]
+    keep: str
+    tm: TokenMap
+    max_chars: int
+    fences: bool = False  # keep fenced code blocks that fit whole (the presets)
+    _guards: list[Span] | None = field(default=None, init=False)
+    _guard_starts: list[int] = field(default_factory=list, init=False)
 
     def guards(self, a: int, b: int) -> list[Span]:
         """The fenced code blocks in ``[a, b)`` (the first range asked for: the whole split) that fit."""

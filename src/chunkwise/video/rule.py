@@ -139,22 +139,15 @@ class _Event:
         ]
 
 
+@dataclass
 class ClipRule:
     """The clip rule's parameters (seconds); :meth:`clips` applies it. See the module docstring."""
 
-    def __init__(
-        self,
-        gap: float = 1.0,
-        min_duration: float = 0.0,
-        max_duration: float | None = None,
-        pad: float = 0.0,
-        split_on_new_id: bool = False,
-    ):
-        self.gap = gap
-        self.min_duration = min_duration
-        self.max_duration = max_duration
-        self.pad = pad
-        self.split_on_new_id = split_on_new_id
+    gap: float = 1.0
+    min_duration: float = 0.0
+    max_duration: float | None = None
+    pad: float = 0.0
+    split_on_new_id: bool = False
 
     def validate(self, fps: float) -> None:
         """Refuse parameters that cannot mean anything, before any frame is read."""
