@@ -17,7 +17,8 @@ from typing import Any
 from .document import Chunk, Document
 from .errors import ConfigError, InputError
 from .strategies import DEFAULT_STRATEGY, Strategy
-from .validation import InstanceOf, PathSpec, StrategySpec, validated
+from .strategies.params import StrategySpec
+from .validation import InstanceOf, PathSpec, validated
 
 
 def _split_options(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -3,7 +3,8 @@ wording.
 
 A parameter is declared with a list of :class:`Constraint` objects, any one of which a value must satisfy
 (scikit-learn's ``_parameter_constraints`` convention: ``Interval(int, 1, None)``, ``Options("rrf",
-"zscore")``, ``None``...). :func:`check` is the one check; every refusal reads ``OWNER: NAME must be
+"zscore")``, ``None``...); the constraints that know a later layer's types (a tokenizer, an embedder, a
+strategy) are in :mod:`chunkwise.strategies.params`. :func:`check` is the one check; every refusal reads ``OWNER: NAME must be
 WHAT, got VALUE`` (``strategy 'semantic': overlap must be an int in [0, inf), got True``). Who uses it:
 
 - :func:`validated` on public functions and constructors (``chunk_text``, the LangChain/LlamaIndex
@@ -161,46 +162,6 @@ class StrList(Constraint):
         return [["\n\n", " ", ""]]
 
 
-class TokenizerSpec(Constraint):
-    """A tokenizer name (checked against the known ones by ``validate``) or a ``Tokenizer``."""
-
-    def satisfied_by(self, value: Any) -> bool:
-        from .segmentation.tokenizers import Tokenizer
-
-        return isinstance(value, (str, Tokenizer))
-
-    def __str__(self) -> str:
-        return "a tokenizer name (or Tokenizer)"
-
-    def invalid(self) -> list[Any]:
-        return [3, True, ["words"]]
-
-    def valid(self) -> list[Any]:
-        return ["chars", "words"]
-
-
-class EmbedderSpec(Constraint):
-    """An embedder name (``minilm``, ``st:PATH``...) or an object with ``embed`` and ``tokenizer``."""
-
-    def satisfied_by(self, value: Any) -> bool:
-        if value is None or isinstance(value, str):
-            return value is not None  # (before the import: a name, or none, needs no embedding package)
-        from .embeddings.base import Embedder
-
-        if isinstance(value, Embedder):
-            return True
-        return hasattr(value, "embed") and hasattr(value, "tokenizer")
-
-    def __str__(self) -> str:
-        return "an embedder name (or Embedder)"
-
-    def invalid(self) -> list[Any]:
-        return [3, True, ["minilm"]]
-
-    def valid(self) -> list[Any]:
-        return ["static"]
-
-
 def is_number(value: Any) -> bool:
     """An int or float that is not a bool (the one place that tells ``True`` from ``1``)."""
     return _is_number(value)
@@ -225,24 +186,6 @@ class PathSpec(Constraint):
 
     def valid(self) -> list[Any]:
         return ["a.md"]
-
-
-class StrategySpec(Constraint):
-    """A strategy: a registered name (``auto``, ``semantic``...) or a ``Strategy`` object."""
-
-    def satisfied_by(self, value: Any) -> bool:
-        from .strategies import STRATEGY_NAMES, Strategy
-
-        return isinstance(value, Strategy) or (isinstance(value, str) and value in STRATEGY_NAMES)
-
-    def __str__(self) -> str:
-        return "a strategy name (or Strategy)"
-
-    def invalid(self) -> list[Any]:
-        return ["no-such-strategy", 3, None]
-
-    def valid(self) -> list[Any]:
-        return ["recursive"]
 
 
 class MappingOf(Constraint):
@@ -364,10 +307,7 @@ __all__ = [
     "Options",
     "InstanceOf",
     "StrList",
-    "TokenizerSpec",
-    "EmbedderSpec",
     "PathSpec",
-    "StrategySpec",
     "MappingOf",
     "is_number",
     "is_scalar",

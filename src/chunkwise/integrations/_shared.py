@@ -15,7 +15,8 @@ from ..document import CHUNK_FIELDS, Chunk, Document
 from ..errors import ConfigError, MissingDependencyError
 from ..strategies import Strategy
 from ..strategies.factory import make_strategy
-from ..validation import Options, StrategySpec, check
+from ..strategies.params import StrategySpec
+from ..validation import Options, check
 
 #: Chunk fields that are the chunk itself, not metadata about it
 _NOT_METADATA = ("text", "context")

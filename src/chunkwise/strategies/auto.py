@@ -66,8 +66,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..document import Chunk, ChunkIds, Document, stable_hash
 from ..segmentation.tokenizers import Tokenizer
-from ..validation import EmbedderSpec
 from .base import Span, Strategy
+from .params import EmbedderSpec
 from .sentence import SentenceChunker
 
 if TYPE_CHECKING:

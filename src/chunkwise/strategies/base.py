@@ -14,8 +14,8 @@ from typing import Any, ClassVar
 from ..document import Chunk, ChunkIds, Document, stable_hash
 from ..errors import ConfigError, InputError
 from ..segmentation.tokenizers import Tokenizer, resolve_tokenizer
-from ..validation import Constraints, Interval, TokenizerSpec
-from .params import strategy_label, validate_params
+from ..validation import Constraints, Interval
+from .params import TokenizerSpec, strategy_label, validate_params
 
 Span = tuple[int, int]
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 # the one parameter system (the constraint types the strategies declare with live there)
 from ..validation import (
+    Constraint,
     check,
     constraint_text,
 )
@@ -58,6 +59,65 @@ PARAM_HELP: dict[str, str] = {
     "sentence_backend": "sentence segmenter: chunkwise, pysbd or blingfire",
     "language": "language hint for sentence splitting (en, de, es, fr, it, nl, pt, zh, ja, ...)",
 }
+
+
+# -- constraints that know the strategies' own types --------------------------------------------------
+class TokenizerSpec(Constraint):
+    """A tokenizer name (checked against the known ones by ``validate``) or a ``Tokenizer``."""
+
+    def satisfied_by(self, value: Any) -> bool:
+        from ..segmentation.tokenizers import Tokenizer
+
+        return isinstance(value, (str, Tokenizer))
+
+    def __str__(self) -> str:
+        return "a tokenizer name (or Tokenizer)"
+
+    def invalid(self) -> list[Any]:
+        return [3, True, ["words"]]
+
+    def valid(self) -> list[Any]:
+        return ["chars", "words"]
+
+
+class EmbedderSpec(Constraint):
+    """An embedder name (``minilm``, ``st:PATH``...) or an object with ``embed`` and ``tokenizer``."""
+
+    def satisfied_by(self, value: Any) -> bool:
+        if value is None or isinstance(value, str):
+            return value is not None  # (before the import: a name, or none, needs no embedding package)
+        from ..embeddings.base import Embedder
+
+        if isinstance(value, Embedder):
+            return True
+        return hasattr(value, "embed") and hasattr(value, "tokenizer")
+
+    def __str__(self) -> str:
+        return "an embedder name (or Embedder)"
+
+    def invalid(self) -> list[Any]:
+        return [3, True, ["minilm"]]
+
+    def valid(self) -> list[Any]:
+        return ["static"]
+
+
+class StrategySpec(Constraint):
+    """A strategy: a registered name (``auto``, ``semantic``...) or a ``Strategy`` object."""
+
+    def satisfied_by(self, value: Any) -> bool:
+        from .base import Strategy  # (a name is checked by the factory, which suggests the nearest one)
+
+        return isinstance(value, (str, Strategy))
+
+    def __str__(self) -> str:
+        return "a strategy name (or Strategy)"
+
+    def invalid(self) -> list[Any]:
+        return [3, None, ["recursive"]]
+
+    def valid(self) -> list[Any]:
+        return ["recursive"]
 
 
 def strategy_label(strategy: Strategy) -> str:
