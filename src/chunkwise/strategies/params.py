@@ -62,22 +62,46 @@ PARAM_HELP: dict[str, str] = {
 
 
 # -- constraints that know the strategies' own types --------------------------------------------------
-class TokenizerSpec(Constraint):
-    """A tokenizer name (checked against the known ones by ``validate``) or a ``Tokenizer``."""
+class NameOr(Constraint):
+    """A name (a string, resolved by its factory, which names the valid ones) or an object of the type
+    ``load()`` returns (imported on first use: a name needs no model package)."""
+
+    def __init__(self, what: str, load: Any, valid: list[str]):
+        self.what, self.load, self._valid = what, load, valid
 
     def satisfied_by(self, value: Any) -> bool:
-        from ..segmentation.tokenizers import Tokenizer
-
-        return isinstance(value, (str, Tokenizer))
+        return isinstance(value, str) or isinstance(value, self.load())
 
     def __str__(self) -> str:
-        return "a tokenizer name (or Tokenizer)"
+        return f"a {self.what} name (or {self.load().__name__})"
 
     def invalid(self) -> list[Any]:
-        return [3, True, ["words"]]
+        return [3, True, [self._valid[0]]]
 
     def valid(self) -> list[Any]:
-        return ["chars", "words"]
+        return list(self._valid)
+
+
+def _tokenizer_type() -> type:
+    from ..segmentation.tokenizers import Tokenizer
+
+    return Tokenizer
+
+
+def _strategy_type() -> type:
+    from .base import Strategy
+
+    return Strategy
+
+
+def TokenizerSpec() -> NameOr:  # noqa: N802  (used like the other constraint classes)
+    """A tokenizer name (checked against the known ones by ``validate``) or a ``Tokenizer``."""
+    return NameOr("tokenizer", _tokenizer_type, ["chars", "words"])
+
+
+def StrategySpec() -> NameOr:  # noqa: N802
+    """A strategy: a registered name (``auto``, ``semantic``...) or a ``Strategy`` object."""
+    return NameOr("strategy", _strategy_type, ["recursive"])
 
 
 class EmbedderSpec(Constraint):
@@ -100,24 +124,6 @@ class EmbedderSpec(Constraint):
 
     def valid(self) -> list[Any]:
         return ["static"]
-
-
-class StrategySpec(Constraint):
-    """A strategy: a registered name (``auto``, ``semantic``...) or a ``Strategy`` object."""
-
-    def satisfied_by(self, value: Any) -> bool:
-        from .base import Strategy  # (a name is checked by the factory, which suggests the nearest one)
-
-        return isinstance(value, (str, Strategy))
-
-    def __str__(self) -> str:
-        return "a strategy name (or Strategy)"
-
-    def invalid(self) -> list[Any]:
-        return [3, None, ["recursive"]]
-
-    def valid(self) -> list[Any]:
-        return ["recursive"]
 
 
 def strategy_label(strategy: Strategy) -> str:
