@@ -32,6 +32,7 @@ from ..http import Endpoint, FatalEndpointError, JSONClient
 from ..http import EndpointError as _HTTPEndpointError
 from ..security import redact_url
 from ..segmentation.tokenizers import get_tokenizer
+from ..validation import Interval, check
 from .base import Embedder, check_texts, l2_normalize
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -60,13 +61,9 @@ def _check_settings(model: str, batch_size: int, max_batch_tokens: int, model_wi
     """The embedder's settings checked before any client is made: one ConfigError naming the bad one."""
     if not model or not isinstance(model, str):
         raise ConfigError("openai embedder needs a model name: openai:MODEL")
-    for label, value in (
-        ("batch_size", batch_size),
-        ("max_batch_tokens", max_batch_tokens),
-        ("model_window", model_window),
-    ):
-        if not isinstance(value, int) or value < 1:
-            raise ConfigError(f"{label} must be a positive integer, got {value!r}")
+    for name, value in (("batch_size", batch_size), ("max_batch_tokens", max_batch_tokens)):
+        check(value, Interval(int, 1, None), name, "openai embedder")
+    check(model_window, Interval(int, 1, None), "model_window", "openai embedder")
 
 
 class OpenAIEmbedder(Embedder):
@@ -124,19 +121,10 @@ class OpenAIEmbedder(Embedder):
         if endpoint is None:
             base_url = (base_url or os.environ.get(BASE_URL_ENV) or DEFAULT_BASE_URL).rstrip("/")
             _check_settings(model or "", batch_size, max_batch_tokens, model_window)
-            endpoint = Endpoint(
-                base_url,
-                model or "",
-                api_key=api_key,
-                key_envs=tuple(key_envs),
-                timeout=timeout,
-                deadline=deadline,
-                retries=retries,
-                backoff=backoff,
-                max_backoff=max_backoff,
-                max_response_bytes=max_response_bytes,
-                label="openai embedder",
-            )
+            limits: dict[str, Any] = {"timeout": timeout, "deadline": deadline, "retries": retries, "backoff": backoff}
+            limits |= {"max_backoff": max_backoff, "max_response_bytes": max_response_bytes}
+            key: dict[str, Any] = {"api_key": api_key, "key_envs": tuple(key_envs)}
+            endpoint = Endpoint(base_url, model or "", label="openai embedder", **key, **limits)
         elif not isinstance(endpoint, Endpoint):
             raise ConfigError(f"openai embedder: endpoint must be a chunkwise.http.Endpoint, got {endpoint!r}")
         else:
