@@ -29,8 +29,8 @@ from ..segmentation.token_map import TokenMap
 from ..segmentation.tokenizers import Tokenizer
 from ..validation import Options
 from .base import CountingStrategy, Span, max_chars_for, trim_span
-from .packing import fill, repair, word_overlap
-from .recursive import recursive_split_counted
+from .packing import fill, word_overlap
+from .recursive import recursive_split_counted, resplit_over_cap
 
 
 class CodeChunker(CountingStrategy):
@@ -111,14 +111,7 @@ class CodeChunker(CountingStrategy):
         for i, c in zip(todo, tm.counts(text, [spans[i] for i in todo])):
             counts[i] = c
         exact = [int(c) for c in counts if c is not None]
-        return repair(
-            spans,
-            exact,
-            max_tokens,
-            lambda k, _n: recursive_split_counted(
-                text, spans[k][0], spans[k][1], tokenizer, max_tokens, separators="code"
-            ),
-        )
+        return resplit_over_cap(text, spans, exact, tokenizer, max_tokens, "code")
 
 
 Unit = tuple[int, int, bool, bool]  # (start, end, too big even alone, a header)

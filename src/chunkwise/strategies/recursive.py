@@ -44,7 +44,7 @@ from ..segmentation.token_map import TokenMap
 from ..segmentation.tokenizers import Tokenizer
 from ..validation import Options, StrList
 from .base import CountingStrategy, Span, max_chars_for, trim_span
-from .packing import fill, fit_exact, pack
+from .packing import fill, fit_exact, pack, repair
 
 _SENTENCES = "<sentences>"
 _CHARACTERS = ""
@@ -381,6 +381,18 @@ def _resplit(
             return spans, counts
         n = max(counts)
     return fit_exact(text, a, b, tokenizer, max_tokens)
+
+
+def resplit_over_cap(
+    text: str, spans: list[Span], counts: list[int], tokenizer: Tokenizer, max_tokens: int, separators: str
+) -> tuple[list[Span], list[int]]:
+    """``spans`` (with their exact ``counts``) as they are, but for the rare one over ``max_tokens`` (its
+    estimate was short), re-split by the recursive rules with the ``separators`` preset."""
+
+    def fix(k: int, _n: int) -> tuple[list[Span], list[int]]:
+        return recursive_split_counted(text, spans[k][0], spans[k][1], tokenizer, max_tokens, separators=separators)
+
+    return repair(spans, counts, max_tokens, fix)
 
 
 def recursive_split(
