@@ -132,7 +132,7 @@ def test_flags_override_the_file(tmp_path, recorder):
 def test_a_bad_config_is_one_line(tmp_path, capsys):
     assert main(["search", "lamp", "--config", write(tmp_path, {"rrf_k": -2})]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "rrf_k must be a non-negative integer" in err and "tuned.json" in err
+    assert err.count("\n") == 1 and "rrf_k must be an int in [0, inf)" in err and "tuned.json" in err
 
 
 @pytest.mark.parametrize("key", ["vectors", "late", "late_options", "context", "context_options"])

@@ -247,7 +247,7 @@ def test_long_document_without_macro_windows_is_a_clear_error():
     "kw, msg",
     [
         ({"late_window": 51}, "larger than"),
-        ({"late_window": 1}, ">= 2"),
+        ({"late_window": 1}, r"late_window must be an int in \[2, inf\)"),
         ({"late_window": 10, "overlap": 10}, "overlap"),
         ({"overlap": -1}, "overlap"),
     ],

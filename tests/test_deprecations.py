@@ -62,6 +62,15 @@ TRIGGERS = {
     ("openai embedder", "max_tokens"): lambda: __import__("chunkwise.embeddings.openai", fromlist=["x"]).OpenAIEmbedder(
         "m", base_url="http://127.0.0.1:9/v1", max_tokens=100
     ),
+    ("openai embedder", "max_retries"): lambda: __import__(
+        "chunkwise.embeddings.openai", fromlist=["x"]
+    ).OpenAIEmbedder("m", base_url="http://127.0.0.1:9/v1", max_retries=1),
+    ("openai embedder", "api_key_env"): lambda: __import__(
+        "chunkwise.embeddings.openai", fromlist=["x"]
+    ).OpenAIEmbedder("m", base_url="http://127.0.0.1:9/v1", api_key_env="CHUNKWISE_TEST_KEY"),
+    ("get_embedder", "api_key_env"): lambda: __import__("chunkwise.embeddings", fromlist=["x"]).get_embedder(
+        "openai:m", base_url="http://127.0.0.1:9/v1", api_key_env="CHUNKWISE_TEST_KEY", cache=False
+    ),
     ("static embedder", "max_tokens"): None,  # needs a model download; the message is made by the same call
     ("minilm embedder (model_window = window - 2)", "window"): None,  # needs the MiniLM model; test_renames
     ("eval/tune", "--embed-window"): _embed_window,

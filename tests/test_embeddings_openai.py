@@ -65,7 +65,7 @@ def test_429_then_success_is_retried(server):
 
 def test_persistent_5xx_gives_up_with_a_clear_error(server):
     server.script = [500] * 10
-    emb = make(server, max_retries=2)
+    emb = make(server, retries=2)
     with pytest.raises(EndpointError) as err:
         emb.embed(["x"])
     assert "HTTP 500" in str(err.value) and "3 attempts" in str(err.value) and server.url in str(err.value)
@@ -75,7 +75,7 @@ def test_persistent_5xx_gives_up_with_a_clear_error(server):
 def test_auth_failure_is_immediate_and_names_the_variable(server, monkeypatch):
     server.key = "right"
     monkeypatch.setenv("MY_EMBED_KEY", "wrong")
-    emb = make(server, api_key_env="MY_EMBED_KEY")
+    emb = make(server, key_envs=("MY_EMBED_KEY",))
     with pytest.raises(EndpointError) as err:
         emb.embed(["x"])
     assert "401" in str(err.value) and "$MY_EMBED_KEY" in str(err.value)
@@ -90,7 +90,7 @@ def test_unreachable_endpoint(monkeypatch):
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     sock.close()  # nothing listens there now
-    emb = OpenAIEmbedder("m", base_url=f"http://127.0.0.1:{port}/v1", max_retries=2, backoff=0.001, timeout=2)
+    emb = OpenAIEmbedder("m", base_url=f"http://127.0.0.1:{port}/v1", retries=2, backoff=0.001, timeout=2)
     with pytest.raises(EndpointError) as err:
         emb.embed(["x"])
     assert "endpoint unreachable" in str(err.value) and "3 attempts" in str(err.value)
@@ -197,7 +197,7 @@ def test_retry_after_as_an_http_date_is_honoured(server, monkeypatch):
 
 def test_a_dripping_answer_ends_at_the_deadline(server):
     server.drip = 0.05  # a byte every 50 ms: never silent for the 5 s timeout
-    emb = make(server, timeout=5, deadline=1.5, max_retries=3)
+    emb = make(server, timeout=5, deadline=1.5, retries=3)
     out = _bounded(lambda: emb.embed(["x"]), 30)
     err = out.get("error")
     assert isinstance(err, EndpointError) and "1.5 s deadline" in str(err), out

@@ -93,7 +93,7 @@ def test_a_run_at_several_sizes_pools_their_chunks(dataset):
         (f"{BASE},granularities=[4,12],expand=neighbors:1", "granularities and expand do not combine"),
         (f"{BASE},granularities=[4]", "two or more chunk sizes"),
         (f"{BASE},rerank=bm25", "rerank must be one of"),
-        (f"{BASE},rerank=maxsim,rerank_depth=0", "rerank_depth must be a positive integer"),
+        (f"{BASE},rerank=maxsim,rerank_depth=0", r"rerank_depth must be an int in \[1, 1000\]"),
     ],
 )
 def test_contradictions_are_one_config_error(dataset, spec, message):

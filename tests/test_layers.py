@@ -18,6 +18,8 @@ ORDER = [
     "document",
     "security",
     "errors",
+    "validation",
+    "records",
     "deprecation",
     "registry",
     "timefmt",

@@ -86,7 +86,7 @@ def test_openai_model_window_and_old_max_tokens(no_warnings):
     with pytest.warns(DeprecationWarning, match="openai embedder: 'max_tokens' is deprecated, use 'model_window'"):
         old = OpenAIEmbedder("m", base_url=URL, max_tokens=5)
     assert new.model_window == old.model_window == 5
-    with pytest.raises(ConfigError, match="model_window must be a positive integer"):
+    with pytest.raises(ConfigError, match=r"openai embedder: model_window must be an int in \[1, inf\), got 0"):
         OpenAIEmbedder("m", base_url=URL, model_window=0)
 
 

@@ -12,15 +12,8 @@ from chunkwise.cli import main
 from chunkwise.errors import ConfigError
 from chunkwise.strategies import STRATEGY_NAMES, Strategy, get_strategy, strategy_class
 from chunkwise.strategies.auto import TranscriptChunker
-from chunkwise.strategies.params import (
-    PARAM_HELP,
-    Interval,
-    Options,
-    StrList,
-    constraint_text,
-    describe,
-    satisfies,
-)
+from chunkwise.strategies.params import PARAM_HELP, describe
+from chunkwise.validation import Interval, Options, StrList, constraint_text, satisfies
 
 CLASSES = {name: strategy_class(name) for name in STRATEGY_NAMES} | {"transcript": TranscriptChunker}
 CASES = [(label, p) for label, cls in CLASSES.items() for p in cls.param_names()]
@@ -86,7 +79,9 @@ def test_the_one_wording():
         get_strategy("fixed", min_tokens=None).validate()
     with pytest.raises(ConfigError, match=r"^strategy 'maxmin': init_constant must be a number in \(0, inf\), got 0$"):
         get_strategy("maxmin", init_constant=0).validate()
-    with pytest.raises(ConfigError, match="a preset \\('prose', 'markdown', 'code', 'docstring'\\) or a non-empty list of strings"):
+    with pytest.raises(
+        ConfigError, match="a preset \\('prose', 'markdown', 'code', 'docstring'\\) or a non-empty list of strings"
+    ):
         get_strategy("recursive", separators="poetry").validate()
 
 

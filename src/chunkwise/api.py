@@ -17,24 +17,14 @@ from typing import Any
 from .document import Chunk, Document
 from .errors import ConfigError, InputError
 from .strategies import DEFAULT_STRATEGY, Strategy
-
-#: keyword arguments of chunk/chunk_file that go to the loader, not to the strategy
-LOADER_OPTIONS = (
-    "format",
-    "encoding",
-    "max_bytes",
-    "clean",
-    "clean_headers",
-    "dehyphenate",
-    "reflow",
-    "normalize_whitespace",
-    "password",
-    "html_mode",
-)
+from .strategies.params import StrategySpec
+from .validation import InstanceOf, PathSpec, validated
 
 
 def _split_options(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """(loader options, strategy parameters) from one set of keyword arguments."""
+    from .formats import LOADER_OPTIONS
+
     loader = {k: params[k] for k in LOADER_OPTIONS if k in params}
     return loader, {k: v for k, v in params.items() if k not in loader}
 
@@ -57,9 +47,10 @@ def looks_like_path(text: str) -> bool:
     )
 
 
+@validated("chunk_file", path=PathSpec(), strategy=StrategySpec())
 def chunk_file(path: str | os.PathLike, strategy: str | Strategy = DEFAULT_STRATEGY, **params: Any) -> list[Chunk]:
     """Load one file (any supported format) and chunk it. ``params`` holds both the loader options
-    (:data:`LOADER_OPTIONS`) and the strategy's parameters (``max_tokens``, ``overlap``, ...)."""
+    (:data:`chunkwise.formats.LOADER_OPTIONS`) and the strategy's parameters (``max_tokens``, ``overlap``, ...)."""
     from .formats import load
 
     loader, strategy_params = _split_options(params)
@@ -67,6 +58,7 @@ def chunk_file(path: str | os.PathLike, strategy: str | Strategy = DEFAULT_STRAT
     return strat.chunk(load(path, **loader))
 
 
+@validated("chunk_text", strategy=StrategySpec(), source=InstanceOf(str))
 def chunk_text(
     text: str, strategy: str | Strategy = DEFAULT_STRATEGY, *, source: str = "<text>", **params: Any
 ) -> list[Chunk]:
@@ -107,6 +99,7 @@ def as_document(obj: str | os.PathLike | Document, *, text_ok: bool = False, **l
     raise InputError(f"expected a path, a Document or text=..., got {type(obj).__name__}")
 
 
+@validated("chunk", strategy=StrategySpec(), text=[InstanceOf(str), None])
 def chunk(
     path_or_doc: str | os.PathLike | Document | None = None,
     strategy: str | Strategy = DEFAULT_STRATEGY,

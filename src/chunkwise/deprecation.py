@@ -54,6 +54,9 @@ RENAMES: tuple[Rename, ...] = (
     Rename("structure_bonus", "break_distance", ("strategy 'semantic'",)),
     Rename("structure_bonus", "break_similarity", ("strategy 'maxmin'",)),
     Rename("structure_bonus", "break_reward", ("strategy 'cohesion'",)),
+    # the openai embedder spells its connection settings as chat does (one Endpoint)
+    Rename("max_retries", "retries", ("openai embedder",)),
+    Rename("api_key_env", "key_envs", ("openai embedder", "get_embedder")),
 )
 
 

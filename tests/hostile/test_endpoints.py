@@ -84,7 +84,7 @@ def test_failed_embedding_endpoint_then_working_one_completes(tmp_path, endpoint
     db = tmp_path / "x.db"
     set_fault(endpoint, fault)
     endpoint.echo_headers = True
-    emb = OpenAIEmbedder("fake-model", base_url=endpoint.url, dimensions=8, max_retries=1, backoff=0.01, timeout=1.0)
+    emb = OpenAIEmbedder("fake-model", base_url=endpoint.url, dimensions=8, retries=1, backoff=0.01, timeout=1.0)
     try:
         with Index(db=db, embedder=emb, cache=False) as index, pytest.raises(ChunkwiseError) as err:
             index.add([tmp_path / "in"], params={"max_tokens": 32})

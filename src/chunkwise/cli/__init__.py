@@ -274,12 +274,14 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(args) -> int:
     """The command, with its ``--llm-*`` flags (if any) the settings of every chat client it makes."""
-    endpoint = {n: getattr(args, f"llm_{n}", None) for n in ("base_url", "model", "timeout", "deadline", "retries")}
-    if all(v is None for v in endpoint.values()):  # no chat client module imported for commands without one
+    loose = {n: getattr(args, f"llm_{n}", None) for n in ("base_url", "model", "timeout", "deadline", "retries")}
+    if all(v is None for v in loose.values()):  # no chat client module imported for commands without one
         return int(args.func(args) or 0)
     from ..llm.client import command_endpoint
+    from .answers import endpoint_from_args
 
-    with command_endpoint(**endpoint):
+    endpoint = endpoint_from_args(args)
+    with command_endpoint(endpoint) if endpoint is not None else command_endpoint(**loose):
         return int(args.func(args) or 0)
 
 

@@ -58,6 +58,24 @@ def endpoint_args(args: argparse.Namespace) -> dict:
     return {n: getattr(args, f"llm_{n}", None) for n in names}
 
 
+def endpoint_from_args(args: argparse.Namespace):
+    """The one :class:`~chunkwise.http.Endpoint` the endpoint flags name (URL and model from the flags, else
+    ``$CHUNKWISE_LLM_BASE_URL``/``$CHUNKWISE_LLM_MODEL``); ``None`` while either is unknown (a command that
+    then needs a chat model says which is missing when it makes its client). Bad values are one ConfigError."""
+    import os
+
+    from ..llm.client import BASE_URL_ENV, MODEL_ENV
+
+    given = endpoint_args(args)
+    base_url = given.pop("base_url") or os.environ.get(BASE_URL_ENV)
+    model = given.pop("model") or os.environ.get(MODEL_ENV)
+    if not (base_url and model):
+        return None
+    from ..http import Endpoint
+
+    return Endpoint(base_url, model, label="llm", **{k: v for k, v in given.items() if v is not None})
+
+
 def add_llm_options(p: argparse.ArgumentParser, answers: bool = True) -> None:
     """The LLM flags of ask, summarize and ``eval --answers``: the endpoint's, and how prompts are fitted."""
     from ..llm.openai import DEFAULT_ANSWER_TOKENS, DEFAULT_CONTEXT_TOKENS
@@ -91,16 +109,15 @@ def llm_from_args(args: argparse.Namespace, embedder=None, stream: bool = True):
     """The LLM the flags ask for: ``OpenAILLM`` with an endpoint, else the extractive fallback."""
     from ..llm import get_llm
 
+    endpoint = endpoint_from_args(args)
+    loose = {} if endpoint else {"base_url": args.llm_base_url, "model": args.llm_model}
     return get_llm(
-        args.llm_base_url,
-        args.llm_model,
+        **loose,
+        endpoint=endpoint,
         embedder=embedder,
         context_tokens=args.context_tokens,
         answer_tokens=args.answer_tokens,
         tokenizer=args.llm_tokenizer,
-        timeout=args.llm_timeout,
-        deadline=args.llm_deadline,
-        retries=args.llm_retries,
         stream=stream,
         cache=not getattr(args, "no_cache", False),
         cache_dir=getattr(args, "cache_dir", None),

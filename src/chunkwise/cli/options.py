@@ -151,7 +151,7 @@ def add_setting_flags(p: Any, *names: str) -> None:
         flag = st.flag_name(name)
         if not flag:
             raise ValueError(f"setting {name!r} has no flag of its own")
-        if isinstance(st.default, bool):
+        if st.switch:
             p.add_argument(
                 flag, dest=name, action="store_const", const=not st.default, default=None, help=st.flag_help(name)
             )

@@ -76,14 +76,12 @@ def _client(args):
         if args.llm_model:
             raise ConfigError("--llm-model needs an endpoint: --llm-base-url URL")
         return None
-    kw = {
-        k: v
-        for k, v in (("timeout", args.llm_timeout), ("deadline", args.llm_deadline), ("retries", args.llm_retries))
-        if v is not None
-    }
+    from .answers import endpoint_args, endpoint_from_args
+
+    endpoint = endpoint_from_args(args)
+    kw = {k: v for k, v in endpoint_args(args).items() if v is not None} if endpoint is None else {}
     return ChatClient(
-        args.llm_base_url,
-        args.llm_model,
+        endpoint=endpoint,
         cache=not getattr(args, "no_cache", False),
         cache_dir=getattr(args, "cache_dir", None),
         purpose="questions --method llm",

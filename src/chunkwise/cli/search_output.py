@@ -50,12 +50,17 @@ def format_table(results, max_chars: int) -> str:
                 + ",".join(str(i) for i in clip.get("track_ids", []))
             )
         lines.append("  ".join(head))
-        text = " ".join(r.text.split())
-        if max_chars and len(text) > max_chars:
-            text = text[:max_chars].rstrip() + " …"
-        lines.extend(textwrap.wrap(text, width=width - 4, initial_indent="    ", subsequent_indent="    ") or ["    "])
-        lines.append("")
+        lines += indented(r.text, max_chars, width)
     return "\n".join(lines).rstrip("\n")
+
+
+def indented(text: str, max_chars: int, width: int) -> list[str]:
+    """A hit's text on one logical line, cut at ``max_chars`` (``…`` says so), wrapped and indented, then a
+    blank line."""
+    text = " ".join(text.split())
+    if max_chars and len(text) > max_chars:
+        text = text[:max_chars].rstrip() + " …"
+    return [*(textwrap.wrap(text, width=width - 4, initial_indent="    ", subsequent_indent="    ") or ["    "]), ""]
 
 
 def format_passages(passages, max_chars: int) -> str:
@@ -70,11 +75,7 @@ def format_passages(passages, max_chars: int) -> str:
             f"[{p.rank}] {score}  {provenance(p)}  chars {p.start}-{p.end}  chunks "
             f"{p.chunks[0]}-{p.chunks[-1]}  hits {hits}  {p.token_count} tokens ({p.tokenizer})"
         )
-        text = " ".join(p.text.split())
-        if max_chars and len(text) > max_chars:
-            text = text[:max_chars].rstrip() + " …"
-        lines.extend(textwrap.wrap(text, width=width - 4, initial_indent="    ", subsequent_indent="    ") or ["    "])
-        lines.append("")
+        lines += indented(p.text, max_chars, width)
     return "\n".join(lines).rstrip("\n")
 
 

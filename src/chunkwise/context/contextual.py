@@ -20,8 +20,8 @@ import bisect
 from pathlib import Path
 
 from ..document import Chunk, Document
-from ..errors import ConfigError
 from ..segmentation.tokenizers import Tokenizer, resolve_tokenizer
+from ..validation import Interval, check
 
 
 def document_title(doc: Document) -> str | None:
@@ -68,15 +68,9 @@ def add_neighbors(
     chunk; the part before is trimmed from its start and the part after from its end, on token boundaries,
     so what remains is what sits next to the chunk.
     """
-    if not isinstance(neighbors, int) or isinstance(neighbors, bool) or neighbors < 1:
-        raise ConfigError(f"neighbors must be an integer >= 1 sentences, got {neighbors!r}")
-    if max_context_tokens is not None and (
-        not isinstance(max_context_tokens, int)
-        or isinstance(max_context_tokens, bool)
-        or max_context_tokens == 1
-        or max_context_tokens < 0
-    ):
-        raise ConfigError(f"max_context_tokens must be 0 (no cap) or an integer >= 2, got {max_context_tokens!r}")
+    check(neighbors, Interval(int, 1, None), "neighbors", "neighbors context")
+    no_cap = Interval(int, 0, 0)  # 0: no cap
+    check(max_context_tokens, [no_cap, Interval(int, 2, None), None], "max_context_tokens", "neighbors context")
     if max_context_tokens == 0:
         max_context_tokens = None
     from ..segmentation.sentences import split_sentences

@@ -41,6 +41,7 @@ from ..deprecation import moved_getattr, warn_renamed
 from ..document import Chunk, Document
 from ..embeddings.base import Embedder, l2_normalize
 from ..errors import ConfigError
+from ..validation import Interval, check
 
 Span = tuple[int, int]
 log = logging.getLogger(__name__)
@@ -218,14 +219,12 @@ def _check_window(window: int | None, overlap: int | None, limit: int, macro: bo
         # one pass over as much as the model reads when windowing is off; otherwise windows of the length
         # sentence-embedding models were trained on (measured: 510-token windows hurt MiniLM, 256 do not)
         window = limit if not macro else (min(limit, DEFAULT_LATE_WINDOW) if limit else DEFAULT_LATE_WINDOW)
-    if not isinstance(window, int) or isinstance(window, bool) or window < 2:
-        raise ConfigError(f"late_window must be an integer >= 2 tokens, got {window!r}")
+    check(window, Interval(int, 2, None), "late_window", "late chunking")
     if limit and window > limit:
         raise ConfigError(f"late_window ({window}) is larger than the embedder's model_window ({limit} tokens)")
     if overlap is None:
         overlap = window // 4
-    if not isinstance(overlap, int) or isinstance(overlap, bool) or not 0 <= overlap < window:
-        raise ConfigError(f"late-chunking overlap must be an integer in 0..{window - 1} tokens, got {overlap!r}")
+    check(overlap, Interval(int, 0, window, closed="left"), "overlap", "late chunking")
     return window, overlap
 
 

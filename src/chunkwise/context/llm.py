@@ -37,7 +37,6 @@ from dataclasses import InitVar, dataclass, field
 
 from ..deprecation import warn_renamed
 from ..document import Chunk, Document, stable_hash
-from ..errors import ConfigError
 from ..llm.client import (
     API_KEY_ENVS,
     BASE_URL_ENV,
@@ -48,6 +47,7 @@ from ..llm.client import (
     LLMError,
     settings_of,
 )
+from ..validation import Interval, check
 
 DB_NAME = "llm_context.sqlite3"
 
@@ -107,9 +107,7 @@ class LLMContextualizer(ChatSettings):
             warn_renamed("max_tokens", "answer_tokens", "LLMContextualizer", stacklevel=4)
             self.answer_tokens = max_tokens
         for name in ("concurrency", "answer_tokens", "max_document_chars"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-                raise ConfigError(f"llm {name} must be an integer >= 1, got {v!r}")
+            check(getattr(self, name), Interval(int, 1, None), name, "llm context")
         self.client = ChatClient(**settings_of(self), cache_name=DB_NAME, purpose="llm context")
         self.base_url, self.model, self.url = self.client.base_url, self.client.model, self.client.url
         self.api_key, self.deadline = self.client.api_key, self.client.deadline

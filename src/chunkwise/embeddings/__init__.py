@@ -54,7 +54,7 @@ DEFAULT_EMBEDDER = "minilm"
 EMBEDDER_ENV = "CHUNKWISE_EMBEDDER"
 EMBEDDER_BACKEND_ENV = "CHUNKWISE_EMBEDDER_BACKEND"
 #: what a factory may take besides the caller's keywords (passed only when its signature names them)
-_CONTEXT = ("backend", "cache_dir", "base_url", "api_key_env")
+_CONTEXT = ("backend", "cache_dir", "base_url")
 
 
 def __getattr__(name: str) -> Any:
@@ -111,9 +111,7 @@ def _parameters(factory: Any) -> set[str]:
         return set()
 
 
-def backend_embedder(
-    name: str, backend: str | None, base_url: str | None, api_key_env: str, cache_dir, kw: dict[str, Any]
-) -> Embedder:
+def backend_embedder(name: str, backend: str | None, base_url: str | None, cache_dir, kw: dict[str, Any]) -> Embedder:
     """The back-end ``name`` stands for (no cache in front): its registered factory, called with ``kw``,
     the rest of a family's name, and the :data:`_CONTEXT` values its signature names."""
     _warn_old_name(name)
@@ -121,7 +119,7 @@ def backend_embedder(
     name = ALIASES.get(name, name)
     factory, rest = registry.resolve("embedder", name)
     backend = _check_backend(name, backend)
-    context = {"backend": backend, "cache_dir": cache_dir, "base_url": base_url, "api_key_env": api_key_env}
+    context = {"backend": backend, "cache_dir": cache_dir, "base_url": base_url}
     from .backends import check_kwargs
 
     check_kwargs(name, factory, kw, _CONTEXT)
@@ -136,7 +134,6 @@ def get_embedder(
     cache: bool = True,
     cache_dir: str | os.PathLike | None = None,
     base_url: str | None = None,
-    api_key_env: str = "OPENAI_API_KEY",
     **kw: Any,
 ) -> Embedder:
     """An embedder by name, wrapped in the persistent cache unless ``cache=False``.
@@ -145,8 +142,8 @@ def get_embedder(
     ``$CHUNKWISE_EMBEDDER_BACKEND``). ``backend``: the library that runs the model, where there is a choice
     (:data:`EMBEDDER_BACKENDS`: ``minilm`` on ``onnx``, the default, or ``torch``). ``cache_dir`` defaults to
     ``$CHUNKWISE_CACHE_DIR`` or the platform's user cache directory. Extra keyword arguments go to the
-    back-end (``model_window``/``batch_size`` for minilm, ``batch_size``/``timeout``/``max_retries`` for
-    openai...); an unknown one is a :class:`ConfigError` that lists the valid ones.
+    back-end (``model_window``/``batch_size`` for minilm; for openai ``endpoint`` (a
+    :class:`~chunkwise.http.Endpoint`) or its settings ``timeout``/``retries``/``key_envs``...); an unknown one is a :class:`ConfigError` that lists the valid ones.
     """
     if name is None:
         name = os.environ.get(EMBEDDER_ENV) or DEFAULT_EMBEDDER
@@ -157,7 +154,7 @@ def get_embedder(
     if backend is not None and not isinstance(backend, str):
         raise ConfigError(f"embedder backend must be a string, got {type(backend).__name__}")
     name = name.strip()
-    inner = backend_embedder(name, backend, base_url, api_key_env, cache_dir, kw)
+    inner = backend_embedder(name, backend, base_url, cache_dir, kw)
     if not cache:
         return inner
     from .cache import CachedEmbedder, EmbeddingCache

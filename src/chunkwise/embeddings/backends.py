@@ -2,7 +2,7 @@
 
 :func:`chunkwise.embeddings.get_embedder` calls a factory with the caller's keyword arguments, the rest of
 the name for a family (``st:PATH`` -> ``sentence_transformer(PATH)``), and those of ``backend``,
-``cache_dir``, ``base_url``, ``api_key_env`` the factory's signature names. Each factory imports its
+``cache_dir``, ``base_url`` the factory's signature names. Each factory imports its
 back-end only when called and checks the keywords against that back-end's constructor, so an unknown one is
 a :class:`ConfigError` listing the valid ones, as for strategies.
 """
@@ -16,7 +16,7 @@ from ..errors import ConfigError
 from .base import Embedder
 
 #: old keywords the back-ends still accept (with a deprecation warning) but no longer list as valid
-_OLD_KEYWORDS = ("window", "max_tokens")
+_OLD_KEYWORDS = ("window", "max_tokens", "max_retries", "api_key_env")
 
 
 def check_kwargs(name: str, factory: Any, kw: dict[str, Any], given: tuple[str, ...] = ()) -> None:
@@ -90,12 +90,13 @@ def e5(**kw: Any) -> Embedder:
     return E5Embedder(**kw)
 
 
-def openai(model: str, *, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY", **kw: Any) -> Embedder:
-    """Any OpenAI-compatible ``/v1/embeddings`` endpoint (``openai:MODEL``)."""
+def openai(model: str, *, base_url: str | None = None, **kw: Any) -> Embedder:
+    """Any OpenAI-compatible ``/v1/embeddings`` endpoint (``openai:MODEL``); ``endpoint=`` takes a whole
+    :class:`~chunkwise.http.Endpoint`."""
     from .openai import OpenAIEmbedder
 
-    check_kwargs(f"openai:{model}", OpenAIEmbedder.__init__, kw, ("model", "base_url", "api_key_env"))
-    return OpenAIEmbedder(model, base_url=base_url, api_key_env=api_key_env, **kw)
+    check_kwargs(f"openai:{model}", OpenAIEmbedder.__init__, kw, ("model", "base_url"))
+    return OpenAIEmbedder(model, base_url=base_url, **kw)
 
 
 def auto(
@@ -103,7 +104,6 @@ def auto(
     sample: Any = None,
     cache_dir: Any = None,
     base_url: str | None = None,
-    api_key_env: str = "OPENAI_API_KEY",
     **kw: Any,
 ) -> Embedder:
     """The embedder for the documents' language (:func:`.language.choose_embedder` over ``sample``)."""
@@ -115,7 +115,7 @@ def auto(
             "embedder 'auto' picks by the documents' language: pass sample=[texts] "
             "(the command line samples the input files itself)"
         )
-    return backend_embedder(choose_embedder(sample), None, base_url, api_key_env, cache_dir, kw)
+    return backend_embedder(choose_embedder(sample), None, base_url, cache_dir, kw)
 
 
 __all__ = ["check_kwargs", "minilm", "sentence_transformer", "static", "use_multilingual", "e5", "openai", "auto"]

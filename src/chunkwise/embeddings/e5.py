@@ -43,6 +43,7 @@ import numpy as np
 
 from ..errors import ConfigError, MissingDependencyError
 from ..segmentation.tokenizers import Span, Tokenizer
+from ..validation import Interval, check
 from .base import Embedder, check_texts, l2_normalize
 from .minilm import available_cores
 
@@ -277,8 +278,7 @@ class E5Embedder(Embedder):
     name = "e5"
 
     def __init__(self, threads: int | None = None, batch_size: int = 64, model_window: int | None = None):
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ConfigError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+        check(batch_size, Interval(int, 1, None), "batch_size", "e5 embedder")
         self.threads = threads or available_cores()
         self.batch_size = batch_size
         self._engine = _engine(self.threads)
@@ -287,8 +287,7 @@ class E5Embedder(Embedder):
         full = MODEL_POSITIONS - 2 - max(self.prefix_tokens.values())
         if model_window is None:
             model_window = full
-        if isinstance(model_window, bool) or not isinstance(model_window, int) or not 1 <= model_window <= full:
-            raise ConfigError(f"model_window must be an integer from 1 to {full}, got {model_window!r}")
+        check(model_window, Interval(int, 1, full), "model_window", "e5 embedder")
         self.model_window = model_window
         self.dim = int(self._engine.dim)
         self.model_id = "e5-small-q4" if model_window == full else f"e5-small-q4-w{model_window}"

@@ -33,6 +33,7 @@ import numpy as np
 from ..deprecation import warn_renamed
 from ..errors import ConfigError, MissingDependencyError
 from ..segmentation.tokenizers import HFTokenizer, get_tokenizer
+from ..validation import Interval, check
 from .base import Embedder, check_texts, l2_normalize
 
 #: the model's absolute position limit (BERT position embeddings)
@@ -179,12 +180,7 @@ class MiniLMEmbedder(Embedder):
                 raise ConfigError(f"minilm window must be an integer in 3..{MAX_POSITIONS}, got {window!r}")
             warn_renamed("window", "model_window", "minilm embedder (model_window = window - 2)")
             model_window = window - 2
-        if (
-            not isinstance(model_window, int)
-            or isinstance(model_window, bool)
-            or not 1 <= model_window <= MAX_POSITIONS - 2
-        ):
-            raise ConfigError(f"minilm model_window must be an integer in 1..{MAX_POSITIONS - 2}, got {model_window!r}")
+        check(model_window, Interval(int, 1, MAX_POSITIONS - 2), "model_window", "minilm embedder")
         positions = model_window + 2
         if not isinstance(batch_size, int) or batch_size < 1:
             raise ConfigError(f"batch_size must be a positive integer, got {batch_size!r}")

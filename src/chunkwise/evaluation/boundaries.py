@@ -45,16 +45,26 @@ def _check(n_units: int, k: int) -> None:
         raise ValueError("k must be >= 1")
 
 
-def pk(ref_boundaries: Iterable[int], hyp_boundaries: Iterable[int], n_units: int, k: int | None = None) -> float:
-    """Pk: the share of unit pairs ``(i, i + k)`` that the hypothesis puts in the same segment when the
-    reference does not, or the other way round. Returns 0.0 when the text is shorter than the window."""
+def _cumulative(
+    ref_boundaries: Iterable[int], hyp_boundaries: Iterable[int], n_units: int, k: int | None
+) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """The running boundary counts of reference and hypothesis and the window ``k`` (default: half the mean
+    reference segment); ``None`` when the text is no longer than the window."""
     ref = list(ref_boundaries)
     k = default_k(ref, n_units) if k is None else int(k)
     _check(n_units, k)
     if n_units <= k:
+        return None
+    return np.cumsum(_boundary_array(ref, n_units)), np.cumsum(_boundary_array(hyp_boundaries, n_units)), k
+
+
+def pk(ref_boundaries: Iterable[int], hyp_boundaries: Iterable[int], n_units: int, k: int | None = None) -> float:
+    """Pk: the share of unit pairs ``(i, i + k)`` that the hypothesis puts in the same segment when the
+    reference does not, or the other way round. Returns 0.0 when the text is shorter than the window."""
+    counts = _cumulative(ref_boundaries, hyp_boundaries, n_units, k)
+    if counts is None:
         return 0.0
-    r = np.cumsum(_boundary_array(ref, n_units))
-    h = np.cumsum(_boundary_array(hyp_boundaries, n_units))
+    r, h, k = counts
     # unit i and unit i+k are in the same segment iff no boundary b with i < b <= i+k
     ref_same = (r[k:] - r[:-k]) == 0
     hyp_same = (h[k:] - h[:-k]) == 0
@@ -66,13 +76,10 @@ def window_diff(
 ) -> float:
     """WindowDiff: the share of windows ``(i, i + k]`` whose boundary counts differ between reference and
     hypothesis. Returns 0.0 when the text is shorter than the window."""
-    ref = list(ref_boundaries)
-    k = default_k(ref, n_units) if k is None else int(k)
-    _check(n_units, k)
-    if n_units <= k:
+    counts = _cumulative(ref_boundaries, hyp_boundaries, n_units, k)
+    if counts is None:
         return 0.0
-    r = np.cumsum(_boundary_array(ref, n_units))
-    h = np.cumsum(_boundary_array(hyp_boundaries, n_units))
+    r, h, k = counts
     return float(np.mean((r[k:] - r[:-k]) != (h[k:] - h[:-k])))
 
 

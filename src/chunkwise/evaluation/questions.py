@@ -59,6 +59,7 @@ from typing import Any
 
 from ..document import Document
 from ..errors import ConfigError, InputError
+from ..validation import Interval, check
 from .question_llm import LLM_PASSAGE_CHARS, PROMPT, STYLES, SYSTEM, llm_questions, locate
 from .question_offline import concept_questions, heading_questions, heldout_questions, keyphrase_questions
 from .question_sampling import (
@@ -170,8 +171,7 @@ def _check_arguments(
     read, so a mistyped method or style costs nothing."""
     if method not in METHODS:
         raise ConfigError(f"unknown question method {method!r}; choose one of {', '.join(METHODS)}")
-    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-        raise ConfigError(f"the number of questions must be a positive integer, got {n!r}")
+    check(n, Interval(int, 1, None), "n", "generate_questions")
     for name, v in (("max_overlap", max_overlap), ("max_jaccard", max_jaccard)):
         if not 0.0 <= v <= 1.0:
             raise ConfigError(f"{name} must be in [0, 1], got {v!r}")

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ..records import pick
 from .spec import RunSpec
 
 
@@ -86,12 +87,7 @@ class EvaluationReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "dataset": self.dataset,
-            "summary": self.dataset_summary,
-            "embedder": self.embedder,
-            "k": self.k,
-            "count_tokenizer": self.count_tokenizer,
-            "queries": self.queries,
+            **pick(self, "dataset summary=dataset_summary embedder k count_tokenizer queries"),
             "seconds": round(self.seconds, 3),
             "problems": self.problems,
             "runs": [r.to_dict() for r in self.runs],

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError
+from ..records import pick
 from . import metrics as M
 from .results import RunResult
 
@@ -80,16 +81,10 @@ class Decision:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "verdict": self.verdict,
-            "winner": self.winner,
-            "runner_up": self.runner_up,
-            "against": self.against,
+            **pick(self, "verdict winner runner_up against"),
             "diff": round(self.diff, 6),
             "ci95": [round(self.lo, 6), round(self.hi, 6)],
-            "queries": self.queries,
-            "split": self.split,
-            "chosen": self.chosen,
-            "rule": self.rule,
+            **pick(self, "queries split chosen rule"),
         }
 
     def summary(self, metric: str) -> str:

@@ -28,6 +28,7 @@ from typing import Any
 from .. import registry
 from ..document import Document
 from ..errors import ChunkwiseError, ConfigError, InputError
+from ..validation import Interval, check
 from .code import CODE_EXTENSIONS
 from .table import DATA_MAX_BYTES, TABLE_EXTENSIONS
 from .text import binary_kind
@@ -76,7 +77,8 @@ CONTAINER_FORMATS = ("pdf", "docx", "pptx")
 FORMATS = registry.builtin("format")
 #: extension -> format, for formats whose loader reads the file itself (streamed, no size cap: video)
 _STREAMED: dict[str, str] = {}
-KNOWN_OPTIONS = {
+#: keyword arguments of ``load`` (and of ``chunk``/``chunk_file``, which hand them to the loader)
+LOADER_OPTIONS = (
     "format",
     "encoding",
     "max_bytes",
@@ -87,7 +89,8 @@ KNOWN_OPTIONS = {
     "normalize_whitespace",
     "password",
     "html_mode",
-}
+)
+KNOWN_OPTIONS = frozenset(LOADER_OPTIONS)
 
 _SRT_START = re.compile(rb"\A\s*\d+\s*\r?\n\s*\d+:\d\d:\d\d[,.]\d+\s*-->")
 _HTML_START = re.compile(
@@ -165,8 +168,7 @@ def _check_options(options: dict) -> None:
     if unknown:
         raise ConfigError(f"unknown loader option(s) {', '.join(unknown)}; valid: {', '.join(sorted(KNOWN_OPTIONS))}")
     limit = options.get("max_bytes", DEFAULT_MAX_BYTES)
-    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
-        raise ConfigError(f"max_bytes must be a positive integer, got {limit!r}")
+    check(limit, [Interval(int, 1, None), None], "max_bytes", "loader")
 
 
 def _size_error(size: int, limit: int, source: str) -> InputError:

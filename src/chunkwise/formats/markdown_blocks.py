@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
+from typing import Any
 
 from ..document import Section, Table
 
@@ -150,6 +151,16 @@ def markdown_sections(text: str, blocks: list[Block] | None = None) -> list[Sect
 def first_title(sections: list[Section]) -> str | None:
     """The document's title as its headings give it: the first level-1 heading (``None`` without one)."""
     return next((s.path[-1] for s in sections if s.level == 1), None)
+
+
+def sectioned_document(text: str, source: str, blocks: list[Block], *, title: str | None = None, **fields: Any):
+    """A :class:`~chunkwise.document.Document` of ``text`` with the sections of ``blocks`` and, unless
+    ``title`` is given, the first level-1 heading as its title (what every loader of marked-up text ends
+    with); ``fields`` are the Document's other fields."""
+    from ..document import Document
+
+    sections = markdown_sections(text, blocks)
+    return Document(text, source=source, sections=sections, title=title or first_title(sections), **fields)
 
 
 def markdown_tables(text: str, blocks: list[Block] | None = None) -> list[Table]:

@@ -33,7 +33,7 @@ from typing import Any
 
 from ..document import Document, Page
 from ..errors import InputError
-from .markdown_blocks import first_title, markdown_blocks, markdown_sections, markdown_tables
+from .markdown_blocks import markdown_blocks, markdown_tables, sectioned_document
 from .sourcemap import SourceMap, _normalise
 from .text import decode_source, emit_warnings, newline_edits
 
@@ -353,16 +353,13 @@ def load_notebook(data: bytes, source: str, **options) -> Document:
         smap = smap.apply([(len(text) - 1, len(text) - 1, "\n")])
     pages = [Page(n, a, z) for n, a, z in cells]
     blocks = markdown_blocks(text)
-    sections = markdown_sections(text, blocks)
-    title = first_title(sections)
     emit_warnings(source, warns)
-    return Document(
+    return sectioned_document(
         text,
-        source=source,
+        source,
+        blocks,
         pages=pages,
-        sections=sections,
         tables=markdown_tables(text, blocks),
-        title=title,
         metadata={
             "format": "notebook",
             "warnings": warns,

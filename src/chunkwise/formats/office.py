@@ -24,7 +24,7 @@ from typing import Any
 
 from ..document import Document, Page
 from ..errors import InputError
-from .markdown_blocks import first_title, markdown_blocks, markdown_sections, markdown_tables
+from .markdown_blocks import markdown_blocks, markdown_tables, sectioned_document
 
 #: format -> (module the extra installs, what the file is)
 OFFICE_FORMATS = {"docx": ("docx", "Word document"), "pptx": ("pptx", "PowerPoint presentation")}
@@ -73,16 +73,9 @@ def _document(text: str, source: str, fmt: str, title: str | None, pages: list[P
         raise InputError(f"no text in this {OFFICE_FORMATS[fmt][1]}", source=source)
     text = text.rstrip() + "\n"
     blocks = markdown_blocks(text)
-    sections = markdown_sections(text, blocks)
-    return Document(
-        text,
-        source=source,
-        pages=pages,
-        sections=sections,
-        tables=markdown_tables(text, blocks),
-        title=title or first_title(sections),
-        metadata={"format": fmt, "warnings": [], **extra},
-    )
+    metadata = {"format": fmt, "warnings": [], **extra}
+    tables = markdown_tables(text, blocks)
+    return sectioned_document(text, source, blocks, title=title, pages=pages, tables=tables, metadata=metadata)
 
 
 def load_docx(data: bytes, source: str, **options) -> Document:

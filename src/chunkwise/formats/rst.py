@@ -26,7 +26,7 @@ import io
 import re
 
 from ..document import Document, Section
-from .markdown_blocks import Block, first_title, markdown_sections
+from .markdown_blocks import Block, markdown_sections, sectioned_document
 from .sourcemap import SourceMap
 from .text import check_text, decode_source, emit_warnings, newline_edits, normalize_newlines
 
@@ -311,17 +311,8 @@ def load_rst(data: bytes, source: str, **options) -> Document:
     problem = rst_problem(text)
     if problem:
         warns.append(f"malformed reStructuredText ({problem}); the titles docutils rejects are read as text")
-    sections = markdown_sections(text, blocks)
-    title = first_title(sections)
     emit_warnings(source, warns)
-    return Document(
-        text,
-        source=source,
-        sections=sections,
-        title=title,
-        metadata={"format": "rst", "warnings": warns},
-        source_map=smap,
-    )
+    return sectioned_document(text, source, blocks, metadata={"format": "rst", "warnings": warns}, source_map=smap)
 
 
 __all__ = ["looks_like_rst", "load_rst", "rst_blocks", "rst_sections", "rst_edits", "rst_problem", "code_regions"]

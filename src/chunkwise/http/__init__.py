@@ -35,7 +35,8 @@ import socket
 import ssl
 import threading
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 from urllib.parse import unquote, urljoin, urlsplit
 from urllib.request import getproxies, proxy_bypass
 
@@ -52,6 +53,8 @@ from .endpoint import (
     retried,
 )
 from .response import Response, _Deadline, _TooLarge
+
+T = TypeVar("T")
 
 #: how the client waits between attempts (a name of its own so tests can see the waits)
 _sleep = time.sleep
@@ -93,28 +96,7 @@ class JSONClient:
     def post(self, payload: dict[str, Any]) -> Any:
         """POST ``payload`` and return the decoded JSON answer; retried whole (body included) on timeouts,
         dropped connections and the retried statuses."""
-        body = json.dumps(payload).encode("utf-8")
-        deadline_at = time.monotonic() + float(self.endpoint.deadline or DEFAULT_DEADLINE)
-        attempts, last = 0, ""
-        while True:
-            attempts += 1
-            retry_after: float | None = None
-            try:
-                resp = self._start(body, "application/json", deadline_at)
-                try:
-                    raw = resp._read_all()
-                except (OSError, http.client.HTTPException, ValueError) as exc:  # nothing shown yet: retry
-                    raise _Retry(f"the answer broke off ({_describe(exc, self.endpoint.timeout)})") from None
-                except (_Deadline, _TooLarge) as exc:
-                    raise self._read_error(exc, "the answer broke off") from None
-                finally:
-                    resp.close()
-                break
-            except _Retry as exc:
-                last, retry_after = exc.reason, exc.retry_after
-            if not self._wait(attempts, retry_after, deadline_at, last):
-                raise self.error(self.redact(f"{last}; gave up after {_n(attempts)}"), source=self.url)
-        return self.decode(raw)
+        return self.decode(self._attempts(payload, "application/json", self._read_whole))
 
     def decode(self, raw: bytes) -> Any:
         """``raw`` as JSON, or the one error every use reports for a body that is not JSON."""
@@ -128,6 +110,11 @@ class JSONClient:
     def open(self, payload: dict[str, Any], accept: str = "text/event-stream") -> Response:
         """POST ``payload`` and return the open 2xx response (for streams: read it with ``lines()``). Retried
         only until the response starts; after that a retry could repeat what was already shown."""
+        return self._attempts(payload, accept, lambda resp: resp)
+
+    def _attempts(self, payload: dict[str, Any], accept: str, use: Callable[[Response], T]) -> T:
+        """``use`` of the first response that starts (and that ``use`` does not turn into a retry), under the
+        whole request's deadline and the endpoint's retries; the one error after the last attempt."""
         body = json.dumps(payload).encode("utf-8")
         deadline_at = time.monotonic() + float(self.endpoint.deadline or DEFAULT_DEADLINE)
         attempts, last = 0, ""
@@ -135,11 +122,22 @@ class JSONClient:
             attempts += 1
             retry_after: float | None = None
             try:
-                return self._start(body, accept, deadline_at)
+                return use(self._start(body, accept, deadline_at))
             except _Retry as exc:
                 last, retry_after = exc.reason, exc.retry_after
             if not self._wait(attempts, retry_after, deadline_at, last):
                 raise self.error(self.redact(f"{last}; gave up after {_n(attempts)}"), source=self.url)
+
+    def _read_whole(self, resp: Response) -> bytes:
+        """The whole body of ``resp``; a body that breaks off before its end is a retry."""
+        try:
+            return resp._read_all()
+        except (OSError, http.client.HTTPException, ValueError) as exc:  # nothing shown yet: retry
+            raise _Retry(f"the answer broke off ({_describe(exc, self.endpoint.timeout)})") from None
+        except (_Deadline, _TooLarge) as exc:
+            raise self._read_error(exc, "the answer broke off") from None
+        finally:
+            resp.close()
 
     # -- one attempt -----------------------------------------------------------------------------------
     def _wait(self, attempts: int, retry_after: float | None, deadline_at: float, last: str) -> bool:

@@ -7,12 +7,13 @@ from __future__ import annotations
 import email.utils
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import ChunkwiseError, ConfigError
 from ..security import redact_url
+from ..validation import Interval, check
 
 #: statuses retried (besides every 5xx): request timeout, conflict, rate limit
 RETRY_STATUS = frozenset({408, 409, 429})
@@ -40,7 +41,11 @@ class FatalEndpointError(EndpointError):
 
 @dataclass(frozen=True)
 class Endpoint:
-    """Where requests go and the limits the client holds the server to.
+    """Where requests go and the limits the client holds the server to: the one connection type that chat
+    (:class:`~chunkwise.llm.client.ChatClient`, :class:`~chunkwise.llm.openai.OpenAILLM`), embeddings
+    (:class:`~chunkwise.embeddings.openai.OpenAIEmbedder`), contextual text
+    (:class:`~chunkwise.context.llm.LLMContextualizer`) and ``rerank=llm`` all take as ``endpoint=``.
+    Each use sets its own ``route`` and ``label`` (:meth:`for_use`); the settings mean the same everywhere.
 
     Parameters
     ----------
@@ -90,13 +95,15 @@ class Endpoint:
         if self.deadline is None:
             object.__setattr__(self, "deadline", max(DEFAULT_DEADLINE, float(self.timeout)))
         _number(self, "deadline", self.deadline, positive=True)
-        if isinstance(self.retries, bool) or not isinstance(self.retries, int) or self.retries < 0:
-            raise ConfigError(f"{self.label} retries must be an integer >= 0, got {self.retries!r}")
+        check(self.retries, Interval(int, 0, None), "retries", self.label)
         _number(self, "backoff", self.backoff, positive=False)
         _number(self, "max_backoff", self.max_backoff, positive=False)
-        size = self.max_response_bytes
-        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-            raise ConfigError(f"{self.label} max_response_bytes must be a positive integer, got {size!r}")
+        check(self.max_response_bytes, Interval(int, 1, None), "max_response_bytes", self.label)
+
+    def for_use(self, route: str, label: str, key_envs: tuple[str, ...] = ()) -> Endpoint:
+        """This endpoint as one use sends to it: ``route`` appended, ``label`` in its errors, and ``key_envs``
+        (the use's key variables) read when the endpoint names neither a key nor variables of its own."""
+        return replace(self, route=route, label=label, key_envs=self.key_envs or key_envs)
 
     @property
     def url(self) -> str:
@@ -124,10 +131,8 @@ class Endpoint:
 
 
 def _number(ep: Endpoint, name: str, value: Any, positive: bool) -> None:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
-    if not ok or value < 0 or (positive and value == 0):
-        need = "a positive number" if positive else "a number >= 0"
-        raise ConfigError(f"{ep.label} {name} must be {need} of seconds, got {value!r}")
+    """Seconds: a number > 0 (``positive``) or >= 0."""
+    check(value, Interval(float, 0, None, closed="right" if positive else "both"), name, ep.label)
 
 
 def _origin(url: str) -> str:

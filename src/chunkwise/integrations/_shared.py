@@ -15,6 +15,8 @@ from ..document import CHUNK_FIELDS, Chunk, Document
 from ..errors import ConfigError, MissingDependencyError
 from ..strategies import Strategy
 from ..strategies.factory import make_strategy
+from ..strategies.params import StrategySpec
+from ..validation import Options, check
 
 #: Chunk fields that are the chunk itself, not metadata about it
 _NOT_METADATA = ("text", "context")
@@ -39,10 +41,12 @@ def ecosystem_params(params: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+#: the constraints every adapter declares on its own parameters
+ADAPTER_CONSTRAINTS = {"strategy": StrategySpec(), "list_metadata": Options(*LIST_METADATA)}
+
+
 def check_list_metadata(value: str) -> str:
-    if value not in LIST_METADATA:
-        raise ConfigError(f"list_metadata must be one of {', '.join(LIST_METADATA)}, got {value!r}")
-    return value
+    return check(value, ADAPTER_CONSTRAINTS["list_metadata"], "list_metadata")
 
 
 def build_strategy(strategy: str | Strategy, params: dict[str, Any]) -> Strategy:

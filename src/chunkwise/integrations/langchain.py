@@ -16,10 +16,11 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..strategies import DEFAULT_STRATEGY, Strategy
-from ._shared import build_strategy, check_list_metadata, chunk_metadata, chunks_of, ecosystem_params, require
+from ..validation import InstanceOf, validated
+from . import _shared as shared
 
-_lc = require("langchain_text_splitters", "langchain", "the LangChain adapter")
-_lc_docs = require("langchain_core.documents", "langchain", "the LangChain adapter")
+_lc = shared.require("langchain_text_splitters", "langchain", "the LangChain adapter")
+_lc_docs = shared.require("langchain_core.documents", "langchain", "the LangChain adapter")
 
 
 class ChunkwiseTextSplitter(_lc.TextSplitter):  # type: ignore[name-defined]  # base imported at run time
@@ -34,6 +35,7 @@ class ChunkwiseTextSplitter(_lc.TextSplitter):  # type: ignore[name-defined]  # 
     vector store accepts; ``list_metadata="keep"`` keeps the lists.
     """
 
+    @validated("ChunkwiseTextSplitter", add_start_index=InstanceOf(bool), **shared.ADAPTER_CONSTRAINTS)
     def __init__(
         self,
         strategy: str | Strategy = DEFAULT_STRATEGY,
@@ -42,7 +44,7 @@ class ChunkwiseTextSplitter(_lc.TextSplitter):  # type: ignore[name-defined]  # 
         list_metadata: str = "join",
         **params: Any,
     ):
-        strat = build_strategy(strategy, ecosystem_params(params))
+        strat = shared.build_strategy(strategy, shared.ecosystem_params(params))
         super().__init__(
             chunk_size=strat.max_tokens,
             chunk_overlap=min(strat.overlap, strat.max_tokens - 1),
@@ -50,7 +52,7 @@ class ChunkwiseTextSplitter(_lc.TextSplitter):  # type: ignore[name-defined]  # 
             strip_whitespace=False,
         )
         self.strategy = strat
-        self.list_metadata = check_list_metadata(list_metadata)
+        self.list_metadata = shared.check_list_metadata(list_metadata)
 
     @classmethod
     def from_tiktoken_encoder(
@@ -79,16 +81,16 @@ class ChunkwiseTextSplitter(_lc.TextSplitter):  # type: ignore[name-defined]  # 
 
     def split_text(self, text: str) -> list[str]:
         """The chunk texts, in order: exact slices of ``text``."""
-        return [c.text for c in chunks_of(self.strategy, text)]
+        return [c.text for c in shared.chunks_of(self.strategy, text)]
 
     def create_documents(self, texts: list[str], metadatas: list[dict[Any, Any]] | None = None) -> list:
         """One Document per chunk; the input metadata is copied and the chunk's own fields added."""
         metadatas = metadatas or [{}] * len(texts)
         out = []
         for text, meta in zip(texts, metadatas):
-            for c in chunks_of(self.strategy, text, meta.get("source")):
+            for c in shared.chunks_of(self.strategy, text, meta.get("source")):
                 m = copy.deepcopy(meta)
-                m.update(chunk_metadata(c, self.list_metadata))
+                m.update(shared.chunk_metadata(c, self.list_metadata))
                 if self._add_start_index:
                     m["start_index"] = c.start
                 out.append(_lc_docs.Document(page_content=c.text, metadata=m))

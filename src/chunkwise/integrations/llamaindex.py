@@ -17,7 +17,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..strategies import DEFAULT_STRATEGY, Strategy
+from ..validation import is_scalar, validated
 from ._shared import (
+    ADAPTER_CONSTRAINTS,
     METADATA_KEYS,
     build_strategy,
     check_list_metadata,
@@ -44,6 +46,7 @@ class ChunkwiseNodeParser(_core.NodeParser):  # type: ignore[name-defined]  # ba
     _strategy: Any = _pyd.PrivateAttr(default=None)
 
     @classmethod
+    @validated("ChunkwiseNodeParser", **ADAPTER_CONSTRAINTS)
     def from_strategy(
         cls, strategy: str | Strategy = DEFAULT_STRATEGY, list_metadata: str = "join", **params: Any
     ) -> ChunkwiseNodeParser:
@@ -53,7 +56,7 @@ class ChunkwiseNodeParser(_core.NodeParser):  # type: ignore[name-defined]  # ba
         parser = cls(
             strategy=strat.name,
             list_metadata=check_list_metadata(list_metadata),
-            params={k: v for k, v in strat.get_params().items() if isinstance(v, (str, int, float, bool, type(None)))},
+            params={k: v for k, v in strat.get_params().items() if is_scalar(v)},
         )
         parser._strategy = strat
         return parser

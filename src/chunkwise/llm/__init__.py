@@ -39,7 +39,8 @@ def _check_options(cls: type, options: dict[str, Any]) -> None:
 
 
 def get_llm(base_url: str | None = None, model: str | None = None, *, embedder: Any = None, **options: Any) -> LLM:
-    """An :class:`OpenAILLM` when an endpoint is given (argument or ``$CHUNKWISE_LLM_BASE_URL``), else the
+    """An :class:`OpenAILLM` when an endpoint is given (``base_url``, ``endpoint=`` an
+    :class:`~chunkwise.http.Endpoint`, or ``$CHUNKWISE_LLM_BASE_URL``), else the
     offline :class:`ExtractiveLLM` (with ``embedder``). ``options`` go to ``OpenAILLM`` (``None`` ignored)."""
     from .openai import OpenAILLM
 
@@ -47,7 +48,7 @@ def get_llm(base_url: str | None = None, model: str | None = None, *, embedder: 
     options = {k: v for k, v in options.items() if v is not None}
     from .client import command_base_url
 
-    if base_url or command_base_url():
+    if base_url or options.get("endpoint") is not None or command_base_url():
         return OpenAILLM(base_url, model, **options)
     if model:
         from ..errors import ConfigError

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ConfigError
+from ..records import pick
 from .base import LLM, Passage, check_citations, passages_from
 from .evidence import Evidence, about, agreement, holds_keys, margin, results_of, weigh
 
@@ -131,20 +132,8 @@ class Answer:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "question": self.question,
-            "answer": self.text,
-            "llm": self.llm,
-            "extractive": self.extractive,
-            "citations": self.citations,
-            "invalid_citations": self.invalid_citations,
-            "given": self.given,
-            "left_out": self.left_out,
-            "cut": self.cut,
-            "prompt_tokens": self.prompt_tokens,
-            "note": self.note,
-            "best_score": self.best_score,
-            "confident": self.confident,
-            "hedge": self.hedge,
+            **pick(self, "question answer=text llm extractive citations invalid_citations given left_out cut"),
+            **pick(self, "prompt_tokens note best_score confident hedge"),
             "evidence": self.evidence.to_dict() if self.evidence is not None else None,
             "passages": [p.to_dict() for p in self.passages],
         }

@@ -21,6 +21,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..records import pick
+
 #: ``[3]``, ``[1, 4]``, ``[2-3]``, ``[passage 2]``: what counts as a citation in an answer
 CITATION = re.compile(r"\[\s*(?:passages?|sources?|chunks?)?\s*(\d+(?:\s*(?:,|;|-|–|and)\s*\d+)*)\s*\]", re.I)
 #: the widest range ``[a-b]`` expanded (a wider one is read as its two ends)
@@ -66,15 +68,7 @@ class Passage:
         return f"{tag} {' '.join(self.label.split())}".rstrip()  # one line, whatever the label holds
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "number": self.number,
-            "label": self.label,
-            "source": self.source,
-            "start": self.start,
-            "end": self.end,
-            "score": self.score,
-            "text": self.text,
-        }
+        return pick(self, "number label source start end score text")
 
 
 def format_time(seconds: float) -> str:

@@ -73,6 +73,9 @@ class ChatSettings:
         (doubles each retry, with jitter, capped at 30 s; ``Retry-After`` honoured).
     max_response_bytes: the largest answer read (a stream's bytes all together); larger ones are refused.
     cache: use the disk cache; cache_dir: default the embedding cache directory.
+    endpoint: all of the connection settings above as one :class:`~chunkwise.http.Endpoint` (the type the
+        embeddings, contextual text and ``rerank=llm`` take too); then ``base_url`` and ``model`` are not
+        given separately.
     """
 
     base_url: str | None = None
@@ -86,6 +89,7 @@ class ChatSettings:
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
     cache: bool = True
     cache_dir: str | os.PathLike | None = None
+    endpoint: Endpoint | None = None
 
 
 #: the ``--llm-*`` flags of the running command (:func:`command_endpoint`): a chat client built deep
@@ -95,10 +99,18 @@ _command: dict[str, Any] = {}
 _DEFAULTS = {"timeout": 60.0, "deadline": None, "retries": 3}
 
 
+#: the fields of an :class:`Endpoint` a command's flags set, and that :class:`ChatSettings` spells the same
+ENDPOINT_FIELDS = ("base_url", "model", "api_key", "timeout", "deadline", "retries", "backoff", "max_response_bytes")
+
+
 @contextlib.contextmanager
-def command_endpoint(**settings: Any) -> Iterator[None]:
+def command_endpoint(endpoint: Endpoint | None = None, **settings: Any) -> Iterator[None]:
     """Within the block, chat clients without their own ``base_url``, ``model``, ``timeout``, ``deadline``
-    or ``retries`` use these (``None`` values are ignored)."""
+    or ``retries`` use these: ``endpoint``'s, or the loose ``settings`` of a command whose flags name no
+    complete endpoint yet (``None`` values are ignored)."""
+    if endpoint is not None:
+        settings = {"base_url": endpoint.base_url, "model": endpoint.model, "timeout": endpoint.timeout}
+        settings |= {"deadline": endpoint.deadline, "retries": endpoint.retries}
     old = dict(_command)
     _command.clear()
     _command.update({k: v for k, v in settings.items() if v is not None})
@@ -137,10 +149,13 @@ class ChatClient(ChatSettings):
     cache_hits: int = field(default=0, init=False)
 
     def __post_init__(self) -> None:
+        given = self.endpoint
+        if given is not None:  # one object says it all: neither the command's flags nor the environment apply
+            self._take(given)
         self.base_url = self.base_url or command_base_url()
         self.model = self.model or _command.get("model") or os.environ.get(MODEL_ENV)
         for name, default in _DEFAULTS.items():
-            if name in _command and getattr(self, name) == default:
+            if given is None and name in _command and getattr(self, name) == default:
                 setattr(self, name, _command[name])
         if not self.base_url:
             raise ConfigError(
@@ -152,19 +167,13 @@ class ChatClient(ChatSettings):
         if not self.model:
             raise ConfigError(f"{self.purpose} needs a model name: --llm-model NAME or ${MODEL_ENV}")
         if self.api_key is None:
-            self.api_key = next((os.environ[e] for e in API_KEY_ENVS if os.environ.get(e)), None)
-        self.endpoint = Endpoint(
-            self.base_url,
-            self.model,
-            route=ROUTE,
-            api_key=self.api_key or None,
-            timeout=self.timeout,
-            deadline=self.deadline,
-            retries=self.retries,
-            backoff=self.backoff,
-            max_response_bytes=self.max_response_bytes,
-            label="llm",
-        )
+            envs = (given.key_envs if given is not None else ()) or API_KEY_ENVS
+            self.api_key = next((os.environ[e] for e in envs if os.environ.get(e)), None)
+        settings = {n: getattr(self, n) for n in ENDPOINT_FIELDS}
+        settings["api_key"] = self.api_key or None
+        if given is not None:
+            settings |= {"key_envs": given.key_envs, "max_backoff": given.max_backoff}
+        self.endpoint = Endpoint(**settings, route=ROUTE, label="llm")
         self.deadline = self.endpoint.deadline
         self.url = self.endpoint.url
         self.http = JSONClient(
@@ -176,6 +185,15 @@ class ChatClient(ChatSettings):
         )
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
+
+    def _take(self, endpoint: Endpoint) -> None:
+        """The connection settings from ``endpoint`` (given as ``endpoint=``)."""
+        if not isinstance(endpoint, Endpoint):
+            raise ConfigError(f"{self.purpose}: endpoint must be a chunkwise.http.Endpoint, got {endpoint!r}")
+        if self.base_url or self.model:
+            raise ConfigError(f"{self.purpose}: give the endpoint as endpoint= or as base_url/model, not both")
+        for name in ENDPOINT_FIELDS:
+            setattr(self, name, getattr(endpoint, name))
 
     @property
     def requests_sent(self) -> int:
@@ -399,7 +417,7 @@ def _delta_text(event: Any) -> str | None:
 def _finished(event: dict) -> bool:
     """Whether a streamed chunk ends the answer (``finish_reason`` set)."""
     choices = event.get("choices") or []
-    return bool(choices) and isinstance(choices[0], dict) and bool(choices[0].get("finish_reason"))
+    return bool(choices and isinstance(choices[0], dict) and choices[0].get("finish_reason"))
 
 
 __all__ = [

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..records import pick
 from ..segmentation.lexical import contains_term, lexical_terms, strong_keys
 
 
@@ -99,10 +100,7 @@ class Evidence:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "keys": self.keys,
-            "missing_keys": self.missing,
-            "words": self.words,
-            "unmatched_words": self.unmatched,
+            **pick(self, "keys missing_keys=missing words unmatched_words=unmatched"),
             "coverage": round(self.coverage, 3),
             "ranks": [list(r) for r in self.ranks],
             "agreement": None if self.agreement is None else round(self.agreement, 3),

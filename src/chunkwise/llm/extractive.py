@@ -18,6 +18,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..segmentation.sentences import split_sentences
+from ..validation import Interval, validated
 from .base import LLM, STYLES, Completion, Passage, quote
 
 #: an answer sentence must score at least this fraction of the best sentence's similarity
@@ -36,10 +37,8 @@ class ExtractiveLLM(LLM):
     name = "extractive"
     extractive = True
 
+    @validated("ExtractiveLLM", answer_sentences=Interval(int, 1, None), summary_sentences=Interval(int, 1, None))
     def __init__(self, embedder: Any = None, answer_sentences: int = 3, summary_sentences: int = 8):
-        for n, v in (("answer_sentences", answer_sentences), ("summary_sentences", summary_sentences)):
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ConfigError(f"{n} must be an integer >= 1, got {v!r}")
         self.embedder = embedder
         self.answer_sentences = answer_sentences
         self.summary_sentences = summary_sentences

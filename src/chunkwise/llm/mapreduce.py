@@ -22,7 +22,9 @@ from typing import Any
 
 from ..document import Chunk, Document
 from ..errors import ConfigError
+from ..records import pick
 from ..strategies import DEFAULT_STRATEGY
+from ..validation import Interval, check
 from .base import LLM, STYLES, Passage, check_citations, passages_from
 
 #: progress callback: (stage, done, total), e.g. ("map", 3, 40), ("reduce 1", 2, 8), ("final", 1, 1)
@@ -56,17 +58,7 @@ class Summary:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "source": self.source,
-            "summary": self.text,
-            "style": self.style,
-            "llm": self.llm,
-            "extractive": self.extractive,
-            "citations": self.citations,
-            "invalid_citations": self.invalid_citations,
-            "levels": self.levels,
-            "depth": self.depth,
-            "calls": self.calls,
-            "cut": self.cut,
+            **pick(self, "source summary=text style llm extractive citations invalid_citations levels depth calls cut"),
             "chunks": len(self.passages),
             "sources": [
                 {"number": p.number, "label": p.label, "start": p.start, "end": p.end}
@@ -100,8 +92,7 @@ class MapReduce:
     def __init__(self, llm: LLM, style: str = "bullets", concurrency: int = 4, progress: Progress | None = None):
         if style not in STYLES:
             raise ConfigError(f"style must be one of {', '.join(STYLES)}, got {style!r}")
-        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-            raise ConfigError(f"concurrency must be an integer >= 1, got {concurrency!r}")
+        check(concurrency, Interval(int, 1, None), "concurrency", "summarize")
         self.llm = llm
         self.style = style
         self.concurrency = concurrency

@@ -19,6 +19,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..segmentation.tokenizers import resolve_tokenizer
+from ..validation import InstanceOf, Interval, validated
 from .base import DATA_RULE, LLM, STYLES, Completion, Passage, fence_code, passage_block
 from .client import SETTINGS, ChatClient, FatalLLMError
 
@@ -75,6 +76,13 @@ class OpenAILLM(LLM):
 
     extractive = False
 
+    @validated(
+        "OpenAILLM",
+        context_tokens=Interval(int, 1, None),
+        answer_tokens=Interval(int, 1, None),
+        stream=InstanceOf(bool),
+        temperature=Interval(float, 0, 2),
+    )
     def __init__(
         self,
         base_url: str | None = None,
@@ -95,9 +103,6 @@ class OpenAILLM(LLM):
                 f"OpenAILLM has no option {', '.join(unknown)}; connection settings: "
                 f"{', '.join(n for n in SETTINGS if n not in ('base_url', 'model', 'api_key'))}"
             )
-        for name, v in (("context_tokens", context_tokens), ("answer_tokens", answer_tokens)):
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ConfigError(f"{name} must be an integer >= 1, got {v!r}")
         if context_tokens < answer_tokens + 64:
             raise ConfigError(
                 f"context_tokens ({context_tokens}) must leave room for a prompt beside "

@@ -29,6 +29,7 @@ from ..context import CONTEXT_MODES
 from ..deprecation import renamed, renames_for
 from ..errors import ConfigError
 from ..strategies import DEFAULT_STRATEGY, STRATEGY_NAMES
+from ..validation import Interval, constrained, is_number
 from .rerank_spec import RERANK_DEPTH, RERANK_KINDS, _rerank, _rerank_depth, parse_rerank
 
 #: how a chunk's vector is made: its text embedded, or pooled from the sentence vectors a semantic strategy
@@ -54,8 +55,13 @@ DEFAULT_FUSION = "zscore"
 OLD_RUN_KEYS = renames_for("configuration")
 
 
+def _whole(value: Any) -> Any:
+    """A whole float (``60.0`` from a JSON file) as the int it is; anything else as it is."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
 def _bool(name: str, value: Any) -> bool:
-    if isinstance(value, bool):
+    if value is True or value is False:
         return value
     if isinstance(value, str) and value.strip().lower() in ("1", "true", "yes", "on", "0", "false", "no", "off"):
         return value.strip().lower() in ("1", "true", "yes", "on")
@@ -98,18 +104,10 @@ def _late_options(name: str, value: Any) -> dict[str, Any]:
     return options
 
 
-def _non_negative_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ConfigError(f"{name} must be a non-negative integer, got {value!r}")
-    if value < 0 or int(value) != value:
-        raise ConfigError(f"{name} must be a non-negative integer, got {value!r}")
-    return int(value)
+_non_negative_int = constrained(Interval(int, 0, None), before=_whole)
 
 
-def _unit_interval(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
-        raise ConfigError(f"{name} must be a number in [0, 1], got {value!r}")
-    return float(value)
+_unit_interval = constrained(Interval(float, 0, 1), convert=float)
 
 
 #: how search results are widened before a reader sees them (``chunkwise.retrieval.expand``)
@@ -159,17 +157,9 @@ def parse_budget(value: Any) -> int | None:
             value = float(text[:-1] if scale > 1 else text) * scale
         except ValueError:
             raise ConfigError(problem) from None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ConfigError(problem)
-    if value < 1 or int(value) != value:
+    if not is_number(value) or not math.isfinite(value) or value < 1 or int(value) != value:
         raise ConfigError(problem)
     return int(value)
-
-
-def _positive_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(f"{name} must be a positive integer, got {value!r}")
-    return value
 
 
 def _granularities(name: str, value: Any) -> list[int] | None:
@@ -178,7 +168,7 @@ def _granularities(name: str, value: Any) -> list[int] | None:
     if value is None or value in ([], ()):
         return None
     sizes = set(value) if isinstance(value, (list, tuple)) else set()
-    if len(sizes) < 2 or any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in sizes):
+    if len(sizes) < 2 or not all(Interval(int, 1, None).satisfied_by(v) for v in sizes):
         raise ConfigError(f"{name} must be two or more chunk sizes (max_tokens), e.g. [128, 512], got {value!r}")
     return sorted(sizes)
 
@@ -224,6 +214,11 @@ class Setting:
     #: is true off names itself (``hybrid``: ``--dense``); ``""``: no flag of its own (a mapping, say)
     flag: str | None = None
 
+    @property
+    def switch(self) -> bool:
+        """An on/off setting (its declared default is ``True`` or ``False``): its flag takes no value."""
+        return type(self.default) is bool
+
     def flag_name(self, name: str) -> str:
         """The command-line flag of setting ``name`` (``""``: none)."""
         return self.flag if self.flag is not None else "--" + name.replace("_", "-")
@@ -231,9 +226,9 @@ class Setting:
     def flag_help(self, name: str) -> str:
         """``--help``'s line for the flag of setting ``name``: this help and the default, both from the
         declaration."""
-        if isinstance(self.default, bool) and self.flag:  # a switch that turns the setting off
+        if self.switch and self.flag:  # a switch that turns the setting off
             return f"{name} {'off' if self.default else 'on'} ({self.help}; default: {'on' if self.default else 'off'})"
-        if isinstance(self.default, bool):
+        if self.switch:
             return f"{self.help} (default: {'on' if self.default else 'off'})"
         shown = "none" if self.default is None else self.default
         return f"{self.help} (default: {shown})"
@@ -494,7 +489,12 @@ class PipelineConfig:
             raise ConfigError(f"not a readable JSON configuration ({exc})", source=str(path)) from None
         run = data.get("run") if isinstance(data, Mapping) else None
         for name, value in (run or {}).items() if isinstance(run, Mapping) else ():
-            if SETTINGS.get(name) is not None and SETTINGS[name].check is _bool and not isinstance(value, bool):
+            if (
+                SETTINGS.get(name) is not None
+                and SETTINGS[name].check is _bool
+                and value is not True
+                and value is not False
+            ):
                 raise ConfigError(f"{name} must be true or false (a JSON boolean), got {value!r}", source=str(path))
         return cls.from_mapping(data, source=str(path))
 

@@ -9,6 +9,7 @@ import math
 from typing import Any
 
 from ..errors import ConfigError
+from ..validation import Interval, constrained
 
 #: the rerankers ``Index.search(rerank=...)`` and evaluation runs take (``chunkwise.retrieval.rerank``)
 RERANK_KINDS = ("maxsim[:W]", "llm", "cross:PATH")
@@ -52,12 +53,8 @@ def _rerank(name: str, value: Any) -> str | None:
     return kind if arg is None else f"{kind}:{arg}"
 
 
-def _rerank_depth(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(f"{name} must be a positive integer, got {value!r}")
-    if value > MAX_RERANK_DEPTH:
-        raise ConfigError(f"{name} must be at most {MAX_RERANK_DEPTH} candidates, got {value!r}")
-    return value
+#: the check of ``rerank_depth`` (a run setting)
+_rerank_depth = constrained(Interval(int, 1, MAX_RERANK_DEPTH))
 
 
 __all__ = ["RERANK_KINDS", "RERANK_DEPTH", "MAX_RERANK_DEPTH", "parse_rerank"]

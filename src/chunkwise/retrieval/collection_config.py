@@ -16,6 +16,7 @@ from ..embeddings.base import Embedder
 from ..pipeline.config import PipelineConfig, stage_names
 from ..store.rows import jsonable
 from ..strategies import Strategy
+from ..validation import is_scalar
 
 #: context options that say how to reach or pace the LLM, not what the context is: never recorded
 _UNRECORDED_CONTEXT_OPTIONS = frozenset(
@@ -27,7 +28,7 @@ def printable(value: Any) -> Any:
     """A parameter as the record keeps it: an embedder by its model id, a named object by its name."""
     if hasattr(value, "model_id"):
         return value.model_id
-    if hasattr(value, "name") and not isinstance(value, (str, int, float, bool)):
+    if hasattr(value, "name") and not is_scalar(value):
         return value.name
     return jsonable(value)
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..store.milvus import quote
+from ..validation import is_number
 
 #: field -> type of its values ("str", "int", "float", "list" for ARRAY<VARCHAR>)
 FILTER_FIELDS = {
@@ -56,7 +57,7 @@ def _literal(field: str, kind: str, value: Any) -> str:
         if "\x00" in value:
             raise ConfigError(f"filter value for {field!r} contains a NUL character")
         return quote(value)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if not is_number(value):
         raise ConfigError(f"filter on {field!r} needs a number, got {type(value).__name__}")
     if kind == "int" and not (isinstance(value, int) or float(value).is_integer()):
         raise ConfigError(f"filter on {field!r} needs an integer, got {value!r}")

@@ -104,8 +104,9 @@ def check_fusion(fusion: str, dense_weight: float) -> None:
 
     if fusion not in FUSION_MODES:
         raise ConfigError(f"unknown fusion {fusion!r}; choose one of {', '.join(FUSION_MODES)}")
-    if isinstance(dense_weight, bool) or not isinstance(dense_weight, (int, float)) or not 0 <= dense_weight <= 1:
-        raise ConfigError(f"dense_weight must be a number in [0, 1], got {dense_weight!r}")
+    from ..pipeline.config import SETTINGS
+
+    SETTINGS["dense_weight"].check("dense_weight", dense_weight)
 
 
 def candidate_zscore_matrix(

@@ -34,8 +34,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError, MissingDependencyError
+from ..errors import ConfigError
 from ..pipeline.config import RERANK_DEPTH, parse_rerank
+from ..validation import Interval, check
 
 #: passage characters an LLM reranker is shown per candidate (the start of the chunk says what it is about)
 LLM_PASSAGE_CHARS = 1200
@@ -98,20 +99,9 @@ def cross_encoder(path: str) -> Any:
     with _CROSS_LOCK:
         if path in _CROSS:
             return _CROSS[path]
-        try:
-            import torch  # noqa: F401
-        except ImportError:
-            raise MissingDependencyError(
-                "rerank=cross:PATH",
-                "torch",
-                "install torch first with `pip install torch==2.13.0`, then sentence-transformers",
-            ) from None
-        try:
-            from sentence_transformers import CrossEncoder
-        except ImportError:
-            raise MissingDependencyError(
-                "rerank=cross:PATH", "torch", "sentence-transformers; torch==2.13.0 must be installed first"
-            ) from None
+        from ..embeddings.sentence_transformers import import_sentence_transformers
+
+        CrossEncoder = import_sentence_transformers("rerank=cross:PATH").CrossEncoder
         from pathlib import Path
 
         if not Path(path).is_dir():
@@ -160,14 +150,18 @@ def parse_ranking(reply: str, n: int) -> list[int] | None:
 
 def llm_scores(query: str, texts: Sequence[str], client: Any = None) -> np.ndarray:
     """Scores from an LLM's listwise ranking: ``n`` for its first passage down to 1 for its last; the
-    first-stage order (the same scores in input order) when the reply is not a ranking."""
+    first-stage order (the same scores in input order) when the reply is not a ranking. ``client``: a chat
+    client, or an :class:`~chunkwise.http.Endpoint` to build one on (default: the command's or the
+    environment's endpoint)."""
     n = len(texts)
     if n < 2:
         return np.ones(n)
-    if client is None:
+    from ..http import Endpoint  # (here: the HTTP client loads only for rerank=llm)
+
+    if client is None or isinstance(client, Endpoint):
         from ..llm.client import ChatClient
 
-        client = ChatClient(purpose="rerank=llm")
+        client = ChatClient(purpose="rerank=llm", endpoint=client)
     reply = client.complete(llm_prompt(query, texts), answer_tokens=LLM_ANSWER_TOKENS)
     order = parse_ranking(reply, n)
     if order is None:
@@ -192,7 +186,7 @@ def rerank_scores(
     """The reranker's score of every candidate (higher is better), in the candidates' order.
 
     ``first`` are the first-stage scores (``maxsim:W`` fuses them); ``client`` is a chat client for ``llm``
-    (default one built from the environment)."""
+    or the :class:`~chunkwise.http.Endpoint` to build one on (default one built from the environment)."""
     parsed = parse_rerank(spec)
     if parsed is None:
         return np.asarray(first, dtype=np.float64)
@@ -209,15 +203,18 @@ def rerank_order(scores: np.ndarray) -> list[int]:
     return [int(i) for i in np.argsort(-np.asarray(scores, dtype=np.float64), kind="stable")]
 
 
-def rerank_results(query: str, results: Sequence[Any], rerank: str | None, embedder: Any = None, k: int = 5) -> list:
+def rerank_results(
+    query: str, results: Sequence[Any], rerank: str | None, embedder: Any = None, k: int = 5, endpoint: Any = None
+) -> list:
     """``Index.search``'s second stage: the ``k`` best of ``results`` (first-stage ``SearchResult``s, best
     first) by the reranker ``rerank``, as new results ranked 1..k carrying the reranker's score; the first
-    ``k`` unchanged when ``rerank`` is none. A bad spec is one :class:`ConfigError`."""
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ConfigError(f"k must be an integer >= 1, got {k!r}")
+    ``k`` unchanged when ``rerank`` is none. ``endpoint``: the :class:`~chunkwise.http.Endpoint` of
+    ``rerank="llm"``. A bad spec is one :class:`ConfigError`."""
+    check(k, Interval(int, 1, None), "k", "rerank")
     if parse_rerank(rerank) is None or not results:
         return list(results)[:k]
-    scores = rerank_scores(query, [r.text for r in results], [r.score for r in results], str(rerank), embedder)
+    texts, first = [r.text for r in results], [r.score for r in results]
+    scores = rerank_scores(query, texts, first, str(rerank), embedder, endpoint)
     return [
         replace(results[i], rank=rank, score=float(scores[i]))
         for rank, i in enumerate(rerank_order(scores)[:k], start=1)

@@ -11,6 +11,7 @@ import numpy as np
 from ..errors import ConfigError, InputError
 from ..pipeline.config import DEFAULT_FUSION, DENSE_WEIGHT, RRF_K, PipelineConfig
 from ..store.base import Hit, Store
+from ..validation import Interval, check
 from .fusion import ZSCORE_DEPTH, fuse_candidates_zscore, reciprocal_rank_fusion
 from .results import SearchResult
 from .sections import key_members, sections_first
@@ -25,8 +26,7 @@ def check_search(query: str, k: int, filter: str | None, where: Any) -> str | No
     safe = build_filter(where)
     if not isinstance(query, str) or not query.strip():
         raise InputError("the query is empty")
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ConfigError(f"k must be an integer >= 1, got {k!r}")
+    check(k, Interval(int, 1, None), "k", "search")
     if filter is not None and not isinstance(filter, str):
         raise ConfigError("filter must be a string (a Milvus boolean expression)")
     filter = filter.strip() if filter else None

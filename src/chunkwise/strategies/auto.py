@@ -270,22 +270,8 @@ class AutoChunker(Strategy):
     embeds_on_demand = True
     _parameter_constraints = {**Strategy._parameter_constraints, "embedder": [EmbedderSpec(), None]}
 
-    def __init__(
-        self,
-        max_tokens: int = 256,
-        min_tokens: int | None = 0,
-        overlap: int = 0,
-        tokenizer: str | Tokenizer | None = "minilm",
-        respect_sections: int | None = None,
-        embedder: str | Embedder | None = None,
-    ):
-        super().__init__(
-            max_tokens=max_tokens,
-            min_tokens=min_tokens,
-            overlap=overlap,
-            tokenizer=tokenizer,
-            respect_sections=respect_sections,
-        )
+    def __init__(self, *, embedder: str | Embedder | None = None, **shared: Any):
+        super().__init__(**shared)
         self.embedder = embedder
 
     def config_params(self) -> dict[str, Any]:

@@ -14,7 +14,8 @@ from typing import Any, ClassVar
 from ..document import Chunk, ChunkIds, Document, stable_hash
 from ..errors import ConfigError, InputError
 from ..segmentation.tokenizers import Tokenizer, resolve_tokenizer
-from .params import Constraints, Interval, TokenizerSpec, strategy_label, validate_params
+from ..validation import Constraints, Interval
+from .params import TokenizerSpec, strategy_label, validate_params
 
 Span = tuple[int, int]
 
@@ -128,19 +129,25 @@ class Strategy:
 
     @classmethod
     def _collect_param_names(cls) -> list[str]:
-        names: list[str] = []
-        for klass in cls.__mro__:
-            if klass is object or "__init__" not in vars(klass):
-                continue
-            for p in inspect.signature(vars(klass)["__init__"]).parameters.values():
-                if (
-                    p.name != "self"
-                    and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
-                    and p.name not in names
-                    and p.name not in cls.renamed_params
-                ):
-                    names.append(p.name)
-        return names
+        """Own parameters first, then the bases' new ones; a constructor that hands the shared parameters
+        on as ``**shared`` (the semantic strategies) lists its base's first, as if it had spelled them."""
+        inits = [vars(k)["__init__"] for k in cls.__mro__ if k is not object and "__init__" in vars(k)]
+
+        def names(i: int) -> list[str]:
+            if i == len(inits):
+                return []
+            params = inspect.signature(inits[i]).parameters.values()
+            own = [
+                p.name
+                for p in params
+                if p.name != "self"
+                and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+                and p.name not in cls.renamed_params
+            ]
+            rest = [n for n in names(i + 1) if n not in own]
+            return rest + own if any(p.kind is p.VAR_KEYWORD for p in params) else own + rest
+
+        return names(0)
 
     @classmethod
     def param_constraints(cls) -> dict[str, Constraints]:

@@ -22,16 +22,16 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ..document import Document
 from ..formats.code import COMMENTS, GRAMMARS, code_sections, guess_language, parse_code, warn_no_grammar
 from ..segmentation.token_map import TokenMap
 from ..segmentation.tokenizers import Tokenizer
+from ..validation import Options
 from .base import CountingStrategy, Span, max_chars_for, trim_span
-from .packing import fill, repair, word_overlap
-from .params import Options
-from .recursive import recursive_split_counted
+from .packing import fill, word_overlap
+from .recursive import recursive_split_counted, resplit_over_cap
 from .tidy import MIN_CHUNK_TOKENS, is_junk
 
 
@@ -45,14 +45,11 @@ class CodeChunker(CountingStrategy):
 
     def __init__(
         self,
-        max_tokens: int = 256,
-        min_tokens: int = 0,
-        overlap: int = 0,
-        tokenizer: str | Tokenizer = "minilm",
-        respect_sections: int | None = None,
+        *,
         language: str | None = None,
+        **shared: Any,
     ):
-        super().__init__(max_tokens, min_tokens, overlap, tokenizer, respect_sections)
+        super().__init__(**shared)
         self.language = language
 
     def language_of(self, doc: Document) -> str | None:
@@ -118,14 +115,7 @@ class CodeChunker(CountingStrategy):
         for i, c in zip(todo, tm.counts(text, [spans[i] for i in todo])):
             counts[i] = c
         exact = [int(c) for c in counts if c is not None]
-        return repair(
-            spans,
-            exact,
-            max_tokens,
-            lambda k, _n: recursive_split_counted(
-                text, spans[k][0], spans[k][1], tokenizer, max_tokens, separators="code"
-            ),
-        )
+        return resplit_over_cap(text, spans, exact, tokenizer, max_tokens, "code")
 
 
 class Unit(NamedTuple):

@@ -24,13 +24,14 @@ Differences from Chroma's code, and why:
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..deprecation import renames_for
 from ..embeddings.base import Embedder
-from ..segmentation.tokenizers import Tokenizer
-from .embedding import DEFAULT_EMBEDDER, DEFAULT_SECTION_LEVEL, EmbeddingStrategy
-from .params import Interval
+from ..validation import Interval
+from .embedding import EmbeddingStrategy
 from .units import Decision, Units, fit_lengths
 
 DEFAULT_PENALTY = 0.5
@@ -59,25 +60,13 @@ class CohesionChunker(EmbeddingStrategy):
 
     def __init__(
         self,
-        max_tokens: int = 256,
-        min_tokens: int | None = None,
-        overlap: int = 0,
-        tokenizer: str | Tokenizer | None = None,
-        respect_sections: int | None = DEFAULT_SECTION_LEVEL,
-        embedder: str | Embedder | None = DEFAULT_EMBEDDER,
+        *,
         penalty: float = DEFAULT_PENALTY,
         break_reward: float = DEFAULT_BREAK_REWARD,
-        *,
         structure_bonus: float | None = None,
+        **shared: Any,
     ):
-        super().__init__(
-            max_tokens=max_tokens,
-            min_tokens=min_tokens,
-            overlap=overlap,
-            tokenizer=tokenizer,
-            respect_sections=respect_sections,
-            embedder=embedder,
-        )
+        super().__init__(**shared)
         self.break_reward = self.old_keyword("structure_bonus", structure_bonus, break_reward)
         self.penalty = penalty
 

@@ -37,8 +37,9 @@ from ..embeddings import DEFAULT_EMBEDDER  # the default embedder name of every 
 from ..embeddings.base import Embedder
 from ..embeddings.vectors import embed_all, embed_stream_sorted, resolve_embedder
 from ..segmentation.tokenizers import Tokenizer, resolve_tokenizer
+from ..validation import Interval
 from .base import Span, Strategy, build_chunks, max_chars_for, regions
-from .params import EmbedderSpec, Interval
+from .params import EmbedderSpec
 from .units import (
     Decision,
     Units,

@@ -27,8 +27,8 @@ from ..formats.markdown_blocks import Block, markdown_blocks, markdown_sections,
 from ..segmentation.token_map import TokenMap
 from ..segmentation.tokenizers import Tokenizer
 from .base import CountingStrategy, Span, max_chars_for, trim_span
-from .packing import fill, keep_headings_with_bodies, merge_small, repair, word_overlap
-from .recursive import recursive_split_counted
+from .packing import fill, keep_headings_with_bodies, merge_small, word_overlap
+from .recursive import recursive_split_counted, resplit_over_cap
 
 
 class MarkdownChunker(CountingStrategy):
@@ -213,11 +213,4 @@ def _parts(text: str, start: int, end: int, blocks: list[Block]) -> list[tuple[i
 
 def _verify(text: str, spans: list[Span], counts: list[int], tokenizer: Tokenizer, max_tokens: int):
     """Re-split the rare span whose exact count is over the cap (its estimate was a token short)."""
-    return repair(
-        spans,
-        counts,
-        max_tokens,
-        lambda k, _n: recursive_split_counted(
-            text, spans[k][0], spans[k][1], tokenizer, max_tokens, separators="markdown"
-        ),
-    )
+    return resplit_over_cap(text, spans, counts, tokenizer, max_tokens, "markdown")

@@ -30,12 +30,12 @@ cause is reported as ``max_tokens``).
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from ..deprecation import renames_for
 from ..embeddings.base import Embedder
-from ..segmentation.tokenizers import Tokenizer
-from .embedding import DEFAULT_EMBEDDER, DEFAULT_SECTION_LEVEL, EmbeddingStrategy
-from .params import Interval
+from ..validation import Interval
+from .embedding import EmbeddingStrategy
 from .units import Decision, Units
 
 #: the paper's (authors' code) defaults, for reference
@@ -75,27 +75,15 @@ class MaxMinChunker(EmbeddingStrategy):
 
     def __init__(
         self,
-        max_tokens: int = 256,
-        min_tokens: int | None = None,
-        overlap: int = 0,
-        tokenizer: str | Tokenizer | None = None,
-        respect_sections: int | None = DEFAULT_SECTION_LEVEL,
-        embedder: str | Embedder | None = DEFAULT_EMBEDDER,
+        *,
         fixed_threshold: float = 0.15,
         c: float = 0.3,
         init_constant: float = 2.0,
         break_similarity: float = DEFAULT_BREAK_SIMILARITY,
-        *,
         structure_bonus: float | None = None,
+        **shared: Any,
     ):
-        super().__init__(
-            max_tokens=max_tokens,
-            min_tokens=min_tokens,
-            overlap=overlap,
-            tokenizer=tokenizer,
-            respect_sections=respect_sections,
-            embedder=embedder,
-        )
+        super().__init__(**shared)
         self.break_similarity = self.old_keyword("structure_bonus", structure_bonus, break_similarity)
         self.fixed_threshold = fixed_threshold
         self.c = c

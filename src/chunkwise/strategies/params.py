@@ -1,6 +1,7 @@
 """Strategy parameters, declared once: what values each takes (constraints) and what it means (help).
 
-Each strategy class declares ``_parameter_constraints`` (scikit-learn's convention): parameter name -> a
+Each strategy class declares ``_parameter_constraints`` (scikit-learn's convention, with the constraint types
+of :mod:`chunkwise.validation`, the one parameter system): parameter name -> a
 list of constraints, any one of which a value must satisfy (``Interval(int, 1, None)``, ``Options(...)``,
 ``None``, ``TokenizerSpec()``...). Subclasses override their bases' entries; :meth:`Strategy.param_constraints`
 merges them. :func:`validate_params` is the one check of single parameters, with one wording for every
@@ -17,12 +18,15 @@ constructor parameter has no constraint or no help line, and tries an invalid va
 from __future__ import annotations
 
 import inspect
-import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigError
+# the one parameter system (the constraint types the strategies declare with live there)
+from ..validation import (
+    Constraint,
+    check,
+    constraint_text,
+)
 
 if TYPE_CHECKING:
     from .base import Strategy
@@ -62,153 +66,47 @@ PARAM_HELP: dict[str, str] = {
 }
 
 
-# -- constraints ----------------------------------------------------------------------------------------
-class Constraint:
-    """What one kind of value looks like. ``invalid``/``valid`` give examples (for the tests that try an
-    invalid value of every declared constraint): a constraint class that cannot name them cannot be tested."""
+# -- constraints that know the strategies' own types --------------------------------------------------
+class NameOr(Constraint):
+    """A name (a string, resolved by its factory, which names the valid ones) or an object of the type
+    ``load()`` returns (imported on first use: a name needs no model package)."""
+
+    def __init__(self, what: str, load: Any, valid: list[str]):
+        self.what, self.load, self._valid = what, load, valid
 
     def satisfied_by(self, value: Any) -> bool:
-        raise NotImplementedError
+        return isinstance(value, str) or isinstance(value, self.load())
 
     def __str__(self) -> str:
-        raise NotImplementedError
+        return f"a {self.what} name (or {self.load().__name__})"
 
     def invalid(self) -> list[Any]:
-        """Values this constraint rejects: a wrong type, a bool where a number goes, out of range..."""
-        raise NotImplementedError
+        return [3, True, [self._valid[0]]]
 
     def valid(self) -> list[Any]:
-        raise NotImplementedError
+        return list(self._valid)
 
 
-def _is_number(value: Any) -> bool:
-    """An int or float, never a bool (``True`` is an int to Python, not a token count to a person)."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+def _tokenizer_type() -> type:
+    from ..segmentation.tokenizers import Tokenizer
+
+    return Tokenizer
 
 
-class Interval(Constraint):
-    """A number of ``kind`` (``int``, or ``float`` which takes ints too) in ``[low, high]``; ``None`` is
-    unbounded; ``closed`` says which ends belong (``"both"``, ``"left"``, ``"right"``, ``"neither"``)."""
+def _strategy_type() -> type:
+    from .base import Strategy
 
-    def __init__(self, kind: type, low: float | None, high: float | None, closed: str = "both"):
-        if kind not in (int, float) or closed not in ("both", "left", "right", "neither"):
-            raise ValueError(f"bad Interval({kind!r}, closed={closed!r})")
-        self.kind, self.low, self.high, self.closed = kind, low, high, closed
-
-    def satisfied_by(self, value: Any) -> bool:
-        if not _is_number(value) or (self.kind is int and not isinstance(value, int)) or math.isnan(value):
-            return False
-        left, right = self.closed in ("both", "left"), self.closed in ("both", "right")
-        if self.low is not None and (value < self.low if left else value <= self.low):
-            return False
-        return self.high is None or (value <= self.high if right else value < self.high)
-
-    def __str__(self) -> str:
-        kind = "an int" if self.kind is int else "a number"
-        if self.low is None and self.high is None:
-            return kind
-        lo = "-inf" if self.low is None else f"{self.low:g}"
-        hi = "inf" if self.high is None else f"{self.high:g}"
-        left = "[" if self.closed in ("both", "left") and self.low is not None else "("
-        right = "]" if self.closed in ("both", "right") and self.high is not None else ")"
-        return f"{kind} in {left}{lo}, {hi}{right}"
-
-    def invalid(self) -> list[Any]:
-        out: list[Any] = [True, "1", float("nan")]
-        if self.kind is int:
-            out.append(1.5)
-        if self.low is not None:
-            out += [self.low - 1, self.low] if self.closed in ("right", "neither") else [self.low - 1]
-        if self.high is not None:
-            out += [self.high + 1, self.high] if self.closed in ("left", "neither") else [self.high + 1]
-        return out
-
-    def valid(self) -> list[Any]:
-        """The low end (when it belongs) and a value inside."""
-        lo = -1 if self.low is None else self.low
-        hi = lo + 8 if self.high is None else self.high
-        inside = self.kind((lo + hi) / 2) if self.kind is float else lo + (hi - lo) // 2
-        edge = [self.kind(lo)] if self.low is not None and self.closed in ("both", "left") else []
-        return edge + [inside]
+    return Strategy
 
 
-class Options(Constraint):
-    """One of a fixed set of strings; ``what`` names the set in messages (``a preset ('prose', ...)``)."""
-
-    def __init__(self, *options: str, what: str = ""):
-        self.options = tuple(options)
-        self.what = what
-
-    def satisfied_by(self, value: Any) -> bool:
-        return isinstance(value, str) and value in self.options
-
-    def __str__(self) -> str:
-        names = ", ".join(map(repr, self.options))
-        return f"{self.what} ({names})" if self.what else f"one of {names}"
-
-    def invalid(self) -> list[Any]:
-        return ["no-such-option", 1, True]
-
-    def valid(self) -> list[Any]:
-        return list(self.options)
-
-
-class InstanceOf(Constraint):
-    """Any instance of ``kind`` (``str``, ``bool``); an ``int`` constraint would be :class:`Interval`."""
-
-    def __init__(self, kind: type, text: str | None = None):
-        self.kind, self.text = kind, text
-
-    def satisfied_by(self, value: Any) -> bool:
-        return isinstance(value, self.kind)
-
-    def __str__(self) -> str:
-        return self.text or f"a {self.kind.__name__}"
-
-    def invalid(self) -> list[Any]:
-        return [1.5] if self.kind is bool else [1, True]
-
-    def valid(self) -> list[Any]:
-        return [True, False] if self.kind is bool else ["en"]
-
-
-class StrList(Constraint):
-    """A non-empty list (or tuple) of strings."""
-
-    def satisfied_by(self, value: Any) -> bool:
-        return (
-            isinstance(value, Sequence)
-            and not isinstance(value, str)
-            and len(value) > 0
-            and all(isinstance(s, str) for s in value)
-        )
-
-    def __str__(self) -> str:
-        return "a non-empty list of strings"
-
-    def invalid(self) -> list[Any]:
-        return [[], ["\n", 3], 3]
-
-    def valid(self) -> list[Any]:
-        return [["\n\n", " ", ""]]
-
-
-class TokenizerSpec(Constraint):
+def TokenizerSpec() -> NameOr:  # noqa: N802  (used like the other constraint classes)
     """A tokenizer name (checked against the known ones by ``validate``) or a ``Tokenizer``."""
+    return NameOr("tokenizer", _tokenizer_type, ["chars", "words"])
 
-    def satisfied_by(self, value: Any) -> bool:
-        from ..segmentation.tokenizers import Tokenizer
 
-        return isinstance(value, (str, Tokenizer))
-
-    def __str__(self) -> str:
-        return "a tokenizer name (or Tokenizer)"
-
-    def invalid(self) -> list[Any]:
-        return [3, True, ["words"]]
-
-    def valid(self) -> list[Any]:
-        return ["chars", "words"]
+def StrategySpec() -> NameOr:  # noqa: N802
+    """A strategy: a registered name (``auto``, ``semantic``...) or a ``Strategy`` object."""
+    return NameOr("strategy", _strategy_type, ["recursive"])
 
 
 class EmbedderSpec(Constraint):
@@ -233,20 +131,6 @@ class EmbedderSpec(Constraint):
         return ["static"]
 
 
-#: a declaration: the constraints of one parameter (``None`` in the list: ``None`` is allowed)
-Constraints = Sequence["Constraint | None"]
-
-
-def satisfies(value: Any, constraints: Constraints) -> bool:
-    return any(value is None if c is None else c.satisfied_by(value) for c in constraints)
-
-
-def constraint_text(constraints: Constraints) -> str:
-    """``an int in [0, inf) or None``: the constraints as a person reads them."""
-    parts = ["None" if c is None else str(c) for c in constraints]
-    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " or " + parts[-1]
-
-
 def strategy_label(strategy: Strategy) -> str:
     """``strategy 'semantic'``: how every message about a strategy's parameters names it."""
     return f"strategy {strategy.name or type(strategy).__name__!r}"
@@ -257,11 +141,7 @@ def validate_params(strategy: Strategy) -> None:
     line naming the strategy, the parameter, what it takes and what it got. Parameters a custom subclass
     added without declaring them are not checked here (its own ``validate`` may)."""
     for name, constraints in type(strategy).param_constraints().items():
-        value = getattr(strategy, name, None)
-        if not satisfies(value, constraints):
-            raise ConfigError(
-                f"{strategy_label(strategy)}: {name} must be {constraint_text(constraints)}, got {value!r}"
-            )
+        check(getattr(strategy, name, None), constraints, name, strategy_label(strategy))
 
 
 # -- descriptions ---------------------------------------------------------------------------------------
@@ -296,16 +176,8 @@ def format_default(value: Any) -> str:
 
 __all__ = [
     "PARAM_HELP",
-    "Constraint",
-    "Interval",
-    "Options",
-    "InstanceOf",
-    "StrList",
-    "TokenizerSpec",
-    "EmbedderSpec",
-    "satisfies",
-    "constraint_text",
     "validate_params",
+    "strategy_label",
     "ParamDoc",
     "describe",
     "format_default",

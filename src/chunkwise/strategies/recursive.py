@@ -35,16 +35,17 @@ import bisect
 import functools
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from ..document import Document
 from ..errors import ConfigError
 from ..formats.markdown_blocks import ATX_HEADING
 from ..segmentation.token_map import TokenMap
 from ..segmentation.tokenizers import Tokenizer
+from ..validation import Options, StrList
 from .base import CountingStrategy, Span, max_chars_for, trim_span
-from .packing import fill, fit_exact, pack
-from .params import Options, StrList
+from .packing import fill, fit_exact, pack, repair
 
 _SENTENCES = "<sentences>"
 _CHARACTERS = ""
@@ -149,30 +150,20 @@ def _compile_levels(separators: str | Sequence[str]) -> tuple[list[_Level], str]
     return levels, keep
 
 
+@dataclass
 class _Splitter:
     """One run of the algorithm over ``text[start:end]`` (state shared by the recursive calls)."""
 
-    def __init__(
-        self,
-        text: str,
-        tokenizer: Tokenizer,
-        max_tokens: int,
-        levels: list[_Level],
-        keep: str,
-        token_map: TokenMap,
-        max_chars: int,
-        fences: bool = False,
-    ):
-        self.text = text
-        self.tokenizer = tokenizer
-        self.max_tokens = max_tokens
-        self.levels = levels
-        self.keep = keep
-        self.tm = token_map
-        self.max_chars = max_chars
-        self.fences = fences  # keep fenced code blocks that fit whole (the presets)
-        self._guards: list[Span] | None = None
-        self._guard_starts: list[int] = []
+    text: str
+    tokenizer: Tokenizer
+    max_tokens: int
+    levels: list[_Level]
+    keep: str
+    tm: TokenMap
+    max_chars: int
+    fences: bool = False  # keep fenced code blocks that fit whole (the presets)
+    _guards: list[Span] | None = field(default=None, init=False)
+    _guard_starts: list[int] = field(default_factory=list, init=False)
 
     def guards(self, a: int, b: int) -> list[Span]:
         """The fenced code blocks in ``[a, b)`` (the first range asked for: the whole split) that fit."""
@@ -405,18 +396,20 @@ def _resplit(
     return fit_exact(text, a, b, tokenizer, max_tokens)
 
 
+def resplit_over_cap(
+    text: str, spans: list[Span], counts: list[int], tokenizer: Tokenizer, max_tokens: int, separators: str
+) -> tuple[list[Span], list[int]]:
+    """``spans`` (with their exact ``counts``) as they are, but for the rare one over ``max_tokens`` (its
+    estimate was short), re-split by the recursive rules with the ``separators`` preset."""
+
+    def fix(k: int, _n: int) -> tuple[list[Span], list[int]]:
+        return recursive_split_counted(text, spans[k][0], spans[k][1], tokenizer, max_tokens, separators=separators)
+
+    return repair(spans, counts, max_tokens, fix)
+
+
 def recursive_split(
-    text: str,
-    start: int,
-    end: int,
-    tokenizer: Tokenizer,
-    max_tokens: int,
-    *,
-    min_tokens: int = 0,
-    overlap: int = 0,
-    separators: str | Sequence[str] | None = "prose",
-    keep_separator: str | None = None,
-    token_map: TokenMap | None = None,
+    text: str, start: int, end: int, tokenizer: Tokenizer, max_tokens: int, **options: Any
 ) -> list[Span]:
     """Spans of ``text[start:end]`` by the recursive rules, each exactly within ``max_tokens``.
 
@@ -424,20 +417,10 @@ def recursive_split(
     Spans are trimmed of whitespace, sorted, and cover every non-whitespace character of the range;
     with ``overlap`` consecutive spans overlap by up to that many tokens, starting at a word.
     ``token_map`` may pass a :class:`TokenMap` of a text range containing ``[start, end)`` to skip the
-    tokenisation.
+    tokenisation. ``options`` are :func:`recursive_split_counted`'s (``min_tokens``, ``overlap``,
+    ``separators``, ``keep_separator``, ``token_map``).
     """
-    return recursive_split_counted(
-        text,
-        start,
-        end,
-        tokenizer,
-        max_tokens,
-        min_tokens=min_tokens,
-        overlap=overlap,
-        separators=separators,
-        keep_separator=keep_separator,
-        token_map=token_map,
-    )[0]
+    return recursive_split_counted(text, start, end, tokenizer, max_tokens, **options)[0]
 
 
 class RecursiveChunker(CountingStrategy):
@@ -459,15 +442,12 @@ class RecursiveChunker(CountingStrategy):
 
     def __init__(
         self,
-        max_tokens: int = 256,
-        min_tokens: int = 0,
-        overlap: int = 0,
-        tokenizer: str | Tokenizer = "minilm",
-        respect_sections: int | None = None,
+        *,
         separators: str | Sequence[str] = "prose",
         keep_separator: str | None = None,
+        **shared: Any,
     ):
-        super().__init__(max_tokens, min_tokens, overlap, tokenizer, respect_sections)
+        super().__init__(**shared)
         self.separators = separators
         self.keep_separator = keep_separator
 

@@ -36,15 +36,17 @@ Where chunkwise differs from LangChain, on purpose:
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..deprecation import renames_for
 from ..embeddings.base import Embedder
 from ..embeddings.vectors import embed_all
 from ..errors import ConfigError
-from ..segmentation.tokenizers import Tokenizer
-from .embedding import DEFAULT_EMBEDDER, DEFAULT_SECTION_LEVEL, EmbeddingStrategy
-from .params import Interval, Options, strategy_label
+from ..validation import Interval, Options
+from .embedding import EmbeddingStrategy
+from .params import strategy_label
 from .units import Decision, Units
 
 #: added to the distance at a paragraph break or heading (times its strength) before the threshold
@@ -96,12 +98,7 @@ class SemanticChunker(EmbeddingStrategy):
 
     def __init__(
         self,
-        max_tokens: int = 256,
-        min_tokens: int | None = None,
-        overlap: int = 0,
-        tokenizer: str | Tokenizer | None = None,
-        respect_sections: int | None = DEFAULT_SECTION_LEVEL,
-        embedder: str | Embedder | None = DEFAULT_EMBEDDER,
+        *,
         buffer_size: int = 0,
         threshold_type: str = "percentile",
         threshold_amount: float | None = None,
@@ -109,18 +106,11 @@ class SemanticChunker(EmbeddingStrategy):
         avg_tokens: int | None = None,
         buffer_vectors: str = "pool",
         break_distance: float = DEFAULT_BREAK_DISTANCE,
-        *,
         window: str | None = None,
         structure_bonus: float | None = None,
+        **shared: Any,
     ):
-        super().__init__(
-            max_tokens=max_tokens,
-            min_tokens=min_tokens,
-            overlap=overlap,
-            tokenizer=tokenizer,
-            respect_sections=respect_sections,
-            embedder=embedder,
-        )
+        super().__init__(**shared)
         self.break_distance = self.old_keyword("structure_bonus", structure_bonus, break_distance)
         self.buffer_size = buffer_size
         self.threshold_type = threshold_type

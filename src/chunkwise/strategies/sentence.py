@@ -13,15 +13,17 @@ exact count is over (a token or two at a cut, rarely) is packed again with its o
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..document import Document
 from ..segmentation.sentences import SENTENCE_BACKENDS
 from ..segmentation.token_map import TokenMap
 from ..segmentation.tokenizers import Tokenizer
+from ..validation import InstanceOf, Options
 from .base import CountingStrategy, Span, max_chars_for
 from .packing import pack
-from .params import InstanceOf, Options
 from .recursive import recursive_split
 
 
@@ -38,15 +40,12 @@ class SentenceChunker(CountingStrategy):
 
     def __init__(
         self,
-        max_tokens: int = 256,
-        min_tokens: int = 0,
-        overlap: int = 0,
-        tokenizer: str | Tokenizer = "minilm",
-        respect_sections: int | None = None,
+        *,
         sentence_backend: str = "chunkwise",
         language: str | None = None,
+        **shared: Any,
     ):
-        super().__init__(max_tokens, min_tokens, overlap, tokenizer, respect_sections)
+        super().__init__(**shared)
         self.sentence_backend = sentence_backend
         self.language = language
 

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from ..errors import ConfigError, InputError
+from ..validation import Interval, check, is_number
 from .tracks import Detection
 
 Box = tuple[float, float, float, float]
@@ -138,34 +139,24 @@ class _Event:
         ]
 
 
+@dataclass
 class ClipRule:
     """The clip rule's parameters (seconds); :meth:`clips` applies it. See the module docstring."""
 
-    def __init__(
-        self,
-        gap: float = 1.0,
-        min_duration: float = 0.0,
-        max_duration: float | None = None,
-        pad: float = 0.0,
-        split_on_new_id: bool = False,
-    ):
-        self.gap = gap
-        self.min_duration = min_duration
-        self.max_duration = max_duration
-        self.pad = pad
-        self.split_on_new_id = split_on_new_id
+    gap: float = 1.0
+    min_duration: float = 0.0
+    max_duration: float | None = None
+    pad: float = 0.0
+    split_on_new_id: bool = False
 
     def validate(self, fps: float) -> None:
         """Refuse parameters that cannot mean anything, before any frame is read."""
-        if not isinstance(fps, (int, float)) or isinstance(fps, bool) or not math.isfinite(fps) or fps <= 0:
-            raise ConfigError(f"fps must be a positive number, got {fps!r}")
+        check(fps, Interval(float, 0, math.inf, closed="neither"), "fps", "video rule")
         for name in ("gap", "min_duration", "pad"):
-            v = getattr(self, name)
-            if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v < 0:
-                raise ConfigError(f"{name} must be a number of seconds >= 0, got {v!r}")
+            check(getattr(self, name), Interval(float, 0, math.inf, closed="left"), name, "video rule")
         if self.max_duration is not None:
             v = self.max_duration
-            if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v * fps < 1:
+            if not is_number(v) or not math.isfinite(v) or v * fps < 1:
                 raise ConfigError(f"max_duration must be at least one frame (1/fps = {1 / fps:.4f} s), got {v!r}")
 
     def frames(self, seconds: float, fps: float) -> int:

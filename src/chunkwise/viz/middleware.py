@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import hmac
 import json
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -26,6 +27,7 @@ async def send_error(send, status: int, message: str, headers: tuple[tuple[bytes
     await send({"type": "http.response.body", "body": body})
 
 
+@dataclass(eq=False)
 class BodyGuard:
     """Counts a request's body bytes as they arrive and stops at the route's limit.
 
@@ -36,22 +38,13 @@ class BodyGuard:
     has no such deadline: a client sending one byte now and then held a connection and a worker forever).
     """
 
-    def __init__(
-        self,
-        app,
-        *,
-        limits: dict[str, int],
-        default: int,
-        max_upload_bytes: int,
-        read_timeout: float,
-        body_timeout: float,
-    ):
-        self.app = app
-        self.limits = limits
-        self.default = default
-        self.max_upload_bytes = max_upload_bytes
-        self.read_timeout = read_timeout
-        self.body_timeout = body_timeout
+    app: Any
+    _: KW_ONLY
+    limits: dict[str, int]
+    default: int
+    max_upload_bytes: int
+    read_timeout: float
+    body_timeout: float
 
     def _too_large(self, method: str, path: str, limit: int) -> str:
         what = f" (a file up to {self.max_upload_bytes:,} bytes and text)" if path == "/view" else ""

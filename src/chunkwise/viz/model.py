@@ -18,6 +18,7 @@ from ..embeddings.memo import MemoEmbedder
 from ..strategies import SEMANTIC_STRATEGIES
 from ..strategies.explain import number_rows
 from ..timefmt import format_time_range
+from ..validation import is_scalar
 
 #: what each cause means, shown in the hover card and the legend
 CAUSES = {
@@ -70,7 +71,7 @@ def _plain(params: dict[str, Any]) -> dict[str, Any]:
     """Parameters as JSON values (an embedder instance becomes its name)."""
     out = {}
     for k, v in params.items():
-        out[k] = v if isinstance(v, (str, int, float, bool, type(None), list)) else getattr(v, "model_id", str(v))
+        out[k] = v if is_scalar(v) or isinstance(v, list) else getattr(v, "model_id", str(v))
     return out
 
 
