@@ -69,5 +69,5 @@ def test_ask_passes_rerank_through(index):
 def test_a_bad_depth_is_one_config_error(index):
     from chunkwise.errors import ConfigError
 
-    with pytest.raises(ConfigError, match="rerank_depth must be a positive integer"):
+    with pytest.raises(ConfigError, match=r"rerank_depth must be an int in \[1, 1000\], got 0"):
         index.search("bees", rerank="cross:fake-model", rerank_depth=0)
