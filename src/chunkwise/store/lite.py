@@ -116,7 +116,7 @@ def _vector_reader(original):
         flat = np.frombuffer(values.buffers()[1], dtype=np.float32, count=n * dim, offset=values.offset * 4)
         return flat.reshape(n, dim), None
 
-    extract.original = original  # type: ignore[attr-defined]
+    extract.original = original
     return extract
 
 
