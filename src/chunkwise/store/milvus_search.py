@@ -94,7 +94,9 @@ def search_text(store: MilvusStore, query: str, limit: int, filter: str | None =
 
 
 def _saveable(store: MilvusStore) -> bool:
-    return store.db is not None and store.bm25_builtin
+    """Copies are saved beside a Milvus Lite database (keyed on its files), whether or not its collection
+    has the engine's BM25 function (a default Lite index has none: see ``milvus_create.engine_bm25``)."""
+    return store.db is not None
 
 
 #: in a saved copy's folder: the database files' fingerprint (store/snapshot.py) the copy was read from
