@@ -69,11 +69,14 @@ sys.exit(rc)
 
 def replay(path: str, interval: float) -> int:
     """The ETAs this tree's Progress shows on a recorded trace, against the real time left (see above)."""
+    import gzip
     import json
 
     from chunkwise.retrieval.progress import Progress
 
-    events = [json.loads(line) for line in open(path, encoding="utf-8")]
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as handle:
+        events = [json.loads(line) for line in handle]
     end = events[-1][0]
     now = [0.0]
     progress = Progress(True, tty=False, interval=0, clock=lambda: now[0])
