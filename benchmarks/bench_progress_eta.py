@@ -9,6 +9,12 @@ tar x``. The run uses a fresh database and no embedding cache, so every chunk is
 
 Prints one row per heartbeat line (elapsed, % shown, ETA shown, real remaining, ETA / real) and the worst
 ratio among the lines printed after the first 10 % of the run. Target: every such ratio within 1/1.5 .. 1.5.
+
+A run takes 5-20 minutes on a shared 2-core machine, so estimators are compared offline: ``--trace FILE``
+also records every call the run makes to its :class:`~chunkwise.retrieval.progress.Progress` (time, method,
+arguments; phases entered and left) as JSON lines, and ``--replay FILE`` feeds such a trace to this tree's
+``Progress`` with a clock that follows the trace, printing the ETA it would have shown every ``--interval``
+seconds against the time the recorded run really still took (no indexing; a second or two).
 """
 
 from __future__ import annotations
@@ -21,6 +27,93 @@ import subprocess
 import sys
 import tempfile
 import time
+
+#: the child of ``--trace``: ``chunkwise`` with every Progress call written to the trace file (argv[1])
+TRACER = r"""
+import contextlib, json, sys, threading, time
+from chunkwise.retrieval import progress as P
+out, t0, local = open(sys.argv.pop(1), "w"), time.monotonic(), threading.local()
+def log(kind, *args):
+    out.write(json.dumps([time.monotonic() - t0, kind, list(args)]) + "\n")
+def wrap(name):
+    orig = getattr(P.Progress, name)
+    def method(self, *a, **k):
+        if not getattr(local, "depth", 0):
+            log(name, *a, *k.values())
+        local.depth = getattr(local, "depth", 0) + 1
+        try:
+            return orig(self, *a, **k)
+        finally:
+            local.depth -= 1
+    setattr(P.Progress, name, method)
+for name in ("set_totals", "file_done", "chunked", "embedded", "update"):
+    wrap(name)
+phase = P.Progress.phase
+@contextlib.contextmanager
+def traced(self, name):
+    log("enter", name)
+    with phase(self, name):
+        yield
+    log("exit", name)
+P.Progress.phase = traced
+from chunkwise.cli import main
+sys.argv[0] = "chunkwise"
+try:
+    rc = main(sys.argv[1:])
+finally:
+    log("end")
+    out.close()
+sys.exit(rc)
+"""
+
+
+def replay(path: str, interval: float) -> int:
+    """The ETAs this tree's Progress shows on a recorded trace, against the real time left (see above)."""
+    import gzip
+    import json
+
+    from chunkwise.retrieval.progress import Progress
+
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as handle:
+        events = [json.loads(line) for line in handle]
+    end = events[-1][0]
+    now = [0.0]
+    progress = Progress(True, tty=False, interval=0, clock=lambda: now[0])
+    progress.interval = 0  # no heartbeat thread: the lines are computed below at the trace's times
+    phases: list = []
+    beat: float | None = None
+    print(f"{'elapsed s':>9} {'ETA s':>6} {'real s':>7} {'ETA/real':>8}")
+    outside = rows = 0
+    for at, kind, args in (e if len(e) == 3 else (e[0], e[1], e[3]) for e in events):
+        while beat is not None and beat < at:
+            now[0] = beat
+            eta = progress.eta()
+            if eta is not None:
+                real = end - beat
+                ratio = eta / real if real > 0 else float("inf")
+                late = beat >= 0.1 * end
+                if late:
+                    rows += 1
+                    outside += not (1 / 1.5 <= ratio <= 1.5)
+                print(f"{beat:9.1f} {eta:6.0f} {real:7.1f} {ratio:8.2f}{'' if late else '  (first 10 %)'}")
+            beat += interval
+        now[0] = at
+        if kind == "set_totals":
+            progress.set_totals(*args)
+            beat = at + interval
+        elif kind == "enter":
+            phases.append(progress.phase(args[0]))
+            phases[-1].__enter__()
+        elif kind == "exit":
+            phases.pop().__exit__(None, None, None)
+        elif kind == "end":
+            break
+        else:
+            getattr(progress, kind)(*args)
+    print(f"run {end:.1f} s; lines after the first 10 %: {rows}; outside 1.5x of the real time left: {outside}")
+    return 0
+
 
 LINE = re.compile(r"chunkwise: indexing: .*?(\d+)%.*ETA (\d+(?::\d\d)+)")
 
@@ -37,11 +130,16 @@ def main() -> int:
     ap.add_argument("folder")
     ap.add_argument("--interval", type=float, default=2.0, help="seconds between heartbeat lines")
     ap.add_argument("extra", nargs="*", help="more flags for chunkwise index (after --)")
+    ap.add_argument("--trace", metavar="FILE", help="also record the run's Progress calls to FILE (JSON lines)")
+    ap.add_argument("--replay", action="store_true", help="FOLDER is a trace: replay it (no run)")
     args = ap.parse_args()
+    if args.replay:
+        return replay(args.folder, args.interval)
     work = tempfile.mkdtemp(prefix="chunkwise-eta-")
     env = dict(os.environ, CHUNKWISE_PROGRESS_SECONDS=str(args.interval))
     run = "import sys; from chunkwise.cli import run; sys.argv[0] = 'chunkwise'; run()"
-    cmd = [sys.executable, "-c", run, "index", args.folder, "--db", os.path.join(work, "eta.db"), "--no-cache"]
+    head = [sys.executable, "-c", TRACER, args.trace] if args.trace else [sys.executable, "-c", run]
+    cmd = [*head, "index", args.folder, "--db", os.path.join(work, "eta.db"), "--no-cache"]
     cmd += args.extra
     start = time.monotonic()
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env)
@@ -52,7 +150,7 @@ def main() -> int:
     proc.wait()
     total = time.monotonic() - start
     shutil.rmtree(work, ignore_errors=True)
-    print(f"command: chunkwise {' '.join(cmd[3:])}")
+    print(f"command: chunkwise {' '.join(cmd[len(head) :])}")
     print(f"run: {total:.1f} s wall, exit {proc.returncode}")
     for _, line in stamped:
         if not LINE.match(line):

@@ -555,3 +555,31 @@ def test_fitted_prompts_never_exceed_the_window(context, answer, texts, question
     for p in given_:  # every passage given is the original text or a prefix of it
         original = texts[p.number - 1]
         assert p.text == original or (p.text.endswith(" …") and original.startswith(p.text[:-2]))
+
+
+def test_relevance_of_hybrid_hits_reads_the_vectors_the_index_holds(tmp_path):
+    """A warm question does not embed its hits again: their cosines come from the index's in-process
+    vector copy, and equal the cosines of the texts embedded afresh."""
+    from conftest import FakeEmbedder
+    from index_data import docs, lines
+
+    from chunkwise.llm.answer import relevance
+    from chunkwise.retrieval import Index
+
+    with Index(tmp_path / "t.db", embedder=FakeEmbedder()) as ix:
+        ix.add(docs(), strategy=lines())
+        hits = ix.search("conductor tickets", k=3)
+        emb = ix.embedder()
+        calls = []
+        embed = emb.embed
+
+        def counted(texts):
+            calls.append(list(texts))
+            return embed(texts)
+
+        emb.embed = counted
+        got = relevance(ix, "conductor tickets", hits, rescored=True)
+        emb.embed = embed
+        fresh = embed([h.text for h in hits]) @ embed(["conductor tickets"])[0]
+        assert not any(h.text in texts for texts in calls for h in hits), calls
+        assert got == pytest.approx([float(x) for x in fresh], abs=1e-5)

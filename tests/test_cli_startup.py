@@ -128,7 +128,8 @@ def test_one_default_strategy_everywhere():
 
 def test_chunk_imports_neither_retrieval_nor_stores_nor_models(tmp_path):
     """``chunkwise chunk`` of a text file with the default strategy imports what chunking needs: no index,
-    store, engine, embedder or ONNX runtime (what it costs: benchmarks/bench_startup.py)."""
+    store, engine, embedder, ONNX runtime or numpy (a small text's tokens are counted in Python; what it
+    costs: benchmarks/bench_startup.py)."""
     small = tmp_path / "small.txt"
     small.write_text("The keeper trims the wick.\n\nShips pass in the storm.\n", encoding="utf-8")
     code = (
@@ -136,7 +137,7 @@ def test_chunk_imports_neither_retrieval_nor_stores_nor_models(tmp_path):
         "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
         f"    rc = main(['chunk', {str(small)!r}])\n"
         "heavy = ('chunkwise.retrieval.index', 'chunkwise.store', 'chunkwise.embeddings', 'chunkwise.strategies.semantic',"
-        " 'onnxruntime', 'milvus_lite', 'pyarrow', 'pandas', 'bm25s')\n"
+        " 'onnxruntime', 'milvus_lite', 'pyarrow', 'pandas', 'bm25s', 'numpy', 'statistics', 'gzip')\n"
         "print(rc, out.getvalue().count('\\n'), sorted(m for m in sys.modules if m.startswith(heavy)))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True).stdout

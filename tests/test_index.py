@@ -240,7 +240,19 @@ def test_late_chunking_vectors_are_used(index):
     assert np.allclose(got["vector"], expected[0], atol=1e-5)
 
 
-def test_hybrid_search_builtin_bm25_and_bm25s_fallback_agree(index):
+def test_a_default_lite_index_leaves_out_the_engines_bm25(index):
+    """Milvus Lite in process ranks BM25 with chunkwise's own postings: its chunk collection has no BM25
+    function (no sparse field to fill on every write), and hybrid search still ranks by BM25."""
+    index.add(docs(), strategy=lines())
+    assert not index.store.bm25_builtin and index.store.uses_client_bm25
+    fields = {f["name"] for f in index.store.connect().describe_collection(index.store.collection)["fields"]}
+    assert "sparse" not in fields and "indexed_text" in fields
+    hits = index.search("conductor tickets", k=3, hybrid=True, fusion="rrf")
+    assert hits[0].text == "The conductor checks tickets twice." and hits[0].bm25_rank == 1
+
+
+def test_hybrid_search_builtin_bm25_and_bm25s_fallback_agree(tmp_path):
+    index = Index(store=MilvusStore(db=tmp_path / "b.db", client_bm25=False), embedder=FakeEmbedder())
     index.add(docs(), strategy=lines())
     assert index.store.bm25_builtin
     builtin = index.search("conductor tickets", k=3, hybrid=True, fusion="rrf")
@@ -257,6 +269,7 @@ def test_hybrid_search_builtin_bm25_and_bm25s_fallback_agree(index):
     assert [h.id for h in default] == [h.id for h in index.search("conductor tickets", k=3, fusion="zscore")]
     dense = index.search("conductor tickets", k=3, hybrid=False)
     assert all(h.bm25_rank is None for h in dense) and dense[0].score <= 1.0
+    index.close()
 
 
 def test_search_default_is_hybrid(index):

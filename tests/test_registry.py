@@ -137,3 +137,29 @@ def test_a_registered_tokenizer(registered):
 def test_what_register_refuses(kind, name, target, problem):
     with pytest.raises(ConfigError, match=problem):
         register(kind, name, target)
+
+
+def test_a_lazy_module_is_imported_on_first_use():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\nfrom chunkwise.registry import LazyModule\n"
+        "m = LazyModule('colorsys')\nbefore = 'colorsys' in sys.modules\n"
+        "value = m.rgb_to_hsv(1.0, 0.0, 0.0)\nprint(before, 'colorsys' in sys.modules, value, m.hsv_to_rgb is sys.modules['colorsys'].hsv_to_rgb)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True).stdout
+    assert out.split() == ["False", "True", "(0.0,", "1.0,", "1.0)", "True"]
+
+
+def test_a_lazy_regex_matches_like_the_compiled_one():
+    import re
+
+    from chunkwise.registry import lazy_regex
+
+    pattern = r"(?P<word>[A-Z]\w+)\s+(\d+)"
+    lazy, compiled = lazy_regex(pattern, re.IGNORECASE), re.compile(pattern, re.IGNORECASE)
+    text = "keeper 12, Lamp 3 and no number"
+    assert [m.groups() for m in lazy.finditer(text)] == [m.groups() for m in compiled.finditer(text)] != []
+    assert lazy.sub(r"\2", text) == compiled.sub(r"\2", text)
+    assert lazy.pattern == pattern and lazy.flags == compiled.flags

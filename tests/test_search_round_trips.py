@@ -70,13 +70,15 @@ def test_recreating_reads_the_new_configuration(tmp_path):
 
 @pytest.mark.parametrize("query", ["conductor tickets", "queen eggs summer", "lens fog winter", "night train"])
 def test_bm25s_ranks_as_milvus_bm25_on_a_small_index(tmp_path, query):
-    """The same hybrid results with Milvus Lite's own BM25 (``client_bm25=False``, the path before)."""
-    with Index(tmp_path / "t.db", embedder=FakeEmbedder()) as ix:
-        ix.add(docs(), strategy=lines())
-        new = [(h.id, h.bm25_rank) for h in ix.search(query, k=3)]
+    """The same hybrid results with Milvus Lite's own BM25 (``client_bm25=False``: the collection is made
+    with the engine's BM25 function, which a default Lite index leaves out)."""
     with Index(store=MilvusStore(db=tmp_path / "t.db", client_bm25=False), embedder=FakeEmbedder()) as ix:
+        ix.add(docs(), strategy=lines())
         old = [(h.id, h.bm25_rank) for h in ix.search(query, k=3)]
         assert ix.store.bm25_builtin and not ix.store.uses_client_bm25
+    with Index(tmp_path / "t.db", embedder=FakeEmbedder()) as ix:
+        new = [(h.id, h.bm25_rank) for h in ix.search(query, k=3)]
+        assert ix.store.uses_client_bm25
     assert new == old
 
 

@@ -125,3 +125,17 @@ def test_bm25_postings_rank_like_bm25s():
         theirs = BM25Fallback(pairs).search(q, 5)
         assert [i for i, _ in ours] == [i for i, _ in theirs]
         assert [s for _, s in ours] == pytest.approx([s for _, s in theirs], rel=1e-5)
+
+
+def test_bm25_postings_keep_one_string_per_term():
+    """Documents that share a term share its string object (the per-document term lists otherwise held a
+    copy of every term of every document: most of the copy's memory)."""
+    from chunkwise.store.bm25 import BM25Postings
+
+    texts = ["the keeper trims the lighthouse wick", "a lighthouse keeper logs the storm"]
+    postings = BM25Postings((str(i), "".join(t)) for i, t in enumerate(texts))
+    first, second = (dict((t, t) for t in terms) for terms in postings._doc_terms())
+    shared = set(first) & set(second)
+    assert {"keeper", "lighthouse"} <= shared
+    assert all(first[t] is second[t] for t in shared)
+    assert [h for h, _ in postings.search("lighthouse wick", 2)] == ["0", "1"]

@@ -265,3 +265,66 @@ def test_milvus_lite_flushes_its_memtable_at_the_measured_budget_unless_told(tmp
         [sys.executable, "-c", code, str(tmp_path / "m.db")], env=env, capture_output=True, text=True, check=True
     )
     assert out.stdout.split()[-1] == str(expected)
+
+
+def test_the_vector_reader_gives_the_engines_array_without_to_numpy():
+    """chunkwise's reader of a segment's vector column (np.frombuffer, no pandas) returns what Milvus Lite's
+    own returns; columns it does not handle (nulls, several chunks, slices) go to the engine's."""
+    pa = pytest.importorskip("pyarrow")
+    from milvus_lite.storage.segment import _extract_vector_array
+
+    original = getattr(_extract_vector_array, "original", _extract_vector_array)  # the engine's own
+    calls = []
+
+    def engine(arr):
+        calls.append(arr)
+        return original(arr)
+
+    read = lite._vector_reader(engine)
+    rng = np.random.default_rng(0)
+    flat = rng.standard_normal(5 * 4).astype(np.float32)
+    col = pa.chunked_array([pa.FixedSizeListArray.from_arrays(pa.array(flat), 4)])
+    vectors, mask = read(col)
+    want, want_mask = original(col)
+    assert not calls and mask is want_mask is None
+    assert vectors.shape == (5, 4) and np.array_equal(vectors, want) and np.array_equal(vectors.ravel(), flat)
+    for other in (
+        pa.chunked_array([pa.FixedSizeListArray.from_arrays(pa.array(flat[:8]), 4)] * 2),  # two chunks
+        pa.array([[1.0, 2.0], None], type=pa.list_(pa.float32(), 2)),  # a null vector
+    ):
+        got, got_mask = read(other)
+        want, want_mask = original(other)
+        assert calls[-1] is other and np.array_equal(got, want)
+
+
+@pytest.mark.slow
+def test_a_search_imports_neither_pandas_nor_the_dataset_layer_nor_bm25s(tmp_path):
+    """A cold ``chunkwise search`` of a Milvus Lite index needs the engine, numpy, tokenizers and
+    onnxruntime; not pandas (pyarrow would import it where installed), pyarrow.dataset, bm25s or scipy."""
+    import subprocess
+    import sys
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# Lamp\n\nThe keeper trims the wick of the harbor lamp.\n", encoding="utf-8")
+    (docs / "b.md").write_text("# Bread\n\nFeed the sourdough starter twice a day.\n", encoding="utf-8")
+    db = str(tmp_path / "x.db")
+    code = (
+        "import sys, io, contextlib\nfrom chunkwise.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+        "    rc = main(sys.argv[1:])\n"
+        "heavy = ('pandas', 'pyarrow.dataset', 'bm25s', 'scipy')\n"
+        "print(rc, 'keeper' in out.getvalue(), sorted(m for m in heavy if m in sys.modules))"
+    )
+    run = [sys.executable, "-c", code]
+    subprocess.run(
+        [*run, "-q", "index", str(docs), "--db", db], capture_output=True, text=True, timeout=300, check=True
+    )
+    out = subprocess.run(
+        [*run, "-q", "search", "harbor lamp wick", "--db", db, "-k", "1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    assert out.stdout.splitlines()[-1] == "0 True []", out

@@ -276,3 +276,33 @@ def test_the_public_import_path_re_exports_the_one_implementation():
         assert getattr(tokens, name) is getattr(home, name)
     assert tokens.get_tokenizer("cl100k") is tokenizers.get_tokenizer("cl100k")
     assert isinstance(tokens.get_tokenizer("cl100k"), tokens.TiktokenTokenizer)
+
+
+@pytest.mark.parametrize("name", TOKENIZER_NAMES)
+@settings(max_examples=100, deadline=None)
+@given(parts=st.lists(st.sampled_from(FRAGMENTS), min_size=0, max_size=60), base=st.integers(0, 1000))
+def test_small_texts_get_the_offsets_of_the_vectorised_path(name, parts, base):
+    """A text up to SMALL_TEXT characters is tokenised in Python (no numpy import for a small file); its
+    offsets must be the ones the numpy path gives."""
+    from chunkwise.segmentation.tokenizers import SMALL_TEXT
+
+    tok = get_tokenizer(name)
+    text = "".join(parts)
+    assert len(text) <= SMALL_TEXT
+    starts, ends = tok.offset_ends(text, base)
+    want_starts, want_ends = tok.offset_arrays(text)
+    assert list(starts) == [int(s) + base for s in want_starts]
+    assert list(ends) == [int(e) + base for e in want_ends]
+    assert tok.offsets(text) == [(int(a), int(b)) for a, b in zip(want_starts, want_ends)]
+
+
+def test_offsets_over_the_small_text_limit_agree_with_a_python_count():
+    from chunkwise.segmentation.tokenizers import SMALL_TEXT
+
+    tok = get_tokenizer("minilm")
+    text = "Keeper's lamp, 12 ships; naïve café.\n" * (SMALL_TEXT // 30)
+    assert len(text) > SMALL_TEXT
+    starts, ends = tok.offset_ends(text, 5)
+    assert len(ends) == tok.count(text) and starts[0] == 5 and ends[-1] == len(text) + 4
+    tm = TokenMap(text, tok)
+    assert tm.estimate(0, len(text)) == tok.count(text)

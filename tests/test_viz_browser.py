@@ -91,6 +91,11 @@ def test_report_from_disk(page, tmp_path):
     markers = page.locator("#plot-distance-0 .scatterlayer path.point").count()
     assert markers == len(views[0].breakpoints) > 0
     assert page.locator("#plot-distance-1").count() == 0  # recursive has no distances
+    # ...but keeps the curve's place, so both columns' text starts at the same height (side by side)
+    tops = [
+        page.locator(f".column[data-index='{s}'] .doc").evaluate("e => e.getBoundingClientRect().top") for s in (0, 1)
+    ]
+    assert abs(tops[0] - tops[1]) < 2, tops
     # hover a chunk: its card shows tokens, offsets, section and the cause of the cut
     k = 2
     c = views[0].chunks[k]

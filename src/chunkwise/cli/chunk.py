@@ -18,7 +18,7 @@ import shutil
 import sys
 import textwrap
 import warnings
-from typing import TextIO
+from typing import Any, TextIO
 
 from ..errors import ChunkwiseError, ConfigError, InputError
 from ..timefmt import format_time_range
@@ -219,12 +219,17 @@ def _language_check(strategy):
     return LanguageCheck(model, notify=say)
 
 
+def _video_document() -> Any:
+    """The video document class, or ``()`` (which ``isinstance`` never matches) while no video was loaded:
+    a command that chunks text does not import the video code."""
+    module = sys.modules.get("chunkwise.video.document")
+    return module.VideoDocument if module is not None else ()
+
+
 def _checked(items, languages):
     """Each document's language checked when it is loaded, before a semantic strategy embeds it."""
-    from ..video.document import VideoDocument  # here: `chunkwise --help` does not import the video code
-
     for source, item in items:
-        if languages is not None and not isinstance(item, (InputError, VideoDocument)):
+        if languages is not None and not isinstance(item, (InputError, _video_document())):
             languages.add(item.text, source)
         yield source, item
 
@@ -240,10 +245,8 @@ def _chunks_of(source: str, item, chunks, strategy, failures: _Failures):
         failures.add(source, chunks)
         return None
     if chunks is None:  # a video arrives as ready-made clip chunks (chunkwise.video)
-        from ..video.document import VideoDocument
-
         try:
-            chunks = item.chunks if isinstance(item, VideoDocument) else strategy.chunk(item)
+            chunks = item.chunks if isinstance(item, _video_document()) else strategy.chunk(item)
         except InputError as exc:  # e.g. too large for the memory available: this input only
             failures.add(source, exc)
             return None

@@ -28,6 +28,7 @@ from typing import Any
 from .. import registry
 from ..document import Document
 from ..errors import ChunkwiseError, ConfigError, InputError
+from ..registry import lazy_regex
 from ..validation import Interval, check
 from .code import CODE_EXTENSIONS
 from .table import DATA_MAX_BYTES, TABLE_EXTENSIONS
@@ -92,11 +93,11 @@ LOADER_OPTIONS = (
 )
 KNOWN_OPTIONS = frozenset(LOADER_OPTIONS)
 
-_SRT_START = re.compile(rb"\A\s*\d+\s*\r?\n\s*\d+:\d\d:\d\d[,.]\d+\s*-->")
-_HTML_START = re.compile(
+_SRT_START = lazy_regex(rb"\A\s*\d+\s*\r?\n\s*\d+:\d\d:\d\d[,.]\d+\s*-->")
+_HTML_START = lazy_regex(
     rb"\A\s*(?:<\?xml[^>]*>\s*)?(?:<!--.*?-->\s*)*<(?:!doctype\s+html|html|head|body)\b", re.IGNORECASE | re.DOTALL
 )
-_SBV_START = re.compile(rb"\A\s*\d+:\d\d:\d\d\.\d{1,3},\d+:\d\d:\d\d\.\d{1,3}[ \t]*\r?\n")
+_SBV_START = lazy_regex(rb"\A\s*\d+:\d\d:\d\d\.\d{1,3},\d+:\d\d:\d\d\.\d{1,3}[ \t]*\r?\n")
 
 
 def __getattr__(name: str) -> Any:

@@ -17,6 +17,7 @@ import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
 
+from ..registry import lazy_regex
 from .cleaning_layout import Edit, header_footer_edits, reflow_edits
 from .sourcemap import SourceMap
 
@@ -35,8 +36,8 @@ __all__ = [
     "whitespace_edits",
 ]
 
-_UNICODE_SPACES = re.compile(r"[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]")
-_INVISIBLE = re.compile(r"[\u200b\u200c\u200d\u2060\ufeff\u00ad]|[\x00-\x08\x0b\x0e-\x1f\x7f]")
+_UNICODE_SPACES = lazy_regex(r"[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]")
+_INVISIBLE = lazy_regex(r"[\u200b\u200c\u200d\u2060\ufeff\u00ad]|[\x00-\x08\x0b\x0e-\x1f\x7f]")
 
 
 @dataclass
@@ -104,7 +105,7 @@ def apply_edits(text: str, edits: list[Edit], positions: list[int]) -> tuple[str
     return "".join(out), mapped
 
 
-_DOT_LEADER = re.compile(
+_DOT_LEADER = lazy_regex(
     r"^[^\n]*?(?:\.[ \t]?){4,}[ \t]*(?:\d{1,5}|[ivxlcdm]{1,7})[ \t]*$", re.MULTILINE | re.IGNORECASE
 )
 
@@ -162,8 +163,8 @@ def _resolve_overlaps(edits: list[Edit]) -> list[Edit]:
 
 # The look-behind makes a match start only at the beginning of a word: without it a long run of letters
 # with no hyphen is rescanned from every position inside it (quadratic; minutes on a 5 MB line).
-_HYPHENATED = re.compile(r"(?<![^\W\d_])([^\W\d_]+)-[ \t]*\n[ \t]*([a-z\u00df-\u00ff][^\W\d_]*)([.,;:!?)\]]*)[ \t]*")
-_WORD = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)*")
+_HYPHENATED = lazy_regex(r"(?<![^\W\d_])([^\W\d_]+)-[ \t]*\n[ \t]*([a-z\u00df-\u00ff][^\W\d_]*)([.,;:!?)\]]*)[ \t]*")
+_WORD = lazy_regex(r"[^\W\d_]+(?:-[^\W\d_]+)*")
 
 
 def dehyphenate_edits(text: str) -> list[Edit]:
@@ -190,10 +191,10 @@ def dehyphenate_edits(text: str) -> list[Edit]:
     return edits
 
 
-_LETTERS = re.compile(r"[^\W\d_]+")
-_SPACE = re.compile(r"\s")
+_LETTERS = lazy_regex(r"[^\W\d_]+")
+_SPACE = lazy_regex(r"\s")
 #: a lower-case letter followed by an upper-case one (Latin): where a word boundary lost its space would be
-_CASE_TURN = re.compile(r"(?<=[a-z\u00df-\u00f6\u00f8-\u00ff])(?=[A-Z\u00c0-\u00d6\u00d8-\u00de])")
+_CASE_TURN = lazy_regex(r"(?<=[a-z\u00df-\u00f6\u00f8-\u00ff])(?=[A-Z\u00c0-\u00d6\u00d8-\u00de])")
 
 
 def glued_word_edits(text: str) -> list[Edit]:
@@ -234,7 +235,7 @@ def glued_word_edits(text: str) -> list[Edit]:
     return edits
 
 
-_FOLD_CANDIDATES = re.compile(r"[^\x00-\x7f]")
+_FOLD_CANDIDATES = lazy_regex(r"[^\x00-\x7f]")
 
 
 def fold_edits(text: str) -> list[Edit]:

@@ -7,12 +7,14 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 
+from ..registry import lazy_regex
+
 Edit = tuple[int, int, str]
 
 #: line-ending sentence terminators (Latin and CJK), possibly followed by closing quotes or brackets
-_TERMINATOR = re.compile(r"[.!?:;\u2026\u3002\uff01\uff1f][\"'\u201d\u2019)\]]*$")
-_BULLET = re.compile(r"^\s*(?:[-*\u2022\u25aa\u25cf\u2013\u2014]\s|\d{1,3}[.)]\s|[a-z][.)]\s|\(\w{1,3}\)\s)")
-_PAGE_NUMBER = re.compile(
+_TERMINATOR = lazy_regex(r"[.!?:;\u2026\u3002\uff01\uff1f][\"'\u201d\u2019)\]]*$")
+_BULLET = lazy_regex(r"^\s*(?:[-*\u2022\u25aa\u25cf\u2013\u2014]\s|\d{1,3}[.)]\s|[a-z][.)]\s|\(\w{1,3}\)\s)")
+_PAGE_NUMBER = lazy_regex(
     r"^\s*(?:[-\u2013\u2014]\s*)?(?:(?:page|p\.|seite|pag\.|página|page no\.?)\s*)?"
     r"(?:\d{1,5}|(?=[ivxlcdm])m{0,3}(?:cm|cd|d?c{0,3})(?:xc|xl|l?x{0,3})(?:ix|iv|v?i{0,3}))(?:\s*(?:of|/|von|de|sur)\s*\d{1,5})?(?:\s*[-\u2013\u2014])?\s*$",
     re.IGNORECASE,
@@ -39,7 +41,7 @@ def _signature(line: str) -> str:
     return norm
 
 
-_EDGE_NUMBER = re.compile(r"^\s*(\d{1,4})\s+(\S.*?)\s*$|^\s*(\S.*?)\s+(\d{1,4})\s*$")
+_EDGE_NUMBER = lazy_regex(r"^\s*(\d{1,4})\s+(\S.*?)\s*$|^\s*(\S.*?)\s+(\d{1,4})\s*$")
 
 
 def _edge_number(line: str) -> tuple[int | None, str]:
@@ -209,7 +211,7 @@ def _norm_line(line: str) -> str:
     return " ".join(line.split()).casefold()
 
 
-_HEADING_NUMBER = re.compile(r"^(?:\d+(?:\.\d+)*\.?|[IVXLC]+\.|[A-Z]\.)\s+")
+_HEADING_NUMBER = lazy_regex(r"^(?:\d+(?:\.\d+)*\.?|[IVXLC]+\.|[A-Z]\.)\s+")
 
 
 def _is_heading(line: str, heads: set[str]) -> bool:

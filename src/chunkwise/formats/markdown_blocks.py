@@ -13,20 +13,21 @@ import re
 from typing import Any
 
 from ..document import Section, Table
+from ..registry import lazy_regex
 
 Span = tuple[int, int]
 
-_NEWLINE = re.compile(r"\r\n|\r|\n")  # what markdown-it counts as a line break
+_NEWLINE = lazy_regex(r"\r\n|\r|\n")  # what markdown-it counts as a line break
 #: a leading YAML front-matter block (``---`` ... ``---`` or ``...``; may be empty), its body in group 1; the
 #: one definition for the loader (metadata) and the section parser (skipped)
-FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n((?:.*?\r?\n)?)(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.DOTALL)
+FRONT_MATTER = lazy_regex(r"\A---[ \t]*\r?\n((?:.*?\r?\n)?)(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 _CODE_BLOCKS = ("fence", "code_block")
 #: the start of an ATX heading line, CommonMark's rule: up to three spaces, one to six ``#``, then a space,
 #: a tab or the end of the line (``#hashtag`` is text, a bare ``#`` an empty heading). The one line-level
 #: test of "is this a heading" for the chunk rules, the semantic units and the recursive splitter's
 #: Markdown preset; the parser above is what knows headings in context (setext ones, none inside code).
 ATX_HEADING = r" {0,3}#{1,6}(?=[ \t\r\n]|\Z)"
-ATX_HEADING_RE = re.compile(ATX_HEADING)
+ATX_HEADING_RE = lazy_regex(ATX_HEADING)
 
 
 @functools.lru_cache(maxsize=1)
@@ -51,7 +52,7 @@ def _line_starts(text: str) -> list[int]:
 
 #: a trailing attribute list on a heading (``## Install { #install }``, ``{#id .class}``): an anchor for the
 #: site generator, not part of the heading's text
-_ATTRIBUTES = re.compile(r"\s*\{\s*[#.][^{}]*\}\s*$")
+_ATTRIBUTES = lazy_regex(r"\s*\{\s*[#.][^{}]*\}\s*$")
 
 
 def _inline_text(token) -> str:

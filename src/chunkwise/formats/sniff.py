@@ -18,6 +18,8 @@ import json
 import re
 from pathlib import PurePosixPath
 
+from ..registry import lazy_regex
+
 #: file names (without extension) that are build or configuration files, never documents
 CODE_NAMES = frozenset(
     {
@@ -41,17 +43,17 @@ MARKDOWN_SUFFIXES = frozenset({".md", ".markdown", ".mdown", ".mkd", ".mdx"})
 
 _HEAD = 8192
 #: how a JSON object or array starts (checked when the sniff window cut the text before it could parse)
-_JSON_START = re.compile(r'(?:\{\s*"[^"\n]{0,200}"\s*:|\[\s*(?:[{\["]|-?\d+(?:\.\d+)?\s*,|(?:true|false|null)\s*,))')
-_ATX = re.compile(r"^ {0,3}#{1,6}[ \t]+\S.*$", re.MULTILINE)
-_FENCE = re.compile(r"^ {0,3}(```|~~~)", re.MULTILINE)
-_TABLE_DELIM = re.compile(r"^ {0,3}\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)+\|?\s*$", re.MULTILINE)
-_LINK = re.compile(r"!?\[[^\]\n]+\]\([^)\s]+[^)\n]*\)")
-_EMPHASIS = re.compile(r"(\*\*|__)\S[^\n]*?\S\1|`[^`\n]+`")
-_LIST = re.compile(r"^ {0,3}(?:[-*+]|\d{1,3}[.)])[ \t]+\S", re.MULTILINE)
-_SETEXT = re.compile(r"^[^\n\s][^\n]*\n {0,3}(?:=+|-{2,})[ \t]*$", re.MULTILINE)
-_MAKE_RULE = re.compile(r"^[\w.$(){}/%-]+[ \t]*:{1,2}(?:[ \t][^=\n]*)?\n\t", re.MULTILINE)
-_MAKE_VAR = re.compile(r"^[A-Z_][A-Z0-9_]*[ \t]*[:?+]?=", re.MULTILINE)
-_CODE_LINE = re.compile(
+_JSON_START = lazy_regex(r'(?:\{\s*"[^"\n]{0,200}"\s*:|\[\s*(?:[{\["]|-?\d+(?:\.\d+)?\s*,|(?:true|false|null)\s*,))')
+_ATX = lazy_regex(r"^ {0,3}#{1,6}[ \t]+\S.*$", re.MULTILINE)
+_FENCE = lazy_regex(r"^ {0,3}(```|~~~)", re.MULTILINE)
+_TABLE_DELIM = lazy_regex(r"^ {0,3}\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)+\|?\s*$", re.MULTILINE)
+_LINK = lazy_regex(r"!?\[[^\]\n]+\]\([^)\s]+[^)\n]*\)")
+_EMPHASIS = lazy_regex(r"(\*\*|__)\S[^\n]*?\S\1|`[^`\n]+`")
+_LIST = lazy_regex(r"^ {0,3}(?:[-*+]|\d{1,3}[.)])[ \t]+\S", re.MULTILINE)
+_SETEXT = lazy_regex(r"^[^\n\s][^\n]*\n {0,3}(?:=+|-{2,})[ \t]*$", re.MULTILINE)
+_MAKE_RULE = lazy_regex(r"^[\w.$(){}/%-]+[ \t]*:{1,2}(?:[ \t][^=\n]*)?\n\t", re.MULTILINE)
+_MAKE_VAR = lazy_regex(r"^[A-Z_][A-Z0-9_]*[ \t]*[:?+]?=", re.MULTILINE)
+_CODE_LINE = lazy_regex(
     r"^\s*(?:import \w|from [\w.]+ import |def \w+\(|class \w+[(:]|#include\b|package \w|function \w|"
     r"(?:const|let|var) \w+ ?=|(?:public|private|static) \w|fi$|done$|esac$|then$|set -\w)"
     r"|[;{]\s*$",
@@ -59,12 +61,12 @@ _CODE_LINE = re.compile(
 )
 
 #: a top-level import or definition (not indented: an indented one may be a Markdown code block's example)
-_TOP_CODE = re.compile(r"^(?:import [\w.]+|from [\w.]+ import |def \w+\(.*|class \w+[(:].*|async def \w+\(.*)$")
+_TOP_CODE = lazy_regex(r"^(?:import [\w.]+|from [\w.]+ import |def \w+\(.*|class \w+[(:].*|async def \w+\(.*)$")
 #: a configuration line: ``key: value``, ``key = value`` or a ``[table]`` header (YAML, TOML, INI)
-_CONFIG_LINE = re.compile(r"^\s*(?:- )?[\w.\-\"']+\s*(?::(?:\s|$)|=\s*\S)|^\[[\w.\- \"]+\]\s*$")
+_CONFIG_LINE = lazy_regex(r"^\s*(?:- )?[\w.\-\"']+\s*(?::(?:\s|$)|=\s*\S)|^\[[\w.\- \"]+\]\s*$")
 #: reStructuredText: a directive, a link target, a role, a literal-block ``::`` or a title adornment of
 #: a character Markdown never uses for headings
-_RST_MARK = re.compile(
+_RST_MARK = lazy_regex(
     r"^\.\. [\w:-]+::|^\.\. _[^:]+:|:[\w:-]+:`[^`]+`|::\s*$|^([~^\"'+*#])\1{3,}\s*$|``[^`\n]+``",
     re.MULTILINE,
 )

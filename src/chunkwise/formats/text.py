@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ..document import Document
 from ..errors import ConfigError, InputError
+from ..registry import lazy_regex
 from .cleaning import CleaningOptions, clean
 
 #: extensions whose line breaks carry meaning: never re-flowed or de-hyphenated
@@ -105,7 +106,7 @@ _BOMS = [
     (codecs.BOM_UTF16_BE, "utf-16-be"),
 ]
 _ALLOWED_CONTROLS = set(b"\t\n\r\f\b\x1b")
-_SURROGATE_ESCAPES = re.compile("[\udc80-\udcff]")
+_SURROGATE_ESCAPES = lazy_regex("[\udc80-\udcff]")
 
 
 def bom_encoding(data: bytes) -> tuple[str | None, int]:

@@ -24,17 +24,17 @@ from __future__ import annotations
 
 import errno
 import os
-import re
 import stat
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from ..errors import InputError
+from ..registry import lazy_regex
 
 _READ_STEP = 1 << 20
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-_ESCAPED_BYTE = re.compile(r"\\x([0-9a-f]{2})")
+_CONTROL = lazy_regex(r"[\x00-\x1f\x7f]")
+_ESCAPED_BYTE = lazy_regex(r"\\x([0-9a-f]{2})")
 #: bytes of an extension-less file looked at to decide whether it is text
 SNIFF_BYTES = 8192
 #: the tally key of extension-less files that are not UTF-8 text

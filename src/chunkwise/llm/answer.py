@@ -184,7 +184,18 @@ def relevance(index, question: str, hits: list, rescored: bool) -> list[float]:
     from ..embeddings.vectors import query_vectors
 
     q = query_vectors(emb, [question])[0]  # a query, as the search embedded it (E5 reads 'query: ...')
-    return [float(v) for v in emb.embed([h.text for h in hits]) @ q]
+    held = _held_vectors(index, hits)
+    return [float(v) for v in (held if held is not None else emb.embed([h.text for h in hits])) @ q]
+
+
+def _held_vectors(index, hits: list):
+    """The vectors the index holds for ``hits`` where they are the embeddings of the hits' texts (no late
+    chunking, no context) and its in-process copy has them all, else ``None``: a warm question then embeds
+    no chunk again (five 256-token chunks cost about as much as the rest of a question)."""
+    stored = getattr(index.store, "stored_vectors", None)
+    if stored is None or (index.config or {}).get("late") or any(h.chunk.context for h in hits):
+        return None
+    return stored([h.id for h in hits])
 
 
 def keyed_items(question: str, items: list) -> tuple[list, Evidence]:

@@ -19,13 +19,22 @@ caller falls back to tiktoken.
 
 from __future__ import annotations
 
-import gzip
+import functools
 import importlib.util
 import os
-import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
+from ..registry import LazyModule
+
+if TYPE_CHECKING:
+    import gzip
+    import tempfile
+
+    import numpy as np
+else:  # imported when first used (an encoder is built): a command that only counts MiniLM tokens skips them
+    gzip, tempfile = LazyModule("gzip"), LazyModule("tempfile")
+    np = LazyModule("numpy")  # imported when first used
 
 #: texts longer than this (characters) are checked for a long run without whitespace before gigatoken
 CHECK_CHARS = 1 << 20
@@ -67,9 +76,15 @@ UNICODE_DIFF_RANGES = (
 )
 _DIFF_LOW = UNICODE_DIFF_RANGES[0][0]
 _DIFF_HIGH = UNICODE_DIFF_RANGES[-1][1] + 1
-_DIFF_TABLE = np.zeros(_DIFF_HIGH + 1, dtype=bool)  # True at every listed code point; the last slot is False
-for _a, _b in UNICODE_DIFF_RANGES:
-    _DIFF_TABLE[_a : _b + 1] = True
+
+
+@functools.cache
+def _diff_table() -> np.ndarray:
+    """True at every listed code point; the last slot is False (built on first use: no numpy at import)."""
+    table = np.zeros(_DIFF_HIGH + 1, dtype=bool)
+    for a, b in UNICODE_DIFF_RANGES:
+        table[a : b + 1] = True
+    return table
 
 
 def reads_unlike_tiktoken(text: str) -> bool:
@@ -79,7 +94,7 @@ def reads_unlike_tiktoken(text: str) -> bool:
         return False
     points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
     points = points[points >= _DIFF_LOW]
-    return bool(len(points)) and bool(_DIFF_TABLE[np.minimum(points, _DIFF_HIGH)].any())
+    return bool(len(points)) and bool(_diff_table()[np.minimum(points, _DIFF_HIGH)].any())
 
 
 def longest_run(text: str) -> int:

@@ -18,7 +18,6 @@ words dropped as bm25s does; a hyphen between plain words (``real-time``) separa
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 
 #: bumped whenever the tokens change: a saved BM25 index made with other tokens is rebuilt
 TOKENIZER_VERSION = "identifiers-1"
@@ -33,12 +32,17 @@ _ABBREVIATION = re.compile(r"^(?:[^\W\d_]\.)+[^\W\d_]$")
 _VERSION_V = re.compile(r"^[vV](?=\d+(?:\.\d+)+)")
 
 
-@lru_cache(maxsize=1)
-def stopwords() -> frozenset[str]:
-    """bm25s's English stop words (the list chunkwise's BM25 always removed)."""
-    from bm25s.stopwords import STOPWORDS_EN
+#: bm25s's English stop words (``bm25s.stopwords.STOPWORDS_EN``, the list chunkwise's BM25 always removed),
+#: kept here: importing bm25s for them imported scipy.sparse too, about a quarter of a cold search's CPU
+_STOPWORDS_EN = frozenset(
+    "a an and are as at be but by for if in into is it no not of on or such that the their then there these "
+    "they this to was will with".split()
+)
 
-    return frozenset(STOPWORDS_EN)
+
+def stopwords() -> frozenset[str]:
+    """The English stop words BM25 drops (bm25s's list)."""
+    return _STOPWORDS_EN
 
 
 def _is_identifier(raw: str) -> bool:

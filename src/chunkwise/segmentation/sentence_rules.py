@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+from ..registry import lazy_regex
+
 Span = tuple[int, int]
 
 SENTENCE_BACKENDS = ("chunkwise", "pysbd", "blingfire")
@@ -117,7 +119,7 @@ _CJK_CLASS = (  # radicals, kana, bopomofo, ideographs, hangul, compatibility id
     r"[\u2e80-\u2fff\u3040-\u30ff\u3100-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
     r"\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f]"
 )
-_CJK_CHAR_RE = re.compile(_CJK_CLASS)
+_CJK_CHAR_RE = lazy_regex(_CJK_CLASS)
 _CLOSE = rf"[{re.escape(_CLOSERS)}]*+"
 _ESCAPED_BREAK = r"\\[nrt]"  # a literal "\n" as in JSON or Python reprs of chat logs: a line break in text
 _LOWER_NEXT = rf"(?:\s|{_ESCAPED_BREAK})++[{re.escape(_OPENERS)}]*+[a-zß-öø-ÿ]"
@@ -128,31 +130,31 @@ _LATIN_START = rf"[{_LATIN_TERMS}](?<![{_ALL_TERMS}][{_LATIN_TERMS}])"  # first 
 #: a run holding a CJK terminator (any follower); a Latin run followed by whitespace, the end or CJK text
 #: (else it is inside a number, URL or "z.B.") and not by a lower-case word (which in cased text never
 #: opens a sentence -- most periods in prose, filtered without a Python call).
-_CJK_RUN_RE = re.compile(rf"[{_CJK_TERMS}．][{_ALL_TERMS}]*+{_CLOSE}")
-_LATIN_RUN_RE = re.compile(rf"{_LATIN_START}[{_LATIN_TERMS}]*+{_CLOSE}{_SPACED}(?!{_LOWER_NEXT})")
+_CJK_RUN_RE = lazy_regex(rf"[{_CJK_TERMS}．][{_ALL_TERMS}]*+{_CLOSE}")
+_LATIN_RUN_RE = lazy_regex(rf"{_LATIN_START}[{_LATIN_TERMS}]*+{_CLOSE}{_SPACED}(?!{_LOWER_NEXT})")
 #: The same without the lower-case filter, for lower-cased stretches of text.
-_LATIN_RUN_ANY_RE = re.compile(rf"{_LATIN_START}[{_LATIN_TERMS}]*+{_CLOSE}{_SPACED}")
+_LATIN_RUN_ANY_RE = lazy_regex(rf"{_LATIN_START}[{_LATIN_TERMS}]*+{_CLOSE}{_SPACED}")
 _EXCLAMATIONS = frozenset("!?‼⁇⁈⁉؟۔।॥።፧")  # terminators with no abbreviations to rule out
 #: Stretches of 600+ characters without a capital letter: lower-cased text, judged without the filter.
 _UPPER = "A-ZÀ-ÖØ-ÞА-ЯΑ-Ω"
-_CASELESS_RE = re.compile(rf"[{_UPPER}]([^{_UPPER}]{{600,}}+)")  # after a capital (in C: linear)
-_UPPER_RE = re.compile(rf"[{_UPPER}]")
-_CASELESS_START_RE = re.compile(rf"[^{_UPPER}]{{600,}}+")  # at the very start of the text
-_NEXT_WORD_RE = re.compile(rf"(?:[\s{re.escape(_OPENERS)}]|{_ESCAPED_BREAK}){{0,64}}+([^\W_][\w'’\-]{{0,64}}|\S)")
-_NUMBER_RE = re.compile(r"\d[\d.,]*")
-_DOTTED_ABBR_RE = re.compile(r"(?:[^\W\d_]{1,3}\.)+[^\W\d_]{1,3}")
-_LOWER_WORD_RE = re.compile(r"[a-zß-öø-ÿа-яα-ω]{2,}")
-_LIST_ITEM_RE = re.compile(r"(?:[-*+•·▪◦‣–—]\s|\d{1,3}[.)]\s|[a-zA-Z][)]\s|\(\d{1,3}\)\s|#{1,6}\s|>|\||```|~~~)")
-_RULE_LINE_RE = re.compile(r"[-=*_~#+.]{3,}")
-_URLISH_RE = re.compile(r"(?:://|www\.|@)")
+_CASELESS_RE = lazy_regex(rf"[{_UPPER}]([^{_UPPER}]{{600,}}+)")  # after a capital (in C: linear)
+_UPPER_RE = lazy_regex(rf"[{_UPPER}]")
+_CASELESS_START_RE = lazy_regex(rf"[^{_UPPER}]{{600,}}+")  # at the very start of the text
+_NEXT_WORD_RE = lazy_regex(rf"(?:[\s{re.escape(_OPENERS)}]|{_ESCAPED_BREAK}){{0,64}}+([^\W_][\w'’\-]{{0,64}}|\S)")
+_NUMBER_RE = lazy_regex(r"\d[\d.,]*")
+_DOTTED_ABBR_RE = lazy_regex(r"(?:[^\W\d_]{1,3}\.)+[^\W\d_]{1,3}")
+_LOWER_WORD_RE = lazy_regex(r"[a-zß-öø-ÿа-яα-ω]{2,}")
+_LIST_ITEM_RE = lazy_regex(r"(?:[-*+•·▪◦‣–—]\s|\d{1,3}[.)]\s|[a-zA-Z][)]\s|\(\d{1,3}\)\s|#{1,6}\s|>|\||```|~~~)")
+_RULE_LINE_RE = lazy_regex(r"[-=*_~#+.]{3,}")
+_URLISH_RE = lazy_regex(r"(?:://|www\.|@)")
 #: A spaced ellipsis ". . ." (three or more periods, one space apart) with the closers after it.
-_SPACED_ELLIPSIS_RE = re.compile(rf"\.(?:[ \u00a0]\.){{2,}}+{_CLOSE}")
+_SPACED_ELLIPSIS_RE = lazy_regex(rf"\.(?:[ \u00a0]\.){{2,}}+{_CLOSE}")
 _BULLETS = "•⁃▪◦‣·*-"
 #: A list item at the start of a line: "1. ", "1) ", "1.) ", "a. ", "• 9. ", "⁃9. ".
 _LIST_MARKER = rf"[ \t]*+(?:[{re.escape(_BULLETS)}][ \t]?)?(\d{{1,2}}|[a-z])(\.\)|[.)])[ \t]"
-_LIST_START_RE = re.compile(_LIST_MARKER)  # matched at the start of the text
-_LIST_LINE_RE = re.compile("\n" + _LIST_MARKER)  # starts with a literal: the engine skips ahead fast
+_LIST_START_RE = lazy_regex(_LIST_MARKER)  # matched at the start of the text
+_LIST_LINE_RE = lazy_regex("\n" + _LIST_MARKER)  # starts with a literal: the engine skips ahead fast
 #: Any letter or digit, of any script: a sentence must hold one (see :func:`_attach_bare_punctuation`).
-_ALNUM_RE = re.compile(r"[^\W_]")
+_ALNUM_RE = lazy_regex(r"[^\W_]")
 
 _LOOKBACK = 64  # characters inspected before a period: enough for any abbreviation, bounded on hostile text

@@ -13,12 +13,27 @@ import functools
 import importlib.util  # noqa: F401 - _rust_encoder reads importlib.util through its local import
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
+from ..registry import LazyModule
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = LazyModule("numpy")  # imported when first used: small texts are counted without it
 
 from ..errors import ConfigError, MissingDependencyError
 from .cl100k_encoder import fast_encoder
-from .tokenizers import _ASCII_DIGITS, _ASCII_LETTERS, _ASCII_PUNCT, _ASCII_WS, Span, Tokenizer, _package_file
+from .tokenizers import (
+    _ASCII_DIGITS,
+    _ASCII_LETTERS,
+    _ASCII_PUNCT,
+    _ASCII_WS,
+    Span,
+    Tokenizer,
+    _int_array,
+    _package_file,
+)
 
 
 class TiktokenTokenizer(Tokenizer):
@@ -104,6 +119,10 @@ class TiktokenTokenizer(Tokenizer):
             return []
         starts, ends = self.offset_arrays(text)
         return list(zip(starts.tolist(), ends.tolist()))
+
+    def offset_ends(self, text: str, base: int = 0) -> tuple[array.array[int], array.array[int]]:
+        starts, ends = self.offset_arrays(text)  # vectorised at any length (see below)
+        return _int_array(starts, base), _int_array(ends, base)
 
     def offset_arrays(self, text: str) -> tuple[np.ndarray, np.ndarray]:
         """Token starts and ends in characters, without a Python loop over tokens.

@@ -9,8 +9,14 @@ from __future__ import annotations
 import array
 import bisect
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import numpy as np
+from ..registry import LazyModule
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = LazyModule("numpy")  # imported when first used: small texts are counted without it
 
 from .tiktoken_bpe import _bpe_boundary, _cl100k_regex
 from .tokenizers import _ASCII_DIGITS, _ASCII_LETTERS, _ASCII_WS, Span, Tokenizer
@@ -47,20 +53,19 @@ class TokenMap:
             # (offsets of the whole text, base 0, are used as they are: two array copies fewer)
             self.starts, self.ends = (starts + base, ends + base) if base else (starts, ends)
         else:
-            starts, ends = tokenizer.offset_arrays(text)
             # array.array, not a list: converting is a memcpy instead of one Python int per token (tolist()
             # cost more than all the planning), and bisect on it is as fast or faster (no pointer chasing)
-            int_ends = _int_array(ends, base)
+            int_starts, int_ends = tokenizer.offset_ends(text, base)
             self.ends = int_ends
             if tokenizer.tiles_text:  # a start is the end before
                 self.starts = _StartsFromEnds(int_ends, base)
             else:
-                self.starts = _int_array(starts, base)
+                self.starts = int_starts
 
         # per-instance fast paths (same signatures as the methods they shadow)
         if isinstance(self.starts, _StartsFromEnds):
             self.estimate = self._estimate_tiled  # type: ignore[method-assign]  # hot path: no dispatch per call
-        if isinstance(self.ends, np.ndarray):  # bisect on an array reads numpy scalars one by one
+        if not lists and not tokenizer.per_character:  # numpy arrays: bisect would read numpy scalars one by one
             self._between = self._between_array  # type: ignore[method-assign]  # see above
 
     def __len__(self) -> int:
@@ -211,11 +216,6 @@ def _as_int64(values) -> np.ndarray:
     if isinstance(values, array.array) and values.typecode == "q":
         return np.frombuffer(values, dtype=np.int64) if len(values) else np.zeros(0, dtype=np.int64)
     return np.asarray(values, dtype=np.int64)
-
-
-def _int_array(values: np.ndarray, base: int) -> array.array[int]:
-    """``values + base`` as an ``array.array`` of 64-bit ints (a sequence of Python ints for bisect)."""
-    return array.array("q", (np.asarray(values, dtype=np.int64) + base).tobytes())
 
 
 class _StartsFromEnds:

@@ -14,14 +14,21 @@ cl100k lives in :mod:`.tiktoken_bpe` and span counting over a tokenised text in 
 
 from __future__ import annotations
 
+import array
 import functools
 import importlib.util
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
+from ..registry import LazyModule, lazy_regex
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = LazyModule("numpy")  # imported when first used: small texts are counted without it
 
 from .. import registry
 from ..errors import ConfigError
@@ -60,6 +67,16 @@ class Tokenizer(ABC):
             return empty, empty
         arr = np.asarray(spans, dtype=np.int64).reshape(-1, 2)
         return arr[:, 0], arr[:, 1]
+
+    def offset_ends(self, text: str, base: int = 0) -> tuple[array.array[int], array.array[int]]:
+        """Token starts and ends plus ``base`` as two ``array.array`` of 64-bit ints (what :class:`TokenMap`
+        searches). A text up to :data:`SMALL_TEXT` characters goes through :meth:`offsets` in Python, so
+        chunking a small file does not import numpy; a longer one through :meth:`offset_arrays`."""
+        if len(text) <= SMALL_TEXT:
+            spans = self.offsets(text)
+            return array.array("q", [a + base for a, _ in spans]), array.array("q", [b + base for _, b in spans])
+        starts, ends = self.offset_arrays(text)
+        return _int_array(starts, base), _int_array(ends, base)
 
     def count_batch(self, texts: Sequence[str]) -> list[int]:
         """Counts for many texts (back-ends override this with a batched call)."""
@@ -126,6 +143,10 @@ class HFTokenizer(Tokenizer):
         return self._tok
 
     def offsets(self, text: str) -> list[Span]:
+        if len(text) <= SMALL_TEXT:  # one block (see offset_arrays), in Python: no numpy for a small text
+            squeezed, runs = self._squeeze(text)
+            if not runs:
+                return self._tok.encode(squeezed, add_special_tokens=False).offsets if text else []
         starts, ends = self.offset_arrays(text)
         return list(zip(starts.tolist(), ends.tolist()))
 
@@ -218,8 +239,17 @@ class HFTokenizer(Tokenizer):
         return out
 
 
+def _int_array(values: np.ndarray, base: int) -> array.array[int]:
+    """``values + base`` as an ``array.array`` of 64-bit ints (a sequence of Python ints for bisect)."""
+    return array.array("q", (np.asarray(values, dtype=np.int64) + base).tobytes())
+
+
+#: texts up to this many characters are tokenised into Python lists, not numpy arrays (:meth:`Tokenizer.offset_ends`):
+#: a few thousand tokens cost well under a millisecond either way, and numpy's import costs ~0.1 CPU-s
+SMALL_TEXT = 16384
+
 #: an ASCII letter/digit run over 100 characters with whitespace, ASCII punctuation or an end on each side
-_LONG_ASCII_WORD = re.compile(r"(?<![^ \t\n\r!-/:-@\[-`{-~])[A-Za-z0-9]{101,}(?![^ \t\n\r!-/:-@\[-`{-~])")
+_LONG_ASCII_WORD = lazy_regex(r"(?<![^ \t\n\r!-/:-@\[-`{-~])[A-Za-z0-9]{101,}(?![^ \t\n\r!-/:-@\[-`{-~])")
 
 
 def _whitespace_blocks(text: str, size: int = 16384) -> list[Span]:
@@ -243,9 +273,9 @@ def _whitespace_blocks(text: str, size: int = 16384) -> list[Span]:
     return blocks
 
 
-_SPACE = re.compile(r"[ \t\n\r]")  # BERT splits here; it deletes other controls (\x1c) instead
+_SPACE = lazy_regex(r"[ \t\n\r]")  # BERT splits here; it deletes other controls (\x1c) instead
 #: where a BERT token can never continue: ASCII whitespace, or before a CJK ideograph (BERT's _is_chinese_char)
-_CUT = re.compile(
+_CUT = lazy_regex(
     "[ \t\n\r\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002a6df\U0002a700-\U0002ceaf\U0002f800-\U0002fa1f]"
 )
 #: texts longer than this are tokenised block by block (bounded memory); blocks go to Rust in groups this big

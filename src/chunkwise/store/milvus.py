@@ -520,6 +520,17 @@ class MilvusStore:
         """Nearest chunks by cosine similarity, best first (with the stored chunks unless ``ids_only``)."""
         return milvus_search.search_vector(self, vector, limit, filter, ids_only)
 
+    def stored_vectors(self, ids: list[str]):
+        """The unit vectors of chunks ``ids`` as the in-process copy holds them (rows in that order), or
+        ``None`` when no copy is loaded or it lacks one of them: what a caller may use instead of embedding
+        the chunks' texts again."""
+        copy = self._vectors
+        if copy is None:
+            return None
+        found = [copy._index_of.get(i) for i in ids]
+        rows = [r for r in found if r is not None]
+        return copy.matrix[rows] if len(rows) == len(ids) else None
+
     def search_text(self, query: str, limit: int, filter: str | None = None) -> list[Hit]:
         """Chunks by BM25 over ``indexed_text``, best first (bm25s where :attr:`uses_client_bm25`)."""
         return milvus_search.search_text(self, query, limit, filter)

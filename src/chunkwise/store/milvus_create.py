@@ -201,12 +201,21 @@ def wait_for_config_row(store: MilvusStore, seconds: float = 3.0) -> dict | None
         time.sleep(0.2)
 
 
+def engine_bm25(store: MilvusStore) -> bool:
+    """Whether a new chunk collection gets Milvus's BM25 function. Not on Milvus Lite in process, unless
+    ``client_bm25=False`` asks for the engine's BM25: there hybrid search ranks with chunkwise's own postings
+    (:attr:`~MilvusStore.uses_client_bm25`), and the engine's function would analyse every text written and
+    hold its sparse vectors and their index in this process for nothing (measured in
+    benchmarks/results/store.md)."""
+    return store.db is None or store.client_bm25 is False
+
+
 def create_chunks(store: MilvusStore, dim: int) -> None:
     """The chunk collection, with Milvus's BM25 where the server has it. A server older than Milvus 2.5
     refuses BM25 functions: then it is created without them, and hybrid search uses bm25s instead."""
     client = store.connect()
     caps = store.capabilities or ServerCapabilities("unknown")
-    for bm25 in (True, False) if caps.bm25 else (False,):
+    for bm25 in (True, False) if caps.bm25 and engine_bm25(store) else (False,):
         try:
             client.create_collection(
                 store.collection,
@@ -224,4 +233,4 @@ def create_chunks(store: MilvusStore, dim: int) -> None:
                 client.drop_collection(store.collection)
 
 
-__all__ = ["read_config", "create", "open_collections", "drop_all", "create_chunks"]
+__all__ = ["read_config", "create", "open_collections", "drop_all", "create_chunks", "engine_bm25"]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -94,7 +95,9 @@ def search_text(store: MilvusStore, query: str, limit: int, filter: str | None =
 
 
 def _saveable(store: MilvusStore) -> bool:
-    return store.db is not None and store.bm25_builtin
+    """Copies are saved beside a Milvus Lite database (keyed on its files), whether or not its collection
+    has the engine's BM25 function (a default Lite index has none: see ``milvus_create.engine_bm25``)."""
+    return store.db is not None
 
 
 #: in a saved copy's folder: the database files' fingerprint (store/snapshot.py) the copy was read from
@@ -230,17 +233,31 @@ def _places_of(rows) -> ChunkPlaces:
 def _build_client_indexes(store: MilvusStore, bm25: bool, vectors: bool) -> None:
     fields = ["id", "doc_id", "chunk_index", *(["indexed_text"] if bm25 else []), *(["vector"] if vectors else [])]
     files = snapshot.fingerprint(store._lite_db()) if _saveable(store) else None  # what the rows are read from
-    rows = _rows_in_storage_order(store, fields)
+    # one pass over the rows, keeping only what each copy needs (a float32 row per vector, not the row's
+    # list of Python floats): the rows of a large collection are never all held at once
+    places: list[tuple[str, str, int]] = []
+    texts: list[tuple[str, str]] = []
+    vecs: list[tuple[str, np.ndarray]] = []
+    for r in _rows_in_storage_order(store, fields):
+        places.append((r["id"], r["doc_id"], r["chunk_index"]))
+        if bm25:
+            texts.append((r["id"], r["indexed_text"]))
+        if vectors:
+            vecs.append((r["id"], np.asarray(r["vector"], dtype=np.float32)))
     built: list[tuple[str, BM25Postings | VectorCache | ChunkPlaces]] = []
     if store._places is None:  # the same scan has them: neighbour expansion reads by id
-        store._places = _places_of(rows)
+        store._places = ChunkPlaces(places)
         built.append((PLACES_FOLDER, store._places))
+    del places
     if bm25:  # in id order, as a scan reads them: the order bm25s breaks ties in
-        store._bm25 = BM25Postings((r["id"], r["indexed_text"]) for r in sorted(rows, key=lambda r: r["id"]))
+        texts.sort(key=lambda pair: pair[0])
+        store._bm25 = BM25Postings(texts)
         built.append((BM25_FOLDER, store._bm25))
+    del texts
     if vectors:
-        store._vectors = VectorCache((r["id"], r["vector"]) for r in rows)
+        store._vectors = VectorCache(vecs)  # type: ignore[arg-type]  # rows as arrays: the same matrix
         built.append((VECTORS_FOLDER, store._vectors))
+    del vecs
     if _saveable(store) and not store.read_only:
         root = Path(store._lite_db())
         remove_leftovers(root)
@@ -276,18 +293,19 @@ def remove_leftovers(root: Path) -> None:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _rows_in_storage_order(store: MilvusStore, fields: list[str]) -> list[dict]:
+def _rows_in_storage_order(store: MilvusStore, fields: list[str]) -> Iterator[dict]:
     """Every chunk's ``fields``, in the order Milvus Lite stores them where one plain query can return them
     all: the order its search breaks ties in (equal cosines), so the in-process vector candidates tie as
     Milvus's did. A larger collection (or an answer too large for one message) is read by a scan, in id
-    order."""
+    order, batch by batch as the caller consumes it."""
     from .milvus_connection import failures
 
     with contextlib.suppress(*failures()):  # e.g. over the message size: the scan reads in batches
         rows = store.connect().query(store.collection, filter="", output_fields=fields, limit=QUERY_LIMIT)
         if len(rows) < QUERY_LIMIT:
-            return rows
-    return list(store.scan_chunks(fields))
+            return iter(rows)
+        del rows  # not held while the scan reads everything again
+    return store.scan_chunks(fields)
 
 
 def ids_matching(store: MilvusStore, filter: str) -> set[str]:

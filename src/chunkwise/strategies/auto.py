@@ -58,13 +58,12 @@ the same chunks.
 from __future__ import annotations
 
 import math
-import re
-import statistics
 from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..document import Chunk, ChunkIds, Document, stable_hash
+from ..registry import lazy_regex
 from ..segmentation.tokenizers import Tokenizer
 from .base import Span, Strategy
 from .params import EmbedderSpec
@@ -87,7 +86,7 @@ TOPIC_DEPTH = 0.2
 #: fewest utterances a transcript needs before it is cut at all
 TOPIC_MIN_UNITS = 2
 
-_WORD = re.compile(r"[^\W\d_]{4,}")
+_WORD = lazy_regex(r"[^\W\d_]{4,}")
 #: frequent words of four letters or more that carry no topic (English, German); shorter ones never count
 _STOP = frozenset(
     """that this with have will then they there what when were from your about would could should
@@ -97,11 +96,11 @@ things every everyone good morning agreed thanks thank sure maybe because where 
 dass eine einer eines einem einen nicht sich auch oder aber wenn dann noch schon sind wird werden haben kann
 """.split()
 )
-_SPEAKER = re.compile(r"([^:\n]{1,40}):\s")
+_SPEAKER = lazy_regex(r"([^:\n]{1,40}):\s")
 #: a paragraph break: a line that is empty or whitespace only
-_BLANK_LINE = re.compile(r"\n[^\S\n]*\n")
+_BLANK_LINE = lazy_regex(r"\n[^\S\n]*\n")
 #: where one sentence or line ends and another starts: text without one has nothing for a model to decide
-_SECOND_UNIT = re.compile(r"[.!?\u2026\u3002\uff01\uff1f][\"'\u2019\u201d)\]]*\s+\S|\n\s*\S")
+_SECOND_UNIT = lazy_regex(r"[.!?\u2026\u3002\uff01\uff1f][\"'\u2019\u201d)\]]*\s+\S|\n\s*\S")
 #: formats that are plain text (``""``: no loader read it and it reads as none other)
 PLAIN_FORMATS = ("", "text", "txt", "plain")
 
@@ -190,6 +189,8 @@ def topic_cuts(texts: Sequence[str], speakers: Sequence[str] = ()) -> list[int]:
         if sim[i + 1] >= sim[i]:
             rpeak[i] = rpeak[i + 1]
     depth = [lpeak[i] + rpeak[i] - 2 * sim[i] for i in range(n)]
+    import statistics  # here: plain text never reaches it, and its import costs more than the rest
+
     floor = max(TOPIC_DEPTH, statistics.fmean(depth) + statistics.pstdev(depth))
     cuts: list[int] = []
     for i in sorted(range(len(depth)), key=lambda k: (-depth[k], k)):

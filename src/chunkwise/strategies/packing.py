@@ -29,10 +29,10 @@ overlap asked for, and every count it returns is the exact count of ``text[a:b]`
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 
 from ..errors import ConfigError
+from ..registry import lazy_regex
 from ..segmentation.token_map import TokenMap
 from ..segmentation.tokenizers import Tokenizer
 from .base import Span, max_chars_for, trim_span
@@ -42,7 +42,7 @@ Estimate = Callable[[int, int], int]
 #: a strategy's split of one piece too big to fit alone (the recursive strategy's next level)
 Oversize = Callable[[int, int], list[Span]]
 
-_WORD_START = re.compile(r"\s+(?=\S)")
+_WORD_START = lazy_regex(r"\s+(?=\S)")
 
 
 def pack(

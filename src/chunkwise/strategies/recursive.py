@@ -41,6 +41,7 @@ from typing import Any
 from ..document import Document
 from ..errors import ConfigError
 from ..formats.markdown_blocks import ATX_HEADING
+from ..registry import lazy_regex
 from ..segmentation.token_map import TokenMap
 from ..segmentation.tokenizers import Tokenizer
 from ..validation import Options, StrList
@@ -54,7 +55,7 @@ _LOOKAHEAD = 80  # characters of context the sentence segmenter gets past a wind
 
 _CLAUSE = r"[,;:\u2014\u2013][ \t]+|[\uff0c\u3001\uff1b\uff1a]"
 #: a code-fence line: indentation, the fence run, the rest (an info string on an opener, nothing on a closer)
-_FENCE_LINE = re.compile(r"^([ \t]*)(`{3,}|~{3,})([^\n]*)$", re.MULTILINE)
+_FENCE_LINE = lazy_regex(r"^([ \t]*)(`{3,}|~{3,})([^\n]*)$", re.MULTILINE)
 _WORDS = r"\s+"
 
 #: name -> separator levels, coarsest first. Strings are regular expressions; the piece ends where the

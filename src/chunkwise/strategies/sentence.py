@@ -13,9 +13,14 @@ exact count is over (a token or two at a cut, rarely) is packed again with its o
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+from ..registry import LazyModule
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = LazyModule("numpy")  # imported when first used: small texts are counted without it
 
 from ..document import Document
 from ..segmentation.sentences import SENTENCE_BACKENDS

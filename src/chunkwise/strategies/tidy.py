@@ -28,6 +28,7 @@ from collections.abc import Sequence
 
 from ..document import Document
 from ..formats.markdown_blocks import ATX_HEADING_RE
+from ..registry import lazy_regex
 from ..segmentation.tokenizers import Tokenizer
 from .base import Span, max_chars_for, trim_span
 
@@ -37,22 +38,22 @@ MIN_CHUNK_TOKENS = 5
 _ATX = ATX_HEADING_RE
 #: a fence line; a backtick run followed by another backtick on its line (```` ```npm install``` ````) is inline
 #: code, no fence (CommonMark: a backtick fence's info string holds no backtick)
-_FENCE = re.compile(r"[ \t]{0,3}(`{3,}(?![^\n]*`)|~{3,})(.*)$")
+_FENCE = lazy_regex(r"[ \t]{0,3}(`{3,}(?![^\n]*`)|~{3,})(.*)$")
 #: pymdownx blocks (``/// tip``, nested ``//// tab | Title``), admonitions (``!!! note``, ``??? note``, ``???+ note``), Docusaurus/
 #: MyST colon fences (``:::tip``, ``::: {note}``); not mkdocstrings' ``::: package.module`` (one line, dotted)
-_OPENER = re.compile(
+_OPENER = lazy_regex(
     r"[ \t]*(?:/{3,}[ \t]*[\w-]|!{3}[ \t]*[\w-]|\?{3}\+?[ \t]*[\w-]"
     r"|:{3,}[ \t]*\{?[A-Za-z-]+\}?(?:[ \t].*)?$)"
 )
-_FENCE_LINE = re.compile(r"^[ \t]{0,3}(?:`{3,}(?![^\n]*`)|~{3,})", re.MULTILINE)
+_FENCE_LINE = lazy_regex(r"^[ \t]{0,3}(?:`{3,}(?![^\n]*`)|~{3,})", re.MULTILINE)
 #: a label: one to four words (the first capitalised, of three letters or more: not a variable), then a number (``47``, ``1.2``) and/or a
 #: parenthesised title: ``Definition 47``, ``Lösung zu Aufgabe 6``, ``Satz (Zwischenwertsatz)``
-_LABEL = re.compile(
+_LABEL = lazy_regex(
     r"[ \t]*([^\W\d_]{3}[\w-]*(?:[ \t]+[^\W\d_][\w-]*){0,3})"
     r"((?:[ \t]+\d+(?:\.\d+)*)?\.?)((?:[ \t]+\([^()\n]{1,80}\))?)[ \t]*$"
 )
 #: a short title: one to four words of letters (the first capitalised, three letters or more), nothing else on the line
-_TITLE = re.compile(r"[ \t]*[^\W\d_]{3}[^\W\d_-]*(?:[- \t]+[^\W\d_]+){0,3}[ \t]*$")
+_TITLE = lazy_regex(r"[ \t]*[^\W\d_]{3}[^\W\d_-]*(?:[- \t]+[^\W\d_]+){0,3}[ \t]*$")
 #: formats whose text has no markup for its headings, so the chunk rules recognise them by their shape
 LABEL_FORMATS = ("pdf",)
 

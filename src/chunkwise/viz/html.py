@@ -99,8 +99,8 @@ def render_columns(doc: Document, views: Sequence[StrategyView]) -> tuple[str, d
     views = list(views)[:MAX_COLUMNS]
     cols: list[str] = []
     data: dict[str, Any] = {"strategies": [], "causes": CAUSES}
-    for s, view in enumerate(views):
-        dist = distance_figure(view)
+    figures = [distance_figure(view) for view in views]
+    for s, (view, dist) in enumerate(zip(views, figures)):
         cards = [
             {
                 k: c[k]
@@ -133,7 +133,14 @@ def render_columns(doc: Document, views: Sequence[StrategyView]) -> tuple[str, d
         plots = (
             f'<div class="plot plot-distance" id="plot-distance-{s}" data-breakpoints="{len(view.breakpoints)}"></div>'
             if dist
-            else ""
+            # a column beside one with a distance curve keeps its place empty, so every column's text
+            # starts at the same height and the same passage sits side by side
+            else (
+                '<div class="plot plot-none"><p class="info">no distance curve: this strategy does not cut '
+                "between sentence embeddings</p></div>"
+                if any(figures)
+                else ""
+            )
         )
         plots += f'<div class="plot plot-sizes" id="plot-sizes-{s}"></div>'
         cols.append(
