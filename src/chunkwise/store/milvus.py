@@ -114,6 +114,7 @@ class MilvusStore:
         timeout: float = 10.0,
         client_bm25: bool | None = None,
         client_vectors: bool | None = None,
+        snapshot_reads: bool = False,
     ):
         if db is not None and uri is not None:
             raise ConfigError("give either a Milvus Lite path (db) or a server URI (uri), not both")
@@ -155,9 +156,15 @@ class MilvusStore:
         self._config: dict[str, Any] | None = None
         self._opened = False
         self._bm25_saved_dropped = False
-        #: saved the in-process copies since its last write (keyed again at close); made the readers' copy
-        #: (removed at close); ``busy``: reads that copy while another process writes the database
+        #: saved the in-process copies since its last write (keyed again at close); found the readers' copy
+        #: current when connecting; ``busy``: reads that copy while another process has the database open
         self._copies_saved = self._readers_copy = self._will_write = self.busy = False
+        #: a long-lived reader (``serve``): never open a Milvus Lite directory itself, read a private copy of
+        #: its last finished run (writers are never locked out); :meth:`refresh` moves to a later run
+        self.snapshot_reads = snapshot_reads
+        #: the database files' fingerprint the copy this store reads was made from (store/snapshot.py), or
+        #: ``None`` when it reads the database itself
+        self._copy_key: list | None = None
         #: write a snapshot of the collection when this connection closes (set by every write, and by an add)
         self.keep_snapshot = False
 
@@ -202,7 +209,6 @@ class MilvusStore:
         self.require_writable()
         client = self.connect()
         if not self._bm25_saved_dropped and self.db is not None:
-            self._readers_copy = self._readers_copy or snapshot.save_readers_copy(self.db)  # what searches read
             milvus_search.hold_copies(self)  # updated by the writes, saved again at close
             for folder in (BM25_FOLDER, VECTORS_FOLDER, PLACES_FOLDER):
                 shutil.rmtree(Path(self.db) / folder, ignore_errors=True)
@@ -224,18 +230,46 @@ class MilvusStore:
         if self.uri is not None:
             client, self.capabilities = connect_server(self.uri, self.token, self.timeout)
         else:
-            path = self._check_db_path()
-            # the engine in this process, no port or socket; a private copy of a read-only one (store/lite.py)
-            try:
-                client = connect_lite(path, self.read_only, self.timeout, source=self._lite_db())
-            except InputError as exc:  # another process writes it: its copy of the last finished run
-                client = milvus_connection.open_readers_copy(path, exc, snapshot.READERS_FOLDER)
-                self.read_only = self.busy = True
-            if self._will_write and not self.read_only and not self._readers_copy:
-                self._readers_copy = snapshot.save_readers_copy(path)  # before anything is written
+            client = self._connect_lite()
             self.capabilities = ServerCapabilities("lite")
         self._client = client
         return client
+
+    def _connect_lite(self) -> Any:
+        """The engine in this process on the directory (no port or socket), a private copy of it where this
+        user cannot write it (store/lite.py), or a private copy of its readers' copy (the last finished run,
+        store/snapshot.py) where another process has it open, or where this store has :attr:`snapshot_reads`."""
+        path = self._check_db_path()
+        if not self.read_only:  # before opening: while no process has it open, the readers' copy is made current
+            self._readers_copy = snapshot.refresh_readers_copy(path)
+        if self.snapshot_reads and not self.read_only and not self._will_write and self._readers_copy:
+            with contextlib.suppress(InputError):
+                client = milvus_connection.open_readers_copy(path, None, snapshot.READERS_FOLDER)
+                self._copy_key, self.read_only = snapshot.readers_key(path), True
+                return client
+        try:
+            return connect_lite(path, self.read_only, self.timeout, source=self._lite_db())
+        except InputError as exc:  # another process has it open: the copy of its last finished run
+            client = milvus_connection.open_readers_copy(path, exc, snapshot.READERS_FOLDER)
+            self._copy_key = snapshot.readers_key(path)
+            self.read_only = self.busy = True
+            return client
+
+    def data_files(self) -> list[list]:
+        """The fingerprint of the database files this store reads (store/snapshot.py): of the copy it was
+        made from where it reads one, else of the directory now. Saved in-process copies are trusted only
+        when made from the same files."""
+        return self._copy_key if self._copy_key is not None else snapshot.fingerprint(self._lite_db())
+
+    def refresh(self) -> bool:
+        """For a store reading a copy of the last finished run: when a later run has finished, close, so that
+        the next call reads it (:attr:`snapshot_reads`; a server calls this between requests). True then."""
+        if self.db is None or self._client is None or self._copy_key is None:
+            return False
+        if not snapshot.newer_run(self.db, self._copy_key):
+            return False
+        self.close()
+        return True
 
     def close(self) -> None:
         """Close the client and, for Milvus Lite, release the directory; a connection that wrote (or that
@@ -244,6 +278,8 @@ class MilvusStore:
             milvus_search.save_copies(self)  # this connection wrote: its copies, updated by every write, are current
         leave = snapshot.closing(self)  # read while still connected; written once the directory is released
         client, self._client, self.keep_snapshot = self._client, None, False
+        if self._copy_key is not None:  # read a copy: the next connection looks at the directory again
+            self._copy_key, self.read_only, self.busy = None, False, False
         self._loaded.clear()
         self._forget()
         if client is None:

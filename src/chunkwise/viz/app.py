@@ -213,7 +213,9 @@ def _add_error_handlers(app) -> None:
 
 class IndexOpener:
     """The server's one index, opened once: by the preload thread at start, or by the first search, which
-    waits for a preload under way instead of loading the model a second time."""
+    waits for a preload under way instead of loading the model a second time. A Milvus Lite index is read
+    from a private copy of its last finished run (``snapshot_reads``), never held open: ``chunkwise index``
+    may write it meanwhile, and the first request after that run finished reads the new one."""
 
     def __init__(self, where_index: dict[str, Any]):
         self.where = where_index
@@ -224,13 +226,19 @@ class IndexOpener:
 
     def get(self):
         with self.lock:
+            if self.index is not None and getattr(self.index.store, "refresh", None) is not None:
+                self.index.store.refresh()  # a later run finished: the next search reads it
             if self.index is None:
                 from ..retrieval.index import Index
+                from ..store.milvus import MilvusStore
 
                 w = self.where
                 kw: dict[str, Any] = {"collection": w["collection"]} if w["collection"] else {}
                 if w["embedder"] is not None:
                     kw["embedder"] = w["embedder"]
+                if w["uri"] is None:  # never held open: writers are not locked out
+                    where = {"collection": kw.pop("collection")} if "collection" in kw else {}
+                    kw["store"] = MilvusStore(db=w["db"], snapshot_reads=True, **where)
                 index = Index(db=w["db"], uri=w["uri"], **kw)
                 self.opens += 1
                 try:
