@@ -207,27 +207,54 @@ def item6_html_depth(tmp: Path) -> tuple[bool, str]:
     )
 
 
+def _process_tree(root: int) -> set[int]:
+    """``root`` and its descendants (read from /proc)."""
+    kids: dict[int, list[int]] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            kids.setdefault(ppid, []).append(int(d.name))
+    out, todo = set(), [root]
+    while todo:
+        pid = todo.pop()
+        out.add(pid)
+        todo.extend(kids.get(pid, []))
+    return out
+
+
 def item7_ray(tmp: Path, start: bool) -> tuple[bool, str]:
     os.environ.pop("RAY_AUTH_MODE", None)
     from chunkwise.retrieval.ray_cluster import local_cluster_options
 
+    os.environ.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None)
     opts = local_cluster_options()
     token = os.environ.get("RAY_AUTH_MODE") == "token" or "ray" in sys.modules
-    detail = f"node {opts.get('_node_ip_address')}, RAY_AUTH_MODE={os.environ.get('RAY_AUTH_MODE')}"
+    single = os.environ.get("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER")
+    detail = f"node {opts.get('_node_ip_address')}, RAY_AUTH_MODE={os.environ.get('RAY_AUTH_MODE')}, " + (
+        f"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER={single}"
+    )
     if not start:
-        return token and opts.get("_node_ip_address") == "127.0.0.1", detail + " (cluster not started: --ray)"
+        held = token and opts.get("_node_ip_address") == "127.0.0.1" and single == "0"
+        return held, detail + " (cluster not started: --ray)"
     try:
         import ray
     except ImportError:
         return False, detail + "; ray not installed"
     ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False, configure_logging=False, **opts)
     try:
+        ray.get(ray.remote(lambda: 1).remote())  # a worker too
         out = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True).stdout
+        keys = [f"pid={pid}," for pid in _process_tree(os.getpid())]  # the driver and the cluster it started
     finally:
         ray.shutdown()
-    ray_lines = [ln for ln in out.splitlines() if any(k in ln for k in ("gcs_server", "raylet", "ray::"))]
-    open_ = [ln.split()[3] for ln in ray_lines if not ln.split()[3].startswith(("127.", "[::1]"))]
-    return not open_ and token, detail + f"; listeners outside loopback: {open_ or 'none'}"
+    ray_lines = [ln for ln in out.splitlines() if any(k in ln for k in keys)]
+    open_ = [ln.split()[3] for ln in ray_lines if not ln.split()[3].startswith(("127.", "[::1]", "[::ffff:127."))]
+    return not open_ and token and bool(ray_lines), detail + (
+        f"; {len(ray_lines)} listeners, outside loopback: {open_ or 'none'}"
+    )
 
 
 def _locked(db: Path) -> bool:
