@@ -201,3 +201,19 @@ def test_index_while_serve_runs_and_serve_reads_the_new_run(tmp_path):
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
+
+
+def test_serve_moves_to_a_later_run_only_between_requests():
+    import types
+
+    from chunkwise.viz.app import IndexOpener
+
+    refreshed: list[int] = []
+    opener = IndexOpener({})
+    opener.index = types.SimpleNamespace(store=types.SimpleNamespace(refresh=lambda: refreshed.append(1)))
+    with opener.use() as index:  # no other request: a finished run is looked for first
+        assert refreshed == [1]
+        with opener.use() as again:  # a second request while the first reads: nothing is closed under it
+            assert again is index and opener.get() is index
+        assert refreshed == [1]
+    assert opener.get() is index and refreshed == [1, 1]  # between requests again
