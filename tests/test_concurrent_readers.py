@@ -77,10 +77,10 @@ def test_a_copy_reader_trusts_saved_copies_of_its_own_files_only(tmp_path):
     store = MilvusStore(db=db, snapshot_reads=True)
     try:
         store.connect()
-        assert store.data_files() == snapshot.readers_key(db) == snapshot.fingerprint(db)
+        assert snapshot.files_read(store) == snapshot.readers_key(db) == snapshot.fingerprint(db)
     finally:
         store.close()
-    assert store.data_files() == snapshot.fingerprint(db)  # closed: the directory's own files again
+    assert snapshot.files_read(store) == snapshot.fingerprint(db)  # closed: the directory's own files again
 
 
 def test_a_writer_waits_for_a_copy_under_way_but_not_for_an_open_database(tmp_path):

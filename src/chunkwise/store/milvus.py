@@ -37,7 +37,7 @@ import re
 import shutil
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -52,7 +52,6 @@ from .milvus_connection import (
     DEFAULT_DB,
     ServerCapabilities,
     check_lite_path,
-    connect_lite,
     connect_server,
     failures,
     import_pymilvus,
@@ -159,12 +158,9 @@ class MilvusStore:
         #: saved the in-process copies since its last write (keyed again at close); found the readers' copy
         #: current when connecting; ``busy``: reads that copy while another process has the database open
         self._copies_saved = self._readers_copy = self._will_write = self.busy = False
-        #: a long-lived reader (``serve``): never open a Milvus Lite directory itself, read a private copy of
-        #: its last finished run (writers are never locked out); :meth:`refresh` moves to a later run
-        self.snapshot_reads = snapshot_reads
-        #: the database files' fingerprint the copy this store reads was made from (store/snapshot.py), or
-        #: ``None`` when it reads the database itself
-        self._copy_key: list | None = None
+        #: a long-lived reader (``serve``) reads a copy of the last finished run, never the directory (writers
+        #: are not locked out; :meth:`refresh`); ``_copy_key``: the files' fingerprint that copy was made from
+        self.snapshot_reads, self._copy_key = snapshot_reads, cast("list | None", None)
         #: write a snapshot of the collection when this connection closes (set by every write, and by an add)
         self.keep_snapshot = False
 
@@ -230,43 +226,14 @@ class MilvusStore:
         if self.uri is not None:
             client, self.capabilities = connect_server(self.uri, self.token, self.timeout)
         else:
-            client = self._connect_lite()
+            client = snapshot.open_local(self)  # in this process: no port or socket
             self.capabilities = ServerCapabilities("lite")
         self._client = client
         return client
 
-    def _connect_lite(self) -> Any:
-        """The engine in this process on the directory (no port or socket), a private copy of it where this
-        user cannot write it (store/lite.py), or a private copy of its readers' copy (the last finished run,
-        store/snapshot.py) where another process has it open, or where this store has :attr:`snapshot_reads`."""
-        path = self._check_db_path()
-        if not self.read_only:  # before opening: while no process has it open, the readers' copy is made current
-            self._readers_copy = snapshot.refresh_readers_copy(path)
-        if self.snapshot_reads and not self.read_only and not self._will_write and self._readers_copy:
-            with contextlib.suppress(InputError):
-                client = milvus_connection.open_readers_copy(path, None, snapshot.READERS_FOLDER)
-                self._copy_key, self.read_only = snapshot.readers_key(path), True
-                return client
-        try:
-            return connect_lite(path, self.read_only, self.timeout, source=self._lite_db())
-        except InputError as exc:  # another process has it open: the copy of its last finished run
-            client = milvus_connection.open_readers_copy(path, exc, snapshot.READERS_FOLDER)
-            self._copy_key = snapshot.readers_key(path)
-            self.read_only = self.busy = True
-            return client
-
-    def data_files(self) -> list[list]:
-        """The fingerprint of the database files this store reads (store/snapshot.py): of the copy it was
-        made from where it reads one, else of the directory now. Saved in-process copies are trusted only
-        when made from the same files."""
-        return self._copy_key if self._copy_key is not None else snapshot.fingerprint(self._lite_db())
-
     def refresh(self) -> bool:
-        """For a store reading a copy of the last finished run: when a later run has finished, close, so that
-        the next call reads it (:attr:`snapshot_reads`; a server calls this between requests). True then."""
-        if self.db is None or self._client is None or self._copy_key is None:
-            return False
-        if not snapshot.newer_run(self.db, self._copy_key):
+        """Close when a later run than the copy read has finished (the next call reads it); True then."""
+        if self._client is None or self._copy_key is None or not snapshot.newer_run(self._lite_db(), self._copy_key):
             return False
         self.close()
         return True

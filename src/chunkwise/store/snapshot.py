@@ -172,6 +172,36 @@ def newer_run(db: str | os.PathLike, key: list) -> bool:
     return latest is not None and latest != key
 
 
+def files_read(store: MilvusStore) -> list[list]:
+    """The fingerprint of the database files ``store`` reads: of those the copy it reads was made from, else
+    of the directory now. Saved in-process copies are trusted only when made from the same files."""
+    return store._copy_key if store._copy_key is not None else fingerprint(store._lite_db())
+
+
+def open_local(store: MilvusStore) -> Any:
+    """A client of ``store``'s Milvus Lite directory: the engine on the directory itself, a private copy of
+    it where this user cannot write it (store/lite.py), or a private copy of its readers' copy (the last
+    finished run) where another process has it open or the store has ``snapshot_reads``. The readers' copy
+    is made current first, while no process has the directory open."""
+    from ..errors import InputError
+    from .milvus_connection import connect_lite, open_readers_copy
+
+    path = store._check_db_path()
+    if not store.read_only:
+        store._readers_copy = refresh_readers_copy(path)
+    if store.snapshot_reads and not store.read_only and not store._will_write and store._readers_copy:
+        with contextlib.suppress(InputError):
+            client = open_readers_copy(path, None, READERS_FOLDER)
+            store._copy_key, store.read_only = readers_key(path), True
+            return client
+    try:
+        return connect_lite(path, store.read_only, store.timeout, source=store._lite_db())
+    except InputError as exc:  # another process has it open: the copy of its last finished run
+        client = open_readers_copy(path, exc, READERS_FOLDER)
+        store._copy_key, store.read_only, store.busy = readers_key(path), True, True
+        return client
+
+
 def drop_readers_copy(db: str | os.PathLike) -> None:
     """Remove the readers' copy."""
     import shutil
@@ -295,6 +325,8 @@ __all__ = [
     "files_at_rest",
     "copies_only",
     "newer_run",
+    "open_local",
+    "files_read",
     "drop_readers_copy",
     "Snapshot",
     "capture",
