@@ -202,13 +202,6 @@ def open_local(store: MilvusStore) -> Any:
         return client
 
 
-def drop_readers_copy(db: str | os.PathLike) -> None:
-    """Remove the readers' copy."""
-    import shutil
-
-    shutil.rmtree(Path(db) / READERS_FOLDER, ignore_errors=True)
-
-
 def closing(store: MilvusStore) -> tuple[dict[str, Any] | None, bool]:
     """Read while ``store`` is still connected: the snapshot state a connection that wrote leaves, and whether
     it saved copies since its last write (keyed once the directory is released, :func:`closed`)."""
@@ -327,7 +320,6 @@ __all__ = [
     "newer_run",
     "open_local",
     "files_read",
-    "drop_readers_copy",
     "Snapshot",
     "capture",
     "drop",
