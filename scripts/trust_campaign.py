@@ -6,9 +6,10 @@
 Each item runs what a user runs (the ``chunkwise`` command in a child process, or the API where the failure
 was in a library call) against hostile input: a password in a base URL, an endpoint that drips its answer, a
 writer that keeps the chunk count, a zero-filled cache, a 100,000-deep configuration, 200,000 nested
-``<div>``, a local Ray cluster, a search while an index runs. It prints ``held`` or ``FAILED`` with what was
-seen, and exits 1 when any item failed. The fake OpenAI-compatible server and the test embedder come from
-``tests/`` (this script belongs to the repository, not to the installed package).
+``<div>``, a local Ray cluster, a search while an index runs, two readers at once, an ``index`` while
+``serve`` runs. It prints ``held`` or ``FAILED`` with what was seen, and exits 1 when any item failed. The
+fake OpenAI-compatible server and the test embedder come from ``tests/`` (this script belongs to the
+repository, not to the installed package).
 """
 
 from __future__ import annotations
@@ -206,27 +207,54 @@ def item6_html_depth(tmp: Path) -> tuple[bool, str]:
     )
 
 
+def _process_tree(root: int) -> set[int]:
+    """``root`` and its descendants (read from /proc)."""
+    kids: dict[int, list[int]] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            kids.setdefault(ppid, []).append(int(d.name))
+    out, todo = set(), [root]
+    while todo:
+        pid = todo.pop()
+        out.add(pid)
+        todo.extend(kids.get(pid, []))
+    return out
+
+
 def item7_ray(tmp: Path, start: bool) -> tuple[bool, str]:
     os.environ.pop("RAY_AUTH_MODE", None)
     from chunkwise.retrieval.ray_cluster import local_cluster_options
 
+    os.environ.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None)
     opts = local_cluster_options()
     token = os.environ.get("RAY_AUTH_MODE") == "token" or "ray" in sys.modules
-    detail = f"node {opts.get('_node_ip_address')}, RAY_AUTH_MODE={os.environ.get('RAY_AUTH_MODE')}"
+    single = os.environ.get("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER")
+    detail = f"node {opts.get('_node_ip_address')}, RAY_AUTH_MODE={os.environ.get('RAY_AUTH_MODE')}, " + (
+        f"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER={single}"
+    )
     if not start:
-        return token and opts.get("_node_ip_address") == "127.0.0.1", detail + " (cluster not started: --ray)"
+        held = token and opts.get("_node_ip_address") == "127.0.0.1" and single == "0"
+        return held, detail + " (cluster not started: --ray)"
     try:
         import ray
     except ImportError:
         return False, detail + "; ray not installed"
     ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False, configure_logging=False, **opts)
     try:
+        ray.get(ray.remote(lambda: 1).remote())  # a worker too
         out = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True).stdout
+        keys = [f"pid={pid}," for pid in _process_tree(os.getpid())]  # the driver and the cluster it started
     finally:
         ray.shutdown()
-    ray_lines = [ln for ln in out.splitlines() if any(k in ln for k in ("gcs_server", "raylet", "ray::"))]
-    open_ = [ln.split()[3] for ln in ray_lines if not ln.split()[3].startswith(("127.", "[::1]"))]
-    return not open_ and token, detail + f"; listeners outside loopback: {open_ or 'none'}"
+    ray_lines = [ln for ln in out.splitlines() if any(k in ln for k in keys)]
+    open_ = [ln.split()[3] for ln in ray_lines if not ln.split()[3].startswith(("127.", "[::1]", "[::ffff:127."))]
+    return not open_ and token and bool(ray_lines), detail + (
+        f"; {len(ray_lines)} listeners, outside loopback: {open_ or 'none'}"
+    )
 
 
 def _locked(db: Path) -> bool:
@@ -242,6 +270,16 @@ def _locked(db: Path) -> bool:
 
 
 def item8_readers(tmp: Path) -> tuple[bool, str]:
+    checks = (_search_while_index_runs, _two_readers_at_once, _index_while_serve_runs)
+    results = [check(tmp / check.__name__) for check in checks]
+    return all(held for held, _ in results), "; ".join(detail for _, detail in results)
+
+
+def _last_line(r: subprocess.CompletedProcess) -> str:
+    return (r.stderr.strip().splitlines() or ["(no message)"])[-1][:160]
+
+
+def _search_while_index_runs(tmp: Path) -> tuple[bool, str]:
     paths = docs(tmp / "c", 2)
     db = str(tmp / "r.db")
     first = cli("index", paths[0], "--db", db, "-q")
@@ -253,7 +291,7 @@ def item8_readers(tmp: Path) -> tuple[bool, str]:
     try:
         deadline = time.monotonic() + 120
         while writer.poll() is None and time.monotonic() < deadline:  # until the writer holds the database
-            if (Path(db) / "chunkwise-readers").is_dir() or (Path(db) / "LOCK").exists() and _locked(Path(db)):
+            if (Path(db) / "LOCK").exists() and _locked(Path(db)):
                 break
             time.sleep(0.2)
         running = writer.poll() is None
@@ -262,9 +300,68 @@ def item8_readers(tmp: Path) -> tuple[bool, str]:
         writer.kill()
         writer.wait()
     held = r.returncode == 0 and "Paragraph" in r.stdout
-    return held, f"writer running: {running}; search exit {r.returncode}: " + (
-        r.stderr.strip().splitlines() or ["(no message)"]
-    )[-1][:160]
+    return held, f"search while index runs (writer running: {running}): exit {r.returncode}: {_last_line(r)}"
+
+
+def _two_readers_at_once(tmp: Path) -> tuple[bool, str]:
+    paths = docs(tmp / "c", 1)
+    db = str(tmp / "r.db")
+    if cli("index", paths[0], "--db", db, "-q").returncode:
+        return False, "first index failed"
+    code = (
+        "import sys, time; from chunkwise.retrieval import Index; ix = Index(sys.argv[1]); "
+        "ix.search('topic', k=1); print('ready', flush=True); time.sleep(300)"
+    )
+    first = subprocess.Popen([sys.executable, "-c", code, db], env=ENV, stdout=subprocess.PIPE, text=True)
+    try:  # the first `ask`, held between its search and its answer
+        ready = first.stdout.readline().strip() == "ready"
+        r = cli("ask", "What is paragraph 0.3 about?", "--db", db, timeout=120)
+    finally:
+        first.kill()
+        first.wait()
+    held = ready and r.returncode == 0 and "topic" in r.stdout
+    return held, f"ask while another reader has the database open: exit {r.returncode}: {_last_line(r)}"
+
+
+def _index_while_serve_runs(tmp: Path) -> tuple[bool, str]:
+    import socket
+    import urllib.request
+
+    paths = docs(tmp / "c", 1)
+    db = str(tmp / "r.db")
+    if cli("index", paths[0], "--db", db, "-q").returncode:
+        return False, "first index failed"
+    (tmp / "p.md").write_text("# Penguins\n\nPenguins huddle together on the ice.\n")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cmd = [sys.executable, "-c", "from chunkwise.cli import run; run()", "serve", "--db", db, "--port", str(port)]
+    server = subprocess.Popen(cmd, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def search(q: str) -> str:
+        body = json.dumps({"query": q, "k": 1}).encode()
+        req = urllib.request.Request(f"http://127.0.0.1:{port}/search", body, {"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=120) as resp:
+            return json.loads(resp.read())["results"][0]["source"]
+
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+        before = search("penguins huddle")
+        r = cli("index", str(tmp / "p.md"), "--db", db, "-q", timeout=120)
+        after = search("penguins huddle") if r.returncode == 0 else "(not indexed)"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    held = r.returncode == 0 and after.endswith("p.md") and not before.endswith("p.md")
+    return held, f"index while serve runs: exit {r.returncode} ({_last_line(r) if r.returncode else 'ok'}), " + (
+        f"serve's top hit after it: {Path(after).name}"
+    )
 
 
 def main() -> int:
@@ -280,7 +377,7 @@ def main() -> int:
         5: ("hostile configuration", item5_hostile_config),
         6: ("deeply nested HTML", item6_html_depth),
         7: ("local Ray cluster", lambda tmp: item7_ray(tmp, args.ray)),
-        8: ("search while index runs", item8_readers),
+        8: ("readers not locked out", item8_readers),
     }
     failed = 0
     for n, (name, check) in items.items():

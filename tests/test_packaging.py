@@ -26,8 +26,11 @@ pytestmark = [
 ]
 
 
-def _run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=900, **kw)
+def _run(cmd: list[str], env: dict[str, str] | None = None, **kw) -> subprocess.CompletedProcess:
+    """``cmd`` without this checkout on the path: a ``PYTHONPATH`` pointing at ``src/`` (how a worktree is
+    tested) would make pip find chunkwise installed already and the venv import the checkout, not the wheel."""
+    env = {k: v for k, v in (os.environ if env is None else env).items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env, **kw)
 
 
 @pytest.fixture(scope="module")

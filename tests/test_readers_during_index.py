@@ -30,9 +30,10 @@ def test_a_search_during_a_write_reads_the_last_finished_run(tmp_path):
                 r.add([Document("Seals dive.", source="kb/seals.txt")], strategy=lines())
     finally:
         writer.close()
-    assert not (db / snapshot.READERS_FOLDER).exists()  # the database is free again: read directly
-    with Index(db, embedder=FakeEmbedder()) as ix:
+    assert snapshot.readers_key(db) != snapshot.fingerprint(db)  # of the run before: the next opener copies
+    with Index(db, embedder=FakeEmbedder()) as ix:  # the database is free again: read directly
         assert ix.search("penguins huddle", k=1)[0].source == "kb/penguins.txt"
+    assert snapshot.readers_key(db) == snapshot.fingerprint(db)  # made current, and a reader changed no file
 
 
 def test_the_cli_search_exits_0_with_one_note(tmp_path, capsys):

@@ -37,7 +37,7 @@ import re
 import shutil
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -52,7 +52,6 @@ from .milvus_connection import (
     DEFAULT_DB,
     ServerCapabilities,
     check_lite_path,
-    connect_lite,
     connect_server,
     failures,
     import_pymilvus,
@@ -114,6 +113,7 @@ class MilvusStore:
         timeout: float = 10.0,
         client_bm25: bool | None = None,
         client_vectors: bool | None = None,
+        snapshot_reads: bool = False,
     ):
         if db is not None and uri is not None:
             raise ConfigError("give either a Milvus Lite path (db) or a server URI (uri), not both")
@@ -155,9 +155,12 @@ class MilvusStore:
         self._config: dict[str, Any] | None = None
         self._opened = False
         self._bm25_saved_dropped = False
-        #: saved the in-process copies since its last write (keyed again at close); made the readers' copy
-        #: (removed at close); ``busy``: reads that copy while another process writes the database
+        #: saved the in-process copies since its last write (keyed again at close); found the readers' copy
+        #: current when connecting; ``busy``: reads that copy while another process has the database open
         self._copies_saved = self._readers_copy = self._will_write = self.busy = False
+        #: a long-lived reader (``serve``) reads a copy of the last finished run, never the directory (writers
+        #: are not locked out; :meth:`refresh`); ``_copy_key``: the files' fingerprint that copy was made from
+        self.snapshot_reads, self._copy_key = snapshot_reads, cast("list | None", None)
         #: write a snapshot of the collection when this connection closes (set by every write, and by an add)
         self.keep_snapshot = False
 
@@ -202,7 +205,6 @@ class MilvusStore:
         self.require_writable()
         client = self.connect()
         if not self._bm25_saved_dropped and self.db is not None:
-            self._readers_copy = self._readers_copy or snapshot.save_readers_copy(self.db)  # what searches read
             milvus_search.hold_copies(self)  # updated by the writes, saved again at close
             for folder in (BM25_FOLDER, VECTORS_FOLDER, PLACES_FOLDER):
                 shutil.rmtree(Path(self.db) / folder, ignore_errors=True)
@@ -224,18 +226,17 @@ class MilvusStore:
         if self.uri is not None:
             client, self.capabilities = connect_server(self.uri, self.token, self.timeout)
         else:
-            path = self._check_db_path()
-            # the engine in this process, no port or socket; a private copy of a read-only one (store/lite.py)
-            try:
-                client = connect_lite(path, self.read_only, self.timeout, source=self._lite_db())
-            except InputError as exc:  # another process writes it: its copy of the last finished run
-                client = milvus_connection.open_readers_copy(path, exc, snapshot.READERS_FOLDER)
-                self.read_only = self.busy = True
-            if self._will_write and not self.read_only and not self._readers_copy:
-                self._readers_copy = snapshot.save_readers_copy(path)  # before anything is written
+            client = snapshot.open_local(self)  # in this process: no port or socket
             self.capabilities = ServerCapabilities("lite")
         self._client = client
         return client
+
+    def refresh(self) -> bool:
+        """Close when a later run than the copy read has finished (the next call reads it); True then."""
+        if self._client is None or self._copy_key is None or not snapshot.newer_run(self._lite_db(), self._copy_key):
+            return False
+        self.close()
+        return True
 
     def close(self) -> None:
         """Close the client and, for Milvus Lite, release the directory; a connection that wrote (or that
@@ -244,6 +245,8 @@ class MilvusStore:
             milvus_search.save_copies(self)  # this connection wrote: its copies, updated by every write, are current
         leave = snapshot.closing(self)  # read while still connected; written once the directory is released
         client, self._client, self.keep_snapshot = self._client, None, False
+        if self._copy_key is not None:  # read a copy: the next connection looks at the directory again
+            self._copy_key, self.read_only, self.busy = None, False, False
         self._loaded.clear()
         self._forget()
         if client is None:

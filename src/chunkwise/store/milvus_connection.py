@@ -183,7 +183,7 @@ def connect_lite(path: str, read_only: bool, timeout: float, source: str) -> Any
 
     quiet_milvus_logs()
     try:
-        client = lite.open_client(path, read_only=read_only)
+        client = _open_waiting_for_copies(path, read_only)
     except lite.ReadOnlyCopyError as exc:
         raise InputError(f"not writable here, and {exc}", source=source) from None
     except Exception as exc:
@@ -209,6 +209,31 @@ def connect_lite(path: str, read_only: bool, timeout: float, source: str) -> Any
         raise InputError(diagnose_lite_failure(Path(path)), source=source) from None
 
 
+#: how long opening a database waits while other processes copy or compare its files (store/snapshot.py)
+COPY_WAIT_S = 120.0
+
+
+def _open_waiting_for_copies(path: str, read_only: bool) -> Any:
+    """``lite.open_client``; refused by the ``LOCK`` while other processes only hold it shared for a moment
+    (to copy the files or compare them, :func:`~chunkwise.store.snapshot.files_at_rest`), tried again until
+    they let go (:data:`COPY_WAIT_S` at most). A process that has the database open refuses at once."""
+    import time
+
+    from . import lite, snapshot
+
+    deadline = time.monotonic() + COPY_WAIT_S
+    while True:
+        try:
+            return lite.open_client(path, read_only=read_only)
+        except lite.ReadOnlyCopyError:
+            raise
+        except Exception as exc:
+            locked = type(exc).__name__ == "DataDirLockedError"
+            if read_only or not locked or time.monotonic() > deadline or not snapshot.copies_only(path):
+                raise
+            time.sleep(0.05)
+
+
 IN_USE_PROBLEM = (
     "the database is in use by another process (Milvus Lite allows one at a time); searches read its last "
     "finished run meanwhile, but indexing or deleting must wait until that process ends"
@@ -219,27 +244,39 @@ class BusyDatabaseWarning(UserWarning):
     """A search reads the last finished run of a database another process is writing."""
 
 
-def open_readers_copy(path: str, exc: InputError, folder: str) -> Any:
-    """A client of a private copy of ``path/folder``, the copy a writer made of the last finished run
-    (store/snapshot.py), with one warning, when ``exc`` says another process holds ``path``; else ``exc``."""
+def open_readers_copy(path: str, exc: InputError | None, folder: str) -> Any:
+    """A client of a private copy of ``path/folder``, the readers' copy of the last finished run
+    (store/snapshot.py). With ``exc`` (why ``path`` itself could not be opened): only when it says another
+    process has ``path`` open, with one warning; else, or when there is no copy to read, ``exc`` is raised.
+    Without: for a reader that never opens the database itself, without a warning (an :class:`InputError`
+    when there is no copy)."""
+    import time
+
     from . import lite
 
+    refused = exc or InputError("the database has no readers' copy", source=path)
     readers = Path(path) / folder
-    if not str(exc.problem).startswith("the database is in use") or not readers.is_dir():
+    if exc is not None and not str(exc.problem).startswith("the database is in use"):
         raise exc
-    try:
-        client = lite.open_client(str(readers), read_only=True)
-    except Exception:  # noqa: BLE001 - the writer finished (and removed it) while it was copied
-        raise exc from None
+    client = None
+    for attempt in range(3):  # a process making the copy current replaces it whole: the next try reads the new one
+        if not readers.is_dir():
+            break
+        try:
+            client = lite.open_client(str(readers), read_only=True)
+            break
+        except Exception:  # noqa: BLE001 - replaced while it was copied
+            time.sleep(0.1 * (attempt + 1))
     if client is None:
-        raise exc
-    import warnings
+        raise refused from None
+    if exc is not None:
+        import warnings
 
-    warnings.warn(
-        f"{exc.source}: another process is writing this database; the results are as of its last finished run",
-        BusyDatabaseWarning,
-        stacklevel=5,
-    )
+        warnings.warn(
+            f"{exc.source}: another process has this database open; the results are as of its last finished run",
+            BusyDatabaseWarning,
+            stacklevel=5,
+        )
     return client
 
 

@@ -134,7 +134,7 @@ def load_saved_copies(store: MilvusStore, count: int, bm25: bool = True, vectors
     now (every write, by anyone, changes the files; a count could not tell one chunk deleted and another
     inserted) that cover ``count`` chunks, vectors of the store's dimension and finite."""
     folder = Path(store._lite_db())
-    files = snapshot.fingerprint(folder)
+    files = snapshot.files_read(store)  # of the copy it reads, where it reads one
     if bm25 and store._bm25 is None and _data_key(folder / BM25_FOLDER) == files:
         with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
             saved = BM25Postings.load(folder / BM25_FOLDER)

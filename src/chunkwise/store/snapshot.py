@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,10 +36,15 @@ SNAPSHOT_VERSION = 1
 PREFIX = "chunkwise-snapshot-"
 #: chunkwise's own folders in the database directory (store/milvus_search.py), not the database's files
 CACHE_FOLDERS = ("chunkwise-bm25", "chunkwise-vectors", "chunkwise-places", "chunkwise-readers")
-#: a copy of the database as of its last finished run, made by a writer before its first write and removed
-#: when it closes: what searches read while the database is being written (Milvus Lite allows one process)
+#: a copy of the database as of its last finished run, what searches read while another process holds the
+#: database (Milvus Lite allows one process in a directory): refreshed by every process that opens the
+#: database, before it opens it, when the files changed since (:func:`refresh_readers_copy`); kept between
+#: runs, so a search that finds it current copies nothing
 READERS_FOLDER = "chunkwise-readers"
-#: a database larger than this gets no readers' copy (the copy costs its size in time and disk per run)
+#: in the readers' copy: the database files' fingerprint it was copied from (its key)
+READERS_KEY = "chunkwise-files.json"
+#: a database larger than this gets no readers' copy (the copy costs its size in disk, and in time once per
+#: change)
 READERS_MAX_BYTES = 2 << 30
 #: Milvus Lite's segment indexes, built in the background after a flush (even after the connection closed):
 #: derived from the data files, which every write changes (the write-ahead log, the manifest)
@@ -75,37 +81,125 @@ def fingerprint(db: str | os.PathLike) -> list[list]:
     return sorted(out)
 
 
-def save_readers_copy(db: str | os.PathLike) -> bool:
-    """Copy the database files (as :func:`fingerprint` lists them, without ``LOCK``) into
-    :data:`READERS_FOLDER`, whole or not at all; False when there is nothing to copy or it is too large.
-    Called by the process that holds the database, before its first write: the files are those of the last
-    finished run."""
+def save_readers_copy(db: str | os.PathLike, files: list[list] | None = None) -> bool:
+    """Copy the database files (``files``, as :func:`fingerprint` lists them, without ``LOCK``) into
+    :data:`READERS_FOLDER` with their fingerprint as its key, whole or not at all; False when there is nothing
+    to copy or it is too large. The caller makes sure no process writes the files meanwhile
+    (:func:`refresh_readers_copy`)."""
     from ..security import replace_folder
 
-    files = [f for f in fingerprint(db) if f[0] != "LOCK"]
-    if not files or sum(f[1] for f in files) > READERS_MAX_BYTES:
+    files = fingerprint(db) if files is None else files
+    data = [f for f in files if f[0] != "LOCK"]
+    if not data or sum(f[1] for f in data) > READERS_MAX_BYTES:
         return False
     root = Path(db)
 
     def fill(tmp: Path) -> None:
         import shutil
 
-        for rel, _size, _mtime in files:
+        for rel, _size, _mtime in data:
             (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(root / rel, tmp / rel)
+        (tmp / READERS_KEY).write_text(json.dumps(files), encoding="utf-8")  # last: the copy is whole
 
     try:
         replace_folder(root / READERS_FOLDER, fill)
-    except OSError:
-        return False
+    except OSError:  # no space, or another process replaced it at the same moment (with the same files)
+        return readers_key(db) == files
     return True
 
 
-def drop_readers_copy(db: str | os.PathLike) -> None:
-    """Remove the readers' copy (the database is free again: readers open it directly)."""
-    import shutil
+def readers_key(db: str | os.PathLike) -> list | None:
+    """The fingerprint the readers' copy was made from, or ``None`` when there is none (or it is partial)."""
+    with contextlib.suppress(OSError, ValueError):
+        key = json.loads((Path(db) / READERS_FOLDER / READERS_KEY).read_text(encoding="utf-8"))
+        return key if isinstance(key, list) else None
+    return None
 
-    shutil.rmtree(Path(db) / READERS_FOLDER, ignore_errors=True)
+
+@contextlib.contextmanager
+def files_at_rest(db: str | os.PathLike) -> Iterator[bool]:
+    """Hold a shared lock on the database's ``LOCK`` meanwhile: True when no process has the database open
+    (each holds it exclusively), so its files stay as they are until the block ends (an opener waits, see
+    :func:`copies_only`); False when one has, or the lock cannot be taken."""
+    import fcntl
+
+    try:
+        fh = open(Path(db) / "LOCK", "a")  # noqa: SIM115 - held for the block
+    except OSError:
+        yield False
+        return
+    with fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def copies_only(db: str | os.PathLike) -> bool:
+    """Whether the processes holding the database's ``LOCK`` (if any) hold it shared, to copy or compare
+    its files for a moment (:func:`files_at_rest`), not open: an opener refused by the lock may retry."""
+    with files_at_rest(db) as free:
+        return free
+
+
+def refresh_readers_copy(db: str | os.PathLike) -> bool:
+    """Before this process opens the database: make the readers' copy current when no process has the
+    database open (a copy whose key equals the files is kept; only a change is copied). True when the copy
+    is of the files as they are now; False when there is none to make (an empty or too large database), or
+    another process has the database open (the copy, if any, is of the last run it found)."""
+    if not os.path.isfile(Path(db) / "LOCK"):
+        return False  # never opened: nothing to copy (a new database)
+    with files_at_rest(db) as free:
+        if not free:
+            return False
+        files = fingerprint(db)
+        return readers_key(db) == files or save_readers_copy(db, files)
+
+
+def newer_run(db: str | os.PathLike, key: list) -> bool:
+    """Whether the database holds a later finished run than the copy of ``key`` (a fingerprint): its files
+    differ while no process has it open, or the readers' copy was made again since."""
+    with files_at_rest(db) as free:
+        if free:
+            return fingerprint(db) != key
+    latest = readers_key(db)
+    return latest is not None and latest != key
+
+
+def files_read(store: MilvusStore) -> list[list]:
+    """The fingerprint of the database files ``store`` reads: of those the copy it reads was made from, else
+    of the directory now. Saved in-process copies are trusted only when made from the same files."""
+    return store._copy_key if store._copy_key is not None else fingerprint(store._lite_db())
+
+
+def open_local(store: MilvusStore) -> Any:
+    """A client of ``store``'s Milvus Lite directory: the engine on the directory itself, a private copy of
+    it where this user cannot write it (store/lite.py), or a private copy of its readers' copy (the last
+    finished run) where another process has it open or the store has ``snapshot_reads``. The readers' copy
+    is made current first, while no process has the directory open."""
+    from ..errors import InputError
+    from .milvus_connection import connect_lite, open_readers_copy
+
+    path = store._check_db_path()
+    if not store.read_only:
+        store._readers_copy = refresh_readers_copy(path)
+    if store.snapshot_reads and not store.read_only and not store._will_write and store._readers_copy:
+        with contextlib.suppress(InputError):
+            client = open_readers_copy(path, None, READERS_FOLDER)
+            store._copy_key, store.read_only = readers_key(path), True
+            return client
+    try:
+        return connect_lite(path, store.read_only, store.timeout, source=store._lite_db())
+    except InputError as exc:  # another process has it open: the copy of its last finished run
+        client = open_readers_copy(path, exc, READERS_FOLDER)
+        store._copy_key, store.read_only, store.busy = readers_key(path), True, True
+        return client
 
 
 def closing(store: MilvusStore) -> tuple[dict[str, Any] | None, bool]:
@@ -118,7 +212,8 @@ def closing(store: MilvusStore) -> tuple[dict[str, Any] | None, bool]:
 
 def closed(store: MilvusStore, leave: tuple[dict[str, Any] | None, bool]) -> None:
     """Once the directory is released: save the snapshot, key the saved copies on the files as the closed
-    connection left them, remove the readers' copy."""
+    connection left them (the readers' copy stays: the next process to open the database copies the
+    change)."""
     from .milvus_search import rekey_copies
 
     state, rekey = leave
@@ -126,9 +221,6 @@ def closed(store: MilvusStore, leave: tuple[dict[str, Any] | None, bool]) -> Non
         return
     if state is not None:
         save(store.db, store.collection, state)
-    if store._readers_copy:
-        drop_readers_copy(store.db)
-        store._readers_copy = False
     if rekey:
         rekey_copies(store.db)
 
@@ -219,8 +311,15 @@ def local_snapshot(store: Any) -> Snapshot | None:
 __all__ = [
     "SNAPSHOT_VERSION",
     "READERS_FOLDER",
+    "READERS_KEY",
     "save_readers_copy",
-    "drop_readers_copy",
+    "readers_key",
+    "refresh_readers_copy",
+    "files_at_rest",
+    "copies_only",
+    "newer_run",
+    "open_local",
+    "files_read",
     "Snapshot",
     "capture",
     "drop",

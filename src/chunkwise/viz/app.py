@@ -213,7 +213,9 @@ def _add_error_handlers(app) -> None:
 
 class IndexOpener:
     """The server's one index, opened once: by the preload thread at start, or by the first search, which
-    waits for a preload under way instead of loading the model a second time."""
+    waits for a preload under way instead of loading the model a second time. A Milvus Lite index is read
+    from a private copy of its last finished run (``snapshot_reads``), never held open: ``chunkwise index``
+    may write it meanwhile, and the first request after that run finished reads the new one."""
 
     def __init__(self, where_index: dict[str, Any]):
         self.where = where_index
@@ -221,25 +223,50 @@ class IndexOpener:
         self.lock = threading.Lock()
         #: how often the index was opened (and its model loaded): once per server, however many queries
         self.opens = 0
+        #: requests reading the index now (:meth:`use`)
+        self.users = 0
 
     def get(self):
         with self.lock:
-            if self.index is None:
-                from ..retrieval.index import Index
+            return self._open()
 
-                w = self.where
-                kw: dict[str, Any] = {"collection": w["collection"]} if w["collection"] else {}
-                if w["embedder"] is not None:
-                    kw["embedder"] = w["embedder"]
-                index = Index(db=w["db"], uri=w["uri"], **kw)
-                self.opens += 1
-                try:
-                    index.search("chunkwise", k=1)  # opens the collection, loads and runs the model
-                except BaseException:
-                    index.close()
-                    raise
-                self.index = index
-            return self.index
+    @contextlib.contextmanager
+    def use(self):
+        """The index, for one request: it is not moved to a later run while a request reads it."""
+        with self.lock:
+            index = self._open()
+            self.users += 1
+        try:
+            yield index
+        finally:
+            with self.lock:
+                self.users -= 1
+
+    def _open(self):
+        """(Under :attr:`lock`.) The index, opened if it is not; moved to a later finished run when no
+        request is reading it."""
+        if self.index is not None and self.users == 0 and getattr(self.index.store, "refresh", None) is not None:
+            self.index.store.refresh()  # a later run finished: the next search reads it
+        if self.index is None:
+            from ..retrieval.index import Index
+            from ..store.milvus import MilvusStore
+
+            w = self.where
+            kw: dict[str, Any] = {"collection": w["collection"]} if w["collection"] else {}
+            if w["embedder"] is not None:
+                kw["embedder"] = w["embedder"]
+            if w["uri"] is None:  # never held open: writers are not locked out
+                where = {"collection": kw.pop("collection")} if "collection" in kw else {}
+                kw["store"] = MilvusStore(db=w["db"], snapshot_reads=True, **where)
+            index = Index(db=w["db"], uri=w["uri"], **kw)
+            self.opens += 1
+            try:
+                index.search("chunkwise", k=1)  # opens the collection, loads and runs the model
+            except BaseException:
+                index.close()
+                raise
+            self.index = index
+        return self.index
 
     def preload(self, searchable: bool) -> None:
         """Compress plotly.js for the page, open the index and load the model; a failure is left for the
@@ -430,7 +457,8 @@ def _add_search_api(app, opener: IndexOpener, searchable: bool) -> None:
             raise RequestError(404, no_index)
         if not req.query.strip():
             raise RequestError(400, "the query is empty")
-        results = opener.get().search(req.query, **req.options())
+        with opener.use() as index:
+            results = index.search(req.query, **req.options())
         out = []
         for r in results:
             d = r.to_dict()
@@ -457,7 +485,8 @@ def _add_search_api(app, opener: IndexOpener, searchable: bool) -> None:
             _log.warning("the language model is misconfigured: %s", redact(str(exc)))
             raise RequestError(500, "the server's language model is misconfigured; see the server's log") from None
         try:
-            answer = opener.get().ask(req.question, options.pop("k"), llm=llm, min_score=req.min_score, **options)
+            with opener.use() as index:
+                answer = index.ask(req.question, options.pop("k"), llm=llm, min_score=req.min_score, **options)
         finally:
             llm.close()
         return answer.to_dict()
