@@ -484,24 +484,8 @@ class MilvusStore:
 
     def chunks_at(self, wanted: dict[str, Iterable[int]]) -> list[Hit]:
         """The stored chunks of the given documents with the given chunk indexes (those that exist), as hits
-        without a score: a neighbour window, not the whole document. Milvus Lite reads them by id (the ids
-        by place are held in process, store/places.py); a server answers one query whose filter names them."""
-        if self.db is not None:
-            # Milvus Lite walks every row for a filter, but reads rows by id directly (store/places.py)
-            return self.fetch(milvus_search.load_places(self).ids_at(wanted))
-        clauses = []
-        for doc_id, indexes in sorted(wanted.items()):
-            idx = sorted({int(i) for i in indexes if int(i) >= 0})
-            if idx:
-                clauses.append(f"(doc_id == {quote(doc_id)} and chunk_index in [{', '.join(map(str, idx))}])")
-        if not clauses:
-            return []
-        expr = " or ".join(clauses)
-        with self._errors("read chunks"):
-            rows = self.connect().query(
-                self.collection, filter=expr, output_fields=self.output_fields, limit=QUERY_LIMIT
-            )
-        return [Hit(r["id"], 0.0, *chunk_from_row(self._decode(r))) for r in rows]
+        without a score: a neighbour window, not the whole document (store/milvus_search.py)."""
+        return milvus_search.chunks_at(self, wanted)
 
     def scan_chunks(self, fields: list[str], filter: str = "") -> Iterator[dict]:
         with self._filter_errors(filter, "read chunks"):
@@ -527,12 +511,7 @@ class MilvusStore:
         """The unit vectors of chunks ``ids`` as the in-process copy holds them (rows in that order), or
         ``None`` when no copy is loaded or it lacks one of them: what a caller may use instead of embedding
         the chunks' texts again."""
-        copy = self._vectors
-        if copy is None:
-            return None
-        found = [copy._index_of.get(i) for i in ids]
-        rows = [r for r in found if r is not None]
-        return copy.matrix[rows] if len(rows) == len(ids) else None
+        return None if self._vectors is None else self._vectors.rows(ids)
 
     def search_text(self, query: str, limit: int, filter: str | None = None) -> list[Hit]:
         """Chunks by BM25 over ``indexed_text``, best first (bm25s where :attr:`uses_client_bm25`)."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,6 +26,7 @@ import numpy as np
 from . import snapshot
 from .base import Hit
 from .bm25 import BM25Postings
+from .milvus_connection import quote
 from .places import ChunkPlaces
 from .rows import chunk_from_row
 from .vectors import VectorCache
@@ -352,6 +353,28 @@ __all__ = [
     "search_vector",
     "search_text",
     "search_bm25",
+    "chunks_at",
     "ids_matching",
     "load_client_indexes",
 ]
+
+
+def chunks_at(store: MilvusStore, wanted: dict[str, Iterable[int]]) -> list[Hit]:
+    """The stored chunks of the given documents with the given chunk indexes (those that exist), as hits
+    without a score. Milvus Lite reads them by id (the ids by place are held in process, store/places.py:
+    it walks every row for a filter, but reads rows by id directly); a server answers one query whose filter
+    names them."""
+    if store.db is not None:
+        return store.fetch(load_places(store).ids_at(wanted))
+    clauses = []
+    for doc_id, indexes in sorted(wanted.items()):
+        idx = sorted({int(i) for i in indexes if int(i) >= 0})
+        if idx:
+            clauses.append(f"(doc_id == {quote(doc_id)} and chunk_index in [{', '.join(map(str, idx))}])")
+    if not clauses:
+        return []
+    with store._errors("read chunks"):
+        rows = store.connect().query(
+            store.collection, filter=" or ".join(clauses), output_fields=store.output_fields, limit=QUERY_LIMIT
+        )
+    return [Hit(r["id"], 0.0, *chunk_from_row(store._decode(r))) for r in rows]

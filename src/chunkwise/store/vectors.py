@@ -34,6 +34,12 @@ class VectorCache:
     def __len__(self) -> int:
         return len(self.ids)
 
+    def rows(self, ids: list[str]) -> np.ndarray | None:
+        """The unit vectors of ``ids`` (rows in that order), or ``None`` if one of them is not held."""
+        found = [self._index_of.get(i) for i in ids]
+        rows = [r for r in found if r is not None]
+        return self.matrix[rows] if len(rows) == len(ids) else None
+
     def upsert(self, items: Iterable[tuple[str, list[float]]]) -> None:
         """Add vectors by id at the end, as Milvus Lite stores an upsert (an id already held moves there with
         its new vector), so ties keep ranking in the order Milvus Lite's own search gives them."""
