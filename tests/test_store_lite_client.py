@@ -298,6 +298,7 @@ def test_the_vector_reader_gives_the_engines_array_without_to_numpy():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(700)
 def test_a_search_imports_neither_pandas_nor_the_dataset_layer_nor_bm25s(tmp_path):
     """A cold ``chunkwise search`` of a Milvus Lite index needs the engine, numpy, tokenizers and
     onnxruntime; not pandas (pyarrow would import it where installed), pyarrow.dataset, bm25s or scipy."""

@@ -263,6 +263,12 @@ def test_app_semantic_plot_and_bad_parameter(page, server):
     shot(page, "app-semantic")
     page.fill("#max_tokens", "-4")
     page.click("#run")
+    # leaving the field also schedules a run (its change event): wait for a settled error, not the first one
+    page.wait_for_function(
+        "() => { const s = document.getElementById('status');"
+        " return s.className === 'error' && s.textContent.includes('max_tokens'); }"
+    )
+    page.wait_for_timeout(600)  # the scheduled run (300 ms after the change) has come back
     page.wait_for_selector("#status.error")
     assert "max_tokens" in page.locator("#status").inner_text()
     page.errors[:] = [e for e in page.errors if "400" not in e]  # the browser logs the refused request
