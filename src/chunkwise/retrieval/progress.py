@@ -9,7 +9,9 @@ phase's cost so far::
     remaining = bytes left to read × s/byte read + bytes left to chunk × s/byte chunked
               + chunks left to embed × s/chunk embedded + chunks left to write × s/chunk written
 
-The chunks still to come are estimated from the bytes not yet chunked (exact once every file is chunked).
+The chunks and tokens still to come are the bytes not yet chunked times the chunks and tokens a byte of
+the files chunked so far, each file weighted by its bytes up to the median input's (exact once every file
+is chunked): a byte-weighted density lets one large, dense file read early stand for all the others.
 Why per phase: a run's phases advance at different paces (files are read well ahead of the embedding, a
 semantic strategy reads a group of documents before it yields any), so a share taken from any one counter,
 or the elapsed time scaled by it, says "75 % done" at 11 % and counts one-off costs (loading the model) as
@@ -17,7 +19,8 @@ if they recurred. The embedding cost is that of the last :data:`RECENT_CALLS` ca
 machine changes during a long run), and the first call, which may load the model, is left out once a
 second call has been timed. No ETA is shown before each phase that has work left has a cost (the
 write cost, the smallest, counts as 0 until the first write); the share done is the time spent over the
-time spent plus the ETA, so the two always agree.
+time spent plus the ETA, so the two always agree. Once every counted unit is done the line says
+``finishing`` (the store's flush and count are in no phase) rather than ``ETA 0:00``.
 
 - on a terminal, one tqdm line with that share, the counters and the ETA, refreshed every second;
 - elsewhere, a heartbeat line to stderr every :func:`heartbeat_seconds` (``$CHUNKWISE_PROGRESS_SECONDS``,
