@@ -52,9 +52,11 @@ phase = P.Progress.phase
 @contextlib.contextmanager
 def traced(self, name):
     log("enter", name)
-    with phase(self, name):
-        yield
-    log("exit", name)
+    try:
+        with phase(self, name):
+            yield
+    finally:  # a phase left by an exception (StopIteration at the end of the inputs) is left too
+        log("exit", name)
 P.Progress.phase = traced
 from chunkwise.cli import main
 sys.argv[0] = "chunkwise"
@@ -88,8 +90,9 @@ def replay(path: str, interval: float) -> int:
     for at, kind, args in (e if len(e) == 3 else (e[0], e[1], e[3]) for e in events):
         while beat is not None and beat < at:
             now[0] = beat
-            eta = progress.eta()
-            if eta is not None:
+            shown = LINE.match("chunkwise: " + progress.line())  # the ETA as a heartbeat line prints it
+            if shown:
+                eta = seconds(shown.group(2))
                 real = end - beat
                 ratio = eta / real if real > 0 else float("inf")
                 late = beat >= 0.1 * end

@@ -57,14 +57,14 @@ def test_index_without_a_terminal_prints_heartbeat_lines_with_totals(kb, capsys,
     assert beats, err
     pattern = re.compile(
         r"chunkwise: indexing: (\d)/3 files read(?:, (\d+)/~?(\d+) chunks embedded)?(?:, (\d+)%)?"
-        r"(?:, [\d.]+ chunks/s)?, (?:ETA|elapsed) \d+:\d\d"
+        r"(?:, [\d.]+ chunks/s)?, (?:(?:ETA|elapsed) \d+:\d\d|finishing)"
     )
     assert all(pattern.fullmatch(line) for line in beats), beats
     embedded = [pattern.fullmatch(line).groups() for line in beats if "chunks embedded" in line]
     assert embedded and all(int(done) <= int(total) for _, done, total, _ in [g[:4] for g in embedded])
     assert "ETA" in " ".join(beats)
     # a share is shown exactly when an ETA is, so the two always come from the same estimate
-    assert all(("%" in line) == ("ETA" in line) for line in beats), beats
+    assert all(("%" in line) == ("ETA" in line or "finishing" in line) for line in beats), beats
     assert "3 documents (3 indexed" in err
 
 
@@ -265,3 +265,85 @@ def test_a_steady_run_gets_an_eta_equal_to_the_time_it_really_takes():
         assert eta == pytest.approx(end - t, abs=1e-6)
     for t, eta in timed[:3]:
         assert end - t - 5 * 0.5 <= eta <= end - t
+
+
+def _simulate(files, *, seconds_per_token, first_call_extra=0.0, batch=64, wanted=lambda i: True):
+    """Run a synthetic indexing trace through :class:`Progress` on a hand-moved clock, the way the index calls
+    it: each file read and chunked (``files``: (bytes, chunks, tokens of each chunk)), embedding calls of
+    ``batch`` chunks once that many are pending, each costing ``seconds_per_token(call number)`` a token
+    (plus ``first_call_extra`` in the first: loading the model), a write after each flush. Returns the ETA
+    after every embedding call whose number ``wanted`` accepts, with the time the run really still took."""
+    clock = Clock()
+    p = Progress(True, "indexing", tty=False, stream=io.StringIO(), interval=0, clock=clock)
+    sizes = {f"f{i}": size for i, (size, _, _) in enumerate(files)}
+    p.set_totals(len(files), sizes)
+    seen, pending, calls = [], [], [0]
+
+    def flush(chunk_tokens):
+        with p.phase("embed"):
+            for start in range(0, len(chunk_tokens), batch):
+                part = chunk_tokens[start : start + batch]
+                clock.t += sum(part) * seconds_per_token(calls[0]) + (first_call_extra if not calls[0] else 0.0)
+                calls[0] += 1
+                p.embedded(len(part), sum(part))
+                if wanted(calls[0]):
+                    seen.append((clock.t, p.eta()))
+        _work(p, clock, "write", 0.001 * len(chunk_tokens))
+        p.update("chunks written", "chunk", len(chunk_tokens))
+
+    for i, (size, chunks, tokens) in enumerate(files):
+        with p.phase("chunk"):
+            with p.phase("read"):
+                clock.t += size * 1e-6
+            p.file_done(f"f{i}")
+            clock.t += size * 2e-6
+        p.chunked(f"f{i}", chunks, chunks * tokens)
+        pending += [tokens] * chunks
+        if len(pending) >= batch:
+            flush(pending)
+            pending = []
+    if pending:
+        flush(pending)
+    p.close()
+    return [(t, eta, clock.t - t) for t, eta in seen]
+
+
+def test_a_constant_rate_trace_gets_exact_etas():
+    """Files of different sizes, the same chunks and tokens a byte, every token and byte costing the same:
+    from the first write on (its cost is not known before; the first call's cost, holding the model's load,
+    is left out once a second call is timed) every ETA is the time really left."""
+    files = [(1000 * n, 10 * n, 120) for n in [3, 7, 1, 12, 5, 2, 9] * 12]
+    rows = _simulate(files, seconds_per_token=lambda call: 0.002, first_call_extra=5.0)
+    assert len(rows) > 40
+    for _, eta, real in rows[2:]:  # the first flush (100 chunks) is two calls, then its write
+        assert eta is not None and eta == pytest.approx(real, rel=1e-6, abs=1e-6)
+
+
+def test_a_huge_denser_file_early_does_not_make_the_later_etas_too_long():
+    """A large file read early (a project's release notes: more chunks and tokens a byte than the rest)
+    must not speak for every file after it: the ETAs after it stay close to the time really left, not
+    the (bytes left x its density) a byte-weighted projection would give."""
+    small = [(3000, 6, 140)] * 8
+    huge = [(300_000, 800, 180)]  # 0.48 tokens a byte against 0.28 in the others
+    rows = _simulate(small + huge + small * 6, seconds_per_token=lambda call: 0.002)
+    after = rows[1:]
+    assert len(after) > 10
+    for _, eta, real in after:
+        assert eta is not None and real / 1.1 <= eta <= 1.1 * real
+    # what a byte-weighted density would have assumed for the files left: over 1.3x their tokens
+    byte_weighted = (8 * 6 * 140 + 800 * 180) / (8 * 3000 + 300_000)
+    assert byte_weighted > 1.3 * (6 * 140 / 3000)
+
+
+def test_a_costly_first_batch_does_not_make_the_later_etas_too_long():
+    """The first embedding calls cost far more (the model's load, cold caches): their cost is not
+    extrapolated to the rest of the run once later calls are timed."""
+    files = [(5000, 10, 150)] * 200
+    rows = _simulate(
+        files, seconds_per_token=lambda call: 0.02 if call < 2 else 0.002, first_call_extra=30.0, wanted=lambda c: c > 2
+    )
+    assert len(rows) > 20
+    for _, eta, real in rows[:16]:  # the slow second call is in the window of recent calls: never too short
+        assert eta is not None and eta >= real - 1e-6
+    for _, eta, real in rows[16:]:  # past that window, the slow calls count no more
+        assert eta == pytest.approx(real, rel=1e-6, abs=1e-6)

@@ -9,7 +9,9 @@ phase's cost so far::
     remaining = bytes left to read × s/byte read + bytes left to chunk × s/byte chunked
               + chunks left to embed × s/chunk embedded + chunks left to write × s/chunk written
 
-The chunks still to come are estimated from the bytes not yet chunked (exact once every file is chunked).
+The chunks and tokens still to come are the bytes not yet chunked times the chunks and tokens a byte of
+the files chunked so far, each file weighted by its bytes up to the median input's (exact once every file
+is chunked): a byte-weighted density lets one large, dense file read early stand for all the others.
 Why per phase: a run's phases advance at different paces (files are read well ahead of the embedding, a
 semantic strategy reads a group of documents before it yields any), so a share taken from any one counter,
 or the elapsed time scaled by it, says "75 % done" at 11 % and counts one-off costs (loading the model) as
@@ -17,7 +19,8 @@ if they recurred. The embedding cost is that of the last :data:`RECENT_CALLS` ca
 machine changes during a long run), and the first call, which may load the model, is left out once a
 second call has been timed. No ETA is shown before each phase that has work left has a cost (the
 write cost, the smallest, counts as 0 until the first write); the share done is the time spent over the
-time spent plus the ETA, so the two always agree.
+time spent plus the ETA, so the two always agree. Once every counted unit is done the line says
+``finishing`` (the store's flush and count are in no phase) rather than ``ETA 0:00``.
 
 - on a terminal, one tqdm line with that share, the counters and the ETA, refreshed every second;
 - elsewhere, a heartbeat line to stderr every :func:`heartbeat_seconds` (``$CHUNKWISE_PROGRESS_SECONDS``,
@@ -125,6 +128,8 @@ class Progress:
         self.bytes_chunked = 0  # chunked, or needing no chunking (unchanged, failed)
         self.bytes_skipped = 0  # of those, needing no chunking: no cost measured on them
         self.sizes: dict[str, int] = {}
+        self._cap = 0  # the median input's bytes: the most one file's density counts for (:meth:`_density`)
+        self._weights = [0.0, 0.0, 0.0]  # capped bytes chunked, and the chunks, tokens per byte weighted by them
         self.spent: dict[str, float] = dict.fromkeys(PHASES, 0.0)
         self._stack: list[list] = []  # [phase, entered] (nested phases pause the outer one)
         self.tokens_made = 0  # tokens of the chunks made, and of those embedded (the embedding's unit of work)
@@ -143,6 +148,8 @@ class Progress:
         self.total_files = files
         self.sizes = dict(sizes or {})
         self.total_bytes = sum(self.sizes.values())
+        listed = sorted(size for size in self.sizes.values() if size > 0)
+        self._cap = listed[len(listed) // 2] if listed else 0
         self.started = self.clock()
         if self.enabled:
             self._thread = threading.Thread(target=self._refresh, name="chunkwise-progress", daemon=True)
@@ -165,6 +172,11 @@ class Progress:
         self.bytes_chunked += size
         self.tokens_made += tokens
         if chunks:
+            if size > 0:
+                weight = min(size, self._cap) if self._cap else size
+                self._weights[0] += weight
+                self._weights[1] += weight * chunks / size
+                self._weights[2] += weight * tokens / size
             self.update("chunks", "chunk", chunks)
         else:
             self.bytes_skipped += size
@@ -211,10 +223,19 @@ class Progress:
             and self.counts["files"] >= self.total_files
         ):
             return made, True
-        real = self.bytes_chunked - self.bytes_skipped
-        if self.total_bytes and real > 0:
-            return max(made, round(made * (real + self.total_bytes - self.bytes_chunked) / real)), False
-        return made, False
+        per_byte = self._density(1)
+        if per_byte is None:
+            return made, False
+        return made + round(per_byte * max(0, self.total_bytes - self.bytes_chunked)), False
+
+    def _density(self, which: int) -> float | None:
+        """Chunks (``which`` 1) or tokens (2) per byte of the files chunked, to project the files not chunked
+        yet: each file's own density, weighted by its bytes up to the median input's. A byte-weighted average
+        lets one huge file speak for all the others (FastAPI's 700 KB release notes: 0.41 tokens a byte against
+        0.30 in its other files, read early, made every later ETA 10-20 % too long), an unweighted one lets a
+        70-byte stub (one chunk) do the same."""
+        weight = self._weights[0]
+        return self._weights[which] / weight if weight > 0 else None
 
     def remaining(self) -> float | None:
         """Seconds of work left by the per-phase costs so far; ``None`` while a phase with work left has no
@@ -256,10 +277,9 @@ class Progress:
         assert self._last_embed is not None
         at, units, last_call = self._last_embed
         by_tokens = self.tokens_made > 0 and self.tokens_embedded > 0
-        if by_tokens:
-            made = self.counts["chunks"]  # the tokens still to come, projected as the chunks are
-            total = self.tokens_made * (total_chunks / made) if made else self.tokens_made
-            todo = total - self.tokens_embedded
+        if by_tokens:  # the tokens still to come, projected from the bytes not chunked yet as the chunks are
+            left = max(0, self.total_bytes - self.bytes_chunked) if self.total_files is not None else 0
+            todo = self.tokens_made + (self._density(2) or 0.0) * left - self.tokens_embedded
         else:
             todo = total_chunks - self.counts["embedding"]
         if todo <= 0:
@@ -321,7 +341,10 @@ class Progress:
         done = self.counts["embedding"] if self.embeds else self.counts["chunks"]
         if done and elapsed > 0:
             parts.append(f"{done / elapsed:.1f} chunks/s")
-        parts.append(f"ETA {format_eta(eta)}" if eta is not None else f"elapsed {format_eta(elapsed)}")
+        if eta is not None and eta < 0.5 and self.remaining() is not None:
+            parts.append("finishing")  # every counted unit done; the store's flush and count are in no phase
+        else:
+            parts.append(f"ETA {format_eta(eta)}" if eta is not None else f"elapsed {format_eta(elapsed)}")
         return f"{self.label}: " + ", ".join(parts)
 
     # -- counters (the interface of the index and the Ray engine) ------------------------------------
