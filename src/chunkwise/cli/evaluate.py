@@ -25,19 +25,20 @@ from pathlib import Path
 from ..deprecation import moved_getattr
 from ..errors import ConfigError
 from .eval_common import (
-    _apply_fusion_flags,
+    FUSION_SETTINGS,
     _check_languages,
     _config_file,
     _dataset,
     _embedder,
     _evaluator,
-    _fusion_flags,
     _print_leaderboard,
     _progress,
     _shared_flags_given,
     _shared_spec,
     _specs,
     _write,
+    apply_flag_settings,
+    flag_settings,
 )
 from .eval_flags import add_common_options, add_eval_options, add_search_options, add_tune_options
 from .options import add_chunking_options
@@ -186,17 +187,18 @@ def run_tune(args) -> int:
 def _tune_fixed(args, base, grid) -> dict:
     """The parameters and run options every grid point shares: the shared flags' strategy parameters and
     the run flags, less what the grid varies."""
+    from ..pipeline.config import SETTINGS, stage_names
+
+    apply_flag_settings(base, flag_settings(args))
     fixed = dict(base.params)
-    if base.late or args.late:
-        fixed["late"] = True
-    if base.context or args.context:
-        fixed["context"] = base.context or args.context
-    fixed["hybrid"] = base.hybrid and not args.dense
-    if not (base.sections and getattr(args, "sections", True)):
-        fixed["sections"] = False
-    if args.vectors or base.vectors != "text":
-        fixed["vectors"] = args.vectors or base.vectors
-    _apply_fusion_flags(args, base)
+    fixed["hybrid"] = base.hybrid
+    for name in stage_names("index", "search"):
+        if (
+            name not in FUSION_SETTINGS
+            and SETTINGS[name].flag_name(name)
+            and getattr(base, name) != SETTINGS[name].default
+        ):
+            fixed[name] = getattr(base, name)
     fixed.update(base.fusion_options())  # without hybrid the run reports the mistake
     for name in grid:
         fixed.pop(name, None)
@@ -240,13 +242,11 @@ __all__ = [
     "run_tune",
     "fmt_score",
     "add_search_options",
-    "_apply_fusion_flags",
     "_check_languages",
     "_config_file",
     "_dataset",
     "_embedder",
     "_evaluator",
-    "_fusion_flags",
     "_progress",
     "_shared_flags_given",
     "_shared_spec",

@@ -64,7 +64,7 @@ def space_from_args(args):
     space.max_tokens = sizes or ([args.max_tokens] if args.max_tokens else space.max_tokens)
     overlaps = _list(args.overlaps, int, "--overlaps")
     space.overlap = overlaps or ([args.overlap] if args.overlap is not None else space.overlap)
-    if getattr(args, "dense", False):
+    if getattr(args, "hybrid", None) is False:  # --dense
         space.retrieval = ["dense"]
     space.retrieval = _list(args.retrieval, str, "--retrieval") or space.retrieval
     space.rrf_k = _list(args.rrf_ks, int, "--rrf-ks") or ([args.rrf_k] if args.rrf_k else space.rrf_k)
@@ -159,12 +159,11 @@ def _fixed_from_args(args) -> dict:
     if args.respect_sections is not None:
         fixed["respect_sections"] = args.respect_sections
     fixed.update(parse_params(args.param) if args.param else {})
-    if args.late:
-        fixed["late"] = True
-    if args.context:
-        fixed["context"] = args.context
-    if args.vectors:
-        fixed["vectors"] = args.vectors
+    from .eval_common import FUSION_SETTINGS, flag_settings
+
+    # the run flags the space does not vary (retrieval and fusion are its own): vectors, late, context, the
+    # section-first pass, the reranker
+    fixed.update({k: v for k, v in flag_settings(args).items() if k not in FUSION_SETTINGS})
     return fixed
 
 
