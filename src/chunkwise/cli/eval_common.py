@@ -182,3 +182,41 @@ def _print_leaderboard(result, k: int, top: int) -> None:
     print("\n".join(lines[: 2 + top]))
     if len(lines) > 2 + top:
         print(f"... {len(lines) - 2 - top} more")
+
+
+def print_question_set(result) -> None:
+    """How hard the question set was (one line) and, when it is saturated, one warning line."""
+    if result.saturation is None:
+        return
+    print(result.saturation.line())
+    warning = result.saturation.warning()
+    if warning:
+        print(f"chunkwise: {warning}", file=sys.stderr)
+
+
+def _finish_tune(args, result, evaluator, metric: str, summary: str, use: tuple[str, str]):
+    """What ``tune``'s grid and its budgeted search print and write alike once the result is in: the
+    leaderboard, ``summary``, the question set, the chosen configuration written to ``--output`` (``use``:
+    the command that reads it besides ``eval``, and what it reads). Returns the chosen row."""
+    import json
+
+    from ..evaluation.report import fmt
+    from ..evaluation.tune import write_config
+
+    _print_leaderboard(result, evaluator.k, args.top)
+    print(summary)
+    print_question_set(result)
+    config = result.best_config(dataset=str(args.dataset), embedder=evaluator.embedder.model_id)
+    chosen = result.chosen
+    assert chosen is not None and chosen.score is not None  # best_config raised otherwise
+    write_config(args.output, config)
+    if result.decision is not None:
+        print(result.decision.summary(metric))
+    print(
+        f"wrote ({metric} = {fmt(metric, chosen.score)}): {json.dumps({k: config[k] for k in config if k != 'tuned'})}"
+    )
+    print(
+        f"wrote {args.output}; use it with: chunkwise {use[0]} --config {args.output} {use[1]} / chunkwise eval "
+        f"{args.dataset} --config {args.output}"
+    )
+    return chosen

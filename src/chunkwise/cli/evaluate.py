@@ -17,7 +17,6 @@ flags and the run (dataset, evaluator, run specs) is :mod:`.eval_common`; the bu
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
@@ -31,7 +30,7 @@ from .eval_common import (
     _dataset,
     _embedder,
     _evaluator,
-    _print_leaderboard,
+    _finish_tune,
     _progress,
     _shared_flags_given,
     _shared_spec,
@@ -128,8 +127,8 @@ def run_eval(args) -> int:
 
 
 def run_tune(args) -> int:
-    from ..evaluation.tune import check_grid, parse_grid, parse_metric, parse_requirement, tune, write_config
-    from .tune_search import print_question_set, run_search
+    from ..evaluation.tune import check_grid, parse_grid, parse_metric, parse_requirement, tune
+    from .tune_search import run_search
 
     if args.trials is not None or (not args.grid and not args.strategy and not args.config):
         return run_search(args)
@@ -160,25 +159,11 @@ def run_tune(args) -> int:
         holdout=args.holdout,
         prefer=args.prefer,
     )
-    _print_leaderboard(result, evaluator.k, args.top)
-    print(
+    summary = (
         f"\n{len(result.rows)} configurations in {result.seconds:.1f} s; {result.texts_embedded} texts sent to "
         f"the embedder (the rest came from the memo or the cache)"
     )
-    print_question_set(result)
-    config = result.best_config(dataset=str(args.dataset), embedder=evaluator.embedder.model_id)
-    best = result.chosen
-    assert best is not None and best.result is not None and best.score is not None  # best_config raised otherwise
-    write_config(args.output, config)
-    if result.decision is not None:
-        print(result.decision.summary(metric))
-    print(
-        f"wrote ({metric} = {fmt_score(metric, best.score)}): {json.dumps({k: config[k] for k in config if k != 'tuned'})}"
-    )
-    print(
-        f"wrote {args.output}; use it with: chunkwise chunk --config {args.output} FILES / chunkwise eval "
-        f"{args.dataset} --config {args.output}"
-    )
+    best = _finish_tune(args, result, evaluator, metric, summary, ("chunk", "FILES"))
     if args.report:
         _write_tune_report(args, ds, evaluator, result, best, metric, base.strategy)
     return 0

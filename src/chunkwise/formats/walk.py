@@ -171,6 +171,18 @@ class Found:
     error: InputError | None = None
 
 
+def file_sizes(found: Iterable[Found]) -> dict[str, int]:
+    """Bytes of each listed file (source -> size; 0 where it cannot be read), for a progress estimate."""
+    sizes: dict[str, int] = {}
+    for item in found:
+        if item.path and item.path != "-":
+            try:
+                sizes[item.source] = os.stat(item.path).st_size
+            except OSError:
+                sizes[item.source] = 0
+    return sizes
+
+
 class SkippedFilesWarning(UserWarning):
     """Files a folder walk left out because no loader reads their type (one warning per walk)."""
 
@@ -303,6 +315,7 @@ def _folder_problem(exc: OSError) -> Found:
 
 
 __all__ = [
+    "file_sizes",
     "UnreadableFolder",
     "Found",
     "Skipped",
