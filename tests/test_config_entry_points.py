@@ -1,6 +1,7 @@
 """``Index.add``/``search``/``ask`` take a :class:`PipelineConfig`; their keyword arguments are sugar over it (one
 path: keywords -> ``PipelineConfig.overridden`` -> the work). Every retrieval setting declared in
-``PipelineConfig`` is accepted by ``Index.search`` and by ``chunkwise search``, and the command line's setting
+``PipelineConfig`` is accepted by ``Index.search``, ``chunkwise search``, ``chunkwise eval`` (down to the
+ranking the evaluator runs), ``tune --grid`` and the web API's ``/search`` body, and the command line's setting
 flags take their name, default and help from the one declaration."""
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from chunkwise.pipeline.config import SETTINGS, PipelineConfig, stage_names
 from chunkwise.retrieval import Index
 
 #: a valid value other than the default for every retrieval setting (stage "search"): a setting added to
-#: PipelineConfig gets one here, and the tests below then prove Index.search and the CLI take it
+#: PipelineConfig gets one here, and the tests below then prove Index.search, search, eval, tune and the web
+#: API take it
 SAMPLES = {
     "hybrid": False,
     "fusion": "rrf",
@@ -132,10 +134,12 @@ def _actions(command: str) -> dict[str, argparse.Action]:
     return {a.dest: a for a in sub._actions}
 
 
-@pytest.mark.parametrize("command", ["index", "search", "ask"])
+@pytest.mark.parametrize("command", ["index", "search", "ask", "eval", "tune"])
 def test_setting_flags_take_name_default_and_help_from_the_declaration(command):
     actions = _actions(command)
-    flagged = [name for name in SETTINGS if name in actions]
+    # eval's --expand is its own (what span recall at a budget reads, default auto), not ask's
+    stages = ("index", "search") if command in ("eval", "tune") else ("index", "search", "expand")
+    flagged = [name for name in stage_names(*stages) if name in actions]
     assert flagged, command
     for name in flagged:
         st, action = SETTINGS[name], actions[name]
@@ -151,6 +155,8 @@ def test_search_and_ask_have_a_flag_for_every_retrieval_setting_and_index_for_it
         assert set(stage_names("search", "expand")) <= set(_actions(command))
     index_flags = {n for n in stage_names("index") if SETTINGS[n].flag_name(n)}
     assert index_flags == {"vectors", "late", "context"} and index_flags <= set(_actions("index"))
+    for command in ("eval", "tune"):  # every run of an evaluation retrieves and indexes as these say
+        assert set(stage_names("search")) | index_flags <= set(_actions(command)), command
 
 
 @pytest.mark.parametrize("name", sorted(SAMPLES))
@@ -178,3 +184,71 @@ def test_shared_strategy_parameter_flags_take_their_help_from_the_strategies(com
     actions = _actions(command)
     for name, _, _ in SHARED_PARAM_FLAGS:
         assert actions[name].help.startswith(PARAM_HELP[name]) and actions[name].default is None, name
+
+
+def _flag(name: str, value) -> list[str]:
+    return [SETTINGS[name].flag_name(name)] + ([] if isinstance(value, bool) else [str(value)])
+
+
+@pytest.fixture
+def ranked(monkeypatch):
+    """The configurations the evaluator ranked with (``rank_candidates``, the ranking ``Index.search`` uses);
+    the first one stops the run (a :class:`ConfigError`, so ``main`` returns 2)."""
+    from chunkwise.retrieval import search
+
+    runs: list[PipelineConfig] = []
+
+    def recording(store, query, qvec, k, filter, run):
+        runs.append(run)
+        raise ConfigError("ranked")
+
+    monkeypatch.setattr(search, "rank_candidates", recording)
+    return runs
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_cli_eval_takes_every_retrieval_setting_to_the_ranking(dataset, ranked, monkeypatch, name):
+    import chunkwise.embeddings
+
+    monkeypatch.setattr(chunkwise.embeddings, "embedder_from_args", lambda args, **kw: FakeEmbedder())
+    value = SAMPLES[name]
+    base = ["-q", "eval", str(dataset.path), "--strategy", "fixed", "--max-tokens", "16", "--bootstrap", "10"]
+    assert main([*base, *_flag(name, value)]) == 2
+    assert getattr(ranked[-1], name) == value
+    assert main(base) == 2
+    assert getattr(ranked[-1], name) == SETTINGS[name].default
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_tune_grid_takes_every_retrieval_setting_as_a_fixed_flag(dataset, ranked, monkeypatch, tmp_path, name):
+    import chunkwise.embeddings
+
+    monkeypatch.setattr(chunkwise.embeddings, "embedder_from_args", lambda args, **kw: FakeEmbedder())
+    value = SAMPLES[name]
+    out = tmp_path / "best.json"
+    base = ["-q", "tune", str(dataset.path), "--strategy", "fixed", "--grid", "max_tokens=16,32", "-o", str(out)]
+    # a point carries the fusion settings of its own fusion (rrf_k with rrf, dense_weight with zscore)
+    context = {"rrf_k": ["--fusion", "rrf"]}.get(name, [])
+    assert main([*base, "--bootstrap", "10", *context, *_flag(name, value)]) == 2
+    assert getattr(ranked[-1], name) == value
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_the_web_api_search_body_takes_every_retrieval_setting(tmp_path, monkeypatch, name):
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from chunkwise.viz.app import create_app
+
+    calls: list[dict] = []
+    monkeypatch.setattr(Index, "search", lambda self, query, **kw: calls.append(kw) or [])
+    db = tmp_path / "w.db"
+    with Index(db, embedder=FakeEmbedder()) as ix:
+        ix.add(docs(), strategy=lines())
+    with TestClient(create_app(str(db), embedder=FakeEmbedder()), base_url="http://127.0.0.1") as client:
+        assert client.post("/search", json={"query": "bees", name: SAMPLES[name]}).status_code == 200
+        assert calls[-1][name] == SAMPLES[name]
+        assert client.post("/search", json={"query": "bees"}).status_code == 200
+        assert name not in calls[-1]  # not given: Index.search's default, the declaration's
+        schema = client.get("/openapi.json").json()["components"]["schemas"]["SearchRequest"]["properties"]
+        assert schema[name]["description"] == SETTINGS[name].flag_help(name)

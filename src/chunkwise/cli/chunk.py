@@ -256,6 +256,7 @@ def _chunks_of(source: str, item, chunks, strategy, failures: _Failures):
 def run(args: argparse.Namespace) -> int:
     from ..formats import collect_inputs, read_inputs
     from ..formats.text import DecodingWarning
+    from ..formats.walk import file_sizes
     from ..retrieval.progress import Progress
     from ..strategies.many import chunk_documents
     from .options import walk_options
@@ -273,7 +274,7 @@ def run(args: argparse.Namespace) -> int:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DecodingWarning)  # printed below, once, from the metadata
             found = collect_inputs(args.paths, **walk_options(args))  # the skipped types: one line, now
-            progress.set_totals(len(found), _sizes(found))
+            progress.set_totals(len(found), file_sizes(found))
             items = _checked(read_inputs(found, **options), languages)
             # semantic strategies embed the sentences of many documents in one stream (strategies.many)
             for source, item, given in chunk_documents(strategy, items, progress=progress.enabled):
@@ -310,17 +311,3 @@ def _dropped_note(dropped: dict[str, int]) -> str:
         return ""
     parts = ", ".join(f"{n:,} {kind}" for kind, n in sorted(dropped.items(), key=lambda kv: (-kv[1], kv[0])))
     return f"; notebook outputs left out: {parts}"
-
-
-def _sizes(found) -> dict[str, int]:
-    """Bytes of each listed file (source -> size), for the progress estimate."""
-    import os
-
-    sizes: dict[str, int] = {}
-    for item in found:
-        if item.path and item.path != "-":
-            try:
-                sizes[item.source] = os.stat(item.path).st_size
-            except OSError:
-                sizes[item.source] = 0
-    return sizes

@@ -10,6 +10,9 @@ from pathlib import Path
 from ..errors import ConfigError
 from .options import input_options
 
+#: the settings of how hybrid retrieval fuses: a tune point carries those of its run's fusion only
+FUSION_SETTINGS = ("hybrid", "fusion", "rrf_k", "dense_weight")
+
 
 def _progress(args):
     if getattr(args, "quiet", False):
@@ -114,9 +117,7 @@ def _shared_spec(args):
     from ..evaluation.spec import spec_from_params
     from .options import strategy_params_from_args
 
-    if args.dense and args.hybrid:
-        raise ConfigError("--dense and --hybrid contradict each other (hybrid is the default)")
-
+    flag_settings(args)  # a contradiction or a bad value: one line before any work
     run = _config_file(args.config)[2] if args.config else {}
     name, params = strategy_params_from_args(args)
     return spec_from_params(name, params, run=run)
@@ -125,8 +126,7 @@ def _shared_spec(args):
 def _specs(args):
     from ..evaluation.spec import parse_run_spec, spec_from_params
 
-    if args.dense and args.hybrid:
-        raise ConfigError("--dense and --hybrid contradict each other (hybrid is the default)")
+    given = flag_settings(args)
     specs = []
     if not args.runs or _shared_flags_given(args):
         specs.append(_shared_spec(args))
@@ -140,46 +140,30 @@ def _specs(args):
         else:
             specs.append(parse_run_spec(text))
     for s in specs:
-        if args.late:
-            s.late = True
-        if args.dense:
-            s.hybrid = False
-        if not getattr(args, "sections", True):
-            s.sections = False
-        if args.vectors and s.vectors == "text":
-            s.vectors = args.vectors
-        _apply_fusion_flags(args, s)
-        if args.context and not s.context:
-            s.context = args.context
+        apply_flag_settings(s, given)
         if getattr(args, "expand", None) and not s.expand:
             s.expand = s.with_settings(expand=args.expand).expand  # checked: one line on a bad mode
     return specs
 
 
-def _fusion_flags(args) -> dict:
-    """The fusion flags given on the command line, validated (``{}`` when none)."""
-    from ..evaluation.spec import fusion_settings
+def flag_settings(args) -> dict:
+    """The settings of ``Index.add`` and ``Index.search`` given as flags, each checked by its declaration
+    (``{}`` when none)."""
+    from ..pipeline.config import SETTINGS
+    from .options import settings_given
 
-    given = {
-        k: v
-        for k, v in (("fusion", args.fusion), ("rrf_k", args.rrf_k), ("dense_weight", args.dense_weight))
-        if v is not None
-    }
-    fusion_settings(given)  # raises ConfigError on a bad value
-    return given
+    checked = {name: SETTINGS[name].check(name, v) for name, v in settings_given(args, "index", "search").items()}
+    return {name: v for name, v in checked.items() if v is not None}
 
 
-def _apply_fusion_flags(args, spec) -> None:
-    """Fusion flags apply to every run that does not set the same option itself."""
-    from ..evaluation.spec import DEFAULT_DENSE_WEIGHT, DEFAULT_FUSION, DEFAULT_RRF_K
+def apply_flag_settings(spec, given: dict) -> None:
+    """The flags ``given`` apply to a run that leaves the same setting at its default (a run's own value,
+    from ``--run`` or a configuration file, stands)."""
+    from ..pipeline.config import SETTINGS
 
-    flags = _fusion_flags(args)
-    if "fusion" in flags and spec.fusion == DEFAULT_FUSION:
-        spec.fusion = flags["fusion"]
-    if "rrf_k" in flags and spec.rrf_k == DEFAULT_RRF_K:
-        spec.rrf_k = int(flags["rrf_k"])
-    if "dense_weight" in flags and spec.dense_weight == DEFAULT_DENSE_WEIGHT:
-        spec.dense_weight = float(flags["dense_weight"])
+    for name, value in given.items():
+        if getattr(spec, name) == SETTINGS[name].default:
+            setattr(spec, name, value)
 
 
 def _write(path: str, text: str) -> None:
@@ -198,3 +182,41 @@ def _print_leaderboard(result, k: int, top: int) -> None:
     print("\n".join(lines[: 2 + top]))
     if len(lines) > 2 + top:
         print(f"... {len(lines) - 2 - top} more")
+
+
+def print_question_set(result) -> None:
+    """How hard the question set was (one line) and, when it is saturated, one warning line."""
+    if result.saturation is None:
+        return
+    print(result.saturation.line())
+    warning = result.saturation.warning()
+    if warning:
+        print(f"chunkwise: {warning}", file=sys.stderr)
+
+
+def _finish_tune(args, result, evaluator, metric: str, summary: str, use: tuple[str, str]):
+    """What ``tune``'s grid and its budgeted search print and write alike once the result is in: the
+    leaderboard, ``summary``, the question set, the chosen configuration written to ``--output`` (``use``:
+    the command that reads it besides ``eval``, and what it reads). Returns the chosen row."""
+    import json
+
+    from ..evaluation.report import fmt
+    from ..evaluation.tune import write_config
+
+    _print_leaderboard(result, evaluator.k, args.top)
+    print(summary)
+    print_question_set(result)
+    config = result.best_config(dataset=str(args.dataset), embedder=evaluator.embedder.model_id)
+    chosen = result.chosen
+    assert chosen is not None and chosen.score is not None  # best_config raised otherwise
+    write_config(args.output, config)
+    if result.decision is not None:
+        print(result.decision.summary(metric))
+    print(
+        f"wrote ({metric} = {fmt(metric, chosen.score)}): {json.dumps({k: config[k] for k in config if k != 'tuned'})}"
+    )
+    print(
+        f"wrote {args.output}; use it with: chunkwise {use[0]} --config {args.output} {use[1]} / chunkwise eval "
+        f"{args.dataset} --config {args.output}"
+    )
+    return chosen

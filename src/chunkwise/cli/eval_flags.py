@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from .options import DeprecatedFlag, add_input_options
+from .options import DeprecatedFlag, add_input_options, add_stage_flags
 
 
 def add_common_options(p: argparse.ArgumentParser) -> None:
@@ -47,53 +47,12 @@ def add_embedding_options(p: argparse.ArgumentParser) -> None:
 
 
 def add_retrieval_options(p: argparse.ArgumentParser) -> None:
-    """How every run retrieves: ``-k``, late chunking, dense or hybrid, fusion, chunk vectors, context."""
+    """How every run retrieves: ``-k``, and a flag for every setting of ``Index.add`` and ``Index.search``
+    (chunk vectors, late chunking, context; dense or hybrid, fusion, the section-first pass, the reranker),
+    each from its declaration in :class:`~chunkwise.pipeline.PipelineConfig` as ``index`` and ``search`` have
+    it. A flag given applies to every run that leaves the setting at its default."""
     p.add_argument("-k", type=int, default=5, help="n of doc recall@k and of tokens retrieved (default 5)")
-    p.add_argument("--late", action="store_true", help="embed chunks by late chunking (every run)")
-    p.add_argument(
-        "--dense",
-        action="store_true",
-        help="retrieve by vectors alone (every run; default: BM25 + vectors fused, as `search`)",
-    )
-    p.add_argument("--hybrid", action="store_true", help=argparse.SUPPRESS)  # the default now; kept for old scripts
-    p.add_argument(
-        "--no-sections",
-        dest="sections",
-        action="store_false",
-        help="rank without the section-first pass (every run; default: as `search`, a query naming a version or "
-        "an exact name gets the chunks of the sections that hold it first; a run key: sections=false)",
-    )
-    p.add_argument(
-        "--fusion",
-        choices=("rrf", "zscore"),
-        default=None,
-        help="how BM25 and the vector ranking are fused: zscore (per query z-normalised scores, "
-        "dense_weight * vector + (1 - dense_weight) * BM25; default, as `search`) or rrf "
-        "(reciprocal rank fusion)",
-    )
-    p.add_argument(
-        "--rrf-k", type=int, default=None, metavar="K", help="the RRF constant for --fusion rrf (default 60)"
-    )
-    p.add_argument(
-        "--dense-weight",
-        type=float,
-        default=None,
-        metavar="W",
-        help="weight of the vector scores for --fusion zscore, in [0, 1] (default 0.8)",
-    )
-    p.add_argument(
-        "--vectors",
-        choices=("text", "pool"),
-        default=None,
-        help="chunk vectors: embed the text (default) or pool a semantic strategy's sentence vectors "
-        "(as `index --vectors pool`)",
-    )
-    p.add_argument(
-        "--context",
-        default=None,
-        metavar="MODE",
-        help="contextual chunk text for every run: headings | neighbors | ...",
-    )
+    add_stage_flags(p, "index", "search")
 
 
 def add_output_options(p: argparse.ArgumentParser) -> None:

@@ -17,7 +17,6 @@ flags and the run (dataset, evaluator, run specs) is :mod:`.eval_common`; the bu
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
@@ -25,19 +24,20 @@ from pathlib import Path
 from ..deprecation import moved_getattr
 from ..errors import ConfigError
 from .eval_common import (
-    _apply_fusion_flags,
+    FUSION_SETTINGS,
     _check_languages,
     _config_file,
     _dataset,
     _embedder,
     _evaluator,
-    _fusion_flags,
-    _print_leaderboard,
+    _finish_tune,
     _progress,
     _shared_flags_given,
     _shared_spec,
     _specs,
     _write,
+    apply_flag_settings,
+    flag_settings,
 )
 from .eval_flags import add_common_options, add_eval_options, add_search_options, add_tune_options
 from .options import add_chunking_options
@@ -127,8 +127,8 @@ def run_eval(args) -> int:
 
 
 def run_tune(args) -> int:
-    from ..evaluation.tune import check_grid, parse_grid, parse_metric, parse_requirement, tune, write_config
-    from .tune_search import print_question_set, run_search
+    from ..evaluation.tune import check_grid, parse_grid, parse_metric, parse_requirement, tune
+    from .tune_search import run_search
 
     if args.trials is not None or (not args.grid and not args.strategy and not args.config):
         return run_search(args)
@@ -159,25 +159,11 @@ def run_tune(args) -> int:
         holdout=args.holdout,
         prefer=args.prefer,
     )
-    _print_leaderboard(result, evaluator.k, args.top)
-    print(
+    summary = (
         f"\n{len(result.rows)} configurations in {result.seconds:.1f} s; {result.texts_embedded} texts sent to "
         f"the embedder (the rest came from the memo or the cache)"
     )
-    print_question_set(result)
-    config = result.best_config(dataset=str(args.dataset), embedder=evaluator.embedder.model_id)
-    best = result.chosen
-    assert best is not None and best.result is not None and best.score is not None  # best_config raised otherwise
-    write_config(args.output, config)
-    if result.decision is not None:
-        print(result.decision.summary(metric))
-    print(
-        f"wrote ({metric} = {fmt_score(metric, best.score)}): {json.dumps({k: config[k] for k in config if k != 'tuned'})}"
-    )
-    print(
-        f"wrote {args.output}; use it with: chunkwise chunk --config {args.output} FILES / chunkwise eval "
-        f"{args.dataset} --config {args.output}"
-    )
+    best = _finish_tune(args, result, evaluator, metric, summary, ("chunk", "FILES"))
     if args.report:
         _write_tune_report(args, ds, evaluator, result, best, metric, base.strategy)
     return 0
@@ -186,17 +172,18 @@ def run_tune(args) -> int:
 def _tune_fixed(args, base, grid) -> dict:
     """The parameters and run options every grid point shares: the shared flags' strategy parameters and
     the run flags, less what the grid varies."""
+    from ..pipeline.config import SETTINGS, stage_names
+
+    apply_flag_settings(base, flag_settings(args))
     fixed = dict(base.params)
-    if base.late or args.late:
-        fixed["late"] = True
-    if base.context or args.context:
-        fixed["context"] = base.context or args.context
-    fixed["hybrid"] = base.hybrid and not args.dense
-    if not (base.sections and getattr(args, "sections", True)):
-        fixed["sections"] = False
-    if args.vectors or base.vectors != "text":
-        fixed["vectors"] = args.vectors or base.vectors
-    _apply_fusion_flags(args, base)
+    fixed["hybrid"] = base.hybrid
+    for name in stage_names("index", "search"):
+        if (
+            name not in FUSION_SETTINGS
+            and SETTINGS[name].flag_name(name)
+            and getattr(base, name) != SETTINGS[name].default
+        ):
+            fixed[name] = getattr(base, name)
     fixed.update(base.fusion_options())  # without hybrid the run reports the mistake
     for name in grid:
         fixed.pop(name, None)
@@ -240,13 +227,11 @@ __all__ = [
     "run_tune",
     "fmt_score",
     "add_search_options",
-    "_apply_fusion_flags",
     "_check_languages",
     "_config_file",
     "_dataset",
     "_embedder",
     "_evaluator",
-    "_fusion_flags",
     "_progress",
     "_shared_flags_given",
     "_shared_spec",

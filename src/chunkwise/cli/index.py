@@ -66,11 +66,9 @@ def add_retrieval_options(p: argparse.ArgumentParser) -> None:
     the fusion flags, the reranker, the context handed on), each from its declaration, and a ``--config``
     file whose retrieval settings they take (the flags given override it)."""
     from ..pipeline.config import stage_names
-    from .options import add_setting_flags
+    from .options import add_stage_flags
 
-    add_setting_flags(p, *stage_names("search", "expand"))
-    # the default now; kept for old scripts
-    p.add_argument("--hybrid", dest="hybrid_flag", action="store_true", help=argparse.SUPPRESS)
+    add_stage_flags(p, "search", "expand")
     p.add_argument(
         "--config",
         default=None,
@@ -379,10 +377,6 @@ def retrieval_settings(args: argparse.Namespace) -> dict:
 
     config = pipeline_config(args.config) if getattr(args, "config", None) else PipelineConfig()
     given = settings_given(args, "search")
-    if getattr(args, "hybrid_flag", False):
-        if given.get("hybrid") is False:
-            raise ConfigError("--dense and --hybrid contradict each other (hybrid is the default)")
-        given["hybrid"] = True
     hybrid = given.get("hybrid", config.hybrid)
     fusion_flags = [name for name in ("fusion", "dense_weight", "rrf_k") if name in given]
     if not hybrid and fusion_flags:

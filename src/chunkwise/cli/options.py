@@ -161,11 +161,28 @@ def add_setting_flags(p: Any, *names: str) -> None:
         p.add_argument(flag, dest=name, type=kind, default=None, help=st.flag_help(name), **extra)
 
 
+def add_stage_flags(p: Any, *stages: str) -> None:
+    """The flags of every run setting ``stages`` take that has a flag of its own (:func:`add_setting_flags`),
+    and, with ``"search"``, the hidden ``--hybrid`` of old scripts (hybrid is the default now). A setting
+    declared for these stages reaches every command built with this, with no flag written by hand."""
+    from ..pipeline.config import SETTINGS, stage_names
+
+    add_setting_flags(p, *(name for name in stage_names(*stages) if SETTINGS[name].flag_name(name)))
+    if "search" in stages:
+        p.add_argument("--hybrid", dest="hybrid_flag", action="store_true", help=argparse.SUPPRESS)
+
+
 def settings_given(args: argparse.Namespace, *stages: str) -> dict[str, Any]:
-    """The run settings of ``stages`` whose flags were given (``None``: not given)."""
+    """The run settings of ``stages`` whose flags were given (``None``: not given); the old ``--hybrid`` is
+    ``hybrid`` true, and with ``--dense`` a contradiction."""
     from ..pipeline.config import stage_names
 
-    return {name: getattr(args, name) for name in stage_names(*stages) if getattr(args, name, None) is not None}
+    given = {name: getattr(args, name) for name in stage_names(*stages) if getattr(args, name, None) is not None}
+    if "search" in stages and getattr(args, "hybrid_flag", False):
+        if given.get("hybrid") is False:
+            raise ConfigError("--dense and --hybrid contradict each other (hybrid is the default)")
+        given["hybrid"] = True
+    return given
 
 
 def add_rerank_options(p: Any) -> None:

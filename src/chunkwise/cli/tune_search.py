@@ -6,7 +6,6 @@ as it was; the search itself is :func:`chunkwise.evaluation.tune.search`.
 
 from __future__ import annotations
 
-import json
 import sys
 
 from ..errors import ConfigError
@@ -64,7 +63,7 @@ def space_from_args(args):
     space.max_tokens = sizes or ([args.max_tokens] if args.max_tokens else space.max_tokens)
     overlaps = _list(args.overlaps, int, "--overlaps")
     space.overlap = overlaps or ([args.overlap] if args.overlap is not None else space.overlap)
-    if getattr(args, "dense", False):
+    if getattr(args, "hybrid", None) is False:  # --dense
         space.retrieval = ["dense"]
     space.retrieval = _list(args.retrieval, str, "--retrieval") or space.retrieval
     space.rrf_k = _list(args.rrf_ks, int, "--rrf-ks") or ([args.rrf_k] if args.rrf_k else space.rrf_k)
@@ -77,9 +76,8 @@ def space_from_args(args):
 
 
 def run_search(args) -> int:
-    from ..evaluation.tune import parse_metric, parse_requirement, search, write_config
-    from .eval_common import _dataset, _evaluator, _print_leaderboard, _progress
-    from .evaluate import fmt_score
+    from ..evaluation.tune import parse_metric, parse_requirement, search
+    from .eval_common import _dataset, _evaluator, _finish_tune, _progress
 
     if args.config:
         raise ConfigError("tune --trials searches its own space; --config applies to --grid searches")
@@ -111,39 +109,14 @@ def run_search(args) -> int:
         journal=journal,
         prefer=args.prefer,
     )
-    _print_leaderboard(result, evaluator.k, args.top)
-    print(
+    summary = (
         f"\n{len(result.rows)} configurations ({result.sampler}, of {len(space.points())} in the space) in "
         f"{result.seconds:.1f} s; {result.texts_embedded} texts sent to the embedder; trials saved in {journal}"
     )
-    print_question_set(result)
-    config = result.best_config(dataset=str(args.dataset), embedder=evaluator.embedder.model_id)
-    chosen = result.chosen
-    assert chosen is not None and chosen.score is not None  # best_config raised otherwise
-    write_config(args.output, config)
-    if result.decision is not None:
-        print(result.decision.summary(metric))
-    print(
-        f"wrote ({metric} = {fmt_score(metric, chosen.score)}): "
-        f"{json.dumps({k: config[k] for k in config if k != 'tuned'})}"
-    )
-    print(
-        f"wrote {args.output}; use it with: chunkwise index --config {args.output} DOCS / chunkwise eval "
-        f"{args.dataset} --config {args.output}"
-    )
+    _finish_tune(args, result, evaluator, metric, summary, ("index", "DOCS"))
     if args.report and not args.quiet:
         print("chunkwise: --report is written by --grid searches only", file=sys.stderr)
     return 0
-
-
-def print_question_set(result) -> None:
-    """How hard the question set was (one line) and, when it is saturated, one warning line."""
-    if result.saturation is None:
-        return
-    print(result.saturation.line())
-    warning = result.saturation.warning()
-    if warning:
-        print(f"chunkwise: {warning}", file=sys.stderr)
 
 
 def _fixed_from_args(args) -> dict:
@@ -159,12 +132,11 @@ def _fixed_from_args(args) -> dict:
     if args.respect_sections is not None:
         fixed["respect_sections"] = args.respect_sections
     fixed.update(parse_params(args.param) if args.param else {})
-    if args.late:
-        fixed["late"] = True
-    if args.context:
-        fixed["context"] = args.context
-    if args.vectors:
-        fixed["vectors"] = args.vectors
+    from .eval_common import FUSION_SETTINGS, flag_settings
+
+    # the run flags the space does not vary (retrieval and fusion are its own): vectors, late, context, the
+    # section-first pass, the reranker
+    fixed.update({k: v for k, v in flag_settings(args).items() if k not in FUSION_SETTINGS})
     return fixed
 
 

@@ -67,10 +67,13 @@ class Embedder(ABC):
     #: chunk cap only); a subclass that defines ``max_tokens`` itself is not translated
     max_tokens = renamed_attribute("max_tokens", "model_window", "embedder")
 
+    #: the tokenizer a back-end made for itself (what :attr:`tokenizer` returns unless it says otherwise)
+    _tokenizer: Any
+
     @property
-    @abstractmethod
     def tokenizer(self) -> Tokenizer:
         """The tokenizer strategies should count with when they use this embedder."""
+        return self._tokenizer
 
     @abstractmethod
     def embed(self, texts: Sequence[str]) -> np.ndarray:

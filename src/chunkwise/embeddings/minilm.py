@@ -207,7 +207,8 @@ class MiniLMEmbedder(Embedder):
         self._input_names = {i.name for i in self._session.get_inputs()}
 
     @property
-    def tokenizer(self):
+    def tokenizer(self) -> HFTokenizer:
+        """MiniLM's own WordPiece tokenizer (its Hugging Face object as ``.hf``)."""
         return self._tokenizer
 
     # -- tokenisation -------------------------------------------------------------------------------

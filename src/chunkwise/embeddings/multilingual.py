@@ -58,10 +58,6 @@ class USEMultilingualEmbedder(Embedder):
         self._tokenizer = get_tokenizer("minilm")
         self._use = _model(self.threads)
 
-    @property
-    def tokenizer(self):
-        return self._tokenizer
-
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         texts = check_texts(texts)
         if not texts:

@@ -160,10 +160,6 @@ class OpenAIEmbedder(Embedder):
         return self.key_envs[0] if self.key_envs else ""
 
     @property
-    def tokenizer(self):
-        return self._tokenizer
-
-    @property
     def requests(self) -> int:
         """HTTP requests sent, retries included."""
         return self.http.requests_sent

@@ -115,10 +115,6 @@ class SentenceTransformerEmbedder(Embedder):
             return HFTokenizer(path, f"hf:{path}")
         return get_tokenizer("minilm")
 
-    @property
-    def tokenizer(self):
-        return self._tokenizer
-
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         texts = check_texts(texts)
         if not texts:

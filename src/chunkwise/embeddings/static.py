@@ -268,10 +268,6 @@ class StaticEmbedder(Embedder):
         """The distilled model in the cache directory (or at ``path``)."""
         return cls(Path(path) if path else static_model_dir(cache_dir, name), **kw)
 
-    @property
-    def tokenizer(self):
-        return self._tokenizer
-
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
         """Sum of token vectors per text, normalised (the mean's direction; the count cancels out)."""
         id_lists = [enc.ids for enc in self._hf.encode_batch_fast(texts, add_special_tokens=False)]

@@ -108,18 +108,7 @@ class RankingMixin:
         stage = np.zeros((len(qv), depth), dtype=np.float64)
         doc_scores = sims.astype(np.float64)
         for qi, q in enumerate(self.dataset.queries):
-            ranking = rank_candidates(
-                store,
-                q.text,
-                qv[qi],
-                depth,
-                None,
-                spec.hybrid,
-                spec.fusion,
-                spec.dense_weight,
-                spec.rrf_k,
-                spec.sections,
-            )
+            ranking = rank_candidates(store, q.text, qv[qi], depth, None, spec)
             ids = [position[i] for i, _ in ranking.ranked]
             if len(ids) < depth:  # fewer candidates than asked (BM25 alone, a tiny corpus): pad by cosine
                 taken = set(ids)

@@ -19,8 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..document import Document, Section
-from .sourcemap import SourceMap
-from .text import check_text, decode_source, emit_warnings, newline_edits, normalize_newlines
+from .text import emit_warnings, read_source
 
 #: extension -> language
 CODE_EXTENSIONS = {
@@ -272,10 +271,7 @@ def load_code(data: bytes, source: str, **options) -> Document:
     """A source file: its text as written, its language, and its definitions as sections."""
     from pathlib import Path
 
-    raw, warns = decode_source(data, source, options.get("encoding"))
-    check_text(raw, source)
-    smap = SourceMap.identity(len(raw)).apply(newline_edits(raw))
-    text = normalize_newlines(raw)
+    text, smap, warns = read_source(data, source, options.get("encoding"))
     language = CODE_EXTENSIONS.get(Path(source).suffix.lower()) or guess_language(text)
     tree = parse_code(text, language)
     if tree is not None and tree.root.has_error:

@@ -22,8 +22,7 @@ from .markdown_blocks import (
     markdown_sections,
     markdown_tables,
 )  # one Markdown parser for loader and strategy
-from .sourcemap import SourceMap
-from .text import check_text, decode_source, emit_warnings, newline_edits, normalize_newlines
+from .text import emit_warnings, read_source
 
 
 def front_matter(text: str) -> tuple[int, dict[str, str]]:
@@ -45,10 +44,7 @@ def load_markdown(data: bytes, source: str, **options) -> Document:
     Only line endings are normalised (and, with ``normalize_whitespace``, trailing blank lines trimmed at
     the end): re-flowing or de-hyphenating Markdown would damage code blocks, tables and hard breaks.
     """
-    raw, warns = decode_source(data, source, options.get("encoding"))
-    check_text(raw, source)
-    smap = SourceMap.identity(len(raw)).apply(newline_edits(raw))
-    text = normalize_newlines(raw)
+    text, smap, warns = read_source(data, source, options.get("encoding"))
     if CleaningOptions.from_options(options).normalize_whitespace:
         body = len(text.rstrip())
         if text[body:] != "\n":

@@ -27,8 +27,7 @@ import re
 
 from ..document import Document, Section
 from .markdown_blocks import Block, markdown_sections, sectioned_document
-from .sourcemap import SourceMap
-from .text import check_text, decode_source, emit_warnings, newline_edits, normalize_newlines
+from .text import check_text, emit_warnings, read_source
 
 #: directives whose body is code (kept whole when it fits, split by the code rules when not)
 CODE_DIRECTIVES = frozenset(
@@ -299,10 +298,7 @@ def rst_sections(text: str) -> list[Section]:
 def load_rst(data: bytes, source: str, **options) -> Document:
     """An rst document: the source with roles read as text and target lines removed, sections from the
     titles docutils finds. A severe docutils problem is one warning; the file is still read."""
-    raw, warns = decode_source(data, source, options.get("encoding"))
-    check_text(raw, source)
-    smap = SourceMap.identity(len(raw)).apply(newline_edits(raw))
-    text = normalize_newlines(raw)
+    text, smap, warns = read_source(data, source, options.get("encoding"))
     edits = rst_edits(text)
     smap = smap.apply(edits)
     text = _apply(text, edits)

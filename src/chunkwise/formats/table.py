@@ -17,8 +17,7 @@ from __future__ import annotations
 import os
 
 from ..document import Document, Table
-from .sourcemap import SourceMap
-from .text import check_text, decode_source, emit_warnings, newline_edits, normalize_newlines
+from .text import emit_warnings, read_source
 
 #: extensions read as tables, and their delimiter
 TABLE_EXTENSIONS = {".csv": ",", ".tsv": "\t"}
@@ -75,10 +74,7 @@ def _lines(text: str) -> list[tuple[int, int]]:
 
 def load_table(data: bytes, source: str, **options) -> Document:
     """A CSV (or, by the ``.tsv`` extension, tab-separated) file: rows as units, the first row the header."""
-    raw, warns = decode_source(data, source, options.get("encoding"))
-    check_text(raw, source)
-    smap = SourceMap.identity(len(raw)).apply(newline_edits(raw))
-    text = normalize_newlines(raw)
+    text, smap, warns = read_source(data, source, options.get("encoding"))
     delimiter = TABLE_EXTENSIONS.get(os.path.splitext(source)[1].lower(), ",")
     if delimiter == "," and "\t" in text.split("\n", 1)[0] and "," not in text.split("\n", 1)[0]:
         delimiter = "\t"

@@ -24,6 +24,7 @@ from ..document import Document
 from ..errors import ConfigError, InputError
 from ..registry import lazy_regex
 from .cleaning import CleaningOptions, clean
+from .sourcemap import SourceMap
 
 #: extensions whose line breaks carry meaning: never re-flowed or de-hyphenated
 LINE_ORIENTED = {
@@ -216,6 +217,15 @@ def emit_warnings(source: str, messages: list[str]) -> None:
 def check_text(text: str, source: str) -> None:
     if not text.strip():
         raise InputError("no text (the file holds only whitespace)", source=source)
+
+
+def read_source(data: bytes, source: str, encoding: str | None = None) -> tuple[str, SourceMap, list[str]]:
+    """A marked-up or structured file's text before its own parsing: decoded (:func:`decode_source`),
+    refused when it holds no text (:func:`check_text`), line breaks as ``\\n``; with the map from that text
+    back to the file's characters and the decoding warnings."""
+    raw, warns = decode_source(data, source, encoding)
+    check_text(raw, source)
+    return normalize_newlines(raw), SourceMap.identity(len(raw)).apply(newline_edits(raw)), warns
 
 
 def load_text(data: bytes, source: str, **options) -> Document:

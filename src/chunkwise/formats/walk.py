@@ -85,21 +85,21 @@ def under(source: str, folders: Iterable[str]) -> bool:
     return False
 
 
+#: the kinds of file a walk does not read, by the ``stat`` test that recognises each
+_SPECIAL_KINDS = (
+    (stat.S_ISFIFO, "FIFO (named pipe)"),
+    (stat.S_ISCHR, "character device"),
+    (stat.S_ISBLK, "block device"),
+    (stat.S_ISSOCK, "socket"),
+    (stat.S_ISDIR, "directory"),
+)
+
+
 def file_kind(mode: int) -> str | None:
     """What a non-regular file is (``"FIFO (named pipe)"``...), or ``None`` for a regular file."""
     if stat.S_ISREG(mode):
         return None
-    if stat.S_ISFIFO(mode):
-        return "FIFO (named pipe)"
-    if stat.S_ISCHR(mode):
-        return "character device"
-    if stat.S_ISBLK(mode):
-        return "block device"
-    if stat.S_ISSOCK(mode):
-        return "socket"
-    if stat.S_ISDIR(mode):
-        return "directory"
-    return "special file"
+    return next((kind for test, kind in _SPECIAL_KINDS if test(mode)), "special file")
 
 
 def _os_problem(exc: OSError) -> str:
@@ -169,6 +169,18 @@ class Found:
     source: str
     path: str | None = None
     error: InputError | None = None
+
+
+def file_sizes(found: Iterable[Found]) -> dict[str, int]:
+    """Bytes of each listed file (source -> size; 0 where it cannot be read), for a progress estimate."""
+    sizes: dict[str, int] = {}
+    for item in found:
+        if item.path and item.path != "-":
+            try:
+                sizes[item.source] = os.stat(item.path).st_size
+            except OSError:
+                sizes[item.source] = 0
+    return sizes
 
 
 class SkippedFilesWarning(UserWarning):
@@ -303,6 +315,7 @@ def _folder_problem(exc: OSError) -> Found:
 
 
 __all__ = [
+    "file_sizes",
     "UnreadableFolder",
     "Found",
     "Skipped",

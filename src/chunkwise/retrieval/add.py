@@ -182,14 +182,9 @@ def iter_inputs(
 
 def input_sizes(docs: list[Document], found: list) -> dict[str, int]:
     """Bytes of each input (source -> size), for the progress estimate; 0 where unknown."""
-    sizes = {d.source: len(d.text) for d in docs}
-    for item in found:
-        if item.path and item.path != "-":
-            try:
-                sizes[item.source] = os.stat(item.path).st_size
-            except OSError:
-                sizes[item.source] = 0
-    return sizes
+    from ..formats.walk import file_sizes
+
+    return {d.source: len(d.text) for d in docs} | file_sizes(found)
 
 
 def collect_files(paths: list[str], include, exclude, all_files: bool, code: bool = False) -> list:

@@ -38,7 +38,7 @@ from .collection_config import check_add_options, differences
 from .lazy_embedder import LazyEmbedder, makes_recorded
 from .progress import Progress
 from .results import IndexReport, SearchResult
-from .search import check_search, dense_results, hybrid_results
+from .search import check_search, ranked_results
 
 if TYPE_CHECKING:
     from .add import AddRequest, AddSettings
@@ -367,10 +367,7 @@ class Index:
         embedder = self.embedder(config_record)
         qvec = query_vectors(embedder, [query])[0]  # E5 reads a query unlike a document
         depth = max(k, run.rerank_depth) if run.rerank else k
-        if run.hybrid:
-            results = hybrid_results(self.store, query, qvec, depth, filter, run, run.sections)
-        else:
-            results = dense_results(self.store, qvec, depth, filter, query if run.sections else None)
+        results = ranked_results(self.store, query, qvec, depth, filter, run)
         if not run.rerank:
             return results
         from .rerank import rerank_results  # a second stage's models load only when one is asked for

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError, InputError
-from ..pipeline.config import DEFAULT_FUSION, DENSE_WEIGHT, RRF_K, PipelineConfig
+from ..pipeline.config import PipelineConfig
 from ..store.base import Hit, Store
 from ..validation import Interval, check
 from .fusion import ZSCORE_DEPTH, fuse_candidates_zscore, reciprocal_rank_fusion
@@ -49,22 +49,15 @@ class Ranking:
 
 
 def rank_candidates(
-    store: Store,
-    query: str,
-    qvec: np.ndarray,
-    k: int,
-    filter: str | None,
-    hybrid: bool = True,
-    fusion: str = DEFAULT_FUSION,
-    dense_weight: float = DENSE_WEIGHT,
-    rrf_k: int = RRF_K,
-    sections: bool = True,
+    store: Store, query: str, qvec: np.ndarray, k: int, filter: str | None, run: PipelineConfig
 ) -> Ranking:
     """The one ranking behind ``Index.search`` and ``chunkwise eval`` (so what ``eval`` measures is what
-    ``search`` returns): vectors alone, or BM25 and vectors fused (``fusion``: ``"zscore"`` or ``"rrf"``);
-    with ``sections``, the chunks of the sections the query names by a key first
+    ``search`` returns), as the retrieval settings of ``run`` (a checked configuration) say: vectors alone, or
+    BM25 and vectors fused (``fusion``: ``"zscore"`` with ``dense_weight`` or ``"rrf"`` with ``rrf_k``); with
+    ``sections`` and a query, the chunks of the sections the query names by a key first
     (:mod:`chunkwise.retrieval.sections`). How deep each side is read depends on ``k`` as in ``search``."""
-    members = key_members(store, query, filter) if sections else []
+    hybrid, fusion, dense_weight, rrf_k = run.hybrid, run.fusion, run.dense_weight, run.rrf_k
+    members = key_members(store, query, filter) if run.sections and query else []
     if not hybrid:
         if not members:
             hits = store.search_vector(qvec, k, filter)
@@ -109,30 +102,11 @@ def _results(store: Store, ranking: Ranking, k: int) -> list[SearchResult]:
     ]
 
 
-def dense_results(
-    store: Store, qvec: np.ndarray, k: int, filter: str | None, query: str | None = None
+def ranked_results(
+    store: Store, query: str, qvec: np.ndarray, k: int, filter: str | None, run: PipelineConfig
 ) -> list[SearchResult]:
-    """The ``k`` chunks nearest to the query vector, by cosine similarity; given the ``query``, the chunks of
-    the sections it names by a key come first (:mod:`chunkwise.retrieval.sections`)."""
-    ranking = rank_candidates(store, query or "", qvec, k, filter, hybrid=False, sections=bool(query))
-    return _results(store, ranking, k)
+    """The ``k`` best chunks as ``run``'s retrieval settings rank them (:func:`rank_candidates`)."""
+    return _results(store, rank_candidates(store, query, qvec, k, filter, run), k)
 
 
-def hybrid_results(
-    store: Store,
-    query: str,
-    qvec: np.ndarray,
-    k: int,
-    filter: str | None,
-    run: PipelineConfig,
-    sections: bool = True,
-) -> list[SearchResult]:
-    """The ``k`` best chunks by BM25 and vectors fused as ``run`` says (its ``fusion``, ``"zscore"`` with
-    ``dense_weight`` or ``"rrf"`` with ``rrf_k``; a checked configuration); with
-    ``sections``, the chunks of the sections the query names by a key first
-    (:mod:`chunkwise.retrieval.sections`)."""
-    ranking = rank_candidates(store, query, qvec, k, filter, True, run.fusion, run.dense_weight, run.rrf_k, sections)
-    return _results(store, ranking, k)
-
-
-__all__ = ["check_search", "dense_results", "hybrid_results", "rank_candidates", "Ranking"]
+__all__ = ["check_search", "ranked_results", "rank_candidates", "Ranking"]

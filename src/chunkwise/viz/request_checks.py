@@ -35,7 +35,7 @@ class RequestError(Exception):
 def request_models() -> tuple[Any, Any, Any, Any]:
     """The request bodies. Unknown fields are refused (422 naming them): a misplaced ``max_tokens`` at the
     top level used to be ignored in silence, chunking at the default size."""
-    from pydantic import BaseModel, ConfigDict, Field
+    from pydantic import BaseModel, ConfigDict, Field, create_model
 
     class Strict(BaseModel):
         model_config = ConfigDict(extra="forbid")
@@ -58,23 +58,23 @@ def request_models() -> tuple[Any, Any, Any, Any]:
 
     class Retrieval(Strict):
         k: int = Field(5, ge=1, le=100)
-        hybrid: bool = True  # as `chunkwise search`: BM25 + vectors unless the request says false
-        # how hybrid retrieval fuses (None: Index.search's defaults), so `search --server` retrieves as locally
-        fusion: str | None = None
-        rrf_k: int | None = Field(None, ge=1)
-        dense_weight: float | None = None
-        # the second stage (None: none); `cross:PATH` names a file on the server, so it is refused over HTTP
-        rerank: str | None = Field(None, max_length=100)
-        rerank_depth: int | None = Field(None, ge=1, le=100)
-        # the section-first pass (None: on, as Index.search)
-        sections: bool | None = None
 
         def options(self) -> dict[str, Any]:
-            if (self.rerank or "").strip().startswith("cross:"):
+            """``k`` and the retrieval settings the request gives, each checked by its declaration (400
+            naming it); the ones it leaves out take ``Index.search``'s defaults, as ``chunkwise search``."""
+            from ..errors import ConfigError
+            from ..pipeline.config import SETTINGS, stage_names
+
+            if (getattr(self, "rerank", None) or "").strip().startswith("cross:"):
                 raise RequestError(400, "rerank 'cross:PATH' names a file; only maxsim or llm over HTTP")
-            given = {"fusion": self.fusion, "rrf_k": self.rrf_k, "dense_weight": self.dense_weight}
-            given |= {"rerank": self.rerank, "rerank_depth": self.rerank_depth, "sections": self.sections}
-            return {"k": self.k, "hybrid": self.hybrid, **{n: v for n, v in given.items() if v is not None}}
+            given = {n: getattr(self, n) for n in stage_names("search") if getattr(self, n) is not None}
+            try:
+                checked = {n: SETTINGS[n].check(n, v) for n, v in given.items()}
+            except ConfigError as exc:
+                raise RequestError(400, str(exc)) from None
+            return {"k": self.k, **checked}
+
+    Retrieval = create_model("Retrieval", __base__=Retrieval, **retrieval_fields())  # type: ignore[misc]
 
     class SearchRequest(Retrieval):
         query: str = Field(..., min_length=1, max_length=2000)
@@ -84,6 +84,32 @@ def request_models() -> tuple[Any, Any, Any, Any]:
         min_score: float | None = Field(None, description="cosine threshold (default: ask's, 0.15)")
 
     return StrategySpec, ChunkRequest, SearchRequest, AskRequest
+
+
+#: what a request may ask of a retrieval setting beyond its declaration's check: the server's own limits
+#: (a client cannot make it rerank more than 100 candidates, or send a 1 MB reranker name)
+HTTP_LIMITS: dict[str, dict[str, Any]] = {
+    "rrf_k": {"ge": 1},
+    "rerank": {"max_length": 100},
+    "rerank_depth": {"ge": 1, "le": 100},
+}
+
+
+def retrieval_fields() -> dict[str, Any]:
+    """A request field for every retrieval setting (stage ``"search"`` of :class:`~chunkwise.pipeline.
+    PipelineConfig`): typed by its declared default, described by its help, ``None`` when not given (the
+    declaration's default then holds), bounded by :data:`HTTP_LIMITS`; a setting declared for ``search``
+    reaches ``/search`` and ``/ask`` with nothing written here."""
+    from pydantic import Field
+
+    from ..pipeline.config import SETTINGS, stage_names
+
+    out: dict[str, Any] = {}
+    for name in stage_names("search"):
+        st = SETTINGS[name]
+        kind = str if st.default is None else type(st.default)
+        out[name] = (kind | None, Field(None, description=st.flag_help(name), **HTTP_LIMITS.get(name, {})))
+    return out
 
 
 def check_text_length(text: str) -> None:
