@@ -256,3 +256,22 @@ def test_tune_with_zscore_fusion_round_trips(dataset, tmp_path, capsys):  # noqa
         ["-q", "eval", dataset.path, "--strategy", "fixed", "--hybrid", "--fusion", "zscore", "--dense-weight", "1.5"]
     )
     assert rc != 0 and "dense_weight must be" in capsys.readouterr().err
+
+
+def test_tune_flags_override_its_config_file(tmp_path):
+    """``tune --config FILE`` starts from the file; a flag given changes that setting, as for ``search``
+    (a ``--run`` of ``eval`` keeps its own values instead)."""
+    from chunkwise.cli import build_parser
+    from chunkwise.cli.eval_common import _shared_spec
+    from chunkwise.cli.evaluate import _tune_fixed
+
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps({"strategy": "fixed", "params": {"max_tokens": 8}, "run": {"fusion": "rrf", "rrf_k": 7}}))
+    args = build_parser().parse_args(
+        ["tune", str(tmp_path), "--config", str(cfg), "--fusion", "zscore", "--dense-weight", "0.6"]
+    )
+    fixed = _tune_fixed(args, _shared_spec(args), {"overlap": [0, 2]})
+    assert "fusion" not in fixed and fixed["dense_weight"] == 0.6  # zscore, the default, is not listed
+    args = build_parser().parse_args(["tune", str(tmp_path), "--config", str(cfg)])
+    fixed = _tune_fixed(args, _shared_spec(args), {"overlap": [0, 2]})
+    assert fixed["fusion"] == "rrf" and fixed["rrf_k"] == 7

@@ -156,13 +156,14 @@ def flag_settings(args) -> dict:
     return {name: v for name, v in checked.items() if v is not None}
 
 
-def apply_flag_settings(spec, given: dict) -> None:
+def apply_flag_settings(spec, given: dict, override: bool = False) -> None:
     """The flags ``given`` apply to a run that leaves the same setting at its default (a run's own value,
-    from ``--run`` or a configuration file, stands)."""
+    from ``--run`` or a configuration file, stands); with ``override``, to every setting they name (``tune``'s
+    ``--config`` is a starting point that flags change, as for ``search``)."""
     from ..pipeline.config import SETTINGS
 
     for name, value in given.items():
-        if getattr(spec, name) == SETTINGS[name].default:
+        if override or getattr(spec, name) == SETTINGS[name].default:
             setattr(spec, name, value)
 
 

@@ -174,7 +174,7 @@ def _tune_fixed(args, base, grid) -> dict:
     the run flags, less what the grid varies."""
     from ..pipeline.config import SETTINGS, stage_names
 
-    apply_flag_settings(base, flag_settings(args))
+    apply_flag_settings(base, flag_settings(args), override=True)  # flags override a --config file
     fixed = dict(base.params)
     fixed["hybrid"] = base.hybrid
     for name in stage_names("index", "search"):
