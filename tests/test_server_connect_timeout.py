@@ -62,3 +62,63 @@ def test_the_command_line_says_it_in_one_line(capsys, no_pymilvus_client, tmp_pa
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("chunkwise: error: ") and "gave up within 3 s" in err[0], err
     assert list(tmp_path.iterdir()) == []
+
+
+class _Server:
+    """A listening socket, so the TCP probe passes and the connection reaches (a fake) pymilvus."""
+
+    def __enter__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen()
+        return f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+
+    def __exit__(self, *exc):
+        self.sock.close()
+
+
+def _fake_clients(monkeypatch, failing: set[bool], code: int):
+    """pymilvus clients that fail with ``code`` when their ``dedicated`` flag is in ``failing``."""
+    import pymilvus
+    from pymilvus.exceptions import MilvusException
+
+    made = []
+
+    class Client:
+        def __init__(self, uri, token, timeout, dedicated=False):
+            made.append(dedicated)
+            self.dedicated = dedicated
+
+        def list_collections(self, timeout):
+            if self.dedicated in failing:
+                raise MilvusException(code=code, message="Fail connecting to server on 127.0.0.1")
+            return []
+
+        def get_server_version(self, timeout):
+            return "v2.5.4"
+
+    monkeypatch.setattr(pymilvus, "MilvusClient", Client)
+    return made
+
+
+def test_a_broken_shared_connection_is_tried_again_on_a_connection_of_its_own(monkeypatch):
+    from pymilvus.client.types import Status
+
+    made = _fake_clients(monkeypatch, failing={False}, code=Status.CONNECT_FAILED)
+    with _Server() as uri:
+        client, caps = connect_server(uri, None, timeout=10.0)
+    assert made == [False, True] and client.dedicated
+    assert caps is not None
+
+
+def test_other_failures_and_a_second_failure_are_not_retried(monkeypatch):
+    from pymilvus.client.types import Status
+
+    made = _fake_clients(monkeypatch, failing={False, True}, code=Status.CONNECT_FAILED)
+    with _Server() as uri, pytest.raises(ChunkwiseError, match="cannot reach the Milvus server"):
+        connect_server(uri, None, timeout=10.0)
+    assert made == [False, True]  # once more, not a loop
+    made = _fake_clients(monkeypatch, failing={False}, code=Status.UNEXPECTED_ERROR)
+    with _Server() as uri, pytest.raises(ChunkwiseError):
+        connect_server(uri, None, timeout=10.0)
+    assert made == [False]

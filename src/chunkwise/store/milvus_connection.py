@@ -17,6 +17,7 @@ import logging
 import os
 import re
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -152,6 +153,7 @@ def connect_server(uri: str, token: str | None, timeout: float) -> tuple[Any, Se
     """A client of the server at ``uri`` (checked with one call) and what that server supports."""
     import_pymilvus()
     from pymilvus import MilvusClient
+    from pymilvus.client.types import Status
     from pymilvus.exceptions import MilvusException
 
     if not re.match(r"^(https?|tcp|unix)://", uri):
@@ -160,10 +162,25 @@ def connect_server(uri: str, token: str | None, timeout: float) -> tuple[Any, Se
             source=uri,
         )
     probe_tcp(uri, min(timeout, CONNECT_TIMEOUT))
+    deadline = time.monotonic() + timeout
+
+    def opened(dedicated: bool) -> tuple[Any, str]:
+        left = max(deadline - time.monotonic(), 0.001)
+        own = {"dedicated": True} if dedicated else {}  # pymilvus's shared connection unless asked
+        client = MilvusClient(uri=uri, token=token or "", timeout=left, **own)
+        client.list_collections(timeout=left)
+        return client, client.get_server_version(timeout=left)
+
     try:
-        client = MilvusClient(uri=uri, token=token or "", timeout=timeout)
-        client.list_collections(timeout=timeout)
-        version = client.get_server_version(timeout=timeout)
+        try:
+            client, version = opened(dedicated=False)
+        except MilvusException as exc:
+            # pymilvus shares one connection per URI and token within a process; one the server has closed
+            # (a gRPC GOAWAY, seen from a loaded server) fails at once: try again, once, on a connection
+            # of this client's own, within what is left of the deadline
+            if exc.code != Status.CONNECT_FAILED or auth_failure(exc) or deadline - time.monotonic() < 1:
+                raise
+            client, version = opened(dedicated=True)
     except Exception as exc:  # MilvusException, grpc and socket errors of every kind
         auth = auth_failure(exc)
         if auth:
