@@ -61,3 +61,14 @@ def test_help_is_still_the_whole_usage(capsys):
         main(["chunk", "--help"])
     assert exc.value.code == 0
     assert len(capsys.readouterr().out.splitlines()) > 20
+
+
+def test_a_shortened_option_is_not_taken_for_the_whole_one(capsys):
+    """argparse would read ``--max-token`` as ``--max-tokens``; chunkwise names it instead."""
+    from chunkwise.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["chunk", "examples", "--max-token", "200"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2 and "unknown option --max-token (did you mean --max-tokens?)" in err[0]

@@ -10,7 +10,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Callable
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from ..errors import ChunkwiseError
 
@@ -92,7 +92,14 @@ class Parser(argparse.ArgumentParser):
 
     ``chunk --help`` and ``viz --help`` end with every strategy's parameters, generated from the strategy
     classes; building ``chunkwise --help`` (which registers every command) must not import them, numpy and
-    the tokenizers. Sub-parsers are made with the parent's class, so every command gets this."""
+    the tokenizers. Sub-parsers are made with the parent's class, so every command gets this.
+
+    Options are never abbreviated: ``--max-token`` is an unknown option with a "did you mean --max-tokens",
+    not silently taken for it (and a script's shortened option cannot change meaning when an option is added)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     @property
     def epilog(self) -> str | None:
