@@ -251,4 +251,6 @@ def test_the_web_api_search_body_takes_every_retrieval_setting(tmp_path, monkeyp
         assert client.post("/search", json={"query": "bees"}).status_code == 200
         assert name not in calls[-1]  # not given: Index.search's default, the declaration's
         schema = client.get("/openapi.json").json()["components"]["schemas"]["SearchRequest"]["properties"]
-        assert schema[name]["description"] == SETTINGS[name].flag_help(name)
+        assert schema[name]["description"] == SETTINGS[name].field_help()  # true means on, not the switch
+        if SETTINGS[name].switch:  # a JSON boolean, not a string that reads like one
+            assert client.post("/search", json={"query": "bees", name: "yes"}).status_code == 422

@@ -182,3 +182,20 @@ def test_every_deprecation_warning_in_the_package_is_worded_by_the_table():
             if not (isinstance(first, ast.Call) and ast.unparse(first.func) == "deprecation_message"):
                 offenders.append(f"{path.relative_to(root)}:{node.lineno}")
     assert offenders == []
+
+
+@pytest.mark.parametrize(
+    ("module", "cls", "new"),
+    [
+        ("semantic", "SemanticChunker", "break_distance"),
+        ("maxmin", "MaxMinChunker", "break_similarity"),
+        ("cohesion", "CohesionChunker", "break_reward"),
+    ],
+)
+def test_a_constructor_given_the_old_and_the_new_name_refuses_both(module, cls, new):
+    import importlib
+
+    chunker = getattr(importlib.import_module(f"chunkwise.strategies.{module}"), cls)
+    with pytest.raises(chunkwise.errors.ConfigError, match=rf"give '{new}' only \('structure_bonus' is its old name\)"):
+        chunker(embedder=FakeEmbedder(), structure_bonus=0.05, **{new: 0.07})
+    assert getattr(chunker(embedder=FakeEmbedder(), **{new: 0.07}), new) == 0.07

@@ -275,3 +275,12 @@ def test_tune_flags_override_its_config_file(tmp_path):
     args = build_parser().parse_args(["tune", str(tmp_path), "--config", str(cfg)])
     fixed = _tune_fixed(args, _shared_spec(args), {"overlap": [0, 2]})
     assert fixed["fusion"] == "rrf" and fixed["rrf_k"] == 7
+
+
+def test_eval_flags_override_its_config_file(dataset, tmp_path, capsys):  # noqa: F811
+    cfg = tmp_path / "c.json"
+    run = {"fusion": "rrf", "rrf_k": 7}
+    cfg.write_text(json.dumps({"strategy": "fixed", "params": {"max_tokens": 8, "tokenizer": "words"}, "run": run}))
+    assert main(["-q", "eval", dataset.path, "--config", str(cfg), "--rrf-k", "9", "--format", "json"]) == 0
+    (only,) = json.loads(capsys.readouterr().out)["runs"]
+    assert only["config"]["run"]["rrf_k"] == 9 and only["config"]["run"]["fusion"] == "rrf"

@@ -395,3 +395,43 @@ def test_auto_widens_text_without_layout_and_leaves_sections_alone():
             assert GAP.join(text[a:b] for a, b in auto.pieces) == auto.text  # exact provenance
     assert reader_expand(None, 2000) == "auto" and reader_expand(None, None) is None
     assert reader_expand("none", 2000) == "none" and reader_expand("section", None) == "section"
+
+
+PLAIN = " ".join(f"Line {i} says the lamp needs care number {i}." for i in range(40))
+
+
+@pytest.fixture
+def plain_kb(tmp_path, monkeypatch):
+    """Plain text without headings or pages: what a budget without a mode widens by one chunk each side."""
+    monkeypatch.setattr(chunkwise.embeddings, "get_embedder", lambda name=None, **kw: FakeEmbedder())
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "kb").mkdir()
+    (tmp_path / "kb" / "notes.txt").write_text(PLAIN, encoding="utf-8")
+    assert main(["index", "kb", "--strategy", "recursive", "--max-tokens", "8", "--tokenizer", "words", "-q"]) == 0
+    return tmp_path
+
+
+def _ask_passage(capsys, *flags: str) -> dict:
+    capsys.readouterr()
+    argv = ["ask", "care number 17", "-k", "1", "--dense", "--format", "json", "--min-score", "0", *flags]
+    assert main(argv) == 0
+    (passage,) = json.loads(capsys.readouterr().out)["passages"]
+    return passage
+
+
+def test_cli_ask_expand_none_keeps_the_hit_alone_under_a_budget(plain_kb, capsys):
+    widened = _ask_passage(capsys, "--budget", "2k")  # by document kind: neighbors:1 in plain text
+    alone = _ask_passage(capsys, "--budget", "2k", "--expand", "none")
+    assert widened["end"] - widened["start"] > alone["end"] - alone["start"]
+    assert PLAIN[alone["start"] : alone["end"]] == alone["text"]
+    (plain_kb / "cfg.json").write_text(json.dumps({"run": {"budget": 2000}}), encoding="utf-8")
+    assert _ask_passage(capsys, "--config", "cfg.json", "--expand", "none")["end"] == alone["end"]
+
+
+def test_cli_budget_none_lifts_a_config_files_budget(plain_kb, capsys):
+    (plain_kb / "cfg.json").write_text(json.dumps({"run": {"budget": 2000}}), encoding="utf-8")
+    capsys.readouterr()
+    assert main(["search", "care number 17", "-k", "1", "--dense", "--config", "cfg.json"]) == 0
+    assert capsys.readouterr().out.startswith("[1] ")  # passages within the file's budget
+    assert main(["search", "care number 17", "-k", "1", "--dense", "--config", "cfg.json", "--budget", "none"]) == 0
+    assert capsys.readouterr().out.startswith("#1 ")  # the hits themselves: no budget, no expansion

@@ -224,7 +224,7 @@ def run_ask(args: argparse.Namespace) -> int:
     url = remote.server_url(args)
     if url and args.interactive:
         raise ConfigError("--interactive opens the index here; a --server is already warm: drop one of them")
-    if url and widen:
+    if url and {k: v for k, v in widen.items() if v != "none"}:
         raise ConfigError(
             "--expand and --budget (or a --config's expand/budget) are applied here, not sent to a "
             "--server: drop them or the --server"

@@ -129,7 +129,9 @@ def _specs(args):
     given = flag_settings(args)
     specs = []
     if not args.runs or _shared_flags_given(args):
-        specs.append(_shared_spec(args))
+        shared = _shared_spec(args)
+        apply_flag_settings(shared, given, override=True)  # flags override --config, as for search and tune
+        specs.append(shared)
     for text in args.runs:
         label, sep, path = text.partition("=")
         if not sep or ":" in label:  # no LABEL= prefix (a spec's own key=value lies after its ':')
@@ -158,8 +160,8 @@ def flag_settings(args) -> dict:
 
 def apply_flag_settings(spec, given: dict, override: bool = False) -> None:
     """The flags ``given`` apply to a run that leaves the same setting at its default (a run's own value,
-    from ``--run`` or a configuration file, stands); with ``override``, to every setting they name (``tune``'s
-    ``--config`` is a starting point that flags change, as for ``search``)."""
+    from ``--run`` or a configuration file, stands); with ``override``, to every setting they name
+    (``eval``'s and ``tune``'s ``--config`` is a starting point that flags change, as for ``search``)."""
     from ..pipeline.config import SETTINGS
 
     for name, value in given.items():

@@ -389,7 +389,8 @@ def retrieval_settings(args: argparse.Namespace) -> dict:
 
 def expand_settings(args: argparse.Namespace) -> dict:
     """``Index.expand``'s (and ``Index.ask``'s) ``expand`` and ``budget``: a ``--config`` file's, overridden
-    by the flags given (``--expand none`` turns a file's expansion off); with a budget and no mode, the
+    by the flags given (``--expand none`` turns a file's expansion off, ``--budget none`` its budget); with a
+    budget and no mode, the
     expansion by document kind (:func:`~chunkwise.pipeline.config.reader_expand`)."""
     from ..pipeline.config import PipelineConfig, reader_expand
     from .options import pipeline_config
@@ -397,11 +398,13 @@ def expand_settings(args: argparse.Namespace) -> dict:
     config = pipeline_config(args.config) if getattr(args, "config", None) else PipelineConfig()
     flag = getattr(args, "expand", None)
     budget = getattr(args, "budget", None)
-    options = config.with_settings(budget=budget).expand_options()
+    unlimited = isinstance(budget, str) and budget.strip().lower() == "none"  # lifts a --config's budget
+    options = config.with_settings(budget=None if unlimited else budget).expand_options()
+    if unlimited:
+        options["budget"] = None
     if flag is not None:
         options["expand"] = PipelineConfig(expand=flag).validate().expand
-    mode = reader_expand(options["expand"], options["budget"])
-    options["expand"] = None if mode == "none" else mode
+    options["expand"] = reader_expand(options["expand"], options["budget"])  # "none": the hits alone
     return options
 
 
@@ -417,14 +420,15 @@ def run_search(args: argparse.Namespace) -> int:
     from . import remote
     from .search_output import format_passages, print_results
 
+    mode = None if widen["expand"] == "none" else widen["expand"]  # search hands on the hits as they are
     url = remote.server_url(args)
     if url:
-        if widen["expand"] is not None or widen["budget"] is not None:
+        if mode is not None or widen["budget"] is not None:
             raise ConfigError("--expand and --budget are not sent to a --server yet: search locally for them")
         return print_results(args, remote.search(args, url, settings))
     with open_index(args) as index:
         results = index.search(args.query, k=args.k, filter=args.filter, **settings)
-        if widen["expand"] is not None or widen["budget"] is not None:
-            passages = index.expand(results, widen["expand"], widen["budget"])
+        if mode is not None or widen["budget"] is not None:
+            passages = index.expand(results, mode, widen["budget"])
             return print_results(args, passages, format_passages)
     return print_results(args, results)

@@ -219,6 +219,11 @@ class Setting:
         """An on/off setting (its declared default is ``True`` or ``False``): its flag takes no value."""
         return type(self.default) is bool
 
+    def field_help(self) -> str:
+        """A JSON field's description (the web API's request bodies): the help and the default as JSON
+        writes it (``true`` means on; a flag's help may name the switch that turns it off instead)."""
+        return f"{self.help} (default: {json.dumps(self.default)})"
+
     def flag_name(self, name: str) -> str:
         """The command-line flag of setting ``name`` (``""``: none)."""
         return self.flag if self.flag is not None else "--" + name.replace("_", "-")

@@ -169,9 +169,15 @@ class Strategy:
         :attr:`renamed_params` (with the one deprecation warning): how a constructor takes an old name."""
         if value is None:
             return current
+        import inspect
+
         from ..deprecation import warn_renamed
 
-        warn_renamed(old, self.renamed_params[old], f"strategy {self.name!r}", stacklevel=4)
+        new, where = self.renamed_params[old], f"strategy {self.name!r}"
+        default = inspect.signature(type(self).__init__).parameters[new].default
+        if current != default:  # both names given: which one was meant is unknowable, as in ``renamed``
+            raise ConfigError(f"{where}: give {new!r} only ({old!r} is its old name)")
+        warn_renamed(old, new, where, stacklevel=4)
         return value
 
     def config_params(self) -> dict[str, Any]:

@@ -108,7 +108,11 @@ def retrieval_fields() -> dict[str, Any]:
     for name in stage_names("search"):
         st = SETTINGS[name]
         kind = str if st.default is None else type(st.default)
-        out[name] = (kind | None, Field(None, description=st.flag_help(name), **HTTP_LIMITS.get(name, {})))
+        limits: dict[str, Any] = dict(HTTP_LIMITS.get(name, {}))
+        if st.switch:
+            limits["strict"] = True  # a JSON true or false, not "yes"
+        field = Field(None, description=st.field_help(), **limits)
+        out[name] = (kind | None, field)
     return out
 
 
