@@ -390,8 +390,7 @@ def retrieval_settings(args: argparse.Namespace) -> dict:
 def expand_settings(args: argparse.Namespace) -> dict:
     """``Index.expand``'s (and ``Index.ask``'s) ``expand`` and ``budget``: a ``--config`` file's, overridden
     by the flags given (``--expand none`` turns a file's expansion off, ``--budget none`` its budget); with a
-    budget and no mode, the
-    expansion by document kind (:func:`~chunkwise.pipeline.config.reader_expand`)."""
+    budget and no mode, the expansion by document kind (:func:`~chunkwise.pipeline.config.reader_expand`)."""
     from ..pipeline.config import PipelineConfig, reader_expand
     from .options import pipeline_config
 

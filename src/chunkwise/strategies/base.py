@@ -174,8 +174,8 @@ class Strategy:
         from ..deprecation import warn_renamed
 
         new, where = self.renamed_params[old], f"strategy {self.name!r}"
-        default = inspect.signature(type(self).__init__).parameters[new].default
-        if current != default:  # both names given: which one was meant is unknowable, as in ``renamed``
+        declared = inspect.signature(type(self).__init__).parameters.get(new)
+        if declared is not None and current != declared.default:  # both names given: as in ``renamed``
             raise ConfigError(f"{where}: give {new!r} only ({old!r} is its old name)")
         warn_renamed(old, new, where, stacklevel=4)
         return value
