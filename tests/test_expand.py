@@ -202,14 +202,19 @@ def test_bad_modes_and_budgets_are_one_clear_error():
         expand_chunks([], lambda d: [], "section", budget=0)
 
 
-@pytest.fixture
-def kb(tmp_path, monkeypatch):
+def _indexed_kb(tmp_path, monkeypatch, name: str, text: str):
+    """A folder ``kb`` holding ``name`` indexed from the command line with a fake embedder, as the cwd."""
     monkeypatch.setattr(chunkwise.embeddings, "get_embedder", lambda name=None, **kw: FakeEmbedder())
     monkeypatch.chdir(tmp_path)
     (tmp_path / "kb").mkdir()
-    (tmp_path / "kb" / "manual.md").write_text(MANUAL, encoding="utf-8")
+    (tmp_path / "kb" / name).write_text(text, encoding="utf-8")
     assert main(["index", "kb", "--strategy", "recursive", "--max-tokens", "8", "--tokenizer", "words", "-q"]) == 0
     return tmp_path
+
+
+@pytest.fixture
+def kb(tmp_path, monkeypatch):
+    return _indexed_kb(tmp_path, monkeypatch, "manual.md", MANUAL)
 
 
 def test_cli_search_expand_prints_passages_with_their_offsets(kb, capsys):
@@ -403,12 +408,7 @@ PLAIN = " ".join(f"Line {i} says the lamp needs care number {i}." for i in range
 @pytest.fixture
 def plain_kb(tmp_path, monkeypatch):
     """Plain text without headings or pages: what a budget without a mode widens by one chunk each side."""
-    monkeypatch.setattr(chunkwise.embeddings, "get_embedder", lambda name=None, **kw: FakeEmbedder())
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "kb").mkdir()
-    (tmp_path / "kb" / "notes.txt").write_text(PLAIN, encoding="utf-8")
-    assert main(["index", "kb", "--strategy", "recursive", "--max-tokens", "8", "--tokenizer", "words", "-q"]) == 0
-    return tmp_path
+    return _indexed_kb(tmp_path, monkeypatch, "notes.txt", PLAIN)
 
 
 def _ask_passage(capsys, *flags: str) -> dict:
