@@ -1,6 +1,6 @@
 """The Milvus layout derived from the chunk field table is the layout indexes already have.
 
-Rows, the chunk collection's schema and the fields every hit returns are derived from ``CHUNK_FIELDS``
+Rows, the chunk collection's schema and the fields every hit returns are derived from the chunk field table
 (``store/rows.py``, ``store/milvus_schema.py``). The tables below are the layout as it was written by hand
 before; an index made before the derivation must read and write exactly as it did.
 """
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import chunkwise.store.milvus_schema as milvus_schema
-from chunkwise.document import CHUNK_FIELDS, Chunk, Document
+from chunkwise.document import CHUNK_FIELDS, Chunk, Document, FieldSpec
 from chunkwise.store.rows import CHUNK_COLUMNS, COLUMN_FIELDS, ROW_COLUMNS, VIDEO_FIELDS, chunk_rows
 
 #: (column, DataType name, add_field arguments) of the chunk collection as written by hand before
@@ -67,10 +67,13 @@ def test_both_clients_schemas_have_every_column_and_the_bm25_function(build):
     assert without == set(HAND_WRITTEN)
 
 
-def test_a_chunk_field_without_a_column_type_is_refused(monkeypatch):
-    monkeypatch.setattr(milvus_schema, "CHUNK_COLUMNS", (*CHUNK_COLUMNS, "new_field"))
-    with pytest.raises(TypeError, match="new_field"):
-        milvus_schema.column_types(8, True, True)
+@pytest.mark.parametrize(
+    ("spec", "missing"),
+    [(FieldSpec("lang", "str"), "max_bytes"), (FieldSpec("tags", "strs", max_bytes=32), "max_items")],
+)
+def test_a_chunk_field_without_its_column_caps_is_refused(spec, missing):
+    with pytest.raises(TypeError, match=f"'{spec.name}'.*{missing}"):
+        milvus_schema.field_type(spec)
 
 
 def test_a_row_has_exactly_the_columns():

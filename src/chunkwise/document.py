@@ -11,6 +11,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -203,34 +204,121 @@ def page_label(source: str | None) -> str:
     return "cell " if name.endswith(".ipynb") else "slide " if name.endswith(".pptx") else "p"
 
 
-#: The fields of a chunk that are written to JSONL and stored in an index, in this order.
-CHUNK_FIELDS = (
-    "id",
-    "doc_id",
-    "source",
-    "index",
-    "start",
-    "end",
-    "text",
-    "token_count",
-    "page_start",
-    "page_end",
-    "section",
-    "strategy",
-    "start_time",
-    "end_time",
-    "speakers",
-    "context",
-    "start_frame",
-    "end_frame",
-    "track_ids",
-    "classes",
-    "source_start",
-    "source_end",
+#: Milvus VARCHAR limit (bytes): the cap of a free-text chunk field's column
+MAX_VARCHAR = 65535
+#: how a heading path (``section``) is joined where a list cannot go: a Milvus column, adapter metadata
+PATH_SEPARATOR = " > "
+#: what a field's values are: ``str``, ``int``, ``float``, ``path`` (a list of headings, stored joined by
+#: :data:`PATH_SEPARATOR`), ``strs``/``ints`` (lists)
+FIELD_KINDS = ("str", "int", "float", "path", "strs", "ints")
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    """One field of a chunk: every fact about it that the JSON, the store's rows, the Milvus schema, search
+    results, filters and adapters need. Each of them derives what it does from :data:`CHUNK_FIELD_TABLE`, so
+    a new field is one row there (``chunkwise.store.milvus_schema`` turns a kind into a column type)."""
+
+    name: str
+    kind: str
+    #: UTF-8 bytes a value (``str``, ``path``) or each item (``strs``) may take in its column
+    max_bytes: int | None = None
+    #: items a list (``strs``) may hold in its column
+    max_items: int | None = None
+    #: ``None`` allowed: how a server without nullable fields stores it (real values never equal it); a
+    #: value equal to it is stored as null. ``None``: the column is NOT NULL
+    null: Any = None
+    #: the column's name, and the key in a search result's JSON (default: the field's name)
+    column: str | None = None
+    #: every stored row has it (a collection made by an older version may lack the others)
+    required: bool = False
+    #: the primary key
+    primary: bool = False
+    #: a value over ``max_bytes``/``max_items`` is cut to fit when stored (else it is stored as it is)
+    clip: bool = False
+    #: ``Index.search(where=...)`` may compare it
+    filter: bool = False
+    #: kept in the row's ``metadata["video"]`` instead of a column of its own (only clips have them)
+    video: bool = False
+    #: an adapter hands it on as metadata (the chunk's text and context are the chunk, not metadata)
+    metadata: bool = True
+
+    def __post_init__(self) -> None:
+        if self.kind not in FIELD_KINDS:
+            raise TypeError(f"chunk field {self.name!r}: kind must be one of {', '.join(FIELD_KINDS)}")
+
+    @property
+    def key(self) -> str:
+        """The column, and the search result's JSON key."""
+        return self.column or self.name
+
+    @property
+    def nullable(self) -> bool:
+        return self.null is not None or self.video
+
+    @property
+    def is_list(self) -> bool:
+        return self.kind in ("path", "strs", "ints")
+
+    def empty(self) -> Any:
+        """A chunk's value when none is given (and a stored row's when its column is missing)."""
+        if self.nullable:
+            return None
+        return [] if self.is_list else {"str": "", "int": 0, "float": 0.0}[self.kind]
+
+    def copy(self, value: Any) -> Any:
+        """``value`` as JSON holds it: a list copied (so a caller cannot change the chunk through it)."""
+        return list(value) if self.is_list and value is not None else value
+
+
+#: The chunk field table: the fields written to JSONL and stored in an index, in this order, each with what
+#: storing and writing it needs. Adding a chunk field is adding a row here.
+CHUNK_FIELD_TABLE: tuple[FieldSpec, ...] = (
+    FieldSpec("id", "str", max_bytes=64, required=True, primary=True, filter=True),
+    FieldSpec("doc_id", "str", max_bytes=64, required=True, filter=True),
+    FieldSpec("source", "str", max_bytes=MAX_VARCHAR, required=True, clip=True, filter=True),
+    FieldSpec("index", "int", column="chunk_index", required=True, filter=True),
+    FieldSpec("start", "int", required=True, filter=True),
+    FieldSpec("end", "int", required=True, filter=True),
+    FieldSpec("text", "str", max_bytes=MAX_VARCHAR, required=True, metadata=False),
+    FieldSpec("token_count", "int", required=True, filter=True),
+    FieldSpec("page_start", "int", null=-1, filter=True),
+    FieldSpec("page_end", "int", null=-1, filter=True),
+    FieldSpec("section", "path", max_bytes=8192, filter=True),
+    FieldSpec("strategy", "str", max_bytes=64, filter=True),
+    FieldSpec("start_time", "float", null=-1.0, filter=True),
+    FieldSpec("end_time", "float", null=-1.0, filter=True),
+    FieldSpec("speakers", "strs", max_bytes=256, max_items=64, clip=True, filter=True),
+    FieldSpec("context", "str", max_bytes=MAX_VARCHAR, null="", clip=True, metadata=False),
+    FieldSpec("start_frame", "int", video=True),
+    FieldSpec("end_frame", "int", video=True),
+    FieldSpec("track_ids", "ints", video=True),
+    FieldSpec("classes", "strs", video=True),
+    FieldSpec("source_start", "int", null=-1),
+    FieldSpec("source_end", "int", null=-1),
+    # a new chunk field goes above this line
 )
+#: The names of the chunk fields, in table order.
+CHUNK_FIELDS = tuple(f.name for f in CHUNK_FIELD_TABLE)
+
+
+def _table_fields(cls: type) -> type:
+    """Declare on ``cls`` every field of :data:`CHUNK_FIELD_TABLE` its body does not (keyword-only, with the
+    field's empty value): a new row of the table is a ``Chunk`` attribute with nothing else written. (The
+    fields declared in the body are the typed API; ``tests/test_field_table.py`` checks they agree.)"""
+    annotations = cls.__dict__["__annotations__"]  # the body declares some, so the dict exists
+    for spec in CHUNK_FIELD_TABLE:
+        if spec.name not in annotations:
+            annotations[spec.name] = "Any"
+            if spec.is_list and not spec.nullable:
+                setattr(cls, spec.name, field(default_factory=list, kw_only=True))
+            else:
+                setattr(cls, spec.name, field(default=spec.empty(), kw_only=True))
+    return cls
 
 
 @dataclass
+@_table_fields
 class Chunk:
     """A piece of a document: an exact slice ``doc.text[start:end]`` plus where it came from.
 
@@ -270,14 +358,20 @@ class Chunk:
     source_end: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The serialisable fields (see :data:`CHUNK_FIELDS`)."""
-        d = {name: getattr(self, name) for name in CHUNK_FIELDS}
-        d["section"] = list(d["section"])
-        d["speakers"] = list(d["speakers"])
-        for name in ("track_ids", "classes"):
-            if d[name] is not None:
-                d[name] = list(d[name])
-        return d
+        """The serialisable fields (see :data:`CHUNK_FIELD_TABLE`), lists copied."""
+        return {spec.name: spec.copy(getattr(self, spec.name)) for spec in CHUNK_FIELD_TABLE}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], by_column: bool = False) -> Chunk:
+        """The chunk :meth:`to_dict` wrote, or with ``by_column`` the one a search result's JSON holds (its
+        keys are the columns: ``chunk_index``); a list field given as ``null``, or an optional field missing
+        (JSON written before it existed), is empty."""
+        values = {}
+        for spec in CHUNK_FIELD_TABLE:
+            key = spec.key if by_column else spec.name
+            value = data[key] if spec.required else data.get(key)
+            values[spec.name] = spec.empty() if value is None and not spec.nullable else spec.copy(value)
+        return cls(**values)
 
     @property
     def embed_text(self) -> str:

@@ -84,27 +84,11 @@ def post(url: str, route: str, payload: dict[str, Any]) -> Any:
 def search(args: argparse.Namespace, url: str, settings: dict[str, Any]) -> list:
     """The server's results as :class:`~chunkwise.retrieval.index.SearchResult` objects, as ``Index.search``
     returns them locally."""
-    from ..document import CHUNK_FIELDS, Chunk
     from ..retrieval.index import SearchResult
 
     _refuse_local_only(args, {"--filter": bool(args.filter)})
     body = post(url, "/search", {"query": args.query, "k": args.k, **settings})
-    out = []
-    for d in body.get("results", []):
-        fields = {name: d["chunk_index" if name == "index" else name] for name in CHUNK_FIELDS}
-        fields["section"] = list(fields["section"] or [])
-        fields["speakers"] = list(fields["speakers"] or [])
-        out.append(
-            SearchResult(
-                rank=d["rank"],
-                score=d["score"],
-                chunk=Chunk(**fields),
-                metadata=d.get("metadata") or {},
-                vector_rank=d.get("vector_rank"),
-                bm25_rank=d.get("bm25_rank"),
-            )
-        )
-    return out
+    return [SearchResult.from_dict(d) for d in body.get("results", [])]
 
 
 def ask(args: argparse.Namespace, url: str, settings: dict[str, Any]):

@@ -11,19 +11,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..document import CHUNK_FIELDS, Chunk, Document
+from ..document import CHUNK_FIELD_TABLE, PATH_SEPARATOR, Chunk, Document
 from ..errors import ConfigError, MissingDependencyError
 from ..strategies import Strategy
 from ..strategies.factory import make_strategy
 from ..strategies.params import StrategySpec
 from ..validation import Options, check
 
-#: Chunk fields that are the chunk itself, not metadata about it
-_NOT_METADATA = ("text", "context")
-#: the chunk fields an adapter may put into metadata: bookkeeping, kept out of embedded and LLM text
-METADATA_KEYS = tuple(k for k in CHUNK_FIELDS if k not in _NOT_METADATA)
-#: how a list-valued field is joined into one string
-_JOINERS = {"section": " > "}
+#: the chunk fields an adapter may put into metadata: bookkeeping, kept out of embedded and LLM text (the
+#: field table says which: not the text and context, which are the chunk itself)
+METADATA_KEYS = tuple(spec.name for spec in CHUNK_FIELD_TABLE if spec.metadata)
+#: how a list-valued field is joined into one string (a heading path as everywhere else)
+_JOINERS = {spec.name: PATH_SEPARATOR for spec in CHUNK_FIELD_TABLE if spec.kind == "path"}
 LIST_METADATA = ("join", "keep")
 #: the frameworks' own names for the chunk size and overlap, and chunkwise's
 ECOSYSTEM_NAMES = {"chunk_size": "max_tokens", "chunk_overlap": "overlap"}

@@ -14,28 +14,20 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..document import CHUNK_FIELD_TABLE
 from ..errors import ConfigError
 from ..store.milvus import quote
 from ..validation import is_number
 
-#: field -> type of its values ("str", "int", "float", "list" for ARRAY<VARCHAR>)
+#: how each kind of chunk field (:data:`~chunkwise.document.FIELD_KINDS`) compares: "list" is ARRAY<VARCHAR>,
+#: and a heading path compares as its joined string
+_FILTER_KINDS = {"str": "str", "path": "str", "int": "int", "float": "float", "strs": "list"}
+#: field -> type of its values ("str", "int", "float", "list" for ARRAY<VARCHAR>): the chunk fields the
+#: table marks ``filter`` (under their column names), and the row's provenance
 FILTER_FIELDS = {
-    "id": "str",
-    "doc_id": "str",
-    "source": "str",
-    "section": "str",
-    "strategy": "str",
+    **{spec.key: _FILTER_KINDS[spec.kind] for spec in CHUNK_FIELD_TABLE if spec.filter},
     "embedder": "str",
     "content_hash": "str",
-    "start": "int",
-    "end": "int",
-    "chunk_index": "int",
-    "token_count": "int",
-    "page_start": "int",
-    "page_end": "int",
-    "start_time": "float",
-    "end_time": "float",
-    "speakers": "list",
 }
 COMPARISONS = ("==", "!=", "<", "<=", ">", ">=")
 #: operator -> field types it applies to

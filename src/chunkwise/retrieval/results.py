@@ -1,5 +1,5 @@
 """What :class:`~chunkwise.retrieval.index.Index` hands back: a :class:`SearchResult` per retrieved chunk
-(its JSON is every chunk field, from :data:`~chunkwise.document.CHUNK_FIELDS`) and an :class:`IndexReport`
+(its JSON is every chunk field, from :data:`~chunkwise.document.CHUNK_FIELD_TABLE`) and an :class:`IndexReport`
 per :meth:`~chunkwise.retrieval.index.Index.add`."""
 
 from __future__ import annotations
@@ -7,22 +7,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..document import CHUNK_FIELDS, Chunk
+from ..document import CHUNK_FIELD_TABLE, Chunk
 from ..store.base import Hit
 
-#: the chunk's fields a result answers for itself (``hit.text``, ``hit.page_start``...): the chunk schema
-#: (:data:`~chunkwise.document.CHUNK_FIELDS`) less ``index``, which a result names ``chunk_index``
-_CHUNK_ATTRS = tuple(name for name in CHUNK_FIELDS if name != "index")
-#: what :meth:`SearchResult.to_dict` writes, in order: rank and score, every chunk field, then the row's
-#: metadata and where each retriever ranked the hit
-RESULT_FIELDS = (
-    "rank",
-    "score",
-    *("chunk_index" if name == "index" else name for name in CHUNK_FIELDS),
-    "metadata",
-    "vector_rank",
-    "bm25_rank",
-)
+#: the chunk's fields a result answers for itself (``hit.text``, ``hit.page_start``...): every field of
+#: :data:`~chunkwise.document.CHUNK_FIELD_TABLE` under its own name (``index`` is ``chunk_index`` here,
+#: the field's key)
+_CHUNK_ATTRS = tuple(spec.name for spec in CHUNK_FIELD_TABLE if spec.key == spec.name)
+#: the result's own fields: rank and score first, then the chunk's, then these
+_HEAD = ("rank", "score")
+_TAIL = ("metadata", "vector_rank", "bm25_rank")
+#: what :meth:`SearchResult.to_dict` writes, in order: rank and score, every chunk field (under its key),
+#: then the row's metadata and where each retriever ranked the hit
+RESULT_FIELDS = (*_HEAD, *(spec.key for spec in CHUNK_FIELD_TABLE), *_TAIL)
 
 
 @dataclass
@@ -54,16 +51,22 @@ class SearchResult:
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def to_dict(self) -> dict[str, Any]:
-        chunk = self.chunk.to_dict()
-        chunk["chunk_index"] = chunk.pop("index")
-        extra = {
-            "rank": self.rank,
-            "score": self.score,
-            "metadata": dict(self.metadata),
-            "vector_rank": self.vector_rank,
-            "bm25_rank": self.bm25_rank,
-        }
-        return {name: extra[name] if name in extra else chunk[name] for name in RESULT_FIELDS}
+        out: dict[str, Any] = {"rank": self.rank, "score": self.score}
+        out.update((spec.key, spec.copy(getattr(self.chunk, spec.name))) for spec in CHUNK_FIELD_TABLE)
+        out.update(metadata=dict(self.metadata), vector_rank=self.vector_rank, bm25_rank=self.bm25_rank)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SearchResult:
+        """The result :meth:`to_dict` wrote (a server's ``/search`` JSON)."""
+        return cls(
+            rank=data["rank"],
+            score=data["score"],
+            chunk=Chunk.from_dict(data, by_column=True),
+            metadata=data.get("metadata") or {},
+            vector_rank=data.get("vector_rank"),
+            bm25_rank=data.get("bm25_rank"),
+        )
 
 
 @dataclass

@@ -2,10 +2,11 @@
 collection's.
 
 The chunk collection's columns are the row mapping's (:mod:`chunkwise.store.rows`: one column per chunk
-field of :data:`~chunkwise.document.CHUNK_FIELDS` but the video ones, then :data:`~.rows.ROW_COLUMNS`);
-this module adds only what Milvus needs to know of each, its type (:data:`COLUMN_TYPES`). A chunk field
-without a declared type stops :func:`chunk_schema` with a message naming it, so a new field is never stored
-untyped. Schema facts the server decides (nullable fields, BM25 functions) come in as arguments.
+field of :data:`~chunkwise.document.CHUNK_FIELD_TABLE` but the video ones, then :data:`~.rows.ROW_COLUMNS`).
+A chunk field's column type is read off its row of the table: its kind (:data:`KIND_TYPES`), its byte and
+item caps, whether it is the primary key, and its null value (:data:`NULL_SENTINELS`); this module holds
+only how a kind maps to a Milvus type and the types of the row's own columns (:data:`ROW_COLUMN_TYPES`).
+Schema facts the server decides (nullable fields, BM25 functions) come in as arguments.
 """
 
 from __future__ import annotations
@@ -15,51 +16,62 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from .rows import CHUNK_COLUMNS, MAX_VARCHAR, ROW_COLUMNS, SECTION_BYTES, truncate_utf8
+from ..document import FieldSpec
+from .rows import CHUNK_COLUMNS, COLUMN_SPECS, MAX_VARCHAR, ROW_COLUMNS, truncate_utf8
 
-#: bump when the schema changes incompatibly; recorded in the config row
-SCHEMA_VERSION = 2  # 2: source_start/source_end
+#: the chunk columns of schema version 2 (version 2 added source_start/source_end)
+SCHEMA_2_COLUMNS = frozenset(
+    ("id", "doc_id", "source", "chunk_index", "start", "end", "text", "token_count", "page_start", "page_end")
+    + ("section", "strategy", "start_time", "end_time", "speakers", "context", "source_start", "source_end")
+)
+#: the schema version, recorded in the config row (adding to an index of another version is refused, since
+#: its collection lacks a column): each chunk column added to the field table since version 2 counts one,
+#: so a new chunk field makes a new version by itself; raise the 2 for any other incompatible change
+SCHEMA_VERSION = 2 + len(set(CHUNK_COLUMNS) - SCHEMA_2_COLUMNS)
 CONFIG_ID = "__config__"
 #: collection property of the state collection: the fingerprint of the configuration it was created for
 CONFIG_PROPERTY = "chunkwise.config"
 STATE_SUFFIX = "__state"
-#: the type of every chunk collection column: a ``DataType`` name and its ``add_field`` arguments
-COLUMN_TYPES: dict[str, tuple[str, dict[str, Any]]] = {
-    "id": ("VARCHAR", {"is_primary": True, "max_length": 64}),
-    "doc_id": ("VARCHAR", {"max_length": 64}),
-    "source": ("VARCHAR", {"max_length": MAX_VARCHAR}),
-    "chunk_index": ("INT64", {}),
-    "start": ("INT64", {}),
-    "end": ("INT64", {}),
-    "text": ("VARCHAR", {"max_length": MAX_VARCHAR}),
-    "token_count": ("INT64", {}),
-    "page_start": ("INT64", {}),
-    "page_end": ("INT64", {}),
-    "section": ("VARCHAR", {"max_length": SECTION_BYTES}),
-    "strategy": ("VARCHAR", {"max_length": 64}),
-    "start_time": ("DOUBLE", {}),
-    "end_time": ("DOUBLE", {}),
-    "speakers": ("ARRAY", {"element_type": "VARCHAR", "max_capacity": 64, "max_length": 256}),
-    "context": ("VARCHAR", {"max_length": MAX_VARCHAR}),
-    "source_start": ("INT64", {}),
-    "source_end": ("INT64", {}),
+#: the Milvus ``DataType`` of each kind of chunk field (``path``: the headings joined into one string)
+KIND_TYPES = {"str": "VARCHAR", "path": "VARCHAR", "int": "INT64", "float": "DOUBLE", "strs": "ARRAY", "ints": "ARRAY"}
+#: the element type of a list kind's ARRAY column
+ELEMENT_TYPES = {"strs": "VARCHAR", "ints": "INT64"}
+#: the columns a row has beside the chunk fields (:data:`~.rows.ROW_COLUMNS`): a ``DataType`` name and
+#: its ``add_field`` arguments
+ROW_COLUMN_TYPES: dict[str, tuple[str, dict[str, Any]]] = {
     "indexed_text": ("VARCHAR", {"max_length": MAX_VARCHAR}),
     "embedder": ("VARCHAR", {"max_length": 512}),
     "content_hash": ("VARCHAR", {"max_length": 64}),
     "metadata": ("JSON", {}),
     "vector": ("FLOAT_VECTOR", {}),
 }
+
+
+def field_type(spec: FieldSpec) -> tuple[str, dict[str, Any]]:
+    """A chunk field's column: its ``DataType`` name and ``add_field`` arguments, from its row of the table."""
+    dtype = KIND_TYPES[spec.kind]
+    params: dict[str, Any] = {"is_primary": True} if spec.primary else {}
+    if dtype == "ARRAY":
+        if spec.max_items is None:
+            raise TypeError(f"chunk field {spec.name!r} is a list: give its max_items in the field table")
+        params.update(element_type=ELEMENT_TYPES[spec.kind], max_capacity=spec.max_items)
+        if ELEMENT_TYPES[spec.kind] == "VARCHAR":
+            params["max_length"] = spec.max_bytes or MAX_VARCHAR
+    elif dtype == "VARCHAR":
+        if spec.max_bytes is None:
+            raise TypeError(f"chunk field {spec.name!r} is a string: give its max_bytes in the field table")
+        params["max_length"] = spec.max_bytes
+    return dtype, params
+
+
+#: the type of every chunk collection column: a ``DataType`` name and its ``add_field`` arguments
+COLUMN_TYPES: dict[str, tuple[str, dict[str, Any]]] = {
+    **{spec.key: field_type(spec) for spec in COLUMN_SPECS},
+    **ROW_COLUMN_TYPES,
+}
 #: the nullable columns, and how a server without nullable fields stores ``None`` there (real values are
 #: never negative or empty)
-NULL_SENTINELS = {
-    "context": "",
-    "page_start": -1,
-    "page_end": -1,
-    "start_time": -1.0,
-    "end_time": -1.0,
-    "source_start": -1,
-    "source_end": -1,
-}
+NULL_SENTINELS = {spec.key: spec.null for spec in COLUMN_SPECS if spec.null is not None}
 #: scalar columns returned with every search hit and fetch: the chunk fields and the row's provenance
 OUTPUT_FIELDS = [*CHUNK_COLUMNS, *(c for c in ROW_COLUMNS if c not in ("indexed_text", "vector"))]
 
@@ -67,13 +79,14 @@ OUTPUT_FIELDS = [*CHUNK_COLUMNS, *(c for c in ROW_COLUMNS if c not in ("indexed_
 def column_types(dim: int, bm25: bool, nullable: bool) -> list[tuple[str, str, dict[str, Any]]]:
     """``(column, DataType name, add_field arguments)`` of the chunk collection, in row order."""
     out = []
-    for name in (*CHUNK_COLUMNS, *ROW_COLUMNS):
-        if name not in COLUMN_TYPES:
-            raise TypeError(f"chunk column {name!r} has no Milvus type: declare it in COLUMN_TYPES")
-        dtype, params = COLUMN_TYPES[name]
-        params = dict(params)
-        if name in NULL_SENTINELS:
+    for spec in COLUMN_SPECS:
+        dtype, params = field_type(spec)
+        if spec.null is not None:
             params["nullable"] = nullable
+        out.append((spec.key, dtype, params))
+    for name in ROW_COLUMNS:
+        dtype, params = ROW_COLUMN_TYPES[name]
+        params = dict(params)
         if name == "indexed_text":
             params["enable_analyzer"] = bm25
         if name == "vector":
@@ -211,10 +224,15 @@ def stable_config_hash(config: dict[str, Any]) -> str:
 
 __all__ = [
     "SCHEMA_VERSION",
+    "SCHEMA_2_COLUMNS",
     "CONFIG_ID",
     "CONFIG_PROPERTY",
     "STATE_SUFFIX",
     "COLUMN_TYPES",
+    "ROW_COLUMN_TYPES",
+    "KIND_TYPES",
+    "ELEMENT_TYPES",
+    "field_type",
     "NULL_SENTINELS",
     "OUTPUT_FIELDS",
     "column_types",

@@ -9,11 +9,11 @@ A joined path does not always split back: a heading may itself contain ``" > "``
 the path may be over the column's byte cap. Such a row also keeps the exact list in
 ``metadata["section_path"]``, which reading prefers, so every chunk comes back with the section it had.
 
-Which fields become columns is derived from the chunk field table :data:`~chunkwise.document.CHUNK_FIELDS`:
-every chunk field has a column of its name (:data:`COLUMN_NAMES` lists the one renamed) except the video
-fields (:data:`VIDEO_FIELDS`), and the row adds :data:`ROW_COLUMNS`. A new chunk field is therefore stored
-and read back without a line here; the schema (:mod:`chunkwise.store.milvus_schema`) refuses to build until
-the field's column type is declared.
+How each field is stored is read off the chunk field table :data:`~chunkwise.document.CHUNK_FIELD_TABLE`:
+its column (:attr:`~chunkwise.document.FieldSpec.key`), or the video metadata; whether it is cut to its
+byte cap; its null value; how a missing column reads. The row adds :data:`ROW_COLUMNS`. A new chunk field is
+therefore stored and read back without a line here, and its column typed by
+:mod:`chunkwise.store.milvus_schema` from its kind.
 """
 
 from __future__ import annotations
@@ -23,28 +23,27 @@ from typing import Any
 
 import numpy as np
 
-from ..document import CHUNK_FIELDS, Chunk, Document
+from ..document import CHUNK_FIELD_TABLE, MAX_VARCHAR, PATH_SEPARATOR, Chunk, Document, FieldSpec
 from ..errors import ChunkwiseError
 
-#: Milvus VARCHAR limit (bytes)
-MAX_VARCHAR = 65535
-SECTION_SEPARATOR = " > "
+SECTION_SEPARATOR = PATH_SEPARATOR
 #: bytes of the ``section`` column
-SECTION_BYTES = 8192
+SECTION_BYTES = next(f.max_bytes for f in CHUNK_FIELD_TABLE if f.name == "section")
 #: row metadata key of the exact section path, when the joined column cannot give it back
 SECTION_PATH_KEY = "section_path"
+#: the chunk fields with a column of their own, in table order
+COLUMN_SPECS = tuple(f for f in CHUNK_FIELD_TABLE if not f.video)
+#: the chunk fields kept in the row's ``metadata["video"]`` (only clips have them)
+VIDEO_SPECS = tuple(f for f in CHUNK_FIELD_TABLE if f.video)
 #: the column of a chunk field whose name differs from the field's
-COLUMN_NAMES = {"index": "chunk_index"}
-#: chunk fields kept in the row's ``metadata["video"]`` instead of columns (only clips have them)
-VIDEO_FIELDS = ("start_frame", "end_frame", "track_ids", "classes")
-#: chunk fields with a column of their own, in :data:`CHUNK_FIELDS` order
-COLUMN_FIELDS = tuple(f for f in CHUNK_FIELDS if f not in VIDEO_FIELDS)
+COLUMN_NAMES = {f.name: f.key for f in COLUMN_SPECS if f.key != f.name}
+VIDEO_FIELDS = tuple(f.name for f in VIDEO_SPECS)
+#: chunk fields with a column of their own, in table order
+COLUMN_FIELDS = tuple(f.name for f in COLUMN_SPECS)
 #: the columns of the chunk fields, in the same order
-CHUNK_COLUMNS = tuple(COLUMN_NAMES.get(f, f) for f in COLUMN_FIELDS)
+CHUNK_COLUMNS = tuple(f.key for f in COLUMN_SPECS)
 #: columns a row has beside the chunk fields: what BM25 indexes, provenance of the row, the vector
 ROW_COLUMNS = ("indexed_text", "embedder", "content_hash", "metadata", "vector")
-#: chunk fields a row always has (every other column may be missing in an older collection)
-_REQUIRED = ("id", "doc_id", "source", "text")
 
 
 def truncate_utf8(text: str, limit: int) -> str:
@@ -62,15 +61,45 @@ def jsonable(value: Any) -> Any:
 
 def video_meta(meta: dict[str, Any], c: Chunk) -> dict[str, Any]:
     """A video clip's row metadata: the document's plus its frames, track IDs and classes."""
-    video = {f: getattr(c, f) for f in VIDEO_FIELDS}
-    video.update(track_ids=list(c.track_ids or []), classes=list(c.classes or []))
+    video = {f.name: (list(getattr(c, f.name) or []) if f.is_list else getattr(c, f.name)) for f in VIDEO_SPECS}
     return {**meta, "video": video}
 
 
-def section_column(section: list[str]) -> tuple[str, list[str] | None]:
-    """The ``section`` column's value, and the exact path to keep beside it when the column loses it."""
-    joined = truncate_utf8(SECTION_SEPARATOR.join(section), SECTION_BYTES)
-    back = joined.split(SECTION_SEPARATOR) if joined else []
+def column_value(spec: FieldSpec, value: Any) -> Any:
+    """A field's value as its column stores it (not the ``path`` kind: :func:`section_column`): ``None``
+    for the field's null value, cut to its byte and item caps where the table says so."""
+    if spec.nullable and value == spec.null:
+        return None
+    if not spec.clip or value is None:
+        return value
+    if spec.kind == "strs":
+        return [truncate_utf8(s, spec.max_bytes or MAX_VARCHAR) for s in value[: spec.max_items]]
+    return truncate_utf8(value, spec.max_bytes or MAX_VARCHAR)
+
+
+def read_column(spec: FieldSpec, e: dict[str, Any]) -> Any:
+    """A field's value from a stored row's column (not the ``path`` kind); a column an older collection
+    lacks reads as the field's empty value (a required one is a ``KeyError``)."""
+    value = e[spec.key] if spec.required else e.get(spec.key)
+    if value is None:
+        return spec.empty()
+    if spec.kind == "int":
+        return int(value)
+    if spec.is_list:
+        return list(value)
+    return value if value or spec.nullable else spec.empty()
+
+
+def path_key(spec: FieldSpec) -> str:
+    """The row metadata key of a ``path`` field's exact list (``section_path``)."""
+    return f"{spec.name}_path"
+
+
+def section_column(section: list[str], max_bytes: int | None = SECTION_BYTES) -> tuple[str, list[str] | None]:
+    """A heading path's column value (joined, cut to ``max_bytes``), and the exact path to keep beside it
+    when the column loses it."""
+    joined = truncate_utf8(PATH_SEPARATOR.join(section), max_bytes or MAX_VARCHAR)
+    back = joined.split(PATH_SEPARATOR) if joined else []
     return joined, (None if back == list(section) else list(section))
 
 
@@ -82,16 +111,16 @@ def chunk_rows(doc: Document, chunks: list[Chunk], vectors: np.ndarray, embedder
     for c, v in zip(chunks, vectors):
         if not np.all(np.isfinite(v)):
             raise ChunkwiseError(f"embedder returned a non-finite vector for chunk {c.index}", source=doc.source)
-        section, exact_path = section_column(c.section)
         row_meta = meta if c.track_ids is None else video_meta(meta, c)
-        if exact_path is not None:
-            row_meta = {**row_meta, SECTION_PATH_KEY: jsonable(exact_path)}
-        row = {COLUMN_NAMES.get(f, f): getattr(c, f) for f in COLUMN_FIELDS}
+        row: dict[str, Any] = {}
+        for spec in COLUMN_SPECS:
+            if spec.kind == "path":
+                row[spec.key], exact_path = section_column(getattr(c, spec.name), spec.max_bytes)
+                if exact_path is not None:
+                    row_meta = {**row_meta, path_key(spec): jsonable(exact_path)}
+            else:
+                row[spec.key] = column_value(spec, getattr(c, spec.name))
         row.update(
-            source=truncate_utf8(c.source, MAX_VARCHAR),
-            context=truncate_utf8(c.context, MAX_VARCHAR) if c.context else None,
-            section=section,
-            speakers=[truncate_utf8(s, 256) for s in c.speakers[:64]],
             indexed_text=truncate_utf8(c.embed_text, MAX_VARCHAR),
             embedder=embedder_id,
             content_hash=content_hash,
@@ -105,16 +134,17 @@ def chunk_rows(doc: Document, chunks: list[Chunk], vectors: np.ndarray, embedder
 def chunk_from_row(e: dict[str, Any]) -> tuple[Chunk, dict[str, Any]]:
     """The chunk a stored row (or search hit entity) holds, and the row's metadata."""
     metadata = dict(e.get("metadata") or {})
-    exact_path = metadata.pop(SECTION_PATH_KEY, None)
-    joined = e.get("section") or ""
-    section = list(exact_path) if exact_path is not None else (joined.split(SECTION_SEPARATOR) if joined else [])
     video = metadata.get("video") or {}
-    values: dict[str, Any] = {f: e.get(COLUMN_NAMES.get(f, f)) for f in COLUMN_FIELDS}
-    values.update({f: e[f] for f in _REQUIRED})
-    values.update({f: int(e[COLUMN_NAMES.get(f, f)]) for f in ("start", "end", "index", "token_count")})
-    values.update(strategy=e.get("strategy") or "", section=section, speakers=list(e.get("speakers") or []))
-    values.update(start_frame=video.get("start_frame"), end_frame=video.get("end_frame"))
-    values.update(track_ids=video.get("track_ids") if video else None, classes=video.get("classes") if video else None)
+    values: dict[str, Any] = {f.name: video.get(f.name) if video else None for f in VIDEO_SPECS}
+    for spec in COLUMN_SPECS:
+        if spec.kind == "path":
+            exact_path = metadata.pop(path_key(spec), None)
+            joined = e.get(spec.key) or ""
+            values[spec.name] = (
+                list(exact_path) if exact_path is not None else (joined.split(PATH_SEPARATOR) if joined else [])
+            )
+        else:
+            values[spec.name] = read_column(spec, e)
     chunk = Chunk(**values)
     return chunk, metadata
 
@@ -133,6 +163,11 @@ __all__ = [
     "COLUMN_NAMES",
     "VIDEO_FIELDS",
     "COLUMN_FIELDS",
+    "COLUMN_SPECS",
+    "VIDEO_SPECS",
+    "column_value",
+    "read_column",
+    "path_key",
     "CHUNK_COLUMNS",
     "ROW_COLUMNS",
 ]
