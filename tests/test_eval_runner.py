@@ -315,5 +315,5 @@ def test_bad_fusion_options(spec, message):
 
 def test_fusion_without_hybrid_is_an_error(dataset):
     ev = Evaluator(dataset, FakeEmbedder())
-    with pytest.raises(ConfigError, match="hybrid retrieval only"):
+    with pytest.raises(ConfigError, match="fusion applies only with hybrid on"):
         ev.run(parse_run_spec("fixed:max_tokens=5,tokenizer=words,hybrid=false,fusion=rrf"))

@@ -70,11 +70,21 @@ def test_every_setting_has_valid_and_invalid_values_here():
     assert set(VALID) == set(SETTINGS) == set(INVALID)
 
 
+def applicable(run: dict) -> dict:
+    """``run`` without the settings that apply only under a switch it turns off (``fusion`` with hybrid off:
+    such a file is refused, ``tests/test_setting_combinations.py``)."""
+    return {
+        k: v
+        for k, v in run.items()
+        if not (SETTINGS[k].requires and run.get(SETTINGS[k].requires) is False and v is not None)
+    }
+
+
 @settings(max_examples=150)
 @given(
     strategy=st.sampled_from(STRATEGY_NAMES),
     params=st.dictionaries(st.sampled_from(["max_tokens", "overlap", "tokenizer", "penalty"]), JSON_SCALAR, max_size=3),
-    run=st.fixed_dictionaries({}, optional=VALID),
+    run=st.fixed_dictionaries({}, optional=VALID).map(lambda run: applicable(run)),
 )
 def test_file_round_trip(tmp_path_factory, strategy, params, run):
     config = PipelineConfig.from_mapping({"strategy": strategy, "params": params, "run": run})
@@ -131,15 +141,22 @@ def test_old_run_keys_still_read_with_a_warning():
 
 
 def test_front_end_options_cover_every_setting():
-    config = PipelineConfig(strategy="fixed", params={"max_tokens": 64}, rrf_k=7, hybrid=False).validate()
+    config = PipelineConfig(strategy="fixed", params={"max_tokens": 64}, rrf_k=7).validate()
     handed_on = set(config.index_options()) | set(config.search_options()) | set(config.expand_options())
     # a label names a run, it changes nothing; granularities is an evaluation setting (an index has one size)
     assert handed_on == {"strategy", "params", *SETTINGS} - {"label", "granularities"}
     assert config.search_options() == {
-        "hybrid": False,
+        "hybrid": True,
         "fusion": "zscore",
         "rrf_k": 7,
         "dense_weight": 0.8,
+        "rerank": None,
+        "rerank_depth": 30,
+        "sections": True,
+    }
+    # with hybrid off, the fusion settings are not handed on (a search would refuse them)
+    assert config.with_settings(hybrid=False).search_options() == {
+        "hybrid": False,
         "rerank": None,
         "rerank_depth": 30,
         "sections": True,

@@ -252,7 +252,7 @@ def constrained(
 ) -> Callable[[str, Any], Any]:
     """A ``check(name, value)`` function from constraints (how the run settings of
     :class:`~chunkwise.pipeline.config.PipelineConfig` declare theirs): ``before`` normalises the value
-    (``60.0`` read from JSON as ``60``), the constraints check it with the one wording, ``convert`` turns
+    first (an int constraint refuses ``60.0``: a whole float is not turned into an int), the constraints check it with the one wording, ``convert`` turns
     it into what is kept. The function carries ``constraints`` (what the tests try invalid values of)."""
 
     def check_setting(name: str, value: Any) -> Any:

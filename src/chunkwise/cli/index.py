@@ -371,20 +371,14 @@ def _report(report, quiet: bool) -> int:
 
 def retrieval_settings(args: argparse.Namespace) -> dict:
     """``Index.search``'s ``hybrid``, ``fusion``, ``rrf_k`` and ``dense_weight``: a ``--config`` file's
-    settings (every one of them, as ``eval`` measured them), overridden by the flags given."""
+    settings (every one of them, as ``eval`` measured them), overridden by the flags given (how they may
+    combine: :func:`~chunkwise.pipeline.config.check_combinations`)."""
     from ..pipeline.config import PipelineConfig
     from .options import pipeline_config, settings_given
 
     config = pipeline_config(args.config) if getattr(args, "config", None) else PipelineConfig()
-    given = settings_given(args, "search")
-    hybrid = given.get("hybrid", config.hybrid)
-    fusion_flags = [name for name in ("fusion", "dense_weight", "rrf_k") if name in given]
-    if not hybrid and fusion_flags:
-        raise ConfigError(
-            "--fusion, --rrf-k and --dense-weight apply to hybrid search: drop --dense"
-            + (f' (or the "hybrid": false of {args.config})' if args.config else "")
-        )
-    return config.with_settings(**given).search_options()
+    # a fusion flag with hybrid off (--dense, or the file's) is refused as Index.search and the web API do
+    return config.with_settings(**settings_given(args, "search")).search_options()
 
 
 def expand_settings(args: argparse.Namespace) -> dict:

@@ -31,7 +31,7 @@ from ..embeddings.base import Embedder
 from ..embeddings.memo import MemoEmbedder
 from ..embeddings.vectors import pooled_vector, query_vectors
 from ..errors import ChunkwiseError, ConfigError
-from ..pipeline.config import parse_expand
+from ..pipeline.config import check_combinations, parse_expand
 from ..retrieval.fusion import FUSION_MODES, fuse_zscore, zscore
 from ..segmentation.tokenizers import resolve_tokenizer
 from ..store.memory import MemoryStore
@@ -44,7 +44,6 @@ from .results import Comparison, EvaluationReport, RunResult, generated_question
 from .scoring import CURVE_NS, SPAN_NS, ScoringMixin
 from .spec import (
     DEFAULT_DENSE_WEIGHT,
-    DEFAULT_FUSION,
     DEFAULT_RRF_K,
     RUN_KEYS,
     VECTOR_MODES,
@@ -207,13 +206,10 @@ class Evaluator(RankingMixin, ScoringMixin):
     @staticmethod
     def _check_run(spec: RunSpec) -> None:
         """One error for settings that contradict each other."""
-        if not spec.hybrid and (
-            spec.fusion != DEFAULT_FUSION or spec.rrf_k != DEFAULT_RRF_K or spec.dense_weight != DEFAULT_DENSE_WEIGHT
-        ):
-            raise ConfigError(
-                f"{spec.name}: fusion, rrf_k and dense_weight apply to hybrid retrieval only; "
-                f"drop hybrid=false (or --dense)"
-            )
+        try:
+            check_combinations(spec, ())
+        except ConfigError as exc:
+            raise ConfigError(f"{spec.name}: {exc.problem}") from None
         if spec.granularities and parse_expand(spec.expand):
             raise ConfigError(f"{spec.name}: granularities and expand do not combine (whose neighbours?); drop one")
 

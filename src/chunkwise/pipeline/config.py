@@ -20,7 +20,7 @@ import json
 import math
 import os
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -53,11 +53,6 @@ DEFAULT_HYBRID = True
 DEFAULT_FUSION = "zscore"
 #: old spellings of run keys, still read (with a deprecation warning)
 OLD_RUN_KEYS = renames_for("configuration")
-
-
-def _whole(value: Any) -> Any:
-    """A whole float (``60.0`` from a JSON file) as the int it is; anything else as it is."""
-    return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
 def _bool(name: str, value: Any) -> bool:
@@ -104,7 +99,9 @@ def _late_options(name: str, value: Any) -> dict[str, Any]:
     return options
 
 
-_non_negative_int = constrained(Interval(int, 0, None), before=_whole)
+#: an int is an int, as every int parameter of the validation module (``rrf_k: 60.0`` is refused, as a
+#: strategy's ``max_tokens: 60.0`` is, by the API, every ``--config`` file and the web API alike)
+_non_negative_int = constrained(Interval(int, 0, None))
 
 
 _unit_interval = constrained(Interval(float, 0, 1), convert=float)
@@ -213,6 +210,9 @@ class Setting:
     #: the flag's spelling: ``--NAME`` with dashes by default; a switch that turns a setting whose default
     #: is true off names itself (``hybrid``: ``--dense``); ``""``: no flag of its own (a mapping, say)
     flag: str | None = None
+    #: the switch setting this one applies under (``fusion``: ``"hybrid"``): given while the switch is off,
+    #: it is refused by every front end with one wording (:func:`check_combinations`)
+    requires: str | None = None
 
     @property
     def switch(self) -> bool:
@@ -248,13 +248,14 @@ def setting(
     metavar: str | None = None,
     choices: tuple[str, ...] | None = None,
     flag: str | None = None,
+    requires: str | None = None,
 ) -> Any:
     """A field of :class:`PipelineConfig` that is a run setting: the default, the check, the help, the
     stage that takes it and its command-line flag are declared here once, and :data:`SETTINGS`, the keyword
     arguments each stage gets (:meth:`PipelineConfig.index_options`, ...) and the CLI's flags
     (``chunkwise.cli.options.add_setting_flags``) are read off the fields (a mapping default is copied per
     instance)."""
-    meta = {"setting": Setting(default, check, help, stage, metavar, choices, flag)}
+    meta = {"setting": Setting(default, check, help, stage, metavar, choices, flag, requires)}
     if isinstance(default, (dict, list)):
         return field(default_factory=lambda: type(default)(default), metadata=meta)
     return field(default=default, metadata=meta)
@@ -312,10 +313,18 @@ class PipelineConfig:
         "rest x BM25) or rrf (reciprocal rank fusion)",
         "search",
         choices=FUSION_MODES,
+        requires="hybrid",
     )
-    rrf_k: int = setting(RRF_K, _non_negative_int, "the constant of rrf fusion", "search", metavar="K")
+    rrf_k: int = setting(
+        RRF_K, _non_negative_int, "the constant of rrf fusion", "search", metavar="K", requires="hybrid"
+    )
     dense_weight: float = setting(
-        DENSE_WEIGHT, _unit_interval, "weight of the vector scores in zscore fusion, in [0, 1]", "search", metavar="W"
+        DENSE_WEIGHT,
+        _unit_interval,
+        "weight of the vector scores in zscore fusion, in [0, 1]",
+        "search",
+        metavar="W",
+        requires="hybrid",
     )
     #: a first pass over structure: a query naming a key (``3.8.13``, ``max_tokens``) gets the chunks of the
     #: sections holding it first (``chunkwise.retrieval.sections``); ``search --no-sections`` turns it off
@@ -373,6 +382,10 @@ class PipelineConfig:
     def validate(self) -> PipelineConfig:
         """This configuration with every setting checked and normalised (one :class:`ConfigError` naming the
         first bad one)."""
+        return check_combinations(self._checked(), ())
+
+    def _checked(self) -> PipelineConfig:
+        """Every setting checked and normalised on its own (:meth:`validate` then checks how they combine)."""
         if not isinstance(self.strategy, str) or self.strategy not in STRATEGY_NAMES:
             raise ConfigError(f"unknown strategy {self.strategy!r}; choose one of {', '.join(STRATEGY_NAMES)}")
         values = {name: setting.check(name, getattr(self, name)) for name, setting in SETTINGS.items()}
@@ -519,11 +532,12 @@ class PipelineConfig:
     # -- what the front ends hand on -----------------------------------------------------------------------
     def stage_options(self, stage: str) -> dict[str, Any]:
         """The settings ``stage`` takes (see :attr:`Setting.stage`), as keyword arguments (copies of
-        mappings, so a caller cannot change this configuration through them)."""
+        mappings, so a caller cannot change this configuration through them); a setting whose switch is
+        off (:attr:`Setting.requires`: ``fusion`` with hybrid off) is left out, as a caller would."""
         return {
             name: (dict(v) if isinstance(v, dict) else v)
             for name, st in SETTINGS.items()
-            if st.stage == stage
+            if st.stage == stage and (st.requires is None or getattr(self, st.requires))
             for v in (getattr(self, name),)
         }
 
@@ -560,7 +574,8 @@ class PipelineConfig:
         merged = {name: settings.get(name, getattr(self, name)) for name in valid}
         # only the settings of these stages are checked (a search does not read the strategy): every search
         # pays for six checks, not all of them
-        return replace(self, **{name: SETTINGS[name].check(name, value) for name, value in merged.items()})
+        checked = replace(self, **{name: SETTINGS[name].check(name, value) for name, value in merged.items()})
+        return check_combinations(checked, settings)
 
     def with_settings(self, **settings: Any) -> PipelineConfig:
         """A copy with some settings replaced (``None`` values left as they are), checked: how command-line
@@ -569,13 +584,40 @@ class PipelineConfig:
         unknown = sorted(set(given) - {f.name for f in fields(self)})
         if unknown:
             raise ConfigError(f"unknown setting {', '.join(unknown)}")
-        return replace(self, **given).validate()
+        return check_combinations(replace(self, **given)._checked(), given)
 
 
 #: every setting of the ``run`` mapping, in the order of the fields that declare them
 SETTINGS: dict[str, Setting] = {
     f.name: f.metadata["setting"] for f in fields(PipelineConfig) if "setting" in f.metadata
 }
+
+
+def check_combinations(config: PipelineConfig, given: Collection[str]) -> PipelineConfig:
+    """The one check of how settings combine (:attr:`Setting.requires`), for every front end: a setting that
+    applies only while a switch is on (``fusion``, ``rrf_k``, ``dense_weight`` under ``hybrid``) is refused
+    when the switch is off and it was ``given`` (keyword arguments, flags, a request's JSON fields), or set
+    away from its default in ``config`` itself (a file, a run). Left over from ``config`` when ``given``
+    turns the switch off (``--dense`` over a file with ``"fusion": "rrf"``), it goes back to its default."""
+    offending: dict[str, list[str]] = {}
+    resets: dict[str, Any] = {}
+    for name, st in SETTINGS.items():
+        switch = st.requires
+        if switch is None or getattr(config, switch):
+            continue
+        if name in given or (switch not in given and getattr(config, name) != st.default):
+            offending.setdefault(switch, []).append(name)
+        elif getattr(config, name) != st.default:
+            resets[name] = st.default
+    for switch, names in offending.items():
+        flag = SETTINGS[switch].flag_name(switch)
+        verb = "applies" if len(names) == 1 else "apply"
+        listed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+        raise ConfigError(
+            f"{listed} {verb} only with {switch} on, and {switch} is off "
+            f"({switch}=false{', ' + flag if flag else ''}): drop one or the other"
+        )
+    return replace(config, **resets) if resets else config
 
 
 def stage_names(*stages: str) -> tuple[str, ...]:
@@ -602,6 +644,7 @@ __all__ = [
     "setting",
     "stage_names",
     "run_config",
+    "check_combinations",
     "FILE_KEYS",
     "VECTOR_MODES",
     "LATE_OPTIONS",

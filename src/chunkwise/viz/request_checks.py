@@ -60,16 +60,18 @@ def request_models() -> tuple[Any, Any, Any, Any]:
         k: int = Field(5, ge=1, le=100)
 
         def options(self) -> dict[str, Any]:
-            """``k`` and the retrieval settings the request gives, each checked by its declaration (400
-            naming it); the ones it leaves out take ``Index.search``'s defaults, as ``chunkwise search``."""
+            """``k`` and the retrieval settings the request gives, each checked by its declaration and
+            together by the combination rules (400 naming it, in ``Index.search``'s and the CLI's words); the
+            ones it leaves out take ``Index.search``'s defaults, as ``chunkwise search``."""
             from ..errors import ConfigError
-            from ..pipeline.config import SETTINGS, stage_names
+            from ..pipeline.config import SETTINGS, PipelineConfig, stage_names
 
             if (getattr(self, "rerank", None) or "").strip().startswith("cross:"):
                 raise RequestError(400, "rerank 'cross:PATH' names a file; only maxsim or llm over HTTP")
             given = {n: getattr(self, n) for n in stage_names("search") if getattr(self, n) is not None}
             try:
                 checked = {n: SETTINGS[n].check(n, v) for n, v in given.items()}
+                PipelineConfig().overridden(("search",), checked, "search")  # how they combine: fusion needs hybrid
             except ConfigError as exc:
                 raise RequestError(400, str(exc)) from None
             return {"k": self.k, **checked}
@@ -109,8 +111,10 @@ def retrieval_fields() -> dict[str, Any]:
         st = SETTINGS[name]
         kind = str if st.default is None else type(st.default)
         limits: dict[str, Any] = dict(HTTP_LIMITS.get(name, {}))
-        if st.switch:
-            limits["strict"] = True  # a JSON true or false, not "yes"
+        if st.switch or kind in (int, float):
+            # a JSON true or false, not "yes"; an int, not 60.0 or true (refused by the setting's check
+            # through every other front end); a number, not true
+            limits["strict"] = True
         field = Field(None, description=st.field_help(), **limits)
         out[name] = (kind | None, field)
     return out

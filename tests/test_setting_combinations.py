@@ -1,0 +1,131 @@
+"""How retrieval settings combine is one declaration (``Setting.requires``), checked by one function
+(``check_combinations``) for every front end: ``fusion``/``rrf_k``/``dense_weight`` with hybrid off is the
+same refusal, in the same words, from ``Index.search``, a ``--config`` file, ``chunkwise search``, the web
+API and an evaluation run. And an int setting is an int everywhere: ``rrf_k: 60.0`` is refused by each.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import FakeEmbedder
+
+import chunkwise
+import chunkwise.embeddings
+from chunkwise.cli import main
+from chunkwise.errors import ConfigError
+from chunkwise.pipeline.config import SETTINGS, PipelineConfig
+
+pytest.importorskip("fastapi")
+
+
+def refusal(**given) -> str:
+    with pytest.raises(ConfigError) as info:
+        PipelineConfig().overridden(("search",), given, "search")
+    return info.value.problem
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory):
+    path = tmp_path_factory.mktemp("combos") / "c.db"
+    text = "The pump needs a new seal.\n\nLunch is at noon.\n\nThe seal ships on Monday."
+    with chunkwise.Index(path, embedder=FakeEmbedder()) as ix:
+        ix.add([chunkwise.Document(text, source="<t>")], strategy="sentence", params={"max_tokens": 8})
+    return path
+
+
+@pytest.fixture(scope="module")
+def client(db):
+    from fastapi.testclient import TestClient
+
+    from chunkwise.viz.app import create_app
+
+    with TestClient(create_app(str(db), embedder=FakeEmbedder()), base_url="http://127.0.0.1") as c:
+        yield c
+
+
+def test_the_rule_is_declared_on_the_settings():
+    assert {n for n, st in SETTINGS.items() if st.requires == "hybrid"} == {"fusion", "rrf_k", "dense_weight"}
+    message = refusal(hybrid=False, fusion="rrf")
+    assert message.startswith("fusion applies only with hybrid on, and hybrid is off")
+    assert "--dense" in message  # the switch's flag, for the command line's user
+    assert refusal(hybrid=False, rrf_k=9, dense_weight=0.5).startswith("rrf_k and dense_weight apply")
+
+
+@pytest.mark.parametrize("given", [{"fusion": "rrf"}, {"rrf_k": 9}, {"dense_weight": 0.5}, {"fusion": "zscore"}])
+def test_every_front_end_refuses_fusion_without_hybrid_in_the_same_words(db, client, tmp_path, capsys, given):
+    message = refusal(hybrid=False, **given)
+    # the Python API
+    with chunkwise.Index(db, embedder=FakeEmbedder()) as ix, pytest.raises(ConfigError) as info:
+        ix.search("seal", hybrid=False, **given)
+    assert info.value.problem == message
+    # the web API
+    response = client.post("/search", json={"query": "seal", "hybrid": False, **given})
+    assert response.status_code == 400 and response.json()["error"] == message
+    response = client.post("/ask", json={"question": "seal?", "hybrid": False, **given})
+    assert response.status_code == 400 and response.json()["error"] == message
+    # the command line (the flags, or the file's hybrid off with a fusion flag)
+    flags = [f"--{name.replace('_', '-')}={value}" for name, value in given.items()]
+    assert main(["search", "seal", "--db", str(db), "--dense", *flags]) == 2
+    assert message in capsys.readouterr().err
+    dense = tmp_path / "dense.json"
+    dense.write_text(json.dumps({"run": {"hybrid": False}}))
+    assert main(["search", "seal", "--db", str(db), "--config", str(dense), *flags]) == 2
+    assert message in capsys.readouterr().err
+    # a configuration file that holds both
+    both = tmp_path / "both.json"
+    both.write_text(json.dumps({"run": {"hybrid": False, **given}}))
+    if given != {"fusion": "zscore"}:  # a file may spell out a default; only a value that changes something
+        with pytest.raises(ConfigError) as info:
+            PipelineConfig.load(both)
+        assert info.value.problem == message.replace(f"{message.split(' ')[0]}", next(iter(given)), 1)
+
+
+def test_an_evaluation_run_refuses_it_in_the_same_words():
+    from chunkwise.evaluation.runner import Evaluator
+
+    spec = PipelineConfig(strategy="fixed", hybrid=False, fusion="rrf")
+    with pytest.raises(ConfigError) as info:
+        Evaluator._check_run(spec)
+    assert info.value.problem == f"{spec.name}: {refusal(hybrid=False, fusion='rrf')}"
+
+
+def test_turning_hybrid_off_over_a_fused_configuration_searches_by_vectors(db, tmp_path, capsys, monkeypatch):
+    """A file's fusion is that file's hybrid search: ``--dense`` (or ``hybrid=False``) over it searches by
+    vectors, with the fusion settings back at their defaults, in every front end alike."""
+    fused = PipelineConfig(fusion="rrf", rrf_k=9).validate()
+    dense = fused.overridden(("search",), {"hybrid": False}, "search")
+    assert (dense.hybrid, dense.fusion, dense.rrf_k) == (False, "zscore", 60)
+    assert fused.with_settings(hybrid=False) == dense
+    with chunkwise.Index(db, embedder=FakeEmbedder()) as ix:
+        hits = ix.search("seal", k=2, config=fused, hybrid=False)
+    assert hits and all(h.bm25_rank is None for h in hits)  # vectors alone
+    path = tmp_path / "fused.json"
+    fused.save(path)
+    monkeypatch.setattr(chunkwise.embeddings, "get_embedder", lambda *a, **k: FakeEmbedder())
+    assert main(["search", "seal", "--db", str(db), "--config", str(path), "--dense", "--format", "jsonl"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert rows and all(r["bm25_rank"] is None for r in rows)
+
+
+@pytest.mark.parametrize(("name", "value"), [("rrf_k", 60.0), ("rrf_k", True), ("rerank_depth", 5.0)])
+def test_an_int_setting_takes_an_int_in_every_front_end(db, client, tmp_path, capsys, name, value):
+    with pytest.raises(ConfigError, match=f"{name} must be an int"):
+        PipelineConfig().overridden(("search",), {name: value}, "search")
+    with chunkwise.Index(db, embedder=FakeEmbedder()) as ix, pytest.raises(ConfigError, match=f"{name} must be"):
+        ix.search("seal", **{name: value})
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps({"run": {name: value}}))
+    with pytest.raises(ConfigError, match=f"{name} must be"):
+        PipelineConfig.load(path)
+    assert client.post("/search", json={"query": "seal", name: value}).status_code == 422
+    if value is not True:
+        with pytest.raises(SystemExit) as stop:  # the flag's parser refuses it
+            main(["search", "seal", "--db", str(db), f"--{name.replace('_', '-')}", str(value)])
+        assert stop.value.code == 2 and f"--{name.replace('_', '-')}" in capsys.readouterr().err
+
+
+def test_a_number_setting_takes_no_boolean_over_http(client):
+    assert client.post("/search", json={"query": "seal", "dense_weight": True}).status_code == 422
+    assert client.post("/search", json={"query": "seal", "dense_weight": 1}).status_code == 200
