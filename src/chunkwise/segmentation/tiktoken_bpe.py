@@ -32,7 +32,7 @@ from .tokenizers import (
     Span,
     Tokenizer,
     _int_array,
-    _package_file,
+    package_file,
 )
 
 
@@ -59,7 +59,7 @@ class TiktokenTokenizer(Tokenizer):
         self._enc = None
         # Importing the bpe_openai package parses all three of its rank files (~3 s); everything here is
         # read from its files directly instead: the Rust encoder and the byte length of every token.
-        package_dir = _package_file("bpe_openai")
+        package_dir = package_file("bpe_openai")
         if package_dir is None:  # pragma: no cover - a core dependency
             raise MissingDependencyError("the cl100k tokenizer", "core", "bpe-openai")
         self._rank_file = package_dir / "data" / f"{encoding}.tiktoken.gz"

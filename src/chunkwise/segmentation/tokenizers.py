@@ -301,7 +301,7 @@ _ASCII_DIGITS = frozenset("0123456789")
 _ASCII_PUNCT = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 
 
-def _package_file(package: str, *parts: str) -> Path | None:
+def package_file(package: str, *parts: str) -> Path | None:
     """Path of a data file inside an installed package, found without importing the package."""
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
