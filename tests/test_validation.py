@@ -155,3 +155,14 @@ def test_no_isinstance_bool_checks_outside_the_parameter_system():
                 if any(getattr(k, "id", None) == "bool" for k in kinds):
                     found.append(f"{rel}:{node.lineno}")
     assert not found, found
+
+
+@pytest.mark.parametrize("bad", [True, 0, 64.0, "64"])
+def test_index_add_checks_batch_size_with_the_parameter_system(bad):
+    """``batch_size=True`` used to pass a hand check (``isinstance(True, int)``)."""
+    import chunkwise
+    from chunkwise.store.memory import MemoryStore
+
+    ix = chunkwise.Index(store=MemoryStore(), embedder="static")
+    with pytest.raises(ConfigError, match=r"^Index.add: batch_size must be an int in \[1, inf\), got "):
+        ix.add([chunkwise.Document("a b c", source="x")], batch_size=bad)

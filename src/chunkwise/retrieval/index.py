@@ -34,6 +34,7 @@ from ..pipeline.config import DEFAULT_FUSION, DEFAULT_HYBRID, VECTOR_MODES, Pipe
 from ..store.base import Marker, Store
 from ..store.milvus import DEFAULT_COLLECTION, SCHEMA_VERSION, MilvusStore
 from ..strategies import Strategy
+from ..validation import Interval, check
 from .collection_config import check_add_options, differences
 from .lazy_embedder import LazyEmbedder, makes_recorded
 from .progress import Progress
@@ -255,8 +256,7 @@ class Index:
         give source files too (``.py``, ``.js``...)."""
         from .add import AddInputs, add_request, collect_files, run_add, split_inputs, start_run, unchanged_report
 
-        if not isinstance(batch_size, int) or batch_size < 1:
-            raise ConfigError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+        check(batch_size, Interval(int, 1, None), "batch_size", "Index.add")  # not True, not 64.0
         t0 = time.perf_counter()
         request = add_request(config, strategy, params, settings, recreate)
         docs, paths = split_inputs(inputs)
