@@ -54,10 +54,22 @@ def _index(fake_embedder):
         ix.add([Document(TEXT, source="a.txt")], _strategy(), params={"max_tokens": 5})
 
 
-@pytest.mark.parametrize("front", [_api, _langchain, _llamaindex, _viz, _index])
+def _ray_engine(fake_embedder):
+    """``RayIngest.run`` settles its options through ``Index.prepare_add`` before any worker starts."""
+    with Index(store=MemoryStore(), embedder=fake_embedder) as ix:
+        ix.prepare_add(_strategy(), {"max_tokens": 5})
+
+
+def _summarize():
+    from chunkwise.llm.mapreduce import summarize
+
+    summarize(TEXT, strategy=_strategy(), max_tokens=5)
+
+
+@pytest.mark.parametrize("front", [_api, _langchain, _llamaindex, _viz, _index, _ray_engine, _summarize])
 def test_one_error_one_wording(front, fake_embedder):
     with pytest.raises(ConfigError, match=f"^{WORDING}$"):
-        front(fake_embedder) if front is _index else front()
+        front(fake_embedder) if front in (_index, _ray_engine) else front()
 
 
 def test_the_object_alone_is_used_as_given():
