@@ -166,3 +166,13 @@ def test_index_add_checks_batch_size_with_the_parameter_system(bad):
     ix = chunkwise.Index(store=MemoryStore(), embedder="static")
     with pytest.raises(ConfigError, match=r"^Index.add: batch_size must be an int in \[1, inf\), got "):
         ix.add([chunkwise.Document("a b c", source="x")], batch_size=bad)
+
+
+def test_a_summary_style_is_one_declaration_for_every_summarizer():
+    from chunkwise.llm.extractive import ExtractiveLLM
+    from chunkwise.llm.mapreduce import summarize
+
+    with pytest.raises(ConfigError, match=r"^summarize: style must be one of 'bullets', 'paragraph', got 'poem'$"):
+        summarize("The pump failed. The keeper fixed it.", style="poem")
+    with pytest.raises(ConfigError, match=r"^ExtractiveLLM.summarize: style must be one of 'bullets', 'paragraph', "):
+        ExtractiveLLM().summarize([], style="poem")

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..records import pick
+from ..validation import Options, check
 
 #: ``[3]``, ``[1, 4]``, ``[2-3]``, ``[passage 2]``: what counts as a citation in an answer
 CITATION = re.compile(r"\[\s*(?:passages?|sources?|chunks?)?\s*(\d+(?:\s*(?:,|;|-|–|and)\s*\d+)*)\s*\]", re.I)
@@ -217,6 +218,14 @@ class LLM(ABC):
 
 
 STYLES = ("bullets", "paragraph")
+#: the one declaration of a summary style (every summarizer and ``summarize`` check it with it)
+STYLE = Options(*STYLES)
+
+
+def check_style(style: Any, owner: str) -> str:
+    """``style``, or the parameter system's one error naming ``owner``."""
+    return check(style, STYLE, "style", owner)
+
 
 __all__ = [
     "LLM",
@@ -228,6 +237,8 @@ __all__ = [
     "check_citations",
     "format_time",
     "STYLES",
+    "STYLE",
+    "check_style",
     "CITATION",
     "DATA_RULE",
     "fence_code",

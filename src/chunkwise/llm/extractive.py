@@ -16,10 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError
 from ..segmentation.sentences import split_sentences
 from ..validation import Interval, validated
-from .base import LLM, STYLES, Completion, Passage, quote
+from .base import LLM, Completion, Passage, check_style, quote
 
 #: an answer sentence must score at least this fraction of the best sentence's similarity
 MIN_RELATIVE = 0.75
@@ -135,8 +134,7 @@ class ExtractiveLLM(LLM):
 
     def summarize(self, passages: list[Passage], style: str = "bullets", final: bool = True) -> Completion:
         """The most central sentences, in document order, without near-repeats."""
-        if style not in STYLES:
-            raise ConfigError(f"style must be one of {', '.join(STYLES)}, got {style!r}")
+        check_style(style, "ExtractiveLLM.summarize")
         items = self.sentences(passages)
         items = [it for it in items if not _fragment(it[1])] or items
         if not items:

@@ -25,7 +25,7 @@ from ..errors import ConfigError
 from ..records import pick
 from ..strategies import DEFAULT_STRATEGY
 from ..validation import Interval, check
-from .base import LLM, STYLES, Passage, check_citations, passages_from
+from .base import LLM, Passage, check_citations, check_style, passages_from
 
 #: progress callback: (stage, done, total), e.g. ("map", 3, 40), ("reduce 1", 2, 8), ("final", 1, 1)
 Progress = Callable[[str, int, int], None]
@@ -90,8 +90,7 @@ class MapReduce:
     """Summarises passages with ``llm``, splitting the work until it fits (see the module docstring)."""
 
     def __init__(self, llm: LLM, style: str = "bullets", concurrency: int = 4, progress: Progress | None = None):
-        if style not in STYLES:
-            raise ConfigError(f"style must be one of {', '.join(STYLES)}, got {style!r}")
+        check_style(style, "summarize")
         check(concurrency, Interval(int, 1, None), "concurrency", "summarize")
         self.llm = llm
         self.style = style

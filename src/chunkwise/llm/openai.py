@@ -20,7 +20,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..segmentation.tokenizers import resolve_tokenizer
 from ..validation import InstanceOf, Interval, validated
-from .base import DATA_RULE, LLM, STYLES, Completion, Passage, fence_code, passage_block
+from .base import DATA_RULE, LLM, Completion, Passage, check_style, fence_code, passage_block
 from .client import SETTINGS, ChatClient, FatalLLMError
 
 #: tokens the chat format adds per message, and once per request (OpenAI's published accounting)
@@ -205,8 +205,7 @@ class OpenAILLM(LLM):
         return Completion(text, given, len(passages) - len(given), self.prompt_tokens(messages), cut)
 
     def summarize(self, passages: list[Passage], style: str = "bullets", final: bool = True) -> Completion:
-        if style not in STYLES:
-            raise ConfigError(f"style must be one of {', '.join(STYLES)}, got {style!r}")
+        check_style(style, "OpenAILLM.summarize")
         messages, given, cut = self.fit(lambda ps: self.summary_messages(ps, style, final), passages)
         with _window_hint(self):
             text = self.client.complete(messages, self.answer_tokens, self.temperature)

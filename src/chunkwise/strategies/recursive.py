@@ -44,7 +44,7 @@ from ..formats.markdown_blocks import ATX_HEADING
 from ..registry import lazy_regex
 from ..segmentation.token_map import TokenMap
 from ..segmentation.tokenizers import Tokenizer
-from ..validation import Options, StrList
+from ..validation import Options, StrList, check
 from .base import CountingStrategy, Span, max_chars_for, trim_span
 from .packing import fill, fit_exact, pack, repair
 
@@ -346,9 +346,7 @@ def recursive_split_counted(
         return [], []
     levels, keep = _levels(separators)
     if keep_separator is not None:
-        if keep_separator not in ("start", "end"):
-            raise ConfigError(f"keep_separator must be 'start' or 'end', got {keep_separator!r}")
-        keep = keep_separator
+        keep = check(keep_separator, Options("start", "end"), "keep_separator", "recursive_split")
     max_chars = max_chars_for(max_tokens)
     tm = token_map if token_map is not None else TokenMap(text[start:end], tokenizer, base=start)
     fences = isinstance(separators, str)  # a preset; an explicit list is taken literally
