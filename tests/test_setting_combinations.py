@@ -129,3 +129,14 @@ def test_an_int_setting_takes_an_int_in_every_front_end(db, client, tmp_path, ca
 def test_a_number_setting_takes_no_boolean_over_http(client):
     assert client.post("/search", json={"query": "seal", "dense_weight": True}).status_code == 422
     assert client.post("/search", json={"query": "seal", "dense_weight": 1}).status_code == 200
+    assert client.post("/ask", json={"question": "seal?", "min_score": True}).status_code == 422
+
+
+def test_the_web_api_takes_the_values_the_python_api_takes(db, client):
+    """No stricter bound over HTTP than the declaration's where the server's resources are not at stake:
+    ``rrf_k=0`` is a valid constant in every front end."""
+    with chunkwise.Index(db, embedder=FakeEmbedder()) as ix:
+        assert ix.search("seal", fusion="rrf", rrf_k=0)
+    response = client.post("/search", json={"query": "seal", "fusion": "rrf", "rrf_k": 0})
+    assert response.status_code == 200 and response.json()["results"]
+    assert client.post("/search", json={"query": "seal", "fusion": "rrf", "rrf_k": -1}).status_code == 400

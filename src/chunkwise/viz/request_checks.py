@@ -83,7 +83,7 @@ def request_models() -> tuple[Any, Any, Any, Any]:
 
     class AskRequest(Retrieval):
         question: str = Field(..., min_length=1, max_length=2000)
-        min_score: float | None = Field(None, description="cosine threshold (default: ask's, 0.15)")
+        min_score: float | None = Field(None, strict=True, description="cosine threshold (default: ask's, 0.15)")
 
     return StrategySpec, ChunkRequest, SearchRequest, AskRequest
 
@@ -91,7 +91,6 @@ def request_models() -> tuple[Any, Any, Any, Any]:
 #: what a request may ask of a retrieval setting beyond its declaration's check: the server's own limits
 #: (a client cannot make it rerank more than 100 candidates, or send a 1 MB reranker name)
 HTTP_LIMITS: dict[str, dict[str, Any]] = {
-    "rrf_k": {"ge": 1},
     "rerank": {"max_length": 100},
     "rerank_depth": {"ge": 1, "le": 100},
 }
