@@ -20,6 +20,7 @@ PUBLIC_MODULES = [
     "chunkwise.llm.extractive",
     "chunkwise.integrations.langchain",
     "chunkwise.integrations.llamaindex",
+    "chunkwise.retrieval.index",
 ]
 #: the public callables that must be declared
 PUBLIC = [
@@ -30,6 +31,9 @@ PUBLIC = [
     "chunkwise.llm.extractive.ExtractiveLLM.__init__",
     "chunkwise.integrations.langchain.ChunkwiseTextSplitter.__init__",
     "chunkwise.integrations.llamaindex.ChunkwiseNodeParser.from_strategy",
+    "chunkwise.retrieval.index.Index.add",
+    "chunkwise.retrieval.index.Index.search",
+    "chunkwise.retrieval.index.Index.ask",
 ]
 SRC = Path(__file__).resolve().parents[1] / "src" / "chunkwise"
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..records import pick
+from ..validation import Interval, check
 from .base import LLM, Passage, check_citations, passages_from
 from .evidence import Evidence, about, agreement, holds_keys, margin, results_of, weigh
 
@@ -269,8 +270,7 @@ def ask_index(
     carries a hedge. Passages that do not hold the question's keys (another version's section) are not
     given to the LLM when others do; when none does, or the words are missing, the LLM is not asked and the
     answer is "not found in the indexed documents: the closest passages are about ..." """
-    if min_score is not None and not isinstance(min_score, (int, float)):
-        raise ConfigError(f"min_score must be a number or None, got {min_score!r}")
+    check(min_score, [Interval(float, None, None), None], "min_score", "ask")
     if index.count() == 0 and index.config is not None:
         raise ConfigError(
             "the index is empty (0 chunks); run `chunkwise index PATH` first", source=index.store.location

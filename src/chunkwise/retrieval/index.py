@@ -34,7 +34,7 @@ from ..pipeline.config import DEFAULT_FUSION, DEFAULT_HYBRID, VECTOR_MODES, Pipe
 from ..store.base import Marker, Store
 from ..store.milvus import DEFAULT_COLLECTION, SCHEMA_VERSION, MilvusStore
 from ..strategies import Strategy
-from ..validation import Interval, check
+from ..validation import InstanceOf, Interval, validated
 from .collection_config import check_add_options, differences
 from .lazy_embedder import LazyEmbedder, makes_recorded
 from .progress import Progress
@@ -212,6 +212,7 @@ class Index:
         return AddSettings.settled(strat, embedder, request.config, reuses(strat, embedder, request.config.vectors))
 
     # -- adding documents ------------------------------------------------------------------------------
+    @validated("Index.add", batch_size=Interval(int, 1, None))
     def add(
         self,
         inputs: Any,
@@ -256,7 +257,6 @@ class Index:
         give source files too (``.py``, ``.js``...)."""
         from .add import AddInputs, add_request, collect_files, run_add, split_inputs, start_run, unchanged_report
 
-        check(batch_size, Interval(int, 1, None), "batch_size", "Index.add")  # not True, not 64.0
         t0 = time.perf_counter()
         request = add_request(config, strategy, params, settings, recreate)
         docs, paths = split_inputs(inputs)
@@ -332,6 +332,7 @@ class Index:
             raise InputError("no such document in the index (give its doc id or its source path)", source=key)
         return self.store.delete_documents(ids)
 
+    @validated("Index.search", query=InstanceOf(str), k=Interval(int, 1, None))
     def search(
         self,
         query: str,
@@ -394,6 +395,9 @@ class Index:
         self._open_existing()
         return expand_chunks(results, store_chunks(self.store), mode, budget, tokenizer)
 
+    @validated(
+        "Index.ask", question=InstanceOf(str), k=Interval(int, 1, None), min_score=[Interval(float, None, None), None]
+    )
     def ask(
         self,
         question: str,
