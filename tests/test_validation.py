@@ -21,6 +21,7 @@ PUBLIC_MODULES = [
     "chunkwise.integrations.langchain",
     "chunkwise.integrations.llamaindex",
     "chunkwise.retrieval.index",
+    "chunkwise.llm.mapreduce",
 ]
 #: the public callables that must be declared
 PUBLIC = [
@@ -34,6 +35,7 @@ PUBLIC = [
     "chunkwise.retrieval.index.Index.add",
     "chunkwise.retrieval.index.Index.search",
     "chunkwise.retrieval.index.Index.ask",
+    "chunkwise.llm.mapreduce.summarize",
 ]
 SRC = Path(__file__).resolve().parents[1] / "src" / "chunkwise"
 

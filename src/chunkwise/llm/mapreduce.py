@@ -24,8 +24,8 @@ from ..document import Chunk, Document
 from ..errors import ConfigError
 from ..records import pick
 from ..strategies import DEFAULT_STRATEGY
-from ..validation import Interval, check
-from .base import LLM, Passage, check_citations, check_style, passages_from
+from ..validation import Interval, check, validated
+from .base import LLM, STYLE, Passage, check_citations, check_style, passages_from
 
 #: progress callback: (stage, done, total), e.g. ("map", 3, 40), ("reduce 1", 2, 8), ("final", 1, 1)
 Progress = Callable[[str, int, int], None]
@@ -141,6 +141,7 @@ class MapReduce:
         return comp.text, levels, cut + comp.cut
 
 
+@validated("summarize", style=STYLE, concurrency=Interval(int, 1, None))
 def summarize(
     doc_or_chunks: Document | str | os.PathLike | list[Chunk],
     llm: LLM | None = None,
