@@ -130,6 +130,8 @@ def test_a_number_setting_takes_no_boolean_over_http(client):
     assert client.post("/search", json={"query": "seal", "dense_weight": True}).status_code == 422
     assert client.post("/search", json={"query": "seal", "dense_weight": 1}).status_code == 200
     assert client.post("/ask", json={"question": "seal?", "min_score": True}).status_code == 422
+    for k in (True, 2.0):  # Index.search refuses both
+        assert client.post("/search", json={"query": "seal", "k": k}).status_code == 422
 
 
 def test_the_web_api_takes_the_values_the_python_api_takes(db, client):

@@ -57,7 +57,7 @@ def request_models() -> tuple[Any, Any, Any, Any]:
         explain: bool = Field(False, description="include the per-sentence rows of semantic strategies")
 
     class Retrieval(Strict):
-        k: int = Field(5, ge=1, le=100)
+        k: int = Field(5, ge=1, le=100, strict=True)  # an int, as Index.search takes it (not 5.0, not true)
 
         def options(self) -> dict[str, Any]:
             """``k`` and the retrieval settings the request gives, each checked by its declaration and
