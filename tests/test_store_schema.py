@@ -52,6 +52,16 @@ def test_every_chunk_field_is_a_column_or_video_metadata():
 def test_the_derived_schema_is_the_hand_written_one():
     derived = {name: (dtype, params) for name, dtype, params in milvus_schema.column_types(8, True, True)}
     assert derived == HAND_WRITTEN
+    assert milvus_schema.SCHEMA_VERSION == 2  # the table as it is: indexes made before are written into
+    assert milvus_schema.NULL_SENTINELS == {
+        "context": "",
+        "page_start": -1,
+        "page_end": -1,
+        "start_time": -1.0,
+        "end_time": -1.0,
+        "source_start": -1,
+        "source_end": -1,
+    }
     assert set(milvus_schema.OUTPUT_FIELDS) == HAND_OUTPUT_FIELDS and len(milvus_schema.OUTPUT_FIELDS) == 21
     off = {name: params for name, _, params in milvus_schema.column_types(8, False, False)}
     assert off["indexed_text"]["enable_analyzer"] is False
