@@ -33,6 +33,10 @@ Sets (public; each read from a bare git clone, nothing is downloaded here; ``--r
   turns, the human queries with their gold turns).
 - ``cosqa``: code Q&A (Jun-jie-Huang/CoCLR's CoSQA: human web queries and the Python function that answers
   each; ``--code-queries`` queries over their functions plus ``--code-distractors`` others).
+- ``cosqa-modules``: the same kind of queries over code kept as source files (``bench_code_retrieval.py``'s
+  layout: ``2 * --code-queries`` queries, their functions and ``--code-distractors`` others shuffled into
+  modules of 12 functions; a query's reference is its function's span). Not in the default ``--only``: a
+  check that what holds for one function per document holds for code in modules.
 - ``chroma``: prose with short answers (Chroma's chunking-evaluation set as published: 5 corpora, 472
   LLM-written questions with answer spans; 5 documents, so again span recall is the measure).
 
@@ -64,7 +68,7 @@ MODES = {
 DEFAULT = ("hybrid+sections", "none")
 BUDGET_METRICS = ("span_recall@1k", "span_recall@2k", "span_recall@4k")
 METRICS = ("ndcg@10", *BUDGET_METRICS)
-SETS = ("versions", "scifact", "qmsum", "cosqa", "chroma")
+SETS = ("versions", "scifact", "qmsum", "cosqa", "cosqa-modules", "chroma")
 REPOS = {
     "qmsum": "Yale-LILY+QMSum",
     "cosqa": "Jun-jie-Huang+CoCLR",
@@ -117,6 +121,10 @@ def prepare(name: str, args) -> Path:
         return Path(args.chroma)
     if name == "cosqa":
         return prepare_cosqa(repo("cosqa"), work, args.code_queries, args.code_distractors, args.seed)
+    if name == "cosqa-modules":
+        from bench_code_retrieval import build
+
+        return build(repo("cosqa"), work, 2 * args.code_queries, args.code_distractors, 12, args.seed)
     raise ValueError(name)
 
 
@@ -192,7 +200,11 @@ def main() -> None:
     ap.add_argument("--repos", default="/work/.mirror", help="folder of bare clones <owner>+<name>/repo")
     ap.add_argument("--work", default="/tmp/chunkwise-defaults-matrix", help="where the converted sets go")
     ap.add_argument("--out-dir", default="/tmp/chunkwise-defaults-matrix/results", help="one JSON per set")
-    ap.add_argument("--only", default=",".join(SETS), help=f"comma-separated subset of {','.join(SETS)}")
+    ap.add_argument(
+        "--only",
+        default=",".join(s for s in SETS if s != "cosqa-modules"),
+        help=f"comma-separated subset of {','.join(SETS)}",
+    )
     ap.add_argument("--chunking", default="auto", help="the run spec's strategy part (default: auto)")
     ap.add_argument("--expansions", default="neighbors:1,auto", help="expansions besides none, comma-separated")
     ap.add_argument("--versions", type=int, default=20, help="versions kept per changelog")

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chunkwise import Index
-from chunkwise.retrieval.sections import key_members, sections_first
+from chunkwise.retrieval.sections import glued, key_members, sections_first
 from chunkwise.segmentation.lexical import strong_keys
 from chunkwise.store.memory import MemoryStore
 
@@ -87,3 +87,73 @@ def test_sections_first_moves_members_ahead_and_keeps_everything(ranked_ids, mem
     ]
     if not members:
         assert out == ranked
+
+
+def test_glued_keys_are_words_glued_to_numbers():
+    assert [k for k in strong_keys("python3 2d utf8 200ms 0.27.1 max_redirects KeyError 404") if glued(k)] == [
+        "python3",
+        "2d",
+        "utf8",
+        "200ms",
+    ]
+
+
+PLAIN = {
+    "convert.txt": "Convert a string to bytes with encode, and bytes back with decode.",
+    "setup.txt": "This deployment script needs python3 installed on the server first.",
+}
+
+
+@pytest.fixture(scope="module")
+def plain_index(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("plain")
+    for name, text in PLAIN.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    index = Index(store=MemoryStore(), embedder=FakeEmbedder())
+    index.add(str(folder))
+    yield index
+    index.close()
+
+
+def test_a_glued_key_in_a_body_moves_nothing(plain_index):
+    query = "python3 encode decode bytes"
+    assert key_members(plain_index.store, query) == []  # setup.txt holds python3, but no heading names it
+    for hybrid in (True, False):
+        on = plain_index.search(query, k=2, hybrid=hybrid)
+        off = plain_index.search(query, k=2, hybrid=hybrid, sections=False)
+        assert [h.source for h in on] == [h.source for h in off]
+        assert on[0].source.endswith("convert.txt")
+
+
+def test_a_glued_key_still_finds_the_section_whose_heading_names_it(plain_index, tmp_path):
+    index = Index(store=MemoryStore(), embedder=FakeEmbedder())
+    for name, text in {**PLAIN, "notes.md": "# Python3 support\n\nThe interpreter of the tools.\n"}.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    index.add(str(tmp_path))
+    members = [index.store.rows[i].chunk for i in key_members(index.store, "python3 encode decode bytes")]
+    assert members and all(c.source.endswith("notes.md") for c in members)
+    assert index.search("python3 encode decode bytes", k=1)[0].source.endswith("notes.md")
+    # a name (not glued) found in a body still counts: KeyError in the text of a chunk without headings
+    (tmp_path / "errors.txt").write_text("Reading a missing key raises KeyError at once.", encoding="utf-8")
+    index.add(str(tmp_path / "errors.txt"))
+    named = [index.store.rows[i].chunk.source for i in key_members(index.store, "when is KeyError raised")]
+    assert named and all(s.endswith("errors.txt") for s in named)
+    index.close()
+
+
+def test_cli_search_ranks_a_glued_key_as_the_python_api_does(tmp_path, monkeypatch, capsys):
+    import json
+
+    import chunkwise.embeddings
+    from chunkwise.cli import main
+
+    monkeypatch.setattr(chunkwise.embeddings, "get_embedder", lambda name=None, **kw: FakeEmbedder())
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "kb").mkdir()
+    for name, text in PLAIN.items():
+        (tmp_path / "kb" / name).write_text(text, encoding="utf-8")
+    assert main(["index", "kb", "--strategy", "recursive", "-q"]) == 0
+    capsys.readouterr()
+    assert main(["search", "python3 encode decode bytes", "-k", "1", "--format", "jsonl"]) == 0
+    (row,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert row["source"].endswith("convert.txt")

@@ -10,6 +10,12 @@ key brings its whole section (the chunks of its document whose path starts with 
 pass ranks those chunks by the ordinary (fused) score, and the other candidates follow them. A query
 without keys, or whose keys no chunk holds, is ranked as before; that the key is missing is what
 :func:`chunkwise.llm.answer.ask_index` reports.
+
+A query whose keys are all words glued to a number (``python3``, ``2d``: :func:`glued`) moves only the
+chunks of sections whose heading names one: in a body such a key is a word as often as a name, and
+moving every chunk that holds ``python3`` or ``1d`` ahead of the fused ranking cost code Q&A nDCG (CoSQA),
+while names (``KeyError``, ``flask.app.Flask.cli``), versions and issue numbers found in a body helped
+docstring questions (benchmarks/results/defaults-matrix.md).
 """
 
 from __future__ import annotations
@@ -32,16 +38,18 @@ def _holds(chunk: Chunk, key: str) -> bool:
 
 def key_members(store: Store, query: str, filter: str | None = None) -> list[str]:
     """Ids of the chunks in the sections that hold every key of ``query`` (empty: no key, or none holds
-    them all), in no particular order."""
+    them all; keys that are all :func:`glued` must also name a heading of the chunk's path), in no
+    particular order."""
     keys = strong_keys(query)
     if not keys:
         return []
     ids = [h.id for h in store.search_text(" ".join(keys), KEY_DEPTH, filter)]
     chunks = [h.chunk for h in store.fetch(ids) if h.chunk is not None] if ids else []
+    weak = all(map(glued, keys))  # python3, 2d: a section must be named by them
     members: dict[str, None] = {}
     heads: dict[str, set[tuple[str, ...]]] = {}  # doc -> heading paths that name a key
     for c in chunks:
-        if not all(_holds(c, k) for k in keys):
+        if not all(_holds(c, k) for k in keys) or (weak and not _named(c, keys)):
             continue
         members[c.id] = None
         for depth in range(len(c.section), 0, -1):  # the deepest heading that names a key bounds the section
@@ -54,6 +62,17 @@ def key_members(store: Store, query: str, filter: str | None = None) -> list[str
             if any(path[: len(p)] == p for p in paths) and all(_holds(c, k) or _under(path, paths, k) for k in keys):
                 members[c.id] = None
     return list(members)
+
+
+def glued(key: str) -> bool:
+    """A word glued to a number (``python3``, ``2d``, ``utf8``, ``200ms``): letters and digits, no joiner.
+    Such a key is a word as often as a name, so alone it moves only sections whose heading names it."""
+    return key.isalnum() and not key.isdigit() and not key.isalpha()
+
+
+def _named(chunk: Chunk, keys: Sequence[str]) -> bool:
+    """Whether a heading of ``chunk``'s path (a version's heading, a function's name) names one of ``keys``."""
+    return any(contains_term(h, k) for h in chunk.section for k in keys)
 
 
 def _under(path: tuple[str, ...], heads: set[tuple[str, ...]], key: str) -> bool:
@@ -81,4 +100,4 @@ def sections_first(ranked: Sequence[tuple[str, float]], members: Sequence[str]) 
     return first + [(i, s) for i, s in ranked if i not in wanted]
 
 
-__all__ = ["key_members", "sections_first", "KEY_DEPTH", "SECTION_DOC_LIMIT"]
+__all__ = ["glued", "key_members", "sections_first", "KEY_DEPTH", "SECTION_DOC_LIMIT"]
