@@ -108,6 +108,7 @@ __all__ = [
     "fast_graph_path",
     "fold_dequantized_weights",
     "fuse_bias_gelu",
+    "load_level",
     "read_record",
     "rebuild",
     "record_path",
@@ -408,6 +409,16 @@ def session_options(threads: int, level: str = "ORT_ENABLE_ALL"):
     opts.graph_optimization_level = getattr(ort.GraphOptimizationLevel, level)
     opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return opts
+
+
+def load_level(path: str) -> str:
+    """The optimisation level a session loads ``path`` at: ``ORT_ENABLE_BASIC`` for a rewritten graph (saved
+    as onnxruntime optimised it at ``ORT_ENABLE_EXTENDED``, where ``ORT_ENABLE_ALL`` finds nothing more to
+    change in it: the same nodes, the same vectors bit for bit, ``tests/test_firstrun_graph.py``; ~18 CPU-ms
+    less per load), ``ORT_ENABLE_ALL`` for any other file (the shipped one needs its fusions)."""
+    graph = Path(path)
+    rewritten = graph.name.startswith("minilm-graph-") and record_path(graph).is_file()
+    return "ORT_ENABLE_BASIC" if rewritten else "ORT_ENABLE_ALL"
 
 
 def _saving_session(model: bytes, path: str, threads: int, weights: str | None = None):

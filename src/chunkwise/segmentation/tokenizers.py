@@ -160,9 +160,26 @@ class HFTokenizer(Tokenizer):
         """The underlying ``tokenizers.Tokenizer`` (truncation/padding off), for embedders."""
         return self._tok
 
+    def token_id(self, token: str) -> int:
+        """The id of ``token`` in the vocabulary (from the Python WordPiece when it is read and the Rust
+        tokenizer is not loaded: the same file)."""
+        if self._hf is None and self._python is None:
+            self.python_encode("")  # reads the vocabulary where the Python WordPiece applies
+        found = self._python.vocab.get(token) if self._hf is None and self._python else self._tok.token_to_id(token)
+        if found is None:
+            raise ConfigError(f"the tokenizer has no {token} token", source=self.path)
+        return found
+
     def _python_offsets(self, text: str) -> list[Span] | None:
         """The token spans of ``text`` from :mod:`.wordpiece` while the Rust tokenizer is not loaded, the
         Python budget lasts and the text is one it covers; else ``None``."""
+        found = self.python_encode(text)
+        return None if found is None else found[1]
+
+    def python_encode(self, text: str) -> tuple[list[int], list[Span]] | None:
+        """The ids and spans of ``text``'s tokens (no special tokens) from :mod:`.wordpiece` while the Rust
+        tokenizer is not loaded, the Python budget lasts and the text is one it covers; else ``None`` (the
+        Rust tokenizer then gives the same)."""
         if self._python is False or self._hf is not None:
             return None
         if self._python is None:
@@ -178,7 +195,7 @@ class HFTokenizer(Tokenizer):
         if self._python_chars > PYTHON_BUDGET:
             self._python = False
             return None
-        return python.offsets(text)
+        return python.encode(text)
 
     def offsets(self, text: str) -> list[Span]:
         if len(text) <= SMALL_TEXT and (spans := self._python_offsets(text)) is not None:

@@ -86,7 +86,13 @@ class WordPiece:
 
     def offsets(self, text: str) -> list[tuple[int, int]]:
         """The character span of every token of ``text`` (a text :meth:`covers`), in order."""
+        return self.encode(text)[1]
+
+    def encode(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
+        """The id and the character span of every token of ``text`` (a text :meth:`covers`), in order."""
         vocab = self.vocab
+        unk = vocab["[UNK]"]
+        ids: list[int] = []
         spans: list[tuple[int, int]] = []
         lowered = text.lower()
         for m in _PRE_TOKEN.finditer(lowered):
@@ -94,20 +100,24 @@ class WordPiece:
             word = m.group()
             n = b - a
             if n > self.max_chars:
+                ids.append(unk)
                 spans.append((a, b))
                 continue
-            pieces: list[tuple[int, int]] = []
+            pieces: list[tuple[int, int, int]] = []
             start = 0
             while start < n:
                 end = n
                 while start < end:
-                    if (word[start:end] if start == 0 else "##" + word[start:end]) in vocab:
+                    found = vocab.get(word[start:end] if start == 0 else "##" + word[start:end])
+                    if found is not None:
                         break
                     end -= 1
                 else:  # no entry starts here: the whole word is [UNK]
-                    pieces = [(a, b)]
+                    pieces = [(unk, a, b)]
                     break
-                pieces.append((a + start, a + end))
+                pieces.append((found, a + start, a + end))
                 start = end
-            spans.extend(pieces)
-        return spans
+            for token, start, end in pieces:
+                ids.append(token)
+                spans.append((start, end))
+        return ids, spans
