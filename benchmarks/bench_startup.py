@@ -1,9 +1,13 @@
 """What every command costs before it works: start-up CPU of the CLI next to Python's own, in one run.
 
-    python benchmarks/bench_startup.py [--rounds 5] [--db PATH]
+    python benchmarks/bench_startup.py [--rounds 5] [--db PATH] [--acceptance]
 
-Each row runs a fresh interpreter ``--rounds`` times (bytecode cached: one warm-up run first) and takes
-the median user+system CPU time of the child (``resource.getrusage(RUSAGE_CHILDREN)`` deltas), which a
+``--acceptance`` runs only the four rows of the two budgets (``chunk`` against ``import json``, a cold search
+against importing numpy, tokenizers and onnxruntime) and prints both ratios.
+
+Each row runs a fresh interpreter ``--rounds`` times (bytecode cached: one warm-up run first), the rows
+in turn within each round (ABAB: a change of the machine's load hits every row alike), and takes the median
+user+system CPU time of the child (``resource.getrusage(RUSAGE_CHILDREN)`` deltas), which a
 machine shared with other work disturbs less than wall time. Rows:
 
 - ``python -c "import json"``: the floor every Python command pays.
@@ -58,22 +62,41 @@ SEARCH = (
 )
 
 
+def cpu_once(cmd: list[str]) -> float:
+    """CPU seconds (user + system) of one run of ``cmd`` in a child process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, env=ENV)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def cpu_of_rows(rows: list[tuple[str, list[str]]], rounds: int) -> dict[str, float]:
+    """Median CPU seconds of each row's command: one warm-up run of each, then ``rounds`` rounds that run
+    every row once in turn (ABAB...), so a change of the machine's load hits every row alike."""
+    for _, cmd in rows:
+        cpu_once(cmd)
+    times: dict[str, list[float]] = {name: [] for name, _ in rows}
+    for _ in range(rounds):
+        for name, cmd in rows:
+            times[name].append(cpu_once(cmd))
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
 def cpu_of(cmd: list[str], rounds: int) -> float:
     """Median CPU seconds (user + system) of ``cmd`` in a child process, after one warm-up run."""
-    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, env=ENV)
-    times = []
-    for _ in range(rounds):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, env=ENV)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        times.append((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
-    return statistics.median(times)
+    return cpu_of_rows([("cmd", cmd)], rounds)["cmd"]
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--db", help="an index to search (default: examples/ indexed into a temporary one)")
+    ap.add_argument(
+        "--acceptance",
+        action="store_true",
+        help="only the four rows of the two start-up budgets (chunk against import json, a cold search "
+        "against importing numpy, tokenizers and onnxruntime), more rounds in the same time",
+    )
     args = ap.parse_args(argv)
     py = sys.executable
     cli = [str(Path(py).parent / "chunkwise")]  # the installed entry point, as a user runs it
@@ -98,7 +121,10 @@ def main(argv: list[str] | None = None) -> int:
         ("default install: imports", [py, "-c", DEFAULT + NEEDS]),
         ("default install: search", [py, "-c", DEFAULT + SEARCH, db]),
     ]
-    results = {name: cpu_of(cmd, args.rounds) for name, cmd in rows}
+    load_before = os.getloadavg()
+    if args.acceptance:
+        return acceptance(rows, args.rounds, load_before)
+    results = cpu_of_rows(rows, args.rounds)
     floor = results["python -c 'import json'"]
     needs = results["import what search needs"]
     imports = {"chunkwise search (cold)": needs, "default install: search": results["default install: imports"]}
@@ -124,6 +150,30 @@ def main(argv: list[str] | None = None) -> int:
                 base = results["import numpy, tok., onnxrt"]
                 line += f"; {cpu / base:.2f}x numpy + tokenizers + onnxruntime (budget 2.5x)"
         print(line)
+    print(
+        f"load average {load_before[0]:.1f} before, {os.getloadavg()[0]:.1f} after; {args.rounds} rounds, interleaved"
+    )
+    return 0
+
+
+#: the two start-up budgets: (row, baseline row, budget)
+BUDGETS = (
+    ("chunkwise chunk small.txt", "python -c 'import json'", 3.0),
+    ("chunkwise search (cold)", "import numpy, tok., onnxrt", 2.5),
+)
+
+
+def acceptance(rows: list[tuple[str, list[str]]], rounds: int, load_before: tuple[float, ...]) -> int:
+    """The rows of :data:`BUDGETS` alone, interleaved; each ratio with its baseline from the same rounds."""
+    wanted = {name for pair in BUDGETS for name in pair[:2]}
+    results = cpu_of_rows([row for row in rows if row[0] in wanted], rounds)
+    for name, base, budget in BUDGETS:
+        ratio = results[name] / results[base]
+        print(
+            f"{name:28} {results[name] * 1000:6.0f} CPU-ms = {ratio:.2f}x {base} ({results[base] * 1000:.0f} "
+            f"CPU-ms; budget {budget}x: {'met' if ratio <= budget else 'NOT met'})"
+        )
+    print(f"load average {load_before[0]:.1f} before, {os.getloadavg()[0]:.1f} after; {rounds} rounds, interleaved")
     return 0
 
 

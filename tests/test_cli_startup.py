@@ -142,3 +142,29 @@ def test_chunk_imports_neither_retrieval_nor_stores_nor_models(tmp_path):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True).stdout
     assert out.splitlines()[-1] == "0 1 []", out
+
+
+def test_chunk_of_a_small_text_loads_no_retrieval_engine_or_model_runtime(tmp_path):
+    """``chunkwise chunk`` of a small ASCII text: of the retrieval package only the progress line (its
+    ``__init__`` imports nothing), no pymilvus, Milvus Lite or onnxruntime, and not the Rust tokenizer either:
+    MiniLM's tokens are counted by the Python WordPiece (segmentation/wordpiece.py). All of these are
+    installed here, so the test fails as soon as a change makes ``chunk`` import one of them again."""
+    small = tmp_path / "small.txt"
+    small.write_text("The keeper trims the wick.\n\nShips pass in the storm.\n", encoding="utf-8")
+    code = (
+        "import sys, io, json, contextlib, importlib.util\nfrom chunkwise.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+        f"    rc = main(['chunk', {str(small)!r}])\n"
+        "installed = all(importlib.util.find_spec(m) for m in ('pymilvus', 'onnxruntime', 'milvus_lite', 'tokenizers'))\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('pymilvus', 'onnxruntime', 'milvus_lite',"
+        " 'tokenizers') or (m.startswith('chunkwise.retrieval.') and m != 'chunkwise.retrieval.progress'))\n"
+        "print(json.dumps([rc, installed, loaded, json.loads(out.getvalue())['token_count']]))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True).stdout
+    import json
+
+    from chunkwise.segmentation.tokenizers import get_tokenizer
+
+    rc, installed, loaded, tokens = json.loads(out.splitlines()[-1])
+    assert rc == 0 and installed and loaded == [], out
+    assert tokens == len(get_tokenizer("minilm").hf.encode(small.read_text().strip(), add_special_tokens=False).ids)

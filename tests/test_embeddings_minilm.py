@@ -474,30 +474,40 @@ def _good_graph() -> Path:
 
 
 def _damaged_copy(folder: Path, how: str, matching_record: bool = False) -> Path:
-    """A copy of the good graph and its record in ``folder``, damaged as the outside campaign did: 4 KB
-    scrambled inside the first attention weight (same size), or cut in half; with ``matching_record`` the
-    record is made to vouch for the damaged bytes (so only the canary can tell)."""
+    """A copy of the good graph, its weights file and its record in ``folder``, damaged as the outside
+    campaign did: 4 KB scrambled inside the first attention weight (same size), or the graph file cut in
+    half; with ``matching_record`` the record is made to vouch for the damaged bytes (so only the canary can
+    tell)."""
     import hashlib
     import json
     import shutil
 
+    from chunkwise.embeddings.onnx_trust import weights_path
+
     good = _good_graph()
     folder.mkdir(mode=0o700, exist_ok=True)
     target = folder / good.name
-    data = bytearray(good.read_bytes())
-    if how == "flip":  # inside the first attention weight (the middle of the file is the word embeddings)
-        at = _first_matmul_weight_offset(good, bytes(data)) + 4096
+    shutil.copyfile(good, target)
+    shutil.copyfile(weights_path(good), weights_path(target))
+    if how == "flip":  # inside the first attention weight (the middle of the weights is the word embeddings)
+        path, at = _first_matmul_weight_offset(good)
+        path = target.with_suffix(path.suffix)
+        data = bytearray(path.read_bytes())
+        at += 4096
         # the 1,024 float32 weights there in reverse order: finite, plausible, wrong (inverting the bytes
         # instead gives NaN, which the index's own finiteness check already stopped)
         data[at : at + 4096] = np.frombuffer(bytes(data[at : at + 4096]), dtype=np.float32)[::-1].tobytes()
     else:
+        path = target
+        data = bytearray(path.read_bytes())
         del data[len(data) // 2 :]
-    target.write_bytes(bytes(data))
+    path.write_bytes(bytes(data))
     if good.with_suffix(".json").is_file():
         shutil.copyfile(good.with_suffix(".json"), target.with_suffix(".json"))
     if matching_record:
         record = json.loads(target.with_suffix(".json").read_text())
-        record.update(sha256=hashlib.sha256(bytes(data)).hexdigest(), size=len(data))
+        whole = target.read_bytes() + weights_path(target).read_bytes()
+        record.update(sha256=hashlib.sha256(whole).hexdigest(), size=len(whole))
         target.with_suffix(".json").write_text(json.dumps(record))
     return target
 
@@ -505,18 +515,18 @@ def _damaged_copy(folder: Path, how: str, matching_record: bool = False) -> Path
 TEXTS = SEED + ["Short.", " ".join(SEED * 6)]
 
 
-def _first_matmul_weight_offset(graph: Path, data: bytes) -> int:
-    """Where the first MatMul's weight lies in the file: every text passes through it (most of the middle of
-    the file is the word embedding table, whose rows only some texts read)."""
+def _first_matmul_weight_offset(graph: Path) -> tuple[Path, int]:
+    """The file and offset where the first MatMul's weight lies: every text passes through it (most of the
+    weights file is the word embedding table, whose rows only some texts read)."""
     import onnx
 
     model = onnx.load(str(graph), load_external_data=False)
     inits = {t.name: t for t in model.graph.initializer}
     node = next(n for n in model.graph.node if n.op_type == "MatMul" and any(i in inits for i in n.input))
-    raw = next(inits[i].raw_data for i in node.input if i in inits)
-    offset = data.find(raw[:256])
-    assert offset > 0 and len(raw) > 3 * 4096
-    return offset
+    tensor = next(inits[i] for i in node.input if i in inits)
+    where = {e.key: e.value for e in tensor.external_data}
+    assert tensor.data_location == onnx.TensorProto.EXTERNAL and int(where["length"]) > 3 * 4096
+    return graph.parent / where["location"], int(where.get("offset", 0))
 
 
 @pytest.mark.timeout(600)  # the slow tier's own bound: far above its time on a loaded 2-core machine
@@ -567,11 +577,13 @@ def test_the_record_holds_the_graphs_sha256_and_the_shipped_graphs_canary():
 
     from chunkwise.embeddings.minilm import _load_session, onnx_model_path
     from chunkwise.embeddings.onnx_graph import CANARY_TEXT
+    from chunkwise.embeddings.onnx_trust import weights_path
 
     graph = _good_graph()
     record = json.loads(graph.with_suffix(".json").read_text())
-    assert record["sha256"] == hashlib.sha256(graph.read_bytes()).hexdigest()
-    assert record["size"] == graph.stat().st_size and record["canary"]["text"] == CANARY_TEXT
+    whole = graph.read_bytes() + weights_path(graph).read_bytes()  # the graph, then its weights file
+    assert record["sha256"] == hashlib.sha256(whole).hexdigest()
+    assert record["size"] == len(whole) and record["canary"]["text"] == CANARY_TEXT
     shipped = MiniLMEmbedder()
     shipped._session = _load_session.__wrapped__(shipped.threads, onnx_model_path())
     np.testing.assert_allclose(np.asarray(record["canary"]["vector"]), shipped.embed([CANARY_TEXT])[0], atol=1e-6)

@@ -237,3 +237,32 @@ def test_the_first_embedder_runs_the_session_the_rewrite_loaded(tmp_path, monkey
     texts = ["The pump is inspected every week.", "Lunch is served at noon in the cafeteria. " * 20]
     np.testing.assert_allclose(first.embed(texts), second.embed(texts), atol=1e-6)
     minilm._checked_session.cache_clear()
+
+
+def test_a_rewritten_graph_loads_at_the_basic_level_into_the_same_graph(tmp_path):
+    """The rewritten graph was saved as onnxruntime optimised it; loading it at ORT_ENABLE_BASIC (what the
+    embedder does, cheaper) gives the nodes and the vectors loading it at ORT_ENABLE_ALL gives, bit for bit.
+    The shipped file still loads at ORT_ENABLE_ALL (it needs the fusions)."""
+    import onnxruntime as ort
+
+    from chunkwise.embeddings import minilm, onnx_graph
+    from chunkwise.embeddings.cache import default_cache_dir
+
+    graph = onnx_graph.fast_graph_path(minilm.onnx_model_path(), default_cache_dir())
+    assert onnx_graph.load_level(graph) == "ORT_ENABLE_BASIC"
+    assert onnx_graph.load_level(minilm.onnx_model_path()) == "ORT_ENABLE_ALL"
+    ids = np.asarray([[101, 1996, 9529, 12665, 1996, 15536, 1012, 102], [101, 2122, 2024, 102, 0, 0, 0, 0]])
+    feeds = {"input_ids": ids, "attention_mask": (ids > 0).astype(np.int64)}
+    nodes, outputs = {}, {}
+    for level in ("ORT_ENABLE_ALL", "ORT_ENABLE_BASIC"):
+        opts = onnx_graph.session_options(1, level)
+        opts.optimized_model_filepath = str(tmp_path / f"{level}.onnx")
+        opts.add_session_config_entry("session.optimized_model_external_initializers_file_name", f"{level}.w")
+        session = ort.InferenceSession(graph, sess_options=opts, providers=["CPUExecutionProvider"])
+        if "token_type_ids" in {i.name for i in session.get_inputs()}:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        outputs[level] = session.run(None, feeds)[0]
+        model = onnx.load(str(tmp_path / f"{level}.onnx"), load_external_data=False)
+        nodes[level] = [(n.op_type, list(n.input), list(n.output)) for n in model.graph.node]
+    assert nodes["ORT_ENABLE_ALL"] == nodes["ORT_ENABLE_BASIC"] and len(nodes["ORT_ENABLE_ALL"]) > 100
+    np.testing.assert_array_equal(outputs["ORT_ENABLE_ALL"], outputs["ORT_ENABLE_BASIC"])

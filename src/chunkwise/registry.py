@@ -18,8 +18,8 @@ What a target is called with is the kind's business (:func:`chunkwise.strategies
 :func:`chunkwise.segmentation.tokenizers.get_tokenizer`); an unknown name is one :class:`ConfigError` with
 the same wording for every kind (:func:`unknown`).
 
-Some entries are registered by the module that owns them rather than listed here (the video loader, which
-knows its own file extensions): :data:`_PROVIDERS` names those modules, imported the first time their kind
+Some entries are registered by a module of their own rather than listed here (the video loader, with its
+file extensions, in :mod:`chunkwise.formats.video_entry`): :data:`_PROVIDERS` names those modules, imported the first time their kind
 is looked up.
 """
 
@@ -87,7 +87,7 @@ _BUILTIN: dict[str, dict[str, str]] = {
     },
 }
 #: modules that register entries of a kind themselves, imported on the first look-up of that kind
-_PROVIDERS: dict[str, tuple[str, ...]] = {"format": ("chunkwise.video",)}
+_PROVIDERS: dict[str, tuple[str, ...]] = {"format": ("chunkwise.formats.video_entry",)}
 
 #: kind -> name -> target: the built-in entries first, then the registered ones in order
 _TABLES: dict[str, dict[str, Any]] = {kind: dict(_BUILTIN.get(kind, {})) for kind in KINDS}

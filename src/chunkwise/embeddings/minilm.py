@@ -137,9 +137,10 @@ def _load_session(threads: int, path: str):
         import onnxruntime as ort
     except ImportError:  # pragma: no cover - a core dependency
         raise MissingDependencyError("the minilm embedder", "core", "onnxruntime") from None
-    from .onnx_graph import session_options
+    from .onnx_graph import load_level, session_options
 
-    return ort.InferenceSession(path, sess_options=session_options(threads), providers=["CPUExecutionProvider"])
+    opts = session_options(threads, load_level(path))
+    return ort.InferenceSession(path, sess_options=opts, providers=["CPUExecutionProvider"])
 
 
 class MiniLMEmbedder(Embedder):
@@ -199,9 +200,10 @@ class MiniLMEmbedder(Embedder):
         self.texts_embedded = 0
         self._tokenizer = get_tokenizer("minilm")
         assert isinstance(self._tokenizer, HFTokenizer), "'minilm' is the model's own tokenizer.json"
-        self._hf = self._tokenizer.hf
-        self._cls = self._hf.token_to_id("[CLS]")
-        self._sep = self._hf.token_to_id("[SEP]")
+        # the Rust tokenizer loads on first need: a query or a few short texts are encoded in Python
+        # (segmentation/wordpiece.py, the same ids) without it
+        self._cls = self._tokenizer.token_id("[CLS]")
+        self._sep = self._tokenizer.token_id("[SEP]")
         self.threads = threads or available_cores()
         self._session = _session(self.threads, "fast", None if cache_dir is None else os.fspath(cache_dir))
         self._input_names = {i.name for i in self._session.get_inputs()}
@@ -211,12 +213,22 @@ class MiniLMEmbedder(Embedder):
         """MiniLM's own WordPiece tokenizer (its Hugging Face object as ``.hf``)."""
         return self._tokenizer
 
+    @property
+    def _hf(self):
+        """The Rust tokenizer (loaded on first use)."""
+        return self._tokenizer.hf
+
     # -- tokenisation -------------------------------------------------------------------------------
     def _encode(self, texts: list[str]) -> list[list[int]]:
         """Token ids with ``[CLS]``/``[SEP]``, truncated to the window (the last id stays ``[SEP]``)."""
         out = []
-        for enc in self._hf.encode_batch(texts, add_special_tokens=True):
-            ids = enc.ids
+        python = [self._tokenizer.python_encode(t) for t in texts] if len(texts) <= 8 else [None]
+        encoded = (
+            [[self._cls, *found[0], self._sep] for found in python if found is not None]
+            if all(found is not None for found in python)
+            else [enc.ids for enc in self._hf.encode_batch(texts, add_special_tokens=True)]
+        )
+        for ids in encoded:
             if len(ids) > self.positions:
                 ids = ids[: self.positions - 1] + [self._sep]
                 self.truncated += 1

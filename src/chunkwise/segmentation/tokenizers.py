@@ -21,12 +21,14 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from ..registry import LazyModule, lazy_regex
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from .wordpiece import WordPiece
 else:
     np = LazyModule("numpy")  # imported when first used: small texts are counted without it
 
@@ -123,26 +125,81 @@ class HFTokenizer(Tokenizer):
     """
 
     def __init__(self, path: str | Path, name: str):
-        from tokenizers import Tokenizer as _HF
-
         self.name = name
         self.path = str(path)
         # BERT's normaliser and pre-tokeniser (MiniLM) never let a token cross ASCII whitespace
         self.additive = "bert" if name == "minilm" else None
+        self._hf = None
+        #: MiniLM's WordPiece in Python for a short run's texts (:mod:`.wordpiece`): made on first use,
+        #: ``False`` once it does not apply (another file's set-up, or its budget spent)
+        self._python: WordPiece | Literal[False] | None = None if name == "minilm" else False
+        self._python_chars = 0
+        if name != "minilm":  # a user's file is read now, so a bad one is refused before any input
+            self._load()
+
+    def _load(self):
+        from tokenizers import Tokenizer as _HF
+
         try:
-            self._tok = _HF.from_file(self.path)
+            tok = _HF.from_file(self.path)
         except Exception as exc:  # tokenizers raises its own Exception for any file it cannot read
             reason = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
             raise ConfigError(f"not a Hugging Face tokenizer.json ({reason})", source=self.path) from None
-        self._tok.no_truncation()
-        self._tok.no_padding()
+        tok.no_truncation()
+        tok.no_padding()
+        self._hf = tok
+        return tok
+
+    @property
+    def _tok(self):
+        """The Rust tokenizer, loaded on first use (the shipped MiniLM file's: a short run may count without it)."""
+        return self._hf if self._hf is not None else self._load()
 
     @property
     def hf(self):
         """The underlying ``tokenizers.Tokenizer`` (truncation/padding off), for embedders."""
         return self._tok
 
+    def token_id(self, token: str) -> int:
+        """The id of ``token`` in the vocabulary (from the Python WordPiece when it is read and the Rust
+        tokenizer is not loaded: the same file)."""
+        if self._hf is None and self._python is None:
+            self.python_encode("")  # reads the vocabulary where the Python WordPiece applies
+        found = self._python.vocab.get(token) if self._hf is None and self._python else self._tok.token_to_id(token)
+        if found is None:
+            raise ConfigError(f"the tokenizer has no {token} token", source=self.path)
+        return found
+
+    def _python_offsets(self, text: str) -> list[Span] | None:
+        """The token spans of ``text`` from :mod:`.wordpiece` while the Rust tokenizer is not loaded, the
+        Python budget lasts and the text is one it covers; else ``None``."""
+        found = self.python_encode(text)
+        return None if found is None else found[1]
+
+    def python_encode(self, text: str) -> tuple[list[int], list[Span]] | None:
+        """The ids and spans of ``text``'s tokens (no special tokens) from :mod:`.wordpiece` while the Rust
+        tokenizer is not loaded, the Python budget lasts and the text is one it covers; else ``None`` (the
+        Rust tokenizer then gives the same)."""
+        if self._python is False or self._hf is not None:
+            return None
+        if self._python is None:
+            from .wordpiece import WordPiece
+
+            self._python = WordPiece.from_file(self.path) or False
+        python = self._python
+        if python is False or not python.covers(text):
+            return None
+        from .wordpiece import PYTHON_BUDGET
+
+        self._python_chars += len(text)
+        if self._python_chars > PYTHON_BUDGET:
+            self._python = False
+            return None
+        return python.encode(text)
+
     def offsets(self, text: str) -> list[Span]:
+        if len(text) <= SMALL_TEXT and (spans := self._python_offsets(text)) is not None:
+            return spans
         if len(text) <= SMALL_TEXT:  # one block (see offset_arrays), in Python: no numpy for a small text
             squeezed, runs = self._squeeze(text)
             if not runs:
@@ -175,6 +232,8 @@ class HFTokenizer(Tokenizer):
     def count(self, text: str) -> int:
         if not text:
             return 0
+        if len(text) <= SMALL_TEXT and (spans := self._python_offsets(text)) is not None:
+            return len(spans)
         text, _ = self._squeeze(text)
         if self.name != "minilm" or len(text) <= _STREAM_CHARS:
             return len(self._tok.encode(text, add_special_tokens=False).ids)
@@ -217,6 +276,8 @@ class HFTokenizer(Tokenizer):
     def count_batch(self, texts: Sequence[str]) -> list[int]:
         if not texts:
             return []
+        if self._python is not False and self._hf is None and sum(len(t) for t in texts) <= SMALL_TEXT:
+            return [self.count(t) for t in texts]
         if self.name == "minilm" and sum(len(t) for t in texts) > _STREAM_CHARS:
             return [self.count(t) if len(t) > _STREAM_CHARS else n for t, n in zip(texts, self._count_small(texts))]
         texts = [self._squeeze(t)[0] for t in texts]

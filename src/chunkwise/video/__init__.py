@@ -20,7 +20,6 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..document import Chunk
-from ..formats import register_format
 from .document import VideoDocument, build_document, content_key
 from .frames import VIDEO_EXTENSIONS, VideoInfo, probe
 from .rule import Clip, ClipObject, ClipRule
@@ -136,10 +135,9 @@ def clips_from_tracks(
     return build_document(found, source, subs, tokenizer).chunks
 
 
-# a video file is an input like any other: the folder walk takes these extensions and ``formats.load`` hands
-# such a file to load_video (imported by name on first use; ``chunkwise.registry`` imports this module the
-# first time a format is looked up, so formats never imports video)
-register_format("video", "chunkwise.video:load_video", VIDEO_EXTENSIONS, streamed=True)
+# a video file is an input like any other: the folder walk takes VIDEO_EXTENSIONS and ``formats.load`` hands
+# such a file to load_video, registered by ``chunkwise.formats.video_entry`` (which ``chunkwise.registry``
+# imports the first time a format is looked up, so neither formats nor a text command imports this package)
 
 __all__ = [
     "clips",

@@ -14,9 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InputError, MissingDependencyError
-
-#: file extensions read as video
-VIDEO_EXTENSIONS = (".mp4", ".m4v", ".mov", ".mkv", ".webm", ".avi", ".mpg", ".mpeg", ".ts", ".wmv", ".flv")
+from ..formats.video_entry import VIDEO_EXTENSIONS  # file extensions read as video (one home: the format entry)
 
 
 def import_av():

@@ -1,0 +1,122 @@
+"""MiniLM's WordPiece in Python (segmentation/wordpiece.py) gives the Rust tokenizer's tokens, or declines."""
+
+from __future__ import annotations
+
+import string
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from chunkwise.segmentation import wordpiece
+from chunkwise.segmentation.tokenizers import HFTokenizer, get_tokenizer, minilm_tokenizer_path
+from chunkwise.segmentation.wordpiece import WordPiece
+
+PYTHON = WordPiece.from_file(minilm_tokenizer_path())
+RUST = get_tokenizer("minilm").hf  # the Rust tokenizer itself, truncation and padding off
+
+
+def rust_spans(text: str) -> list[tuple[int, int]]:
+    return [tuple(s) for s in RUST.encode(text, add_special_tokens=False).offsets]
+
+
+def test_the_shipped_file_is_the_set_up_it_reproduces():
+    assert PYTHON is not None and len(PYTHON.vocab) == 30522
+
+
+# words from the vocabulary, pieces of them, punctuation, digits, long runs, [UNK]-making symbols
+_ALPHABET = string.ascii_letters + string.digits + string.punctuation + " \t\n\r"
+_WORDS = st.sampled_from(
+    [
+        "The",
+        "keeper",
+        "unaffable",
+        "tokenization",
+        "XR-12",
+        "don't",
+        "e.g.",
+        "http://x.org/a?b=1",
+        "ünïcode"[:0] + "zzq",
+        "a" * 99,
+        "b" * 100,
+        "c" * 101,
+        "[CLS",
+        "MASK]",
+        "##ing",
+        "__init__",
+        "3.14159",
+        "snake_case",
+        "CamelCaseWord",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(_WORDS, st.text(_ALPHABET, max_size=30)), max_size=40).map("".join))
+def test_same_tokens_as_rust_on_ascii_text(text):
+    special = any(s in text for s in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"))
+    assert PYTHON.covers(text) is not special  # the Rust tokenizer matches those before normalising
+    if special:
+        return
+    ids, spans = PYTHON.encode(text)
+    assert spans == rust_spans(text)
+    assert ids == RUST.encode(text, add_special_tokens=False).ids
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["café au lait", "a\x0bb", "tab\x00null", "see [MASK] here", "[CLS] first", "中文", "x\u00a0y", "emoji 🙂"],
+)
+def test_declines_what_it_does_not_reproduce(text):
+    assert not PYTHON.covers(text)
+
+
+def test_same_tokens_on_real_text():
+    files = sorted(Path(__file__).parent.glob("data/changelog/*.md")) + [Path(wordpiece.__file__)]
+    checked = 0
+    for path in files:
+        for block in path.read_text(encoding="utf-8").split("\n\n"):
+            if PYTHON.covers(block):
+                assert PYTHON.offsets(block) == rust_spans(block), block
+                checked += 1
+    assert checked >= 50
+
+
+def test_another_set_up_is_not_reproduced(tmp_path):
+    import json
+
+    spec = json.loads(minilm_tokenizer_path().read_text(encoding="utf-8"))
+    spec["normalizer"]["lowercase"] = False
+    other = tmp_path / "tokenizer.json"
+    other.write_text(json.dumps(spec), encoding="utf-8")
+    assert WordPiece.from_file(other) is None
+    assert WordPiece.from_file(tmp_path / "missing.json") is None
+
+
+def test_minilm_counts_in_python_until_its_budget_then_in_rust(monkeypatch):
+    monkeypatch.setattr(wordpiece, "PYTHON_BUDGET", 100)
+    tok = HFTokenizer(minilm_tokenizer_path(), "minilm")
+    text = "The keeper trims the wick; ships pass in the storm."
+    assert tok.count(text) == len(rust_spans(text)) and tok._hf is None  # Python, no Rust tokenizer loaded
+    assert tok.offsets("café") == rust_spans("café") and tok._hf is not None  # not covered: Rust
+    tok = HFTokenizer(minilm_tokenizer_path(), "minilm")
+    assert tok.count_batch([text, text]) == [len(rust_spans(text))] * 2
+    assert tok.count(text * 3) == len(rust_spans(text * 3)) and tok._hf is not None  # budget spent
+
+
+def test_the_embedder_encodes_a_few_short_texts_without_the_rust_tokenizer():
+    """A query's ids come from the Python WordPiece (no Rust tokenizer loaded), the same as the Rust ones with
+    [CLS]/[SEP]; a batch with a text it does not cover goes to Rust whole."""
+    from chunkwise.embeddings import minilm
+
+    tok = HFTokenizer(minilm_tokenizer_path(), "minilm")  # fresh: the Rust tokenizer not loaded
+    emb = minilm.MiniLMEmbedder.__new__(minilm.MiniLMEmbedder)  # its tokenisation alone, no session
+    emb._tokenizer, emb.positions, emb.truncated = tok, 512, 0
+    emb._cls, emb._sep = tok.token_id("[CLS]"), tok.token_id("[SEP]")
+    texts = ["lighthouse lens", "The keeper trims the wick; ships pass in the storm (XR-12)."]
+    assert emb._encode(texts) == [RUST.encode(t, add_special_tokens=True).ids for t in texts]
+    assert tok._hf is None
+    mixed = [*texts, "café au lait"]
+    assert emb._encode(mixed) == [RUST.encode(t, add_special_tokens=True).ids for t in mixed]
+    assert tok._hf is not None
