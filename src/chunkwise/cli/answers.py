@@ -14,6 +14,7 @@ import sys
 import textwrap
 
 from ..errors import ChunkwiseError, ConfigError, InputError
+from . import add_command
 
 
 def add_endpoint_options(p: argparse.ArgumentParser, title: str) -> None:
@@ -129,9 +130,9 @@ def register(subparsers) -> None:
     from .options import add_chunking_options
     from .remote import add_server_option
 
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "ask",
-        help="answer a question from the index, citing the chunks it used",
         description="Retrieve the best chunks, number them with their provenance, ask a chat model (any "
         "OpenAI-compatible endpoint) and print the answer as it streams, then the cited sources. "
         "Citations are checked against the chunks given. Without an endpoint the answer is "
@@ -167,9 +168,9 @@ def register(subparsers) -> None:
     add_llm_options(p)
     p.set_defaults(func=run_ask)
 
-    s = subparsers.add_parser(
+    s = add_command(
+        subparsers,
         "summarize",
-        help="summarise documents (map-reduce with an LLM, or extractive offline)",
         description="Chunk each document and summarise it: one call when it fits the model's context, else "
         "map (each chunk, in parallel) and reduce (groups of notes) until it does. Without an "
         "endpoint the summary is extractive: the most central sentences, with citations.",

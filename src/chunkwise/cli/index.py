@@ -13,6 +13,7 @@ import warnings
 
 from ..errors import ConfigError, InputError
 from ..store.milvus_connection import DEFAULT_COLLECTION, DEFAULT_DB
+from . import add_command
 
 
 def add_store_options(p: argparse.ArgumentParser) -> None:
@@ -86,9 +87,9 @@ def register(subparsers) -> None:
 def _register_index(subparsers) -> None:
     from .options import add_chunking_options, add_input_options
 
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "index",
-        help="chunk, embed and store documents in Milvus (incremental)",
         description="Chunk files and folders, embed the chunks and store them in Milvus Lite (default) or a "
         "Milvus server. Re-running is incremental: unchanged documents are skipped, changed ones "
         "replaced; a run interrupted at any point can simply be run again.",
@@ -184,9 +185,9 @@ def _add_ray_options(p: argparse.ArgumentParser) -> None:
 
 
 def _register_search(subparsers) -> None:
-    s = subparsers.add_parser(
+    s = add_command(
+        subparsers,
         "search",
-        help="search an index built by `chunkwise index`",
         description="Retrieve the chunks closest to a query: BM25 and vectors fused by "
         "z-scores (the default, chosen by measurement: docs/evaluation.md), "
         "or vectors alone with --dense.",

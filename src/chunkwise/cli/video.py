@@ -12,6 +12,7 @@ import json
 import sys
 
 from ..errors import ConfigError
+from . import add_command
 
 
 def _seconds(name: str):
@@ -28,9 +29,9 @@ def _seconds(name: str):
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "video",
-        help="cut a video into event clips from object-tracking IDs",
         description="Track objects in a video and cut it into event clips: a clip opens when a tracked object "
         "appears while none is open, later IDs join it, and it closes when every ID has been absent "
         "for --gap seconds. Each clip is a chunk with a searchable description.",
