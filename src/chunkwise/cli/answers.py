@@ -16,47 +16,39 @@ import textwrap
 from ..errors import ChunkwiseError, ConfigError, InputError
 from . import add_command
 
+#: the chat endpoint's flags, ``--llm-`` + an :class:`~chunkwise.http.Endpoint` field: the field, its type,
+#: metavar and help
+_ENDPOINT_FLAGS = (
+    (
+        "base_url",
+        str,
+        "URL",
+        "OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 (default $CHUNKWISE_LLM_BASE_URL)",
+    ),
+    ("model", str, "NAME", "chat model (default $CHUNKWISE_LLM_MODEL)"),
+    ("timeout", float, "SECONDS", "the longest wait to connect or between two reads (default 60)"),
+    (
+        "deadline",
+        float,
+        "SECONDS",
+        "the most a whole request may take, retries and streaming included (default 300, or --llm-timeout if longer)",
+    ),
+    ("retries", int, "N", "extra attempts on 408/409/429/5xx/timeouts (default 3)"),
+)
+
 
 def add_endpoint_options(p: argparse.ArgumentParser, title: str) -> None:
     """The chat endpoint flags, one definition for every command that calls one (ask, summarize, eval,
     questions, ``index --context llm``, ``search --rerank llm``, serve): where, which model, and the time
     limits that bound a slow or dripping server. :func:`endpoint_args` hands them to the command's clients."""
     g = p.add_argument_group(title)
-    g.add_argument(
-        "--llm-base-url",
-        default=None,
-        metavar="URL",
-        help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 (default $CHUNKWISE_LLM_BASE_URL)",
-    )
-    g.add_argument("--llm-model", default=None, metavar="NAME", help="chat model (default $CHUNKWISE_LLM_MODEL)")
-    g.add_argument(
-        "--llm-timeout",
-        type=float,
-        default=None,
-        metavar="SECONDS",
-        help="the longest wait to connect or between two reads (default 60)",
-    )
-    g.add_argument(
-        "--llm-deadline",
-        type=float,
-        default=None,
-        metavar="SECONDS",
-        help="the most a whole request may take, retries and streaming included "
-        "(default 300, or --llm-timeout if longer)",
-    )
-    g.add_argument(
-        "--llm-retries",
-        type=int,
-        default=None,
-        metavar="N",
-        help="extra attempts on 408/409/429/5xx/timeouts (default 3)",
-    )
+    for field, kind, metavar, help_text in _ENDPOINT_FLAGS:
+        g.add_argument(f"--llm-{field.replace('_', '-')}", type=kind, default=None, metavar=metavar, help=help_text)
 
 
 def endpoint_args(args: argparse.Namespace) -> dict:
     """The endpoint flags given (``None`` where not), as :func:`chunkwise.llm.client.command_endpoint` keywords."""
-    names = ("base_url", "model", "timeout", "deadline", "retries")
-    return {n: getattr(args, f"llm_{n}", None) for n in names}
+    return {field: getattr(args, f"llm_{field}", None) for field, *_ in _ENDPOINT_FLAGS}
 
 
 def endpoint_from_args(args: argparse.Namespace):
