@@ -69,33 +69,42 @@ def endpoint_from_args(args: argparse.Namespace):
     return Endpoint(base_url, model, label="llm", **{k: v for k, v in given.items() if v is not None})
 
 
-def add_llm_options(p: argparse.ArgumentParser, answers: bool = True) -> None:
-    """The LLM flags of ask, summarize and ``eval --answers``: the endpoint's, and how prompts are fitted."""
+def _prompt_flags() -> tuple[tuple[str, str, type, str, str], ...]:
+    """How prompts are fitted: the :func:`~chunkwise.llm.get_llm` keyword, its flag, type, metavar and help."""
     from ..llm.openai import DEFAULT_ANSWER_TOKENS, DEFAULT_CONTEXT_TOKENS
 
+    return (
+        (
+            "context_tokens",
+            "--context-tokens",
+            int,
+            "N",
+            f"the model's context window, prompt + answer (default {DEFAULT_CONTEXT_TOKENS}); "
+            "prompts are fitted to it, never sent over it",
+        ),
+        (
+            "answer_tokens",
+            "--answer-tokens",
+            int,
+            "N",
+            f"most tokens of an answer, reserved out of the window (default {DEFAULT_ANSWER_TOKENS})",
+        ),
+        (
+            "tokenizer",
+            "--llm-tokenizer",
+            str,
+            "NAME",
+            "tokenizer that counts prompt tokens: cl100k (default) | hf:PATH (the model's own)",
+        ),
+    )
+
+
+def add_llm_options(p: argparse.ArgumentParser, answers: bool = True) -> None:
+    """The LLM flags of ask, summarize and ``eval --answers``: the endpoint's, and how prompts are fitted."""
     add_endpoint_options(p, "language model (optional; without one the answer is extractive)")
     g = p.add_argument_group("prompt fitting")
-    g.add_argument(
-        "--context-tokens",
-        type=int,
-        default=None,
-        metavar="N",
-        help=f"the model's context window, prompt + answer (default {DEFAULT_CONTEXT_TOKENS}); "
-        "prompts are fitted to it, never sent over it",
-    )
-    g.add_argument(
-        "--answer-tokens",
-        type=int,
-        default=None,
-        metavar="N",
-        help=f"most tokens of an answer, reserved out of the window (default {DEFAULT_ANSWER_TOKENS})",
-    )
-    g.add_argument(
-        "--llm-tokenizer",
-        default=None,
-        metavar="NAME",
-        help="tokenizer that counts prompt tokens: cl100k (default) | hf:PATH (the model's own)",
-    )
+    for _, flag, kind, metavar, help_text in _prompt_flags():
+        g.add_argument(flag, type=kind, default=None, metavar=metavar, help=help_text)
 
 
 def llm_from_args(args: argparse.Namespace, embedder=None, stream: bool = True):
@@ -104,15 +113,15 @@ def llm_from_args(args: argparse.Namespace, embedder=None, stream: bool = True):
 
     endpoint = endpoint_from_args(args)
     loose = {} if endpoint else {"base_url": args.llm_base_url, "model": args.llm_model}
+    fitting = {key: getattr(args, flag[2:].replace("-", "_")) for key, flag, *_ in _prompt_flags()}
+    cache = not getattr(args, "no_cache", False)
     return get_llm(
         **loose,
+        **fitting,
         endpoint=endpoint,
         embedder=embedder,
-        context_tokens=args.context_tokens,
-        answer_tokens=args.answer_tokens,
-        tokenizer=args.llm_tokenizer,
         stream=stream,
-        cache=not getattr(args, "no_cache", False),
+        cache=cache,
         cache_dir=getattr(args, "cache_dir", None),
     )
 
