@@ -15,6 +15,12 @@ import sys
 from . import add_command
 
 
+def _usage(parser: argparse.ArgumentParser) -> int:
+    """``chunkwise cache`` without an action: its help, and the usage error's exit status."""
+    parser.print_help()
+    return 2
+
+
 def register(subparsers) -> None:
     e = add_command(
         subparsers,
@@ -65,7 +71,7 @@ def register(subparsers) -> None:
     x = csub.add_parser("clear", help="delete cached embeddings (all, or one model's)")
     x.add_argument("--model", default=None, help="only this model id (as listed by `cache stats`)")
     x.set_defaults(func=run_cache_clear)
-    c.set_defaults(func=lambda args: (c.print_help(), 2)[1])
+    c.set_defaults(func=lambda args: _usage(c))
 
 
 def _human(n: float) -> str:
