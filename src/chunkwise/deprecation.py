@@ -80,6 +80,18 @@ MOVED: dict[str, dict[str, str]] = {
     },
     "chunkwise.context.late": {"DEFAULT_WINDOW": "chunkwise.context.late:DEFAULT_LATE_WINDOW"},
     "chunkwise.cli.evaluate": {"_add_common": "chunkwise.cli.eval_flags:add_common_options"},
+    "chunkwise.segmentation.sentences": {
+        "LANGUAGE_MAY_BE_FINAL": "chunkwise.segmentation.sentence_rules:LANGUAGE_MAY_BE_FINAL",
+        "LANGUAGE_NEVER_FINAL": "chunkwise.segmentation.sentence_rules:LANGUAGE_NEVER_FINAL",
+        "LIST_FINAL": "chunkwise.segmentation.sentence_rules:LIST_FINAL",
+        "MAY_BE_FINAL": "chunkwise.segmentation.sentence_rules:MAY_BE_FINAL",
+        "MONTHS": "chunkwise.segmentation.sentence_rules:MONTHS",
+        "NEVER_FINAL": "chunkwise.segmentation.sentence_rules:NEVER_FINAL",
+        "NUMBER_TAKING": "chunkwise.segmentation.sentence_rules:NUMBER_TAKING",
+        "ORDINAL_CUES": "chunkwise.segmentation.sentence_rules:ORDINAL_CUES",
+        "ROMANCE_DUTCH_NEVER_FINAL": "chunkwise.segmentation.sentence_rules:ROMANCE_DUTCH_NEVER_FINAL",
+        "SENTENCE_OPENERS": "chunkwise.segmentation.sentence_rules:SENTENCE_OPENERS",
+    },
 }
 #: the release that removes the old import paths of :data:`MOVED`
 MOVED_REMOVED_IN = REMOVED_IN

@@ -50,8 +50,8 @@ COMMANDS = {
     "questions": "questions",
 }
 #: command -> its line in ``chunkwise --help``, so the overview is printed without importing any command
-#: module (and through them numpy, the strategies, the LLM client). ``tests/test_cli_startup.py`` checks it
-#: against the help each module registers.
+#: module (and through them numpy, the strategies, the LLM client); the modules register their commands
+#: with it (:func:`add_command`). ``tests/test_cli_startup.py`` checks every command has its line.
 COMMAND_HELP = {
     "chunk": "chunk files, folders or stdin; print JSONL or a table",
     "inspect": "explain a chunking: one JSON line per sentence with distances and breakpoints",
@@ -70,6 +70,14 @@ COMMAND_HELP = {
     "serve": "local web app: paste or upload, see the cuts change; search; JSON API",
     "questions": "write evaluation questions for a folder of documents (a dataset for eval/tune)",
 }
+
+
+def add_command(subparsers: Any, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+    """Command ``name``'s sub-parser, with its help line from :data:`COMMAND_HELP` (the one place each is
+    written) and the other ``add_parser`` keywords (``description``, ``epilog``) as given."""
+    return subparsers.add_parser(name, help=COMMAND_HELP[name], **kwargs)
+
+
 #: global options that take a value (the command is the first other word of the command line)
 _VALUE_OPTIONS = ("--embedder", "--embedder-backend", "--base-url", "--cache-dir")
 

@@ -14,6 +14,27 @@ import sys
 import textwrap
 
 from ..errors import ChunkwiseError, ConfigError, InputError
+from . import add_command
+
+#: the chat endpoint's flags, ``--llm-`` + an :class:`~chunkwise.http.Endpoint` field: the field, its type,
+#: metavar and help
+_ENDPOINT_FLAGS = (
+    (
+        "base_url",
+        str,
+        "URL",
+        "OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 (default $CHUNKWISE_LLM_BASE_URL)",
+    ),
+    ("model", str, "NAME", "chat model (default $CHUNKWISE_LLM_MODEL)"),
+    ("timeout", float, "SECONDS", "the longest wait to connect or between two reads (default 60)"),
+    (
+        "deadline",
+        float,
+        "SECONDS",
+        "the most a whole request may take, retries and streaming included (default 300, or --llm-timeout if longer)",
+    ),
+    ("retries", int, "N", "extra attempts on 408/409/429/5xx/timeouts (default 3)"),
+)
 
 
 def add_endpoint_options(p: argparse.ArgumentParser, title: str) -> None:
@@ -21,41 +42,13 @@ def add_endpoint_options(p: argparse.ArgumentParser, title: str) -> None:
     questions, ``index --context llm``, ``search --rerank llm``, serve): where, which model, and the time
     limits that bound a slow or dripping server. :func:`endpoint_args` hands them to the command's clients."""
     g = p.add_argument_group(title)
-    g.add_argument(
-        "--llm-base-url",
-        default=None,
-        metavar="URL",
-        help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 (default $CHUNKWISE_LLM_BASE_URL)",
-    )
-    g.add_argument("--llm-model", default=None, metavar="NAME", help="chat model (default $CHUNKWISE_LLM_MODEL)")
-    g.add_argument(
-        "--llm-timeout",
-        type=float,
-        default=None,
-        metavar="SECONDS",
-        help="the longest wait to connect or between two reads (default 60)",
-    )
-    g.add_argument(
-        "--llm-deadline",
-        type=float,
-        default=None,
-        metavar="SECONDS",
-        help="the most a whole request may take, retries and streaming included "
-        "(default 300, or --llm-timeout if longer)",
-    )
-    g.add_argument(
-        "--llm-retries",
-        type=int,
-        default=None,
-        metavar="N",
-        help="extra attempts on 408/409/429/5xx/timeouts (default 3)",
-    )
+    for field, kind, metavar, help_text in _ENDPOINT_FLAGS:
+        g.add_argument(f"--llm-{field.replace('_', '-')}", type=kind, default=None, metavar=metavar, help=help_text)
 
 
 def endpoint_args(args: argparse.Namespace) -> dict:
     """The endpoint flags given (``None`` where not), as :func:`chunkwise.llm.client.command_endpoint` keywords."""
-    names = ("base_url", "model", "timeout", "deadline", "retries")
-    return {n: getattr(args, f"llm_{n}", None) for n in names}
+    return {field: getattr(args, f"llm_{field}", None) for field, *_ in _ENDPOINT_FLAGS}
 
 
 def endpoint_from_args(args: argparse.Namespace):
@@ -76,33 +69,42 @@ def endpoint_from_args(args: argparse.Namespace):
     return Endpoint(base_url, model, label="llm", **{k: v for k, v in given.items() if v is not None})
 
 
-def add_llm_options(p: argparse.ArgumentParser, answers: bool = True) -> None:
-    """The LLM flags of ask, summarize and ``eval --answers``: the endpoint's, and how prompts are fitted."""
+def _prompt_flags() -> tuple[tuple[str, str, type, str, str], ...]:
+    """How prompts are fitted: the :func:`~chunkwise.llm.get_llm` keyword, its flag, type, metavar and help."""
     from ..llm.openai import DEFAULT_ANSWER_TOKENS, DEFAULT_CONTEXT_TOKENS
 
+    return (
+        (
+            "context_tokens",
+            "--context-tokens",
+            int,
+            "N",
+            f"the model's context window, prompt + answer (default {DEFAULT_CONTEXT_TOKENS}); "
+            "prompts are fitted to it, never sent over it",
+        ),
+        (
+            "answer_tokens",
+            "--answer-tokens",
+            int,
+            "N",
+            f"most tokens of an answer, reserved out of the window (default {DEFAULT_ANSWER_TOKENS})",
+        ),
+        (
+            "tokenizer",
+            "--llm-tokenizer",
+            str,
+            "NAME",
+            "tokenizer that counts prompt tokens: cl100k (default) | hf:PATH (the model's own)",
+        ),
+    )
+
+
+def add_llm_options(p: argparse.ArgumentParser, answers: bool = True) -> None:
+    """The LLM flags of ask, summarize and ``eval --answers``: the endpoint's, and how prompts are fitted."""
     add_endpoint_options(p, "language model (optional; without one the answer is extractive)")
     g = p.add_argument_group("prompt fitting")
-    g.add_argument(
-        "--context-tokens",
-        type=int,
-        default=None,
-        metavar="N",
-        help=f"the model's context window, prompt + answer (default {DEFAULT_CONTEXT_TOKENS}); "
-        "prompts are fitted to it, never sent over it",
-    )
-    g.add_argument(
-        "--answer-tokens",
-        type=int,
-        default=None,
-        metavar="N",
-        help=f"most tokens of an answer, reserved out of the window (default {DEFAULT_ANSWER_TOKENS})",
-    )
-    g.add_argument(
-        "--llm-tokenizer",
-        default=None,
-        metavar="NAME",
-        help="tokenizer that counts prompt tokens: cl100k (default) | hf:PATH (the model's own)",
-    )
+    for _, flag, kind, metavar, help_text in _prompt_flags():
+        g.add_argument(flag, type=kind, default=None, metavar=metavar, help=help_text)
 
 
 def llm_from_args(args: argparse.Namespace, embedder=None, stream: bool = True):
@@ -111,15 +113,15 @@ def llm_from_args(args: argparse.Namespace, embedder=None, stream: bool = True):
 
     endpoint = endpoint_from_args(args)
     loose = {} if endpoint else {"base_url": args.llm_base_url, "model": args.llm_model}
+    fitting = {key: getattr(args, flag[2:].replace("-", "_")) for key, flag, *_ in _prompt_flags()}
+    cache = not getattr(args, "no_cache", False)
     return get_llm(
         **loose,
+        **fitting,
         endpoint=endpoint,
         embedder=embedder,
-        context_tokens=args.context_tokens,
-        answer_tokens=args.answer_tokens,
-        tokenizer=args.llm_tokenizer,
         stream=stream,
-        cache=not getattr(args, "no_cache", False),
+        cache=cache,
         cache_dir=getattr(args, "cache_dir", None),
     )
 
@@ -129,9 +131,9 @@ def register(subparsers) -> None:
     from .options import add_chunking_options
     from .remote import add_server_option
 
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "ask",
-        help="answer a question from the index, citing the chunks it used",
         description="Retrieve the best chunks, number them with their provenance, ask a chat model (any "
         "OpenAI-compatible endpoint) and print the answer as it streams, then the cited sources. "
         "Citations are checked against the chunks given. Without an endpoint the answer is "
@@ -167,9 +169,9 @@ def register(subparsers) -> None:
     add_llm_options(p)
     p.set_defaults(func=run_ask)
 
-    s = subparsers.add_parser(
+    s = add_command(
+        subparsers,
         "summarize",
-        help="summarise documents (map-reduce with an LLM, or extractive offline)",
         description="Chunk each document and summarise it: one call when it fits the model's context, else "
         "map (each chunk, in parallel) and reduce (groups of notes) until it does. Without an "
         "endpoint the summary is extractive: the most central sentences, with citations.",

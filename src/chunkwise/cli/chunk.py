@@ -22,6 +22,7 @@ from typing import Any, TextIO
 
 from ..errors import ChunkwiseError, ConfigError, InputError
 from ..timefmt import format_time_range
+from . import add_command
 from .options import add_input_options, input_options, parse_size  # noqa: F401 - re-exported for callers
 
 
@@ -31,9 +32,9 @@ def register(subparsers) -> None:
     from .options import add_chunking_options
     from .strategies import strategies_epilog
 
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "chunk",
-        help="chunk files, folders or stdin; print JSONL or a table",
         description=textwrap.fill(
             "Chunk documents (text, Markdown, HTML, PDF, WebVTT, SRT, SBV; folders recursively, files of "
             "supported types; - for stdin) and write one JSON object per chunk, or a table for reading.",

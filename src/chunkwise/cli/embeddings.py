@@ -12,11 +12,19 @@ import argparse
 import json
 import sys
 
+from . import add_command
+
+
+def _usage(parser: argparse.ArgumentParser) -> int:
+    """``chunkwise cache`` without an action: its help, and the usage error's exit status."""
+    parser.print_help()
+    return 2
+
 
 def register(subparsers) -> None:
-    e = subparsers.add_parser(
+    e = add_command(
+        subparsers,
         "embed",
-        help="embed texts (arguments, or one per line from a file or stdin)",
         description="Embed texts with the embedder chosen by --embedder and print JSON lines "
         '{"index", "text", "vector"} or write a .npy matrix (row i = text i). Vectors are '
         "L2-normalised float32; cached vectors are reused.",
@@ -39,9 +47,9 @@ def register(subparsers) -> None:
     e.add_argument("--batch-size", type=int, default=1024, help="texts per embedding call (default 1024)")
     e.set_defaults(func=run_embed)
 
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "distill",
-        help="distil the static embedding model from MiniLM (once, into the cache directory)",
         description="Distil a model2vec static model from the local all-MiniLM-L6-v2 (ONNX, no torch) and "
         "save it under CACHE_DIR/static/NAME, where `--embedder static` finds it.",
     )
@@ -51,9 +59,9 @@ def register(subparsers) -> None:
     p.add_argument("--force", action="store_true", help="distil again even if the model exists")
     p.set_defaults(func=run_distill)
 
-    c = subparsers.add_parser(
+    c = add_command(
+        subparsers,
         "cache",
-        help="inspect or clear the embedding cache",
         description="The persistent embedding cache (SQLite, keyed by model and text hash).",
     )
     csub = c.add_subparsers(dest="cache_command", metavar="ACTION")
@@ -63,7 +71,7 @@ def register(subparsers) -> None:
     x = csub.add_parser("clear", help="delete cached embeddings (all, or one model's)")
     x.add_argument("--model", default=None, help="only this model id (as listed by `cache stats`)")
     x.set_defaults(func=run_cache_clear)
-    c.set_defaults(func=lambda args: (c.print_help(), 2)[1])
+    c.set_defaults(func=lambda args: _usage(c))
 
 
 def _human(n: float) -> str:

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ..deprecation import moved_getattr
 from ..errors import ConfigError
+from . import add_command
 from .eval_common import (
     FUSION_SETTINGS,
     _check_languages,
@@ -54,9 +55,9 @@ def register(subparsers) -> None:
 
 def _register_eval(subparsers) -> None:
     """The ``eval`` sub-command: the shared flags, its runs, the chunking and LLM flags."""
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "eval",
-        help="measure retrieval quality of chunking strategies on a dataset",
         description="Chunk every document, embed the chunks, retrieve for every query with an exact in-process "
         "index pooled over all documents, and score: Chroma's span metrics (recall, precision, "
         "precision_Ω, IoU at n=5, 10 and min), their corrected set variant, doc recall@k, nDCG@10, "
@@ -73,9 +74,9 @@ def _register_eval(subparsers) -> None:
 
 def _register_tune(subparsers) -> None:
     """The ``tune`` sub-command: the shared flags, its grid flags, the search flags, the chunking flags."""
-    t = subparsers.add_parser(
+    t = add_command(
+        subparsers,
         "tune",
-        help="grid-search a strategy's parameters on a dataset and write the best --config",
         description="Evaluate every combination of --grid values (each text embedded once over the whole "
         "search), print a leaderboard and write the best configuration as JSON for --config.",
     )

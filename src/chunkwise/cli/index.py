@@ -13,6 +13,7 @@ import warnings
 
 from ..errors import ConfigError, InputError
 from ..store.milvus_connection import DEFAULT_COLLECTION, DEFAULT_DB
+from . import add_command
 
 
 def add_store_options(p: argparse.ArgumentParser) -> None:
@@ -86,9 +87,9 @@ def register(subparsers) -> None:
 def _register_index(subparsers) -> None:
     from .options import add_chunking_options, add_input_options
 
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "index",
-        help="chunk, embed and store documents in Milvus (incremental)",
         description="Chunk files and folders, embed the chunks and store them in Milvus Lite (default) or a "
         "Milvus server. Re-running is incremental: unchanged documents are skipped, changed ones "
         "replaced; a run interrupted at any point can simply be run again.",
@@ -103,25 +104,24 @@ def _register_index(subparsers) -> None:
     p.set_defaults(func=run_index)
 
 
+#: the late-chunking option flags: the ``late_options`` key, the flag, its help
+_LATE_FLAGS = (
+    (
+        "late_window",
+        "--late-window",
+        "late chunking macro-window size (default: 256, at most the embedder's model_window)",
+    ),
+    ("overlap", "--late-overlap", "tokens shared by consecutive late-chunking windows"),
+)
+
+
 def _add_vector_options(p: argparse.ArgumentParser) -> None:
     from .options import add_setting_flags
 
     g = p.add_argument_group("vectors and context")
     add_setting_flags(g, "vectors", "late")
-    g.add_argument(
-        "--late-window",
-        type=int,
-        default=None,
-        metavar="TOKENS",
-        help="late chunking macro-window size (default: 256, at most the embedder's model_window)",
-    )
-    g.add_argument(
-        "--late-overlap",
-        type=int,
-        default=None,
-        metavar="TOKENS",
-        help="tokens shared by consecutive late-chunking windows",
-    )
+    for _, flag, help_text in _LATE_FLAGS:
+        g.add_argument(flag, type=int, default=None, metavar="TOKENS", help=help_text)
     add_setting_flags(g, "context")
     g.add_argument(
         "--context-neighbors",
@@ -184,9 +184,9 @@ def _add_ray_options(p: argparse.ArgumentParser) -> None:
 
 
 def _register_search(subparsers) -> None:
-    s = subparsers.add_parser(
+    s = add_command(
+        subparsers,
         "search",
-        help="search an index built by `chunkwise index`",
         description="Retrieve the chunks closest to a query: BM25 and vectors fused by "
         "z-scores (the default, chosen by measurement: docs/evaluation.md), "
         "or vectors alone with --dense.",
@@ -291,12 +291,11 @@ def _run_settings(args: argparse.Namespace) -> dict:
 
     config = pipeline_config(args.config) if args.config else PipelineConfig()
     late = bool(args.late or config.late)
-    if not late and (args.late_window is not None or args.late_overlap is not None):
-        raise ConfigError("--late-window and --late-overlap need --late")
+    given = {key: getattr(args, flag[2:].replace("-", "_")) for key, flag, _ in _LATE_FLAGS}
+    if not late and any(v is not None for v in given.values()):
+        raise ConfigError(f"{' and '.join(flag for _, flag, _ in _LATE_FLAGS)} need --late")
     late_options = dict(config.late_options)
-    late_options.update(
-        {k: v for k, v in (("late_window", args.late_window), ("overlap", args.late_overlap)) if v is not None}
-    )
+    late_options.update({k: v for k, v in given.items() if v is not None})
     context = args.context or config.context
     context_options = _context_options(args) if args.context or not config.context else dict(config.context_options)
     if context == "llm" and not args.context:  # the endpoint is this machine's, not the file's

@@ -22,15 +22,16 @@ import sys
 import warnings
 
 from ..errors import ChunkwiseError, InputError
+from . import add_command
 
 
 def register(subparsers) -> None:
     from .chunk import add_input_options
     from .options import add_chunking_options
 
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "inspect",
-        help="explain a chunking: one JSON line per sentence with distances and breakpoints",
         description="Print one JSON object per sentence: its span, the distance to the next sentence, the "
         "threshold it was compared with, and whether (and why) a chunk ends there.",
     )

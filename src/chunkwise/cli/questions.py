@@ -10,6 +10,7 @@ import os
 import sys
 
 from ..errors import ConfigError
+from . import add_command
 from .options import add_input_options, input_options, walk_options
 
 
@@ -17,9 +18,9 @@ def register(subparsers) -> None:
     from ..evaluation.questions import DEFAULT_OFFLINE_METHOD, METHODS, STYLES
     from .answers import add_llm_options
 
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "questions",
-        help="write evaluation questions for a folder of documents (a dataset for eval/tune)",
         description="Sample passages across the documents and their sections, make one question per passage "
         "(with an LLM endpoint: a question a user would ask and its exact excerpt; without one: an "
         f"offline proxy, by default {DEFAULT_OFFLINE_METHOD!r}: two key phrases of a passage asked about in "

@@ -14,12 +14,13 @@ import secrets
 import sys
 
 from ..errors import ConfigError
+from . import add_command
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "serve",
-        help="local web app: paste or upload, see the cuts change; search; JSON API",
         description="Serve a small web app on loopback: paste text or upload a file, pick strategies and "
         "parameters and see the cuts change; search an index with highlighted hits; JSON API "
         "(POST /chunk, POST /search, GET /health; schema at /openapi.json, docs at /docs).",

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from ..strategies import STRATEGY_NAMES, strategy_class
 from ..strategies.params import describe, format_default
+from . import add_command
 
 if TYPE_CHECKING:
     from ..strategies.params import ParamDoc
@@ -78,9 +79,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "strategies",
-        help="list strategies and their parameters",
         description="List the chunking strategies, or one strategy's parameters with their defaults and meanings.",
     )
     p.add_argument("name", nargs="?", metavar="NAME", help="a strategy name")

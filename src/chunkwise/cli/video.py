@@ -12,6 +12,7 @@ import json
 import sys
 
 from ..errors import ConfigError
+from . import add_command
 
 
 def _seconds(name: str):
@@ -28,9 +29,9 @@ def _seconds(name: str):
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "video",
-        help="cut a video into event clips from object-tracking IDs",
         description="Track objects in a video and cut it into event clips: a clip opens when a tracked object "
         "appears while none is open, later IDs join it, and it closes when every ID has been absent "
         "for --gap seconds. Each clip is a chunk with a searchable description.",
@@ -61,36 +62,19 @@ def _add_tracking_options(p) -> None:
     )
 
 
+#: the clip rule's durations: flag, default, help (each parsed as seconds >= 0)
+_CLIP_SECONDS = (
+    ("--gap", 1.0, "a clip closes when every tracked ID has been absent this long (default 1.0)"),
+    ("--min-duration", 0.0, "drop events shorter than this (default 0)"),
+    ("--max-duration", None, "hard cap: split longer clips where the fewest objects are visible"),
+    ("--pad", 0.0, "widen each clip by this much at both ends (default 0)"),
+)
+
+
 def _add_clip_rule_options(p) -> None:
     """The clip rule's settings: when a clip closes, the shortest and longest clip, padding, new IDs."""
-    p.add_argument(
-        "--gap",
-        type=_seconds("--gap"),
-        default=1.0,
-        metavar="S",
-        help="a clip closes when every tracked ID has been absent this long (default 1.0)",
-    )
-    p.add_argument(
-        "--min-duration",
-        type=_seconds("--min-duration"),
-        default=0.0,
-        metavar="S",
-        help="drop events shorter than this (default 0)",
-    )
-    p.add_argument(
-        "--max-duration",
-        type=_seconds("--max-duration"),
-        default=None,
-        metavar="S",
-        help="hard cap: split longer clips where the fewest objects are visible",
-    )
-    p.add_argument(
-        "--pad",
-        type=_seconds("--pad"),
-        default=0.0,
-        metavar="S",
-        help="widen each clip by this much at both ends (default 0)",
-    )
+    for flag, default, help_text in _CLIP_SECONDS:
+        p.add_argument(flag, type=_seconds(flag), default=default, metavar="S", help=help_text)
     p.add_argument("--split-on-new-id", action="store_true", help="variant: start a new clip whenever a new ID enters")
 
 

@@ -12,6 +12,7 @@ import sys
 import warnings
 
 from ..errors import ConfigError
+from . import add_command
 
 SHARED = ("max_tokens", "min_tokens", "overlap", "tokenizer", "respect_sections")
 
@@ -21,9 +22,9 @@ def register(subparsers) -> None:
     from .options import add_chunking_options
     from .strategies import strategies_epilog
 
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "viz",
-        help="write an HTML report: chunks coloured, cut reasons, distance curve, size histogram",
         description="Chunk one document and write a self-contained HTML report (works offline, from disk): "
         "the text with every chunk coloured and a hover card (tokens, offsets, page, section, "
         "time, why it ends), the distance curve with threshold and breakpoints for semantic "

@@ -31,6 +31,7 @@ import threading
 import time
 import warnings
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -112,7 +113,7 @@ def text_key(text: str) -> bytes:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
 
 
-class EmbeddingCache:
+class EmbeddingCache(AbstractContextManager["EmbeddingCache", None]):
     """Vectors by (model id, text hash) in ``<cache_dir>/embeddings.sqlite3``."""
 
     def __init__(self, cache_dir: str | os.PathLike | None = None, max_bytes: int | None = None):
@@ -166,9 +167,6 @@ class EmbeddingCache:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
-
-    def __enter__(self):
-        return self
 
     def __exit__(self, *exc):
         self.close()

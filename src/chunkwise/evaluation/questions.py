@@ -224,27 +224,20 @@ def doc_id_for(name: str) -> str:
     return name if Path(name).suffix.lower() in (".md", ".markdown", ".txt") else f"{name}.txt"
 
 
-def load_documents(
-    paths: Sequence[str | os.PathLike],
-    include: Sequence[str] | None = None,
-    exclude: Sequence[str] | None = None,
-    all_files: bool = False,
-    code: bool = False,
-    **load_options: Any,
-) -> dict[str, Document]:
+def load_documents(paths: Sequence[str | os.PathLike], **options: Any) -> dict[str, Document]:
     """The documents under ``paths`` (files and folders, as ``chunkwise chunk`` reads them: the same walk,
     globs and loader options), keyed by the id they get in ``docs/``: the path relative to the folder given
     (a file given alone: its name). Each is read as ``eval`` will read its byte-identical copy
     (:func:`~.datasets.read_document`): text and Markdown verbatim (no clean-up), other formats (PDF, HTML,
-    subtitles) through the loader. The original's path is ``doc.metadata["original"]``."""
+    subtitles) through the loader. The original's path is ``doc.metadata["original"]``. ``options``: what
+    :func:`~chunkwise.formats.iter_documents` takes (``include``/``exclude`` globs, ``all_files``, ``code``,
+    the loaders' options)."""
     from ..formats import iter_documents
     from .datasets import make_document, read_text
 
     out: dict[str, Document] = {}
     roots = [Path(p) for p in paths]
-    for source, doc in iter_documents(
-        [str(p) for p in paths], include, exclude, all_files=all_files, code=code, **load_options
-    ):
+    for source, doc in iter_documents([str(p) for p in paths], **options):
         if isinstance(doc, InputError):
             raise doc
         rel = None
@@ -260,7 +253,7 @@ def load_documents(
             raise InputError(f"two documents would both be written as docs/{doc_id}", source=source)
         fmt = (doc.metadata or {}).get("format")
         if fmt in ("text", "markdown"):
-            kept = make_document(read_text(Path(source), load_options.get("encoding")), doc_id, Path(doc_id))
+            kept = make_document(read_text(Path(source), options.get("encoding")), doc_id, Path(doc_id))
         else:
             kept = doc
             kept.source = doc_id

@@ -34,7 +34,7 @@ from .tune_decide import (
     saturation,
     split_queries,
 )
-from .tune_grid import TuneResult, default_spec, evaluate_point, finish, tune
+from .tune_grid import TuneContext, TuneResult, default_spec, evaluate_point, finish, tune
 from .tune_parse import METRIC_HELP, check_grid, parse_grid, parse_metric, parse_requirement
 from .tune_search import RETRIEVALS, SearchSpace, search
 
@@ -72,6 +72,7 @@ __all__ = [
     "Saturation",
     "saturation",
     "default_spec",
+    "TuneContext",
     "evaluate_point",
     "finish",
 ]

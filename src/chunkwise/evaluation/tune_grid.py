@@ -118,22 +118,35 @@ def tune(
     fixed = dict(fixed or {})
     metric, _ = parse_metric(metric)
     check_grid(strategy, grid, fixed)
-    progress = progress or (lambda msg: None)
     names = list(grid)
     points = [dict(zip(names, combo)) for combo in itertools.product(*(grid[n] for n in names))] or [{}]
-    t0 = time.perf_counter()
-    n0 = evaluator.embedder.texts_embedded
+    ctx = TuneContext(evaluator, fixed, metric, max_tokens_retrieved, reqs, progress or (lambda msg: None))
     rows: list[TuneRow] = []
     if baseline:
-        rows.append(evaluate_default(evaluator, fixed, metric, max_tokens_retrieved, reqs, progress, "[default]"))
+        rows.append(evaluate_default(ctx, "[default]"))
     where = [f"[{i}/{len(points)}]" for i in range(1, len(points) + 1)]
-    budget = max_tokens_retrieved
-    rows += [
-        evaluate_point(evaluator, strategy, {**fixed, **p}, metric, budget, reqs, progress, w)
-        for p, w in zip(points, where)
-    ]
-    args = (evaluator, strategy, metric, rows, t0, n0, budget, fixed, reqs, holdout, seed, n_boot, "grid")
-    return finish(*args, prefer=prefer)
+    rows += [evaluate_point(ctx, strategy, {**fixed, **p}, w) for p, w in zip(points, where)]
+    return finish(ctx, strategy, rows, holdout, seed, n_boot, "grid", prefer=prefer)
+
+
+@dataclass
+class TuneContext:
+    """What every point of one search is evaluated and judged with: the evaluator, the settings every
+    point shares (``fixed``), the metric that ranks them, the limits a winner must meet (the token budget
+    ``max_tokens_retrieved`` and the requirements ``reqs``) and where progress is said; ``t0`` and ``n0``:
+    when the search started and how many texts the evaluator had embedded by then."""
+
+    evaluator: Evaluator
+    fixed: dict[str, Any]
+    metric: str
+    max_tokens_retrieved: float | None
+    reqs: list[tuple[str, str, float]]
+    progress: Callable[[str], None]
+    t0: float = field(default_factory=time.perf_counter)
+    n0: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.n0 = self.evaluator.embedder.texts_embedded
 
 
 def default_spec(fixed: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -147,44 +160,20 @@ def default_spec(fixed: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     return DEFAULT_STRATEGY, {k: v for k, v in fixed.items() if k in accepted or k in RUN_KEYS}
 
 
-def evaluate_default(
-    evaluator: Evaluator,
-    fixed: dict[str, Any],
-    metric: str,
-    max_tokens_retrieved: float | None,
-    reqs: list[tuple[str, str, float]],
-    progress: Callable[[str], None],
-    where: str,
-) -> TuneRow:
+def evaluate_default(ctx: TuneContext, where: str) -> TuneRow:
     """The default configuration's row (:func:`default_spec`), marked ``is_default``."""
-    strategy, params = default_spec(fixed)
-    row = evaluate_point(
-        evaluator,
-        strategy,
-        params,
-        metric,
-        max_tokens_retrieved,
-        reqs,
-        progress,
-        where,
-        {"strategy": f"{strategy} (default)", **params},
-    )
+    strategy, params = default_spec(ctx.fixed)
+    row = evaluate_point(ctx, strategy, params, where, {"strategy": f"{strategy} (default)", **params})
     row.is_default = True
     return row
 
 
 def evaluate_point(
-    evaluator: Evaluator,
-    strategy: str,
-    params: dict[str, Any],
-    metric: str,
-    max_tokens_retrieved: float | None,
-    reqs: list[tuple[str, str, float]],
-    progress: Callable[[str], None],
-    where: str,
-    shown: dict[str, Any] | None = None,
+    ctx: TuneContext, strategy: str, params: dict[str, Any], where: str, shown: dict[str, Any] | None = None
 ) -> TuneRow:
     """Evaluate one point; an invalid one (``overlap >= max_tokens``) is a row with its error."""
+    evaluator, metric, reqs, progress = ctx.evaluator, ctx.metric, ctx.reqs, ctx.progress
+    budget = ctx.max_tokens_retrieved
     tokens_key = f"tokens_retrieved@{evaluator.k}"
     spec = spec_from_params(strategy, params)
     shown = params if shown is None else shown
@@ -198,7 +187,7 @@ def evaluate_point(
             f"metric {metric!r} is not computed with k={evaluator.k}; available: {', '.join(sorted(result.scores))}"
         )
     score = result.scores[metric]
-    over = max_tokens_retrieved is not None and result.scores[tokens_key] > max_tokens_retrieved
+    over = budget is not None and result.scores[tokens_key] > budget
     failed = [f"{n}{op}{v:g}" for n, op, v in reqs if not meets(result.scores, (n, op, v))]
     extra = "".join(
         f", {n} = {result.scores[n]:.4f}"
@@ -213,15 +202,9 @@ def evaluate_point(
 
 
 def finish(
-    evaluator: Evaluator,
+    ctx: TuneContext,
     strategy: str,
-    metric: str,
     rows: list[TuneRow],
-    t0: float,
-    n0: int,
-    max_tokens_retrieved: float | None,
-    fixed: dict[str, Any],
-    reqs: list[tuple[str, str, float]],
     holdout: float,
     seed: int | None,
     n_boot: int | None,
@@ -231,6 +214,7 @@ def finish(
 ) -> TuneResult:
     """Rank the rows on the search queries, decide on the held-out ones against the default row (when one
     is there and eligible), and assemble the result."""
+    evaluator, metric = ctx.evaluator, ctx.metric
     seed = evaluator.seed if seed is None else seed
     n_boot = evaluator.n_boot if n_boot is None else n_boot
     search, held, split = split_queries(len(evaluator.dataset.queries), holdout, seed)
@@ -260,11 +244,11 @@ def finish(
         metric,
         rows,
         eligible[0] if eligible else None,
-        time.perf_counter() - t0,
-        evaluator.embedder.texts_embedded - n0,
-        max_tokens_retrieved,
-        fixed,
-        reqs,
+        time.perf_counter() - ctx.t0,
+        evaluator.embedder.texts_embedded - ctx.n0,
+        ctx.max_tokens_retrieved,
+        ctx.fixed,
+        ctx.reqs,
         chosen,
         decision,
         sampler,

@@ -21,7 +21,7 @@ import numpy as np
 from ..errors import ConfigError
 from .runner import Evaluator
 from .tune_decide import PREFER, TuneRow, split_queries
-from .tune_grid import TuneResult, evaluate_default, evaluate_point, finish
+from .tune_grid import TuneContext, TuneResult, evaluate_default, evaluate_point, finish
 from .tune_parse import check_grid, parse_metric, parse_requirement
 
 #: retrieval settings of the search space: how each reads as run options
@@ -127,8 +127,8 @@ def search(
     seed = evaluator.seed if seed is None else seed
     say = progress or (lambda msg: None)
     search_idx, _, _ = split_queries(len(evaluator.dataset.queries), holdout, seed)
-    n0 = evaluator.embedder.texts_embedded
-    runs = _Trials(evaluator, fixed, metric, max_tokens_retrieved, reqs, say, min(trials, len(points)))
+    ctx = TuneContext(evaluator, fixed, metric, max_tokens_retrieved, reqs, say)
+    runs = _Trials(ctx, min(trials, len(points)))
     runs.start(time_budget, journal, heartbeat)
     try:
         base = runs.default()
@@ -145,28 +145,17 @@ def search(
     finally:
         runs.close()
     rows = [base, *runs.done.values()]
-    args = (evaluator, "search", metric, rows, runs.t0, n0, max_tokens_retrieved, fixed, reqs, holdout, seed, n_boot)
-    return finish(*args, used, prefer=prefer, stopped=runs.stopped())
+    return finish(ctx, "search", rows, holdout, seed, n_boot, used, prefer=prefer, stopped=runs.stopped())
 
 
 class _Trials:
     """The trials of one :func:`search`: each point evaluated once (``done``), saved to the journal as it
     finishes, under the time budget and the progress heartbeat."""
 
-    def __init__(
-        self,
-        evaluator: Evaluator,
-        fixed: dict[str, Any],
-        metric: str,
-        max_tokens_retrieved: float | None,
-        reqs: list[tuple[str, str, float]],
-        say: Callable[[str], None],
-        total: int,
-    ) -> None:
-        self.evaluator, self.fixed, self.metric = evaluator, fixed, metric
-        self.max_tokens_retrieved, self.reqs, self.say, self.total = max_tokens_retrieved, reqs, say, total
+    def __init__(self, ctx: TuneContext, total: int) -> None:
+        self.ctx, self.metric, self.say, self.total = ctx, ctx.metric, ctx.progress, total
         self.done: dict[str, TuneRow] = {}
-        self.t0 = time.perf_counter()
+        self.t0 = ctx.t0
         self.budget: float | None = None
 
     def start(self, budget: float | None, journal: str | Path | None, heartbeat: float) -> None:
@@ -184,9 +173,7 @@ class _Trials:
 
     def default(self) -> TuneRow:
         with self.beat.running("the default configuration"):
-            base = evaluate_default(
-                self.evaluator, self.fixed, self.metric, self.max_tokens_retrieved, self.reqs, self.say, "[default]"
-            )
+            base = evaluate_default(self.ctx, "[default]")
         self.log.write(base)
         self.beat.default = base
         return base
@@ -195,16 +182,9 @@ class _Trials:
         key = json.dumps([strat, params], sort_keys=True)
         if key not in self.done:
             with self.beat.running(f"{strat} {json.dumps(params, sort_keys=True)}"):
+                where = f"[{len(self.done) + 1}/{self.total}]"
                 row = evaluate_point(
-                    self.evaluator,
-                    strat,
-                    {**self.fixed, **params},
-                    self.metric,
-                    self.max_tokens_retrieved,
-                    self.reqs,
-                    self.say,
-                    f"[{len(self.done) + 1}/{self.total}]",
-                    {"strategy": strat, **params},
+                    self.ctx, strat, {**self.ctx.fixed, **params}, where, {"strategy": strat, **params}
                 )
             self.done[key] = row
             self.log.write(row)

@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import re
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Any
 
@@ -67,10 +67,8 @@ def _parse(raw: str, i: int = 0) -> tuple[Any, int]:
         return out, j
     if c == "{":
         obj: dict[str, Any] = {}
-        i = _WS.match(raw, i + 1).end()  # type: ignore[union-attr]
-        if raw[i : i + 1] == "}":
-            return obj, i + 1
-        while True:
+
+        def member(i: int) -> int:
             i = _WS.match(raw, i).end()  # type: ignore[union-attr]
             if raw[i : i + 1] != '"':
                 raise ValueError(f"expected a key at character {i}")
@@ -79,29 +77,35 @@ def _parse(raw: str, i: int = 0) -> tuple[Any, int]:
             if raw[i : i + 1] != ":":
                 raise ValueError(f"expected ':' at character {i}")
             obj[key], i = _parse(raw, i + 1)
-            i = _WS.match(raw, i).end()  # type: ignore[union-attr]
-            c = raw[i : i + 1]
-            if c == "}":
-                return obj, i + 1
-            if c != ",":
-                raise ValueError(f"expected ',' or '}}' at character {i}")
-            i += 1
+            return i
+
+        return obj, _items(raw, i, "}", member)
     if c == "[":
         arr: list[Any] = []
-        i = _WS.match(raw, i + 1).end()  # type: ignore[union-attr]
-        if raw[i : i + 1] == "]":
-            return arr, i + 1
-        while True:
+
+        def element(i: int) -> int:
             value, i = _parse(raw, i)
             arr.append(value)
-            i = _WS.match(raw, i).end()  # type: ignore[union-attr]
-            c = raw[i : i + 1]
-            if c == "]":
-                return arr, i + 1
-            if c != ",":
-                raise ValueError(f"expected ',' or ']' at character {i}")
-            i += 1
+            return i
+
+        return arr, _items(raw, i, "]", element)
     return json.JSONDecoder().raw_decode(raw, i)
+
+
+def _items(raw: str, i: int, close: str, item: Callable[[int], int]) -> int:
+    """Read the comma-separated items of the object or array opening at ``raw[i]`` (``item`` reads one and
+    says where it ends); where the container ends."""
+    i = _WS.match(raw, i + 1).end()  # type: ignore[union-attr]
+    if raw[i : i + 1] == close:
+        return i + 1
+    while True:
+        i = _WS.match(raw, item(i)).end()  # type: ignore[union-attr]
+        c = raw[i : i + 1]
+        if c == close:
+            return i + 1
+        if c != ",":
+            raise ValueError(f"expected ',' or '{close}' at character {i}")
+        i += 1
 
 
 _ESCAPE = re.compile(r"\\(?:u[dD][89abAB][0-9a-fA-F]{2}\\u[0-9a-fA-F]{4}|u[0-9a-fA-F]{4}|.)")

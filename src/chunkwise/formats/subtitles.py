@@ -180,18 +180,12 @@ def _cues(text: str, source: str, kind: str) -> tuple[list[_RawCue], list[str]]:
     return cues, warns
 
 
-def _vtt_cues(text: str, source: str) -> tuple[list[_RawCue], list[str]]:
-    if not text.lstrip("\ufeff").startswith("WEBVTT"):
+def _format_cues(text: str, source: str, fmt: str) -> tuple[list[_RawCue], list[str]]:
+    """The cues of a subtitle text in format ``fmt``; WebVTT must start with its ``WEBVTT`` header."""
+    text = text.lstrip("\ufeff")
+    if fmt == "vtt" and not text.startswith("WEBVTT"):
         raise InputError("not a WebVTT file: it must start with 'WEBVTT'", source=source)
-    return _cues(text.lstrip("\ufeff"), source, "vtt")
-
-
-def _srt_cues(text: str, source: str) -> tuple[list[_RawCue], list[str]]:
-    return _cues(text.lstrip("\ufeff"), source, "srt")
-
-
-def _sbv_cues(text: str, source: str) -> tuple[list[_RawCue], list[str]]:
-    return _cues(text.lstrip("\ufeff"), source, "sbv")
+    return _cues(text, source, fmt)
 
 
 def _assign_prefix_speakers(cues: list[_RawCue]) -> None:
@@ -279,40 +273,29 @@ def _build(cues: list[_RawCue], source: str, fmt: str, warns: list[str]) -> Docu
     )
 
 
-def load_vtt(data: bytes, source: str, **options) -> Document:
+def _load(data: bytes, source: str, fmt: str, options: dict) -> Document:
+    """What every subtitle format shares: decode, parse the cues, take speaker prefixes, build, align."""
     text, warns = decode(data, source, options.get("encoding"))
     check_text(text, source)
-    cues, skipped = _vtt_cues(text, source)
+    cues, skipped = _format_cues(text, source, fmt)
     warns = warns + skipped
     _assign_prefix_speakers(cues)
     emit_warnings(source, warns)
-    doc = _build(cues, source, "vtt", warns)
+    doc = _build(cues, source, fmt, warns)
     doc.source_map = SourceMap.align(doc.text, decode_source(data, source, options.get("encoding"))[0])
-    header = text.lstrip("\ufeff").split("\n", 1)[0][6:].strip(" \t-")
-    doc.title = header or None
+    if fmt == "vtt":  # the text after WEBVTT on the header line is the title
+        doc.title = text.lstrip("\ufeff").split("\n", 1)[0][6:].strip(" \t-") or None
     return doc
+
+
+def load_vtt(data: bytes, source: str, **options) -> Document:
+    return _load(data, source, "vtt", options)
 
 
 def load_srt(data: bytes, source: str, **options) -> Document:
-    text, warns = decode(data, source, options.get("encoding"))
-    check_text(text, source)
-    cues, skipped = _srt_cues(text, source)
-    warns = warns + skipped
-    _assign_prefix_speakers(cues)
-    emit_warnings(source, warns)
-    doc = _build(cues, source, "srt", warns)
-    doc.source_map = SourceMap.align(doc.text, decode_source(data, source, options.get("encoding"))[0])
-    return doc
+    return _load(data, source, "srt", options)
 
 
 def load_sbv(data: bytes, source: str, **options) -> Document:
     """A SubViewer file (YouTube's ``.sbv``): cues with ``H:MM:SS.mmm,H:MM:SS.mmm`` timing lines."""
-    text, warns = decode(data, source, options.get("encoding"))
-    check_text(text, source)
-    cues, skipped = _sbv_cues(text, source)
-    warns = warns + skipped
-    _assign_prefix_speakers(cues)
-    emit_warnings(source, warns)
-    doc = _build(cues, source, "sbv", warns)
-    doc.source_map = SourceMap.align(doc.text, decode_source(data, source, options.get("encoding"))[0])
-    return doc
+    return _load(data, source, "sbv", options)

@@ -9,6 +9,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -28,7 +29,7 @@ class _TooLarge(Exception):
 _READ_FAILURES = (_Deadline, _TooLarge, OSError, http.client.HTTPException, ValueError)
 
 
-class Response:
+class Response(AbstractContextManager["Response", None]):
     """An open 2xx response whose reads keep to the deadline, the per-read timeout and the size cap."""
 
     def __init__(
@@ -46,9 +47,6 @@ class Response:
         self.headers = resp.headers
         self.content_type = resp.headers.get("Content-Type", "") or ""
         self.received = 0
-
-    def __enter__(self) -> Response:
-        return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()

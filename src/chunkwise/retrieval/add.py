@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -29,7 +30,7 @@ from ..store.base import Marker, Store
 from ..strategies import Strategy
 from ..strategies.many import chunk_documents
 from ..video.document import VideoDocument, unchanged_video
-from .collection_config import check_add_options, checked_config
+from .collection_config import build_config, check_add_options, checked_config
 from .ingest import embed_documents, finish_chunks, is_unchanged, write_documents
 from .lazy_embedder import makes_recorded
 from .progress import Progress
@@ -205,9 +206,10 @@ def settle(index: Index, request: AddRequest, config: dict | None, lazy: bool, s
 
     strat = make_strategy(request.strategy, request.params, embedder)
     backend = index._embedder_options.get("backend")
-    new, diffs = checked_config(
-        config, strat, embedder, request.config, name=index._embedder_name(), backend=backend, schema=schema
+    record = partial(
+        build_config, strat, embedder, request.config, name=index._embedder_name(), backend=backend, schema=schema
     )
+    new, diffs = checked_config(config, strat, record)
     return strat, embedder, new, diffs
 
 

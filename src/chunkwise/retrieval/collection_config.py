@@ -8,6 +8,7 @@ parameters, the vector mode, late chunking and the context mode. :func:`build_co
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..deprecation import renames_for
@@ -81,23 +82,16 @@ def build_config(
 
 
 def checked_config(
-    recorded: dict[str, Any] | None,
-    strategy: Strategy,
-    embedder: Embedder,
-    run: PipelineConfig,
-    *,
-    name: str | None,
-    backend: str | None,
-    schema: int,
+    recorded: dict[str, Any] | None, strategy: Strategy, record: Callable[[], dict[str, Any]]
 ) -> tuple[dict[str, Any], list[str]]:
-    """A run's record (:func:`build_config`) and what it changes in ``recorded`` (``None``: a new
-    collection), with the strategy's parameters validated unless they are exactly the recorded ones.
+    """A run's record (``record()``, its :func:`build_config`) and what it changes in ``recorded`` (``None``:
+    a new collection), with ``strategy``'s parameters validated unless they are exactly the recorded ones.
 
     Those were validated when the collection was made, and chunking validates them again before the first
     document it cuts; a re-index that chunks nothing then loads no tokenizer and, for a semantic strategy,
     makes no embedder to check its window against."""
     try:
-        new = build_config(strategy, embedder, run, name=name, backend=backend, schema=schema)
+        new = record()
     except Exception:
         strategy.validate()  # a parameter that cannot be recorded is one validation names
         raise

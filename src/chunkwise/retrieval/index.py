@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from ..deprecation import moved_getattr
@@ -55,7 +56,7 @@ DEFAULT_BATCH = 256
 _Progress = Progress  # the progress of one run (bars on a terminal, heartbeat lines elsewhere)
 
 
-class Index:
+class Index(AbstractContextManager["Index", None]):
     """A chunk index in Milvus: :meth:`add` documents, :meth:`search` them, :meth:`delete` them.
 
     ``db``: Milvus Lite directory (default ``./chunkwise.db``); ``uri``/``token``: a Milvus server instead.
@@ -95,9 +96,6 @@ class Index:
         self._embedder_options = dict(embedder_options or {})
 
     # -- lifecycle -------------------------------------------------------------------------------------
-    def __enter__(self) -> Index:
-        return self
-
     def __exit__(self, *exc: Any) -> None:
         self.close()
 

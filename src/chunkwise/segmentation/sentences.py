@@ -31,6 +31,7 @@ import functools
 import re
 from collections.abc import Iterable
 
+from ..deprecation import moved_getattr
 from ..errors import ConfigError
 from .sentence_peers import PEER_BLOCK_CHARS, _backend_function, _external_cuts
 from .sentence_periods import _has_words, _judge_terminator, _next_word, _period_ends_sentence, _starts_lower
@@ -51,33 +52,16 @@ from .sentence_rules import (
     _RULE_LINE_RE,
     _SPACED_ELLIPSIS_RE,
     _UPPER_RE,
-    LANGUAGE_MAY_BE_FINAL,
-    LANGUAGE_NEVER_FINAL,
-    LIST_FINAL,
-    MAY_BE_FINAL,
-    MONTHS,
-    NEVER_FINAL,
-    NUMBER_TAKING,
-    ORDINAL_CUES,
-    ROMANCE_DUTCH_NEVER_FINAL,
     SENTENCE_BACKENDS,
-    SENTENCE_OPENERS,
     Span,
 )
 
+#: the word lists' old import path (they live in :mod:`.sentence_rules`) works with a warning
+__getattr__ = moved_getattr(__name__)
+
 __all__ = [
-    "LANGUAGE_MAY_BE_FINAL",
-    "LANGUAGE_NEVER_FINAL",
-    "LIST_FINAL",
-    "MAY_BE_FINAL",
-    "MONTHS",
-    "NEVER_FINAL",
-    "NUMBER_TAKING",
-    "ORDINAL_CUES",
     "PEER_BLOCK_CHARS",
-    "ROMANCE_DUTCH_NEVER_FINAL",
     "SENTENCE_BACKENDS",
-    "SENTENCE_OPENERS",
     "SentenceSplitter",
     "Span",
     "split_sentences",

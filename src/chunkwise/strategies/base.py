@@ -8,9 +8,12 @@ slices, token counts, deterministic ids, and page/section/time provenance.
 
 from __future__ import annotations
 
+import functools
 import inspect
+from collections.abc import Callable
 from typing import Any, ClassVar
 
+from ..deprecation import renames_for
 from ..document import Chunk, ChunkIds, Document, stable_hash
 from ..errors import ConfigError, InputError
 from ..segmentation.tokenizers import Tokenizer, resolve_tokenizer
@@ -67,6 +70,23 @@ def check_memory(doc: Document) -> None:
         )
 
 
+def takes_old_names(init: Callable[..., None]) -> Callable[..., None]:
+    """A strategy constructor that also takes the old names of its class's ``renamed_params`` (each with the
+    one deprecation warning; an old name beside its new one set to another value than its default is a
+    :class:`ConfigError`), so the constructor itself declares only the new names."""
+    defaults = {n: p.default for n, p in inspect.signature(init).parameters.items()}
+
+    @functools.wraps(init)
+    def __init__(self: Strategy, *args: Any, **kwargs: Any) -> None:
+        for old, new in self.renamed_params.items():
+            if old in kwargs:
+                current = kwargs.get(new, defaults.get(new))
+                kwargs[new] = self.old_keyword(old, kwargs.pop(old), current)
+        init(self, *args, **kwargs)
+
+    return __init__
+
+
 class Strategy:
     """Base class. Subclasses store their parameters in ``__init__`` (nothing else), declare what each takes
     in ``_parameter_constraints`` (checked by :meth:`validate`; see :mod:`.params`) and implement ``split``.
@@ -88,8 +108,10 @@ class Strategy:
     apply_rules: bool = True
     #: :meth:`param_names`' cache, set per class (read through ``cls.__dict__``, never inherited)
     _param_names_cache: ClassVar[tuple[str, ...]]
-    #: old parameter name -> new name: still accepted (with a deprecation warning), left out of
-    #: :meth:`param_names`, and used in :meth:`config_id` so chunk ids do not change with the rename
+    #: old parameter name -> new name: still accepted (with a deprecation warning; a constructor takes
+    #: them through :func:`takes_old_names`), left out of :meth:`param_names`, and used in :meth:`config_id`
+    #: so chunk ids do not change with the rename. Set per class from the entries of
+    #: :data:`chunkwise.deprecation.RENAMES` owned by ``strategy '<name>'``, added to the base's
     renamed_params: ClassVar[dict[str, str]] = {}
     #: parameter name -> the constraints a value must meet (any one of them; see :mod:`.params`). A
     #: subclass declares the parameters it adds or takes differently; :meth:`param_constraints` merges
@@ -101,6 +123,12 @@ class Strategy:
         "respect_sections": [Interval(int, 0, None), None],
     }
     _param_constraints_cache: ClassVar[dict[str, Constraints]]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        own = renames_for(f"strategy {cls.name!r}") if cls.name else {}
+        if own and "renamed_params" not in vars(cls):
+            cls.renamed_params = {**cls.renamed_params, **own}
 
     def __init__(
         self,
@@ -166,11 +194,9 @@ class Strategy:
 
     def old_keyword(self, old: str, value: Any, current: Any) -> Any:
         """``current``, or the value given under ``old``, a deprecated constructor keyword of
-        :attr:`renamed_params` (with the one deprecation warning): how a constructor takes an old name."""
+        :attr:`renamed_params` (with the one deprecation warning): how :func:`takes_old_names` takes it."""
         if value is None:
             return current
-        import inspect
-
         from ..deprecation import warn_renamed
 
         new, where = self.renamed_params[old], f"strategy {self.name!r}"

@@ -28,9 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from ..deprecation import renames_for
 from ..embeddings.base import Embedder
 from ..validation import Interval
+from .base import takes_old_names
 from .embedding import EmbeddingStrategy
 from .units import Decision, Units, fit_lengths
 
@@ -54,20 +54,19 @@ class CohesionChunker(EmbeddingStrategy):
     name = "cohesion"
     cap_split_by_distance = True
     cut_cause = "objective"
-    renamed_params = renames_for("strategy 'cohesion'")
     structure_param = "break_reward"
     _parameter_constraints = {"penalty": [Interval(float, 0, None)], "break_reward": [Interval(float, 0, None)]}
 
+    @takes_old_names
     def __init__(
         self,
         *,
         penalty: float = DEFAULT_PENALTY,
         break_reward: float = DEFAULT_BREAK_REWARD,
-        structure_bonus: float | None = None,
         **shared: Any,
     ):
         super().__init__(**shared)
-        self.break_reward = self.old_keyword("structure_bonus", structure_bonus, break_reward)
+        self.break_reward = break_reward
         self.penalty = penalty
 
     def decide(self, units: Units, embedder: Embedder, text: str) -> Decision:

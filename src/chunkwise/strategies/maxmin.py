@@ -32,9 +32,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..deprecation import renames_for
 from ..embeddings.base import Embedder
 from ..validation import Interval
+from .base import takes_old_names
 from .embedding import EmbeddingStrategy
 from .units import Decision, Units
 
@@ -64,7 +64,6 @@ class MaxMinChunker(EmbeddingStrategy):
 
     name = "maxmin"
     cap_split_by_distance = False
-    renamed_params = renames_for("strategy 'maxmin'")
     structure_param = "break_similarity"
     _parameter_constraints = {
         "break_similarity": [Interval(float, 0, None)],
@@ -73,6 +72,7 @@ class MaxMinChunker(EmbeddingStrategy):
         "init_constant": [Interval(float, 0, None, closed="right")],  # it divides fixed_threshold
     }
 
+    @takes_old_names
     def __init__(
         self,
         *,
@@ -80,11 +80,10 @@ class MaxMinChunker(EmbeddingStrategy):
         c: float = 0.3,
         init_constant: float = 2.0,
         break_similarity: float = DEFAULT_BREAK_SIMILARITY,
-        structure_bonus: float | None = None,
         **shared: Any,
     ):
         super().__init__(**shared)
-        self.break_similarity = self.old_keyword("structure_bonus", structure_bonus, break_similarity)
+        self.break_similarity = break_similarity
         self.fixed_threshold = fixed_threshold
         self.c = c
         self.init_constant = init_constant

@@ -40,11 +40,11 @@ from typing import Any
 
 import numpy as np
 
-from ..deprecation import renames_for
 from ..embeddings.base import Embedder
 from ..embeddings.vectors import embed_all
 from ..errors import ConfigError
 from ..validation import Interval, Options
+from .base import takes_old_names
 from .embedding import EmbeddingStrategy
 from .params import strategy_label
 from .units import Decision, Units
@@ -84,7 +84,6 @@ class SemanticChunker(EmbeddingStrategy):
 
     name = "semantic"
     cap_split_by_distance = True
-    renamed_params = renames_for("strategy 'semantic'")
     structure_param = "break_distance"
     _parameter_constraints = {
         "break_distance": [Interval(float, 0, None)],
@@ -96,6 +95,7 @@ class SemanticChunker(EmbeddingStrategy):
         "buffer_vectors": [Options("pool", "text")],
     }
 
+    @takes_old_names
     def __init__(
         self,
         *,
@@ -106,18 +106,16 @@ class SemanticChunker(EmbeddingStrategy):
         avg_tokens: int | None = None,
         buffer_vectors: str = "pool",
         break_distance: float = DEFAULT_BREAK_DISTANCE,
-        window: str | None = None,
-        structure_bonus: float | None = None,
         **shared: Any,
     ):
         super().__init__(**shared)
-        self.break_distance = self.old_keyword("structure_bonus", structure_bonus, break_distance)
+        self.break_distance = break_distance
         self.buffer_size = buffer_size
         self.threshold_type = threshold_type
         self.threshold_amount = threshold_amount
         self.n_chunks = n_chunks
         self.avg_tokens = avg_tokens
-        self.buffer_vectors = self.old_keyword("window", window, buffer_vectors)
+        self.buffer_vectors = buffer_vectors
 
     def validate(self) -> None:
         """The declared constraints, then what relates parameters: ``threshold_amount``'s range for its

