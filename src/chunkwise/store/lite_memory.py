@@ -1,0 +1,150 @@
+"""Milvus Lite's memory in a writing process, bounded: segments whose tables are read back when needed, and
+merges of a bounded size.
+
+Milvus Lite (3.x) keeps every sealed segment's whole Arrow table (texts, vectors, metadata) in memory for as
+long as the database is open, and its size-tiered compaction reads up to 200,000 rows at once (concatenated,
+sorted, deduplicated and written again: about five times the merged tables at its peak). Indexing public text
+into it (``benchmarks/bench_index_memory.py``) peaked at 237 / 293 / 707 / 824 MB for 2 / 10 / 50 / 100 MB,
+the peaks set by merges, the slope by the resident tables. Two changes, made where the engine reads them:
+
+- **Segments held lazily** (:class:`LazySegment`): a segment keeps its keys, sequence numbers and key map (what
+  a write's point lookups and a count need) and gives its table back to a small cache of recently used tables
+  (:data:`RECENT_TABLES`). A read of the engine (``query``, ``search``, ``get``: :func:`reading`) keeps every
+  table it loads, as Milvus Lite always did, so a process that searches does not read a file twice; only
+  the writes of an indexing run (and the engine's background index builds) go through the small cache. The
+  data, and every answer, are the same: the table is read back from its immutable Parquet file.
+- **Merges of at most** :data:`MERGE_ROWS` **rows**: files of that many rows or more are left as they are
+  (``MAX_SEGMENT_ROWS``), so the small files of incremental runs are still merged and a bulk run's flushed
+  files are not; forced merges above 32 files (which, with segments this size, would rewrite the same files
+  on every flush) are off (``MAX_DATA_FILES``). A corpus then keeps one file per memtable flush (16 MB of
+  rows, about 4,000 chunks of 256 words): about 20 at 100 MB of text.
+
+Both are installed by :func:`bound_engine_memory` when chunkwise opens a Milvus Lite database in process; a
+milvus-lite without these internals is left as it is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator
+from typing import Any
+
+#: tables kept by the cache of recently used segments outside reads (a write's point lookups, index builds)
+RECENT_TABLES = 2
+#: the most rows a merge reads (Milvus Lite's default: 200,000); files of half as many are left alone
+MERGE_ROWS = 4096
+#: forced merges above this many files (Milvus Lite: 32) are off: with small merges they would rewrite the
+#: same full files on every flush
+MAX_FILES = 1 << 20
+
+_lock = threading.RLock()
+_recent: OrderedDict[int, tuple[Any, Any]] = OrderedDict()  # id(segment) -> (segment, table)
+_reads = 0  # engine reads in progress (they keep what they load)
+
+
+@contextlib.contextmanager
+def reading() -> Iterator[None]:
+    """A read of the engine: tables it loads are kept by their segments (Milvus Lite's own behaviour)."""
+    global _reads
+    with _lock:
+        _reads += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _reads -= 1
+
+
+def _make_lazy(segment_class: Any) -> type:
+    from milvus_lite.storage import segment as segment_module
+
+    class LazySegment(segment_class):
+        """A Milvus Lite segment whose table is read back from its Parquet file when it is not held."""
+
+        __slots__ = ("_held",)
+
+        @property
+        def table(self):
+            held = getattr(self, "_held", None)
+            if held is not None:
+                return held
+            with _lock:
+                hit = _recent.get(id(self))
+                if hit is not None and hit[0] is self:
+                    _recent.move_to_end(id(self))
+                    table = hit[1]
+                    if _reads:
+                        self._held = table
+                    return table
+            table = segment_module.read_data_file(self.file_path)
+            self._keep(table)
+            return table
+
+        @table.setter
+        def table(self, value) -> None:
+            self._held = None
+            self._keep(value)
+
+        def _keep(self, table) -> None:
+            with _lock:
+                if _reads:
+                    self._held = table
+                    return
+                _recent[id(self)] = (self, table)
+                _recent.move_to_end(id(self))
+                while len(_recent) > RECENT_TABLES:
+                    _recent.popitem(last=False)
+
+        @property
+        def vectors(self):
+            if not self._vector_field:
+                return segment_class.vectors.__get__(self)
+            return self.vector_data(self._vector_field)[0]
+
+        @vectors.setter
+        def vectors(self, value) -> None:
+            if not self._vector_field:  # a collection without vectors: the (n, 0) array the engine made
+                segment_class.vectors.__set__(self, value)
+
+        def vector_data(self, field_name: str):
+            # a view of the table's buffer (lite._vector_reader), so it costs what the table costs; never
+            # cached apart from the table
+            return segment_module._extract_vector_array(self.table.column(field_name))
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._vector_data_by_field.clear()  # the engine caches each field's array: not kept here
+
+    LazySegment.__name__ = LazySegment.__qualname__ = "LazySegment"
+    return LazySegment
+
+
+def bound_engine_memory() -> bool:
+    """Install the lazy segments and the bounded merges in this process's Milvus Lite (once); ``False`` where
+    its internals are not those this was written for."""
+    import importlib
+
+    try:
+        collection = importlib.import_module("milvus_lite.engine.collection")
+        compaction = importlib.import_module("milvus_lite.engine.compaction")
+        segment = importlib.import_module("milvus_lite.storage.segment")
+    except ImportError:
+        return False
+    current = getattr(collection, "Segment", None)
+    if getattr(current, "__name__", "") == "LazySegment":
+        return True
+    base = getattr(segment, "Segment", None)
+    needed = ("table", "vectors", "file_path", "_vector_field", "_vector_data_by_field")
+    if current is not base or not isinstance(base, type) or not all(hasattr(base, n) for n in needed):
+        return False
+    if not all(hasattr(compaction, n) for n in ("MAX_SEGMENT_ROWS", "MAX_DATA_FILES")):
+        return False
+    collection.Segment = _make_lazy(base)  # type: ignore[attr-defined]
+    compaction.MAX_SEGMENT_ROWS = MERGE_ROWS // 2  # type: ignore[attr-defined]
+    compaction.MAX_DATA_FILES = MAX_FILES  # type: ignore[attr-defined]
+    return True
+
+
+__all__ = ["MERGE_ROWS", "RECENT_TABLES", "bound_engine_memory", "reading"]
