@@ -41,20 +41,21 @@ MAX_FILES = 1 << 20
 
 _lock = threading.RLock()
 _recent: OrderedDict[int, tuple[Any, Any]] = OrderedDict()  # id(segment) -> (segment, table)
-_reads = 0  # engine reads in progress (they keep what they load)
+_reads = threading.local()  # engine reads in progress in this thread (they keep what they load)
+
+
+def _reading() -> bool:
+    return bool(getattr(_reads, "depth", 0))
 
 
 @contextlib.contextmanager
 def reading() -> Iterator[None]:
-    """A read of the engine: tables it loads are kept by their segments (Milvus Lite's own behaviour)."""
-    global _reads
-    with _lock:
-        _reads += 1
+    """A read of the engine (in this thread): tables it loads are kept by their segments (Milvus Lite's own behaviour)."""
+    _reads.depth = getattr(_reads, "depth", 0) + 1
     try:
         yield
     finally:
-        with _lock:
-            _reads -= 1
+        _reads.depth -= 1
 
 
 def _make_lazy(segment_class: Any) -> type:
@@ -75,7 +76,7 @@ def _make_lazy(segment_class: Any) -> type:
                 if hit is not None and hit[0] is self:
                     _recent.move_to_end(id(self))
                     table = hit[1]
-                    if _reads:
+                    if _reading():
                         self._held = table
                     return table
             table = segment_module.read_data_file(self.file_path)
@@ -89,7 +90,7 @@ def _make_lazy(segment_class: Any) -> type:
 
         def _keep(self, table) -> None:
             with _lock:
-                if _reads:
+                if _reading():
                     self._held = table
                     return
                 _recent[id(self)] = (self, table)
@@ -121,6 +122,41 @@ def _make_lazy(segment_class: Any) -> type:
     return LazySegment
 
 
+def _arrow_data_table(original: Any) -> Any:
+    """Milvus Lite's ``MemTable._build_data_table`` (the live rows of a flush, in the order given) built with
+    Arrow's ``take`` on each source batch instead of one Python object per cell: the same table, without a
+    Python list of floats per vector and a ``str`` per text held at once (about four times the memtable's
+    own size at the flush, the largest transient of an indexing run once the segments are not held)."""
+
+    def build(self: Any, rows: list[tuple[int, int]]) -> Any:
+        import pyarrow as pa
+
+        schema = self._data_schema
+        names = schema.names
+        pieces = []
+        start = 0
+        for end in range(1, len(rows) + 1):  # runs of rows from one batch, in the order given
+            if end == len(rows) or rows[end][0] != rows[start][0]:
+                batch = self._insert_batches[rows[start][0]]
+                if not all(name in batch.schema.names for name in names):
+                    return original(self, rows)
+                taken = batch.select(names).take(pa.array([r[1] for r in rows[start:end]], type=pa.int64()))
+                pieces.append(pa.Table.from_batches([taken]))
+                start = end
+        if not pieces:
+            return original(self, rows)
+        table = pa.concat_tables(pieces)
+        if table.schema != schema:
+            try:
+                table = table.cast(schema)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError):
+                return original(self, rows)
+        return table.combine_chunks()
+
+    build.original = original  # type: ignore[attr-defined]
+    return build
+
+
 def bound_engine_memory() -> bool:
     """Install the lazy segments and the bounded merges in this process's Milvus Lite (once); ``False`` where
     its internals are not those this was written for."""
@@ -144,6 +180,11 @@ def bound_engine_memory() -> bool:
     collection.Segment = _make_lazy(base)  # type: ignore[attr-defined]
     compaction.MAX_SEGMENT_ROWS = MERGE_ROWS // 2  # type: ignore[attr-defined]
     compaction.MAX_DATA_FILES = MAX_FILES  # type: ignore[attr-defined]
+    with contextlib.suppress(ImportError):
+        memtable = importlib.import_module("milvus_lite.storage.memtable").MemTable
+        current_build = getattr(memtable, "_build_data_table", None)
+        if callable(current_build) and not hasattr(current_build, "original"):
+            memtable._build_data_table = _arrow_data_table(current_build)
     return True
 
 
