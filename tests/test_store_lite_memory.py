@@ -150,3 +150,36 @@ def test_a_flush_builds_the_table_the_engine_builds(tmp_path, monkeypatch):
             ix.add(corpus(batch), strategy=lines(), batch_size=16)
     assert compared and all(same for _, _, same in compared)
     assert max(n for n, _, _ in compared) > 12 and max(b for _, b, _ in compared) > 1
+
+
+READER = r"""
+import collections, json, sys
+sys.path.insert(0, sys.argv[2])
+import chunkwise.store.lite as lite
+from conftest import FakeEmbedder
+from chunkwise.retrieval import Index
+reads = collections.Counter()
+plain = lite._read_one_file
+def counted(path):
+    reads[path] += 1
+    return plain(path)
+lite._read_one_file = counted  # installed as the engine's reader when the database opens
+with Index(sys.argv[1], embedder=FakeEmbedder()) as ix:
+    for q in ("keeper lamp", "honey queen bee", "night train ticket"):
+        ix.expand(ix.search(q, k=3), "neighbors:1")
+        ix.search(q, k=3, hybrid=False)
+print(json.dumps(reads))
+"""
+
+
+def test_a_process_that_only_searches_reads_each_file_once(tmp_path):
+    db = tmp_path / "t.db"
+    with Index(db, embedder=FakeEmbedder()) as ix:
+        for batch in range(3):
+            ix.add(corpus(batch), strategy=lines())
+    out = subprocess.run(
+        [sys.executable, "-c", READER, str(db), str(ROOT / "tests")], capture_output=True, text=True, check=True
+    )
+    reads = json.loads(out.stdout.strip().splitlines()[-1])
+    data = [p for p in reads if "/data/" in p]
+    assert len(data) >= 3 and all(reads[p] == 1 for p in data), reads

@@ -35,7 +35,7 @@ import threading
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from .lite_memory import bound_engine_memory, reading
+from .lite_memory import bound_engine_memory, reading, writing
 
 #: the version :meth:`LiteClient.get_server_version` reports
 LITE_VERSION = "milvus-lite"
@@ -296,6 +296,7 @@ class LiteClient:
         """Write rows, replacing those with the same keys. Rows that give every field are inserted: Milvus
         Lite's upsert reads each key's stored row first to fill the fields a row leaves out (a table read per
         key already stored), and the newest write of a key is the one every read sees either way."""
+        writing()  # from now on this process holds only the segment tables its reads use
         with self._call():
             col = self._collection(collection_name)
             rows = list(data)
@@ -308,6 +309,7 @@ class LiteClient:
                 col.upsert(rows)
 
     def delete(self, collection_name: str, ids: Iterable[Any], timeout: float | None = None) -> None:
+        writing()
         with self._call():
             self._collection(collection_name).delete(list(ids))
 

@@ -5,21 +5,26 @@ Milvus Lite (3.x) keeps every sealed segment's whole Arrow table (texts, vectors
 long as the database is open, and its size-tiered compaction reads up to 200,000 rows at once (concatenated,
 sorted, deduplicated and written again: about five times the merged tables at its peak). Indexing public text
 into it (``benchmarks/bench_index_memory.py``) peaked at 237 / 293 / 707 / 824 MB for 2 / 10 / 50 / 100 MB,
-the peaks set by merges, the slope by the resident tables. Two changes, made where the engine reads them:
+the peaks set by merges and flushes, the slope by the resident tables. Three changes, made where the engine
+reads them:
 
-- **Segments held lazily** (:class:`LazySegment`): a segment keeps its keys, sequence numbers and key map (what
-  a write's point lookups and a count need) and gives its table back to a small cache of recently used tables
-  (:data:`RECENT_TABLES`). A read of the engine (``query``, ``search``, ``get``: :func:`reading`) keeps every
-  table it loads, as Milvus Lite always did, so a process that searches does not read a file twice; only
-  the writes of an indexing run (and the engine's background index builds) go through the small cache. The
-  data, and every answer, are the same: the table is read back from its immutable Parquet file.
+- **Segments held lazily in a process that writes** (:class:`LazySegment`): once the process writes
+  (:func:`writing`, called by the client's upsert and delete), a segment keeps its keys, sequence numbers and
+  key map (what a write's point lookups and a count need) and gives its table back to a small cache of
+  recently used tables (:data:`RECENT_TABLES`); a read of the engine (``query``, ``search``, ``get``:
+  :func:`reading`) keeps the tables it loads, as Milvus Lite always did. A process that only searches never
+  writes, so it holds every table and reads each file once. The data, and every answer, are the same: a
+  table is read back from its immutable Parquet file.
+- **Flushes built with Arrow**: the memtable's live rows are taken from its batches with Arrow's ``take``
+  instead of one Python object per cell (the same table; the Python objects were about four times the
+  memtable's 16 MB at each flush).
 - **Merges of at most** :data:`MERGE_ROWS` **rows**: files of that many rows or more are left as they are
   (``MAX_SEGMENT_ROWS``), so the small files of incremental runs are still merged and a bulk run's flushed
   files are not; forced merges above 32 files (which, with segments this size, would rewrite the same files
   on every flush) are off (``MAX_DATA_FILES``). A corpus then keeps one file per memtable flush (16 MB of
   rows, about 4,000 chunks of 256 words): about 20 at 100 MB of text.
 
-Both are installed by :func:`bound_engine_memory` when chunkwise opens a Milvus Lite database in process; a
+All three are installed by :func:`bound_engine_memory` when chunkwise opens a Milvus Lite database in process; a
 milvus-lite without these internals is left as it is.
 """
 
@@ -27,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
@@ -44,8 +50,24 @@ _recent: OrderedDict[int, tuple[Any, Any]] = OrderedDict()  # id(segment) -> (se
 _reads = threading.local()  # engine reads in progress in this thread (they keep what they load)
 
 
+_segments: weakref.WeakSet = weakref.WeakSet()  # every lazy segment alive (a first write lets go of their tables)
+_writing = False  # set by this process's first write: until then segments hold their tables as the engine does
+
+
 def _reading() -> bool:
-    return bool(getattr(_reads, "depth", 0))
+    return not _writing or bool(getattr(_reads, "depth", 0))
+
+
+def writing() -> None:
+    """This process writes: from now on tables are held only by reads, and those held so far are let go (a
+    process that only searches never gets here, and reads each file once, as Milvus Lite always did)."""
+    global _writing
+    if _writing:
+        return
+    with _lock:
+        _writing = True
+        for segment in list(_segments):
+            segment._held = None
 
 
 @contextlib.contextmanager
@@ -64,7 +86,7 @@ def _make_lazy(segment_class: Any) -> type:
     class LazySegment(segment_class):
         """A Milvus Lite segment whose table is read back from its Parquet file when it is not held."""
 
-        __slots__ = ("_held",)
+        __slots__ = ("_held", "__weakref__")
 
         @property
         def table(self):
@@ -116,6 +138,7 @@ def _make_lazy(segment_class: Any) -> type:
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
+            _segments.add(self)
             self._vector_data_by_field.clear()  # the engine caches each field's array: not kept here
 
     LazySegment.__name__ = LazySegment.__qualname__ = "LazySegment"
@@ -188,4 +211,4 @@ def bound_engine_memory() -> bool:
     return True
 
 
-__all__ = ["MERGE_ROWS", "RECENT_TABLES", "bound_engine_memory", "reading"]
+__all__ = ["MERGE_ROWS", "RECENT_TABLES", "bound_engine_memory", "reading", "writing"]
