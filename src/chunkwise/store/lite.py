@@ -21,7 +21,9 @@ never written.
 This uses one internal of milvus-lite 3, ``milvus_lite.db.MilvusLite``; where it is missing (another
 milvus-lite version), :func:`open_client` returns ``None`` and the caller falls back to pymilvus. It also
 gives the engine a reader of its Parquet files that does not import ``pyarrow.dataset`` (and pandas with
-it): see :func:`_read_parquet_files_directly`.
+it): see :func:`_read_parquet_files_directly`; and, in a process that writes, bounds what the engine holds
+(segment tables read back when needed, flushes built with Arrow, merges of a bounded size:
+:mod:`chunkwise.store.lite_memory`).
 """
 
 from __future__ import annotations
