@@ -21,7 +21,9 @@ never written.
 This uses one internal of milvus-lite 3, ``milvus_lite.db.MilvusLite``; where it is missing (another
 milvus-lite version), :func:`open_client` returns ``None`` and the caller falls back to pymilvus. It also
 gives the engine a reader of its Parquet files that does not import ``pyarrow.dataset`` (and pandas with
-it): see :func:`_read_parquet_files_directly`.
+it): see :func:`_read_parquet_files_directly`; and, in a process that writes, bounds what the engine holds
+(segment tables read back when needed, flushes built with Arrow, merges of a bounded size:
+:mod:`chunkwise.store.lite_memory`).
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ import tempfile
 import threading
 from collections.abc import Iterable, Iterator
 from typing import Any
+
+from .lite_memory import bound_engine_memory, reading, writing
 
 #: the version :meth:`LiteClient.get_server_version` reports
 LITE_VERSION = "milvus-lite"
@@ -68,6 +72,7 @@ def open_client(path: str, read_only: bool = False) -> LiteClient | None:
     except ImportError:
         return None
     _read_parquet_files_directly()
+    bound_engine_memory()  # segments read back when needed, merges of a bounded size (store/lite_memory.py)
     folder = None
     try:
         if read_only:
@@ -223,6 +228,12 @@ class LiteClient:
             except Exception as exc:  # noqa: BLE001 - what the gRPC server turned into a status reason
                 raise LiteCallError(" ".join(str(exc).split()) or type(exc).__name__) from exc
 
+    @contextlib.contextmanager
+    def _read(self) -> Iterator[None]:
+        """A call that reads rows: the segment tables it loads stay loaded (store/lite_memory.py)."""
+        with self._call(), reading():
+            yield
+
     @property
     def folder(self) -> str | None:
         """The private folder of a read-only database's copy (``None`` for a database opened in place)."""
@@ -284,10 +295,23 @@ class LiteClient:
 
     # -- rows
     def upsert(self, collection_name: str, data: list[dict], timeout: float | None = None) -> None:
+        """Write rows, replacing those with the same keys. Rows that give every field are inserted: Milvus
+        Lite's upsert reads each key's stored row first to fill the fields a row leaves out (a table read per
+        key already stored), and the newest write of a key is the one every read sees either way."""
+        writing()  # from now on this process holds only the segment tables its reads use
         with self._call():
-            self._collection(collection_name).upsert(list(data))
+            col = self._collection(collection_name)
+            rows = list(data)
+            schema = col.schema
+            generated = {name for fn in getattr(schema, "functions", None) or () for name in fn.output_field_names}
+            fields = [f.name for f in schema.fields if f.name not in generated]
+            if rows and all(all(name in row for name in fields) for row in rows):
+                col.insert(rows)
+            else:
+                col.upsert(rows)
 
     def delete(self, collection_name: str, ids: Iterable[Any], timeout: float | None = None) -> None:
+        writing()
         with self._call():
             self._collection(collection_name).delete(list(ids))
 
@@ -296,7 +320,7 @@ class LiteClient:
             self._collection(collection_name).flush()
 
     def get(self, collection_name: str, ids: Iterable[Any], output_fields: list[str] | None = None) -> list[dict]:
-        with self._call():
+        with self._read():
             col = self._collection(collection_name)
             return self._parsed(col, col.get(list(ids), output_fields=output_fields))
 
@@ -309,7 +333,7 @@ class LiteClient:
         timeout: float | None = None,
     ) -> list[dict]:
         """Rows matching ``filter`` (all with an empty one); ``output_fields=["count(*)"]`` counts them."""
-        with self._call():
+        with self._read():
             col = self._collection(collection_name)
             if output_fields and "count(*)" in output_fields:
                 count = len(col.query(filter, output_fields=[col.pk_field])) if filter else col.num_entities
@@ -338,7 +362,7 @@ class LiteClient:
     ) -> list[list[dict]]:
         """Per query (a vector, or the text of a BM25 field's query): hits ``{"id", "distance", "entity"}``
         best first."""
-        with self._call():
+        with self._read():
             col = self._collection(collection_name)
             metric = col.resolve_search_metric(anns_field, (search_params or {}).get("metric_type"))
             results = col.search(
@@ -396,7 +420,7 @@ class _QueryIterator:
         parts = [f"({self._filter})"] if self._filter else []
         if self._last is not None:
             parts.append(f"{pk} > {json.dumps(self._last, ensure_ascii=False)}")
-        with self._client._call():
+        with self._client._read():
             rows = self._col.query(
                 " and ".join(parts) or None, output_fields=self._fields, limit=self._batch, order_by_pk=True
             )

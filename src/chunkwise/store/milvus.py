@@ -358,6 +358,10 @@ class MilvusStore:
         out: dict[str, set[str]] = {d: set() for d in doc_ids}
         if not doc_ids:
             return out
+        if self.db is not None and self._places is not None:
+            # the places this connection holds, updated by each of its writes, in the one process that may
+            # open the directory: Milvus Lite answers the filter by walking every row (all its tables)
+            return self._places.ids_of(doc_ids)
         expr = f"doc_id in [{', '.join(quote(d) for d in doc_ids)}]"
         with self._errors("read chunk ids"):
             # one plain query covers a batch's documents; an iterator costs three round trips (each a

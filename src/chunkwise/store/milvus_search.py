@@ -165,6 +165,10 @@ def hold_copies(store: MilvusStore) -> None:
     except Exception:  # no collection yet: nothing to hold
         return
     load_saved_copies(store, count, store.uses_client_bm25, store.uses_client_vectors)
+    if count == 0 and store._places is None:
+        # an empty collection's places are known: held from the start, a writer finds a document's stored
+        # chunks without a query walking every row (MilvusStore.chunk_ids)
+        store._places = ChunkPlaces()
 
 
 def save_copies(store: MilvusStore) -> None:
@@ -248,7 +252,7 @@ def _build_client_indexes(store: MilvusStore, bm25: bool, vectors: bool) -> None
     built: list[tuple[str, BM25Postings | VectorCache | ChunkPlaces]] = []
     if store._places is None:  # the same scan has them: neighbour expansion reads by id
         store._places = ChunkPlaces(places)
-        built.append((PLACES_FOLDER, store._places))
+    built.append((PLACES_FOLDER, store._places))  # held ones too: saved with the others, keyed the same
     del places
     if bm25:  # in id order, as a scan reads them: the order bm25s breaks ties in
         texts.sort(key=lambda pair: pair[0])

@@ -49,6 +49,16 @@ class ChunkPlaces:
             if not held:
                 self.by_doc.pop(where[0], None)
 
+    def ids_of(self, doc_ids: Iterable[str]) -> dict[str, set[str]]:
+        """``doc_id -> {chunk ids}`` of every chunk held for these documents (two chunks of one document may
+        share an index while a rewrite of it is under way, so the ids are read by place, not by index)."""
+        out: dict[str, set[str]] = {d: set() for d in doc_ids}
+        for chunk_id, (doc_id, _index) in self.place.items():
+            held = out.get(doc_id)
+            if held is not None:
+                held.add(chunk_id)
+        return out
+
     def ids_at(self, wanted: dict[str, Iterable[int]]) -> list[str]:
         """The ids of the chunks at ``doc_id -> indexes`` that exist, in document then index order."""
         out: list[str] = []

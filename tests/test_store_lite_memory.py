@@ -1,0 +1,185 @@
+"""A process that writes a Milvus Lite index holds a bounded part of it (store/lite_memory.py): segments give
+their tables back and read them again from their files when needed, a writer finds a document's stored chunks
+in the places it holds. The index and every answer must be what the engine as it ships gives."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import FakeEmbedder
+from index_data import lines
+
+from chunkwise import Document
+from chunkwise.retrieval import Index
+from chunkwise.store import lite_memory
+from chunkwise.store.places import ChunkPlaces
+
+ROOT = Path(__file__).resolve().parents[1]
+WORDS = "lamp lens keeper tide harbour rope signal storm light night bee honey wax queen train ticket".split()
+
+
+def corpus(batch: int) -> list[Document]:
+    """Eight documents of twelve lines per batch; batch 2 rewrites two documents of batch 0."""
+    out = []
+    for n in range(8):
+        doc = batch * 8 + n if batch < 2 or n >= 2 else n
+        text = "\n".join(
+            " ".join(WORDS[(doc * 7 + line * 3 + k + batch) % len(WORDS)] for k in range(5 + line % 4))
+            for line in range(12)
+        )
+        out.append(Document(text, source=f"kb/{doc}.txt"))
+    return out
+
+
+BUILD = r"""
+import json, sys
+sys.path.insert(0, sys.argv[3])
+from conftest import FakeEmbedder
+from index_data import lines
+from test_store_lite_memory import corpus, dump
+from chunkwise.retrieval import Index
+if sys.argv[2] == "plain":  # the engine as it ships: every table held, its own merges
+    import chunkwise.store.lite as lite
+    lite.bound_engine_memory = lambda: False
+with Index(sys.argv[1], embedder=FakeEmbedder()) as ix:
+    for batch in range(3):
+        ix.add(corpus(batch), strategy=lines())  # each add ends with a flush: a segment per batch
+print(json.dumps(dump(sys.argv[1])))
+"""
+
+
+def dump(db: str) -> dict:
+    """Every stored row (sorted) and the answers of a few searches, hybrid and dense."""
+    with Index(db, embedder=FakeEmbedder()) as ix:
+        ix._open_existing()
+        scanned = ix.store.scan_chunks(["id", "doc_id", "chunk_index", "text", "vector"])
+        rows = sorted((r | {"vector": [round(x, 6) for x in r["vector"]]} for r in scanned), key=lambda r: r["id"])
+        searches = [
+            [(h.id, round(h.score, 9)) for h in ix.search(q, k=5, hybrid=hybrid)]
+            for q in ("keeper lamp", "honey queen bee", "night train ticket")
+            for hybrid in (True, False)
+        ]
+    return {"rows": rows, "searches": searches}
+
+
+def build(db: Path, mode: str) -> dict:
+    out = subprocess.run(
+        [sys.executable, "-c", BUILD, str(db), mode, str(ROOT / "tests")],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow  # two indexing processes
+def test_bounded_engine_writes_the_index_the_plain_engine_writes(tmp_path):
+    plain = build(tmp_path / "plain.db", "plain")
+    bounded = build(tmp_path / "bounded.db", "bounded")
+    assert len(plain["rows"]) == 8 * 3 * 12 - 2 * 12  # batch 2 rewrote two documents of batch 0
+    assert bounded == plain
+
+
+def test_a_writer_holds_no_segment_tables_and_reads_give_the_same_rows(tmp_path):
+    with Index(tmp_path / "t.db", embedder=FakeEmbedder()) as ix:
+        for batch in range(3):
+            ix.add(corpus(batch), strategy=lines())
+        client = ix.store.connect()
+        col = client._db.get_collection(ix.store.collection)
+        col._wait_for_bg()
+        segments = list(col._segment_cache.values())
+        assert len(segments) >= 3 and type(segments[0]).__name__ == "LazySegment"
+        assert all(s._held is None for s in segments)  # the writes kept none of them
+        assert len(lite_memory._recent) <= lite_memory.RECENT_TABLES
+        ids = [r["id"] for r in ix.store.scan_chunks(["id"])]  # a read: it loads the tables and keeps them
+        assert all(s._held is not None for s in segments)
+        assert len(ids) == len(set(ids)) == ix.count() == 8 * 3 * 12 - 2 * 12
+        got = {r["id"]: r["text"] for r in client.get(ix.store.collection, ids=ids, output_fields=["id", "text"])}
+        assert set(got) == set(ids) and all(got.values())
+
+
+def test_a_writer_asks_the_engine_no_filtered_query_on_the_chunks(tmp_path):
+    with Index(tmp_path / "t.db", embedder=FakeEmbedder()) as ix:
+        ix.add(corpus(0), strategy=lines())
+        client = ix.store.connect()
+        queries: list[str] = []
+        real = client.query
+
+        def query(collection_name, filter="", **kwargs):
+            if collection_name == ix.store.collection and filter:
+                queries.append(filter)
+            return real(collection_name, filter=filter, **kwargs)
+
+        client.query = query
+        ix.add(corpus(1) + corpus(2), strategy=lines())  # new documents and rewritten ones
+        assert queries == []
+        assert ix.count() == 8 * 3 * 12 - 2 * 12  # the rewritten documents' old chunks were found and removed
+
+
+def test_places_give_every_chunk_of_a_document_while_it_is_rewritten():
+    places = ChunkPlaces([("a0", "a", 0), ("a1", "a", 1), ("b0", "b", 0)])
+    places.add([("a0-new", "a", 0)])  # the new chunk at index 0 before the old ones are deleted
+    assert places.ids_of(["a", "c"]) == {"a": {"a0", "a1", "a0-new"}, "c": set()}
+    places.remove(["a0", "a1"])
+    assert places.ids_of(["a"]) == {"a": {"a0-new"}}
+
+
+def test_a_flush_builds_the_table_the_engine_builds(tmp_path, monkeypatch):
+    from milvus_lite.storage.memtable import MemTable
+
+    with Index(tmp_path / "t.db", embedder=FakeEmbedder()) as ix:
+        ix.add(corpus(0)[:1], strategy=lines())
+        built = MemTable._build_data_table
+        assert hasattr(built, "original")  # installed by the bounded engine
+        compared: list[tuple[int, int, bool]] = []
+
+        def both(self, rows):
+            ours, theirs = built(self, rows), built.original(self, rows)
+            compared.append(
+                (len(rows), len({b for b, _ in rows}), ours.schema == theirs.schema and ours.equals(theirs))
+            )
+            return ours
+
+        monkeypatch.setattr(MemTable, "_build_data_table", both)
+        for batch in range(3):  # rewrites too: keys written twice, stale rows left in the memtable's batches
+            ix.add(corpus(batch), strategy=lines(), batch_size=16)
+    assert compared and all(same for _, _, same in compared)
+    assert max(n for n, _, _ in compared) > 12 and max(b for _, b, _ in compared) > 1
+
+
+READER = r"""
+import collections, json, sys
+sys.path.insert(0, sys.argv[2])
+import chunkwise.store.lite as lite
+from conftest import FakeEmbedder
+from chunkwise.retrieval import Index
+reads = collections.Counter()
+plain = lite._read_one_file
+def counted(path):
+    reads[path] += 1
+    return plain(path)
+lite._read_one_file = counted  # installed as the engine's reader when the database opens
+with Index(sys.argv[1], embedder=FakeEmbedder()) as ix:
+    for q in ("keeper lamp", "honey queen bee", "night train ticket"):
+        ix.expand(ix.search(q, k=3), "neighbors:1")
+        ix.search(q, k=3, hybrid=False)
+print(json.dumps(reads))
+"""
+
+
+def test_a_process_that_only_searches_reads_each_file_once(tmp_path):
+    db = tmp_path / "t.db"
+    with Index(db, embedder=FakeEmbedder()) as ix:
+        for batch in range(3):
+            ix.add(corpus(batch), strategy=lines())
+    out = subprocess.run(
+        [sys.executable, "-c", READER, str(db), str(ROOT / "tests")], capture_output=True, text=True, check=True
+    )
+    reads = json.loads(out.stdout.strip().splitlines()[-1])
+    data = [p for p in reads if "/data/" in p]
+    assert len(data) >= 3 and all(reads[p] == 1 for p in data), reads
