@@ -183,3 +183,15 @@ def test_a_process_that_only_searches_reads_each_file_once(tmp_path):
     reads = json.loads(out.stdout.strip().splitlines()[-1])
     data = [p for p in reads if "/data/" in p]
     assert len(data) >= 3 and all(reads[p] == 1 for p in data), reads
+
+
+def test_a_milvus_lite_release_it_was_not_tested_against_is_left_as_it_ships(monkeypatch):
+    import milvus_lite
+    import milvus_lite.engine.collection as collection
+
+    before = collection.Segment
+    monkeypatch.setattr(milvus_lite, "__version__", "9.0.0")
+    monkeypatch.setattr(collection, "Segment", before.__mro__[1] if before.__name__ == "LazySegment" else before)
+    shipped = collection.Segment
+    assert lite_memory.bound_engine_memory() is False
+    assert collection.Segment is shipped

@@ -41,6 +41,9 @@ from typing import Any
 RECENT_TABLES = 2
 #: the most rows a merge reads (Milvus Lite's default: 200,000); files of half as many are left alone
 MERGE_ROWS = 4096
+#: the Milvus Lite releases whose internals this module was written and tested against (``major.minor``): any
+#: other release is left as it is, since a same-named internal may mean something else there
+TESTED_RELEASES = ("3.2",)
 #: forced merges above this many files (Milvus Lite: 32) are off: with small merges they would rewrite the
 #: same full files on every flush
 MAX_FILES = 1 << 20
@@ -191,6 +194,9 @@ def bound_engine_memory() -> bool:
         segment = importlib.import_module("milvus_lite.storage.segment")
     except ImportError:
         return False
+    release = ".".join(str(getattr(importlib.import_module("milvus_lite"), "__version__", "")).split(".")[:2])
+    if release not in TESTED_RELEASES:
+        return False
     current = getattr(collection, "Segment", None)
     if getattr(current, "__name__", "") == "LazySegment":
         return True
@@ -211,4 +217,4 @@ def bound_engine_memory() -> bool:
     return True
 
 
-__all__ = ["MERGE_ROWS", "RECENT_TABLES", "bound_engine_memory", "reading", "writing"]
+__all__ = ["MERGE_ROWS", "RECENT_TABLES", "TESTED_RELEASES", "bound_engine_memory", "reading", "writing"]
