@@ -28,6 +28,7 @@ import stat
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import PurePath
 
 from ..errors import InputError
 from ..registry import lazy_regex
@@ -54,6 +55,19 @@ def display_name(path: str | os.PathLike | bytes) -> str:
     raw = os.fsencode(path)
     text = raw.decode("utf-8", "backslashreplace")
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def shown_name(source: str) -> str:
+    """How a shared report (the viz page, the eval report) names a file or folder: never an absolute path of
+    this machine. A path under the working directory is shown relative to it, any other absolute path by
+    its last name."""
+    path = PurePath(source)
+    if not path.is_absolute():
+        return source
+    try:
+        return path.relative_to(os.getcwd()).as_posix()
+    except ValueError:
+        return path.name or source
 
 
 def os_path(display: str) -> str:
@@ -369,6 +383,7 @@ __all__ = [
     "SkippedFilesWarning",
     "sniff_text",
     "display_name",
+    "shown_name",
     "os_path",
     "source_exists",
     "under",
