@@ -72,3 +72,11 @@ def test_a_shortened_option_is_not_taken_for_the_whole_one(capsys):
     assert exc.value.code == 2
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 2 and "unknown option --max-token (did you mean --max-tokens?)" in err[0]
+
+
+def test_a_mistyped_strategy_parameter_is_one_line_with_did_you_mean(capsys, tmp_path):
+    doc = tmp_path / "a.md"
+    doc.write_text("# A\n\nSome text.\n", encoding="utf-8")
+    assert main(["chunk", str(doc), "-s", "semantic", "-p", "threshold_amout=90"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no parameter threshold_amout (did you mean threshold_amount?)" in err[0]

@@ -284,3 +284,14 @@ def test_eval_flags_override_its_config_file(dataset, tmp_path, capsys):  # noqa
     assert main(["-q", "eval", dataset.path, "--config", str(cfg), "--rrf-k", "9", "--format", "json"]) == 0
     (only,) = json.loads(capsys.readouterr().out)["runs"]
     assert only["config"]["run"]["rrf_k"] == 9 and only["config"]["run"]["fusion"] == "rrf"
+
+
+def test_the_eval_report_names_its_dataset_without_this_machines_paths(dataset, tmp_path, capsys):  # noqa: F811
+    """The HTML report is shared: the dataset is named by its folder's name, the absolute path nowhere."""
+    report = tmp_path / "r.html"
+    argv = ["-q", "eval", dataset.path, "-s", "fixed", "--tokenizer", "words", "--report", str(report)]
+    assert main(argv) == 0
+    page = report.read_text(encoding="utf-8")
+    folder = str(dataset.path).rstrip("/")
+    assert folder.startswith("/") and folder not in page
+    assert f"{folder.rsplit('/', 1)[-1]}: " in page

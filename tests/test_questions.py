@@ -487,10 +487,26 @@ def test_tune_cli_says_no_significant_winner_and_writes_it(dataset, tmp_path, fa
     decision = cfg["tuned"]["decision"]
     assert decision["verdict"] == NO_WINNER and cfg["strategy"] == "auto" and "too few" in decision["split"]
     qset = cfg["tuned"]["question_set"]
-    assert qset["configurations"] == 3 and "question set: best recall@5" in captured.out
-    # a saturated set (the topics' few queries are found by every configuration) says so in one line
+    assert qset["configurations"] == 3
+    # a saturated set (the topics' few queries are found by every configuration) says so in one warning
+    # line with its figures, and once more as the reason the default is kept; nowhere else
     warnings = [line for line in captured.err.splitlines() if "saturated" in line]
     assert qset["saturated"] and qset["best"] == 1.0 and len(warnings) == 1 and "saturated" in decision["rule"]
+    assert "best recall@5 1.000; 100% of 4 questions answered by all 3 configurations" in warnings[0]
+    assert (captured.out + captured.err).count("saturated") == 2 and "question set:" not in captured.out
+
+
+def test_tune_says_one_line_per_trial(dataset, tmp_path, fake, capsys):
+    """Each configuration tried is one progress line, its chunk count and scores in it."""
+    rc = main(
+        ["tune", dataset.path, "--strategy", "fixed", "--tokenizer", "words", "--grid", "max_tokens=40,41"]
+        + ["-o", str(tmp_path / "best.json")]
+    )
+    err = capsys.readouterr().err
+    assert rc == 0
+    trials = [line for line in err.splitlines() if "tokenizer=words" in line]
+    assert len(trials) == 3, err  # the default and the two of the grid
+    assert all("chunks, recall@5 = " in line for line in trials)
 
 
 def test_eval_report_shows_generated_questions_beside_their_excerpts(kb, tmp_path, fake, capsys):

@@ -226,6 +226,24 @@ def test_index_and_model_load_at_start_not_on_first_search(index_db):
         assert r.status_code == 200 and r.json()["results"]
 
 
+@pytest.mark.timeout(120)
+def test_the_pages_first_view_is_built_at_start(monkeypatch):
+    """The start-up thread chunks a short text with the page's default strategy, so the first ``/view``
+    finds the strategies imported and the tokenizer loaded."""
+    import chunkwise.viz as viz
+
+    built = []
+    real = viz.build_views
+    monkeypatch.setattr(viz, "build_views", lambda doc, strategies: built.append(doc.text) or real(doc, strategies))
+    with _client(create_app(embedder=FakeEmbedder())) as client:
+        deadline = time.monotonic() + 60
+        while not built and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(built) == 1  # before any request
+        r = client.post("/view", data={"text": "A pasted text.\n\nTwo paragraphs."})
+        assert r.status_code == 200 and len(built) == 2
+
+
 def test_plotly_is_sent_compressed(client):
     from chunkwise.viz.plots import plotly_js_path
 

@@ -251,6 +251,26 @@ def test_app_shows_the_chunk_view_before_plotly_is_requested(page, server):
     page.wait_for_selector("#view #plot-distance-0 .main-svg")  # and the charts follow
 
 
+def test_app_paste_then_click_sends_one_request(page, server):
+    """A paste arms the 300 ms re-chunk timer; clicking "Chunk" at once sends the form and disarms it, so the
+    first view is not thrown away for a second, identical request (which doubled the first render)."""
+    views = []
+    page.on("request", lambda r: views.append(r.url) if r.url.endswith("/view") else None)
+    page.goto(server + "/")
+    page.fill("#text", GUIDE.read_text(encoding="utf-8"))
+    page.click("#run")
+    page.wait_for_selector("#view .column [data-first]")
+    page.wait_for_timeout(800)  # past the timer the paste armed
+    page.click("#run")  # the same form again: its view is already shown
+    page.wait_for_timeout(100)
+    assert len(views) == 1
+    page.fill("#max_tokens", "48")  # a change still re-chunks
+    page.dispatch_event("#max_tokens", "change")
+    page.wait_for_function("document.querySelector('#status').textContent.includes('chunks')")
+    page.wait_for_timeout(800)
+    assert len(views) == 2
+
+
 def test_app_semantic_plot_and_bad_parameter(page, server):
     page.goto(server + "/")
     page.select_option("#strategy", "semantic")

@@ -188,13 +188,15 @@ def _print_leaderboard(result, k: int, top: int) -> None:
 
 
 def print_question_set(result) -> None:
-    """How hard the question set was (one line) and, when it is saturated, one warning line."""
+    """How hard the question set was: one line, a warning on stderr when it is saturated (the warning
+    carries the figures), else on stdout."""
     if result.saturation is None:
         return
-    print(result.saturation.line())
     warning = result.saturation.warning()
     if warning:
         print(f"chunkwise: {warning}", file=sys.stderr)
+    else:
+        print(result.saturation.line())
 
 
 def _finish_tune(args, result, evaluator, metric: str, summary: str, use: tuple[str, str]):

@@ -307,6 +307,16 @@ def _html_table(report: EvaluationReport, cols, best, deltas=None, extra: bool =
     return "".join(h)
 
 
+def _shared_summary(report: EvaluationReport) -> str:
+    """The dataset line of a report that is shared: its folder by :func:`~chunkwise.formats.walk.shown_name`,
+    not the absolute path of this machine."""
+    from ..formats.walk import shown_name
+
+    path = str(report.dataset)
+    summary = report.dataset_summary
+    return shown_name(path) + summary[len(path) :] if summary.startswith(path) else summary
+
+
 def format_html(report: EvaluationReport, title: str = "chunkwise evaluation") -> str:
     runs = report.runs
     cols = [*MAIN_COLUMNS, *EXTRA_COLUMNS]
@@ -317,7 +327,7 @@ def format_html(report: EvaluationReport, title: str = "chunkwise evaluation") -
         f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>{_esc(title)}</title>",
         f"<style>{CSS}</style></head><body>",
         f"<h1>{_esc(title)}</h1>",
-        f"<p class=muted>{_esc(report.dataset_summary)}<br>embedder <b>{_esc(report.embedder)}</b>; "
+        f"<p class=muted>{_esc(_shared_summary(report))}<br>embedder <b>{_esc(report.embedder)}</b>; "
         f"{report.queries} queries; chunk sizes in {_esc(report.count_tokenizer)} tokens; span metrics in %, "
         "computed with Chroma's published arithmetic (·set = corrected set arithmetic).</p>",
         "<h2>Comparison</h2>",

@@ -233,7 +233,6 @@ class Evaluator(RankingMixin, ScoringMixin):
         embed_seconds = time.perf_counter() - t0 + chunk_embed_s
         store = self._store(items)
         chunks = [c for _, cs, _ in items for c in cs]
-        self.progress(f"{spec.name}: {len(chunks)} chunks, scoring {len(self.dataset.queries)} queries")
         deep, stage, doc_scores = self._ranking(spec, chunks, store, qv)
         return chunks, deep, stage, doc_scores, chunk_seconds - chunk_embed_s, embed_seconds
 

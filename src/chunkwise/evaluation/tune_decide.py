@@ -203,7 +203,7 @@ def _decide_with_default(rows, default, vs, metric, held, split, prefer, saturat
         )
         return chosen, _decision(verdict, top, default, ci, held, split, chosen, rule, "the default")
     if saturated:
-        rule = f"{KEEP_DEFAULT} (the question set is saturated: it cannot rank configurations)"
+        rule = f"{KEEP_DEFAULT} (the question set is saturated)"
         return default, _decision(NO_WINNER, top, default, ci, held, split, default, rule, "the default")
     assert default.result is not None
     guards = [g for g in GUARD_METRICS if g != metric and g in default.result.per_query]
@@ -311,9 +311,9 @@ class Saturation:
         if not self.saturated:
             return None
         return (
-            f"warning: the question set is saturated (best {self.metric} {self.best:.3f}, "
-            f"{self.answered_by_all:.0%} answered by every configuration): it cannot rank configurations; "
-            "write harder questions (another --method, or an LLM) before trusting a winner"
+            f"warning: the question set is saturated (best {self.metric} {self.best:.3f}; "
+            f"{self.answered_by_all:.0%} of {self.questions} questions answered by all {self.configurations} "
+            "configurations): it cannot rank them; write harder questions (another --method, or an LLM)"
         )
 
     def to_dict(self) -> dict[str, Any]:

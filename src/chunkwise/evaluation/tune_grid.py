@@ -194,8 +194,8 @@ def evaluate_point(
         for n in dict.fromkeys(["recall@5", "iou@5", *(r[0] for r in reqs)])
         if n != metric and n in result.scores
     )
-    progress(
-        f"{where} {spec.name}: {metric} = {score:.4f}{extra}"
+    progress(  # one line per trial, its chunk count in it
+        f"{where} {spec.name}: {result.stats.get('chunks', 0):,} chunks, {metric} = {score:.4f}{extra}"
         f" ({result.scores[tokens_key]:.0f} tokens retrieved{', over budget' if over else ''})"
     )
     return TuneRow(shown, score, result, over_budget=over, failed=failed)

@@ -364,10 +364,12 @@ def _keeper(
     return keep
 
 
-def _folder_files(name: str, keep: Callable[[str, str], bool], filtered: bool, skipped: Skipped | None) -> list[Found]:
+def _folder_files(
+    name: str, keep: Callable[[str, str], bool], filtered: bool, skipped: Skipped | None, gitignore: bool = True
+) -> list[Found]:
     """The files a folder walk takes, or one :class:`.walk.Found` error saying why there are none."""
     before = skipped.total if skipped is not None else 0
-    found = list(walk_folder(name, keep))
+    found = list(walk_folder(name, keep, gitignore=gitignore, skipped=skipped))
     if found:
         return found
     if skipped is not None and skipped.total > before:
@@ -395,8 +397,9 @@ def list_inputs(
     In folders only the supported types are taken (:func:`supported_extensions`; an extension-less file when
     it sniffs as text); the others are counted in ``skipped`` (a :class:`.walk.Skipped`). An ``include``
     pattern that names an extension (``*.svg``) takes files of that type anyway, ``code=True`` source files
-    too (:data:`.code.CODE_EXTENSIONS`), ``all_files=True`` every file. Files named in ``paths`` are always
-    taken."""
+    too (:data:`.code.CODE_EXTENSIONS`), ``all_files=True`` every file. A folder inside a git work tree
+    leaves out what its ``.gitignore`` files ignore (counted in ``skipped`` too; ``all_files=True`` reads
+    them, see :mod:`.gitignore`). Files named in ``paths`` are always taken."""
     include, exclude = list(include or []), list(exclude or [])
     seen: set[str] = set()
     keep = _keeper(include, exclude, all_files, skipped, code)
@@ -408,7 +411,7 @@ def list_inputs(
             yield Found("<stdin>", path="-")
             continue
         if os.path.isdir(name):
-            found = _folder_files(name, keep, bool(include or exclude), skipped)
+            found = _folder_files(name, keep, bool(include or exclude), skipped, gitignore=not all_files)
         else:
             found = [Found(display_name(name), path=name)]
         for item in found:

@@ -28,6 +28,7 @@ import stat
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import PurePath
 
 from ..errors import InputError
 from ..registry import lazy_regex
@@ -54,6 +55,19 @@ def display_name(path: str | os.PathLike | bytes) -> str:
     raw = os.fsencode(path)
     text = raw.decode("utf-8", "backslashreplace")
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def shown_name(source: str) -> str:
+    """How a shared report (the viz page, the eval report) names a file or folder: never an absolute path of
+    this machine. A path under the working directory is shown relative to it, any other absolute path by
+    its last name."""
+    path = PurePath(source)
+    if not path.is_absolute():
+        return source
+    try:
+        return path.relative_to(os.getcwd()).as_posix()
+    except ValueError:
+        return path.name or source
 
 
 def os_path(display: str) -> str:
@@ -199,11 +213,16 @@ class Skipped:
     large_limit: int = 0
     #: the kinds that are source code (``--code`` reads them)
     code: set = field(default_factory=set)
+    #: files and folders (ending in ``/``) a ``.gitignore`` ignores, relative to the folder walked
+    ignored: list = field(default_factory=list)
 
     def add(self, kind: str, code: bool = False) -> None:
         self.counts[kind] += 1
         if code:
             self.code.add(kind)
+
+    def add_ignored(self, rel: str) -> None:
+        self.ignored.append(rel)
 
     def add_large(self, ext: str, limit: int) -> None:
         self.large[ext] += 1
@@ -211,7 +230,7 @@ class Skipped:
 
     @property
     def total(self) -> int:
-        return sum(self.counts.values()) + sum(self.large.values())
+        return sum(self.counts.values()) + sum(self.large.values()) + len(self.ignored)
 
     def __bool__(self) -> bool:
         return self.total > 0
@@ -234,9 +253,32 @@ class Skipped:
                 else f"{kib / 1024:,.0f} MiB"
             )
             parts.append(f"{big:,} data file{'s' if big != 1 else ''} over {limit}: {_tally(self.large)}")
+        if self.ignored:
+            parts.append(_ignored_tally(self.ignored))
+        if not n and not big:
+            return f"skipped {'; '.join(parts)} (--all-files reads them)"
         first = next((k for k, _ in _shown(self.large) if k.startswith(".")), None)
         first = first or next((k for k, _ in _shown(self.counts) if k.startswith(".")), ".ext")
         return f"skipped {'; '.join(parts)} (--include '*{first}' reads a type anyway, --all-files reads every file)"
+
+
+def _ignored_tally(ignored: list[str]) -> str:
+    """``12 folders and 1 file that .gitignore ignores: x.egg-info/, __pycache__/ (11), docs/notes.log``: each
+    by its path, a name found more than once said once with its count, at most 4 of them."""
+    folders = sum(1 for rel in ignored if rel.endswith("/"))
+    files = len(ignored) - folders
+    counted = [f"{n:,} {what}{'s' if n != 1 else ''}" for n, what in ((folders, "folder"), (files, "file")) if n]
+    names = Counter(_last(rel) for rel in ignored)  # a name found more than once is said once, with its count
+    said = list(dict.fromkeys(_last(rel) if names[_last(rel)] > 1 else rel for rel in ignored))
+    shown = [f"{name} ({names[name]:,})" if names.get(name, 0) > 1 else name for name in said[:4]]
+    if len(said) > 4:
+        shown.append(f"{len(said) - 4:,} more")
+    return f"{' and '.join(counted)} that .gitignore ignores: {', '.join(shown)}"
+
+
+def _last(rel: str) -> str:
+    """The last component of a relative path, a folder's with its ``/``."""
+    return rel.rstrip("/").rsplit("/", 1)[-1] + ("/" if rel.endswith("/") else "")
 
 
 def _shown(counts: Counter) -> list[tuple[str, int]]:
@@ -283,23 +325,42 @@ def sniff_text(path: str) -> bool:
     return True
 
 
-def walk_folder(folder: str, keep: Callable[[str, str], bool]) -> Iterator[Found]:
+def walk_folder(
+    folder: str, keep: Callable[[str, str], bool], *, gitignore: bool = False, skipped: Skipped | None = None
+) -> Iterator[Found]:
     """Files under ``folder`` (sorted, hidden names skipped, ``keep(rel_path, os_path)`` filters), with one
-    :class:`UnreadableFolder` per folder that could not be listed, in walk order."""
+    :class:`UnreadableFolder` per folder that could not be listed, in walk order. ``gitignore``: inside a
+    git work tree, leave out what its ``.gitignore`` files ignore (:mod:`.gitignore`), counted in ``skipped``."""
+    from .gitignore import GitIgnore
+
+    rules = GitIgnore.for_folder(folder) if gitignore else None
     problems: list[OSError] = []
     for root, dirs, files in os.walk(folder, onerror=problems.append):
         while problems:
             yield _folder_problem(problems.pop(0))
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        if rules is not None:
+            dirs[:] = [d for d in dirs if not _ignored(rules, folder, os.path.join(root, d), True, skipped)]
         for f in sorted(files):
             if f.startswith("."):
                 continue
             path = os.path.join(root, f)
+            if rules is not None and _ignored(rules, folder, path, False, skipped):
+                continue
             rel = os.path.relpath(path, folder).replace(os.sep, "/")
             if keep(display_name(rel), path):
                 yield Found(display_name(path), path=path)
     while problems:
         yield _folder_problem(problems.pop(0))
+
+
+def _ignored(rules, folder: str, path: str, is_dir: bool, skipped: Skipped | None) -> bool:
+    if not rules.ignored(path, is_dir):
+        return False
+    if skipped is not None:
+        rel = os.path.relpath(path, folder).replace(os.sep, "/")
+        skipped.add_ignored(display_name(rel) + ("/" if is_dir else ""))
+    return True
 
 
 def _folder_problem(exc: OSError) -> Found:
@@ -322,6 +383,7 @@ __all__ = [
     "SkippedFilesWarning",
     "sniff_text",
     "display_name",
+    "shown_name",
     "os_path",
     "source_exists",
     "under",

@@ -15,9 +15,10 @@ is chunked): a byte-weighted density lets one large, dense file read early stand
 Why per phase: a run's phases advance at different paces (files are read well ahead of the embedding, a
 semantic strategy reads a group of documents before it yields any), so a share taken from any one counter,
 or the elapsed time scaled by it, says "75 % done" at 11 % and counts one-off costs (loading the model) as
-if they recurred. The embedding cost is that of the last :data:`RECENT_CALLS` calls (the pace of a shared
-machine changes during a long run), and the first call, which may load the model, is left out once a
-second call has been timed. No ETA is shown before each phase that has work left has a cost (the
+if they recurred. The embedding cost is the geometric mean of that of the last :data:`RECENT_CALLS` calls
+and that of the whole run (:data:`RECENT_WEIGHT`): the pace of a shared machine changes during a long
+run, and a spell of it (another job for a minute, an idle minute) is not the rest of the run; the
+first call, which may load the model, is left out once a second call has been timed. No ETA is shown before each phase that has work left has a cost (the
 write cost, the smallest, counts as 0 until the first write); the share done is the time spent over the
 time spent plus the ETA, so the two always agree. Once every counted unit is done the line says
 ``finishing`` (the store's flush and count are in no phase) rather than ``ETA 0:00``.
@@ -55,6 +56,11 @@ _UNITS = {"files": "file", "chunks": "chunk", "embedding": "chunk", "chunks writ
 #: embedding calls the embedding cost is measured over (the most recent ones): the pace of a shared machine
 #: changes during a long run, and a run's early calls may cost more than its later ones
 RECENT_CALLS = 16
+#: the weight of the recent calls' cost against the whole run's, geometrically: with 0.5, a spell whose
+#: pace is k times the run's moves the estimate by sqrt(k) only, and a lasting change is followed within
+#: the window. Replayed on four recorded FastAPI runs, weights 0.25-1 left 94-98 ETA lines outside 1.5x
+#: of 525 (benchmarks/results/progress.md): the misses are the machine's pace changing after the estimate
+RECENT_WEIGHT = 0.5
 #: the timed phases (:meth:`Progress.phase`)
 PHASES = ("read", "chunk", "embed", "write")
 
@@ -284,13 +290,24 @@ class Progress:
             todo = total_chunks - self.counts["embedding"]
         if todo <= 0:
             return 0.0
-        cost = at / units
-        marks = self._embed_marks[1:]  # the first call left out once there is a second
-        if marks and units > self._embed_marks[0][1]:
-            since_at, since_units = self._embed_marks[max(0, len(self._embed_marks) - 1 - RECENT_CALLS)]
-            cost = max(0.0, at - since_at) / (units - since_units)
+        cost = self._embed_cost(at, units)
         running = max(0.0, live - at)
         return max(todo * cost - running, max(0.0, todo - last_call) * cost)
+
+    def _embed_cost(self, at: float, units: int) -> float:
+        """Seconds per unit of embedding: the cost of the last :data:`RECENT_CALLS` calls blended with the
+        cost of the whole run so far (geometric, :data:`RECENT_WEIGHT`), the first call left out once there
+        is a second."""
+        marks = self._embed_marks
+        if len(marks) < 2 or units <= marks[0][1]:
+            return at / units
+        first_at, first_units = marks[0]
+        whole = max(0.0, at - first_at) / (units - first_units)
+        since_at, since_units = marks[max(0, len(marks) - 1 - RECENT_CALLS)]
+        recent = max(0.0, at - since_at) / (units - since_units)
+        if whole <= 0 or recent <= 0:
+            return recent if whole <= 0 else whole
+        return whole ** (1 - RECENT_WEIGHT) * recent**RECENT_WEIGHT
 
     def fraction(self) -> float | None:
         """Share of the run done (0..1): the time spent over the time spent plus :meth:`remaining`; without

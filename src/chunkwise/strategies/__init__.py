@@ -77,7 +77,11 @@ def get_strategy(name: str, **params: Any) -> Strategy:
     valid = cls.param_names()
     unknown = sorted(set(params) - set(valid))
     if unknown:
-        raise ConfigError(f"strategy {name!r} has no parameter {', '.join(unknown)}; valid: {', '.join(valid)}")
+        import difflib
+
+        close = difflib.get_close_matches(unknown[0], valid, n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        raise ConfigError(f"strategy {name!r} has no parameter {', '.join(unknown)}{hint}; valid: {', '.join(valid)}")
     return cls(**params)
 
 

@@ -112,7 +112,7 @@ def create_app(
     app = FastAPI(
         title="chunkwise",
         version=__version__,
-        lifespan=_lifespan(opener, searchable, preload),
+        lifespan=_lifespan(opener, searchable, preload, embedder),
         description="Chunk text and see where each strategy cuts; search an index.",
     )
     _add_error_handlers(app)
@@ -123,13 +123,17 @@ def create_app(
     return app
 
 
-def _lifespan(opener: "IndexOpener", searchable: bool, preload: bool):
+def _lifespan(opener: "IndexOpener", searchable: bool, preload: bool, embedder=None):
     """The app's start and shutdown, apart so :func:`create_app` reads as the list of what the app is made
     of: the preload thread starts with the app, and shutdown waits for it and closes the index."""
 
+    def warm_up() -> None:  # the page's first chunk view first: it is what a visitor waits for
+        warm_view(embedder)
+        opener.preload(searchable)
+
     @contextlib.asynccontextmanager
     async def lifespan(_app):
-        warm = threading.Thread(target=opener.preload, args=(searchable,), name="chunkwise-preload", daemon=True)
+        warm = threading.Thread(target=warm_up, name="chunkwise-preload", daemon=True)
         if preload:
             warm.start()
         yield
@@ -282,6 +286,18 @@ class IndexOpener:
             if self.index is not None:
                 self.index.close()
                 self.index = None
+
+
+def warm_view(embedder=None) -> None:
+    """Build the page's default view once on a short text, so the first ``/view`` finds the strategy
+    modules imported and the tokenizer loaded (half a second on a 2-core machine); a failure is left
+    for that request to report."""
+    from . import build_views
+    from .html import render_columns
+
+    with contextlib.suppress(Exception):
+        doc = pasted_document("A warm-up.\n\nTwo short paragraphs.")
+        render_columns(doc, build_views(doc, make_strategies(view_specs(DEFAULT_SPECS, request_models()[0]), embedder)))
 
 
 @lru_cache(maxsize=1)

@@ -20,10 +20,10 @@ import html
 import json
 from collections.abc import Sequence
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 from ..document import Document
+from ..formats.walk import shown_name
 from .model import CAUSES, StrategyView
 from .plots import distance_figure, plotly_js_gzip_base64, size_figure
 
@@ -171,18 +171,6 @@ def _legend() -> str:
         f'<li><i class="cut-key" data-cut="{k}"></i><b>{k}</b>: {html.escape(v)}</li>' for k, v in CAUSES.items()
     )
     return f'<details class="legend"><summary>Why a chunk ends (the mark after it)</summary><ul>{items}</ul></details>'
-
-
-def shown_name(source: str) -> str:
-    """How a report names its document: a report is shared, so never an absolute path of this machine.
-    A path under the working directory is shown relative to it, any other absolute path by its file name."""
-    path = Path(source)
-    if not path.is_absolute():
-        return source
-    try:
-        return path.relative_to(Path.cwd()).as_posix()
-    except ValueError:
-        return path.name or source
 
 
 def render_report(doc: Document, views: Sequence[StrategyView], title: str | None = None) -> str:

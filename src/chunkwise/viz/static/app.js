@@ -3,7 +3,7 @@
 (function () {
   "use strict";
   var $ = function (id) { return document.getElementById(id); };
-  var timer = null, seq = 0;
+  var timer = null, seq = 0, sent = null;
 
   function specs() {
     var shared = {max_tokens: +$("max_tokens").value, min_tokens: +$("min_tokens").value,
@@ -24,14 +24,21 @@
   }
 
   function run() {
-    var form = new FormData(), mine = ++seq;
-    if (!$("text").value.trim() && !$("file").files.length) {  // nothing to chunk yet: no request
+    var form = new FormData(), strategies, file = $("file").files[0], key;
+    clearTimeout(timer);  // a click runs at once: the change that armed the timer is in this request
+    if (!$("text").value.trim() && !file) {  // nothing to chunk yet: no request
       $("status").className = "info";
       $("status").textContent = "paste text or choose a file";
       return;
     }
-    try { form.append("strategies", JSON.stringify(specs())); }
+    try { strategies = JSON.stringify(specs()); }
     catch (e) { showError("other parameters: not valid JSON"); return; }
+    // the same form as the last request (a paste, then a click on Chunk): its answer is on its way or shown
+    key = [strategies, $("text").value, file ? file.name + ":" + file.size + ":" + file.lastModified : ""];
+    if (sent && sent.every(function (v, i) { return v === key[i]; })) return;
+    sent = key;
+    var mine = ++seq;
+    form.append("strategies", strategies);
     form.append("text", $("text").value);
     if ($("file").files.length) form.append("file", $("file").files[0]);
     $("status").className = "info";
@@ -40,7 +47,7 @@
       return r.json().then(function (body) { return {ok: r.ok, body: body}; });
     }).then(function (res) {
       if (mine !== seq) return;  // a newer request is on its way
-      if (!res.ok) { showError(res.body.error || "request failed"); return; }
+      if (!res.ok) { sent = null; showError(res.body.error || "request failed"); return; }
       var view = $("view");
       view.innerHTML = res.body.html;
       $("status").className = "info";
@@ -48,7 +55,7 @@
         return s.label + " " + s.chunks.length + " chunks";
       }).join(" · ");
       window.chunkwiseViz.render(view, res.body.data);
-    }).catch(function (e) { showError(String(e)); });
+    }).catch(function (e) { if (mine === seq) sent = null; showError(String(e)); });
   }
 
   function later() { clearTimeout(timer); timer = setTimeout(run, 300); }
