@@ -426,6 +426,28 @@ def test_shortlist_ranks_sentences_by_the_questions_rare_words():
     assert shortlist("Nothing matches here at all?", texts, cands, 2) == [(0,), (0, 1)]  # passage order
 
 
+def test_a_question_is_embedded_once_by_search_relevance_and_reader():
+    import numpy as np
+
+    from chunkwise.embeddings.vectors import query_vectors
+
+    class Counting:
+        def __init__(self):
+            self.calls: list[list[str]] = []
+
+        def embed_queries(self, texts):
+            self.calls.append(list(texts))
+            return np.ones((len(texts), 4), dtype=np.float32) * len(self.calls)
+
+    emb = Counting()
+    a, b = query_vectors(emb, ["lamp?"]), query_vectors(emb, ["lamp?"])
+    a[0, 0] = -1  # a caller's copy: the memo is not changed through it
+    assert emb.calls == [["lamp?"]] and b[0, 0] == 1 and query_vectors(emb, ["lamp?"])[0, 0] == 1
+    query_vectors(emb, ["lens?"])
+    query_vectors(emb, ["lamp?", "lens?"])  # many queries (evaluation) are embedded as asked
+    assert emb.calls == [["lamp?"], ["lens?"], ["lamp?", "lens?"]]
+
+
 def test_extractive_shortlist_is_validated():
     with pytest.raises(ConfigError, match="shortlist"):
         ExtractiveLLM(shortlist=0)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import sys
+import threading
 import weakref
 from collections.abc import Sequence
 
@@ -43,6 +44,7 @@ def resolve_embedder(embedder: str | Embedder | None) -> Embedder:
 #: relevance of its hits and the offline reader, each of which asks here
 _QUERY_MEMO: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _QUERY_MEMO_SIZE = 8
+_QUERY_LOCK = threading.Lock()  # the web app searches from several threads
 
 
 def query_vectors(embedder: Embedder, queries: Sequence[str]) -> np.ndarray:
@@ -54,15 +56,17 @@ def query_vectors(embedder: Embedder, queries: Sequence[str]) -> np.ndarray:
     if len(queries) != 1:
         return compute(queries)
     try:
-        memo = _QUERY_MEMO.setdefault(embedder, {})
+        with _QUERY_LOCK:
+            memo = _QUERY_MEMO.setdefault(embedder, {})
+            hit = memo.get(queries[0])
     except TypeError:  # not weakly referable
         return compute(queries)
-    hit = memo.get(queries[0])
     if hit is None:
         hit = np.asarray(compute(queries), dtype=np.float32)
-        memo[queries[0]] = hit
-        while len(memo) > _QUERY_MEMO_SIZE:
-            memo.pop(next(iter(memo)))
+        with _QUERY_LOCK:
+            memo[queries[0]] = hit
+            while len(memo) > _QUERY_MEMO_SIZE:
+                memo.pop(next(iter(memo)))
     return hit.copy()
 
 

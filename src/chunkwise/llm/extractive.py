@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
@@ -38,6 +39,7 @@ SHORTLIST = 6
 #: passages embeds nothing again
 MEMO_SIZE = 4096
 _MEMO: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+_MEMO_LOCK = threading.Lock()  # the web app answers from several threads
 
 
 class ExtractiveLLM(LLM):
@@ -105,17 +107,20 @@ class ExtractiveLLM(LLM):
         emb = self._get_embedder()
         model = str(getattr(emb, "model_id", None) or type(emb).__name__)
         vecs: list[Any] = list(kept) if kept is not None else [None] * len(texts)
-        for i, t in enumerate(texts):
-            if vecs[i] is None and (hit := _MEMO.get((model, t))) is not None:
-                _MEMO.move_to_end((model, t))
-                vecs[i] = hit
+        with _MEMO_LOCK:
+            for i, t in enumerate(texts):
+                if vecs[i] is None and (hit := _MEMO.get((model, t))) is not None:
+                    _MEMO.move_to_end((model, t))
+                    vecs[i] = hit
         missing = [i for i, v in enumerate(vecs) if v is None]
         if missing:
-            for i, v in zip(missing, emb.embed([texts[i] for i in missing])):
-                vecs[i] = v
-                _MEMO[(model, texts[i])] = np.asarray(v, dtype=np.float32)
-            while len(_MEMO) > MEMO_SIZE:
-                _MEMO.popitem(last=False)
+            embedded = emb.embed([texts[i] for i in missing])
+            with _MEMO_LOCK:
+                for i, v in zip(missing, embedded):
+                    vecs[i] = v
+                    _MEMO[(model, texts[i])] = np.asarray(v, dtype=np.float32)
+                while len(_MEMO) > MEMO_SIZE:
+                    _MEMO.popitem(last=False)
         if not vecs:
             return np.zeros((0, int(getattr(emb, "dim", 0) or 0)), dtype=np.float32)
         m = np.asarray(np.stack(vecs), dtype=np.float32)
