@@ -34,7 +34,7 @@ _HEADING = re.compile(r"\s{0,3}#{1,6}\s[^\n]*\s*$")
 REDUNDANT = 0.9
 #: answer candidates embedded per question (default of ``ExtractiveLLM(shortlist=...)``), chosen by words:
 #: measured in benchmarks/results/store.md ("Warm ask")
-SHORTLIST = 6
+SHORTLIST = 4
 #: sentence and pair vectors kept in the process (per embedder), so a follow-up question about the same
 #: passages embeds nothing again
 MEMO_SIZE = 4096
