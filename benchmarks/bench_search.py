@@ -10,7 +10,7 @@ chunked with the ``fixed`` strategy into 64-word windows. Vectors come from a ha
 nothing: what is timed is the search itself. The database is built once and reused (``--rebuild``).
 
 Queries: ``--queries`` sentences of 6-10 words drawn (seeded) from the same text, so BM25 and the vectors
-both find something. Each mode runs the same queries, after one warm-up query per mode (the first hybrid
+both find something. Each mode runs the same queries, interleaved query by query, after one warm-up query per mode (the first hybrid
 query of an opened index builds its BM25 index; that one-time cost is reported on its own line).
 
 Reported side by side in one run: p50/p95 wall milliseconds and CPU milliseconds per query (this process:
@@ -173,7 +173,7 @@ def words_of(text: str) -> str:
     return " ".join(w for w in (re.sub(r"[^\w'-]", "", w) for w in text.split()) if w)
 
 
-def measure(db: str, n_queries: int) -> dict:
+def measure(db: str, n_queries: int, first_query: bool = True, before: bool = True) -> dict:
     from chunkwise import Index
 
     qs = queries(source_words(), n_queries)
@@ -185,6 +185,8 @@ def measure(db: str, n_queries: int) -> dict:
         "hybrid before": lambda q: search_before(index, q),
         "hybrid": lambda q: index.search(q, k=5),
     }
+    if not before:
+        del modes["hybrid before"]
     # the one-time cost of the bm25s index on the first hybrid query of a process: built (a scan of the
     # stored texts, then indexing) when nothing is saved, loaded when an earlier process saved it
     import shutil
@@ -192,7 +194,7 @@ def measure(db: str, n_queries: int) -> dict:
     from chunkwise.store.milvus import BM25_FOLDER, VECTORS_FOLDER
 
     first: dict[str, list[tuple[float, float]]] = {"built": [], "loaded": []}
-    for how in ("built", "loaded") * 2:
+    for how in ("built", "loaded") * 2 if first_query else ():
         if how == "built":
             for folder in (BM25_FOLDER, VECTORS_FOLDER):
                 shutil.rmtree(Path(db) / folder, ignore_errors=True)
@@ -201,33 +203,38 @@ def measure(db: str, n_queries: int) -> dict:
         index.search(qs[0], k=5)
         first[how].append((time.perf_counter() - t0, time.process_time() - c0))
     results: dict[str, dict] = {}
-    tops: dict[str, list[list[str]]] = {}
-    for name, fn in modes.items():
+    tops: dict[str, list[list[str]]] = {name: [] for name in modes}
+    samples: dict[str, dict[str, list[float]]] = {
+        name: {"wall": [], "cpu": [], "trips": [], "found": []} for name in modes
+    }
+    for fn in modes.values():
         fn(qs[0])  # warm-up
-        wall, cpu, trips, top, found = [], [], [], [], []
-        for q in qs:
+    for q in qs:  # the modes interleaved query by query, so the machine's load hits them alike
+        for name, fn in modes.items():
             calls.clear()
             c0, t0 = time.process_time(), time.perf_counter()
             hits = fn(q)
-            wall.append((time.perf_counter() - t0) * 1000)
-            cpu.append((time.process_time() - c0) * 1000)
-            trips.append(sum(calls.values()))
-            top.append([h.id for h in hits])
-            found.append(any(words_of(q) in words_of(h.text) for h in hits))
-        tops[name] = top
+            samples[name]["wall"].append((time.perf_counter() - t0) * 1000)
+            samples[name]["cpu"].append((time.process_time() - c0) * 1000)
+            samples[name]["trips"].append(sum(calls.values()))
+            samples[name]["found"].append(any(words_of(q) in words_of(h.text) for h in hits))
+            tops[name].append([h.id for h in hits])
+    for name, got in samples.items():
+        wall, cpu = got["wall"], got["cpu"]
         results[name] = {
             "p50_ms": percentile(wall, 50),
             "p95_ms": percentile(wall, 95),
             "cpu_ms": float(np.mean(cpu)),
             "cpu_p50_ms": percentile(cpu, 50),
             "cpu_p95_ms": percentile(cpu, 95),
-            "round_trips": float(np.mean(trips)),
-            "found_at_5": float(np.mean(found)),
+            "round_trips": float(np.mean(got["trips"])),
+            "found_at_5": float(np.mean(got["found"])),
         }
     index.close()
-    same_top1 = np.mean([a[:1] == b[:1] for a, b in zip(tops["hybrid before"], tops["hybrid"])])
-    overlap5 = np.mean([len(set(a) & set(b)) / max(len(a), 1) for a, b in zip(tops["hybrid before"], tops["hybrid"])])
-    same5 = np.mean([a == b for a, b in zip(tops["hybrid before"], tops["hybrid"])])
+    before_tops = tops.get("hybrid before", tops["hybrid"])
+    same_top1 = np.mean([a[:1] == b[:1] for a, b in zip(before_tops, tops["hybrid"])])
+    overlap5 = np.mean([len(set(a) & set(b)) / max(len(a), 1) for a, b in zip(before_tops, tops["hybrid"])])
+    same5 = np.mean([a == b for a, b in zip(before_tops, tops["hybrid"])])
     dense_cpu = results["dense"]["cpu_ms"]
     print(f"\n{n_chunks} chunks, {len(qs)} queries, k=5 (CPU: this process, Milvus Lite's engine included)\n")
     print(
@@ -241,12 +248,15 @@ def measure(db: str, n_queries: int) -> dict:
             f"{r['cpu_ms'] / dense_cpu:>11.2f}x {r['round_trips']:>12.1f} {100 * r['found_at_5']:>7.0f}%"
         )
     print()
-    for how, runs in first.items():
+    for how, runs in first.items() if first_query else ():
         print(
             f"first hybrid query of a process, bm25s index and vectors {how}: {np.median([r[0] for r in runs]):.2f} s wall, "
             f"{np.median([r[1] for r in runs]):.2f} s CPU"
         )
-    print(f"hybrid before vs after: same top 5 {same5:.0%}, same top 1 {same_top1:.0%}, top-5 overlap {overlap5:.0%}")
+    if before:
+        print(
+            f"hybrid before vs after: same top 5 {same5:.0%}, same top 1 {same_top1:.0%}, top-5 overlap {overlap5:.0%}"
+        )
     print(
         "hybrid / dense CPU per query: "
         f"{results['hybrid']['cpu_ms'] / dense_cpu:.2f}x mean, "
@@ -318,13 +328,15 @@ def main() -> None:
         help="measure recall@5 on Chroma's evaluation instead",
     )
     ap.add_argument("--json", default=None)
+    ap.add_argument("--no-first", action="store_true", help="skip timing the first hybrid query (a full scan)")
+    ap.add_argument("--no-before", action="store_true", help="skip the replaced hybrid path")
     args = ap.parse_args()
     if args.chroma:
         chroma_recall(Path(args.chroma))
         return
     if args.rebuild or not Path(args.db).exists():
         build(args.db, args.chunks)
-    result = measure(args.db, args.queries)
+    result = measure(args.db, args.queries, not args.no_first, not args.no_before)
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2))
 

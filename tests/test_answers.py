@@ -363,6 +363,97 @@ def test_extractive_summary_reuses_semantic_sentence_vectors():
     assert emb.texts == 0 and s.text and s.citations  # no sentence embedded twice
 
 
+class _CountingEmbedder:
+    """MiniLM, counting the texts it is asked to embed (the question apart)."""
+
+    def __init__(self, question: str):
+        from chunkwise.embeddings import get_embedder
+
+        self.inner, self.question, self.texts = get_embedder("minilm"), question, []
+        self.model_id, self.dim = f"counting-{id(self)}", self.inner.dim  # a memo of its own
+
+    def embed(self, texts):
+        self.texts += [t for t in texts if t != self.question]
+        return self.inner.embed(texts)
+
+
+def _lighthouse_passages() -> list[Passage]:
+    filler = [
+        f"The keeper wrote entry {n} of the log in the evening, as every keeper before him had done." for n in range(12)
+    ]
+    answer = "On foggy days the keeper must close the vents before cleaning the lens with a dry cloth."
+    texts = [" ".join(filler[:6]), " ".join(filler[6:9] + [answer] + filler[9:])]
+    return [Passage(n + 1, t, source=f"log-{n}.txt") for n, t in enumerate(texts)]
+
+
+def test_extractive_answer_embeds_only_its_shortlist_and_still_finds_the_sentence():
+    question = "What must the keeper do with the vents on foggy days?"
+    passages = _lighthouse_passages()
+    emb = _CountingEmbedder(question)
+    everything = ExtractiveLLM(embedder=emb, shortlist=None).answer(question, passages)
+    every_text = len(emb.texts)
+    emb.texts.clear()
+    emb.model_id += "-b"  # not from the memo of the first run
+    short = ExtractiveLLM(embedder=emb, shortlist=4).answer(question, passages)
+    assert every_text > 20 and len(emb.texts) == 4  # the shortlist alone was embedded
+    assert "close the vents" in short.text and short.text.split(" [")[0] == everything.text.split(" [")[0]
+    assert short.text.split(" [")[1].startswith("2]")  # the second passage's sentence, cited as [2]
+
+
+def test_extractive_answer_memoises_candidate_vectors_for_the_next_question():
+    question = "What must the keeper do with the vents on foggy days?"
+    emb = _CountingEmbedder(question)
+    llm = ExtractiveLLM(embedder=emb)
+    first = llm.answer(question, _lighthouse_passages())
+    assert emb.texts
+    emb.texts.clear()
+    again = ExtractiveLLM(embedder=emb).answer(question, _lighthouse_passages())  # a new reader, same process
+    assert emb.texts == [] and again.text == first.text
+
+
+def test_shortlist_ranks_sentences_by_the_questions_rare_words():
+    from chunkwise.llm.extractive import shortlist
+
+    texts = [
+        "The keeper lit the lamp at dusk.",
+        "The keeper ate dinner in the kitchen.",
+        "Fog rolled in and the keeper closed the vents.",
+        "The keeper slept until dawn.",
+    ]
+    cands = [(0,), (1,), (2,), (3,), (0, 1), (1, 2), (2, 3)]
+    picked = shortlist("When did the keeper close the vents?", texts, cands, 3)
+    assert picked == [(2,), (1, 2), (2, 3)]  # the sentence with "vents"/"closed", then its pairs
+    assert shortlist("Nothing matches here at all?", texts, cands, 2) == [(0,), (0, 1)]  # passage order
+
+
+def test_a_question_is_embedded_once_by_search_relevance_and_reader():
+    import numpy as np
+
+    from chunkwise.embeddings.vectors import query_vectors
+
+    class Counting:
+        def __init__(self):
+            self.calls: list[list[str]] = []
+
+        def embed_queries(self, texts):
+            self.calls.append(list(texts))
+            return np.ones((len(texts), 4), dtype=np.float32) * len(self.calls)
+
+    emb = Counting()
+    a, b = query_vectors(emb, ["lamp?"]), query_vectors(emb, ["lamp?"])
+    a[0, 0] = -1  # a caller's copy: the memo is not changed through it
+    assert emb.calls == [["lamp?"]] and b[0, 0] == 1 and query_vectors(emb, ["lamp?"])[0, 0] == 1
+    query_vectors(emb, ["lens?"])
+    query_vectors(emb, ["lamp?", "lens?"])  # many queries (evaluation) are embedded as asked
+    assert emb.calls == [["lamp?"], ["lens?"], ["lamp?", "lens?"]]
+
+
+def test_extractive_shortlist_is_validated():
+    with pytest.raises(ConfigError, match="shortlist"):
+        ExtractiveLLM(shortlist=0)
+    assert ExtractiveLLM(shortlist=None).shortlist is None
+
+
 # -- bad input ------------------------------------------------------------------------------------------
 
 

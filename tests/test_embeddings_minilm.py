@@ -461,6 +461,19 @@ def test_batches_hold_at_most_2048_padded_positions(minilm):
     assert sorted(r for b in batches for r in b) == list(range(len(ids)))
 
 
+def test_batches_of_scattered_lengths_are_not_padded_to_the_longest(minilm):
+    """A few texts of very different lengths (a question's answer candidates) go in batches whose padding
+    stays within MAX_PADDING of their real tokens; texts of equal length still share one batch."""
+    from chunkwise.embeddings.minilm import MAX_PADDING
+
+    ids = [[1] * n for n in (20, 120, 22, 60, 25, 118)]
+    batches = list(minilm._batches(ids))
+    assert len(batches) > 1 and sorted(r for b in batches for r in b) == list(range(len(ids)))
+    for b in batches:
+        assert len(b) * max(len(ids[r]) for r in b) <= MAX_PADDING * sum(len(ids[r]) for r in b)
+    assert len(list(minilm._batches([[1] * 30] * 40))) == 1
+
+
 # -- nothing read back from the cache is trusted: the graph's record and canary -------------------------------
 def _good_graph() -> Path:
     """The rewritten graph in the default cache (made on first use), with its record."""

@@ -139,3 +139,25 @@ def test_bm25_postings_keep_one_string_per_term():
     assert {"keeper", "lighthouse"} <= shared
     assert all(first[t] is second[t] for t in shared)
     assert [h for h, _ in postings.search("lighthouse wick", 2)] == ["0", "1"]
+
+
+def test_vector_copy_appends_into_rows_allocated_ahead():
+    """Many small writes to a large copy: the matrix is copied a few times, not once per write, and the
+    copy ranks as one built from the same vectors at once."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    vecs = rng.normal(size=(2300, 8)).astype(np.float32)
+    cache = VectorCache((f"c{n}", v) for n, v in enumerate(vecs[:2000]))
+    copies = 0
+    for n in range(2000, 2300):
+        before = cache.matrix
+        cache.upsert([(f"c{n}", vecs[n])])
+        copies += not np.shares_memory(before, cache.matrix)
+    cache.upsert([("c5", vecs[5] * 2)])  # an id written again moves to the end
+    cache.remove(["c7"])
+    whole = VectorCache([(f"c{n}", vecs[n]) for n in range(2300) if n not in (5, 7)] + [("c5", vecs[5] * 2)])
+    assert copies <= 2 and cache.ids == whole.ids
+    np.testing.assert_allclose(cache.matrix, whole.matrix, atol=1e-6)
+    q = rng.normal(size=8)
+    assert cache.search(q, 10) == whole.search(q, 10)

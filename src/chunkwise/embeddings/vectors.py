@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import functools
 import sys
+import threading
+import weakref
 from collections.abc import Sequence
 
 import numpy as np
@@ -38,11 +40,34 @@ def resolve_embedder(embedder: str | Embedder | None) -> Embedder:
     raise ConfigError(f"embedder must be an Embedder or a name such as 'minilm', not {type(embedder).__name__}")
 
 
+#: the last few single queries' vectors per embedder object: a question is embedded by the search, the
+#: relevance of its hits and the offline reader, each of which asks here
+_QUERY_MEMO: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_QUERY_MEMO_SIZE = 8
+_QUERY_LOCK = threading.Lock()  # the web app searches from several threads
+
+
 def query_vectors(embedder: Embedder, queries: Sequence[str]) -> np.ndarray:
     """Vectors of search queries: ``embed_queries`` (E5 reads ``query: TEXT``, documents ``passage: TEXT``),
-    or ``embed`` for an embedder-like object written before queries were told apart."""
+    or ``embed`` for an embedder-like object written before queries were told apart. One query is embedded
+    once per embedder while it stays among the last few asked."""
     embed_queries = getattr(embedder, "embed_queries", None)
-    return embed_queries(queries) if embed_queries is not None else embedder.embed(queries)
+    compute = embed_queries if embed_queries is not None else embedder.embed
+    if len(queries) != 1:
+        return compute(queries)
+    try:
+        with _QUERY_LOCK:
+            memo = _QUERY_MEMO.setdefault(embedder, {})
+            hit = memo.get(queries[0])
+    except TypeError:  # not weakly referable
+        return compute(queries)
+    if hit is None:
+        hit = np.asarray(compute(queries), dtype=np.float32)
+        with _QUERY_LOCK:
+            memo[queries[0]] = hit
+            while len(memo) > _QUERY_MEMO_SIZE:
+                memo.pop(next(iter(memo)))
+    return hit.copy()
 
 
 #: texts per call to the embedder in :func:`embed_stream_sorted` (the step of its progress bar); large

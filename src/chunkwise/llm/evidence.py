@@ -22,12 +22,30 @@ from typing import Any
 from ..records import pick
 from ..segmentation.lexical import contains_term, lexical_terms, strong_keys
 
+_STEM_MEMO: dict[str, str] = {}
+_STEM_MEMO_SIZE = 100_000
 
-def _stems(words: Sequence[str]) -> list[str]:
-    """English Snowball stems (snowballstemmer, pure Python): "feeding", "feeds" and "feed" are "feed"."""
-    import snowballstemmer
 
-    return list(snowballstemmer.stemmer("english").stemWords(list(words)))
+def stems(words: Sequence[str]) -> list[str]:
+    """English Snowball stems (snowballstemmer, pure Python): "feeding", "feeds" and "feed" are "feed".
+    Each word is stemmed once per process (the reader and the evidence stem the same passages' words)."""
+    out = []
+    stemmer = None
+    for w in words:
+        s = _STEM_MEMO.get(w)
+        if s is None:
+            if stemmer is None:
+                import snowballstemmer
+
+                stemmer = snowballstemmer.stemmer("english")
+            s = stemmer.stemWord(w)
+            if len(_STEM_MEMO) < _STEM_MEMO_SIZE:
+                _STEM_MEMO[w] = s
+        out.append(s)
+    return out
+
+
+_stems = stems
 
 
 #: share of the question's content words the passages must hold (with every key). Calibrated on the

@@ -30,6 +30,8 @@ class VectorCache:
         self._index_of = {doc: n for n, doc in enumerate(self.ids)}
         matrix = np.asarray([v for _, v in pairs], dtype=np.float32)
         self.matrix = _normalized(matrix) if pairs else np.zeros((0, 0), dtype=np.float32)
+        #: rows allocated ahead for appends; ``matrix`` is a view of its first ``len(ids)`` rows
+        self._room: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -48,10 +50,21 @@ class VectorCache:
             return
         self.remove([i for i, _ in pairs])
         rows = _normalized(np.asarray([v for _, v in pairs], dtype=np.float32))
+        n, need = len(self.ids), len(self.ids) + len(rows)
         for chunk_id, _ in pairs:
             self._index_of[chunk_id] = len(self.ids)
             self.ids.append(chunk_id)
-        self.matrix = np.concatenate([self.matrix, rows]) if self.matrix.size else rows
+        if not self.matrix.size:
+            self.matrix, self._room = rows, None
+            return
+        # appended into rows allocated ahead (an eighth more each time): a writer adding many batches to a
+        # large copy copies it a few times, not once per batch
+        if self._room is None or need > len(self._room) or self._room.shape[1] != rows.shape[1]:
+            room = np.empty((need + max(need // 8, 1024), self.matrix.shape[1]), dtype=np.float32)
+            room[:n] = self.matrix
+            self._room = room
+        self._room[n:need] = rows
+        self.matrix = self._room[:need]
 
     def remove(self, ids: Iterable[str]) -> None:
         """Forget vectors by id (unknown ids are ignored)."""
@@ -60,7 +73,7 @@ class VectorCache:
             return
         keep = np.ones(len(self.ids), dtype=bool)
         keep[list(gone)] = False
-        self.matrix = self.matrix[keep]
+        self.matrix, self._room = self.matrix[keep], None
         self.ids = [i for i, k in zip(self.ids, keep.tolist()) if k]
         self._index_of = {doc: n for n, doc in enumerate(self.ids)}
 
