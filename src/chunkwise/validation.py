@@ -142,21 +142,24 @@ class InstanceOf(Constraint):
 
 
 class StrList(Constraint):
-    """A non-empty list (or tuple) of strings."""
+    """A non-empty list (or tuple) of strings (``empty=True``: an empty one too)."""
+
+    def __init__(self, empty: bool = False):
+        self.empty = empty
 
     def satisfied_by(self, value: Any) -> bool:
         return (
             isinstance(value, Sequence)
             and not isinstance(value, str)
-            and len(value) > 0
+            and (self.empty or len(value) > 0)
             and all(isinstance(s, str) for s in value)
         )
 
     def __str__(self) -> str:
-        return "a non-empty list of strings"
+        return "a list of strings" if self.empty else "a non-empty list of strings"
 
     def invalid(self) -> list[Any]:
-        return [[], ["\n", 3], 3]
+        return [["\n", 3], 3, "*.md"] + ([] if self.empty else [[]])
 
     def valid(self) -> list[Any]:
         return [["\n\n", " ", ""]]
@@ -206,6 +209,54 @@ class MappingOf(Constraint):
 
     def valid(self) -> list[Any]:
         return [{}]
+
+
+class Named(Constraint):
+    """The name of something registered in :mod:`chunkwise.registry` under ``kind`` (``"tokenizer"``,
+    ``"embedder"``...): a string, which the registry then resolves (an unknown name is its error, listing the
+    valid ones); the message lists them too (the registry is imported only to say so)."""
+
+    def __init__(self, kind: str):
+        self.kind = kind
+
+    def satisfied_by(self, value: Any) -> bool:
+        return isinstance(value, str)
+
+    def __str__(self) -> str:
+        from . import registry
+
+        return f"a {self.kind} name ({', '.join(registry.names(self.kind))})"
+
+    def invalid(self) -> list[Any]:
+        return [3, True, ["x"]]
+
+    def valid(self) -> list[Any]:
+        from . import registry
+
+        return list(registry.builtin(self.kind))[:1]
+
+
+class TypeOf(Constraint):
+    """An instance of the class ``"module:attribute"`` names, imported on the first check (so declaring
+    a parameter of a later layer's type costs no import); ``text`` names it in messages."""
+
+    def __init__(self, target: str, text: str):
+        self.target, self.text = target, text
+
+    def satisfied_by(self, value: Any) -> bool:
+        import importlib
+
+        module, attr = self.target.split(":")
+        return isinstance(value, getattr(importlib.import_module(module), attr))
+
+    def __str__(self) -> str:
+        return self.text
+
+    def invalid(self) -> list[Any]:
+        return [3, "text"]
+
+    def valid(self) -> list[Any]:
+        return []
 
 
 #: a declaration: the constraints of one parameter (``None`` in the list: ``None`` is allowed)
@@ -309,6 +360,8 @@ __all__ = [
     "StrList",
     "PathSpec",
     "MappingOf",
+    "Named",
+    "TypeOf",
     "is_number",
     "is_scalar",
     "satisfies",
