@@ -24,6 +24,7 @@ from ..document import Chunk, Document
 from ..errors import ConfigError
 from ..records import pick
 from ..strategies import DEFAULT_STRATEGY
+from ..strategies.params import StrategySpec
 from ..validation import Interval, check, validated
 from .base import LLM, STYLE, Passage, check_citations, check_style, passages_from
 
@@ -141,7 +142,7 @@ class MapReduce:
         return comp.text, levels, cut + comp.cut
 
 
-@validated("summarize", style=STYLE, concurrency=Interval(int, 1, None))
+@validated("summarize", strategy=StrategySpec(), style=STYLE, concurrency=Interval(int, 1, None))
 def summarize(
     doc_or_chunks: Document | str | os.PathLike | list[Chunk],
     llm: LLM | None = None,
