@@ -222,3 +222,33 @@ def test_a_summary_style_is_one_declaration_for_every_summarizer():
         summarize("The pump failed. The keeper fixed it.", style="poem")
     with pytest.raises(ConfigError, match=r"^ExtractiveLLM.summarize: style must be one of 'bullets', 'paragraph', "):
         ExtractiveLLM().summarize([], style="poem")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (("serve", "--port", "0"), "--port must be an int in [1, 65535], got 0"),
+        (("serve", "--read-timeout", "0"), "--read-timeout must be a number in (0, inf), got 0.0"),
+        (("ask", "why?", "-k", "0"), "-k must be an int in [1, inf), got 0"),
+        (("summarize", "notes.txt", "--concurrency", "0"), "--concurrency must be an int in [1, inf), got 0"),
+        (("embed", "some text", "--batch-size", "0"), "--batch-size must be an int in [1, inf), got 0"),
+    ],
+)
+def test_a_cli_flag_is_checked_by_its_declaration_in_one_line(tmp_path, monkeypatch, capsys, argv, message):
+    from chunkwise.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "notes.txt").write_text("The pump failed. The keeper fixed it.\n")
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    assert err == f"chunkwise: error: {message}\n"
+
+
+def test_a_flag_takes_the_constraints_of_the_parameter_it_feeds():
+    from chunkwise.retrieval.index import Index
+    from chunkwise.validation import check_flag
+
+    assert check_flag(3, "-k", Index.search, "k") == 3
+    with pytest.raises(ConfigError, match=r"^-k must be an int in \[1, inf\), got True$"):
+        check_flag(True, "-k", Index.search, "k")

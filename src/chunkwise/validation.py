@@ -236,29 +236,6 @@ class Named(Constraint):
         return list(registry.builtin(self.kind))[:1]
 
 
-class TypeOf(Constraint):
-    """An instance of the class ``"module:attribute"`` names, imported on the first check (so declaring
-    a parameter of a later layer's type costs no import); ``text`` names it in messages."""
-
-    def __init__(self, target: str, text: str):
-        self.target, self.text = target, text
-
-    def satisfied_by(self, value: Any) -> bool:
-        import importlib
-
-        module, attr = self.target.split(":")
-        return isinstance(value, getattr(importlib.import_module(module), attr))
-
-    def __str__(self) -> str:
-        return self.text
-
-    def invalid(self) -> list[Any]:
-        return [3, "text"]
-
-    def valid(self) -> list[Any]:
-        return []
-
-
 #: a declaration: the constraints of one parameter (``None`` in the list: ``None`` is allowed)
 Constraints = Sequence["Constraint | None"]
 
@@ -287,6 +264,14 @@ def check(value: Any, constraints: Constraint | Constraints | None, name: str, o
         where = f"{owner}: " if owner else ""
         raise ConfigError(f"{where}{name} must be {constraint_text(declared)}, got {value!r}")
     return value
+
+
+def check_flag(value: Any, flag: str, declared: Any, param: str | None = None) -> Any:
+    """A command-line flag's value checked against the declaration of the parameter it feeds (``declared``
+    a callable made by :func:`validated` and ``param`` its parameter) or against constraints (``declared``
+    itself), named as it is typed: ``-k must be an int in [1, inf), got 0`` (one line, no usage text)."""
+    constraints = declared if param is None else declared.param_constraints[param]
+    return check(value, constraints, flag)
 
 
 def check_arguments(owner: str, declared: Mapping[str, Constraints], given: Mapping[str, Any]) -> None:
@@ -361,12 +346,12 @@ __all__ = [
     "PathSpec",
     "MappingOf",
     "Named",
-    "TypeOf",
     "is_number",
     "is_scalar",
     "satisfies",
     "constraint_text",
     "check",
+    "check_flag",
     "check_arguments",
     "constrained",
     "validated",

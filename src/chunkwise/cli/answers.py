@@ -216,8 +216,10 @@ def run_ask(args: argparse.Namespace) -> int:
 
     if not args.question.strip():
         raise InputError("the question is empty")
-    if args.k < 1:
-        raise ConfigError(f"-k must be >= 1, got {args.k}")
+    from ..retrieval.index import Index
+    from ..validation import check_flag
+
+    check_flag(args.k, "-k", Index.ask, "k")
     text_out = args.format == "text"
     settings = retrieval_settings(args)
     widen = {k: v for k, v in expand_settings(args).items() if v is not None}
@@ -337,10 +339,10 @@ def run_summarize(args: argparse.Namespace) -> int:
     from ..embeddings import embedder_from_args
     from ..formats import iter_documents
     from ..llm.mapreduce import summarize
+    from ..validation import check_flag
     from .options import strategy_from_args
 
-    if args.concurrency < 1:
-        raise ConfigError(f"--concurrency must be >= 1, got {args.concurrency}")
+    check_flag(args.concurrency, "--concurrency", summarize, "concurrency")
     embedder = embedder_from_args(args)
     strategy = strategy_from_args(args, embedder=embedder)
     llm = llm_from_args(args, embedder=embedder, stream=False)
