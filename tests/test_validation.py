@@ -246,9 +246,15 @@ def test_a_cli_flag_is_checked_by_its_declaration_in_one_line(tmp_path, monkeypa
 
 
 def test_a_flag_takes_the_constraints_of_the_parameter_it_feeds():
-    from chunkwise.retrieval.index import Index
+    from chunkwise.llm.mapreduce import CONCURRENCY, summarize
+    from chunkwise.retrieval.index import BATCH_SIZE, TIMEOUT, TOP_K, Index
     from chunkwise.validation import check_flag
 
-    assert check_flag(3, "-k", Index.search, "k") == 3
+    # the flag and the parameter share one declaration object
+    assert Index.search.param_constraints["k"] == [TOP_K] == Index.ask.param_constraints["k"]
+    assert Index.add.param_constraints["batch_size"] == [BATCH_SIZE]
+    assert Index.__init__.param_constraints["timeout"] == [TIMEOUT]
+    assert summarize.param_constraints["concurrency"] == [CONCURRENCY]
+    assert check_flag(3, "-k", TOP_K) == 3
     with pytest.raises(ConfigError, match=r"^-k must be an int in \[1, inf\), got True$"):
-        check_flag(True, "-k", Index.search, "k")
+        check_flag(True, "-k", TOP_K)

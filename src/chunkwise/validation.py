@@ -266,11 +266,10 @@ def check(value: Any, constraints: Constraint | Constraints | None, name: str, o
     return value
 
 
-def check_flag(value: Any, flag: str, declared: Any, param: str | None = None) -> Any:
-    """A command-line flag's value checked against the declaration of the parameter it feeds (``declared``
-    a callable made by :func:`validated` and ``param`` its parameter) or against constraints (``declared``
-    itself), named as it is typed: ``-k must be an int in [1, inf), got 0`` (one line, no usage text)."""
-    constraints = declared if param is None else declared.param_constraints[param]
+def check_flag(value: Any, flag: str, constraints: Constraint | Constraints | None) -> Any:
+    """A command-line flag's value checked against the constraints of the parameter it feeds (the
+    declaration's own object, e.g. ``retrieval.index.TOP_K``), named as it is typed: ``-k must be an int
+    in [1, inf), got 0`` (one line, no usage text)."""
     return check(value, constraints, flag)
 
 

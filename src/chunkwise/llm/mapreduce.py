@@ -31,6 +31,9 @@ from .base import LLM, STYLE, Passage, check_citations, check_style, passages_fr
 #: progress callback: (stage, done, total), e.g. ("map", 3, 40), ("reduce 1", 2, 8), ("final", 1, 1)
 Progress = Callable[[str, int, int], None]
 
+#: LLM requests at once (``summarize(concurrency=)`` and ``--concurrency``)
+CONCURRENCY = Interval(int, 1, None)
+
 
 @dataclass
 class Summary:
@@ -92,7 +95,7 @@ class MapReduce:
 
     def __init__(self, llm: LLM, style: str = "bullets", concurrency: int = 4, progress: Progress | None = None):
         check_style(style, "summarize")
-        check(concurrency, Interval(int, 1, None), "concurrency", "summarize")
+        check(concurrency, CONCURRENCY, "concurrency", "summarize")
         self.llm = llm
         self.style = style
         self.concurrency = concurrency
@@ -142,7 +145,7 @@ class MapReduce:
         return comp.text, levels, cut + comp.cut
 
 
-@validated("summarize", strategy=StrategySpec(), style=STYLE, concurrency=Interval(int, 1, None))
+@validated("summarize", strategy=StrategySpec(), style=STYLE, concurrency=CONCURRENCY)
 def summarize(
     doc_or_chunks: Document | str | os.PathLike | list[Chunk],
     llm: LLM | None = None,

@@ -59,6 +59,12 @@ _Progress = Progress  # the progress of one run (bars on a terminal, heartbeat l
 #: the declarations several methods share
 PIPELINE_CONFIG = InstanceOf(PipelineConfig)
 FILTER = InstanceOf(str, "a Milvus boolean expression")
+#: how many results (``k`` of search and ask, and ``-k``)
+TOP_K = Interval(int, 1, None)
+#: chunks embedded and written at once (``Index.add(batch_size=)`` and ``--batch-size``)
+BATCH_SIZE = Interval(int, 1, None)
+#: seconds to wait for a server (``Index(timeout=)`` and ``--timeout``)
+TIMEOUT = Interval(float, 0, None, closed="neither")
 CALLBACK = InstanceOf(Callable, "a callable")  # type: ignore[arg-type]
 
 
@@ -84,7 +90,7 @@ class Index:
         cache=InstanceOf(bool),
         cache_dir=[PathSpec(), None],
         embedder_options=[MappingOf(), None],
-        timeout=Interval(float, 0, None, closed="neither"),
+        timeout=TIMEOUT,
         store=[InstanceOf(Store, "a Store"), None],
     )
     def __init__(
@@ -251,7 +257,7 @@ class Index:
         all_files=InstanceOf(bool),
         code=InstanceOf(bool),
         load_options=[MappingOf(), None],
-        batch_size=Interval(int, 1, None),
+        batch_size=BATCH_SIZE,
         recreate=InstanceOf(bool),
         progress=InstanceOf(bool),
         notify=[CALLBACK, None],
@@ -379,7 +385,7 @@ class Index:
     @validated(
         "Index.search",
         query=InstanceOf(str),
-        k=Interval(int, 1, None),
+        k=TOP_K,
         filter=[FILTER, None],
         config=[PIPELINE_CONFIG, None],
     )
@@ -455,7 +461,7 @@ class Index:
     @validated(
         "Index.ask",
         question=InstanceOf(str),
-        k=Interval(int, 1, None),
+        k=TOP_K,
         config=[PIPELINE_CONFIG, None],
         filter=[FILTER, None],
         min_score=[Interval(float, None, None), None],
