@@ -70,6 +70,7 @@ ALSO_DECLARED = [
     "chunkwise.integrations.langchain",
     "chunkwise.integrations.llamaindex",
     "chunkwise.evaluation.runner",
+    "chunkwise.embeddings.static",
 ]
 
 
