@@ -102,7 +102,7 @@ def test_partial_failure_exit_code_and_config_mismatch(corpus, capsys):
     "argv, message",
     [
         (("search", ""), "the query is empty"),
-        (("search", "bees", "-k", "0"), "-k must be >= 1"),
+        (("search", "bees", "-k", "0"), "-k must be an int in [1, inf), got 0"),
         (("search", "bees", "--filter", "source =="), "invalid filter expression 'source ==': "),
         (("search", "bees", "--collection", "other"), "no index named 'other'"),
         (("search", "bees", "--db", "kb/bees.txt"), "must end in '.db'"),
@@ -111,6 +111,9 @@ def test_partial_failure_exit_code_and_config_mismatch(corpus, capsys):
         (("index", "kb", "--uri", "http://127.0.0.1:9", "--timeout", "2"), "cannot reach the Milvus server"),
         (("index",), "nothing to do"),
         (("index", "kb", "--context", "bogus"), "unknown context mode 'bogus'"),
+        (("index", "kb", "--batch-size", "0"), "--batch-size must be an int in [1, inf), got 0"),
+        (("index", "kb", "--timeout", "0"), "--timeout must be a number in (0, inf), got 0.0"),
+        (("search", "bees", "--max-chars", "-1"), "--max-chars must be an int in [0, inf), got -1"),
     ],
 )
 def test_bad_input_is_one_line(corpus, capsys, argv, message):

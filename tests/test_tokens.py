@@ -114,7 +114,7 @@ def test_get_and_resolve_tokenizer():
     assert resolve_tokenizer(chars) is chars
     with pytest.raises(ConfigError, match="unknown tokenizer"):
         get_tokenizer("gpt5")
-    with pytest.raises(ConfigError, match="tokenizer must be a name"):
+    with pytest.raises(ConfigError, match=r"^get_tokenizer: name must be a tokenizer name \(minilm, .*\), got 5$"):
         get_tokenizer(5)  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="not found"):
         get_tokenizer("hf:/nonexistent/tokenizer.json")

@@ -58,14 +58,12 @@ def chunk_file(path: str | os.PathLike, strategy: str | Strategy = DEFAULT_STRAT
     return strat.chunk(load(path, **loader))
 
 
-@validated("chunk_text", strategy=StrategySpec(), source=InstanceOf(str))
+@validated("chunk_text", text=InstanceOf(str), strategy=StrategySpec(), source=InstanceOf(str))
 def chunk_text(
     text: str, strategy: str | Strategy = DEFAULT_STRATEGY, *, source: str = "<text>", **params: Any
 ) -> list[Chunk]:
     """Chunk a string exactly as given (no file is read, no cleaning); ``auto`` reads it as Markdown when it
     looks like Markdown (:func:`chunkwise.formats.sniff.looks_like_markdown`), else as plain text."""
-    if not isinstance(text, str):
-        raise InputError(f"chunk_text expects a str, got {type(text).__name__}")
     return _strategy(strategy, params).chunk(Document(text, source=source))
 
 
@@ -99,7 +97,12 @@ def as_document(obj: str | os.PathLike | Document, *, text_ok: bool = False, **l
     raise InputError(f"expected a path, a Document or text=..., got {type(obj).__name__}")
 
 
-@validated("chunk", strategy=StrategySpec(), text=[InstanceOf(str), None])
+@validated(
+    "chunk",
+    path_or_doc=[PathSpec(), InstanceOf(Document), None],
+    strategy=StrategySpec(),
+    text=[InstanceOf(str), None],
+)
 def chunk(
     path_or_doc: str | os.PathLike | Document | None = None,
     strategy: str | Strategy = DEFAULT_STRATEGY,

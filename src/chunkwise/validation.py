@@ -142,21 +142,24 @@ class InstanceOf(Constraint):
 
 
 class StrList(Constraint):
-    """A non-empty list (or tuple) of strings."""
+    """A non-empty list (or tuple) of strings (``empty=True``: an empty one too)."""
+
+    def __init__(self, empty: bool = False):
+        self.empty = empty
 
     def satisfied_by(self, value: Any) -> bool:
         return (
             isinstance(value, Sequence)
             and not isinstance(value, str)
-            and len(value) > 0
+            and (self.empty or len(value) > 0)
             and all(isinstance(s, str) for s in value)
         )
 
     def __str__(self) -> str:
-        return "a non-empty list of strings"
+        return "a list of strings" if self.empty else "a non-empty list of strings"
 
     def invalid(self) -> list[Any]:
-        return [[], ["\n", 3], 3]
+        return [["\n", 3], 3, "*.md"] + ([] if self.empty else [[]])
 
     def valid(self) -> list[Any]:
         return [["\n\n", " ", ""]]
@@ -208,6 +211,31 @@ class MappingOf(Constraint):
         return [{}]
 
 
+class Named(Constraint):
+    """The name of something registered in :mod:`chunkwise.registry` under ``kind`` (``"tokenizer"``,
+    ``"embedder"``...): a string, which the registry then resolves (an unknown name is its error, listing the
+    valid ones); the message lists them too (the registry is imported only to say so)."""
+
+    def __init__(self, kind: str):
+        self.kind = kind
+
+    def satisfied_by(self, value: Any) -> bool:
+        return isinstance(value, str)
+
+    def __str__(self) -> str:
+        from . import registry
+
+        return f"a {self.kind} name ({', '.join(registry.names(self.kind))})"
+
+    def invalid(self) -> list[Any]:
+        return [3, True, ["x"]]
+
+    def valid(self) -> list[Any]:
+        from . import registry
+
+        return list(registry.builtin(self.kind))[:1]
+
+
 #: a declaration: the constraints of one parameter (``None`` in the list: ``None`` is allowed)
 Constraints = Sequence["Constraint | None"]
 
@@ -236,6 +264,13 @@ def check(value: Any, constraints: Constraint | Constraints | None, name: str, o
         where = f"{owner}: " if owner else ""
         raise ConfigError(f"{where}{name} must be {constraint_text(declared)}, got {value!r}")
     return value
+
+
+def check_flag(value: Any, flag: str, constraints: Constraint | Constraints | None) -> Any:
+    """A command-line flag's value checked against the constraints of the parameter it feeds (the
+    declaration's own object, e.g. ``retrieval.index.TOP_K``), named as it is typed: ``-k must be an int
+    in [1, inf), got 0`` (one line, no usage text)."""
+    return check(value, constraints, flag)
 
 
 def check_arguments(owner: str, declared: Mapping[str, Constraints], given: Mapping[str, Any]) -> None:
@@ -309,11 +344,13 @@ __all__ = [
     "StrList",
     "PathSpec",
     "MappingOf",
+    "Named",
     "is_number",
     "is_scalar",
     "satisfies",
     "constraint_text",
     "check",
+    "check_flag",
     "check_arguments",
     "constrained",
     "validated",

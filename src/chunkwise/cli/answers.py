@@ -218,8 +218,10 @@ def run_ask(args: argparse.Namespace) -> int:
 
     if not args.question.strip():
         raise InputError("the question is empty")
-    if args.k < 1:
-        raise ConfigError(f"-k must be >= 1, got {args.k}")
+    from ..retrieval.index import TOP_K
+    from ..validation import check_flag
+
+    check_flag(args.k, "-k", TOP_K)
     text_out = args.format == "text"
     settings = retrieval_settings(args)
     widen = {k: v for k, v in expand_settings(args).items() if v is not None}
@@ -338,11 +340,11 @@ def _progress(args, source: str):
 def run_summarize(args: argparse.Namespace) -> int:
     from ..embeddings import embedder_from_args
     from ..formats import iter_documents
-    from ..llm.mapreduce import summarize
+    from ..llm.mapreduce import CONCURRENCY, summarize
+    from ..validation import check_flag
     from .options import strategy_from_args
 
-    if args.concurrency < 1:
-        raise ConfigError(f"--concurrency must be >= 1, got {args.concurrency}")
+    check_flag(args.concurrency, "--concurrency", CONCURRENCY)
     embedder = embedder_from_args(args)
     strategy = strategy_from_args(args, embedder=embedder)
     llm = llm_from_args(args, embedder=embedder, stream=False)

@@ -196,9 +196,9 @@ def run_embed(args: argparse.Namespace) -> int:
 
     from ..embeddings import embedder_from_args
     from ..errors import ConfigError
+    from ..validation import Interval, check_flag
 
-    if args.batch_size < 1:
-        raise ConfigError(f"--batch-size must be >= 1, got {args.batch_size}")
+    check_flag(args.batch_size, "--batch-size", Interval(int, 1, None))
     if args.texts and args.input:
         raise ConfigError("give texts as arguments or with --input, not both")
     if not args.texts and not args.input:

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..validation import Interval, check_flag
 from .options import input_options
 
 #: the settings of how hybrid retrieval fuses: a tune point carries those of its run's fusion only
@@ -26,8 +27,7 @@ def _dataset(args):
     ds = load_dataset(args.dataset, **input_options(args))
     if args.docs or args.limit is not None:
         docs = [d.strip() for d in args.docs.split(",") if d.strip()] if args.docs else None
-        if args.limit is not None and args.limit < 1:
-            raise ConfigError("--limit must be >= 1")
+        check_flag(args.limit, "--limit", [Interval(int, 1, None), None])
         ds = ds.subset(docs, args.limit)
     if ds.problems and not getattr(args, "quiet", False):
         print(
@@ -52,8 +52,7 @@ def _embedder(args):
             raise ConfigError(f"--embed-window applies to the minilm embedder only, not {name!r}")
         if args.model_window is not None:
             raise ConfigError("give --model-window only (--embed-window is its old name)")
-        if not isinstance(args.embed_window, int) or not 3 <= args.embed_window <= 512:
-            raise ConfigError(f"--embed-window must be an integer in 3..512, got {args.embed_window}")
+        check_flag(args.embed_window, "--embed-window", Interval(int, 3, 512))
         kw["model_window"] = args.embed_window - 2
     if args.model_window is not None:
         kw["model_window"] = args.model_window

@@ -41,10 +41,11 @@ def add_store_options(p: argparse.ArgumentParser) -> None:
 
 
 def open_index(args: argparse.Namespace):
-    from ..retrieval.index import Index
+    from ..retrieval.index import TIMEOUT, Index
+    from ..validation import check_flag
 
-    if args.timeout is not None and args.timeout <= 0:
-        raise ConfigError(f"--timeout must be > 0, got {args.timeout}")
+    if args.timeout is not None:
+        check_flag(args.timeout, "--timeout", TIMEOUT)
     options = {"base_url": args.base_url} if getattr(args, "base_url", None) else {}
     if getattr(args, "embedder_backend", None):
         options["backend"] = args.embedder_backend
@@ -243,8 +244,10 @@ def run_index(args: argparse.Namespace) -> int:
 
     if not args.paths and not args.delete and not args.prune:
         raise ConfigError("nothing to do: give files or folders to index (or --delete / --prune)")
-    if args.batch_size < 1:
-        raise ConfigError(f"--batch-size must be >= 1, got {args.batch_size}")
+    from ..retrieval.index import BATCH_SIZE
+    from ..validation import check_flag
+
+    check_flag(args.batch_size, "--batch-size", BATCH_SIZE)
     quiet = args.quiet
     load_options = input_options(args)
     with open_index(args) as index:
@@ -403,10 +406,11 @@ def expand_settings(args: argparse.Namespace) -> dict:
 def run_search(args: argparse.Namespace) -> int:
     if not args.query.strip():
         raise InputError("the query is empty")
-    if args.k < 1:
-        raise ConfigError(f"-k must be >= 1, got {args.k}")
-    if args.max_chars < 0:
-        raise ConfigError(f"--max-chars must be >= 0, got {args.max_chars}")
+    from ..retrieval.index import TOP_K
+    from ..validation import Interval, check_flag
+
+    check_flag(args.k, "-k", TOP_K)
+    check_flag(args.max_chars, "--max-chars", Interval(int, 0, None))
     settings = retrieval_settings(args)
     widen = expand_settings(args)
     from . import remote

@@ -58,13 +58,12 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..validation import Interval, check_flag
     from ..viz.app import create_app, host_names, is_loopback, serve
     from .chunk import parse_size
 
-    if not 0 < args.port < 65536:
-        raise ConfigError(f"--port must be in 1..65535, got {args.port}")
-    if not args.read_timeout > 0:
-        raise ConfigError(f"--read-timeout must be > 0, got {args.read_timeout}")
+    check_flag(args.port, "--port", Interval(int, 1, 65535))
+    check_flag(args.read_timeout, "--read-timeout", Interval(float, 0, None, closed="neither"))
     for name in args.allowed_host:
         if not name.strip() or ("*" in name and name != "*" and not name.startswith("*.")):
             raise ConfigError(f"--allowed-host: {name!r} is not a host name (or '*', '*.example.com')")

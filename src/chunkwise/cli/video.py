@@ -11,7 +11,6 @@ import argparse
 import json
 import sys
 
-from ..errors import ConfigError
 from . import add_command
 
 
@@ -113,10 +112,10 @@ def _table(chunks) -> str:
 
 
 def run_video(args: argparse.Namespace) -> int:
+    from ..validation import Interval, check_flag
     from ..video import load_video
 
-    if args.max_duration is not None and args.max_duration <= 0:
-        raise ConfigError(f"--max-duration must be > 0, got {args.max_duration}")
+    check_flag(args.max_duration, "--max-duration", [Interval(float, 0, None, closed="neither"), None])
     subtitles = None if str(args.subtitles).lower() == "none" else args.subtitles
     doc = load_video(
         args.file,

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 from .. import registry
 from ..deprecation import ChunkwiseDeprecationWarning, deprecation_message
 from ..errors import ConfigError
+from ..validation import InstanceOf, Named, PathSpec, validated
 from .base import Embedder, check_texts, l2_normalize
 
 if TYPE_CHECKING:
@@ -127,6 +128,13 @@ def backend_embedder(name: str, backend: str | None, base_url: str | None, cache
     return factory(*(() if rest is None else (rest,)), **given, **kw)
 
 
+@validated(
+    name=[Named("embedder"), None],
+    backend=[InstanceOf(str, "a back-end name"), None],
+    cache=InstanceOf(bool),
+    cache_dir=[PathSpec(), None],
+    base_url=[InstanceOf(str, "a URL"), None],
+)
 def get_embedder(
     name: str | None = DEFAULT_EMBEDDER,
     *,
@@ -149,10 +157,6 @@ def get_embedder(
         name = os.environ.get(EMBEDDER_ENV) or DEFAULT_EMBEDDER
         if backend is None:
             backend = os.environ.get(EMBEDDER_BACKEND_ENV) or None
-    if not isinstance(name, str):
-        raise ConfigError(f"embedder name must be a string, got {type(name).__name__}")
-    if backend is not None and not isinstance(backend, str):
-        raise ConfigError(f"embedder backend must be a string, got {type(backend).__name__}")
     name = name.strip()
     inner = backend_embedder(name, backend, base_url, cache_dir, kw)
     if not cache:

@@ -181,18 +181,18 @@ class MiniLMEmbedder(Embedder):
         window: int | None = None,
     ):
         if window is not None:
-            if not isinstance(window, int) or not 3 <= window <= MAX_POSITIONS:
-                raise ConfigError(f"minilm window must be an integer in 3..{MAX_POSITIONS}, got {window!r}")
+            check(window, Interval(int, 3, MAX_POSITIONS), "window", "minilm embedder")
             warn_renamed("window", "model_window", "minilm embedder (model_window = window - 2)")
             model_window = window - 2
         check(model_window, Interval(int, 1, MAX_POSITIONS - 2), "model_window", "minilm embedder")
         positions = model_window + 2
-        if not isinstance(batch_size, int) or batch_size < 1:
-            raise ConfigError(f"batch_size must be a positive integer, got {batch_size!r}")
-        if not isinstance(max_batch_tokens, int) or max_batch_tokens < positions:
-            raise ConfigError(
-                f"max_batch_tokens must be an integer >= model_window + 2 ({positions}), got {max_batch_tokens!r}"
-            )
+        check(batch_size, Interval(int, 1, None), "batch_size", "minilm embedder")
+        check(
+            max_batch_tokens,
+            Interval(int, positions, None),
+            "max_batch_tokens (>= model_window + 2)",
+            "minilm embedder",
+        )
         #: model positions per text, [CLS] and [SEP] included
         self.positions = positions
         self.model_window = model_window

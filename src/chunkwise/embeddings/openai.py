@@ -32,7 +32,7 @@ from ..http import Endpoint, FatalEndpointError, JSONClient
 from ..http import EndpointError as _HTTPEndpointError
 from ..security import redact_url
 from ..segmentation.tokenizers import get_tokenizer
-from ..validation import Interval, check
+from ..validation import InstanceOf, Interval, check
 from .base import Embedder, check_texts, l2_normalize
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -125,9 +125,8 @@ class OpenAIEmbedder(Embedder):
             limits |= {"max_backoff": max_backoff, "max_response_bytes": max_response_bytes}
             key: dict[str, Any] = {"api_key": api_key, "key_envs": tuple(key_envs)}
             endpoint = Endpoint(base_url, model or "", label="openai embedder", **key, **limits)
-        elif not isinstance(endpoint, Endpoint):
-            raise ConfigError(f"openai embedder: endpoint must be a chunkwise.http.Endpoint, got {endpoint!r}")
         else:
+            check(endpoint, InstanceOf(Endpoint, "a chunkwise.http.Endpoint"), "endpoint", "openai embedder")
             endpoint = replace(endpoint, model=model or endpoint.model)
             _check_settings(endpoint.model, batch_size, max_batch_tokens, model_window)
         self.endpoint = endpoint.for_use("/embeddings", "openai embedder", (KEY_ENV,))

@@ -35,6 +35,7 @@ import numpy as np
 from ..deprecation import warn_renamed
 from ..errors import ConfigError, MissingDependencyError
 from ..segmentation.tokenizers import HFTokenizer, get_tokenizer, minilm_tokenizer_path
+from ..validation import Interval, validated
 from .base import Embedder, check_texts, l2_normalize
 from .cache import resolve_cache_dir
 
@@ -80,6 +81,11 @@ def zipf_sif_weights(n: int, sif_coefficient: float = 1e-4) -> np.ndarray:
     return sif_coefficient / (sif_coefficient + proba)
 
 
+@validated(
+    pca_dims=Interval(int, 2, 384),
+    sif_coefficient=Interval(float, 0, 1, closed="neither"),
+    batch_size=Interval(int, 1, None),
+)
 def distill_static(
     cache_dir=None,
     *,
@@ -99,10 +105,6 @@ def distill_static(
     N vocabulary entries (the others get zero vectors): a quick, low-quality model for tests and trials.
     """
     StaticModel = _require_model2vec()
-    if not isinstance(pca_dims, int) or not 2 <= pca_dims <= 384:
-        raise ConfigError(f"pca_dims must be an integer in 2..384, got {pca_dims!r}")
-    if not 0 < sif_coefficient < 1:
-        raise ConfigError(f"sif_coefficient must be in (0, 1), got {sif_coefficient!r}")
     target = static_model_dir(cache_dir, name)
     if target.exists() and not force:
         return target

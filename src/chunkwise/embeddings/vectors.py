@@ -17,6 +17,7 @@ import numpy as np
 
 from ..document import Chunk
 from ..errors import ConfigError
+from ..validation import Options, check
 from . import DEFAULT_EMBEDDER
 from .base import Embedder, l2_normalize
 
@@ -154,8 +155,7 @@ def chunk_vectors(chunks: Sequence[Chunk], mode: str = "embed", embedder: Embedd
     ``mode="pool"`` reuses what chunking embedded (:func:`pooled_vector`; no model call for those) and
     embeds the other chunks' ``embed_text``: exactly what ``Index.add(vectors="pool")`` stores.
     """
-    if mode not in ("embed", "pool"):
-        raise ConfigError(f"chunk vector mode must be 'embed' or 'pool', got {mode!r}")
+    check(mode, Options("embed", "pool"), "mode", "chunk vectors")
     chunks = list(chunks)
     out: dict[int, np.ndarray] = {}  # chunk index -> vector: every chunk is pooled or in ``need``
     if mode == "pool":

@@ -173,8 +173,7 @@ def _check_arguments(
         raise ConfigError(f"unknown question method {method!r}; choose one of {', '.join(METHODS)}")
     check(n, Interval(int, 1, None), "n", "generate_questions")
     for name, v in (("max_overlap", max_overlap), ("max_jaccard", max_jaccard)):
-        if not 0.0 <= v <= 1.0:
-            raise ConfigError(f"{name} must be in [0, 1], got {v!r}")
+        check(v, Interval(float, 0, 1), name, "generate_questions")
     bad = [s for s in styles if s not in STYLES]
     if bad or not styles:
         raise ConfigError(f"unknown question style {', '.join(bad) or '(none)'}; choose from {', '.join(STYLES)}")

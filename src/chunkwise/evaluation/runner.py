@@ -37,6 +37,8 @@ from ..segmentation.tokenizers import resolve_tokenizer
 from ..store.memory import MemoryStore
 from ..strategies.factory import make_strategy, parse_value
 from ..strategies.many import chunk_many
+from ..strategies.params import TokenizerSpec
+from ..validation import InstanceOf, Interval, validated
 from . import metrics as M
 from .datasets import Dataset
 from .ranking import RankingMixin, fuse_granularities, top_indices
@@ -79,6 +81,15 @@ class Evaluator(RankingMixin, ScoringMixin):
        score citation recall (:mod:`.answers`); ``answer_concurrency`` requests at once.
     """
 
+    @validated(
+        "Evaluator",
+        dataset=InstanceOf(Dataset),
+        k=Interval(int, 1, None),
+        count_tokenizer=TokenizerSpec(),
+        n_boot=Interval(int, 1, None),
+        seed=Interval(int, None, None),
+        answer_concurrency=Interval(int, 1, None),
+    )
     def __init__(
         self,
         dataset: Dataset,
@@ -91,8 +102,6 @@ class Evaluator(RankingMixin, ScoringMixin):
         answer_llm: Any = None,
         answer_concurrency: int = 4,
     ):
-        if not isinstance(k, int) or k < 1:
-            raise ConfigError(f"k must be a positive integer, got {k!r}")
         if not dataset.queries:
             raise ConfigError(
                 f"{dataset.path}: no queries to evaluate"

@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError
 from ..records import pick
+from ..validation import Interval, Options, check_flag
 from . import metrics as M
 from .results import RunResult
 
@@ -111,8 +111,7 @@ def split_queries(n: int, holdout: float, seed: int) -> tuple[np.ndarray, np.nda
     """Indices of the search queries and of the held-out ones (a seeded permutation), and a description.
     No split (both all queries) when ``holdout`` is 0 or would hold out fewer than
     :data:`MIN_HOLDOUT_QUERIES`."""
-    if not 0.0 <= holdout < 1.0:
-        raise ConfigError(f"--holdout must be a fraction in [0, 1), got {holdout!r}")
+    check_flag(holdout, "--holdout", Interval(float, 0, 1, closed="left"))
     every = np.arange(n)
     n_hold = int(round(holdout * n))
     if holdout == 0:
@@ -162,8 +161,7 @@ def decide(
     winner is compared with the runner-up, and a tie keeps the row the priors prefer among those not
     significantly worse than the winner (:func:`prior_key`). ``prefer="cheaper"`` takes the cheapest row not significantly worse than the
     winner (nor than the default)."""
-    if prefer not in PREFER:
-        raise ConfigError(f"--prefer must be one of {', '.join(PREFER)}, got {prefer!r}")
+    check_flag(prefer, "--prefer", Options(*PREFER))
     if default is not None and default.result is None:
         default = None
     if not rows:

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError
+from ..validation import Interval, Options, check_flag
 from .runner import Evaluator
 from .tune_decide import PREFER, TuneRow, split_queries
 from .tune_grid import TuneContext, TuneResult, evaluate_default, evaluate_point, finish
@@ -119,10 +120,8 @@ def search(
     measured. ``prefer="cheaper"``: see :func:`~.tune_decide.decide`."""
     space = space or SearchSpace()
     metric, reqs, points = _checked(space, trials, metric, require)
-    if prefer not in PREFER:
-        raise ConfigError(f"--prefer must be one of {', '.join(PREFER)}, got {prefer!r}")
-    if time_budget is not None and not time_budget > 0:
-        raise ConfigError(f"--time must be a positive duration, got {time_budget!r}")
+    check_flag(prefer, "--prefer", Options(*PREFER))
+    check_flag(time_budget, "--time", [Interval(float, 0, None, closed="neither"), None])
     fixed = dict(fixed or {})
     seed = evaluator.seed if seed is None else seed
     say = progress or (lambda msg: None)
@@ -292,8 +291,7 @@ def _checked(
     space.check()
     reqs = [parse_requirement(r) if isinstance(r, str) else r for r in require]
     metric, _ = parse_metric(metric)
-    if not isinstance(trials, int) or trials < 1:
-        raise ConfigError(f"--trials must be a positive integer, got {trials!r}")
+    check_flag(trials, "--trials", Interval(int, 1, None))
     points = space.points()
     if not points:
         raise ConfigError("the search space has no valid point (every overlap >= every max_tokens?)")

@@ -29,7 +29,7 @@ from .. import registry
 from ..document import Document
 from ..errors import ChunkwiseError, ConfigError, InputError
 from ..registry import lazy_regex
-from ..validation import Interval, check
+from ..validation import Interval, PathSpec, check, validated
 from .code import CODE_EXTENSIONS
 from .table import DATA_MAX_BYTES, TABLE_EXTENSIONS
 from .text import binary_kind
@@ -199,6 +199,7 @@ def load_bytes(data: bytes, source: str = "<bytes>", name: str | None = None, **
     return _loader(fmt)(data, source, **loader_options)
 
 
+@validated(path=PathSpec())
 def load(path: str | os.PathLike, **options) -> Document:
     """Load one file as a :class:`Document`, choosing the loader by content and extension.
 

@@ -31,6 +31,7 @@ from typing import Any
 from ..document import stable_hash
 from ..errors import ConfigError
 from ..http import DEFAULT_MAX_RESPONSE_BYTES, Endpoint, EndpointError, FatalEndpointError, JSONClient
+from ..validation import InstanceOf, check
 
 #: environment variables read when no argument is given
 BASE_URL_ENV = "CHUNKWISE_LLM_BASE_URL"
@@ -188,8 +189,7 @@ class ChatClient(ChatSettings):
 
     def _take(self, endpoint: Endpoint) -> None:
         """The connection settings from ``endpoint`` (given as ``endpoint=``)."""
-        if not isinstance(endpoint, Endpoint):
-            raise ConfigError(f"{self.purpose}: endpoint must be a chunkwise.http.Endpoint, got {endpoint!r}")
+        check(endpoint, InstanceOf(Endpoint, "a chunkwise.http.Endpoint"), "endpoint", self.purpose)
         if self.base_url or self.model:
             raise ConfigError(f"{self.purpose}: give the endpoint as endpoint= or as base_url/model, not both")
         for name in ENDPOINT_FIELDS:

@@ -24,11 +24,15 @@ from ..document import Chunk, Document
 from ..errors import ConfigError
 from ..records import pick
 from ..strategies import DEFAULT_STRATEGY
+from ..strategies.params import StrategySpec
 from ..validation import Interval, check, validated
 from .base import LLM, STYLE, Passage, check_citations, check_style, passages_from
 
 #: progress callback: (stage, done, total), e.g. ("map", 3, 40), ("reduce 1", 2, 8), ("final", 1, 1)
 Progress = Callable[[str, int, int], None]
+
+#: LLM requests at once (``summarize(concurrency=)`` and ``--concurrency``)
+CONCURRENCY = Interval(int, 1, None)
 
 
 @dataclass
@@ -91,7 +95,7 @@ class MapReduce:
 
     def __init__(self, llm: LLM, style: str = "bullets", concurrency: int = 4, progress: Progress | None = None):
         check_style(style, "summarize")
-        check(concurrency, Interval(int, 1, None), "concurrency", "summarize")
+        check(concurrency, CONCURRENCY, "concurrency", "summarize")
         self.llm = llm
         self.style = style
         self.concurrency = concurrency
@@ -141,7 +145,7 @@ class MapReduce:
         return comp.text, levels, cut + comp.cut
 
 
-@validated("summarize", style=STYLE, concurrency=Interval(int, 1, None))
+@validated("summarize", strategy=StrategySpec(), style=STYLE, concurrency=CONCURRENCY)
 def summarize(
     doc_or_chunks: Document | str | os.PathLike | list[Chunk],
     llm: LLM | None = None,

@@ -19,6 +19,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..segmentation.tokenizers import resolve_tokenizer
+from ..strategies.params import TokenizerSpec
 from ..validation import InstanceOf, Interval, validated
 from .base import DATA_RULE, LLM, Completion, Passage, check_style, fence_code, passage_block
 from .client import SETTINGS, ChatClient, FatalLLMError
@@ -78,6 +79,10 @@ class OpenAILLM(LLM):
 
     @validated(
         "OpenAILLM",
+        base_url=[InstanceOf(str, "a URL"), None],
+        model=[InstanceOf(str, "a model name"), None],
+        api_key=[InstanceOf(str), None],
+        tokenizer=TokenizerSpec(),
         context_tokens=Interval(int, 1, None),
         answer_tokens=Interval(int, 1, None),
         stream=InstanceOf(bool),

@@ -35,7 +35,8 @@ from ..pipeline.config import DEFAULT_FUSION, DEFAULT_HYBRID, VECTOR_MODES, Pipe
 from ..store.base import Marker, Store
 from ..store.milvus import DEFAULT_COLLECTION, SCHEMA_VERSION, MilvusStore
 from ..strategies import Strategy
-from ..validation import InstanceOf, Interval, validated
+from ..strategies.params import EmbedderSpec, StrategySpec, TokenizerSpec
+from ..validation import InstanceOf, Interval, MappingOf, PathSpec, StrList, validated
 from .collection_config import check_add_options, differences
 from .lazy_embedder import LazyEmbedder, makes_recorded
 from .progress import Progress
@@ -56,6 +57,18 @@ DEFAULT_BATCH = 256
 _Progress = Progress  # the progress of one run (bars on a terminal, heartbeat lines elsewhere)
 
 
+#: the declarations several methods share
+PIPELINE_CONFIG = InstanceOf(PipelineConfig)
+FILTER = InstanceOf(str, "a Milvus boolean expression")
+#: how many results (``k`` of search and ask, and ``-k``)
+TOP_K = Interval(int, 1, None)
+#: chunks embedded and written at once (``Index.add(batch_size=)`` and ``--batch-size``)
+BATCH_SIZE = Interval(int, 1, None)
+#: seconds to wait for a server (``Index(timeout=)`` and ``--timeout``)
+TIMEOUT = Interval(float, 0, None, closed="neither")
+CALLBACK = InstanceOf(Callable, "a callable")  # type: ignore[arg-type]
+
+
 class Index(AbstractContextManager["Index", None]):
     """A chunk index in Milvus: :meth:`add` documents, :meth:`search` them, :meth:`delete` them.
 
@@ -68,6 +81,19 @@ class Index(AbstractContextManager["Index", None]):
     instead of Milvus (then ``db``/``uri``/``token``/``collection``/``timeout`` are not used).
     """
 
+    @validated(
+        "Index",
+        db=[PathSpec(), None],
+        uri=[InstanceOf(str, "a URI"), None],
+        token=[InstanceOf(str), None],
+        collection=InstanceOf(str, "a collection name"),
+        embedder=[EmbedderSpec(), None],
+        cache=InstanceOf(bool),
+        cache_dir=[PathSpec(), None],
+        embedder_options=[MappingOf(), None],
+        timeout=TIMEOUT,
+        store=[InstanceOf(Store, "a Store"), None],
+    )
     def __init__(
         self,
         db: str | os.PathLike | None = None,
@@ -120,6 +146,7 @@ class Index(AbstractContextManager["Index", None]):
             return getattr(self._embedder, "name", None) or self._embedder.model_id
         return None
 
+    @validated("Index.embedder", config=[MappingOf(), None])
     def embedder(self, config: dict[str, Any] | None = None) -> Embedder:
         """The embedder: the one given, else the one the collection records, else ``minilm``; after an
         :meth:`add` that did not need it, that run's :class:`~.lazy_embedder.LazyEmbedder` (made at first use)."""
@@ -190,6 +217,13 @@ class Index(AbstractContextManager["Index", None]):
             self.store.create(new, embedder.dim, replace=request.recreate)  # create-if-absent, atomic on the server
         return strat, embedder
 
+    @validated(
+        "Index.prepare_add",
+        strategy=[StrategySpec(), None],
+        params=[MappingOf(), None],
+        config=[PIPELINE_CONFIG, None],
+        recreate=InstanceOf(bool),
+    )
     def prepare_add(
         self,
         strategy: str | Strategy | None = None,
@@ -210,7 +244,22 @@ class Index(AbstractContextManager["Index", None]):
         return AddSettings.settled(strat, embedder, request.config, reuses(strat, embedder, request.config.vectors))
 
     # -- adding documents ------------------------------------------------------------------------------
-    @validated("Index.add", batch_size=Interval(int, 1, None))
+    @validated(
+        "Index.add",
+        strategy=[StrategySpec(), None],
+        config=[PIPELINE_CONFIG, None],
+        params=[MappingOf(), None],
+        prune=InstanceOf(bool),
+        include=[StrList(empty=True), None],
+        exclude=[StrList(empty=True), None],
+        all_files=InstanceOf(bool),
+        code=InstanceOf(bool),
+        load_options=[MappingOf(), None],
+        batch_size=BATCH_SIZE,
+        recreate=InstanceOf(bool),
+        progress=InstanceOf(bool),
+        notify=[CALLBACK, None],
+    )
     def add(
         self,
         inputs: Any,
@@ -311,6 +360,7 @@ class Index(AbstractContextManager["Index", None]):
         self.store.open()
         return sorted(self.store.markers().values(), key=lambda m: (m.source, m.doc_id))
 
+    @validated("Index.delete", doc_id_or_source=PathSpec())
     def delete(self, doc_id_or_source: str | os.PathLike) -> int:
         """Remove one document, named by its doc id or its source path; returns the chunks deleted."""
         self._open_existing()
@@ -330,7 +380,13 @@ class Index(AbstractContextManager["Index", None]):
             raise InputError("no such document in the index (give its doc id or its source path)", source=key)
         return self.store.delete_documents(ids)
 
-    @validated("Index.search", query=InstanceOf(str), k=Interval(int, 1, None))
+    @validated(
+        "Index.search",
+        query=InstanceOf(str),
+        k=TOP_K,
+        filter=[FILTER, None],
+        config=[PIPELINE_CONFIG, None],
+    )
     def search(
         self,
         query: str,
@@ -373,6 +429,13 @@ class Index(AbstractContextManager["Index", None]):
 
         return rerank_results(query, results, run.rerank, embedder=embedder, k=k)
 
+    @validated(
+        "Index.expand",
+        results=InstanceOf(Sequence, "a list of SearchResult"),
+        mode=[InstanceOf(str, "an expand mode"), None],
+        budget=[Interval(int, 1, None), InstanceOf(str, "a token budget such as '2k'"), None],
+        tokenizer=TokenizerSpec(),
+    )
     def expand(
         self,
         results: Sequence[SearchResult],
@@ -394,7 +457,14 @@ class Index(AbstractContextManager["Index", None]):
         return expand_chunks(results, store_chunks(self.store), mode, budget, tokenizer)
 
     @validated(
-        "Index.ask", question=InstanceOf(str), k=Interval(int, 1, None), min_score=[Interval(float, None, None), None]
+        "Index.ask",
+        question=InstanceOf(str),
+        k=TOP_K,
+        config=[PIPELINE_CONFIG, None],
+        filter=[FILTER, None],
+        min_score=[Interval(float, None, None), None],
+        on_token=[CALLBACK, None],
+        on_passages=[CALLBACK, None],
     )
     def ask(
         self,

@@ -44,6 +44,7 @@ from ..pipeline.config import PipelineConfig
 from ..store.base import Marker
 from ..store.milvus import MilvusStore
 from ..strategies import Strategy
+from ..validation import Interval, check_flag
 from .add import AddSettings
 from .index import Index, IndexReport, _Progress
 from .ingest import finish_chunks, is_unchanged, late_vectors, plan_vectors
@@ -232,8 +233,7 @@ class RayIngest:
     def __init__(
         self, index: Index, address: str | None = None, workers: int | None = None, files_per_task: int = FILES_PER_TASK
     ):
-        if workers is not None and workers < 1:
-            raise ConfigError(f"--workers must be >= 1, got {workers}")
+        check_flag(workers, "--workers", [Interval(int, 1, None), None])
         # Milvus Lite is refused; another Store (store=..., no ``db`` in the protocol) is written by the driver only
         if isinstance(index.store, MilvusStore) and index.store.db is not None:
             raise ConfigError(

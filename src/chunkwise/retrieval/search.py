@@ -8,10 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError, InputError
+from ..errors import InputError
 from ..pipeline.config import PipelineConfig
 from ..store.base import Hit, Store
-from ..validation import Interval, check
+from ..validation import InstanceOf, Interval, check
 from .fusion import ZSCORE_DEPTH, fuse_candidates_zscore, reciprocal_rank_fusion
 from .results import SearchResult
 from .sections import key_members, sections_first
@@ -27,8 +27,7 @@ def check_search(query: str, k: int, filter: str | None, where: Any) -> str | No
     if not isinstance(query, str) or not query.strip():
         raise InputError("the query is empty")
     check(k, Interval(int, 1, None), "k", "search")
-    if filter is not None and not isinstance(filter, str):
-        raise ConfigError("filter must be a string (a Milvus boolean expression)")
+    check(filter, [InstanceOf(str, "a Milvus boolean expression"), None], "filter", "search")
     filter = filter.strip() if filter else None
     if safe:
         filter = f"({filter}) and {safe}" if filter else safe

@@ -33,6 +33,7 @@ from collections.abc import Iterable
 
 from ..deprecation import moved_getattr
 from ..errors import ConfigError
+from ..validation import InstanceOf, Options, validated
 from .sentence_peers import PEER_BLOCK_CHARS, _backend_function, _external_cuts
 from .sentence_periods import _has_words, _judge_terminator, _next_word, _period_ends_sentence, _starts_lower
 from .sentence_rules import (
@@ -72,6 +73,11 @@ __all__ = [
 # --------------------------------------------------------------------------------------------------------
 
 
+@validated(
+    text=InstanceOf(str),
+    backend=Options(*SENTENCE_BACKENDS, what="a sentence back-end"),
+    language=[InstanceOf(str, "a language code"), None],
+)
 def split_sentences(text: str, backend: str = "chunkwise", language: str | None = None) -> list[Span]:
     """Spans ``(start, end)`` of the sentences of ``text``: in order, non-overlapping, trimmed, never empty.
 

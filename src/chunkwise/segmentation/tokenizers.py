@@ -34,6 +34,7 @@ else:
 
 from .. import registry
 from ..errors import ConfigError
+from ..validation import InstanceOf, Named, check, validated
 
 Span = tuple[int, int]
 
@@ -403,6 +404,7 @@ def hf_file_tokenizer(path: str) -> Tokenizer:
     return HFTokenizer(path, "hf:" + path)
 
 
+@validated(name=Named("tokenizer"))
 @functools.lru_cache(maxsize=16)
 def get_tokenizer(name: str = "minilm") -> Tokenizer:
     """A tokenizer by name (:mod:`chunkwise.registry`, kind ``"tokenizer"``): ``minilm``, ``cl100k``,
@@ -411,8 +413,6 @@ def get_tokenizer(name: str = "minilm") -> Tokenizer:
     Tokenizers are cached: they are immutable and loading one costs tens of milliseconds (so a name
     registered again after its first use keeps the first tokenizer in this process).
     """
-    if not isinstance(name, str):
-        raise ConfigError(f"tokenizer must be a name ({', '.join(registry.names('tokenizer'))}), got {name!r}")
     factory, rest = registry.resolve("tokenizer", name)
     tokenizer = factory() if rest is None else factory(rest)
     if not isinstance(tokenizer, Tokenizer):
@@ -426,6 +426,4 @@ def resolve_tokenizer(tokenizer: str | Tokenizer | None, default: str = "minilm"
         return get_tokenizer(default)
     if isinstance(tokenizer, Tokenizer):
         return tokenizer
-    if isinstance(tokenizer, str):
-        return get_tokenizer(tokenizer)
-    raise ConfigError(f"tokenizer must be a name or a Tokenizer, not {type(tokenizer).__name__}")
+    return get_tokenizer(check(tokenizer, [Named("tokenizer"), InstanceOf(Tokenizer)], "tokenizer"))

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from .. import registry
 from ..deprecation import renamed
 from ..errors import ConfigError
+from ..validation import Named, validated
 
 if TYPE_CHECKING:
     from .base import Strategy, build_chunks, regions, trim_span
@@ -70,6 +71,7 @@ def semantic_strategies() -> tuple[str, ...]:
     )
 
 
+@validated(name=Named("strategy"))
 def get_strategy(name: str, **params: Any) -> Strategy:
     """Build a strategy by name; unknown parameters are an error that lists the valid ones."""
     cls = strategy_class(name)
