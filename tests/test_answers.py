@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import uuid
 from pathlib import Path
 
 import pytest
@@ -370,7 +371,8 @@ class _CountingEmbedder:
         from chunkwise.embeddings import get_embedder
 
         self.inner, self.question, self.texts = get_embedder("minilm"), question, []
-        self.model_id, self.dim = f"counting-{id(self)}", self.inner.dim  # a memo of its own
+        # a memo of its own: id(self) can be reused once an earlier embedder is freed, a fresh uuid cannot
+        self.model_id, self.dim = f"counting-{uuid.uuid4().hex}", self.inner.dim
 
     def embed(self, texts):
         self.texts += [t for t in texts if t != self.question]

@@ -78,6 +78,7 @@ def build(db: Path, mode: str) -> dict:
 
 
 @pytest.mark.slow  # two indexing processes
+@pytest.mark.timeout(600)
 def test_bounded_engine_writes_the_index_the_plain_engine_writes(tmp_path):
     plain = build(tmp_path / "plain.db", "plain")
     bounded = build(tmp_path / "bounded.db", "bounded")
