@@ -1,8 +1,8 @@
 """Trust nothing chunkwise wrote earlier: a damaged rewritten graph, damaged cached vectors, a read-only index.
 
 Each test runs the real CLI in a child process (``hostile.run_cli``, which fails on any traceback) against
-artefacts damaged the way an outside campaign damaged them: 4 KB flipped inside the rewritten
-``minilm-graph-*.onnx`` (same size), the graph cut in half, ``+inf``/NaN/wrong-length vectors in the
+artefacts damaged the way an outside campaign damaged them: 4 KB flipped inside the rewritten graph's
+weights (same size), the graph cut in half, ``+inf``/NaN/wrong-length vectors in the
 embedding cache, and an index directory the user may read but not write (as ``nobody``: root writes
 anyway). Every run must end with a clean run's result and at most one warning line, or one error line.
 """
@@ -47,27 +47,34 @@ def _good_graph() -> Path:
 
 
 def _cache_with_graph(folder: Path, damage: str | None = None) -> Path:
-    """A cache directory holding a copy of the good graph and its record (no rewrite needed), the graph
-    damaged as the campaign did: ``flip`` (4 KB scrambled inside the first attention weight, same size) or
-    ``cut`` (the second half gone)."""
+    """A cache directory holding a copy of the good graph, its weights file and its record (no rewrite
+    needed), damaged as the campaign did: ``flip`` (4 KB scrambled inside the first attention weight, same
+    size: in the weights file, where the graph keeps its weights) or ``cut`` (the second half gone)."""
     import onnx
+
+    from chunkwise.embeddings.onnx_trust import weights_path
 
     good = _good_graph()
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    weights = weights_path(good)
+    assert weights.is_file(), "the rewritten graph keeps its weights beside it"
     data = bytearray(good.read_bytes())
+    held = bytearray(weights.read_bytes())
     if damage == "flip":
         model = onnx.load(str(good), load_external_data=False)
         inits = {t.name: t for t in model.graph.initializer}
         node = next(n for n in model.graph.node if n.op_type == "MatMul" and any(i in inits for i in n.input))
-        raw = next(inits[i].raw_data for i in node.input if i in inits)
-        at = data.find(raw[:256]) + 4096
-        assert at > 4096
+        init = next(inits[i] for i in node.input if i in inits)
+        where = {e.key: e.value for e in init.external_data}
+        at = int(where.get("offset", 0)) + 4096
+        assert init.data_type == onnx.TensorProto.FLOAT and int(where["length"]) >= 2 * 4096
         # the 1,024 float32 weights there in reverse order: finite, plausible, wrong (inverting the bytes
         # instead gives NaN, which the index's own finiteness check already stopped)
-        data[at : at + 4096] = np.frombuffer(bytes(data[at : at + 4096]), dtype=np.float32)[::-1].tobytes()
+        held[at : at + 4096] = np.frombuffer(bytes(held[at : at + 4096]), dtype=np.float32)[::-1].tobytes()
     elif damage == "cut":
         del data[len(data) // 2 :]
     (folder / good.name).write_bytes(bytes(data))
+    (folder / weights.name).write_bytes(bytes(held))
     if good.with_suffix(".json").is_file():
         shutil.copyfile(good.with_suffix(".json"), folder / good.with_suffix(".json").name)
     return folder
