@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from chunkwise.store.milvus import MilvusStore
+from chunkwise.store.milvus_connection import KEEPALIVE
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -64,6 +65,12 @@ def free_ports(n: int) -> list[int]:
 def port_in_use(port: int) -> bool:
     with socket.socket() as s:
         return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+#: a pymilvus client's own connection (closed with it; pymilvus shares one per URI and token otherwise, so a
+#: "fresh" client would get the old channel back) with chunkwise's keepalive (the test servers keep gRPC's
+#: default ping policy, and pymilvus's 10 s pings between calls are answered with GOAWAY too_many_pings)
+OWN_CONNECTION = {"dedicated": True, "grpc_options": KEEPALIVE}
 
 
 def tool(name: str) -> str | None:
@@ -123,13 +130,16 @@ def _wait_healthy(server: Server, timeout: float) -> None:
         if server.proc.poll() is not None:
             break
         if port_in_use(server.port):
+            client = None
             try:
-                client = MilvusClient(uri=server.uri, token=server.token, timeout=5)
+                client = MilvusClient(uri=server.uri, token=server.token, timeout=5, **OWN_CONNECTION)
                 client.list_collections()
-                client.close()
                 return
             except Exception as exc:  # noqa: BLE001 - still starting
                 last = str(exc)
+            finally:
+                if client is not None:
+                    client.close()
         time.sleep(1.0)
     tail = server.log.read_text(errors="replace")[-800:] if server.log.exists() else ""
     kill_tree(server.proc)
@@ -262,8 +272,7 @@ def cli(
 def wait_for_chunks(server: Server, collection: str, proc: subprocess.Popen, timeout: float = 120) -> None:
     """Until ``proc`` has written some chunks into ``collection`` (or has ended): the moment to kill.
 
-    Polls on a fresh connection after any error: a server under load answers frequent polls on one
-    channel with ``GOAWAY too_many_pings``, and a dead channel would poll until the deadline."""
+    Polls on a fresh connection after any error (a dropped channel would poll until the deadline)."""
     from pymilvus import MilvusClient
 
     deadline = time.monotonic() + timeout
@@ -271,7 +280,7 @@ def wait_for_chunks(server: Server, collection: str, proc: subprocess.Popen, tim
     try:
         while time.monotonic() < deadline and proc.poll() is None:
             try:
-                client = client or MilvusClient(uri=server.uri, token=server.token, timeout=60)
+                client = client or MilvusClient(uri=server.uri, token=server.token, timeout=60, **OWN_CONNECTION)
                 if client.has_collection(collection + "__state") and client.has_collection(collection):
                     rows = client.query(collection, filter="", output_fields=["count(*)"])
                     if rows and rows[0]["count(*)"] > 0:

@@ -77,48 +77,84 @@ class _Server:
         self.sock.close()
 
 
-def _fake_clients(monkeypatch, failing: set[bool], code: int):
-    """pymilvus clients that fail with ``code`` when their ``dedicated`` flag is in ``failing``."""
+def _fake_clients(monkeypatch, fail_with: int | None = None):
+    """pymilvus clients that record how they were made (and whether closed); ``fail_with``: the code of the
+    MilvusException their first call raises."""
     import pymilvus
     from pymilvus.exceptions import MilvusException
 
     made = []
 
     class Client:
-        def __init__(self, uri, token, timeout, dedicated=False):
-            made.append(dedicated)
-            self.dedicated = dedicated
+        def __init__(self, uri, token, timeout, **kwargs):
+            self.kwargs, self.closed = kwargs, False
+            made.append(self)
 
         def list_collections(self, timeout):
-            if self.dedicated in failing:
-                raise MilvusException(code=code, message="Fail connecting to server on 127.0.0.1")
+            if fail_with is not None:
+                raise MilvusException(code=fail_with, message="Fail connecting to server on 127.0.0.1")
             return []
 
         def get_server_version(self, timeout):
             return "v2.5.4"
 
+        def close(self):
+            self.closed = True
+
     monkeypatch.setattr(pymilvus, "MilvusClient", Client)
     return made
 
 
-def test_a_broken_shared_connection_is_tried_again_on_a_connection_of_its_own(monkeypatch):
-    from pymilvus.client.types import Status
+#: gRPC's default server policy (what ``milvus-lite server`` keeps): while a call runs, a ping at most every
+#: 5 minutes (GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS); between calls none
+#: (GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS = 0); a client that pings more is sent GOAWAY too_many_pings
+GRPC_SERVER_MIN_PING_MS = 300_000
 
-    made = _fake_clients(monkeypatch, failing={False}, code=Status.CONNECT_FAILED)
+
+def test_each_client_has_a_connection_of_its_own_that_keeps_to_the_servers_ping_policy(monkeypatch):
+    """pymilvus shares one connection per URI and token unless asked, with the settings and connect deadline
+    of whoever opened it first, and pings every 10 s, between calls too: a Milvus Lite server sent GOAWAY
+    too_many_pings under load, and the next client of the shared connection failed to connect."""
+    made = _fake_clients(monkeypatch)
     with _Server() as uri:
-        client, caps = connect_server(uri, None, timeout=10.0)
-    assert made == [False, True] and client.dedicated
-    assert caps is not None
+        first, caps = connect_server(uri, None, timeout=10.0)
+        second, _ = connect_server(uri, None, timeout=10.0)
+    assert made == [first, second] and caps.version == "v2.5.4"
+    for client in made:
+        assert client.kwargs["dedicated"] is True
+        opts = client.kwargs["grpc_options"]
+        assert opts["grpc.keepalive_time_ms"] >= GRPC_SERVER_MIN_PING_MS
+        assert not opts["grpc.keepalive_permit_without_calls"]
 
 
-def test_other_failures_and_a_second_failure_are_not_retried(monkeypatch):
+def test_a_failed_first_call_closes_the_connection_and_is_one_line(monkeypatch):
     from pymilvus.client.types import Status
 
-    made = _fake_clients(monkeypatch, failing={False, True}, code=Status.CONNECT_FAILED)
-    with _Server() as uri, pytest.raises(ChunkwiseError, match="cannot reach the Milvus server"):
+    made = _fake_clients(monkeypatch, fail_with=Status.CONNECT_FAILED)
+    with _Server() as uri, pytest.raises(ChunkwiseError, match="cannot reach the Milvus server within 10 s"):
         connect_server(uri, None, timeout=10.0)
-    assert made == [False, True]  # once more, not a loop
-    made = _fake_clients(monkeypatch, failing={False}, code=Status.UNEXPECTED_ERROR)
-    with _Server() as uri, pytest.raises(ChunkwiseError):
-        connect_server(uri, None, timeout=10.0)
-    assert made == [False]
+    assert len(made) == 1 and made[0].closed  # once, not a loop, and not left open
+
+
+def test_the_keepalive_settings_reach_pymilvus_grpc_channel(tmp_path):
+    """Against a real (in-process) Milvus Lite server: the options are the channel's, not dropped for a
+    shared connection that an earlier client opened with pymilvus's defaults."""
+    pymilvus = pytest.importorskip("pymilvus")
+    server_mod = pytest.importorskip("milvus_lite.adapter.grpc.server")
+    server, db, port = server_mod.start_server_in_thread(str(tmp_path / "lite"))
+    uri = f"http://127.0.0.1:{port}"
+    try:
+        earlier = pymilvus.MilvusClient(uri=uri, timeout=30)  # the shared connection, pymilvus's defaults
+        client, _ = connect_server(uri, None, timeout=30.0)
+        try:
+            handler = client._handler
+            assert handler is not earlier._handler
+            assert handler._grpc_options["grpc.keepalive_time_ms"] >= GRPC_SERVER_MIN_PING_MS
+            assert client.list_collections() == []
+        finally:
+            client.close()
+            earlier.close()
+        assert handler._channel is None  # closing the client closed its connection
+    finally:
+        server.stop(grace=1)
+        db.close()

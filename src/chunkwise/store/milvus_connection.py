@@ -149,11 +149,26 @@ def probe_tcp(uri: str, timeout: float) -> None:
         ) from None
 
 
+#: gRPC keepalive of a connection to a Milvus server. pymilvus's own pings every 10 s, between calls too; a
+#: server on gRPC's default policy (``milvus-lite server`` is one) accepts a ping every 5 minutes while a call
+#: runs and none between calls, and after two more closes the connection ("GOAWAY too_many_pings"), failing
+#: the calls in flight. These settings keep to that policy, which every Milvus accepts; a server that stops
+#: answering is still found by each call's deadline (``--timeout``).
+KEEPALIVE = {
+    "grpc.keepalive_time_ms": 300_000,
+    "grpc.keepalive_timeout_ms": 20_000,
+    "grpc.keepalive_permit_without_calls": False,
+}
+
+
 def connect_server(uri: str, token: str | None, timeout: float) -> tuple[Any, ServerCapabilities]:
-    """A client of the server at ``uri`` (checked with one call) and what that server supports."""
+    """A client of the server at ``uri`` (checked with one call) and what that server supports.
+
+    The connection is the client's own (pymilvus shares one per URI and token within a process unless asked,
+    and a shared one comes with the settings and the connect deadline of whoever opened it first), with
+    :data:`KEEPALIVE`; closing the client closes it."""
     import_pymilvus()
     from pymilvus import MilvusClient
-    from pymilvus.client.types import Status
     from pymilvus.exceptions import MilvusException
 
     if not re.match(r"^(https?|tcp|unix)://", uri):
@@ -163,25 +178,15 @@ def connect_server(uri: str, token: str | None, timeout: float) -> tuple[Any, Se
         )
     probe_tcp(uri, min(timeout, CONNECT_TIMEOUT))
     deadline = time.monotonic() + timeout
-
-    def opened(dedicated: bool) -> tuple[Any, str]:
-        left = max(deadline - time.monotonic(), 0.001)
-        own = {"dedicated": True} if dedicated else {}  # pymilvus's shared connection unless asked
-        client = MilvusClient(uri=uri, token=token or "", timeout=left, **own)
-        client.list_collections(timeout=left)
-        return client, client.get_server_version(timeout=left)
-
+    client = None
     try:
-        try:
-            client, version = opened(dedicated=False)
-        except MilvusException as exc:
-            # pymilvus shares one connection per URI and token within a process; one the server has closed
-            # (a gRPC GOAWAY, seen from a loaded server) fails at once: try again, once, on a connection
-            # of this client's own, within what is left of the deadline
-            if exc.code != Status.CONNECT_FAILED or auth_failure(exc) or deadline - time.monotonic() < 1:
-                raise
-            client, version = opened(dedicated=True)
+        client = MilvusClient(uri=uri, token=token or "", timeout=timeout, dedicated=True, grpc_options=KEEPALIVE)
+        client.list_collections(timeout=max(deadline - time.monotonic(), 0.001))
+        version = client.get_server_version(timeout=max(deadline - time.monotonic(), 0.001))
     except Exception as exc:  # MilvusException, grpc and socket errors of every kind
+        if client is not None:
+            with contextlib.suppress(Exception):
+                client.close()
         auth = auth_failure(exc)
         if auth:
             raise ChunkwiseError(
