@@ -150,3 +150,37 @@ def test_outside_a_work_tree_or_naming_an_ignored_folder_leaves_nothing_out(proj
     assert GitIgnore(str(project)).ignored(str(project / "build"), is_dir=True)
     sources, said = _sources([project / "build"])
     assert [s.rsplit("/", 1)[-1] for s in sources] == ["readme.md"] and not said
+
+
+def test_a_line_git_cannot_read_is_dropped_with_one_warning(tmp_path, capsys, monkeypatch):
+    root = tmp_path / "proj"
+    (root / ".git").mkdir(parents=True)
+    _write(root, {".gitignore": "!\n*.log\n\\\n[z-a]\n", "a.md": "# A\n\nText.\n", "b.log": "x\n"})
+    monkeypatch.chdir(tmp_path)
+    assert main(["chunk", "proj", "--format", "jsonl"]) == 0  # the valid lines still apply
+    out, err = capsys.readouterr()
+    assert "proj/a.md" in out and "b.log" not in out
+    bad = [line for line in err.splitlines() if "not a valid pattern" in line]
+    assert [line.split(": ", 2)[2].split(" is not")[0] for line in bad] == [
+        "proj/.gitignore line 1: '!'",
+        "proj/.gitignore line 3: '\\\\'",
+        "proj/.gitignore line 4: '[z-a]'",
+    ]
+    assert "Traceback" not in err and "b.log" in err  # said as ignored
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_bad_lines_are_dropped_as_git_drops_them(tmp_path):
+    root = tmp_path / "repo"
+    root.mkdir()
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    _write(root, {".gitignore": "!\n*.txt\n\\\n[z-a]\n!keep.txt\n", "a.md": "a", "b.txt": "b", "keep.txt": "k"})
+    listed = subprocess.run(
+        ["git", "ls-files", "--others", "--exclude-standard"], cwd=root, capture_output=True, text=True, check=True
+    ).stdout.split()
+    expected = sorted(p for p in listed if not p.startswith("."))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sources, _ = _sources([root])
+    assert sorted(s.split("repo/", 1)[1] for s in sources) == expected == ["a.md", "keep.txt"]
+
