@@ -184,3 +184,31 @@ def test_bad_lines_are_dropped_as_git_drops_them(tmp_path):
         sources, _ = _sources([root])
     assert sorted(s.split("repo/", 1)[1] for s in sources) == expected == ["a.md", "keep.txt"]
 
+
+def test_walking_a_folder_of_repositories_applies_each_ones_rules(tmp_path, capsys, monkeypatch):
+    src = tmp_path / "src"
+    for name in ("one", "two"):
+        (src / name / ".git").mkdir(parents=True)
+    _write(
+        src,
+        {
+            "one/.gitignore": "build/\n",
+            "one/README.md": "# One\n\nText.\n",
+            "one/build/copy.md": "# Copy\n\nText.\n",
+            "two/.gitignore": "*.txt\n",
+            "two/notes.md": "# Two\n\nText.\n",
+            "two/out.txt": "generated\n",
+            "loose/build/kept.md": "# Kept\n\nOutside any repository.\n",
+        },
+    )
+    if work_tree(str(src)) is not None:
+        pytest.skip("the temporary folder is inside a git work tree here")
+    sources, said = _sources([src])
+    assert sorted(s.split("src/", 1)[1] for s in sources) == ["loose/build/kept.md", "one/README.md", "two/notes.md"]
+    assert said == [
+        "skipped 1 folder and 1 file that .gitignore ignores: one/build/, two/out.txt (--all-files reads them)"
+    ]
+    monkeypatch.chdir(tmp_path)
+    assert main(["chunk", "src", "--format", "jsonl"]) == 0
+    out, _ = capsys.readouterr()
+    assert "copy.md" not in out and "out.txt" not in out and "kept.md" in out
