@@ -256,10 +256,11 @@ class Skipped:
         if self.ignored:
             parts.append(_ignored_tally(self.ignored))
         if not n and not big:
-            return f"skipped {'; '.join(parts)} (--all-files reads them)"
+            return f"skipped {'; '.join(parts)} (--no-gitignore reads them)"
         first = next((k for k, _ in _shown(self.large) if k.startswith(".")), None)
         first = first or next((k for k, _ in _shown(self.counts) if k.startswith(".")), ".ext")
-        return f"skipped {'; '.join(parts)} (--include '*{first}' reads a type anyway, --all-files reads every file)"
+        how = f"--include '*{first}' reads a type anyway, --all-files reads every file"
+        return f"skipped {'; '.join(parts)} ({how}{', --no-gitignore what .gitignore ignores' if self.ignored else ''})"
 
 
 def _ignored_tally(ignored: list[str]) -> str:
