@@ -3,6 +3,7 @@ one line; outside a work tree, or with --all-files, nothing is left out for it."
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import warnings
@@ -59,7 +60,7 @@ def test_chunk_code_of_an_installed_package_skips_its_egg_info(project, capsys, 
     lines = [line for line in err.splitlines() if ".gitignore" in line]
     assert lines == [  # a name found twice is said once, with its count
         "chunkwise: warning: skipped 3 folders and 1 file that .gitignore ignores: __pycache__/ (2), "
-        "pkg.egg-info/, notes.log (--all-files reads them)"
+        "pkg.egg-info/, notes.log (--no-gitignore reads them)"
     ]
     assert "error" not in err
     # --all-files reads every file, the ignored ones too (and the empty one is an error line)
@@ -101,7 +102,7 @@ def test_rules_from_every_level_deeper_ones_winning(tmp_path):
     assert rel == ["a.txt", "docs/b.md", "keep.md"]
     assert said == [
         "skipped 1 folder and 3 files that .gitignore ignores: a.md, secret.md, docs/drafts/, docs/keep.md "
-        "(--all-files reads them)"
+        "(--no-gitignore reads them)"
     ]
 
 
@@ -150,3 +151,115 @@ def test_outside_a_work_tree_or_naming_an_ignored_folder_leaves_nothing_out(proj
     assert GitIgnore(str(project)).ignored(str(project / "build"), is_dir=True)
     sources, said = _sources([project / "build"])
     assert [s.rsplit("/", 1)[-1] for s in sources] == ["readme.md"] and not said
+
+
+def test_a_line_git_cannot_read_is_dropped_with_one_warning(tmp_path, capsys, monkeypatch):
+    root = tmp_path / "proj"
+    (root / ".git").mkdir(parents=True)
+    _write(root, {".gitignore": "!\n*.log\n\\\n[z-a]\n", "a.md": "# A\n\nText.\n", "b.log": "x\n"})
+    monkeypatch.chdir(tmp_path)
+    assert main(["chunk", "proj", "--format", "jsonl"]) == 0  # the valid lines still apply
+    out, err = capsys.readouterr()
+    assert "proj/a.md" in out and "b.log" not in out
+    bad = [line for line in err.splitlines() if "not a valid pattern" in line]
+    assert [line.split(": ", 2)[2].split(" is not")[0] for line in bad] == [
+        "proj/.gitignore line 1: '!'",
+        "proj/.gitignore line 3: '\\\\'",
+        "proj/.gitignore line 4: '[z-a]'",
+    ]
+    assert "Traceback" not in err and "b.log" in err  # said as ignored
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_bad_lines_are_dropped_as_git_drops_them(tmp_path):
+    root = tmp_path / "repo"
+    root.mkdir()
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    _write(root, {".gitignore": "!\n*.txt\n\\\n[z-a]\n!keep.txt\n", "a.md": "a", "b.txt": "b", "keep.txt": "k"})
+    listed = subprocess.run(
+        ["git", "ls-files", "--others", "--exclude-standard"], cwd=root, capture_output=True, text=True, check=True
+    ).stdout.split()
+    expected = sorted(p for p in listed if not p.startswith("."))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sources, _ = _sources([root])
+    assert sorted(s.split("repo/", 1)[1] for s in sources) == expected == ["a.md", "keep.txt"]
+
+
+def test_walking_a_folder_of_repositories_applies_each_ones_rules(tmp_path, capsys, monkeypatch):
+    src = tmp_path / "src"
+    for name in ("one", "two"):
+        (src / name / ".git").mkdir(parents=True)
+    _write(
+        src,
+        {
+            "one/.gitignore": "build/\n",
+            "one/README.md": "# One\n\nText.\n",
+            "one/build/copy.md": "# Copy\n\nText.\n",
+            "two/.gitignore": "*.txt\n",
+            "two/notes.md": "# Two\n\nText.\n",
+            "two/out.txt": "generated\n",
+            "loose/build/kept.md": "# Kept\n\nOutside any repository.\n",
+        },
+    )
+    if work_tree(str(src)) is not None:
+        pytest.skip("the temporary folder is inside a git work tree here")
+    sources, said = _sources([src])
+    assert sorted(s.split("src/", 1)[1] for s in sources) == ["loose/build/kept.md", "one/README.md", "two/notes.md"]
+    assert said == [
+        "skipped 1 folder and 1 file that .gitignore ignores: one/build/, two/out.txt (--no-gitignore reads them)"
+    ]
+    monkeypatch.chdir(tmp_path)
+    assert main(["chunk", "src", "--format", "jsonl"]) == 0
+    out, _ = capsys.readouterr()
+    assert "copy.md" not in out and "out.txt" not in out and "kept.md" in out
+
+
+def test_a_folder_whose_files_are_all_ignored_says_so_and_no_gitignore_reads_them(project, capsys, monkeypatch):
+    _write(project, {"logs/a.log": "started\n", "logs/b.log": "stopped\n"})
+    monkeypatch.chdir(project)
+    assert main(["chunk", "build", "logs", "--format", "jsonl"]) == 1  # build/ named: read
+    out, err = capsys.readouterr()
+    assert "Built" in out
+    errors = [line for line in err.splitlines() if "error" in line]
+    assert errors == [
+        "chunkwise: error: logs: directory has no readable files that .gitignore does not ignore "
+        "(--no-gitignore reads what it ignores)"
+    ]
+    (project / "src" / "pkg.egg-info" / "dependency_links.txt").write_text("pkg\n", encoding="utf-8")
+    assert main(["chunk", ".", "--no-gitignore", "--format", "jsonl"]) == 0
+    out, err = capsys.readouterr()
+    got = {json.loads(line)["source"].removeprefix("./") for line in out.splitlines()}
+    # what .gitignore ignores is read; the other walk rules (supported types only) still apply
+    assert got == {
+        "README.md",
+        "build/readme.md",
+        "logs/a.log",
+        "logs/b.log",
+        "src/notes.log",
+        "src/pkg.egg-info/dependency_links.txt",
+        "src/pkg.egg-info/PKG-INFO",
+    }
+    assert ".gitignore" not in err and "pyc" in err  # the compiled files are still skipped by type
+
+
+def test_index_and_index_add_take_no_gitignore(project, tmp_path, capsys, monkeypatch):
+    from conftest import FakeEmbedder
+
+    import chunkwise.embeddings
+    from chunkwise.retrieval.index import Index
+    from chunkwise.store.memory import MemoryStore
+
+    monkeypatch.setattr(chunkwise.embeddings, "get_embedder", lambda name=None, **kw: FakeEmbedder())
+    monkeypatch.chdir(tmp_path)
+    assert main(["index", str(project), "--tokenizer", "words", "--db", "a.db"]) == 0
+    _, err = capsys.readouterr()
+    assert "chunkwise: 1 documents (1 indexed" in err, err  # README.md
+    # README, build/readme.md, notes.log, PKG-INFO; the empty dependency_links.txt is an error line
+    assert main(["index", str(project), "--tokenizer", "words", "--db", "b.db", "--no-gitignore"]) == 1
+    _, err = capsys.readouterr()
+    assert "chunkwise: 4 documents (4 indexed" in err and "dependency_links.txt: no text" in err, err
+    with Index(store=MemoryStore(), embedder=FakeEmbedder()) as index, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert index.add([project], strategy="recursive").documents == 1
+        assert index.add([project], strategy="recursive", gitignore=False).documents == 4

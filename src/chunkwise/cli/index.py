@@ -347,6 +347,7 @@ def _run_ray(index, args: argparse.Namespace, name: str, params: dict, load_opti
         exclude=args.exclude,
         all_files=bool(getattr(args, "all_files", False)),
         code=bool(getattr(args, "code", False)),
+        gitignore=bool(getattr(args, "gitignore", True)),
         prune=args.prune,
         batch_size=args.batch_size,
         recreate=args.recreate,

@@ -51,7 +51,8 @@ def parse_size(text: str) -> int:
 
 
 def add_walk_options(g: Any) -> None:
-    """The folder-walk flags (``--include``, ``--exclude``, ``--all-files``) of :func:`walk_options`."""
+    """The folder-walk flags (``--include``, ``--exclude``, ``--code``, ``--all-files``, ``--no-gitignore``) of
+    :func:`walk_options`."""
     g.add_argument(
         "--include",
         action="append",
@@ -78,7 +79,14 @@ def add_walk_options(g: Any) -> None:
         "--all-files",
         action="store_true",
         help="when walking folders, read every file, not only the supported types (text, "
-        "Markdown, HTML, PDF, subtitles, video; extension-less text files)",
+        "Markdown, HTML, PDF, subtitles, video; extension-less text files), and what .gitignore ignores",
+    )
+    g.add_argument(
+        "--no-gitignore",
+        dest="gitignore",
+        action="store_false",
+        help="when walking folders in a git work tree, read what its .gitignore files ignore too "
+        "(build/, *.egg-info/...); the other walk rules still apply",
     )
 
 
@@ -192,13 +200,14 @@ def add_rerank_options(p: Any) -> None:
 
 
 def walk_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The folder-walk keywords (``include``, ``exclude``, ``all_files``) of :func:`chunkwise.formats.
+    """The folder-walk keywords (``include``, ``exclude``, ``all_files``, ``code``, ``gitignore``) of :func:`chunkwise.formats.
     iter_documents` and ``Index.add`` from the flags of :func:`add_input_options`."""
     return {
         "include": list(getattr(args, "include", None) or []),
         "exclude": list(getattr(args, "exclude", None) or []),
         "all_files": bool(getattr(args, "all_files", False)),
         "code": bool(getattr(args, "code", False)),
+        "gitignore": bool(getattr(args, "gitignore", True)),
     }
 
 

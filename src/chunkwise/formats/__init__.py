@@ -370,10 +370,13 @@ def _folder_files(
 ) -> list[Found]:
     """The files a folder walk takes, or one :class:`.walk.Found` error saying why there are none."""
     before = skipped.total if skipped is not None else 0
+    ignored_before = len(skipped.ignored) if skipped is not None else 0
     found = list(walk_folder(name, keep, gitignore=gitignore, skipped=skipped))
     if found:
         return found
-    if skipped is not None and skipped.total > before:
+    if skipped is not None and skipped.total - before == len(skipped.ignored) - ignored_before > 0:
+        what = " that .gitignore does not ignore (--no-gitignore reads what it ignores)"
+    elif skipped is not None and skipped.total > before:
         what = " of a supported type (see the skipped files)"
     else:
         what = " matching the include/exclude patterns" if filtered else ""
@@ -389,6 +392,7 @@ def list_inputs(
     all_files: bool = False,
     skipped: Skipped | None = None,
     code: bool = False,
+    gitignore: bool = True,
 ) -> Iterator[Found]:
     """What :func:`iter_documents` reads, without reading it: one :class:`.walk.Found` per file (``path``
     set; ``"-"`` for standard input) or per problem (``error`` set: an unreadable folder, a folder without
@@ -399,8 +403,8 @@ def list_inputs(
     it sniffs as text); the others are counted in ``skipped`` (a :class:`.walk.Skipped`). An ``include``
     pattern that names an extension (``*.svg``) takes files of that type anyway, ``code=True`` source files
     too (:data:`.code.CODE_EXTENSIONS`), ``all_files=True`` every file. A folder inside a git work tree
-    leaves out what its ``.gitignore`` files ignore (counted in ``skipped`` too; ``all_files=True`` reads
-    them, see :mod:`.gitignore`). Files named in ``paths`` are always taken."""
+    leaves out what its ``.gitignore`` files ignore (counted in ``skipped`` too; ``gitignore=False`` or
+    ``all_files=True`` reads them, see :mod:`.gitignore`). Files named in ``paths`` are always taken."""
     include, exclude = list(include or []), list(exclude or [])
     seen: set[str] = set()
     keep = _keeper(include, exclude, all_files, skipped, code)
@@ -412,7 +416,7 @@ def list_inputs(
             yield Found("<stdin>", path="-")
             continue
         if os.path.isdir(name):
-            found = _folder_files(name, keep, bool(include or exclude), skipped, gitignore=not all_files)
+            found = _folder_files(name, keep, bool(include or exclude), skipped, gitignore=gitignore and not all_files)
         else:
             found = [Found(display_name(name), path=name)]
         for item in found:
@@ -432,11 +436,14 @@ def collect_inputs(
     *,
     all_files: bool = False,
     code: bool = False,
+    gitignore: bool = True,
 ) -> list[Found]:
     """:func:`list_inputs` as a list, walked before anything is read (so a run knows its total up front),
     and the files of unsupported types said at once in one :class:`.walk.SkippedFilesWarning`."""
     skipped = Skipped()
-    found = list(list_inputs(paths, include, exclude, all_files=all_files, skipped=skipped, code=code))
+    found = list(
+        list_inputs(paths, include, exclude, all_files=all_files, skipped=skipped, code=code, gitignore=gitignore)
+    )
     if skipped:
         warnings.warn(str(skipped), SkippedFilesWarning, stacklevel=2)
     return found
@@ -468,6 +475,7 @@ def iter_documents(
     *,
     all_files: bool = False,
     code: bool = False,
+    gitignore: bool = True,
     **options,
 ) -> Iterator[tuple[str, Document | InputError]]:
     """Yield ``(source, Document or InputError)`` for every input: files, folders (recursively, filtered
@@ -476,11 +484,13 @@ def iter_documents(
 
     Folders give their files of supported types; the others are said in one
     :class:`.walk.SkippedFilesWarning` once the walk is listed, before the first file is read
-    (``code=True`` reads source files too, ``all_files=True`` every file; see :func:`list_inputs`). Sources are display names
+    (``code=True`` reads source files too, ``all_files=True`` every file, ``gitignore=False`` what
+    ``.gitignore`` ignores; see :func:`list_inputs`). Sources are display names
     (:func:`.walk.display_name`). A folder that cannot be listed yields one :class:`.walk.UnreadableFolder`;
     FIFOs, devices and sockets yield an error instead of being read."""
     _check_options(options)
-    yield from read_inputs(collect_inputs(paths, include, exclude, all_files=all_files, code=code), **options)
+    found = collect_inputs(paths, include, exclude, all_files=all_files, code=code, gitignore=gitignore)
+    yield from read_inputs(found, **options)
 
 
 __all__ = [

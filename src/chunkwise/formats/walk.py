@@ -256,10 +256,11 @@ class Skipped:
         if self.ignored:
             parts.append(_ignored_tally(self.ignored))
         if not n and not big:
-            return f"skipped {'; '.join(parts)} (--all-files reads them)"
+            return f"skipped {'; '.join(parts)} (--no-gitignore reads them)"
         first = next((k for k, _ in _shown(self.large) if k.startswith(".")), None)
         first = first or next((k for k, _ in _shown(self.counts) if k.startswith(".")), ".ext")
-        return f"skipped {'; '.join(parts)} (--include '*{first}' reads a type anyway, --all-files reads every file)"
+        how = f"--include '*{first}' reads a type anyway, --all-files reads every file"
+        return f"skipped {'; '.join(parts)} ({how}{', --no-gitignore what .gitignore ignores' if self.ignored else ''})"
 
 
 def _ignored_tally(ignored: list[str]) -> str:
@@ -330,17 +331,24 @@ def walk_folder(
 ) -> Iterator[Found]:
     """Files under ``folder`` (sorted, hidden names skipped, ``keep(rel_path, os_path)`` filters), with one
     :class:`UnreadableFolder` per folder that could not be listed, in walk order. ``gitignore``: inside a
-    git work tree, leave out what its ``.gitignore`` files ignore (:mod:`.gitignore`), counted in ``skipped``."""
+    git work tree, leave out what its ``.gitignore`` files ignore (:mod:`.gitignore`), counted in ``skipped``;
+    a folder holding ``.git`` below ``folder`` (a repository inside it) is walked by its own rules."""
     from .gitignore import GitIgnore
 
-    rules = GitIgnore.for_folder(folder) if gitignore else None
+    # the rules each folder still to be walked is under: a folder holding ``.git`` starts its own
+    rules_at: dict[str, GitIgnore | None] = {folder: GitIgnore.for_folder(folder) if gitignore else None}
     problems: list[OSError] = []
     for root, dirs, files in os.walk(folder, onerror=problems.append):
         while problems:
             yield _folder_problem(problems.pop(0))
+        rules = rules_at.pop(root, None)
+        if gitignore and os.path.lexists(os.path.join(root, ".git")):
+            top = os.path.abspath(root)
+            rules = rules if rules is not None and rules.top == top else GitIgnore(top)
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         if rules is not None:
             dirs[:] = [d for d in dirs if not _ignored(rules, folder, os.path.join(root, d), True, skipped)]
+            rules_at.update((os.path.join(root, d), rules) for d in dirs)
         for f in sorted(files):
             if f.startswith("."):
                 continue

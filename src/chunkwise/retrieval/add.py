@@ -188,13 +188,15 @@ def input_sizes(docs: list[Document], found: list) -> dict[str, int]:
     return {d.source: len(d.text) for d in docs} | file_sizes(found)
 
 
-def collect_files(paths: list[str], include, exclude, all_files: bool, code: bool = False) -> list:
+def collect_files(
+    paths: list[str], include, exclude, all_files: bool, code: bool = False, gitignore: bool = True
+) -> list:
     """The files ``paths`` name (folders walked), listed before any is read; none without paths."""
     if not paths:
         return []
     from ..formats import collect_inputs
 
-    return collect_inputs(paths, include, exclude, all_files=all_files, code=code)
+    return collect_inputs(paths, include, exclude, all_files=all_files, code=code, gitignore=gitignore)
 
 
 def settle(index: Index, request: AddRequest, config: dict | None, lazy: bool, schema: int):

@@ -254,6 +254,7 @@ class Index(AbstractContextManager["Index", None]):
         exclude=[StrList(empty=True), None],
         all_files=InstanceOf(bool),
         code=InstanceOf(bool),
+        gitignore=InstanceOf(bool),
         load_options=[MappingOf(), None],
         batch_size=BATCH_SIZE,
         recreate=InstanceOf(bool),
@@ -272,6 +273,7 @@ class Index(AbstractContextManager["Index", None]):
         exclude: list[str] | None = None,
         all_files: bool = False,
         code: bool = False,
+        gitignore: bool = True,
         load_options: dict[str, Any] | None = None,
         batch_size: int = DEFAULT_BATCH,
         recreate: bool = False,
@@ -301,13 +303,14 @@ class Index(AbstractContextManager["Index", None]):
         :class:`~chunkwise.formats.SkippedFilesWarning` before anything is read. ``progress``: bars on a
         terminal, heartbeat lines elsewhere (:mod:`chunkwise.retrieval.progress`). ``notify(line)``: called for
         a document in a language the embedder does not read (before it is embedded). ``code=True``: folders
-        give source files too (``.py``, ``.js``...)."""
+        give source files too (``.py``, ``.js``...). ``gitignore=False``: a folder in a git work tree gives
+        what its ``.gitignore`` files ignore too."""
         from .add import AddInputs, add_request, collect_files, run_add, split_inputs, start_run, unchanged_report
 
         t0 = time.perf_counter()
         request = add_request(config, strategy, params, settings, recreate)
         docs, paths = split_inputs(inputs)
-        found = collect_files(paths, include, exclude, all_files, code)  # listed before any read
+        found = collect_files(paths, include, exclude, all_files, code, gitignore)  # listed before any read
         inputs_ = AddInputs(docs, found, load_options, prune)
         if quick := unchanged_report(self, request, inputs_, t0, progress):
             return quick  # nothing to do, decided from the store's snapshot (store/snapshot.py)

@@ -104,7 +104,12 @@ def import_ray():
 
 
 def list_files(
-    paths: list[str], include: list[str] | None, exclude: list[str] | None, all_files: bool = False, code: bool = False
+    paths: list[str],
+    include: list[str] | None,
+    exclude: list[str] | None,
+    all_files: bool = False,
+    code: bool = False,
+    gitignore: bool = True,
 ) -> tuple[list[str], list[InputError]]:
     """The files :func:`chunkwise.formats.iter_documents` would read, in its order (OS paths: each task
     reads one and gets the same source name as the local path, so doc ids match), and the problems the
@@ -113,7 +118,7 @@ def list_files(
 
     files: list[str] = []
     problems: list[InputError] = []
-    for item in list_inputs(paths, include, exclude, all_files=all_files, code=code):
+    for item in list_inputs(paths, include, exclude, all_files=all_files, code=code, gitignore=gitignore):
         if item.error is not None:
             problems.append(item.error)
         elif item.path == "-":
@@ -306,6 +311,7 @@ class RayIngest:
         exclude=None,
         all_files: bool = False,
         code: bool = False,
+        gitignore: bool = True,
         prune: bool = False,
         batch_size: int = 256,
         recreate: bool = False,
@@ -322,7 +328,7 @@ class RayIngest:
         markers = ix.store.markers()
         if ix.store.hybrid_note:
             report.notes.append(ix.store.hybrid_note)
-        files, unreadable = _scan(paths, include, exclude, all_files, report, code)
+        files, unreadable = _scan(paths, include, exclude, all_files, report, code, gitignore)
         report.timings["setup"] = time.perf_counter() - t0
         ray = self._init_ray()
         cpus = int(ray.cluster_resources().get("CPU", 1))
@@ -474,10 +480,12 @@ class RayIngest:
         self.index._write(batch.docs, plan.vectors, markers, embedder.model_id, report, bars, incomplete)
 
 
-def _scan(paths: list[str], include, exclude, all_files: bool, report: IndexReport, code=False) -> tuple[list, list]:
+def _scan(
+    paths: list[str], include, exclude, all_files: bool, report: IndexReport, code=False, gitignore=True
+) -> tuple[list, list]:
     """The files under ``paths`` and the folders that could not be read (their files are not pruned); every
     problem of the walk is a failure in ``report``."""
-    files, problems = list_files([os.fspath(p) for p in paths], include, exclude, all_files, code)
+    files, problems = list_files([os.fspath(p) for p in paths], include, exclude, all_files, code, gitignore)
     for problem in problems:
         report.failed.append((str(problem.source), problem.problem))
     return files, [p.path for p in problems if isinstance(p, UnreadableFolder)]
