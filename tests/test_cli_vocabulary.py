@@ -99,7 +99,7 @@ def test_embedder_factory_validates_like_strategies():
 
 
 def test_search_fusion_flags_need_hybrid(tmp_path, capsys):
-    assert main(["search", "q", "--db", str(tmp_path / "x.db"), "--dense", "--fusion", "zscore"]) == 2
-    assert "fusion applies only with hybrid on, and hybrid is off (hybrid=false, --dense)" in capsys.readouterr().err
+    assert main(["search", "q", "--db", str(tmp_path / "x.db"), "--dense", "--fusion", "rrf"]) == 2
+    assert "--fusion applies only with hybrid on, and hybrid is off (--dense)" in capsys.readouterr().err
     assert main(["search", "q", "--db", str(tmp_path / "x.db"), "--dense", "--hybrid"]) == 2
     assert "contradict" in capsys.readouterr().err

@@ -301,3 +301,17 @@ def test_pool_chunks_reports_empty_spans():
     assert empty == [1]
     np.testing.assert_allclose(pooled[0], [0.5, 0.5, 0])
     np.testing.assert_allclose(pooled[2], [0, 0, 1])
+
+
+def test_a_bad_late_option_is_refused_before_the_collection_records_it(tmp_path):
+    """``Index.add`` checks ``late_options`` before it writes the collection's record: the refused run leaves
+    the next valid one working, not refused for options it never used."""
+    import chunkwise
+
+    doc = Document("The pump needs a new seal. Lunch is at noon.", source="<t>")
+    with chunkwise.Index(tmp_path / "late.db", embedder=FakeEmbedder()) as ix:
+        for bad in ({"late_window": 0}, {"late_window": 100000}, {"overlap": -1}):
+            with pytest.raises(ConfigError):
+                ix.add([doc], strategy="sentence", late=True, late_options=bad)
+        report = ix.add([doc], strategy="sentence", late=True)
+        assert report.documents == 1 and not report.failed

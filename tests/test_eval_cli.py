@@ -154,6 +154,9 @@ def test_bad_input_is_one_line(dataset, tmp_path, capsys):  # noqa: F811
     assert "unknown metric" in capsys.readouterr().err
     assert main(["eval", dataset.path, "--run", "fixed:bogus=1"]) == 2
     assert "has no parameter bogus" in capsys.readouterr().err
+    assert main(["eval", dataset.path, "--strategy", "fixed", "--dense", "--rrf-k", "9"]) == 2
+    err = capsys.readouterr().err  # the flags, named as flags
+    assert err.count("\n") == 1 and "--rrf-k applies only with hybrid on, and hybrid is off (--dense)" in err
 
 
 def test_eval_default_is_hybrid_and_dense_opts_out(dataset, capsys):  # noqa: F811

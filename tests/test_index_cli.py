@@ -99,6 +99,25 @@ def test_partial_failure_exit_code_and_config_mismatch(corpus, capsys):
 
 
 @pytest.mark.parametrize(
+    "bad, message",
+    [
+        (("--late-window", "0"), "late_window must be an int in [2, inf), got 0"),
+        (("--late-window", "100000"), "late_window (100000) is larger than the embedder's model_window (510"),
+        (("--late-overlap", "-1"), "overlap must be an int in [0, 256), got -1"),
+    ],
+)
+def test_a_bad_late_option_leaves_no_record_behind(corpus, capsys, bad, message):
+    """The late-chunking options are checked before the collection records them: the run that fails leaves
+    the next valid run working (it used to record ``late_window=0`` and refuse every later run)."""
+    code, out, err = run(capsys, "index", "kb", "--db", "t2.db", "--late", *bad)
+    assert code == 2 and out == "" and err.count("\n") == 1 and message in err, err
+    code, _, err = run(capsys, "index", "kb", "--db", "t2.db", "--late")
+    assert code == 0 and "3 indexed" in err, err
+    code, out, err = run(capsys, "search", "conductor tickets", "--db", "t2.db", "-k", "1", "--format", "jsonl")
+    assert code == 0 and json.loads(out)["source"] == "kb/trains.txt", err
+
+
+@pytest.mark.parametrize(
     "argv, message",
     [
         (("search", ""), "the query is empty"),

@@ -45,41 +45,81 @@ def client(db):
         yield c
 
 
+def cli_refusal(**given) -> str:
+    with pytest.raises(ConfigError) as info:
+        PipelineConfig().with_settings(flags=True, **given)
+    return info.value.problem
+
+
 def test_the_rule_is_declared_on_the_settings():
     assert {n for n, st in SETTINGS.items() if st.requires == "hybrid"} == {"fusion", "rrf_k", "dense_weight"}
     message = refusal(hybrid=False, fusion="rrf")
-    assert message.startswith("fusion applies only with hybrid on, and hybrid is off")
-    assert "--dense" in message  # the switch's flag, for the command line's user
+    assert message == "fusion applies only with hybrid on, and hybrid is off (hybrid=false): drop one or the other"
+    assert "--" not in message  # Python's, a file's and the web API's names, no flag
     assert refusal(hybrid=False, rrf_k=9, dense_weight=0.5).startswith("rrf_k and dense_weight apply")
 
 
-@pytest.mark.parametrize("given", [{"fusion": "rrf"}, {"rrf_k": 9}, {"dense_weight": 0.5}, {"fusion": "zscore"}])
-def test_every_front_end_refuses_fusion_without_hybrid_in_the_same_words(db, client, tmp_path, capsys, given):
+def test_the_command_line_names_its_flags():
+    message = cli_refusal(hybrid=False, rrf_k=9)
+    assert message == "--rrf-k applies only with hybrid on, and hybrid is off (--dense): drop one or the other"
+    assert cli_refusal(hybrid=False, fusion="rrf", rrf_k=9, dense_weight=0.5).startswith(
+        "--fusion, --rrf-k and --dense-weight apply only with hybrid on"
+    )
+
+
+@pytest.mark.parametrize("given", [{"fusion": "rrf"}, {"rrf_k": 9}, {"dense_weight": 0.5}])
+def test_every_front_end_refuses_fusion_without_hybrid_in_its_own_words(db, client, tmp_path, capsys, given):
     message = refusal(hybrid=False, **given)
+    name = next(iter(given))
+    assert message.startswith(f"{name} applies") and "(hybrid=false)" in message
     # the Python API
     with chunkwise.Index(db, embedder=FakeEmbedder()) as ix, pytest.raises(ConfigError) as info:
         ix.search("seal", hybrid=False, **given)
     assert info.value.problem == message
-    # the web API
+    # the web API: the JSON fields' names
     response = client.post("/search", json={"query": "seal", "hybrid": False, **given})
     assert response.status_code == 400 and response.json()["error"] == message
     response = client.post("/ask", json={"question": "seal?", "hybrid": False, **given})
     assert response.status_code == 400 and response.json()["error"] == message
-    # the command line (the flags, or the file's hybrid off with a fusion flag)
-    flags = [f"--{name.replace('_', '-')}={value}" for name, value in given.items()]
+    # the command line: the flags (or the file's hybrid off with a fusion flag), named as flags
+    flag = f"--{name.replace('_', '-')}"
+    flagged = f"{flag} applies only with hybrid on, and hybrid is off (--dense): drop one or the other"
+    flags = [f"{flag}={value}" for value in given.values()]
     assert main(["search", "seal", "--db", str(db), "--dense", *flags]) == 2
-    assert message in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert flagged in err and f" {name} " not in err
     dense = tmp_path / "dense.json"
     dense.write_text(json.dumps({"run": {"hybrid": False}}))
     assert main(["search", "seal", "--db", str(db), "--config", str(dense), *flags]) == 2
-    assert message in capsys.readouterr().err
-    # a configuration file that holds both
+    assert flagged in capsys.readouterr().err
+    # a configuration file that holds both: the file's names
     both = tmp_path / "both.json"
     both.write_text(json.dumps({"run": {"hybrid": False, **given}}))
-    if given != {"fusion": "zscore"}:  # a file may spell out a default; only a value that changes something
-        with pytest.raises(ConfigError) as info:
-            PipelineConfig.load(both)
-        assert info.value.problem == message.replace(f"{message.split(' ')[0]}", next(iter(given)), 1)
+    with pytest.raises(ConfigError) as info:
+        PipelineConfig.load(both)
+    assert info.value.problem == message
+
+
+@pytest.mark.parametrize("name", ["fusion", "rrf_k", "dense_weight"])
+def test_a_default_spelled_out_with_hybrid_off_is_no_conflict(db, client, tmp_path, capsys, monkeypatch, name):
+    """Code that forwards every setting of a configuration (``hybrid=False, fusion="zscore"``) keeps
+    working: only a value other than the default is refused."""
+    given = {name: SETTINGS[name].default}  # the declared default, spelled out
+    assert PipelineConfig().overridden(("search",), {"hybrid": False, **given}, "search").hybrid is False
+    with chunkwise.Index(db, embedder=FakeEmbedder()) as ix:
+        hits = ix.search("seal", k=2, hybrid=False, **given)
+        assert hits and all(h.bm25_rank is None for h in hits)
+        assert ix.search("seal", k=2, **PipelineConfig(hybrid=False).search_options(), **given)
+    response = client.post("/search", json={"query": "seal", "hybrid": False, **given})
+    assert response.status_code == 200 and response.json()["results"]
+    path = tmp_path / "both.json"
+    path.write_text(json.dumps({"run": {"hybrid": False, **given}}))
+    assert PipelineConfig.load(path).hybrid is False
+    monkeypatch.setattr(chunkwise.embeddings, "get_embedder", lambda *a, **k: FakeEmbedder())
+    flags = [f"--{n.replace('_', '-')}={v}" for n, v in given.items()]
+    assert main(["search", "seal", "--db", str(db), "--dense", *flags, "--format", "jsonl"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert rows and all(r["bm25_rank"] is None for r in rows)
 
 
 def test_an_evaluation_run_refuses_it_in_the_same_words():

@@ -150,11 +150,13 @@ def _specs(args):
 def flag_settings(args) -> dict:
     """The settings of ``Index.add`` and ``Index.search`` given as flags, each checked by its declaration
     (``{}`` when none)."""
-    from ..pipeline.config import SETTINGS
+    from ..pipeline.config import SETTINGS, PipelineConfig
     from .options import settings_given
 
     checked = {name: SETTINGS[name].check(name, v) for name, v in settings_given(args, "index", "search").items()}
-    return {name: v for name, v in checked.items() if v is not None}
+    given = {name: v for name, v in checked.items() if v is not None}
+    PipelineConfig().with_settings(flags=True, **given)  # flags that contradict each other, named as flags
+    return given
 
 
 def apply_flag_settings(spec, given: dict, override: bool = False) -> None:

@@ -381,7 +381,7 @@ def retrieval_settings(args: argparse.Namespace) -> dict:
 
     config = pipeline_config(args.config) if getattr(args, "config", None) else PipelineConfig()
     # a fusion flag with hybrid off (--dense, or the file's) is refused as Index.search and the web API do
-    return config.with_settings(**settings_given(args, "search")).search_options()
+    return config.with_settings(flags=True, **settings_given(args, "search")).search_options()
 
 
 def expand_settings(args: argparse.Namespace) -> dict:

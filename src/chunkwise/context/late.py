@@ -214,6 +214,12 @@ def _renamed_window(late_window: int | None, window: int | None) -> int | None:
     return window
 
 
+def check_late_options(options: dict, limit: int = 0) -> None:
+    """Refuse a bad late-chunking option (``late_window``, ``overlap``) as :func:`document_token_vectors`
+    would, before the collection records it; ``limit``: the embedder's ``model_window`` (0: not known)."""
+    _check_window(options.get("late_window"), options.get("overlap"), limit, bool(options.get("macro", True)))
+
+
 def _check_window(window: int | None, overlap: int | None, limit: int, macro: bool = True) -> tuple[int, int]:
     if window is None:
         # one pass over as much as the model reads when windowing is off; otherwise windows of the length

@@ -577,14 +577,14 @@ class PipelineConfig:
         checked = replace(self, **{name: SETTINGS[name].check(name, value) for name, value in merged.items()})
         return check_combinations(checked, settings)
 
-    def with_settings(self, **settings: Any) -> PipelineConfig:
+    def with_settings(self, *, flags: bool = False, **settings: Any) -> PipelineConfig:
         """A copy with some settings replaced (``None`` values left as they are), checked: how command-line
-        flags override a ``--config`` file."""
+        flags override a ``--config`` file (``flags``: a refusal names them as flags, ``--rrf-k``)."""
         given = {k: v for k, v in settings.items() if v is not None}
         unknown = sorted(set(given) - {f.name for f in fields(self)})
         if unknown:
             raise ConfigError(f"unknown setting {', '.join(unknown)}")
-        return check_combinations(replace(self, **given)._checked(), given)
+        return check_combinations(replace(self, **given)._checked(), given, flags=flags)
 
 
 #: every setting of the ``run`` mapping, in the order of the fields that declare them
@@ -593,30 +593,31 @@ SETTINGS: dict[str, Setting] = {
 }
 
 
-def check_combinations(config: PipelineConfig, given: Collection[str]) -> PipelineConfig:
+def check_combinations(config: PipelineConfig, given: Collection[str], *, flags: bool = False) -> PipelineConfig:
     """The one check of how settings combine (:attr:`Setting.requires`), for every front end: a setting that
     applies only while a switch is on (``fusion``, ``rrf_k``, ``dense_weight`` under ``hybrid``) is refused
-    when the switch is off and it was ``given`` (keyword arguments, flags, a request's JSON fields), or set
-    away from its default in ``config`` itself (a file, a run). Left over from ``config`` when ``given``
-    turns the switch off (``--dense`` over a file with ``"fusion": "rrf"``), it goes back to its default."""
+    when the switch is off and its value is not its default, where it was ``given`` (keyword arguments, flags,
+    a request's JSON fields) or the switch was not (a file, a run). A default spelled out is no conflict:
+    code that forwards every setting of a configuration keeps working. Left over from ``config`` when
+    ``given`` turns the switch off (``--dense`` over a file with ``"fusion": "rrf"``), it goes back to its
+    default. The refusal names the settings as the front end does: ``flags`` for the command line's
+    (``--rrf-k``, ``--dense``), else Python's, the files' and the web API's (``rrf_k``, ``hybrid=false``)."""
     offending: dict[str, list[str]] = {}
     resets: dict[str, Any] = {}
     for name, st in SETTINGS.items():
         switch = st.requires
-        if switch is None or getattr(config, switch):
+        if switch is None or getattr(config, switch) or getattr(config, name) == st.default:
             continue
-        if name in given or (switch not in given and getattr(config, name) != st.default):
+        if name in given or switch not in given:
             offending.setdefault(switch, []).append(name)
-        elif getattr(config, name) != st.default:
+        else:
             resets[name] = st.default
     for switch, names in offending.items():
-        flag = SETTINGS[switch].flag_name(switch)
+        spelled = [SETTINGS[n].flag_name(n) if flags else n for n in names]
+        off = SETTINGS[switch].flag_name(switch) if flags else f"{switch}=false"
         verb = "applies" if len(names) == 1 else "apply"
-        listed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
-        raise ConfigError(
-            f"{listed} {verb} only with {switch} on, and {switch} is off "
-            f"({switch}=false{', ' + flag if flag else ''}): drop one or the other"
-        )
+        listed = spelled[0] if len(spelled) == 1 else f"{', '.join(spelled[:-1])} and {spelled[-1]}"
+        raise ConfigError(f"{listed} {verb} only with {switch} on, and {switch} is off ({off}): drop one or the other")
     return replace(config, **resets) if resets else config
 
 

@@ -36,7 +36,13 @@ def printable(value: Any) -> Any:
 
 def check_add_options(run: PipelineConfig) -> None:
     """Refuse bad options of ``run``'s context mode before the collection is touched (the configuration's
-    own check has refused a bad vector mode, context mode or late-chunking option)."""
+    own check has refused a bad vector mode, context mode or late-chunking option name), and a late-chunking
+    value that is out of range (``late_window`` 0): a collection records what it was built with, so a run
+    that would fail at its first document must fail before the record is written."""
+    if run.late:
+        from ..context.late import check_late_options
+
+        check_late_options(run.late_options)
     if run.context is not None and run.context != "llm":  # check the options now, not at the first document
         from ..context import contextualize
 

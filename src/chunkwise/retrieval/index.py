@@ -214,6 +214,12 @@ class Index(AbstractContextManager["Index", None]):
                 )
             self.store.open()
         else:
+            late = request.config.late_options if request.config.late else {}
+            if late.get("late_window") is not None or late.get("overlap") is not None:
+                from ..context.late import check_late_options
+
+                # against the embedder's own window now, not at the first document, after the record
+                check_late_options(late, int(getattr(embedder, "model_window", 0) or 0))
             self.store.create(new, embedder.dim, replace=request.recreate)  # create-if-absent, atomic on the server
         return strat, embedder
 
