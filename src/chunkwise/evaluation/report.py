@@ -76,7 +76,8 @@ def baseline_marks(report: EvaluationReport, metric: str) -> dict[str, str]:
         if c is None:
             continue
         # comparison stores base - run; show run - base
-        d, lo, hi = -c.diff * scale, -c.hi * scale, -c.lo * scale
+        # + 0.0 turns a negated 0.0 into 0.0: a bound at 0 printed "-0.0" read as excluding 0
+        d, lo, hi = (-x * scale + 0.0 for x in (c.diff, c.hi, c.lo))
         mark = "" if c.significant else f" {NS_MARK}"
         out[r.name] = f"{d:+.1f} [{lo:+.1f}, {hi:+.1f}]{mark}"
     return out
