@@ -119,11 +119,15 @@ def run_questions(args) -> int:
     m = qs.manifest
     rejected = ", ".join(f"{v} {k}" for k, v in m["rejected"].items()) or "none"
     print(
-        f"wrote {out}: {m['kept']} {method} questions over {m['documents']} documents "
-        f"({m['kept']} of {m['requested']} asked; rejected: {rejected})"
+        f"wrote {out}: {m['kept']} questions (method {method}) over {m['documents']} documents "
+        f"({m['kept']} of the {m['requested']} asked for; rejected: {rejected})"
     )
     if m["kept"] < m["requested"] and not args.quiet:
-        print(f"chunkwise: only {m['kept']} questions could be made from {m['passages']} passages", file=sys.stderr)
+        print(
+            f"chunkwise: only {m['kept']} of the {m['requested']} questions asked for could be made "
+            f"({m['passages']} passages to ask about)",
+            file=sys.stderr,
+        )
     print(f"next: chunkwise tune {out} --trials 30 -o best.json   # or chunkwise eval {out} --run ...")
     return 0
 
