@@ -22,7 +22,11 @@ reads them:
   (``MAX_SEGMENT_ROWS``), so the small files of incremental runs are still merged and a bulk run's flushed
   files are not; forced merges above 32 files (which, with segments this size, would rewrite the same files
   on every flush) are off (``MAX_DATA_FILES``). A corpus then keeps one file per memtable flush (16 MB of
-  rows, about 4,000 chunks of 256 words): about 20 at 100 MB of text.
+  rows, about 4,000 chunks of 256 words): about 20 at 100 MB of text. Since those files are not merged, a
+  file whose rows are :data:`DEAD_SHARE` or more dead (deleted, or replaced by a newer row: what re-indexing
+  leaves) is rewritten alone without them, so the disk and the tombstones do not grow with every re-index.
+  A merge hands the tables it reads to the segments it replaces (:func:`_handing`): a read holding those
+  segments in its snapshot reads them after their files are deleted.
 
 All three are installed by :func:`bound_engine_memory` when chunkwise opens a Milvus Lite database in process; a
 milvus-lite without these internals is left as it is.
