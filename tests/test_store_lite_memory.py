@@ -59,11 +59,18 @@ def dump(db: str) -> dict:
         scanned = ix.store.scan_chunks(["id", "doc_id", "chunk_index", "text", "vector"])
         rows = sorted((r | {"vector": [round(x, 6) for x in r["vector"]]} for r in scanned), key=lambda r: r["id"])
         searches = [
-            [(h.id, round(h.score, 9)) for h in ix.search(q, k=5, hybrid=hybrid)]
+            ranked([(h.id, round(h.score, 9)) for h in ix.search(q, k=5, hybrid=hybrid)])
             for q in ("keeper lamp", "honey queen bee", "night train ticket")
             for hybrid in (True, False)
         ]
     return {"rows": rows, "searches": searches}
+
+
+def ranked(hits: list[tuple[str, float]]) -> list:
+    """The scores in order, and the hits of each score but the lowest (which k may cut) as a set: hits of
+    equal score have no order, and the layout of the files (which merges and rewrites change) picks one."""
+    scores = [score for _, score in hits]
+    return [scores, [sorted(i for i, s in hits if s == score) for score in sorted(set(scores))[1:]]]
 
 
 def build(db: Path, mode: str) -> dict:
@@ -196,3 +203,68 @@ def test_a_milvus_lite_release_it_was_not_tested_against_is_left_as_it_ships(mon
     shipped = collection.Segment
     assert lite_memory.bound_engine_memory() is False
     assert collection.Segment is shipped
+
+
+def collection_of(ix: Index):
+    return ix.store.connect()._db.get_collection(ix.store.collection)
+
+
+def test_a_read_that_holds_segments_a_merge_replaces_still_reads_them(tmp_path):
+    # Milvus Lite reads its snapshot of the segments outside its lock: a merge may delete their files meanwhile
+    with Index(tmp_path / "t.db", embedder=FakeEmbedder()) as ix:
+        for batch in range(3):
+            ix.add(corpus(batch), strategy=lines())
+        col = collection_of(ix)
+        col._wait_for_bg()
+        col.flush()
+        snapshot = col._segments_snapshot()  # what a search takes under the lock
+        assert all(s._held is None for s in snapshot)  # the writes kept no table: each is read back from its file
+        keys = [list(s.pks) for s in snapshot]
+        for batch in range(3, 6):  # more flushes: the merge replaces the snapshot's segments, deletes their files
+            ix.add(corpus(batch), strategy=lines())
+        col._wait_for_bg()
+        replaced = [s for s in snapshot if s not in col._segment_cache.values()]
+        assert replaced and not any(Path(s.file_path).exists() for s in replaced)
+        assert [s.table.column("id").to_pylist() for s in snapshot] == keys
+
+
+def versions(v: int) -> list[Document]:
+    """The same eight documents, their text changed in every version."""
+    return [
+        Document(
+            "\n".join(f"{WORDS[(n + line + v) % len(WORDS)]} version {v} line {line}" for line in range(12)),
+            source=f"kb/{n}.txt",
+        )
+        for n in range(8)
+    ]
+
+
+def rows_on_disk(col) -> int:
+    import pyarrow.parquet as pq
+
+    return sum(
+        pq.ParquetFile(Path(col._data_dir) / "partitions" / partition / rel).metadata.num_rows
+        for partition, rels in col._manifest.get_all_data_files().items()
+        for rel in rels
+    )
+
+
+def test_rows_re_indexing_deletes_leave_the_disk_and_their_tombstones_go(tmp_path, monkeypatch):
+    import milvus_lite.engine.compaction as compaction
+
+    assert lite_memory.bound_engine_memory()
+    # scaled down: files of 32 rows or more are not merged (as files of a flush are, with MERGE_ROWS rows)
+    monkeypatch.setattr(compaction, "MAX_SEGMENT_ROWS", 16)
+    with Index(tmp_path / "t.db", embedder=FakeEmbedder()) as ix:
+        on_disk = []
+        for v in range(8):
+            ix.add(versions(v), strategy=lines())  # each version deletes the last one's 96 chunks
+            col = collection_of(ix)
+            col._wait_for_bg()
+            on_disk.append((rows_on_disk(col), len(col._delta_index)))
+        live = ix.count()
+        assert live == 8 * 12
+        texts = [r["text"] for r in ix.store.scan_chunks(["text"])]
+        assert len(texts) == live and all("version 7 " in t for t in texts)
+    assert max(rows for rows, _ in on_disk) <= 2 * live, on_disk  # never more than one dead version on disk
+    assert max(tombstones for _, tombstones in on_disk) <= 2 * live, on_disk

@@ -22,7 +22,11 @@ reads them:
   (``MAX_SEGMENT_ROWS``), so the small files of incremental runs are still merged and a bulk run's flushed
   files are not; forced merges above 32 files (which, with segments this size, would rewrite the same files
   on every flush) are off (``MAX_DATA_FILES``). A corpus then keeps one file per memtable flush (16 MB of
-  rows, about 4,000 chunks of 256 words): about 20 at 100 MB of text.
+  rows, about 4,000 chunks of 256 words): about 20 at 100 MB of text. Since those files are not merged, a
+  file whose rows are :data:`DEAD_SHARE` or more dead (deleted, or replaced by a newer row: what re-indexing
+  leaves) is rewritten alone without them, so the disk and the tombstones do not grow with every re-index.
+  A merge hands the tables it reads to the segments it replaces (:func:`_handing`): a read holding those
+  segments in its snapshot reads them after their files are deleted.
 
 All three are installed by :func:`bound_engine_memory` when chunkwise opens a Milvus Lite database in process; a
 milvus-lite without these internals is left as it is.
@@ -31,6 +35,7 @@ milvus-lite without these internals is left as it is.
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import weakref
 from collections import OrderedDict
@@ -47,6 +52,9 @@ TESTED_RELEASES = ("3.2",)
 #: forced merges above this many files (Milvus Lite: 32) are off: with small merges they would rewrite the
 #: same full files on every flush
 MAX_FILES = 1 << 20
+#: a file whose rows are this share dead (deleted, or replaced by a newer row of the same key) is rewritten
+#: alone, without them: what re-indexing deletes leaves the disk, and its tombstones can be dropped
+DEAD_SHARE = 0.25
 
 _lock = threading.RLock()
 _recent: OrderedDict[int, tuple[Any, Any]] = OrderedDict()  # id(segment) -> (segment, table)
@@ -83,28 +91,48 @@ def reading() -> Iterator[None]:
         _reads.depth -= 1
 
 
+def _recent_table(segment: Any) -> Any:
+    with _lock:
+        hit = _recent.get(id(segment))
+        if hit is None or hit[0] is not segment:
+            return None
+        _recent.move_to_end(id(segment))
+        if _reading():
+            segment._held = hit[1]
+        return hit[1]
+
+
+def _read_back(segment: Any, read: Any) -> Any:
+    try:
+        return read(segment.file_path)
+    except FileNotFoundError:
+        # a merge deleted the file after this read looked for its table: it handed the table over first
+        kept = getattr(segment, "_kept", None)
+        if kept is None:
+            raise
+        return kept
+
+
 def _make_lazy(segment_class: Any) -> type:
     from milvus_lite.storage import segment as segment_module
 
     class LazySegment(segment_class):
         """A Milvus Lite segment whose table is read back from its Parquet file when it is not held."""
 
-        __slots__ = ("_held", "__weakref__")
+        __slots__ = ("_held", "_kept", "__weakref__")
 
         @property
         def table(self):
+            # held by a read, or handed over by the merge that replaced this segment (its file gone or going)
             held = getattr(self, "_held", None)
+            if held is None:
+                held = getattr(self, "_kept", None)
             if held is not None:
                 return held
-            with _lock:
-                hit = _recent.get(id(self))
-                if hit is not None and hit[0] is self:
-                    _recent.move_to_end(id(self))
-                    table = hit[1]
-                    if _reading():
-                        self._held = table
-                    return table
-            table = segment_module.read_data_file(self.file_path)
+            table = _recent_table(self)
+            if table is not None:
+                return table
+            table = _read_back(self, segment_module.read_data_file)
             self._keep(table)
             return table
 
@@ -183,6 +211,118 @@ def _arrow_data_table(original: Any) -> Any:
     return build
 
 
+def _handing(read: Any) -> Any:
+    """The merge's reader of the files it replaces: each table read is handed to the segments of that file
+    before the merge deletes it, since a read may hold them in a snapshot taken before the merge (Milvus Lite
+    reads its snapshot outside its lock) and read their tables after the file is gone. A merge reads at most
+    :data:`MERGE_ROWS` rows, or one file, so what is handed over is bounded; it lives as long as the replaced
+    segments do (until the reads that hold them end)."""
+
+    def read_data_file(path: str, *args: Any, **kwargs: Any) -> Any:
+        table = read(path, *args, **kwargs)
+        target = os.path.normpath(path)
+        with _lock:
+            for segment in list(_segments):
+                if getattr(segment, "_kept", None) is None and os.path.normpath(segment.file_path) == target:
+                    segment._kept = table
+        return table
+
+    read_data_file.handing = read  # type: ignore[attr-defined]
+    return read_data_file
+
+
+def _hand_over_merged_tables(compaction: Any) -> None:
+    """The merge's reader wrapped by :func:`_handing`, whatever reader is bound there now (``store/lite.py``
+    binds its own each time it opens a database, before this is called)."""
+    if not hasattr(compaction.read_data_file, "handing"):
+        compaction.read_data_file = _handing(compaction.read_data_file)
+
+
+class _DeadRows:
+    """Milvus Lite's tombstones, and rows a newer row of the same key replaced (what a merge of one file
+    cannot see by itself): the rows a rewrite drops. Only ``__len__`` and ``is_deleted`` are asked by a merge."""
+
+    def __init__(self, tombstones: Any, newest: dict[Any, int]) -> None:
+        self._tombstones = tombstones
+        self._newest = newest
+
+    def __len__(self) -> int:
+        return 1
+
+    def is_deleted(self, key: Any, seq: int) -> bool:
+        return self._newest.get(key, -1) > seq or self._tombstones.is_deleted(key, seq)
+
+
+def _file_keys(manager: Any, path: str, held: dict[str, Any]) -> tuple[list[Any], list[int]]:
+    segment = held.get(os.path.normpath(path))
+    if segment is not None:
+        return list(segment.pks), [int(s) for s in segment.seqs]
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path, columns=[manager._pk_name, "_seq"])
+    return table.column(manager._pk_name).to_pylist(), table.column("_seq").to_pylist()
+
+
+def _rewrite_dead_files(manager: Any, partition: str, manifest: Any, tombstones: Any) -> bool:
+    """Rewrite alone each file of *partition* whose share of dead rows (deleted, or replaced by a newer row)
+    has reached :data:`DEAD_SHARE`: merges leave files of :data:`MERGE_ROWS` // 2 rows or more as they are, so
+    without this the rows that re-indexing deletes or replaces would stay on disk, and their tombstones with
+    them. One file at a time: the memory of a flush."""
+    files = list(manifest.get_data_files(partition))
+    if not files:
+        return False
+    partition_dir = os.path.join(manager._data_dir, "partitions", partition)
+    with _lock:
+        held = {os.path.normpath(s.file_path): s for s in list(_segments) if getattr(s, "_kept", None) is None}
+    keys: dict[str, tuple[list[Any], list[int]]] = {}
+    newest: dict[Any, int] = {}
+    for rel in files:
+        path = os.path.join(partition_dir, rel)
+        try:
+            pks, seqs = keys[rel] = _file_keys(manager, path, held)
+        except OSError:
+            return False
+        for key, seq in zip(pks, seqs):
+            if newest.get(key, -1) < seq:
+                newest[key] = seq
+    dead = _DeadRows(tombstones, newest)
+    rewritten = False
+    for rel in files:
+        pks, seqs = keys[rel]
+        gone = sum(1 for key, seq in zip(pks, seqs) if dead.is_deleted(key, seq))
+        if gone and gone >= DEAD_SHARE * len(pks):
+            manager._compact_files(partition, partition_dir, [rel], manifest, dead)
+            rewritten = True
+    if rewritten:
+        manager._gc_tombstones(manifest, tombstones)
+    return rewritten
+
+
+def _bounded_compaction(manager_class: Any) -> None:
+    """Merges that hand the tables they read to the segments they replace, and rewrite files full of dead rows."""
+    compact_files = manager_class._compact_files
+    maybe_compact = manager_class.maybe_compact
+
+    def _compact_files(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return compact_files(self, *args, **kwargs)
+        finally:  # a merge that failed, or a file pinned by a snapshot: the segment reads its file again
+            with _lock:
+                for segment in list(_segments):
+                    if getattr(segment, "_kept", None) is not None and os.path.exists(segment.file_path):
+                        segment._kept = None
+
+    def _maybe_compact(self: Any, partition: str, manifest: Any, delta_index: Any) -> bool:
+        if maybe_compact(self, partition, manifest, delta_index):
+            return True
+        return _rewrite_dead_files(self, partition, manifest, delta_index)
+
+    _compact_files.original = compact_files  # type: ignore[attr-defined]
+    _maybe_compact.original = maybe_compact  # type: ignore[attr-defined]
+    manager_class._compact_files = _compact_files
+    manager_class.maybe_compact = _maybe_compact
+
+
 def bound_engine_memory() -> bool:
     """Install the lazy segments and the bounded merges in this process's Milvus Lite (once); ``False`` where
     its internals are not those this was written for."""
@@ -199,16 +339,24 @@ def bound_engine_memory() -> bool:
         return False
     current = getattr(collection, "Segment", None)
     if getattr(current, "__name__", "") == "LazySegment":
+        _hand_over_merged_tables(compaction)  # again: opening a database may have bound another reader
         return True
     base = getattr(segment, "Segment", None)
     needed = ("table", "vectors", "file_path", "_vector_field", "_vector_data_by_field")
     if current is not base or not isinstance(base, type) or not all(hasattr(base, n) for n in needed):
         return False
-    if not all(hasattr(compaction, n) for n in ("MAX_SEGMENT_ROWS", "MAX_DATA_FILES")):
+    manager: Any = getattr(compaction, "CompactionManager", None)
+    needed_compaction = ("MAX_SEGMENT_ROWS", "MAX_DATA_FILES", "read_data_file")
+    if not all(hasattr(compaction, n) for n in needed_compaction) or not all(
+        hasattr(manager, n) for n in ("_compact_files", "maybe_compact", "_gc_tombstones")
+    ):
         return False
     collection.Segment = _make_lazy(base)  # type: ignore[attr-defined]
     compaction.MAX_SEGMENT_ROWS = MERGE_ROWS // 2  # type: ignore[attr-defined]
     compaction.MAX_DATA_FILES = MAX_FILES  # type: ignore[attr-defined]
+    _hand_over_merged_tables(compaction)
+    if not hasattr(manager.maybe_compact, "original"):
+        _bounded_compaction(manager)
     with contextlib.suppress(ImportError):
         memtable = importlib.import_module("milvus_lite.storage.memtable").MemTable
         current_build = getattr(memtable, "_build_data_table", None)
@@ -217,4 +365,4 @@ def bound_engine_memory() -> bool:
     return True
 
 
-__all__ = ["MERGE_ROWS", "RECENT_TABLES", "TESTED_RELEASES", "bound_engine_memory", "reading", "writing"]
+__all__ = ["DEAD_SHARE", "MERGE_ROWS", "RECENT_TABLES", "TESTED_RELEASES", "bound_engine_memory", "reading", "writing"]
