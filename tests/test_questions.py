@@ -231,7 +231,9 @@ def test_llm_questions_locate_excerpts_reject_the_rest_and_are_cached(kb, tmp_pa
     assert 0.0 <= measures["copied_share"] <= 1.0 and measures["median_words"] > 0
     ds = load_dataset(tmp_path / "ds")
     rows = [json.loads(line) for line in (tmp_path / "ds" / "queries.jsonl").read_text().splitlines()]
-    assert ds.problems == [] and len(rows) == manifest["kept"] > 0 and f"{manifest['kept']} questions (method llm)" in out
+    assert (
+        ds.problems == [] and len(rows) == manifest["kept"] > 0 and f"{manifest['kept']} questions (method llm)" in out
+    )
     assert {r["style"] for r in rows} <= {"factoid", "why", "multi"} and len({r["style"] for r in rows}) > 1
     for r in rows:  # re-cased, re-spaced excerpts were aligned back onto the exact text
         ref = r["references"][0]
