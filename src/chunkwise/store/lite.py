@@ -319,6 +319,18 @@ class LiteClient:
         with self._call():
             self._collection(collection_name).flush()
 
+    def settle(self, collection_name: str, timeout: float | None = None) -> None:
+        """Wait for the merges a flush started in the engine's background thread: until they end, the
+        collection's files keep changing (a snapshot's fingerprint taken before would not match them). The
+        engine's close waits for the same work, so a caller about to close loses no time."""
+        with self._call():
+            wait = getattr(self._collection(collection_name), "_wait_for_bg", None)
+        if wait is not None:  # a milvus-lite without it merges in the flush itself, or not at all
+            try:
+                wait(timeout)
+            except Exception as exc:  # noqa: BLE001 - a timeout, or the engine's own failure
+                raise LiteCallError(" ".join(str(exc).split()) or type(exc).__name__) from exc
+
     def get(self, collection_name: str, ids: Iterable[Any], output_fields: list[str] | None = None) -> list[dict]:
         with self._read():
             col = self._collection(collection_name)

@@ -241,6 +241,8 @@ def capture(store: MilvusStore) -> dict[str, Any] | None:
         client = store.connect()
         for name in (store.collection, store.state_collection):  # sealed now, not by the close (it would
             client.flush(name)  # change the files after the fingerprint below)
+            if hasattr(client, "settle"):  # and the merges the flush started in the background ended
+                client.settle(name)  # unbounded, as the close that follows waits for it anyway
         markers = [[m.doc_id, m.source, m.content_hash, m.chunks, m.complete] for m in store.markers().values()]
         count, note = store.count(), store.hybrid_note
         return {
