@@ -16,7 +16,6 @@ import argparse
 import json
 import shutil
 import sys
-import textwrap
 import warnings
 from typing import Any, TextIO
 
@@ -27,18 +26,15 @@ from .options import add_input_options, input_options, parse_size  # noqa: F401 
 
 
 def register(subparsers) -> None:
-    import textwrap
-
     from .options import add_chunking_options
     from .strategies import strategies_epilog
 
     p = add_command(
         subparsers,
         "chunk",
-        description=textwrap.fill(
-            "Chunk documents (text, Markdown, HTML, PDF, WebVTT, SRT, SBV; folders recursively, files of "
-            "supported types; - for stdin) and write one JSON object per chunk, or a table for reading.",
-            width=100,
+        description=(  # wrapped at 100 columns here: textwrap is not imported for a run
+            "Chunk documents (text, Markdown, HTML, PDF, WebVTT, SRT, SBV; folders recursively, files of\n"
+            "supported types; - for stdin) and write one JSON object per chunk, or a table for reading."
         ),
         epilog=strategies_epilog,  # called when the help is printed
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -125,6 +121,8 @@ class _TableWriter:
             if len(section) > sec_w:  # keep the innermost heading readable
                 section = "\u2026" + section[-(sec_w - 1) :]
             words = " ".join(c.text.split())
+            import textwrap  # the table only: a JSONL run does not import it
+
             lines = textwrap.wrap(words, text_w, break_on_hyphens=False) if self.wrap else [words]
             lines = lines or [""]
             self.out.write(

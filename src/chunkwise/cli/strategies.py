@@ -8,7 +8,6 @@ table feeds the epilog of ``chunkwise chunk --help`` (:func:`strategies_epilog`)
 from __future__ import annotations
 
 import argparse
-import textwrap
 from typing import TYPE_CHECKING
 
 from ..strategies import STRATEGY_NAMES, strategy_class
@@ -29,6 +28,8 @@ def _summary(name: str) -> str:
 def _param_line(d: ParamDoc, indent: str, width: int = 100) -> str:
     """``name=default  constraint: help``, wrapped under itself: one entry of the ``chunk --help`` list."""
     head = f"{indent}{d.name}={format_default(d.default)}"
+    import textwrap
+
     body = f"{d.constraint}: {d.help}" if d.constraint else d.help
     return textwrap.fill(
         body,

@@ -126,7 +126,7 @@ def whitespace_edits(text: str, collapse_spaces: bool = False) -> list[Edit]:
     spaces dropped, runs of blank lines cut to one blank line, leading/trailing blank space removed; with
     ``collapse_spaces`` (PDF text) runs of spaces inside a line become one space."""
     edits: list[Edit] = []
-    for m in _UNICODE_SPACES.finditer(text):
+    for m in () if text.isascii() else _UNICODE_SPACES.finditer(text):  # ASCII has none (not compiled then)
         edits.append((m.start(), m.end(), " "))
     for m in _INVISIBLE.finditer(text):
         edits.append((m.start(), m.end(), ""))
@@ -176,6 +176,8 @@ def dehyphenate_edits(text: str) -> list[Edit]:
     """
     edits: list[Edit] = []
     words: set[str] | None = None  # every word of the text, built once and only when a match needs it
+    if "-" not in text:  # no hyphen, no match (and the pattern is not compiled)
+        return edits
     for m in _HYPHENATED.finditer(text):
         left, right = m.group(1), m.group(2)
         if words is None:
