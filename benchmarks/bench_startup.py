@@ -1,9 +1,10 @@
 """What every command costs before it works: start-up CPU of the CLI next to Python's own, in one run.
 
-    python benchmarks/bench_startup.py [--rounds 5] [--db PATH] [--acceptance]
+    python benchmarks/bench_startup.py [--rounds 5] [--db PATH] [--acceptance [--baseline-src OTHER/src]]
 
 ``--acceptance`` runs only the four rows of the two budgets (``chunk`` against ``import json``, a cold search
-against importing numpy, tokenizers and onnxruntime) and prints both ratios.
+against importing numpy, tokenizers and onnxruntime) and prints both ratios; ``--baseline-src OTHER/src`` adds
+the same two commands run with another checkout's code, in the same interleaved rounds.
 
 Each row runs a fresh interpreter ``--rounds`` times (bytecode cached: one warm-up run first), the rows
 in turn within each round (ABAB: a change of the machine's load hits every row alike), and takes the median
@@ -62,24 +63,29 @@ SEARCH = (
 )
 
 
-def cpu_once(cmd: list[str]) -> float:
-    """CPU seconds (user + system) of one run of ``cmd`` in a child process."""
+def cpu_once(cmd: list[str], env: dict[str, str] | None = None) -> float:
+    """CPU seconds (user + system) of one run of ``cmd`` in a child process (``env``: default :data:`ENV`)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, env=ENV)
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, env=env or ENV)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def cpu_of_rows(rows: list[tuple[str, list[str]]], rounds: int) -> dict[str, float]:
     """Median CPU seconds of each row's command: one warm-up run of each, then ``rounds`` rounds that run
-    every row once in turn (ABAB...), so a change of the machine's load hits every row alike."""
-    for _, cmd in rows:
-        cpu_once(cmd)
+    every row once in turn (ABAB...), so a change of the machine's load hits every row alike. A row named
+    in :data:`ROW_ENV` runs with that environment."""
+    for name, cmd in rows:
+        cpu_once(cmd, ROW_ENV.get(name))
     times: dict[str, list[float]] = {name: [] for name, _ in rows}
     for _ in range(rounds):
         for name, cmd in rows:
-            times[name].append(cpu_once(cmd))
+            times[name].append(cpu_once(cmd, ROW_ENV.get(name)))
     return {name: statistics.median(values) for name, values in times.items()}
+
+
+#: row name -> the environment its command runs with (the ``--baseline-src`` rows)
+ROW_ENV: dict[str, dict[str, str]] = {}
 
 
 def cpu_of(cmd: list[str], rounds: int) -> float:
@@ -96,6 +102,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="only the four rows of the two start-up budgets (chunk against import json, a cold search "
         "against importing numpy, tokenizers and onnxruntime), more rounds in the same time",
+    )
+    ap.add_argument(
+        "--baseline-src",
+        help="with --acceptance: also run chunk and the cold search with PYTHONPATH set to this src folder "
+        "(another checkout), in the same interleaved rounds, each ratio against the same baselines",
     )
     args = ap.parse_args(argv)
     py = sys.executable
@@ -123,7 +134,14 @@ def main(argv: list[str] | None = None) -> int:
     ]
     load_before = os.getloadavg()
     if args.acceptance:
-        return acceptance(rows, args.rounds, load_before)
+        budgets = list(BUDGETS)
+        if args.baseline_src:
+            env = {**ENV, "PYTHONPATH": str(Path(args.baseline_src).resolve())}
+            for name, base, budget in BUDGETS:
+                ROW_ENV[f"{name} (baseline)"] = env
+                rows.append((f"{name} (baseline)", dict(rows)[name]))
+                budgets.append((f"{name} (baseline)", base, budget))
+        return acceptance(rows, args.rounds, load_before, budgets)
     results = cpu_of_rows(rows, args.rounds)
     floor = results["python -c 'import json'"]
     needs = results["import what search needs"]
@@ -163,14 +181,21 @@ BUDGETS = (
 )
 
 
-def acceptance(rows: list[tuple[str, list[str]]], rounds: int, load_before: tuple[float, ...]) -> int:
-    """The rows of :data:`BUDGETS` alone, interleaved; each ratio with its baseline from the same rounds."""
-    wanted = {name for pair in BUDGETS for name in pair[:2]}
+def acceptance(
+    rows: list[tuple[str, list[str]]],
+    rounds: int,
+    load_before: tuple[float, ...],
+    budgets: list[tuple[str, str, float]] | None = None,
+) -> int:
+    """The rows of ``budgets`` (default :data:`BUDGETS`) alone, interleaved; each ratio with its baseline from
+    the same rounds."""
+    budgets = list(BUDGETS) if budgets is None else budgets
+    wanted = {name for pair in budgets for name in pair[:2]}
     results = cpu_of_rows([row for row in rows if row[0] in wanted], rounds)
-    for name, base, budget in BUDGETS:
+    for name, base, budget in budgets:
         ratio = results[name] / results[base]
         print(
-            f"{name:28} {results[name] * 1000:6.0f} CPU-ms = {ratio:.2f}x {base} ({results[base] * 1000:.0f} "
+            f"{name:39} {results[name] * 1000:6.0f} CPU-ms = {ratio:.2f}x {base} ({results[base] * 1000:.0f} "
             f"CPU-ms; budget {budget}x: {'met' if ratio <= budget else 'NOT met'})"
         )
     print(f"load average {load_before[0]:.1f} before, {os.getloadavg()[0]:.1f} after; {rounds} rounds, interleaved")
