@@ -420,3 +420,20 @@ def test_with_a_cpu_clock_a_text_that_costs_more_cpu_is_not_taken_for_a_slower_m
     rows = _simulate(files, seconds_per_token=cost, cpu_per_token=cost, wanted=lambda c: c > 40)
     assert _outside(rows, bar=4 / 3 + 0.01) == []
     assert _outside(_simulate(files, seconds_per_token=cost, wanted=lambda c: c > 40)) != []
+
+
+def test_the_embed_phase_counts_the_process_cpu_seconds_inside_it_and_nothing_else():
+    """CPU time is counted inside ``embed`` only (a nested phase pauses it), from the process's clock by
+    default; a caller with its own wall clock and no CPU clock gets none."""
+    assert Progress(False).cpu_clock is time.process_time
+    assert Progress(False, clock=Clock()).cpu_clock is None
+    clock, cpu = Clock(), Clock()
+    p = Progress(False, clock=clock, cpu_clock=cpu)
+    with p.phase("embed"):
+        cpu.t += 2.0
+        with p.phase("write"):
+            cpu.t += 5.0
+        cpu.t += 1.0
+    with p.phase("read"):
+        cpu.t += 3.0
+    assert p.cpu_spent == pytest.approx(3.0)
