@@ -33,8 +33,8 @@ TRACER = r"""
 import contextlib, json, sys, threading, time
 from chunkwise.retrieval import progress as P
 out, t0, local = open(sys.argv.pop(1), "w"), time.monotonic(), threading.local()
-def log(kind, *args):
-    out.write(json.dumps([time.monotonic() - t0, kind, list(args)]) + "\n")
+def log(kind, *args):  # the process's CPU seconds too (every thread): the replay's CPU clock
+    out.write(json.dumps([time.monotonic() - t0, kind, list(args), {"cpu": time.process_time()}]) + "\n")
 def wrap(name):
     orig = getattr(P.Progress, name)
     def method(self, *a, **k):
@@ -69,8 +69,9 @@ sys.exit(rc)
 """
 
 
-def replay(path: str, interval: float) -> int:
-    """The ETAs this tree's Progress shows on a recorded trace, against the real time left (see above)."""
+def replay(path: str, interval: float, cpu: bool = True) -> int:
+    """The ETAs this tree's Progress shows on a recorded trace, against the real time left (see above).
+    The process's CPU clock follows the trace too where it recorded one (``cpu``: use it)."""
     import gzip
     import json
 
@@ -80,17 +81,29 @@ def replay(path: str, interval: float) -> int:
     with opener(path, "rt", encoding="utf-8") as handle:
         events = [json.loads(line) for line in handle]
     end = events[-1][0]
-    now = [0.0]
-    progress = Progress(True, tty=False, interval=0, clock=lambda: now[0])
+    now, cpu_now = [0.0], [0.0]
+    has_cpu = cpu and any(len(e) == 4 and isinstance(e[3], dict) for e in events)
+    progress = Progress(
+        True, tty=False, interval=0, clock=lambda: now[0], cpu_clock=(lambda: cpu_now[0]) if has_cpu else None
+    )
     progress.interval = 0  # no heartbeat thread: the lines are computed below at the trace's times
     phases: list = []
     beat: float | None = None
     print(f"{'elapsed s':>9} {'ETA s':>6} {'real s':>7} {'ETA/real':>8}")
-    outside = rows = 0
-    for at, kind, args in (e if len(e) == 3 else (e[0], e[1], e[3]) for e in events):
+    outside = rows = hidden = over = 0
+    misses: dict[tuple, list[float]] = {}
+    for event in events:
+        at, kind = event[0], event[1]
+        if len(event) == 4 and isinstance(event[3], dict):  # [time, method, arguments, {"cpu": seconds}]
+            args, cpu_now[0] = event[2], event[3]["cpu"]
+        else:  # [time, method, arguments] or [time, method, thread, arguments]
+            args = event[2] if len(event) == 3 else event[3]
         while beat is not None and beat < at:
             now[0] = beat
-            shown = LINE.match("chunkwise: " + progress.line())  # the ETA as a heartbeat line prints it
+            text = progress.line()
+            shown = LINE.match("chunkwise: " + text)  # the ETA as a heartbeat line prints it
+            if not shown and beat >= 0.1 * end and "finishing" not in text:
+                hidden += 1
             if shown:
                 eta = seconds(shown.group(2))
                 real = end - beat
@@ -99,6 +112,10 @@ def replay(path: str, interval: float) -> int:
                 if late:
                     rows += 1
                     outside += not (1 / 1.5 <= ratio <= 1.5)
+                    over += ratio > 1.5
+                    if not 1 / 1.5 <= ratio <= 1.5:  # where the misses are: tenth of the run, phase running
+                        where = progress._stack[-1][0] if progress._stack else "none"
+                        misses.setdefault((int(10 * beat / end), where, ratio > 1.5), []).append(ratio)
                 print(f"{beat:9.1f} {eta:6.0f} {real:7.1f} {ratio:8.2f}{'' if late else '  (first 10 %)'}")
             beat += interval
         now[0] = at
@@ -114,7 +131,15 @@ def replay(path: str, interval: float) -> int:
             break
         else:
             getattr(progress, kind)(*args)
-    print(f"run {end:.1f} s; lines after the first 10 %: {rows}; outside 1.5x of the real time left: {outside}")
+    for (tenth, where, long), ratios in sorted(misses.items()):
+        print(
+            f"misses at {10 * tenth}-{10 * tenth + 10} % of the run, {where} running, too "
+            f"{'long' if long else 'short'}: {len(ratios)} ({min(ratios):.2f} .. {max(ratios):.2f})"
+        )
+    print(
+        f"run {end:.1f} s; lines after the first 10 %: {rows}; outside 1.5x of the real time left: {outside} "
+        f"({over} too long); lines after 10 % without an ETA: {hidden}; CPU clock: {'yes' if has_cpu else 'no'}"
+    )
     return 0
 
 
@@ -135,9 +160,10 @@ def main() -> int:
     ap.add_argument("extra", nargs="*", help="more flags for chunkwise index (after --)")
     ap.add_argument("--trace", metavar="FILE", help="also record the run's Progress calls to FILE (JSON lines)")
     ap.add_argument("--replay", action="store_true", help="FOLDER is a trace: replay it (no run)")
+    ap.add_argument("--no-cpu", action="store_true", help="replay without the trace's CPU times")
     args = ap.parse_args()
     if args.replay:
-        return replay(args.folder, args.interval)
+        return replay(args.folder, args.interval, cpu=not args.no_cpu)
     work = tempfile.mkdtemp(prefix="chunkwise-eta-")
     env = dict(os.environ, CHUNKWISE_PROGRESS_SECONDS=str(args.interval))
     run = "import sys; from chunkwise.cli import run; sys.argv[0] = 'chunkwise'; run()"

@@ -101,16 +101,19 @@ def test_partial_failure_exit_code_and_config_mismatch(corpus, capsys):
 @pytest.mark.parametrize(
     "bad, message",
     [
-        (("--late-window", "0"), "late_window must be an int in [2, inf), got 0"),
-        (("--late-window", "100000"), "late_window (100000) is larger than the embedder's model_window (510"),
-        (("--late-overlap", "-1"), "overlap must be an int in [0, 256), got -1"),
+        (("--late-window", "0"), "--late-window must be an int in [2, inf), got 0"),
+        (("--late-window", "100000"), "--late-window (100000) is larger than the embedder's model_window (510"),
+        (("--late-overlap", "-1"), "--late-overlap must be an int in [0, 256), got -1"),
+        (("--late-window", "64", "--late-overlap", "64"), "--late-overlap must be an int in [0, 64), got 64"),
     ],
 )
 def test_a_bad_late_option_leaves_no_record_behind(corpus, capsys, bad, message):
     """The late-chunking options are checked before the collection records them: the run that fails leaves
-    the next valid run working (it used to record ``late_window=0`` and refuse every later run)."""
+    the next valid run working (it used to record ``late_window=0`` and refuse every later run). The
+    refusal names the flags as typed, not the Python options (``late_window``, ``overlap``)."""
     code, out, err = run(capsys, "index", "kb", "--db", "t2.db", "--late", *bad)
     assert code == 2 and out == "" and err.count("\n") == 1 and message in err, err
+    assert "late_window" not in err and " overlap " not in err
     code, _, err = run(capsys, "index", "kb", "--db", "t2.db", "--late")
     assert code == 0 and "3 indexed" in err, err
     code, out, err = run(capsys, "search", "conductor tickets", "--db", "t2.db", "-k", "1", "--format", "jsonl")

@@ -401,6 +401,23 @@ def test_prefer_cheaper_takes_the_cheapest_not_significantly_worse():
         decide([default], "recall@5", EVERY, EVERY, "q", default=default, prefer="cheapest")
 
 
+def test_without_optuna_tune_samples_at_random_and_says_so_in_its_help(kb, tmp_path, monkeypatch, capsys):
+    with pytest.raises(SystemExit):
+        main(["tune", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "without Optuna (pip install 'chunkwise[tune]') the N points are a seeded random sample" in help_text
+    monkeypatch.setitem(__import__("sys").modules, "optuna", None)  # import optuna fails as if not installed
+    make_questions([kb], tmp_path / "ds", n=30, seed=0)
+    ds = load_dataset(tmp_path / "ds")
+    said: list[str] = []
+    space = SearchSpace(max_tokens=[16, 32, 64], overlap=[0, 4])
+    run = search(
+        Evaluator(ds, FakeEmbedder()), space, trials=6, fixed={"tokenizer": "words"}, seed=5, progress=said.append
+    )
+    assert run.sampler == "random" and len(run.rows) == 7
+    assert any("optuna is not installed" in line and "at random" in line for line in said)
+
+
 def test_holdout_split_is_seeded_disjoint_and_refused_when_too_small():
     search_idx, held, how = split_queries(40, 0.3, 0)
     assert len(held) == 12 and len(search_idx) == 28 and not set(held) & set(search_idx)

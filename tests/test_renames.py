@@ -240,6 +240,9 @@ def test_cli_index_passes_late_window(monkeypatch, tmp_path):
             seen.update(kw)
             raise ConfigError("stop here")
 
+        def embedder(self):
+            return None
+
     monkeypatch.setattr(cli_index, "open_index", lambda args: FakeIndex())
     (tmp_path / "a.txt").write_text("Some text.")
     assert main(["index", str(tmp_path), "--db", str(tmp_path / "x.db"), "--late", "--late-window", "64"]) == 2

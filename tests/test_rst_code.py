@@ -299,6 +299,27 @@ def test_without_the_extra_code_falls_back_to_recursive_code_rules_and_says_so_o
     assert [(c.start, c.end) for c in got] == [(c.start, c.end) for c in want]
 
 
+def test_auto_without_the_extra_labels_code_chunks_by_the_recursive_rules_that_cut_them(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(code_format, "parser_for", lambda language: None)
+    code_format.parse_code.cache_clear()
+    monkeypatch.setattr(code_format, "_warned", set())
+    (tmp_path / "shapes.py").write_text(PY.read_text())
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            chunks = chunkwise.chunk_text(PY.read_text(), max_tokens=40)
+        assert main(["chunk", "--code", str(tmp_path), "--max-tokens", "40"]) == 0
+    finally:
+        code_format.parse_code.cache_clear()
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert {c.strategy for c in chunks} == {"auto:recursive"} == {r["strategy"] for r in rows}
+    want = chunkwise.chunk_text(PY.read_text(), "recursive", separators="code", max_tokens=40)
+    assert (
+        [(c.start, c.end) for c in chunks] == [(c.start, c.end) for c in want] == [(r["start"], r["end"]) for r in rows]
+    )
+    assert any("pip install 'chunkwise[code]'" in str(w.message) for w in caught)
+
+
 def test_malformed_code_is_one_line_and_still_chunked(tmp_path, capsys):
     (tmp_path / "broken.py").write_text((DATA / "code" / "broken.py").read_text())
     (tmp_path / "shapes.py").write_text(PY.read_text())

@@ -156,7 +156,8 @@ def add_search_options(t: argparse.ArgumentParser) -> None:
         default=None,
         metavar="N",
         help="evaluate N distinct points of strategy x size x overlap x retrieval chosen by Optuna's "
-        "TPE sampler (seeded) instead of a --grid (default 30 when neither is given)",
+        "TPE sampler (seeded) instead of a --grid (default 30 when neither is given); without Optuna "
+        "(pip install 'chunkwise[tune]') the N points are a seeded random sample",
     )
     g.add_argument(
         "--strategies", default=None, metavar="LIST", help="strategies to search (default fixed,sentence,recursive)"

@@ -263,6 +263,7 @@ def run_index(args: argparse.Namespace) -> int:
             return 0
         name, params = strategy_params_from_args(args)
         run = _run_settings(args)
+        _check_late_flags(index, args, run)
         if args.engine == "ray":
             return _report(_run_ray(index, args, name, params, load_options, run), quiet)
         elif args.address is not None or args.workers is not None:
@@ -311,6 +312,19 @@ def _run_settings(args: argparse.Namespace) -> dict:
         "context": context,
         "context_options": context_options,
     }
+
+
+def _check_late_flags(index, args: argparse.Namespace, run: dict) -> None:
+    """Late-chunking values given as flags, checked as the run would check them (against the embedder's
+    window too) and refused in the flags' spelling (``--late-window must be ...``), before any work."""
+    if not run["late"] or all(getattr(args, flag[2:].replace("-", "_")) is None for _, flag, _ in _LATE_FLAGS):
+        return
+    from ..context.late import check_late_options
+
+    names = {key: flag for key, flag, _ in _LATE_FLAGS}
+    check_late_options(run["late_options"] or {}, 0, names)  # the ranges, before a model is made
+    limit = int(getattr(index.embedder(), "model_window", 0) or 0) if args.engine != "ray" else 0
+    check_late_options(run["late_options"] or {}, limit, names)
 
 
 def _warn_repaired(index) -> None:

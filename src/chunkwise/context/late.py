@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import logging
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -214,23 +215,30 @@ def _renamed_window(late_window: int | None, window: int | None) -> int | None:
     return window
 
 
-def check_late_options(options: dict, limit: int = 0) -> None:
+def check_late_options(options: dict, limit: int = 0, names: Mapping[str, str] | None = None) -> None:
     """Refuse a bad late-chunking option (``late_window``, ``overlap``) as :func:`document_token_vectors`
-    would, before the collection records it; ``limit``: the embedder's ``model_window`` (0: not known)."""
-    _check_window(options.get("late_window"), options.get("overlap"), limit, bool(options.get("macro", True)))
+    would, before the collection records it; ``limit``: the embedder's ``model_window`` (0: not known);
+    ``names``: how a front end spells the options (the command line's ``--late-window``), default Python's."""
+    _check_window(
+        options.get("late_window"), options.get("overlap"), limit, bool(options.get("macro", True)), names or {}
+    )
 
 
-def _check_window(window: int | None, overlap: int | None, limit: int, macro: bool = True) -> tuple[int, int]:
+def _check_window(
+    window: int | None, overlap: int | None, limit: int, macro: bool = True, names: Mapping[str, str] | None = None
+) -> tuple[int, int]:
+    names = names or {}
+    window_name, overlap_name = names.get("late_window", "late_window"), names.get("overlap", "overlap")
     if window is None:
         # one pass over as much as the model reads when windowing is off; otherwise windows of the length
         # sentence-embedding models were trained on (measured: 510-token windows hurt MiniLM, 256 do not)
         window = limit if not macro else (min(limit, DEFAULT_LATE_WINDOW) if limit else DEFAULT_LATE_WINDOW)
-    check(window, Interval(int, 2, None), "late_window", "late chunking")
+    check(window, Interval(int, 2, None), window_name, "late chunking")
     if limit and window > limit:
-        raise ConfigError(f"late_window ({window}) is larger than the embedder's model_window ({limit} tokens)")
+        raise ConfigError(f"{window_name} ({window}) is larger than the embedder's model_window ({limit} tokens)")
     if overlap is None:
         overlap = window // 4
-    check(overlap, Interval(int, 0, window, closed="left"), "overlap", "late chunking")
+    check(overlap, Interval(int, 0, window, closed="left"), overlap_name, "late chunking")
     return window, overlap
 
 

@@ -255,6 +255,22 @@ def _text_format(text: str) -> str:
     return "code" if guess_language(text, min_votes=2) in GRAMMARS else ""
 
 
+def _code_or_recursive(doc: Document, params: dict[str, Any]) -> Strategy:
+    """``code`` when the document's language can be parsed, else ``recursive`` with the code separators
+    (what ``code`` itself falls back to, said once per language), so the chunks are labelled by what cut
+    them (``auto:recursive``, not ``auto:code``)."""
+    from ..formats.code import parse_code, warn_no_grammar
+    from . import get_strategy
+    from .code import CodeChunker
+
+    code = CodeChunker(**params)
+    language = code.language_of(doc)
+    if parse_code(doc.text, language) is not None:  # cached: the code strategy's own parse reuses it
+        return code
+    warn_no_grammar(language)
+    return get_strategy("recursive", **params, separators="code")
+
+
 class AutoChunker(Strategy):
     """Pick ``markdown``, heading-aware ``recursive``, cue-aware ``sentence``, ``semantic`` for plain text
     without layout, or ``recursive`` by format.
@@ -293,7 +309,9 @@ class AutoChunker(Strategy):
             )
         if fmt in ("markdown", "notebook", "docx", "pptx"):
             return get_strategy("markdown", **params)
-        if fmt in ("rst", "code"):
+        if fmt == "code":
+            return _code_or_recursive(doc, params)
+        if fmt == "rst":
             return get_strategy(fmt, **params)
         if fmt == "table" and doc.metadata.get("units"):
             return get_strategy("sentence", **params)
