@@ -22,7 +22,7 @@ from typing import Any, TextIO
 
 from ..errors import ChunkwiseError, ConfigError, InputError
 from ..timefmt import format_time_range
-from . import add_command
+from . import COMMAND_TABLE, add_command
 from .options import add_input_options, input_options, parse_size  # noqa: F401 - re-exported for callers
 
 
@@ -35,11 +35,7 @@ def register(subparsers) -> None:
     p = add_command(
         subparsers,
         "chunk",
-        description=textwrap.fill(
-            "Chunk documents (text, Markdown, HTML, PDF, WebVTT, SRT, SBV; folders recursively, files of "
-            "supported types; - for stdin) and write one JSON object per chunk, or a table for reading.",
-            width=100,
-        ),
+        description=textwrap.fill(COMMAND_TABLE["chunk"].description, width=100),
         epilog=strategies_epilog,  # called when the help is printed
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -28,13 +28,7 @@ def _seconds(name: str):
 
 
 def register(subparsers) -> None:
-    p = add_command(
-        subparsers,
-        "video",
-        description="Track objects in a video and cut it into event clips: a clip opens when a tracked object "
-        "appears while none is open, later IDs join it, and it closes when every ID has been absent "
-        "for --gap seconds. Each clip is a chunk with a searchable description.",
-    )
+    p = add_command(subparsers, "video")
     _add_tracking_options(p)
     _add_clip_rule_options(p)
     _add_output_options(p)
