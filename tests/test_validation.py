@@ -21,7 +21,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "chunkwise"
 #: methods ``Index.ask`` and ``summarize`` call with what they have checked
 NOT_SETTINGS = {"Chunk", "Cue", "Document", "Page", "Section", "LLM"}
 #: classes of the public API whose public methods are entry points too (not only the constructor)
-METHOD_API = {"Index"}
+METHOD_API = {"Index", "OpenAILLM", "ExtractiveLLM"}
 #: parameters left to the code that uses them, and why (each a real check, with its own message, there)
 CHECKED_WHERE_USED = {
     "Index.add": {"inputs": "paths, folders, Documents or an iterable of them: the walker names each bad one"},
@@ -259,3 +259,25 @@ def test_a_flag_takes_the_constraints_of_the_parameter_it_feeds():
     assert check_flag(3, "-k", TOP_K) == 3
     with pytest.raises(ConfigError, match=r"^-k must be an int in \[1, inf\), got True$"):
         check_flag(True, "-k", TOP_K)
+
+
+def test_the_readers_public_methods_refuse_a_bad_value_when_called():
+    """``answer``/``summarize``/``fits`` of both readers check their arguments by one declaration
+    (``chunkwise.llm.base.ANSWER_PARAMS``/``SUMMARY_PARAMS``) before any work or request."""
+    from types import SimpleNamespace
+
+    from chunkwise.llm.extractive import ExtractiveLLM
+    from chunkwise.llm.openai import OpenAILLM
+
+    calls = []
+    client = SimpleNamespace(model="m", complete=lambda *a, **k: calls.append(a) or "", close=lambda: None)
+    openai = OpenAILLM(client=client)
+    with pytest.raises(ConfigError, match=r"^ExtractiveLLM.answer: passages must be a list of Passages, got \['x'\]$"):
+        ExtractiveLLM().answer("why?", ["x"])
+    with pytest.raises(ConfigError, match=r"^OpenAILLM.answer: question must be a string, got 3$"):
+        openai.answer(3, [])
+    with pytest.raises(ConfigError, match=r"^OpenAILLM.summarize: final must be a bool, got 'no'$"):
+        openai.summarize([], final="no")
+    with pytest.raises(ConfigError, match=r"^OpenAILLM.answer: on_token must be a function or None, got 1$"):
+        openai.answer("why?", [], on_token=1)
+    assert calls == []

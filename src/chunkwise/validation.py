@@ -165,6 +165,43 @@ class StrList(Constraint):
         return [["\n\n", " ", ""]]
 
 
+class ListOf(Constraint):
+    """A list (or tuple) whose items are all instances of ``kind`` (``passages``: a list of Passages);
+    ``text`` names it in messages."""
+
+    def __init__(self, kind: type, text: str):
+        self.kind, self.text = kind, text
+
+    def satisfied_by(self, value: Any) -> bool:
+        return isinstance(value, (list, tuple)) and all(isinstance(item, self.kind) for item in value)
+
+    def __str__(self) -> str:
+        return self.text
+
+    def invalid(self) -> list[Any]:
+        return [3, "text", [3]]
+
+    def valid(self) -> list[Any]:
+        return [[]]
+
+
+class Function(Constraint):
+    """Something to call (``on_token``, ``progress``): a function, a bound method, a class with
+    ``__call__``."""
+
+    def satisfied_by(self, value: Any) -> bool:
+        return callable(value)
+
+    def __str__(self) -> str:
+        return "a function"
+
+    def invalid(self) -> list[Any]:
+        return [1, "print"]
+
+    def valid(self) -> list[Any]:
+        return [print]
+
+
 def is_number(value: Any) -> bool:
     """An int or float that is not a bool (the one place that tells ``True`` from ``1``)."""
     return _is_number(value)
@@ -342,6 +379,8 @@ __all__ = [
     "Options",
     "InstanceOf",
     "StrList",
+    "ListOf",
+    "Function",
     "PathSpec",
     "MappingOf",
     "Named",
