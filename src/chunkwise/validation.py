@@ -239,7 +239,7 @@ class MappingOf(Constraint):
         )
 
     def __str__(self) -> str:
-        return "a mapping of names to values"
+        return "a mapping of names to values (numbers finite)"
 
     def invalid(self) -> list[Any]:
         return [[1], {1: 2}, {"a": float("nan")}]
