@@ -71,6 +71,7 @@ ALSO_DECLARED = [
     "chunkwise.integrations.llamaindex",
     "chunkwise.evaluation.runner",
     "chunkwise.evaluation.boundaries",
+    "chunkwise.embeddings.cache",
     "chunkwise.embeddings.static",
 ]
 
@@ -284,3 +285,25 @@ def test_the_readers_public_methods_refuse_a_bad_value_when_called():
     with pytest.raises(ConfigError, match=r"^OpenAILLM.answer: on_token must be a function or None, got 1$"):
         openai.answer("why?", [], on_token=1)
     assert calls == []
+
+
+def test_a_chunk_field_kind_is_checked_by_the_one_check():
+    from chunkwise.document import FIELD_KINDS, FieldSpec
+
+    assert FieldSpec("lang", FIELD_KINDS[0]).kind == FIELD_KINDS[0]
+    with pytest.raises(ConfigError, match=r"^chunk field 'lang': kind must be one of '.+, got 'blob'$"):
+        FieldSpec("lang", "blob")
+
+
+def test_recursive_separators_are_checked_by_their_declaration():
+    from chunkwise.segmentation.tokenizers import resolve_tokenizer
+    from chunkwise.strategies.recursive import SEPARATORS, RecursiveChunker, recursive_split
+
+    assert RecursiveChunker._parameter_constraints["separators"] is SEPARATORS
+    words = resolve_tokenizer("words")
+    for bad in ("bogus", [], ["\n", 3]):
+        with pytest.raises(ConfigError, match=r"^recursive_split: separators must be a preset \('prose'"):
+            recursive_split("a b. c d.", 0, 9, words, 2, separators=bad)
+    assert recursive_split("a b. c d.", 0, 9, words, 2, separators=[". "]) == recursive_split(
+        "a b. c d.", 0, 9, words, 2, separators=(". ",)
+    )
