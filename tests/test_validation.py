@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import re
 from pathlib import Path
 
 import pytest
@@ -307,3 +308,12 @@ def test_recursive_separators_are_checked_by_their_declaration():
     assert recursive_split("a b. c d.", 0, 9, words, 2, separators=[". "]) == recursive_split(
         "a b. c d.", 0, 9, words, 2, separators=(". ",)
     )
+
+
+def test_an_embedder_argument_is_checked_by_the_embedder_constraint(fake_embedder):
+    from chunkwise.embeddings.vectors import resolve_embedder
+    from chunkwise.validation import EmbedderSpec
+
+    with pytest.raises(ConfigError, match=rf"^embedder must be {re.escape(str(EmbedderSpec()))}, got 3$"):
+        resolve_embedder(3)
+    assert resolve_embedder(fake_embedder) is fake_embedder

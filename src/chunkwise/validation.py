@@ -3,7 +3,7 @@ wording.
 
 A parameter is declared with a list of :class:`Constraint` objects, any one of which a value must satisfy
 (scikit-learn's ``_parameter_constraints`` convention: ``Interval(int, 1, None)``, ``Options("rrf",
-"zscore")``, ``None``...); the constraints that know a later layer's types (a tokenizer, an embedder, a
+"zscore")``, ``None``...); the constraints that know a later layer's types (a tokenizer, a
 strategy) are in :mod:`chunkwise.strategies.params`. :func:`check` is the one check; every refusal reads ``OWNER: NAME must be
 WHAT, got VALUE`` (``strategy 'semantic': overlap must be an int in [0, inf), got True``). Who uses it:
 
@@ -273,6 +273,26 @@ class Named(Constraint):
         return list(registry.builtin(self.kind))[:1]
 
 
+class EmbedderSpec(Constraint):
+    """An embedder name (``minilm``, ``st:PATH``...) or an object with ``embed`` and ``tokenizer`` (every
+    :class:`~chunkwise.embeddings.base.Embedder` has both; told by what it does, so this layer imports no
+    embedding code)."""
+
+    def satisfied_by(self, value: Any) -> bool:
+        if isinstance(value, str):
+            return True
+        return value is not None and hasattr(value, "embed") and hasattr(value, "tokenizer")
+
+    def __str__(self) -> str:
+        return "an embedder name (or Embedder)"
+
+    def invalid(self) -> list[Any]:
+        return [3, True, ["minilm"]]
+
+    def valid(self) -> list[Any]:
+        return ["static"]
+
+
 #: a declaration: the constraints of one parameter (``None`` in the list: ``None`` is allowed)
 Constraints = Sequence["Constraint | None"]
 
@@ -384,6 +404,7 @@ __all__ = [
     "PathSpec",
     "MappingOf",
     "Named",
+    "EmbedderSpec",
     "is_number",
     "is_scalar",
     "satisfies",

@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     for name in args.allowed_host:
         if not name.strip() or ("*" in name and name != "*" and not name.startswith("*.")):
             raise ConfigError(f"--allowed-host: {name!r} is not a host name (or '*', '*.example.com')")
-    limit = parse_size(args.max_upload_size)
+    limit = parse_size(args.max_upload_size, "--max-upload-size")
     embedder = None
     if getattr(args, "embedder", None) or getattr(args, "embedder_backend", None):
         from ..embeddings import embedder_from_args

@@ -25,7 +25,6 @@ import numpy as np
 from ..deprecation import renamed_attribute
 from ..errors import InputError
 from ..segmentation.tokenizers import Tokenizer
-from ..validation import Constraint
 
 
 def l2_normalize(x: np.ndarray) -> np.ndarray:
@@ -177,23 +176,3 @@ class WrappedEmbedder(Embedder):
 
     def close(self) -> None:
         self.inner.close()
-
-
-class EmbedderSpec(Constraint):
-    """An embedder name (``minilm``, ``st:PATH``...) or an object with ``embed`` and ``tokenizer``."""
-
-    def satisfied_by(self, value: Any) -> bool:
-        if value is None or isinstance(value, str):
-            return value is not None  # a name (None is declared beside it where it is allowed)
-        if isinstance(value, Embedder):
-            return True
-        return hasattr(value, "embed") and hasattr(value, "tokenizer")
-
-    def __str__(self) -> str:
-        return "an embedder name (or Embedder)"
-
-    def invalid(self) -> list[Any]:
-        return [3, True, ["minilm"]]
-
-    def valid(self) -> list[Any]:
-        return ["static"]

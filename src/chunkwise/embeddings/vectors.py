@@ -16,9 +16,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..document import Chunk
-from ..validation import Options, check
+from ..validation import EmbedderSpec, Options, check
 from . import DEFAULT_EMBEDDER
-from .base import Embedder, EmbedderSpec, l2_normalize
+from .base import Embedder, l2_normalize
 
 
 @functools.lru_cache(maxsize=8)

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 # the one parameter system (the constraint types the strategies declare with live there)
-from ..embeddings.base import EmbedderSpec  # noqa: F401 - the embedder constraint, declared beside Embedder
-from ..validation import (
+from ..validation import (  # EmbedderSpec: re-exported, with the other constraints strategies declare
     Constraint,
+    EmbedderSpec,  # noqa: F401
     check,
     constraint_text,
 )
