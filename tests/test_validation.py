@@ -73,6 +73,7 @@ ALSO_DECLARED = [
     "chunkwise.evaluation.runner",
     "chunkwise.evaluation.boundaries",
     "chunkwise.embeddings.cache",
+    "chunkwise.retrieval.fusion",
     "chunkwise.embeddings.static",
 ]
 
