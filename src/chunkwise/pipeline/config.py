@@ -29,7 +29,7 @@ from ..context import CONTEXT_MODES
 from ..deprecation import renamed, renames_for
 from ..errors import ConfigError
 from ..strategies import DEFAULT_STRATEGY, STRATEGY_NAMES
-from ..validation import InstanceOf, Interval, MappingOf, Options, check, constrained, is_number
+from ..validation import Constraint, InstanceOf, Interval, MappingOf, Options, check, constrained, is_number
 from .rerank_spec import RERANK_DEPTH, RERANK_KINDS, _rerank, _rerank_depth, parse_rerank
 
 #: how a chunk's vector is made: its text embedded, or pooled from the sentence vectors a semantic strategy
@@ -149,15 +149,31 @@ def parse_budget(value: Any) -> int | None:
     return int(value)
 
 
-def _granularities(name: str, value: Any) -> list[int] | None:
+class ChunkSizes(Constraint):
     """Chunk sizes (``max_tokens``) whose rankings an evaluation run fuses: two or more distinct positive
-    integers, kept in increasing order; ``None`` for one size (the strategy's own)."""
-    if value is None or value in ([], ()):
-        return None
-    sizes = set(value) if isinstance(value, (list, tuple)) else set()
-    if len(sizes) < 2 or not all(Interval(int, 1, None).satisfied_by(v) for v in sizes):
-        raise ConfigError(f"{name} must be two or more chunk sizes (max_tokens), e.g. [128, 512], got {value!r}")
-    return sorted(sizes)
+    integers."""
+
+    def satisfied_by(self, value: Any) -> bool:
+        size = Interval(int, 1, None)
+        return isinstance(value, (list, tuple)) and all(map(size.satisfied_by, value)) and len(set(value)) >= 2
+
+    def __str__(self) -> str:
+        return "two or more chunk sizes (max_tokens), e.g. [128, 512]"
+
+    def invalid(self) -> list[Any]:
+        return [[128], [128, 128], [128, True], 128, "128,512"]
+
+    def valid(self) -> list[Any]:
+        return [[128, 512]]
+
+
+#: the sizes kept in increasing order; ``None`` (or an empty list) for one size, the strategy's own
+_granularities = constrained(
+    ChunkSizes(),
+    None,
+    before=lambda value: None if isinstance(value, (list, tuple)) and not value else value,
+    convert=lambda value: None if value is None else sorted(set(value)),
+)
 
 
 def reader_expand(expand: str | None, budget: int | str | None) -> str | None:
