@@ -74,6 +74,7 @@ ALSO_DECLARED = [
     "chunkwise.evaluation.boundaries",
     "chunkwise.embeddings.cache",
     "chunkwise.retrieval.fusion",
+    "chunkwise.context",
     "chunkwise.embeddings.static",
 ]
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from ..context import CONTEXT_MODES
+from ..context import CONTEXT_MODE, CONTEXT_MODES
 from ..deprecation import renamed, renames_for
 from ..errors import ConfigError
 from ..strategies import DEFAULT_STRATEGY, STRATEGY_NAMES
@@ -74,7 +74,7 @@ def _choice(options: tuple[str, ...]) -> Callable[[str, Any], Any]:
 
 
 #: a context mode, ``None`` or ``"none"`` (kept as ``None``: no context)
-_context = constrained(Options("none", *CONTEXT_MODES), None, convert=lambda value: None if value == "none" else value)
+_context = constrained(*CONTEXT_MODE, convert=lambda value: None if value == "none" else value)
 #: a mapping of names to values (``params``, ``context_options``...), ``None`` for an empty one
 _mapping = constrained(MappingOf(), None, convert=lambda value: {} if value is None else dict(value))
 
