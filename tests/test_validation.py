@@ -319,3 +319,20 @@ def test_an_embedder_argument_is_checked_by_the_embedder_constraint(fake_embedde
     with pytest.raises(ConfigError, match=rf"^embedder must be {re.escape(str(EmbedderSpec()))}, got 3$"):
         resolve_embedder(3)
     assert resolve_embedder(fake_embedder) is fake_embedder
+
+
+def test_the_embedder_constraint_does_not_load_a_lazy_embedder():
+    """A no-op ``index`` run hands a lazy embedder to the strategy checks: asking for its ``tokenizer``
+    would load the model (or fail on a name only the recording process knew)."""
+    from chunkwise.validation import EmbedderSpec
+
+    class Lazy:
+        def embed(self, texts):
+            raise AssertionError("embedded")
+
+        @property
+        def tokenizer(self):
+            raise AssertionError("the model was loaded")
+
+    assert EmbedderSpec().satisfied_by(Lazy())
+    assert not EmbedderSpec().satisfied_by(object())

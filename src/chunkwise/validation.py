@@ -273,6 +273,10 @@ class Named(Constraint):
         return list(registry.builtin(self.kind))[:1]
 
 
+#: what an embedder has (every :class:`~chunkwise.embeddings.base.Embedder` does)
+_EMBEDDER_API = ("embed", "tokenizer")
+
+
 class EmbedderSpec(Constraint):
     """An embedder name (``minilm``, ``st:PATH``...) or an object with ``embed`` and ``tokenizer`` (every
     :class:`~chunkwise.embeddings.base.Embedder` has both; told by what it does, so this layer imports no
@@ -281,7 +285,8 @@ class EmbedderSpec(Constraint):
     def satisfied_by(self, value: Any) -> bool:
         if isinstance(value, str):
             return True
-        return value is not None and hasattr(value, "embed") and hasattr(value, "tokenizer")
+        # looked up without running them: a lazy embedder's ``tokenizer`` property would load the model
+        return value is not None and all(inspect.getattr_static(value, a, None) is not None for a in _EMBEDDER_API)
 
     def __str__(self) -> str:
         return "an embedder name (or Embedder)"
