@@ -73,6 +73,7 @@ def test_mixed_folder_with_bad_files(capsys, tmp_path):
         (["--max-tokens", "0"], "max_tokens must be an int in [1, inf), got 0"),
         (["--max-tokens", "50", "--overlap", "50"], "overlap (50) must be smaller than max_tokens (50)"),
         (["--max-file-size", "lots"], "--max-file-size expects a size"),
+        (["--max-file-size", "0.5B"], "--max-file-size must be an int in [1, inf), got 0"),
         (["--encoding", "klingon"], "unknown encoding"),
         (["-p", "nonsense=1"], "has no parameter nonsense"),
     ],

@@ -111,8 +111,17 @@ def test_corrupt_cache_file_is_a_clear_error(tmp_path):
 
 def test_bad_size_bound_env(monkeypatch, tmp_path):
     monkeypatch.setenv("CHUNKWISE_CACHE_MAX_MB", "lots")
-    with pytest.raises(ConfigError):
+    with pytest.raises(
+        ConfigError, match=r"^\$CHUNKWISE_CACHE_MAX_MB must be a positive number of megabytes, got 'lots'$"
+    ):
         EmbeddingCache(tmp_path)
+    monkeypatch.setenv("CHUNKWISE_CACHE_MAX_MB", "0")
+    with pytest.raises(
+        ConfigError, match=r"^\$CHUNKWISE_CACHE_MAX_MB must be a positive number of megabytes, got '0'$"
+    ):
+        EmbeddingCache(tmp_path)
+    with pytest.raises(ConfigError, match=r"^EmbeddingCache: max_bytes must be an int in \[1, inf\) or None, got 0$"):
+        EmbeddingCache(tmp_path, max_bytes=0)
     monkeypatch.setenv("CHUNKWISE_CACHE_MAX_MB", "0.5")
     assert EmbeddingCache(tmp_path).max_bytes == 512 * 1024
 

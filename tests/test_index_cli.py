@@ -132,7 +132,10 @@ def test_a_bad_late_option_leaves_no_record_behind(corpus, capsys, bad, message)
         (("index", "kb", "--db", "kb/x.db/y.db"), None),
         (("index", "kb", "--uri", "http://127.0.0.1:9", "--timeout", "2"), "cannot reach the Milvus server"),
         (("index",), "nothing to do"),
-        (("index", "kb", "--context", "bogus"), "unknown context mode 'bogus'"),
+        (
+            ("index", "kb", "--context", "bogus"),
+            "context must be one of 'none', 'headings', 'neighbors', 'llm' or None, got 'bogus'",
+        ),
         (("index", "kb", "--batch-size", "0"), "--batch-size must be an int in [1, inf), got 0"),
         (("index", "kb", "--timeout", "0"), "--timeout must be a number in (0, inf), got 0.0"),
         (("search", "bees", "--max-chars", "-1"), "--max-chars must be an int in [0, inf), got -1"),

@@ -15,10 +15,10 @@ import chunkwise
 ROOT = Path(chunkwise.__file__).resolve().parent
 #: the pipeline order of docs/ARCHITECTURE.md ("Layers"); top-level modules beside the packages included
 ORDER = [
-    "document",
     "security",
     "errors",
     "validation",
+    "document",
     "records",
     "deprecation",
     "registry",

@@ -130,7 +130,12 @@ def test_a_registered_tokenizer(registered):
         ("embedder", "x:lower", FakeEmbedder, "a family such as 'prefix:PATH'"),
         ("strategy", " spaced", "index_data:LineStrategy", "without spaces"),
         ("strategy", "lines", "index_data.LineStrategy", "is not 'module:attribute'"),
-        ("strategy", "lines", 3, "must be 'module:attribute' or callable"),
+        (
+            "strategy",
+            "lines",
+            3,
+            "^cannot register strategy 'lines': target must be a 'module:attribute' string or a function, got 3$",
+        ),
         ("chunker", "lines", "index_data:LineStrategy", "unknown registry kind 'chunker'; choose one of strategy"),
     ],
 )

@@ -278,7 +278,10 @@ def test_llm_factory_validates_options(monkeypatch):
 def test_other_factories_validate(no_warnings):
     with pytest.raises(ConfigError, match="unknown tokenizer 'nope'"):
         get_tokenizer("nope")
-    with pytest.raises(ConfigError, match="unknown context mode 'nope'; choose one of headings, neighbors, llm"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^contextualize: mode must be one of 'none', 'headings', 'neighbors', 'llm' or None, got 'nope'$",
+    ):
         contextualize(Document("x"), [], "nope")
     with pytest.raises(ConfigError, match="no option window; valid: neighbors"):
         contextualize(Document("x"), [], "neighbors", window=3)

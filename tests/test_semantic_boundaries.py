@@ -6,6 +6,7 @@ import random
 
 import pytest
 
+from chunkwise.errors import ConfigError
 from chunkwise.evaluation.boundaries import boundaries_from_offsets, default_k, pk, window_diff
 
 
@@ -16,8 +17,10 @@ def test_perfect_and_degenerate():
     assert pk(ref, set(), 10) > 0 and window_diff(ref, set(range(1, 10)), 10) > 0
     assert pk(set(), set(), 1) == 0.0  # shorter than the window
     assert pk({5}, {5}, 3) == 0.0  # boundaries outside 1..n-1 are ignored
-    with pytest.raises(ValueError):
+    with pytest.raises(ConfigError, match=r"^pk: n_units must be an int in \[1, inf\), got 0$"):
         pk(ref, ref, 0)
+    with pytest.raises(ConfigError, match=r"^window_diff: k must be an int in \[1, inf\) or None, got 0$"):
+        window_diff(ref, ref, 10, k=0)
 
 
 def test_hand_computed_values():

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import re
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "chunkwise"
 #: methods ``Index.ask`` and ``summarize`` call with what they have checked
 NOT_SETTINGS = {"Chunk", "Cue", "Document", "Page", "Section", "LLM"}
 #: classes of the public API whose public methods are entry points too (not only the constructor)
-METHOD_API = {"Index"}
+METHOD_API = {"Index", "OpenAILLM", "ExtractiveLLM"}
 #: parameters left to the code that uses them, and why (each a real check, with its own message, there)
 CHECKED_WHERE_USED = {
     "Index.add": {"inputs": "paths, folders, Documents or an iterable of them: the walker names each bad one"},
@@ -70,6 +71,10 @@ ALSO_DECLARED = [
     "chunkwise.integrations.langchain",
     "chunkwise.integrations.llamaindex",
     "chunkwise.evaluation.runner",
+    "chunkwise.evaluation.boundaries",
+    "chunkwise.embeddings.cache",
+    "chunkwise.retrieval.fusion",
+    "chunkwise.context",
     "chunkwise.embeddings.static",
 ]
 
@@ -120,6 +125,8 @@ def test_every_constraint_of_every_public_callable_refuses_its_invalid_values(fn
 def _setting_cases():
     for name, setting in SETTINGS.items():
         for c in getattr(setting.check, "constraints", ()):
+            if c is None:
+                continue
             for bad in c.invalid():
                 if not satisfies(bad, setting.check.constraints):
                     yield pytest.param(setting, name, bad, id=f"{name}-{bad!r}")
@@ -259,3 +266,73 @@ def test_a_flag_takes_the_constraints_of_the_parameter_it_feeds():
     assert check_flag(3, "-k", TOP_K) == 3
     with pytest.raises(ConfigError, match=r"^-k must be an int in \[1, inf\), got True$"):
         check_flag(True, "-k", TOP_K)
+
+
+def test_the_readers_public_methods_refuse_a_bad_value_when_called():
+    """``answer``/``summarize``/``fits`` of both readers check their arguments by one declaration
+    (``chunkwise.llm.base.ANSWER_PARAMS``/``SUMMARY_PARAMS``) before any work or request."""
+    from types import SimpleNamespace
+
+    from chunkwise.llm.extractive import ExtractiveLLM
+    from chunkwise.llm.openai import OpenAILLM
+
+    calls = []
+    client = SimpleNamespace(model="m", complete=lambda *a, **k: calls.append(a) or "", close=lambda: None)
+    openai = OpenAILLM(client=client)
+    with pytest.raises(ConfigError, match=r"^ExtractiveLLM.answer: passages must be a list of Passages, got \['x'\]$"):
+        ExtractiveLLM().answer("why?", ["x"])
+    with pytest.raises(ConfigError, match=r"^OpenAILLM.answer: question must be a string, got 3$"):
+        openai.answer(3, [])
+    with pytest.raises(ConfigError, match=r"^OpenAILLM.summarize: final must be a bool, got 'no'$"):
+        openai.summarize([], final="no")
+    with pytest.raises(ConfigError, match=r"^OpenAILLM.answer: on_token must be a function or None, got 1$"):
+        openai.answer("why?", [], on_token=1)
+    assert calls == []
+
+
+def test_a_chunk_field_kind_is_checked_by_the_one_check():
+    from chunkwise.document import FIELD_KINDS, FieldSpec
+
+    assert FieldSpec("lang", FIELD_KINDS[0]).kind == FIELD_KINDS[0]
+    with pytest.raises(ConfigError, match=r"^chunk field 'lang': kind must be one of '.+, got 'blob'$"):
+        FieldSpec("lang", "blob")
+
+
+def test_recursive_separators_are_checked_by_their_declaration():
+    from chunkwise.segmentation.tokenizers import resolve_tokenizer
+    from chunkwise.strategies.recursive import SEPARATORS, RecursiveChunker, recursive_split
+
+    assert RecursiveChunker._parameter_constraints["separators"] is SEPARATORS
+    words = resolve_tokenizer("words")
+    for bad in ("bogus", [], ["\n", 3]):
+        with pytest.raises(ConfigError, match=r"^recursive_split: separators must be a preset \('prose'"):
+            recursive_split("a b. c d.", 0, 9, words, 2, separators=bad)
+    assert recursive_split("a b. c d.", 0, 9, words, 2, separators=[". "]) == recursive_split(
+        "a b. c d.", 0, 9, words, 2, separators=(". ",)
+    )
+
+
+def test_an_embedder_argument_is_checked_by_the_embedder_constraint(fake_embedder):
+    from chunkwise.embeddings.vectors import resolve_embedder
+    from chunkwise.validation import EmbedderSpec
+
+    with pytest.raises(ConfigError, match=rf"^embedder must be {re.escape(str(EmbedderSpec()))}, got 3$"):
+        resolve_embedder(3)
+    assert resolve_embedder(fake_embedder) is fake_embedder
+
+
+def test_the_embedder_constraint_does_not_load_a_lazy_embedder():
+    """A no-op ``index`` run hands a lazy embedder to the strategy checks: asking for its ``tokenizer``
+    would load the model (or fail on a name only the recording process knew)."""
+    from chunkwise.validation import EmbedderSpec
+
+    class Lazy:
+        def embed(self, texts):
+            raise AssertionError("embedded")
+
+        @property
+        def tokenizer(self):
+            raise AssertionError("the model was loaded")
+
+    assert EmbedderSpec().satisfied_by(Lazy())
+    assert not EmbedderSpec().satisfied_by(object())

@@ -179,8 +179,10 @@ def test_unknown_tracker_and_bad_options(scene, capsys):
     assert "needs a file" in capsys.readouterr().err
     assert main(["video", scene, "--tracker", "motion", "--classes", "car"]) == 2
     assert "--classes needs" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        main(["video", scene, "--gap", "-1"])
+    assert main(["video", scene, "--gap", "-1"]) == 2
+    assert capsys.readouterr().err == "chunkwise: error: --gap must be a number in [0, inf), got -1.0\n"
+    assert main(["video", scene, "--pad", "inf"]) == 2
+    assert "--pad must be a number in [0, inf), got inf" in capsys.readouterr().err
     with pytest.raises(ConfigError):
         get_tracker("nope")
 

@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .validation import Options, check
+
 
 def _feed(h: Any, part: Any) -> None:
     """Feed one part into a sha256 so that no two part sequences feed the same bytes: each part is
@@ -244,8 +246,7 @@ class FieldSpec:
     metadata: bool = True
 
     def __post_init__(self) -> None:
-        if self.kind not in FIELD_KINDS:
-            raise TypeError(f"chunk field {self.name!r}: kind must be one of {', '.join(FIELD_KINDS)}")
+        check(self.kind, Options(*FIELD_KINDS), "kind", f"chunk field {self.name!r}")
 
     @property
     def key(self) -> str:

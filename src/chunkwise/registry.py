@@ -31,6 +31,7 @@ from collections.abc import Callable
 from typing import Any, AnyStr, cast
 
 from .errors import ConfigError
+from .validation import Function, InstanceOf, check
 
 #: kind -> (how errors name it, whether it has families)
 KINDS: dict[str, tuple[str, bool]] = {
@@ -94,6 +95,8 @@ _TABLES: dict[str, dict[str, Any]] = {kind: dict(_BUILTIN.get(kind, {})) for kin
 _provided: set[str] = set()
 
 _TARGET = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
+#: what a registration points at: an import path, imported on first use, or the object itself
+TARGET = [InstanceOf(str, "a 'module:attribute' string"), Function()]
 _FAMILY = re.compile(r"([a-z0-9][a-z0-9_.-]*:)[A-Z][A-Z_]*")
 
 
@@ -118,11 +121,9 @@ def register(kind: str, name: str, target: str | Callable[..., Any]) -> None:
             f"cannot register {label} {name!r}: a name with ':' is a family such as 'prefix:PATH'"
             + ("" if KINDS[kind][1] else f", and a {label} has none")
         )
-    if isinstance(target, str):
-        if not _TARGET.fullmatch(target):
-            raise ConfigError(f"cannot register {label} {name!r}: target {target!r} is not 'module:attribute'")
-    elif not callable(target):
-        raise ConfigError(f"cannot register {label} {name!r}: target must be 'module:attribute' or callable")
+    check(target, TARGET, "target", f"cannot register {label} {name!r}")
+    if isinstance(target, str) and not _TARGET.fullmatch(target):
+        raise ConfigError(f"cannot register {label} {name!r}: target {target!r} is not 'module:attribute'")
     _TABLES[kind][name] = target
 
 

@@ -3,7 +3,7 @@ wording.
 
 A parameter is declared with a list of :class:`Constraint` objects, any one of which a value must satisfy
 (scikit-learn's ``_parameter_constraints`` convention: ``Interval(int, 1, None)``, ``Options("rrf",
-"zscore")``, ``None``...); the constraints that know a later layer's types (a tokenizer, an embedder, a
+"zscore")``, ``None``...); the constraints that know a later layer's types (a tokenizer, a
 strategy) are in :mod:`chunkwise.strategies.params`. :func:`check` is the one check; every refusal reads ``OWNER: NAME must be
 WHAT, got VALUE`` (``strategy 'semantic': overlap must be an int in [0, inf), got True``). Who uses it:
 
@@ -165,6 +165,43 @@ class StrList(Constraint):
         return [["\n\n", " ", ""]]
 
 
+class ListOf(Constraint):
+    """A list (or tuple) whose items are all instances of ``kind`` (``passages``: a list of Passages);
+    ``text`` names it in messages."""
+
+    def __init__(self, kind: type, text: str):
+        self.kind, self.text = kind, text
+
+    def satisfied_by(self, value: Any) -> bool:
+        return isinstance(value, (list, tuple)) and all(isinstance(item, self.kind) for item in value)
+
+    def __str__(self) -> str:
+        return self.text
+
+    def invalid(self) -> list[Any]:
+        return [3, "text", [3]]
+
+    def valid(self) -> list[Any]:
+        return [[]]
+
+
+class Function(Constraint):
+    """Something to call (``on_token``, ``progress``): a function, a bound method, a class with
+    ``__call__``."""
+
+    def satisfied_by(self, value: Any) -> bool:
+        return callable(value)
+
+    def __str__(self) -> str:
+        return "a function"
+
+    def invalid(self) -> list[Any]:
+        return [1, "print"]
+
+    def valid(self) -> list[Any]:
+        return [print]
+
+
 def is_number(value: Any) -> bool:
     """An int or float that is not a bool (the one place that tells ``True`` from ``1``)."""
     return _is_number(value)
@@ -202,7 +239,7 @@ class MappingOf(Constraint):
         )
 
     def __str__(self) -> str:
-        return "a mapping of names to values"
+        return "a mapping of names to values (numbers finite)"
 
     def invalid(self) -> list[Any]:
         return [[1], {1: 2}, {"a": float("nan")}]
@@ -234,6 +271,31 @@ class Named(Constraint):
         from . import registry
 
         return list(registry.builtin(self.kind))[:1]
+
+
+#: what an embedder has (every :class:`~chunkwise.embeddings.base.Embedder` does)
+_EMBEDDER_API = ("embed", "tokenizer")
+
+
+class EmbedderSpec(Constraint):
+    """An embedder name (``minilm``, ``st:PATH``...) or an object with ``embed`` and ``tokenizer`` (every
+    :class:`~chunkwise.embeddings.base.Embedder` has both; told by what it does, so this layer imports no
+    embedding code)."""
+
+    def satisfied_by(self, value: Any) -> bool:
+        if isinstance(value, str):
+            return True
+        # looked up without running them: a lazy embedder's ``tokenizer`` property would load the model
+        return value is not None and all(inspect.getattr_static(value, a, None) is not None for a in _EMBEDDER_API)
+
+    def __str__(self) -> str:
+        return "an embedder name (or Embedder)"
+
+    def invalid(self) -> list[Any]:
+        return [3, True, ["minilm"]]
+
+    def valid(self) -> list[Any]:
+        return ["static"]
 
 
 #: a declaration: the constraints of one parameter (``None`` in the list: ``None`` is allowed)
@@ -342,9 +404,12 @@ __all__ = [
     "Options",
     "InstanceOf",
     "StrList",
+    "ListOf",
+    "Function",
     "PathSpec",
     "MappingOf",
     "Named",
+    "EmbedderSpec",
     "is_number",
     "is_scalar",
     "satisfies",

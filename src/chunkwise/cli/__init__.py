@@ -9,8 +9,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from collections.abc import Callable
-from typing import Any, NoReturn
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple, NoReturn
 
 from ..errors import ChunkwiseError
 
@@ -28,54 +28,153 @@ COMMAND_MODULES = (
     "serve",
     "questions",
 )
-#: command -> the module that registers it, so a run imports only its own command's module (and what that
-#: needs): ``chunkwise search`` does not import the strategies' or the video code's dependencies.
-#: ``tests/test_cli_options.py`` checks it against what the modules register.
-COMMANDS = {
-    "chunk": "chunk",
-    "inspect": "inspect",
-    "embed": "embeddings",
-    "distill": "embeddings",
-    "cache": "embeddings",
-    "index": "index",
-    "search": "index",
-    "eval": "evaluate",
-    "tune": "evaluate",
-    "strategies": "strategies",
-    "ask": "answers",
-    "summarize": "answers",
-    "video": "video",
-    "viz": "viz",
-    "serve": "serve",
-    "questions": "questions",
-}
-#: command -> its line in ``chunkwise --help``, so the overview is printed without importing any command
-#: module (and through them numpy, the strategies, the LLM client); the modules register their commands
-#: with it (:func:`add_command`). ``tests/test_cli_startup.py`` checks every command has its line.
-COMMAND_HELP = {
-    "chunk": "chunk files, folders or stdin; print JSONL or a table",
-    "inspect": "explain a chunking: one JSON line per sentence with distances and breakpoints",
-    "embed": "embed texts (arguments, or one per line from a file or stdin)",
-    "distill": "distil the static embedding model from MiniLM (once, into the cache directory)",
-    "cache": "inspect or clear the embedding cache",
-    "index": "chunk, embed and store documents in Milvus (incremental)",
-    "search": "search an index built by `chunkwise index`",
-    "eval": "measure retrieval quality of chunking strategies on a dataset",
-    "tune": "grid-search a strategy's parameters on a dataset and write the best --config",
-    "strategies": "list strategies and their parameters",
-    "ask": "answer a question from the index, citing the chunks it used",
-    "summarize": "summarise documents (map-reduce with an LLM, or extractive offline)",
-    "video": "cut a video into event clips from object-tracking IDs",
-    "viz": "write an HTML report: chunks coloured, cut reasons, distance curve, size histogram",
-    "serve": "local web app: paste or upload, see the cuts change; search; JSON API",
-    "questions": "write evaluation questions for a folder of documents (a dataset for eval/tune)",
-}
 
 
-def add_command(subparsers: Any, name: str, **kwargs: Any) -> argparse.ArgumentParser:
-    """Command ``name``'s sub-parser, with its help line from :data:`COMMAND_HELP` (the one place each is
-    written) and the other ``add_parser`` keywords (``description``, ``epilog``) as given."""
-    return subparsers.add_parser(name, help=COMMAND_HELP[name], **kwargs)
+class Command(NamedTuple):
+    """One command: the module that registers its flags, its line in ``chunkwise --help`` and the
+    description its own ``--help`` opens with (``{name}`` fields are filled by the module: see
+    :func:`add_command`)."""
+
+    module: str
+    help: str
+    description: str
+
+
+#: every command, one row each. The module: a run imports only its own command's module (and what that
+#: needs): ``chunkwise search`` does not import the strategies' or the video code's dependencies. The help
+#: line: ``chunkwise --help`` prints the overview without importing any command module (and through them
+#: numpy, the strategies, the LLM client). ``tests/test_cli_startup.py`` checks the table against what the
+#: modules register.
+COMMAND_TABLE: dict[str, Command] = {
+    "chunk": Command(
+        "chunk",
+        "chunk files, folders or stdin; print JSONL or a table",
+        "Chunk documents (text, Markdown, HTML, PDF, WebVTT, SRT, SBV; folders recursively, files of\n"
+        "supported types; - for stdin) and write one JSON object per chunk, or a table for reading.",
+        # wrapped at 100 columns here: its help keeps line breaks (the epilog's table), and a run does not
+        # import textwrap
+    ),
+    "inspect": Command(
+        "inspect",
+        "explain a chunking: one JSON line per sentence with distances and breakpoints",
+        "Print one JSON object per sentence: its span, the distance to the next sentence, the "
+        "threshold it was compared with, and whether (and why) a chunk ends there.",
+    ),
+    "embed": Command(
+        "embeddings",
+        "embed texts (arguments, or one per line from a file or stdin)",
+        "Embed texts with the embedder chosen by --embedder and print JSON lines "
+        '{"index", "text", "vector"} or write a .npy matrix (row i = text i). Vectors are '
+        "L2-normalised float32; cached vectors are reused.",
+    ),
+    "distill": Command(
+        "embeddings",
+        "distil the static embedding model from MiniLM (once, into the cache directory)",
+        "Distil a model2vec static model from the local all-MiniLM-L6-v2 (ONNX, no torch) and "
+        "save it under CACHE_DIR/static/NAME, where `--embedder static` finds it.",
+    ),
+    "cache": Command(
+        "embeddings",
+        "inspect or clear the embedding cache",
+        "The persistent embedding cache (SQLite, keyed by model and text hash).",
+    ),
+    "index": Command(
+        "index",
+        "chunk, embed and store documents in Milvus (incremental)",
+        "Chunk files and folders, embed the chunks and store them in Milvus Lite (default) or a "
+        "Milvus server. Re-running is incremental: unchanged documents are skipped, changed ones "
+        "replaced; a run interrupted at any point can simply be run again.",
+    ),
+    "search": Command(
+        "index",
+        "search an index built by `chunkwise index`",
+        "Retrieve the chunks closest to a query: BM25 and vectors fused by "
+        "z-scores (the default, chosen by measurement: docs/evaluation.md), "
+        "or vectors alone with --dense.",
+    ),
+    "eval": Command(
+        "evaluate",
+        "measure retrieval quality of chunking strategies on a dataset",
+        "Chunk every document, embed the chunks, retrieve for every query with an exact in-process "
+        "index pooled over all documents, and score: Chroma's span metrics (recall, precision, "
+        "precision_Ω, IoU at n=5, 10 and min), their corrected set variant, doc recall@k, nDCG@10, "
+        "MRR, Pk/WindowDiff when gold boundaries exist, and paired-bootstrap CIs between runs.",
+    ),
+    "tune": Command(
+        "evaluate",
+        "grid-search a strategy's parameters on a dataset and write the best --config",
+        "Evaluate every combination of --grid values (each text embedded once over the whole "
+        "search), print a leaderboard and write the best configuration as JSON for --config.",
+    ),
+    "strategies": Command(
+        "strategies",
+        "list strategies and their parameters",
+        "List the chunking strategies, or one strategy's parameters with their defaults and meanings.",
+    ),
+    "ask": Command(
+        "answers",
+        "answer a question from the index, citing the chunks it used",
+        "Retrieve the best chunks, number them with their provenance, ask a chat model (any "
+        "OpenAI-compatible endpoint) and print the answer as it streams, then the cited sources. "
+        "Citations are checked against the chunks given. Without an endpoint the answer is "
+        "extractive: the best supporting sentences of the retrieved chunks, with citations.",
+    ),
+    "summarize": Command(
+        "answers",
+        "summarise documents (map-reduce with an LLM, or extractive offline)",
+        "Chunk each document and summarise it: one call when it fits the model's context, else "
+        "map (each chunk, in parallel) and reduce (groups of notes) until it does. Without an "
+        "endpoint the summary is extractive: the most central sentences, with citations.",
+    ),
+    "video": Command(
+        "video",
+        "cut a video into event clips from object-tracking IDs",
+        "Track objects in a video and cut it into event clips: a clip opens when a tracked object "
+        "appears while none is open, later IDs join it, and it closes when every ID has been absent "
+        "for --gap seconds. Each clip is a chunk with a searchable description.",
+    ),
+    "viz": Command(
+        "viz",
+        "write an HTML report: chunks coloured, cut reasons, distance curve, size histogram",
+        "Chunk one document and write a self-contained HTML report (works offline, from disk): "
+        "the text with every chunk coloured and a hover card (tokens, offsets, page, section, "
+        "time, why it ends), the distance curve with threshold and breakpoints for semantic "
+        "strategies, and the chunk-size histogram against max_tokens.",
+    ),
+    "serve": Command(
+        "serve",
+        "local web app: paste or upload, see the cuts change; search; JSON API",
+        "Serve a small web app on loopback: paste text or upload a file, pick strategies and "
+        "parameters and see the cuts change; search an index with highlighted hits; JSON API "
+        "(POST /chunk, POST /search, GET /health; schema at /openapi.json, docs at /docs).",
+    ),
+    "questions": Command(
+        "questions",
+        "write evaluation questions for a folder of documents (a dataset for eval/tune)",
+        "Sample passages across the documents and their sections, make one question per passage "
+        "(with an LLM endpoint: a question a user would ask and its exact excerpt; without one: an "
+        "offline proxy, by default {default_method!r}: two key phrases of a passage asked about in "
+        "words of its own, the passage the answer), "
+        "drop near-duplicates and questions copied from their answer, and write docs/ + "
+        "queries.jsonl + questions.json, the dataset `chunkwise eval` and `tune` read; the documents are "
+        "copied byte-identical.",
+    ),
+}
+#: command -> the module that registers it (a view of :data:`COMMAND_TABLE`)
+COMMANDS = {name: command.module for name, command in COMMAND_TABLE.items()}
+#: command -> its line in ``chunkwise --help`` (a view of :data:`COMMAND_TABLE`)
+COMMAND_HELP = {name: command.help for name, command in COMMAND_TABLE.items()}
+
+
+def add_command(
+    subparsers: Any, name: str, fields: Mapping[str, Any] | None = None, **kwargs: Any
+) -> argparse.ArgumentParser:
+    """Command ``name``'s sub-parser, with its help line and description from :data:`COMMAND_TABLE` (the one
+    place each is written; ``fields`` fill the description's ``{name}`` fields, a ``description`` given
+    replaces it) and the other ``add_parser`` keywords (``epilog``, ``formatter_class``) as given."""
+    description = COMMAND_TABLE[name].description
+    kwargs.setdefault("description", description if fields is None else description.format(**fields))
+    return subparsers.add_parser(name, help=COMMAND_TABLE[name].help, **kwargs)
 
 
 #: global options that take a value (the command is the first other word of the command line)

@@ -131,14 +131,7 @@ def register(subparsers) -> None:
     from .options import add_chunking_options
     from .remote import add_server_option
 
-    p = add_command(
-        subparsers,
-        "ask",
-        description="Retrieve the best chunks, number them with their provenance, ask a chat model (any "
-        "OpenAI-compatible endpoint) and print the answer as it streams, then the cited sources. "
-        "Citations are checked against the chunks given. Without an endpoint the answer is "
-        "extractive: the best supporting sentences of the retrieved chunks, with citations.",
-    )
+    p = add_command(subparsers, "ask")
     p.add_argument("question", help="the question")
     p.add_argument("-k", type=int, default=5, help="chunks to retrieve (default 5)")
     add_retrieval_options(p)
@@ -169,13 +162,7 @@ def register(subparsers) -> None:
     add_llm_options(p)
     p.set_defaults(func=run_ask)
 
-    s = add_command(
-        subparsers,
-        "summarize",
-        description="Chunk each document and summarise it: one call when it fits the model's context, else "
-        "map (each chunk, in parallel) and reduce (groups of notes) until it does. Without an "
-        "endpoint the summary is extractive: the most central sentences, with citations.",
-    )
+    s = add_command(subparsers, "summarize")
     s.add_argument("paths", nargs="+", metavar="PATH", help="files or folders to summarise (- for stdin)")
     s.add_argument("--style", choices=("bullets", "paragraph"), default="bullets", help="default bullets")
     s.add_argument("--concurrency", type=int, default=4, metavar="N", help="map requests at once (default 4)")

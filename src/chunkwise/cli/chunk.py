@@ -32,10 +32,6 @@ def register(subparsers) -> None:
     p = add_command(
         subparsers,
         "chunk",
-        description=(  # wrapped at 100 columns here: textwrap is not imported for a run
-            "Chunk documents (text, Markdown, HTML, PDF, WebVTT, SRT, SBV; folders recursively, files of\n"
-            "supported types; - for stdin) and write one JSON object per chunk, or a table for reading."
-        ),
         epilog=strategies_epilog,  # called when the help is printed
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

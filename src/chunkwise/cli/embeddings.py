@@ -22,13 +22,7 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 
 
 def register(subparsers) -> None:
-    e = add_command(
-        subparsers,
-        "embed",
-        description="Embed texts with the embedder chosen by --embedder and print JSON lines "
-        '{"index", "text", "vector"} or write a .npy matrix (row i = text i). Vectors are '
-        "L2-normalised float32; cached vectors are reused.",
-    )
+    e = add_command(subparsers, "embed")
     e.add_argument("texts", nargs="*", metavar="TEXT", help="texts to embed")
     e.add_argument(
         "--input",
@@ -47,23 +41,14 @@ def register(subparsers) -> None:
     e.add_argument("--batch-size", type=int, default=1024, help="texts per embedding call (default 1024)")
     e.set_defaults(func=run_embed)
 
-    p = add_command(
-        subparsers,
-        "distill",
-        description="Distil a model2vec static model from the local all-MiniLM-L6-v2 (ONNX, no torch) and "
-        "save it under CACHE_DIR/static/NAME, where `--embedder static` finds it.",
-    )
+    p = add_command(subparsers, "distill")
     p.add_argument("--pca-dims", type=int, default=256, help="output dimensions (default 256)")
     p.add_argument("--sif-coefficient", type=float, default=1e-5, help="Zipf/SIF weighting (default 1e-5)")
     p.add_argument("--name", default=None, help="model folder name (default minilm-static-256)")
     p.add_argument("--force", action="store_true", help="distil again even if the model exists")
     p.set_defaults(func=run_distill)
 
-    c = add_command(
-        subparsers,
-        "cache",
-        description="The persistent embedding cache (SQLite, keyed by model and text hash).",
-    )
+    c = add_command(subparsers, "cache")
     csub = c.add_subparsers(dest="cache_command", metavar="ACTION")
     s = csub.add_parser("stats", help="location, size and entries per model")
     s.add_argument("--json", action="store_true", help="machine-readable output")

@@ -17,8 +17,10 @@ flags and the run (dataset, evaluator, run specs) is :mod:`.eval_common`; the bu
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from ..deprecation import moved_getattr
@@ -48,43 +50,20 @@ __getattr__ = moved_getattr(__name__)
 
 
 def register(subparsers) -> None:
-    """``eval`` and ``tune``, one function each."""
-    _register_eval(subparsers)
-    _register_tune(subparsers)
-
-
-def _register_eval(subparsers) -> None:
-    """The ``eval`` sub-command: the shared flags, its runs, the chunking and LLM flags."""
-    p = add_command(
-        subparsers,
-        "eval",
-        description="Chunk every document, embed the chunks, retrieve for every query with an exact in-process "
-        "index pooled over all documents, and score: Chroma's span metrics (recall, precision, "
-        "precision_Ω, IoU at n=5, 10 and min), their corrected set variant, doc recall@k, nDCG@10, "
-        "MRR, Pk/WindowDiff when gold boundaries exist, and paired-bootstrap CIs between runs.",
-    )
-    add_common_options(p)
-    add_eval_options(p)
-    add_chunking_options(p)
+    """``eval`` and ``tune``: each the flags both share, then its own option groups, in this order (the
+    order of their ``--help``)."""
     from .answers import add_llm_options
 
-    add_llm_options(p)
-    p.set_defaults(func=run_eval)
-
-
-def _register_tune(subparsers) -> None:
-    """The ``tune`` sub-command: the shared flags, its grid flags, the search flags, the chunking flags."""
-    t = add_command(
-        subparsers,
-        "tune",
-        description="Evaluate every combination of --grid values (each text embedded once over the whole "
-        "search), print a leaderboard and write the best configuration as JSON for --config.",
-    )
-    add_common_options(t)
-    add_tune_options(t)
-    add_search_options(t)
-    add_chunking_options(t)
-    t.set_defaults(func=run_tune)
+    commands: dict[str, tuple[tuple[Callable[[argparse.ArgumentParser], None], ...], Callable[..., int]]] = {
+        "eval": ((add_eval_options, add_chunking_options, add_llm_options), run_eval),
+        "tune": ((add_tune_options, add_search_options, add_chunking_options), run_tune),
+    }
+    for name, (groups, run) in commands.items():
+        p = add_command(subparsers, name)
+        add_common_options(p)
+        for add_group in groups:
+            add_group(p)
+        p.set_defaults(func=run)
 
 
 def _emit(args, report, title: str) -> None:

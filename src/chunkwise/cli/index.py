@@ -88,13 +88,7 @@ def register(subparsers) -> None:
 def _register_index(subparsers) -> None:
     from .options import add_chunking_options, add_input_options
 
-    p = add_command(
-        subparsers,
-        "index",
-        description="Chunk files and folders, embed the chunks and store them in Milvus Lite (default) or a "
-        "Milvus server. Re-running is incremental: unchanged documents are skipped, changed ones "
-        "replaced; a run interrupted at any point can simply be run again.",
-    )
+    p = add_command(subparsers, "index")
     p.add_argument("paths", nargs="*", metavar="PATH", help="files or folders to index")
     add_store_options(p)
     add_chunking_options(p)
@@ -185,13 +179,7 @@ def _add_ray_options(p: argparse.ArgumentParser) -> None:
 
 
 def _register_search(subparsers) -> None:
-    s = add_command(
-        subparsers,
-        "search",
-        description="Retrieve the chunks closest to a query: BM25 and vectors fused by "
-        "z-scores (the default, chosen by measurement: docs/evaluation.md), "
-        "or vectors alone with --dense.",
-    )
+    s = add_command(subparsers, "search")
     s.add_argument("query", help="the question or keywords")
     s.add_argument("-k", type=int, default=5, help="number of chunks to return (default 5)")
     s.add_argument(

@@ -29,12 +29,7 @@ def register(subparsers) -> None:
     from .chunk import add_input_options
     from .options import add_chunking_options
 
-    p = add_command(
-        subparsers,
-        "inspect",
-        description="Print one JSON object per sentence: its span, the distance to the next sentence, the "
-        "threshold it was compared with, and whether (and why) a chunk ends there.",
-    )
+    p = add_command(subparsers, "inspect")
     p.add_argument("paths", nargs="+", metavar="PATH", help="files, folders, or - for standard input")
     add_chunking_options(p, default_strategy="semantic")
     p.add_argument("-o", "--output", default=None, metavar="FILE", help="write here instead of stdout")

@@ -18,6 +18,7 @@ from typing import Any
 from ..deprecation import ChunkwiseDeprecationWarning, deprecation_message
 from ..errors import ConfigError
 from ..strategies import DEFAULT_STRATEGY, STRATEGY_NAMES
+from ..validation import Interval, check_flag
 
 
 class DeprecatedFlag(argparse.Action):
@@ -39,15 +40,18 @@ class DeprecatedFlag(argparse.Action):
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
 
 
-def parse_size(text: str) -> int:
-    """``"100MB"``, ``"512k"``, ``"2.5G"`` or plain bytes; units are powers of 1024."""
+#: a size limit in bytes (``--max-file-size``, ``--max-upload-size``)
+SIZE_LIMIT = Interval(int, 1, None)
+
+
+def parse_size(text: str, flag: str = "--max-file-size") -> int:
+    """``"100MB"``, ``"512k"``, ``"2.5G"`` or plain bytes (units are powers of 1024), at least one byte;
+    ``flag`` names it in the error."""
     m = _SIZE.match(str(text))
     if not m:
-        raise ConfigError(f"--max-file-size expects a size like 100MB, 512KB or 1048576, got {text!r}")
+        raise ConfigError(f"{flag} expects a size like 100MB, 512KB or 1048576, got {text!r}")
     value = float(m.group(1)) * 1024 ** " kmgt".index((m.group(2) or " ").lower())
-    if value < 1:
-        raise ConfigError(f"--max-file-size must be at least 1 byte, got {text!r}")
-    return int(value)
+    return check_flag(int(value), flag, SIZE_LIMIT)
 
 
 def add_walk_options(g: Any) -> None:

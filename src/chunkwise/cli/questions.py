@@ -18,17 +18,7 @@ def register(subparsers) -> None:
     from ..evaluation.questions import DEFAULT_OFFLINE_METHOD, METHODS, STYLES
     from .answers import add_llm_options
 
-    p = add_command(
-        subparsers,
-        "questions",
-        description="Sample passages across the documents and their sections, make one question per passage "
-        "(with an LLM endpoint: a question a user would ask and its exact excerpt; without one: an "
-        f"offline proxy, by default {DEFAULT_OFFLINE_METHOD!r}: two key phrases of a passage asked about in "
-        "words of its own, the passage the answer), "
-        "drop near-duplicates and questions copied from their answer, and write docs/ + "
-        "queries.jsonl + questions.json, the dataset `chunkwise eval` and `tune` read; the documents are "
-        "copied byte-identical.",
-    )
+    p = add_command(subparsers, "questions", fields={"default_method": DEFAULT_OFFLINE_METHOD})
     p.add_argument("paths", nargs="+", metavar="DOCS", help="files or folders of documents")
     p.add_argument("-o", "--output", required=True, metavar="DATASET_DIR", help="the dataset folder to write")
     p.add_argument(

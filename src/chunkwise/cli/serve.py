@@ -18,13 +18,7 @@ from . import add_command
 
 
 def register(subparsers) -> None:
-    p = add_command(
-        subparsers,
-        "serve",
-        description="Serve a small web app on loopback: paste text or upload a file, pick strategies and "
-        "parameters and see the cuts change; search an index with highlighted hits; JSON API "
-        "(POST /chunk, POST /search, GET /health; schema at /openapi.json, docs at /docs).",
-    )
+    p = add_command(subparsers, "serve")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     p.add_argument("--db", default=None, metavar="PATH.db", help="index to search (built by `chunkwise index`)")
@@ -67,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     for name in args.allowed_host:
         if not name.strip() or ("*" in name and name != "*" and not name.startswith("*.")):
             raise ConfigError(f"--allowed-host: {name!r} is not a host name (or '*', '*.example.com')")
-    limit = parse_size(args.max_upload_size)
+    limit = parse_size(args.max_upload_size, "--max-upload-size")
     embedder = None
     if getattr(args, "embedder", None) or getattr(args, "embedder_backend", None):
         from ..embeddings import embedder_from_args

@@ -80,10 +80,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register(subparsers) -> None:
-    p = add_command(
-        subparsers,
-        "strategies",
-        description="List the chunking strategies, or one strategy's parameters with their defaults and meanings.",
-    )
+    p = add_command(subparsers, "strategies")
     p.add_argument("name", nargs="?", metavar="NAME", help="a strategy name")
     p.set_defaults(func=run)

@@ -24,9 +24,10 @@ def parse_duration(text: str) -> float:
         value = float(number) * (unit or 1.0)
     except ValueError:
         raise ConfigError(f"--time expects a duration such as 10m, 90s or 1h, got {text!r}") from None
-    if not value > 0:
-        raise ConfigError(f"--time must be positive, got {text!r}")
-    return value
+    from ..evaluation.tune_search import TIME_BUDGET
+    from ..validation import check_flag
+
+    return check_flag(value, "--time", TIME_BUDGET)
 
 
 def journal_path(output: str) -> str:

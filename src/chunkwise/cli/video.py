@@ -20,21 +20,13 @@ def _seconds(name: str):
             value = float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{name} expects seconds, got {text!r}") from None
-        if not value >= 0 or value == float("inf"):
-            raise argparse.ArgumentTypeError(f"{name} must be a number of seconds >= 0, got {text!r}")
-        return value
+        return value  # its range: the clip rule's declaration, checked by run_video
 
     return parse
 
 
 def register(subparsers) -> None:
-    p = add_command(
-        subparsers,
-        "video",
-        description="Track objects in a video and cut it into event clips: a clip opens when a tracked object "
-        "appears while none is open, later IDs join it, and it closes when every ID has been absent "
-        "for --gap seconds. Each clip is a chunk with a searchable description.",
-    )
+    p = add_command(subparsers, "video")
     _add_tracking_options(p)
     _add_clip_rule_options(p)
     _add_output_options(p)
@@ -61,7 +53,7 @@ def _add_tracking_options(p) -> None:
     )
 
 
-#: the clip rule's durations: flag, default, help (each parsed as seconds >= 0)
+#: the clip rule's durations: flag, default, help (each seconds, checked against ``video.rule.SECONDS``)
 _CLIP_SECONDS = (
     ("--gap", 1.0, "a clip closes when every tracked ID has been absent this long (default 1.0)"),
     ("--min-duration", 0.0, "drop events shorter than this (default 0)"),
@@ -114,8 +106,11 @@ def _table(chunks) -> str:
 def run_video(args: argparse.Namespace) -> int:
     from ..validation import Interval, check_flag
     from ..video import load_video
+    from ..video.rule import SECONDS
 
-    check_flag(args.max_duration, "--max-duration", [Interval(float, 0, None, closed="neither"), None])
+    declared = {"--max-duration": [Interval(float, 0, None, closed="neither"), None]}  # a cap; None: none
+    for flag, _, _ in _CLIP_SECONDS:
+        check_flag(getattr(args, flag[2:].replace("-", "_")), flag, declared.get(flag, SECONDS))
     subtitles = None if str(args.subtitles).lower() == "none" else args.subtitles
     doc = load_video(
         args.file,

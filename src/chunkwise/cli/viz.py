@@ -25,10 +25,6 @@ def register(subparsers) -> None:
     p = add_command(
         subparsers,
         "viz",
-        description="Chunk one document and write a self-contained HTML report (works offline, from disk): "
-        "the text with every chunk coloured and a hover card (tokens, offsets, page, section, "
-        "time, why it ends), the distance curve with threshold and breakpoints for semantic "
-        "strategies, and the chunk-size histogram against max_tokens.",
         epilog=strategies_epilog,  # called when the help is printed
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

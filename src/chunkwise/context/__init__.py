@@ -18,10 +18,13 @@ from typing import Any
 from ..deprecation import renamed, renames_for
 from ..document import Chunk, Document
 from ..errors import ConfigError
+from ..validation import Options, validated
 from .late import LateChunkingStats, LateChunkingWarning, check_chunk_spans, late_chunk_vectors
 
 #: the values ``--context`` accepts
 CONTEXT_MODES = ("headings", "neighbors", "llm")
+#: the one declaration of a context mode (``None`` or ``"none"``: no context), ``PipelineConfig.context``'s too
+CONTEXT_MODE = [Options("none", *CONTEXT_MODES), None]
 
 _NEIGHBOR_OPTS = ("neighbors", "max_context_tokens", "tokenizer", "sentence_backend")
 _HEADING_OPTS = ("separator",)
@@ -42,6 +45,7 @@ _LLM_OPTS = (
 )
 
 
+@validated("contextualize", mode=CONTEXT_MODE)
 def contextualize(doc: Document | str, chunks: list[Chunk], mode: str | None, **opts: Any) -> list[Chunk]:
     """Fill ``chunk.context`` for every chunk of ``doc`` by ``mode`` and return the chunks (same objects).
 
@@ -65,8 +69,6 @@ def contextualize(doc: Document | str, chunks: list[Chunk], mode: str | None, **
     opts = {k: v for k, v in opts.items() if v is not None}
     if mode is None or mode == "none":
         return chunks
-    if mode not in CONTEXT_MODES:
-        raise ConfigError(f"unknown context mode {mode!r}; choose one of {', '.join(CONTEXT_MODES)}")
     if mode == "llm":
         opts = renamed(opts, renames_for("context mode 'llm'"), "context mode 'llm'")
     allowed = {"headings": _HEADING_OPTS, "neighbors": _NEIGHBOR_OPTS, "llm": _LLM_OPTS}[mode]

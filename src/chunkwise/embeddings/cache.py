@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError
+from ..validation import Interval, PathSpec, validated
 from .base import Embedder, WrappedEmbedder, check_texts
 
 CACHE_DIR_ENV = "CHUNKWISE_CACHE_DIR"
@@ -116,6 +117,7 @@ def text_key(text: str) -> bytes:
 class EmbeddingCache(AbstractContextManager["EmbeddingCache", None]):
     """Vectors by (model id, text hash) in ``<cache_dir>/embeddings.sqlite3``."""
 
+    @validated(cache_dir=[PathSpec(), None], max_bytes=[Interval(int, 1, None), None])
     def __init__(self, cache_dir: str | os.PathLike | None = None, max_bytes: int | None = None):
         self.dir = resolve_cache_dir(cache_dir)
         self.path = self.dir / DB_NAME
@@ -124,9 +126,9 @@ class EmbeddingCache(AbstractContextManager["EmbeddingCache", None]):
             try:
                 max_bytes = int(float(env) * 1024**2) if env else DEFAULT_MAX_BYTES
             except ValueError:
-                raise ConfigError(f"${CACHE_MAX_ENV} must be a number of megabytes, got {env!r}") from None
-        if max_bytes < 1:
-            raise ConfigError(f"cache size bound must be positive, got {max_bytes}")
+                max_bytes = 0
+            if max_bytes < 1:  # the environment's text, not a parameter: named as it is set
+                raise ConfigError(f"${CACHE_MAX_ENV} must be a positive number of megabytes, got {env!r}")
         self.max_bytes = int(max_bytes)
         self._conn: sqlite3.Connection | None = None
         self._pid = os.getpid()

@@ -16,8 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..document import Chunk
-from ..errors import ConfigError
-from ..validation import Options, check
+from ..validation import EmbedderSpec, Options, check
 from . import DEFAULT_EMBEDDER
 from .base import Embedder, l2_normalize
 
@@ -34,11 +33,8 @@ def resolve_embedder(embedder: str | Embedder | None) -> Embedder:
     """An :class:`Embedder` from an instance, a name (``"minilm"``, ``"st:..."``) or ``None`` (the default)."""
     if embedder is None:
         embedder = DEFAULT_EMBEDDER
-    if isinstance(embedder, str):
-        return _named_embedder(embedder)
-    if isinstance(embedder, Embedder) or (hasattr(embedder, "embed") and hasattr(embedder, "tokenizer")):
-        return embedder
-    raise ConfigError(f"embedder must be an Embedder or a name such as 'minilm', not {type(embedder).__name__}")
+    check(embedder, EmbedderSpec(), "embedder")
+    return _named_embedder(embedder) if isinstance(embedder, str) else embedder
 
 
 #: the last few single queries' vectors per embedder object: a question is embedded by the search, the

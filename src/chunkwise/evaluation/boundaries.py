@@ -18,8 +18,11 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
+
+from ..validation import Interval, validated
 
 
 def _boundary_array(boundaries: Iterable[int], n_units: int) -> np.ndarray:
@@ -38,11 +41,9 @@ def default_k(ref_boundaries: Iterable[int], n_units: int) -> int:
     return max(1, int(round(n_units / n_segments / 2.0)))
 
 
-def _check(n_units: int, k: int) -> None:
-    if n_units < 1:
-        raise ValueError("n_units must be >= 1")
-    if k < 1:
-        raise ValueError("k must be >= 1")
+#: the one declaration of Pk's and WindowDiff's sizes: units in the text, and the window (``None``: half the
+#: mean reference segment)
+_SIZES: dict[str, Any] = {"n_units": Interval(int, 1, None), "k": [Interval(int, 1, None), None]}
 
 
 def _cumulative(
@@ -51,13 +52,13 @@ def _cumulative(
     """The running boundary counts of reference and hypothesis and the window ``k`` (default: half the mean
     reference segment); ``None`` when the text is no longer than the window."""
     ref = list(ref_boundaries)
-    k = default_k(ref, n_units) if k is None else int(k)
-    _check(n_units, k)
+    k = default_k(ref, n_units) if k is None else k
     if n_units <= k:
         return None
     return np.cumsum(_boundary_array(ref, n_units)), np.cumsum(_boundary_array(hyp_boundaries, n_units)), k
 
 
+@validated(**_SIZES)
 def pk(ref_boundaries: Iterable[int], hyp_boundaries: Iterable[int], n_units: int, k: int | None = None) -> float:
     """Pk: the share of unit pairs ``(i, i + k)`` that the hypothesis puts in the same segment when the
     reference does not, or the other way round. Returns 0.0 when the text is shorter than the window."""
@@ -71,6 +72,7 @@ def pk(ref_boundaries: Iterable[int], hyp_boundaries: Iterable[int], n_units: in
     return float(np.mean(ref_same != hyp_same))
 
 
+@validated(**_SIZES)
 def window_diff(
     ref_boundaries: Iterable[int], hyp_boundaries: Iterable[int], n_units: int, k: int | None = None
 ) -> float:

@@ -31,8 +31,8 @@ from ..embeddings.base import Embedder
 from ..embeddings.memo import MemoEmbedder
 from ..embeddings.vectors import pooled_vector, query_vectors
 from ..errors import ChunkwiseError, ConfigError
-from ..pipeline.config import check_combinations, parse_expand
-from ..retrieval.fusion import FUSION_MODES, fuse_zscore, zscore
+from ..pipeline.config import FUSION_MODES, check_combinations, parse_expand
+from ..retrieval.fusion import fuse_zscore, zscore
 from ..segmentation.tokenizers import resolve_tokenizer
 from ..store.memory import MemoryStore
 from ..strategies.factory import make_strategy, parse_value

@@ -33,6 +33,8 @@ RETRIEVALS: dict[str, dict[str, Any]] = {
 }
 #: a progress line at least this often while a trial runs (seconds)
 HEARTBEAT_SECONDS = 20.0
+#: the declaration of a search's wall-clock budget (seconds; ``None``: none), ``--time``'s too
+TIME_BUDGET = [Interval(float, 0, None, closed="neither"), None]
 
 
 @dataclass
@@ -121,7 +123,7 @@ def search(
     space = space or SearchSpace()
     metric, reqs, points = _checked(space, trials, metric, require)
     check_flag(prefer, "--prefer", Options(*PREFER))
-    check_flag(time_budget, "--time", [Interval(float, 0, None, closed="neither"), None])
+    check_flag(time_budget, "--time", TIME_BUDGET)
     fixed = dict(fixed or {})
     seed = evaluator.seed if seed is None else seed
     say = progress or (lambda msg: None)

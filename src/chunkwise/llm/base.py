@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..records import pick
-from ..validation import Options, check
+from ..validation import Function, InstanceOf, ListOf, Options, check
 
 #: ``[3]``, ``[1, 4]``, ``[2-3]``, ``[passage 2]``: what counts as a citation in an answer
 CITATION = re.compile(r"\[\s*(?:passages?|sources?|chunks?)?\s*(\d+(?:\s*(?:,|;|-|–|and)\s*\d+)*)\s*\]", re.I)
@@ -222,6 +222,17 @@ STYLES = ("bullets", "paragraph")
 STYLE = Options(*STYLES)
 
 
+#: the one declaration of the reader methods' parameters, which every LLM's ``answer``, ``summarize`` and
+#: ``fits`` (and ``OpenAILLM``'s prompt builders) are ``@validated`` with
+PASSAGES = ListOf(Passage, "a list of Passages")
+ANSWER_PARAMS: dict[str, Any] = {
+    "question": InstanceOf(str, "a string"),
+    "passages": PASSAGES,
+    "on_token": [Function(), None],
+}
+SUMMARY_PARAMS: dict[str, Any] = {"passages": PASSAGES, "style": STYLE, "final": InstanceOf(bool)}
+
+
 def check_style(style: Any, owner: str) -> str:
     """``style``, or the parameter system's one error naming ``owner``."""
     return check(style, STYLE, "style", owner)
@@ -239,6 +250,9 @@ __all__ = [
     "STYLES",
     "STYLE",
     "check_style",
+    "PASSAGES",
+    "ANSWER_PARAMS",
+    "SUMMARY_PARAMS",
     "CITATION",
     "DATA_RULE",
     "fence_code",

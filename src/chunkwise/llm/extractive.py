@@ -23,7 +23,7 @@ import numpy as np
 
 from ..segmentation.sentences import split_sentences
 from ..validation import Interval, validated
-from .base import LLM, Completion, Passage, check_style, quote
+from .base import ANSWER_PARAMS, LLM, PASSAGES, SUMMARY_PARAMS, Completion, Passage, quote
 
 #: an answer sentence must score at least this fraction of the best sentence's similarity
 MIN_RELATIVE = 0.75
@@ -76,6 +76,7 @@ class ExtractiveLLM(LLM):
         return self.embedder
 
     @staticmethod
+    @validated("ExtractiveLLM.sentences", passages=PASSAGES)
     def sentences(passages: list[Passage]) -> list[tuple[Passage, str, Any]]:
         """``(passage, sentence text, kept vector or None)`` for every sentence of every passage."""
         out: list[tuple[Passage, str, Any]] = []
@@ -138,6 +139,7 @@ class ExtractiveLLM(LLM):
         ]
         return cands or [(i,) for i in range(len(items))]
 
+    @validated(**ANSWER_PARAMS)
     def answer(
         self, question: str, passages: list[Passage], on_token: Callable[[str], None] | None = None
     ) -> Completion:
@@ -176,9 +178,9 @@ class ExtractiveLLM(LLM):
             on_token(text)
         return Completion(text, list(passages))
 
+    @validated(**SUMMARY_PARAMS)
     def summarize(self, passages: list[Passage], style: str = "bullets", final: bool = True) -> Completion:
         """The most central sentences, in document order, without near-repeats."""
-        check_style(style, "ExtractiveLLM.summarize")
         items = self.sentences(passages)
         items = [it for it in items if not _fragment(it[1])] or items
         if not items:

@@ -20,8 +20,18 @@ from typing import Any
 from ..errors import ConfigError
 from ..segmentation.tokenizers import resolve_tokenizer
 from ..strategies.params import TokenizerSpec
-from ..validation import InstanceOf, Interval, validated
-from .base import DATA_RULE, LLM, Completion, Passage, check_style, fence_code, passage_block
+from ..validation import Function, InstanceOf, Interval, ListOf, validated
+from .base import (
+    ANSWER_PARAMS,
+    DATA_RULE,
+    LLM,
+    PASSAGES,
+    SUMMARY_PARAMS,
+    Completion,
+    Passage,
+    fence_code,
+    passage_block,
+)
 from .client import SETTINGS, ChatClient, FatalLLMError
 
 #: tokens the chat format adds per message, and once per request (OpenAI's published accounting)
@@ -57,6 +67,10 @@ def _passages(passages: list[Passage], *context: str) -> str:
     """The fenced passages, introduced by the code their fences carry."""
     code = fence_code(passages, *context)
     return f"Passages (fence code {code}):\n\n{passage_block(passages, code)}"
+
+
+#: a chat prompt: the messages, each a mapping with "role" and "content"
+MESSAGES = ListOf(dict, "a list of chat messages")
 
 
 class OpenAILLM(LLM):
@@ -133,6 +147,7 @@ class OpenAILLM(LLM):
         """The most tokens a prompt may have: the window less the tokens reserved for the answer."""
         return self.context_tokens - self.answer_tokens
 
+    @validated(messages=MESSAGES)
     def prompt_tokens(self, messages: list[dict[str, str]]) -> int:
         """Tokens of a chat prompt: contents plus the chat format's overhead."""
         counts = self.tokenizer.count_batch([m["content"] for m in messages])
@@ -140,6 +155,7 @@ class OpenAILLM(LLM):
 
     # -- prompts ---------------------------------------------------------------------------------------
     @staticmethod
+    @validated("OpenAILLM.answer_messages", question=ANSWER_PARAMS["question"], passages=PASSAGES)
     def answer_messages(question: str, passages: list[Passage]) -> list[dict[str, str]]:
         user = (
             f"{_passages(passages, question)}\n\nQuestion: {question.strip()}\n\n"
@@ -148,6 +164,7 @@ class OpenAILLM(LLM):
         return [{"role": "system", "content": ANSWER_SYSTEM}, {"role": "user", "content": user}]
 
     @staticmethod
+    @validated("OpenAILLM.summary_messages", **SUMMARY_PARAMS)
     def summary_messages(passages: list[Passage], style: str = "bullets", final: bool = True) -> list[dict[str, str]]:
         instruction = FINAL_INSTRUCTION[style] if final else NOTES_INSTRUCTION
         return [
@@ -156,6 +173,7 @@ class OpenAILLM(LLM):
         ]
 
     # -- fitting the window ------------------------------------------------------------------------------
+    @validated(make=Function(), passages=PASSAGES)
     def fit(
         self, make: Callable[[list[Passage]], list[dict[str, str]]], passages: list[Passage]
     ) -> tuple[list[dict[str, str]], list[Passage], int]:
@@ -196,6 +214,7 @@ class OpenAILLM(LLM):
         return short
 
     # -- the work --------------------------------------------------------------------------------------
+    @validated(**ANSWER_PARAMS)
     def answer(
         self, question: str, passages: list[Passage], on_token: Callable[[str], None] | None = None
     ) -> Completion:
@@ -209,13 +228,14 @@ class OpenAILLM(LLM):
                     on_token(text)
         return Completion(text, given, len(passages) - len(given), self.prompt_tokens(messages), cut)
 
+    @validated(**SUMMARY_PARAMS)
     def summarize(self, passages: list[Passage], style: str = "bullets", final: bool = True) -> Completion:
-        check_style(style, "OpenAILLM.summarize")
         messages, given, cut = self.fit(lambda ps: self.summary_messages(ps, style, final), passages)
         with _window_hint(self):
             text = self.client.complete(messages, self.answer_tokens, self.temperature)
         return Completion(text, given, len(passages) - len(given), self.prompt_tokens(messages), cut)
 
+    @validated(passages=PASSAGES)
     def fits(self, passages: list[Passage]) -> bool:
         return (
             max(

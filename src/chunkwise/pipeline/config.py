@@ -25,11 +25,11 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from ..context import CONTEXT_MODES
+from ..context import CONTEXT_MODE, CONTEXT_MODES
 from ..deprecation import renamed, renames_for
 from ..errors import ConfigError
 from ..strategies import DEFAULT_STRATEGY, STRATEGY_NAMES
-from ..validation import Interval, constrained, is_number
+from ..validation import Constraint, InstanceOf, Interval, MappingOf, Options, check, constrained, is_number
 from .rerank_spec import RERANK_DEPTH, RERANK_KINDS, _rerank, _rerank_depth, parse_rerank
 
 #: how a chunk's vector is made: its text embedded, or pooled from the sentence vectors a semantic strategy
@@ -55,40 +55,28 @@ DEFAULT_FUSION = "zscore"
 OLD_RUN_KEYS = renames_for("configuration")
 
 
-def _bool(name: str, value: Any) -> bool:
-    if value is True or value is False:
-        return value
-    if isinstance(value, str) and value.strip().lower() in ("1", "true", "yes", "on", "0", "false", "no", "off"):
-        return value.strip().lower() in ("1", "true", "yes", "on")
-    raise ConfigError(f"{name} must be true or false, got {value!r}")
+#: how a bool may be spelled where text is all there is (an environment variable, a ``key=value`` run spec)
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 
-def _choice(options: tuple[str, ...]) -> Callable[[str, Any], Any]:
-    def check(name: str, value: Any) -> Any:
-        if value not in options:
-            raise ConfigError(f"{name} must be one of {', '.join(options)}, got {value!r}")
-        return value
-
-    return check
-
-
-def _context(name: str, value: Any) -> str | None:
-    if value in (None, "none"):
-        return None
-    if value not in CONTEXT_MODES:
-        raise ConfigError(f"unknown context mode {value!r}; choose one of {', '.join(CONTEXT_MODES)}")
+def _bool_text(value: Any) -> Any:
+    """A bool's text spelling (``"yes"``, ``"off"``...) as the bool it means; anything else as it is."""
+    if isinstance(value, str) and value.strip().lower() in _TRUE + _FALSE:
+        return value.strip().lower() in _TRUE
     return value
 
 
-def _mapping(name: str, value: Any) -> dict[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
-        raise ConfigError(f"{name} must be a mapping of names to values, got {value!r}")
-    for key, v in value.items():
-        if isinstance(v, float) and not math.isfinite(v):
-            raise ConfigError(f"{name}: {key} must be a finite number, got {v!r}")
-    return dict(value)
+_bool = constrained(InstanceOf(bool, "true or false"), before=_bool_text)
+
+
+def _choice(options: tuple[str, ...]) -> Callable[[str, Any], Any]:
+    return constrained(Options(*options))
+
+
+#: a context mode, ``None`` or ``"none"`` (kept as ``None``: no context)
+_context = constrained(*CONTEXT_MODE, convert=lambda value: None if value == "none" else value)
+#: a mapping of names to values (``params``, ``context_options``...), ``None`` for an empty one
+_mapping = constrained(MappingOf(), None, convert=lambda value: {} if value is None else dict(value))
 
 
 def _late_options(name: str, value: Any) -> dict[str, Any]:
@@ -101,7 +89,9 @@ def _late_options(name: str, value: Any) -> dict[str, Any]:
 
 #: an int is an int, as every int parameter of the validation module (``rrf_k: 60.0`` is refused, as a
 #: strategy's ``max_tokens: 60.0`` is, by the API, every ``--config`` file and the web API alike)
-_non_negative_int = constrained(Interval(int, 0, None))
+#: the declaration of ``rrf_k`` (also what :func:`~chunkwise.retrieval.fusion.reciprocal_rank_fusion` takes)
+RRF_K_VALUES = Interval(int, 0, None)
+_non_negative_int = constrained(RRF_K_VALUES)
 
 
 _unit_interval = constrained(Interval(float, 0, 1), convert=float)
@@ -159,15 +149,31 @@ def parse_budget(value: Any) -> int | None:
     return int(value)
 
 
-def _granularities(name: str, value: Any) -> list[int] | None:
+class ChunkSizes(Constraint):
     """Chunk sizes (``max_tokens``) whose rankings an evaluation run fuses: two or more distinct positive
-    integers, kept in increasing order; ``None`` for one size (the strategy's own)."""
-    if value is None or value in ([], ()):
-        return None
-    sizes = set(value) if isinstance(value, (list, tuple)) else set()
-    if len(sizes) < 2 or not all(Interval(int, 1, None).satisfied_by(v) for v in sizes):
-        raise ConfigError(f"{name} must be two or more chunk sizes (max_tokens), e.g. [128, 512], got {value!r}")
-    return sorted(sizes)
+    integers."""
+
+    def satisfied_by(self, value: Any) -> bool:
+        size = Interval(int, 1, None)
+        return isinstance(value, (list, tuple)) and all(map(size.satisfied_by, value)) and len(set(value)) >= 2
+
+    def __str__(self) -> str:
+        return "two or more chunk sizes (max_tokens), e.g. [128, 512]"
+
+    def invalid(self) -> list[Any]:
+        return [[128], [128, 128], [128, True], 128, "128,512"]
+
+    def valid(self) -> list[Any]:
+        return [[128, 512]]
+
+
+#: the sizes kept in increasing order; ``None`` (or an empty list) for one size, the strategy's own
+_granularities = constrained(
+    ChunkSizes(),
+    None,
+    before=lambda value: None if isinstance(value, (list, tuple)) and not value else value,
+    convert=lambda value: None if value is None else sorted(set(value)),
+)
 
 
 def reader_expand(expand: str | None, budget: int | str | None) -> str | None:
@@ -187,10 +193,8 @@ def _budget(name: str, value: Any) -> int | None:
     return parse_budget(value)
 
 
-def _label(name: str, value: Any) -> str | None:
-    if value is None or isinstance(value, str):
-        return value or None
-    raise ConfigError(f"{name} must be a string, got {value!r}")
+#: a configuration's name in reports (``""``: none)
+_label = constrained(InstanceOf(str), None, convert=lambda value: value or None)
 
 
 @dataclass(frozen=True)
@@ -633,8 +637,7 @@ def run_config(
     the keyword arguments ``settings`` overriding it (:meth:`PipelineConfig.overridden`), checked."""
     if config is None:
         config = PipelineConfig()
-    elif not isinstance(config, PipelineConfig):
-        raise ConfigError(f"config must be a PipelineConfig, got {type(config).__name__}")
+    check(config, InstanceOf(PipelineConfig, "a PipelineConfig"), "config", caller)
     return config.overridden(stages, settings, caller)
 
 

@@ -26,7 +26,8 @@ from typing import TypeVar
 import numpy as np
 
 # the settings (fusion modes, the RRF constant, the z-score weight) are defined with the run configuration
-from ..pipeline.config import DENSE_WEIGHT, FUSION_MODES, RRF_K
+from ..pipeline.config import DENSE_WEIGHT, RRF_K, RRF_K_VALUES, SETTINGS
+from ..validation import validated
 
 #: candidates per side that ``Index.search`` z-normalises over. Measured on Chroma's evaluation with the tuned
 #: configuration (benchmarks/bench_search_fusion.py): recall@5 80.9 at 50, 82.2 at 200, 82.9 at 1000, against
@@ -36,6 +37,7 @@ ZSCORE_DEPTH = 1000
 K = TypeVar("K", bound=Hashable)
 
 
+@validated(k=RRF_K_VALUES)
 def reciprocal_rank_fusion(
     rankings: Sequence[Sequence[K]], k: int = RRF_K, weights: Sequence[float] | None = None
 ) -> list[tuple[K, float]]:
@@ -44,8 +46,6 @@ def reciprocal_rank_fusion(
     Ties keep the order in which ids were first seen (the first ranking wins), so the result is
     deterministic.
     """
-    if k < 0:
-        raise ValueError("k must be >= 0")
     weights = list(weights) if weights is not None else [1.0] * len(rankings)
     if len(weights) != len(rankings):
         raise ValueError("one weight per ranking")
@@ -100,12 +100,7 @@ def fuse_candidates_zscore(
 
 def check_fusion(fusion: str, dense_weight: float) -> None:
     """One validation for the CLI, ``Index.search`` and evaluation."""
-    from ..errors import ConfigError
-
-    if fusion not in FUSION_MODES:
-        raise ConfigError(f"unknown fusion {fusion!r}; choose one of {', '.join(FUSION_MODES)}")
-    from ..pipeline.config import SETTINGS
-
+    SETTINGS["fusion"].check("fusion", fusion)
     SETTINGS["dense_weight"].check("dense_weight", dense_weight)
 
 

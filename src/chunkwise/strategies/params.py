@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 # the one parameter system (the constraint types the strategies declare with live there)
-from ..validation import (
+from ..validation import (  # EmbedderSpec: re-exported, with the other constraints strategies declare
     Constraint,
+    EmbedderSpec,  # noqa: F401
     check,
     constraint_text,
 )
@@ -107,28 +108,6 @@ def TokenizerSpec() -> NameOr:  # noqa: N802  (used like the other constraint cl
 def StrategySpec() -> NameOr:  # noqa: N802
     """A strategy: a registered name (``auto``, ``semantic``...) or a ``Strategy`` object."""
     return NameOr("strategy", _strategy_type, ["recursive"])
-
-
-class EmbedderSpec(Constraint):
-    """An embedder name (``minilm``, ``st:PATH``...) or an object with ``embed`` and ``tokenizer``."""
-
-    def satisfied_by(self, value: Any) -> bool:
-        if value is None or isinstance(value, str):
-            return value is not None  # (before the import: a name, or none, needs no embedding package)
-        from ..embeddings.base import Embedder
-
-        if isinstance(value, Embedder):
-            return True
-        return hasattr(value, "embed") and hasattr(value, "tokenizer")
-
-    def __str__(self) -> str:
-        return "an embedder name (or Embedder)"
-
-    def invalid(self) -> list[Any]:
-        return [3, True, ["minilm"]]
-
-    def valid(self) -> list[Any]:
-        return ["static"]
 
 
 def strategy_label(strategy: Strategy) -> str:

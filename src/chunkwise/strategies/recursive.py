@@ -39,7 +39,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..document import Document
-from ..errors import ConfigError
 from ..formats.markdown_blocks import ATX_HEADING
 from ..registry import lazy_regex
 from ..segmentation.token_map import TokenMap
@@ -97,6 +96,10 @@ PRESETS: dict[str, list[str]] = {
 }
 
 
+#: the one declaration of ``separators`` (the strategy's parameter and :func:`recursive_split`'s)
+SEPARATORS = [Options(*PRESETS, what="a preset"), StrList()]
+
+
 @dataclass(frozen=True)
 class _Level:
     kind: str  # "regex" | "sentences" | "chars"
@@ -107,15 +110,8 @@ def _levels(separators: str | Sequence[str] | None) -> tuple[list[_Level], str]:
     """Compile a preset name or an explicit list of literal separators; also the default keep side."""
     if separators is None:
         separators = "prose"
-    if not isinstance(separators, str):
-        try:
-            separators = tuple(separators)
-        except TypeError:
-            raise ConfigError("separators must be a preset name or a non-empty list of strings") from None
-    try:
-        cached, keep = _compiled_levels(separators)
-    except TypeError:  # unhashable items: reported below
-        return _compile_levels(separators)
+    check(separators, SEPARATORS, "separators", "recursive_split")
+    cached, keep = _compiled_levels(separators if isinstance(separators, str) else tuple(separators))
     return list(cached), keep
 
 
@@ -127,17 +123,9 @@ def _compiled_levels(separators: str | tuple) -> tuple[tuple[_Level, ...], str]:
 
 def _compile_levels(separators: str | Sequence[str]) -> tuple[list[_Level], str]:
     if isinstance(separators, str):
-        if separators not in PRESETS:
-            raise ConfigError(
-                f"unknown separators preset {separators!r}; choose one of {', '.join(PRESETS)} "
-                "or pass a list of separator strings"
-            )
         raw, literal, keep = PRESETS[separators], False, "end"
     else:
-        raw = list(separators)
-        if not raw or not all(isinstance(s, str) for s in raw):
-            raise ConfigError("separators must be a preset name or a non-empty list of strings")
-        literal, keep = True, "start"
+        raw, literal, keep = list(separators), True, "start"
     levels = []
     for sep in raw:
         if sep == _CHARACTERS:
@@ -435,7 +423,7 @@ class RecursiveChunker(CountingStrategy):
     #: an int here (the base also allows ``None``, for the semantic strategies' own default)
     min_tokens: int
     _parameter_constraints = {
-        "separators": [Options(*PRESETS, what="a preset"), StrList()],
+        "separators": SEPARATORS,
         "keep_separator": [Options("start", "end"), None],
     }
 

@@ -139,6 +139,10 @@ class _Event:
         ]
 
 
+#: the one declaration of the clip rule's durations (``gap``, ``min_duration``, ``pad``; their flags too)
+SECONDS = Interval(float, 0, math.inf, closed="left")
+
+
 @dataclass
 class ClipRule:
     """The clip rule's parameters (seconds); :meth:`clips` applies it. See the module docstring."""
@@ -153,7 +157,7 @@ class ClipRule:
         """Refuse parameters that cannot mean anything, before any frame is read."""
         check(fps, Interval(float, 0, math.inf, closed="neither"), "fps", "video rule")
         for name in ("gap", "min_duration", "pad"):
-            check(getattr(self, name), Interval(float, 0, math.inf, closed="left"), name, "video rule")
+            check(getattr(self, name), SECONDS, name, "video rule")
         if self.max_duration is not None:
             v = self.max_duration
             if not is_number(v) or not math.isfinite(v) or v * fps < 1:
