@@ -6,8 +6,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chunkwise.segmentation.lexical import contains_term, key_terms, lexical_terms
-from chunkwise.store.bm25 import BM25Fallback
+from chunkwise.segmentation.lexical import contains_term, key_terms, lexical_terms, stopwords
+from chunkwise.store.bm25 import BM25Fallback, BM25Postings
 
 FILLER = "The release fixes several problems in the parser and adds new options for users."
 
@@ -65,7 +65,8 @@ def test_a_leading_v_does_not_make_another_version(version):
 
 
 def test_words_inside_names_are_found_by_words():
-    bm = BM25Fallback([("a", "Set max_tokens and call os.path.join or getUserName."), ("b", FILLER)])
+    # (FILLER's "users" would match "user": number is folded)
+    bm = BM25Fallback([("a", "Set max_tokens and call os.path.join or getUserName."), ("b", "Rain all day.")])
     for query in ("tokens", "join", "user name"):
         assert [i for i, _ in bm.search(query, 2)] == ["a"], query
     assert bm.search("max_tokens_total", 2) == []
@@ -99,3 +100,52 @@ def test_a_saved_index_made_with_other_terms_is_not_loaded(tmp_path):
     (tmp_path / "bm25" / "tokenizer.txt").unlink()
     with pytest.raises(OSError):
         BM25Fallback.load(tmp_path / "bm25")
+
+
+def test_singular_folds_number_only():
+    from chunkwise.segmentation.lexical import singular
+
+    cases = {
+        "tokens": "token",
+        "queries": "query",
+        "files": "file",
+        "trees": "tree",
+        "heroes": "heroe",  # -oes keeps its e: Harman's rule, as measured
+        "status": "status",
+        "process": "process",
+        "designer": "designer",  # a role is not its verb: only number is folded
+        "discussion": "discussion",
+        "has": "has",  # three letters or fewer are kept
+    }
+    assert {w: singular(w) for w in cases} == cases
+
+
+# words that end in neither s, u, e nor i, and are not stop words: w + "s" is their plural under the rule
+plain = st.text(alphabet="abcdfghjklmnoprtvwxz", min_size=3, max_size=8).filter(lambda w: w not in stopwords())
+
+
+@settings(max_examples=100, deadline=None)
+@given(plain)
+def test_a_word_finds_its_plural_and_the_plural_the_word(word):
+    """Both BM25 copies (bm25s for the in-memory store, the postings beside Milvus Lite) fold number on both
+    sides: a question in the plural finds a chunk in the singular, in prose or inside a name, and back."""
+    texts = [
+        ("prose", f"{FILLER} One {word} here."),
+        ("plural", f"{FILLER} Many {word}s here."),
+        ("name", f"def get_{word}s(): pass"),
+        ("none", FILLER),
+    ]
+    for bm in (BM25Fallback(texts), BM25Postings(texts)):
+        for query in (word, f"{word}s", f"{word.upper()}S"):
+            assert {i for i, _ in bm.search(query, 4)} == {"prose", "plural", "name"}, (type(bm), query)
+
+
+def test_whole_identifiers_are_not_folded():
+    """``get_items`` and ``get_item`` stay two names (and ``getItems`` / ``getItem``): only words are folded."""
+    for bm in (
+        BM25Fallback([("a", "call get_item here"), ("b", FILLER)]),
+        BM25Postings([("a", "call getItem here"), ("b", FILLER)]),
+    ):
+        assert bm.search("get_items", 2) == [] and bm.search("getItems", 2) == []
+    assert lexical_terms("get_items users", fold=True) == ["get_items", "get", "item", "user"]
+    assert lexical_terms("get_items users") == ["get_items", "get", "items", "users"]

@@ -13,6 +13,12 @@ query term only ever matches the same identifier or a word, never a piece of a l
 does not match ``3.8.13``, ``max_tokens`` does not match ``max_tokens_total``. Numeric parts are never
 indexed on their own. Plain words are lower-cased, English stop words dropped (bm25s's list), one-letter
 words dropped as bm25s does; a hyphen between plain words (``real-time``) separates them.
+
+BM25 also folds number (``fold=True``: :func:`singular`): a plain word or an identifier's part loses its
+plural ending, so "tokens to ids" finds ``def strids2ids(tokens)`` and "print nodes" finds ``node.item``.
+Only number, never the word's kind: a Snowball stemmer also made ``designer`` ``design`` and ``discussion``
+``discuss``, and lost on meeting transcripts where the role "Industrial Designer" is what is asked about
+(benchmarks/results/defaults-matrix.md). Whole identifiers are never folded.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from __future__ import annotations
 import re
 
 #: bumped whenever the tokens change: a saved BM25 index made with other tokens is rebuilt
-TOKENIZER_VERSION = "identifiers-1"
+TOKENIZER_VERSION = "identifiers-2-singular"
 
 # A run of letters/digits, joined to the next run by one of . _ - + (the joiner must sit between two
 # alphanumerics, so a sentence's full stop or a trailing hyphen is not part of the word). Leading
@@ -60,10 +66,28 @@ def _parts(raw: str) -> list[str]:
     return out
 
 
-def lexical_terms(text: str, parts: bool = True) -> list[str]:
+def singular(word: str) -> str:
+    """``word`` (lower-case letters) with its plural ending removed: Harman's S-stemmer ("How effective is
+    suffixing?", 1991): ``-ies`` -> ``-y`` (not ``-eies``, ``-aies``), ``-es`` -> ``-e`` (not ``-aes``, ``-ees``,
+    ``-oes``), ``-s`` -> ``-`` (not ``-us``, ``-ss``); words of three letters or fewer (``has``, ``its``,
+    ``bus``) are kept."""
+    if len(word) <= 3 or not word.endswith("s"):
+        return word
+    if word.endswith("ies") and not word.endswith(("eies", "aies")):
+        return word[:-3] + "y"
+    if word.endswith("es") and not word.endswith(("aes", "ees", "oes")):
+        return word[:-1]
+    if word.endswith(("us", "ss")):
+        return word
+    return word[:-1]
+
+
+def lexical_terms(text: str, parts: bool = True, fold: bool = False) -> list[str]:
     """The BM25 terms of ``text``, in order: identifiers whole (and, with ``parts``, their alphabetic parts
-    after them: documents), plain words lower-cased, stop words and one-letter words dropped."""
+    after them: documents), plain words lower-cased, stop words and one-letter words dropped; with ``fold``,
+    plain words and parts in the singular (:func:`singular`; what BM25 indexes and searches)."""
     stop = stopwords()
+    num = singular if fold else _same
     out: list[str] = []
     for m in _TERM.finditer(text):
         raw = m.group()
@@ -73,15 +97,19 @@ def lexical_terms(text: str, parts: bool = True) -> list[str]:
             whole = _VERSION_V.sub("", raw).lower()
             out.append(whole)
             if parts:
-                out += [w for w in _parts(raw) if len(w) > 1 and w not in stop and w != whole]
+                out += [num(w) for w in _parts(raw) if len(w) > 1 and w not in stop and w != whole]
             continue
         else:
             words = [raw]
         for w in words:
             w = w.lower()
             if len(w) > 1 and w not in stop:
-                out.append(w)
+                out.append(num(w))
     return out
+
+
+def _same(word: str) -> str:
+    return word
 
 
 def key_terms(text: str) -> list[str]:
@@ -108,4 +136,4 @@ def contains_term(text: str, term: str) -> bool:
     return term in lexical_terms(text, parts=False)
 
 
-__all__ = ["TOKENIZER_VERSION", "lexical_terms", "key_terms", "strong_keys", "contains_term", "stopwords"]
+__all__ = ["TOKENIZER_VERSION", "lexical_terms", "singular", "key_terms", "strong_keys", "contains_term", "stopwords"]

@@ -4,7 +4,7 @@ Milvus scores BM25 itself wherever it can (a BM25 function over ``indexed_text``
 ranks chunks by BM25 uses this module: :class:`~chunkwise.store.milvus.MilvusStore` on servers without BM25
 functions, the in-memory store and therefore evaluation. One set-up means ``chunkwise eval`` measures the
 BM25 that ``chunkwise search --hybrid`` runs: the terms of :mod:`chunkwise.segmentation.lexical` (identifiers such
-as ``3.8.13`` or ``max_tokens`` whole, words lower-cased, English stop words removed), Lucene's BM25 with
+as ``3.8.13`` or ``max_tokens`` whole, words lower-cased and in the singular, English stop words removed), Lucene's BM25 with
 ``k1=1.5, b=0.75``, the same variant Milvus uses.
 """
 
@@ -32,14 +32,15 @@ def bm25_index(texts: Sequence[str]):
     import bm25s
 
     retriever = bm25s.BM25(k1=K1, b=B)
-    retriever.index([lexical_terms(t) for t in texts], show_progress=False)
+    retriever.index([lexical_terms(t, fold=True) for t in texts], show_progress=False)
     return retriever
 
 
 def bm25_query(query: str) -> list[list[str]] | None:
-    """``query``'s terms, identifiers whole and without their parts (``None`` when nothing but stop words
-    is left): a query identifier matches the same identifier, never a piece of a longer one."""
-    tokens = lexical_terms(query, parts=False)
+    """``query``'s terms, identifiers whole and without their parts, words in the singular (``None`` when
+    nothing but stop words is left): a query identifier matches the same identifier, never a piece of a
+    longer one."""
+    tokens = lexical_terms(query, parts=False, fold=True)
     return [tokens] if tokens else None
 
 
@@ -145,8 +146,9 @@ class BM25Postings:
 
     @staticmethod
     def tokenize(texts: Sequence[str]) -> list[list[str]]:
-        """A document's terms, as :func:`bm25_index` indexes them (identifiers whole, and their parts)."""
-        return [lexical_terms(t) for t in texts]
+        """A document's terms, as :func:`bm25_index` indexes them (identifiers whole, and their parts; words
+        in the singular)."""
+        return [lexical_terms(t, fold=True) for t in texts]
 
     def upsert(self, items: Iterable[tuple[str, str]]) -> None:
         """Add texts by id (an id already held is replaced)."""
