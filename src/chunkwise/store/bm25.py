@@ -143,6 +143,14 @@ class BM25Postings:
     def __len__(self) -> int:
         return len(self._number)
 
+    @classmethod
+    def for_writer(cls) -> BM25Postings:
+        """Empty postings for a run that fills a new collection: each document's distinct terms are not kept
+        (a delete makes them from the postings once), so the run holds the postings only."""
+        out = cls()
+        out._terms = None
+        return out
+
     @staticmethod
     def tokenize(texts: Sequence[str]) -> list[list[str]]:
         """A document's terms, as :func:`bm25_index` indexes them (identifiers whole, and their parts)."""

@@ -77,7 +77,7 @@ from .milvus_schema import (
 from .milvus_search import BM25_FOLDER, PLACES_FOLDER, QUERY_LIMIT, VECTORS_FOLDER, as_scores
 from .places import ChunkPlaces
 from .rows import chunk_from_row, chunk_rows
-from .vectors import VectorCache
+from .vectors import SpooledVectors, VectorCache
 
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,200}$")
 READ_ONLY_PROBLEM = (
@@ -145,7 +145,7 @@ class MilvusStore:
         #: directory, which one process at a time may open, so no other writer can make a copy stale
         self.client_bm25 = client_bm25
         self.client_vectors = client_vectors
-        self._vectors: VectorCache | None = None
+        self._vectors: VectorCache | SpooledVectors | None = None
         #: chunk ids by document and index, for neighbour expansion (store/places.py; the same life)
         self._places: ChunkPlaces | None = None
         #: the ids a filter admits, remembered until the next write where both sides run in process
@@ -270,6 +270,8 @@ class MilvusStore:
     def _drop_copies(self) -> None:
         """Forget the in-process copies of the chunks (bm25s, vectors, admitted ids): a write changed them."""
         self._bm25 = None
+        if isinstance(self._vectors, SpooledVectors):
+            self._vectors.discard()
         self._vectors = None
         self._places = None
         self._admitted = None
