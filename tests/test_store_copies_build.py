@@ -208,3 +208,19 @@ def test_spooled_vectors_save_what_a_vector_cache_holds(tmp_path, replaced):
     for copy in (in_memory, saved):
         assert copy.ids == cache.ids
         np.testing.assert_array_equal(copy.matrix, cache.matrix)
+
+
+def test_chunkwise_index_on_the_cli_leaves_the_copies_for_chunkwise_search(tmp_path, monkeypatch, capsys, no_full_read):
+    import chunkwise.embeddings
+    from chunkwise.cli import main
+
+    monkeypatch.setattr(chunkwise.embeddings, "get_embedder", lambda name=None, **kw: FakeEmbedder())
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "kb").mkdir()
+    for doc in docs(6):
+        (tmp_path / doc.source).write_text(doc.text, encoding="utf-8")
+    assert main(["index", "kb", "--max-tokens", "16", "--tokenizer", "words"]) == 0
+    assert trusted(tmp_path / "chunkwise.db") == list(FOLDERS)
+    capsys.readouterr()
+    assert main(["search", "keeper lamp 3", "-k", "1"]) == 0  # the full-read path refuses (fixture)
+    assert "kb/3.txt" in capsys.readouterr().out
