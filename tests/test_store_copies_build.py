@@ -224,3 +224,35 @@ def test_chunkwise_index_on_the_cli_leaves_the_copies_for_chunkwise_search(tmp_p
     capsys.readouterr()
     assert main(["search", "keeper lamp 3", "-k", "1"]) == 0  # the full-read path refuses (fixture)
     assert "kb/3.txt" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("replaced", [False, True])
+def test_spooled_postings_save_what_bm25_postings_hold(tmp_path, monkeypatch, replaced):
+    from chunkwise.store.bm25 import SpooledPostings
+
+    monkeypatch.setattr(SpooledPostings, "PASS", 7)  # many passes over the spool, each a few terms
+    rng = np.random.default_rng(2)
+    texts = [
+        " ".join(rng.choice(WORDS + [f"w{k}" for k in range(30)], size=int(rng.integers(1, 15)))) for _ in range(90)
+    ]
+    spool = SpooledPostings(tmp_path / BM25_FOLDER)
+    held = BM25Postings()
+    for a in range(0, 90, 25):
+        batch = [(f"c{n:02d}", texts[n]) for n in range(a, min(a + 25, 90))]
+        spool.upsert(batch)
+        held.upsert(batch)
+    if replaced:
+        for copy in (spool, held):
+            copy.upsert([("c05", "keeper keeper lamp w3"), ("c06", "storm"), ("c06", "tide tide")])
+            copy.remove(["c09", "c70"])
+    assert len(spool) == len(held)
+    in_memory = spool.postings()
+    spool.save(tmp_path / BM25_FOLDER)
+    assert not spool.folder.exists()
+    saved = BM25Postings.load(tmp_path / BM25_FOLDER)
+    for copy in (in_memory, saved):
+        assert copy.canonical() == held.canonical()
+        for q in ("keeper lamp", "w3 tide", "storm w17 the"):
+            got, want = copy.search(q, 10), held.search(q, 10)
+            assert [i for i, _ in got] == [i for i, _ in want] and len(want) > 1
+            assert [s for _, s in got] == pytest.approx([s for _, s in want], rel=1e-12)

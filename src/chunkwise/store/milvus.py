@@ -45,7 +45,7 @@ from ..document import Chunk, Document
 from ..errors import ChunkwiseError, ConfigError, InputError
 from . import milvus_connection, milvus_create, milvus_search, snapshot
 from .base import Hit, Marker
-from .bm25 import BM25Fallback, BM25Postings
+from .bm25 import BM25Fallback, BM25Postings, SpooledPostings
 from .lite import LiteClient
 from .milvus_connection import (
     DEFAULT_COLLECTION,
@@ -139,7 +139,7 @@ class MilvusStore:
         self.read_only = False
         self._loaded: set[str] = set()
         #: BM25 over the stored texts (built on the first text search, updated by every write of this store)
-        self._bm25: BM25Postings | None = None
+        self._bm25: BM25Postings | SpooledPostings | None = None
         #: rank text searches with bm25s, and a hybrid search's vector candidates with exact cosine in process,
         #: even where Milvus could (store/milvus_search.py). ``None`` (the default): yes for Milvus Lite in a
         #: directory, which one process at a time may open, so no other writer can make a copy stale
@@ -269,9 +269,10 @@ class MilvusStore:
 
     def _drop_copies(self) -> None:
         """Forget the in-process copies of the chunks (bm25s, vectors, admitted ids): a write changed them."""
+        for held in (self._bm25, self._vectors):
+            if isinstance(held, (SpooledPostings, SpooledVectors)):
+                held.discard()
         self._bm25 = None
-        if isinstance(self._vectors, SpooledVectors):
-            self._vectors.discard()
         self._vectors = None
         self._places = None
         self._admitted = None

@@ -25,7 +25,7 @@ import numpy as np
 
 from . import snapshot
 from .base import Hit
-from .bm25 import BM25Postings
+from .bm25 import BM25Postings, SpooledPostings
 from .milvus_connection import quote
 from .places import ChunkPlaces
 from .rows import chunk_from_row
@@ -90,7 +90,7 @@ def search_text(store: MilvusStore, query: str, limit: int, filter: str | None =
         scores = as_scores(search_bm25(store, query, limit, filter, fields=["id"]))
         return [Hit(i, s) for i, s in scores.items()]
     load_client_indexes(store)
-    assert store._bm25 is not None, "load_client_indexes makes the bm25s index"
+    assert isinstance(store._bm25, BM25Postings), "load_client_indexes makes the postings"
     allowed = ids_matching(store, filter) if filter else None
     return [Hit(i, s) for i, s in store._bm25.search(query, limit, allowed)]
 
@@ -121,6 +121,10 @@ def load_client_indexes(store: MilvusStore) -> None:
         if len(spool) * spool.dim * 4 <= VECTORS_MAX_BYTES:
             store._vectors = spool.cache()
         spool.discard()
+    if isinstance(store._bm25, SpooledPostings):  # the same for its postings
+        postings, store._bm25 = store._bm25, None
+        store._bm25 = postings.postings()
+        postings.discard()
     need_bm25 = store.uses_client_bm25 and store._bm25 is None
     need_vectors = store.uses_client_vectors and store._vectors is None
     if not (need_bm25 or need_vectors):
@@ -177,7 +181,7 @@ def hold_copies(store: MilvusStore) -> None:
         if store._places is None:
             store._places = ChunkPlaces()
         if store.uses_client_bm25 and store._bm25 is None:
-            store._bm25 = BM25Postings.for_writer()
+            store._bm25 = SpooledPostings(Path(store._lite_db()) / BM25_FOLDER)
         if store.uses_client_vectors and store._vectors is None and store.client_vectors is not False:
             # appended to a file as written, not held: the run's memory does not grow with its vectors
             store._vectors = SpooledVectors(Path(store._lite_db()) / VECTORS_FOLDER)
@@ -191,7 +195,8 @@ def save_copies(store: MilvusStore) -> None:
         return
     root = Path(store._lite_db())
     spool = store._vectors if isinstance(store._vectors, SpooledVectors) else None
-    remove_leftovers(root, keep=spool.folder if spool is not None else None)
+    spools = [s.folder for s in (spool, store._bm25) if isinstance(s, (SpooledVectors, SpooledPostings))]
+    remove_leftovers(root, keep=spools)
     if spool is not None and len(spool) * spool.dim * 4 > VECTORS_MAX_BYTES:
         spool.discard()  # too large to copy: searched by Milvus Lite (load_client_indexes)
         store._vectors = None
@@ -306,12 +311,13 @@ def rekey_copies(root: str | Path) -> None:
                 (root / folder / DATA_KEY).write_text(files, encoding="utf-8")
 
 
-def remove_leftovers(root: Path, keep: Path | None = None) -> None:
-    """Remove the temporary folders of a save (or a run's vector spool) that was killed
-    (``chunkwise-bm25.XXXX``), but ``keep``: this process holds the database, so no other is saving into it."""
+def remove_leftovers(root: Path, keep: Iterable[Path] = ()) -> None:
+    """Remove the temporary folders of a save (or a run's spools) that was killed (``chunkwise-bm25.XXXX``),
+    but ``keep``: this process holds the database, so no other is saving into it."""
+    keep = set(keep)
     for folder in (BM25_FOLDER, VECTORS_FOLDER, PLACES_FOLDER, snapshot.READERS_FOLDER):
         for tmp in root.glob(folder + ".*"):
-            if keep is None or tmp != keep:
+            if tmp not in keep:
                 shutil.rmtree(tmp, ignore_errors=True)
 
 
