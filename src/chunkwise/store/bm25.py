@@ -322,12 +322,12 @@ class SpooledPostings:
     """The BM25 postings of a run that fills a new collection, appended to a file in the database directory as
     texts are written (``(term number, document, count)`` triples, int32), so the run holds only the ids, the
     lengths and the vocabulary, not the postings. :meth:`save` writes :class:`BM25Postings`'s folder from the
-    file: grouped by term in passes of at most :attr:`PASS` entries, each read from the file and written out
-    in order, so saving holds one pass at a time too. Replaced or removed texts are marked dead and left out
+    file: the postings split by term into files of about :attr:`PASS` entries, each then sorted and written
+    out in order, so saving holds one of them at a time. Replaced or removed texts are marked dead and left out
     when saving (the saved copy is what :class:`BM25Postings` over the live texts would save)."""
 
-    #: postings per pass when saving (two int32 arrays of this length are held at once)
-    PASS = 1 << 22
+    #: postings per bucket when saving (one bucket's triples are held at once)
+    PASS = 1 << 19
 
     def __init__(self, folder: str | os.PathLike):
         import tempfile
@@ -342,6 +342,7 @@ class SpooledPostings:
         self._lengths = array("i")
         self._term_of: dict[str, int] = {}
         self.terms: list[str] = []
+        self._array = array
         self._file = open(self.path, "wb")  # noqa: SIM115 - appended to until saved or discarded
 
     def __len__(self) -> int:
@@ -355,7 +356,7 @@ class SpooledPostings:
         if not pairs:
             return
         self.remove([i for i, _ in pairs])
-        rows: list[int] = []
+        rows = self._array("i")  # the batch's triples, int32 as they are written
         for chunk_id, text in pairs:
             n = len(self.ids)
             if chunk_id in self._number:  # twice in one batch: the last text wins
@@ -370,8 +371,8 @@ class SpooledPostings:
                 if t is None:
                     t = self._term_of[term] = len(self.terms)
                     self.terms.append(term)
-                rows += (t, n, tf)
-        self._file.write(np.asarray(rows, dtype=np.int32).tobytes())
+                rows.extend((t, n, tf))
+        self._file.write(rows.tobytes())
 
     def remove(self, ids: Iterable[str]) -> None:
         """Forget texts by id (unknown ids are ignored)."""
@@ -380,7 +381,7 @@ class SpooledPostings:
             if n is not None:
                 self._live[n] = 0
 
-    def _triples(self, step: int = 1 << 20) -> Iterable[np.ndarray]:
+    def _triples(self, step: int = 1 << 18) -> Iterable[np.ndarray]:
         """The file's triples of live documents, ``step`` at a time, read (not mapped: mapped pages count as
         the process's memory)."""
         self._file.flush()
@@ -391,6 +392,28 @@ class SpooledPostings:
                 if not len(part):
                     return
                 yield part[live[part[:, 1]]]
+
+    def _buckets(self, rank: np.ndarray, renumber: np.ndarray, sizes: np.ndarray) -> list[Path]:
+        """Each live posting, as (term rank, document, count), into the bucket file of its term: buckets of
+        about PASS postings (a term starts in one and stays there), so that each is then sorted alone."""
+        ends = np.cumsum(sizes)
+        bucket_of = (ends - sizes) // self.PASS if len(sizes) else np.zeros(0, dtype=np.int64)
+        buckets = [self.folder / f"bucket-{k}.i32" for k in range(int(bucket_of[-1]) + 1 if len(sizes) else 0)]
+        outs = [open(b, "wb") for b in buckets]  # noqa: SIM115 - closed below
+        try:
+            for part in self._triples():
+                r = rank[part[:, 0]]
+                rows = np.stack([r, renumber[part[:, 1]], part[:, 2]], axis=1)
+                bk = bucket_of[r]
+                by_bucket = np.argsort(bk, kind="stable")
+                rows, bk = rows[by_bucket], bk[by_bucket]
+                for piece in np.split(rows, np.flatnonzero(np.diff(bk)) + 1):
+                    if len(piece):
+                        outs[int(bucket_of[piece[0, 0]])].write(piece.tobytes())
+        finally:
+            for fh in outs:
+                fh.close()
+        return buckets
 
     def save(self, folder: str | os.PathLike, discard: bool = True) -> None:
         """Write :class:`BM25Postings`'s folder (what it would save over the live texts), then discard the
@@ -404,8 +427,8 @@ class SpooledPostings:
             counts += np.bincount(part[:, 0], minlength=len(self.terms))
         order = sorted((t for t in range(len(self.terms)) if counts[t]), key=self.terms.__getitem__)
         sizes = counts[order] if order else np.zeros(0, dtype=np.int64)
-        rank = np.full(len(self.terms), -1, dtype=np.int64)
-        rank[order] = np.arange(len(order))
+        rank = np.full(len(self.terms), -1, dtype=np.int32)
+        rank[order] = np.arange(len(order), dtype=np.int32)
         ids = [i for i, k in zip(self.ids, live.tolist()) if k]
         lengths = np.frombuffer(self._lengths, dtype=np.int32)[live]
         total = int(sizes.sum())
@@ -418,24 +441,15 @@ class SpooledPostings:
                 for c in chunks:
                     out.write(np.ascontiguousarray(c, dtype=dtype).tobytes())
 
+        buckets = self._buckets(rank, renumber, sizes)
+
         def passes(column: int) -> Iterable[np.ndarray]:
-            """Column 1 (documents, renumbered) or 2 (counts) of every posting, in term then document
-            order: the terms split into ranges of at most PASS postings, each range one read of the file."""
-            ends = np.cumsum(sizes)
-            a = 0
-            while a < len(order):
-                b = int(np.searchsorted(ends, (ends[a - 1] if a else 0) + self.PASS, side="right"))
-                b = max(b, a + 1)
-                held = []
-                for part in self._triples():
-                    r = rank[part[:, 0]]
-                    held.append(part[(r >= a) & (r < b)])
-                got = np.concatenate(held) if held else np.zeros((0, 3), dtype=np.int32)
-                del held
-                got = got[np.argsort(rank[got[:, 0]], kind="stable")]  # by term, documents in file order
-                yield renumber[got[:, 1]] if column == 1 else got[:, 2]
+            """Column 1 (documents) or 2 (counts) of every posting, in term then document order: one
+            bucket at a time, sorted by term (documents stay in file order)."""
+            for bucket in buckets:
+                got = np.fromfile(bucket, dtype=np.int32).reshape(-1, 3)
+                yield got[np.argsort(got[:, 0], kind="stable"), column]
                 del got
-                a = b
 
         def fill(tmp: Path) -> None:
             head = {"ids": ids, "terms": [self.terms[t] for t in order], "tokenizer": TOKENIZER_VERSION}
@@ -446,7 +460,11 @@ class SpooledPostings:
                 member(zf, "tfs", passes(2), total, np.int32)
                 member(zf, "lengths", [lengths], len(lengths), np.int32)
 
-        replace_folder(folder, fill)
+        try:
+            replace_folder(folder, fill)
+        finally:
+            for bucket in buckets:
+                bucket.unlink(missing_ok=True)
         if discard:
             self.discard()
 
