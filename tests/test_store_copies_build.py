@@ -155,6 +155,7 @@ ix.close()
 """
 
 
+@pytest.mark.slow  # a crash campaign: a child with Milvus Lite killed twice (4-5 s under load)
 @pytest.mark.parametrize("when", ["mid-run", "after-save"])
 def test_a_build_killed_half_way_leaves_no_trusted_copy(tmp_path, when):
     db = tmp_path / "t.db"
