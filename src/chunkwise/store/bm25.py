@@ -151,8 +151,8 @@ class BM25Postings:
         return [lexical_terms(t, fold=True) for t in texts]
 
     def upsert(self, items: Iterable[tuple[str, str]]) -> None:
-        """Add texts by id (an id already held is replaced)."""
-        pairs = list(items)
+        """Add texts by id (an id already held is replaced; the last text of an id given twice wins)."""
+        pairs = list(dict(items).items())
         if not pairs:
             return
         self.remove([i for i, _ in pairs])
@@ -320,4 +320,168 @@ class BM25Postings:
         return out
 
 
-__all__ = ["BM25Fallback", "BM25Postings", "bm25_index", "bm25_query", "K1", "B", "STOPWORDS"]
+class SpooledPostings:
+    """The BM25 postings of a run that fills a new collection, appended to a file in the database directory as
+    texts are written (``(term number, document, count)`` triples, int32), so the run holds only the ids, the
+    lengths and the vocabulary, not the postings. :meth:`save` writes :class:`BM25Postings`'s folder from the
+    file: the postings split by term into files of about :attr:`PASS` entries, each then sorted and written
+    out in order, so saving holds one of them at a time. Replaced or removed texts are marked dead and left out
+    when saving (the saved copy is what :class:`BM25Postings` over the live texts would save)."""
+
+    #: postings per bucket when saving (one bucket's triples are held at once)
+    PASS = 1 << 19
+
+    def __init__(self, folder: str | os.PathLike):
+        import tempfile
+        from array import array
+
+        folder = Path(folder)
+        self.folder = Path(tempfile.mkdtemp(prefix=folder.name + ".spool-", dir=folder.parent))
+        self.path = self.folder / "postings.i32"
+        self.ids: list[str] = []
+        self._number: dict[str, int] = {}
+        self._live = bytearray()
+        self._lengths = array("i")
+        self._term_of: dict[str, int] = {}
+        self.terms: list[str] = []
+        self._array = array
+        self._file = open(self.path, "wb")  # noqa: SIM115 - appended to until saved or discarded
+
+    def __len__(self) -> int:
+        return len(self._number)
+
+    def upsert(self, items: Iterable[tuple[str, str]]) -> None:
+        """Add texts by id (an id already held is replaced: the old text is marked dead)."""
+        from collections import Counter
+
+        pairs = list(items)
+        if not pairs:
+            return
+        self.remove([i for i, _ in pairs])
+        rows = self._array("i")  # the batch's triples, int32 as they are written
+        for chunk_id, text in pairs:
+            n = len(self.ids)
+            if chunk_id in self._number:  # twice in one batch: the last text wins
+                self._live[self._number[chunk_id]] = 0
+            self.ids.append(chunk_id)
+            self._number[chunk_id] = n
+            self._live.append(1)
+            tokens = lexical_terms(text)
+            self._lengths.append(len(tokens))
+            for term, tf in Counter(tokens).items():
+                t = self._term_of.get(term)
+                if t is None:
+                    t = self._term_of[term] = len(self.terms)
+                    self.terms.append(term)
+                rows.extend((t, n, tf))
+        self._file.write(rows.tobytes())
+
+    def remove(self, ids: Iterable[str]) -> None:
+        """Forget texts by id (unknown ids are ignored)."""
+        for chunk_id in ids:
+            n = self._number.pop(chunk_id, None)
+            if n is not None:
+                self._live[n] = 0
+
+    def _triples(self, step: int = 1 << 18) -> Iterable[np.ndarray]:
+        """The file's triples of live documents, ``step`` at a time, read (not mapped: mapped pages count as
+        the process's memory)."""
+        self._file.flush()
+        live = np.frombuffer(bytes(self._live), dtype=np.uint8).astype(bool)
+        with open(self.path, "rb") as fh:
+            while True:
+                part = np.fromfile(fh, dtype=np.int32, count=3 * step).reshape(-1, 3)
+                if not len(part):
+                    return
+                yield part[live[part[:, 1]]]
+
+    def _buckets(self, rank: np.ndarray, renumber: np.ndarray, sizes: np.ndarray) -> list[Path]:
+        """Each live posting, as (term rank, document, count), into the bucket file of its term: buckets of
+        about PASS postings (a term starts in one and stays there), so that each is then sorted alone."""
+        ends = np.cumsum(sizes)
+        bucket_of = (ends - sizes) // self.PASS if len(sizes) else np.zeros(0, dtype=np.int64)
+        buckets = [self.folder / f"bucket-{k}.i32" for k in range(int(bucket_of[-1]) + 1 if len(sizes) else 0)]
+        outs = [open(b, "wb") for b in buckets]  # noqa: SIM115 - closed below
+        try:
+            for part in self._triples():
+                r = rank[part[:, 0]]
+                rows = np.stack([r, renumber[part[:, 1]], part[:, 2]], axis=1)
+                bk = bucket_of[r]
+                by_bucket = np.argsort(bk, kind="stable")
+                rows, bk = rows[by_bucket], bk[by_bucket]
+                for piece in np.split(rows, np.flatnonzero(np.diff(bk)) + 1):
+                    if len(piece):
+                        outs[int(bucket_of[piece[0, 0]])].write(piece.tobytes())
+        finally:
+            for fh in outs:
+                fh.close()
+        return buckets
+
+    def save(self, folder: str | os.PathLike, discard: bool = True) -> None:
+        """Write :class:`BM25Postings`'s folder (what it would save over the live texts), then discard the
+        spool (unless not ``discard``)."""
+        import zipfile
+
+        live = np.frombuffer(bytes(self._live), dtype=np.uint8).astype(bool)
+        renumber = (np.cumsum(live) - 1).astype(np.int32)
+        counts = np.zeros(len(self.terms), dtype=np.int64)
+        for part in self._triples():
+            counts += np.bincount(part[:, 0], minlength=len(self.terms))
+        order = sorted((t for t in range(len(self.terms)) if counts[t]), key=self.terms.__getitem__)
+        sizes = counts[order] if order else np.zeros(0, dtype=np.int64)
+        rank = np.full(len(self.terms), -1, dtype=np.int32)
+        rank[order] = np.arange(len(order), dtype=np.int32)
+        ids = [i for i, k in zip(self.ids, live.tolist()) if k]
+        lengths = np.frombuffer(self._lengths, dtype=np.int32)[live]
+        total = int(sizes.sum())
+
+        def member(zf: zipfile.ZipFile, name: str, chunks: Iterable[np.ndarray], length: int, dtype) -> None:
+            with zf.open(name + ".npy", "w", force_zip64=True) as out:
+                np.lib.format.write_array_header_1_0(
+                    out, {"descr": np.dtype(dtype).str, "fortran_order": False, "shape": (length,)}
+                )
+                for c in chunks:
+                    out.write(np.ascontiguousarray(c, dtype=dtype).tobytes())
+
+        buckets = self._buckets(rank, renumber, sizes)
+
+        def passes(column: int) -> Iterable[np.ndarray]:
+            """Column 1 (documents) or 2 (counts) of every posting, in term then document order: one
+            bucket at a time, sorted by term (documents stay in file order)."""
+            for bucket in buckets:
+                got = np.fromfile(bucket, dtype=np.int32).reshape(-1, 3)
+                yield got[np.argsort(got[:, 0], kind="stable"), column]
+                del got
+
+        def fill(tmp: Path) -> None:
+            head = {"ids": ids, "terms": [self.terms[t] for t in order], "tokenizer": TOKENIZER_VERSION}
+            (tmp / "postings.json").write_text(json.dumps(head), encoding="utf-8")
+            with zipfile.ZipFile(tmp / "postings.npz", "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
+                member(zf, "sizes", [sizes], len(sizes), np.int64)
+                member(zf, "docs", passes(1), total, np.int32)
+                member(zf, "tfs", passes(2), total, np.int32)
+                member(zf, "lengths", [lengths], len(lengths), np.int32)
+
+        try:
+            replace_folder(folder, fill)
+        finally:
+            for bucket in buckets:
+                bucket.unlink(missing_ok=True)
+        if discard:
+            self.discard()
+
+    def postings(self) -> BM25Postings:
+        """The postings in memory, as the copy a search ranks with (saved beside the spool, loaded back)."""
+        self.save(self.folder / "postings", discard=False)
+        return BM25Postings.load(self.folder / "postings")
+
+    def discard(self) -> None:
+        """Close and remove the spool."""
+        import shutil
+
+        if not self._file.closed:
+            self._file.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+__all__ = ["BM25Fallback", "BM25Postings", "SpooledPostings", "bm25_index", "bm25_query", "K1", "B", "STOPWORDS"]

@@ -45,7 +45,7 @@ from ..document import Chunk, Document
 from ..errors import ChunkwiseError, ConfigError, InputError
 from . import milvus_connection, milvus_create, milvus_search, snapshot
 from .base import Hit, Marker
-from .bm25 import BM25Fallback, BM25Postings
+from .bm25 import BM25Fallback, BM25Postings, SpooledPostings
 from .lite import LiteClient
 from .milvus_connection import (
     DEFAULT_COLLECTION,
@@ -77,7 +77,7 @@ from .milvus_schema import (
 from .milvus_search import BM25_FOLDER, PLACES_FOLDER, QUERY_LIMIT, VECTORS_FOLDER, as_scores
 from .places import ChunkPlaces
 from .rows import chunk_from_row, chunk_rows
-from .vectors import VectorCache
+from .vectors import SpooledVectors, VectorCache
 
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,200}$")
 READ_ONLY_PROBLEM = (
@@ -139,13 +139,13 @@ class MilvusStore:
         self.read_only = False
         self._loaded: set[str] = set()
         #: BM25 over the stored texts (built on the first text search, updated by every write of this store)
-        self._bm25: BM25Postings | None = None
+        self._bm25: BM25Postings | SpooledPostings | None = None
         #: rank text searches with bm25s, and a hybrid search's vector candidates with exact cosine in process,
         #: even where Milvus could (store/milvus_search.py). ``None`` (the default): yes for Milvus Lite in a
         #: directory, which one process at a time may open, so no other writer can make a copy stale
         self.client_bm25 = client_bm25
         self.client_vectors = client_vectors
-        self._vectors: VectorCache | None = None
+        self._vectors: VectorCache | SpooledVectors | None = None
         #: chunk ids by document and index, for neighbour expansion (store/places.py; the same life)
         self._places: ChunkPlaces | None = None
         #: the ids a filter admits, remembered until the next write where both sides run in process
@@ -269,6 +269,9 @@ class MilvusStore:
 
     def _drop_copies(self) -> None:
         """Forget the in-process copies of the chunks (bm25s, vectors, admitted ids): a write changed them."""
+        for held in (self._bm25, self._vectors):
+            if isinstance(held, (SpooledPostings, SpooledVectors)):
+                held.discard()
         self._bm25 = None
         self._vectors = None
         self._places = None

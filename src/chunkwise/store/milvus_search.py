@@ -25,11 +25,11 @@ import numpy as np
 
 from . import snapshot
 from .base import Hit
-from .bm25 import BM25Postings
+from .bm25 import BM25Postings, SpooledPostings
 from .milvus_connection import quote
 from .places import ChunkPlaces
 from .rows import chunk_from_row
-from .vectors import VectorCache
+from .vectors import SpooledVectors, VectorCache
 
 if TYPE_CHECKING:
     from .milvus import MilvusStore
@@ -63,7 +63,7 @@ def search_vector(
     only on a store with :attr:`~MilvusStore.uses_client_vectors` are ranked in process, exactly."""
     if ids_only and store.uses_client_vectors:
         load_client_indexes(store)
-    if ids_only and store._vectors is not None:
+    if ids_only and isinstance(store._vectors, VectorCache):
         allowed = ids_matching(store, filter) if filter else None
         return [Hit(i, s) for i, s in store._vectors.search(vector, limit, allowed)]
     with store._filter_errors(filter, "search"):
@@ -90,7 +90,7 @@ def search_text(store: MilvusStore, query: str, limit: int, filter: str | None =
         scores = as_scores(search_bm25(store, query, limit, filter, fields=["id"]))
         return [Hit(i, s) for i, s in scores.items()]
     load_client_indexes(store)
-    assert store._bm25 is not None, "load_client_indexes makes the bm25s index"
+    assert isinstance(store._bm25, BM25Postings), "load_client_indexes makes the postings"
     allowed = ids_matching(store, filter) if filter else None
     return [Hit(i, s) for i, s in store._bm25.search(query, limit, allowed)]
 
@@ -116,6 +116,15 @@ def load_client_indexes(store: MilvusStore) -> None:
     database's files are still those they were read from (every write, by anyone, changes the files; a
     count could not tell one chunk deleted and another inserted), with the store's dimension and finite
     vectors, else built from one scan of the collection and saved where they can be."""
+    if isinstance(store._vectors, SpooledVectors):  # a build in this process: its vectors, read back once
+        spool, store._vectors = store._vectors, None
+        if len(spool) * spool.dim * 4 <= VECTORS_MAX_BYTES:
+            store._vectors = spool.cache()
+        spool.discard()
+    if isinstance(store._bm25, SpooledPostings):  # the same for its postings
+        postings, store._bm25 = store._bm25, None
+        store._bm25 = postings.postings()
+        postings.discard()
     need_bm25 = store.uses_client_bm25 and store._bm25 is None
     need_vectors = store.uses_client_vectors and store._vectors is None
     if not (need_bm25 or need_vectors):
@@ -165,10 +174,17 @@ def hold_copies(store: MilvusStore) -> None:
     except Exception:  # no collection yet: nothing to hold
         return
     load_saved_copies(store, count, store.uses_client_bm25, store.uses_client_vectors)
-    if count == 0 and store._places is None:
-        # an empty collection's places are known: held from the start, a writer finds a document's stored
-        # chunks without a query walking every row (MilvusStore.chunk_ids)
-        store._places = ChunkPlaces()
+    if count == 0:
+        # an empty collection's copies are known: held from the start and filled by the writes, so the run
+        # that builds an index leaves them (the first search reads no row back), and a writer finds a
+        # document's stored chunks without a query walking every row (MilvusStore.chunk_ids)
+        if store._places is None:
+            store._places = ChunkPlaces()
+        if store.uses_client_bm25 and store._bm25 is None:
+            store._bm25 = SpooledPostings(Path(store._lite_db()) / BM25_FOLDER)
+        if store.uses_client_vectors and store._vectors is None and store.client_vectors is not False:
+            # appended to a file as written, not held: the run's memory does not grow with its vectors
+            store._vectors = SpooledVectors(Path(store._lite_db()) / VECTORS_FOLDER)
 
 
 def save_copies(store: MilvusStore) -> None:
@@ -178,7 +194,12 @@ def save_copies(store: MilvusStore) -> None:
     if not _saveable(store) or store.read_only:
         return
     root = Path(store._lite_db())
-    remove_leftovers(root)
+    spool = store._vectors if isinstance(store._vectors, SpooledVectors) else None
+    spools = [s.folder for s in (spool, store._bm25) if isinstance(s, (SpooledVectors, SpooledPostings))]
+    remove_leftovers(root, keep=spools)
+    if spool is not None and len(spool) * spool.dim * 4 > VECTORS_MAX_BYTES:
+        spool.discard()  # too large to copy: searched by Milvus Lite (load_client_indexes)
+        store._vectors = None
     with contextlib.suppress(OSError):
         for name, copy in (
             (BM25_FOLDER, store._bm25),
@@ -290,12 +311,14 @@ def rekey_copies(root: str | Path) -> None:
                 (root / folder / DATA_KEY).write_text(files, encoding="utf-8")
 
 
-def remove_leftovers(root: Path) -> None:
-    """Remove the temporary folders of a save that was killed (``chunkwise-bm25.XXXX``): this process holds
-    the database, so no other is saving into it."""
+def remove_leftovers(root: Path, keep: Iterable[Path] = ()) -> None:
+    """Remove the temporary folders of a save (or a run's spools) that was killed (``chunkwise-bm25.XXXX``),
+    but ``keep``: this process holds the database, so no other is saving into it."""
+    keep = set(keep)
     for folder in (BM25_FOLDER, VECTORS_FOLDER, PLACES_FOLDER, snapshot.READERS_FOLDER):
         for tmp in root.glob(folder + ".*"):
-            shutil.rmtree(tmp, ignore_errors=True)
+            if tmp not in keep:
+                shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _rows_in_storage_order(store: MilvusStore, fields: list[str]) -> Iterator[dict]:

@@ -15,6 +15,7 @@ import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
@@ -123,9 +124,139 @@ class VectorCache:
         return [(self.ids[n], float(scores[n])) for n in top.tolist()]
 
 
+class SpooledVectors:
+    """The vectors a run writes into a new collection, appended to a file in the database directory as they
+    are written (the run never holds them all in memory), and saved as :class:`VectorCache`'s folder when
+    the connection closes: the first search after a build finds them instead of reading every row back.
+
+    The file is a ``.npy`` whose header is rewritten with the final row count, so saving renames it when
+    nothing was replaced or removed; otherwise the live rows are copied in slices. Rows replaced or removed
+    are marked dead (an upsert moves an id to the end, as Milvus Lite stores it)."""
+
+    #: rows per slice when copying or materialising (64 MB of 384-dimension vectors at most)
+    SLICE = 1 << 14
+
+    def __init__(self, folder: str | os.PathLike):
+        import tempfile
+
+        folder = Path(folder)
+        self.folder = Path(tempfile.mkdtemp(prefix=folder.name + ".spool-", dir=folder.parent))
+        self.path = self.folder / "vectors.npy"
+        self.ids: list[str] = []
+        self._index_of: dict[str, int] = {}
+        self._dead: list[int] = []
+        self.dim = 0
+        self._header = 0
+        self._file: BinaryIO | None = None
+
+    def __len__(self) -> int:
+        return len(self._index_of)
+
+    def rows(self, ids: list[str]) -> np.ndarray | None:
+        """Not held in memory: the caller embeds again (as without a copy)."""
+        return None
+
+    def _header_bytes(self, rows: int) -> bytes:
+        import io
+
+        buf = io.BytesIO()
+        np.lib.format.write_array_header_1_0(
+            buf, {"descr": np.dtype(np.float32).str, "fortran_order": False, "shape": (rows, self.dim)}
+        )
+        return buf.getvalue()
+
+    def upsert(self, items: Iterable[tuple[str, list[float]]]) -> None:
+        pairs = list(dict((i, v) for i, v in items).items())
+        if not pairs:
+            return
+        rows = _normalized(np.asarray([v for _, v in pairs], dtype=np.float32))
+        if self._file is None:
+            self.dim = rows.shape[1]
+            head = self._header_bytes(0)
+            self._header = len(head)
+            self._file = open(self.path, "wb")  # noqa: SIM115 - appended to until saved or closed
+            self._file.write(head)
+        if rows.shape[1] != self.dim:
+            raise ValueError("vectors of another dimension")
+        self.remove([i for i, _ in pairs])
+        for chunk_id, _ in pairs:
+            self._index_of[chunk_id] = len(self.ids)
+            self.ids.append(chunk_id)
+        assert self._file is not None
+        self._file.write(np.ascontiguousarray(rows).tobytes())
+
+    def remove(self, ids: Iterable[str]) -> None:
+        for chunk_id in ids:
+            n = self._index_of.pop(chunk_id, None)
+            if n is not None:
+                self._dead.append(n)
+
+    def _live_slices(self) -> Iterable[np.ndarray]:
+        """The live rows, in stored order, a slice at a time (read back from the file)."""
+        assert self._file is not None
+        self._file.flush()
+        if not self.ids:
+            return
+        data = np.memmap(self.path, dtype=np.float32, mode="r", offset=self._header, shape=(len(self.ids), self.dim))
+        keep = np.ones(len(self.ids), dtype=bool)
+        keep[self._dead] = False
+        for a in range(0, len(self.ids), self.SLICE):
+            yield np.array(data[a : a + self.SLICE][keep[a : a + self.SLICE]])
+        del data
+
+    def live_ids(self) -> list[str]:
+        dead = set(self._dead)
+        return [i for n, i in enumerate(self.ids) if n not in dead]
+
+    def cache(self) -> VectorCache:
+        """The vectors in memory, as the copy a search ranks with."""
+        out = VectorCache(())
+        out.ids = self.live_ids()
+        out._index_of = {doc: n for n, doc in enumerate(out.ids)}
+        if self._file is not None and out.ids:
+            out.matrix = np.concatenate(list(self._live_slices()))
+        return out
+
+    def save(self, folder: str | os.PathLike) -> None:
+        """Write :class:`VectorCache`'s folder: the file itself, renamed, when every row is live (its header
+        rewritten with the row count), else the live rows copied a slice at a time. The spool is gone
+        after."""
+        if self._file is None:  # nothing written
+            VectorCache(()).save(folder)
+            self.discard()
+            return
+        ids = self.live_ids()
+
+        def fill(tmp: Path) -> None:
+            assert self._file is not None
+            (tmp / "ids.json").write_text(json.dumps(ids), encoding="utf-8")
+            head = self._header_bytes(len(ids))
+            if not self._dead and len(head) == self._header:
+                self._file.seek(0)
+                self._file.write(head)
+                self._file.close()
+                os.replace(self.path, tmp / "vectors.npy")
+                return
+            with open(tmp / "vectors.npy", "wb") as out:
+                out.write(head)
+                for part in self._live_slices():
+                    out.write(part.tobytes())
+
+        replace_folder(folder, fill)
+        self.discard()
+
+    def discard(self) -> None:
+        """Close and remove the spool (what a run that does not save its copies does with it)."""
+        import shutil
+
+        if self._file is not None and not self._file.closed:
+            self._file.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
 def _normalized(matrix: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     return np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
 
 
-__all__ = ["VectorCache"]
+__all__ = ["SpooledVectors", "VectorCache"]
