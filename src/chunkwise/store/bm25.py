@@ -27,12 +27,18 @@ B = 0.75
 STOPWORDS = "en"
 
 
+def document_terms(text: str) -> list[str]:
+    """A document's terms, as every BM25 copy indexes them: identifiers whole, and their parts; words in the
+    singular (:func:`~chunkwise.segmentation.lexical.lexical_terms`)."""
+    return lexical_terms(text, fold=True)
+
+
 def bm25_index(texts: Sequence[str]):
     """A ``bm25s.BM25`` retriever over ``texts`` (at least one), positions in ``texts`` being its ids."""
     import bm25s
 
     retriever = bm25s.BM25(k1=K1, b=B)
-    retriever.index([lexical_terms(t, fold=True) for t in texts], show_progress=False)
+    retriever.index([document_terms(t) for t in texts], show_progress=False)
     return retriever
 
 
@@ -148,7 +154,7 @@ class BM25Postings:
     def tokenize(texts: Sequence[str]) -> list[list[str]]:
         """A document's terms, as :func:`bm25_index` indexes them (identifiers whole, and their parts; words
         in the singular)."""
-        return [lexical_terms(t, fold=True) for t in texts]
+        return [document_terms(t) for t in texts]
 
     def upsert(self, items: Iterable[tuple[str, str]]) -> None:
         """Add texts by id (an id already held is replaced; the last text of an id given twice wins)."""
@@ -366,7 +372,7 @@ class SpooledPostings:
             self.ids.append(chunk_id)
             self._number[chunk_id] = n
             self._live.append(1)
-            tokens = lexical_terms(text)
+            tokens = document_terms(text)
             self._lengths.append(len(tokens))
             for term, tf in Counter(tokens).items():
                 t = self._term_of.get(term)
