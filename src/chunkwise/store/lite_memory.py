@@ -17,12 +17,12 @@ reads them:
   table is read back from its immutable Parquet file.
 - **Flushes built with Arrow**: the memtable's live rows are taken from its batches with Arrow's ``take``
   instead of one Python object per cell (the same table; the Python objects were about four times the
-  memtable's 16 MB at each flush).
+  memtable's budget at each flush).
 - **Merges of at most** :data:`MERGE_ROWS` **rows**: files of that many rows or more are left as they are
   (``MAX_SEGMENT_ROWS``), so the small files of incremental runs are still merged and a bulk run's flushed
   files are not; forced merges above 32 files (which, with segments this size, would rewrite the same files
-  on every flush) are off (``MAX_DATA_FILES``). A corpus then keeps one file per memtable flush (16 MB of
-  rows, about 4,000 chunks of 256 words): about 20 at 100 MB of text. Since those files are not merged, a
+  on every flush) are off (``MAX_DATA_FILES``). A corpus then keeps one file per memtable flush (8 MB of
+  rows, about 2,400 chunks of 256 words): 29 at 100 MB of text. Since those files are not merged, a
   file whose rows are :data:`DEAD_SHARE` or more dead (deleted, or replaced by a newer row: what re-indexing
   leaves) is rewritten alone without them, so the disk and the tombstones do not grow with every re-index.
   A merge hands the tables it reads to the segments it replaces (:func:`_handing`): a read holding those
