@@ -312,3 +312,19 @@ from chunkwise.retrieval import Index
 with Index(sys.argv[1], embedder=FakeEmbedder()) as ix:
     print(json.dumps([h.id for h in ix.search("keeper lamp", k=5, hybrid=False)]))
 """
+
+
+def test_an_index_left_on_disk_whose_file_a_merge_deleted_is_built_again(tmp_path):
+    """A read may still hold a segment a merge replaced, whose saved index went with its file."""
+    with Index(tmp_path / "t.db", embedder=FakeEmbedder()) as ix:
+        ix.add(corpus(0), strategy=lines())
+        col = ix.store.connect()._db.get_collection(ix.store.collection)
+        col._wait_for_bg()
+        segment = next(s for s in col._segment_cache.values() if s.indexes)
+        field, on_disk = next(iter(segment.indexes.items()))
+        assert isinstance(on_disk, lite_memory.IndexOnDisk)
+        saved = on_disk.loaded()
+        gone = lite_memory.IndexOnDisk(on_disk._spec, str(tmp_path / "gone.idx"), on_disk._dim, segment)
+        queries = segment.vector_data(field)[0][:3]
+        assert gone.num_vectors == saved.num_vectors == len(segment.pks)
+        assert (gone.search(queries, 2)[0] == saved.search(queries, 2)[0]).all()

@@ -118,17 +118,27 @@ class IndexOnDisk:
     the indexes it loads). In a writing process the indexes built after each flush would otherwise stay in
     memory, one per segment, though only a search reads them."""
 
-    def __init__(self, spec: Any, path: str, dim: int) -> None:
+    def __init__(self, spec: Any, path: str, dim: int, segment: Any = None) -> None:
         self._spec, self._path, self._dim = spec, path, dim
+        self._segment = None if segment is None else weakref.ref(segment)
         self._index: Any = None
 
     def loaded(self) -> Any:
         if self._index is None:
-            from milvus_lite.index.factory import load_index_from_spec
+            from milvus_lite.index import factory
 
             with _lock:
                 if self._index is None:
-                    self._index = load_index_from_spec(self._spec, self._path, self._dim)
+                    try:
+                        self._index = factory.load_index_from_spec(self._spec, self._path, self._dim)
+                    except FileNotFoundError:
+                        # a merge replaced the segment (a read still holds it) and its index file went with
+                        # it: built again from the segment's vectors (the table the merge handed over)
+                        segment = None if self._segment is None else self._segment()
+                        if segment is None:
+                            raise
+                        vectors = segment.vector_data(self._spec.field_name)[0]
+                        self._index = factory.build_index_from_spec(self._spec, vectors)
         return self._index
 
     def __getattr__(self, name: str) -> Any:
@@ -198,7 +208,7 @@ def _leave_index_on_disk(segment: Any, spec: Any, index_dir: str) -> None:
         return
     path = segment.index_file_path(index_dir, spec.index_type, spec.field_name)
     if os.path.exists(path):
-        segment.attach_index(IndexOnDisk(spec, path, int(held.dim)), field_name=spec.field_name)
+        segment.attach_index(IndexOnDisk(spec, path, int(held.dim), segment), field_name=spec.field_name)
 
 
 def _make_lazy(segment_class: Any) -> type:
