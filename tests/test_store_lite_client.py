@@ -245,9 +245,9 @@ def test_a_milvus_lite_without_the_in_process_engine_is_reached_through_pymilvus
     assert "cannot open a private copy" in str(err.value) and "\n" not in str(err.value)
 
 
-@pytest.mark.parametrize(("given", "expected"), [(None, 16 << 20), ("33554432", 33554432)])
+@pytest.mark.parametrize(("given", "expected"), [(None, 8 << 20), ("33554432", 33554432)])
 def test_milvus_lite_flushes_its_memtable_at_the_measured_budget_unless_told(tmp_path, given, expected):
-    """Milvus Lite reads its memtable budget when first imported: chunkwise gives it 16 MB (measured:
+    """Milvus Lite reads its memtable budget when first imported: chunkwise gives it 8 MB (measured:
     benchmarks/results/store.md) unless the user set the variable."""
     import os
     import subprocess

@@ -268,3 +268,63 @@ def test_rows_re_indexing_deletes_leave_the_disk_and_their_tombstones_go(tmp_pat
         assert len(texts) == live and all("version 7 " in t for t in texts)
     assert max(rows for rows, _ in on_disk) <= 2 * live, on_disk  # never more than one dead version on disk
     assert max(tombstones for _, tombstones in on_disk) <= 2 * live, on_disk
+
+
+def test_a_writer_reads_no_whole_table_and_holds_no_vector_index(tmp_path, monkeypatch):
+    """Each flush makes a segment: a writer reads its keys (and, for the vector index, its vectors) but not
+    its whole table, and keeps only where the index it built is saved; a search in the same process then
+    reads the index back and finds what a fresh process finds."""
+    from milvus_lite.storage import segment as segment_module
+
+    db = tmp_path / "t.db"
+    whole: list[str] = []
+    read = segment_module.read_data_file
+
+    def counted(path, *args, **kwargs):
+        whole.append(path)
+        return read(path, *args, **kwargs)
+
+    with Index(db, embedder=FakeEmbedder()) as ix:
+        ix.store.connect()  # opening binds chunkwise's reader there: count what is read after it
+        monkeypatch.setattr(segment_module, "read_data_file", counted)
+        for batch in range(3):
+            ix.add(corpus(batch), strategy=lines())
+        col = ix.store.connect()._db.get_collection(ix.store.collection)
+        col._wait_for_bg()
+        segments = list(col._segment_cache.values())
+        assert len(segments) >= 3
+        assert whole == []  # no flush, vector index build or count read a whole table
+        indexes = [i for s in segments for i in s.indexes.values()]
+        assert indexes and all(isinstance(i, lite_memory.IndexOnDisk) and i._index is None for i in indexes)
+        here = [h.id for h in ix.search("keeper lamp", k=5, hybrid=False)]
+        assert any(i._index is not None for i in indexes)  # the search read them back
+    fresh = subprocess.run(
+        [sys.executable, "-c", SEARCH, str(db), str(ROOT / "tests")], capture_output=True, text=True, check=True
+    )
+    assert here == json.loads(fresh.stdout.strip().splitlines()[-1])
+
+
+SEARCH = r"""
+import json, sys
+sys.path.insert(0, sys.argv[2])
+from conftest import FakeEmbedder
+from chunkwise.retrieval import Index
+with Index(sys.argv[1], embedder=FakeEmbedder()) as ix:
+    print(json.dumps([h.id for h in ix.search("keeper lamp", k=5, hybrid=False)]))
+"""
+
+
+def test_an_index_left_on_disk_whose_file_a_merge_deleted_is_built_again(tmp_path):
+    """A read may still hold a segment a merge replaced, whose saved index went with its file."""
+    with Index(tmp_path / "t.db", embedder=FakeEmbedder()) as ix:
+        ix.add(corpus(0), strategy=lines())
+        col = ix.store.connect()._db.get_collection(ix.store.collection)
+        col._wait_for_bg()
+        segment = next(s for s in col._segment_cache.values() if s.indexes)
+        field, on_disk = next(iter(segment.indexes.items()))
+        assert isinstance(on_disk, lite_memory.IndexOnDisk)
+        saved = on_disk.loaded()
+        gone = lite_memory.IndexOnDisk(on_disk._spec, str(tmp_path / "gone.idx"), on_disk._dim, segment)
+        queries = segment.vector_data(field)[0][:3]
+        assert gone.num_vectors == saved.num_vectors == len(segment.pks)
+        assert (gone.search(queries, 2)[0] == saved.search(queries, 2)[0]).all()

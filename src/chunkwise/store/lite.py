@@ -42,11 +42,13 @@ from .lite_memory import bound_engine_memory, reading, writing
 #: the version :meth:`LiteClient.get_server_version` reports
 LITE_VERSION = "milvus-lite"
 #: Milvus Lite's memtable budget (its default is 128 MB), given through the variable it reads when first
-#: imported unless the user set it. Measured on public text (benchmarks/results/store.md): indexing 50 MB
-#: peaked at 701 MB with 16 MB against 918 MB with 128 MB, and took 1.55 instead of 1.89 CPU-s per MB
-#: (10 MB: 375 against 425 MB; 2 MB: the same)
+#: imported unless the user set it. Each flush's transient (the memtable, its table, the Parquet write) is
+#: the peak of an indexing run once segments are not held (store/lite_memory.py). Measured on public text
+#: (benchmarks/results/store.md), interleaved: 100 MB peaked at 265 MB with 8 MB against 296 MB with
+#: 16 MB (50 MB: 241 against 277 MB; 2 MB: the same), for 9-14 % more CPU (more segments, each with its
+#: flush and vector index)
 MEMTABLE_VARIABLE = "MILVUS_LITE_MEMTABLE_MEMORY_LIMIT_BYTES"
-MEMTABLE_BYTES = 16 << 20
+MEMTABLE_BYTES = 8 << 20
 
 
 class ReadOnlyCopyError(OSError):

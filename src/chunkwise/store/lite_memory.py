@@ -17,12 +17,12 @@ reads them:
   table is read back from its immutable Parquet file.
 - **Flushes built with Arrow**: the memtable's live rows are taken from its batches with Arrow's ``take``
   instead of one Python object per cell (the same table; the Python objects were about four times the
-  memtable's 16 MB at each flush).
+  memtable's budget at each flush).
 - **Merges of at most** :data:`MERGE_ROWS` **rows**: files of that many rows or more are left as they are
   (``MAX_SEGMENT_ROWS``), so the small files of incremental runs are still merged and a bulk run's flushed
   files are not; forced merges above 32 files (which, with segments this size, would rewrite the same files
-  on every flush) are off (``MAX_DATA_FILES``). A corpus then keeps one file per memtable flush (16 MB of
-  rows, about 4,000 chunks of 256 words): about 20 at 100 MB of text. Since those files are not merged, a
+  on every flush) are off (``MAX_DATA_FILES``). A corpus then keeps one file per memtable flush (8 MB of
+  rows, about 2,400 chunks of 256 words): 29 at 100 MB of text. Since those files are not merged, a
   file whose rows are :data:`DEAD_SHARE` or more dead (deleted, or replaced by a newer row: what re-indexing
   leaves) is rewritten alone without them, so the disk and the tombstones do not grow with every re-index.
   A merge hands the tables it reads to the segments it replaces (:func:`_handing`): a read holding those
@@ -113,6 +113,104 @@ def _read_back(segment: Any, read: Any) -> Any:
         return kept
 
 
+class IndexOnDisk:
+    """A segment's saved vector index, read from its file by the first use (then held, as Milvus Lite holds
+    the indexes it loads). In a writing process the indexes built after each flush would otherwise stay in
+    memory, one per segment, though only a search reads them."""
+
+    def __init__(self, spec: Any, path: str, dim: int, segment: Any = None) -> None:
+        self._spec, self._path, self._dim = spec, path, dim
+        self._segment = None if segment is None else weakref.ref(segment)
+        self._index: Any = None
+
+    def loaded(self) -> Any:
+        if self._index is None:
+            from milvus_lite.index import factory
+
+            with _lock:
+                if self._index is None:
+                    try:
+                        self._index = factory.load_index_from_spec(self._spec, self._path, self._dim)
+                    except FileNotFoundError:
+                        # a merge replaced the segment (a read still holds it) and its index file went with
+                        # it: built again from the segment's vectors (the table the merge handed over)
+                        segment = None if self._segment is None else self._segment()
+                        if segment is None:
+                            raise
+                        vectors = segment.vector_data(self._spec.field_name)[0]
+                        self._index = factory.build_index_from_spec(self._spec, vectors)
+        return self._index
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.loaded(), name)
+
+
+def _read_columns(path: str, columns: list[str]) -> Any:
+    """Some columns of one Parquet file."""
+    import pyarrow.parquet as pq
+
+    with pq.ParquetFile(path) as handle:
+        return handle.read(columns=columns)
+
+
+def _vector_table(segment: Any, field_name: str) -> Any:
+    """The table a segment's vectors are read from: its own if it is held, else (a writer building the vector
+    index after a flush) a table of that one column, a twentieth of the whole at 64 dimensions."""
+    table = getattr(segment, "_held", None)
+    if table is None:
+        table = getattr(segment, "_kept", None)
+    if table is None:
+        table = _recent_table(segment)
+    if table is None and not _reading():
+        with contextlib.suppress(FileNotFoundError):  # a merge deleted it: the table handed over is read
+            table = _read_columns(segment.file_path, [field_name])
+    return segment.table if table is None else table
+
+
+def _table_of(segment: Any, read: Any) -> Any:
+    """A lazy segment's table: held by a read, or handed over by the merge that replaced it (its file gone or
+    going), or recently used, or read back from its file."""
+    held = getattr(segment, "_held", None)
+    if held is None:
+        held = getattr(segment, "_kept", None)
+    if held is not None:
+        return held
+    table = _recent_table(segment)
+    if table is None:
+        table = _read_back(segment, read)
+        segment._keep(table)
+    return table
+
+
+def _keys_only(cls: Any, file_path: str, partition: str, pk_field: str, vector_field: str | None) -> Any:
+    """A segment of *cls* with the keys and sequence numbers of its file, its table not read."""
+    import numpy as np
+
+    keys = _read_columns(file_path, [pk_field, "_seq"])
+    pks = keys.column(pk_field).to_pylist()
+    return cls(
+        file_path=file_path,
+        partition=partition,
+        pk_field=pk_field,
+        vector_field=vector_field or "",
+        pks=pks,
+        seqs=np.asarray(keys.column("_seq").to_pylist(), dtype=np.uint64),
+        vectors=np.zeros((len(pks), 0), dtype=np.float32),
+        table=None,
+        vector_null_mask=None,
+    )
+
+
+def _leave_index_on_disk(segment: Any, spec: Any, index_dir: str) -> None:
+    """Replace the vector index a writer just built (and saved) by where it is saved (a read keeps it)."""
+    held = segment.indexes.get(spec.field_name)
+    if _reading() or held is None or isinstance(held, IndexOnDisk):
+        return
+    path = segment.index_file_path(index_dir, spec.index_type, spec.field_name)
+    if os.path.exists(path):
+        segment.attach_index(IndexOnDisk(spec, path, int(held.dim), segment), field_name=spec.field_name)
+
+
 def _make_lazy(segment_class: Any) -> type:
     from milvus_lite.storage import segment as segment_module
 
@@ -123,23 +221,22 @@ def _make_lazy(segment_class: Any) -> type:
 
         @property
         def table(self):
-            # held by a read, or handed over by the merge that replaced this segment (its file gone or going)
-            held = getattr(self, "_held", None)
-            if held is None:
-                held = getattr(self, "_kept", None)
-            if held is not None:
-                return held
-            table = _recent_table(self)
-            if table is not None:
-                return table
-            table = _read_back(self, segment_module.read_data_file)
-            self._keep(table)
-            return table
+            return _table_of(self, segment_module.read_data_file)
 
         @table.setter
         def table(self, value) -> None:
             self._held = None
-            self._keep(value)
+            if value is not None:  # None: a segment loaded by a writer (``load``), its table not read yet
+                self._keep(value)
+
+        @classmethod
+        def load(cls, file_path: str, partition: str, pk_field: str, vector_field: str | None):
+            """In a writing process, only the keys and sequence numbers of a new file are read (what a
+            write's point lookups and a count need): a whole table read at each flush cost about five times
+            the table in resident memory (Arrow's allocator keeps what a read used), and the table is read back
+            only when something asks for it. A read of the engine loads it whole, as Milvus Lite does."""
+            load = segment_class.load.__func__ if _reading() else _keys_only
+            return load(cls, file_path, partition, pk_field, vector_field)
 
         def _keep(self, table) -> None:
             with _lock:
@@ -165,7 +262,13 @@ def _make_lazy(segment_class: Any) -> type:
         def vector_data(self, field_name: str):
             # a view of the table's buffer (lite._vector_reader), so it costs what the table costs; never
             # cached apart from the table
-            return segment_module._extract_vector_array(self.table.column(field_name))
+            return segment_module._extract_vector_array(_vector_table(self, field_name).column(field_name))
+
+        def build_or_load_index(self, spec: Any, index_dir: str) -> None:
+            # a writer builds each new segment's vector index (and saves it beside the file) but keeps only
+            # where it is: the first search that needs it reads it back (:class:`IndexOnDisk`)
+            super().build_or_load_index(spec, index_dir)
+            _leave_index_on_disk(self, spec, index_dir)
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
@@ -365,4 +468,13 @@ def bound_engine_memory() -> bool:
     return True
 
 
-__all__ = ["DEAD_SHARE", "MERGE_ROWS", "RECENT_TABLES", "TESTED_RELEASES", "bound_engine_memory", "reading", "writing"]
+__all__ = [
+    "DEAD_SHARE",
+    "IndexOnDisk",
+    "MERGE_ROWS",
+    "RECENT_TABLES",
+    "TESTED_RELEASES",
+    "bound_engine_memory",
+    "reading",
+    "writing",
+]
