@@ -17,8 +17,6 @@ from chunkwise.retrieval import Index
 from chunkwise.store import milvus_search, snapshot
 from chunkwise.store.milvus_search import BM25_FOLDER, VECTORS_FOLDER
 
-DATA_KEY = getattr(milvus_search, "DATA_KEY", "data-key.json")
-
 
 def _built(tmp_path):
     db = tmp_path / "t.db"
@@ -51,7 +49,7 @@ def test_a_write_that_keeps_the_count_is_not_missed(tmp_path):
 
 def _replace_vectors(db, matrix):
     np.save(db / VECTORS_FOLDER / "vectors.npy", matrix, allow_pickle=False)
-    (db / VECTORS_FOLDER / DATA_KEY).write_text(json.dumps(snapshot.fingerprint(db)), encoding="utf-8")
+    milvus_search.write_key(db / VECTORS_FOLDER, "chunkwise", snapshot.fingerprint(db))
 
 
 def test_saved_vectors_of_another_dimension_or_not_finite_are_rebuilt(tmp_path):

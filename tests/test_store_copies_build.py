@@ -5,7 +5,6 @@ leaves no copy a later process trusts."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -22,7 +21,7 @@ from chunkwise import Document
 from chunkwise.retrieval import Index
 from chunkwise.store import snapshot
 from chunkwise.store.bm25 import BM25Postings
-from chunkwise.store.milvus_search import BM25_FOLDER, DATA_KEY, PLACES_FOLDER, VECTORS_FOLDER
+from chunkwise.store.milvus_search import BM25_FOLDER, PLACES_FOLDER, VECTORS_FOLDER, copy_key
 from chunkwise.store.places import ChunkPlaces
 from chunkwise.store.vectors import SpooledVectors, VectorCache
 
@@ -66,8 +65,7 @@ def trusted(db: Path) -> list[str]:
     files = snapshot.fingerprint(db)
     out = []
     for folder in FOLDERS:
-        with_key = db / folder / DATA_KEY
-        if with_key.is_file() and json.loads(with_key.read_text(encoding="utf-8")) == files:
+        if copy_key(db / folder, "chunkwise") == files:
             out.append(folder)
     return out
 
@@ -257,3 +255,22 @@ def test_spooled_postings_save_what_bm25_postings_hold(tmp_path, monkeypatch, re
             got, want = copy.search(q, 10), held.search(q, 10)
             assert [i for i, _ in got] == [i for i, _ in want] and len(want) > 1
             assert [s for _, s in got] == pytest.approx([s for _, s in want], rel=1e-12)
+
+
+@pytest.mark.parametrize("other_searched_first", [False, True])
+def test_the_copies_of_another_collection_in_the_same_database_are_not_used(tmp_path, other_searched_first):
+    """The copies' folders are one per database directory: a collection of the same size built (or searched)
+    in it since must not answer for this one."""
+    db = tmp_path / "t.db"
+    a = [Document(f"storm lamp keeper {i}\nthe tide {i}", source=f"a/{i}.txt") for i in range(10)]
+    b = [Document(f"apple orange banana {i}\nfruit basket {i}", source=f"b/{i}.txt") for i in range(10)]
+    with Index(db, embedder=FakeEmbedder(), collection="a") as ix:
+        ix.add(a, strategy=lines())
+    with Index(db, embedder=FakeEmbedder(), collection="b") as ix:
+        ix.add(b, strategy=lines())
+        if other_searched_first:
+            assert ix.search("fruit basket 3", k=1)[0].source == "b/3.txt"
+    with Index(db, embedder=FakeEmbedder(), collection="a") as ix:
+        assert ix.count() == 20
+        hits = ix.search("storm lamp keeper 3", k=2)
+        assert hits and hits[0].source == "a/3.txt" and all(h.source.startswith("a/") for h in hits)

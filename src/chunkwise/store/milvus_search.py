@@ -101,13 +101,23 @@ def _saveable(store: MilvusStore) -> bool:
     return store.db is not None
 
 
-#: in a saved copy's folder: the database files' fingerprint (store/snapshot.py) the copy was read from
+#: in a saved copy's folder: the collection it holds and the database files' fingerprint (store/snapshot.py)
+#: it was read from (``null`` until the closing connection keys it: :func:`rekey_copies`)
 DATA_KEY = "data-key.json"
 
 
-def _data_key(folder: Path) -> list | None:
+def write_key(folder: Path, collection: str, files: list | None) -> None:
+    """Key the copy in ``folder``: written last, so a copy is trusted only once it is whole."""
+    (folder / DATA_KEY).write_text(json.dumps({"collection": collection, "files": files}), encoding="utf-8")
+
+
+def copy_key(folder: Path, collection: str) -> list | None:
+    """The fingerprint the copy in ``folder`` was keyed on, when it holds ``collection`` (the copies' folders
+    are one per database directory, whichever collection was last written or read in it)."""
     with contextlib.suppress(OSError, ValueError):
-        return json.loads((folder / DATA_KEY).read_text(encoding="utf-8"))
+        key = json.loads((folder / DATA_KEY).read_text(encoding="utf-8"))
+        if isinstance(key, dict) and key.get("collection") == collection:
+            return key.get("files")
     return None
 
 
@@ -145,17 +155,17 @@ def load_saved_copies(store: MilvusStore, count: int, bm25: bool = True, vectors
     inserted) that cover ``count`` chunks, vectors of the store's dimension and finite."""
     folder = Path(store._lite_db())
     files = snapshot.files_read(store)  # of the copy it reads, where it reads one
-    if bm25 and store._bm25 is None and _data_key(folder / BM25_FOLDER) == files:
+    if bm25 and store._bm25 is None and copy_key(folder / BM25_FOLDER, store.collection) == files:
         with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
             saved = BM25Postings.load(folder / BM25_FOLDER)
             store._bm25 = saved if len(saved) == count else None
-    if vectors and store._vectors is None and _data_key(folder / VECTORS_FOLDER) == files:
+    if vectors and store._vectors is None and copy_key(folder / VECTORS_FOLDER, store.collection) == files:
         with contextlib.suppress(OSError, ValueError):
             matrix = VectorCache.load(folder / VECTORS_FOLDER)
             m = matrix.matrix
             sound = len(matrix) == count and m.shape[1:] == (store.dim,) and bool(np.isfinite(m).all())
             store._vectors = matrix if sound else None
-    if store._places is None and _data_key(folder / PLACES_FOLDER) == files:
+    if store._places is None and copy_key(folder / PLACES_FOLDER, store.collection) == files:
         with contextlib.suppress(OSError, ValueError):
             places = ChunkPlaces.load(folder / PLACES_FOLDER)
             store._places = places if len(places) == count else None
@@ -208,7 +218,7 @@ def save_copies(store: MilvusStore) -> None:
         ):
             if copy is not None:
                 copy.save(root / name)
-                (root / name / DATA_KEY).write_text("null", encoding="utf-8")
+                write_key(root / name, store.collection, None)
         store._copies_saved = True
 
 
@@ -246,7 +256,7 @@ def load_places(store: MilvusStore) -> ChunkPlaces:
         with contextlib.suppress(OSError):
             folder = Path(store._lite_db()) / PLACES_FOLDER
             store._places.save(folder)
-            (folder / DATA_KEY).write_text(json.dumps(files), encoding="utf-8")  # last: trusted then
+            write_key(folder, store.collection, files)  # last: trusted then
             store._bm25_saved_dropped = False  # the next write of this connection must remove them again
             store._copies_saved = True
     return store._places
@@ -290,7 +300,7 @@ def _build_client_indexes(store: MilvusStore, bm25: bool, vectors: bool) -> None
         with contextlib.suppress(OSError):
             for folder, index in built:
                 index.save(root / folder)
-                (root / folder / DATA_KEY).write_text(json.dumps(files), encoding="utf-8")  # last: trusted then
+                write_key(root / folder, store.collection, files)  # last: trusted then
             store._bm25_saved_dropped = False  # the next write of this connection must remove them again
             store._copies_saved = True
 
@@ -305,10 +315,12 @@ def rekey_copies(root: str | Path) -> None:
     root = Path(root)
     with contextlib.suppress(OSError), open(root / "LOCK", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        files = json.dumps(snapshot.fingerprint(root))
+        files = snapshot.fingerprint(root)
         for folder in (BM25_FOLDER, VECTORS_FOLDER, PLACES_FOLDER):
-            if (root / folder / DATA_KEY).is_file():
-                (root / folder / DATA_KEY).write_text(files, encoding="utf-8")
+            with contextlib.suppress(OSError, ValueError):  # no copy there, or a damaged key
+                key = json.loads((root / folder / DATA_KEY).read_text(encoding="utf-8"))
+                if isinstance(key, dict) and isinstance(key.get("collection"), str):
+                    write_key(root / folder, key["collection"], files)
 
 
 def remove_leftovers(root: Path, keep: Iterable[Path] = ()) -> None:
