@@ -120,6 +120,29 @@ def test_a_bad_late_option_leaves_no_record_behind(corpus, capsys, bad, message)
     assert code == 0 and json.loads(out)["source"] == "kb/trains.txt", err
 
 
+def test_a_late_flag_on_a_rerun_makes_no_model_and_keeps_the_recorded_embedder(tmp_path, monkeypatch, capsys):
+    """Re-running ``index --late --late-window N`` without ``--embedder`` on a collection built with another
+    embedder is a no-op: the flags are compared with the record by the run, not checked against a default
+    model made for the purpose (which loaded it, and then refused the run for its other dimension)."""
+    made = []
+
+    def fake(name=None, **kw):
+        made.append(name)
+        return FakeEmbedder(dim=32) if name == "static" else FakeEmbedder()
+
+    monkeypatch.setattr(chunkwise.embeddings, "get_embedder", fake)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "kb").mkdir()
+    for i in range(3):
+        (tmp_path / "kb" / f"{i}.txt").write_text(f"storm lamp keeper {i} the tide goes out {i}", encoding="utf-8")
+    late = ("--late", "--late-window", "64", "--tokenizer", "words")
+    code, _, err = run(capsys, "index", "kb", "--embedder", "static", *late)
+    assert code == 0 and "3 indexed" in err, err
+    made.clear()
+    code, _, err = run(capsys, "index", "kb", *late)
+    assert code == 0 and "3 unchanged" in err and made == [], (err, made)
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [

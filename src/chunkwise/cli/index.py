@@ -311,8 +311,18 @@ def _check_late_flags(index, args: argparse.Namespace, run: dict) -> None:
 
     names = {key: flag for key, flag, _ in _LATE_FLAGS}
     check_late_options(run["late_options"] or {}, 0, names)  # the ranges, before a model is made
-    limit = int(getattr(index.embedder(), "model_window", 0) or 0) if args.engine != "ray" else 0
+    if args.engine == "ray" or (not args.recreate and _recorded(index)):
+        return  # an existing collection: the run compares the flags with what it was built with (no model)
+    limit = int(getattr(index.embedder(), "model_window", 0) or 0)  # the embedder the new collection gets
     check_late_options(run["late_options"] or {}, limit, names)
+
+
+def _recorded(index) -> bool:
+    """Whether the collection exists with its configuration recorded: from the snapshot beside a local
+    database when it vouches for it (no engine started), else from the store."""
+    from ..store.snapshot import local_snapshot
+
+    return local_snapshot(index.store) is not None or index.store.read_config() is not None
 
 
 def _warn_repaired(index) -> None:
