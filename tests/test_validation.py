@@ -336,3 +336,25 @@ def test_the_embedder_constraint_does_not_load_a_lazy_embedder():
 
     assert EmbedderSpec().satisfied_by(Lazy())
     assert not EmbedderSpec().satisfied_by(object())
+
+
+def test_an_embedder_behind_a_delegating_proxy_is_accepted():
+    """A wrapper that forwards attributes through ``__getattr__`` (no static ``embed``) is an embedder too,
+    through the public API end to end; a proxy of something that is not one is still refused."""
+    from conftest import FakeEmbedder
+
+    import chunkwise
+    from chunkwise.validation import EmbedderSpec
+
+    class Proxy:
+        def __init__(self, inner):
+            self._inner = inner
+
+        def __getattr__(self, name):
+            return getattr(self._inner, name)
+
+    assert EmbedderSpec().satisfied_by(Proxy(FakeEmbedder()))
+    assert not EmbedderSpec().satisfied_by(Proxy(object()))
+    text = "The cat sat on the mat. The dog ran home. Storms came at night. The keeper lit the lamp. " * 3
+    chunks = chunkwise.chunk_text(text, "semantic", embedder=Proxy(FakeEmbedder()), max_tokens=30)
+    assert len(chunks) > 1 and all(text[c.start : c.end] == c.text for c in chunks)

@@ -285,8 +285,15 @@ class EmbedderSpec(Constraint):
     def satisfied_by(self, value: Any) -> bool:
         if isinstance(value, str):
             return True
-        # looked up without running them: a lazy embedder's ``tokenizer`` property would load the model
-        return value is not None and all(inspect.getattr_static(value, a, None) is not None for a in _EMBEDDER_API)
+        if value is None:
+            return False
+        # looked up without running them: a lazy embedder's ``tokenizer`` property would load the model; an
+        # object that delegates through ``__getattr__`` (a proxy, a wrapper) is asked, as it has no other way
+        if all(inspect.getattr_static(value, a, None) is not None for a in _EMBEDDER_API):
+            return True
+        return inspect.getattr_static(type(value), "__getattr__", None) is not None and all(
+            hasattr(value, a) for a in _EMBEDDER_API
+        )
 
     def __str__(self) -> str:
         return "an embedder name (or Embedder)"
