@@ -165,3 +165,47 @@ def test_a_no_op_chunkwise_index_never_imports_pymilvus(tmp_path, monkeypatch, c
     untimed = re.compile(r"[\d.]+ s, [\d.]+ chunks/s")
     assert "(0 indexed, 3 unchanged and skipped)" in full
     assert untimed.sub("", done.stderr.splitlines()[-1]) == untimed.sub("", full)
+
+
+def test_the_snapshot_is_fingerprinted_after_the_background_merges_end(tmp_path, monkeypatch):
+    """Milvus Lite merges flushed files in a background thread: a fingerprint taken before they end does not
+    match the files the close leaves (the no-op after an edit then took the full run, 2 runs in 3). The
+    capture flushes, waits for the merges (``settle``), and only then fingerprints."""
+    from chunkwise.store import snapshot
+
+    db = built(tmp_path)
+    order = []
+    real_fingerprint = snapshot.fingerprint
+    store = MilvusStore(db=db)
+    try:
+        client = store.connect()
+        monkeypatch.setattr(snapshot, "fingerprint", lambda d: order.append("fingerprint") or real_fingerprint(d))
+        for name in ("flush", "settle"):
+            real = getattr(client, name)
+            monkeypatch.setattr(client, name, lambda c, *a, _n=name, _r=real, **k: order.append(_n) or _r(c, *a, **k))
+        state = snapshot.capture(store)
+    finally:
+        store.close()
+    assert state is not None and order == ["flush", "settle", "flush", "settle", "fingerprint"]
+
+
+def test_settle_waits_for_the_engine_and_reports_its_failure_as_one_error(monkeypatch):
+    from chunkwise.store.lite import LiteCallError, LiteClient
+
+    waited = []
+
+    class Collection:
+        def _wait_for_bg(self, timeout=None):
+            waited.append(timeout)
+            if timeout == 0:
+                raise TimeoutError("background work\n still running")
+
+    class Db:
+        def get_collection(self, name):
+            return Collection()
+
+    client = LiteClient(Db())
+    client.settle("c")
+    with pytest.raises(LiteCallError, match="^background work still running$"):
+        client.settle("c", timeout=0)
+    assert waited == [None, 0]

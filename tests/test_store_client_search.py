@@ -204,6 +204,8 @@ def test_an_index_too_large_to_copy_is_searched_by_milvus(tmp_path, monkeypatch)
     monkeypatch.setattr(milvus_search, "VECTORS_MAX_BYTES", 100)  # nine chunks of 64 float32s are more
     with Index(tmp_path / "t.db", embedder=FakeEmbedder()) as ix:
         ix.add(docs(), strategy=lines())
+        # the build stopped spooling vectors once past the bound: nothing of them left on disk
+        assert ix.store._vectors is None and not list((tmp_path / "t.db").glob(VECTORS_FOLDER + ".*"))
         first = [h.id for h in ix.search("conductor tickets", k=3)]
         assert ix.store._vectors is None and not ix.store.uses_client_vectors
         calls = count_calls(ix)

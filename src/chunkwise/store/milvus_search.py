@@ -223,13 +223,22 @@ def save_copies(store: MilvusStore) -> None:
 
 
 def follow_upsert(store: MilvusStore, rows: list[dict]) -> None:
-    """The rows a write just stored, into the in-process copies the connection holds."""
-    if store._bm25 is not None:
-        store._bm25.upsert((r["id"], r["indexed_text"]) for r in rows)
-    if store._vectors is not None:
-        store._vectors.upsert((r["id"], r["vector"]) for r in rows)
-    if store._places is not None:
-        store._places.add((r["id"], r["doc_id"], r["chunk_index"]) for r in rows)
+    """The rows a write just stored, into the in-process copies the connection holds. A copy interrupted half
+    way (Ctrl-C, a full disk) is dropped, never saved: its count could match while it lacks the batch."""
+    try:
+        if store._bm25 is not None:
+            store._bm25.upsert((r["id"], r["indexed_text"]) for r in rows)
+        if store._vectors is not None:
+            store._vectors.upsert((r["id"], r["vector"]) for r in rows)
+            spool = store._vectors
+            if isinstance(spool, SpooledVectors) and len(spool) * spool.dim * 4 > VECTORS_MAX_BYTES:
+                spool.discard()  # past what a copy may hold: no need to write the rest to disk
+                store._vectors = None
+        if store._places is not None:
+            store._places.add((r["id"], r["doc_id"], r["chunk_index"]) for r in rows)
+    except BaseException:
+        store._drop_copies()  # spools removed; the next search reads the rows again
+        raise
 
 
 def follow_delete(store: MilvusStore, ids: list[str]) -> None:
