@@ -8,6 +8,7 @@ import json
 
 import pytest
 from conftest import FakeEmbedder, Paragraphs
+from eval_data import write_neutral
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -15,7 +16,7 @@ import chunkwise.embeddings
 from chunkwise.cli import main
 from chunkwise.document import Document
 from chunkwise.errors import ConfigError
-from chunkwise.evaluation import Evaluator, parse_run_spec
+from chunkwise.evaluation import Evaluator, load_dataset, parse_run_spec
 from chunkwise.evaluation.metrics import set_span_scores
 from chunkwise.retrieval import Index
 from chunkwise.retrieval.expand import GAP, expand_chunks, store_chunks
@@ -257,7 +258,7 @@ def test_cli_ask_expand_cites_the_expanded_passage(kb, capsys):
     assert answer["citations"] == [1] and answer["given"] == [1]
 
 
-def test_eval_reports_span_recall_at_token_budgets(dataset):
+def test_eval_reports_span_recall_at_token_budgets(dataset, tmp_path):
     ev = Evaluator(dataset, FakeEmbedder(), k=5)
     spec = parse_run_spec("fixed:max_tokens=4,overlap=0,tokenizer=words")
     plain = ev.run(spec)
@@ -269,13 +270,24 @@ def test_eval_reports_span_recall_at_token_budgets(dataset):
     assert 0.9 < plain.scores["span_recall@1k"] < 1
     tiny = ev.run(parse_run_spec("fixed:max_tokens=4,overlap=0,tokenizer=words,budget=1"))
     assert tiny.scores["span_recall@1"] == 0.0  # no 4-word chunk is a single cl100k token
-    # two-word chunks, 10 tokens: the gold sentences' neighbouring chunks reach the reader with neighbors:1
-    small = ev.run(parse_run_spec("fixed:max_tokens=2,overlap=0,tokenizer=words,budget=10,expand=none"))
-    wide = ev.run(parse_run_spec("fixed:max_tokens=2,overlap=0,tokenizer=words,budget=10,expand=neighbors:1"))
-    assert 0 < small.scores["span_recall@10"] < 1 and wide.scores["span_recall@10"] > small.scores["span_recall@10"]
+    # two-word chunks, 12 tokens: the chunks of a long gold sentence share few words with the question, another
+    # document's many: without expansion the budget fills with those; neighbors:1 hands the reader the chunks on
+    # each side of the top hit, which hold more of the sentence
+    sentence = "Anchors hold boats steady through long winter storms on the northern sea."
+    docs = {
+        "sea.txt": f"Gulls circle the harbour at noon. {sentence} Nets dry on the quay.",
+        "toys.txt": "Toy boats float. Boats hold toys. Anchors of toys. Hold the boats. Boats hold anchors.",
+    }
+    start = docs["sea.txt"].index(sentence)
+    refs = [{"doc": "sea.txt", "start": start, "end": start + len(sentence)}]
+    sea = load_dataset(write_neutral(tmp_path / "sea", [{"query": "anchors hold boats", "references": refs}], docs))
+    one = Evaluator(sea, FakeEmbedder(), k=1)
+    small = one.run(parse_run_spec("fixed:max_tokens=2,overlap=0,tokenizer=words,budget=12,expand=none"))
+    wide = one.run(parse_run_spec("fixed:max_tokens=2,overlap=0,tokenizer=words,budget=12,expand=neighbors:1"))
+    assert 0 < small.scores["span_recall@12"] < wide.scores["span_recall@12"] < 1
     # unset, a budget widens by document kind: these plain-text documents get neighbors:1
-    by_kind = ev.run(parse_run_spec("fixed:max_tokens=2,overlap=0,tokenizer=words,budget=10"))
-    assert by_kind.per_query["span_recall@10"].tolist() == wide.per_query["span_recall@10"].tolist()
+    by_kind = one.run(parse_run_spec("fixed:max_tokens=2,overlap=0,tokenizer=words,budget=12"))
+    assert by_kind.per_query["span_recall@12"].tolist() == wide.per_query["span_recall@12"].tolist()
 
 
 def test_eval_cli_expand_flag(dataset, tmp_path, monkeypatch, capsys):

@@ -227,8 +227,12 @@ def test_cli_index_passes_late_window(monkeypatch, tmp_path):
 
     seen = {}
 
+    class FakeStore:
+        def read_config(self):  # a new collection: the window is checked against the embedder
+            return None
+
     class FakeIndex:
-        store = None  # no store to check for write access
+        store = FakeStore()
 
         def __enter__(self):
             return self

@@ -154,12 +154,17 @@ ix.close()
 
 
 @pytest.mark.slow  # a crash campaign: a child with Milvus Lite killed twice (4-5 s under load)
+@pytest.mark.timeout(300)
 @pytest.mark.parametrize("when", ["mid-run", "after-save"])
 def test_a_build_killed_half_way_leaves_no_trusted_copy(tmp_path, when):
     db = tmp_path / "t.db"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE.parent / "src"), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.run(
-        [sys.executable, "-c", KILLED.format(tests=str(HERE)), str(db), when], env=env, capture_output=True, text=True
+        [sys.executable, "-c", KILLED.format(tests=str(HERE)), str(db), when],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
     )
     assert proc.returncode == -9, proc.stderr
     if when == "after-save":
