@@ -126,19 +126,31 @@ def test_the_terms_are_those_of_the_reference_on_random_and_hostile_text(text):
     _agree(text)
 
 
+def _empty_memos() -> None:
+    for key, memo in lexical._MEMOS.items():
+        memo.clear()
+        lexical._HELD[key] = 0
+
+
+def _strings_held(memo: dict[str, tuple[str, ...]]) -> int:
+    return sum(1 + len(terms) for terms in memo.values())
+
+
 @settings(max_examples=100, deadline=None)
 @given(st.lists(tokens, min_size=1, max_size=30))
 def test_the_terms_are_those_of_the_reference_when_the_memo_is_emptied_as_it_fills(some_tokens):
-    # a memo of 3 entries is emptied over and over within one text
-    saved = lexical._MEMO_ENTRIES
-    lexical._MEMO_ENTRIES = 3
+    # a memo of 4 strings is emptied over and over within one text
+    saved = lexical._MEMO_STRINGS
+    lexical._MEMO_STRINGS = 4
     try:
-        for memo in lexical._MEMOS.values():
-            memo.clear()
+        _empty_memos()
         _agree(" ".join(some_tokens))
-        assert all(len(memo) <= 3 for memo in lexical._MEMOS.values())
+        for key, memo in lexical._MEMOS.items():
+            assert _strings_held(memo) == lexical._HELD[key]
+            assert len(memo) <= 1 or lexical._HELD[key] <= 4
     finally:
-        lexical._MEMO_ENTRIES = saved
+        lexical._MEMO_STRINGS = saved
+        _empty_memos()
 
 
 def test_a_word_too_long_for_the_memo_still_has_its_terms_and_is_not_kept():
@@ -149,11 +161,12 @@ def test_a_word_too_long_for_the_memo_still_has_its_terms_and_is_not_kept():
 
 
 def test_the_memo_stays_bounded():
-    for memo in lexical._MEMOS.values():
-        memo.clear()
-    n = lexical._MEMO_ENTRIES + 100
+    _empty_memos()
+    n = lexical._MEMO_STRINGS  # each word and its one term: twice the budget
     lexical_terms(" ".join(f"word{i}" for i in range(n)), fold=True)
-    assert 0 < len(lexical._MEMOS[True, True]) <= lexical._MEMO_ENTRIES
+    memo = lexical._MEMOS[True, True]
+    assert 0 < _strings_held(memo) == lexical._HELD[True, True] <= lexical._MEMO_STRINGS
+    assert f"word{n - 1}" in memo  # the latest words are kept
 
 
 REAL = sorted([*ROOT.glob("docs/*.md"), *ROOT.glob("docs/guide/*.md"), *ROOT.glob("src/chunkwise/segmentation/*.py")])

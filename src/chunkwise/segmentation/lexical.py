@@ -88,26 +88,38 @@ def lexical_terms(text: str, parts: bool = True, fold: bool = False) -> list[str
     """The BM25 terms of ``text``, in order: identifiers whole (and, with ``parts``, their alphabetic parts
     after them: documents), plain words lower-cased, stop words and one-letter words dropped; with ``fold``,
     plain words and parts in the singular (:func:`singular`; what BM25 indexes and searches)."""
-    memo = _MEMOS[bool(parts), bool(fold)]
+    key = (bool(parts), bool(fold))
+    memo = _MEMOS[key]
     out: list[str] = []
     for raw in _TERM.findall(text):
         terms = memo.get(raw)
         if terms is None:
             terms = _raw_terms(raw, parts, fold)
             if len(raw) <= _MEMO_KEY_CHARS:
-                if len(memo) >= _MEMO_ENTRIES:
-                    memo.clear()
-                memo[raw] = terms
+                _remember(key, raw, terms)
         out += terms
     return out
 
 
 #: the terms of one matched word are a pure function of the word (and the two flags), and word frequencies
-#: follow Zipf's law, so most words of a corpus were seen before: a memo per flag pair, bounded (emptied
-#: when full; words longer than ``_MEMO_KEY_CHARS`` are never kept), saves the per-character checks
-_MEMO_ENTRIES = 1 << 16
-_MEMO_KEY_CHARS = 64
+#: follow Zipf's law, so most words of a corpus were seen before: a memo per flag pair saves the
+#: per-character checks. It is bounded by the strings it holds (a word and each of its terms count one;
+#: emptied when the next word would pass ``_MEMO_STRINGS``), and words longer than ``_MEMO_KEY_CHARS``
+#: (hashes, base64: seldom repeated) are never kept, so it holds a few MB at most.
+_MEMO_STRINGS = 1 << 16
+_MEMO_KEY_CHARS = 32
 _MEMOS: dict[tuple[bool, bool], dict[str, tuple[str, ...]]] = {(p, f): {} for p in (False, True) for f in (False, True)}
+_HELD: dict[tuple[bool, bool], int] = dict.fromkeys(_MEMOS, 0)
+
+
+def _remember(key: tuple[bool, bool], raw: str, terms: tuple[str, ...]) -> None:
+    memo, cost = _MEMOS[key], 1 + len(terms)
+    held = _HELD[key]
+    if held + cost > _MEMO_STRINGS:
+        memo.clear()
+        held = 0
+    memo[raw] = terms
+    _HELD[key] = held + cost
 
 
 def _raw_terms(raw: str, parts: bool, fold: bool) -> tuple[str, ...]:
