@@ -30,8 +30,10 @@ TOKENIZER_VERSION = "identifiers-2-singular"
 
 # A run of letters/digits, joined to the next run by one of . _ - + (the joiner must sit between two
 # alphanumerics, so a sentence's full stop or a trailing hyphen is not part of the word). Leading
-# underscores (``__init__``) belong to the name.
-_TERM = re.compile(r"_*[^\W_]+(?:[._+\-]+[^\W_]+)*_*", re.UNICODE)
+# underscores (``__init__``) belong to the name. The quantifiers are possessive (no backtracking): each run
+# is followed by a character it cannot hold (a letter/digit run by a joiner or ``_``, a joiner run by a
+# letter/digit), so they match what ``_*[^\W_]+(?:[._+\-]+[^\W_]+)*_*`` matches, about 15% sooner.
+_TERM = re.compile(r"_*+[^\W_]++(?:[._+\-]++[^\W_]++)*+_*+", re.UNICODE)
 _JOINER = re.compile(r"[._+\-]+")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[^\W\d_]+")
 _ABBREVIATION = re.compile(r"^(?:[^\W\d_]\.)+[^\W\d_]$")
@@ -86,26 +88,57 @@ def lexical_terms(text: str, parts: bool = True, fold: bool = False) -> list[str
     """The BM25 terms of ``text``, in order: identifiers whole (and, with ``parts``, their alphabetic parts
     after them: documents), plain words lower-cased, stop words and one-letter words dropped; with ``fold``,
     plain words and parts in the singular (:func:`singular`; what BM25 indexes and searches)."""
-    stop = stopwords()
-    num = singular if fold else _same
+    key = (bool(parts), bool(fold))
+    memo = _MEMOS[key]
     out: list[str] = []
-    for m in _TERM.finditer(text):
-        raw = m.group()
-        if "-" in raw and not _is_identifier(raw):
-            words = [w for w in raw.split("-") if w]  # real-time: two words
-        elif _is_identifier(raw):
-            whole = _VERSION_V.sub("", raw).lower()
-            out.append(whole)
-            if parts:
-                out += [num(w) for w in _parts(raw) if len(w) > 1 and w not in stop and w != whole]
-            continue
-        else:
-            words = [raw]
-        for w in words:
-            w = w.lower()
-            if len(w) > 1 and w not in stop:
-                out.append(num(w))
+    for raw in _TERM.findall(text):
+        terms = memo.get(raw)
+        if terms is None:
+            terms = _raw_terms(raw, parts, fold)
+            if len(raw) <= _MEMO_KEY_CHARS:
+                _remember(key, raw, terms)
+        out += terms
     return out
+
+
+#: the terms of one matched word are a pure function of the word (and the two flags), and word frequencies
+#: follow Zipf's law, so most words of a corpus were seen before: a memo per flag pair saves the
+#: per-character checks. It is bounded by the strings it holds (a word and each of its terms count one;
+#: emptied when the next word would pass ``_MEMO_STRINGS``), and words longer than ``_MEMO_KEY_CHARS``
+#: (hashes, base64: seldom repeated) are never kept, so it holds a few MB at most.
+_MEMO_STRINGS = 1 << 16
+_MEMO_KEY_CHARS = 32
+_MEMOS: dict[tuple[bool, bool], dict[str, tuple[str, ...]]] = {(p, f): {} for p in (False, True) for f in (False, True)}
+_HELD: dict[tuple[bool, bool], int] = dict.fromkeys(_MEMOS, 0)
+
+
+def _remember(key: tuple[bool, bool], raw: str, terms: tuple[str, ...]) -> None:
+    memo, cost = _MEMOS[key], 1 + len(terms)
+    held = _HELD[key]
+    if held + cost > _MEMO_STRINGS:
+        memo.clear()
+        held = 0
+    memo[raw] = terms
+    _HELD[key] = held + cost
+
+
+def _raw_terms(raw: str, parts: bool, fold: bool) -> tuple[str, ...]:
+    """The terms of one :data:`_TERM` match (see :func:`lexical_terms`)."""
+    stop = _STOPWORDS_EN
+    num = singular if fold else _same
+    identifier = _is_identifier(raw)
+    if identifier:
+        whole = _VERSION_V.sub("", raw).lower()
+        if not parts:
+            return (whole,)
+        return (whole, *[num(w) for w in _parts(raw) if len(w) > 1 and w not in stop and w != whole])
+    words = [w for w in raw.split("-") if w] if "-" in raw else [raw]  # real-time: two words
+    out = []
+    for w in words:
+        w = w.lower()
+        if len(w) > 1 and w not in stop:
+            out.append(num(w))
+    return tuple(out)
 
 
 def _same(word: str) -> str:
