@@ -305,3 +305,14 @@ def test_a_copy_interrupted_while_following_a_write_is_dropped_not_saved(tmp_pat
     with Index(db, embedder=FakeEmbedder()) as ix:
         hits = ix.search(docs(6)[0].text.split("\n")[0], k=1)
         assert hits and hits[0].source == docs(6)[0].source
+
+
+def test_a_spool_named_absolutely_is_kept_under_a_relative_database_path(tmp_path, monkeypatch):
+    """From Python 3.12 on ``mkdtemp`` returns an absolute path even under a relative ``--db``: the cleanup of
+    killed saves must still tell the run's own spools from leftovers (it removed them, and no copy was left)."""
+    monkeypatch.chdir(tmp_path)
+    root = Path("t.db")
+    for name in ("chunkwise-bm25.spool-own", "chunkwise-bm25.k1ll3d"):
+        (root / name).mkdir(parents=True)
+    ms.remove_leftovers(root, keep=[tmp_path / "t.db" / "chunkwise-bm25.spool-own"])
+    assert sorted(p.name for p in root.iterdir()) == ["chunkwise-bm25.spool-own"]
