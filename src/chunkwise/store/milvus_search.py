@@ -337,10 +337,10 @@ def remove_leftovers(root: Path, keep: Iterable[Path] = ()) -> None:
     """Remove the temporary folders of a save (or a run's spools) that was killed (``chunkwise-bm25.XXXX``),
     but ``keep``: this process holds the database, so no other is saving into it. Paths are compared
     absolute (from Python 3.12 on ``mkdtemp`` names a spool absolutely under a relative ``--db``)."""
-    keep = {os.path.abspath(k) for k in keep}
+    kept = {os.path.abspath(k) for k in keep}
     for folder in (BM25_FOLDER, VECTORS_FOLDER, PLACES_FOLDER, snapshot.READERS_FOLDER):
         for tmp in root.glob(folder + ".*"):
-            if os.path.abspath(tmp) not in keep:
+            if os.path.abspath(tmp) not in kept:
                 shutil.rmtree(tmp, ignore_errors=True)
 
 
