@@ -22,7 +22,6 @@ from ..document import Document, Section
 from . import CODE_EXTENSIONS  # defined beside the other formats' extensions: a text run does not import this module
 from .text import emit_warnings, read_source
 
-
 #: language -> (module, function returning the grammar) of the ``code`` extra's grammar wheels
 GRAMMARS = {
     "python": ("tree_sitter_python", "language"),

@@ -21,7 +21,6 @@ from . import DATA_MAX_BYTES, TABLE_EXTENSIONS  # defined with the other formats
 from .text import emit_warnings, read_source
 
 
-
 def row_spans(text: str, delimiter: str = ",") -> list[tuple[int, int]]:
     """The rows of a CSV/TSV text as spans (without their line break). A field that starts with ``"`` is
     quoted up to the next lone ``"`` and may hold line breaks; a quote that is never closed makes every
