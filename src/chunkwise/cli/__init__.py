@@ -396,7 +396,7 @@ def _end_startup() -> None:
 
     Start-up (the package's and the command's modules, the parser) creates tens of thousands of objects
     that live as long as the process, and the cyclic collector ran over them again and again while they
-    were made: about a tenth of ``chunkwise chunk small.txt``'s CPU (benchmarks/results/store.md). So
+    were made: 6–10 % of ``chunkwise chunk small.txt``'s CPU (benchmarks/results/store.md). So
     :func:`run` starts with the collector off and, once the arguments are parsed, ``gc.freeze()`` moves
     what exists into the permanent generation, which later collections do not walk (the pattern the ``gc``
     docs give for start-up before a fork), and the collector is on for the command's own work. Garbage
@@ -425,7 +425,8 @@ def _run(args) -> int:
 
 
 def run() -> None:
-    """The ``chunkwise`` command: :func:`main`, then the process ends without Python's own finalisation.
+    """The ``chunkwise`` command: :func:`main` (its start-up without cyclic garbage collection, see
+    :func:`_end_startup`), then the process ends without Python's own finalisation.
 
     Why: a command that imported pymilvus, pandas, pyarrow, grpc and onnxruntime spends about 0.2 s of CPU
     after its last line tearing down some 1,300 modules and freeing memory the operating system takes back
