@@ -443,7 +443,7 @@ def list_inputs(
     In folders only the supported types are taken (:func:`supported_extensions`; an extension-less file when
     it sniffs as text); the others are counted in ``skipped`` (a :class:`.walk.Skipped`). An ``include``
     pattern that names an extension (``*.svg``) takes files of that type anyway, ``code=True`` source files
-    too (:data:`.code.CODE_EXTENSIONS`), ``all_files=True`` every file. A folder inside a git work tree
+    too (:data:`CODE_EXTENSIONS`), ``all_files=True`` every file. A folder inside a git work tree
     leaves out what its ``.gitignore`` files ignore (counted in ``skipped`` too; ``gitignore=False`` or
     ``all_files=True`` reads them, see :mod:`.gitignore`). Files named in ``paths`` are always taken."""
     include, exclude = list(include or []), list(exclude or [])
