@@ -137,7 +137,11 @@ def test_chunk_imports_neither_retrieval_nor_stores_nor_models(tmp_path):
         "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
         f"    rc = main(['chunk', {str(small)!r}])\n"
         "heavy = ('chunkwise.retrieval.index', 'chunkwise.store', 'chunkwise.embeddings', 'chunkwise.strategies.semantic',"
-        " 'onnxruntime', 'milvus_lite', 'pyarrow', 'pandas', 'bm25s', 'numpy', 'statistics', 'gzip')\n"
+        " 'onnxruntime', 'milvus_lite', 'pyarrow', 'pandas', 'bm25s', 'numpy', 'statistics', 'gzip',"
+        # what a plain text needs none of: the code and table loaders, the cl100k pre-tokeniser, the strategies'
+        # help and parameter descriptions (imported when a help is printed)
+        " 'chunkwise.formats.code', 'chunkwise.formats.table', 'chunkwise.segmentation.tiktoken_bpe',"
+        " 'chunkwise.segmentation.cl100k_encoder', 'chunkwise.cli.strategies', 'chunkwise.strategies.param_docs')\n"
         "print(rc, out.getvalue().count('\\n'), sorted(m for m in sys.modules if m.startswith(heavy)))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True).stdout
@@ -168,3 +172,34 @@ def test_chunk_of_a_small_text_loads_no_retrieval_engine_or_model_runtime(tmp_pa
     rc, installed, loaded, tokens = json.loads(out.splitlines()[-1])
     assert rc == 0 and installed and loaded == [], out
     assert tokens == len(get_tokenizer("minilm").hf.encode(small.read_text().strip(), add_special_tokens=False).ids)
+
+
+def test_the_entry_point_collects_no_garbage_during_start_up_and_freezes_it(tmp_path):
+    """``chunkwise`` (:func:`chunkwise.cli.run`) parses its command line with the cyclic collector off, then
+    freezes what start-up made and runs the command with the collector on; ``main`` in process leaves the
+    collector as it is."""
+    small = tmp_path / "small.txt"
+    small.write_text("The keeper trims the wick.\n\nShips pass in the storm.\n", encoding="utf-8")
+    code = (
+        "import atexit, gc, sys\nfrom chunkwise import cli\nseen = []\n"
+        "build, run_command = cli.build_parser, cli._run\n"
+        "def spy_build(*a, **k):\n    seen.append(('parse', gc.isenabled(), gc.get_freeze_count() > 0))\n"
+        "    return build(*a, **k)\n"
+        "def spy_run(args):\n    seen.append(('command', gc.isenabled(), gc.get_freeze_count() > 0))\n"
+        "    return run_command(args)\n"
+        "cli.build_parser, cli._run = spy_build, spy_run\n"
+        "atexit.register(lambda: print(seen))\n"
+        f"sys.argv = ['chunkwise', 'chunk', {str(small)!r}]\ncli.run()\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True).stdout
+    assert out.splitlines()[-1] == "[('parse', False, False), ('command', True, True)]", out
+    assert '"token_count": ' in out.splitlines()[0], out  # the command ran as before
+
+    in_process = (
+        "import gc, io, contextlib\nfrom chunkwise.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    rc = main(['chunk', {str(small)!r}])\n"
+        "print(rc, gc.isenabled(), gc.get_freeze_count())"
+    )
+    out = subprocess.run([sys.executable, "-c", in_process], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.split() == ["0", "True", "0"], out

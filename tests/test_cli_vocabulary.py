@@ -13,7 +13,8 @@ from chunkwise.cli import main
 from chunkwise.embeddings import get_embedder
 from chunkwise.errors import ConfigError
 from chunkwise.strategies import STRATEGY_NAMES, strategy_class
-from chunkwise.strategies.params import PARAM_HELP, describe
+from chunkwise.strategies.param_docs import describe
+from chunkwise.strategies.params import PARAM_HELP
 
 
 @pytest.fixture(autouse=True)

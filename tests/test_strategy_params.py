@@ -12,7 +12,8 @@ from chunkwise.cli import main
 from chunkwise.errors import ConfigError
 from chunkwise.strategies import STRATEGY_NAMES, Strategy, get_strategy, strategy_class
 from chunkwise.strategies.auto import TranscriptChunker
-from chunkwise.strategies.params import PARAM_HELP, describe
+from chunkwise.strategies.param_docs import describe
+from chunkwise.strategies.params import PARAM_HELP
 from chunkwise.validation import Interval, Options, StrList, constraint_text, satisfies
 
 CLASSES = {name: strategy_class(name) for name in STRATEGY_NAMES} | {"transcript": TranscriptChunker}

@@ -26,8 +26,7 @@ from .options import add_input_options, input_options, parse_size  # noqa: F401 
 
 
 def register(subparsers) -> None:
-    from .options import add_chunking_options
-    from .strategies import strategies_epilog
+    from .options import add_chunking_options, strategies_epilog
 
     p = add_command(
         subparsers,

@@ -250,6 +250,14 @@ SHARED_PARAM_FLAGS: tuple[tuple[str, type, str], ...] = (
 )
 
 
+def strategies_epilog() -> str:
+    """The epilog of ``chunk --help`` and ``viz --help``: :func:`.strategies.strategies_epilog`, whose module
+    (and the strategies' parameter descriptions) is imported only when a help is printed, not by a run."""
+    from .strategies import strategies_epilog as epilog
+
+    return epilog()
+
+
 def add_chunking_options(p: argparse.ArgumentParser, default_strategy: str = DEFAULT_STRATEGY) -> None:
     g = p.add_argument_group("chunking")
     g.add_argument(

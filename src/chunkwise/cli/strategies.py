@@ -11,11 +11,11 @@ import argparse
 from typing import TYPE_CHECKING
 
 from ..strategies import STRATEGY_NAMES, strategy_class
-from ..strategies.params import describe, format_default
+from ..strategies.param_docs import describe, format_default
 from . import add_command
 
 if TYPE_CHECKING:
-    from ..strategies.params import ParamDoc
+    from ..strategies.param_docs import ParamDoc
 
 
 def _summary(name: str) -> str:

@@ -19,8 +19,7 @@ SHARED = ("max_tokens", "min_tokens", "overlap", "tokenizer", "respect_sections"
 
 def register(subparsers) -> None:
     from .chunk import add_input_options
-    from .options import add_chunking_options
-    from .strategies import strategies_epilog
+    from .options import add_chunking_options, strategies_epilog
 
     p = add_command(
         subparsers,

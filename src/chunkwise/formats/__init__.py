@@ -30,8 +30,6 @@ from ..document import Document
 from ..errors import ChunkwiseError, ConfigError, InputError
 from ..registry import lazy_regex
 from ..validation import Interval, PathSpec, check, validated
-from .code import CODE_EXTENSIONS
-from .table import DATA_MAX_BYTES, TABLE_EXTENSIONS
 from .text import binary_kind
 from .walk import (  # noqa: F401 (re-export)
     Found,
@@ -46,6 +44,49 @@ from .walk import (  # noqa: F401 (re-export)
 
 DEFAULT_MAX_BYTES = 100 * 1024 * 1024
 
+#: extension -> language, for source code (read by :mod:`.code`, imported only when a file is code)
+CODE_EXTENSIONS = {
+    ".py": "python",
+    ".pyi": "python",
+    ".js": "javascript",
+    ".mjs": "javascript",
+    ".cjs": "javascript",
+    ".jsx": "javascript",
+    ".ts": "typescript",
+    ".mts": "typescript",
+    ".cts": "typescript",
+    ".tsx": "tsx",
+    ".go": "go",
+    ".rs": "rust",
+    ".java": "java",
+    ".c": "c",
+    ".h": "c",
+    ".cc": "cpp",
+    ".cpp": "cpp",
+    ".cxx": "cpp",
+    ".hpp": "cpp",
+    ".hh": "cpp",
+    ".hxx": "cpp",
+    # read as code (recursive rules with code separators): no grammar in the extra
+    ".rb": "ruby",
+    ".php": "php",
+    ".cs": "csharp",
+    ".kt": "kotlin",
+    ".swift": "swift",
+    ".scala": "scala",
+    ".sh": "bash",
+    ".bash": "bash",
+    ".lua": "lua",
+    ".r": "r",
+    ".jl": "julia",
+}
+#: extensions read as tables, and their delimiter
+TABLE_EXTENSIONS = {".csv": ",", ".tsv": "\t"}
+#: a data file (CSV/TSV) larger than this is left out of a folder walk. 128 KiB: on the cookbook repository
+#: measured in benchmarks/results/formats.md it leaves out the two result dumps (284 KB and 1 MB: 1,723 of
+#: the 1,996 CSV chunks) and keeps the ten other CSV files (234 B to 41 KB); one repository, so a round
+#: number between the two groups rather than a tuned value
+DATA_MAX_BYTES = 128 * 1024
 #: extension -> format
 EXTENSIONS = {
     ".txt": "text",
@@ -402,7 +443,7 @@ def list_inputs(
     In folders only the supported types are taken (:func:`supported_extensions`; an extension-less file when
     it sniffs as text); the others are counted in ``skipped`` (a :class:`.walk.Skipped`). An ``include``
     pattern that names an extension (``*.svg``) takes files of that type anyway, ``code=True`` source files
-    too (:data:`.code.CODE_EXTENSIONS`), ``all_files=True`` every file. A folder inside a git work tree
+    too (:data:`CODE_EXTENSIONS`), ``all_files=True`` every file. A folder inside a git work tree
     leaves out what its ``.gitignore`` files ignore (counted in ``skipped`` too; ``gitignore=False`` or
     ``all_files=True`` reads them, see :mod:`.gitignore`). Files named in ``paths`` are always taken."""
     include, exclude = list(include or []), list(exclude or [])

@@ -19,44 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..document import Document, Section
+from . import CODE_EXTENSIONS  # defined beside the other formats' extensions: a text run does not import this module
 from .text import emit_warnings, read_source
-
-#: extension -> language
-CODE_EXTENSIONS = {
-    ".py": "python",
-    ".pyi": "python",
-    ".js": "javascript",
-    ".mjs": "javascript",
-    ".cjs": "javascript",
-    ".jsx": "javascript",
-    ".ts": "typescript",
-    ".mts": "typescript",
-    ".cts": "typescript",
-    ".tsx": "tsx",
-    ".go": "go",
-    ".rs": "rust",
-    ".java": "java",
-    ".c": "c",
-    ".h": "c",
-    ".cc": "cpp",
-    ".cpp": "cpp",
-    ".cxx": "cpp",
-    ".hpp": "cpp",
-    ".hh": "cpp",
-    ".hxx": "cpp",
-    # read as code (recursive rules with code separators): no grammar in the extra
-    ".rb": "ruby",
-    ".php": "php",
-    ".cs": "csharp",
-    ".kt": "kotlin",
-    ".swift": "swift",
-    ".scala": "scala",
-    ".sh": "bash",
-    ".bash": "bash",
-    ".lua": "lua",
-    ".r": "r",
-    ".jl": "julia",
-}
 
 #: language -> (module, function returning the grammar) of the ``code`` extra's grammar wheels
 GRAMMARS = {

@@ -17,15 +17,8 @@ from __future__ import annotations
 import os
 
 from ..document import Document, Table
+from . import DATA_MAX_BYTES, TABLE_EXTENSIONS  # defined with the other formats' extensions
 from .text import emit_warnings, read_source
-
-#: extensions read as tables, and their delimiter
-TABLE_EXTENSIONS = {".csv": ",", ".tsv": "\t"}
-#: a data file (CSV/TSV) larger than this is left out of a folder walk. 128 KiB: on the cookbook repository
-#: measured in benchmarks/results/formats.md it leaves out the two result dumps (284 KB and 1 MB: 1,723 of
-#: the 1,996 CSV chunks) and keeps the ten other CSV files (234 B to 41 KB); one repository, so a round
-#: number between the two groups rather than a tuned value
-DATA_MAX_BYTES = 128 * 1024
 
 
 def row_spans(text: str, delimiter: str = ",") -> list[tuple[int, int]]:

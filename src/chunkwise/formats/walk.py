@@ -205,7 +205,7 @@ class SkippedFilesWarning(UserWarning):
 class Skipped:
     """Files a walk did not read: how many of each extension were of an unsupported type (``"no extension"``
     for extension-less files that are not text), and how many data files of each extension were over the
-    data size limit (``large``, see :data:`chunkwise.formats.table.DATA_MAX_BYTES`). ``str()`` is the one
+    data size limit (``large``, see :data:`chunkwise.formats.DATA_MAX_BYTES`). ``str()`` is the one
     line said about them."""
 
     counts: Counter = field(default_factory=Counter)

@@ -18,7 +18,6 @@ if TYPE_CHECKING:
 else:
     np = LazyModule("numpy")  # imported when first used: small texts are counted without it
 
-from .tiktoken_bpe import _bpe_boundary, _cl100k_regex
 from .tokenizers import _ASCII_DIGITS, _ASCII_LETTERS, _ASCII_WS, Span, Tokenizer
 
 
@@ -158,6 +157,9 @@ class TokenMap:
     def _exact_cl100k(self, text: str, a: int, b: int) -> int | None:
         """:meth:`exact` for ``cl100k`` (the rules in its docstring): the slice's own first pre-token and its
         characters after the last certain boundary counted on their own, the middle from the index."""
+        # the cl100k pre-tokeniser's rules, loaded with the cl100k tokenizer (a MiniLM run does not import them)
+        from .tiktoken_bpe import _bpe_boundary, _cl100k_regex
+
         lo, hi = self.base, self.limit
         # tail: back to the last certain boundary t; text[t:b] is counted on its own
         t = b

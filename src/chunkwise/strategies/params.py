@@ -11,14 +11,13 @@ parameters (``overlap`` below ``max_tokens``) stays with the class that has both
 Parameter *names* are shared across strategies (``max_tokens`` is the chunk cap everywhere), so their
 meanings are a single table, :data:`PARAM_HELP`, rather than per-class docstrings that could drift apart.
 Defaults are read from the constructors, so they cannot drift either. ``chunkwise strategies`` and
-``chunk --help`` are generated from these (:func:`describe`); ``tests/test_strategy_params.py`` fails when a
-constructor parameter has no constraint or no help line, and tries an invalid value for every constraint.
+``chunk --help`` are generated from these (:func:`.param_docs.describe`); ``tests/test_strategy_params.py``
+fails when a constructor parameter has no constraint or no help line, and tries an invalid value for every
+constraint.
 """
 
 from __future__ import annotations
 
-import inspect
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 # the one parameter system (the constraint types the strategies declare with live there)
@@ -26,7 +25,6 @@ from ..validation import (  # EmbedderSpec: re-exported, with the other constrai
     Constraint,
     EmbedderSpec,  # noqa: F401
     check,
-    constraint_text,
 )
 
 if TYPE_CHECKING:
@@ -123,41 +121,8 @@ def validate_params(strategy: Strategy) -> None:
         check(getattr(strategy, name, None), constraints, name, strategy_label(strategy))
 
 
-# -- descriptions ---------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class ParamDoc:
-    """One constructor parameter of a strategy: its name, default, meaning and what values it takes."""
-
-    name: str
-    default: Any
-    help: str
-    constraint: str = ""
-
-
-def describe(cls: type[Strategy]) -> list[ParamDoc]:
-    """The parameters of a strategy class, shared ones first, with defaults from its constructors."""
-    defaults: dict[str, Any] = {}
-    for klass in reversed(cls.__mro__):  # subclasses override their bases' defaults
-        if "__init__" in vars(klass) and klass is not object:
-            for p in inspect.signature(vars(klass)["__init__"]).parameters.values():
-                if p.default is not inspect.Parameter.empty:
-                    defaults[p.name] = p.default
-    declared = cls.param_constraints()
-    return [
-        ParamDoc(n, defaults.get(n), PARAM_HELP.get(n, ""), constraint_text(declared[n]) if n in declared else "")
-        for n in cls.param_names()
-    ]
-
-
-def format_default(value: Any) -> str:
-    return "-" if value is None else str(value)
-
-
 __all__ = [
     "PARAM_HELP",
     "validate_params",
     "strategy_label",
-    "ParamDoc",
-    "describe",
-    "format_default",
 ]
