@@ -33,7 +33,7 @@ TRACER = r"""
 import contextlib, json, sys, threading, time
 from chunkwise.retrieval import progress as P
 out, t0, local = open(sys.argv.pop(1), "w"), time.monotonic(), threading.local()
-def log(kind, *args):  # the process's CPU seconds too (every thread): the replay's CPU clock
+def log(kind, *args):  # the process's CPU seconds too (every thread), to tell a run's machine from its text
     out.write(json.dumps([time.monotonic() - t0, kind, list(args), {"cpu": time.process_time()}]) + "\n")
 def wrap(name):
     orig = getattr(P.Progress, name)
@@ -69,9 +69,8 @@ sys.exit(rc)
 """
 
 
-def replay(path: str, interval: float, cpu: bool = True) -> int:
-    """The ETAs this tree's Progress shows on a recorded trace, against the real time left (see above).
-    The process's CPU clock follows the trace too where it recorded one (``cpu``: use it)."""
+def replay(path: str, interval: float) -> int:
+    """The ETAs this tree's Progress shows on a recorded trace, against the real time left (see above)."""
     import gzip
     import json
 
@@ -81,11 +80,8 @@ def replay(path: str, interval: float, cpu: bool = True) -> int:
     with opener(path, "rt", encoding="utf-8") as handle:
         events = [json.loads(line) for line in handle]
     end = events[-1][0]
-    now, cpu_now = [0.0], [0.0]
-    has_cpu = cpu and any(len(e) == 4 and isinstance(e[3], dict) for e in events)
-    progress = Progress(
-        True, tty=False, interval=0, clock=lambda: now[0], cpu_clock=(lambda: cpu_now[0]) if has_cpu else None
-    )
+    now = [0.0]
+    progress = Progress(True, tty=False, interval=0, clock=lambda: now[0])
     progress.interval = 0  # no heartbeat thread: the lines are computed below at the trace's times
     phases: list = []
     beat: float | None = None
@@ -94,10 +90,8 @@ def replay(path: str, interval: float, cpu: bool = True) -> int:
     misses: dict[tuple, list[float]] = {}
     for event in events:
         at, kind = event[0], event[1]
-        if len(event) == 4 and isinstance(event[3], dict):  # [time, method, arguments, {"cpu": seconds}]
-            args, cpu_now[0] = event[2], event[3]["cpu"]
-        else:  # [time, method, arguments] or [time, method, thread, arguments]
-            args = event[2] if len(event) == 3 else event[3]
+        # [time, method, arguments, {"cpu": seconds}], [time, method, arguments] or [time, method, thread, arguments]
+        args = event[3] if len(event) == 4 and not isinstance(event[3], dict) else event[2]
         while beat is not None and beat < at:
             now[0] = beat
             text = progress.line()
@@ -138,7 +132,7 @@ def replay(path: str, interval: float, cpu: bool = True) -> int:
         )
     print(
         f"run {end:.1f} s; lines after the first 10 %: {rows}; outside 1.5x of the real time left: {outside} "
-        f"({over} too long); lines after 10 % without an ETA: {hidden}; CPU clock: {'yes' if has_cpu else 'no'}"
+        f"({over} too long); lines after 10 % without an ETA: {hidden}"
     )
     return 0
 
@@ -160,10 +154,9 @@ def main() -> int:
     ap.add_argument("extra", nargs="*", help="more flags for chunkwise index (after --)")
     ap.add_argument("--trace", metavar="FILE", help="also record the run's Progress calls to FILE (JSON lines)")
     ap.add_argument("--replay", action="store_true", help="FOLDER is a trace: replay it (no run)")
-    ap.add_argument("--no-cpu", action="store_true", help="replay without the trace's CPU times")
     args = ap.parse_args()
     if args.replay:
-        return replay(args.folder, args.interval, cpu=not args.no_cpu)
+        return replay(args.folder, args.interval)
     work = tempfile.mkdtemp(prefix="chunkwise-eta-")
     env = dict(os.environ, CHUNKWISE_PROGRESS_SECONDS=str(args.interval))
     run = "import sys; from chunkwise.cli import run; sys.argv[0] = 'chunkwise'; run()"
