@@ -14,7 +14,9 @@ A run takes 5-20 minutes on a shared 2-core machine, so estimators are compared 
 also records every call the run makes to its :class:`~chunkwise.retrieval.progress.Progress` (time, method,
 arguments; phases entered and left) as JSON lines, and ``--replay FILE`` feeds such a trace to this tree's
 ``Progress`` with a clock that follows the trace, printing the ETA it would have shown every ``--interval``
-seconds against the time the recorded run really still took (no indexing; a second or two).
+seconds against the time the recorded run really still took (no indexing; a second or two). ``--calls``
+prints each embedding call of a trace instead: its chunks, tokens, wall and CPU milliseconds a token inside
+the embed phase, and their ratio (the pace): what changed, the text or the machine.
 """
 
 from __future__ import annotations
@@ -137,6 +139,41 @@ def replay(path: str, interval: float) -> int:
     return 0
 
 
+def calls(path: str) -> int:
+    """Each embedding call of a trace recorded with CPU times: what a token cost in wall and CPU time."""
+    import gzip
+    import json
+
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as handle:
+        events = [json.loads(line) for line in handle]
+    stack: list[list] = []  # [phase, wall, cpu] entered or resumed
+    wall = cpu = 0.0  # inside embed since the last call ended
+    print(
+        f"{'ended s':>8} {'chunks':>6} {'tokens':>6} {'a chunk':>7} {'wall ms/token':>13} {'CPU ms/token':>12} {'pace':>5}"
+    )
+    for at, kind, args, extra in (e for e in events if len(e) == 4 and isinstance(e[3], dict)):
+        now = extra["cpu"]
+        if kind in ("enter", "exit", "embedded") and stack:
+            if stack[-1][0] == "embed":
+                wall, cpu = wall + at - stack[-1][1], cpu + now - stack[-1][2]
+            stack[-1][1:] = [at, now]
+        if kind == "enter":
+            stack.append([args[0], at, now])
+        elif kind == "exit":
+            stack.pop()
+            if stack:
+                stack[-1][1:] = [at, now]
+        elif kind == "embedded" and args[1] > 0 and cpu > 0:
+            n, tokens = args[0], args[1]
+            print(
+                f"{at:8.1f} {n:6d} {tokens:6d} {tokens / n:7.1f} {1000 * wall / tokens:13.3f} "
+                f"{1000 * cpu / tokens:12.3f} {wall / cpu:5.2f}"
+            )
+            wall = cpu = 0.0
+    return 0
+
+
 LINE = re.compile(r"chunkwise: indexing: .*?(\d+)%.*ETA (\d+(?::\d\d)+)")
 
 
@@ -154,9 +191,12 @@ def main() -> int:
     ap.add_argument("extra", nargs="*", help="more flags for chunkwise index (after --)")
     ap.add_argument("--trace", metavar="FILE", help="also record the run's Progress calls to FILE (JSON lines)")
     ap.add_argument("--replay", action="store_true", help="FOLDER is a trace: replay it (no run)")
+    ap.add_argument("--calls", action="store_true", help="FOLDER is a trace: the cost of each embedding call")
     args = ap.parse_args()
     if args.replay:
         return replay(args.folder, args.interval)
+    if args.calls:
+        return calls(args.folder)
     work = tempfile.mkdtemp(prefix="chunkwise-eta-")
     env = dict(os.environ, CHUNKWISE_PROGRESS_SECONDS=str(args.interval))
     run = "import sys; from chunkwise.cli import run; sys.argv[0] = 'chunkwise'; run()"

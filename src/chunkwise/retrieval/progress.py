@@ -20,12 +20,13 @@ calls and that of the whole run (:data:`RECENT_WEIGHT`): the pace of a shared ma
 run, and a spell of it (another job for a minute, an idle minute) is not the rest of the run. Wall time, not
 the process's CPU time: on a virtual machine the CPU seconds a token change with the machine too (MiniLM on
 FastAPI's docs: from 0.62 to 0.40 ms a token within one idle run, for text of the same cost; the same first
-calls at 0.63 in one run and 0.31 in another), while the text hardly moves them (within 8 % from 27 to 432
-tokens a chunk), so they are no fixed cost of the text to scale by a pace. The first call, which may load the
-model, is left out once a second call has been timed. No ETA is shown before each phase that has work left has
-a cost (the write cost, the smallest, counts as 0 until the first write); the share done is the time spent
-over the time spent plus the ETA, so the two always agree. Once every counted unit is done the line says
-``finishing`` (the store's flush and count are in no phase) rather than ``ETA 0:00``.
+calls at 0.63 in one run and 0.31 in another), while the text moves them less (parts of the same docs within
+10 %, chunks of 432 tokens 7-22 % dearer a token than chunks of 27: benchmarks/bench_embed_token_cost.py), so
+they are no fixed cost of the text to scale by a pace. The first call, which may load the model, is left out
+once a second call has been timed. No ETA is shown before each phase that has work left has a cost (the write
+cost, the smallest, counts as 0 until the first write); the share done is the time spent over the time spent
+plus the ETA, so the two always agree. Once every counted unit is done the line says ``finishing`` (the
+store's flush and count are in no phase) rather than ``ETA 0:00``.
 
 - on a terminal, one tqdm line with that share, the counters and the ETA, refreshed every second;
 - elsewhere, a heartbeat line to stderr every :func:`heartbeat_seconds` (``$CHUNKWISE_PROGRESS_SECONDS``,
