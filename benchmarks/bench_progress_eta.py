@@ -14,7 +14,9 @@ A run takes 5-20 minutes on a shared 2-core machine, so estimators are compared 
 also records every call the run makes to its :class:`~chunkwise.retrieval.progress.Progress` (time, method,
 arguments; phases entered and left) as JSON lines, and ``--replay FILE`` feeds such a trace to this tree's
 ``Progress`` with a clock that follows the trace, printing the ETA it would have shown every ``--interval``
-seconds against the time the recorded run really still took (no indexing; a second or two).
+seconds against the time the recorded run really still took (no indexing; a second or two). ``--calls``
+prints each embedding call of a trace instead: its chunks, tokens, wall and CPU milliseconds a token inside
+the embed phase, and their ratio (the pace): what changed, the text or the machine.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ TRACER = r"""
 import contextlib, json, sys, threading, time
 from chunkwise.retrieval import progress as P
 out, t0, local = open(sys.argv.pop(1), "w"), time.monotonic(), threading.local()
-def log(kind, *args):  # the process's CPU seconds too (every thread): the replay's CPU clock
+def log(kind, *args):  # the process's CPU seconds too (every thread), to tell a run's machine from its text
     out.write(json.dumps([time.monotonic() - t0, kind, list(args), {"cpu": time.process_time()}]) + "\n")
 def wrap(name):
     orig = getattr(P.Progress, name)
@@ -69,9 +71,8 @@ sys.exit(rc)
 """
 
 
-def replay(path: str, interval: float, cpu: bool = True) -> int:
-    """The ETAs this tree's Progress shows on a recorded trace, against the real time left (see above).
-    The process's CPU clock follows the trace too where it recorded one (``cpu``: use it)."""
+def replay(path: str, interval: float) -> int:
+    """The ETAs this tree's Progress shows on a recorded trace, against the real time left (see above)."""
     import gzip
     import json
 
@@ -81,11 +82,8 @@ def replay(path: str, interval: float, cpu: bool = True) -> int:
     with opener(path, "rt", encoding="utf-8") as handle:
         events = [json.loads(line) for line in handle]
     end = events[-1][0]
-    now, cpu_now = [0.0], [0.0]
-    has_cpu = cpu and any(len(e) == 4 and isinstance(e[3], dict) for e in events)
-    progress = Progress(
-        True, tty=False, interval=0, clock=lambda: now[0], cpu_clock=(lambda: cpu_now[0]) if has_cpu else None
-    )
+    now = [0.0]
+    progress = Progress(True, tty=False, interval=0, clock=lambda: now[0])
     progress.interval = 0  # no heartbeat thread: the lines are computed below at the trace's times
     phases: list = []
     beat: float | None = None
@@ -94,10 +92,8 @@ def replay(path: str, interval: float, cpu: bool = True) -> int:
     misses: dict[tuple, list[float]] = {}
     for event in events:
         at, kind = event[0], event[1]
-        if len(event) == 4 and isinstance(event[3], dict):  # [time, method, arguments, {"cpu": seconds}]
-            args, cpu_now[0] = event[2], event[3]["cpu"]
-        else:  # [time, method, arguments] or [time, method, thread, arguments]
-            args = event[2] if len(event) == 3 else event[3]
+        # [time, method, arguments, {"cpu": seconds}], [time, method, arguments] or [time, method, thread, arguments]
+        args = event[3] if len(event) == 4 and not isinstance(event[3], dict) else event[2]
         while beat is not None and beat < at:
             now[0] = beat
             text = progress.line()
@@ -138,8 +134,43 @@ def replay(path: str, interval: float, cpu: bool = True) -> int:
         )
     print(
         f"run {end:.1f} s; lines after the first 10 %: {rows}; outside 1.5x of the real time left: {outside} "
-        f"({over} too long); lines after 10 % without an ETA: {hidden}; CPU clock: {'yes' if has_cpu else 'no'}"
+        f"({over} too long); lines after 10 % without an ETA: {hidden}"
     )
+    return 0
+
+
+def calls(path: str) -> int:
+    """Each embedding call of a trace recorded with CPU times: what a token cost in wall and CPU time."""
+    import gzip
+    import json
+
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as handle:
+        events = [json.loads(line) for line in handle]
+    stack: list[list] = []  # [phase, wall, cpu] entered or resumed
+    wall = cpu = 0.0  # inside embed since the last call ended
+    print(
+        f"{'ended s':>8} {'chunks':>6} {'tokens':>6} {'a chunk':>7} {'wall ms/token':>13} {'CPU ms/token':>12} {'pace':>5}"
+    )
+    for at, kind, args, extra in (e for e in events if len(e) == 4 and isinstance(e[3], dict)):
+        now = extra["cpu"]
+        if kind in ("enter", "exit", "embedded") and stack:
+            if stack[-1][0] == "embed":
+                wall, cpu = wall + at - stack[-1][1], cpu + now - stack[-1][2]
+            stack[-1][1:] = [at, now]
+        if kind == "enter":
+            stack.append([args[0], at, now])
+        elif kind == "exit":
+            stack.pop()
+            if stack:
+                stack[-1][1:] = [at, now]
+        elif kind == "embedded" and args[1] > 0 and cpu > 0:
+            n, tokens = args[0], args[1]
+            print(
+                f"{at:8.1f} {n:6d} {tokens:6d} {tokens / n:7.1f} {1000 * wall / tokens:13.3f} "
+                f"{1000 * cpu / tokens:12.3f} {wall / cpu:5.2f}"
+            )
+            wall = cpu = 0.0
     return 0
 
 
@@ -160,10 +191,12 @@ def main() -> int:
     ap.add_argument("extra", nargs="*", help="more flags for chunkwise index (after --)")
     ap.add_argument("--trace", metavar="FILE", help="also record the run's Progress calls to FILE (JSON lines)")
     ap.add_argument("--replay", action="store_true", help="FOLDER is a trace: replay it (no run)")
-    ap.add_argument("--no-cpu", action="store_true", help="replay without the trace's CPU times")
+    ap.add_argument("--calls", action="store_true", help="FOLDER is a trace: the cost of each embedding call")
     args = ap.parse_args()
     if args.replay:
-        return replay(args.folder, args.interval, cpu=not args.no_cpu)
+        return replay(args.folder, args.interval)
+    if args.calls:
+        return calls(args.folder)
     work = tempfile.mkdtemp(prefix="chunkwise-eta-")
     env = dict(os.environ, CHUNKWISE_PROGRESS_SECONDS=str(args.interval))
     run = "import sys; from chunkwise.cli import run; sys.argv[0] = 'chunkwise'; run()"

@@ -13,18 +13,20 @@ The chunks and tokens still to come are the bytes not yet chunked times the chun
 the files chunked so far, each file weighted by its bytes up to the median input's (exact once every file
 is chunked): a byte-weighted density lets one large, dense file read early stand for all the others.
 Why per phase: a run's phases advance at different paces (files are read well ahead of the embedding, a
-semantic strategy reads a group of documents before it yields any), so a share taken from any one counter,
-or the elapsed time scaled by it, says "75 % done" at 11 % and counts one-off costs (loading the model) as
-if they recurred. The embedding cost per token is split in two: the process's CPU seconds a token over
-the whole run (what the text costs; it hardly moves with the machine's load), times the pace, wall over
-CPU seconds (the share of the CPUs the run gets), the geometric mean of that of the last
-:data:`RECENT_CALLS` calls and that of the whole run (:data:`RECENT_WEIGHT`): the pace of a shared machine
-changes during a long run, and a spell of it (another job for a minute, an idle minute) is not the rest of
-the run. Without a CPU clock the same blend is taken of the wall cost a token. The first call, which may
-load the model, is left out once a second call has been timed. No ETA is shown before each phase that has work left has a cost (the
-write cost, the smallest, counts as 0 until the first write); the share done is the time spent over the
-time spent plus the ETA, so the two always agree. Once every counted unit is done the line says
-``finishing`` (the store's flush and count are in no phase) rather than ``ETA 0:00``.
+semantic strategy reads a group of documents before it yields any), so a share taken from any one counter, or
+the elapsed time scaled by it, says "75 % done" at 11 % and counts one-off costs (loading the model) as if
+they recurred. The embedding cost per token is the geometric mean of that of the last :data:`RECENT_CALLS`
+calls and that of the whole run (:data:`RECENT_WEIGHT`): the pace of a shared machine changes during a long
+run, and a spell of it (another job for a minute, an idle minute) is not the rest of the run. Wall time, not
+the process's CPU time: on a virtual machine the CPU seconds a token change with the machine too (MiniLM on
+FastAPI's docs: from 0.62 to 0.40 ms a token within one idle run, for text of the same cost; the same first
+calls at 0.63 in one run and 0.31 in another), while the text moves them less (parts of the same docs within
+10 %, chunks of 432 tokens 7-22 % dearer a token than chunks of 27: benchmarks/bench_embed_token_cost.py), so
+they are no fixed cost of the text to scale by a pace. The first call, which may load the model, is left out
+once a second call has been timed. No ETA is shown before each phase that has work left has a cost (the write
+cost, the smallest, counts as 0 until the first write); the share done is the time spent over the time spent
+plus the ETA, so the two always agree. Once every counted unit is done the line says ``finishing`` (the
+store's flush and count are in no phase) rather than ``ETA 0:00``.
 
 - on a terminal, one tqdm line with that share, the counters and the ETA, refreshed every second;
 - elsewhere, a heartbeat line to stderr every :func:`heartbeat_seconds` (``$CHUNKWISE_PROGRESS_SECONDS``,
@@ -61,8 +63,9 @@ _UNITS = {"files": "file", "chunks": "chunk", "embedding": "chunk", "chunks writ
 RECENT_CALLS = 16
 #: the weight of the recent calls' cost against the whole run's, geometrically: with 0.5, a spell whose
 #: pace is k times the run's moves the estimate by sqrt(k) only, and a lasting change is followed within
-#: the window. Replayed on four recorded FastAPI runs, weights 0.25-1 left 94-98 ETA lines outside 1.5x
-#: of 525 (benchmarks/results/progress.md): the misses are the machine's pace changing after the estimate
+#: the window. Replayed on eight recorded FastAPI runs, weights 0.25 / 0.5 / 0.75 / 1 left 181 / 171 / 168 /
+#: 173 ETA lines outside 1.5x of 1,075 (benchmarks/results/progress.md): the misses are the machine's pace
+#: changing after the estimate
 RECENT_WEIGHT = 0.5
 #: the timed phases (:meth:`Progress.phase`)
 PHASES = ("read", "chunk", "embed", "write")
@@ -103,9 +106,7 @@ class Progress:
 
     ``label`` names the run (``indexing``, ``chunking``); ``embeds``: whether chunks are embedded (the line
     then counts embedded chunks). ``tty``/``stream``/``interval`` default to stderr, whether it is a
-    terminal and :func:`heartbeat_seconds`; ``clock`` to :func:`time.monotonic` and ``cpu_clock`` to
-    :func:`time.process_time` (tests pass their own; with its own ``clock`` and no ``cpu_clock`` the
-    embedding cost is from wall time alone, see :meth:`_embed_cost`).
+    terminal and :func:`heartbeat_seconds`; ``clock`` to :func:`time.monotonic` (tests pass their own).
     """
 
     def __init__(
@@ -118,15 +119,12 @@ class Progress:
         stream: TextIO | None = None,
         interval: float | None = None,
         clock=time.monotonic,
-        cpu_clock=None,
     ):
         self.stream = stream or sys.stderr
         self.label = label
         self.embeds = embeds
         self.on = bool(enabled)
         self.clock = clock
-        # the process's CPU seconds (every thread); a caller with its own wall clock passes its own, or none
-        self.cpu_clock = cpu_clock if cpu_clock is not None or clock is not time.monotonic else time.process_time
         if tty is None:
             try:
                 tty = self.stream.isatty()
@@ -145,14 +143,11 @@ class Progress:
         self._cap = 0  # the median input's bytes: the most one file's density counts for (:meth:`_density`)
         self._weights = [0.0, 0.0, 0.0]  # capped bytes chunked, and the chunks, tokens per byte weighted by them
         self.spent: dict[str, float] = dict.fromkeys(PHASES, 0.0)
-        self._stack: list[list] = []  # [phase, entered] (nested phases pause the outer one)
+        self._stack: list[list] = []  # [phase, entered or resumed] (nested phases pause the outer one)
         self.tokens_made = 0  # tokens of the chunks made, and of those embedded (the embedding's unit of work)
         self.tokens_embedded = 0
-        self._first_embed: tuple[float, int] | None = None  # (seconds, tokens) at the end of the first call
         self._last_embed: tuple[float, int, int] | None = None  # (seconds, tokens, tokens of that call): the last
         self._embed_marks: list[tuple[float, int]] = []  # (seconds, units) at the end of each call
-        self.cpu_spent = 0.0  # the process's CPU seconds inside the embed phase (every thread)
-        self._cpu_marks: list[float] = []  # cpu_spent at the end of each call, beside _embed_marks
         self._lock = threading.Lock()
         self.started = self.clock()
         self._stop = threading.Event()
@@ -206,36 +201,27 @@ class Progress:
     def phase(self, name: str) -> Iterator[None]:
         """Time the work inside as phase ``name`` (one of :data:`PHASES`); a phase inside another pauses it."""
         with self._lock:
-            now, cpu = self.clock(), self._cpu()
+            now = self.clock()
             if self._stack:
                 outer = self._stack[-1]
-                self._leave(outer, now, cpu)
-            self._stack.append([name, now, cpu])
+                self.spent[outer[0]] += now - outer[1]
+            self._stack.append([name, now])
         try:
             yield
         finally:
             with self._lock:
-                now, cpu = self.clock(), self._cpu()
-                self._leave(self._stack.pop(), now, cpu)
+                now = self.clock()
+                left, entered = self._stack.pop()
+                self.spent[left] += now - entered
                 if self._stack:
-                    self._stack[-1][1:] = [now, cpu]
-
-    def _cpu(self) -> float:
-        return self.cpu_clock() if self.cpu_clock is not None else 0.0
-
-    def _leave(self, entry: list, now: float, cpu: float) -> None:
-        """Count the time (and for ``embed`` the CPU time) since ``entry`` was entered or resumed."""
-        name, entered, cpu_entered = entry
-        self.spent[name] += now - entered
-        if name == "embed":
-            self.cpu_spent += cpu - cpu_entered
+                    self._stack[-1][1] = now
 
     def _spent(self) -> dict[str, float]:
         """Seconds per phase, the one running now included."""
         with self._lock:
             spent = dict(self.spent)
             if self._stack:
-                name, entered, _ = self._stack[-1]
+                name, entered = self._stack[-1]
                 spent[name] += self.clock() - entered
         return spent
 
@@ -313,37 +299,15 @@ class Progress:
         running = max(0.0, live - at)
         return max(todo * cost - running, max(0.0, todo - last_call) * cost)
 
-    def _embed_cpu(self) -> float:
-        """CPU seconds spent embedding, the phase running now included."""
-        with self._lock:
-            cpu = self.cpu_spent
-            if self._stack and self._stack[-1][0] == "embed":
-                cpu += self._cpu() - self._stack[-1][2]
-        return cpu
-
     def _embed_cost(self, at: float, units: int) -> float:
-        """Seconds per unit of embedding, the first call left out once there is a second.
-
-        With a CPU clock: the whole run's CPU seconds per unit (what the text costs; on FastAPI's docs
-        0.39-0.49 ms a token in every call while the load went from 1 to 22) times the pace, wall over CPU
-        seconds (the share of the CPUs the run gets), that of the last :data:`RECENT_CALLS` calls blended
-        with the whole run's (geometric, :data:`RECENT_WEIGHT`, so a spell of load moves it by the square
-        root of its change). A text dearer to embed (long sequences) then is not taken for a slower machine.
-        Without a CPU clock (a caller that passes its own ``clock`` only, a trace without CPU times): the
-        wall cost of the last calls blended with the whole run's the same way."""
+        """Seconds per unit of embedding: the cost of the last :data:`RECENT_CALLS` calls blended with the whole
+        run's (geometric, :data:`RECENT_WEIGHT`, so a spell of load moves it by the square root of its change),
+        the first call left out once there is a second."""
         marks = self._embed_marks
         if len(marks) < 2 or units <= marks[0][1]:
             return at / units
         first_at, first_units = marks[0]
-        since = max(0, len(marks) - 1 - RECENT_CALLS)
-        since_at, since_units = marks[since]
-        if self.cpu_clock is not None:
-            cpu, first_cpu, since_cpu = self._cpu_marks[-1], self._cpu_marks[0], self._cpu_marks[since]
-            if cpu - first_cpu > 0 and cpu - since_cpu > 0 and at - since_at > 0:
-                whole_pace = max(0.0, at - first_at) / (cpu - first_cpu)
-                recent_pace = (at - since_at) / (cpu - since_cpu)
-                pace = whole_pace ** (1 - RECENT_WEIGHT) * recent_pace**RECENT_WEIGHT
-                return (cpu - first_cpu) / (units - first_units) * pace
+        since_at, since_units = marks[max(0, len(marks) - 1 - RECENT_CALLS)]
         whole = max(0.0, at - first_at) / (units - first_units)
         recent = max(0.0, at - since_at) / (units - since_units)
         if whole <= 0 or recent <= 0:
@@ -414,9 +378,6 @@ class Progress:
             call = units - (self._last_embed[1] if self._last_embed else 0)
             self._last_embed = (self._spent()["embed"], units, call)
             self._embed_marks.append(self._last_embed[:2])
-            self._cpu_marks.append(self._embed_cpu())
-            if self._first_embed is None:
-                self._first_embed = (self._last_embed[0], units)
 
     def close(self) -> None:
         self._stop.set()
