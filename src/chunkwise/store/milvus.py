@@ -77,6 +77,7 @@ from .milvus_schema import (
 from .milvus_search import BM25_FOLDER, PLACES_FOLDER, QUERY_LIMIT, VECTORS_FOLDER, as_scores
 from .places import ChunkPlaces
 from .rows import chunk_from_row, chunk_rows
+from .shown import ROWS_FOLDER, SavedRows, SpooledRows
 from .vectors import SpooledVectors, VectorCache
 
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,200}$")
@@ -148,6 +149,11 @@ class MilvusStore:
         self._vectors: VectorCache | SpooledVectors | None = None
         #: chunk ids by document and index, for neighbour expansion (store/places.py; the same life)
         self._places: ChunkPlaces | None = None
+        #: the rows a hit shows (store/shown.py): a saved copy open for a search that has not started the
+        #: engine, or the one a writing connection keeps; ``_copies_files``: the database files' fingerprint
+        #: such a search found its copies keyed on (milvus_search.open_copies)
+        self._rows: SavedRows | SpooledRows | None = None
+        self._copies_files: list | None = None
         #: the ids a filter admits, remembered until the next write where both sides run in process
         self._admitted: tuple[str, set[str]] | None = None
         #: the recorded configuration and the collection facts, read once per connection: a search needs
@@ -206,7 +212,7 @@ class MilvusStore:
         client = self.connect()
         if not self._bm25_saved_dropped and self.db is not None:
             milvus_search.hold_copies(self)  # updated by the writes, saved again at close
-            for folder in (BM25_FOLDER, VECTORS_FOLDER, PLACES_FOLDER):
+            for folder in (BM25_FOLDER, VECTORS_FOLDER, PLACES_FOLDER, ROWS_FOLDER):
                 shutil.rmtree(Path(self.db) / folder, ignore_errors=True)
             snapshot.drop(self.db, self.collection)  # and the snapshot (store/snapshot.py), rewritten at close
             self._bm25_saved_dropped = self.keep_snapshot = True
@@ -229,7 +235,30 @@ class MilvusStore:
             client = snapshot.open_local(self)  # in this process: no port or socket
             self.capabilities = ServerCapabilities("lite")
         self._client = client
+        if self._copies_files is not None:
+            self._engine_after_copies(self._copies_files)
         return client
+
+    def open_copies(self) -> bool:
+        """For a search: hold the saved copies (rows included) and the recorded configuration without starting
+        Milvus Lite's engine, when they are all current (store/milvus_search.py); False, holding nothing,
+        otherwise."""
+        return milvus_search.open_copies(self)
+
+    def _engine_after_copies(self, files: list) -> None:
+        """A search that began from the saved copies needs the engine after all (a filter, a dense search's
+        rows, a damaged rows copy): the copies it ranked with stay only if the engine reads the files they
+        were keyed on; a run finished by another process in between ends the search with one line."""
+        self._copies_files = None
+        if isinstance(self._rows, SavedRows):
+            self._rows.close()
+            self._rows = None
+        if snapshot.files_read(self) != files:
+            self._drop_copies()
+            self._config, self._opened = None, False
+            raise ChunkwiseError("the index changed during this search; run it again", source=self.location)
+        self._opened = False
+        self.open()
 
     def refresh(self) -> bool:
         """Close when a later run than the copy read has finished (the next call reads it); True then."""
@@ -264,14 +293,18 @@ class MilvusStore:
         """Drop what was read once per connection (the configuration, the collection facts, bm25s)."""
         self._config = None
         self._opened = False
+        self._copies_files = None
         self._drop_copies()
         self._bm25_saved_dropped = self._copies_saved = False
 
     def _drop_copies(self) -> None:
         """Forget the in-process copies of the chunks (bm25s, vectors, admitted ids): a write changed them."""
-        for held in (self._bm25, self._vectors):
-            if isinstance(held, (SpooledPostings, SpooledVectors)):
+        for held in (self._bm25, self._vectors, self._rows):
+            if isinstance(held, (SpooledPostings, SpooledVectors, SpooledRows)):
                 held.discard()
+        if isinstance(self._rows, SavedRows):
+            self._rows.close()
+        self._rows = None
         self._bm25 = None
         self._vectors = None
         self._places = None
@@ -485,6 +518,12 @@ class MilvusStore:
         """The stored chunks of ``ids`` (those that exist), as hits without a score."""
         if not ids:
             return []
+        if isinstance(self._rows, SavedRows):  # a search that has not started the engine (open_copies)
+            try:
+                return [Hit(r["id"], 0.0, *chunk_from_row(self._decode(r))) for r in self._rows.get(ids)]
+            except (OSError, ValueError, KeyError, TypeError):  # damaged: the engine reads them
+                self._rows.close()
+                self._rows = None
         with self._errors("read chunks"):
             rows = self.connect().get(self.collection, ids=ids, output_fields=self.output_fields)
         return [Hit(r["id"], 0.0, *chunk_from_row(self._decode(r))) for r in rows]
