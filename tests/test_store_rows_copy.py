@@ -20,6 +20,7 @@ from index_data import lines
 from chunkwise import Document
 from chunkwise.errors import ChunkwiseError
 from chunkwise.retrieval import Index
+from chunkwise.store import snapshot
 from chunkwise.store.milvus_search import DATA_KEY, remove_leftovers
 from chunkwise.store.shown import DATA, INDEX, META, ROWS_FOLDER, SavedRows, SpooledRows
 
@@ -109,6 +110,10 @@ def db(tmp_path) -> Path:
 
 
 def test_a_fresh_build_answers_without_the_engine(db):
+    files = snapshot.fingerprint(db)
+    hits, _, started = search(db, "keeper lamp", True)
+    assert hits and not started
+    assert snapshot.fingerprint(db) == files  # and changed no file of the database
     assert same_as_engine(db, "keeper lamp")
     assert same_as_engine(db, "keeper lamp", sections=True)
 
