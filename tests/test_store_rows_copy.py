@@ -7,6 +7,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -127,8 +128,6 @@ def test_a_filter_or_a_dense_search_uses_the_engine(db):
 def _damage(db: Path, how: str) -> None:
     folder = db / ROWS_FOLDER
     if how == "missing":
-        import shutil
-
         shutil.rmtree(folder)
     elif how == "truncated":
         data = (folder / DATA).read_bytes()
@@ -160,6 +159,8 @@ def test_a_doubtful_copy_goes_the_engines_way_with_the_same_hits(db, how):
     hits, _, started = search(db, "keeper lamp", True)
     assert started
     assert hits == expected
+    if how != "no-snapshot":  # the rows copy read again by that search (a snapshot only a writer leaves)
+        assert same_as_engine(db, "keeper lamp")
 
 
 def test_another_process_holding_the_database_sends_the_search_to_the_engine(db):
@@ -234,12 +235,8 @@ def test_the_cli_search_answers_byte_identically_without_importing_the_engine(tm
     for args in (["lighthouse lens"], ["lighthouse lens", "--expand", "neighbors:1"], ["cleaning", "--budget", "2k"]):
         fast, engine = run_cli(db, *args)
         assert not engine
-        import shutil
-
-        shutil.copytree(db / ROWS_FOLDER, tmp_path / "kept")
         shutil.rmtree(db / ROWS_FOLDER)
         slow, engine = run_cli(db, *args)
         assert engine
         assert fast == slow and fast.strip()
-        shutil.copytree(tmp_path / "kept", db / ROWS_FOLDER)
-        shutil.rmtree(tmp_path / "kept")
+        assert (db / ROWS_FOLDER / DATA_KEY).is_file()  # read again by the engine's search, for the next one

@@ -518,14 +518,18 @@ class MilvusStore:
         """The stored chunks of ``ids`` (those that exist), as hits without a score."""
         if not ids:
             return []
+        damaged = False
         if isinstance(self._rows, SavedRows):  # a search that has not started the engine (open_copies)
             try:
                 return [Hit(r["id"], 0.0, *chunk_from_row(self._decode(r))) for r in self._rows.get(ids)]
             except (OSError, ValueError, KeyError, TypeError):  # damaged: the engine reads them
                 self._rows.close()
-                self._rows = None
+                self._rows, damaged = None, True
         with self._errors("read chunks"):
-            rows = self.connect().get(self.collection, ids=ids, output_fields=self.output_fields)
+            client = self.connect()
+            if damaged:  # and the copy is read again for the next search
+                milvus_search.build_rows(self, damaged=True)
+            rows = client.get(self.collection, ids=ids, output_fields=self.output_fields)
         return [Hit(r["id"], 0.0, *chunk_from_row(self._decode(r))) for r in rows]
 
     def chunks_at(self, wanted: dict[str, Iterable[int]]) -> list[Hit]:

@@ -202,8 +202,56 @@ def load_client_indexes(store: MilvusStore) -> None:
     if _saveable(store):
         load_saved_copies(store, count, need_bm25, need_vectors)
         need_bm25, need_vectors = need_bm25 and store._bm25 is None, need_vectors and store._vectors is None
+        if not (need_bm25 or need_vectors):
+            build_rows(store)
     if need_bm25 or need_vectors:
         _build_client_indexes(store, need_bm25, need_vectors)
+
+
+def _rows_whole(root: Path, count: int) -> bool:
+    """Whether the saved rows copy opens (its index and file as saved) and covers ``count`` rows."""
+    try:
+        rows = SavedRows(root / ROWS_FOLDER)
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    rows.close()
+    return len(rows) == count
+
+
+def build_rows(store: MilvusStore, damaged: bool = False) -> None:
+    """Where the other copies were found current and the rows copy was not (an index saved before it existed,
+    a damaged copy): read the rows a hit shows in one scan and save them, keyed on the files they were read
+    from, so the next search needs no engine. Once: a writer keeps the copy from then on. ``damaged``: a
+    search found the saved copy keyed right but not readable; it is replaced."""
+    if store.read_only or not store.nullable or store._rows is not None:
+        return
+    root = Path(store._lite_db())
+    files = snapshot.fingerprint(root)
+    if not damaged and copy_key(root / ROWS_FOLDER, store.collection) == files and _rows_whole(root, store.count()):
+        return
+    from .milvus_connection import failures
+
+    try:
+        shown = SpooledRows(root / ROWS_FOLDER, store.output_fields, rows_facts(store))
+    except OSError:
+        return
+    try:
+        batch: list[dict] = []
+        for row in store._scan(store.collection, ["id", *store.output_fields]):
+            batch.append(row)
+            if len(batch) >= 4096:
+                shown.upsert(batch)
+                batch = []
+        shown.upsert(batch)
+        remove_leftovers(root, keep=[shown.folder])
+        shown.save(root / ROWS_FOLDER)
+        write_key(root / ROWS_FOLDER, store.collection, files)  # last: trusted then
+        store._bm25_saved_dropped = False  # the next write of this connection must remove it again
+    except Exception as exc:  # searched by the engine, as before
+        if not isinstance(exc, (OSError, *failures())):
+            raise
+    finally:
+        shown.discard()
 
 
 def load_saved_copies(store: MilvusStore, count: int, bm25: bool = True, vectors: bool = True) -> None:
