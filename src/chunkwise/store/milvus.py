@@ -242,7 +242,9 @@ class MilvusStore:
     def open_copies(self) -> bool:
         """For a search: hold the saved copies (rows included) and the recorded configuration without starting
         Milvus Lite's engine, when they are all current (store/milvus_search.py); False, holding nothing,
-        otherwise."""
+        otherwise. A directory this user cannot write is searched through a private copy, as before."""
+        if self.db is not None and not _writable(Path(self.db)):
+            return False
         return milvus_search.open_copies(self)
 
     def _engine_after_copies(self, files: list) -> None:
