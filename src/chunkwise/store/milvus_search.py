@@ -7,7 +7,8 @@ the stored texts (:mod:`chunkwise.store.bm25`; Milvus Lite scores BM25 in pure P
 over the stored vectors (:mod:`chunkwise.store.vectors`; Milvus Lite turns every one of the 1,000 vector
 candidates into a whole row). Both are read in one scan, saved in the directory for the next process, and
 dropped by every write of the store; a hybrid query is then one fetch of the final chunks
-(docs/scale.md#search-cost).
+(docs/scale.md#search-cost). With the rows a hit shows saved too (:mod:`~chunkwise.store.shown`), a search
+whose copies are all current needs no engine at all (:func:`open_copies`).
 
 Functions here take the store; its methods of the same names call them.
 """
@@ -558,6 +559,9 @@ __all__ = [
     "chunks_at",
     "ids_matching",
     "load_client_indexes",
+    "open_copies",
+    "build_rows",
+    "ROWS_FOLDER",
 ]
 
 
