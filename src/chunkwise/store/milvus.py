@@ -77,7 +77,7 @@ from .milvus_schema import (
 from .milvus_search import BM25_FOLDER, PLACES_FOLDER, QUERY_LIMIT, VECTORS_FOLDER, as_scores
 from .places import ChunkPlaces
 from .rows import chunk_from_row, chunk_rows
-from .shown import ROWS_FOLDER, SavedRows, SpooledRows
+from .shown import ROWS_FOLDER, SavedRows, SpooledRows  # noqa: F401 - SpooledRows: the type of _rows
 from .vectors import SpooledVectors, VectorCache
 
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,200}$")
@@ -149,9 +149,7 @@ class MilvusStore:
         self._vectors: VectorCache | SpooledVectors | None = None
         #: chunk ids by document and index, for neighbour expansion (store/places.py; the same life)
         self._places: ChunkPlaces | None = None
-        #: the rows a hit shows (store/shown.py): a saved copy open for a search that has not started the
-        #: engine, or the one a writing connection keeps; ``_copies_files``: the database files' fingerprint
-        #: such a search found its copies keyed on (milvus_search.open_copies)
+        #: the rows a hit shows (store/shown.py), and the files a search without the engine found them keyed on
         self._rows: SavedRows | SpooledRows | None = None
         self._copies_files: list | None = None
         #: the ids a filter admits, remembered until the next write where both sides run in process
@@ -235,32 +233,13 @@ class MilvusStore:
             client = snapshot.open_local(self)  # in this process: no port or socket
             self.capabilities = ServerCapabilities("lite")
         self._client = client
-        if self._copies_files is not None:
-            self._engine_after_copies(self._copies_files)
+        milvus_search.engine_after_copies(self)  # where a search began from the saved copies
         return client
 
     def open_copies(self) -> bool:
-        """For a search: hold the saved copies (rows included) and the recorded configuration without starting
-        Milvus Lite's engine, when they are all current (store/milvus_search.py); False, holding nothing,
-        otherwise. A directory this user cannot write is searched through a private copy, as before."""
-        if self.db is not None and not _writable(Path(self.db)):
-            return False
-        return milvus_search.open_copies(self)
-
-    def _engine_after_copies(self, files: list) -> None:
-        """A search that began from the saved copies needs the engine after all (a filter, a dense search's
-        rows, a damaged rows copy): the copies it ranked with stay only if the engine reads the files they
-        were keyed on; a run finished by another process in between ends the search with one line."""
-        self._copies_files = None
-        if isinstance(self._rows, SavedRows):
-            self._rows.close()
-            self._rows = None
-        if snapshot.files_read(self) != files:
-            self._drop_copies()
-            self._config, self._opened = None, False
-            raise ChunkwiseError("the index changed during this search; run it again", source=self.location)
-        self._opened = False
-        self.open()
+        """For a search: the saved copies and configuration, without the engine, when all are current
+        (store/milvus_search.py); a directory this user cannot write keeps its private copy."""
+        return (self.db is None or _writable(Path(self.db))) and milvus_search.open_copies(self)
 
     def refresh(self) -> bool:
         """Close when a later run than the copy read has finished (the next call reads it); True then."""
@@ -300,17 +279,8 @@ class MilvusStore:
         self._bm25_saved_dropped = self._copies_saved = False
 
     def _drop_copies(self) -> None:
-        """Forget the in-process copies of the chunks (bm25s, vectors, admitted ids): a write changed them."""
-        for held in (self._bm25, self._vectors, self._rows):
-            if isinstance(held, (SpooledPostings, SpooledVectors, SpooledRows)):
-                held.discard()
-        if isinstance(self._rows, SavedRows):
-            self._rows.close()
-        self._rows = None
-        self._bm25 = None
-        self._vectors = None
-        self._places = None
-        self._admitted = None
+        """Forget the in-process copies of the chunks (bm25s, vectors, rows, admitted ids): a write changed them."""
+        milvus_search.drop_copies(self)
 
     @contextlib.contextmanager
     def _errors(self, action: str):
@@ -517,22 +487,8 @@ class MilvusStore:
         return int(rows[0]["count(*)"]) if rows else 0
 
     def fetch(self, ids: list[str]) -> list[Hit]:
-        """The stored chunks of ``ids`` (those that exist), as hits without a score."""
-        if not ids:
-            return []
-        damaged = False
-        if isinstance(self._rows, SavedRows):  # a search that has not started the engine (open_copies)
-            try:
-                return [Hit(r["id"], 0.0, *chunk_from_row(self._decode(r))) for r in self._rows.get(ids)]
-            except (OSError, ValueError, KeyError, TypeError):  # damaged: the engine reads them
-                self._rows.close()
-                self._rows, damaged = None, True
-        with self._errors("read chunks"):
-            client = self.connect()
-            if damaged:  # and the copy is read again for the next search
-                milvus_search.build_rows(self, damaged=True)
-            rows = client.get(self.collection, ids=ids, output_fields=self.output_fields)
-        return [Hit(r["id"], 0.0, *chunk_from_row(self._decode(r))) for r in rows]
+        """The stored chunks of ``ids`` (those that exist), as hits without a score (store/milvus_search.py)."""
+        return milvus_search.fetch(self, ids)
 
     def chunks_at(self, wanted: dict[str, Iterable[int]]) -> list[Hit]:
         """The stored chunks of the given documents with the given chunk indexes (those that exist), as hits

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..errors import ChunkwiseError
 from . import snapshot
 from .base import Hit
 from .bm25 import BM25Postings, SpooledPostings
@@ -177,6 +178,64 @@ def open_copies(store: MilvusStore) -> bool:
         store._config = dict(saved.config)
         store._opened = True
     return True
+
+
+def drop_copies(store: MilvusStore) -> None:
+    """Forget the in-process copies of the chunks (``MilvusStore._drop_copies``): spools removed, a saved rows
+    copy closed."""
+    for held in (store._bm25, store._vectors, store._rows):
+        if isinstance(held, (SpooledPostings, SpooledVectors, SpooledRows)):
+            held.discard()
+        elif isinstance(held, SavedRows):
+            held.close()
+    store._rows = store._bm25 = store._vectors = store._places = store._admitted = None
+
+
+def engine_after_copies(store: MilvusStore) -> None:
+    """Where a search began from the saved copies (:func:`open_copies`) and has just started the engine (a
+    filter, a dense search's rows, a damaged rows copy): the copies it ranked with stay only if the engine
+    reads the files they were keyed on; a run finished by another process in between ends the search with
+    one line."""
+    files, store._copies_files = store._copies_files, None
+    if files is None:
+        return
+    if isinstance(store._rows, SavedRows):
+        store._rows.close()
+        store._rows = None
+    if snapshot.files_read(store) != files:
+        store._drop_copies()
+        store._config, store._opened = None, False
+        raise ChunkwiseError("the index changed during this search; run it again", source=store.location)
+    store._opened = False
+    store.open()
+
+
+def fetch(store: MilvusStore, ids: list[str]) -> list[Hit]:
+    """The stored chunks of ``ids`` (those that exist), as hits without a score: from the saved rows copy in a
+    search without the engine, else from the engine."""
+    if not ids:
+        return []
+    if (saved := saved_rows(store, ids)) is not None:
+        return saved
+    with store._errors("read chunks"):
+        rows = store.connect().get(store.collection, ids=ids, output_fields=store.output_fields)
+    return [Hit(r["id"], 0.0, *chunk_from_row(store._decode(r))) for r in rows]
+
+
+def saved_rows(store: MilvusStore, ids: list[str]) -> list[Hit] | None:
+    """The stored chunks of ``ids`` from the saved rows copy a search without the engine holds; ``None`` when
+    it holds none, or the copy is damaged (then the engine is started and reads the copy again once)."""
+    if not isinstance(store._rows, SavedRows):
+        return None
+    try:
+        return [Hit(r["id"], 0.0, *chunk_from_row(store._decode(r))) for r in store._rows.get(ids)]
+    except (OSError, ValueError, KeyError, TypeError):
+        store._rows.close()
+        store._rows = None
+    with store._errors("read chunks"):
+        store.connect()
+        build_rows(store, damaged=True)
+    return None
 
 
 def load_client_indexes(store: MilvusStore) -> None:
