@@ -240,3 +240,13 @@ def test_the_cli_search_answers_byte_identically_without_importing_the_engine(tm
         assert engine
         assert fast == slow and fast.strip()
         assert (db / ROWS_FOLDER / DATA_KEY).is_file()  # read again by the engine's search, for the next one
+
+
+def test_a_search_that_opened_the_copies_keeps_reading_them_while_a_writer_changes_the_index(db):
+    with Index(db, embedder=FakeEmbedder()) as ix:
+        before = ix.search("keeper lamp storm", k=4)
+        assert ix.store._client is None
+        build(db, {"0": "keeper keeper lamp\nrewritten storm", "5": "lamp storm keeper"})  # another run
+        assert ix.search("keeper lamp storm", k=4) == before  # what it opened: one state, not a mix
+    after, _, started = search(db, "keeper lamp storm", True)
+    assert not started and after != before and after == search(db, "keeper lamp storm", False)[0]
