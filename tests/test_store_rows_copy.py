@@ -250,3 +250,11 @@ def test_a_search_that_opened_the_copies_keeps_reading_them_while_a_writer_chang
         assert ix.search("keeper lamp storm", k=4) == before  # what it opened: one state, not a mix
     after, _, started = search(db, "keeper lamp storm", True)
     assert not started and after != before and after == search(db, "keeper lamp storm", False)[0]
+
+
+def test_a_rebuilt_index_leaves_a_rows_copy_of_its_new_rows(db):
+    with Index(db, embedder=FakeEmbedder()) as ix:
+        ix.add([Document("harbour rope\nsignal tide", source="kb/new.txt")], strategy=lines(), recreate=True)
+    hits, _, started = search(db, "harbour rope signal", True)
+    assert not started and {h.source for h in hits} == {"kb/new.txt"}
+    assert same_as_engine(db, "harbour rope signal")
