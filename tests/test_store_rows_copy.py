@@ -71,7 +71,7 @@ step_st = st.one_of(
 
 
 @settings(
-    max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+    max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
 )
 @given(steps=st.lists(step_st, min_size=1, max_size=5), query=st.sampled_from(QUERIES))
 def test_hits_from_the_rows_copy_are_the_engines_after_upserts_and_deletes(tmp_path_factory, steps, query):
@@ -227,6 +227,7 @@ def run_cli(db: Path, *args: str) -> tuple[str, bool]:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)
 def test_the_cli_search_answers_byte_identically_without_importing_the_engine(tmp_path):
     db = tmp_path / "ex.db"
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
