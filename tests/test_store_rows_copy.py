@@ -243,14 +243,23 @@ def test_the_cli_search_answers_byte_identically_without_importing_the_engine(tm
         assert (db / ROWS_FOLDER / DATA_KEY).is_file()  # read again by the engine's search, for the next one
 
 
-def test_a_search_that_opened_the_copies_keeps_reading_them_while_a_writer_changes_the_index(db):
-    with Index(db, embedder=FakeEmbedder()) as ix:
+def test_an_open_rows_copy_reads_what_it_opened_while_a_writer_replaces_it(db):
+    rows = SavedRows(db / ROWS_FOLDER)
+    ids = [i.decode() for i in rows.index["id"].tolist()]
+    before = rows.get(ids)
+    build(db, {"0": "keeper keeper lamp\nrewritten storm", "5": "lamp storm keeper"})  # another run
+    assert rows.get(ids) == before  # one state (the file it opened), never a mix
+    rows.close()
+    assert SavedRows(db / ROWS_FOLDER).get(ids) != before
+
+
+def test_a_later_search_of_an_open_index_sees_a_run_finished_since(db):
+    with Index(db, embedder=FakeEmbedder()) as ix:  # a long-lived reader (`ask --interactive`)
         before = ix.search("keeper lamp storm", k=4)
-        assert ix.store._client is None
         build(db, {"0": "keeper keeper lamp\nrewritten storm", "5": "lamp storm keeper"})  # another run
-        assert ix.search("keeper lamp storm", k=4) == before  # what it opened: one state, not a mix
-    after, _, started = search(db, "keeper lamp storm", True)
-    assert not started and after != before and after == search(db, "keeper lamp storm", False)[0]
+        after = ix.search("keeper lamp storm", k=4)
+        assert ix.store._client is None  # still without the engine
+    assert after != before and after == search(db, "keeper lamp storm", False)[0]
 
 
 def test_a_rebuilt_index_leaves_a_rows_copy_of_its_new_rows(db):

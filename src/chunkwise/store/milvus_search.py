@@ -134,7 +134,9 @@ def open_copies(store: MilvusStore) -> bool:
     lock on the database (no process has it open meanwhile); anything in doubt is False, and nothing is
     held: the search goes the engine's way."""
     if store._copies_files is not None and isinstance(store._rows, SavedRows):
-        return True  # opened by an earlier search of this connection
+        if snapshot.fingerprint(store._lite_db()) == store._copies_files:
+            return True  # opened by an earlier search of this connection, and no run has finished since
+        store._forget()  # a later run's copies: read again (a long-lived `ask` sees each finished run)
     if store.db is None or store._client is not None or store._will_write or store.snapshot_reads:
         return False
     if store.client_bm25 is not None or store.client_vectors is not None:
