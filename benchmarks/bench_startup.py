@@ -1,10 +1,11 @@
 """What every command costs before it works: start-up CPU of the CLI next to Python's own, in one run.
 
-    python benchmarks/bench_startup.py [--rounds 5] [--db PATH] [--acceptance [--baseline-src OTHER/src]]
+    python benchmarks/bench_startup.py [--rounds 5] [--db PATH] [--acceptance [--baseline-src OTHER/src [--baseline-db PATH]]]
 
 ``--acceptance`` runs only the four rows of the two budgets (``chunk`` against ``import json``, a cold search
 against importing numpy, tokenizers and onnxruntime) and prints both ratios; ``--baseline-src OTHER/src`` adds
-the same two commands run with another checkout's code, in the same interleaved rounds.
+the same two commands run with another checkout's code, in the same interleaved rounds (its search on an index
+that checkout built, ``--baseline-db``).
 
 Each row runs a fresh interpreter ``--rounds`` times (bytecode cached: one warm-up run first), the rows
 in turn within each round (ABAB: a change of the machine's load hits every row alike), and takes the median
@@ -108,6 +109,12 @@ def main(argv: list[str] | None = None) -> int:
         help="with --acceptance: also run chunk and the cold search with PYTHONPATH set to this src folder "
         "(another checkout), in the same interleaved rounds, each ratio against the same baselines",
     )
+    ap.add_argument(
+        "--baseline-db",
+        help="with --baseline-src: the index the baseline searches, built by that checkout (default: examples/ "
+        "indexed by it into a temporary one). A checkout reads only the saved copies it knows: searching one "
+        "tree's index with another may rebuild them on every run",
+    )
     args = ap.parse_args(argv)
     py = sys.executable
     cli = [str(Path(py).parent / "chunkwise")]  # the installed entry point, as a user runs it
@@ -137,9 +144,14 @@ def main(argv: list[str] | None = None) -> int:
         budgets = list(BUDGETS)
         if args.baseline_src:
             env = {**ENV, "PYTHONPATH": str(Path(args.baseline_src).resolve())}
+            base_db = args.baseline_db
+            if base_db is None:
+                base_db = str(Path(tempfile.mkdtemp(prefix="bench-startup-")) / "examples.db")
+                subprocess.run([*cli, "-q", "index", str(ROOT / "examples"), "--db", base_db], check=True, env=env)
             for name, base, budget in BUDGETS:
                 ROW_ENV[f"{name} (baseline)"] = env
-                rows.append((f"{name} (baseline)", dict(rows)[name]))
+                cmd = [base_db if part == db else part for part in dict(rows)[name]]
+                rows.append((f"{name} (baseline)", cmd))
                 budgets.append((f"{name} (baseline)", base, budget))
         return acceptance(rows, args.rounds, load_before, budgets)
     results = cpu_of_rows(rows, args.rounds)

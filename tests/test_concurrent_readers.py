@@ -42,6 +42,7 @@ def test_a_second_reader_reads_the_copy_while_a_reader_holds_the_database(tmp_pa
     db = _indexed(tmp_path)
     first = Index(db, embedder=FakeEmbedder())
     try:
+        first.store.connect()  # holds the database (a search from the saved copies alone would not)
         assert first.search("conductor tickets", k=1)[0].text == "The conductor checks tickets twice."
         assert first.store.busy is False  # the first reader opened the database itself
         with pytest.warns(BusyDatabaseWarning, match="last finished run"), Index(db, embedder=FakeEmbedder()) as r:
@@ -133,12 +134,14 @@ def test_two_asks_at_once_both_answer(tmp_path):
     db = str(tmp_path / "r.db")
     bees = _write(tmp_path, "bees.md", "# Bees\n\nBees make honey from nectar in the hive.\n")
     assert _cli("index", bees, "--db", db, "-q").returncode == 0
-    holder = subprocess.Popen(  # the first `ask`, held open between its search and its answer
+    # the first `ask`, held open between its search and its answer, with the database open (a search from the
+    # saved copies alone would not open it)
+    holder = subprocess.Popen(
         [
             sys.executable,
             "-c",
             "import sys, time; from chunkwise.retrieval import Index; ix = Index(sys.argv[1]); "
-            "ix.search('honey', k=1); print('ready', flush=True); time.sleep(300)",
+            "ix.store.connect(); ix.search('honey', k=1); print('ready', flush=True); time.sleep(300)",
             db,
         ],
         stdout=subprocess.PIPE,

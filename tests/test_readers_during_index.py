@@ -32,6 +32,7 @@ def test_a_search_during_a_write_reads_the_last_finished_run(tmp_path):
         writer.close()
     assert snapshot.readers_key(db) != snapshot.fingerprint(db)  # of the run before: the next opener copies
     with Index(db, embedder=FakeEmbedder()) as ix:  # the database is free again: read directly
+        ix.store.connect()  # opened (a search from the saved copies alone opens nothing)
         assert ix.search("penguins huddle", k=1)[0].source == "kb/penguins.txt"
     assert snapshot.readers_key(db) == snapshot.fingerprint(db)  # made current, and a reader changed no file
 

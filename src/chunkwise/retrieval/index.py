@@ -427,6 +427,9 @@ class Index(AbstractContextManager["Index", None]):
         without BM25 of its own (Milvus < 2.5) scores BM25 client-side."""
         filter = check_search(query, k, filter, where)
         run = run_config(config, settings, ("search",), "search")
+        open_copies = getattr(self.store, "open_copies", None)  # Milvus Lite: its engine only if needed
+        if open_copies is not None and not filter and run.hybrid:
+            open_copies()
         config_record = self._open_existing()
         embedder = self.embedder(config_record)
         qvec = query_vectors(embedder, [query])[0]  # E5 reads a query unlike a document

@@ -77,6 +77,7 @@ from .milvus_schema import (
 from .milvus_search import BM25_FOLDER, PLACES_FOLDER, QUERY_LIMIT, VECTORS_FOLDER, as_scores
 from .places import ChunkPlaces
 from .rows import chunk_from_row, chunk_rows
+from .shown import ROWS_FOLDER, SavedRows, SpooledRows  # noqa: F401 - SpooledRows: the type of _rows
 from .vectors import SpooledVectors, VectorCache
 
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,200}$")
@@ -148,6 +149,9 @@ class MilvusStore:
         self._vectors: VectorCache | SpooledVectors | None = None
         #: chunk ids by document and index, for neighbour expansion (store/places.py; the same life)
         self._places: ChunkPlaces | None = None
+        #: the rows a hit shows (store/shown.py), and the files a search without the engine found them keyed on
+        self._rows: SavedRows | SpooledRows | None = None
+        self._copies_files: list | None = None
         #: the ids a filter admits, remembered until the next write where both sides run in process
         self._admitted: tuple[str, set[str]] | None = None
         #: the recorded configuration and the collection facts, read once per connection: a search needs
@@ -206,7 +210,7 @@ class MilvusStore:
         client = self.connect()
         if not self._bm25_saved_dropped and self.db is not None:
             milvus_search.hold_copies(self)  # updated by the writes, saved again at close
-            for folder in (BM25_FOLDER, VECTORS_FOLDER, PLACES_FOLDER):
+            for folder in (BM25_FOLDER, VECTORS_FOLDER, PLACES_FOLDER, ROWS_FOLDER):
                 shutil.rmtree(Path(self.db) / folder, ignore_errors=True)
             snapshot.drop(self.db, self.collection)  # and the snapshot (store/snapshot.py), rewritten at close
             self._bm25_saved_dropped = self.keep_snapshot = True
@@ -229,7 +233,13 @@ class MilvusStore:
             client = snapshot.open_local(self)  # in this process: no port or socket
             self.capabilities = ServerCapabilities("lite")
         self._client = client
+        milvus_search.engine_after_copies(self)  # where a search began from the saved copies
         return client
+
+    def open_copies(self) -> bool:
+        """For a search: the saved copies and configuration, without the engine, when all are current
+        (store/milvus_search.py); a directory this user cannot write keeps its private copy."""
+        return (self.db is None or _writable(Path(self.db))) and milvus_search.open_copies(self)
 
     def refresh(self) -> bool:
         """Close when a later run than the copy read has finished (the next call reads it); True then."""
@@ -264,18 +274,13 @@ class MilvusStore:
         """Drop what was read once per connection (the configuration, the collection facts, bm25s)."""
         self._config = None
         self._opened = False
+        self._copies_files = None
         self._drop_copies()
         self._bm25_saved_dropped = self._copies_saved = False
 
     def _drop_copies(self) -> None:
-        """Forget the in-process copies of the chunks (bm25s, vectors, admitted ids): a write changed them."""
-        for held in (self._bm25, self._vectors):
-            if isinstance(held, (SpooledPostings, SpooledVectors)):
-                held.discard()
-        self._bm25 = None
-        self._vectors = None
-        self._places = None
-        self._admitted = None
+        """Forget the in-process copies of the chunks (bm25s, vectors, rows, admitted ids): a write changed them."""
+        milvus_search.drop_copies(self)
 
     @contextlib.contextmanager
     def _errors(self, action: str):
@@ -482,12 +487,8 @@ class MilvusStore:
         return int(rows[0]["count(*)"]) if rows else 0
 
     def fetch(self, ids: list[str]) -> list[Hit]:
-        """The stored chunks of ``ids`` (those that exist), as hits without a score."""
-        if not ids:
-            return []
-        with self._errors("read chunks"):
-            rows = self.connect().get(self.collection, ids=ids, output_fields=self.output_fields)
-        return [Hit(r["id"], 0.0, *chunk_from_row(self._decode(r))) for r in rows]
+        """The stored chunks of ``ids`` (those that exist), as hits without a score (store/milvus_search.py)."""
+        return milvus_search.fetch(self, ids)
 
     def chunks_at(self, wanted: dict[str, Iterable[int]]) -> list[Hit]:
         """The stored chunks of the given documents with the given chunk indexes (those that exist), as hits

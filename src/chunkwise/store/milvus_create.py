@@ -115,9 +115,9 @@ def _claim_state_collection(store: MilvusStore, fingerprint: str) -> None:
 def open_collections(store: MilvusStore) -> None:
     """Load the collections for search and find out whether Milvus computes BM25 itself (once per
     connection: the schema of a collection does not change while it exists)."""
-    client = store.connect()
-    if store._opened:
+    if store._opened:  # set by this connection (or by a search that holds its copies: milvus_search.open_copies)
         return
+    client = store.connect()
     with store._errors("open the index"):
         desc = client.describe_collection(store.collection)
         fields = {f.get("name"): f for f in desc.get("fields", [])}

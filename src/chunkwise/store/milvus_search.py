@@ -7,7 +7,8 @@ the stored texts (:mod:`chunkwise.store.bm25`; Milvus Lite scores BM25 in pure P
 over the stored vectors (:mod:`chunkwise.store.vectors`; Milvus Lite turns every one of the 1,000 vector
 candidates into a whole row). Both are read in one scan, saved in the directory for the next process, and
 dropped by every write of the store; a hybrid query is then one fetch of the final chunks
-(docs/scale.md#search-cost).
+(docs/scale.md#search-cost). With the rows a hit shows saved too (:mod:`~chunkwise.store.shown`), a search
+whose copies are all current needs no engine at all (:func:`open_copies`).
 
 Functions here take the store; its methods of the same names call them.
 """
@@ -24,12 +25,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..errors import ChunkwiseError
 from . import snapshot
 from .base import Hit
 from .bm25 import BM25Postings, SpooledPostings
 from .milvus_connection import quote
 from .places import ChunkPlaces
 from .rows import chunk_from_row
+from .shown import ROWS_FOLDER, SavedRows, SpooledRows
 from .vectors import SpooledVectors, VectorCache
 
 if TYPE_CHECKING:
@@ -122,6 +125,121 @@ def copy_key(folder: Path, collection: str) -> list | None:
     return None
 
 
+def open_copies(store: MilvusStore) -> bool:
+    """Ready a search of a Milvus Lite directory that does not start the engine: True when the snapshot
+    (the configuration and the count, store/snapshot.py) and the saved BM25, vector and rows copies (and the
+    places, where saved) were all read from the database's files as they are now, whole and covering the
+    same rows. The store then holds them, and its first call that needs anything else (a filter, a dense
+    search's rows, a write) starts the engine (``MilvusStore.connect``). Checked and opened under a shared
+    lock on the database (no process has it open meanwhile); anything in doubt is False, and nothing is
+    held: the search goes the engine's way."""
+    if store._copies_files is not None and isinstance(store._rows, SavedRows):
+        if snapshot.fingerprint(store._lite_db()) == store._copies_files:
+            return True  # opened by an earlier search of this connection, and no run has finished since
+        store._forget()  # a later run's copies: read again (a long-lived `ask` sees each finished run)
+    if store.db is None or store._client is not None or store._will_write or store.snapshot_reads:
+        return False
+    if store.client_bm25 is not None or store.client_vectors is not None:
+        return False  # ranked as the caller set, by the engine
+    root = Path(store.db)
+    if not (root / ROWS_FOLDER / DATA_KEY).is_file():
+        return False
+    with snapshot.files_at_rest(root) as free:
+        if not free:  # another process has it open: the engine reads the copy of its last finished run
+            return False
+        files = snapshot.fingerprint(root)
+        saved = snapshot.load(root, store.collection, files)
+        keys = (BM25_FOLDER, VECTORS_FOLDER, ROWS_FOLDER)
+        if saved is None or any(copy_key(root / f, store.collection) != files for f in keys):
+            return False
+        try:
+            rows = SavedRows(root / ROWS_FOLDER)
+        except (OSError, ValueError, KeyError, TypeError):
+            return False
+        facts = rows.facts
+        try:
+            store.nullable, store.bm25_builtin, store.dim = (
+                bool(facts["nullable"]),
+                bool(facts["bm25_builtin"]),
+                int(facts["dim"]),
+            )
+            store.output_fields = list(rows.fields)
+            sound = len(rows) == saved.count and saved.count * store.dim * 4 <= VECTORS_MAX_BYTES
+            if sound:
+                store._copies_files = files
+                load_saved_copies(store, saved.count, store.uses_client_bm25, True)
+                sound = store._vectors is not None and (store._bm25 is not None or not store.uses_client_bm25)
+        except (KeyError, TypeError, ValueError):
+            sound = False
+        if not sound:
+            rows.close()
+            store._drop_copies()
+            store._copies_files = None
+            return False
+        store._rows = rows
+        store._config = dict(saved.config)
+        store._opened = True
+    return True
+
+
+def drop_copies(store: MilvusStore) -> None:
+    """Forget the in-process copies of the chunks (``MilvusStore._drop_copies``): spools removed, a saved rows
+    copy closed."""
+    for held in (store._bm25, store._vectors, store._rows):
+        if isinstance(held, (SpooledPostings, SpooledVectors, SpooledRows)):
+            held.discard()
+        elif isinstance(held, SavedRows):
+            held.close()
+    store._rows = store._bm25 = store._vectors = store._places = store._admitted = None
+
+
+def engine_after_copies(store: MilvusStore) -> None:
+    """Where a search began from the saved copies (:func:`open_copies`) and has just started the engine (a
+    filter, a dense search's rows, a damaged rows copy): the copies it ranked with stay only if the engine
+    reads the files they were keyed on; a run finished by another process in between ends the search with
+    one line."""
+    files, store._copies_files = store._copies_files, None
+    if files is None:
+        return
+    if isinstance(store._rows, SavedRows):
+        store._rows.close()
+        store._rows = None
+    if snapshot.files_read(store) != files:
+        store._drop_copies()
+        store._config, store._opened = None, False
+        raise ChunkwiseError("the index changed during this search; run it again", source=store.location)
+    store._opened = False
+    store.open()
+
+
+def fetch(store: MilvusStore, ids: list[str]) -> list[Hit]:
+    """The stored chunks of ``ids`` (those that exist), as hits without a score: from the saved rows copy in a
+    search without the engine, else from the engine."""
+    if not ids:
+        return []
+    if (saved := saved_rows(store, ids)) is not None:
+        return saved
+    with store._errors("read chunks"):
+        rows = store.connect().get(store.collection, ids=ids, output_fields=store.output_fields)
+    return [Hit(r["id"], 0.0, *chunk_from_row(store._decode(r))) for r in rows]
+
+
+def saved_rows(store: MilvusStore, ids: list[str]) -> list[Hit] | None:
+    """The stored chunks of ``ids`` from the saved rows copy a search without the engine holds; ``None`` when
+    it holds none, or the copy is damaged (then the engine is started and reads the copy again once)."""
+    if not isinstance(store._rows, SavedRows):
+        return None
+    try:
+        return [Hit(r["id"], 0.0, *chunk_from_row(store._decode(r))) for r in store._rows.get(ids)]
+    except (OSError, ValueError, KeyError, TypeError):
+        store._rows.close()
+        store._rows = None
+    with store._errors("read chunks"):
+        store.connect()
+        build_rows(store, damaged=True)
+    return None
+
+
 def load_client_indexes(store: MilvusStore) -> None:
     """Make the in-process indexes the store searches with ready: those an earlier process saved when the
     database's files are still those they were read from (every write, by anyone, changes the files; a
@@ -146,8 +264,56 @@ def load_client_indexes(store: MilvusStore) -> None:
     if _saveable(store):
         load_saved_copies(store, count, need_bm25, need_vectors)
         need_bm25, need_vectors = need_bm25 and store._bm25 is None, need_vectors and store._vectors is None
+        if not (need_bm25 or need_vectors):
+            build_rows(store)
     if need_bm25 or need_vectors:
         _build_client_indexes(store, need_bm25, need_vectors)
+
+
+def _rows_whole(root: Path, count: int) -> bool:
+    """Whether the saved rows copy opens (its index and file as saved) and covers ``count`` rows."""
+    try:
+        rows = SavedRows(root / ROWS_FOLDER)
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    rows.close()
+    return len(rows) == count
+
+
+def build_rows(store: MilvusStore, damaged: bool = False) -> None:
+    """Where the other copies were found current and the rows copy was not (an index saved before it existed,
+    a damaged copy): read the rows a hit shows in one scan and save them, keyed on the files they were read
+    from, so the next search needs no engine. Once: a writer keeps the copy from then on. ``damaged``: a
+    search found the saved copy keyed right but not readable; it is replaced."""
+    if store.read_only or not store.nullable or store._rows is not None:
+        return
+    root = Path(store._lite_db())
+    files = snapshot.fingerprint(root)
+    if not damaged and copy_key(root / ROWS_FOLDER, store.collection) == files and _rows_whole(root, store.count()):
+        return
+    from .milvus_connection import failures
+
+    try:
+        shown = SpooledRows(root / ROWS_FOLDER, store.output_fields, rows_facts(store))
+    except OSError:
+        return
+    try:
+        batch: list[dict] = []
+        for row in store._scan(store.collection, ["id", *store.output_fields]):
+            batch.append(row)
+            if len(batch) >= 4096:
+                shown.upsert(batch)
+                batch = []
+        shown.upsert(batch)
+        remove_leftovers(root, keep=[shown.folder])
+        shown.save(root / ROWS_FOLDER)
+        write_key(root / ROWS_FOLDER, store.collection, files)  # last: trusted then
+        store._bm25_saved_dropped = False  # the next write of this connection must remove it again
+    except Exception as exc:  # searched by the engine, as before
+        if not isinstance(exc, (OSError, *failures())):
+            raise
+    finally:
+        shown.discard()
 
 
 def load_saved_copies(store: MilvusStore, count: int, bm25: bool = True, vectors: bool = True) -> None:
@@ -178,13 +344,15 @@ def hold_copies(store: MilvusStore) -> None:
     (:func:`save_copies`); a later search then starts from them instead of a scan of every chunk."""
     if not _saveable(store) or store.read_only:
         return
-    if store._bm25 is not None and store._vectors is not None and store._places is not None:
+    held = (store._bm25, store._vectors, store._places, store._rows)
+    if all(copy is not None for copy in held):
         return
     try:
         count = store.count()
     except Exception:  # no collection yet: nothing to hold
         return
     load_saved_copies(store, count, store.uses_client_bm25, store.uses_client_vectors)
+    hold_rows(store, count)
     if count == 0:
         # an empty collection's copies are known: held from the start and filled by the writes, so the run
         # that builds an index leaves them (the first search reads no row back), and a writer finds a
@@ -198,6 +366,31 @@ def hold_copies(store: MilvusStore) -> None:
             store._vectors = SpooledVectors(Path(store._lite_db()) / VECTORS_FOLDER)
 
 
+def rows_facts(store: MilvusStore) -> dict:
+    """The collection's facts a search reads from the engine when it opens it (``milvus_create.open_collections``),
+    kept with the rows copy for a search that does not start the engine."""
+    return {"nullable": store.nullable, "bm25_builtin": store.bm25_builtin, "dim": store.dim}
+
+
+def hold_rows(store: MilvusStore, count: int) -> None:
+    """The rows copy a writing connection keeps (:mod:`~chunkwise.store.shown`): a new one for an empty
+    collection, else the saved one taken over when it was read from the database's files as they are now
+    and covers ``count`` rows. Without one (an index saved before it existed, a damaged copy), the
+    connection keeps none and searches start the engine."""
+    if store._rows is not None or not store.nullable:  # a sentinel-encoded row is not worth a copy
+        return
+    folder = Path(store._lite_db()) / ROWS_FOLDER
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+        if count == 0:
+            store._rows = SpooledRows(folder, store.output_fields, rows_facts(store))
+        elif copy_key(folder, store.collection) == snapshot.files_read(store):
+            rows = SpooledRows.adopt(folder)
+            if len(rows) == count and rows.fields == store.output_fields and rows.facts == rows_facts(store):
+                store._rows = rows
+            else:
+                rows.discard()
+
+
 def save_copies(store: MilvusStore) -> None:
     """Write the copies this connection holds into the directory (while it still holds the database). Their
     key is written unmatchable here and set by :func:`rekey_copies` once the closing connection has
@@ -206,7 +399,11 @@ def save_copies(store: MilvusStore) -> None:
         return
     root = Path(store._lite_db())
     spool = store._vectors if isinstance(store._vectors, SpooledVectors) else None
-    spools = [s.folder for s in (spool, store._bm25) if isinstance(s, (SpooledVectors, SpooledPostings))]
+    spools = [
+        s.folder
+        for s in (spool, store._bm25, store._rows)
+        if isinstance(s, (SpooledVectors, SpooledPostings, SpooledRows))
+    ]
     remove_leftovers(root, keep=spools)
     if spool is not None and len(spool) * spool.dim * 4 > VECTORS_MAX_BYTES:
         spool.discard()  # too large to copy: searched by Milvus Lite (load_client_indexes)
@@ -216,6 +413,7 @@ def save_copies(store: MilvusStore) -> None:
             (BM25_FOLDER, store._bm25),
             (VECTORS_FOLDER, store._vectors),
             (PLACES_FOLDER, store._places),
+            (ROWS_FOLDER, store._rows if isinstance(store._rows, SpooledRows) else None),
         ):
             if copy is not None:
                 copy.save(root / name)
@@ -237,6 +435,8 @@ def follow_upsert(store: MilvusStore, rows: list[dict]) -> None:
                 store._vectors = None
         if store._places is not None:
             store._places.add((r["id"], r["doc_id"], r["chunk_index"]) for r in rows)
+        if isinstance(store._rows, SpooledRows):
+            store._rows.upsert(rows)
     except BaseException:
         store._drop_copies()  # spools removed; the next search reads the rows again
         raise
@@ -247,6 +447,8 @@ def follow_delete(store: MilvusStore, ids: list[str]) -> None:
     for copy in (store._bm25, store._vectors, store._places):
         if copy is not None:
             copy.remove(ids)
+    if isinstance(store._rows, SpooledRows):
+        store._rows.remove(ids)
 
 
 def load_places(store: MilvusStore) -> ChunkPlaces:
@@ -279,6 +481,12 @@ def _places_of(rows) -> ChunkPlaces:
 def _build_client_indexes(store: MilvusStore, bm25: bool, vectors: bool) -> None:
     fields = ["id", "doc_id", "chunk_index", *(["indexed_text"] if bm25 else []), *(["vector"] if vectors else [])]
     files = snapshot.fingerprint(store._lite_db()) if _saveable(store) else None  # what the rows are read from
+    # the rows a hit shows, spooled from the same scan where they are saved (store/shown.py)
+    shown = None
+    if _saveable(store) and not store.read_only and store.nullable and store._rows is None:
+        fields += [f for f in store.output_fields if f not in fields]
+        with contextlib.suppress(OSError):
+            shown = SpooledRows(Path(store._lite_db()) / ROWS_FOLDER, store.output_fields, rows_facts(store))
     # one pass over the rows, keeping only what each copy needs (a float32 row per vector, not the row's
     # list of Python floats): the rows of a large collection are never all held at once
     places: list[tuple[str, str, int]] = []
@@ -290,7 +498,11 @@ def _build_client_indexes(store: MilvusStore, bm25: bool, vectors: bool) -> None
             texts.append((r["id"], r["indexed_text"]))
         if vectors:
             vecs.append((r["id"], np.asarray(r["vector"], dtype=np.float32)))
-    built: list[tuple[str, BM25Postings | VectorCache | ChunkPlaces]] = []
+        if shown is not None:
+            shown.upsert([r])
+    built: list[tuple[str, BM25Postings | VectorCache | ChunkPlaces | SpooledRows]] = []
+    if shown is not None:
+        built.append((ROWS_FOLDER, shown))
     if store._places is None:  # the same scan has them: neighbour expansion reads by id
         store._places = ChunkPlaces(places)
     built.append((PLACES_FOLDER, store._places))  # held ones too: saved with the others, keyed the same
@@ -306,13 +518,15 @@ def _build_client_indexes(store: MilvusStore, bm25: bool, vectors: bool) -> None
     del vecs
     if _saveable(store) and not store.read_only:
         root = Path(store._lite_db())
-        remove_leftovers(root)
+        remove_leftovers(root, keep=[shown.folder] if shown is not None else [])
         with contextlib.suppress(OSError):
             for folder, index in built:
                 index.save(root / folder)
                 write_key(root / folder, store.collection, files)  # last: trusted then
             store._bm25_saved_dropped = False  # the next write of this connection must remove them again
             store._copies_saved = True
+    if shown is not None:
+        shown.discard()  # saved (renamed away) or not: nothing of the spool is kept
 
 
 def rekey_copies(root: str | Path) -> None:
@@ -326,7 +540,7 @@ def rekey_copies(root: str | Path) -> None:
     with contextlib.suppress(OSError), open(root / "LOCK", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         files = snapshot.fingerprint(root)
-        for folder in (BM25_FOLDER, VECTORS_FOLDER, PLACES_FOLDER):
+        for folder in (BM25_FOLDER, VECTORS_FOLDER, PLACES_FOLDER, ROWS_FOLDER):
             with contextlib.suppress(OSError, ValueError):  # no copy there, or a damaged key
                 key = json.loads((root / folder / DATA_KEY).read_text(encoding="utf-8"))
                 if isinstance(key, dict) and isinstance(key.get("collection"), str):
@@ -338,7 +552,7 @@ def remove_leftovers(root: Path, keep: Iterable[Path] = ()) -> None:
     but ``keep``: this process holds the database, so no other is saving into it. Paths are compared
     absolute (from Python 3.12 on ``mkdtemp`` names a spool absolutely under a relative ``--db``)."""
     kept = {os.path.abspath(k) for k in keep}
-    for folder in (BM25_FOLDER, VECTORS_FOLDER, PLACES_FOLDER, snapshot.READERS_FOLDER):
+    for folder in (BM25_FOLDER, VECTORS_FOLDER, PLACES_FOLDER, ROWS_FOLDER, snapshot.READERS_FOLDER):
         for tmp in root.glob(folder + ".*"):
             if os.path.abspath(tmp) not in kept:
                 shutil.rmtree(tmp, ignore_errors=True)
@@ -406,6 +620,9 @@ __all__ = [
     "chunks_at",
     "ids_matching",
     "load_client_indexes",
+    "open_copies",
+    "build_rows",
+    "ROWS_FOLDER",
 ]
 
 

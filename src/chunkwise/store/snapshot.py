@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 SNAPSHOT_VERSION = 1
 PREFIX = "chunkwise-snapshot-"
 #: chunkwise's own folders in the database directory (store/milvus_search.py), not the database's files
-CACHE_FOLDERS = ("chunkwise-bm25", "chunkwise-vectors", "chunkwise-places", "chunkwise-readers")
+CACHE_FOLDERS = ("chunkwise-bm25", "chunkwise-vectors", "chunkwise-places", "chunkwise-rows", "chunkwise-readers")
 #: a copy of the database as of its last finished run, what searches read while another process holds the
 #: database (Milvus Lite allows one process in a directory): refreshed by every process that opens the
 #: database, before it opens it, when the files changed since (:func:`refresh_readers_copy`); kept between
@@ -175,7 +175,11 @@ def newer_run(db: str | os.PathLike, key: list) -> bool:
 def files_read(store: MilvusStore) -> list[list]:
     """The fingerprint of the database files ``store`` reads: of those the copy it reads was made from, else
     of the directory now. Saved in-process copies are trusted only when made from the same files."""
-    return store._copy_key if store._copy_key is not None else fingerprint(store._lite_db())
+    if store._copy_key is not None:
+        return store._copy_key
+    if store._copies_files is not None:  # a search that checked its copies without the engine (open_copies)
+        return store._copies_files
+    return fingerprint(store._lite_db())
 
 
 def open_local(store: MilvusStore) -> Any:
@@ -280,14 +284,15 @@ def save(db: str | os.PathLike, collection: str, state: dict[str, Any]) -> None:
             tmp.unlink()
 
 
-def load(db: str | os.PathLike, collection: str) -> Snapshot | None:
+def load(db: str | os.PathLike, collection: str, files: list[list] | None = None) -> Snapshot | None:
     """The snapshot of ``collection`` in the database directory ``db``, or ``None`` unless it exists, parses,
-    has this version and its fingerprint equals the database's files now."""
+    has this version and its fingerprint equals the database's files now (``files``: their fingerprint,
+    taken by the caller)."""
     try:
         data = json.loads(snapshot_path(db, collection).read_text(encoding="utf-8"))
         if not isinstance(data, dict) or data.get("version") != SNAPSHOT_VERSION:
             return None
-        if data.get("collection") != collection or data.get("files") != fingerprint(db):
+        if data.get("collection") != collection or data.get("files") != (fingerprint(db) if files is None else files):
             return None
         config, count, note = data["config"], data["count"], data["note"]
         markers = {m[0]: Marker(m[0], m[1], m[2], int(m[3]), bool(m[4])) for m in data["markers"]}
