@@ -399,3 +399,15 @@ def test_whole_second_times_read_back_as_the_engine_gives_them(tmp_path):
     hits, _, started = search(db, "keeper lamp", True)
     assert not started and {type(h.chunk.start_time) for h in hits} == {float}
     assert same_as_engine(db, "keeper lamp")
+
+
+def test_an_index_too_large_for_the_vectors_copy_keeps_no_rows_copy(tmp_path, monkeypatch):
+    from chunkwise.store import milvus_search
+
+    monkeypatch.setattr(milvus_search, "VECTORS_MAX_BYTES", 64)  # a vectors copy no search may hold
+    db = tmp_path / "t.db"
+    build(db, {"0": "the keeper trims the lamp\nstorm at night", "1": "phare lens\nrope and signal"})
+    assert not (db / ROWS_FOLDER).exists()  # a search could not use it: not written
+    hits, _, started = search(db, "keeper lamp", True)
+    assert hits and started and not (db / ROWS_FOLDER).exists()  # nor built by the engine's search
+    assert not same_as_engine(db, "keeper lamp")  # the engine's way, the same hits

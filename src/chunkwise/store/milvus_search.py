@@ -297,8 +297,8 @@ def build_rows(store: MilvusStore, damaged: bool = False) -> None:
     a damaged copy): read the rows a hit shows in one scan and save them, keyed on the files they were read
     from, so the next search needs no engine. Once: a writer keeps the copy from then on. ``damaged``: a
     search found the saved copy keyed right but not readable; it is replaced."""
-    if store.read_only or not store.nullable or store._rows is not None:
-        return
+    if store.read_only or not store.nullable or store._rows is not None or store.client_vectors is False:
+        return  # (no vectors copy, the engine's vector search: a search starts the engine anyway)
     root = Path(store._lite_db())
     files = snapshot.fingerprint(root)
     if not damaged and copy_key(root / ROWS_FOLDER, store.collection) == files and _rows_whole(root, store.count()):
@@ -425,6 +425,10 @@ def save_copies(store: MilvusStore) -> None:
     if spool is not None and len(spool) * spool.dim * 4 > VECTORS_MAX_BYTES:
         spool.discard()  # too large to copy: searched by Milvus Lite (load_client_indexes)
         store._vectors = None
+    if store._vectors is None and isinstance(store._rows, SpooledRows):  # no search reads it without vectors
+        store._rows.discard()
+        store._rows = None
+        shutil.rmtree(root / ROWS_FOLDER, ignore_errors=True)
     with contextlib.suppress(OSError):
         for name, copy in (
             (BM25_FOLDER, store._bm25),
