@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,15 @@ from chunkwise import Document
 from chunkwise.errors import ChunkwiseError
 from chunkwise.retrieval import Index
 from chunkwise.store import snapshot
-from chunkwise.store.milvus_search import BM25_FOLDER, DATA_KEY, VECTORS_FOLDER, remove_leftovers
+from chunkwise.store.milvus_search import (
+    BM25_FOLDER,
+    DATA_KEY,
+    VECTORS_FOLDER,
+    copy_key,
+    rekey_copies,
+    remove_leftovers,
+    write_key,
+)
 from chunkwise.store.shown import DATA, INDEX, META, ROWS_FOLDER, SavedRows, SpooledRows
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -411,3 +420,20 @@ def test_an_index_too_large_for_the_vectors_copy_keeps_no_rows_copy(tmp_path, mo
     hits, _, started = search(db, "keeper lamp", True)
     assert hits and started and not (db / ROWS_FOLDER).exists()  # nor built by the engine's search
     assert not same_as_engine(db, "keeper lamp")  # the engine's way, the same hits
+
+
+def test_a_closing_writer_waits_for_a_reader_comparing_the_files(db):
+    files = snapshot.fingerprint(db)
+    saved = next(db.glob("chunkwise-snapshot-*.json"))
+    state = json.loads(saved.read_text(encoding="utf-8"))
+    saved.unlink()
+    write_key(db / ROWS_FOLDER, "chunkwise", None)  # as the run's close saved it, keyed once it has closed
+    with open(db / "LOCK", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_SH | fcntl.LOCK_NB)  # a reader's check (open_copies) holds it a moment
+        reader = threading.Timer(0.3, fcntl.flock, (lock, fcntl.LOCK_UN))
+        reader.start()
+        snapshot.save(db, "chunkwise", state)
+        rekey_copies(db)
+        reader.join()
+    assert saved.is_file() and copy_key(db / ROWS_FOLDER, "chunkwise") == files
+    assert same_as_engine(db, "keeper lamp")

@@ -555,11 +555,9 @@ def rekey_copies(root: str | Path) -> None:
     after it closed: closing may still write them), while no other process holds the database. A writer that
     slipped in between would have removed the copies before its first write, so only copies of this
     process's data can be keyed."""
-    import fcntl
-
     root = Path(root)
     with contextlib.suppress(OSError), open(root / "LOCK", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        snapshot.lock_exclusive(lock, root)  # a reader comparing the files lets go in a moment
         files = snapshot.fingerprint(root)
         for folder in (BM25_FOLDER, VECTORS_FOLDER, PLACES_FOLDER, ROWS_FOLDER):
             with contextlib.suppress(OSError, ValueError):  # no copy there, or a damaged key
