@@ -21,6 +21,7 @@ What it guarantees (details in :mod:`chunkwise.store.milvus`):
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -357,6 +358,9 @@ class Index(AbstractContextManager["Index", None]):
 
     def count(self) -> int:
         """Number of chunks in the collection (0 when it does not exist)."""
+        open_copies = getattr(self.store, "open_copies", None)  # Milvus Lite: the count its snapshot holds
+        if open_copies is not None:
+            open_copies()
         if self.store.missing or self.store.read_config() is None:
             return 0
         self.store.open()
@@ -427,6 +431,15 @@ class Index(AbstractContextManager["Index", None]):
         without BM25 of its own (Milvus < 2.5) scores BM25 client-side."""
         filter = check_search(query, k, filter, where)
         run = run_config(config, settings, ("search",), "search")
+        with self._one_state():
+            return self._search(query, k, filter, run)
+
+    def _one_state(self):
+        """A search or a question reads one state of the store (``MilvusStore.one_state``)."""
+        one_state = getattr(self.store, "one_state", None)
+        return one_state() if one_state is not None else contextlib.nullcontext()
+
+    def _search(self, query: str, k: int, filter: str | None, run: Any) -> list[SearchResult]:
         open_copies = getattr(self.store, "open_copies", None)  # Milvus Lite: its engine only if needed
         if open_copies is not None and not filter and run.hybrid:
             open_copies()
@@ -505,20 +518,21 @@ class Index(AbstractContextManager["Index", None]):
         run = run_config(config, settings, ("search", "expand"), "ask")  # refused before anything is retrieved
         retrieval = run.search_options()
         retrieval.pop("hybrid")  # ask_index takes it apart from the others
-        return ask_index(
-            self,
-            question,
-            k,
-            llm=llm,
-            filter=filter,
-            on_token=on_token,
-            min_score=DEFAULT_MIN_SCORE if min_score is None else min_score,
-            on_passages=on_passages,
-            hybrid=run.hybrid,
-            search_options=retrieval,
-            expand=reader_expand(run.expand, run.budget),  # a budget without a mode: by document kind
-            budget=run.budget,
-        )
+        with self._one_state():
+            return ask_index(
+                self,
+                question,
+                k,
+                llm=llm,
+                filter=filter,
+                on_token=on_token,
+                min_score=DEFAULT_MIN_SCORE if min_score is None else min_score,
+                on_passages=on_passages,
+                hybrid=run.hybrid,
+                search_options=retrieval,
+                expand=reader_expand(run.expand, run.budget),  # a budget without a mode: by document kind
+                budget=run.budget,
+            )
 
 
 __all__ = [

@@ -152,6 +152,8 @@ class MilvusStore:
         #: the rows a hit shows (store/shown.py), and the files a search without the engine found them keyed on
         self._rows: SavedRows | SpooledRows | None = None
         self._copies_files: list | None = None
+        #: inside a search or a question (:meth:`one_state`): the rows it ranks and shows come from one state
+        self._searching = False
         #: the ids a filter admits, remembered until the next write where both sides run in process
         self._admitted: tuple[str, set[str]] | None = None
         #: the recorded configuration and the collection facts, read once per connection: a search needs
@@ -240,6 +242,18 @@ class MilvusStore:
         """For a search: the saved copies and configuration, without the engine, when all are current
         (store/milvus_search.py); a directory this user cannot write keeps its private copy."""
         return (self.db is None or _writable(Path(self.db))) and milvus_search.open_copies(self)
+
+    @contextlib.contextmanager
+    def one_state(self):
+        """A search or a question: copies held from a run finished since are forgotten first; within it, the
+        engine started after the copies answered ends it with one line if a run finished in between (its
+        rows must come from one state); outside one, such a start forgets the copies and goes on."""
+        milvus_search.follow_runs(self)
+        outer, self._searching = self._searching, True
+        try:
+            yield
+        finally:
+            self._searching = outer
 
     def refresh(self) -> bool:
         """Close when a later run than the copy read has finished (the next call reads it); True then."""

@@ -17,6 +17,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
+from . import milvus_search
 from .lite import LiteClient
 from .milvus_connection import ServerCapabilities, failures, message
 from .milvus_schema import (
@@ -49,6 +50,7 @@ def read_config(store: MilvusStore) -> dict[str, Any] | None:
 
     Read once per connection (an index's configuration changes only when this store recreates it);
     "does not exist" is asked again every time, since another client may create the index meanwhile."""
+    milvus_search.follow_runs(store)  # copies held from a run finished since: forgotten, read again
     if store._config is not None:
         return dict(store._config)
     client = store.connect()

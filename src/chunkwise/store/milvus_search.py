@@ -19,6 +19,7 @@ import contextlib
 import json
 import os
 import shutil
+import zipfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -194,10 +195,10 @@ def drop_copies(store: MilvusStore) -> None:
 
 
 def engine_after_copies(store: MilvusStore) -> None:
-    """Where a search began from the saved copies (:func:`open_copies`) and has just started the engine (a
-    filter, a dense search's rows, a damaged rows copy): the copies it ranked with stay only if the engine
-    reads the files they were keyed on; a run finished by another process in between ends the search with
-    one line."""
+    """Where the saved copies answered without the engine (:func:`open_copies`) and it has just started (a
+    filter, a dense search's rows, a damaged rows copy, a write): the copies stay only if the engine reads
+    the files they were keyed on; a run finished by another process in between ends a search or question
+    still in progress (``MilvusStore.one_state``) with one line, and is simply followed otherwise."""
     files, store._copies_files = store._copies_files, None
     if files is None:
         return
@@ -206,10 +207,21 @@ def engine_after_copies(store: MilvusStore) -> None:
         store._rows = None
     if snapshot.files_read(store) != files:
         store._drop_copies()
-        store._config, store._opened = None, False
-        raise ChunkwiseError("the index changed during this search; run it again", source=store.location)
+        store._config = None
+        if store._searching:
+            store._opened = False
+            raise ChunkwiseError("the index changed during this search; run it again", source=store.location)
     store._opened = False
     store.open()
+
+
+def follow_runs(store: MilvusStore) -> None:
+    """Outside a search: forget the copies a search held without the engine when a run has finished since
+    (the configuration and the count with them); the call goes on with the files as they are now."""
+    if store._searching or store._client is not None or store._copies_files is None:
+        return
+    if snapshot.fingerprint(store._lite_db()) != store._copies_files:
+        store._forget()
 
 
 def fetch(store: MilvusStore, ids: list[str]) -> list[Hit]:
@@ -285,8 +297,8 @@ def build_rows(store: MilvusStore, damaged: bool = False) -> None:
     a damaged copy): read the rows a hit shows in one scan and save them, keyed on the files they were read
     from, so the next search needs no engine. Once: a writer keeps the copy from then on. ``damaged``: a
     search found the saved copy keyed right but not readable; it is replaced."""
-    if store.read_only or not store.nullable or store._rows is not None:
-        return
+    if store.read_only or not store.nullable or store._rows is not None or store.client_vectors is False:
+        return  # (no vectors copy, the engine's vector search: a search starts the engine anyway)
     root = Path(store._lite_db())
     files = snapshot.fingerprint(root)
     if not damaged and copy_key(root / ROWS_FOLDER, store.collection) == files and _rows_whole(root, store.count()):
@@ -316,6 +328,11 @@ def build_rows(store: MilvusStore, damaged: bool = False) -> None:
         shown.discard()
 
 
+#: what reading a damaged saved copy raises (numpy: ``EOFError`` for an empty file, ``BadZipFile`` for a
+#: garbled ``.npz``)
+DAMAGED = (OSError, ValueError, EOFError, zipfile.BadZipFile)
+
+
 def load_saved_copies(store: MilvusStore, count: int, bm25: bool = True, vectors: bool = True) -> None:
     """The copies an earlier process saved in the directory, those read from the database's files as they are
     now (every write, by anyone, changes the files; a count could not tell one chunk deleted and another
@@ -323,17 +340,17 @@ def load_saved_copies(store: MilvusStore, count: int, bm25: bool = True, vectors
     folder = Path(store._lite_db())
     files = snapshot.files_read(store)  # of the copy it reads, where it reads one
     if bm25 and store._bm25 is None and copy_key(folder / BM25_FOLDER, store.collection) == files:
-        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+        with contextlib.suppress(*DAMAGED, KeyError, TypeError):
             saved = BM25Postings.load(folder / BM25_FOLDER)
             store._bm25 = saved if len(saved) == count else None
     if vectors and store._vectors is None and copy_key(folder / VECTORS_FOLDER, store.collection) == files:
-        with contextlib.suppress(OSError, ValueError):
+        with contextlib.suppress(*DAMAGED):
             matrix = VectorCache.load(folder / VECTORS_FOLDER)
             m = matrix.matrix
             sound = len(matrix) == count and m.shape[1:] == (store.dim,) and bool(np.isfinite(m).all())
             store._vectors = matrix if sound else None
     if store._places is None and copy_key(folder / PLACES_FOLDER, store.collection) == files:
-        with contextlib.suppress(OSError, ValueError):
+        with contextlib.suppress(*DAMAGED):
             places = ChunkPlaces.load(folder / PLACES_FOLDER)
             store._places = places if len(places) == count else None
 
@@ -408,6 +425,10 @@ def save_copies(store: MilvusStore) -> None:
     if spool is not None and len(spool) * spool.dim * 4 > VECTORS_MAX_BYTES:
         spool.discard()  # too large to copy: searched by Milvus Lite (load_client_indexes)
         store._vectors = None
+    if store._vectors is None and isinstance(store._rows, SpooledRows):  # no search reads it without vectors
+        store._rows.discard()
+        store._rows = None
+        shutil.rmtree(root / ROWS_FOLDER, ignore_errors=True)
     with contextlib.suppress(OSError):
         for name, copy in (
             (BM25_FOLDER, store._bm25),
@@ -534,11 +555,9 @@ def rekey_copies(root: str | Path) -> None:
     after it closed: closing may still write them), while no other process holds the database. A writer that
     slipped in between would have removed the copies before its first write, so only copies of this
     process's data can be keyed."""
-    import fcntl
-
     root = Path(root)
     with contextlib.suppress(OSError), open(root / "LOCK", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        snapshot.lock_exclusive(lock, root)  # a reader comparing the files lets go in a moment
         files = snapshot.fingerprint(root)
         for folder in (BM25_FOLDER, VECTORS_FOLDER, PLACES_FOLDER, ROWS_FOLDER):
             with contextlib.suppress(OSError, ValueError):  # no copy there, or a damaged key

@@ -34,18 +34,27 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from ..security import replace_folder
+from .milvus_schema import COLUMN_TYPES
 
 #: where a Milvus Lite directory keeps the rows a hit shows (the life of the other saved copies)
 ROWS_FOLDER = "chunkwise-rows"
 DATA = "rows.jsonl"
 INDEX = "index.npy"
 META = "meta.json"
-#: bumped when the folder's layout changes (an older copy is then not trusted)
-VERSION = 1
+#: bumped when the folder's layout or a line's form changes (an older copy is then not trusted)
+VERSION = 2
+#: the columns Milvus stores as DOUBLE (``start_time``, ``end_time``...)
+DOUBLES = frozenset(c for c, (dtype, _) in COLUMN_TYPES.items() if dtype == "DOUBLE")
 
 
 def _line(row: dict[str, Any], fields: list[str]) -> bytes:
-    return json.dumps({f: row.get(f) for f in fields}, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+    """A row as the engine gives it back: a whole number written to a DOUBLE column reads as a float."""
+    line = {f: row.get(f) for f in fields}
+    for f in DOUBLES.intersection(line):
+        value = line[f]
+        if isinstance(value, int) and not isinstance(value, bool):
+            line[f] = float(value)
+    return json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
 
 
 def _index_array(ids: dict[str, int], at: array, size: array) -> np.ndarray:
@@ -72,7 +81,10 @@ class SavedRows:
             raise ValueError("not a rows copy of this version")
         self.fields: list[str] = list(meta["fields"])
         self.facts: dict[str, Any] = dict(meta["facts"])
-        self.index = np.load(folder / INDEX, mmap_mode="r", allow_pickle=False)
+        try:
+            self.index = np.load(folder / INDEX, mmap_mode="r", allow_pickle=False)
+        except EOFError:  # an empty or cut file
+            raise ValueError("the rows copy's index is damaged") from None
         if self.index.dtype.names != ("id", "at", "size") or self.index.ndim != 1 or len(self.index) != meta["count"]:
             raise ValueError("the rows copy's index does not match it")
         self._file: BinaryIO = open(folder / DATA, "rb")  # noqa: SIM115 - read by seek until closed

@@ -148,6 +148,28 @@ def copies_only(db: str | os.PathLike) -> bool:
         return free
 
 
+#: how long a closing writer waits for readers holding the ``LOCK`` shared for a moment (to compare the files)
+EXCLUSIVE_WAIT_S = 2.0
+
+
+def lock_exclusive(lock: Any, db: str | os.PathLike) -> None:
+    """Take the database's open ``LOCK`` file ``lock`` exclusively, waiting while other processes only hold
+    it shared for a moment (:func:`files_at_rest`; :data:`EXCLUSIVE_WAIT_S` at most); ``OSError`` when a
+    process has the database open or the wait runs out."""
+    import fcntl
+    import time
+
+    deadline = time.monotonic() + EXCLUSIVE_WAIT_S
+    while True:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except OSError:
+            if time.monotonic() > deadline or not copies_only(db):
+                raise
+            time.sleep(0.02)
+
+
 def refresh_readers_copy(db: str | os.PathLike) -> bool:
     """Before this process opens the database: make the readers' copy current when no process has the
     database open (a copy whose key equals the files is kept; only a change is copied). True when the copy
@@ -264,15 +286,13 @@ def save(db: str | os.PathLike, collection: str, state: dict[str, Any]) -> None:
     """Write ``state`` atomically, only while this process can take the database's ``LOCK`` (another process
     that holds it may be writing) and the files are still those ``state`` was read from (``files``, taken
     while the connection was open: a process that opened the database in between changed them)."""
-    import fcntl
-
     from ..security import private_file
 
     path = snapshot_path(db, collection)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
         with open(Path(db) / "LOCK", "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            lock_exclusive(lock, db)
             if state["files"] != fingerprint(db):
                 return
             data = dict(state, version=SNAPSHOT_VERSION, collection=collection)
