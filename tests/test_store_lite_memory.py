@@ -328,3 +328,54 @@ def test_an_index_left_on_disk_whose_file_a_merge_deleted_is_built_again(tmp_pat
         queries = segment.vector_data(field)[0][:3]
         assert gone.num_vectors == saved.num_vectors == len(segment.pks)
         assert (gone.search(queries, 2)[0] == saved.search(queries, 2)[0]).all()
+
+
+class Trims:
+    """Stands for glibc's ``malloc_trim``: records each call and the point of the run it came at."""
+
+    def __init__(self, where=lambda: None):
+        self.calls: list = []
+        self._where = where
+
+    def __call__(self, pad: int) -> int:
+        self.calls.append((pad, self._where()))
+        return 1
+
+
+def test_the_engines_work_after_a_flush_gives_freed_memory_back(tmp_path, monkeypatch):
+    trims = Trims()
+    with Index(tmp_path / "t.db", embedder=FakeEmbedder()) as ix:
+        ix.add(corpus(0), strategy=lines())
+        col = collection_of(ix)
+        col._wait_for_bg()
+        monkeypatch.setattr(lite_memory, "_trim", trims)
+        col.insert([dict(r, id=r["id"] + "-again") for r in col.query(None, limit=4)])
+        col.flush()  # the flush schedules the engine's merges and index builds in its background thread
+        col._wait_for_bg()
+        assert trims.calls == [(0, None)]  # the whole heap trimmed, once the background work ended
+
+
+def test_the_copies_are_saved_on_a_trimmed_heap(tmp_path, monkeypatch):
+    from chunkwise.store import milvus_search
+
+    saved: list[str] = []
+    for copy in (milvus_search.SpooledPostings, milvus_search.SpooledVectors):
+        real = copy.save
+        monkeypatch.setattr(
+            copy,
+            "save",
+            lambda self, folder, *a, _real=real, **k: (saved.append(self), _real(self, folder, *a, **k))[1],
+        )
+    trims = Trims(lambda: len(saved))
+    monkeypatch.setattr(lite_memory, "_trim", trims)
+    with Index(tmp_path / "t.db", embedder=FakeEmbedder()) as ix:
+        ix.add(corpus(0), strategy=lines())
+    assert len(saved) == 2  # both copies were saved at the close
+    assert (0, 0) in trims.calls  # trimmed before the first of them
+
+
+def test_no_trim_where_the_c_library_is_not_glibc(monkeypatch):
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert lite_memory._libc_trim() is None
+    monkeypatch.setattr(lite_memory, "_trim", None)
+    lite_memory.release_freed_memory()  # Arrow's pool released, nothing else: no error

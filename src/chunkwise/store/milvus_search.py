@@ -27,6 +27,7 @@ import numpy as np
 from . import snapshot
 from .base import Hit
 from .bm25 import BM25Postings, SpooledPostings
+from .lite_memory import release_freed_memory
 from .milvus_connection import quote
 from .places import ChunkPlaces
 from .rows import chunk_from_row
@@ -208,6 +209,7 @@ def save_copies(store: MilvusStore) -> None:
     spool = store._vectors if isinstance(store._vectors, SpooledVectors) else None
     spools = [s.folder for s in (spool, store._bm25) if isinstance(s, (SpooledVectors, SpooledPostings))]
     remove_leftovers(root, keep=spools)
+    release_freed_memory()  # the copies' save is the run's peak: on the heap the writes freed, given back
     if spool is not None and len(spool) * spool.dim * 4 > VECTORS_MAX_BYTES:
         spool.discard()  # too large to copy: searched by Milvus Lite (load_client_indexes)
         store._vectors = None
