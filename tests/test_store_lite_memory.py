@@ -355,23 +355,32 @@ def test_the_engines_work_after_a_flush_gives_freed_memory_back(tmp_path, monkey
         assert trims.calls == [(0, None)]  # the whole heap trimmed, once the background work ended
 
 
-def test_the_copies_are_saved_on_a_trimmed_heap(tmp_path, monkeypatch):
+def test_the_bm25_copy_is_saved_last_on_a_trimmed_heap_without_the_other_copies(tmp_path, monkeypatch):
     from chunkwise.store import milvus_search
 
-    saved: list[str] = []
-    for copy in (milvus_search.SpooledPostings, milvus_search.SpooledVectors):
+    events: list = []
+    held: list = []
+    for copy in (milvus_search.SpooledPostings, milvus_search.SpooledVectors, milvus_search.ChunkPlaces):
         real = copy.save
-        monkeypatch.setattr(
-            copy,
-            "save",
-            lambda self, folder, *a, _real=real, **k: (saved.append(self), _real(self, folder, *a, **k))[1],
-        )
-    trims = Trims(lambda: len(saved))
-    monkeypatch.setattr(lite_memory, "_trim", trims)
+
+        def save(self, folder, *a, _real=real, _name=copy.__name__, **k):
+            if _name == "SpooledPostings":
+                held.append((ix.store._vectors, ix.store._places))
+            events.append(_name)
+            return _real(self, folder, *a, **k)
+
+        monkeypatch.setattr(copy, "save", save)
+    monkeypatch.setattr(lite_memory, "_trim", Trims(lambda: events.append("trim")))
     with Index(tmp_path / "t.db", embedder=FakeEmbedder()) as ix:
         ix.add(corpus(0), strategy=lines())
-    assert len(saved) == 2  # both copies were saved at the close
-    assert (0, 0) in trims.calls  # trimmed before the first of them
+        events.clear()
+    saves = [e for e in events if e != "trim"]
+    assert saves == ["ChunkPlaces", "SpooledVectors", "SpooledPostings"]
+    bm25 = events.index("SpooledPostings")
+    assert events[bm25 - 1] == "trim"  # the heap given back right before the BM25 copy's save
+    assert held == [(None, None)]  # the saved vectors and places were let go before it
+    for name in (milvus_search.BM25_FOLDER, milvus_search.VECTORS_FOLDER, milvus_search.PLACES_FOLDER):
+        assert milvus_search.copy_key(tmp_path / "t.db" / name, ix.store.collection) is not None  # saved, keyed
 
 
 def test_no_trim_where_the_c_library_is_not_glibc(monkeypatch):

@@ -200,28 +200,34 @@ def hold_copies(store: MilvusStore) -> None:
 
 
 def save_copies(store: MilvusStore) -> None:
-    """Write the copies this connection holds into the directory (while it still holds the database). Their
-    key is written unmatchable here and set by :func:`rekey_copies` once the closing connection has
-    flushed (a process killed in between leaves copies no later one trusts)."""
+    """Write the copies this connection holds into the directory (while it still holds the database), as the
+    connection closes. Their key is written unmatchable here and set by :func:`rekey_copies` once the closing
+    connection has flushed (a process killed in between leaves copies no later one trusts).
+
+    The BM25 copy's save is an indexing run's peak, so it comes last, on a heap given back
+    (:func:`~chunkwise.store.lite_memory.release_freed_memory`) after the chunk places and the vectors are
+    saved and let go (the close drops them anyway; the BM25 copy still answers :meth:`MilvusStore.count`)."""
     if not _saveable(store) or store.read_only:
         return
     root = Path(store._lite_db())
     spool = store._vectors if isinstance(store._vectors, SpooledVectors) else None
     spools = [s.folder for s in (spool, store._bm25) if isinstance(s, (SpooledVectors, SpooledPostings))]
     remove_leftovers(root, keep=spools)
-    release_freed_memory()  # the copies' save is the run's peak: on the heap the writes freed, given back
     if spool is not None and len(spool) * spool.dim * 4 > VECTORS_MAX_BYTES:
         spool.discard()  # too large to copy: searched by Milvus Lite (load_client_indexes)
         store._vectors = None
+    del spool
     with contextlib.suppress(OSError):
-        for name, copy in (
-            (BM25_FOLDER, store._bm25),
-            (VECTORS_FOLDER, store._vectors),
-            (PLACES_FOLDER, store._places),
-        ):
-            if copy is not None:
-                copy.save(root / name)
-                write_key(root / name, store.collection, None)
+        for name, attr in ((PLACES_FOLDER, "_places"), (VECTORS_FOLDER, "_vectors"), (BM25_FOLDER, "_bm25")):
+            copy = getattr(store, attr)
+            if copy is None:
+                continue
+            copy.save(root / name)
+            write_key(root / name, store.collection, None)
+            if attr != "_bm25" and store._bm25 is not None:
+                setattr(store, attr, None)  # saved, and the connection closes: let go before the BM25 save
+            del copy
+            release_freed_memory()  # what this save freed (and the writes before it), given back
         store._copies_saved = True
 
 
