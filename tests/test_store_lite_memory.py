@@ -388,3 +388,29 @@ def test_no_trim_where_the_c_library_is_not_glibc(monkeypatch):
     assert lite_memory._libc_trim() is None
     monkeypatch.setattr(lite_memory, "_trim", None)
     lite_memory.release_freed_memory()  # Arrow's pool released, nothing else: no error
+
+
+def test_a_writer_holds_no_key_map_until_a_read_by_key_asks_for_one(tmp_path):
+    from milvus_lite.storage.segment import Segment
+
+    slot = Segment.pk_to_row  # the engine's own attribute, under the lazy segment's property
+    with Index(tmp_path / "t.db", embedder=FakeEmbedder()) as ix:
+        for batch in range(2):
+            ix.add(corpus(batch), strategy=lines())
+        col = collection_of(ix)
+        col._wait_for_bg()
+        segments = list(col._segment_cache.values())
+        assert len(segments) >= 2
+
+        def held(segment) -> bool:
+            try:
+                slot.__get__(segment)
+            except AttributeError:
+                return False
+            return True
+
+        assert not any(held(s) for s in segments)  # the bulk writes made none
+        wanted = [s.pks[-1] for s in segments]
+        got = ix.store.connect().get(ix.store.collection, ids=wanted, output_fields=["id"])
+        assert sorted(r["id"] for r in got) == sorted(wanted)  # a read by key finds every row
+        assert all(held(s) and s.find_row(s.pks[-1]) == len(s.pks) - 1 for s in segments)

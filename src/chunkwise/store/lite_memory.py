@@ -86,6 +86,7 @@ def writing() -> None:
         _writing = True
         for segment in list(_segments):
             segment._held = None
+            _drop_key_map(segment)
 
 
 @contextlib.contextmanager
@@ -218,8 +219,43 @@ def _leave_index_on_disk(segment: Any, spec: Any, index_dir: str) -> None:
         segment.attach_index(IndexOnDisk(spec, path, int(held.dim), segment), field_name=spec.field_name)
 
 
+_key_maps: dict[type, Any] = {}  # the engine's ``pk_to_row`` slot, by lazy segment class
+
+
+def _drop_key_map(segment: Any) -> None:
+    slot = _key_maps.get(type(segment))
+    if slot is not None:
+        with contextlib.suppress(AttributeError):
+            slot.__delete__(segment)
+
+
+def _lazy_key_map(slot: Any) -> property:
+    """The engine's ``key -> row`` map of a segment (``slot``), for point reads by key (``get``, an upsert's
+    lookups): in a writing process made when first asked for, then kept; a bulk write that only inserts and
+    deletes never asks, and holds its keys without a dict of them per segment (~80 bytes a chunk)."""
+
+    def get(segment: Any) -> Any:
+        try:
+            return slot.__get__(segment)
+        except AttributeError:
+            with _lock:
+                rows = {pk: i for i, pk in enumerate(segment.pks)}
+                slot.__set__(segment, rows)
+            return rows
+
+    def put(segment: Any, value: Any) -> None:
+        if _reading():
+            slot.__set__(segment, value)
+        else:  # the engine's constructor in a writer: not kept until a point read asks for it
+            _drop_key_map(segment)
+
+    return property(get, put)
+
+
 def _make_lazy(segment_class: Any) -> type:
     from milvus_lite.storage import segment as segment_module
+
+    key_map = segment_class.pk_to_row  # the engine's slot, behind the property below
 
     class LazySegment(segment_class):
         """A Milvus Lite segment whose table is read back from its Parquet file when it is not held."""
@@ -255,6 +291,8 @@ def _make_lazy(segment_class: Any) -> type:
                 while len(_recent) > RECENT_TABLES:
                     _recent.popitem(last=False)
 
+        pk_to_row = _lazy_key_map(key_map)
+
         @property
         def vectors(self):
             if not self._vector_field:
@@ -283,6 +321,7 @@ def _make_lazy(segment_class: Any) -> type:
             self._vector_data_by_field.clear()  # the engine caches each field's array: not kept here
 
     LazySegment.__name__ = LazySegment.__qualname__ = "LazySegment"
+    _key_maps[LazySegment] = key_map
     return LazySegment
 
 
@@ -505,7 +544,7 @@ def bound_engine_memory() -> bool:
         _hand_over_merged_tables(compaction)  # again: opening a database may have bound another reader
         return True
     base = getattr(segment, "Segment", None)
-    needed = ("table", "vectors", "file_path", "_vector_field", "_vector_data_by_field")
+    needed = ("table", "vectors", "file_path", "_vector_field", "_vector_data_by_field", "pk_to_row")
     if current is not base or not isinstance(base, type) or not all(hasattr(base, n) for n in needed):
         return False
     manager: Any = getattr(compaction, "CompactionManager", None)
