@@ -414,3 +414,29 @@ def test_a_writer_holds_no_key_map_until_a_read_by_key_asks_for_one(tmp_path):
         got = ix.store.connect().get(ix.store.collection, ids=wanted, output_fields=["id"])
         assert sorted(r["id"] for r in got) == sorted(wanted)  # a read by key finds every row
         assert all(held(s) and s.find_row(s.pks[-1]) == len(s.pks) - 1 for s in segments)
+
+
+def test_a_flush_waits_for_the_background_work_of_the_one_before(tmp_path, monkeypatch):
+    import time
+
+    from milvus_lite.engine import collection as engine
+
+    events: list[str] = []
+    write = engine.execute_flush
+    monkeypatch.setattr(engine, "execute_flush", lambda *a, **k: (events.append("flush"), write(*a, **k))[1])
+    index = engine.Collection._ensure_loaded_segments_indexed
+    monkeypatch.setattr(
+        engine.Collection, "_ensure_loaded_segments_indexed", lambda self: (time.sleep(0.3), index(self))[1]
+    )
+    with Index(tmp_path / "t.db", embedder=FakeEmbedder()) as ix:
+        ix.add(corpus(0), strategy=lines())
+        col = collection_of(ix)
+        col._wait_for_bg()
+        rows = col.query(None, limit=4)
+        monkeypatch.setattr(lite_memory, "_trim", Trims(lambda: events.append("trim")))
+        events.clear()
+        for n in range(2):
+            col.insert([dict(r, id=f"{r['id']}-{n}") for r in rows])
+            col.flush()  # its background work sleeps: the next flush would otherwise start before it ends
+        col._wait_for_bg()
+    assert events[:4] == ["flush", "trim", "flush", "trim"]

@@ -525,6 +525,24 @@ def _releasing(work: Any) -> Any:
     return run
 
 
+def _after_background(flush: Any) -> Any:
+    """The engine's flush, once the background work the previous flush started (merges, the new segment's
+    vector index) has ended and given back what it freed: without the wait, a flush's transient (its table,
+    the Parquet write) could come on top of an index build's, the peak of a bulk run. Not where this thread
+    holds the engine's maintenance lock (the background work needs it)."""
+
+    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        lock = getattr(self, "_maintenance_lock", None)
+        owned = getattr(lock, "_is_owned", None)
+        wait = getattr(self, "_wait_for_bg", None)
+        if callable(owned) and not owned() and callable(wait):
+            wait()
+        return flush(self, *args, **kwargs)
+
+    run.original = flush  # type: ignore[attr-defined]
+    return run
+
+
 def bound_engine_memory() -> bool:
     """Install the lazy segments and the bounded merges in this process's Milvus Lite (once); ``False`` where
     its internals are not those this was written for."""
@@ -563,6 +581,9 @@ def bound_engine_memory() -> bool:
     background = getattr(collection_class, "_bg_compact_and_index", None)
     if callable(background) and not hasattr(background, "original"):
         collection_class._bg_compact_and_index = _releasing(background)
+    trigger = getattr(collection_class, "_trigger_flush", None)
+    if callable(trigger) and not hasattr(trigger, "original"):
+        collection_class._trigger_flush = _after_background(trigger)
     with contextlib.suppress(ImportError):
         memtable = importlib.import_module("milvus_lite.storage.memtable").MemTable
         current_build = getattr(memtable, "_build_data_table", None)
