@@ -29,11 +29,13 @@ reads them:
   segments in its snapshot reads them after their files are deleted.
 
 - **Freed memory given back** (:func:`release_freed_memory`) after the engine's background work that follows
-  each flush (merges, vector index builds) and before the copies are saved at the close: Arrow's allocator
-  releases its unused pages and glibc's ``malloc_trim(0)`` returns the free pages of every arena. The engine's
-  background thread allocates in an arena of its own, whose free pages the main thread cannot reuse, so what a
-  flush freed there stayed resident under the next peak. On 100 MB of public text the index run peaked at
-  270 MB against 290 MB without it, for no measurable CPU (benchmarks/results/store.md).
+  each flush (merges, vector index builds; the next flush waits for it) and between the copies' saves at the
+  close (:func:`~chunkwise.store.milvus_search.save_copies`): Arrow's allocator releases its unused pages
+  and glibc's ``malloc_trim(0)`` returns the free pages of every arena. The engine's background thread
+  allocates in an arena of its own, whose free pages the main thread cannot reuse, so what a flush freed
+  there stayed resident under the next peak. With the key maps below, 100 MB of public text peaked at
+  262-265 MB against 292-296 MB without, for no measurable CPU (benchmarks/results/store.md). A writer's
+  segments also hold their keys without the engine's ``key -> row`` dict until a read by key asks for it.
 
 All four are installed by :func:`bound_engine_memory` when chunkwise opens a Milvus Lite database in process; a
 milvus-lite without these internals is left as it is.
