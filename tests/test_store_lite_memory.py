@@ -328,3 +328,115 @@ def test_an_index_left_on_disk_whose_file_a_merge_deleted_is_built_again(tmp_pat
         queries = segment.vector_data(field)[0][:3]
         assert gone.num_vectors == saved.num_vectors == len(segment.pks)
         assert (gone.search(queries, 2)[0] == saved.search(queries, 2)[0]).all()
+
+
+class Trims:
+    """Stands for glibc's ``malloc_trim``: records each call and the point of the run it came at."""
+
+    def __init__(self, where=lambda: None):
+        self.calls: list = []
+        self._where = where
+
+    def __call__(self, pad: int) -> int:
+        self.calls.append((pad, self._where()))
+        return 1
+
+
+def test_the_engines_work_after_a_flush_gives_freed_memory_back(tmp_path, monkeypatch):
+    trims = Trims()
+    with Index(tmp_path / "t.db", embedder=FakeEmbedder()) as ix:
+        ix.add(corpus(0), strategy=lines())
+        col = collection_of(ix)
+        col._wait_for_bg()
+        monkeypatch.setattr(lite_memory, "_trim", trims)
+        col.insert([dict(r, id=r["id"] + "-again") for r in col.query(None, limit=4)])
+        col.flush()  # the flush schedules the engine's merges and index builds in its background thread
+        col._wait_for_bg()
+        assert trims.calls == [(0, None)]  # the whole heap trimmed, once the background work ended
+
+
+def test_the_bm25_copy_is_saved_last_on_a_trimmed_heap_without_the_other_copies(tmp_path, monkeypatch):
+    from chunkwise.store import milvus_search
+
+    events: list = []
+    held: list = []
+    for copy in (milvus_search.SpooledPostings, milvus_search.SpooledVectors, milvus_search.ChunkPlaces):
+        real = copy.save
+
+        def save(self, folder, *a, _real=real, _name=copy.__name__, **k):
+            if _name == "SpooledPostings":
+                held.append((ix.store._vectors, ix.store._places))
+            events.append(_name)
+            return _real(self, folder, *a, **k)
+
+        monkeypatch.setattr(copy, "save", save)
+    monkeypatch.setattr(lite_memory, "_trim", Trims(lambda: events.append("trim")))
+    with Index(tmp_path / "t.db", embedder=FakeEmbedder()) as ix:
+        ix.add(corpus(0), strategy=lines())
+        events.clear()
+    saves = [e for e in events if e != "trim"]
+    assert saves == ["ChunkPlaces", "SpooledVectors", "SpooledPostings"]
+    bm25 = events.index("SpooledPostings")
+    assert events[bm25 - 1] == "trim"  # the heap given back right before the BM25 copy's save
+    assert held == [(None, None)]  # the saved vectors and places were let go before it
+    for name in (milvus_search.BM25_FOLDER, milvus_search.VECTORS_FOLDER, milvus_search.PLACES_FOLDER):
+        assert milvus_search.copy_key(tmp_path / "t.db" / name, ix.store.collection) is not None  # saved, keyed
+
+
+def test_no_trim_where_the_c_library_is_not_glibc(monkeypatch):
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert lite_memory._libc_trim() is None
+    monkeypatch.setattr(lite_memory, "_trim", None)
+    lite_memory.release_freed_memory()  # Arrow's pool released, nothing else: no error
+
+
+def test_a_writer_holds_no_key_map_until_a_read_by_key_asks_for_one(tmp_path):
+    from milvus_lite.storage.segment import Segment
+
+    slot = Segment.pk_to_row  # the engine's own attribute, under the lazy segment's property
+    with Index(tmp_path / "t.db", embedder=FakeEmbedder()) as ix:
+        for batch in range(2):
+            ix.add(corpus(batch), strategy=lines())
+        col = collection_of(ix)
+        col._wait_for_bg()
+        segments = list(col._segment_cache.values())
+        assert len(segments) >= 2
+
+        def held(segment) -> bool:
+            try:
+                slot.__get__(segment)
+            except AttributeError:
+                return False
+            return True
+
+        assert not any(held(s) for s in segments)  # the bulk writes made none
+        wanted = [s.pks[-1] for s in segments]
+        got = ix.store.connect().get(ix.store.collection, ids=wanted, output_fields=["id"])
+        assert sorted(r["id"] for r in got) == sorted(wanted)  # a read by key finds every row
+        assert all(held(s) and s.find_row(s.pks[-1]) == len(s.pks) - 1 for s in segments)
+
+
+def test_a_flush_waits_for_the_background_work_of_the_one_before(tmp_path, monkeypatch):
+    import time
+
+    from milvus_lite.engine import collection as engine
+
+    events: list[str] = []
+    write = engine.execute_flush
+    monkeypatch.setattr(engine, "execute_flush", lambda *a, **k: (events.append("flush"), write(*a, **k))[1])
+    index = engine.Collection._ensure_loaded_segments_indexed
+    monkeypatch.setattr(
+        engine.Collection, "_ensure_loaded_segments_indexed", lambda self: (time.sleep(0.3), index(self))[1]
+    )
+    with Index(tmp_path / "t.db", embedder=FakeEmbedder()) as ix:
+        ix.add(corpus(0), strategy=lines())
+        col = collection_of(ix)
+        col._wait_for_bg()
+        rows = col.query(None, limit=4)
+        monkeypatch.setattr(lite_memory, "_trim", Trims(lambda: events.append("trim")))
+        events.clear()
+        for n in range(2):
+            col.insert([dict(r, id=f"{r['id']}-{n}") for r in rows])
+            col.flush()  # its background work sleeps: the next flush would otherwise start before it ends
+        col._wait_for_bg()
+    assert events[:4] == ["flush", "trim", "flush", "trim"]

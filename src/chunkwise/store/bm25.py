@@ -389,7 +389,7 @@ class SpooledPostings:
             if n is not None:
                 self._live[n] = 0
 
-    def _triples(self, step: int = 1 << 18) -> Iterable[np.ndarray]:
+    def _triples(self, step: int = 1 << 16) -> Iterable[np.ndarray]:
         """The file's triples of live documents, ``step`` at a time, read (not mapped: mapped pages count as
         the process's memory)."""
         self._file.flush()
@@ -417,7 +417,7 @@ class SpooledPostings:
                 rows, bk = rows[by_bucket], bk[by_bucket]
                 for piece in np.split(rows, np.flatnonzero(np.diff(bk)) + 1):
                     if len(piece):
-                        outs[int(bucket_of[piece[0, 0]])].write(piece.tobytes())
+                        outs[int(bucket_of[piece[0, 0]])].write(np.ascontiguousarray(piece).data)
         finally:
             for fh in outs:
                 fh.close()
@@ -447,7 +447,7 @@ class SpooledPostings:
                     out, {"descr": np.dtype(dtype).str, "fortran_order": False, "shape": (length,)}
                 )
                 for c in chunks:
-                    out.write(np.ascontiguousarray(c, dtype=dtype).tobytes())
+                    out.write(np.ascontiguousarray(c, dtype=dtype).data)  # no bytes copy
 
         buckets = self._buckets(rank, renumber, sizes)
 

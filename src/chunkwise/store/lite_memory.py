@@ -5,7 +5,7 @@ Milvus Lite (3.x) keeps every sealed segment's whole Arrow table (texts, vectors
 long as the database is open, and its size-tiered compaction reads up to 200,000 rows at once (concatenated,
 sorted, deduplicated and written again: about five times the merged tables at its peak). Indexing public text
 into it (``benchmarks/bench_index_memory.py``) peaked at 237 / 293 / 707 / 824 MB for 2 / 10 / 50 / 100 MB,
-the peaks set by merges and flushes, the slope by the resident tables. Three changes, made where the engine
+the peaks set by merges and flushes, the slope by the resident tables. Four changes, made where the engine
 reads them:
 
 - **Segments held lazily in a process that writes** (:class:`LazySegment`): once the process writes
@@ -28,7 +28,16 @@ reads them:
   A merge hands the tables it reads to the segments it replaces (:func:`_handing`): a read holding those
   segments in its snapshot reads them after their files are deleted.
 
-All three are installed by :func:`bound_engine_memory` when chunkwise opens a Milvus Lite database in process; a
+- **Freed memory given back** (:func:`release_freed_memory`) after the engine's background work that follows
+  each flush (merges, vector index builds; the next flush waits for it) and between the copies' saves at the
+  close (:func:`~chunkwise.store.milvus_search.save_copies`): Arrow's allocator releases its unused pages
+  and glibc's ``malloc_trim(0)`` returns the free pages of every arena. The engine's background thread
+  allocates in an arena of its own, whose free pages the main thread cannot reuse, so what a flush freed
+  there stayed resident under the next peak. With the key maps below, 100 MB of public text peaked at
+  262-265 MB against 292-296 MB without, for no measurable CPU (benchmarks/results/store.md). A writer's
+  segments also hold their keys without the engine's ``key -> row`` dict until a read by key asks for it.
+
+All four are installed by :func:`bound_engine_memory` when chunkwise opens a Milvus Lite database in process; a
 milvus-lite without these internals is left as it is.
 """
 
@@ -79,6 +88,7 @@ def writing() -> None:
         _writing = True
         for segment in list(_segments):
             segment._held = None
+            _drop_key_map(segment)
 
 
 @contextlib.contextmanager
@@ -211,8 +221,43 @@ def _leave_index_on_disk(segment: Any, spec: Any, index_dir: str) -> None:
         segment.attach_index(IndexOnDisk(spec, path, int(held.dim), segment), field_name=spec.field_name)
 
 
+_key_maps: dict[type, Any] = {}  # the engine's ``pk_to_row`` slot, by lazy segment class
+
+
+def _drop_key_map(segment: Any) -> None:
+    slot = _key_maps.get(type(segment))
+    if slot is not None:
+        with contextlib.suppress(AttributeError):
+            slot.__delete__(segment)
+
+
+def _lazy_key_map(slot: Any) -> property:
+    """The engine's ``key -> row`` map of a segment (``slot``), for point reads by key (``get``, an upsert's
+    lookups): in a writing process made when first asked for, then kept; a bulk write that only inserts and
+    deletes never asks, and holds its keys without a dict of them per segment (~80 bytes a chunk)."""
+
+    def get(segment: Any) -> Any:
+        try:
+            return slot.__get__(segment)
+        except AttributeError:
+            with _lock:
+                rows = {pk: i for i, pk in enumerate(segment.pks)}
+                slot.__set__(segment, rows)
+            return rows
+
+    def put(segment: Any, value: Any) -> None:
+        if _reading():
+            slot.__set__(segment, value)
+        else:  # the engine's constructor in a writer: not kept until a point read asks for it
+            _drop_key_map(segment)
+
+    return property(get, put)
+
+
 def _make_lazy(segment_class: Any) -> type:
     from milvus_lite.storage import segment as segment_module
+
+    key_map = segment_class.pk_to_row  # the engine's slot, behind the property below
 
     class LazySegment(segment_class):
         """A Milvus Lite segment whose table is read back from its Parquet file when it is not held."""
@@ -248,6 +293,8 @@ def _make_lazy(segment_class: Any) -> type:
                 while len(_recent) > RECENT_TABLES:
                     _recent.popitem(last=False)
 
+        pk_to_row = _lazy_key_map(key_map)
+
         @property
         def vectors(self):
             if not self._vector_field:
@@ -276,6 +323,7 @@ def _make_lazy(segment_class: Any) -> type:
             self._vector_data_by_field.clear()  # the engine caches each field's array: not kept here
 
     LazySegment.__name__ = LazySegment.__qualname__ = "LazySegment"
+    _key_maps[LazySegment] = key_map
     return LazySegment
 
 
@@ -426,6 +474,77 @@ def _bounded_compaction(manager_class: Any) -> None:
     manager_class.maybe_compact = _maybe_compact
 
 
+def _libc_trim() -> Any:
+    """glibc's ``malloc_trim`` (``None`` on another C library or system, where nothing is trimmed)."""
+    import ctypes
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None)  # the C library this process already runs on
+        libc.gnu_get_libc_version  # noqa: B018 - glibc only (musl and others have no malloc_trim)
+        trim = libc.malloc_trim
+    except (OSError, AttributeError):
+        return None
+    trim.argtypes = [ctypes.c_size_t]
+    trim.restype = ctypes.c_int
+    return trim
+
+
+_trim: Any = False  # found by the first release: not yet looked for
+
+
+def release_freed_memory() -> None:
+    """Give the memory freed by a flush, a merge or an index build back to the system: Arrow's allocator
+    (mimalloc) frees its unused pages, and glibc's ``malloc_trim(0)`` returns the free pages of every arena
+    (the engine's background thread allocates in an arena of its own, whose free pages the main thread
+    cannot reuse). Neither changes what is allocated; a no-op where neither is present."""
+    import sys
+
+    pyarrow = sys.modules.get("pyarrow")
+    if pyarrow is not None:
+        with contextlib.suppress(Exception):
+            pyarrow.default_memory_pool().release_unused()
+    global _trim
+    if _trim is False:
+        _trim = _libc_trim()
+    if _trim is not None:
+        _trim(0)
+
+
+def _releasing(work: Any) -> Any:
+    """The engine's background work after a flush (merges, vector index builds), then
+    :func:`release_freed_memory`."""
+
+    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return work(self, *args, **kwargs)
+        finally:
+            release_freed_memory()
+
+    run.original = work  # type: ignore[attr-defined]
+    return run
+
+
+def _after_background(flush: Any) -> Any:
+    """The engine's flush, once the background work the previous flush started (merges, the new segment's
+    vector index) has ended and given back what it freed: without the wait, a flush's transient (its table,
+    the Parquet write) could come on top of an index build's, the peak of a bulk run. Not where this thread
+    holds the engine's maintenance lock (the background work needs it)."""
+
+    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        lock = getattr(self, "_maintenance_lock", None)
+        owned = getattr(lock, "_is_owned", None)
+        wait = getattr(self, "_wait_for_bg", None)
+        if callable(owned) and not owned() and callable(wait):
+            wait()
+        return flush(self, *args, **kwargs)
+
+    run.original = flush  # type: ignore[attr-defined]
+    return run
+
+
 def bound_engine_memory() -> bool:
     """Install the lazy segments and the bounded merges in this process's Milvus Lite (once); ``False`` where
     its internals are not those this was written for."""
@@ -445,7 +564,7 @@ def bound_engine_memory() -> bool:
         _hand_over_merged_tables(compaction)  # again: opening a database may have bound another reader
         return True
     base = getattr(segment, "Segment", None)
-    needed = ("table", "vectors", "file_path", "_vector_field", "_vector_data_by_field")
+    needed = ("table", "vectors", "file_path", "_vector_field", "_vector_data_by_field", "pk_to_row")
     if current is not base or not isinstance(base, type) or not all(hasattr(base, n) for n in needed):
         return False
     manager: Any = getattr(compaction, "CompactionManager", None)
@@ -460,6 +579,13 @@ def bound_engine_memory() -> bool:
     _hand_over_merged_tables(compaction)
     if not hasattr(manager.maybe_compact, "original"):
         _bounded_compaction(manager)
+    collection_class: Any = getattr(collection, "Collection", None)
+    background = getattr(collection_class, "_bg_compact_and_index", None)
+    if callable(background) and not hasattr(background, "original"):
+        collection_class._bg_compact_and_index = _releasing(background)
+    trigger = getattr(collection_class, "_trigger_flush", None)
+    if callable(trigger) and not hasattr(trigger, "original"):
+        collection_class._trigger_flush = _after_background(trigger)
     with contextlib.suppress(ImportError):
         memtable = importlib.import_module("milvus_lite.storage.memtable").MemTable
         current_build = getattr(memtable, "_build_data_table", None)

@@ -30,6 +30,7 @@ from ..errors import ChunkwiseError
 from . import snapshot
 from .base import Hit
 from .bm25 import BM25Postings, SpooledPostings
+from .lite_memory import release_freed_memory
 from .milvus_connection import quote
 from .places import ChunkPlaces
 from .rows import chunk_from_row
@@ -409,9 +410,13 @@ def hold_rows(store: MilvusStore, count: int) -> None:
 
 
 def save_copies(store: MilvusStore) -> None:
-    """Write the copies this connection holds into the directory (while it still holds the database). Their
-    key is written unmatchable here and set by :func:`rekey_copies` once the closing connection has
-    flushed (a process killed in between leaves copies no later one trusts)."""
+    """Write the copies this connection holds into the directory (while it still holds the database), as the
+    connection closes. Their key is written unmatchable here and set by :func:`rekey_copies` once the closing
+    connection has flushed (a process killed in between leaves copies no later one trusts).
+
+    The BM25 copy's save is an indexing run's peak, so it comes last, on a heap given back
+    (:func:`~chunkwise.store.lite_memory.release_freed_memory`) after the chunk places and the vectors are
+    saved and let go (the close drops them anyway; the BM25 copy still answers :meth:`MilvusStore.count`)."""
     if not _saveable(store) or store.read_only:
         return
     root = Path(store._lite_db())
@@ -425,20 +430,27 @@ def save_copies(store: MilvusStore) -> None:
     if spool is not None and len(spool) * spool.dim * 4 > VECTORS_MAX_BYTES:
         spool.discard()  # too large to copy: searched by Milvus Lite (load_client_indexes)
         store._vectors = None
+    del spool
     if store._vectors is None and isinstance(store._rows, SpooledRows):  # no search reads it without vectors
         store._rows.discard()
         store._rows = None
         shutil.rmtree(root / ROWS_FOLDER, ignore_errors=True)
     with contextlib.suppress(OSError):
-        for name, copy in (
-            (BM25_FOLDER, store._bm25),
-            (VECTORS_FOLDER, store._vectors),
-            (PLACES_FOLDER, store._places),
-            (ROWS_FOLDER, store._rows if isinstance(store._rows, SpooledRows) else None),
+        for name, attr in (
+            (PLACES_FOLDER, "_places"),
+            (VECTORS_FOLDER, "_vectors"),
+            (ROWS_FOLDER, "_rows"),
+            (BM25_FOLDER, "_bm25"),
         ):
-            if copy is not None:
-                copy.save(root / name)
-                write_key(root / name, store.collection, None)
+            copy = getattr(store, attr)
+            if copy is None or (attr == "_rows" and not isinstance(copy, SpooledRows)):
+                continue  # a rows copy only read (not spooled by this writer) is already in place
+            copy.save(root / name)
+            write_key(root / name, store.collection, None)
+            if attr != "_bm25" and store._bm25 is not None:
+                setattr(store, attr, None)  # saved, and the connection closes: let go before the BM25 save
+            del copy
+            release_freed_memory()  # what this save freed (and the writes before it), given back
         store._copies_saved = True
 
 

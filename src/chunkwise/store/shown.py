@@ -52,7 +52,7 @@ def _line(row: dict[str, Any], fields: list[str]) -> bytes:
     line = {f: row.get(f) for f in fields}
     for f in DOUBLES.intersection(line):
         value = line[f]
-        if isinstance(value, int) and not isinstance(value, bool):
+        if type(value) is int:  # not a bool, which the column never holds
             line[f] = float(value)
     return json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
 
