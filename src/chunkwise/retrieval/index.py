@@ -358,19 +358,13 @@ class Index(AbstractContextManager["Index", None]):
 
     def count(self) -> int:
         """Number of chunks in the collection (0 when it does not exist)."""
-        open_copies = getattr(self.store, "open_copies", None)  # Milvus Lite: the count its snapshot holds
-        if open_copies is not None:
-            open_copies()
-        if self.store.missing or self.store.read_config() is None:
-            return 0
-        self.store.open()
-        return self.store.count()
+        _from_copies(self.store)  # Milvus Lite: the count its saved copies hold, without its engine
+        return self.store.count() if _opened(self.store) else 0
 
     def documents(self) -> list[Marker]:
         """The completely indexed documents (source, content hash, chunk count), sorted by source."""
-        if self.store.missing or self.store.read_config() is None:
+        if not _opened(self.store):
             return []
-        self.store.open()
         return sorted(self.store.markers().values(), key=lambda m: (m.source, m.doc_id))
 
     @validated("Index.delete", doc_id_or_source=PathSpec())
@@ -431,28 +425,19 @@ class Index(AbstractContextManager["Index", None]):
         without BM25 of its own (Milvus < 2.5) scores BM25 client-side."""
         filter = check_search(query, k, filter, where)
         run = run_config(config, settings, ("search",), "search")
-        with self._one_state():
-            return self._search(query, k, filter, run)
+        with _one_state(self.store):
+            if not filter and run.hybrid:
+                _from_copies(self.store)  # Milvus Lite: its engine only if something needs it
+            config_record = self._open_existing()
+            embedder = self.embedder(config_record)
+            qvec = query_vectors(embedder, [query])[0]  # E5 reads a query unlike a document
+            depth = max(k, run.rerank_depth) if run.rerank else k
+            results = ranked_results(self.store, query, qvec, depth, filter, run)
+            if not run.rerank:
+                return results
+            from .rerank import rerank_results  # a second stage's models load only when one is asked for
 
-    def _one_state(self):
-        """A search or a question reads one state of the store (``MilvusStore.one_state``)."""
-        one_state = getattr(self.store, "one_state", None)
-        return one_state() if one_state is not None else contextlib.nullcontext()
-
-    def _search(self, query: str, k: int, filter: str | None, run: Any) -> list[SearchResult]:
-        open_copies = getattr(self.store, "open_copies", None)  # Milvus Lite: its engine only if needed
-        if open_copies is not None and not filter and run.hybrid:
-            open_copies()
-        config_record = self._open_existing()
-        embedder = self.embedder(config_record)
-        qvec = query_vectors(embedder, [query])[0]  # E5 reads a query unlike a document
-        depth = max(k, run.rerank_depth) if run.rerank else k
-        results = ranked_results(self.store, query, qvec, depth, filter, run)
-        if not run.rerank:
-            return results
-        from .rerank import rerank_results  # a second stage's models load only when one is asked for
-
-        return rerank_results(query, results, run.rerank, embedder=embedder, k=k)
+            return rerank_results(query, results, run.rerank, embedder=embedder, k=k)
 
     @validated(
         "Index.expand",
@@ -518,7 +503,7 @@ class Index(AbstractContextManager["Index", None]):
         run = run_config(config, settings, ("search", "expand"), "ask")  # refused before anything is retrieved
         retrieval = run.search_options()
         retrieval.pop("hybrid")  # ask_index takes it apart from the others
-        with self._one_state():
+        with _one_state(self.store):
             return ask_index(
                 self,
                 question,
@@ -533,6 +518,28 @@ class Index(AbstractContextManager["Index", None]):
                 expand=reader_expand(run.expand, run.budget),  # a budget without a mode: by document kind
                 budget=run.budget,
             )
+
+
+def _opened(store: Store) -> bool:
+    """Open the collection when it exists; False when it does not."""
+    if store.missing or store.read_config() is None:
+        return False
+    store.open()
+    return True
+
+
+def _from_copies(store: Store) -> None:
+    """A store that keeps saved copies beside its files (Milvus Lite: ``MilvusStore.open_copies``) answers from
+    them while they are current; an optional member of the store protocol."""
+    open_copies = getattr(store, "open_copies", None)
+    if open_copies is not None:
+        open_copies()
+
+
+def _one_state(store: Store) -> contextlib.AbstractContextManager[Any]:
+    """A search or a question reads one state of the store (``MilvusStore.one_state``; optional too)."""
+    one_state = getattr(store, "one_state", None)
+    return one_state() if one_state is not None else contextlib.nullcontext()
 
 
 __all__ = [

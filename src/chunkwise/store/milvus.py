@@ -243,17 +243,9 @@ class MilvusStore:
         (store/milvus_search.py); a directory this user cannot write keeps its private copy."""
         return (self.db is None or _writable(Path(self.db))) and milvus_search.open_copies(self)
 
-    @contextlib.contextmanager
-    def one_state(self):
-        """A search or a question: copies held from a run finished since are forgotten first; within it, the
-        engine started after the copies answered ends it with one line if a run finished in between (its
-        rows must come from one state); outside one, such a start forgets the copies and goes on."""
-        milvus_search.follow_runs(self)
-        outer, self._searching = self._searching, True
-        try:
-            yield
-        finally:
-            self._searching = outer
+    def one_state(self) -> contextlib.AbstractContextManager[None]:
+        """A search or a question, whose rows come from one state of the index (``milvus_search.one_state``)."""
+        return milvus_search.one_state(self)
 
     def refresh(self) -> bool:
         """Close when a later run than the copy read has finished (the next call reads it); True then."""
@@ -289,12 +281,8 @@ class MilvusStore:
         self._config = None
         self._opened = False
         self._copies_files = None
-        self._drop_copies()
-        self._bm25_saved_dropped = self._copies_saved = False
-
-    def _drop_copies(self) -> None:
-        """Forget the in-process copies of the chunks (bm25s, vectors, rows, admitted ids): a write changed them."""
         milvus_search.drop_copies(self)
+        self._bm25_saved_dropped = self._copies_saved = False
 
     @contextlib.contextmanager
     def _errors(self, action: str):
@@ -453,7 +441,7 @@ class MilvusStore:
         try:
             client.upsert(self.collection, batch)
         except BaseException:
-            self._drop_copies()
+            milvus_search.drop_copies(self)
             raise
         milvus_search.follow_upsert(self, batch)
 
@@ -467,7 +455,7 @@ class MilvusStore:
                 try:
                     client.delete(self.collection, ids=part)
                 except BaseException:
-                    self._drop_copies()
+                    milvus_search.drop_copies(self)
                     raise
                 milvus_search.follow_delete(self, part)
         return len(ids)

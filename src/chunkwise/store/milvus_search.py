@@ -175,7 +175,7 @@ def open_copies(store: MilvusStore) -> bool:
             sound = False
         if not sound:
             rows.close()
-            store._drop_copies()
+            drop_copies(store)
             store._copies_files = None
             return False
         store._rows = rows
@@ -185,8 +185,8 @@ def open_copies(store: MilvusStore) -> bool:
 
 
 def drop_copies(store: MilvusStore) -> None:
-    """Forget the in-process copies of the chunks (``MilvusStore._drop_copies``): spools removed, a saved rows
-    copy closed."""
+    """Forget the in-process copies of the chunks (bm25s, vectors, rows, admitted ids), as after a write that
+    changed them: spools removed, a saved rows copy closed."""
     for held in (store._bm25, store._vectors, store._rows):
         if isinstance(held, (SpooledPostings, SpooledVectors, SpooledRows)):
             held.discard()
@@ -207,13 +207,26 @@ def engine_after_copies(store: MilvusStore) -> None:
         store._rows.close()
         store._rows = None
     if snapshot.files_read(store) != files:
-        store._drop_copies()
+        drop_copies(store)
         store._config = None
         if store._searching:
             store._opened = False
             raise ChunkwiseError("the index changed during this search; run it again", source=store.location)
     store._opened = False
     store.open()
+
+
+@contextlib.contextmanager
+def one_state(store: MilvusStore) -> Iterator[None]:
+    """A search or a question: copies held from a run finished since are forgotten first; within it, the
+    engine started after the copies answered ends it with one line if a run finished in between (its rows
+    must come from one state); outside one, such a start forgets the copies and goes on."""
+    follow_runs(store)
+    outer, store._searching = store._searching, True
+    try:
+        yield
+    finally:
+        store._searching = outer
 
 
 def follow_runs(store: MilvusStore) -> None:
@@ -471,7 +484,7 @@ def follow_upsert(store: MilvusStore, rows: list[dict]) -> None:
         if isinstance(store._rows, SpooledRows):
             store._rows.upsert(rows)
     except BaseException:
-        store._drop_copies()  # spools removed; the next search reads the rows again
+        drop_copies(store)  # spools removed; the next search reads the rows again
         raise
 
 
