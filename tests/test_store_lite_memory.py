@@ -5,6 +5,7 @@ in the places it holds. The index and every answer must be what the engine as it
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,10 +17,16 @@ from index_data import lines
 from chunkwise import Document
 from chunkwise.retrieval import Index
 from chunkwise.store import lite_memory
+from chunkwise.store.milvus_search import BM25_FOLDER, PLACES_FOLDER, VECTORS_FOLDER
 from chunkwise.store.places import ChunkPlaces
+from chunkwise.store.shown import ROWS_FOLDER
 
 ROOT = Path(__file__).resolve().parents[1]
 WORDS = "lamp lens keeper tide harbour rope signal storm light night bee honey wax queen train ticket".split()
+
+
+#: the saved search copies beside a Milvus Lite database
+COPY_FOLDERS = (BM25_FOLDER, VECTORS_FOLDER, PLACES_FOLDER, ROWS_FOLDER)
 
 
 def corpus(batch: int) -> list[Document]:
@@ -360,7 +367,8 @@ def test_the_bm25_copy_is_saved_last_on_a_trimmed_heap_without_the_other_copies(
 
     events: list = []
     held: list = []
-    for copy in (milvus_search.SpooledPostings, milvus_search.SpooledVectors, milvus_search.ChunkPlaces):
+    copies = (milvus_search.SpooledPostings, milvus_search.SpooledVectors, milvus_search.ChunkPlaces)
+    for copy in (*copies, milvus_search.SpooledRows):
         real = copy.save
 
         def save(self, folder, *a, _real=real, _name=copy.__name__, **k):
@@ -375,12 +383,43 @@ def test_the_bm25_copy_is_saved_last_on_a_trimmed_heap_without_the_other_copies(
         ix.add(corpus(0), strategy=lines())
         events.clear()
     saves = [e for e in events if e != "trim"]
-    assert saves == ["ChunkPlaces", "SpooledVectors", "SpooledPostings"]
+    assert saves == ["ChunkPlaces", "SpooledVectors", "SpooledRows", "SpooledPostings"]
     bm25 = events.index("SpooledPostings")
     assert events[bm25 - 1] == "trim"  # the heap given back right before the BM25 copy's save
     assert held == [(None, None)]  # the saved vectors and places were let go before it
-    for name in (milvus_search.BM25_FOLDER, milvus_search.VECTORS_FOLDER, milvus_search.PLACES_FOLDER):
+    for name in COPY_FOLDERS:
         assert milvus_search.copy_key(tmp_path / "t.db" / name, ix.store.collection) is not None  # saved, keyed
+
+
+def test_a_close_interrupted_while_saving_the_copies_leaves_none_a_later_close_could_key(tmp_path, monkeypatch):
+    """Ctrl-C (or no memory) during the BM25 save, when the other copies are saved and let go: the same Index
+    then rewrites two documents (same count) and closes. No copy of the interrupted close may be keyed on
+    the new files: a search answers as the engine does."""
+    from chunkwise.store import milvus_search
+
+    db = tmp_path / "t.db"
+    ix = Index(db, embedder=FakeEmbedder())
+    ix.add(corpus(0), strategy=lines())
+    real = milvus_search.SpooledPostings.save
+
+    def interrupted(self, folder, *a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(milvus_search.SpooledPostings, "save", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        ix.close()
+    assert not any((db / name).exists() for name in COPY_FOLDERS)
+    monkeypatch.setattr(milvus_search.SpooledPostings, "save", real)
+    rewritten = corpus(2)[:2]
+    ix.add(rewritten, strategy=lines())
+    ix.close()
+    queries = rewritten[0].text.split("\n")[:4]
+    with Index(db, embedder=FakeEmbedder()) as fresh:
+        found = [[(h.chunk.source, h.chunk.text) for h in fresh.search(q, k=3)] for q in queries]
+    for name in COPY_FOLDERS:
+        shutil.rmtree(db / name, ignore_errors=True)
+    with Index(db, embedder=FakeEmbedder()) as engine:
+        assert found == [[(h.chunk.source, h.chunk.text) for h in engine.search(q, k=3)] for q in queries]
 
 
 def test_no_trim_where_the_c_library_is_not_glibc(monkeypatch):

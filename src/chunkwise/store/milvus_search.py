@@ -448,23 +448,29 @@ def save_copies(store: MilvusStore) -> None:
         store._rows.discard()
         store._rows = None
         shutil.rmtree(root / ROWS_FOLDER, ignore_errors=True)
-    with contextlib.suppress(OSError):
-        for name, attr in (
-            (PLACES_FOLDER, "_places"),
-            (VECTORS_FOLDER, "_vectors"),
-            (ROWS_FOLDER, "_rows"),
-            (BM25_FOLDER, "_bm25"),
-        ):
-            copy = getattr(store, attr)
-            if copy is None or (attr == "_rows" and not isinstance(copy, SpooledRows)):
-                continue  # a rows copy only read (not spooled by this writer) is already in place
-            copy.save(root / name)
-            write_key(root / name, store.collection, None)
-            if attr != "_bm25" and store._bm25 is not None:
-                setattr(store, attr, None)  # saved, and the connection closes: let go before the BM25 save
-            del copy
-            release_freed_memory()  # what this save freed (and the writes before it), given back
-        store._copies_saved = True
+    try:
+        with contextlib.suppress(OSError):
+            for name, attr in (
+                (PLACES_FOLDER, "_places"),
+                (VECTORS_FOLDER, "_vectors"),
+                (ROWS_FOLDER, "_rows"),
+                (BM25_FOLDER, "_bm25"),
+            ):
+                copy = getattr(store, attr)
+                if copy is None or (attr == "_rows" and not isinstance(copy, SpooledRows)):
+                    continue  # a rows copy only read (not spooled by this writer) is already in place
+                copy.save(root / name)
+                write_key(root / name, store.collection, None)
+                if attr != "_bm25" and store._bm25 is not None:
+                    setattr(store, attr, None)  # saved, and the connection closes: let go before the BM25 save
+                del copy
+                release_freed_memory()  # what this save freed (and the writes before it), given back
+            store._copies_saved = True
+    except BaseException:  # interrupted (Ctrl-C, no memory) with some copies let go: none may be keyed later
+        drop_copies(store)
+        for name in (BM25_FOLDER, VECTORS_FOLDER, PLACES_FOLDER, ROWS_FOLDER):
+            shutil.rmtree(root / name, ignore_errors=True)
+        raise
 
 
 def follow_upsert(store: MilvusStore, rows: list[dict]) -> None:
