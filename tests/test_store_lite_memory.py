@@ -17,16 +17,11 @@ from index_data import lines
 from chunkwise import Document
 from chunkwise.retrieval import Index
 from chunkwise.store import lite_memory
-from chunkwise.store.milvus_search import BM25_FOLDER, PLACES_FOLDER, VECTORS_FOLDER
+from chunkwise.store.milvus_search import COPY_FOLDERS
 from chunkwise.store.places import ChunkPlaces
-from chunkwise.store.shown import ROWS_FOLDER
 
 ROOT = Path(__file__).resolve().parents[1]
 WORDS = "lamp lens keeper tide harbour rope signal storm light night bee honey wax queen train ticket".split()
-
-
-#: the saved search copies beside a Milvus Lite database
-COPY_FOLDERS = (BM25_FOLDER, VECTORS_FOLDER, PLACES_FOLDER, ROWS_FOLDER)
 
 
 def corpus(batch: int) -> list[Document]:

@@ -74,7 +74,7 @@ from .milvus_schema import (
     state_row,
     state_schema,
 )
-from .milvus_search import BM25_FOLDER, PLACES_FOLDER, QUERY_LIMIT, VECTORS_FOLDER, as_scores
+from .milvus_search import BM25_FOLDER, QUERY_LIMIT, VECTORS_FOLDER, as_scores
 from .places import ChunkPlaces
 from .rows import chunk_from_row, chunk_rows
 from .shown import ROWS_FOLDER, SavedRows, SpooledRows  # noqa: F401 - SpooledRows: the type of _rows
@@ -212,7 +212,7 @@ class MilvusStore:
         client = self.connect()
         if not self._bm25_saved_dropped and self.db is not None:
             milvus_search.hold_copies(self)  # updated by the writes, saved again at close
-            for folder in (BM25_FOLDER, VECTORS_FOLDER, PLACES_FOLDER, ROWS_FOLDER):
+            for folder in milvus_search.COPY_FOLDERS:
                 shutil.rmtree(Path(self.db) / folder, ignore_errors=True)
             snapshot.drop(self.db, self.collection)  # and the snapshot (store/snapshot.py), rewritten at close
             self._bm25_saved_dropped = self.keep_snapshot = True

@@ -46,6 +46,8 @@ BM25_FOLDER = "chunkwise-bm25"
 VECTORS_FOLDER = "chunkwise-vectors"
 #: where it keeps the chunk ids by document and index (:mod:`~chunkwise.store.places`; the same life)
 PLACES_FOLDER = "chunkwise-places"
+#: every saved search copy beside a Milvus Lite database (the rows a hit shows: :mod:`~chunkwise.store.shown`)
+COPY_FOLDERS = (BM25_FOLDER, VECTORS_FOLDER, PLACES_FOLDER, ROWS_FOLDER)
 #: rows one plain query may return (Milvus caps offset + limit at 16384)
 QUERY_LIMIT = 16384
 #: the most memory the in-process vectors may take by default (about 700,000 chunks of 384 dimensions);
@@ -468,7 +470,7 @@ def save_copies(store: MilvusStore) -> None:
             store._copies_saved = True
     except BaseException:  # interrupted (Ctrl-C, no memory) with some copies let go: none may be keyed later
         drop_copies(store)
-        for name in (BM25_FOLDER, VECTORS_FOLDER, PLACES_FOLDER, ROWS_FOLDER):
+        for name in COPY_FOLDERS:
             shutil.rmtree(root / name, ignore_errors=True)
         raise
 
@@ -590,7 +592,7 @@ def rekey_copies(root: str | Path) -> None:
     with contextlib.suppress(OSError), open(root / "LOCK", "a") as lock:
         snapshot.lock_exclusive(lock, root)  # a reader comparing the files lets go in a moment
         files = snapshot.fingerprint(root)
-        for folder in (BM25_FOLDER, VECTORS_FOLDER, PLACES_FOLDER, ROWS_FOLDER):
+        for folder in COPY_FOLDERS:
             with contextlib.suppress(OSError, ValueError):  # no copy there, or a damaged key
                 key = json.loads((root / folder / DATA_KEY).read_text(encoding="utf-8"))
                 if isinstance(key, dict) and isinstance(key.get("collection"), str):
@@ -602,7 +604,7 @@ def remove_leftovers(root: Path, keep: Iterable[Path] = ()) -> None:
     but ``keep``: this process holds the database, so no other is saving into it. Paths are compared
     absolute (from Python 3.12 on ``mkdtemp`` names a spool absolutely under a relative ``--db``)."""
     kept = {os.path.abspath(k) for k in keep}
-    for folder in (BM25_FOLDER, VECTORS_FOLDER, PLACES_FOLDER, ROWS_FOLDER, snapshot.READERS_FOLDER):
+    for folder in (*COPY_FOLDERS, snapshot.READERS_FOLDER):
         for tmp in root.glob(folder + ".*"):
             if os.path.abspath(tmp) not in kept:
                 shutil.rmtree(tmp, ignore_errors=True)
@@ -656,6 +658,7 @@ def search_bm25(
 
 __all__ = [
     "BM25_FOLDER",
+    "COPY_FOLDERS",
     "PLACES_FOLDER",
     "load_places",
     "hold_copies",
