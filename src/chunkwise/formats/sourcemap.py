@@ -35,7 +35,10 @@ from __future__ import annotations
 
 import bisect
 import re
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a chunk run does not)
+if TYPE_CHECKING:
+    from typing import Any
 
 Edit = tuple[int, int, str]
 

@@ -36,7 +36,6 @@ import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from ..document import Document
 from ..formats.markdown_blocks import ATX_HEADING
@@ -46,6 +45,10 @@ from ..segmentation.tokenizers import Tokenizer
 from ..validation import Options, StrList, check
 from .base import CountingStrategy, Span, max_chars_for, trim_span
 from .packing import fill, fit_exact, pack, repair
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a chunk run does not)
+if TYPE_CHECKING:
+    from typing import Any
 
 _SENTENCES = "<sentences>"
 _CHARACTERS = ""
