@@ -38,7 +38,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..document import Document
-from ..formats.markdown_blocks import ATX_HEADING
+from ..formats.markdown_lines import ATX_HEADING
 from ..registry import lazy_regex
 from ..segmentation.token_map import TokenMap
 from ..segmentation.tokenizers import Tokenizer
