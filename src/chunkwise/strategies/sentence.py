@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ..document import Document
 from ..registry import LazyModule
-from ..segmentation.sentences import SENTENCE_BACKENDS
+from ..segmentation.sentence_rules import SENTENCE_BACKENDS
 from ..segmentation.token_map import TokenMap
 from ..segmentation.tokenizers import Tokenizer
 from ..validation import InstanceOf, Options
