@@ -80,10 +80,10 @@ class Vocabulary:
     ``tests/test_wordpiece.py`` looks every entry of the shipped file up both ways.
     """
 
-    def __init__(self, source: bytes | dict[str, int]):
-        #: the parsed object, or ``None`` while look-ups search ``_raw`` (the object's JSON bytes)
-        self._dict: dict[str, int] | None = source if isinstance(source, dict) else None
-        self._raw = b"" if isinstance(source, dict) else source
+    def __init__(self, parsed: dict[str, int] | None = None, raw: bytes = b"", start: int = 0, end: int = 0):
+        #: the parsed object, or ``None`` while look-ups search ``raw[start:end]`` (the object's JSON bytes)
+        self._dict = parsed
+        self._raw, self._start, self._end = raw, start, end
         self._found: dict[str, int | None] = {}  # the pieces found so far in the bytes (each searched once)
 
     def get(self, piece: str, default: int | None = None) -> int | None:
@@ -109,33 +109,40 @@ class Vocabulary:
     def _parsed(self) -> dict[str, int]:
         """The vocabulary as a dict, the object parsed now if it was not yet."""
         if self._dict is None:
-            self._dict = json.loads(self._raw)
+            self._dict = json.loads(self._raw[self._start : self._end])
             self._raw, self._found = b"", {}
         return self._dict
 
     def _search(self, piece: str) -> int | None:
-        raw = self._raw
+        raw, start, end = self._raw, self._start, self._end
         key = json.dumps(piece).encode("ascii") + b":"
-        at = raw.find(key)
-        while at > 0 and raw[at - 1] not in b"{,":  # inside another key (after an escaped quote)
-            at = raw.find(key, at + 1)
+        at = raw.find(key, start, end)
+        while at > start and raw[at - 1] not in b"{,":  # inside another key (after an escaped quote)
+            at = raw.find(key, at + 1, end)
         if at < 0:
             return None
-        start = end = at + len(key)
-        while raw[end : end + 1].isdigit():
-            end += 1
-        return int(raw[start:end])
+        first = last = at + len(key)
+        while raw[last : last + 1].isdigit():
+            last += 1
+        return int(raw[first:last])
 
     @classmethod
     def of_file(cls, raw: bytes) -> tuple[dict[str, Any], Vocabulary]:
         """The parsed ``tokenizer.json`` ``raw`` with its vocabulary left out (``spec["model"]["vocab"] == {}``),
         and the vocabulary. Raises ``ValueError`` when ``raw`` is not JSON."""
-        head, found, rest = raw.partition(_VOCAB_KEY)
-        body = rest.rstrip()
-        if found and body.endswith(b"}}}") and not any(c in body for c in (b" ", b"\t", b"\n", b"\r", b"},")):
-            obj = b"{" + body[:-2]  # the object, if the model and the file close right after it
+        at = raw.find(_VOCAB_KEY)
+        end = len(raw)
+        while end and raw[end - 1] in b" \t\n\r":
+            end -= 1
+        start, stop = at + len(_VOCAB_KEY) - 1, end - 2  # the object, if the model and the file close after it
+        if (
+            at >= 0
+            and raw.endswith(b"}}}", 0, end)
+            and raw[stop - 2 : stop - 1].isdigit()  # its last entry's id
+            and not any(raw.find(c, start, stop) >= 0 for c in (b" ", b"\t", b"\n", b"\r", b"},"))
+        ):
             try:
-                spec = json.loads(head + b'"vocab":{}}}')
+                spec = json.loads(raw[:at] + b'"vocab":{}}}')
             except ValueError:
                 spec = None
             if (
@@ -143,9 +150,8 @@ class Vocabulary:
                 and list(spec)[-1:] == ["model"]
                 and isinstance(spec["model"], dict)
                 and list(spec["model"])[-1:] == ["vocab"]
-                and obj[-2:-1].isdigit()
             ):
-                return spec, cls(obj)
+                return spec, cls(None, raw, start, stop)
         spec = json.loads(raw)  # any other file: parsed whole, as the Rust tokenizer reads it
         vocab = spec["model"]["vocab"] if isinstance(spec, dict) and isinstance(spec.get("model"), dict) else None
         if not isinstance(vocab, dict):
