@@ -142,7 +142,8 @@ def _compile_levels(separators: str | Sequence[str]) -> tuple[list[_Level], str]
         elif sep == _SENTENCES and not literal:
             levels.append(_Level("sentences"))
         else:
-            levels.append(_Level("regex", re.compile(re.escape(sep) if literal else sep)))
+            # compiled when a piece is cut at this level: a text that fits reaches none of them
+            levels.append(_Level("regex", lazy_regex(re.escape(sep) if literal else sep)))
     if levels[-1].kind != "chars":  # characters are always the last resort
         levels.append(_Level("chars"))
     return levels, keep
