@@ -11,12 +11,9 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
+from typing import Any
 
 from .errors import ConfigError
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a chunk run does not)
-if TYPE_CHECKING:
-    from typing import Any
 
 #: the release that removes every old name deprecated so far (unless its entry says otherwise)
 REMOVED_IN = "0.3.0"

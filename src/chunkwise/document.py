@@ -13,12 +13,9 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from .validation import Options, check
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a chunk run does not)
-if TYPE_CHECKING:
-    from typing import Any
 
 
 def _feed(h: Any, part: Any) -> None:

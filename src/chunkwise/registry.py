@@ -28,13 +28,10 @@ from __future__ import annotations
 import importlib
 import re
 from collections.abc import Callable
+from typing import Any, AnyStr, cast
 
 from .errors import ConfigError
 from .validation import Function, InstanceOf, check
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a chunk run does not)
-if TYPE_CHECKING:
-    from typing import Any, AnyStr
 
 #: kind -> (how errors name it, whether it has families)
 KINDS: dict[str, tuple[str, bool]] = {
@@ -265,7 +262,7 @@ def lazy_regex(pattern: AnyStr, flags: int = 0) -> re.Pattern[AnyStr]:
     """``re.compile(pattern, flags)`` when first used: a module's many patterns (sentence rules, format
     sniffing, cleaning) cost nothing to a command that never reaches them (compiling them all at import
     was about 15 % of ``chunkwise chunk``'s start-up)."""
-    return _LazyPattern(pattern, flags)  # type: ignore[return-value]  # re.Pattern's interface, compiled when used
+    return cast("re.Pattern[AnyStr]", _LazyPattern(pattern, flags))
 
 
 __all__ = [

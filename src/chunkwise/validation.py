@@ -25,14 +25,11 @@ import inspect
 import math
 import os
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from .errors import ConfigError
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a chunk run does not)
-if TYPE_CHECKING:
-    from typing import Any, TypeVar
-
-    F = TypeVar("F", bound=Callable[..., Any])
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class Constraint:

@@ -10,12 +10,9 @@ import argparse
 import importlib
 import sys
 from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple, NoReturn
 
 from ..errors import ChunkwiseError
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a chunk run does not)
-if TYPE_CHECKING:
-    from typing import Any, NoReturn
 
 #: command modules, each with ``register(subparsers)``; every sub-parser sets ``func(args) -> int``
 COMMAND_MODULES = (
@@ -33,17 +30,14 @@ COMMAND_MODULES = (
 )
 
 
-class Command:
+class Command(NamedTuple):
     """One command: the module that registers its flags, its line in ``chunkwise --help`` and the
     description its own ``--help`` opens with (``{name}`` fields are filled by the module: see
     :func:`add_command`)."""
 
-    __slots__ = ("module", "help", "description")
-
-    def __init__(self, module: str, help: str, description: str) -> None:
-        self.module = module
-        self.help = help
-        self.description = description
+    module: str
+    help: str
+    description: str
 
 
 #: every command, one row each. The module: a run imports only its own command's module (and what that

@@ -17,15 +17,12 @@ import json
 import shutil
 import sys
 import warnings
+from typing import Any, TextIO
 
 from ..errors import ChunkwiseError, ConfigError, InputError
 from ..timefmt import format_time_range
 from . import add_command
 from .options import add_input_options, input_options, parse_size  # noqa: F401 - re-exported for callers
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a chunk run does not)
-if TYPE_CHECKING:
-    from typing import Any, TextIO
 
 
 def register(subparsers) -> None:

@@ -13,15 +13,12 @@ from __future__ import annotations
 import argparse
 import re
 import warnings
+from typing import Any
 
 from ..deprecation import ChunkwiseDeprecationWarning, deprecation_message
 from ..errors import ConfigError
 from ..strategies import DEFAULT_STRATEGY, STRATEGY_NAMES
 from ..validation import Interval, check_flag
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a chunk run does not)
-if TYPE_CHECKING:
-    from typing import Any
 
 
 class DeprecatedFlag(argparse.Action):

@@ -23,6 +23,7 @@ import sys
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from .. import registry
 from ..document import Document
@@ -40,10 +41,6 @@ from .walk import (  # noqa: F401 (re-export)
     sniff_text,
     walk_folder,
 )
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a chunk run does not)
-if TYPE_CHECKING:
-    from typing import Any
 
 DEFAULT_MAX_BYTES = 100 * 1024 * 1024
 

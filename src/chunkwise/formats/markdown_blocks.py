@@ -9,14 +9,11 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from typing import Any
 
 from ..document import Section, Table
 from ..registry import lazy_regex
 from .markdown_lines import FRONT_MATTER
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a chunk run does not)
-if TYPE_CHECKING:
-    from typing import Any
 
 Span = tuple[int, int]
 

@@ -35,10 +35,7 @@ from __future__ import annotations
 
 import bisect
 import re
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a chunk run does not)
-if TYPE_CHECKING:
-    from typing import Any
+from typing import Any
 
 Edit = tuple[int, int, str]
 

@@ -7,9 +7,10 @@ line ``chunkwise chunk`` prints) does not bring in the index, the stores and the
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..registry import lazy_module_getattr
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a chunk run does not)
 if TYPE_CHECKING:
     from ..store.bm25 import BM25Fallback
     from .fusion import reciprocal_rank_fusion

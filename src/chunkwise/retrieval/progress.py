@@ -48,10 +48,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a chunk run does not)
-if TYPE_CHECKING:
-    from typing import Any, TextIO
+from typing import Any, TextIO
 
 #: environment variable: seconds between heartbeat lines when stderr is not a terminal (0: none)
 HEARTBEAT_ENV = "CHUNKWISE_PROGRESS_SECONDS"

@@ -9,15 +9,16 @@ from __future__ import annotations
 import array
 import bisect
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ..registry import LazyModule
-from .tokenizers import _ASCII_DIGITS, _ASCII_LETTERS, _ASCII_WS, Span, Tokenizer
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a chunk run does not)
 if TYPE_CHECKING:
     import numpy as np
 else:
     np = LazyModule("numpy")  # imported when first used: small texts are counted without it
+
+from .tokenizers import _ASCII_DIGITS, _ASCII_LETTERS, _ASCII_WS, Span, Tokenizer
 
 
 class TokenMap:

@@ -20,21 +20,20 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
-from .. import registry
-from ..errors import ConfigError
 from ..registry import LazyModule, lazy_regex
-from ..validation import InstanceOf, Named, check, validated
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a chunk run does not)
 if TYPE_CHECKING:
-    from typing import Literal
-
     import numpy as np
 
     from .wordpiece import WordPiece
 else:
     np = LazyModule("numpy")  # imported when first used: small texts are counted without it
+
+from .. import registry
+from ..errors import ConfigError
+from ..validation import InstanceOf, Named, check, validated
 
 Span = tuple[int, int]
 

@@ -23,10 +23,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a chunk run does not)
-if TYPE_CHECKING:
-    from typing import Any
+from typing import Any
 
 #: characters of text tokenised in Python per process before the Rust tokenizer is loaded instead (Python
 #: takes ~1 CPU-ms per 2,000 characters, the Rust tokenizer ~40 CPU-ms to load)

@@ -7,15 +7,14 @@ and ``register("strategy", name, "module:Class")`` adds one. :data:`STRATEGY_NAM
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from .. import registry
 from ..deprecation import renamed
 from ..errors import ConfigError
 from ..validation import Named, validated
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a chunk run does not)
 if TYPE_CHECKING:
-    from typing import Any
-
     from .base import Strategy, build_chunks, regions, trim_span
 
     STRATEGY_NAMES: tuple[str, ...]

@@ -60,6 +60,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..document import Chunk, ChunkIds, Document, stable_hash
 from ..registry import lazy_regex
@@ -68,10 +69,7 @@ from .base import Span, Strategy
 from .params import EmbedderSpec
 from .sentence import SentenceChunker
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a chunk run does not)
 if TYPE_CHECKING:
-    from typing import Any
-
     from ..embeddings.base import Embedder
 
 #: heading level that HTML and PDF chunks never cross under ``auto`` (1 = ``<h1>``/top outline entries)

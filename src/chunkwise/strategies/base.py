@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
+from typing import Any, ClassVar
 
 from ..deprecation import renames_for
 from ..document import Chunk, ChunkIds, Document, stable_hash
@@ -18,10 +19,6 @@ from ..errors import ConfigError, InputError
 from ..segmentation.tokenizers import Tokenizer, resolve_tokenizer
 from ..validation import Constraints, Interval
 from .params import TokenizerSpec, strategy_label, validate_params
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a chunk run does not)
-if TYPE_CHECKING:
-    from typing import Any, ClassVar
 
 Span = tuple[int, int]
 

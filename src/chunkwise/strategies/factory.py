@@ -9,13 +9,10 @@ parameters name one, so the rule lives here once instead of at every caller.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from ..errors import ConfigError
 from . import Strategy, get_strategy, strategy_class
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a chunk run does not)
-if TYPE_CHECKING:
-    from typing import Any
 
 
 def make_strategy(

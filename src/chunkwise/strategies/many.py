@@ -14,13 +14,10 @@ memory and results come out in input order.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 from ..document import Chunk, Document
 from ..errors import ChunkwiseError
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a chunk run does not)
-if TYPE_CHECKING:
-    from typing import Any
 
 #: characters of document text gathered before one embedding stream runs (about 40k sentences: ~60 MB of MiniLM vectors)
 GROUP_CHARS = 5_000_000

@@ -18,6 +18,8 @@ constraint.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 # the one parameter system (the constraint types the strategies declare with live there)
 from ..validation import (  # EmbedderSpec: re-exported, with the other constraints strategies declare
     Constraint,
@@ -25,10 +27,7 @@ from ..validation import (  # EmbedderSpec: re-exported, with the other constrai
     check,
 )
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a chunk run does not)
 if TYPE_CHECKING:
-    from typing import Any
-
     from .base import Strategy
 
 PARAM_HELP: dict[str, str] = {

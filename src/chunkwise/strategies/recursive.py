@@ -35,6 +35,7 @@ import bisect
 import functools
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from ..document import Document
 from ..formats.markdown_lines import ATX_HEADING
@@ -44,10 +45,6 @@ from ..segmentation.tokenizers import Tokenizer
 from ..validation import Options, StrList, check
 from .base import CountingStrategy, Span, max_chars_for, trim_span
 from .packing import fill, fit_exact, pack, repair
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a chunk run does not)
-if TYPE_CHECKING:
-    from typing import Any
 
 _SENTENCES = "<sentences>"
 _CHARACTERS = ""

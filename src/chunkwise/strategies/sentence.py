@@ -13,8 +13,16 @@ exact count is over (a token or two at a cut, rarely) is packed again with its o
 
 from __future__ import annotations
 
-from ..document import Document
+from typing import TYPE_CHECKING, Any
+
 from ..registry import LazyModule
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = LazyModule("numpy")  # imported when first used: small texts are counted without it
+
+from ..document import Document
 from ..segmentation.sentence_rules import SENTENCE_BACKENDS
 from ..segmentation.token_map import TokenMap
 from ..segmentation.tokenizers import Tokenizer
@@ -22,14 +30,6 @@ from ..validation import InstanceOf, Options
 from .base import CountingStrategy, Span, max_chars_for
 from .packing import pack
 from .recursive import recursive_split
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a chunk run does not)
-if TYPE_CHECKING:
-    from typing import Any
-
-    import numpy as np
-else:
-    np = LazyModule("numpy")  # imported when first used: small texts are counted without it
 
 
 class SentenceChunker(CountingStrategy):
