@@ -27,6 +27,7 @@ import os
 import stat
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import PurePath
 
 from ..errors import InputError
@@ -175,18 +176,13 @@ def read_bounded(path: str | os.PathLike, limit: int | None, source: str) -> byt
     return b"".join(parts)
 
 
+@dataclass
 class Found:
-    """One input the walk produced: a file to read (``path``) or a problem (``error``), and its display name.
+    """One input the walk produced: a file to read (``path``) or a problem (``error``), and its display name."""
 
-    (This and :class:`Skipped` are plain classes: a dataclass costs ~1 CPU-ms to create on Python 3.11, at
-    the start of every ``chunkwise chunk``.)"""
-
-    __slots__ = ("source", "path", "error")
-
-    def __init__(self, source: str, path: str | None = None, error: InputError | None = None) -> None:
-        self.source = source
-        self.path = path
-        self.error = error
+    source: str
+    path: str | None = None
+    error: InputError | None = None
 
 
 def file_sizes(found: Iterable[Found]) -> dict[str, int]:
@@ -205,20 +201,20 @@ class SkippedFilesWarning(UserWarning):
     """Files a folder walk left out because no loader reads their type (one warning per walk)."""
 
 
+@dataclass
 class Skipped:
     """Files a walk did not read: how many of each extension were of an unsupported type (``"no extension"``
     for extension-less files that are not text), and how many data files of each extension were over the
     data size limit (``large``, see :data:`chunkwise.formats.DATA_MAX_BYTES`). ``str()`` is the one
     line said about them."""
 
-    def __init__(self) -> None:
-        self.counts: Counter = Counter()
-        self.large: Counter = Counter()
-        self.large_limit = 0
-        #: the kinds that are source code (``--code`` reads them)
-        self.code: set = set()
-        #: files and folders (ending in ``/``) a ``.gitignore`` ignores, relative to the folder walked
-        self.ignored: list = []
+    counts: Counter = field(default_factory=Counter)
+    large: Counter = field(default_factory=Counter)
+    large_limit: int = 0
+    #: the kinds that are source code (``--code`` reads them)
+    code: set = field(default_factory=set)
+    #: files and folders (ending in ``/``) a ``.gitignore`` ignores, relative to the folder walked
+    ignored: list = field(default_factory=list)
 
     def add(self, kind: str, code: bool = False) -> None:
         self.counts[kind] += 1
