@@ -169,7 +169,7 @@ def test_nested_block_openers_stay_with_their_body(name, opener):
 def test_one_definition_of_a_heading_line(heading):
     """An indented ATX heading and a bare ``#`` are headings to the chunk rules, the semantic units and the
     recursive splitter alike (CommonMark); four spaces make code, ``#tag`` is text."""
-    from chunkwise.formats.markdown_blocks import ATX_HEADING_RE
+    from chunkwise.formats.markdown_lines import ATX_HEADING_RE
     from chunkwise.strategies.recursive import PRESETS
     from chunkwise.strategies.units import structure_breaks
 

@@ -140,9 +140,12 @@ def test_chunk_imports_neither_retrieval_nor_stores_nor_models(tmp_path):
         "heavy = ('chunkwise.retrieval.index', 'chunkwise.store', 'chunkwise.embeddings', 'chunkwise.strategies.semantic',"
         " 'onnxruntime', 'milvus_lite', 'pyarrow', 'pandas', 'bm25s', 'numpy', 'statistics', 'gzip',"
         # what a plain text needs none of: the code and table loaders, the cl100k pre-tokeniser, the strategies'
-        # help and parameter descriptions (imported when a help is printed)
+        # help and parameter descriptions (imported when a help is printed), the Markdown parser's blocks (the
+        # line rules are in markdown_lines), importlib.util (package look-ups), the sentence segmenter (the
+        # recursive splitter imports it when a paragraph needs it)
         " 'chunkwise.formats.code', 'chunkwise.formats.table', 'chunkwise.segmentation.tiktoken_bpe',"
-        " 'chunkwise.segmentation.cl100k_encoder', 'chunkwise.cli.strategies', 'chunkwise.strategies.param_docs')\n"
+        " 'chunkwise.segmentation.cl100k_encoder', 'chunkwise.cli.strategies', 'chunkwise.strategies.param_docs',"
+        " 'chunkwise.formats.markdown_blocks', 'importlib.util', 'chunkwise.segmentation.sentences')\n"
         "print(rc, out.getvalue().count('\\n'), sorted(m for m in sys.modules if m.startswith(heavy)))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True).stdout

@@ -83,6 +83,63 @@ def test_same_tokens_on_real_text():
     assert checked >= 50
 
 
+def test_every_entry_of_the_shipped_vocabulary_is_found_in_its_bytes():
+    """The look-ups a short run makes before the vocabulary is parsed (:class:`wordpiece.Vocabulary`) give the
+    parsed object's id for every entry it can be asked (printable ASCII), and nothing for pieces not in it."""
+    import json
+    import random
+
+    raw = minilm_tokenizer_path().read_bytes()
+    parsed = json.loads(raw)["model"]["vocab"]
+    spec, vocab = wordpiece.Vocabulary.of_file(raw)
+    assert vocab._dict is None and spec["model"]["vocab"] == {}  # the shipped file is searched, not parsed
+    asked = [piece for piece in parsed if piece.isascii() and piece.isprintable()]
+    assert len(asked) > 28_000
+    assert [vocab._search(piece) for piece in asked] == [parsed[piece] for piece in asked]
+    rnd = random.Random(7)
+    others = list(string.printable[:95]) + [
+        "".join(rnd.choice(string.ascii_lowercase + '#",:{}[]\\') for _ in range(rnd.randint(1, 9)))
+        for _ in range(2000)
+    ]
+    assert [vocab._search(piece) for piece in others] == [parsed.get(piece) for piece in others]
+
+
+def test_the_vocabulary_is_parsed_after_its_look_ups(monkeypatch):
+    monkeypatch.setattr(wordpiece, "RAW_LOOKUPS", 3)
+    vocab = WordPiece.from_file(minilm_tokenizer_path()).vocab
+    assert [vocab.get(p) for p in ("the", "keeper", "zzqx", "the")] == [
+        PYTHON.vocab.get(p) for p in ("the", "keeper", "zzqx", "the")
+    ]
+    assert vocab._dict is None  # three pieces searched ("the" twice)
+    assert vocab.get("wick") == PYTHON.vocab.get("wick") and vocab._dict is not None and len(vocab) == 30522
+    assert vocab.get("café") == PYTHON.vocab.get("café")  # not printable ASCII: always the parsed object
+
+
+@pytest.mark.parametrize("indent", [None, 2])
+def test_a_file_written_otherwise_is_parsed_at_once(tmp_path, indent):
+    import json
+
+    spec = json.loads(minilm_tokenizer_path().read_text(encoding="utf-8"))
+    spec["model"]["extra"] = {"the": 1}  # the vocabulary no longer the file's last object
+    other = tmp_path / "tokenizer.json"
+    separators = (",", ":") if indent is None else None  # compact as the shipped file, or indented
+    other.write_text(json.dumps(spec, indent=indent, separators=separators), encoding="utf-8")
+    vocab = wordpiece.Vocabulary.of_file(other.read_bytes())[1]
+    assert vocab._dict is not None and vocab.get("the") == PYTHON.vocab.get("the")
+    del spec["model"]["extra"]
+    other.write_text(json.dumps(spec, indent=2), encoding="utf-8")  # whitespace in the object
+    assert wordpiece.Vocabulary.of_file(other.read_bytes())[1]._dict is not None
+
+
+def test_same_tokens_on_real_text_before_the_vocabulary_is_parsed(monkeypatch):
+    monkeypatch.setattr(wordpiece, "RAW_LOOKUPS", 10**9)  # every look-up in the file's bytes
+    searched = WordPiece.from_file(minilm_tokenizer_path())
+    for block in Path(wordpiece.__file__).read_text(encoding="utf-8").split("\n\n")[:40]:
+        if searched.covers(block):
+            assert searched.encode(block) == (RUST.encode(block, add_special_tokens=False).ids, rust_spans(block))
+    assert searched.vocab._dict is None
+
+
 def test_another_set_up_is_not_reproduced(tmp_path):
     import json
 

@@ -15,13 +15,8 @@ import re
 
 from ..document import Document
 from .cleaning import CleaningOptions
-from .markdown_blocks import (
-    FRONT_MATTER,
-    first_title,
-    markdown_blocks,
-    markdown_sections,
-    markdown_tables,
-)  # one Markdown parser for loader and strategy
+from .markdown_blocks import first_title, markdown_blocks, markdown_sections, markdown_tables  # one parser
+from .markdown_lines import FRONT_MATTER
 from .text import emit_warnings, read_source
 
 

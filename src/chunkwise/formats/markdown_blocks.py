@@ -9,25 +9,16 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import re
 from typing import Any
 
 from ..document import Section, Table
 from ..registry import lazy_regex
+from .markdown_lines import FRONT_MATTER
 
 Span = tuple[int, int]
 
 _NEWLINE = lazy_regex(r"\r\n|\r|\n")  # what markdown-it counts as a line break
-#: a leading YAML front-matter block (``---`` ... ``---`` or ``...``; may be empty), its body in group 1; the
-#: one definition for the loader (metadata) and the section parser (skipped)
-FRONT_MATTER = lazy_regex(r"\A---[ \t]*\r?\n((?:.*?\r?\n)?)(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 _CODE_BLOCKS = ("fence", "code_block")
-#: the start of an ATX heading line, CommonMark's rule: up to three spaces, one to six ``#``, then a space,
-#: a tab or the end of the line (``#hashtag`` is text, a bare ``#`` an empty heading). The one line-level
-#: test of "is this a heading" for the chunk rules, the semantic units and the recursive splitter's
-#: Markdown preset; the parser above is what knows headings in context (setext ones, none inside code).
-ATX_HEADING = r" {0,3}#{1,6}(?=[ \t\r\n]|\Z)"
-ATX_HEADING_RE = lazy_regex(ATX_HEADING)
 
 
 @functools.lru_cache(maxsize=1)

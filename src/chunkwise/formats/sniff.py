@@ -113,7 +113,7 @@ def looks_like_code(data: bytes | str, name: str | None = None) -> bool:
         return True
     if len(_MAKE_RULE.findall(text)) >= 1 and len(_MAKE_VAR.findall(text)) + len(_MAKE_RULE.findall(text)) >= 2:
         return True
-    from .markdown_blocks import FRONT_MATTER
+    from .markdown_lines import FRONT_MATTER
 
     m = FRONT_MATTER.match(text)
     lines = [ln for ln in text[m.end() if m else 0 :].split("\n") if ln.strip()]

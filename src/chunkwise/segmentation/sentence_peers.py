@@ -5,7 +5,6 @@ aligned back onto the text as cut positions, block by block.
 from __future__ import annotations
 
 import functools
-import importlib.util
 from collections.abc import Callable
 
 from ..errors import ConfigError, MissingDependencyError
@@ -22,6 +21,8 @@ def _backend_function(backend: str, language: str | None) -> Callable[[str], lis
         return None
     if backend not in SENTENCE_BACKENDS:
         raise ConfigError(f"unknown sentence back-end {backend!r}; choose one of {', '.join(SENTENCE_BACKENDS)}")
+    import importlib.util  # here, not at the top: the default back-end needs no look-up
+
     if importlib.util.find_spec(backend) is None:
         raise MissingDependencyError(f"the {backend} sentence back-end", "sentences", backend)
     if backend == "pysbd":

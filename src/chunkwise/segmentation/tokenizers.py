@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import array
 import functools
-import importlib.util
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -365,6 +364,8 @@ _ASCII_PUNCT = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 
 def package_file(package: str, *parts: str) -> Path | None:
     """Path of a data file inside an installed package, found without importing the package."""
+    import importlib.util  # here, not at the top: a chunk run does not call this
+
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
         return None

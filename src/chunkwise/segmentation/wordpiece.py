@@ -6,6 +6,8 @@ Counting a few kilobytes here costs a millisecond; the vocabulary is read from t
 (``json``, no cache to trust), and only after its normaliser, pre-tokeniser and model are checked to be the
 BERT ones this module reproduces. Past :data:`PYTHON_BUDGET` characters in a process, or once the Rust
 tokenizer is loaded anyway (an embedder needs it), the Rust one counts (:class:`~.tokenizers.HFTokenizer`).
+The vocabulary itself (30,522 entries) is parsed only once a run has looked up more than a few dozen pieces
+(:class:`Vocabulary`).
 
 What it covers, exactly: text made of printable ASCII, tabs and line breaks, without the special tokens'
 text (``[CLS]``...), which the Rust tokenizer matches before normalising. There BERT's normaliser only
@@ -21,6 +23,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 #: characters of text tokenised in Python per process before the Rust tokenizer is loaded instead (Python
 #: takes ~1 CPU-ms per 2,000 characters, the Rust tokenizer ~40 CPU-ms to load)
@@ -52,10 +55,112 @@ _MODEL = {
 }
 
 
+#: pieces a :class:`Vocabulary` finds in the file's bytes before it parses the whole vocabulary once (a
+#: look-up there costs 0.03-0.2 CPU-ms, the parse ~12: a two-paragraph text needs ~20 look-ups, a page ~1,000)
+RAW_LOOKUPS = 48
+
+#: the ``model`` object's ``vocab`` key: the vocabulary, the last entry of the file (see :meth:`Vocabulary.of_file`)
+_VOCAB_KEY = b'"vocab":{'
+
+
+class Vocabulary:
+    """A WordPiece vocabulary (piece -> id) from the ``vocab`` object of a ``tokenizer.json``: the object is
+    parsed on the :data:`RAW_LOOKUPS` + 1st look-up (``json.loads`` of 30,522 entries, ~12 CPU-ms: more than
+    anything else a short ``chunkwise chunk`` does), the ones before are found in its bytes.
+
+    How a piece is found there: the Hugging Face library writes the object as compact JSON, piece -> integer,
+    so entry ``p`` is the bytes ``"p":ID`` right after the ``{`` or ``,`` that opens it, ``p`` written as JSON
+    writes it (for printable ASCII, which is all this module tokenises: ``\\"`` and ``\\\\`` escaped, nothing
+    else). Inside a key every ``"`` is escaped, so those bytes after ``{`` or ``,`` start an entry and nothing
+    else. :meth:`of_file` finds them only in a file where the object is the last value of ``model``, itself the
+    file's last entry, and is written without whitespace; any other file's vocabulary is parsed at once.
+    ``tests/test_wordpiece.py`` looks every entry of the shipped file up both ways.
+    """
+
+    def __init__(self, parsed: dict[str, int] | None = None, raw: bytes = b"", start: int = 0, end: int = 0):
+        #: the parsed object, or ``None`` while look-ups search ``raw[start:end]`` (the object's JSON bytes)
+        self._dict = parsed
+        self._raw, self._start, self._end = raw, start, end
+        self._found: dict[str, int | None] = {}  # the pieces found so far in the bytes (each searched once)
+
+    def get(self, piece: str, default: int | None = None) -> int | None:
+        """The id of ``piece``, or ``default`` when it is not in the vocabulary."""
+        if self._dict is not None:
+            return self._dict.get(piece, default)
+        if piece not in self._found:
+            if len(self._found) >= RAW_LOOKUPS or not (piece.isascii() and piece.isprintable()):
+                return self._parsed().get(piece, default)
+            self._found[piece] = self._search(piece)
+        found = self._found[piece]
+        return default if found is None else found
+
+    def __getitem__(self, piece: str) -> int:
+        found = self.get(piece)
+        if found is None:
+            raise KeyError(piece)
+        return found
+
+    def __len__(self) -> int:
+        return len(self._parsed())
+
+    def _parsed(self) -> dict[str, int]:
+        """The vocabulary as a dict, the object parsed now if it was not yet."""
+        if self._dict is None:
+            self._dict = json.loads(self._raw[self._start : self._end])
+            self._raw, self._found = b"", {}
+        return self._dict
+
+    def _search(self, piece: str) -> int | None:
+        raw, start, end = self._raw, self._start, self._end
+        key = json.dumps(piece).encode("ascii") + b":"
+        at = raw.find(key, start, end)
+        while at > start and raw[at - 1] not in b"{,":  # inside another key (after an escaped quote)
+            at = raw.find(key, at + 1, end)
+        if at < 0:
+            return None
+        first = last = at + len(key)
+        while raw[last : last + 1].isdigit():
+            last += 1
+        return int(raw[first:last])
+
+    @classmethod
+    def of_file(cls, raw: bytes) -> tuple[dict[str, Any], Vocabulary]:
+        """The parsed ``tokenizer.json`` ``raw`` with its vocabulary left out (``spec["model"]["vocab"] == {}``),
+        and the vocabulary. Raises ``ValueError`` when ``raw`` is not JSON."""
+        at = raw.find(_VOCAB_KEY)
+        end = len(raw)
+        while end and raw[end - 1] in b" \t\n\r":
+            end -= 1
+        start, stop = at + len(_VOCAB_KEY) - 1, end - 2  # the object, if the model and the file close after it
+        if (
+            at >= 0
+            and raw.endswith(b"}}}", 0, end)
+            and raw[stop - 2 : stop - 1].isdigit()  # its last entry's id
+            and not any(raw.find(c, start, stop) >= 0 for c in (b" ", b"\t", b"\n", b"\r", b"},"))
+        ):
+            try:
+                spec = json.loads(raw[:at] + b'"vocab":{}}}')
+            except ValueError:
+                spec = None
+            if (
+                isinstance(spec, dict)
+                and list(spec)[-1:] == ["model"]
+                and isinstance(spec["model"], dict)
+                and list(spec["model"])[-1:] == ["vocab"]
+            ):
+                return spec, cls(None, raw, start, stop)
+        spec = json.loads(raw)  # any other file: parsed whole, as the Rust tokenizer reads it
+        vocab = spec["model"]["vocab"] if isinstance(spec, dict) and isinstance(spec.get("model"), dict) else None
+        if not isinstance(vocab, dict):
+            return spec, cls({})  # not a WordPiece file: WordPiece.from_file declines it
+        spec["model"]["vocab"] = {}
+        return spec, cls(vocab)
+
+
 class WordPiece:
     """Token spans of :mod:`this module's <chunkwise.segmentation.wordpiece>` texts, by BERT's rules."""
 
-    def __init__(self, vocab: dict[str, int], specials: list[str], max_chars: int = MAX_WORD):
+    def __init__(self, vocab: Vocabulary | dict[str, int], specials: list[str], max_chars: int = MAX_WORD):
         self.vocab = vocab
         self.specials = specials
         self.max_chars = max_chars
@@ -65,18 +170,18 @@ class WordPiece:
         """The WordPiece of a ``tokenizer.json``, or ``None`` when the file is not the BERT set-up above (or
         cannot be read: the Rust tokenizer then says why)."""
         try:
-            spec = json.loads(Path(path).read_text(encoding="utf-8"))
+            spec, vocab = Vocabulary.of_file(Path(path).read_bytes())
             model = spec["model"]
             if any(spec.get(k) != v for k, v in _EXPECTED.items()):
                 return None
-            if any(model.get(k) != v for k, v in _MODEL.items()) or not isinstance(model.get("vocab"), dict):
+            if any(model.get(k) != v for k, v in _MODEL.items()) or model.get("vocab") != {}:
                 return None
             specials = [t["content"] for t in spec.get("added_tokens") or []]
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
         if not all(isinstance(s, str) and s for s in specials):
             return None
-        return cls(model["vocab"], specials, MAX_WORD)
+        return cls(vocab, specials, MAX_WORD)
 
     def covers(self, text: str) -> bool:
         """Whether :meth:`offsets` gives the Rust tokenizer's tokens for ``text``."""

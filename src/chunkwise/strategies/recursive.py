@@ -35,11 +35,10 @@ import bisect
 import functools
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..document import Document
-from ..formats.markdown_blocks import ATX_HEADING
+from ..formats.markdown_lines import ATX_HEADING
 from ..registry import lazy_regex
 from ..segmentation.token_map import TokenMap
 from ..segmentation.tokenizers import Tokenizer
@@ -100,10 +99,17 @@ PRESETS: dict[str, list[str]] = {
 SEPARATORS = [Options(*PRESETS, what="a preset"), StrList()]
 
 
-@dataclass(frozen=True)
 class _Level:
-    kind: str  # "regex" | "sentences" | "chars"
-    pattern: re.Pattern | None = None
+    """One separator level: ``kind`` "regex" (cut where ``pattern`` matches), "sentences" or "chars".
+
+    (A plain class, as :class:`_Splitter`: a dataclass costs ~1 CPU-ms to create on Python 3.11, at the
+    start of every ``chunkwise chunk``.)"""
+
+    __slots__ = ("kind", "pattern")
+
+    def __init__(self, kind: str, pattern: re.Pattern | None = None) -> None:
+        self.kind = kind
+        self.pattern = pattern
 
 
 def _levels(separators: str | Sequence[str] | None) -> tuple[list[_Level], str]:
@@ -133,26 +139,37 @@ def _compile_levels(separators: str | Sequence[str]) -> tuple[list[_Level], str]
         elif sep == _SENTENCES and not literal:
             levels.append(_Level("sentences"))
         else:
-            levels.append(_Level("regex", re.compile(re.escape(sep) if literal else sep)))
+            # compiled when a piece is cut at this level: a text that fits reaches none of them
+            levels.append(_Level("regex", lazy_regex(re.escape(sep) if literal else sep)))
     if levels[-1].kind != "chars":  # characters are always the last resort
         levels.append(_Level("chars"))
     return levels, keep
 
 
-@dataclass
 class _Splitter:
     """One run of the algorithm over ``text[start:end]`` (state shared by the recursive calls)."""
 
-    text: str
-    tokenizer: Tokenizer
-    max_tokens: int
-    levels: list[_Level]
-    keep: str
-    tm: TokenMap
-    max_chars: int
-    fences: bool = False  # keep fenced code blocks that fit whole (the presets)
-    _guards: list[Span] | None = field(default=None, init=False)
-    _guard_starts: list[int] = field(default_factory=list, init=False)
+    def __init__(
+        self,
+        text: str,
+        tokenizer: Tokenizer,
+        max_tokens: int,
+        levels: list[_Level],
+        keep: str,
+        tm: TokenMap,
+        max_chars: int,
+        fences: bool = False,  # keep fenced code blocks that fit whole (the presets)
+    ) -> None:
+        self.text = text
+        self.tokenizer = tokenizer
+        self.max_tokens = max_tokens
+        self.levels = levels
+        self.keep = keep
+        self.tm = tm
+        self.max_chars = max_chars
+        self.fences = fences
+        self._guards: list[Span] | None = None
+        self._guard_starts: list[int] = []
 
     def guards(self, a: int, b: int) -> list[Span]:
         """The fenced code blocks in ``[a, b)`` (the first range asked for: the whole split) that fit."""

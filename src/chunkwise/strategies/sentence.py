@@ -23,7 +23,7 @@ else:
     np = LazyModule("numpy")  # imported when first used: small texts are counted without it
 
 from ..document import Document
-from ..segmentation.sentences import SENTENCE_BACKENDS
+from ..segmentation.sentence_rules import SENTENCE_BACKENDS
 from ..segmentation.token_map import TokenMap
 from ..segmentation.tokenizers import Tokenizer
 from ..validation import InstanceOf, Options

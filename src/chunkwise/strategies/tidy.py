@@ -27,7 +27,7 @@ import re
 from collections.abc import Sequence
 
 from ..document import Document
-from ..formats.markdown_blocks import ATX_HEADING_RE
+from ..formats.markdown_lines import ATX_HEADING_RE
 from ..registry import lazy_regex
 from ..segmentation.tokenizers import Tokenizer
 from .base import Span, max_chars_for, trim_span

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ..formats.markdown_blocks import ATX_HEADING_RE
+from ..formats.markdown_lines import ATX_HEADING_RE
 from ..segmentation.tokenizers import Tokenizer
 from .base import Span, max_chars_for, trim_span
 
