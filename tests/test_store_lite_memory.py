@@ -296,6 +296,12 @@ def test_a_writer_reads_no_whole_table_and_holds_no_vector_index(tmp_path, monke
         segments = list(col._segment_cache.values())
         assert len(segments) >= 3
         assert whole == []  # no flush, vector index build or count read a whole table
+        import pyarrow.parquet as pq
+
+        for s in segments:  # the keys held as one array each, read back as the file's keys
+            assert isinstance(s.pks, lite_memory.KeyColumn)
+            keys = pq.read_table(s.file_path, columns=["id"]).column("id").to_pylist()
+            assert list(s.pks) == keys and [s.pks[i] for i in range(len(keys))] == keys == s.pks[:]
         indexes = [i for s in segments for i in s.indexes.values()]
         assert indexes and all(isinstance(i, lite_memory.IndexOnDisk) and i._index is None for i in indexes)
         here = [h.id for h in ix.search("keeper lamp", k=5, hybrid=False)]
@@ -474,3 +480,20 @@ def test_a_flush_waits_for_the_background_work_of_the_one_before(tmp_path, monke
             col.flush()  # its background work sleeps: the next flush would otherwise start before it ends
         col._wait_for_bg()
     assert events[:4] == ["flush", "trim", "flush", "trim"]
+
+
+@pytest.mark.parametrize(
+    "keys, compact",
+    [
+        (["a1", "b22", "0087db748cf7790"], True),
+        (["é1", "a"], False),
+        (["a\0", "b"], False),
+        ([1, 2], False),
+        ([], False),
+    ],
+)
+def test_segment_keys_are_held_compactly_only_where_they_read_back_unchanged(keys, compact):
+    held = lite_memory.KeyColumn.of(keys)
+    assert isinstance(held, lite_memory.KeyColumn) == compact
+    assert list(held) == keys and len(held) == len(keys) and [held[i] for i in range(len(keys))] == keys
+    assert list(enumerate(held)) == list(enumerate(keys))

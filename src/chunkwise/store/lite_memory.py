@@ -48,7 +48,7 @@ import os
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 #: tables kept by the cache of recently used segments outside reads (a write's point lookups, index builds)
@@ -192,12 +192,47 @@ def _table_of(segment: Any, read: Any) -> Any:
     return table
 
 
+class KeyColumn(Sequence[str]):
+    """A segment's keys as one array of fixed-width ASCII bytes, read back as ``str``: what the engine asks of
+    its ``pks`` list (length, index, iteration) for about a quarter of the memory (16-character chunk ids: 16
+    bytes each against a 65-byte ``str`` and its list slot). A writer holds one per flushed file, so a bulk
+    run's keys would otherwise grow by about 75 bytes a chunk."""
+
+    __slots__ = ("_keys",)
+
+    def __init__(self, keys: Any) -> None:
+        self._keys = keys
+
+    @classmethod
+    def of(cls, keys: list[Any]) -> Sequence[Any]:
+        """``keys`` as a :class:`KeyColumn` where each is an ASCII ``str`` without NUL (what fixed-width bytes
+        give back unchanged), else the list itself."""
+        import numpy as np
+
+        if not keys or not all(type(k) is str and k.isascii() and "\0" not in k for k in keys):
+            return keys
+        return cls(np.array([k.encode() for k in keys], dtype=bytes))
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __getitem__(self, at: Any) -> Any:
+        if isinstance(at, slice):
+            return [k.decode() for k in self._keys[at].tolist()]
+        return self._keys[at].decode()
+
+    def __iter__(self) -> Iterator[str]:
+        for k in self._keys.tolist():
+            yield k.decode()
+
+
 def _keys_only(cls: Any, file_path: str, partition: str, pk_field: str, vector_field: str | None) -> Any:
-    """A segment of *cls* with the keys and sequence numbers of its file, its table not read."""
+    """A segment of *cls* with the keys (as a :class:`KeyColumn`) and sequence numbers of its file, its table
+    not read."""
     import numpy as np
 
     keys = _read_columns(file_path, [pk_field, "_seq"])
-    pks = keys.column(pk_field).to_pylist()
+    pks = KeyColumn.of(keys.column(pk_field).to_pylist())
     return cls(
         file_path=file_path,
         partition=partition,
