@@ -350,8 +350,10 @@ class Trims:
         return 1
 
 
-def test_the_engines_work_after_a_flush_gives_freed_memory_back(tmp_path, monkeypatch):
-    trims = Trims()
+def test_a_flush_and_the_engines_work_after_it_give_freed_memory_back(tmp_path, monkeypatch):
+    import threading
+
+    trims = Trims(where=lambda: threading.current_thread() is threading.main_thread())
     with Index(tmp_path / "t.db", embedder=FakeEmbedder()) as ix:
         ix.add(corpus(0), strategy=lines())
         col = collection_of(ix)
@@ -359,8 +361,9 @@ def test_the_engines_work_after_a_flush_gives_freed_memory_back(tmp_path, monkey
         monkeypatch.setattr(lite_memory, "_trim", trims)
         col.insert([dict(r, id=r["id"] + "-again") for r in col.query(None, limit=4)])
         col.flush()  # the flush schedules the engine's merges and index builds in its background thread
+        assert trims.calls == [(0, True)]  # what the flush freed, given back as it returns
         col._wait_for_bg()
-        assert trims.calls == [(0, None)]  # the whole heap trimmed, once the background work ended
+        assert trims.calls == [(0, True), (0, False)]  # and what the background work freed, once it ended
 
 
 def test_the_bm25_copy_is_saved_last_on_a_trimmed_heap_without_the_other_copies(tmp_path, monkeypatch):
@@ -457,6 +460,7 @@ def test_a_writer_holds_no_key_map_until_a_read_by_key_asks_for_one(tmp_path):
 
 
 def test_a_flush_waits_for_the_background_work_of_the_one_before(tmp_path, monkeypatch):
+    import threading
     import time
 
     from milvus_lite.engine import collection as engine
@@ -473,13 +477,16 @@ def test_a_flush_waits_for_the_background_work_of_the_one_before(tmp_path, monke
         col = collection_of(ix)
         col._wait_for_bg()
         rows = col.query(None, limit=4)
-        monkeypatch.setattr(lite_memory, "_trim", Trims(lambda: events.append("trim")))
+        main = threading.main_thread()
+        where = lambda: events.append("trim here" if threading.current_thread() is main else "trim behind")  # noqa: E731
+        monkeypatch.setattr(lite_memory, "_trim", Trims(where))
         events.clear()
         for n in range(2):
             col.insert([dict(r, id=f"{r['id']}-{n}") for r in rows])
             col.flush()  # its background work sleeps: the next flush would otherwise start before it ends
         col._wait_for_bg()
-    assert events[:4] == ["flush", "trim", "flush", "trim"]
+    # each flush gives back what it freed, then the next waits for the background work and its release
+    assert events[:6] == ["flush", "trim here", "trim behind", "flush", "trim here", "trim behind"]
 
 
 @pytest.mark.parametrize(

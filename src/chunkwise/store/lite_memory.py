@@ -566,7 +566,9 @@ def _after_background(flush: Any) -> Any:
     """The engine's flush, once the background work the previous flush started (merges, the new segment's
     vector index) has ended and given back what it freed: without the wait, a flush's transient (its table,
     the Parquet write) could come on top of an index build's, the peak of a bulk run. Not where this thread
-    holds the engine's maintenance lock (the background work needs it)."""
+    holds the engine's maintenance lock (the background work needs it). After the flush, what it freed in
+    this thread (the frozen memtable, its table, the Parquet writer's buffers) is given back too: otherwise
+    it stays resident until the close, under the writes that follow."""
 
     def run(self: Any, *args: Any, **kwargs: Any) -> Any:
         lock = getattr(self, "_maintenance_lock", None)
@@ -574,7 +576,10 @@ def _after_background(flush: Any) -> Any:
         wait = getattr(self, "_wait_for_bg", None)
         if callable(owned) and not owned() and callable(wait):
             wait()
-        return flush(self, *args, **kwargs)
+        try:
+            return flush(self, *args, **kwargs)
+        finally:
+            release_freed_memory()
 
     run.original = flush  # type: ignore[attr-defined]
     return run
