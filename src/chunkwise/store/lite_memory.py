@@ -366,7 +366,9 @@ def _arrow_data_table(original: Any) -> Any:
     """Milvus Lite's ``MemTable._build_data_table`` (the live rows of a flush, in the order given) built with
     Arrow's ``take`` on each source batch instead of one Python object per cell: the same table, without a
     Python list of floats per vector and a ``str`` per text held at once (about four times the memtable's
-    own size at the flush, the largest transient of an indexing run once the segments are not held)."""
+    own size at the flush, the largest transient of an indexing run once the segments are not held). A batch
+    whose rows are all live, in order (what a bulk write leaves), is used as it is, and the pieces are not
+    concatenated: the table shares the memtable's buffers instead of copying them once or twice."""
 
     def build(self: Any, rows: list[tuple[int, int]]) -> Any:
         import pyarrow as pa
@@ -380,18 +382,22 @@ def _arrow_data_table(original: Any) -> Any:
                 batch = self._insert_batches[rows[start][0]]
                 if not all(name in batch.schema.names for name in names):
                     return original(self, rows)
-                taken = batch.select(names).take(pa.array([r[1] for r in rows[start:end]], type=pa.int64()))
+                at = [r[1] for r in rows[start:end]]
+                taken = batch.select(names)
+                if at != list(range(batch.num_rows)):  # all of a batch, in order (a bulk write): not copied
+                    taken = taken.take(pa.array(at, type=pa.int64()))
                 pieces.append(pa.Table.from_batches([taken]))
                 start = end
         if not pieces:
             return original(self, rows)
+        # the batches' columns as they are, not concatenated into one more copy: the flush only writes them
         table = pa.concat_tables(pieces)
         if table.schema != schema:
             try:
                 table = table.cast(schema)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError):
                 return original(self, rows)
-        return table.combine_chunks()
+        return table
 
     build.original = original  # type: ignore[attr-defined]
     return build
