@@ -4,8 +4,8 @@ A connection that writes keeps up to four copies beside the database (the BM25 p
 chunk places and the rows a hit shows), and each needs the row an id sits at in its own files. A dict
 ``id -> row`` per copy costs about 55 bytes a chunk each (the dict's slot and an int object per row), four
 times over: at 70,000 chunks about 15 MB of an indexing run's memory. Instead the connection numbers each id
-once (:class:`ChunkNumbers`) and each copy keeps its rows in an array by that number (:class:`RowOf`, 8 bytes
-a number), so the four copies hold about 25 bytes a chunk between them beyond the one shared dict.
+once (:class:`ChunkNumbers`) and each copy keeps its rows in an array by that number (:class:`RowOf`, 4 bytes
+a number), so the four copies hold 16 bytes a chunk between them beyond the one shared dict.
 """
 
 from __future__ import annotations
@@ -42,14 +42,14 @@ class ChunkNumbers:
 
 
 class RowOf(MutableMapping[str, int]):
-    """``chunk id -> row`` of one copy (rows are whole numbers >= 0), over a numbering shared with the other
-    copies of the connection (or one of its own): an array by number, -1 where the id has no row here."""
+    """``chunk id -> row`` of one copy (rows are whole numbers from 0 below 2**31), over a numbering shared with
+    the other copies of the connection (or one of its own): an array by number, -1 where the id has no row."""
 
     __slots__ = ("_live", "_rows", "numbers")
 
     def __init__(self, numbers: ChunkNumbers | None = None) -> None:
         self.numbers = ChunkNumbers() if numbers is None else numbers
-        self._rows = array("q")
+        self._rows = array("i")
         self._live = 0
 
     def _at(self, chunk_id: str) -> int:
@@ -72,12 +72,12 @@ class RowOf(MutableMapping[str, int]):
         return isinstance(chunk_id, str) and self._at(chunk_id) >= 0
 
     def __setitem__(self, chunk_id: str, row: int) -> None:
-        if row < 0:
-            raise ValueError(f"a row is a whole number >= 0, not {row}")
+        if not 0 <= row < 2**31:
+            raise ValueError(f"a row is a whole number from 0 below 2**31, not {row}")
         n = self.numbers.number(chunk_id)
         rows = self._rows
         if n >= len(rows):
-            rows.extend(array("q", [-1]) * (n + 1 - len(rows)))
+            rows.extend(array("i", [-1]) * (n + 1 - len(rows)))
         if rows[n] < 0:
             self._live += 1
         rows[n] = row
