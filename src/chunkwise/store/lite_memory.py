@@ -156,11 +156,12 @@ class IndexOnDisk:
 
 
 def _read_columns(path: str, columns: list[str]) -> Any:
-    """Some columns of one Parquet file."""
+    """Some columns of one Parquet file, read in this thread (a writer reads a flushed file's keys and its
+    vectors, a few MB: Arrow's reader threads would each keep memory of their own for it)."""
     import pyarrow.parquet as pq
 
     with pq.ParquetFile(path) as handle:
-        return handle.read(columns=columns)
+        return handle.read(columns=columns, use_threads=False)
 
 
 def _vector_table(segment: Any, field_name: str) -> Any:
