@@ -335,9 +335,8 @@ class SpooledPostings:
     out in order, so saving holds one of them at a time. Replaced or removed texts are marked dead and left out
     when saving (the saved copy is what :class:`BM25Postings` over the live texts would save)."""
 
-    #: postings per bucket when saving: one bucket's triples are held at once, with their sort order (about
-    #: 20 bytes a posting, ~5 MB; a 256-word chunk has ~120 distinct terms, so a bucket per ~2,000 chunks)
-    PASS = 1 << 18
+    #: postings per bucket when saving (one bucket's triples are held at once)
+    PASS = 1 << 19
 
     def __init__(self, folder: str | os.PathLike, numbers: ChunkNumbers | None = None):
         import tempfile
