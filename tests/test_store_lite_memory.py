@@ -508,3 +508,23 @@ def test_segment_keys_are_held_compactly_only_where_they_read_back_unchanged(key
     assert isinstance(held, lite_memory.KeyColumn) == compact
     assert list(held) == keys and len(held) == len(keys) and [held[i] for i in range(len(keys))] == keys
     assert list(enumerate(held)) == list(enumerate(keys))
+
+
+def test_a_writer_reads_its_flushed_files_in_its_own_thread(tmp_path, monkeypatch):
+    """The keys a flush's segment is made from and the vectors its index is built from are read without
+    Arrow's reader threads, whose memory pools the releases after a flush do not reach."""
+    import pyarrow.parquet as pq
+
+    asked: list[object] = []
+    read = pq.ParquetFile.read
+
+    def recorded(self, *args, **kwargs):
+        if kwargs.get("columns") is not None:  # a read of some columns: keys, or vectors for an index build
+            asked.append(kwargs.get("use_threads", True))
+        return read(self, *args, **kwargs)
+
+    monkeypatch.setattr(pq.ParquetFile, "read", recorded)
+    with Index(tmp_path / "t.db", embedder=FakeEmbedder()) as ix:
+        ix.add(corpus(0), strategy=lines())
+        collection_of(ix)._wait_for_bg()
+    assert asked and all(threads is False for threads in asked)
