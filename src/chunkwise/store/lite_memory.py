@@ -17,7 +17,7 @@ reads them:
   table is read back from its immutable Parquet file.
 - **Flushes built with Arrow**: the memtable's live rows are taken from its batches with Arrow's ``take``
   instead of one Python object per cell (the same table; the Python objects were about four times the
-  memtable's budget at each flush).
+  memtable's budget at each flush), and a batch written whole is used as it is, not copied.
 - **Merges of at most** :data:`MERGE_ROWS` **rows**: files of that many rows or more are left as they are
   (``MAX_SEGMENT_ROWS``), so the small files of incremental runs are still merged and a bulk run's flushed
   files are not; forced merges above 32 files (which, with segments this size, would rewrite the same files
@@ -28,14 +28,16 @@ reads them:
   A merge hands the tables it reads to the segments it replaces (:func:`_handing`): a read holding those
   segments in its snapshot reads them after their files are deleted.
 
-- **Freed memory given back** (:func:`release_freed_memory`) after the engine's background work that follows
-  each flush (merges, vector index builds; the next flush waits for it) and between the copies' saves at the
-  close (:func:`~chunkwise.store.milvus_search.save_copies`): Arrow's allocator releases its unused pages
+- **Freed memory given back** (:func:`release_freed_memory`) after each flush, after the engine's background
+  work that follows it (merges, vector index builds; the next flush waits for it) and between the copies' saves
+  at the close (:func:`~chunkwise.store.milvus_search.save_copies`): Arrow's allocator releases its unused pages
   and glibc's ``malloc_trim(0)`` returns the free pages of every arena. The engine's background thread
   allocates in an arena of its own, whose free pages the main thread cannot reuse, so what a flush freed
   there stayed resident under the next peak. With the key maps below, 100 MB of public text peaked at
   262-265 MB against 292-296 MB without, for no measurable CPU (benchmarks/results/store.md). A writer's
-  segments also hold their keys without the engine's ``key -> row`` dict until a read by key asks for it.
+  segments also hold their keys as one bytes array (:class:`KeyColumn`) without the engine's ``key -> row``
+  dict until a read by key asks for it, and it reads a flushed file's columns without Arrow's reader threads
+  (whose own allocator heaps no release reaches).
 
 All four are installed by :func:`bound_engine_memory` when chunkwise opens a Milvus Lite database in process; a
 milvus-lite without these internals is left as it is.
