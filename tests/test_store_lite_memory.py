@@ -147,18 +147,22 @@ def test_a_flush_builds_the_table_the_engine_builds(tmp_path, monkeypatch):
         built = MemTable._build_data_table
         assert hasattr(built, "original")  # installed by the bounded engine
         compared: list[tuple[int, int, bool]] = []
+        shared: list[bool] = []
 
         def both(self, rows):
             ours, theirs = built(self, rows), built.original(self, rows)
             compared.append(
                 (len(rows), len({b for b, _ in rows}), ours.schema == theirs.schema and ours.equals(theirs))
             )
+            texts = {b.column("text").buffers()[2].address for b in self._insert_batches}
+            shared.append(any(c.buffers()[2].address in texts for c in ours.column("text").chunks))
             return ours
 
         monkeypatch.setattr(MemTable, "_build_data_table", both)
         for batch in range(3):  # rewrites too: keys written twice, stale rows left in the memtable's batches
             ix.add(corpus(batch), strategy=lines(), batch_size=16)
     assert compared and all(same for _, _, same in compared)
+    assert any(shared)  # a batch written whole, not rewritten since: its buffers used as they are, not copied
     assert max(n for n, _, _ in compared) > 12 and max(b for _, b, _ in compared) > 1
 
 
@@ -296,6 +300,12 @@ def test_a_writer_reads_no_whole_table_and_holds_no_vector_index(tmp_path, monke
         segments = list(col._segment_cache.values())
         assert len(segments) >= 3
         assert whole == []  # no flush, vector index build or count read a whole table
+        import pyarrow.parquet as pq
+
+        for s in segments:  # the keys held as one array each, read back as the file's keys
+            assert isinstance(s.pks, lite_memory.KeyColumn)
+            keys = pq.read_table(s.file_path, columns=["id"]).column("id").to_pylist()
+            assert list(s.pks) == keys and [s.pks[i] for i in range(len(keys))] == keys == s.pks[:]
         indexes = [i for s in segments for i in s.indexes.values()]
         assert indexes and all(isinstance(i, lite_memory.IndexOnDisk) and i._index is None for i in indexes)
         here = [h.id for h in ix.search("keeper lamp", k=5, hybrid=False)]
@@ -344,8 +354,10 @@ class Trims:
         return 1
 
 
-def test_the_engines_work_after_a_flush_gives_freed_memory_back(tmp_path, monkeypatch):
-    trims = Trims()
+def test_a_flush_and_the_engines_work_after_it_give_freed_memory_back(tmp_path, monkeypatch):
+    import threading
+
+    trims = Trims(where=lambda: threading.current_thread() is threading.main_thread())
     with Index(tmp_path / "t.db", embedder=FakeEmbedder()) as ix:
         ix.add(corpus(0), strategy=lines())
         col = collection_of(ix)
@@ -353,8 +365,9 @@ def test_the_engines_work_after_a_flush_gives_freed_memory_back(tmp_path, monkey
         monkeypatch.setattr(lite_memory, "_trim", trims)
         col.insert([dict(r, id=r["id"] + "-again") for r in col.query(None, limit=4)])
         col.flush()  # the flush schedules the engine's merges and index builds in its background thread
+        assert trims.calls == [(0, True)]  # what the flush freed, given back as it returns
         col._wait_for_bg()
-        assert trims.calls == [(0, None)]  # the whole heap trimmed, once the background work ended
+        assert trims.calls == [(0, True), (0, False)]  # and what the background work freed, once it ended
 
 
 def test_the_bm25_copy_is_saved_last_on_a_trimmed_heap_without_the_other_copies(tmp_path, monkeypatch):
@@ -451,6 +464,7 @@ def test_a_writer_holds_no_key_map_until_a_read_by_key_asks_for_one(tmp_path):
 
 
 def test_a_flush_waits_for_the_background_work_of_the_one_before(tmp_path, monkeypatch):
+    import threading
     import time
 
     from milvus_lite.engine import collection as engine
@@ -467,10 +481,50 @@ def test_a_flush_waits_for_the_background_work_of_the_one_before(tmp_path, monke
         col = collection_of(ix)
         col._wait_for_bg()
         rows = col.query(None, limit=4)
-        monkeypatch.setattr(lite_memory, "_trim", Trims(lambda: events.append("trim")))
+        main = threading.main_thread()
+        where = lambda: events.append("trim here" if threading.current_thread() is main else "trim behind")  # noqa: E731
+        monkeypatch.setattr(lite_memory, "_trim", Trims(where))
         events.clear()
         for n in range(2):
             col.insert([dict(r, id=f"{r['id']}-{n}") for r in rows])
             col.flush()  # its background work sleeps: the next flush would otherwise start before it ends
         col._wait_for_bg()
-    assert events[:4] == ["flush", "trim", "flush", "trim"]
+    # each flush gives back what it freed, then the next waits for the background work and its release
+    assert events[:6] == ["flush", "trim here", "trim behind", "flush", "trim here", "trim behind"]
+
+
+@pytest.mark.parametrize(
+    "keys, compact",
+    [
+        (["a1", "b22", "0087db748cf7790"], True),
+        (["é1", "a"], False),
+        (["a\0", "b"], False),
+        ([1, 2], False),
+        ([], False),
+    ],
+)
+def test_segment_keys_are_held_compactly_only_where_they_read_back_unchanged(keys, compact):
+    held = lite_memory.KeyColumn.of(keys)
+    assert isinstance(held, lite_memory.KeyColumn) == compact
+    assert list(held) == keys and len(held) == len(keys) and [held[i] for i in range(len(keys))] == keys
+    assert list(enumerate(held)) == list(enumerate(keys))
+
+
+def test_a_writer_reads_its_flushed_files_in_its_own_thread(tmp_path, monkeypatch):
+    """The keys a flush's segment is made from and the vectors its index is built from are read without
+    Arrow's reader threads, whose memory pools the releases after a flush do not reach."""
+    import pyarrow.parquet as pq
+
+    asked: list[object] = []
+    read = pq.ParquetFile.read
+
+    def recorded(self, *args, **kwargs):
+        if kwargs.get("columns") is not None:  # a read of some columns: keys, or vectors for an index build
+            asked.append(kwargs.get("use_threads", True))
+        return read(self, *args, **kwargs)
+
+    monkeypatch.setattr(pq.ParquetFile, "read", recorded)
+    with Index(tmp_path / "t.db", embedder=FakeEmbedder()) as ix:
+        ix.add(corpus(0), strategy=lines())
+        collection_of(ix)._wait_for_bg()
+    assert asked and all(threads is False for threads in asked)

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..security import replace_folder
 from ..segmentation.lexical import TOKENIZER_VERSION, lexical_terms
+from .numbers import ChunkNumbers, RowOf
 
 #: Lucene BM25 parameters (Milvus's defaults too)
 K1 = 1.5
@@ -337,7 +338,7 @@ class SpooledPostings:
     #: postings per bucket when saving (one bucket's triples are held at once)
     PASS = 1 << 19
 
-    def __init__(self, folder: str | os.PathLike):
+    def __init__(self, folder: str | os.PathLike, numbers: ChunkNumbers | None = None):
         import tempfile
         from array import array
 
@@ -345,7 +346,7 @@ class SpooledPostings:
         self.folder = Path(tempfile.mkdtemp(prefix=folder.name + ".spool-", dir=folder.parent))
         self.path = self.folder / "postings.i32"
         self.ids: list[str] = []
-        self._number: dict[str, int] = {}
+        self._number = RowOf(numbers)  # live id -> document number (numbered with the connection's other copies)
         self._live = bytearray()
         self._lengths = array("i")
         self._term_of: dict[str, int] = {}

@@ -17,7 +17,7 @@ reads them:
   table is read back from its immutable Parquet file.
 - **Flushes built with Arrow**: the memtable's live rows are taken from its batches with Arrow's ``take``
   instead of one Python object per cell (the same table; the Python objects were about four times the
-  memtable's budget at each flush).
+  memtable's budget at each flush), and a batch written whole is used as it is, not copied.
 - **Merges of at most** :data:`MERGE_ROWS` **rows**: files of that many rows or more are left as they are
   (``MAX_SEGMENT_ROWS``), so the small files of incremental runs are still merged and a bulk run's flushed
   files are not; forced merges above 32 files (which, with segments this size, would rewrite the same files
@@ -28,14 +28,16 @@ reads them:
   A merge hands the tables it reads to the segments it replaces (:func:`_handing`): a read holding those
   segments in its snapshot reads them after their files are deleted.
 
-- **Freed memory given back** (:func:`release_freed_memory`) after the engine's background work that follows
-  each flush (merges, vector index builds; the next flush waits for it) and between the copies' saves at the
-  close (:func:`~chunkwise.store.milvus_search.save_copies`): Arrow's allocator releases its unused pages
+- **Freed memory given back** (:func:`release_freed_memory`) after each flush, after the engine's background
+  work that follows it (merges, vector index builds; the next flush waits for it) and between the copies' saves
+  at the close (:func:`~chunkwise.store.milvus_search.save_copies`): Arrow's allocator releases its unused pages
   and glibc's ``malloc_trim(0)`` returns the free pages of every arena. The engine's background thread
   allocates in an arena of its own, whose free pages the main thread cannot reuse, so what a flush freed
   there stayed resident under the next peak. With the key maps below, 100 MB of public text peaked at
   262-265 MB against 292-296 MB without, for no measurable CPU (benchmarks/results/store.md). A writer's
-  segments also hold their keys without the engine's ``key -> row`` dict until a read by key asks for it.
+  segments also hold their keys as one bytes array (:class:`KeyColumn`) without the engine's ``key -> row``
+  dict until a read by key asks for it, and it reads a flushed file's columns without Arrow's reader threads
+  (whose own allocator heaps no release reaches).
 
 All four are installed by :func:`bound_engine_memory` when chunkwise opens a Milvus Lite database in process; a
 milvus-lite without these internals is left as it is.
@@ -48,7 +50,7 @@ import os
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 #: tables kept by the cache of recently used segments outside reads (a write's point lookups, index builds)
@@ -156,11 +158,12 @@ class IndexOnDisk:
 
 
 def _read_columns(path: str, columns: list[str]) -> Any:
-    """Some columns of one Parquet file."""
+    """Some columns of one Parquet file, read in this thread (a writer reads a flushed file's keys and its
+    vectors, a few MB: Arrow's reader threads would each keep memory of their own for it)."""
     import pyarrow.parquet as pq
 
     with pq.ParquetFile(path) as handle:
-        return handle.read(columns=columns)
+        return handle.read(columns=columns, use_threads=False)
 
 
 def _vector_table(segment: Any, field_name: str) -> Any:
@@ -192,12 +195,47 @@ def _table_of(segment: Any, read: Any) -> Any:
     return table
 
 
+class KeyColumn(Sequence[str]):
+    """A segment's keys as one array of fixed-width ASCII bytes, read back as ``str``: what the engine asks of
+    its ``pks`` list (length, index, iteration) for about a quarter of the memory (16-character chunk ids: 16
+    bytes each against a 65-byte ``str`` and its list slot). A writer holds one per flushed file, so a bulk
+    run's keys would otherwise grow by about 75 bytes a chunk."""
+
+    __slots__ = ("_keys",)
+
+    def __init__(self, keys: Any) -> None:
+        self._keys = keys
+
+    @classmethod
+    def of(cls, keys: list[Any]) -> Sequence[Any]:
+        """``keys`` as a :class:`KeyColumn` where each is an ASCII ``str`` without NUL (what fixed-width bytes
+        give back unchanged), else the list itself."""
+        import numpy as np
+
+        if not keys or not all(type(k) is str and k.isascii() and "\0" not in k for k in keys):
+            return keys
+        return cls(np.array([k.encode() for k in keys], dtype=bytes))
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __getitem__(self, at: Any) -> Any:
+        if isinstance(at, slice):
+            return [k.decode() for k in self._keys[at].tolist()]
+        return self._keys[at].decode()
+
+    def __iter__(self) -> Iterator[str]:
+        for k in self._keys.tolist():
+            yield k.decode()
+
+
 def _keys_only(cls: Any, file_path: str, partition: str, pk_field: str, vector_field: str | None) -> Any:
-    """A segment of *cls* with the keys and sequence numbers of its file, its table not read."""
+    """A segment of *cls* with the keys (as a :class:`KeyColumn`) and sequence numbers of its file, its table
+    not read."""
     import numpy as np
 
     keys = _read_columns(file_path, [pk_field, "_seq"])
-    pks = keys.column(pk_field).to_pylist()
+    pks = KeyColumn.of(keys.column(pk_field).to_pylist())
     return cls(
         file_path=file_path,
         partition=partition,
@@ -331,7 +369,9 @@ def _arrow_data_table(original: Any) -> Any:
     """Milvus Lite's ``MemTable._build_data_table`` (the live rows of a flush, in the order given) built with
     Arrow's ``take`` on each source batch instead of one Python object per cell: the same table, without a
     Python list of floats per vector and a ``str`` per text held at once (about four times the memtable's
-    own size at the flush, the largest transient of an indexing run once the segments are not held)."""
+    own size at the flush, the largest transient of an indexing run once the segments are not held). A batch
+    whose rows are all live, in order (what a bulk write leaves), is used as it is, and the pieces are not
+    concatenated: the table shares the memtable's buffers instead of copying them once or twice."""
 
     def build(self: Any, rows: list[tuple[int, int]]) -> Any:
         import pyarrow as pa
@@ -345,18 +385,22 @@ def _arrow_data_table(original: Any) -> Any:
                 batch = self._insert_batches[rows[start][0]]
                 if not all(name in batch.schema.names for name in names):
                     return original(self, rows)
-                taken = batch.select(names).take(pa.array([r[1] for r in rows[start:end]], type=pa.int64()))
+                at = [r[1] for r in rows[start:end]]
+                taken = batch.select(names)
+                if at != list(range(batch.num_rows)):  # all of a batch, in order (a bulk write): not copied
+                    taken = taken.take(pa.array(at, type=pa.int64()))
                 pieces.append(pa.Table.from_batches([taken]))
                 start = end
         if not pieces:
             return original(self, rows)
+        # the batches' columns as they are, not concatenated into one more copy: the flush only writes them
         table = pa.concat_tables(pieces)
         if table.schema != schema:
             try:
                 table = table.cast(schema)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError):
                 return original(self, rows)
-        return table.combine_chunks()
+        return table
 
     build.original = original  # type: ignore[attr-defined]
     return build
@@ -531,7 +575,9 @@ def _after_background(flush: Any) -> Any:
     """The engine's flush, once the background work the previous flush started (merges, the new segment's
     vector index) has ended and given back what it freed: without the wait, a flush's transient (its table,
     the Parquet write) could come on top of an index build's, the peak of a bulk run. Not where this thread
-    holds the engine's maintenance lock (the background work needs it)."""
+    holds the engine's maintenance lock (the background work needs it). After the flush, what it freed in
+    this thread (the frozen memtable, its table, the Parquet writer's buffers) is given back too: otherwise
+    it stays resident until the close, under the writes that follow."""
 
     def run(self: Any, *args: Any, **kwargs: Any) -> Any:
         lock = getattr(self, "_maintenance_lock", None)
@@ -539,7 +585,10 @@ def _after_background(flush: Any) -> Any:
         wait = getattr(self, "_wait_for_bg", None)
         if callable(owned) and not owned() and callable(wait):
             wait()
-        return flush(self, *args, **kwargs)
+        try:
+            return flush(self, *args, **kwargs)
+        finally:
+            release_freed_memory()
 
     run.original = flush  # type: ignore[attr-defined]
     return run

@@ -32,6 +32,7 @@ from .base import Hit
 from .bm25 import BM25Postings, SpooledPostings
 from .lite_memory import release_freed_memory
 from .milvus_connection import quote
+from .numbers import ChunkNumbers
 from .places import ChunkPlaces
 from .rows import chunk_from_row
 from .shown import ROWS_FOLDER, SavedRows, SpooledRows
@@ -385,18 +386,20 @@ def hold_copies(store: MilvusStore) -> None:
     except Exception:  # no collection yet: nothing to hold
         return
     load_saved_copies(store, count, store.uses_client_bm25, store.uses_client_vectors)
-    hold_rows(store, count)
-    if count == 0:
+    # the copies made here number the chunk ids once between them (store/numbers.py), not a dict each
+    numbers = ChunkNumbers() if count == 0 else None
+    hold_rows(store, count, numbers)
+    if numbers is not None:
         # an empty collection's copies are known: held from the start and filled by the writes, so the run
         # that builds an index leaves them (the first search reads no row back), and a writer finds a
         # document's stored chunks without a query walking every row (MilvusStore.chunk_ids)
         if store._places is None:
-            store._places = ChunkPlaces()
+            store._places = ChunkPlaces(numbers=numbers)
         if store.uses_client_bm25 and store._bm25 is None:
-            store._bm25 = SpooledPostings(Path(store._lite_db()) / BM25_FOLDER)
+            store._bm25 = SpooledPostings(Path(store._lite_db()) / BM25_FOLDER, numbers)
         if store.uses_client_vectors and store._vectors is None and store.client_vectors is not False:
             # appended to a file as written, not held: the run's memory does not grow with its vectors
-            store._vectors = SpooledVectors(Path(store._lite_db()) / VECTORS_FOLDER)
+            store._vectors = SpooledVectors(Path(store._lite_db()) / VECTORS_FOLDER, numbers)
 
 
 def rows_facts(store: MilvusStore) -> dict:
@@ -405,7 +408,7 @@ def rows_facts(store: MilvusStore) -> dict:
     return {"nullable": store.nullable, "bm25_builtin": store.bm25_builtin, "dim": store.dim}
 
 
-def hold_rows(store: MilvusStore, count: int) -> None:
+def hold_rows(store: MilvusStore, count: int, numbers: ChunkNumbers | None = None) -> None:
     """The rows copy a writing connection keeps (:mod:`~chunkwise.store.shown`): a new one for an empty
     collection, else the saved one taken over when it was read from the database's files as they are now
     and covers ``count`` rows. Without one (an index saved before it existed, a damaged copy), the
@@ -415,7 +418,7 @@ def hold_rows(store: MilvusStore, count: int) -> None:
     folder = Path(store._lite_db()) / ROWS_FOLDER
     with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
         if count == 0:
-            store._rows = SpooledRows(folder, store.output_fields, rows_facts(store))
+            store._rows = SpooledRows(folder, store.output_fields, rows_facts(store), numbers)
         elif copy_key(folder, store.collection) == snapshot.files_read(store):
             rows = SpooledRows.adopt(folder)
             if len(rows) == count and rows.fields == store.output_fields and rows.facts == rows_facts(store):

@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ..security import replace_folder
+from .numbers import ChunkNumbers, RowOf
 
 
 class ChunkPlaces:
@@ -31,8 +32,8 @@ class ChunkPlaces:
     #: free rows are dropped (the rest renumbered) once there are more of them than this and than held rows
     compact_after = 1024
 
-    def __init__(self, items: Iterable[tuple[str, str, int]] = ()):
-        self._row: dict[str, int] = {}  # chunk id -> row
+    def __init__(self, items: Iterable[tuple[str, str, int]] = (), numbers: ChunkNumbers | None = None):
+        self._row = RowOf(numbers)  # chunk id -> row (numbered with the connection's other copies)
         self._ids: list[str | None] = []  # row -> chunk id (None: a free row)
         self._doc = array("i")  # row -> document number
         self._index = array("q")  # row -> chunk index

@@ -27,7 +27,7 @@ import json
 import os
 import tempfile
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -35,6 +35,7 @@ import numpy as np
 
 from ..security import replace_folder
 from .milvus_schema import COLUMN_TYPES
+from .numbers import ChunkNumbers, RowOf
 
 #: where a Milvus Lite directory keeps the rows a hit shows (the life of the other saved copies)
 ROWS_FOLDER = "chunkwise-rows"
@@ -57,7 +58,7 @@ def _line(row: dict[str, Any], fields: list[str]) -> bytes:
     return json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
 
 
-def _index_array(ids: dict[str, int], at: array, size: array) -> np.ndarray:
+def _index_array(ids: Mapping[str, int], at: array, size: array) -> np.ndarray:
     """The saved index: the ids of ``ids`` (id -> the row's position in ``at``/``size``) sorted, with each row's
     offset and length."""
     keys = sorted(ids)
@@ -124,12 +125,14 @@ class SpooledRows:
     memory: each id's position in two arrays of offsets and lengths (about 70 bytes a row beside the id
     string, which the other copies share)."""
 
-    def __init__(self, folder: str | os.PathLike, fields: list[str], facts: dict[str, Any]):
+    def __init__(
+        self, folder: str | os.PathLike, fields: list[str], facts: dict[str, Any], numbers: ChunkNumbers | None = None
+    ):
         folder = Path(folder)
         self.folder = Path(tempfile.mkdtemp(prefix=folder.name + ".spool-", dir=folder.parent))
         self.path = self.folder / DATA
         self.fields, self.facts = list(fields), dict(facts)
-        self.ids: dict[str, int] = {}
+        self.ids = RowOf(numbers)  # live id -> position in ``at``/``size``
         self.at, self.size = array("q"), array("q")
         self.dead = 0
         self._file: BinaryIO = open(self.path, "ab")  # noqa: SIM115 - appended to until saved or discarded
@@ -150,7 +153,8 @@ class SpooledRows:
             os.replace(Path(folder) / DATA, out.path)
             out._file = open(out.path, "ab")  # noqa: SIM115
             out.end = out._file.tell()
-            out.ids = {k.decode(): n for n, k in enumerate(index["id"].tolist())}
+            for n, k in enumerate(index["id"].tolist()):
+                out.ids[k.decode()] = n
             out.at = array("q", index["at"].astype(np.int64).tobytes())
             out.size = array("q", index["size"].astype(np.int64).tobytes())
             out.dead = out.end - int(index["size"].sum())
@@ -192,7 +196,7 @@ class SpooledRows:
         def fill(tmp: Path) -> None:
             ids, at, size = self.ids, self.at, self.size
             if self.dead > self.end - self.dead:  # mostly dead rows: the live ones copied, in stored order
-                ids, at, size = {}, array("q"), array("q")
+                ids, at, size = RowOf(), array("q"), array("q")
                 with open(self.path, "rb") as src, open(tmp / DATA, "wb") as dst:
                     for chunk_id, n in sorted(self.ids.items(), key=lambda kv: kv[1]):
                         src.seek(self.at[n])

@@ -20,6 +20,7 @@ from typing import BinaryIO
 import numpy as np
 
 from ..security import replace_folder
+from .numbers import ChunkNumbers, RowOf
 
 
 class VectorCache:
@@ -136,14 +137,14 @@ class SpooledVectors:
     #: rows per slice when copying or materialising (64 MB of 384-dimension vectors at most)
     SLICE = 1 << 14
 
-    def __init__(self, folder: str | os.PathLike):
+    def __init__(self, folder: str | os.PathLike, numbers: ChunkNumbers | None = None):
         import tempfile
 
         folder = Path(folder)
         self.folder = Path(tempfile.mkdtemp(prefix=folder.name + ".spool-", dir=folder.parent))
         self.path = self.folder / "vectors.npy"
         self.ids: list[str] = []
-        self._index_of: dict[str, int] = {}
+        self._index_of = RowOf(numbers)  # live id -> row of the file (numbered with the connection's other copies)
         self._dead: list[int] = []
         self.dim = 0
         self._header = 0
