@@ -131,6 +131,38 @@ def test_a_file_written_otherwise_is_parsed_at_once(tmp_path, indent):
     assert wordpiece.Vocabulary.of_file(other.read_bytes())[1]._dict is not None
 
 
+@pytest.mark.parametrize(
+    ("old", "new", "piece"),
+    [(b',"/":', b',"\\/":', "/"), (b',"a":', b',"\\u0061":', "a")],  # printable ASCII written another way
+)
+def test_a_file_escaping_printable_ascii_otherwise_is_parsed_at_once(old, new, piece):
+    raw = minilm_tokenizer_path().read_bytes()
+    assert raw.count(old) == 1
+    vocab = wordpiece.Vocabulary.of_file(raw.replace(old, new))[1]
+    assert vocab._dict is not None and vocab.get(piece) == PYTHON.vocab.get(piece) is not None
+
+
+def test_an_id_that_is_not_a_plain_integer_is_read_as_json_reads_it():
+    raw = minilm_tokenizer_path().read_bytes().replace(b',"/":1013,', b',"/":-5,')
+    vocab = wordpiece.Vocabulary.of_file(raw)[1]
+    assert vocab._dict is None  # the layout is still the searched one
+    assert vocab.get("/") == -5 and vocab.get("the") == PYTHON.vocab.get("the")
+
+
+def test_a_look_up_that_began_before_another_thread_parsed_the_vocabulary(monkeypatch):
+    """A tokenizer is shared between threads (``chunkwise serve``): another thread may parse the object while a
+    look-up searches the bytes; the look-up still finds its piece."""
+    vocab = WordPiece.from_file(minilm_tokenizer_path()).vocab
+    search = wordpiece.Vocabulary._search
+
+    def parsed_meanwhile(self, piece):
+        self._parsed()  # what another thread's RAW_LOOKUPS + 1st look-up does
+        return search(self, piece)
+
+    monkeypatch.setattr(wordpiece.Vocabulary, "_search", parsed_meanwhile)
+    assert vocab.get("the") == PYTHON.vocab.get("the") == 1996
+
+
 def test_same_tokens_on_real_text_before_the_vocabulary_is_parsed(monkeypatch):
     monkeypatch.setattr(wordpiece, "RAW_LOOKUPS", 10**9)  # every look-up in the file's bytes
     searched = WordPiece.from_file(minilm_tokenizer_path())

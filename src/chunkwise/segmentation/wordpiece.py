@@ -59,6 +59,8 @@ _MODEL = {
 #: look-up there costs 0.03-0.2 CPU-ms, the parse ~12: a two-paragraph text needs ~20 look-ups, a page ~1,000)
 RAW_LOOKUPS = 48
 
+_NOT_SEARCHED = object()  # a piece :meth:`Vocabulary.get` has not looked for yet
+
 #: the ``model`` object's ``vocab`` key: the vocabulary, the last entry of the file (see :meth:`Vocabulary.of_file`)
 _VOCAB_KEY = b'"vocab":{'
 
@@ -84,14 +86,19 @@ class Vocabulary:
         self._found: dict[str, int | None] = {}  # the pieces found so far in the bytes (each searched once)
 
     def get(self, piece: str, default: int | None = None) -> int | None:
-        """The id of ``piece``, or ``default`` when it is not in the vocabulary."""
-        if self._dict is not None:
-            return self._dict.get(piece, default)
-        if piece not in self._found:
+        """The id of ``piece``, or ``default`` when it is not in the vocabulary.
+
+        Safe from several threads (a tokenizer is shared: ``chunkwise serve`` tokenises in a thread pool): the
+        bytes and the pieces found are never cleared, so a look-up that began before another thread parsed
+        the object still finds its piece; two threads may both parse it, which only costs time."""
+        parsed = self._dict
+        if parsed is not None:
+            return parsed.get(piece, default)
+        found = self._found.get(piece, _NOT_SEARCHED)
+        if found is _NOT_SEARCHED:
             if len(self._found) >= RAW_LOOKUPS or not (piece.isascii() and piece.isprintable()):
                 return self._parsed().get(piece, default)
-            self._found[piece] = self._search(piece)
-        found = self._found[piece]
+            found = self._found[piece] = self._search(piece)
         return default if found is None else found
 
     def __getitem__(self, piece: str) -> int:
@@ -105,10 +112,10 @@ class Vocabulary:
 
     def _parsed(self) -> dict[str, int]:
         """The vocabulary as a dict, the object parsed now if it was not yet."""
-        if self._dict is None:
-            self._dict = json.loads(self._raw[self._start : self._end])
-            self._raw, self._found = b"", {}
-        return self._dict
+        parsed = self._dict
+        if parsed is None:
+            parsed = self._dict = json.loads(self._raw[self._start : self._end])
+        return parsed
 
     def _search(self, piece: str) -> int | None:
         raw, start, end = self._raw, self._start, self._end
@@ -121,6 +128,8 @@ class Vocabulary:
         first = last = at + len(key)
         while raw[last : last + 1].isdigit():
             last += 1
+        if first == last or raw[last : last + 1] not in (b",", b"}"):  # not a plain integer id: as JSON reads it
+            return self._parsed().get(piece)
         return int(raw[first:last])
 
     @classmethod
@@ -136,7 +145,9 @@ class Vocabulary:
             at >= 0
             and raw.endswith(b"}}}", 0, end)
             and raw[stop - 2 : stop - 1].isdigit()  # its last entry's id
-            and not any(raw.find(c, start, stop) >= 0 for c in (b" ", b"\t", b"\n", b"\r", b"},"))
+            # no whitespace, no nested object, and no escape that writes printable ASCII another way than
+            # json.dumps does (\/, \u0061): else a piece's bytes could differ from what _search looks for
+            and not any(raw.find(c, start, stop) >= 0 for c in (b" ", b"\t", b"\n", b"\r", b"},", b"\\/", b"\\u"))
         ):
             try:
                 spec = json.loads(raw[:at] + b'"vocab":{}}}')

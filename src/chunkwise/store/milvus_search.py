@@ -386,7 +386,8 @@ def hold_copies(store: MilvusStore) -> None:
     except Exception:  # no collection yet: nothing to hold
         return
     load_saved_copies(store, count, store.uses_client_bm25, store.uses_client_vectors)
-    # the copies made here number the chunk ids once between them (store/numbers.py), not a dict each
+    # the copies started here on an empty collection number the chunk ids once between them (store/numbers.py),
+    # not a dict each; copies taken over from saved files keep a numbering each
     numbers = ChunkNumbers() if count == 0 else None
     hold_rows(store, count, numbers)
     if numbers is not None:
