@@ -48,6 +48,29 @@ def test_rows_over_a_shared_numbering_behave_as_one_dict_per_copy(ops):
     assert sorted(numbers.ids) == sorted(seen) and len(set(numbers.ids)) == len(numbers.ids)
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.lists(IDS, unique=True), OPS)
+def test_rows_built_in_order_are_the_rows_set_one_by_one(ids, ops):
+    """A copy taken over from saved files (:meth:`RowOf.in_order`) then written to behaves as one filled id by
+    id."""
+    bulk, one_by_one = RowOf.in_order(ids), RowOf()
+    for n, chunk_id in enumerate(ids):
+        one_by_one[chunk_id] = n
+    for op, _, chunk_id, row in ops:
+        for rows in (bulk, one_by_one):
+            if op == "set":
+                rows[chunk_id] = row
+            else:
+                rows.pop(chunk_id, None)
+        assert dict(bulk.items()) == dict(one_by_one.items()) and len(bulk) == len(one_by_one)
+        assert bulk.numbers.ids == one_by_one.numbers.ids and len(bulk.numbers) == len(one_by_one.numbers)
+
+
+def test_rows_in_order_refuse_a_repeated_id():
+    with pytest.raises(ValueError, match="repeats"):
+        RowOf.in_order(["a", "b", "a"])
+
+
 @pytest.mark.parametrize("row", [-1, 2**31])
 def test_a_row_out_of_range_is_refused(row):
     rows = RowOf()

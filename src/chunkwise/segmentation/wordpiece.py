@@ -59,8 +59,6 @@ _MODEL = {
 #: look-up there costs 0.03-0.2 CPU-ms, the parse ~12: a two-paragraph text needs ~20 look-ups, a page ~1,000)
 RAW_LOOKUPS = 48
 
-_NOT_SEARCHED = object()  # a piece :meth:`Vocabulary.get` has not looked for yet
-
 #: the ``model`` object's ``vocab`` key: the vocabulary, the last entry of the file (see :meth:`Vocabulary.of_file`)
 _VOCAB_KEY = b'"vocab":{'
 
@@ -94,10 +92,11 @@ class Vocabulary:
         parsed = self._dict
         if parsed is not None:
             return parsed.get(piece, default)
-        found = self._found.get(piece, _NOT_SEARCHED)
-        if found is _NOT_SEARCHED:
-            if len(self._found) >= RAW_LOOKUPS or not (piece.isascii() and piece.isprintable()):
-                return self._parsed().get(piece, default)
+        if piece in self._found:  # never removed once there
+            found = self._found[piece]
+        elif len(self._found) >= RAW_LOOKUPS or not (piece.isascii() and piece.isprintable()):
+            return self._parsed().get(piece, default)
+        else:
             found = self._found[piece] = self._search(piece)
         return default if found is None else found
 

@@ -52,6 +52,21 @@ class RowOf(MutableMapping[str, int]):
         self._rows = array("i")
         self._live = 0
 
+    @classmethod
+    def in_order(cls, ids: list[str]) -> RowOf:
+        """Rows 0, 1, 2 ... of ``ids`` (distinct), over a numbering of their own in the same order: built at
+        once, as a copy taken over from its saved files is (setting them one by one costs about five times
+        more, ~1.3 µs an id). Raises ``ValueError`` if an id repeats."""
+        out = cls()
+        numbers = out.numbers
+        numbers._number = dict(zip(ids, range(len(ids))))
+        if len(numbers._number) != len(ids):
+            raise ValueError("an id repeats")
+        numbers.ids = list(ids)
+        out._rows = array("i", range(len(ids)))
+        out._live = len(ids)
+        return out
+
     def _at(self, chunk_id: str) -> int:
         n = self.numbers.get(chunk_id)
         if n is None or n >= len(self._rows):

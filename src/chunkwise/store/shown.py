@@ -153,8 +153,7 @@ class SpooledRows:
             os.replace(Path(folder) / DATA, out.path)
             out._file = open(out.path, "ab")  # noqa: SIM115
             out.end = out._file.tell()
-            for n, k in enumerate(index["id"].tolist()):
-                out.ids[k.decode()] = n
+            out.ids = RowOf.in_order([k.decode() for k in index["id"].tolist()])
             out.at = array("q", index["at"].astype(np.int64).tobytes())
             out.size = array("q", index["size"].astype(np.int64).tobytes())
             out.dead = out.end - int(index["size"].sum())
