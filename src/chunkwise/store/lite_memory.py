@@ -558,8 +558,8 @@ def release_freed_memory() -> None:
 
 
 def _releasing(work: Any) -> Any:
-    """The engine's background work after a flush (merges, vector index builds), then
-    :func:`release_freed_memory`."""
+    """``work`` (the engine's background work after a flush: merges, vector index builds; or the flush
+    itself), then :func:`release_freed_memory`, whatever ``work`` raised."""
 
     def run(self: Any, *args: Any, **kwargs: Any) -> Any:
         try:
@@ -579,16 +579,15 @@ def _after_background(flush: Any) -> Any:
     this thread (the frozen memtable, its table, the Parquet writer's buffers) is given back too: otherwise
     it stays resident until the close, under the writes that follow."""
 
+    releasing = _releasing(flush)
+
     def run(self: Any, *args: Any, **kwargs: Any) -> Any:
         lock = getattr(self, "_maintenance_lock", None)
         owned = getattr(lock, "_is_owned", None)
         wait = getattr(self, "_wait_for_bg", None)
         if callable(owned) and not owned() and callable(wait):
             wait()
-        try:
-            return flush(self, *args, **kwargs)
-        finally:
-            release_freed_memory()
+        return releasing(self, *args, **kwargs)
 
     run.original = flush  # type: ignore[attr-defined]
     return run
