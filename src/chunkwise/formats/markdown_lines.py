@@ -1,6 +1,7 @@
 """Markdown's line-level rules, which need no parser: the start of an ATX heading line and a leading
-front-matter block. The strategies' line tests import them from here; :mod:`.markdown_blocks` (the parser,
-the blocks and sections) uses and re-exports them.
+front-matter block. The strategies' line tests and the loaders import them from here, and so does
+:mod:`.markdown_blocks` (the parser, its blocks and sections), which skips front matter: a plain-text run that
+tests lines for headings does not import the parser.
 """
 
 from __future__ import annotations
