@@ -33,6 +33,9 @@ fixed cost removed); for the in-process store
 what Milvus Lite's engine holds at the end (``engine MB``: pyarrow's allocated memory, the loaded segments'
 Arrow tables and vector arrays, the number of segments); ``--env`` sets variables for
 the child (Milvus Lite reads its memtable and write-ahead-log budgets from the environment at import).
+``--default-install`` runs the child as ``pip install chunkwise`` would (pymilvus and pandas hidden, as
+``bench_startup.py``'s default-install rows do): this venv has both for the servers and the tests, and
+pyarrow imports pandas wherever it is installed.
 """
 
 from __future__ import annotations
@@ -174,11 +177,14 @@ def group_rss_mb(pgid: int) -> float:
     return total / 1024
 
 
-def measure(folder: Path, where: dict, how: dict, env: dict | None = None) -> dict:
+def measure(folder: Path, where: dict, how: dict, env: dict | None = None, default_install: bool = False) -> dict:
     import os
 
+    from bench_first_run import DEFAULT  # pymilvus and pandas hidden, as ``pip install chunkwise`` has neither
+
+    code = DEFAULT + CHILD if default_install else CHILD
     out = subprocess.run(
-        [sys.executable, "-c", CHILD, str(folder), json.dumps(where), json.dumps(how)],
+        [sys.executable, "-c", code, str(folder), json.dumps(where), json.dumps(how)],
         capture_output=True,
         text=True,
         check=True,
@@ -210,6 +216,12 @@ def main() -> None:
     )
     ap.add_argument("--text", default="chroma", choices=["chroma", "random"], help="public text or random words")
     ap.add_argument("--env", nargs="*", default=[], metavar="KEY=VALUE", help="variables for the indexing child")
+    ap.add_argument(
+        "--default-install",
+        action="store_true",
+        help="hide pymilvus and pandas from the child, as `pip install chunkwise` has neither (pyarrow imports "
+        "pandas wherever it is installed: ~0.3 CPU-s and ~35 MB in every run)",
+    )
     args = ap.parse_args()
     env = dict(kv.split("=", 1) for kv in args.env)
     from milvus_servers import start_milvus_235, start_milvus_lite
@@ -232,7 +244,13 @@ def main() -> None:
                 else:
                     where = {"db": str(Path(tmp) / f"lite{mb}.db"), "collection": "mem"}
                 try:
-                    r = measure(corpus, where, {"strategy": args.strategy, "max_tokens": args.max_tokens}, env)
+                    r = measure(
+                        corpus,
+                        where,
+                        {"strategy": args.strategy, "max_tokens": args.max_tokens},
+                        env,
+                        args.default_install,
+                    )
                     r["server_mb"] = group_rss_mb(server.proc.pid) if server is not None else None
                 finally:
                     if server is not None:
