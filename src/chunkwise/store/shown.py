@@ -195,14 +195,15 @@ class SpooledRows:
         def fill(tmp: Path) -> None:
             ids, at, size = self.ids, self.at, self.size
             if self.dead > self.end - self.dead:  # mostly dead rows: the live ones copied, in stored order
-                ids, at, size = RowOf(), array("q"), array("q")
+                live = sorted(self.ids.items(), key=lambda kv: kv[1])
+                at, size = array("q"), array("q")
                 with open(self.path, "rb") as src, open(tmp / DATA, "wb") as dst:
-                    for chunk_id, n in sorted(self.ids.items(), key=lambda kv: kv[1]):
+                    for _, n in live:
                         src.seek(self.at[n])
-                        ids[chunk_id] = len(at)
                         at.append(dst.tell())
                         size.append(self.size[n])
                         dst.write(src.read(self.size[n]))
+                ids = RowOf.in_order([chunk_id for chunk_id, _ in live])  # row k: the k-th copied
             else:
                 os.replace(self.path, tmp / DATA)
             np.save(tmp / INDEX, _index_array(ids, at, size), allow_pickle=False)
