@@ -307,11 +307,12 @@ class Server:
         """Bytes of the largest regular file the server has open now (a spooled upload is one, unlinked)."""
         biggest = 0
         for fd in Path(f"/proc/{self.proc.pid}/fd").iterdir():
-            try:
+            try:  # the server may close the file between the listing and these calls
                 st = os.stat(fd)
+                target = os.readlink(fd)
             except OSError:
                 continue
-            if stat.S_ISREG(st.st_mode) and not str(os.readlink(fd)).startswith(sys.prefix):
+            if stat.S_ISREG(st.st_mode) and not target.startswith(sys.prefix):
                 biggest = max(biggest, st.st_size)
         return biggest
 
