@@ -365,9 +365,12 @@ def test_a_flush_and_the_engines_work_after_it_give_freed_memory_back(tmp_path, 
         monkeypatch.setattr(lite_memory, "_trim", trims)
         col.insert([dict(r, id=r["id"] + "-again") for r in col.query(None, limit=4)])
         col.flush()  # the flush schedules the engine's merges and index builds in its background thread
-        assert trims.calls == [(0, True)]  # what the flush freed, given back as it returns
+        # what the flush freed, given back in this thread as it returns (the background work it started may
+        # already have ended and given back its own, first: the two threads race)
+        assert (0, True) in trims.calls
         col._wait_for_bg()
-        assert trims.calls == [(0, True), (0, False)]  # and what the background work freed, once it ended
+        # and what the background work freed, in its own thread, once it ended: one trim each
+        assert sorted(trims.calls) == [(0, False), (0, True)]
 
 
 def test_the_bm25_copy_is_saved_last_on_a_trimmed_heap_without_the_other_copies(tmp_path, monkeypatch):
