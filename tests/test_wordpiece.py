@@ -142,6 +142,17 @@ def test_a_file_escaping_printable_ascii_otherwise_is_parsed_at_once(old, new, p
     assert vocab._dict is not None and vocab.get(piece) == PYTHON.vocab.get(piece) is not None
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(b"}\\,/ua"), max_size=40).map(bytes), st.data())
+def test_a_byte_followed_by_another_is_found_as_a_search_for_the_pair_finds_it(raw, data):
+    # what Vocabulary.of_file checks with one scan for the rarer first byte, against a search per pair
+    start = data.draw(st.integers(0, len(raw)))
+    stop = data.draw(st.integers(start, len(raw)))
+    for lead, after in ((b"}", (b",",)), (b"\\", (b"/", b"u"))):
+        expected = any(raw.find(lead + a, start, stop) >= 0 for a in after)
+        assert wordpiece._followed(raw, start, stop, lead, after) is expected
+
+
 def test_an_id_that_is_not_a_plain_integer_is_read_as_json_reads_it():
     raw = minilm_tokenizer_path().read_bytes().replace(b',"/":1013,', b',"/":-5,')
     vocab = wordpiece.Vocabulary.of_file(raw)[1]

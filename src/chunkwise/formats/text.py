@@ -189,7 +189,8 @@ def decode_source(data: bytes, source: str, encoding: str | None = None) -> tupl
             warns.append(f"no byte-order mark: read as {codec.upper()} (detected; use --encoding to override)")
     text = data.decode(codec, errors="surrogateescape" if codec == "utf-8" else "replace")
     if codec == "utf-8":
-        text, bad = _SURROGATE_ESCAPES.subn("\ufffd", text)
+        # the escapes are not ASCII: an ASCII text has none (and the pattern is not compiled for it)
+        text, bad = (text, 0) if text.isascii() else _SURROGATE_ESCAPES.subn("\ufffd", text)
         if bad:
             warns.append(
                 f"not valid UTF-8: {bad} byte{'s' if bad != 1 else ''} replaced with U+FFFD "

@@ -63,6 +63,18 @@ RAW_LOOKUPS = 48
 _VOCAB_KEY = b'"vocab":{'
 
 
+def _followed(raw: bytes, start: int, stop: int, lead: bytes, after: tuple[bytes, ...]) -> bool:
+    """Whether ``raw[start:stop]`` holds ``lead`` followed by one of the bytes ``after``: what a search for
+    each two-byte pair finds, in one scan for the one byte (``memchr``, ~20x faster than a two-byte search
+    over the vocabulary's 460 KB, where ``lead`` is rare)."""
+    at = raw.find(lead, start, stop)
+    while at >= 0:
+        if at + 1 < stop and raw[at + 1 : at + 2] in after:
+            return True
+        at = raw.find(lead, at + 1, stop)
+    return False
+
+
 class Vocabulary:
     """A WordPiece vocabulary (piece -> id) from the ``vocab`` object of a ``tokenizer.json``: the object is
     parsed on the :data:`RAW_LOOKUPS` + 1st look-up (``json.loads`` of 30,522 entries, ~12 CPU-ms: more than
@@ -146,7 +158,9 @@ class Vocabulary:
             and raw[stop - 2 : stop - 1].isdigit()  # its last entry's id
             # no whitespace, no nested object, and no escape that writes printable ASCII another way than
             # json.dumps does (\/, \u0061): else a piece's bytes could differ from what _search looks for
-            and not any(raw.find(c, start, stop) >= 0 for c in (b" ", b"\t", b"\n", b"\r", b"},", b"\\/", b"\\u"))
+            and not any(raw.find(c, start, stop) >= 0 for c in (b" ", b"\t", b"\n", b"\r"))
+            and not _followed(raw, start, stop, b"}", (b",",))
+            and not _followed(raw, start, stop, b"\\", (b"/", b"u"))
         ):
             try:
                 spec = json.loads(raw[:at] + b'"vocab":{}}}')
