@@ -2,7 +2,7 @@
 ONNX, no cache or memo) on different parts of one folder and on chunks of different lengths, measured in
 interleaved rounds in one process so that the machine's load hits every kind alike.
 
-Why: the progress ETA (``chunkwise.retrieval.progress``) takes the embedding cost a token from wall time. If
+Why: the progress ETA (``chunkwise.progress``) takes the embedding cost a token from wall time. If
 texts differed much in CPU a token, a dearer text would be read as a slower machine; this measures how much
 they differ. The figures in benchmarks/results/progress.md are FastAPI's docs (``docs/en/docs`` of
 github.com/fastapi/fastapi)::

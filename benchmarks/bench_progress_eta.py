@@ -11,7 +11,7 @@ Prints one row per heartbeat line (elapsed, % shown, ETA shown, real remaining, 
 ratio among the lines printed after the first 10 % of the run. Target: every such ratio within 1/1.5 .. 1.5.
 
 A run takes 5-20 minutes on a shared 2-core machine, so estimators are compared offline: ``--trace FILE``
-also records every call the run makes to its :class:`~chunkwise.retrieval.progress.Progress` (time, method,
+also records every call the run makes to its :class:`~chunkwise.progress.Progress` (time, method,
 arguments; phases entered and left) as JSON lines, and ``--replay FILE`` feeds such a trace to this tree's
 ``Progress`` with a clock that follows the trace, printing the ETA it would have shown every ``--interval``
 seconds against the time the recorded run really still took (no indexing; a second or two). ``--calls``
@@ -33,7 +33,7 @@ import time
 #: the child of ``--trace``: ``chunkwise`` with every Progress call written to the trace file (argv[1])
 TRACER = r"""
 import contextlib, json, sys, threading, time
-from chunkwise.retrieval import progress as P
+from chunkwise import progress as P
 out, t0, local = open(sys.argv.pop(1), "w"), time.monotonic(), threading.local()
 def log(kind, *args):  # the process's CPU seconds too (every thread), to tell a run's machine from its text
     out.write(json.dumps([time.monotonic() - t0, kind, list(args), {"cpu": time.process_time()}]) + "\n")
@@ -76,7 +76,7 @@ def replay(path: str, interval: float) -> int:
     import gzip
     import json
 
-    from chunkwise.retrieval.progress import Progress
+    from chunkwise.progress import Progress
 
     opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "rt", encoding="utf-8") as handle:

@@ -13,9 +13,9 @@ import pytest
 from conftest import FakeEmbedder
 
 import chunkwise.embeddings
+from chunkwise import progress as progress_module
 from chunkwise.cli import main
-from chunkwise.retrieval import progress as progress_module
-from chunkwise.retrieval.progress import RECENT_CALLS, Progress, format_eta, heartbeat_seconds
+from chunkwise.progress import RECENT_CALLS, Progress, format_eta, heartbeat_seconds
 
 GERMAN = (
     "Die Vorlesung behandelt topologische Räume, stetige Abbildungen und den Begriff der Kompaktheit. "

@@ -82,6 +82,10 @@ MOVED: dict[str, dict[str, str]] = {
         "AddSettings": "chunkwise.retrieval.add:AddSettings",
         "EMBED_BATCH": "chunkwise.retrieval.ingest:EMBED_BATCH",
     },
+    "chunkwise.retrieval.progress": {
+        name: f"chunkwise.progress:{name}"
+        for name in ("Progress", "heartbeat_seconds", "format_eta", "HEARTBEAT_ENV", "DEFAULT_HEARTBEAT", "PHASES")
+    },
     "chunkwise.context.late": {"DEFAULT_WINDOW": "chunkwise.context.late:DEFAULT_LATE_WINDOW"},
     "chunkwise.cli.evaluate": {"_add_common": "chunkwise.cli.eval_flags:add_common_options"},
     "chunkwise.segmentation.sentences": {

@@ -251,7 +251,7 @@ def run(args: argparse.Namespace) -> int:
     from ..formats import collect_inputs, read_inputs
     from ..formats.text import DecodingWarning
     from ..formats.walk import file_sizes
-    from ..retrieval.progress import Progress
+    from ..progress import Progress
     from ..strategies.many import chunk_documents
     from .options import walk_options
 

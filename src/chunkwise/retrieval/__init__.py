@@ -1,8 +1,8 @@
 """Retrieval: the :class:`Index` (add, search, delete) over a store (Milvus by default), and hybrid BM25 +
 vector fusion.
 
-The names are imported on first use, so that a module of this package that needs none of them (the progress
-line ``chunkwise chunk`` prints) does not bring in the index, the stores and their engines.
+The names are imported on first use, so that a module of this package that needs none of them does not bring
+in the index, the stores and their engines.
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ from ..embeddings.language import LanguageCheck
 from ..errors import ChunkwiseError, InputError
 from ..formats.walk import UnreadableFolder
 from ..pipeline.config import PipelineConfig, run_config
+from ..progress import Progress
 from ..store.base import Marker, Store
 from ..strategies import Strategy
 from ..strategies.many import chunk_documents
@@ -33,7 +34,6 @@ from ..video.document import VideoDocument, unchanged_video
 from .collection_config import build_config, check_add_options, checked_config
 from .ingest import embed_documents, finish_chunks, is_unchanged, write_documents
 from .lazy_embedder import makes_recorded
-from .progress import Progress
 from .results import IndexReport
 
 if TYPE_CHECKING:

@@ -33,6 +33,7 @@ from ..embeddings.base import Embedder
 from ..embeddings.vectors import query_vectors
 from ..errors import ConfigError, InputError
 from ..pipeline.config import DEFAULT_FUSION, DEFAULT_HYBRID, VECTOR_MODES, PipelineConfig, run_config
+from ..progress import Progress
 from ..store.base import Marker, Store
 from ..store.milvus import DEFAULT_COLLECTION, SCHEMA_VERSION, MilvusStore
 from ..strategies import Strategy
@@ -40,7 +41,6 @@ from ..strategies.params import EmbedderSpec, StrategySpec, TokenizerSpec
 from ..validation import InstanceOf, Interval, MappingOf, PathSpec, StrList, validated
 from .collection_config import check_add_options, differences
 from .lazy_embedder import LazyEmbedder, makes_recorded
-from .progress import Progress
 from .results import IndexReport, SearchResult
 from .search import check_search, ranked_results
 
@@ -308,7 +308,7 @@ class Index(AbstractContextManager["Index", None]):
         ``include`` naming an extension such as ``*.svg`` widens it, ``all_files=True`` reads every file; see
         :func:`chunkwise.formats.list_inputs`); the files left out are said in one
         :class:`~chunkwise.formats.SkippedFilesWarning` before anything is read. ``progress``: bars on a
-        terminal, heartbeat lines elsewhere (:mod:`chunkwise.retrieval.progress`). ``notify(line)``: called for
+        terminal, heartbeat lines elsewhere (:mod:`chunkwise.progress`). ``notify(line)``: called for
         a document in a language the embedder does not read (before it is embedded). ``code=True``: folders
         give source files too (``.py``, ``.js``...). ``gitignore=False``: a folder in a git work tree gives
         what its ``.gitignore`` files ignore too."""
