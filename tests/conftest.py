@@ -9,8 +9,8 @@ Tests marked ``chroma`` read Chroma's chunking-evaluation set from outside the r
 summary says so in one line, so a green run never hides that they did not run.
 
 Hypothesis has no per-example deadline here: the suite runs on loaded 2-core machines, where a deadline
-measures the machine, not the code (hangs are bounded by pytest-timeout instead). On CI it draws the same
-examples on every run (Hypothesis's own ``ci`` profile); a developer's run draws new ones.
+measures the machine, not the code (hangs are bounded by pytest-timeout instead). On CI (``CHUNKWISE_CI=1``)
+it draws the same examples on every run; a developer's run draws new ones.
 """
 
 from __future__ import annotations
@@ -34,10 +34,11 @@ SHARED = ROOT.parent / "shared" / "data"
 CHROMA = Path(os.environ.get("CHUNKWISE_CHROMA_EVAL") or SHARED / "chroma-eval")
 _NO_CHROMA = f"needs Chroma's evaluation set at {CHROMA} (set CHUNKWISE_CHROMA_EVAL)"
 
-# On a CI machine (the CI variable set: .ci/run sets it) Hypothesis has already loaded its own "ci" profile: a
-# seed per test (derandomize) and no example database, so a run's verdict does not depend on the draw. The
-# suite's profile keeps that and only adds its own settings; elsewhere every run draws new examples.
-settings.register_profile("chunkwise", parent=settings.default, deadline=None, print_blob=True)
+#: a CI run (``.ci/run`` sets ``CHUNKWISE_CI=1``): Hypothesis draws the same examples every time (a seed per test,
+#: no example database, as its own "ci" profile does), so the verdict does not depend on the draw; a developer's
+#: run draws new examples each time
+FIXED_EXAMPLES = {"derandomize": True, "database": None} if os.environ.get("CHUNKWISE_CI") == "1" else {}
+settings.register_profile("chunkwise", deadline=None, print_blob=True, **FIXED_EXAMPLES)
 settings.load_profile("chunkwise")
 
 

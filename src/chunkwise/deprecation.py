@@ -84,7 +84,17 @@ MOVED: dict[str, dict[str, str]] = {
     },
     "chunkwise.retrieval.progress": {
         name: f"chunkwise.progress:{name}"
-        for name in ("Progress", "heartbeat_seconds", "format_eta", "HEARTBEAT_ENV", "DEFAULT_HEARTBEAT", "PHASES")
+        for name in (
+            "Progress",
+            "heartbeat_seconds",
+            "format_eta",
+            "HEARTBEAT_ENV",
+            "DEFAULT_HEARTBEAT",
+            "PHASES",
+            "TTY_REFRESH",
+            "RECENT_CALLS",
+            "RECENT_WEIGHT",
+        )
     },
     "chunkwise.context.late": {"DEFAULT_WINDOW": "chunkwise.context.late:DEFAULT_LATE_WINDOW"},
     "chunkwise.cli.evaluate": {"_add_common": "chunkwise.cli.eval_flags:add_common_options"},
