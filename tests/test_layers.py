@@ -23,6 +23,7 @@ ORDER = [
     "deprecation",
     "registry",
     "timefmt",
+    "progress",
     "http",
     "formats",
     "segmentation",
